@@ -1,0 +1,159 @@
+//! Command-line interface: the `xray` subcommands and their wiring to library functions.
+//!
+//! Owns: clap definitions, output of command results as JSON on stdout, errors on stderr with
+//! a non-zero exit. Runs on the main thread; async commands get a current-thread tokio
+//! runtime, the same kind compute threads use.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config;
+use crate::ledger::source::{Source, SourceSpec};
+
+#[derive(Parser)]
+#[command(name = "xray", version, about = "Wallet X-Ray: programmatic wallet intelligence for Solana")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Ledger tools: inspect fixtures, record and serve snapshots.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+    /// The embedded demo ledger.
+    #[command(subcommand)]
+    Demo(DemoCommand),
+    /// Print the wallet view (the domain model the engine reads) of one wallet as JSON.
+    View {
+        wallet: String,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+}
+
+#[derive(Args, Clone)]
+pub struct LedgerArgs {
+    /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
+    #[arg(long, default_value = "demo", env = "XRAY_LEDGER")]
+    pub ledger: String,
+    /// Signatures read per wallet at most.
+    #[arg(long, default_value_t = config::HISTORY_DEPTH_DEFAULT)]
+    pub history_depth: u32,
+}
+
+#[derive(Subcommand)]
+enum LedgerCommand {
+    /// Summarize a saved getTransaction or getBlock response as JSON.
+    Inspect { file: PathBuf },
+    /// Record the JSON-RPC responses for wallets from a live node into a snapshot directory.
+    Record {
+        #[arg(long)]
+        rpc: String,
+        #[arg(long = "wallet", required = true, num_args = 1..)]
+        wallets: Vec<String>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = config::HISTORY_DEPTH_DEFAULT)]
+        history_depth: u32,
+    },
+    /// Write demo wallets (every archetype, then N background wallets) as a snapshot.
+    ExportDemo {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        wallets: u32,
+        #[arg(long, default_value_t = config::DEMO_SEED_DEFAULT)]
+        seed: u64,
+    },
+    /// Serve a snapshot (or the demo ledger) as a Solana JSON-RPC endpoint, with optional faults.
+    Serve(crate::ledger::rpc_server::ServeArgs),
+}
+
+#[derive(Subcommand)]
+enum DemoCommand {
+    /// List the demo archetypes with their addresses.
+    List {
+        #[arg(long, default_value_t = config::DEMO_SEED_DEFAULT)]
+        seed: u64,
+    },
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("XRAY_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// A current-thread runtime, as compute threads use.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("runtime: {e}"))
+}
+
+fn print_json(bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|_| out.write_all(b"\n")).map_err(|e| format!("stdout: {e}"))
+}
+
+fn run(command: Command) -> Result<(), String> {
+    match command {
+        Command::Ledger(LedgerCommand::Inspect { file }) => {
+            let summary = crate::ledger::inspect::inspect_file(&file).map_err(|e| e.to_string())?;
+            print_json(&crate::ledger::wire::to_vec_pretty(&summary).map_err(|e| e.to_string())?)
+        }
+        Command::Ledger(LedgerCommand::Record { rpc, wallets, out, history_depth }) => {
+            let spec: SourceSpec =
+                format!("rpc:{rpc}").parse().map_err(|e: crate::ledger::LedgerError| e.to_string())?;
+            let wallets = parse_wallets(&wallets)?;
+            let rt = runtime()?;
+            let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
+            let report = rt
+                .block_on(crate::ledger::snapshot::record(&source, &wallets, &out, history_depth))
+                .map_err(|e| e.to_string())?;
+            print_json(&crate::ledger::wire::to_vec_pretty(&report).map_err(|e| e.to_string())?)
+        }
+        Command::Ledger(LedgerCommand::ExportDemo { out, wallets, seed }) => {
+            let rt = runtime()?;
+            let report =
+                rt.block_on(crate::ledger::snapshot::export_demo(seed, wallets, &out)).map_err(|e| e.to_string())?;
+            print_json(&crate::ledger::wire::to_vec_pretty(&report).map_err(|e| e.to_string())?)
+        }
+        Command::Ledger(LedgerCommand::Serve(args)) => crate::ledger::rpc_server::run(args),
+        Command::Demo(DemoCommand::List { seed }) => {
+            let list = crate::ledger::demo::DemoLedger::new(seed).archetype_list();
+            print_json(&crate::ledger::wire::to_vec_pretty(&list).map_err(|e| e.to_string())?)
+        }
+        Command::View { wallet, ledger } => {
+            let wallet = crate::pubkey::Pubkey::parse(&wallet).map_err(|e| format!("wallet: {e}"))?;
+            let spec: SourceSpec = ledger.ledger.parse().map_err(|e: crate::ledger::LedgerError| e.to_string())?;
+            let rt = runtime()?;
+            let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
+            let options = crate::ledger::view::ViewOptions { history_depth: ledger.history_depth };
+            let view =
+                rt.block_on(crate::ledger::view::build_view(&source, &wallet, options)).map_err(|e| e.to_string())?;
+            println!("{view:#?}");
+            Ok(())
+        }
+    }
+}
+
+fn parse_wallets(texts: &[String]) -> Result<Vec<crate::pubkey::Pubkey>, String> {
+    texts.iter().map(|t| crate::pubkey::Pubkey::parse(t).map_err(|e| format!("wallet {t:?}: {e}"))).collect()
+}

@@ -1,0 +1,224 @@
+//! The fetch plan: which calls build a `WalletView`, in what order, within which bounds.
+//!
+//! Owns: `build_view`, shared by every source so that the demo, a snapshot and a live node
+//! give equal views of equal data. Called on compute threads and by the CLI.
+//!
+//! Invariant: bounded work per wallet — at most `history_depth` signatures, one transaction
+//! per signature, `config::RELATED_ACCOUNTS_MAX` related accounts, `TOKEN_ACCOUNTS_MAX` token
+//! accounts per program. Where a bound cuts, coverage says so.
+
+use std::collections::BTreeSet;
+
+use crate::config;
+use crate::ledger::instruction::InstructionKind;
+use crate::ledger::model::{
+    AccountState, Coverage, MintInfo, NonceAccount, StakeAccount, TokenAccount, TokenProgram, Transaction, WalletView,
+};
+use crate::ledger::source::LedgerSource;
+use crate::ledger::wire::{SignatureInfo, UiAccount};
+use crate::ledger::LedgerError;
+use crate::pubkey::{Pubkey, Signature};
+
+/// How much of a wallet to read.
+#[derive(Debug, Clone, Copy)]
+pub struct ViewOptions {
+    /// Signatures read at most; more means `history_truncated`.
+    pub history_depth: u32,
+}
+
+impl Default for ViewOptions {
+    fn default() -> Self {
+        ViewOptions { history_depth: config::HISTORY_DEPTH_DEFAULT }
+    }
+}
+
+/// Reads everything the engine needs about `wallet` from `source`.
+pub async fn build_view<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    options: ViewOptions,
+) -> Result<WalletView, LedgerError> {
+    let depth = options.history_depth.clamp(1, config::HISTORY_DEPTH_MAX);
+    let (account, classic, t22, history) = tokio::join!(
+        source.get_account_info(wallet),
+        source.get_token_accounts_by_owner(wallet, TokenProgram::Token),
+        source.get_token_accounts_by_owner(wallet, TokenProgram::Token2022),
+        read_history(source, wallet, depth),
+    );
+    let account = account?;
+    let (classic, t22) = (classic?, t22?);
+    let (signatures, history_truncated) = history?;
+
+    let mut coverage = Coverage { source: source.name().to_owned(), history_truncated, ..Coverage::default() };
+    coverage.as_of_slot = account.context.slot.max(classic.context.slot).max(t22.context.slot);
+
+    let mut token_accounts = Vec::new();
+    for keyed in
+        classic.value.iter().take(config::TOKEN_ACCOUNTS_MAX).chain(t22.value.iter().take(config::TOKEN_ACCOUNTS_MAX))
+    {
+        match Pubkey::parse(&keyed.pubkey).ok().and_then(|k| TokenAccount::from_wire(k, &keyed.account)) {
+            Some(t) => token_accounts.push(t),
+            None => coverage.items_skipped += 1,
+        }
+    }
+    token_accounts.sort_by(|a, b| a.address.cmp(&b.address));
+
+    let transactions = read_transactions(source, &signatures, &mut coverage).await?;
+    let (nonce_accounts, stake_accounts) = read_related(source, wallet, &transactions, &mut coverage).await?;
+    let mints = read_mints(source, &token_accounts, &mut coverage).await?;
+
+    Ok(WalletView {
+        address: *wallet,
+        account: account.value.as_ref().and_then(AccountState::from_wire),
+        token_accounts,
+        mints,
+        nonce_accounts,
+        stake_accounts,
+        transactions,
+        coverage,
+    })
+}
+
+/// Pages through `getSignaturesForAddress` up to `depth`. Returns the signatures and whether
+/// the depth limit cut the list.
+async fn read_history<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    depth: u32,
+) -> Result<(Vec<SignatureInfo>, bool), LedgerError> {
+    let mut out: Vec<SignatureInfo> = Vec::new();
+    let mut before: Option<Signature> = None;
+    loop {
+        let remaining = depth - out.len() as u32;
+        // Ask for one more than needed on the last page, to learn whether more exist.
+        let limit = (remaining + 1).min(config::SIGNATURES_PAGE_LEN_MAX);
+        let page = source.get_signatures_for_address(wallet, before.as_ref(), limit).await?;
+        let page_len = page.len() as u32;
+        for info in page {
+            if out.len() as u32 == depth {
+                return Ok((out, true));
+            }
+            out.push(info);
+        }
+        if page_len < limit {
+            return Ok((out, false));
+        }
+        let last = out.last().map(|i| Signature::parse(&i.signature));
+        before = match last {
+            Some(Ok(sig)) => Some(sig),
+            Some(Err(_)) => return Err(LedgerError::Malformed("signature in history is not base58".into())),
+            None => return Ok((out, false)),
+        };
+    }
+}
+
+async fn read_transactions<S: LedgerSource>(
+    source: &S,
+    signatures: &[SignatureInfo],
+    coverage: &mut Coverage,
+) -> Result<Vec<Transaction>, LedgerError> {
+    let parsed: Vec<Signature> = signatures.iter().filter_map(|s| Signature::parse(&s.signature).ok()).collect();
+    coverage.items_skipped += (signatures.len() - parsed.len()) as u32;
+    let results = source.get_transactions(&parsed).await?;
+    let mut out = Vec::with_capacity(results.len());
+    for result in &results {
+        match result {
+            None => coverage.transactions_missing += 1,
+            Some(r) => match Transaction::from_wire(&r.tx, r.slot, r.block_time) {
+                Some(tx) => {
+                    coverage.as_of_slot = coverage.as_of_slot.max(tx.slot);
+                    out.push(tx)
+                }
+                None => coverage.items_skipped += 1,
+            },
+        }
+    }
+    coverage.transactions_read = out.len() as u32;
+    Ok(out)
+}
+
+/// Nonce and stake accounts named in the wallet's history, read as they are now. Kept when
+/// the wallet funded them or holds (or held) one of their authorities.
+async fn read_related<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    transactions: &[Transaction],
+    coverage: &mut Coverage,
+) -> Result<(Vec<NonceAccount>, Vec<StakeAccount>), LedgerError> {
+    let mut candidates = BTreeSet::new();
+    for ix in transactions.iter().flat_map(|t| &t.instructions) {
+        match &ix.kind {
+            InstructionKind::NonceInitialize { nonce, .. }
+            | InstructionKind::NonceAdvance { nonce, .. }
+            | InstructionKind::NonceAuthorize { nonce, .. }
+            | InstructionKind::NonceWithdraw { nonce, .. } => candidates.insert(*nonce),
+            InstructionKind::StakeInitialize { stake, .. }
+            | InstructionKind::StakeAuthorize { stake, .. }
+            | InstructionKind::StakeDelegate { stake, .. }
+            | InstructionKind::StakeDeactivate { stake, .. }
+            | InstructionKind::StakeWithdraw { stake, .. } => candidates.insert(*stake),
+            _ => false,
+        };
+    }
+    candidates.remove(wallet);
+    let candidates: Vec<Pubkey> = candidates.into_iter().take(config::RELATED_ACCOUNTS_MAX).collect();
+    let accounts = read_accounts(source, &candidates, coverage).await?;
+    let mut nonces = Vec::new();
+    let mut stakes = Vec::new();
+    for (address, account) in candidates.iter().zip(&accounts) {
+        let Some(account) = account else { continue };
+        if let Some(n) = NonceAccount::from_wire(*address, account) {
+            nonces.push(n);
+        } else if let Some(s) = StakeAccount::from_wire(*address, account) {
+            stakes.push(s);
+        }
+    }
+    Ok((nonces, stakes))
+}
+
+async fn read_mints<S: LedgerSource>(
+    source: &S,
+    token_accounts: &[TokenAccount],
+    coverage: &mut Coverage,
+) -> Result<Vec<MintInfo>, LedgerError> {
+    let addresses: Vec<Pubkey> = token_accounts
+        .iter()
+        .map(|t| t.mint)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .take(config::RELATED_ACCOUNTS_MAX)
+        .collect();
+    let accounts = read_accounts(source, &addresses, coverage).await?;
+    let mut mints: Vec<MintInfo> = Vec::new();
+    for (address, account) in addresses.iter().zip(&accounts) {
+        match account.as_ref().and_then(|a| MintInfo::from_wire(*address, a)) {
+            Some(m) => mints.push(m),
+            None => coverage.items_skipped += 1,
+        }
+    }
+    // `addresses` came out of a BTreeSet, so `mints` is sorted as `WalletView::mint` needs.
+    debug_assert!(mints.windows(2).all(|w| w[0].address < w[1].address));
+    Ok(mints)
+}
+
+/// `getMultipleAccounts` in chunks of the node's limit, in order.
+async fn read_accounts<S: LedgerSource>(
+    source: &S,
+    addresses: &[Pubkey],
+    coverage: &mut Coverage,
+) -> Result<Vec<Option<UiAccount>>, LedgerError> {
+    let mut out = Vec::with_capacity(addresses.len());
+    for chunk in addresses.chunks(config::MULTIPLE_ACCOUNTS_LEN_MAX) {
+        let page = source.get_multiple_accounts(chunk).await?;
+        if page.value.len() != chunk.len() {
+            return Err(LedgerError::Malformed(format!(
+                "getMultipleAccounts returned {} accounts for {} addresses",
+                page.value.len(),
+                chunk.len()
+            )));
+        }
+        coverage.as_of_slot = coverage.as_of_slot.max(page.context.slot);
+        out.extend(page.value);
+    }
+    Ok(out)
+}

@@ -1,0 +1,10 @@
+//! Wallet X-Ray: programmatic wallet intelligence for Solana.
+//!
+//! The library behind the `xray` binary; tests and benches use it directly. See
+//! ARCHITECTURE.md for the data flow, the code map and which threads call what.
+#![warn(clippy::all)]
+
+pub mod cli;
+pub mod config;
+pub mod ledger;
+pub mod pubkey;
