@@ -106,17 +106,19 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("runtime: {e}"))
 }
 
-fn print_json(bytes: &[u8]) -> Result<(), String> {
+/// Prints a value as indented JSON on stdout (for people; the API writes compact JSON).
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    out.write_all(bytes).and_then(|_| out.write_all(b"\n")).map_err(|e| format!("stdout: {e}"))
+    serde_json::to_writer_pretty(&mut out, value).map_err(|e| format!("stdout: {e}"))?;
+    out.write_all(b"\n").map_err(|e| format!("stdout: {e}"))
 }
 
 fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::ledger::inspect::inspect_file(&file).map_err(|e| e.to_string())?;
-            print_json(&crate::ledger::wire::to_vec_pretty(&summary).map_err(|e| e.to_string())?)
+            print_json(&summary)
         }
         Command::Ledger(LedgerCommand::Record { rpc, wallets, out, history_depth }) => {
             let spec: SourceSpec =
@@ -127,18 +129,18 @@ fn run(command: Command) -> Result<(), String> {
             let report = rt
                 .block_on(crate::ledger::snapshot::record(&source, &wallets, &out, history_depth))
                 .map_err(|e| e.to_string())?;
-            print_json(&crate::ledger::wire::to_vec_pretty(&report).map_err(|e| e.to_string())?)
+            print_json(&report)
         }
         Command::Ledger(LedgerCommand::ExportDemo { out, wallets, seed }) => {
             let rt = runtime()?;
             let report =
                 rt.block_on(crate::ledger::snapshot::export_demo(seed, wallets, &out)).map_err(|e| e.to_string())?;
-            print_json(&crate::ledger::wire::to_vec_pretty(&report).map_err(|e| e.to_string())?)
+            print_json(&report)
         }
         Command::Ledger(LedgerCommand::Serve(args)) => crate::ledger::rpc_server::run(args),
         Command::Demo(DemoCommand::List { seed }) => {
             let list = crate::ledger::demo::DemoLedger::new(seed).archetype_list();
-            print_json(&crate::ledger::wire::to_vec_pretty(&list).map_err(|e| e.to_string())?)
+            print_json(&list)
         }
         Command::View { wallet, ledger } => {
             let wallet = crate::pubkey::Pubkey::parse(&wallet).map_err(|e| format!("wallet: {e}"))?;

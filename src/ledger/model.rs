@@ -436,7 +436,7 @@ impl Transaction {
             signature,
             slot,
             block_time,
-            error: meta.and_then(|m| m.err.as_ref()).filter(|e| !e.is_null()).map(|e| e.encode()),
+            error: meta.and_then(|m| m.err.as_ref()).and_then(error_text),
             fee: meta.map_or(0, |m| m.fee),
             fee_payer: account_keys.first().copied().unwrap_or_default(),
             signers,
@@ -454,6 +454,16 @@ impl Transaction {
 
     pub fn is_signer(&self, key: &Pubkey) -> bool {
         self.signers.contains(key)
+    }
+}
+
+/// `meta.err` as text: a bare string error as itself (`InvalidRentPayingAccount`), an object
+/// as compact JSON (`{"InstructionError":[0,{"Custom":1}]}`); `null` is success.
+fn error_text(err: &wire::Value) -> Option<String> {
+    if err.is_null() {
+        None
+    } else {
+        Some(err.as_str().map_or_else(|| err.encode(), str::to_owned))
     }
 }
 
