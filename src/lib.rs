@@ -8,3 +8,5 @@ pub mod cli;
 pub mod config;
 pub mod ledger;
 pub mod pubkey;
+pub mod labels;
+pub mod eligibility;

@@ -10,10 +10,11 @@ use xray::ledger::wire::{self, RpcResponse, TransactionResult, UiBlock};
 use xray::pubkey::Pubkey;
 
 fn fixtures_dir() -> PathBuf {
-    // The fixtures live beside the repository (../shared); XRAY_FIXTURES overrides.
+    // A copy of ../shared/fixtures/solana-rpc kept in the repository; XRAY_FIXTURES points
+    // the tests at another directory of the same kind.
     std::env::var_os("XRAY_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/solana-rpc"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/solana-rpc"))
 }
 
 fn summary(name: &str) -> InspectSummary {

@@ -1,0 +1,33 @@
+# Wallet X-Ray — the two commands a newcomer needs, and a few more.
+#   make run    build (release) and start with the embedded demo ledger
+#   make test   install what is missing, then run every test
+# System packages are installed only when missing (apt-get, as root or with sudo).
+
+CARGO_TARGET_DIR ?= /var/tmp/xray-target
+export CARGO_TARGET_DIR
+LISTEN ?= 127.0.0.1:8899
+
+.PHONY: run test deps build bench fmt lint
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	cargo build --release
+
+run: build
+	$(CARGO_TARGET_DIR)/release/xray ledger serve --ledger demo --listen $(LISTEN)
+
+test: deps
+	cargo test --all-targets
+	cargo test --doc
+
+bench: deps
+	cargo bench --bench ledger
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --all-targets -- -D warnings

@@ -1,0 +1,219 @@
+//! Labels: what the service knows about particular addresses — programs, sysvars, mints,
+//! known entities and flagged (malicious) addresses. Labels are data, not code.
+//!
+//! Owns: the labels file format (TOML, version 1, documented in docs/labels.md), the default
+//! file compiled into the binary, loading another file, and address lookups. Loaded once at
+//! start; read from every thread afterwards (immutable, `Arc`-shared, no locks).
+//!
+//! Invariant: a loaded `Labels` is valid — every address is base58 of 32 bytes, every
+//! category known, no address listed twice, at most `LABELS_LEN_MAX` entries. A file that
+//! breaks any of these is refused whole with a message naming the entry.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use serde::Deserialize;
+
+use crate::pubkey::Pubkey;
+
+/// The default labels file, shipped inside the binary.
+pub const DEFAULT_LABELS_TOML: &str = include_str!("default.toml");
+/// Entries a labels file may hold.
+pub const LABELS_LEN_MAX: usize = 1_000_000;
+/// Largest labels file read.
+pub const LABELS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+const FORMAT_VERSION: u32 = 1;
+
+/// What kind of address a label describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Native programs, loaders and precompiles.
+    Builtin,
+    Sysvar,
+    /// Well-known on-chain programs.
+    Program,
+    /// Token mints.
+    Mint,
+    /// Known-good entities (exchanges, market makers, bridges).
+    Entity,
+    /// Malicious or compromised addresses: drainer programs, attackers, scam funders.
+    Flagged,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    pub address: Pubkey,
+    pub name: String,
+    pub category: Category,
+    /// Free-form qualifiers: `stablecoin`, `exchange`, `drainer`, `attacker`, `demo`, …
+    pub tags: Vec<String>,
+}
+
+impl Label {
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t == tag)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileFormat {
+    version: u32,
+    #[serde(default)]
+    label: Vec<FileLabel>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLabel {
+    address: String,
+    name: String,
+    category: Category,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+/// An immutable address → label table.
+#[derive(Debug, Clone, Default)]
+pub struct Labels {
+    by_address: HashMap<Pubkey, Label>,
+}
+
+impl Labels {
+    /// The labels compiled into the binary.
+    pub fn builtin() -> Arc<Labels> {
+        static DEFAULT: OnceLock<Arc<Labels>> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| {
+                // A test parses the same text, so a broken default file fails the build's tests.
+                Arc::new(Labels::from_toml(DEFAULT_LABELS_TOML).unwrap_or_default())
+            })
+            .clone()
+    }
+
+    /// Loads a labels file, or the builtin labels when `path` is `None`.
+    pub fn load(path: Option<&Path>) -> Result<Arc<Labels>, String> {
+        let Some(path) = path else { return Ok(Labels::builtin()) };
+        let meta = std::fs::metadata(path).map_err(|e| format!("labels {}: {e}", path.display()))?;
+        if meta.len() > LABELS_FILE_BYTES_MAX {
+            return Err(format!("labels {}: larger than {LABELS_FILE_BYTES_MAX} bytes", path.display()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("labels {}: {e}", path.display()))?;
+        Labels::from_toml(&text).map(Arc::new).map_err(|e| format!("labels {}: {e}", path.display()))
+    }
+
+    pub fn from_toml(text: &str) -> Result<Labels, String> {
+        let file: FileFormat = toml::from_str(text).map_err(|e| e.to_string())?;
+        if file.version != FORMAT_VERSION {
+            return Err(format!("unsupported labels format version {} (expected {FORMAT_VERSION})", file.version));
+        }
+        if file.label.len() > LABELS_LEN_MAX {
+            return Err(format!("more than {LABELS_LEN_MAX} labels"));
+        }
+        let mut by_address = HashMap::with_capacity(file.label.len());
+        for (i, entry) in file.label.into_iter().enumerate() {
+            let address = Pubkey::parse(&entry.address)
+                .map_err(|e| format!("label #{} ({:?}): address {}", i + 1, entry.address, e.reason()))?;
+            let label = Label { address, name: entry.name, category: entry.category, tags: entry.tags };
+            if by_address.insert(address, label).is_some() {
+                return Err(format!("label #{} ({}): address listed twice", i + 1, entry.address));
+            }
+        }
+        Ok(Labels { by_address })
+    }
+
+    pub fn get(&self, address: &Pubkey) -> Option<&Label> {
+        self.by_address.get(address)
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_address.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_address.is_empty()
+    }
+
+    pub fn category(&self, address: &Pubkey) -> Option<Category> {
+        self.get(address).map(|l| l.category)
+    }
+
+    pub fn is_flagged(&self, address: &Pubkey) -> bool {
+        self.category(address) == Some(Category::Flagged)
+    }
+
+    /// Programs, loaders and precompiles: never a counterparty in the personal sense.
+    pub fn is_program(&self, address: &Pubkey) -> bool {
+        matches!(self.category(address), Some(Category::Builtin | Category::Program))
+    }
+
+    /// Addresses too common to link two wallets: known programs, sysvars, mints, entities.
+    pub fn is_hub(&self, address: &Pubkey) -> bool {
+        matches!(self.category(address), Some(c) if c != Category::Flagged)
+    }
+
+    pub fn is_stablecoin(&self, mint: &Pubkey) -> bool {
+        self.get(mint).is_some_and(|l| l.category == Category::Mint && l.has_tag("stablecoin"))
+    }
+
+    /// Every label, sorted by address (for listing and tests).
+    pub fn iter_sorted(&self) -> Vec<&Label> {
+        let mut all: Vec<&Label> = self.by_address.values().collect();
+        all.sort_by_key(|l| l.address);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_file_is_valid() {
+        let labels = Labels::from_toml(DEFAULT_LABELS_TOML).unwrap();
+        assert!(labels.len() > 40);
+        let token = Pubkey::parse("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA").unwrap();
+        assert!(labels.is_program(&token));
+        let usdc = Pubkey::parse("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v").unwrap();
+        assert!(labels.is_stablecoin(&usdc));
+        let clock = Pubkey::parse("SysvarC1ock11111111111111111111111111111111").unwrap();
+        assert_eq!(labels.category(&clock), Some(Category::Sysvar));
+        assert_eq!(Labels::builtin().len(), labels.len());
+    }
+
+    #[test]
+    fn refuses_bad_files_with_the_entry_named() {
+        let cases = [
+            ("version = 2", "version"),
+            ("version = 1\n[[label]]\naddress = \"xyz0\"\nname = \"a\"\ncategory = \"program\"", "label #1"),
+            ("version = 1\n[[label]]\naddress = \"11111111111111111111111111111111\"\nname = \"a\"\ncategory = \"martian\"", "unknown variant"),
+            ("version = 1\n[[label]]\naddress = \"11111111111111111111111111111111\"\nname = \"a\"\ncategory = \"program\"\ncolour = 1", "unknown field"),
+            (
+                "version = 1\n[[label]]\naddress = \"11111111111111111111111111111111\"\nname = \"a\"\ncategory = \"program\"\n[[label]]\naddress = \"11111111111111111111111111111111\"\nname = \"b\"\ncategory = \"program\"",
+                "listed twice",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = Labels::from_toml(text).unwrap_err();
+            assert!(err.contains(needle), "{text:?} → {err}");
+        }
+    }
+
+    #[test]
+    fn loads_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("labels.toml");
+        let flagged = "5p8qKVyKthA9DUb1rwQDzjcmTkaZdwN97J3LiaEywUjd";
+        std::fs::write(
+            &path,
+            format!("version = 1\n[[label]]\naddress = \"{flagged}\"\nname = \"x\"\ncategory = \"flagged\"\ntags = [\"attacker\"]\n"),
+        )
+        .unwrap();
+        let labels = Labels::load(Some(&path)).unwrap();
+        assert_eq!(labels.len(), 1);
+        assert!(labels.is_flagged(&Pubkey::parse(flagged).unwrap()));
+        assert!(Labels::load(Some(&dir.path().join("missing.toml"))).is_err());
+    }
+}
