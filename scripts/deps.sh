@@ -5,7 +5,6 @@ set -euo pipefail
 
 need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
-command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 
 if ((${#need[@]})); then
   sudo=""
