@@ -6,7 +6,8 @@
 
 pub mod cli;
 pub mod config;
+pub mod eligibility;
+pub mod engine;
+pub mod labels;
 pub mod ledger;
 pub mod pubkey;
-pub mod labels;
-pub mod eligibility;

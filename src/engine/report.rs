@@ -1,0 +1,185 @@
+//! The X-Ray and comparison payloads (contract §5): the engine's output, serialized as is
+//! under `data.xray` / `data.comparison`.
+//!
+//! Owns: the payload structs, `Severity`, `RiskLevel`, `Relationship` and their wire names.
+//! Built on compute threads by the engine, serialized by the HTTP edge and the CLI.
+//!
+//! Invariant: field names are the contract's (lowerCamelCase); token amounts are strings of
+//! base units, lamports integers; every collection is in a deterministic order, so equal input
+//! gives byte-identical JSON. Deliberately absent: timestamps of the analysis itself (the
+//! engine has no clock; the job record carries createdAt/startedAt/completedAt).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// How bad a finding is. Ordered: `Info < Low < … < Critical`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+
+    /// One step more severe (`Critical` stays).
+    pub fn raised(self) -> Severity {
+        match self {
+            Severity::Info => Severity::Low,
+            Severity::Low => Severity::Medium,
+            Severity::Medium => Severity::High,
+            Severity::High | Severity::Critical => Severity::Critical,
+        }
+    }
+
+    /// One step less severe (`Info` stays).
+    pub fn lowered(self) -> Severity {
+        match self {
+            Severity::Info | Severity::Low => Severity::Info,
+            Severity::Medium => Severity::Low,
+            Severity::High => Severity::Medium,
+            Severity::Critical => Severity::High,
+        }
+    }
+}
+
+/// The band a 0–100 safety score falls in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RiskLevel {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Score {
+    /// 0–100, higher is safer.
+    pub value: u8,
+    pub risk_level: RiskLevel,
+    /// 0–1, two decimals; falls when coverage is partial.
+    pub confidence: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dimension {
+    pub id: &'static str,
+    pub score: u8,
+    pub weight: f64,
+    pub risk_level: RiskLevel,
+    pub signal_ids: Vec<String>,
+}
+
+/// Facts of a signal: string values only, so amounts keep full precision and the map is
+/// ordered for determinism.
+pub type Facts = BTreeMap<&'static str, String>;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signal {
+    pub id: String,
+    pub kind: &'static str,
+    pub severity: Severity,
+    pub dimension: &'static str,
+    pub title: String,
+    pub detail: String,
+    pub facts: Facts,
+    pub evidence_ids: Vec<String>,
+}
+
+/// One piece of evidence: a transaction instruction, or an account's state at a slot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Evidence {
+    #[serde(rename = "transaction", rename_all = "camelCase")]
+    Transaction {
+        id: String,
+        signature: String,
+        slot: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        block_time: Option<i64>,
+        program_id: String,
+        instruction: String,
+        instruction_index: String,
+        summary: String,
+    },
+    #[serde(rename = "account", rename_all = "camelCase")]
+    Account { id: String, account: String, slot: u64, summary: String },
+}
+
+impl Evidence {
+    pub fn id(&self) -> &str {
+        match self {
+            Evidence::Transaction { id, .. } | Evidence::Account { id, .. } => id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttackStep {
+    pub order: u8,
+    pub actor: String,
+    pub action: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssetAtRisk {
+    /// Mint address, or `SOL` for lamports.
+    pub mint: String,
+    /// Base units as a decimal string.
+    pub amount: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttackPath {
+    pub id: String,
+    pub kind: &'static str,
+    pub title: String,
+    pub severity: Severity,
+    pub steps: Vec<AttackStep>,
+    pub assets_at_risk: Vec<AssetAtRisk>,
+    pub signal_ids: Vec<String>,
+    pub remediation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Coverage {
+    pub ledger_source: String,
+    pub as_of_slot: u64,
+    pub transactions_analyzed: u32,
+    pub history_complete: bool,
+}
+
+/// `data.xray`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct XRay {
+    pub wallet: String,
+    pub score: Score,
+    pub dimensions: Vec<Dimension>,
+    pub signals: Vec<Signal>,
+    pub evidence: Vec<Evidence>,
+    pub attack_paths: Vec<AttackPath>,
+    pub engine_versions: BTreeMap<&'static str, &'static str>,
+    pub coverage: Coverage,
+}
