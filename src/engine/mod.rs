@@ -5,5 +5,7 @@
 //! gives byte-identical output on any thread.
 
 pub mod evidence;
+pub mod flows;
 pub mod report;
 pub mod scoring;
+pub mod signals;

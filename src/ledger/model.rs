@@ -408,7 +408,8 @@ pub struct Transaction {
     pub instructions: Vec<Instruction>,
     /// Accounts whose lamports changed.
     pub sol_changes: Vec<SolChange>,
-    /// Token accounts whose balance changed (or that appeared or vanished).
+    /// Every token balance the node reported, before and after (unchanged ones too: they
+    /// name the owner of a token account that a zero-amount transfer touched).
     pub token_changes: Vec<TokenChange>,
 }
 
@@ -535,9 +536,6 @@ fn push_token_change(out: &mut Vec<TokenChange>, b: &wire::UiTokenBalance, keys:
     let (Some(&account), Ok(mint)) = (keys.get(usize::from(b.account_index)), Pubkey::parse(&b.mint)) else {
         return;
     };
-    if pre == post {
-        return;
-    }
     out.push(TokenChange {
         account,
         mint,

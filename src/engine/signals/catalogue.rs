@@ -1,0 +1,125 @@
+//! The signal catalogue: every kind the engine can emit, in one table.
+//!
+//! Owns: `CATALOGUE`. docs/signals.md is generated from it (`xray signals --markdown`) and a
+//! test fails when the two differ, so the document cannot drift from the code.
+//! Invariant: kinds are unique; each names one of `scoring::DIMENSIONS`.
+
+use crate::engine::report::Severity;
+
+#[derive(Debug, Clone, Copy)]
+pub struct SignalSpec {
+    pub kind: &'static str,
+    pub dimension: &'static str,
+    /// Severity before adjustments the rule describes.
+    pub severity: Severity,
+    pub rule: &'static str,
+    pub remediation: &'static str,
+}
+
+const fn s(
+    kind: &'static str,
+    dimension: &'static str,
+    severity: Severity,
+    rule: &'static str,
+    remediation: &'static str,
+) -> SignalSpec {
+    SignalSpec { kind, dimension, severity, rule, remediation }
+}
+
+use Severity::*;
+
+pub const CATALOGUE: &[SignalSpec] = &[
+    // authority_exposure
+    s("open_token_delegation", "authority_exposure", High,
+      "A token account of the wallet has a delegate with a non-zero delegated amount. High when the approval is unlimited (u64::MAX) or covers the whole balance, medium for a partial approval, critical when the delegate is flagged.",
+      "The wallet owner sends spl-token `revoke` for the token account."),
+    s("foreign_close_authority", "authority_exposure", Medium,
+      "A token account of the wallet has a close authority other than the wallet: that party can close the account once it is empty and take its rent.",
+      "The close authority sends spl-token `setAuthority` (closeAccount) back to the wallet, or the owner moves the tokens to a new account."),
+    s("token_account_owner_changed", "authority_exposure", Critical,
+      "The history holds an spl-token `setAuthority` of type accountOwner, signed by the wallet, that handed one of its token accounts to another address.",
+      "Ownership cannot be taken back by the wallet; treat the account as lost and stop sending tokens to it."),
+    s("wallet_assigned", "authority_exposure", Critical,
+      "The wallet account itself is owned by a program other than the System Program after a system `assign`: the program now controls its lamports.",
+      "The wallet is compromised: move any remaining assets with a fresh key and never reuse this address."),
+    s("foreign_nonce_authority", "authority_exposure", High,
+      "A durable nonce account the wallet created or used has an authority other than the wallet. Critical when that authority has advanced the nonce: presigned transactions may be replayed at any time.",
+      "The nonce authority sends system `authorizeNonceAccount` back to the wallet, or the wallet stops signing transactions that use this nonce."),
+    s("foreign_stake_authority", "authority_exposure", High,
+      "A stake account funded by the wallet has a staker or withdrawer other than the wallet. Critical when the withdrawer is foreign: it can withdraw the stake.",
+      "The current withdrawer sends stake `authorize` (Withdrawer, then Staker) back to the wallet."),
+    // asset_risk
+    s("permanent_delegate_mint", "asset_risk", High,
+      "The wallet holds a Token-2022 mint whose permanentDelegate extension lets another address transfer or burn any holder's tokens.",
+      "Move the balance out of the mint (sell or redeem) unless the issuer is trusted."),
+    s("transfer_hook_mint", "asset_risk", Medium,
+      "The wallet holds a Token-2022 mint with a transferHook extension: every transfer runs a program the mint's authority chose and can change.",
+      "Check the hook program before transacting; prefer mints without hooks for large balances."),
+    s("freeze_authority_mint", "asset_risk", Low,
+      "The wallet holds a mint whose freeze authority can freeze its token account. Info for labelled stablecoins, whose issuers keep one by policy.",
+      "Nothing to send; keep large balances in mints without a freeze authority unless the issuer is trusted."),
+    s("frozen_token_account", "asset_risk", Medium,
+      "A token account of the wallet is frozen: its tokens cannot move until the freeze authority thaws it.",
+      "Only the mint's freeze authority can send spl-token `thawAccount`; contact the issuer."),
+    s("unsolicited_token", "asset_risk", Low,
+      "Someone else created a token account for the wallet for a mint not in the labels: a common lure for scam tokens.",
+      "Do not interact with the token; the owner may burn the balance and `closeAccount` to reclaim the rent."),
+    s("rent_locked_empty_accounts", "asset_risk", Info,
+      "Token accounts of the wallet are empty but still hold rent-exempt lamports.",
+      "The owner sends spl-token `closeAccount` for each empty account to reclaim the lamports."),
+    // counterparty_risk
+    s("flagged_program_interaction", "counterparty_risk", Critical,
+      "A transaction signed by the wallet invoked a flagged program, as an outer instruction or through a CPI.",
+      "Revoke every approval granted around that transaction and move assets to a fresh wallet if any authority changed."),
+    s("flagged_counterparty_transfer", "counterparty_risk", High,
+      "The wallet sent SOL or tokens to, or received them from, a flagged address.",
+      "Stop transacting with the address; if funds went out unintentionally, check the wallet's approvals and authorities."),
+    s("flagged_funder", "counterparty_risk", High,
+      "The wallet's first funding came from a flagged address.",
+      "Treat the wallet as controlled by or tied to that actor; do not pay out to it without review."),
+    s("address_poisoning_received", "counterparty_risk", Medium,
+      "The wallet received a dust transfer from an address whose first and last four characters match a real counterparty: a poisoning attempt aimed at the wallet's address book.",
+      "Never copy recipients from history; verify the whole address before sending."),
+    s("sent_to_lookalike", "counterparty_risk", Critical,
+      "The wallet sent funds to a look-alike of a real counterparty after receiving poisoning dust from it.",
+      "The transfer cannot be reversed; report the address and verify full addresses from now on."),
+    // behaviour
+    s("high_failure_rate", "behaviour", Medium,
+      "More than 20 % of the transactions the wallet signed failed (at least 10 signed): typical of bots and of drained wallets whose transactions are front-run.",
+      "Review the failing programs; nothing to send."),
+    s("automated_bursts", "behaviour", Low,
+      "The wallet signed 20 or more transactions within 60 seconds: automated activity.",
+      "Nothing to send; weigh the wallet as a bot."),
+    s("new_wallet", "behaviour", Low,
+      "The wallet's first transaction is less than 7 days before the as-of time, and its history is complete.",
+      "Nothing to send; new wallets carry less history to judge."),
+    s("dormant_reactivated", "behaviour", Medium,
+      "The wallet was silent for more than 365 days, then became active in the last 30 days: a common sign of a sold or stolen key.",
+      "Confirm the owner before trusting new activity."),
+    // data_quality
+    s("partial_history", "data_quality", Info,
+      "The history depth limit cut the wallet's history: older findings may be missing and confidence is lowered.",
+      "Nothing to send; raise the history depth for a deeper analysis."),
+    s("missing_transactions", "data_quality", Info,
+      "Some listed signatures had no transaction at the ledger source.",
+      "Nothing to send; retry later or use a source with full history."),
+];
+
+/// The catalogue entry of `kind`.
+pub fn spec(kind: &str) -> Option<&'static SignalSpec> {
+    CATALOGUE.iter().find(|s| s.kind == kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::scoring::DIMENSIONS;
+
+    #[test]
+    fn kinds_are_unique_and_dimensions_known() {
+        for (i, a) in CATALOGUE.iter().enumerate() {
+            assert!(DIMENSIONS.iter().any(|d| d.0 == a.dimension), "{}", a.kind);
+            assert!(CATALOGUE[i + 1..].iter().all(|b| b.kind != a.kind), "{} twice", a.kind);
+        }
+    }
+}

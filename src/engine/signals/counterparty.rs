@@ -1,0 +1,138 @@
+//! Counterparty risk: who the wallet deals with.
+//!
+//! Detectors: flagged programs invoked (outer or CPI), transfers with flagged addresses, a
+//! flagged first funder, address poisoning received, funds sent to a look-alike.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Ctx, SIGNAL_EVIDENCE_MAX};
+use crate::engine::flows::{self, Direction, Transfer};
+use crate::engine::report::Severity;
+use crate::facts;
+use crate::pubkey::Pubkey;
+
+/// Characters at each end a look-alike shares with the real address.
+pub const LOOKALIKE_AFFIX_LEN: usize = 4;
+
+pub fn detect(ctx: &mut Ctx<'_>) {
+    let flows = flows::transfers(ctx.view);
+    flagged_programs(ctx);
+    flagged_transfers(ctx, &flows);
+    flagged_funder(ctx, &flows);
+    poisoning(ctx, &flows);
+}
+
+fn flagged_programs(ctx: &mut Ctx<'_>) {
+    let view = ctx.view;
+    // program → evidence ids, in first-seen (newest-first) order; BTreeMap for a stable order.
+    let mut by_program: BTreeMap<Pubkey, (Vec<String>, u32)> = BTreeMap::new();
+    let labels = ctx.labels;
+    for tx in view.transactions.iter().filter(|t| t.is_signer(&view.address)) {
+        for ix in tx.instructions.iter().filter(|i| labels.is_flagged(&i.program_id)) {
+            let entry = by_program.entry(ix.program_id).or_default();
+            entry.1 += 1;
+            if entry.0.len() < SIGNAL_EVIDENCE_MAX {
+                let via = if ix.index.inner.is_some() { "through a CPI" } else { "directly" };
+                entry
+                    .0
+                    .push(ctx.book.instruction(tx, ix, || {
+                        format!("wallet-signed transaction invoked the flagged program {via}")
+                    }));
+            }
+        }
+    }
+    for (program, (evidence, count)) in by_program {
+        ctx.emit(
+            "flagged_program_interaction",
+            Severity::Critical,
+            format!("Interaction with flagged program {}", ctx.display(&program)),
+            format!("Transactions signed by the wallet invoked {program} {count} time(s)."),
+            facts! { "programId" => program, "invocations" => count },
+            evidence,
+        );
+    }
+}
+
+fn flagged_transfers(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
+    let mut by_party: BTreeMap<Pubkey, Vec<&Transfer<'_>>> = BTreeMap::new();
+    for t in flows.iter().filter(|t| ctx.labels.is_flagged(&t.counterparty)) {
+        by_party.entry(t.counterparty).or_default().push(t);
+    }
+    for (party, list) in by_party {
+        let sent: u32 = list.iter().filter(|t| t.direction == Direction::Out).count() as u32;
+        let evidence = list
+            .iter()
+            .take(SIGNAL_EVIDENCE_MAX)
+            .map(|t| {
+                let verb = if t.direction == Direction::Out { "sent" } else { "received" };
+                ctx.book.instruction(t.tx, t.ix, || {
+                    format!("{verb} {} of {} with the flagged address", t.amount, t.asset.label())
+                })
+            })
+            .collect();
+        ctx.emit(
+            "flagged_counterparty_transfer",
+            Severity::High,
+            format!("Transfers with flagged address {}", ctx.display(&party)),
+            format!("{} transfer(s) with {party}: {sent} sent, {} received.", list.len(), list.len() as u32 - sent),
+            facts! { "counterparty" => party, "transfers" => list.len(), "sent" => sent },
+            evidence,
+        );
+    }
+}
+
+fn flagged_funder(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
+    let Some(first) = flows::first_funder(ctx.view, flows) else { return };
+    if !ctx.labels.is_flagged(&first.counterparty) {
+        return;
+    }
+    let evidence =
+        vec![ctx.book.instruction(first.tx, first.ix, || format!("first funding: {} lamports", first.amount))];
+    ctx.emit(
+        "flagged_funder",
+        Severity::High,
+        format!("Funded by flagged address {}", ctx.display(&first.counterparty)),
+        format!("The wallet's first funding, {} lamports, came from {}.", first.amount, first.counterparty),
+        facts! { "funder" => first.counterparty, "lamports" => first.amount },
+        evidence,
+    );
+}
+
+fn poisoning(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
+    // Real counterparties: non-dust transfers either way, from senders that are not look-alikes.
+    let real: BTreeSet<Pubkey> = flows.iter().filter(|t| !t.is_dust()).map(|t| t.counterparty).collect();
+    let mut poisoners: BTreeMap<Pubkey, Pubkey> = BTreeMap::new(); // look-alike → imitated
+    for t in flows.iter().filter(|t| t.direction == Direction::In && t.is_dust()) {
+        let Some(imitated) = real.iter().find(|r| flows::looks_alike(r, &t.counterparty, LOOKALIKE_AFFIX_LEN)) else {
+            continue;
+        };
+        if poisoners.insert(t.counterparty, *imitated).is_some() {
+            continue; // one signal per poisoner
+        }
+        let evidence = vec![ctx
+            .book
+            .instruction(t.tx, t.ix, || format!("dust of {} {} from a look-alike", t.amount, t.asset.label()))];
+        ctx.emit(
+            "address_poisoning_received",
+            Severity::Medium,
+            "Address poisoning attempt".to_owned(),
+            format!("{} sent dust imitating counterparty {imitated} (same first and last {LOOKALIKE_AFFIX_LEN} characters).", t.counterparty),
+            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount },
+            evidence,
+        );
+    }
+    for t in flows.iter().filter(|t| t.direction == Direction::Out && !t.is_dust()) {
+        let Some(imitated) = poisoners.get(&t.counterparty) else { continue };
+        let evidence = vec![ctx
+            .book
+            .instruction(t.tx, t.ix, || format!("sent {} {} to the look-alike", t.amount, t.asset.label()))];
+        ctx.emit(
+            "sent_to_lookalike",
+            Severity::Critical,
+            "Funds sent to a look-alike address".to_owned(),
+            format!("The wallet sent {} {} to {}, a look-alike of {imitated} that had sent it dust.", t.amount, t.asset.label(), t.counterparty),
+            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount, "signature" => t.tx.signature },
+            evidence,
+        );
+    }
+}
