@@ -27,7 +27,16 @@ enum Command {
     /// The embedded demo ledger.
     #[command(subcommand)]
     Demo(DemoCommand),
-    /// Print the wallet view (the domain model the engine reads) of one wallet as JSON.
+    /// Analyze one wallet: prints the JSON the API returns under `data.xray`.
+    Analyze {
+        wallet: String,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// Indent the JSON for reading (the API sends it compact).
+        #[arg(long)]
+        pretty: bool,
+    },
+    /// Print the wallet view (the domain model the engine reads) of one wallet, for debugging.
     View {
         wallet: String,
         #[command(flatten)]
@@ -43,6 +52,17 @@ pub struct LedgerArgs {
     /// Signatures read per wallet at most.
     #[arg(long, default_value_t = config::HISTORY_DEPTH_DEFAULT)]
     pub history_depth: u32,
+    /// Labels file replacing the builtin labels (format: docs/labels.md).
+    #[arg(long, env = "XRAY_LABELS")]
+    pub labels: Option<PathBuf>,
+}
+
+impl LedgerArgs {
+    fn open(&self) -> Result<(Source, crate::ledger::view::ViewOptions), String> {
+        let spec: SourceSpec = self.ledger.parse().map_err(|e: crate::ledger::LedgerError| e.to_string())?;
+        let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
+        Ok((source, crate::ledger::view::ViewOptions { history_depth: self.history_depth }))
+    }
 }
 
 #[derive(Subcommand)]
@@ -142,18 +162,29 @@ fn run(command: Command) -> Result<(), String> {
             let list = crate::ledger::demo::DemoLedger::new(seed).archetype_list();
             print_json(&list)
         }
+        Command::Analyze { wallet, ledger, pretty } => {
+            let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
+            let view = read_view(&wallet, &ledger)?;
+            let xray = crate::engine::analyze(&view, &labels);
+            if pretty {
+                print_json(&xray)
+            } else {
+                println!("{}", serde_json::to_string(&xray).map_err(|e| e.to_string())?);
+                Ok(())
+            }
+        }
         Command::View { wallet, ledger } => {
-            let wallet = crate::pubkey::Pubkey::parse(&wallet).map_err(|e| format!("wallet: {e}"))?;
-            let spec: SourceSpec = ledger.ledger.parse().map_err(|e: crate::ledger::LedgerError| e.to_string())?;
-            let rt = runtime()?;
-            let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
-            let options = crate::ledger::view::ViewOptions { history_depth: ledger.history_depth };
-            let view =
-                rt.block_on(crate::ledger::view::build_view(&source, &wallet, options)).map_err(|e| e.to_string())?;
-            println!("{view:#?}");
+            println!("{:#?}", read_view(&wallet, &ledger)?);
             Ok(())
         }
     }
+}
+
+/// Reads one wallet's view from the source `ledger` names, on a current-thread runtime.
+fn read_view(wallet: &str, ledger: &LedgerArgs) -> Result<crate::ledger::WalletView, String> {
+    let wallet = crate::pubkey::Pubkey::parse(wallet).map_err(|e| format!("wallet: {e}"))?;
+    let (source, options) = ledger.open()?;
+    runtime()?.block_on(crate::ledger::view::build_view(&source, &wallet, options)).map_err(|e| e.to_string())
 }
 
 fn parse_wallets(texts: &[String]) -> Result<Vec<crate::pubkey::Pubkey>, String> {

@@ -1,11 +1,62 @@
-//! The X-Ray engine (in progress; see ARCHITECTURE.md): pure functions from a `WalletView` and
-//! labels to the X-Ray payload, and from two views to the comparison payload.
+//! The X-Ray engine: pure functions from a `WalletView` and labels to the X-Ray payload, and
+//! from two views to the comparison payload.
+//!
+//! Owns: signal detection (`signals`), value flows (`flows`), evidence (`evidence`), scoring
+//! (`scoring`), attack paths (`attack_paths`), comparison (`compare`) and the payload types
+//! (`report`). Called on compute threads and by the CLI.
 //!
 //! Invariant: no I/O and no clock — the as-of slot and time come from the view — so equal input
-//! gives byte-identical output on any thread.
+//! gives byte-identical output on any thread. Versions below change whenever output for the
+//! same input changes; cached results of another version are not reused.
 
+pub mod attack_paths;
 pub mod evidence;
 pub mod flows;
 pub mod report;
 pub mod scoring;
 pub mod signals;
+
+use std::collections::BTreeMap;
+
+use crate::labels::Labels;
+use crate::ledger::model::WalletView;
+use report::{Coverage, XRay};
+
+/// Semantic versions of each engine.
+pub const XRAY_VERSION: &str = "1.0.0";
+pub const SIGNALS_VERSION: &str = "1.0.0";
+pub const SCORING_VERSION: &str = "1.0.0";
+pub const ATTACK_PATHS_VERSION: &str = "1.0.0";
+pub const COMPARE_VERSION: &str = "1.0.0";
+
+/// `engineVersions` of an X-Ray.
+pub fn xray_versions() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        ("xray", XRAY_VERSION),
+        ("signals", SIGNALS_VERSION),
+        ("scoring", SCORING_VERSION),
+        ("attackPaths", ATTACK_PATHS_VERSION),
+    ])
+}
+
+/// Analyzes one wallet.
+pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
+    let (signals, book) = signals::detect(view, labels);
+    let attack_paths = attack_paths::compose(&signals, view);
+    let (score, dimensions) = scoring::score(&signals, &view.coverage);
+    XRay {
+        wallet: view.address.to_string(),
+        score,
+        dimensions,
+        signals,
+        evidence: book.into_items(),
+        attack_paths,
+        engine_versions: xray_versions(),
+        coverage: Coverage {
+            ledger_source: view.coverage.source.clone(),
+            as_of_slot: view.coverage.as_of_slot,
+            transactions_analyzed: view.coverage.transactions_read,
+            history_complete: !view.coverage.history_truncated && view.coverage.transactions_missing == 0,
+        },
+    }
+}

@@ -1,0 +1,212 @@
+//! Attack paths: how the findings combine into concrete ways to lose assets, each with
+//! ordered steps, the assets at risk with amounts, the signals it rests on and the
+//! remediation (which instruction to send, by whom).
+//!
+//! Owns: composition rules from signals to paths. Pure; called by the engine after signal
+//! detection. Invariant: a path cites only signals that exist, and its severity is never
+//! above the most severe signal it rests on unless the rule says why (a poisoning that already
+//! misdirected funds).
+
+use crate::engine::report::{AssetAtRisk, AttackPath, AttackStep, Severity, Signal};
+use crate::ledger::model::WalletView;
+
+fn fact<'a>(signal: &'a Signal, key: &str) -> &'a str {
+    signal.facts.get(key).map_or("", String::as_str)
+}
+
+fn steps(list: &[(&str, String)]) -> Vec<AttackStep> {
+    list.iter()
+        .enumerate()
+        .map(|(i, (actor, action))| AttackStep { order: (i + 1) as u8, actor: (*actor).to_owned(), action: action.clone() })
+        .collect()
+}
+
+fn asset(mint: &str, amount: impl ToString) -> AssetAtRisk {
+    AssetAtRisk { mint: mint.to_owned(), amount: amount.to_string() }
+}
+
+struct Draft {
+    kind: &'static str,
+    title: String,
+    severity: Severity,
+    steps: Vec<AttackStep>,
+    assets: Vec<AssetAtRisk>,
+    signal_ids: Vec<String>,
+    remediation: String,
+}
+
+/// Composes every path the signals support, in signal order.
+pub fn compose(signals: &[Signal], view: &WalletView) -> Vec<AttackPath> {
+    let sol_balance = view.account.as_ref().map_or(0, |a| a.lamports);
+    let mut drafts: Vec<Draft> = Vec::new();
+    for s in signals {
+        drafts.extend(match s.kind {
+            "open_token_delegation" => Some(delegate_drain(s)),
+            "token_account_owner_changed" => Some(owner_change_takeover(s)),
+            "wallet_assigned" => Some(assign_takeover(s)),
+            "foreign_nonce_authority" => Some(nonce_replay(s, sol_balance)),
+            "foreign_stake_authority" if fact(s, "withdrawer") != view.address.to_string() => Some(stake_theft(s)),
+            "permanent_delegate_mint" => Some(permanent_delegate_seizure(s)),
+            "freeze_authority_mint" if s.severity > Severity::Info && !fact(s, "mint").is_empty() => {
+                freeze_honeypot(s, signals)
+            }
+            "address_poisoning_received" => Some(poisoning_misdirect(s, signals)),
+            _ => None,
+        });
+    }
+    drafts
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| AttackPath {
+            id: format!("ap_{}", i + 1),
+            kind: d.kind,
+            title: d.title,
+            severity: d.severity,
+            steps: d.steps,
+            assets_at_risk: d.assets,
+            signal_ids: d.signal_ids,
+            remediation: d.remediation,
+        })
+        .collect()
+}
+
+fn delegate_drain(s: &Signal) -> Draft {
+    let (delegate, account, mint) = (fact(s, "delegate"), fact(s, "tokenAccount"), fact(s, "mint"));
+    let balance: u64 = fact(s, "balance").parse().unwrap_or(0);
+    let delegated: u64 = fact(s, "delegatedAmount").parse().unwrap_or(0);
+    Draft {
+        kind: "delegate_drain",
+        title: "Delegate drains the approved token account".into(),
+        severity: s.severity,
+        steps: steps(&[
+            (delegate, format!("calls spl-token transfer on {account} as delegate, without the owner's signature")),
+            (delegate, "moves the tokens to an address it controls".into()),
+        ]),
+        assets: vec![asset(mint, balance.min(delegated))],
+        signal_ids: vec![s.id.clone()],
+        remediation: format!("The wallet owner sends spl-token `revoke` for token account {account}."),
+    }
+}
+
+fn owner_change_takeover(s: &Signal) -> Draft {
+    let (owner, account) = (fact(s, "newOwner"), fact(s, "tokenAccount"));
+    Draft {
+        kind: "owner_change_takeover",
+        title: "Token account taken over by an owner change".into(),
+        severity: s.severity,
+        steps: steps(&[
+            ("wallet", format!("signed setAuthority(accountOwner) on {account}, often disguised as a claim or airdrop")),
+            (owner, format!("now owns {account} and transfers or closes it at will")),
+            (owner, format!("receives every future deposit into {account}")),
+        ]),
+        assets: vec![asset(account, "all")],
+        signal_ids: vec![s.id.clone()],
+        remediation: format!("Stop sending tokens to {account}; ownership can only be returned by {owner} via setAuthority."),
+    }
+}
+
+fn assign_takeover(s: &Signal) -> Draft {
+    let owner = fact(s, "owner");
+    Draft {
+        kind: "assign_takeover",
+        title: "Wallet account taken over by assign".into(),
+        severity: s.severity,
+        steps: steps(&[
+            ("wallet", "signed a system assign of its own account, handing it to a program".into()),
+            (owner, "debits the account's lamports and rejects the owner's transfers".into()),
+        ]),
+        assets: vec![asset("SOL", fact(s, "lamports"))],
+        signal_ids: vec![s.id.clone()],
+        remediation: "Move remaining token holdings with a fresh wallet's transactions where possible; the SOL account cannot be reassigned by its key.".into(),
+    }
+}
+
+fn nonce_replay(s: &Signal, sol_balance: u64) -> Draft {
+    let (authority, nonce) = (fact(s, "authority"), fact(s, "nonceAccount"));
+    Draft {
+        kind: "nonce_replay",
+        title: "Presigned transaction replayed through a foreign durable nonce".into(),
+        severity: s.severity,
+        steps: steps(&[
+            ("wallet", format!("signs a transaction that uses durable nonce {nonce}")),
+            (authority, "keeps the signed transaction, which never expires while the nonce is unadvanced".into()),
+            (authority, "submits it at a moment of its choosing".into()),
+        ]),
+        assets: vec![asset("SOL", sol_balance)],
+        signal_ids: vec![s.id.clone()],
+        remediation: format!("{authority} sends system `authorizeNonceAccount` naming the wallet, or the wallet advances or withdraws the nonce once it holds the authority."),
+    }
+}
+
+fn stake_theft(s: &Signal) -> Draft {
+    let (withdrawer, stake) = (fact(s, "withdrawer"), fact(s, "stakeAccount"));
+    Draft {
+        kind: "stake_theft",
+        title: "Stake withdrawn by a foreign withdrawer".into(),
+        severity: s.severity,
+        steps: steps(&[
+            (withdrawer, format!("deactivates {stake} (as staker or with the staker's help)")),
+            (withdrawer, "withdraws the lamports to its own address after cooldown".into()),
+        ]),
+        assets: vec![asset("SOL", fact(s, "lamports"))],
+        signal_ids: vec![s.id.clone()],
+        remediation: format!("{withdrawer} sends stake `authorize` (Withdrawer, then Staker) naming the wallet."),
+    }
+}
+
+fn permanent_delegate_seizure(s: &Signal) -> Draft {
+    let (delegate, mint) = (fact(s, "permanentDelegate"), fact(s, "mint"));
+    Draft {
+        kind: "permanent_delegate_seizure",
+        title: "Tokens seized by the mint's permanent delegate".into(),
+        severity: s.severity,
+        steps: steps(&[(delegate, format!("transfers or burns the wallet's {mint} tokens using its permanent delegation"))]),
+        assets: vec![asset(mint, fact(s, "amount"))],
+        signal_ids: vec![s.id.clone()],
+        remediation: format!("The wallet moves its {mint} balance out (sell or redeem); nothing revokes a permanent delegate."),
+    }
+}
+
+fn freeze_honeypot(s: &Signal, all: &[Signal]) -> Option<Draft> {
+    let mint = fact(s, "mint");
+    let related: Vec<&Signal> =
+        all.iter().filter(|o| matches!(o.kind, "frozen_token_account" | "unsolicited_token") && fact(o, "mint") == mint).collect();
+    if related.is_empty() {
+        return None; // a freezable mint alone is an ordinary asset risk, not a honeypot
+    }
+    let freezer = fact(s, "freezeAuthority");
+    let mut signal_ids = vec![s.id.clone()];
+    signal_ids.extend(related.iter().map(|o| o.id.clone()));
+    Some(Draft {
+        kind: "freeze_honeypot",
+        title: "Freeze honeypot: tokens that cannot be sold".into(),
+        severity: related.iter().map(|o| o.severity).max().unwrap_or(s.severity).max(Severity::Medium),
+        steps: steps(&[
+            (freezer, format!("hands out or sells {mint} to the wallet")),
+            (freezer, "freezes the wallet's token account so it cannot sell".into()),
+        ]),
+        assets: vec![asset(mint, fact(s, "amount"))],
+        signal_ids,
+        remediation: "Do not buy more; only the freeze authority can send `thawAccount`. Burn and close the account to reclaim rent.".into(),
+    })
+}
+
+fn poisoning_misdirect(s: &Signal, all: &[Signal]) -> Draft {
+    let (lookalike, imitated) = (fact(s, "lookalike"), fact(s, "imitated"));
+    let sent: Vec<&Signal> = all.iter().filter(|o| o.kind == "sent_to_lookalike" && fact(o, "lookalike") == lookalike).collect();
+    let mut signal_ids = vec![s.id.clone()];
+    signal_ids.extend(sent.iter().map(|o| o.id.clone()));
+    let assets = sent.iter().map(|o| asset(fact(o, "asset"), fact(o, "amount"))).collect();
+    Draft {
+        kind: "poisoning_misdirect",
+        title: "Transfer misdirected to a poisoned look-alike".into(),
+        severity: if sent.is_empty() { Severity::Medium } else { Severity::Critical },
+        steps: steps(&[
+            (lookalike, format!("sends dust so it appears in the wallet's history next to {imitated}")),
+            ("wallet", "copies the recipient from history and pays the look-alike".into()),
+        ]),
+        assets,
+        signal_ids,
+        remediation: format!("Verify every character of {imitated} before sending; add it to an address book."),
+    }
+}
