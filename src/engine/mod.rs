@@ -10,6 +10,7 @@
 //! same input changes; cached results of another version are not reused.
 
 pub mod attack_paths;
+pub mod compare;
 pub mod evidence;
 pub mod flows;
 pub mod report;

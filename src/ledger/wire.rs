@@ -101,11 +101,13 @@ pub struct UiAccount {
 
 /// Account data: parsed by the node (`jsonParsed` and a known program) or encoded bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Order matters: serde reads a struct from an array too, so `Binary` (an array of two
+// strings) is tried before `Parsed` (an object).
 #[serde(untagged)]
 pub enum UiAccountData {
-    Parsed(ParsedAccountData),
     /// `["<data>", "base64"]`
     Binary(Vec<String>),
+    Parsed(ParsedAccountData),
     /// Legacy bare base58 string.
     LegacyBinary(String),
 }
