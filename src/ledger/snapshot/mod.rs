@@ -1,0 +1,252 @@
+//! The snapshot ledger source: recorded JSON-RPC responses in a directory, replayed offline,
+//! and the recorder that writes them.
+//!
+//! Owns: `SnapshotSource` (answers every `LedgerSource` call from the files), the directory
+//! format (`format`), the writer and the recording wrapper (`recorder`), and the `record` /
+//! `export_demo` commands behind `xray ledger record` and `xray ledger export-demo`.
+//! Called from compute threads (each on its own current-thread runtime) and the CLI.
+//!
+//! # Directory format (version 1; docs/snapshot-format.md says the same at more length)
+//!
+//! ```text
+//! <dir>/manifest.json
+//!     {"format": "xray-snapshot", "version": 1, "source": "rpc" | "demo",
+//!      "createdAtSlot": 250000000, "historyDepth": 1000, "wallets": ["<address>", …]}
+//! <dir>/accounts/<address>.json
+//!     a getAccountInfo (jsonParsed) response: {"jsonrpc":"2.0","id":…,"result":
+//!     {"context":{"slot":…},"value":{…} | null}}. Also answers getMultipleAccounts (one file
+//!     per address) and getBalance (value.lamports, 0 for null).
+//! <dir>/token-accounts/<owner>.spl-token.json
+//! <dir>/token-accounts/<owner>.spl-token-2022.json
+//!     a getTokenAccountsByOwner (jsonParsed, {"programId": …}) response.
+//! <dir>/signatures/<address>.json
+//!     {"jsonrpc":"2.0","id":…,"result":[…]}: every recorded getSignaturesForAddress entry of
+//!     the address, newest first, each once; pages are cut from it on replay.
+//! <dir>/transactions/<signature>.json
+//!     a getTransaction (jsonParsed, maxSupportedTransactionVersion 0) response.
+//! ```
+//!
+//! Files are JSON-RPC response bodies as a node sends them; `id` may be anything (the recorder
+//! writes the method name), unknown fields are ignored, and an `error` object is replayed as
+//! that error. A file that is absent answers as a node does for something it does not have:
+//! no account file → `value: null` at the manifest's `createdAtSlot`; no token-account file →
+//! an empty list at `createdAtSlot`; no signatures file → no history; no transaction file →
+//! `null`. `getSignaturesForAddress` returns the entries strictly after `before` in the list
+//! (nothing when `before` is not in it, as a node does for an unknown signature), at most
+//! `limit`. `getMultipleAccounts` answers in order, at the highest slot of the files it read.
+//!
+//! Invariant: a file name is always the base58 text of an address or signature (checked in
+//! `format::entry_path`), so no name leaves the directory; symlinked entry files and kind
+//! directories are refused; no file over `config::LEDGER_FILE_BYTES_MAX` is read. A manifest
+//! of another format or version is `LedgerError::Invalid` at `open`; a file that is not the
+//! wire format is `LedgerError::Malformed` naming the file (relative to the snapshot).
+//! Reads are blocking `std::fs` calls inside async fns: the files are small and local and the
+//! runtime is a compute thread's own, so no listener waits on them. Deliberately absent: any
+//! cache (files are read again per call) and writing (that is `recorder`'s, into a new
+//! directory only).
+
+pub mod format;
+pub mod recorder;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::config;
+use crate::ledger::demo::DemoLedger;
+use crate::ledger::model::TokenProgram;
+use crate::ledger::source::LedgerSource;
+use crate::ledger::view::{build_view, ViewOptions};
+use crate::ledger::wire::{
+    KeyedAccount, RpcContext, RpcResponse, SignatureInfo, TransactionResult, UiAccount, WithContext,
+};
+use crate::ledger::LedgerError;
+use crate::pubkey::{Pubkey, Signature};
+
+pub use format::{entry_path, Entry, Manifest, FORMAT_NAME, FORMAT_VERSION};
+pub use recorder::{Recording, SnapshotReport, SnapshotWriter};
+
+/// A snapshot directory opened for replay.
+#[derive(Debug, Clone)]
+pub struct SnapshotSource {
+    root: PathBuf,
+    manifest: Manifest,
+}
+
+impl SnapshotSource {
+    /// Opens `dir`: reads and checks the manifest, refuses symlinked kind directories.
+    pub fn open(dir: &Path) -> Result<SnapshotSource, LedgerError> {
+        let manifest = Manifest::read(dir)?;
+        for kind in Entry::DIRS {
+            match std::fs::symlink_metadata(dir.join(kind)) {
+                Ok(meta) if !meta.is_dir() => {
+                    return Err(LedgerError::Invalid(format!("snapshot entry {kind} is not a directory")));
+                }
+                // A kind that was never written is simply empty.
+                _ => {}
+            }
+        }
+        Ok(SnapshotSource { root: dir.to_owned(), manifest })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// `value: None` at the snapshot's slot: what a missing file answers.
+    fn absent<T>(&self, value: T) -> WithContext<T> {
+        WithContext { context: RpcContext { slot: self.manifest.created_at_slot }, value }
+    }
+
+    fn account(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+        match format::read_response(&self.root, Entry::Account, &address.to_base58())? {
+            None => Ok(self.absent(None)),
+            Some((rel, response)) => required(&rel, response),
+        }
+    }
+
+    fn signatures(&self, address: &Pubkey) -> Result<Vec<SignatureInfo>, LedgerError> {
+        match format::read_response(&self.root, Entry::Signatures, &address.to_base58())? {
+            None => Ok(Vec::new()),
+            Some((rel, response)) => required(&rel, response),
+        }
+    }
+
+    fn transaction(&self, signature: &Signature) -> Result<Option<TransactionResult>, LedgerError> {
+        let name = signature.to_base58();
+        let Some((rel, response)) = format::read_response::<TransactionResult>(&self.root, Entry::Transaction, &name)?
+        else {
+            return Ok(None);
+        };
+        let tx = response.into_result()?;
+        if let Some(held) = tx.as_ref().map(|t| t.tx.transaction.signatures.first()) {
+            if held != Some(&name) {
+                return Err(LedgerError::Malformed(format!(
+                    "snapshot file {} holds transaction {:?}, not {name}",
+                    rel.display(),
+                    held.map_or("", String::as_str)
+                )));
+            }
+        }
+        Ok(tx)
+    }
+}
+
+/// The result of a response that must have one (`null` is only an answer for getTransaction).
+fn required<T>(rel: &Path, response: RpcResponse<T>) -> Result<T, LedgerError> {
+    response
+        .into_result()?
+        .ok_or_else(|| LedgerError::Malformed(format!("snapshot file {}: result is null", rel.display())))
+}
+
+impl LedgerSource for SnapshotSource {
+    fn name(&self) -> &'static str {
+        "snapshot"
+    }
+
+    async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+        self.account(address)
+    }
+
+    async fn get_multiple_accounts(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        if addresses.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
+            // The node's own refusal (-32602).
+            return Err(LedgerError::Invalid(format!(
+                "Too many inputs provided; max {}",
+                config::MULTIPLE_ACCOUNTS_LEN_MAX
+            )));
+        }
+        let answers = addresses.iter().map(|a| self.account(a)).collect::<Result<Vec<_>, _>>()?;
+        let slot = answers.iter().map(|a| a.context.slot).max().unwrap_or(self.manifest.created_at_slot);
+        Ok(WithContext { context: RpcContext { slot }, value: answers.into_iter().map(|a| a.value).collect() })
+    }
+
+    async fn get_token_accounts_by_owner(
+        &self,
+        owner: &Pubkey,
+        program: TokenProgram,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        match format::read_response(&self.root, Entry::TokenAccounts(program), &owner.to_base58())? {
+            None => Ok(self.absent(Vec::new())),
+            Some((rel, response)) => required(&rel, response),
+        }
+    }
+
+    async fn get_signatures_for_address(
+        &self,
+        address: &Pubkey,
+        before: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        if limit == 0 || limit > config::SIGNATURES_PAGE_LEN_MAX {
+            // The node's own refusal (-32602).
+            return Err(LedgerError::Invalid(format!("Invalid limit; max {}", config::SIGNATURES_PAGE_LEN_MAX)));
+        }
+        let all = self.signatures(address)?;
+        let start = match before.map(Signature::to_base58) {
+            None => 0,
+            Some(before) => match all.iter().position(|i| i.signature == before) {
+                Some(i) => i + 1,
+                None => return Ok(Vec::new()),
+            },
+        };
+        Ok(all.into_iter().skip(start).take(limit as usize).collect())
+    }
+
+    async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        signatures.iter().map(|s| self.transaction(s)).collect()
+    }
+}
+
+/// Records the view of each wallet (duplicates once, in order) as `build_view` reads it from
+/// `source` at `history_depth`, into the new or empty directory `out`.
+pub async fn record<S: LedgerSource>(
+    source: &S,
+    wallets: &[Pubkey],
+    out: &Path,
+    history_depth: u32,
+) -> Result<SnapshotReport, LedgerError> {
+    let depth = history_depth.clamp(1, config::HISTORY_DEPTH_MAX);
+    let mut writer = SnapshotWriter::create(out)?;
+    writer.set_history_depth(depth);
+    let recording = Recording::new(source, writer);
+    let mut seen = HashSet::new();
+    let wallets: Vec<Pubkey> = wallets.iter().copied().filter(|w| seen.insert(*w)).collect();
+    for wallet in &wallets {
+        if let Err(e) = build_view(&recording, wallet, ViewOptions { history_depth: depth }).await {
+            tracing::warn!(%wallet, error = %e, "recording stopped: the wallet's view could not be read");
+            return Err(e);
+        }
+        recording.flush()?;
+    }
+    recording.finish(&wallets)
+}
+
+/// Writes the demo ledger of `seed` as a snapshot: every archetype, then `wallets` background
+/// wallets, each read at the default history depth.
+pub async fn export_demo(seed: u64, wallets: u32, out: &Path) -> Result<SnapshotReport, LedgerError> {
+    let demo = DemoLedger::new(seed);
+    let list = demo_wallets(&demo, wallets)?;
+    record(&demo, &list, out, config::HISTORY_DEPTH_DEFAULT).await
+}
+
+/// The demo wallets an export holds: every archetype, then the first `background` background
+/// wallets (at most the demo population).
+pub fn demo_wallets(demo: &DemoLedger, background: u32) -> Result<Vec<Pubkey>, LedgerError> {
+    let mut out = Vec::new();
+    for archetype in demo.archetype_list() {
+        let address = Pubkey::parse(&archetype.address).map_err(|e| {
+            LedgerError::Invalid(format!("demo archetype {} has address {:?}: {e}", archetype.name, archetype.address))
+        })?;
+        out.push(address);
+    }
+    // MERGE(demo): becomes `.map_while(|index| demo.background_wallet(index))` once the demo has it.
+    out.extend((0..background.min(config::DEMO_POPULATION_LEN)).map_while(|_index| None::<Pubkey>));
+    Ok(out)
+}
