@@ -17,7 +17,11 @@ fn fact<'a>(signal: &'a Signal, key: &str) -> &'a str {
 fn steps(list: &[(&str, String)]) -> Vec<AttackStep> {
     list.iter()
         .enumerate()
-        .map(|(i, (actor, action))| AttackStep { order: (i + 1) as u8, actor: (*actor).to_owned(), action: action.clone() })
+        .map(|(i, (actor, action))| AttackStep {
+            order: (i + 1) as u8,
+            actor: (*actor).to_owned(),
+            action: action.clone(),
+        })
         .collect()
 }
 
@@ -95,13 +99,18 @@ fn owner_change_takeover(s: &Signal) -> Draft {
         title: "Token account taken over by an owner change".into(),
         severity: s.severity,
         steps: steps(&[
-            ("wallet", format!("signed setAuthority(accountOwner) on {account}, often disguised as a claim or airdrop")),
+            (
+                "wallet",
+                format!("signed setAuthority(accountOwner) on {account}, often disguised as a claim or airdrop"),
+            ),
             (owner, format!("now owns {account} and transfers or closes it at will")),
             (owner, format!("receives every future deposit into {account}")),
         ]),
         assets: vec![asset(account, "all")],
         signal_ids: vec![s.id.clone()],
-        remediation: format!("Stop sending tokens to {account}; ownership can only be returned by {owner} via setAuthority."),
+        remediation: format!(
+            "Stop sending tokens to {account}; ownership can only be returned by {owner} via setAuthority."
+        ),
     }
 }
 
@@ -160,17 +169,24 @@ fn permanent_delegate_seizure(s: &Signal) -> Draft {
         kind: "permanent_delegate_seizure",
         title: "Tokens seized by the mint's permanent delegate".into(),
         severity: s.severity,
-        steps: steps(&[(delegate, format!("transfers or burns the wallet's {mint} tokens using its permanent delegation"))]),
+        steps: steps(&[(
+            delegate,
+            format!("transfers or burns the wallet's {mint} tokens using its permanent delegation"),
+        )]),
         assets: vec![asset(mint, fact(s, "amount"))],
         signal_ids: vec![s.id.clone()],
-        remediation: format!("The wallet moves its {mint} balance out (sell or redeem); nothing revokes a permanent delegate."),
+        remediation: format!(
+            "The wallet moves its {mint} balance out (sell or redeem); nothing revokes a permanent delegate."
+        ),
     }
 }
 
 fn freeze_honeypot(s: &Signal, all: &[Signal]) -> Option<Draft> {
     let mint = fact(s, "mint");
-    let related: Vec<&Signal> =
-        all.iter().filter(|o| matches!(o.kind, "frozen_token_account" | "unsolicited_token") && fact(o, "mint") == mint).collect();
+    let related: Vec<&Signal> = all
+        .iter()
+        .filter(|o| matches!(o.kind, "frozen_token_account" | "unsolicited_token") && fact(o, "mint") == mint)
+        .collect();
     if related.is_empty() {
         return None; // a freezable mint alone is an ordinary asset risk, not a honeypot
     }
@@ -193,7 +209,8 @@ fn freeze_honeypot(s: &Signal, all: &[Signal]) -> Option<Draft> {
 
 fn poisoning_misdirect(s: &Signal, all: &[Signal]) -> Draft {
     let (lookalike, imitated) = (fact(s, "lookalike"), fact(s, "imitated"));
-    let sent: Vec<&Signal> = all.iter().filter(|o| o.kind == "sent_to_lookalike" && fact(o, "lookalike") == lookalike).collect();
+    let sent: Vec<&Signal> =
+        all.iter().filter(|o| o.kind == "sent_to_lookalike" && fact(o, "lookalike") == lookalike).collect();
     let mut signal_ids = vec![s.id.clone()];
     signal_ids.extend(sent.iter().map(|o| o.id.clone()));
     let assets = sent.iter().map(|o| asset(fact(o, "asset"), fact(o, "amount"))).collect();

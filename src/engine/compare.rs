@@ -116,8 +116,16 @@ pub fn compare(a: Side<'_>, b: Side<'_>, labels: &Labels) -> Comparison {
     let similarity = similarity(&pair.links);
     let relationship = relationship(&pair.links, similarity);
     Comparison {
-        wallet_a: WalletSummary { address: a.view.address.to_string(), analysis_id: a.analysis_id, score: a.xray.score.clone() },
-        wallet_b: WalletSummary { address: b.view.address.to_string(), analysis_id: b.analysis_id, score: b.xray.score.clone() },
+        wallet_a: WalletSummary {
+            address: a.view.address.to_string(),
+            analysis_id: a.analysis_id,
+            score: a.xray.score.clone(),
+        },
+        wallet_b: WalletSummary {
+            address: b.view.address.to_string(),
+            analysis_id: b.analysis_id,
+            score: b.xray.score.clone(),
+        },
         similarity,
         relationship,
         links: pair.links,
@@ -179,27 +187,45 @@ impl<'a> Pair<'a> {
     fn direct_transfers(&mut self) {
         let (a, b) = (self.a.address, self.b.address);
         let a_side: Vec<Transfer<'a>> = self.flows_a.iter().filter(|t| t.counterparty == b).copied().collect();
-        let b_side: Vec<Transfer<'a>> =
-            self.flows_b.iter().filter(|t| t.counterparty == a && !a_side.iter().any(|x| x.tx.signature == t.tx.signature)).copied().collect();
+        let b_side: Vec<Transfer<'a>> = self
+            .flows_b
+            .iter()
+            .filter(|t| t.counterparty == a && !a_side.iter().any(|x| x.tx.signature == t.tx.signature))
+            .copied()
+            .collect();
         let all: Vec<Transfer<'a>> = a_side.into_iter().chain(b_side).collect();
         if all.is_empty() {
             return;
         }
         let real = all.iter().filter(|t| !t.is_dust()).count();
-        let evidence = all.iter().take(LINK_EVIDENCE_MAX).map(|t| self.cite(t, format!("{} {} between the wallets", t.amount, t.asset.label()))).collect();
+        let evidence = all
+            .iter()
+            .take(LINK_EVIDENCE_MAX)
+            .map(|t| self.cite(t, format!("{} {} between the wallets", t.amount, t.asset.label())))
+            .collect();
         let strength = if real > 0 { 1.0 } else { 0.3 };
-        self.push("direct_transfer", strength, format!("{} transfer(s) between the wallets ({real} above dust).", all.len()), evidence);
+        self.push(
+            "direct_transfer",
+            strength,
+            format!("{} transfer(s) between the wallets ({real} above dust).", all.len()),
+            evidence,
+        );
     }
 
     fn shared_funder(&mut self) {
-        let (Some(fa), Some(fb)) = (flows::first_funder(self.a, &self.flows_a), flows::first_funder(self.b, &self.flows_b)) else {
+        let (Some(fa), Some(fb)) =
+            (flows::first_funder(self.a, &self.flows_a), flows::first_funder(self.b, &self.flows_b))
+        else {
             return;
         };
         if fa.counterparty != fb.counterparty || !self.personal(&fa.counterparty) {
             return;
         }
         let funder = fa.counterparty;
-        let evidence = vec![self.cite(&fa, "first funding of wallet A".into()), self.cite(&fb, "first funding of wallet B".into())];
+        let evidence = vec![
+            self.cite(&fa, "first funding of wallet A".into()),
+            self.cite(&fb, "first funding of wallet B".into()),
+        ];
         self.push("shared_funder", 0.9, format!("Both wallets were first funded by {funder}."), evidence);
     }
 
@@ -209,7 +235,11 @@ impl<'a> Pair<'a> {
         if both.is_empty() {
             return;
         }
-        let evidence = both.iter().take(LINK_EVIDENCE_MAX).map(|t| self.book.transaction(t, || "signed by both wallets".into())).collect();
+        let evidence = both
+            .iter()
+            .take(LINK_EVIDENCE_MAX)
+            .map(|t| self.book.transaction(t, || "signed by both wallets".into()))
+            .collect();
         self.push("co_signer", 1.0, format!("{} transaction(s) signed by both wallets.", both.len()), evidence);
     }
 
@@ -231,8 +261,16 @@ impl<'a> Pair<'a> {
             .take(LINK_EVIDENCE_MAX)
             .copied()
             .collect();
-        let evidence = examples.iter().map(|t| self.cite(t, format!("transfer with shared counterparty {}", t.counterparty))).collect();
-        self.push("shared_counterparties", strength, format!("{} counterparties in common (Jaccard {:.2}).", shared.len(), strength), evidence);
+        let evidence = examples
+            .iter()
+            .map(|t| self.cite(t, format!("transfer with shared counterparty {}", t.counterparty)))
+            .collect();
+        self.push(
+            "shared_counterparties",
+            strength,
+            format!("{} counterparties in common (Jaccard {:.2}).", shared.len(), strength),
+            evidence,
+        );
     }
 
     fn shared_programs(&mut self) {
@@ -252,12 +290,21 @@ impl<'a> Pair<'a> {
         }
         let mut evidence = Vec::new();
         for v in [self.a, self.b] {
-            let hit = v.transactions.iter().filter(|t| t.is_signer(&v.address)).find_map(|t| t.instructions.iter().find(|i| shared.contains(&i.program_id)).map(|i| (t, i)));
+            let hit = v
+                .transactions
+                .iter()
+                .filter(|t| t.is_signer(&v.address))
+                .find_map(|t| t.instructions.iter().find(|i| shared.contains(&i.program_id)).map(|i| (t, i)));
             if let Some((t, i)) = hit {
                 evidence.push(self.book.instruction(t, i, || "invocation of a program both wallets use".into()));
             }
         }
-        self.push("shared_programs", strength, format!("{} unlabelled programs used by both (Jaccard {:.2}).", shared.len(), strength), evidence);
+        self.push(
+            "shared_programs",
+            strength,
+            format!("{} unlabelled programs used by both (Jaccard {:.2}).", shared.len(), strength),
+            evidence,
+        );
     }
 
     fn shared_mints(&mut self) {
@@ -273,15 +320,26 @@ impl<'a> Pair<'a> {
         for v in [self.a, self.b] {
             if let Some(t) = v.token_accounts.iter().find(|t| shared.contains(&t.mint)) {
                 let slot = v.coverage.as_of_slot;
-                evidence.push(self.book.account(&t.address, slot, || format!("token account of shared mint {}", t.mint)));
+                evidence
+                    .push(self.book.account(&t.address, slot, || format!("token account of shared mint {}", t.mint)));
             }
         }
-        self.push("shared_mints", strength, format!("{} unlabelled mints held by both (Jaccard {:.2}).", shared.len(), strength), evidence);
+        self.push(
+            "shared_mints",
+            strength,
+            format!("{} unlabelled mints held by both (Jaccard {:.2}).", shared.len(), strength),
+            evidence,
+        );
     }
 
     fn temporal_overlap(&mut self) {
         let days = |v: &WalletView| -> BTreeSet<i64> {
-            v.transactions.iter().filter(|t| t.is_signer(&v.address)).filter_map(|t| t.block_time).map(|s| s.div_euclid(DAY_S)).collect()
+            v.transactions
+                .iter()
+                .filter(|t| t.is_signer(&v.address))
+                .filter_map(|t| t.block_time)
+                .map(|s| s.div_euclid(DAY_S))
+                .collect()
         };
         let (da, db) = (days(self.a), days(self.b));
         let shared: BTreeSet<i64> = da.intersection(&db).copied().collect();
@@ -292,12 +350,19 @@ impl<'a> Pair<'a> {
         let strength = shared.len() as f64 / union as f64;
         let mut evidence = Vec::new();
         for v in [self.a, self.b] {
-            let hit = v.transactions.iter().find(|t| t.is_signer(&v.address) && t.block_time.is_some_and(|s| shared.contains(&s.div_euclid(DAY_S))));
+            let hit = v.transactions.iter().find(|t| {
+                t.is_signer(&v.address) && t.block_time.is_some_and(|s| shared.contains(&s.div_euclid(DAY_S)))
+            });
             if let Some(t) = hit {
                 evidence.push(self.book.transaction(t, || "activity on a day both wallets were active".into()));
             }
         }
-        self.push("temporal_overlap", strength, format!("Active on {} of the same days (Jaccard {:.2}).", shared.len(), strength), evidence);
+        self.push(
+            "temporal_overlap",
+            strength,
+            format!("Active on {} of the same days (Jaccard {:.2}).", shared.len(), strength),
+            evidence,
+        );
     }
 }
 

@@ -45,7 +45,7 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
     let (signals, book) = signals::detect(view, labels);
     let attack_paths = attack_paths::compose(&signals, view);
     let (score, dimensions) = scoring::score(&signals, &view.coverage);
-    XRay {
+    let xray = XRay {
         wallet: view.address.to_string(),
         score,
         dimensions,
@@ -59,5 +59,7 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
             transactions_analyzed: view.coverage.transactions_read,
             history_complete: !view.coverage.history_truncated && view.coverage.transactions_missing == 0,
         },
-    }
+    };
+    debug_assert_eq!(xray.check(), Ok(()));
+    xray
 }

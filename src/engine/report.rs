@@ -183,3 +183,38 @@ pub struct XRay {
     pub engine_versions: BTreeMap<&'static str, &'static str>,
     pub coverage: Coverage,
 }
+
+impl XRay {
+    /// Checks the payload's promises (contract §5): every signal cites evidence, every cited
+    /// evidence and signal id exists, scores are in range. The engine asserts this in debug
+    /// builds and tests assert it on everything they analyze.
+    pub fn check(&self) -> Result<(), String> {
+        let evidence: std::collections::HashSet<&str> = self.evidence.iter().map(Evidence::id).collect();
+        let signals: std::collections::HashSet<&str> = self.signals.iter().map(|s| s.id.as_str()).collect();
+        if self.score.value > 100 || !(0.0..=1.0).contains(&self.score.confidence) {
+            return Err(format!("score out of range: {:?}", self.score));
+        }
+        for s in &self.signals {
+            if s.evidence_ids.is_empty() {
+                return Err(format!("{} cites no evidence", s.id));
+            }
+            if let Some(missing) = s.evidence_ids.iter().find(|e| !evidence.contains(e.as_str())) {
+                return Err(format!("{} cites missing {missing}", s.id));
+            }
+        }
+        for d in &self.dimensions {
+            if let Some(missing) = d.signal_ids.iter().find(|s| !signals.contains(s.as_str())) {
+                return Err(format!("dimension {} names missing {missing}", d.id));
+            }
+        }
+        for p in &self.attack_paths {
+            if p.signal_ids.is_empty() {
+                return Err(format!("{} rests on no signal", p.id));
+            }
+            if let Some(missing) = p.signal_ids.iter().find(|s| !signals.contains(s.as_str())) {
+                return Err(format!("{} names missing {missing}", p.id));
+            }
+        }
+        Ok(())
+    }
+}
