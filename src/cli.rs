@@ -36,6 +36,20 @@ enum Command {
         #[arg(long)]
         pretty: bool,
     },
+    /// Compare two wallets: prints the JSON the API returns under `data.comparison`.
+    Compare {
+        wallet_a: String,
+        wallet_b: String,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        #[arg(long)]
+        pretty: bool,
+    },
+    /// Print the signal catalogue (`--markdown`: as docs/signals.md).
+    Signals {
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Print the wallet view (the domain model the engine reads) of one wallet, for debugging.
     View {
         wallet: String,
@@ -165,19 +179,37 @@ fn run(command: Command) -> Result<(), String> {
         Command::Analyze { wallet, ledger, pretty } => {
             let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
             let view = read_view(&wallet, &ledger)?;
-            let xray = crate::engine::analyze(&view, &labels);
-            if pretty {
-                print_json(&xray)
-            } else {
-                println!("{}", serde_json::to_string(&xray).map_err(|e| e.to_string())?);
-                Ok(())
-            }
+            print_payload(&crate::engine::analyze(&view, &labels), pretty)
         }
+        Command::Compare { wallet_a, wallet_b, ledger, pretty } => {
+            let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
+            let (a, b) = (read_view(&wallet_a, &ledger)?, read_view(&wallet_b, &ledger)?);
+            if a.address == b.address {
+                return Err("the two wallets are the same address".into());
+            }
+            let (xa, xb) = (crate::engine::analyze(&a, &labels), crate::engine::analyze(&b, &labels));
+            let side = |view, xray| crate::engine::compare::Side { view, xray, analysis_id: None };
+            print_payload(&crate::engine::compare::compare(side(&a, &xa), side(&b, &xb), &labels), pretty)
+        }
+        Command::Signals { markdown: true } => {
+            print!("{}", crate::engine::signals::catalogue_markdown());
+            Ok(())
+        }
+        Command::Signals { markdown: false } => print_json(&crate::engine::signals::catalogue_json()),
         Command::View { wallet, ledger } => {
             println!("{:#?}", read_view(&wallet, &ledger)?);
             Ok(())
         }
     }
+}
+
+/// Prints an API payload: compact, byte for byte what the API sends, or indented.
+fn print_payload<T: serde::Serialize>(value: &T, pretty: bool) -> Result<(), String> {
+    if pretty {
+        return print_json(value);
+    }
+    println!("{}", serde_json::to_string(value).map_err(|e| e.to_string())?);
+    Ok(())
 }
 
 /// Reads one wallet's view from the source `ledger` names, on a current-thread runtime.

@@ -105,6 +105,40 @@ pub const CATALOGUE: &[SignalSpec] = &[
       "Nothing to send; retry later or use a source with full history."),
 ];
 
+/// docs/signals.md, generated: `xray signals --markdown > docs/signals.md`.
+pub fn catalogue_markdown() -> String {
+    use std::fmt::Write;
+    let mut out = String::from(
+        "# Signal catalogue\n\n\
+         Generated from `src/engine/signals/catalogue.rs` by `xray signals --markdown`; a test fails\n\
+         when this file and the code differ. Severities are defaults: each rule says when it moves.\n",
+    );
+    for (dimension, _) in crate::engine::scoring::DIMENSIONS {
+        let _ =
+            write!(out, "\n## {dimension}\n\n| kind | severity | detection rule | remediation |\n|---|---|---|---|\n");
+        for s in CATALOGUE.iter().filter(|s| s.dimension == *dimension) {
+            let _ = writeln!(out, "| `{}` | {} | {} | {} |", s.kind, s.severity.as_str(), s.rule, s.remediation);
+        }
+    }
+    out
+}
+
+/// The catalogue as JSON-ready records.
+pub fn catalogue_json() -> Vec<std::collections::BTreeMap<&'static str, &'static str>> {
+    CATALOGUE
+        .iter()
+        .map(|s| {
+            std::collections::BTreeMap::from([
+                ("kind", s.kind),
+                ("dimension", s.dimension),
+                ("severity", s.severity.as_str()),
+                ("rule", s.rule),
+                ("remediation", s.remediation),
+            ])
+        })
+        .collect()
+}
+
 /// The catalogue entry of `kind`.
 pub fn spec(kind: &str) -> Option<&'static SignalSpec> {
     CATALOGUE.iter().find(|s| s.kind == kind)
@@ -114,6 +148,16 @@ pub fn spec(kind: &str) -> Option<&'static SignalSpec> {
 mod tests {
     use super::*;
     use crate::engine::scoring::DIMENSIONS;
+
+    #[test]
+    fn docs_match_the_catalogue() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/signals.md");
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == catalogue_markdown(),
+            "docs/signals.md is out of date: run `cargo run -- signals --markdown > docs/signals.md`"
+        );
+    }
 
     #[test]
     fn kinds_are_unique_and_dimensions_known() {

@@ -17,7 +17,7 @@ mod catalogue;
 mod counterparty;
 mod quality;
 
-pub use catalogue::{spec, SignalSpec, CATALOGUE};
+pub use catalogue::{catalogue_json, catalogue_markdown, spec, SignalSpec, CATALOGUE};
 
 use crate::engine::evidence::EvidenceBook;
 use crate::engine::report::{Facts, Severity, Signal};
