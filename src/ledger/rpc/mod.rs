@@ -1,0 +1,288 @@
+//! The rpc source: a live Solana JSON-RPC endpoint (http or https) as a `LedgerSource`.
+//!
+//! Owns: `RpcOptions` (timeouts, retries, batching, bounds) and `RpcSource`, which turns each
+//! trait call into the JSON-RPC call a node expects and its answer into wire types. Its parts:
+//! `request` (bodies), `retry` (policy), `transport` (HTTP, pool, retries, size cap).
+//! Called from one thread's current-thread runtime per source; futures are not `Send`.
+//!
+//! Invariant: answers are parsed by `wire::parse_response`, the parser every source shares;
+//! JSON-RPC error objects become typed errors through `LedgerError::from_rpc_error`.
+//! `get_transactions` sends batches of at most `batch_len_max` requests, at most
+//! `concurrency_max` at once, and returns results in input order (matched back by `id`, never
+//! by position). Bounded everywhere: attempts, waits, body size, requests in flight.
+//! Deliberately absent: caching (the job layer owns reuse) and websocket subscriptions.
+
+mod request;
+mod retry;
+mod transport;
+
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use serde::de::DeserializeOwned;
+use simd_json::prelude::ValueAsScalar;
+
+use crate::config;
+use crate::ledger::model::TokenProgram;
+use crate::ledger::source::LedgerSource;
+use crate::ledger::wire::{
+    self, KeyedAccount, RpcResponse, SignatureInfo, TransactionResult, UiAccount, Value, WithContext,
+};
+use crate::ledger::LedgerError;
+use crate::pubkey::{Pubkey, Signature};
+pub use retry::{backoff_ceiling_ms, parse_retry_after_s, RETRY_AFTER_S_MAX};
+use transport::Transport;
+
+/// How the rpc source talks to its endpoint. Defaults are the constants of `config`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcOptions {
+    /// TCP and TLS connect timeout.
+    pub connect_timeout_ms: u64,
+    /// Whole-request timeout: connect, headers and body of one attempt.
+    pub request_timeout_ms: u64,
+    /// Attempts per call, the first included (0 is read as 1).
+    pub attempts_max: u32,
+    /// First backoff; doubles per retry, full jitter.
+    pub backoff_base_ms: u64,
+    /// Longest single wait, an honoured `Retry-After` included.
+    pub backoff_max_ms: u64,
+    /// `getTransaction` requests per JSON-RPC batch; 1 sends plain (unbatched) requests, for
+    /// endpoints that refuse batches.
+    pub batch_len_max: usize,
+    /// HTTP requests in flight at once per source (batches included).
+    pub concurrency_max: usize,
+    /// Largest answer body read; larger answers fail as `Malformed`.
+    pub response_bytes_max: usize,
+}
+
+impl Default for RpcOptions {
+    fn default() -> Self {
+        RpcOptions {
+            connect_timeout_ms: config::RPC_CONNECT_TIMEOUT_MS,
+            request_timeout_ms: config::RPC_REQUEST_TIMEOUT_MS,
+            attempts_max: config::RPC_ATTEMPTS_MAX,
+            backoff_base_ms: config::RPC_BACKOFF_BASE_MS,
+            backoff_max_ms: config::RPC_BACKOFF_MAX_MS,
+            batch_len_max: config::RPC_BATCH_LEN_MAX,
+            concurrency_max: config::RPC_CONCURRENCY_MAX,
+            response_bytes_max: config::RPC_RESPONSE_BYTES_MAX,
+        }
+    }
+}
+
+/// A live JSON-RPC endpoint.
+pub struct RpcSource {
+    transport: Transport,
+}
+
+/// Id of every unbatched request (each is alone on its HTTP request).
+const SINGLE_ID: u64 = 1;
+
+impl RpcSource {
+    /// Checks the URL (http or https, with a host) and builds the connection pool; connects
+    /// lazily, on the first call.
+    pub fn new(url: &str, options: RpcOptions) -> Result<RpcSource, LedgerError> {
+        Ok(RpcSource { transport: Transport::new(url, options)? })
+    }
+
+    /// The endpoint as logs may show it (no path, no query).
+    pub fn endpoint(&self) -> &str {
+        self.transport.endpoint()
+    }
+
+    /// One unbatched call; `None` when the node answered `"result": null`.
+    async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<Option<T>, LedgerError> {
+        let body = request::body(SINGLE_ID, method, params)?;
+        self.transport.exchange(method, body, |answer| wire::parse_response::<T>(answer)?.into_result()).await
+    }
+
+    /// A call whose result a node never leaves `null`.
+    async fn call_some<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, LedgerError> {
+        self.call(method, params).await?.ok_or_else(|| LedgerError::Malformed(format!("{method} answered null")))
+    }
+
+    /// One batch of `getTransaction`, ids `first_id..`, results in the order of `signatures`.
+    async fn transaction_batch(
+        &self,
+        first_id: u64,
+        signatures: &[Signature],
+    ) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        if self.transport.options().batch_len_max <= 1 {
+            let mut out = Vec::with_capacity(signatures.len());
+            for signature in signatures {
+                out.push(self.call(request::GET_TRANSACTION, request::transaction_params(signature)).await?);
+            }
+            return Ok(out);
+        }
+        let calls = (first_id..)
+            .zip(signatures)
+            .map(|(id, signature)| (id, request::GET_TRANSACTION, request::transaction_params(signature)));
+        let body = request::batch_body(calls)?;
+        self.transport
+            .exchange(request::GET_TRANSACTION, body, |answer| match_batch(answer, first_id, signatures.len()))
+            .await
+    }
+}
+
+/// Reads a batch answer and puts each result at its request's place by `id`. A missing,
+/// unknown or repeated id makes the whole answer malformed (and so retried). A "not found"
+/// error object for one item means the node does not have that transaction: `None`.
+fn match_batch(answer: &mut [u8], first_id: u64, len: usize) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+    // Some endpoints answer a refused batch with one error object instead of an array.
+    if answer.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        wire::parse_response::<Value>(answer)?.into_result()?;
+        return Err(LedgerError::Malformed("batch answered with a single object".into()));
+    }
+    let responses: Vec<RpcResponse<TransactionResult>> = wire::parse(answer)?;
+    let mut slots: Vec<Option<Option<TransactionResult>>> = (0..len).map(|_| None).collect();
+    for response in responses {
+        let id = response.id.as_u64();
+        let slot = id
+            .and_then(|id| id.checked_sub(first_id))
+            .and_then(|i| slots.get_mut(usize::try_from(i).ok()?))
+            .filter(|slot| slot.is_none())
+            .ok_or_else(|| LedgerError::Malformed(format!("batch answer has an unknown or repeated id {id:?}")))?;
+        *slot = Some(match response.into_result() {
+            Ok(result) => result,
+            Err(LedgerError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        });
+    }
+    slots
+        .into_iter()
+        .map(|slot| slot.ok_or_else(|| LedgerError::Malformed("batch answer misses an id".into())))
+        .collect()
+}
+
+impl LedgerSource for RpcSource {
+    fn name(&self) -> &'static str {
+        "rpc"
+    }
+
+    async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+        self.call_some(request::GET_ACCOUNT_INFO, request::account_info_params(address)).await
+    }
+
+    async fn get_multiple_accounts(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        if addresses.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
+            return Err(LedgerError::Invalid(format!(
+                "getMultipleAccounts takes at most {} addresses, got {}",
+                config::MULTIPLE_ACCOUNTS_LEN_MAX,
+                addresses.len()
+            )));
+        }
+        let page: WithContext<Vec<Option<UiAccount>>> =
+            self.call_some(request::GET_MULTIPLE_ACCOUNTS, request::multiple_accounts_params(addresses)).await?;
+        if page.value.len() != addresses.len() {
+            return Err(LedgerError::Malformed(format!(
+                "getMultipleAccounts answered {} accounts for {} addresses",
+                page.value.len(),
+                addresses.len()
+            )));
+        }
+        Ok(page)
+    }
+
+    async fn get_token_accounts_by_owner(
+        &self,
+        owner: &Pubkey,
+        program: TokenProgram,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        self.call_some(request::GET_TOKEN_ACCOUNTS_BY_OWNER, request::token_accounts_by_owner_params(owner, program))
+            .await
+    }
+
+    async fn get_signatures_for_address(
+        &self,
+        address: &Pubkey,
+        before: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        // A node refuses 0 and anything over its page limit.
+        let limit = limit.clamp(1, config::SIGNATURES_PAGE_LEN_MAX);
+        let params = request::signatures_for_address_params(address, before, limit);
+        let page: Vec<SignatureInfo> = self.call_some(request::GET_SIGNATURES_FOR_ADDRESS, params).await?;
+        if page.len() > limit as usize {
+            return Err(LedgerError::Malformed(format!("asked {limit} signatures, got {}", page.len())));
+        }
+        Ok(page)
+    }
+
+    async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        let options = self.transport.options();
+        let batch_len = options.batch_len_max.max(1);
+        let batches = (0u64..)
+            .step_by(batch_len)
+            .zip(signatures.chunks(batch_len))
+            .map(|(first_id, chunk)| self.transaction_batch(first_id, chunk));
+        // `buffered` keeps input order and bounds the batches polled at once; the transport's
+        // semaphore bounds them again together with the source's other calls.
+        let results: Vec<Vec<Option<TransactionResult>>> =
+            stream::iter(batches).buffered(options.concurrency_max.max(1)).try_collect().await?;
+        Ok(results.into_iter().flatten().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx_json(slot: u64) -> String {
+        format!(
+            r#"{{"slot":{slot},"blockTime":null,"transaction":{{"signatures":["x"],"message":{{"accountKeys":[],
+            "recentBlockhash":"h","instructions":[]}}}},"meta":null}}"#
+        )
+    }
+
+    #[test]
+    fn matches_batch_answers_by_id() {
+        let mut answer = format!(
+            r#"[{{"jsonrpc":"2.0","id":12,"result":{}}},{{"jsonrpc":"2.0","id":10,"result":null}},
+            {{"jsonrpc":"2.0","id":11,"error":{{"code":-32009,"message":"Slot 5 was skipped"}}}}]"#,
+            tx_json(12)
+        )
+        .into_bytes();
+        let got = match_batch(&mut answer, 10, 3).unwrap();
+        assert!(got[0].is_none() && got[1].is_none());
+        assert_eq!(got[2].as_ref().map(|t| t.slot), Some(12));
+    }
+
+    #[test]
+    fn refuses_batch_answers_with_bad_ids() {
+        let r = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"result":null}}"#);
+        let cases = [
+            format!("[{},{}]", r("0"), r("0")),
+            format!("[{}]", r("0")),
+            format!("[{},{}]", r("0"), r("2")),
+            format!("[{},{}]", r("0"), r("\"1\"")),
+        ];
+        for case in cases {
+            let mut bytes = case.clone().into_bytes();
+            assert!(matches!(match_batch(&mut bytes, 0, 2), Err(LedgerError::Malformed(_))), "{case}");
+        }
+    }
+
+    #[test]
+    fn maps_batch_errors() {
+        let mut refused =
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch too large"}}"#.to_vec();
+        assert_eq!(
+            match_batch(&mut refused, 0, 2),
+            Err(LedgerError::Rpc { code: -32600, message: "batch too large".into() })
+        );
+        let mut item = br#"[{"jsonrpc":"2.0","id":0,"error":{"code":-32005,"message":"behind"}}]"#.to_vec();
+        assert!(matches!(match_batch(&mut item, 0, 1), Err(LedgerError::Unavailable(_))));
+        let mut garbage = b"[{".to_vec();
+        assert!(matches!(match_batch(&mut garbage, 0, 1), Err(LedgerError::Malformed(_))));
+    }
+
+    #[test]
+    fn options_default_to_config() {
+        let o = RpcOptions::default();
+        assert_eq!(o.attempts_max, config::RPC_ATTEMPTS_MAX);
+        assert_eq!(o.batch_len_max, config::RPC_BATCH_LEN_MAX);
+        assert_eq!(o.response_bytes_max, config::RPC_RESPONSE_BYTES_MAX);
+        assert_eq!(RpcSource::new("http://127.0.0.1:1", o).unwrap().name(), "rpc");
+    }
+}

@@ -1,0 +1,324 @@
+//! JSON-RPC over a `LedgerSource`: a request body in, a response body out, as a Solana node
+//! would answer.
+//!
+//! Owns: request parsing (single and batch), method dispatch, params checking and the
+//! mapping of `LedgerError` to JSON-RPC error objects. Called from the server's one thread.
+//!
+//! Invariant: every request gets an answer object with its `id` (or `null` when the request
+//! had none readable); a batch gets an array in request order. Errors use the JSON-RPC codes
+//! -32700 (not JSON), -32600 (not a request, empty or oversized batch), -32601 (unknown
+//! method), -32602 (bad params). Bounded: `RPC_SERVER_BATCH_LEN_MAX` requests per batch,
+//! `MULTIPLE_ACCOUNTS_LEN_MAX` addresses, `SIGNATURES_PAGE_LEN_MAX` signatures per page.
+//! Deliberately absent: encodings other than jsonParsed (account data is only held parsed),
+//! `getTokenAccountsByOwner`'s `mint` filter, `until` and `minContextSlot`.
+
+use simd_json::prelude::*;
+
+use crate::config;
+use crate::ledger::model::TokenProgram;
+use crate::ledger::source::LedgerSource;
+use crate::ledger::wire::{self, RpcErrorObject, RpcRequest, RpcResponse, Value, WithContext};
+use crate::ledger::LedgerError;
+use crate::pubkey::{Pubkey, Signature};
+
+/// Requests in one batch; more and the batch is refused whole.
+pub const RPC_SERVER_BATCH_LEN_MAX: usize = 1_000;
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// The response body for a request body.
+pub async fn answer<S: LedgerSource>(source: &S, mut body: Vec<u8>) -> Vec<u8> {
+    let request = match simd_json::to_owned_value(&mut body) {
+        Ok(value) => value,
+        Err(e) => return error_body(Value::null(), error(PARSE_ERROR, format!("Parse error: {e}"))),
+    };
+    let Value::Array(items) = request else {
+        return answer_one(source, request).await;
+    };
+    if items.is_empty() || items.len() > RPC_SERVER_BATCH_LEN_MAX {
+        let message = format!("Invalid request: a batch holds 1 to {RPC_SERVER_BATCH_LEN_MAX} requests");
+        return error_body(Value::null(), error(INVALID_REQUEST, message));
+    }
+    let mut out = Vec::from(*b"[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend(answer_one(source, item).await);
+    }
+    out.push(b']');
+    out
+}
+
+async fn answer_one<S: LedgerSource>(source: &S, item: Value) -> Vec<u8> {
+    let id = item.get("id").cloned().unwrap_or_else(Value::null);
+    let request: RpcRequest = match simd_json::serde::from_owned_value(item) {
+        Ok(request) => request,
+        Err(_) => return error_body(id, error(INVALID_REQUEST, "Invalid request".into())),
+    };
+    match call(source, &request.method, Params(&request.params)).await {
+        Ok(result) => wire::to_vec(&RpcResponse::ok(request.id.clone(), result))
+            .unwrap_or_else(|e| error_body(request.id, ledger_error(e))),
+        Err(e) => error_body(request.id, e),
+    }
+}
+
+fn error_body(id: Value, error: RpcErrorObject) -> Vec<u8> {
+    let response = RpcResponse::<Value> { jsonrpc: "2.0".into(), id, result: None, error: Some(error) };
+    // Invariant: an envelope of a number, a string and an id read from JSON always
+    // serializes; the fallback only keeps this function total.
+    wire::to_vec(&response).unwrap_or_else(|_| {
+        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#.to_vec()
+    })
+}
+
+fn error(code: i64, message: String) -> RpcErrorObject {
+    RpcErrorObject { code, message, data: None }
+}
+
+fn invalid_params(message: impl Into<String>) -> RpcErrorObject {
+    error(INVALID_PARAMS, format!("Invalid params: {}", message.into()))
+}
+
+/// The error object a node would send for what the source said. Codes are chosen so that
+/// `LedgerError::from_rpc_error` on the client gives back the same family.
+fn ledger_error(e: LedgerError) -> RpcErrorObject {
+    match e {
+        LedgerError::Unavailable(m) => error(-32005, format!("Node is unavailable: {m}")),
+        LedgerError::NotFound(m) => error(-32004, format!("Not available: {m}")),
+        LedgerError::Malformed(m) => error(-32603, format!("Internal error: {m}")),
+        LedgerError::Rpc { code, message } => error(code, message),
+        LedgerError::Invalid(m) => invalid_params(m),
+    }
+}
+
+fn to_value<T: serde::Serialize>(result: Result<T, LedgerError>) -> Result<Value, RpcErrorObject> {
+    let result = result.map_err(ledger_error)?;
+    simd_json::serde::to_owned_value(&result).map_err(|e| ledger_error(LedgerError::Malformed(e.to_string())))
+}
+
+async fn call<S: LedgerSource>(source: &S, method: &str, params: Params<'_>) -> Result<Value, RpcErrorObject> {
+    match method {
+        "getAccountInfo" => {
+            params.len_max(2)?;
+            params.json_parsed(1)?;
+            to_value(source.get_account_info(&params.pubkey(0)?).await)
+        }
+        "getBalance" => {
+            params.len_max(2)?;
+            let account = source.get_account_info(&params.pubkey(0)?).await;
+            to_value(account.map(|a| WithContext { context: a.context, value: a.value.map_or(0, |a| a.lamports) }))
+        }
+        "getMultipleAccounts" => {
+            params.len_max(2)?;
+            params.json_parsed(1)?;
+            to_value(source.get_multiple_accounts(&params.pubkeys(0)?).await)
+        }
+        "getTokenAccountsByOwner" => {
+            params.len_max(3)?;
+            params.json_parsed(2)?;
+            to_value(source.get_token_accounts_by_owner(&params.pubkey(0)?, params.token_program(1)?).await)
+        }
+        "getSignaturesForAddress" => {
+            params.len_max(2)?;
+            let (before, limit) = params.signatures_config(1)?;
+            to_value(source.get_signatures_for_address(&params.pubkey(0)?, before.as_ref(), limit).await)
+        }
+        "getTransaction" => {
+            params.len_max(2)?;
+            params.json_parsed(1)?;
+            let results = source.get_transactions(&[params.signature(0)?]).await;
+            to_value(results.map(|r| r.into_iter().next().flatten()))
+        }
+        _ => Err(error(METHOD_NOT_FOUND, "Method not found".into())),
+    }
+}
+
+/// Positional params of one request.
+#[derive(Clone, Copy)]
+struct Params<'a>(&'a Value);
+
+impl<'a> Params<'a> {
+    fn len_max(&self, len_max: usize) -> Result<(), RpcErrorObject> {
+        match self.0.as_array() {
+            Some(items) if !items.is_empty() && items.len() <= len_max => Ok(()),
+            _ => Err(invalid_params(format!("expected an array of 1 to {len_max} params"))),
+        }
+    }
+
+    fn get(&self, index: usize) -> Option<&'a Value> {
+        self.0.as_array()?.get(index).filter(|v| !v.is_null())
+    }
+
+    fn str(&self, index: usize) -> Result<&'a str, RpcErrorObject> {
+        self.get(index)
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| invalid_params(format!("param {index} must be a string")))
+    }
+
+    fn pubkey(&self, index: usize) -> Result<Pubkey, RpcErrorObject> {
+        let text = self.str(index)?;
+        Pubkey::parse(text).map_err(|e| invalid_params(format!("{text:?} is not an address: {e}")))
+    }
+
+    fn signature(&self, index: usize) -> Result<Signature, RpcErrorObject> {
+        let text = self.str(index)?;
+        Signature::parse(text).map_err(|e| invalid_params(format!("{text:?} is not a signature: {e}")))
+    }
+
+    fn pubkeys(&self, index: usize) -> Result<Vec<Pubkey>, RpcErrorObject> {
+        let items =
+            self.get(index).and_then(|v| v.as_array()).ok_or_else(|| invalid_params("expected an address list"))?;
+        if items.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
+            return Err(invalid_params(format!("at most {} addresses", config::MULTIPLE_ACCOUNTS_LEN_MAX)));
+        }
+        items
+            .iter()
+            .map(|v| v.as_str().and_then(|t| Pubkey::parse(t).ok()).ok_or_else(|| invalid_params("not an address")))
+            .collect()
+    }
+
+    /// The config object at `index`, when given (absent and `null` are the same).
+    fn config(&self, index: usize) -> Result<Option<&'a Value>, RpcErrorObject> {
+        match self.get(index) {
+            None => Ok(None),
+            Some(v) if v.is_object() => Ok(Some(v)),
+            Some(_) => Err(invalid_params(format!("param {index} must be a config object"))),
+        }
+    }
+
+    /// Accounts and transactions are served jsonParsed only; another explicit encoding is
+    /// refused rather than answered in the wrong shape.
+    fn json_parsed(&self, index: usize) -> Result<(), RpcErrorObject> {
+        match self.config(index)?.and_then(|c| c.get("encoding")) {
+            None => Ok(()),
+            Some(e) if e.as_str() == Some("jsonParsed") => Ok(()),
+            Some(_) => Err(invalid_params("this server serves the jsonParsed encoding only")),
+        }
+    }
+
+    fn token_program(&self, index: usize) -> Result<TokenProgram, RpcErrorObject> {
+        let filter = self.config(index)?.ok_or_else(|| invalid_params("expected a {\"programId\": …} filter"))?;
+        let id = filter.get("programId").and_then(|v| v.as_str());
+        [TokenProgram::Token, TokenProgram::Token2022]
+            .into_iter()
+            .find(|p| Some(p.id()) == id)
+            .ok_or_else(|| invalid_params("unrecognized token program id (the mint filter is not served)"))
+    }
+
+    fn signatures_config(&self, index: usize) -> Result<(Option<Signature>, u32), RpcErrorObject> {
+        let Some(config) = self.config(index)? else {
+            return Ok((None, config::SIGNATURES_PAGE_LEN_MAX));
+        };
+        if ["until", "minContextSlot"].iter().any(|k| config.get(*k).is_some_and(|v| !v.is_null())) {
+            return Err(invalid_params("until and minContextSlot are not served"));
+        }
+        let limit = match config.get("limit").filter(|v| !v.is_null()) {
+            None => config::SIGNATURES_PAGE_LEN_MAX,
+            Some(v) => v
+                .as_u64()
+                .filter(|l| (1..=u64::from(config::SIGNATURES_PAGE_LEN_MAX)).contains(l))
+                .map(|l| l as u32)
+                .ok_or_else(|| invalid_params(format!("limit must be 1 to {}", config::SIGNATURES_PAGE_LEN_MAX)))?,
+        };
+        let before = match config.get("before").filter(|v| !v.is_null()) {
+            None => None,
+            Some(v) => {
+                let text = v.as_str().ok_or_else(|| invalid_params("before must be a signature"))?;
+                Some(Signature::parse(text).map_err(|e| invalid_params(format!("before: {e}")))?)
+            }
+        };
+        Ok((before, limit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use simd_json::json;
+
+    use super::*;
+    use crate::ledger::demo::DemoLedger;
+
+    fn ask(body: &str) -> Value {
+        let source = DemoLedger::new(1);
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut out = runtime.block_on(answer(&source, body.as_bytes().to_vec()));
+        simd_json::to_owned_value(&mut out).unwrap()
+    }
+
+    fn code(v: &Value) -> Option<i64> {
+        v.get("error")?.get("code")?.as_i64()
+    }
+
+    const W: &str = "5p8qKVyKthA9DUb1rwQDzjcmTkaZdwN97J3LiaEywUjd";
+
+    #[test]
+    fn answers_json_rpc_errors() {
+        assert_eq!(code(&ask("{not json")), Some(PARSE_ERROR));
+        assert_eq!(code(&ask("[]")), Some(INVALID_REQUEST));
+        assert_eq!(code(&ask(r#"{"id":1}"#)), Some(INVALID_REQUEST));
+        let unknown = ask(r#"{"jsonrpc":"2.0","id":"a","method":"getSlotLeader","params":[]}"#);
+        assert_eq!(code(&unknown), Some(METHOD_NOT_FOUND));
+        assert_eq!(unknown.get("id"), Some(&Value::from("a")));
+        for params in [
+            json!([]),
+            json!(["xyz"]),
+            json!([W, {"encoding": "base64"}]),
+            json!([W, "config"]),
+            json!([W, {}, {}, {}]),
+        ] {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "getAccountInfo", "params": params.clone()});
+            assert_eq!(code(&ask(&body.encode())), Some(INVALID_PARAMS), "{params}");
+        }
+        for config in [json!({"limit": 0}), json!({"limit": 1001}), json!({"before": "x"}), json!({"until": "x"})] {
+            let body =
+                json!({"jsonrpc": "2.0", "id": 1, "method": "getSignaturesForAddress", "params": [W, config.clone()]});
+            assert_eq!(code(&ask(&body.encode())), Some(INVALID_PARAMS), "{config}");
+        }
+        let mint_filter = json!({"jsonrpc": "2.0", "id": 1, "method": "getTokenAccountsByOwner",
+            "params": [W, {"mint": W}]});
+        assert_eq!(code(&ask(&mint_filter.encode())), Some(INVALID_PARAMS));
+    }
+
+    #[test]
+    fn answers_batches_in_order() {
+        let body = json!([
+            {"jsonrpc": "2.0", "id": 3, "method": "getBalance", "params": [W]},
+            {"jsonrpc": "2.0", "id": 1, "method": "nope", "params": []},
+            {"jsonrpc": "2.0", "id": 2, "method": "getSignaturesForAddress", "params": [W, {"limit": 5}]},
+        ]);
+        let got = ask(&body.encode());
+        let items = got.as_array().unwrap();
+        let ids: Vec<u64> = items.iter().map(|i| i.get("id").and_then(|v| v.as_u64()).unwrap()).collect();
+        assert_eq!(ids, vec![3, 1, 2]);
+        assert!(items[0].get("result").and_then(|r| r.get("value")).is_some());
+        assert_eq!(code(&items[1]), Some(METHOD_NOT_FOUND));
+        assert!(items[2].get("result").and_then(|r| r.as_array()).is_some());
+    }
+
+    #[test]
+    fn null_results_are_sent_as_null() {
+        let sig = bs58::encode([9u8; 64]).into_string();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "getTransaction",
+            "params": [sig, {"encoding": "jsonParsed", "maxSupportedTransactionVersion": 0}]});
+        let got = ask(&body.encode());
+        assert_eq!(got.get("result"), Some(&Value::null()));
+        assert!(got.get("error").is_none());
+    }
+
+    #[test]
+    fn maps_ledger_errors_back_to_their_family() {
+        for e in [
+            LedgerError::Unavailable("x".into()),
+            LedgerError::NotFound("x".into()),
+            LedgerError::Rpc { code: -32010, message: "x".into() },
+        ] {
+            let back = LedgerError::from_rpc_error(ledger_error(e.clone()));
+            assert_eq!(std::mem::discriminant(&back), std::mem::discriminant(&e), "{e:?}");
+        }
+        assert_eq!(ledger_error(LedgerError::Invalid("x".into())).code, INVALID_PARAMS);
+    }
+}

@@ -1,0 +1,299 @@
+//! `xray ledger serve`: any ledger source as a local Solana JSON-RPC endpoint over real
+//! HTTP/1.1, with deterministic fault injection, for testing the rpc source and its callers.
+//!
+//! Owns: `ServeArgs` (the CLI flags), `run` (the CLI entry), `spawn_in_thread` /
+//! `RunningServer` (the test entry: a server on its own thread and runtime), and the parts
+//! `http` (connections, faults on the wire), `methods` (JSON-RPC dispatch), `faults` (which
+//! request fails how). The server runs on one thread: a current-thread tokio runtime with a
+//! `LocalSet`, since sources are not `Send`; only `ServerStats` is read from other threads.
+//!
+//! Invariant: what the server answers is what the source says, in the wire shapes a node
+//! uses, so `build_view` over `rpc:` to this server equals `build_view` over the source
+//! itself (except `coverage.source`). Faults are chosen by a deterministic rule (see
+//! `faults`), never at random. Bounded: connections, request bytes, batch length, latency.
+//! Deliberately absent: TLS, authentication and every method the fetch plan does not use.
+
+mod faults;
+mod http;
+mod methods;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+pub use faults::{FaultKind, FaultPlan, FaultSchedule, FAULT_LATENCY_MS_MAX, FAULT_RETRY_AFTER_S_MAX};
+pub use http::{serve, ServerStats, RPC_SERVER_HEADER_READ_TIMEOUT_MS};
+pub use methods::{answer, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RPC_SERVER_BATCH_LEN_MAX};
+
+use crate::ledger::rpc::RpcOptions;
+use crate::ledger::source::{LedgerSource, Source, SourceSpec};
+use crate::ledger::LedgerError;
+
+/// Flags of `xray ledger serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Snapshot directory to serve (the same as `--ledger snapshot:<dir>`).
+    #[arg(long, conflicts_with = "ledger")]
+    pub snapshot: Option<PathBuf>,
+    /// Ledger source to serve: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
+    #[arg(long)]
+    pub ledger: Option<String>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8899")]
+    pub listen: SocketAddr,
+    /// Milliseconds added to every response.
+    #[arg(long, default_value_t = 0)]
+    pub latency_ms: u64,
+    /// Share (0.0–1.0) of requests answered 429 with `Retry-After`.
+    #[arg(long = "fault-429", default_value_t = 0.0)]
+    pub fault_429: f64,
+    /// Share of requests answered 500.
+    #[arg(long = "fault-500", default_value_t = 0.0)]
+    pub fault_500: f64,
+    /// Share of requests answered 200 with a body that is not JSON.
+    #[arg(long, default_value_t = 0.0)]
+    pub fault_malformed: f64,
+    /// Share of requests whose body stops halfway (Content-Length promises more).
+    #[arg(long, default_value_t = 0.0)]
+    pub fault_truncated: f64,
+    /// Share of requests whose connection closes with no response.
+    #[arg(long, default_value_t = 0.0)]
+    pub fault_drop: f64,
+    /// `Retry-After` seconds sent with each 429.
+    #[arg(long, default_value_t = 1)]
+    pub retry_after_s: u64,
+    /// Only the first N requests may fault; later ones are served cleanly.
+    #[arg(long)]
+    pub fault_first: Option<u64>,
+}
+
+impl ServeArgs {
+    /// The source to serve: `--snapshot <dir>` or `--ledger <spec>`, exactly one.
+    pub fn source_spec(&self) -> Result<SourceSpec, String> {
+        match (&self.snapshot, &self.ledger) {
+            (Some(dir), None) => Ok(SourceSpec::Snapshot { dir: dir.clone() }),
+            (None, Some(spec)) => spec.parse().map_err(|e: LedgerError| e.to_string()),
+            _ => Err("give exactly one of --snapshot <dir> or --ledger <spec>".into()),
+        }
+    }
+
+    pub fn fault_plan(&self) -> FaultPlan {
+        FaultPlan {
+            latency_ms: self.latency_ms,
+            share_429: self.fault_429,
+            share_500: self.fault_500,
+            share_malformed: self.fault_malformed,
+            share_truncated: self.fault_truncated,
+            share_drop: self.fault_drop,
+            retry_after_s: self.retry_after_s,
+            first_requests_max: self.fault_first,
+        }
+    }
+}
+
+/// `xray ledger serve`: serves until Ctrl-C. Prints `listening on http://…` to stderr once
+/// the socket is bound.
+pub fn run(args: ServeArgs) -> Result<(), String> {
+    let spec = args.source_spec()?;
+    let faults = args.fault_plan();
+    faults.validate()?;
+    let runtime = crate::cli::runtime()?;
+    runtime.block_on(async {
+        let source = Source::open(&spec, RpcOptions::default()).map_err(|e| e.to_string())?;
+        let listener = TcpListener::bind(args.listen).await.map_err(|e| format!("listen on {}: {e}", args.listen))?;
+        let addr = listener.local_addr().map_err(|e| format!("listen: {e}"))?;
+        eprintln!("serving {spec} with {faults:?}");
+        eprintln!("listening on http://{addr}");
+        serve(listener, Rc::new(source), faults, Arc::new(ServerStats::default()), ctrl_c()).await
+    })
+}
+
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        // No signal handling here: serve until the process is killed.
+        std::future::pending::<()>().await;
+    }
+}
+
+/// A server running on its own thread (see `spawn_in_thread`). Dropping it stops it.
+pub struct RunningServer {
+    addr: SocketAddr,
+    stats: Arc<ServerStats>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<(), String>>>,
+}
+
+impl RunningServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:<port>`, ready for `RpcSource::new` or `rpc:` specs.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// HTTP requests received so far (a batch counts once).
+    pub fn requests(&self) -> u64 {
+        self.stats.requests()
+    }
+
+    /// Requests answered with a fault so far.
+    pub fn faults(&self) -> u64 {
+        self.stats.faults()
+    }
+
+    /// Stops the server and waits for its thread.
+    pub fn stop(mut self) -> Result<(), String> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> Result<(), String> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err("rpc server thread panicked".into()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.shut_down();
+    }
+}
+
+/// Serves the source `make_source` builds on a new thread with its own current-thread
+/// runtime, listening on an ephemeral loopback port. Returns once the source is open and the
+/// socket accepts connections, so callers on any runtime (or none) can use it at once.
+pub fn spawn_in_thread<S, F>(make_source: F, faults: FaultPlan) -> Result<RunningServer, String>
+where
+    S: LedgerSource + 'static,
+    F: FnOnce() -> Result<S, LedgerError> + Send + 'static,
+{
+    faults.validate()?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| format!("bind: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| format!("bind: {e}"))?;
+    let stats = Arc::new(ServerStats::default());
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let thread_stats = stats.clone();
+    let thread = std::thread::Builder::new()
+        .name("xray-rpc-server".into())
+        .spawn(move || {
+            let shutdown = async move {
+                let _ = stop_rx.await;
+            };
+            server_thread(listener, make_source, faults, thread_stats, ready_tx, shutdown)
+        })
+        .map_err(|e| format!("spawn rpc server thread: {e}"))?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(RunningServer { addr, stats, stop: Some(stop_tx), thread: Some(thread) }),
+        Ok(Err(message)) => Err(message),
+        // The thread ended before saying it was ready: its result says why.
+        Err(_) => {
+            Err(thread.join().map_or_else(|_| "rpc server thread panicked".into(), |r| r.err().unwrap_or_default()))
+        }
+    }
+}
+
+/// `spawn_in_thread` for a `--ledger` spec.
+pub fn spawn_spec_in_thread(spec: SourceSpec, faults: FaultPlan) -> Result<RunningServer, String> {
+    spawn_in_thread(move || Source::open(&spec, RpcOptions::default()), faults)
+}
+
+fn server_thread<S, F>(
+    listener: std::net::TcpListener,
+    make_source: F,
+    faults: FaultPlan,
+    stats: Arc<ServerStats>,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), String>
+where
+    S: LedgerSource + 'static,
+    F: FnOnce() -> Result<S, LedgerError>,
+{
+    let started = crate::cli::runtime().and_then(|runtime| {
+        // `from_std` needs the runtime's reactor, hence inside `enter`.
+        let listener = {
+            let _guard = runtime.enter();
+            TcpListener::from_std(listener).map_err(|e| format!("listen: {e}"))?
+        };
+        let source = make_source().map_err(|e| e.to_string())?;
+        Ok((runtime, listener, source))
+    });
+    let (runtime, listener, source) = match started {
+        Ok(started) => started,
+        Err(message) => {
+            let _ = ready.send(Err(message.clone()));
+            return Err(message);
+        }
+    };
+    let _ = ready.send(Ok(()));
+    runtime.block_on(serve(listener, Rc::new(source), faults, stats, shutdown))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<ServeArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).map(|c| c.serve)
+    }
+
+    #[test]
+    fn reads_source_and_fault_flags() {
+        let args =
+            parse(&["--ledger", "demo:7", "--fault-429", "0.25", "--fault-drop", "0.5", "--fault-first", "3"]).unwrap();
+        assert_eq!(args.source_spec().unwrap(), SourceSpec::Demo { seed: 7 });
+        let plan = args.fault_plan();
+        assert_eq!((plan.share_429, plan.share_drop, plan.first_requests_max), (0.25, 0.5, Some(3)));
+        assert_eq!(plan.retry_after_s, 1);
+        assert!(plan.validate().is_ok());
+        assert_eq!(args.listen, "127.0.0.1:8899".parse::<SocketAddr>().unwrap());
+
+        let snapshot = parse(&["--snapshot", "/tmp/snap", "--listen", "127.0.0.1:0"]).unwrap();
+        assert_eq!(snapshot.source_spec().unwrap(), SourceSpec::Snapshot { dir: "/tmp/snap".into() });
+    }
+
+    #[test]
+    fn refuses_ambiguous_or_missing_sources() {
+        assert!(parse(&["--snapshot", "/tmp/a", "--ledger", "demo"]).is_err());
+        assert!(parse(&[]).unwrap().source_spec().is_err());
+        assert!(parse(&["--ledger", "mainnet"]).unwrap().source_spec().is_err());
+        assert!(parse(&["--ledger", "demo", "--fault-500", "0.7", "--fault-429", "0.7"])
+            .unwrap()
+            .fault_plan()
+            .validate()
+            .is_err());
+    }
+
+    #[test]
+    fn spawned_server_reports_source_errors() {
+        let result = spawn_in_thread(
+            || -> Result<crate::ledger::demo::DemoLedger, LedgerError> { Err(LedgerError::Invalid("no".into())) },
+            FaultPlan::default(),
+        );
+        assert!(matches!(result, Err(m) if m.contains("no")));
+        assert!(spawn_spec_in_thread(SourceSpec::Demo { seed: 1 }, FaultPlan::only(FaultKind::Drop, 2.0)).is_err());
+    }
+}
