@@ -61,7 +61,7 @@ pub async fn build_view<S: LedgerSource>(
             None => coverage.items_skipped += 1,
         }
     }
-    token_accounts.sort_by(|a, b| a.address.cmp(&b.address));
+    token_accounts.sort_by_key(|t| t.address);
 
     let transactions = read_transactions(source, &signatures, &mut coverage).await?;
     let (nonce_accounts, stake_accounts) = read_related(source, wallet, &transactions, &mut coverage).await?;

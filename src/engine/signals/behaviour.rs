@@ -107,8 +107,7 @@ fn new_wallet(ctx: &mut Ctx<'_>) {
 fn dormant_reactivated(ctx: &mut Ctx<'_>) {
     let Some(now) = ctx.now_unix_s else { return };
     let times: Vec<(i64, &Transaction)> = ctx.oldest_first().filter_map(|t| Some((t.block_time?, t))).collect();
-    let gap =
-        times.windows(2).map(|w| (w[1].0 - w[0].0, w[0], w[1])).filter(|(gap, _, _)| *gap > DORMANCY_GAP_S_MIN).last();
+    let gap = times.windows(2).map(|w| (w[1].0 - w[0].0, w[0], w[1])).rfind(|(gap, _, _)| *gap > DORMANCY_GAP_S_MIN);
     let Some((gap_s, before, after)) = gap else { return };
     if now - after.0 > REACTIVATION_RECENT_S_MAX {
         return;
