@@ -10,6 +10,47 @@
 use crate::engine::report::{AssetAtRisk, AttackPath, AttackStep, Severity, Signal};
 use crate::ledger::model::WalletView;
 
+/// Every attack path kind: (kind, the signals it rests on, what composes it). Listed in
+/// docs/signals.md by the catalogue generator.
+pub const ATTACK_PATH_KINDS: &[(&str, &str, &str)] = &[
+    (
+        "delegate_drain",
+        "open_token_delegation",
+        "One path per open delegation: the delegate transfers up to the delegated amount without the owner.",
+    ),
+    (
+        "owner_change_takeover",
+        "token_account_owner_changed",
+        "The new owner controls the token account and every later deposit.",
+    ),
+    ("assign_takeover", "wallet_assigned", "The program that owns the wallet account controls its lamports."),
+    (
+        "nonce_replay",
+        "foreign_nonce_authority",
+        "A transaction presigned against a foreign-controlled durable nonce is submitted when the authority chooses.",
+    ),
+    (
+        "stake_theft",
+        "foreign_stake_authority (foreign withdrawer)",
+        "The withdrawer deactivates and withdraws the stake.",
+    ),
+    (
+        "permanent_delegate_seizure",
+        "permanent_delegate_mint",
+        "The mint's permanent delegate moves or burns the wallet's balance.",
+    ),
+    (
+        "freeze_honeypot",
+        "freeze_authority_mint + frozen_token_account or unsolicited_token of the same mint",
+        "Tokens handed out by a freezable mint, then frozen so they cannot be sold.",
+    ),
+    (
+        "poisoning_misdirect",
+        "address_poisoning_received (+ sent_to_lookalike)",
+        "Dust from a look-alike leads the owner to pay it; critical once funds went out.",
+    ),
+];
+
 fn fact<'a>(signal: &'a Signal, key: &str) -> &'a str {
     signal.facts.get(key).map_or("", String::as_str)
 }
@@ -61,6 +102,7 @@ pub fn compose(signals: &[Signal], view: &WalletView) -> Vec<AttackPath> {
     drafts
         .into_iter()
         .enumerate()
+        .inspect(|(_, d)| debug_assert!(ATTACK_PATH_KINDS.iter().any(|k| k.0 == d.kind), "{} not listed", d.kind))
         .map(|(i, d)| AttackPath {
             id: format!("ap_{}", i + 1),
             kind: d.kind,

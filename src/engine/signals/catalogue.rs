@@ -120,6 +120,10 @@ pub fn catalogue_markdown() -> String {
             let _ = writeln!(out, "| `{}` | {} | {} | {} |", s.kind, s.severity.as_str(), s.rule, s.remediation);
         }
     }
+    out.push_str("\n## Attack paths\n\n| kind | rests on | composition |\n|---|---|---|\n");
+    for (kind, rests_on, what) in crate::engine::attack_paths::ATTACK_PATH_KINDS {
+        let _ = writeln!(out, "| `{kind}` | {rests_on} | {what} |");
+    }
     out
 }
 
