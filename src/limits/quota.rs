@@ -25,7 +25,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use time::OffsetDateTime;
@@ -187,6 +187,10 @@ pub struct ByOperation {
 }
 
 /// The durable form of one key's counters for one period (persisted by the store).
+///
+/// A snapshot is a point-in-time copy. Two threads that persist snapshots of one key at once
+/// must write them in the order they were taken (one writer per key, or the store's own
+/// read-modify-write), or an older snapshot can overwrite a newer one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageRecord {
     pub key_id: String,
@@ -286,16 +290,21 @@ impl PeriodCounter {
         self.update(step).map(|_| ()).map_err(|_| SettleError::NothingReserved)
     }
 
-    fn record(&self, key_id: &str) -> UsageRecord {
+    /// The period's numbers; `key_id` is left empty so the request path does not allocate.
+    fn counts(&self) -> UsageRecord {
         let (used, reserved) = unpack(self.units.load(Ordering::Acquire));
         UsageRecord {
-            key_id: key_id.to_owned(),
+            key_id: String::new(),
             period_start_ms: self.start_ms,
             used,
             reserved,
             refunded: self.refunded.load(Ordering::Relaxed),
             by_operation: self.by_operation(),
         }
+    }
+
+    fn record(&self, key_id: &str) -> UsageRecord {
+        UsageRecord { key_id: key_id.to_owned(), ..self.counts() }
     }
 }
 
@@ -339,8 +348,11 @@ impl QuotaCounter {
 
     /// The periods, rolled forward to the period containing `now_ms` if it has begun. The new
     /// period starts at zero; the old current one becomes the previous one.
-    fn periods_at(&self, now_ms: i64) -> Arc<Periods> {
-        let periods = self.periods.load_full();
+    ///
+    /// Returns a guard, not an `Arc`: a guard does not touch the shared reference count, which
+    /// would be a contended cache line for a hot key.
+    fn periods_at(&self, now_ms: i64) -> Guard<Arc<Periods>> {
+        let periods = self.periods.load();
         if now_ms < periods.current.end_ms {
             // Within the current period, or the wall clock went back: never roll backwards.
             return periods;
@@ -355,7 +367,7 @@ impl QuotaCounter {
                 previous: Some(Arc::clone(&p.current)),
             })
         });
-        self.periods.load_full()
+        self.periods.load()
     }
 
     fn counter_of(&self, period_start_ms: i64) -> Option<Arc<PeriodCounter>> {
@@ -400,7 +412,7 @@ impl QuotaCounter {
     pub fn view(&self, now_ms: i64) -> QuotaView {
         let periods = self.periods_at(now_ms);
         let current = &periods.current;
-        let record = current.record(&self.key_id);
+        let record = current.counts();
         QuotaView {
             limit: self.limit,
             used: record.used,
