@@ -11,3 +11,5 @@ pub mod engine;
 pub mod labels;
 pub mod ledger;
 pub mod pubkey;
+pub mod auth;
+pub mod limits;

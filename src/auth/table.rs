@@ -1,0 +1,549 @@
+//! The in-memory key table: digest → key entry, read by every listener thread without a lock.
+//!
+//! Owns: `KeyTable` (an `ArcSwap` snapshot of two maps, by digest and by id), `KeyEntry` (a
+//! key's record, its revocation as an atomic, its token bucket and its quota counter),
+//! `authenticate` (the `Authorization: Bearer` header → an active key, or the contract's failure
+//! reason), and the admin operations insert, revoke, rotate, remove. Called from listener threads
+//! (`authenticate`, `get`), compute threads (`get`, to settle quota) and the admin path
+//! (writers).
+//!
+//! Invariant: the read path takes no lock: `authenticate` is one `ArcSwap::load`, one hash-map
+//! probe (whose digest equality is constant-time) and atomic loads.
+//! Invariant: writers are serialized by one mutex and publish a whole new snapshot
+//! (clone-and-swap), so a new or rotated key is visible to every thread at its next request;
+//! revocation flips an atomic in the shared entry and is visible at once, without a swap.
+//! Invariant: at most `KEY_TABLE_LEN_MAX` keys (revoked ones included, until removed).
+//! Rotation (decided here): rotating key K issues a NEW key with a new id and secret and the
+//! same account, name, scopes, limits and expiry, inserts it, and revokes K with `replaced_by`
+//! naming the successor. The successor starts with a full token bucket; its quota starts with K's
+//! used, refunded and per-operation counts of the current period, so rotating does not reset the
+//! quota. K's in-flight reservations stay K's and settle on K's counter (a short window in which
+//! up to K's reserved units are not counted against the successor).
+//! Deliberately absent: persistence. Each writer returns the records to persist; the admin path
+//! writes them to the store (and can undo in memory with `remove`/`revoke` if that fails).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arc_swap::ArcSwap;
+use thiserror::Error;
+
+use super::key::{self, ApiKey, KeyDigest, KeyId};
+use super::record::{KeyRecord, KeySpec, KeyState, KeyStatus, RecordError};
+use super::scope::Scopes;
+use crate::limits::quota::{QuotaCounter, UsageRecord};
+use crate::limits::rate::RateCell;
+
+/// Keys held in memory, revoked ones included.
+pub const KEY_TABLE_LEN_MAX: usize = 100_000;
+/// Longest `Authorization` header value read; longer is `malformed`.
+pub const AUTHORIZATION_LEN_MAX: usize = 256;
+
+/// Why a request is not authenticated: the contract's `details.reason` of `401 UNAUTHENTICATED`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum AuthFailure {
+    #[error("no API key was presented")]
+    Missing,
+    #[error("the API key is not well formed")]
+    Malformed,
+    #[error("the API key is not known")]
+    Unknown,
+    #[error("the API key has been revoked")]
+    Revoked,
+    #[error("the API key has expired")]
+    Expired,
+}
+
+impl AuthFailure {
+    pub fn reason(self) -> &'static str {
+        match self {
+            AuthFailure::Missing => "missing",
+            AuthFailure::Malformed => "malformed",
+            AuthFailure::Unknown => "unknown",
+            AuthFailure::Revoked => "revoked",
+            AuthFailure::Expired => "expired",
+        }
+    }
+}
+
+/// Why an admin operation on the table was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TableError {
+    #[error("no key with this id")]
+    UnknownId,
+    #[error("a key with this id or digest already exists")]
+    Duplicate,
+    #[error("the key table is full")]
+    Full,
+    #[error("the key is revoked or expired and cannot be rotated")]
+    NotActive,
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+const NOT_REVOKED: i64 = i64::MIN;
+
+/// One key as the request path sees it.
+#[derive(Debug)]
+pub struct KeyEntry {
+    /// As issued or loaded; revocation is tracked by the atomics below, not here.
+    record: KeyRecord,
+    revoked_at_ms: AtomicI64,
+    replaced_by: OnceLock<KeyId>,
+    /// The key's token bucket, shared by every thread.
+    pub rate: RateCell,
+    /// The key's quota counters, shared by every thread.
+    pub quota: QuotaCounter,
+}
+
+impl KeyEntry {
+    /// An entry for a validated record; `now_ms` places its quota in the current period.
+    pub fn new(record: KeyRecord, now_ms: i64) -> Result<Self, RecordError> {
+        record.validate()?;
+        let rate = RateCell::new(record.rate_limit()?);
+        let quota = QuotaCounter::new(record.id.to_string(), record.quota_limit, record.quota_period, now_ms);
+        let revoked_at_ms = match record.status {
+            KeyStatus::Revoked => record.revoked_at_ms.unwrap_or(record.created_at_ms),
+            KeyStatus::Active => NOT_REVOKED,
+        };
+        let replaced_by = OnceLock::new();
+        if let Some(id) = &record.replaced_by {
+            let _ = replaced_by.set(id.clone()); // fresh cell: cannot be set already
+        }
+        Ok(Self { record, revoked_at_ms: AtomicI64::new(revoked_at_ms), replaced_by, rate, quota })
+    }
+
+    pub fn id(&self) -> &KeyId {
+        &self.record.id
+    }
+
+    pub fn account(&self) -> &key::AccountId {
+        &self.record.account
+    }
+
+    pub fn scopes(&self) -> Scopes {
+        self.record.scopes
+    }
+
+    /// The record as issued or loaded (its `status` may be stale; see `current_record`).
+    pub fn record(&self) -> &KeyRecord {
+        &self.record
+    }
+
+    pub fn is_revoked(&self) -> bool {
+        self.revoked_at_ms.load(Ordering::Acquire) != NOT_REVOKED
+    }
+
+    pub fn state_at(&self, now_ms: i64) -> KeyState {
+        if self.is_revoked() {
+            return KeyState::Revoked;
+        }
+        self.record.state_at(now_ms)
+    }
+
+    /// The record with its current revocation: what the store should hold.
+    pub fn current_record(&self) -> KeyRecord {
+        let mut record = self.record.clone();
+        let revoked_at_ms = self.revoked_at_ms.load(Ordering::Acquire);
+        if revoked_at_ms != NOT_REVOKED {
+            record.status = KeyStatus::Revoked;
+            record.revoked_at_ms = Some(revoked_at_ms);
+        }
+        record.replaced_by = self.replaced_by.get().cloned().or(record.replaced_by);
+        record
+    }
+
+    /// Revokes the key (first revocation wins; later ones change nothing).
+    fn revoke(&self, now_ms: i64, replaced_by: Option<KeyId>) {
+        let first =
+            self.revoked_at_ms.compare_exchange(NOT_REVOKED, now_ms, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if let (true, Some(id)) = (first, replaced_by) {
+            let _ = self.replaced_by.set(id); // set only by the first revocation
+        }
+    }
+}
+
+/// One immutable snapshot of the table.
+#[derive(Debug, Default, Clone)]
+struct KeyMap {
+    by_digest: HashMap<KeyDigest, Arc<KeyEntry>>,
+    by_id: HashMap<KeyId, Arc<KeyEntry>>,
+}
+
+impl KeyMap {
+    fn add(&mut self, entry: Arc<KeyEntry>, len_max: usize) -> Result<(), TableError> {
+        if self.by_id.len() >= len_max {
+            return Err(TableError::Full);
+        }
+        if self.by_id.contains_key(entry.id()) || self.by_digest.contains_key(&entry.record.digest) {
+            return Err(TableError::Duplicate);
+        }
+        self.by_digest.insert(entry.record.digest, Arc::clone(&entry));
+        self.by_id.insert(entry.id().clone(), entry);
+        Ok(())
+    }
+}
+
+/// A rotated key: the new secret (shown once) and the records the store must persist together.
+#[derive(Debug)]
+pub struct Rotation {
+    pub key: ApiKey,
+    pub new_record: KeyRecord,
+    pub old_record: KeyRecord,
+    /// The successor's usage of the current period (carried over from the old key).
+    pub new_usage: UsageRecord,
+}
+
+/// The key table shared by all threads.
+#[derive(Debug)]
+pub struct KeyTable {
+    map: ArcSwap<KeyMap>,
+    /// Serializes writers only; readers never take it.
+    writer: Mutex<()>,
+    len_max: usize,
+}
+
+impl Default for KeyTable {
+    fn default() -> Self {
+        Self::with_len_max(KEY_TABLE_LEN_MAX)
+    }
+}
+
+impl KeyTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty table holding at most `len_max` keys (at most `KEY_TABLE_LEN_MAX`).
+    pub fn with_len_max(len_max: usize) -> Self {
+        Self { map: ArcSwap::default(), writer: Mutex::new(()), len_max: len_max.min(KEY_TABLE_LEN_MAX) }
+    }
+
+    /// A table of stored records (server start). The store then restores usage with
+    /// `entry.quota.restore`.
+    pub fn from_records(records: impl IntoIterator<Item = KeyRecord>, now_ms: i64) -> Result<Self, TableError> {
+        let table = Self::new();
+        let mut map = KeyMap::default();
+        for record in records {
+            map.add(Arc::new(KeyEntry::new(record, now_ms)?), table.len_max)?;
+        }
+        table.map.store(Arc::new(map));
+        Ok(table)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.load().by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, id: &KeyId) -> Option<Arc<KeyEntry>> {
+        self.map.load().by_id.get(id).cloned()
+    }
+
+    /// Every key's current record, oldest first (ties by id), for the admin listing.
+    pub fn list(&self) -> Vec<KeyRecord> {
+        let mut records: Vec<KeyRecord> = self.map.load().by_id.values().map(|e| e.current_record()).collect();
+        records.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
+        records
+    }
+
+    /// The active key named by an `Authorization` header value, or why there is none.
+    pub fn authenticate(&self, header_value: Option<&str>, now_ms: i64) -> Result<Arc<KeyEntry>, AuthFailure> {
+        let text = bearer_token(header_value)?;
+        // Prefix, alphabet, length and checksum are refused before any lookup.
+        let digest = key::parse(text).map_err(|_| AuthFailure::Malformed)?.digest();
+        let map = self.map.load();
+        // The probe's final comparison is `KeyDigest::eq`, which is constant-time: that is the
+        // constant-time check of the stored digest against the computed one.
+        let entry = map.by_digest.get(&digest).ok_or(AuthFailure::Unknown)?;
+        match entry.state_at(now_ms) {
+            KeyState::Active => Ok(Arc::clone(entry)),
+            KeyState::Revoked => Err(AuthFailure::Revoked),
+            KeyState::Expired => Err(AuthFailure::Expired),
+        }
+    }
+
+    /// As `authenticate`, for a raw header value: one that is not UTF-8 is `malformed`.
+    pub fn authenticate_bytes(&self, header_value: Option<&[u8]>, now_ms: i64) -> Result<Arc<KeyEntry>, AuthFailure> {
+        let text = header_value.map(std::str::from_utf8).transpose().map_err(|_| AuthFailure::Malformed)?;
+        self.authenticate(text, now_ms)
+    }
+
+    /// Applies `change` to a copy of the current snapshot and publishes it.
+    fn write<T>(&self, change: impl FnOnce(&mut KeyMap) -> Result<T, TableError>) -> Result<T, TableError> {
+        // A poisoned lock only means another writer panicked; the snapshot it guards is the
+        // ArcSwap, which is always whole, so carry on.
+        let _guard = self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut map = KeyMap::clone(&self.map.load());
+        let out = change(&mut map)?;
+        self.map.store(Arc::new(map));
+        Ok(out)
+    }
+
+    /// Adds a new (or stored) key.
+    pub fn insert(&self, record: KeyRecord, now_ms: i64) -> Result<Arc<KeyEntry>, TableError> {
+        let entry = Arc::new(KeyEntry::new(record, now_ms)?);
+        self.write(|map| map.add(Arc::clone(&entry), self.len_max))?;
+        Ok(entry)
+    }
+
+    /// Issues a key from `spec` and adds it; the key is returned once.
+    pub fn issue(&self, spec: &KeySpec, now_ms: i64) -> Result<(ApiKey, KeyRecord), TableError> {
+        let (key, record) = spec.issue(now_ms)?;
+        self.insert(record.clone(), now_ms)?;
+        Ok((key, record))
+    }
+
+    /// Revokes a key; visible to every thread at its next request. Revoking twice keeps the
+    /// first revocation time. Returns the record to persist.
+    pub fn revoke(&self, id: &KeyId, now_ms: i64) -> Result<KeyRecord, TableError> {
+        let entry = self.get(id).ok_or(TableError::UnknownId)?;
+        entry.revoke(now_ms, None);
+        Ok(entry.current_record())
+    }
+
+    /// Replaces an active key by a new one (see the module comment for what carries over).
+    pub fn rotate(&self, id: &KeyId, now_ms: i64) -> Result<Rotation, TableError> {
+        self.write(|map| {
+            let old = map.by_id.get(id).cloned().ok_or(TableError::UnknownId)?;
+            if old.state_at(now_ms) != KeyState::Active {
+                return Err(TableError::NotActive);
+            }
+            let (key, new_record) = KeySpec::successor_of(old.record()).issue(now_ms)?;
+            let new = Arc::new(KeyEntry::new(new_record.clone(), now_ms)?);
+            let new_usage =
+                UsageRecord { key_id: new_record.id.to_string(), reserved: 0, ..old.quota.snapshot(now_ms) };
+            new.quota.restore(&new_usage, now_ms);
+            map.add(new, self.len_max)?;
+            old.revoke(now_ms, Some(new_record.id.clone()));
+            Ok(Rotation { key, new_record, old_record: old.current_record(), new_usage })
+        })
+    }
+
+    /// Drops a key from memory (a pruned revoked key, or an insert the store refused). Requests
+    /// with it are then `unknown`.
+    pub fn remove(&self, id: &KeyId) -> Result<KeyRecord, TableError> {
+        self.write(|map| {
+            let entry = map.by_id.remove(id).ok_or(TableError::UnknownId)?;
+            map.by_digest.remove(&entry.record.digest);
+            Ok(entry.current_record())
+        })
+    }
+}
+
+/// The token of `Bearer <token>`: scheme case-insensitive, one or more spaces before the token
+/// (RFC 7235 `1*SP`), surrounding spaces and tabs ignored.
+pub fn bearer_token(header_value: Option<&str>) -> Result<&str, AuthFailure> {
+    let value = header_value.ok_or(AuthFailure::Missing)?;
+    if value.len() > AUTHORIZATION_LEN_MAX {
+        return Err(AuthFailure::Malformed);
+    }
+    let value = value.trim_matches([' ', '\t']);
+    if value.is_empty() {
+        return Err(AuthFailure::Missing);
+    }
+    let (scheme, rest) = value.split_once(' ').ok_or(AuthFailure::Malformed)?;
+    let token = rest.trim_start_matches(' ');
+    if !scheme.eq_ignore_ascii_case("Bearer") || token.is_empty() || token.contains([' ', '\t']) {
+        return Err(AuthFailure::Malformed);
+    }
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::record::tests::spec;
+    use crate::limits::quota::{Operation, ReleaseCause};
+
+    const NOW: i64 = 1_795_342_530_123;
+
+    fn table_with_key() -> (KeyTable, ApiKey, KeyRecord) {
+        let table = KeyTable::new();
+        let (key, record) = table.issue(&spec(), NOW).expect("issued");
+        (table, key, record)
+    }
+
+    fn bearer(key: &ApiKey) -> String {
+        format!("Bearer {}", key.expose_secret())
+    }
+
+    #[test]
+    fn bearer_parsing() {
+        let key = "svc_live_abc";
+        let cases: [(Option<&str>, Result<&str, AuthFailure>); 13] = [
+            (None, Err(AuthFailure::Missing)),
+            (Some(""), Err(AuthFailure::Missing)),
+            (Some("  "), Err(AuthFailure::Missing)),
+            (Some("Bearer svc_live_abc"), Ok(key)),
+            (Some("bearer svc_live_abc"), Ok(key)),
+            (Some("BEARER   svc_live_abc"), Ok(key)),
+            (Some(" Bearer svc_live_abc \t"), Ok(key)),
+            (Some("Bearer"), Err(AuthFailure::Malformed)),
+            (Some("Bearer "), Err(AuthFailure::Malformed)),
+            (Some("Bearer\tsvc_live_abc"), Err(AuthFailure::Malformed)),
+            (Some("Basic dXNlcjpwYXNz"), Err(AuthFailure::Malformed)),
+            (Some("Bearer svc_live_abc extra"), Err(AuthFailure::Malformed)),
+            (Some("svc_live_abc"), Err(AuthFailure::Malformed)),
+        ];
+        for (header, want) in cases {
+            assert_eq!(bearer_token(header), want, "{header:?}");
+        }
+        let long = format!("Bearer {}", "a".repeat(AUTHORIZATION_LEN_MAX));
+        assert_eq!(bearer_token(Some(&long)), Err(AuthFailure::Malformed));
+    }
+
+    #[test]
+    fn failure_reasons_are_the_contract_strings() {
+        let cases = [
+            (AuthFailure::Missing, "missing"),
+            (AuthFailure::Malformed, "malformed"),
+            (AuthFailure::Unknown, "unknown"),
+            (AuthFailure::Revoked, "revoked"),
+            (AuthFailure::Expired, "expired"),
+        ];
+        for (failure, reason) in cases {
+            assert_eq!(failure.reason(), reason);
+        }
+    }
+
+    #[test]
+    fn authenticate_outcomes() {
+        let (table, key, record) = table_with_key();
+        let expiring = KeySpec { expires_at_ms: Some(NOW + 1_000), ..spec() };
+        let (expiring_key, expiring_record) = table.issue(&expiring, NOW).expect("issued");
+        let (revoked_key, revoked) = table.issue(&spec(), NOW).expect("issued");
+        table.revoke(&revoked.id, NOW).expect("revoked");
+        let stranger = ApiKey::generate().expect("randomness");
+        let mut bad_checksum = key.expose_secret().to_owned();
+        let last = bad_checksum.pop();
+        bad_checksum.push(if last == Some('2') { '3' } else { '2' });
+        let cases: Vec<(Option<String>, i64, Result<&KeyId, AuthFailure>)> = vec![
+            (Some(bearer(&key)), NOW, Ok(&record.id)),
+            (None, NOW, Err(AuthFailure::Missing)),
+            (Some("Bearer nope".into()), NOW, Err(AuthFailure::Malformed)),
+            (Some(format!("Bearer {bad_checksum}")), NOW, Err(AuthFailure::Malformed)),
+            (Some(bearer(&stranger)), NOW, Err(AuthFailure::Unknown)),
+            (Some(bearer(&revoked_key)), NOW, Err(AuthFailure::Revoked)),
+            (Some(bearer(&expiring_key)), NOW + 999, Ok(&expiring_record.id)),
+            (Some(bearer(&expiring_key)), NOW + 1_000, Err(AuthFailure::Expired)),
+        ];
+        for (header, now, want) in cases {
+            let got = table.authenticate(header.as_deref(), now).map(|e| e.id().clone());
+            assert_eq!(got.as_ref().map_err(|e| *e), want, "{header:?} at {now}");
+        }
+        assert_eq!(table.authenticate_bytes(Some(b"Bearer \xff"), NOW).err(), Some(AuthFailure::Malformed));
+        assert!(table.authenticate_bytes(Some(bearer(&key).as_bytes()), NOW).is_ok());
+        assert_eq!(table.authenticate_bytes(None, NOW).err(), Some(AuthFailure::Missing));
+    }
+
+    #[test]
+    fn revoked_wins_over_expired() {
+        let table = KeyTable::new();
+        let (key, record) = table.issue(&KeySpec { expires_at_ms: Some(NOW + 10), ..spec() }, NOW).expect("issued");
+        table.revoke(&record.id, NOW + 5).expect("revoked");
+        assert_eq!(table.authenticate(Some(&bearer(&key)), NOW + 20).err(), Some(AuthFailure::Revoked));
+        let again = table.revoke(&record.id, NOW + 50).expect("idempotent");
+        assert_eq!((again.status, again.revoked_at_ms), (KeyStatus::Revoked, Some(NOW + 5)));
+    }
+
+    #[test]
+    fn revocation_is_seen_by_every_thread_at_the_next_request() {
+        let (table, key, record) = table_with_key();
+        let header = bearer(&key);
+        let barrier = std::sync::Barrier::new(5);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        let before = table.authenticate(Some(&header), NOW).map(|e| e.id().clone());
+                        barrier.wait(); // main revokes between the two waits
+                        barrier.wait();
+                        let after = table.authenticate(Some(&header), NOW).err();
+                        (before, after)
+                    })
+                })
+                .collect();
+            barrier.wait();
+            table.revoke(&record.id, NOW).expect("revoked");
+            barrier.wait();
+            for worker in workers {
+                let (before, after) = worker.join().expect("worker finished");
+                assert_eq!(before, Ok(record.id.clone()));
+                assert_eq!(after, Some(AuthFailure::Revoked));
+            }
+        });
+    }
+
+    #[test]
+    fn rotation_issues_a_successor_and_carries_the_quota() {
+        let (table, old_key, old_record) = table_with_key();
+        let old = table.authenticate(Some(&bearer(&old_key)), NOW).expect("active");
+        let charged = old.quota.reserve(Operation::WalletAnalysis, NOW).expect("unit");
+        old.quota.commit(charged).expect("commit");
+        let in_flight = old.quota.reserve(Operation::Comparison, NOW).expect("unit");
+        assert_eq!(old.rate.check(0).remaining_tokens, 99);
+
+        let rotation = table.rotate(&old_record.id, NOW + 1).expect("rotated");
+        assert_ne!(rotation.new_record.id, old_record.id);
+        assert_ne!(rotation.new_record.digest, old_record.digest);
+        assert_eq!(KeySpec::successor_of(&rotation.new_record), KeySpec::successor_of(&old_record));
+        assert_eq!(rotation.old_record.status, KeyStatus::Revoked);
+        assert_eq!(rotation.old_record.revoked_at_ms, Some(NOW + 1));
+        assert_eq!(rotation.old_record.replaced_by.as_ref(), Some(&rotation.new_record.id));
+        assert_eq!((rotation.new_usage.used, rotation.new_usage.reserved), (1, 0));
+        assert_eq!(rotation.new_usage.key_id, rotation.new_record.id.to_string());
+
+        assert_eq!(table.authenticate(Some(&bearer(&old_key)), NOW + 2).err(), Some(AuthFailure::Revoked));
+        let new = table.authenticate(Some(&bearer(&rotation.key)), NOW + 2).expect("successor active");
+        assert_eq!(new.id(), &rotation.new_record.id);
+        assert_eq!(new.rate.peek(0).remaining_tokens, 100, "successor starts with a full bucket");
+        assert_eq!(new.quota.view(NOW + 2).used, 1, "rotation does not reset the quota");
+        // The old key's in-flight work settles on the old key's counter.
+        old.quota.release(in_flight, ReleaseCause::Failed).expect("released");
+        assert_eq!(old.quota.view(NOW + 2).refunded, 1);
+        assert_eq!(table.rotate(&old_record.id, NOW + 3).err(), Some(TableError::NotActive));
+        assert_eq!(table.len(), 2);
+        assert_eq!(table.list().iter().map(|r| r.status).collect::<Vec<_>>(), [KeyStatus::Revoked, KeyStatus::Active]);
+    }
+
+    #[test]
+    fn admin_errors_and_bounds() {
+        let table = KeyTable::with_len_max(2);
+        let (_, record) = table.issue(&spec(), NOW).expect("issued");
+        assert_eq!(table.insert(record.clone(), NOW).err(), Some(TableError::Duplicate));
+        let same_digest = KeyRecord { id: KeyId::generate().expect("randomness"), ..record.clone() };
+        assert_eq!(table.insert(same_digest, NOW).err(), Some(TableError::Duplicate));
+        table.issue(&spec(), NOW).expect("second key");
+        assert_eq!(table.issue(&spec(), NOW).err(), Some(TableError::Full));
+        let unknown = KeyId::generate().expect("randomness");
+        assert_eq!(table.revoke(&unknown, NOW).err(), Some(TableError::UnknownId));
+        assert_eq!(table.rotate(&unknown, NOW).err(), Some(TableError::UnknownId));
+        let bad = KeyRecord { burst: 0, ..record.clone() };
+        assert!(matches!(KeyTable::new().insert(bad, NOW), Err(TableError::Record(_))));
+        let removed = table.remove(&record.id).expect("removed");
+        assert_eq!(removed.id, record.id);
+        assert_eq!(table.len(), 1);
+        assert!(table.get(&record.id).is_none());
+    }
+
+    #[test]
+    fn loading_stored_records_keeps_their_status() {
+        let (_, active) = spec().issue(NOW).expect("issued");
+        let (revoked_key, issued) = spec().issue(NOW).expect("issued");
+        let revoked = KeyRecord { status: KeyStatus::Revoked, revoked_at_ms: Some(NOW + 7), ..issued };
+        let table = KeyTable::from_records([active.clone(), revoked.clone()], NOW).expect("loaded");
+        assert_eq!(table.list(), {
+            let mut want = vec![active, revoked];
+            want.sort_by(|a, b| a.id.cmp(&b.id));
+            want
+        });
+        assert_eq!(table.authenticate(Some(&bearer(&revoked_key)), NOW).err(), Some(AuthFailure::Revoked));
+        let dup = spec().issue(NOW).expect("issued").1;
+        assert_eq!(KeyTable::from_records([dup.clone(), dup], NOW).err(), Some(TableError::Duplicate));
+    }
+}

@@ -1,0 +1,406 @@
+//! The per-key token bucket, as GCRA (generic cell rate algorithm) in one `AtomicU64`.
+//!
+//! Owns: `RateLimit` (validated `ratePerSecond` + `burst`), `RateCell` (one key's bucket, shared
+//! by all threads through the key table), and the GCRA arithmetic that `ip` reuses on its own
+//! cells. Called from every listener thread on every authenticated request.
+//!
+//! How it works: a cell stores the theoretical arrival time `tat_ns` (nanoseconds on the
+//! process's monotonic clock). Each token is an emission interval `interval_ns` = ⌈1 s / rate⌉;
+//! the bucket holds `burst` tokens, i.e. a tolerance of `burst × interval_ns`. A request at `now`
+//! is admitted iff `max(tat, now) + interval − now ≤ tolerance`, and then `tat` becomes
+//! `max(tat, now) + interval`. The bucket is full when `tat ≤ now`.
+//!
+//! Invariant: over any span of `L` ns starting from a full bucket, a cell admits at most
+//! `burst + ⌊L / interval_ns⌋` requests, whatever the number of threads (the compare-and-swap
+//! loop only ever moves `tat` forward by one interval per admitted request).
+//! Invariant: a refused request does not change `tat` (GCRA charges nothing for a refusal).
+//! Invariant: `interval_ns` is rounded up, so a rate that does not divide 1 s is honoured from
+//! below (e.g. 3/s admits one every 333 333 334 ns), never above.
+//! Deliberately absent: locks, allocation, and clock reads (`now_ns` is an argument).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use thiserror::Error;
+
+/// Largest `ratePerSecond` a key may have (interval ≥ 1 µs keeps the arithmetic far from u64).
+pub const RATE_PER_SECOND_MAX: u32 = 1_000_000;
+/// Largest `burst` a key may have.
+pub const BURST_MAX: u32 = 1_000_000;
+/// Nanoseconds per second.
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+/// Why a rate limit was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum RateLimitError {
+    #[error("ratePerSecond must be 1..={RATE_PER_SECOND_MAX}")]
+    RateOutOfRange,
+    #[error("burst must be 1..={BURST_MAX}")]
+    BurstOutOfRange,
+}
+
+/// A validated rate limit: `rate_per_second` refill, `burst` capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    rate_per_second: u32,
+    burst: u32,
+}
+
+impl RateLimit {
+    /// `const` so that defaults can be checked at compile time.
+    pub const fn new(rate_per_second: u32, burst: u32) -> Result<Self, RateLimitError> {
+        if rate_per_second == 0 || rate_per_second > RATE_PER_SECOND_MAX {
+            return Err(RateLimitError::RateOutOfRange);
+        }
+        if burst == 0 || burst > BURST_MAX {
+            return Err(RateLimitError::BurstOutOfRange);
+        }
+        Ok(Self { rate_per_second, burst })
+    }
+
+    pub fn rate_per_second(self) -> u32 {
+        self.rate_per_second
+    }
+
+    pub fn burst(self) -> u32 {
+        self.burst
+    }
+
+    /// Time one token takes to refill, rounded up.
+    pub fn interval_ns(self) -> u64 {
+        NS_PER_S.div_ceil(u64::from(self.rate_per_second))
+    }
+
+    /// The bucket's depth in time: at most 10^9 × 10^6 ns, far below u64::MAX.
+    fn tolerance_ns(self) -> u64 {
+        self.interval_ns() * u64::from(self.burst)
+    }
+
+    /// `w` of the `"rate"` policy: ⌈burst / ratePerSecond⌉ seconds.
+    pub fn window_s(self) -> u32 {
+        self.burst.div_ceil(self.rate_per_second)
+    }
+}
+
+/// The bucket as seen at one instant, without consuming a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateState {
+    /// Whole tokens available now.
+    pub remaining_tokens: u32,
+    /// Seconds until the bucket is full again (0 when full).
+    pub reset_s: u32,
+}
+
+/// The outcome of one request against a bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateDecision {
+    pub allowed: bool,
+    /// Whole tokens left after this request (0 when refused).
+    pub remaining_tokens: u32,
+    /// Seconds until the bucket is full again.
+    pub reset_s: u32,
+    /// When refused: whole seconds until one token is available, at least 1; 0 when allowed.
+    pub retry_after_s: u32,
+}
+
+impl RateDecision {
+    /// The remaining/reset part, for the `RateLimit` header.
+    pub fn state(self) -> RateState {
+        RateState { remaining_tokens: self.remaining_tokens, reset_s: self.reset_s }
+    }
+}
+
+/// Whole seconds covering `ns`, rounded up, saturating at u32::MAX.
+fn ceil_s(ns: u64) -> u32 {
+    u32::try_from(ns.div_ceil(NS_PER_S)).unwrap_or(u32::MAX)
+}
+
+/// The bucket described by `tat_ns` at `now_ns`.
+pub(crate) fn state_at(limit: RateLimit, tat_ns: u64, now_ns: u64) -> RateState {
+    let backlog_ns = tat_ns.saturating_sub(now_ns);
+    let free_ns = limit.tolerance_ns().saturating_sub(backlog_ns);
+    // free_ns / interval ≤ burst ≤ BURST_MAX, so the conversion cannot fail.
+    let remaining_tokens = u32::try_from(free_ns / limit.interval_ns()).unwrap_or(u32::MAX);
+    RateState { remaining_tokens, reset_s: ceil_s(backlog_ns) }
+}
+
+/// One GCRA step on `tat`: admit and move `tat` forward, or refuse and leave it.
+///
+/// Lock-free: a failed compare-and-swap means another thread admitted a request, so the loop
+/// makes global progress; each retry re-reads `tat` and re-decides.
+pub(crate) fn admit(limit: RateLimit, tat: &AtomicU64, now_ns: u64) -> RateDecision {
+    let interval_ns = limit.interval_ns();
+    let tolerance_ns = limit.tolerance_ns();
+    // Relaxed is enough: the cell publishes no other data, and the CAS orders its own updates.
+    let mut current = tat.load(Ordering::Relaxed);
+    loop {
+        let next = current.max(now_ns).saturating_add(interval_ns);
+        let backlog_ns = next - now_ns; // next > now_ns: interval_ns ≥ 1
+        if backlog_ns > tolerance_ns {
+            return refused(limit, current, now_ns);
+        }
+        match tat.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => {
+                let state = state_at(limit, next, now_ns);
+                return RateDecision {
+                    allowed: true,
+                    remaining_tokens: state.remaining_tokens,
+                    reset_s: state.reset_s,
+                    retry_after_s: 0,
+                };
+            }
+            Err(seen) => current = seen,
+        }
+    }
+}
+
+fn refused(limit: RateLimit, tat_ns: u64, now_ns: u64) -> RateDecision {
+    RateDecision {
+        allowed: false,
+        remaining_tokens: 0,
+        reset_s: ceil_s(tat_ns.saturating_sub(now_ns)),
+        retry_after_s: retry_after_s(limit, tat_ns, now_ns),
+    }
+}
+
+/// Whole seconds until one token is back, at least 1 (a `Retry-After` of 0 invites a spin).
+pub(crate) fn retry_after_s(limit: RateLimit, tat_ns: u64, now_ns: u64) -> u32 {
+    // One token is back when max(tat, now) + interval − now ≤ tolerance, i.e. at
+    // tat + interval − tolerance.
+    let token_at_ns = tat_ns.saturating_add(limit.interval_ns()).saturating_sub(limit.tolerance_ns());
+    ceil_s(token_at_ns.saturating_sub(now_ns)).max(1)
+}
+
+/// One key's token bucket, shared by every thread that serves the key.
+///
+/// Aligned to a cache line so that two hot keys never share one.
+#[derive(Debug)]
+#[repr(align(64))]
+pub struct RateCell {
+    limit: RateLimit,
+    tat_ns: AtomicU64,
+    limited_total: AtomicU64,
+}
+
+impl RateCell {
+    /// A full bucket (for any `now_ns` ≥ 0 of the process clock).
+    pub fn new(limit: RateLimit) -> Self {
+        Self { limit, tat_ns: AtomicU64::new(0), limited_total: AtomicU64::new(0) }
+    }
+
+    pub fn limit(&self) -> RateLimit {
+        self.limit
+    }
+
+    /// Spends one token if there is one; counts the request as limited if not.
+    pub fn check(&self, now_ns: u64) -> RateDecision {
+        let decision = admit(self.limit, &self.tat_ns, now_ns);
+        if !decision.allowed {
+            self.limited_total.fetch_add(1, Ordering::Relaxed);
+        }
+        decision
+    }
+
+    /// The bucket now, without spending a token.
+    pub fn peek(&self, now_ns: u64) -> RateState {
+        state_at(self.limit, self.tat_ns.load(Ordering::Relaxed), now_ns)
+    }
+
+    /// Requests refused by this bucket since the process started (the usage endpoint's
+    /// `limitedRequests`; not persisted).
+    pub fn limited_requests(&self) -> u64 {
+        self.limited_total.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn limit(rate: u32, burst: u32) -> RateLimit {
+        RateLimit::new(rate, burst).expect("valid test limit")
+    }
+
+    #[test]
+    fn limits_are_validated() {
+        let cases = [
+            (0, 1, Err(RateLimitError::RateOutOfRange)),
+            (RATE_PER_SECOND_MAX + 1, 1, Err(RateLimitError::RateOutOfRange)),
+            (1, 0, Err(RateLimitError::BurstOutOfRange)),
+            (1, BURST_MAX + 1, Err(RateLimitError::BurstOutOfRange)),
+            (RATE_PER_SECOND_MAX, BURST_MAX, Ok(())),
+            (1, 1, Ok(())),
+        ];
+        for (rate, burst, want) in cases {
+            assert_eq!(RateLimit::new(rate, burst).map(|_| ()), want, "rate {rate} burst {burst}");
+        }
+    }
+
+    #[test]
+    fn interval_and_window_round_up() {
+        let cases =
+            [(1, 1, 1_000_000_000, 1), (50, 100, 20_000_000, 2), (3, 1, 333_333_334, 1), (50, 1, 20_000_000, 1)];
+        for (rate, burst, interval_ns, window_s) in cases {
+            let l = limit(rate, burst);
+            assert_eq!(l.interval_ns(), interval_ns, "rate {rate}");
+            assert_eq!(l.window_s(), window_s, "rate {rate} burst {burst}");
+        }
+    }
+
+    #[test]
+    fn burst_then_refill_timing_is_exact() {
+        // 10/s (100 ms per token), burst 5.
+        let cell = RateCell::new(limit(10, 5));
+        assert_eq!(cell.peek(0), RateState { remaining_tokens: 5, reset_s: 0 });
+        for left in (0..5).rev() {
+            let d = cell.check(0);
+            assert!(d.allowed);
+            assert_eq!(d.remaining_tokens, left);
+            assert_eq!(d.retry_after_s, 0);
+        }
+        let refused = cell.check(0);
+        assert_eq!(refused, RateDecision { allowed: false, remaining_tokens: 0, reset_s: 1, retry_after_s: 1 });
+        assert_eq!(cell.limited_requests(), 1);
+        // One ns short of a token: still refused.
+        assert!(!cell.check(100 * MS - 1).allowed);
+        // Exactly one token later.
+        let d = cell.check(100 * MS);
+        assert!(d.allowed);
+        assert_eq!(d.remaining_tokens, 0);
+        assert!(!cell.check(100 * MS).allowed);
+        // tat is now 600 ms: at 600 ms the bucket is full again.
+        assert_eq!(cell.peek(599 * MS), RateState { remaining_tokens: 4, reset_s: 1 });
+        assert_eq!(cell.peek(600 * MS), RateState { remaining_tokens: 5, reset_s: 0 });
+        assert_eq!(cell.check(600 * MS).remaining_tokens, 4);
+        assert_eq!(cell.limited_requests(), 3);
+    }
+
+    #[test]
+    fn contract_example_first_request_leaves_99() {
+        let cell = RateCell::new(limit(50, 100));
+        let d = cell.check(5 * NS_PER_S);
+        assert_eq!((d.allowed, d.remaining_tokens, d.reset_s), (true, 99, 1));
+    }
+
+    #[test]
+    fn retry_after_counts_whole_seconds_until_one_token() {
+        // Rate 1, burst 3, emptied at t=0: the next token is back at 1 s, full at 3 s.
+        let cell = RateCell::new(limit(1, 3));
+        for _ in 0..3 {
+            assert!(cell.check(0).allowed);
+        }
+        let cases = [(0, 1, 3), (NS_PER_S / 2, 1, 3), (NS_PER_S - 1, 1, 3)];
+        for (now, retry, reset) in cases {
+            let d = cell.check(now);
+            assert_eq!((d.allowed, d.retry_after_s, d.reset_s), (false, retry, reset), "at {now} ns");
+        }
+        // A refused request waits at most one interval, and rate ≥ 1/s makes that ≤ 1 s: with
+        // whole seconds, Retry-After of a key's bucket is always 1.
+        let fast = RateCell::new(limit(RATE_PER_SECOND_MAX, 1));
+        assert!(fast.check(0).allowed);
+        assert_eq!(fast.check(0).retry_after_s, 1);
+    }
+
+    #[test]
+    fn refusal_does_not_move_the_bucket() {
+        let cell = RateCell::new(limit(1, 1));
+        assert!(cell.check(0).allowed);
+        for _ in 0..1_000 {
+            assert!(!cell.check(NS_PER_S / 2).allowed);
+        }
+        assert!(cell.check(NS_PER_S).allowed);
+    }
+
+    #[test]
+    fn clock_reads_out_of_order_between_threads_stay_within_the_bound() {
+        let cell = RateCell::new(limit(10, 3));
+        // A thread that read an older "now" after another wrote: max(tat, now) protects it.
+        assert!(cell.check(1_000 * MS).allowed);
+        assert!(cell.check(900 * MS).allowed);
+        assert!(!cell.check(900 * MS).allowed);
+    }
+
+    /// Admitted requests from many threads sharing a synthetic time series, against the bound
+    /// n ≤ burst + ⌊t_max / interval⌋.
+    #[test]
+    fn concurrent_threads_never_exceed_burst_plus_refill() {
+        let l = limit(1_000, 50);
+        let cell = RateCell::new(l);
+        let steps: u64 = 20_000;
+        let step_ns = 10_000; // 10 µs: 100 steps per token
+        let admitted: u64 = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..steps).filter(|i| cell.check(i * step_ns).allowed).count() as u64))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(u64::MAX)).sum()
+        });
+        let t_max = (steps - 1) * step_ns;
+        let bound = u64::from(l.burst()) + t_max / l.interval_ns();
+        assert!(admitted <= bound, "admitted {admitted} > bound {bound}");
+        assert!(admitted >= bound - 1, "admitted {admitted}: tokens were lost (bound {bound})");
+        assert_eq!(cell.limited_requests() + admitted, 4 * steps);
+    }
+
+    #[test]
+    fn concurrent_threads_on_the_real_clock_stay_within_the_bound() {
+        let l = limit(10_000, 20);
+        let cell = RateCell::new(l);
+        let clock = crate::limits::MonotonicClock::new();
+        let admitted: u64 = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..20_000).filter(|_| cell.check(clock.now_ns()).allowed).count() as u64))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(u64::MAX)).sum()
+        });
+        let elapsed_ns = clock.now_ns();
+        let bound = u64::from(l.burst()) + elapsed_ns / l.interval_ns();
+        assert!(admitted <= bound, "admitted {admitted} > bound {bound}");
+    }
+
+    proptest! {
+        /// For any nondecreasing arrival times, every window [t_i, t_j] holds at most
+        /// burst + ⌊(t_j − t_i) / interval⌋ admitted requests.
+        #[test]
+        fn any_window_admits_at_most_burst_plus_refill(
+            rate in 1u32..200,
+            burst in 1u32..20,
+            gaps in proptest::collection::vec(0u64..50_000_000, 1..200),
+        ) {
+            let l = limit(rate, burst);
+            let cell = RateCell::new(l);
+            let mut now = 0u64;
+            let mut admitted_at = Vec::new();
+            for gap in gaps {
+                now += gap;
+                if cell.check(now).allowed {
+                    admitted_at.push(now);
+                }
+            }
+            for i in 0..admitted_at.len() {
+                for j in i..admitted_at.len() {
+                    let n = (j - i + 1) as u64;
+                    let bound = u64::from(burst) + (admitted_at[j] - admitted_at[i]) / l.interval_ns();
+                    prop_assert!(n <= bound, "{n} admitted in window {i}..={j}, bound {bound}");
+                }
+            }
+        }
+
+        /// peek never disagrees with check about whether a token is there.
+        #[test]
+        fn peek_predicts_check(rate in 1u32..100, burst in 1u32..10, times in proptest::collection::vec(0u64..3_000_000_000, 1..50)) {
+            let cell = RateCell::new(limit(rate, burst));
+            let mut sorted = times;
+            sorted.sort_unstable();
+            for now in sorted {
+                let before = cell.peek(now);
+                let d = cell.check(now);
+                prop_assert_eq!(d.allowed, before.remaining_tokens > 0);
+                if d.allowed {
+                    prop_assert_eq!(d.remaining_tokens, before.remaining_tokens - 1);
+                }
+            }
+        }
+    }
+}
