@@ -255,6 +255,10 @@ pub struct Cast {
     pub lookalike: Pubkey,
     pub sybil_targets: [Pubkey; 2],
     pub trader_peers: [Pubkey; 2],
+    /// The busy trader's DUSD, DEMO and DBONK accounts (derived once: trades name them often).
+    pub trader_atas: [Pubkey; 3],
+    /// The trader peers' DUSD accounts.
+    pub peer_atas: [Pubkey; 2],
     pub dex_admin: Pubkey,
     // Flagged.
     pub drainer_a: Program,
@@ -290,6 +294,8 @@ impl Cast {
         let pools = [pool(&demo, &dusd), pool(&dbonk, &dusd)];
         let vault = |p: &Pubkey, m: &Mint| keys::find_pda(&[b"vault", p.as_bytes(), m.key.as_bytes()], &dex.id);
         let friend = aux("friend");
+        let busy_trader = wallet("busy_trader");
+        let trader_peers = [aux("trader-peer-1"), aux("trader-peer-2")];
         Cast {
             clean: wallet("clean"),
             open_delegation: wallet("open_delegation"),
@@ -305,7 +311,7 @@ impl Cast {
             sybil_b: wallet("sybil_b"),
             sybil_c: wallet("sybil_c"),
             sybil_d: wallet("sybil_d"),
-            busy_trader: wallet("busy_trader"),
+            busy_trader,
             new_wallet: wallet("new_wallet"),
             dormant_woke: wallet("dormant_woke"),
             exchanges: [aux("exchange-1"), aux("exchange-2"), aux("exchange-3")],
@@ -327,7 +333,9 @@ impl Cast {
             // construction total should the text construction ever fail.
             lookalike: keys::lookalike(&friend, "lookalike:friend").unwrap_or_else(|| aux("lookalike")),
             sybil_targets: [aux("sybil-target-1"), aux("sybil-target-2")],
-            trader_peers: [aux("trader-peer-1"), aux("trader-peer-2")],
+            trader_peers,
+            trader_atas: [&dusd, &demo, &dbonk].map(|m| m.ata(&busy_trader)),
+            peer_atas: trader_peers.map(|p| dusd.ata(&p)),
             dex_admin: aux("dex-admin"),
             drainer_a: Program::new(flagged("drainer-program-a")),
             drainer_b: Program::new(flagged("drainer-program-b")),

@@ -201,8 +201,9 @@ impl Background {
         }
     }
 
-    /// Every event of wallet `i` with its signature, oldest first (slot, then signature).
-    pub fn events_of(&self, i: u32) -> Vec<(Event, Signature)> {
+    /// Every event of wallet `i`, oldest first: by slot, then (rarely needed, so computed only
+    /// for ties) by signature, the order histories list them in.
+    pub fn events_of(&self, i: u32) -> Vec<Event> {
         if i >= DEMO_POPULATION_LEN {
             return Vec::new();
         }
@@ -217,9 +218,10 @@ impl Background {
         } else {
             events.extend(self.fund_event(i));
         }
-        let mut out: Vec<(Event, Signature)> = events.into_iter().map(|e| (e, e.id.signature(self.seed))).collect();
-        out.sort_by(|a, b| (a.0.slot, a.1).cmp(&(b.0.slot, b.1)));
-        out
+        events.sort_by(|a, b| {
+            a.slot.cmp(&b.slot).then_with(|| a.id.signature(self.seed).cmp(&b.id.signature(self.seed)))
+        });
+        events
     }
 
     fn genesis(i: u32, mints: &[Mint; 2]) -> Bal {
@@ -233,7 +235,7 @@ impl Background {
     /// Wallet `i`'s balances just before event `until`, or now when `until` is `None`.
     pub fn balances(&self, i: u32, until: Option<TxId>) -> Bal {
         let mut bal = Self::genesis(i, &self.mints);
-        for (e, _) in self.events_of(i) {
+        for e in self.events_of(i) {
             if Some(e.id) == until {
                 break;
             }
@@ -265,21 +267,22 @@ impl Background {
         (0..2).map(|m| (self.token_account(i, m), self.token_acct(i, m, bal.tokens[m]))).collect()
     }
 
-    /// History of a background account: all of a wallet's events, or those moving a token
-    /// account's balance.
+    /// History of a background account: the events naming it. A wallet is named by all of
+    /// its events except token transfers it receives (those name only its token account, as
+    /// on chain); a token account by the events moving its balance.
     pub fn history(&self, account: BgAccount) -> Vec<(Event, Signature)> {
-        match account {
-            BgAccount::Wallet(i) => self.events_of(i),
-            BgAccount::Token(i, m) => self
-                .events_of(i)
-                .into_iter()
-                .filter(|(e, _)| match e.kind {
-                    Kind::Token { mint, .. } => mint == m,
-                    Kind::Fund { .. } => true,
-                    Kind::Sol { .. } => false,
-                })
-                .collect(),
-        }
+        let (i, names) = match account {
+            BgAccount::Wallet(i) => (i, None),
+            BgAccount::Token(i, m) => (i, Some(m)),
+        };
+        let named = |e: &Event| match (e.kind, names) {
+            (Kind::Token { to, .. }, None) => to != i,
+            (_, None) => true,
+            (Kind::Token { mint, .. }, Some(m)) => mint == m,
+            (Kind::Fund { .. }, Some(_)) => true,
+            (Kind::Sol { .. }, Some(_)) => false,
+        };
+        self.events_of(i).into_iter().filter(named).map(|e| (e, e.id.signature(self.seed))).collect()
     }
 
     /// The history entry memo of an event (what `spec(e).memo()` gives, without deriving
@@ -354,14 +357,14 @@ fn apply(bal: &mut Bal, i: u32, kind: &Kind) {
     };
     if i == payer {
         bal.sol = bal.sol.saturating_sub(lamports + LAMPORTS_PER_SIGNATURE);
-        for m in 0..2 {
-            bal.tokens[m] = bal.tokens[m].saturating_sub(tokens[m]);
+        for (held, moved) in bal.tokens.iter_mut().zip(tokens) {
+            *held = held.saturating_sub(moved);
         }
     }
     if i == receiver {
         bal.sol = bal.sol.saturating_add(lamports);
-        for m in 0..2 {
-            bal.tokens[m] = bal.tokens[m].saturating_add(tokens[m]);
+        for (held, moved) in bal.tokens.iter_mut().zip(tokens) {
+            *held = held.saturating_add(moved);
         }
     }
 }
@@ -396,11 +399,11 @@ mod tests {
         let bg = bg();
         let i = 5_000;
         let events = bg.events_of(i);
-        assert!(events.iter().any(|(e, _)| matches!(e.kind, Kind::Fund { child, .. } if child == i)));
-        for (e, sig) in events.iter().filter(|(e, _)| matches!(e.id, TxId::BgPair { .. })) {
+        assert!(events.iter().any(|e| matches!(e.kind, Kind::Fund { child, .. } if child == i)));
+        for e in events.iter().filter(|e| matches!(e.id, TxId::BgPair { .. })) {
             let (a, b) = e.kind.parties();
             let other = if a == i { b } else { a };
-            assert!(bg.events_of(other).iter().any(|(_, s)| s == sig));
+            assert!(bg.events_of(other).contains(e));
         }
     }
 
@@ -409,7 +412,7 @@ mod tests {
         let bg = bg();
         for i in [3, HUBS + 3, 50_001, DEMO_POPULATION_LEN - 2] {
             let mut bal = Background::genesis(i, &bg.mints);
-            for (e, _) in bg.events_of(i) {
+            for e in bg.events_of(i) {
                 let (payer, _) = e.kind.parties();
                 if payer == i {
                     let needed = match e.kind {

@@ -103,10 +103,10 @@ impl Busy {
         }
         write_balances(cast, state, &balances);
         let mut touched = vec![cast.busy_trader, cast.pool_authority, cast.dex.id, cast.dusd.key];
-        touched.extend([&cast.dusd, &cast.demo, &cast.dbonk].map(|m| m.ata(&cast.busy_trader)));
+        touched.extend(cast.trader_atas);
         touched.extend(cast.pools);
         touched.extend(cast.vaults);
-        touched.extend(cast.trader_peers.map(|p| cast.dusd.ata(&p)));
+        touched.extend(cast.peer_atas);
         touched.sort();
         Busy { seed, trader: cast.busy_trader, rows, touched }
     }
@@ -167,7 +167,7 @@ impl Busy {
                 *key == cast.busy_trader
                     || *key == cast.dusd.key
                     || *key == ata_of(cast, 0)
-                    || *key == cast.dusd.ata(&cast.trader_peers[peer])
+                    || *key == cast.peer_atas[peer]
             }
         }
     }
@@ -187,7 +187,7 @@ impl Busy {
 }
 
 fn ata_of(cast: &Cast, index: usize) -> Pubkey {
-    [&cast.dusd, &cast.demo, &cast.dbonk][index].ata(&cast.busy_trader)
+    cast.trader_atas[index]
 }
 
 /// Slots of the trades: counted back from shortly before the as-of slot with bursty gaps,
@@ -226,7 +226,7 @@ fn read_balances(cast: &Cast, state: &State) -> Balances {
         sol: state.get(&cast.busy_trader).map_or(0, |a| a.lamports),
         atas: [0, 1, 2].map(|i| tokens(&ata_of(cast, i))),
         vaults: cast.vaults.map(|v| tokens(&v)),
-        peers: cast.trader_peers.map(|p| tokens(&cast.dusd.ata(&p))),
+        peers: cast.peer_atas.map(|p| tokens(&p)),
     }
 }
 
@@ -245,8 +245,8 @@ fn write_balances(cast: &Cast, state: &mut State, b: &Balances) {
     for (v, amount) in cast.vaults.iter().zip(b.vaults) {
         set(*v, amount);
     }
-    for (p, amount) in cast.trader_peers.iter().zip(b.peers) {
-        set(cast.dusd.ata(p), amount);
+    for (p, amount) in cast.peer_atas.iter().zip(b.peers) {
+        set(*p, amount);
     }
 }
 
@@ -368,7 +368,7 @@ fn spec(cast: &Cast, slot: u64, t: &Trade) -> TxSpec {
         Trade::Pay { peer, amount, memo } => {
             let pay = Op::TokenTransfer {
                 source: ata_of(cast, 0),
-                destination: cast.dusd.ata(&cast.trader_peers[peer]),
+                destination: cast.peer_atas[peer],
                 authority: trader,
                 amount,
                 program: TokenProgram::Token,

@@ -11,8 +11,12 @@
 //! Invariant: every value is built from `wire` types, so what the demo emits is exactly what
 //! `wire::parse` reads back; field names and string/number choices follow the node (token
 //! amounts and stake amounts are strings, lamports are numbers, a zero `uiAmount` in a
-//! transaction's token balances is `null`). Deliberately absent: `rewards` and `status`
+//! transaction's token balances is `null`). `json!` interpolates only strings, numbers,
+//! addresses and lists of them, whose serialization cannot fail (the macro's internal
+//! `expect` is unreachable). Deliberately absent: `rewards` and `status`
 //! (the wire types do not carry them).
+
+use std::cell::RefCell;
 
 use simd_json::json;
 
@@ -35,6 +39,24 @@ const RENT_EPOCH_EXEMPT: u64 = u64::MAX;
 const COMPUTE_UNITS_DEFAULT: u64 = 200_000;
 const STAKE_DEACTIVATION_EPOCH_NONE: &str = "18446744073709551615";
 const STAKE_WARMUP_COOLDOWN_RATE: f64 = 0.25;
+
+/// Base58 text of the keys one response names, each encoded once: base58 is quadratic in
+/// the key length, and a transaction repeats the same keys in its account keys, instructions,
+/// token balances and logs. Lives for one response only.
+#[derive(Default)]
+pub struct Names(RefCell<Vec<(Pubkey, String)>>);
+
+impl Names {
+    pub fn get(&self, key: &Pubkey) -> String {
+        let mut known = self.0.borrow_mut();
+        if let Some((_, text)) = known.iter().find(|(k, _)| k == key) {
+            return text.clone();
+        }
+        let text = key.to_string();
+        known.push((*key, text.clone()));
+        text
+    }
+}
 
 /// `123.45` for 12345 with 2 decimals; trailing zeros trimmed, as the node's
 /// `uiAmountString`.
@@ -197,10 +219,10 @@ fn stake_data(s: &StakeAcct, space: u64) -> UiAccountData {
     }
 }
 
-fn parsed_ix(program: &str, op: &Op, parsed: Value, height: Option<u32>) -> UiInstruction {
+fn parsed_ix(program: &str, op: &Op, parsed: Value, height: Option<u32>, names: &Names) -> UiInstruction {
     UiInstruction::Parsed(ParsedInstruction {
         program: program.to_owned(),
-        program_id: op.program().to_string(),
+        program_id: names.get(&op.program()),
         parsed,
         stack_height: height,
     })
@@ -211,69 +233,70 @@ fn typed(kind: &str, info: Value) -> Value {
 }
 
 /// One instruction in jsonParsed form; `height` is `None` for outer instructions.
-pub fn instruction(op: &Op, height: Option<u32>) -> UiInstruction {
+pub fn instruction(op: &Op, height: Option<u32>, names: &Names) -> UiInstruction {
     let b = &*BUILTIN;
+    let k = |p: &Pubkey| names.get(p);
     let token_name = |p: &TokenProgram| token_program_name(*p);
     let (program, parsed) = match op {
         Op::Transfer { from, to, lamports } => {
-            ("system", typed("transfer", json!({"destination": to, "lamports": lamports, "source": from})))
+            ("system", typed("transfer", json!({"destination": k(to), "lamports": lamports, "source": k(from)})))
         }
         Op::CreateAccount { funder, account, lamports, space, owner } => (
             "system",
             typed(
                 "createAccount",
-                json!({"lamports": lamports, "newAccount": account, "owner": owner, "source": funder, "space": space}),
+                json!({"lamports": lamports, "newAccount": k(account), "owner": k(owner), "source": k(funder), "space": space}),
             ),
         ),
-        Op::Assign { account, owner } => ("system", typed("assign", json!({"account": account, "owner": owner}))),
+        Op::Assign { account, owner } => ("system", typed("assign", json!({"account": k(account), "owner": k(owner)}))),
         Op::NonceInit { nonce, authority } => (
             "system",
             typed(
                 "initializeNonce",
-                json!({"nonceAccount": nonce, "nonceAuthority": authority,
-                       "recentBlockhashesSysvar": b.sysvar_recent_blockhashes, "rentSysvar": b.sysvar_rent}),
+                json!({"nonceAccount": k(nonce), "nonceAuthority": k(authority),
+                       "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes), "rentSysvar": k(&b.sysvar_rent)}),
             ),
         ),
         Op::NonceAdvance { nonce, authority } => (
             "system",
             typed(
                 "advanceNonce",
-                json!({"nonceAccount": nonce, "nonceAuthority": authority,
-                       "recentBlockhashesSysvar": b.sysvar_recent_blockhashes}),
+                json!({"nonceAccount": k(nonce), "nonceAuthority": k(authority),
+                       "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes)}),
             ),
         ),
         Op::StakeInit { stake, staker, withdrawer } => (
             "stake",
             typed(
                 "initialize",
-                json!({"authorized": {"staker": staker, "withdrawer": withdrawer},
-                       "lockup": {"custodian": b.system, "epoch": 0, "unixTimestamp": 0},
-                       "rentSysvar": b.sysvar_rent, "stakeAccount": stake}),
+                json!({"authorized": {"staker": k(staker), "withdrawer": k(withdrawer)},
+                       "lockup": {"custodian": k(&b.system), "epoch": 0, "unixTimestamp": 0},
+                       "rentSysvar": k(&b.sysvar_rent), "stakeAccount": k(stake)}),
             ),
         ),
         Op::StakeDelegate { stake, vote, authority } => (
             "stake",
             typed(
                 "delegate",
-                json!({"clockSysvar": b.sysvar_clock, "stakeAccount": stake, "stakeAuthority": authority,
-                       "stakeConfigAccount": b.stake_config, "stakeHistorySysvar": b.sysvar_stake_history,
-                       "voteAccount": vote}),
+                json!({"clockSysvar": k(&b.sysvar_clock), "stakeAccount": k(stake), "stakeAuthority": k(authority),
+                       "stakeConfigAccount": k(&b.stake_config), "stakeHistorySysvar": k(&b.sysvar_stake_history),
+                       "voteAccount": k(vote)}),
             ),
         ),
         Op::StakeAuthorize { stake, authority, new_authority, withdrawer } => (
             "stake",
             typed(
                 "authorize",
-                json!({"authority": authority, "authorityType": if *withdrawer { "Withdrawer" } else { "Staker" },
-                       "clockSysvar": b.sysvar_clock, "newAuthority": new_authority, "stakeAccount": stake}),
+                json!({"authority": k(authority), "authorityType": if *withdrawer { "Withdrawer" } else { "Staker" },
+                       "clockSysvar": k(&b.sysvar_clock), "newAuthority": k(new_authority), "stakeAccount": k(stake)}),
             ),
         ),
         Op::AtaCreate { funder, account, wallet, mint, program } => (
             "spl-associated-token-account",
             typed(
                 "create",
-                json!({"account": account, "mint": mint, "source": funder, "systemProgram": b.system,
-                       "tokenProgram": b.token_program(*program), "wallet": wallet}),
+                json!({"account": k(account), "mint": k(mint), "source": k(funder), "systemProgram": k(&b.system),
+                       "tokenProgram": k(&b.token_program(*program)), "wallet": k(wallet)}),
             ),
         ),
         Op::TokenDataSize { mint, program, hook } => {
@@ -281,28 +304,30 @@ pub fn instruction(op: &Op, height: Option<u32>) -> UiInstruction {
             if *hook {
                 exts.push("transferHookAccount");
             }
-            (token_name(program), typed("getAccountDataSize", json!({"extensionTypes": exts, "mint": mint})))
+            (token_name(program), typed("getAccountDataSize", json!({"extensionTypes": exts, "mint": k(mint)})))
         }
         Op::TokenImmutableOwner { account, program } => {
-            (token_name(program), typed("initializeImmutableOwner", json!({"account": account})))
+            (token_name(program), typed("initializeImmutableOwner", json!({"account": k(account)})))
         }
         Op::TokenInitAccount { account, mint, owner, program, .. } => (
             token_name(program),
-            typed("initializeAccount3", json!({"account": account, "mint": mint, "owner": owner})),
+            typed("initializeAccount3", json!({"account": k(account), "mint": k(mint), "owner": k(owner)})),
         ),
         Op::TokenTransfer { source, destination, authority, amount, program, checked } => {
             let info = match checked {
-                None => json!({"amount": amount.to_string(), "authority": authority, "destination": destination,
-                               "source": source}),
-                Some(c) => json!({"authority": authority, "destination": destination, "mint": c.mint,
-                                  "source": source, "tokenAmount": token_amount_value(*amount, c.decimals)}),
+                None => json!({"amount": amount.to_string(), "authority": k(authority), "destination": k(destination),
+                               "source": k(source)}),
+                Some(c) => json!({"authority": k(authority), "destination": k(destination), "mint": k(&c.mint),
+                                  "source": k(source), "tokenAmount": token_amount_value(*amount, c.decimals)}),
             };
             (token_name(program), typed(if checked.is_some() { "transferChecked" } else { "transfer" }, info))
         }
         Op::TokenApprove { account, delegate, owner, amount, program, checked } => {
             let info = match checked {
-                None => json!({"amount": amount.to_string(), "delegate": delegate, "owner": owner, "source": account}),
-                Some(c) => json!({"delegate": delegate, "mint": c.mint, "owner": owner, "source": account,
+                None => {
+                    json!({"amount": amount.to_string(), "delegate": k(delegate), "owner": k(owner), "source": k(account)})
+                }
+                Some(c) => json!({"delegate": k(delegate), "mint": k(&c.mint), "owner": k(owner), "source": k(account),
                                   "tokenAmount": token_amount_value(*amount, c.decimals)}),
             };
             (token_name(program), typed(if checked.is_some() { "approveChecked" } else { "approve" }, info))
@@ -311,25 +336,25 @@ pub fn instruction(op: &Op, height: Option<u32>) -> UiInstruction {
             token_name(program),
             typed(
                 "setAuthority",
-                json!({"account": account, "authority": authority, "authorityType": "accountOwner",
-                       "newAuthority": new_owner}),
+                json!({"account": k(account), "authority": k(authority), "authorityType": "accountOwner",
+                       "newAuthority": k(new_owner)}),
             ),
         ),
         Op::Memo(text) => ("spl-memo", json!(text)),
-        Op::ComputeLimit(units) => return raw_ix(op, &[&[2], &units.to_le_bytes()[..]].concat(), &[], height),
-        Op::ComputePrice(price) => return raw_ix(op, &[&[3], &price.to_le_bytes()[..]].concat(), &[], height),
+        Op::ComputeLimit(units) => return raw_ix(op, &[&[2], &units.to_le_bytes()[..]].concat(), &[], height, names),
+        Op::ComputePrice(price) => return raw_ix(op, &[&[3], &price.to_le_bytes()[..]].concat(), &[], height, names),
         Op::Raw { accounts, data, .. } => {
             let keys: Vec<Pubkey> = accounts.iter().map(|(k, _)| *k).collect();
-            return raw_ix(op, data, &keys, height);
+            return raw_ix(op, data, &keys, height, names);
         }
     };
-    parsed_ix(program, op, parsed, height)
+    parsed_ix(program, op, parsed, height, names)
 }
 
-fn raw_ix(op: &Op, data: &[u8], accounts: &[Pubkey], height: Option<u32>) -> UiInstruction {
+fn raw_ix(op: &Op, data: &[u8], accounts: &[Pubkey], height: Option<u32>, names: &Names) -> UiInstruction {
     UiInstruction::PartiallyDecoded(PartiallyDecodedInstruction {
-        program_id: op.program().to_string(),
-        accounts: accounts.iter().map(Pubkey::to_string).collect(),
+        program_id: names.get(&op.program()),
+        accounts: accounts.iter().map(|a| names.get(a)).collect(),
         data: bs58::encode(data).into_string(),
         stack_height: height,
     })
@@ -359,18 +384,18 @@ fn log_and_units(op: &Op) -> (Option<String>, u64) {
 
 /// Program logs of the instructions up to (and including) a failing one, nested by stack
 /// height. Returns the logs and the compute units consumed.
-fn logs(spec: &TxSpec) -> (Vec<String>, u64) {
+fn logs(spec: &TxSpec, names: &Names) -> (Vec<String>, u64) {
     let mut out = Vec::new();
     let mut consumed = 0u64;
     for (i, ix) in spec.ixs.iter().enumerate() {
         let failed = spec.failure.filter(|f| usize::from(f.index) == i);
-        let program = ix.op.program();
+        let program = names.get(&ix.op.program());
         out.push(format!("Program {program} invoke [1]"));
         let (line, own) = log_and_units(&ix.op);
         out.extend(line);
         let mut units = own;
         if failed.is_none() {
-            units += inner_logs(&ix.inner, &mut out);
+            units += inner_logs(&ix.inner, &mut out, names);
         }
         consumed += units;
         let budget = COMPUTE_UNITS_DEFAULT.saturating_sub(consumed - units);
@@ -386,8 +411,8 @@ fn logs(spec: &TxSpec) -> (Vec<String>, u64) {
     (out, consumed)
 }
 
-fn inner_logs(inner: &[(u32, Op)], out: &mut Vec<String>) -> u64 {
-    let mut open: Vec<(u32, Pubkey)> = Vec::new();
+fn inner_logs(inner: &[(u32, Op)], out: &mut Vec<String>, names: &Names) -> u64 {
+    let mut open: Vec<(u32, String)> = Vec::new();
     let mut units = 0;
     for (height, op) in inner {
         while open.last().is_some_and(|(h, _)| h >= height) {
@@ -395,11 +420,12 @@ fn inner_logs(inner: &[(u32, Op)], out: &mut Vec<String>) -> u64 {
                 out.push(format!("Program {p} success"));
             }
         }
-        out.push(format!("Program {} invoke [{height}]", op.program()));
+        let program = names.get(&op.program());
+        out.push(format!("Program {program} invoke [{height}]"));
         let (line, u) = log_and_units(op);
         out.extend(line);
         units += u;
-        open.push((*height, op.program()));
+        open.push((*height, program));
     }
     while let Some((_, p)) = open.pop() {
         out.push(format!("Program {p} success"));
@@ -412,12 +438,12 @@ pub fn error_value(f: Failure) -> Value {
     json!({"InstructionError": [f.index, {"Custom": f.code}]})
 }
 
-fn token_balance(b: &TokenBalance) -> UiTokenBalance {
+fn token_balance(b: &TokenBalance, names: &Names) -> UiTokenBalance {
     UiTokenBalance {
         account_index: b.index,
-        mint: b.mint.to_string(),
-        owner: Some(b.owner.to_string()),
-        program_id: Some(BUILTIN.token_program(b.program).to_string()),
+        mint: names.get(&b.mint),
+        owner: Some(names.get(&b.owner)),
+        program_id: Some(names.get(&BUILTIN.token_program(b.program))),
         ui_token_amount: ui_token_amount(b.amount, b.decimals, true),
     }
 }
@@ -435,6 +461,7 @@ pub fn transaction(
     id: &Signature,
     seed: u64,
 ) -> TransactionResult {
+    let names = Names::default();
     let signatures = (0..spec.signers.len())
         .map(|i| match u8::try_from(i) {
             Ok(0) | Err(_) => id.to_string(),
@@ -445,7 +472,7 @@ pub fn transaction(
         .keys
         .iter()
         .map(|k| ParsedAccountKey {
-            pubkey: k.pubkey.to_string(),
+            pubkey: names.get(&k.pubkey),
             signer: k.signer,
             writable: k.writable,
             source: Some(if k.loaded { "lookupTable" } else { "transaction" }.to_owned()),
@@ -453,8 +480,8 @@ pub fn transaction(
         .collect();
     let loaded: Vec<&crate::ledger::demo::tx::Key> = compiled.keys.iter().filter(|k| k.loaded).collect();
     let loaded_addresses = LoadedAddresses {
-        writable: loaded.iter().filter(|k| k.writable).map(|k| k.pubkey.to_string()).collect(),
-        readonly: loaded.iter().filter(|k| !k.writable).map(|k| k.pubkey.to_string()).collect(),
+        writable: loaded.iter().filter(|k| k.writable).map(|k| names.get(&k.pubkey)).collect(),
+        readonly: loaded.iter().filter(|k| !k.writable).map(|k| names.get(&k.pubkey)).collect(),
     };
     let address_table_lookups = spec.lookup.as_ref().map(|l| {
         if compiled.writable_indexes.is_empty() && compiled.readonly_indexes.is_empty() {
@@ -470,18 +497,18 @@ pub fn transaction(
     let message = ParsedMessage {
         account_keys,
         recent_blockhash: blockhash(seed, spec.slot),
-        instructions: spec.ixs.iter().map(|ix| instruction(&ix.op, None)).collect(),
+        instructions: spec.ixs.iter().map(|ix| instruction(&ix.op, None, &names)).collect(),
         address_table_lookups,
     };
-    let (log_messages, units) = logs(spec);
+    let (log_messages, units) = logs(spec, &names);
     let meta = UiMeta {
         err: spec.failure.map(error_value),
         fee: exec.fee,
         pre_balances: exec.pre.clone(),
         post_balances: exec.post.clone(),
-        inner_instructions: Some(inner_instructions(spec)),
-        pre_token_balances: Some(exec.pre_tokens.iter().map(token_balance).collect()),
-        post_token_balances: Some(exec.post_tokens.iter().map(token_balance).collect()),
+        inner_instructions: Some(inner_instructions(spec, &names)),
+        pre_token_balances: Some(exec.pre_tokens.iter().map(|b| token_balance(b, &names)).collect()),
+        post_token_balances: Some(exec.post_tokens.iter().map(|b| token_balance(b, &names)).collect()),
         log_messages: Some(log_messages),
         loaded_addresses: Some(loaded_addresses),
         compute_units_consumed: Some(units),
@@ -503,7 +530,7 @@ pub fn transaction(
 
 /// Inner instructions of the outer instructions that ran (a failing one's CPIs are rolled
 /// back and, for the demo's failures, never started).
-fn inner_instructions(spec: &TxSpec) -> Vec<InnerInstructions> {
+fn inner_instructions(spec: &TxSpec, names: &Names) -> Vec<InnerInstructions> {
     let ran = spec.failure.map_or(spec.ixs.len(), |f| usize::from(f.index));
     spec.ixs
         .iter()
@@ -513,7 +540,7 @@ fn inner_instructions(spec: &TxSpec) -> Vec<InnerInstructions> {
         .filter_map(|(i, ix)| {
             Some(InnerInstructions {
                 index: u8::try_from(i).ok()?,
-                instructions: ix.inner.iter().map(|(h, op)| instruction(op, Some(*h))).collect(),
+                instructions: ix.inner.iter().map(|(h, op)| instruction(op, Some(*h), names)).collect(),
             })
         })
         .collect()
@@ -569,7 +596,7 @@ mod tests {
         let p = named_wallet("router");
         let raw = |name| Op::Raw { program: p, accounts: vec![], data: vec![], name, moves: vec![] };
         let mut out = Vec::new();
-        inner_logs(&[(2, raw("A")), (3, Op::Memo("x".into())), (2, raw("B"))], &mut out);
+        inner_logs(&[(2, raw("A")), (3, Op::Memo("x".into())), (2, raw("B"))], &mut out, &Names::default());
         let invokes: Vec<&String> = out.iter().filter(|l| l.contains("invoke") || l.ends_with("success")).collect();
         assert_eq!(invokes.len(), 6);
         assert!(out[2].contains("invoke [3]"));

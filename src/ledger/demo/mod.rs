@@ -69,7 +69,8 @@ struct Entry {
 
 pub struct DemoLedger {
     seed: u64,
-    cast: Cast,
+    /// Boxed: some sixty addresses, which would make every `Source` value large.
+    cast: Box<Cast>,
     world: World,
     busy: Busy,
     background: Background,
@@ -79,7 +80,7 @@ impl DemoLedger {
     /// Builds the archetype world and the busy trader's table; the background population is
     /// not materialized.
     pub fn new(seed: u64) -> DemoLedger {
-        let cast = Cast::new();
+        let cast = Box::new(Cast::new());
         let mut world = World::build(seed, &cast);
         let setup_slot = world
             .index
@@ -209,7 +210,7 @@ impl DemoLedger {
                 out.push(Entry { slot: e.slot, signature, failure: None, memo: self.background.memo(&e) });
             }
         }
-        out.sort_by(|a, b| (b.slot, b.signature).cmp(&(a.slot, a.signature)));
+        out.sort_by_key(|e| std::cmp::Reverse((e.slot, e.signature)));
         out
     }
 

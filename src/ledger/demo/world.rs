@@ -501,8 +501,10 @@ impl Builder<'_> {
         let (fund, to_carol) = (self.sol(5_000), self.sol(300));
         let (pdt, hook) = (self.vary(c.pdt.units(1_000)), self.vary(c.hook.units(500)));
         self.tx(days(70), &[c.exchanges[2]], vec![transfer(c.exchanges[2], w, fund)]);
-        self.tx(days(69), &[w], vec![ata_create(w, w, &c.pdt, false), ata_create(w, w, &c.hook, true)]);
-        self.tx(days(68), &[c.pdt_issuer], vec![token_transfer(&c.pdt, c.pdt_issuer, w, pdt, true)]);
+        // Both issuers airdrop: they create the wallet's Token-2022 account (which names the
+        // wallet, so the transfer is in its history) and send tokens.
+        let pdt_send = token_transfer(&c.pdt, c.pdt_issuer, w, pdt, true);
+        self.tx(days(68), &[c.pdt_issuer], vec![ata_create(c.pdt_issuer, w, &c.pdt, false), pdt_send]);
         // Token-2022 calls the mint's transfer-hook program on every transfer.
         let mut with_hook = token_transfer(&c.hook, c.hook_issuer, w, hook, true);
         let execute = Op::Raw {
@@ -518,7 +520,7 @@ impl Builder<'_> {
             moves: vec![],
         };
         with_hook.inner.push((2, execute));
-        self.tx(days(50), &[c.hook_issuer], vec![with_hook]);
+        self.tx(days(50), &[c.hook_issuer], vec![ata_create(c.hook_issuer, w, &c.hook, true), with_hook]);
         self.tx(days(20), &[w], vec![transfer(w, c.carol, to_carol)]);
     }
 
@@ -538,9 +540,10 @@ impl Builder<'_> {
         }
         let paid = self.vary(c.dusd.units(100));
         self.tx(days(90), &[w], vec![token_transfer(&c.dusd, w, friend, paid, true)]);
-        // Dust right after a real payment, so the look-alike sits next to it in the history.
-        self.tx(days(60) - 20, &[fake], vec![transfer(fake, w, 1_000)]);
-        self.tx(days(60) - 45, &[fake], vec![token_transfer(&c.dusd, fake, w, 1, false)]);
+        // Dust right after a real payment, so the look-alike sits next to it in the history:
+        // a few lamports (which names the wallet) and one base unit of the token it uses.
+        let dust = vec![transfer(fake, w, 1_000), token_transfer(&c.dusd, fake, w, 1, false)];
+        self.tx(days(60) - 20, &[fake], dust);
         let mistake = self.sol(3_000);
         self.tx(days(25), &[w], vec![transfer(w, fake, mistake)]);
     }
