@@ -36,6 +36,10 @@ const QUIET_GAP_SLOTS_MAX: u64 = 130_000;
 /// The last trade is about this long before the as-of slot.
 const LAST_TRADE_SLOTS_BEFORE_AS_OF: u64 = 200_000;
 const SWAP_COMPUTE_UNITS: u32 = 300_000;
+/// Largest payout to a peer, in whole DUSD.
+const PAYOUT_WHOLE_MAX: u64 = 60;
+/// Base units of one DUSD (6 decimals).
+const DUSD_UNITS: u64 = 1_000_000;
 const SWAP_DISCRIMINATOR: [u8; 8] = [0xf8, 0xc6, 0x9e, 0x91, 0xe1, 0x75, 0x87, 0xc8];
 
 /// Balances the trades move: the trader's SOL, its DUSD/DEMO/DBONK accounts, the four
@@ -275,8 +279,10 @@ fn trade(seed: u64, j: u32, b: &Balances) -> Trade {
             failed: rng.chance(FAILED_SWAP_PERCENT),
         }
     } else {
+        // Fixed-size payouts (at most a tenth of the balance), so the trader's DUSD does not
+        // decay geometrically over thousands of trades.
         let peer = rng.below(2) as usize;
-        let amount = (b.atas[0] / 100 * rng.range(1, 5)).max(1);
+        let amount = (rng.range(1, PAYOUT_WHOLE_MAX) * DUSD_UNITS).min(b.atas[0] / 10).max(1);
         Trade::Pay { peer, amount, memo: rng.chance(30) }
     }
 }

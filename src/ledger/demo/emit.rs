@@ -35,8 +35,6 @@ use crate::pubkey::{Pubkey, Signature};
 
 /// What nodes report as the rent epoch of rent-exempt accounts.
 const RENT_EPOCH_EXEMPT: u64 = u64::MAX;
-/// Compute units a transaction may use without a compute-budget instruction.
-const COMPUTE_UNITS_DEFAULT: u64 = 200_000;
 const STAKE_DEACTIVATION_EPOCH_NONE: &str = "18446744073709551615";
 const STAKE_WARMUP_COOLDOWN_RATE: f64 = 0.25;
 
@@ -387,6 +385,7 @@ fn log_and_units(op: &Op) -> (Option<String>, u64) {
 fn logs(spec: &TxSpec, names: &Names) -> (Vec<String>, u64) {
     let mut out = Vec::new();
     let mut consumed = 0u64;
+    let (limit, _) = spec.compute_budget();
     for (i, ix) in spec.ixs.iter().enumerate() {
         let failed = spec.failure.filter(|f| usize::from(f.index) == i);
         let program = names.get(&ix.op.program());
@@ -398,8 +397,9 @@ fn logs(spec: &TxSpec, names: &Names) -> (Vec<String>, u64) {
             units += inner_logs(&ix.inner, &mut out, names);
         }
         consumed += units;
-        let budget = COMPUTE_UNITS_DEFAULT.saturating_sub(consumed - units);
-        if !matches!(ix.op, Op::Transfer { .. } | Op::ComputeLimit(_) | Op::ComputePrice(_)) {
+        let budget = limit.saturating_sub(consumed - units);
+        // Native programs (system, compute budget) log no consumption.
+        if ![BUILTIN.system, BUILTIN.compute_budget].contains(&ix.op.program()) {
             out.push(format!("Program {program} consumed {units} of {budget} compute units"));
         }
         if let Some(f) = failed {

@@ -22,6 +22,8 @@ use crate::pubkey::Pubkey;
 
 /// Lamports per signature (the base fee).
 pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+/// Compute units a transaction may use without a compute-budget instruction.
+pub const COMPUTE_UNITS_DEFAULT: u64 = 200_000;
 /// Micro-lamports in a lamport (compute-unit price unit).
 const MICRO_LAMPORTS_PER_LAMPORT: u64 = 1_000_000;
 
@@ -191,9 +193,10 @@ impl TxSpec {
         self.signers.first().copied().unwrap_or_default()
     }
 
-    /// Base fee per signature plus the priority fee the compute-budget instructions ask for.
-    pub fn fee(&self) -> u64 {
-        let mut limit = 200_000u64;
+    /// The compute-unit limit and price (micro-lamports per unit) its compute-budget
+    /// instructions set, or the defaults.
+    pub fn compute_budget(&self) -> (u64, u64) {
+        let mut limit = COMPUTE_UNITS_DEFAULT;
         let mut price = 0u64;
         for op in self.ixs.iter().map(|ix| &ix.op) {
             match op {
@@ -202,6 +205,12 @@ impl TxSpec {
                 _ => {}
             }
         }
+        (limit, price)
+    }
+
+    /// Base fee per signature plus the priority fee the compute-budget instructions ask for.
+    pub fn fee(&self) -> u64 {
+        let (limit, price) = self.compute_budget();
         let priority = (limit * price).div_ceil(MICRO_LAMPORTS_PER_LAMPORT);
         LAMPORTS_PER_SIGNATURE * self.signers.len() as u64 + priority
     }

@@ -291,7 +291,12 @@ impl Builder<'_> {
                 Acct { lamports: rent(POOL_STATE_LEN as u64), owner: c.dex.id, data: Data::Bytes(data) },
             );
             for (j, mint) in [base, quote].into_iter().enumerate() {
-                let whole = if mint.key == c.dusd.key { 500_000_000 } else { 5_000_000_000 };
+                // Deep vaults, far from u64::MAX in base units: 5e14 DUSD, 2e17 DEMO, 5e17 DBONK.
+                let whole = match j {
+                    1 => 500_000_000,
+                    _ if i == 0 => 200_000_000,
+                    _ => 5_000_000_000_000,
+                };
                 let t = TokenAcct {
                     amount: mint.units(whole),
                     ..TokenAcct::new(mint.key, c.pool_authority, mint.decimals)
