@@ -58,23 +58,22 @@ struct Row {
     pre: Balances,
 }
 
+/// A swap on pool `pool`; `sell_base` sells DEMO/DBONK for DUSD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Swap {
+    pub pool: usize,
+    pub sell_base: bool,
+    pub amount_in: u64,
+    pub amount_out: u64,
+    pub price_micro_lamports: u64,
+    pub failed: bool,
+}
+
 /// What trade `j` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trade {
-    /// Swap on pool `pool`; `sell_base` sells DEMO/DBONK for DUSD.
-    Swap {
-        pool: usize,
-        sell_base: bool,
-        amount_in: u64,
-        amount_out: u64,
-        price_micro_lamports: u64,
-        failed: bool,
-    },
-    Pay {
-        peer: usize,
-        amount: u64,
-        memo: bool,
-    },
+    Swap(Swap),
+    Pay { peer: usize, amount: u64, memo: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -157,7 +156,7 @@ impl Busy {
     pub fn names(&self, cast: &Cast, j: u32, key: &Pubkey) -> bool {
         let Some(t) = self.trade(j) else { return false };
         match t {
-            Trade::Swap { pool, .. } => {
+            Trade::Swap(Swap { pool, .. }) => {
                 let (base, quote) = POOL_ATAS[pool];
                 let atas = [ata_of(cast, base), ata_of(cast, quote)];
                 *key == cast.busy_trader
@@ -270,14 +269,14 @@ fn trade(seed: u64, j: u32, b: &Balances) -> Trade {
         } else {
             u128::from(amount_in) * den * noise / (num * 100)
         };
-        Trade::Swap {
+        Trade::Swap(Swap {
             pool,
             sell_base,
             amount_in,
             amount_out: u64::try_from(out).unwrap_or(u64::MAX).max(1),
             price_micro_lamports: rng.range(1_000, 50_000),
             failed: rng.chance(FAILED_SWAP_PERCENT),
-        }
+        })
     } else {
         // Fixed-size payouts (at most a tenth of the balance), so the trader's DUSD does not
         // decay geometrically over thousands of trades.
@@ -290,7 +289,7 @@ fn trade(seed: u64, j: u32, b: &Balances) -> Trade {
 fn apply(b: &Balances, t: &Trade) -> Balances {
     let mut next = *b;
     match *t {
-        Trade::Swap { pool, sell_base, amount_in, amount_out, price_micro_lamports, failed } => {
+        Trade::Swap(Swap { pool, sell_base, amount_in, amount_out, price_micro_lamports, failed }) => {
             let fee = swap_fee(price_micro_lamports);
             next.sol = next.sol.saturating_sub(fee);
             if !failed {
@@ -318,64 +317,13 @@ fn swap_fee(price_micro_lamports: u64) -> u64 {
 }
 
 fn spec(cast: &Cast, slot: u64, t: &Trade) -> TxSpec {
-    let trader = cast.busy_trader;
     match *t {
-        Trade::Swap { pool, sell_base, amount_in, amount_out, price_micro_lamports, failed } => {
-            let (base, quote) = POOL_ATAS[pool];
-            let (from, to) = if sell_base { (base, quote) } else { (quote, base) };
-            let (vault_in, vault_out) = if sell_base {
-                (cast.vaults[2 * pool], cast.vaults[2 * pool + 1])
-            } else {
-                (cast.vaults[2 * pool + 1], cast.vaults[2 * pool])
-            };
-            let (ata_in, ata_out) = (ata_of(cast, from), ata_of(cast, to));
-            let min_out = amount_out / 100 * 99;
-            let mut data = SWAP_DISCRIMINATOR.to_vec();
-            data.extend_from_slice(&amount_in.to_le_bytes());
-            data.extend_from_slice(&min_out.to_le_bytes());
-            let accounts = vec![
-                (cast.pools[pool], true),
-                (cast.pool_authority, false),
-                (trader, true),
-                (ata_in, true),
-                (ata_out, true),
-                (vault_in, true),
-                (vault_out, true),
-                (BUILTIN.token, false),
-            ];
-            let leg = |source, destination, authority, amount| Op::TokenTransfer {
-                source,
-                destination,
-                authority,
-                amount,
-                program: TokenProgram::Token,
-                checked: None,
-            };
-            let swap = Ix {
-                op: Op::Raw { program: cast.dex.id, accounts, data, name: "Swap", moves: Vec::new() },
-                inner: vec![
-                    (2, leg(ata_in, vault_in, trader, amount_in)),
-                    (2, leg(vault_out, ata_out, cast.pool_authority, amount_out)),
-                ],
-            };
-            let ixs = vec![
-                Ix::new(Op::ComputeLimit(SWAP_COMPUTE_UNITS)),
-                Ix::new(Op::ComputePrice(price_micro_lamports)),
-                swap,
-            ];
-            let mut s = TxSpec::new(slot, vec![trader], ixs);
-            s.failure = failed.then_some(Failure { index: 2, code: SLIPPAGE_ERROR_CODE });
-            let mut addresses = cast.pools.to_vec();
-            addresses.push(cast.pool_authority);
-            addresses.extend(cast.vaults);
-            s.lookup = Some(Lookup { table: cast.lookup_table, addresses });
-            s
-        }
+        Trade::Swap(ref swap) => swap_spec(cast, slot, swap),
         Trade::Pay { peer, amount, memo } => {
             let pay = Op::TokenTransfer {
                 source: ata_of(cast, 0),
                 destination: cast.peer_atas[peer],
-                authority: trader,
+                authority: cast.busy_trader,
                 amount,
                 program: TokenProgram::Token,
                 checked: Some(Checked { mint: cast.dusd.key, decimals: cast.dusd.decimals }),
@@ -384,9 +332,58 @@ fn spec(cast: &Cast, slot: u64, t: &Trade) -> TxSpec {
             if memo {
                 ixs.push(Ix::new(Op::Memo(format!("payout {}", slot % 10_000))));
             }
-            TxSpec::new(slot, vec![trader], ixs)
+            TxSpec::new(slot, vec![cast.busy_trader], ixs)
         }
     }
+}
+
+/// A v0 swap: compute budget, then the DEX's instruction with the two token legs as CPIs;
+/// pools and vaults come from the lookup table.
+fn swap_spec(cast: &Cast, slot: u64, swap: &Swap) -> TxSpec {
+    let Swap { pool, sell_base, amount_in, amount_out, price_micro_lamports, failed } = *swap;
+    let trader = cast.busy_trader;
+    let (base, quote) = POOL_ATAS[pool];
+    let (from, to) = if sell_base { (base, quote) } else { (quote, base) };
+    let (base_vault, quote_vault) = (cast.vaults[2 * pool], cast.vaults[2 * pool + 1]);
+    let (vault_in, vault_out) = if sell_base { (base_vault, quote_vault) } else { (quote_vault, base_vault) };
+    let (ata_in, ata_out) = (ata_of(cast, from), ata_of(cast, to));
+    let mut data = SWAP_DISCRIMINATOR.to_vec();
+    data.extend_from_slice(&amount_in.to_le_bytes());
+    data.extend_from_slice(&(amount_out / 100 * 99).to_le_bytes());
+    let accounts = vec![
+        (cast.pools[pool], true),
+        (cast.pool_authority, false),
+        (trader, true),
+        (ata_in, true),
+        (ata_out, true),
+        (vault_in, true),
+        (vault_out, true),
+        (BUILTIN.token, false),
+    ];
+    let leg = |source, destination, authority, amount| Op::TokenTransfer {
+        source,
+        destination,
+        authority,
+        amount,
+        program: TokenProgram::Token,
+        checked: None,
+    };
+    let swap = Ix {
+        op: Op::Raw { program: cast.dex.id, accounts, data, name: "Swap", moves: Vec::new() },
+        inner: vec![
+            (2, leg(ata_in, vault_in, trader, amount_in)),
+            (2, leg(vault_out, ata_out, cast.pool_authority, amount_out)),
+        ],
+    };
+    let ixs =
+        vec![Ix::new(Op::ComputeLimit(SWAP_COMPUTE_UNITS)), Ix::new(Op::ComputePrice(price_micro_lamports)), swap];
+    let mut s = TxSpec::new(slot, vec![trader], ixs);
+    s.failure = failed.then_some(Failure { index: 2, code: SLIPPAGE_ERROR_CODE });
+    let mut addresses = cast.pools.to_vec();
+    addresses.push(cast.pool_authority);
+    addresses.extend(cast.vaults);
+    s.lookup = Some(Lookup { table: cast.lookup_table, addresses });
+    s
 }
 
 #[cfg(test)]

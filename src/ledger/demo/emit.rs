@@ -22,7 +22,7 @@ use simd_json::json;
 
 use crate::ledger::demo::clock;
 use crate::ledger::demo::keys::{self, BUILTIN};
-use crate::ledger::demo::state::{token_program_of, Acct, Data, MintExt, StakeAcct, TokenAcct, NONCE_LEN};
+use crate::ledger::demo::state::{token_program_of, Acct, Data, MintAcct, MintExt, StakeAcct, TokenAcct, NONCE_LEN};
 use crate::ledger::demo::tx::{Compiled, Executed, Failure, Op, TokenBalance, TxSpec};
 use crate::ledger::model::TokenProgram;
 use crate::ledger::wire::{
@@ -112,17 +112,7 @@ pub fn account(a: &Acct) -> UiAccount {
         (Data::Empty, _) => binary(&[]),
         (Data::Uninitialized { space }, _) => binary(&vec![0; usize::try_from(*space).unwrap_or(0)]),
         (Data::Token(t), Some(p)) => parsed_data(token_program_name(p), "account", token_account_info(t, p), space),
-        (Data::Mint(m), Some(p)) => {
-            let mut info = json!({
-                "mintAuthority": m.mint_authority, "supply": m.supply.to_string(), "decimals": m.decimals,
-                "isInitialized": true, "freezeAuthority": m.freeze_authority,
-            });
-            if p == TokenProgram::Token2022 {
-                let exts: Vec<Value> = m.extensions.iter().map(mint_extension).collect();
-                insert(&mut info, "extensions", Value::from(exts));
-            }
-            parsed_data(token_program_name(p), "mint", info, space)
-        }
+        (Data::Mint(m), Some(p)) => parsed_data(token_program_name(p), "mint", mint_info(m, p), space),
         (Data::Nonce { authority, blockhash }, _) => {
             let info = json!({
                 "authority": authority, "blockhash": blockhash,
@@ -153,6 +143,18 @@ pub fn account(a: &Acct) -> UiAccount {
         rent_epoch: RENT_EPOCH_EXEMPT,
         space: Some(space),
     }
+}
+
+fn mint_info(m: &MintAcct, program: TokenProgram) -> Value {
+    let mut info = json!({
+        "mintAuthority": m.mint_authority, "supply": m.supply.to_string(), "decimals": m.decimals,
+        "isInitialized": true, "freezeAuthority": m.freeze_authority,
+    });
+    if program == TokenProgram::Token2022 {
+        let exts: Vec<Value> = m.extensions.iter().map(mint_extension).collect();
+        insert(&mut info, "extensions", Value::from(exts));
+    }
+    info
 }
 
 fn insert(object: &mut Value, key: &str, value: Value) {
@@ -230,123 +232,142 @@ fn typed(kind: &str, info: Value) -> Value {
     json!({"info": info, "type": kind})
 }
 
+/// Base58 of a key, through the response's `Names`.
+type Name<'a> = &'a dyn Fn(&Pubkey) -> String;
+
 /// One instruction in jsonParsed form; `height` is `None` for outer instructions.
 pub fn instruction(op: &Op, height: Option<u32>, names: &Names) -> UiInstruction {
-    let b = &*BUILTIN;
     let k = |p: &Pubkey| names.get(p);
-    let token_name = |p: &TokenProgram| token_program_name(*p);
-    let (program, parsed) = match op {
-        Op::Transfer { from, to, lamports } => {
-            ("system", typed("transfer", json!({"destination": k(to), "lamports": lamports, "source": k(from)})))
+    let parsed =
+        system_ix(op, &k).or_else(|| stake_ix(op, &k)).or_else(|| token_ix(op, &k)).or_else(|| other_ix(op, &k));
+    match parsed {
+        Some((program, value)) => parsed_ix(program, op, value, height, names),
+        None => {
+            let (data, accounts) = match op {
+                Op::ComputeLimit(units) => ([&[2], &units.to_le_bytes()[..]].concat(), Vec::new()),
+                Op::ComputePrice(price) => ([&[3], &price.to_le_bytes()[..]].concat(), Vec::new()),
+                Op::Raw { accounts, data, .. } => (data.clone(), accounts.iter().map(|(k, _)| *k).collect()),
+                _ => (Vec::new(), Vec::new()),
+            };
+            raw_ix(op, &data, &accounts, height, names)
         }
-        Op::CreateAccount { funder, account, lamports, space, owner } => (
-            "system",
-            typed(
-                "createAccount",
-                json!({"lamports": lamports, "newAccount": k(account), "owner": k(owner), "source": k(funder), "space": space}),
-            ),
+    }
+}
+
+fn system_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
+    let b = &*BUILTIN;
+    let parsed = match op {
+        Op::Transfer { from, to, lamports } => {
+            typed("transfer", json!({"destination": k(to), "lamports": lamports, "source": k(from)}))
+        }
+        Op::CreateAccount { funder, account, lamports, space, owner } => typed(
+            "createAccount",
+            json!({"lamports": lamports, "newAccount": k(account), "owner": k(owner), "source": k(funder),
+                   "space": space}),
         ),
-        Op::Assign { account, owner } => ("system", typed("assign", json!({"account": k(account), "owner": k(owner)}))),
-        Op::NonceInit { nonce, authority } => (
-            "system",
-            typed(
-                "initializeNonce",
-                json!({"nonceAccount": k(nonce), "nonceAuthority": k(authority),
-                       "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes), "rentSysvar": k(&b.sysvar_rent)}),
-            ),
+        Op::Assign { account, owner } => typed("assign", json!({"account": k(account), "owner": k(owner)})),
+        Op::NonceInit { nonce, authority } => typed(
+            "initializeNonce",
+            json!({"nonceAccount": k(nonce), "nonceAuthority": k(authority),
+                   "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes), "rentSysvar": k(&b.sysvar_rent)}),
         ),
-        Op::NonceAdvance { nonce, authority } => (
-            "system",
-            typed(
-                "advanceNonce",
-                json!({"nonceAccount": k(nonce), "nonceAuthority": k(authority),
-                       "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes)}),
-            ),
+        Op::NonceAdvance { nonce, authority } => typed(
+            "advanceNonce",
+            json!({"nonceAccount": k(nonce), "nonceAuthority": k(authority),
+                   "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes)}),
         ),
-        Op::StakeInit { stake, staker, withdrawer } => (
-            "stake",
-            typed(
-                "initialize",
-                json!({"authorized": {"staker": k(staker), "withdrawer": k(withdrawer)},
-                       "lockup": {"custodian": k(&b.system), "epoch": 0, "unixTimestamp": 0},
-                       "rentSysvar": k(&b.sysvar_rent), "stakeAccount": k(stake)}),
-            ),
+        _ => return None,
+    };
+    Some(("system", parsed))
+}
+
+fn stake_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
+    let b = &*BUILTIN;
+    let parsed = match op {
+        Op::StakeInit { stake, staker, withdrawer } => typed(
+            "initialize",
+            json!({"authorized": {"staker": k(staker), "withdrawer": k(withdrawer)},
+                   "lockup": {"custodian": k(&b.system), "epoch": 0, "unixTimestamp": 0},
+                   "rentSysvar": k(&b.sysvar_rent), "stakeAccount": k(stake)}),
         ),
-        Op::StakeDelegate { stake, vote, authority } => (
-            "stake",
-            typed(
-                "delegate",
-                json!({"clockSysvar": k(&b.sysvar_clock), "stakeAccount": k(stake), "stakeAuthority": k(authority),
-                       "stakeConfigAccount": k(&b.stake_config), "stakeHistorySysvar": k(&b.sysvar_stake_history),
-                       "voteAccount": k(vote)}),
-            ),
+        Op::StakeDelegate { stake, vote, authority } => typed(
+            "delegate",
+            json!({"clockSysvar": k(&b.sysvar_clock), "stakeAccount": k(stake), "stakeAuthority": k(authority),
+                   "stakeConfigAccount": k(&b.stake_config), "stakeHistorySysvar": k(&b.sysvar_stake_history),
+                   "voteAccount": k(vote)}),
         ),
-        Op::StakeAuthorize { stake, authority, new_authority, withdrawer } => (
-            "stake",
-            typed(
-                "authorize",
-                json!({"authority": k(authority), "authorityType": if *withdrawer { "Withdrawer" } else { "Staker" },
-                       "clockSysvar": k(&b.sysvar_clock), "newAuthority": k(new_authority), "stakeAccount": k(stake)}),
-            ),
+        Op::StakeAuthorize { stake, authority, new_authority, withdrawer } => typed(
+            "authorize",
+            json!({"authority": k(authority), "authorityType": if *withdrawer { "Withdrawer" } else { "Staker" },
+                   "clockSysvar": k(&b.sysvar_clock), "newAuthority": k(new_authority), "stakeAccount": k(stake)}),
         ),
-        Op::AtaCreate { funder, account, wallet, mint, program } => (
-            "spl-associated-token-account",
-            typed(
-                "create",
-                json!({"account": k(account), "mint": k(mint), "source": k(funder), "systemProgram": k(&b.system),
-                       "tokenProgram": k(&b.token_program(*program)), "wallet": k(wallet)}),
-            ),
-        ),
+        _ => return None,
+    };
+    Some(("stake", parsed))
+}
+
+fn token_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
+    let (program, parsed) = match op {
         Op::TokenDataSize { mint, program, hook } => {
             let mut exts = vec!["immutableOwner"];
             if *hook {
                 exts.push("transferHookAccount");
             }
-            (token_name(program), typed("getAccountDataSize", json!({"extensionTypes": exts, "mint": k(mint)})))
+            (program, typed("getAccountDataSize", json!({"extensionTypes": exts, "mint": k(mint)})))
         }
         Op::TokenImmutableOwner { account, program } => {
-            (token_name(program), typed("initializeImmutableOwner", json!({"account": k(account)})))
+            (program, typed("initializeImmutableOwner", json!({"account": k(account)})))
         }
-        Op::TokenInitAccount { account, mint, owner, program, .. } => (
-            token_name(program),
-            typed("initializeAccount3", json!({"account": k(account), "mint": k(mint), "owner": k(owner)})),
-        ),
+        Op::TokenInitAccount { account, mint, owner, program, .. } => {
+            (program, typed("initializeAccount3", json!({"account": k(account), "mint": k(mint), "owner": k(owner)})))
+        }
         Op::TokenTransfer { source, destination, authority, amount, program, checked } => {
             let info = match checked {
-                None => json!({"amount": amount.to_string(), "authority": k(authority), "destination": k(destination),
-                               "source": k(source)}),
+                None => json!({"amount": amount.to_string(), "authority": k(authority),
+                               "destination": k(destination), "source": k(source)}),
                 Some(c) => json!({"authority": k(authority), "destination": k(destination), "mint": k(&c.mint),
                                   "source": k(source), "tokenAmount": token_amount_value(*amount, c.decimals)}),
             };
-            (token_name(program), typed(if checked.is_some() { "transferChecked" } else { "transfer" }, info))
+            (program, typed(if checked.is_some() { "transferChecked" } else { "transfer" }, info))
         }
         Op::TokenApprove { account, delegate, owner, amount, program, checked } => {
             let info = match checked {
-                None => {
-                    json!({"amount": amount.to_string(), "delegate": k(delegate), "owner": k(owner), "source": k(account)})
-                }
-                Some(c) => json!({"delegate": k(delegate), "mint": k(&c.mint), "owner": k(owner), "source": k(account),
-                                  "tokenAmount": token_amount_value(*amount, c.decimals)}),
+                None => json!({"amount": amount.to_string(), "delegate": k(delegate), "owner": k(owner),
+                               "source": k(account)}),
+                Some(c) => json!({"delegate": k(delegate), "mint": k(&c.mint), "owner": k(owner),
+                                  "source": k(account), "tokenAmount": token_amount_value(*amount, c.decimals)}),
             };
-            (token_name(program), typed(if checked.is_some() { "approveChecked" } else { "approve" }, info))
+            (program, typed(if checked.is_some() { "approveChecked" } else { "approve" }, info))
         }
         Op::TokenSetOwner { account, authority, new_owner, program } => (
-            token_name(program),
+            program,
             typed(
                 "setAuthority",
                 json!({"account": k(account), "authority": k(authority), "authorityType": "accountOwner",
                        "newAuthority": k(new_owner)}),
             ),
         ),
-        Op::Memo(text) => ("spl-memo", json!(text)),
-        Op::ComputeLimit(units) => return raw_ix(op, &[&[2], &units.to_le_bytes()[..]].concat(), &[], height, names),
-        Op::ComputePrice(price) => return raw_ix(op, &[&[3], &price.to_le_bytes()[..]].concat(), &[], height, names),
-        Op::Raw { accounts, data, .. } => {
-            let keys: Vec<Pubkey> = accounts.iter().map(|(k, _)| *k).collect();
-            return raw_ix(op, data, &keys, height, names);
-        }
+        _ => return None,
     };
-    parsed_ix(program, op, parsed, height, names)
+    Some((token_program_name(*program), parsed))
+}
+
+/// The associated-token-account program and memos; compute-budget and unknown programs are
+/// not parsed by a node (`None`).
+fn other_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
+    let b = &*BUILTIN;
+    match op {
+        Op::AtaCreate { funder, account, wallet, mint, program } => Some((
+            "spl-associated-token-account",
+            typed(
+                "create",
+                json!({"account": k(account), "mint": k(mint), "source": k(funder), "systemProgram": k(&b.system),
+                       "tokenProgram": k(&b.token_program(*program)), "wallet": k(wallet)}),
+            ),
+        )),
+        Op::Memo(text) => Some(("spl-memo", json!(text))),
+        _ => None,
+    }
 }
 
 fn raw_ix(op: &Op, data: &[u8], accounts: &[Pubkey], height: Option<u32>, names: &Names) -> UiInstruction {
@@ -468,6 +489,25 @@ pub fn transaction(
             Ok(p) => keys::cosigner_signature(seed, id, p).to_string(),
         })
         .collect();
+    let version = match spec.lookup {
+        Some(_) => TransactionVersion::Number(0),
+        None => TransactionVersion::Legacy("legacy".to_owned()),
+    };
+    TransactionResult {
+        slot: spec.slot,
+        block_time: Some(clock::block_time(spec.slot)),
+        tx: TransactionWithMeta {
+            transaction: UiTransaction {
+                signatures,
+                message: UiMessage::Parsed(message(spec, compiled, seed, &names)),
+            },
+            meta: Some(meta(spec, compiled, exec, &names)),
+            version: Some(version),
+        },
+    }
+}
+
+fn message(spec: &TxSpec, compiled: &Compiled, seed: u64, names: &Names) -> ParsedMessage {
     let account_keys = compiled
         .keys
         .iter()
@@ -478,53 +518,41 @@ pub fn transaction(
             source: Some(if k.loaded { "lookupTable" } else { "transaction" }.to_owned()),
         })
         .collect();
-    let loaded: Vec<&crate::ledger::demo::tx::Key> = compiled.keys.iter().filter(|k| k.loaded).collect();
-    let loaded_addresses = LoadedAddresses {
-        writable: loaded.iter().filter(|k| k.writable).map(|k| names.get(&k.pubkey)).collect(),
-        readonly: loaded.iter().filter(|k| !k.writable).map(|k| names.get(&k.pubkey)).collect(),
-    };
     let address_table_lookups = spec.lookup.as_ref().map(|l| {
         if compiled.writable_indexes.is_empty() && compiled.readonly_indexes.is_empty() {
             Vec::new()
         } else {
             vec![AddressTableLookup {
-                account_key: l.table.to_string(),
+                account_key: names.get(&l.table),
                 writable_indexes: compiled.writable_indexes.clone(),
                 readonly_indexes: compiled.readonly_indexes.clone(),
             }]
         }
     });
-    let message = ParsedMessage {
+    ParsedMessage {
         account_keys,
         recent_blockhash: blockhash(seed, spec.slot),
-        instructions: spec.ixs.iter().map(|ix| instruction(&ix.op, None, &names)).collect(),
+        instructions: spec.ixs.iter().map(|ix| instruction(&ix.op, None, names)).collect(),
         address_table_lookups,
+    }
+}
+
+fn meta(spec: &TxSpec, compiled: &Compiled, exec: &Executed, names: &Names) -> UiMeta {
+    let loaded = |writable: bool| {
+        compiled.keys.iter().filter(|k| k.loaded && k.writable == writable).map(|k| names.get(&k.pubkey)).collect()
     };
-    let (log_messages, units) = logs(spec, &names);
-    let meta = UiMeta {
+    let (log_messages, units) = logs(spec, names);
+    UiMeta {
         err: spec.failure.map(error_value),
         fee: exec.fee,
         pre_balances: exec.pre.clone(),
         post_balances: exec.post.clone(),
-        inner_instructions: Some(inner_instructions(spec, &names)),
-        pre_token_balances: Some(exec.pre_tokens.iter().map(|b| token_balance(b, &names)).collect()),
-        post_token_balances: Some(exec.post_tokens.iter().map(|b| token_balance(b, &names)).collect()),
+        inner_instructions: Some(inner_instructions(spec, names)),
+        pre_token_balances: Some(exec.pre_tokens.iter().map(|b| token_balance(b, names)).collect()),
+        post_token_balances: Some(exec.post_tokens.iter().map(|b| token_balance(b, names)).collect()),
         log_messages: Some(log_messages),
-        loaded_addresses: Some(loaded_addresses),
+        loaded_addresses: Some(LoadedAddresses { writable: loaded(true), readonly: loaded(false) }),
         compute_units_consumed: Some(units),
-    };
-    let version = match spec.lookup {
-        Some(_) => TransactionVersion::Number(0),
-        None => TransactionVersion::Legacy("legacy".to_owned()),
-    };
-    TransactionResult {
-        slot: spec.slot,
-        block_time: Some(clock::block_time(spec.slot)),
-        tx: TransactionWithMeta {
-            transaction: UiTransaction { signatures, message: UiMessage::Parsed(message) },
-            meta: Some(meta),
-            version: Some(version),
-        },
     }
 }
 

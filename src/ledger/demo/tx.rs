@@ -535,6 +535,26 @@ fn apply(op: &Op, state: &mut State, slot: u64, seed: u64, errors: &mut Vec<Exec
                 }
             }
         }
+        Op::TokenInitAccount { .. } | Op::TokenTransfer { .. } | Op::TokenApprove { .. } | Op::TokenSetOwner { .. } => {
+            apply_token(op, state, errors)
+        }
+        Op::Raw { moves, .. } => {
+            for (from, to, lamports) in moves {
+                debit(state, from, *lamports, errors);
+                credit(state, to, *lamports);
+            }
+        }
+        Op::AtaCreate { .. }
+        | Op::TokenDataSize { .. }
+        | Op::TokenImmutableOwner { .. }
+        | Op::Memo(_)
+        | Op::ComputeLimit(_)
+        | Op::ComputePrice(_) => {}
+    }
+}
+
+fn apply_token(op: &Op, state: &mut State, errors: &mut Vec<ExecError>) {
+    match op {
         Op::TokenInitAccount { account, mint, owner, decimals, hook, .. } => {
             if let Some(a) = existing(state, account, errors) {
                 a.data = Data::Token(TokenAcct { hook_account: *hook, ..TokenAcct::new(*mint, *owner, *decimals) });
@@ -557,18 +577,7 @@ fn apply(op: &Op, state: &mut State, slot: u64, seed: u64, errors: &mut Vec<Exec
                 t.delegated_amount = 0;
             }
         }
-        Op::Raw { moves, .. } => {
-            for (from, to, lamports) in moves {
-                debit(state, from, *lamports, errors);
-                credit(state, to, *lamports);
-            }
-        }
-        Op::AtaCreate { .. }
-        | Op::TokenDataSize { .. }
-        | Op::TokenImmutableOwner { .. }
-        | Op::Memo(_)
-        | Op::ComputeLimit(_)
-        | Op::ComputePrice(_) => {}
+        _ => {}
     }
 }
 

@@ -219,6 +219,7 @@ impl Builder<'_> {
         self.put(b.stake_config, Acct { lamports: rent(10), owner: b.stake, data: Data::Bytes(vec![0; 10]) });
     }
 
+    /// Accounts that exist before any scripted transaction.
     fn genesis(&mut self) {
         let c = self.cast;
         self.builtins();
@@ -231,6 +232,19 @@ impl Builder<'_> {
         self.mint(&c.pdt, c.pdt_issuer, Some(c.pdt_issuer), vec![MintExt::PermanentDelegate(c.pdt_delegate)]);
         let hook = MintExt::TransferHook { authority: c.hook_issuer, program: c.hook_program.id };
         self.mint(&c.hook, c.hook_issuer, None, vec![hook]);
+        let vote = Acct {
+            lamports: rent(VOTE_ACCOUNT_LEN as u64),
+            owner: BUILTIN.vote,
+            data: Data::Bytes(vec![0; VOTE_ACCOUNT_LEN]),
+        };
+        self.put(c.vote_account, vote);
+        self.counterparties();
+        self.dex_genesis();
+    }
+
+    /// Exchanges, friends and the other wallets the archetypes deal with, and their tokens.
+    fn counterparties(&mut self) {
+        let c = self.cast;
         for e in c.exchanges {
             self.wallet(e, 50_000);
             self.holding(e, &c.dusd, 50_000_000, false);
@@ -268,13 +282,6 @@ impl Builder<'_> {
         }
         self.holding(c.pdt_issuer, &c.pdt, 10_000_000, false);
         self.holding(c.hook_issuer, &c.hook, 10_000_000, true);
-        let vote = Acct {
-            lamports: rent(VOTE_ACCOUNT_LEN as u64),
-            owner: BUILTIN.vote,
-            data: Data::Bytes(vec![0; VOTE_ACCOUNT_LEN]),
-        };
-        self.put(c.vote_account, vote);
-        self.dex_genesis();
     }
 
     fn dex_genesis(&mut self) {
