@@ -130,12 +130,12 @@ impl Busy {
         self.trader
     }
 
-    /// True when some trade may name `key` (then `names` says which).
+    /// True when some trade names `key` (`names` tells which trades).
     pub fn touches(&self, key: &Pubkey) -> bool {
         self.touched.binary_search(key).is_ok()
     }
 
-    /// Balances before trade `j`, and after the last one for `j == len`.
+    /// Balances before trade `j`.
     pub fn balances_before(&self, j: u32) -> Option<Balances> {
         let row = self.rows.get(j as usize)?;
         Some(row.pre)
@@ -183,7 +183,7 @@ impl Busy {
         }
     }
 
-    /// Signatures of all trades, oldest first (for histories).
+    /// Ids of all trades, oldest first (for histories).
     pub fn ids(&self) -> impl Iterator<Item = TxId> + '_ {
         (0..self.len()).map(TxId::Busy)
     }
