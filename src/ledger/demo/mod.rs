@@ -1,64 +1,330 @@
-//! The demo ledger (placeholder until the demo module lands; see ARCHITECTURE.md).
+//! The demo ledger: a deterministic synthetic Solana ledger built in-process from a seed,
+//! answering the `LedgerSource` methods in the exact jsonParsed wire shapes of a node.
+//!
+//! Owns: `DemoLedger` — the named archetype wallets (built eagerly by `new`, a few hundred
+//! transactions), the busy trader's thousands of trades (a compact table, rendered on
+//! demand) and the background population of `config::DEMO_POPULATION_LEN` wallets (nothing
+//! kept; derived per address) — and the catalog `xray demo list` prints. Constructed on any
+//! thread (the CLI's or a compute thread's) and then only read; `&self` methods are pure.
+//!
+//! Invariant: same seed → byte-identical responses. Archetype, flagged, mint and auxiliary
+//! addresses come from fixed names and never depend on the seed (see `actors`); the seed
+//! drives amounts, timing jitter, the busy trader's trades and the background population.
+//! Invariant: a transaction appears, with the same signature and content, in the history of
+//! every non-builtin account it names; pre/post balances chain from one transaction to the
+//! next and end at the current account state.
+//! Invariant: an address that is neither an archetype, an auxiliary account nor a background
+//! account does not exist (account `null`, no history, no token accounts).
+//! Deliberately absent: histories of real program ids and sysvars (a node's would be the whole
+//! chain), program-data accounts of the synthetic programs, `rewards` and `status` in
+//! transaction meta (the wire types do not carry them), and background transactions in the
+//! histories of the demo mints (background token transfers are unchecked and never name them).
+
+pub mod actors;
+pub mod background;
+pub mod busy;
+pub mod clock;
+pub mod emit;
+pub mod keys;
+pub mod state;
+pub mod tx;
+pub mod world;
+
+use serde::Serialize;
+
+use crate::config;
 use crate::ledger::model::TokenProgram;
 use crate::ledger::source::LedgerSource;
 use crate::ledger::wire::{KeyedAccount, RpcContext, SignatureInfo, TransactionResult, UiAccount, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
+pub use actors::{demo_mints, flagged_addresses};
+use actors::{Cast, ARCHETYPES};
+use background::{Background, BgAccount};
+use busy::Busy;
+use keys::TxId;
+use state::{token_program_of, Acct, State};
+use tx::Failure;
+use world::World;
+
+/// One named archetype of the demo ledger, as `xray demo list` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchetypeInfo {
+    pub name: &'static str,
+    pub address: String,
+    pub description: &'static str,
+    pub expected_signals: Vec<&'static str>,
+}
+
+/// One entry of an address's history before it is rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    slot: u64,
+    signature: Signature,
+    failure: Option<Failure>,
+    memo: Option<String>,
+}
+
 pub struct DemoLedger {
-    pub seed: u64,
+    seed: u64,
+    /// Boxed: some sixty addresses, which would make every `Source` value large.
+    cast: Box<Cast>,
+    world: World,
+    busy: Busy,
+    background: Background,
 }
 
 impl DemoLedger {
-    pub fn new(seed: u64) -> Self {
-        DemoLedger { seed }
+    /// Builds the archetype world and the busy trader's table; the background population is
+    /// not materialized.
+    pub fn new(seed: u64) -> DemoLedger {
+        let cast = Box::new(Cast::new());
+        let mut world = World::build(seed, &cast);
+        let setup_slot = world
+            .index
+            .get(&cast.busy_trader)
+            .and_then(|txs| txs.last())
+            .and_then(|&n| world.txs.get(n as usize))
+            .map_or(0, |t| t.spec.slot);
+        let busy = Busy::build(seed, &cast, &mut world.state, setup_slot);
+        let background = Background::new(seed, &cast);
+        DemoLedger { seed, cast, world, busy, background }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Every archetype with its address, description and expected signals.
+    pub fn archetype_list(&self) -> Vec<ArchetypeInfo> {
+        ARCHETYPES
+            .iter()
+            .map(|a| ArchetypeInfo {
+                name: a.name,
+                address: self.cast.archetype(a.name).map(|k| k.to_string()).unwrap_or_default(),
+                description: a.description,
+                expected_signals: a.expected_signals.to_vec(),
+            })
+            .collect()
+    }
+
+    /// The address of an archetype by name (`clean`, `busy_trader`, `token_mint`, …).
+    pub fn archetype(&self, name: &str) -> Option<Pubkey> {
+        self.cast.archetype(name)
+    }
+
+    /// Background wallet `index` (< `config::DEMO_POPULATION_LEN`).
+    pub fn background_wallet(&self, index: u32) -> Option<Pubkey> {
+        (index < config::DEMO_POPULATION_LEN).then(|| self.background.wallet(index))
+    }
+
+    /// Pairs of wallets with the relationship a comparison should find.
+    pub fn linked_pairs(&self) -> Vec<(Pubkey, Pubkey, &'static str)> {
+        let c = &self.cast;
+        vec![
+            (c.sybil_a, c.sybil_b, "likely_same_owner"),
+            (c.sybil_c, c.sybil_d, "weakly_linked"),
+            (c.clean, c.foreign_stake_authority, "unrelated"),
+            (c.busy_trader, c.new_wallet, "unrelated"),
+        ]
+    }
+
+    /// Every flagged (malicious) address the demo uses: `(address, label, kind)`.
+    pub fn flagged_addresses() -> Vec<(Pubkey, &'static str, &'static str)> {
+        flagged_addresses()
+    }
+
+    /// Every demo mint with its symbol.
+    pub fn demo_mints() -> Vec<(Pubkey, &'static str)> {
+        demo_mints()
+    }
+
+    /// Named counterparties, programs and pools that are neither archetypes nor flagged.
+    pub fn auxiliary_accounts(&self) -> Vec<(Pubkey, &'static str, &'static str)> {
+        self.cast.auxiliary()
+    }
+
+    /// Effects the archetype scripts could not apply as written; empty for a sound world.
+    pub fn inconsistencies(&self) -> &[String] {
+        &self.world.errors
+    }
+
+    fn account(&self, key: &Pubkey) -> Option<Acct> {
+        match self.world.state.get(key) {
+            Some(a) if a.lamports > 0 => Some(a.clone()),
+            Some(_) => None,
+            None => self.background.account(key),
+        }
+    }
+
+    fn token_accounts(&self, owner: &Pubkey, program: TokenProgram) -> Vec<(Pubkey, Acct)> {
+        let world = self.world.state.iter().filter(|(_, a)| {
+            token_program_of(&a.owner) == Some(program) && a.token().is_some_and(|t| t.owner == *owner)
+        });
+        let mut out: Vec<(Pubkey, Acct)> = world.map(|(k, a)| (*k, a.clone())).collect();
+        if let (Some(BgAccount::Wallet(i)), TokenProgram::Token) = (self.background.identify(owner), program) {
+            out.extend(self.background.token_accounts(i));
+        }
+        out
+    }
+
+    /// The slot of one of this ledger's transactions.
+    fn slot_of(&self, signature: &Signature) -> Option<u64> {
+        match TxId::decode(signature, self.seed)? {
+            TxId::World(n) => self.world.txs.get(n as usize).map(|t| t.spec.slot),
+            TxId::Busy(j) => self.busy.slot(j),
+            id @ (TxId::BgPair { .. } | TxId::BgFund { .. }) => self.background.event(id).map(|e| e.slot),
+        }
+    }
+
+    /// Every transaction naming `key`, newest first (slot, then signature, descending).
+    fn history(&self, key: &Pubkey) -> Vec<Entry> {
+        let mut out: Vec<Entry> = Vec::new();
+        for &n in self.world.index.get(key).map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(t) = self.world.txs.get(n as usize) {
+                out.push(Entry {
+                    slot: t.spec.slot,
+                    signature: t.signature,
+                    failure: t.spec.failure,
+                    memo: t.spec.memo(),
+                });
+            }
+        }
+        if self.busy.touches(key) {
+            let all = *key == self.busy.trader();
+            for id in self.busy.ids() {
+                let TxId::Busy(j) = id else { continue };
+                if !all && !self.busy.names(&self.cast, j, key) {
+                    continue;
+                }
+                if let Some(spec) = self.busy.spec(&self.cast, j) {
+                    let signature = id.signature(self.seed);
+                    out.push(Entry { slot: spec.slot, signature, failure: spec.failure, memo: spec.memo() });
+                }
+            }
+        }
+        if let Some(account) = self.background.identify(key) {
+            for (e, signature) in self.background.history(account) {
+                out.push(Entry { slot: e.slot, signature, failure: None, memo: self.background.memo(&e) });
+            }
+        }
+        out.sort_by_key(|e| std::cmp::Reverse((e.slot, e.signature)));
+        out
+    }
+
+    /// A state holding the world's version of every account a transaction names, for
+    /// rendering a generated transaction on top of.
+    fn base_state(&self, compiled: &tx::Compiled) -> State {
+        compiled.keys.iter().filter_map(|k| self.world.state.get(&k.pubkey).map(|a| (k.pubkey, a.clone()))).collect()
+    }
+
+    fn transaction(&self, signature: &Signature) -> Option<TransactionResult> {
+        let id = TxId::decode(signature, self.seed)?;
+        let (spec, compiled, exec) = match id {
+            TxId::World(n) => {
+                let t = self.world.txs.get(n as usize)?;
+                return Some(emit::transaction(&t.spec, &t.compiled, &t.exec, &t.signature, self.seed));
+            }
+            TxId::Busy(j) => {
+                let spec = self.busy.spec(&self.cast, j)?;
+                let compiled = tx::compile(&spec);
+                let mut state = self.base_state(&compiled);
+                self.busy.prepare_state(&self.cast, j, &mut state);
+                let (exec, _) = tx::execute(&spec, &compiled, &mut state, self.seed);
+                (spec, compiled, exec)
+            }
+            TxId::BgPair { .. } | TxId::BgFund { .. } => {
+                let event = self.background.event(id)?;
+                let spec = self.background.spec(&event);
+                let compiled = tx::compile(&spec);
+                let mut state = self.base_state(&compiled);
+                self.background.prepare_state(&event, &mut state);
+                let (exec, _) = tx::execute(&spec, &compiled, &mut state, self.seed);
+                (spec, compiled, exec)
+            }
+        };
+        Some(emit::transaction(&spec, &compiled, &exec, signature, self.seed))
     }
 }
 
 fn ctx<T>(value: T) -> WithContext<T> {
-    WithContext { context: RpcContext { slot: 0 }, value }
+    WithContext { context: RpcContext { slot: clock::AS_OF_SLOT }, value }
 }
 
 impl LedgerSource for DemoLedger {
     fn name(&self) -> &'static str {
         "demo"
     }
-    async fn get_account_info(&self, _a: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
-        Ok(ctx(None))
+
+    async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+        Ok(ctx(self.account(address).as_ref().map(emit::account)))
     }
-    async fn get_multiple_accounts(&self, a: &[Pubkey]) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        Ok(ctx(vec![None; a.len()]))
+
+    async fn get_multiple_accounts(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        if addresses.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
+            return Err(LedgerError::Invalid(format!(
+                "getMultipleAccounts takes at most {} addresses, got {}",
+                config::MULTIPLE_ACCOUNTS_LEN_MAX,
+                addresses.len()
+            )));
+        }
+        Ok(ctx(addresses.iter().map(|a| self.account(a).as_ref().map(emit::account)).collect()))
     }
+
     async fn get_token_accounts_by_owner(
         &self,
-        _o: &Pubkey,
-        _p: TokenProgram,
+        owner: &Pubkey,
+        program: TokenProgram,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
-        Ok(ctx(vec![]))
+        let accounts = self.token_accounts(owner, program);
+        Ok(ctx(accounts
+            .into_iter()
+            .map(|(k, a)| KeyedAccount { pubkey: k.to_string(), account: emit::account(&a) })
+            .collect()))
     }
+
     async fn get_signatures_for_address(
         &self,
-        _a: &Pubkey,
-        _b: Option<&Signature>,
-        _l: u32,
+        address: &Pubkey,
+        before: Option<&Signature>,
+        limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        Ok(vec![])
+        if limit == 0 || limit > config::SIGNATURES_PAGE_LEN_MAX {
+            return Err(LedgerError::Invalid(format!(
+                "limit must be 1..={}, got {limit}",
+                config::SIGNATURES_PAGE_LEN_MAX
+            )));
+        }
+        // As a node does: a `before` signature it does not know yields an empty page.
+        let start = match before {
+            None => None,
+            Some(sig) => match self.slot_of(sig) {
+                Some(slot) => Some((slot, *sig)),
+                None => return Ok(Vec::new()),
+            },
+        };
+        Ok(self
+            .history(address)
+            .into_iter()
+            .filter(|e| start.is_none_or(|s| (e.slot, e.signature) < s))
+            .take(limit as usize)
+            .map(|e| emit::signature_info(&e.signature, e.slot, e.failure, e.memo))
+            .collect())
     }
-    async fn get_transactions(&self, s: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
-        Ok(vec![None; s.len()])
-    }
-}
 
-/// One named archetype of the demo ledger.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ArchetypeInfo {
-    pub name: &'static str,
-    pub address: String,
-    pub description: &'static str,
-}
-
-impl DemoLedger {
-    pub fn archetype_list(&self) -> Vec<ArchetypeInfo> {
-        Vec::new()
+    async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        if signatures.len() > config::HISTORY_DEPTH_MAX as usize {
+            return Err(LedgerError::Invalid(format!(
+                "at most {} transactions per call, got {}",
+                config::HISTORY_DEPTH_MAX,
+                signatures.len()
+            )));
+        }
+        Ok(signatures.iter().map(|s| self.transaction(s)).collect())
     }
 }
