@@ -553,12 +553,8 @@ fn responses_round_trip_through_the_wire_types() {
     let demo = demo();
     for a in sample_addresses(&demo) {
         let info = block_on(demo.get_account_info(&a)).unwrap();
-        // Binary account data is checked by `binary_account_data_round_trips` (ignored until
-        // the wire type reads it back; see there).
-        if info.value.as_ref().is_some_and(|v| matches!(v.data, wire::UiAccountData::Parsed(_))) {
-            let mut bytes = wire::to_vec(&info).unwrap();
-            assert_eq!(wire::parse::<WithContext<Option<UiAccount>>>(&mut bytes).unwrap(), info);
-        }
+        let mut bytes = wire::to_vec(&info).unwrap();
+        assert_eq!(wire::parse::<WithContext<Option<UiAccount>>>(&mut bytes).unwrap(), info);
         let sigs = block_on(demo.get_signatures_for_address(&a, None, 40)).unwrap();
         let mut bytes = wire::to_vec(&sigs).unwrap();
         assert_eq!(wire::parse::<Vec<SignatureInfo>>(&mut bytes).unwrap(), sigs);
@@ -573,12 +569,9 @@ fn responses_round_trip_through_the_wire_types() {
     }
 }
 
-/// `wire::UiAccountData` is untagged and tries `Parsed` first; serde reads the two-string
-/// array `["", "base64"]` as a `ParsedAccountData` struct (sequence form), so binary data comes
-/// back as `Parsed { program: "", parsed: "base64" }`. Fix (in wire.rs): list `Binary` before
-/// `Parsed`. Ignored until then.
+/// Binary account data (`["<base64>", "base64"]`) comes back as binary, not as a struct read
+/// from an array.
 #[test]
-#[ignore = "wire::UiAccountData reads [\"\", \"base64\"] as Parsed; needs a wire.rs change"]
 fn binary_account_data_round_trips() {
     let demo = demo();
     let info = block_on(demo.get_account_info(&key(&demo, "clean"))).unwrap();

@@ -541,7 +541,8 @@ fn decode_stake(name: &str, f: Fields<'_>) -> Option<InstructionKind> {
                 stake: f.pubkey("stakeAccount")?,
                 staker: authorized.and_then(|a| a.pubkey("staker")).or_else(|| f.pubkey("staker"))?,
                 withdrawer: authorized.and_then(|a| a.pubkey("withdrawer")).or_else(|| f.pubkey("withdrawer"))?,
-                custodian: f.obj("lockup").and_then(|l| l.pubkey("custodian")),
+                // The node names the System id (all zeros) for "no custodian".
+                custodian: f.obj("lockup").and_then(|l| l.pubkey("custodian")).filter(|c| *c != Pubkey::default()),
             }
         }
         "authorize" | "authorizeChecked" => InstructionKind::StakeAuthorize {

@@ -108,7 +108,8 @@ pub fn redact_url(url: &str) -> String {
 
 /// The configured source.
 pub enum Source {
-    Demo(DemoLedger),
+    // Boxed: the demo's tables make it much larger than the other variants.
+    Demo(Box<DemoLedger>),
     Snapshot(SnapshotSource),
     Rpc(RpcSource),
 }
@@ -116,7 +117,7 @@ pub enum Source {
 impl Source {
     pub fn open(spec: &SourceSpec, rpc: RpcOptions) -> Result<Source, LedgerError> {
         Ok(match spec {
-            SourceSpec::Demo { seed } => Source::Demo(DemoLedger::new(*seed)),
+            SourceSpec::Demo { seed } => Source::Demo(Box::new(DemoLedger::new(*seed))),
             SourceSpec::Snapshot { dir } => Source::Snapshot(SnapshotSource::open(dir)?),
             SourceSpec::Rpc { url } => Source::Rpc(RpcSource::new(url, rpc)?),
         })

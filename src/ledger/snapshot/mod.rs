@@ -246,7 +246,6 @@ pub fn demo_wallets(demo: &DemoLedger, background: u32) -> Result<Vec<Pubkey>, L
         })?;
         out.push(address);
     }
-    // MERGE(demo): becomes `.map_while(|index| demo.background_wallet(index))` once the demo has it.
-    out.extend((0..background.min(config::DEMO_POPULATION_LEN)).map_while(|_index| None::<Pubkey>));
+    out.extend((0..background.min(config::DEMO_POPULATION_LEN)).map_while(|index| demo.background_wallet(index)));
     Ok(out)
 }
