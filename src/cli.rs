@@ -178,12 +178,13 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Analyze { wallet, ledger, pretty } => {
             let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
-            let view = read_view(&wallet, &ledger)?;
+            let view = read_eligible_view(&wallet, &ledger, &labels)?;
             print_payload(&crate::engine::analyze(&view, &labels), pretty)
         }
         Command::Compare { wallet_a, wallet_b, ledger, pretty } => {
             let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
-            let (a, b) = (read_view(&wallet_a, &ledger)?, read_view(&wallet_b, &ledger)?);
+            let (a, b) =
+                (read_eligible_view(&wallet_a, &ledger, &labels)?, read_eligible_view(&wallet_b, &ledger, &labels)?);
             if a.address == b.address {
                 return Err("the two wallets are the same address".into());
             }
@@ -210,6 +211,27 @@ fn print_payload<T: serde::Serialize>(value: &T, pretty: bool) -> Result<(), Str
     }
     println!("{}", serde_json::to_string(value).map_err(|e| e.to_string())?);
     Ok(())
+}
+
+/// Reads a wallet's view after the contract's validation and classification (local, then
+/// ledger): an address that cannot be a user wallet is an error, as the API answers it.
+fn read_eligible_view(
+    wallet: &str,
+    ledger: &LedgerArgs,
+    labels: &crate::labels::Labels,
+) -> Result<crate::ledger::WalletView, String> {
+    use crate::eligibility::{self, LocalRefusal};
+    match eligibility::check_local(wallet, labels) {
+        Err(LocalRefusal::Invalid(e)) => return Err(format!("INVALID_ADDRESS: {wallet}: {}", e.reason())),
+        Err(LocalRefusal::Ineligible(i)) => {
+            return Err(format!("ACCOUNT_NOT_ELIGIBLE ({}): {}", i.reason(), i.message()))
+        }
+        Ok(_) => {}
+    }
+    let view = read_view(wallet, ledger)?;
+    eligibility::classify_ledger(&view)
+        .map_err(|i| format!("ACCOUNT_NOT_ELIGIBLE ({}): {}", i.reason(), i.message()))?;
+    Ok(view)
 }
 
 /// Reads one wallet's view from the source `ledger` names, on a current-thread runtime.

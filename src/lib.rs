@@ -4,12 +4,12 @@
 //! ARCHITECTURE.md for the data flow, the code map and which threads call what.
 #![warn(clippy::all)]
 
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod eligibility;
 pub mod engine;
 pub mod labels;
 pub mod ledger;
-pub mod pubkey;
-pub mod auth;
 pub mod limits;
+pub mod pubkey;

@@ -184,6 +184,16 @@ mod tests {
     }
 
     #[test]
+    fn default_file_flags_every_demo_flagged_address() {
+        let labels = Labels::builtin();
+        for (address, name, _) in crate::ledger::demo::DemoLedger::flagged_addresses() {
+            let label = labels.get(&address).unwrap_or_else(|| panic!("{name} ({address}) missing from default.toml"));
+            assert_eq!(label.category, Category::Flagged, "{name}");
+            assert!(label.has_tag("demo"), "{name}");
+        }
+    }
+
+    #[test]
     fn refuses_bad_files_with_the_entry_named() {
         let cases = [
             ("version = 2", "version"),

@@ -25,12 +25,12 @@ use crate::pubkey::Pubkey;
 pub const BUSY_TX_LEN: u32 = 3_600;
 /// Percent of trades that are swaps (the rest are token transfers to peers).
 const SWAP_PERCENT: u64 = 82;
-/// Percent of swaps that fail on slippage.
-const FAILED_SWAP_PERCENT: u64 = 8;
+/// Percent of swaps that fail on slippage (a bot racing others fails often).
+const FAILED_SWAP_PERCENT: u64 = 30;
 /// The DEX's slippage error (`0x1771`).
 pub const SLIPPAGE_ERROR_CODE: u32 = 6_001;
-/// Percent of gaps that are inside a burst (1–3 slots).
-const BURST_PERCENT: u64 = 70;
+/// Percent of gaps that are inside a burst (1–3 slots): runs of ~14 trades on average.
+const BURST_PERCENT: u64 = 93;
 const BURST_GAP_SLOTS_MAX: u64 = 3;
 const QUIET_GAP_SLOTS_MAX: u64 = 130_000;
 /// The last trade is about this long before the as-of slot.

@@ -125,7 +125,8 @@ impl DemoLedger {
         let c = &self.cast;
         vec![
             (c.sybil_a, c.sybil_b, "likely_same_owner"),
-            (c.sybil_c, c.sybil_d, "weakly_linked"),
+            // Same first funder only: linked, not proven to be one owner.
+            (c.sybil_c, c.sybil_d, "linked"),
             (c.clean, c.foreign_stake_authority, "unrelated"),
             (c.busy_trader, c.new_wallet, "unrelated"),
         ]
