@@ -18,7 +18,8 @@ use xray::ledger::wire::{
 use xray::ledger::{LedgerError, WalletView};
 use xray::pubkey::{Pubkey, Signature};
 
-const FIXTURE_TX: &str = "/work/shared/fixtures/solana-rpc/solders-getTransaction-jsonParsed.json";
+const FIXTURE_TX: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/solana-rpc/solders-getTransaction-jsonParsed.json");
 const FIXTURE_SIGNATURE: &str =
     "4zExa66hUSr28i2ma6EJwEsm3nZo4VFryEyRYE5Zrr4Q6dZpP1ctzsoMqUhLnp6iHGPp5MB722rZXRBKg927WXN9";
 /// Just above the fixture transaction's slot (147558327).
