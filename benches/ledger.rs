@@ -7,7 +7,9 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
+use xray::ledger::demo::DemoLedger;
 use xray::ledger::model::Transaction;
+use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{self, TransactionResult};
 
 const GET_TRANSACTION: &[u8] = include_bytes!("../tests/fixtures/solana-rpc/solders-getTransaction-jsonParsed.json");
@@ -64,5 +66,19 @@ fn parse_get_block(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse_get_transaction, parse_get_block);
+/// The whole fetch plan over the demo source for its busiest archetype (history depth 1000:
+/// 1000 transactions generated, emitted as wire types and decoded into the domain model).
+fn build_view_busy_trader(c: &mut Criterion) {
+    let demo = DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
+    let wallet = demo.archetype("busy_trader").expect("busy_trader is an archetype");
+    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let mut group = c.benchmark_group("build_view");
+    group.sample_size(20);
+    group.bench_function("demo_busy_trader_depth_1000", |b| {
+        b.iter(|| rt.block_on(build_view(&demo, &wallet, ViewOptions::default())).map(|v| v.transactions.len()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, parse_get_transaction, parse_get_block, build_view_busy_trader);
 criterion_main!(benches);
