@@ -150,3 +150,11 @@ fn output_is_byte_identical_across_runs_and_threads() {
         assert_eq!(other, here);
     }
 }
+
+#[test]
+fn readme_lists_every_archetype_address() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for arch in demo().archetype_list() {
+        assert!(readme.contains(&arch.address), "README is missing {} ({})", arch.name, arch.address);
+    }
+}
