@@ -20,7 +20,7 @@ run: build
 
 test: deps
 	cargo test --all-targets
-	cargo test --doc
+	cargo test --doc --quiet
 
 bench: deps
 	cargo bench --bench ledger
