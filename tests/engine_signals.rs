@@ -1,0 +1,138 @@
+//! Detectors the demo archetypes do not reach, on small hand-built views: a flagged first
+//! funder, a foreign close authority, a frozen account, missing transactions — and that a
+//! flagged delegate raises an open delegation to critical.
+
+use xray::engine::{self, report::Severity};
+use xray::labels::Labels;
+use xray::ledger::instruction::{Instruction, InstructionIndex, InstructionKind, Program};
+use xray::ledger::model::*;
+use xray::pubkey::{Pubkey, Signature};
+
+fn key(b: u8) -> Pubkey {
+    Pubkey([b; 32])
+}
+
+const WALLET: u8 = 1;
+const FLAGGED: u8 = 9;
+
+fn labels() -> Labels {
+    Labels::from_toml(&format!(
+        "version = 1\n[[label]]\naddress = \"{}\"\nname = \"bad\"\ncategory = \"flagged\"\n",
+        key(FLAGGED)
+    ))
+    .unwrap()
+}
+
+fn tx(n: u8, slot: u64, signers: &[u8], kind: InstructionKind) -> Transaction {
+    let signers: Vec<Pubkey> = signers.iter().map(|&b| key(b)).collect();
+    Transaction {
+        signature: Signature([n; 64]),
+        slot,
+        block_time: Some(1_700_000_000 + slot as i64),
+        error: None,
+        fee: 5000,
+        fee_payer: signers[0],
+        account_keys: signers.clone(),
+        signers,
+        version: TransactionVersion::Legacy,
+        instructions: vec![Instruction {
+            index: InstructionIndex { outer: 0, inner: None },
+            program_id: Pubkey::default(),
+            program: Program::System,
+            name: "transfer".into(),
+            kind,
+            accounts: vec![],
+        }],
+        sol_changes: vec![],
+        token_changes: vec![],
+    }
+}
+
+fn token_account(address: u8) -> TokenAccount {
+    TokenAccount {
+        address: key(address),
+        mint: key(50),
+        owner: key(WALLET),
+        program: TokenProgram::Token,
+        amount: 1_000,
+        decimals: 6,
+        delegate: None,
+        delegated_amount: 0,
+        close_authority: None,
+        state: TokenAccountState::Initialized,
+        is_native: false,
+        lamports: 2_039_280,
+        extensions: vec![],
+    }
+}
+
+fn view(transactions: Vec<Transaction>, token_accounts: Vec<TokenAccount>) -> WalletView {
+    WalletView {
+        address: key(WALLET),
+        account: None,
+        token_accounts,
+        mints: vec![],
+        nonce_accounts: vec![],
+        stake_accounts: vec![],
+        transactions,
+        coverage: Coverage { source: "test".into(), as_of_slot: 100, transactions_read: 2, ..Coverage::default() },
+    }
+}
+
+fn kinds(v: &WalletView) -> Vec<(&'static str, Severity)> {
+    let xray = engine::analyze(v, &labels());
+    assert_eq!(xray.check(), Ok(()));
+    xray.signals.iter().map(|s| (s.kind, s.severity)).collect()
+}
+
+#[test]
+fn flagged_first_funder() {
+    let fund = |n, slot, from| {
+        tx(n, slot, &[from], InstructionKind::SystemTransfer { from: key(from), to: key(WALLET), lamports: 5_000_000 })
+    };
+    // Newest first: a later gift from a clean address, the first funding from the flagged one.
+    let v = view(vec![fund(2, 20, 7), fund(1, 10, FLAGGED)], vec![]);
+    let found = kinds(&v);
+    assert!(found.contains(&("flagged_funder", Severity::High)), "{found:?}");
+    // With the history cut, the first funder is unknown: no signal, rather than a guess.
+    let mut cut = v.clone();
+    cut.coverage.history_truncated = true;
+    assert!(!kinds(&cut).iter().any(|k| k.0 == "flagged_funder"));
+}
+
+#[test]
+fn foreign_close_authority_and_frozen_account() {
+    let mut closable = token_account(20);
+    closable.close_authority = Some(key(7));
+    let mut frozen = token_account(21);
+    frozen.state = TokenAccountState::Frozen;
+    let found = kinds(&view(vec![], vec![closable, frozen]));
+    assert!(found.contains(&("foreign_close_authority", Severity::Medium)), "{found:?}");
+    assert!(found.contains(&("frozen_token_account", Severity::Medium)), "{found:?}");
+}
+
+#[test]
+fn flagged_delegate_is_critical_and_partial_approval_medium() {
+    let mut flagged = token_account(20);
+    (flagged.delegate, flagged.delegated_amount) = (Some(key(FLAGGED)), 10);
+    let mut partial = token_account(21);
+    (partial.delegate, partial.delegated_amount) = (Some(key(7)), 10);
+    let found = kinds(&view(vec![], vec![flagged, partial]));
+    assert_eq!(
+        found.iter().filter(|k| k.0 == "open_token_delegation").map(|k| k.1).collect::<Vec<_>>(),
+        [Severity::Critical, Severity::Medium]
+    );
+}
+
+#[test]
+fn missing_transactions_lower_confidence_without_inventing_findings() {
+    let mut v = view(vec![], vec![]);
+    v.coverage.transactions_missing = 3;
+    let xray = engine::analyze(&v, &labels());
+    assert_eq!(
+        xray.signals.iter().map(|s| (s.kind, s.severity)).collect::<Vec<_>>(),
+        [("missing_transactions", Severity::Info)]
+    );
+    assert_eq!(xray.score.value, 100);
+    assert!(!xray.coverage.history_complete);
+}
