@@ -4,6 +4,7 @@
 //! ARCHITECTURE.md for the data flow, the code map and which threads call what.
 #![warn(clippy::all)]
 
+pub mod api;
 pub mod cli;
 pub mod config;
 pub mod eligibility;
@@ -11,3 +12,4 @@ pub mod engine;
 pub mod labels;
 pub mod ledger;
 pub mod pubkey;
+pub mod server;
