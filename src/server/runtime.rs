@@ -51,10 +51,14 @@ pub enum ThreadRuntime {
 impl ThreadRuntime {
     /// Builds the runtime `choice` asks for on the calling thread.
     pub fn build(choice: IoDriver, thread_index: usize) -> io::Result<ThreadRuntime> {
+        ThreadRuntime::build_with(choice, thread_index, URING_ENTRIES)
+    }
+
+    fn build_with(choice: IoDriver, thread_index: usize, uring_entries: u32) -> io::Result<ThreadRuntime> {
         let runtime = match choice {
-            IoDriver::Uring => build_uring()?,
+            IoDriver::Uring => build_uring(uring_entries)?,
             IoDriver::Epoll => build_epoll()?,
-            IoDriver::Auto => match build_uring() {
+            IoDriver::Auto => match build_uring(uring_entries) {
                 Ok(runtime) => runtime,
                 Err(error) => {
                     tracing::warn!(thread = thread_index, %error, "io_uring unavailable, falling back to epoll");
@@ -82,8 +86,8 @@ impl ThreadRuntime {
     }
 }
 
-fn build_uring() -> io::Result<ThreadRuntime> {
-    RuntimeBuilder::<IoUringDriver>::new().with_entries(URING_ENTRIES).enable_timer().build().map(ThreadRuntime::Uring)
+fn build_uring(entries: u32) -> io::Result<ThreadRuntime> {
+    RuntimeBuilder::<IoUringDriver>::new().with_entries(entries).enable_timer().build().map(ThreadRuntime::Uring)
 }
 
 fn build_epoll() -> io::Result<ThreadRuntime> {
@@ -92,7 +96,7 @@ fn build_epoll() -> io::Result<ThreadRuntime> {
 
 /// Whether this process may use io_uring (builds and drops a runtime).
 pub fn uring_available() -> bool {
-    build_uring().is_ok()
+    build_uring(URING_ENTRIES).is_ok()
 }
 
 #[cfg(test)]
@@ -108,6 +112,17 @@ mod tests {
             7
         });
         assert_eq!(out, 7);
+    }
+
+    #[test]
+    fn auto_falls_back_when_io_uring_setup_is_refused() {
+        // io_uring_setup refuses more than 32768 entries (EINVAL), as a seccomp filter would
+        // refuse the call (EPERM): either way the probe fails and Auto falls back.
+        let refused = 1 << 30;
+        assert!(ThreadRuntime::build_with(IoDriver::Uring, 0, refused).is_err());
+        let mut runtime = ThreadRuntime::build_with(IoDriver::Auto, 0, refused).unwrap();
+        assert_eq!(runtime.kind(), DriverKind::Epoll);
+        assert_eq!(runtime.block_on(async { 2 }), 2);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!
 //! Invariant: the deadline is recomputed on every poll of the sleep, which hyper does each time
 //! the head parse is pending (i.e. after every read), so a state change is never missed.
+//! Known leniency: a head pipelined before the previous response was written, and left
+//! incomplete, is timed by the idle deadline (the clock cannot see hyper's buffer); it is still
+//! bounded by `keep_alive_idle` and by the connection cap.
 //! Deliberately absent: a body timeout (the edge wraps body reads in `monoio::time::timeout`).
 
 use std::future::Future;
