@@ -50,6 +50,9 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+    /// The HTTP edge alone with a stand-in handler, for load tests (loadtest/run.sh).
+    #[command(hide = true)]
+    Edge(EdgeArgs),
     /// Print the wallet view (the domain model the engine reads) of one wallet, for debugging.
     View {
         wallet: String,
@@ -105,6 +108,28 @@ enum LedgerCommand {
     },
     /// Serve a snapshot (or the demo ledger) as a Solana JSON-RPC endpoint, with optional faults.
     Serve(crate::ledger::rpc_server::ServeArgs),
+}
+
+#[derive(Args)]
+struct EdgeArgs {
+    /// `baseline`: a fixed `{"status":"ok"}` for any request (the edge's own cost);
+    /// `demo`: the contract's routing and checks with nothing behind them.
+    #[arg(value_enum)]
+    mode: EdgeMode,
+    #[arg(long, default_value = crate::server::config::LISTEN_DEFAULT)]
+    listen: std::net::SocketAddr,
+    /// Listener threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// I/O driver: auto, uring or epoll.
+    #[arg(long, default_value = "auto")]
+    driver: crate::server::IoDriver,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum EdgeMode {
+    Baseline,
+    Demo,
 }
 
 #[derive(Subcommand)]
@@ -197,6 +222,14 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Signals { markdown: false } => print_json(&crate::engine::signals::catalogue_json()),
+        Command::Edge(args) => {
+            let mode = match args.mode {
+                EdgeMode::Baseline => crate::server::demo::EdgeMode::Baseline,
+                EdgeMode::Demo => crate::server::demo::EdgeMode::Demo,
+            };
+            let threads = args.threads.unwrap_or_else(|| crate::server::ServerConfig::default().threads);
+            crate::server::demo::run_edge(mode, args.listen, threads, args.driver)
+        }
         Command::View { wallet, ledger } => {
             println!("{:#?}", read_view(&wallet, &ledger)?);
             Ok(())

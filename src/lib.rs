@@ -4,6 +4,7 @@
 //! ARCHITECTURE.md for the data flow, the code map and which threads call what.
 #![warn(clippy::all)]
 
+pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod config;
@@ -13,3 +14,4 @@ pub mod labels;
 pub mod ledger;
 pub mod limits;
 pub mod pubkey;
+pub mod server;

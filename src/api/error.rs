@@ -1,0 +1,443 @@
+//! The one error type of the API and its wire form (contract §7).
+//!
+//! Owns: `ApiError` (one variant per contract code, with exactly the facts its `details`
+//! needs), the mapping of each variant to HTTP status, code string, message, `details` and the
+//! headers that go with it — all in `ApiError::render`, the only place that mapping exists.
+//! Called on listener threads when a request is refused; pure.
+//!
+//! Wire form: `{"error":{"code","message","requestId","details"}}`. `details` is omitted when
+//! the contract lists none for the code (`NOT_FOUND`, `UNSUPPORTED_MEDIA_TYPE`, `INTERNAL`);
+//! it is never `{}` or `null`. `METHOD_NOT_ALLOWED` gives `details.allow` as an array of
+//! methods, the same list as the `Allow` header.
+//!
+//! Invariant: headers that belong to a code always go with it — `WWW-Authenticate: Bearer` on
+//! 401, `Allow` on 405, `Retry-After` (whole seconds, at least 1) on 429 and 503.
+//! `INTERNAL` never carries a cause to the client: `ApiError::internal` logs it and drops it.
+//! Deliberately absent: the codes that only appear inside a `FAILED` analysis
+//! (`UPSTREAM_UNAVAILABLE`, `ANALYSIS_FAILED`); they are not HTTP errors.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Serialize;
+
+use super::{ApiResponse, Method, RequestId};
+use crate::eligibility::Ineligible;
+use crate::pubkey::AddressError;
+
+/// `Retry-After` of a `503 SERVICE_BUSY` (contract §6).
+pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
+
+/// Why a request is not authenticated (`details.reason` of 401).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unauthenticated {
+    Missing,
+    Malformed,
+    Unknown,
+    Revoked,
+    Expired,
+}
+
+impl Unauthenticated {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unauthenticated::Missing => "missing",
+            Unauthenticated::Malformed => "malformed",
+            Unauthenticated::Unknown => "unknown",
+            Unauthenticated::Revoked => "revoked",
+            Unauthenticated::Expired => "expired",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Unauthenticated::Missing => "an API key is required: send Authorization: Bearer <key>",
+            Unauthenticated::Malformed => "the API key is malformed",
+            Unauthenticated::Unknown => "the API key is not known",
+            Unauthenticated::Revoked => "the API key has been revoked",
+            Unauthenticated::Expired => "the API key has expired",
+        }
+    }
+}
+
+/// Every way the API refuses a request. Closed: one variant per contract code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// Malformed JSON, not an object, missing or mistyped field, bad query value, equal compare
+    /// addresses. `field` names the offender (`body` for the document as a whole).
+    InvalidRequest {
+        field: &'static str,
+        message: &'static str,
+    },
+    InvalidAddress {
+        field: &'static str,
+        reason: AddressError,
+    },
+    Unauthenticated(Unauthenticated),
+    InsufficientScope {
+        required_scope: &'static str,
+    },
+    NotFound,
+    MethodNotAllowed {
+        allow: &'static [Method],
+    },
+    PayloadTooLarge {
+        max_bytes: usize,
+    },
+    UnsupportedMediaType,
+    AccountNotEligible {
+        field: &'static str,
+        reason: Ineligible,
+    },
+    RateLimited {
+        retry_after_s: u64,
+    },
+    /// `resets_at` is the RFC 3339 time the period ends; `retry_after_s` the seconds until then.
+    QuotaExhausted {
+        limit: u64,
+        used: u64,
+        resets_at: String,
+        retry_after_s: u64,
+    },
+    ServiceBusy,
+    Internal,
+}
+
+/// The contract's error codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidRequest,
+    InvalidAddress,
+    Unauthenticated,
+    InsufficientScope,
+    NotFound,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    AccountNotEligible,
+    RateLimited,
+    QuotaExhausted,
+    ServiceBusy,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::InvalidAddress => "INVALID_ADDRESS",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::InsufficientScope => "INSUFFICIENT_SCOPE",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ErrorCode::AccountNotEligible => "ACCOUNT_NOT_ELIGIBLE",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::QuotaExhausted => "QUOTA_EXHAUSTED",
+            ErrorCode::ServiceBusy => "SERVICE_BUSY",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+
+    pub fn status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidRequest | ErrorCode::InvalidAddress => 400,
+            ErrorCode::Unauthenticated => 401,
+            ErrorCode::InsufficientScope => 403,
+            ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::AccountNotEligible => 422,
+            ErrorCode::RateLimited | ErrorCode::QuotaExhausted => 429,
+            ErrorCode::ServiceBusy => 503,
+            ErrorCode::Internal => 500,
+        }
+    }
+}
+
+/// `details`: every field any code uses; each code fills its own subset.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Details<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required_scope: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<&'a str>,
+}
+
+impl Details<'_> {
+    fn is_empty(&self) -> bool {
+        *self == Details::default()
+    }
+}
+
+/// An error taken apart into what goes on the wire.
+#[derive(Debug)]
+pub struct Rendered<'a> {
+    pub code: ErrorCode,
+    pub message: Cow<'static, str>,
+    pub details: Details<'a>,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: ErrorObject<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ErrorObject<'a> {
+    code: &'static str,
+    message: &'a str,
+    request_id: &'a str,
+    #[serde(skip_serializing_if = "Details::is_empty")]
+    details: &'a Details<'a>,
+}
+
+impl ApiError {
+    /// An `INTERNAL` error: the cause is logged here and never sent.
+    pub fn internal(context: &dyn fmt::Display) -> ApiError {
+        tracing::error!(cause = %context, "internal error");
+        ApiError::Internal
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        self.render().code
+    }
+
+    /// The one mapping from error to wire facts.
+    pub fn render(&self) -> Rendered<'_> {
+        let d = Details::default;
+        let (code, message, details): (ErrorCode, Cow<'static, str>, Details<'_>) = match self {
+            ApiError::InvalidRequest { field, message } => {
+                (ErrorCode::InvalidRequest, (*message).into(), Details { field: Some(field), ..d() })
+            }
+            ApiError::InvalidAddress { field, reason } => (
+                ErrorCode::InvalidAddress,
+                format!("{field} is not a base58 string of 32 bytes").into(),
+                Details { field: Some(field), reason: Some(reason.reason()), ..d() },
+            ),
+            ApiError::Unauthenticated(why) => {
+                (ErrorCode::Unauthenticated, why.message().into(), Details { reason: Some(why.reason()), ..d() })
+            }
+            ApiError::InsufficientScope { required_scope } => (
+                ErrorCode::InsufficientScope,
+                format!("the API key lacks the scope {required_scope}").into(),
+                Details { required_scope: Some(required_scope), ..d() },
+            ),
+            ApiError::NotFound => (ErrorCode::NotFound, "not found".into(), d()),
+            ApiError::MethodNotAllowed { allow } => (
+                ErrorCode::MethodNotAllowed,
+                "method not allowed on this path".into(),
+                Details { allow: Some(allow.iter().map(|m| m.as_str()).collect()), ..d() },
+            ),
+            ApiError::PayloadTooLarge { max_bytes } => (
+                ErrorCode::PayloadTooLarge,
+                format!("request body is larger than {max_bytes} bytes").into(),
+                Details { max_bytes: Some(*max_bytes), ..d() },
+            ),
+            ApiError::UnsupportedMediaType => {
+                (ErrorCode::UnsupportedMediaType, "Content-Type must be application/json".into(), d())
+            }
+            ApiError::AccountNotEligible { field, reason } => (
+                ErrorCode::AccountNotEligible,
+                format!("{field}: {}", reason.message()).into(),
+                Details { field: Some(field), reason: Some(reason.reason()), ..d() },
+            ),
+            ApiError::RateLimited { retry_after_s } => (
+                ErrorCode::RateLimited,
+                "rate limit exceeded".into(),
+                Details { retry_after_seconds: Some((*retry_after_s).max(1)), ..d() },
+            ),
+            ApiError::QuotaExhausted { limit, used, resets_at, .. } => (
+                ErrorCode::QuotaExhausted,
+                "quota exhausted for this period".into(),
+                Details { limit: Some(*limit), used: Some(*used), resets_at: Some(resets_at), ..d() },
+            ),
+            ApiError::ServiceBusy => (
+                ErrorCode::ServiceBusy,
+                "the service is busy: retry later".into(),
+                Details { retry_after_seconds: Some(SERVICE_BUSY_RETRY_AFTER_S), ..d() },
+            ),
+            ApiError::Internal => (ErrorCode::Internal, "internal error".into(), d()),
+        };
+        Rendered { code, message, details, headers: self.headers() }
+    }
+
+    /// The headers that go with the code.
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            ApiError::Unauthenticated(_) => vec![("www-authenticate", "Bearer".to_owned())],
+            ApiError::MethodNotAllowed { allow } => {
+                let list: Vec<&str> = allow.iter().map(|m| m.as_str()).collect();
+                vec![("allow", list.join(", "))]
+            }
+            ApiError::RateLimited { retry_after_s } | ApiError::QuotaExhausted { retry_after_s, .. } => {
+                vec![("retry-after", (*retry_after_s).max(1).to_string())]
+            }
+            ApiError::ServiceBusy => vec![("retry-after", SERVICE_BUSY_RETRY_AFTER_S.to_string())],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The full response for this error.
+    pub fn to_response(&self, request_id: &RequestId) -> ApiResponse {
+        let rendered = self.render();
+        let body = ErrorBody {
+            error: ErrorObject {
+                code: rendered.code.as_str(),
+                message: &rendered.message,
+                request_id: request_id.as_str(),
+                details: &rendered.details,
+            },
+        };
+        let bytes = match simd_json::to_vec(&body) {
+            Ok(bytes) => bytes,
+            // Serializing strings and integers into a Vec cannot fail; keep a valid answer anyway.
+            Err(_) => br#"{"error":{"code":"INTERNAL","message":"internal error"}}"#.to_vec(),
+        };
+        let close = matches!(self, ApiError::PayloadTooLarge { .. });
+        ApiResponse { status: rendered.code.status(), headers: rendered.headers, body: bytes.into(), close }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rendered = self.render();
+        write!(f, "{}: {}", rendered.code.as_str(), rendered.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use simd_json::prelude::*;
+
+    fn body_of(error: &ApiError) -> (ApiResponse, simd_json::OwnedValue) {
+        let response = error.to_response(&RequestId::resolve(Some(b"rid-1")));
+        let mut bytes = response.body.to_vec();
+        let value = simd_json::to_owned_value(&mut bytes).unwrap();
+        (response, value)
+    }
+
+    fn all_errors() -> Vec<ApiError> {
+        vec![
+            ApiError::InvalidRequest { field: "wallet", message: "wallet is required and must be a string" },
+            ApiError::InvalidAddress { field: "walletB", reason: AddressError::WrongLength },
+            ApiError::Unauthenticated(Unauthenticated::Revoked),
+            ApiError::InsufficientScope { required_scope: "wallet:analyze" },
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed { allow: &[Method::Get] },
+            ApiError::PayloadTooLarge { max_bytes: 4096 },
+            ApiError::UnsupportedMediaType,
+            ApiError::AccountNotEligible { field: "wallet", reason: Ineligible::OffCurve },
+            ApiError::RateLimited { retry_after_s: 0 },
+            ApiError::QuotaExhausted {
+                limit: 10,
+                used: 10,
+                resets_at: "2026-12-01T00:00:00.000Z".into(),
+                retry_after_s: 3600,
+            },
+            ApiError::ServiceBusy,
+            ApiError::Internal,
+        ]
+    }
+
+    #[test]
+    fn every_code_has_its_status_and_shape() {
+        let expected = [
+            ("INVALID_REQUEST", 400),
+            ("INVALID_ADDRESS", 400),
+            ("UNAUTHENTICATED", 401),
+            ("INSUFFICIENT_SCOPE", 403),
+            ("NOT_FOUND", 404),
+            ("METHOD_NOT_ALLOWED", 405),
+            ("PAYLOAD_TOO_LARGE", 413),
+            ("UNSUPPORTED_MEDIA_TYPE", 415),
+            ("ACCOUNT_NOT_ELIGIBLE", 422),
+            ("RATE_LIMITED", 429),
+            ("QUOTA_EXHAUSTED", 429),
+            ("SERVICE_BUSY", 503),
+            ("INTERNAL", 500),
+        ];
+        for (error, (code, status)) in all_errors().iter().zip(expected) {
+            let (response, value) = body_of(error);
+            assert_eq!(response.status, status, "{code}");
+            let obj = value.get("error").unwrap();
+            assert_eq!(obj.get_str("code"), Some(code));
+            assert_eq!(obj.get_str("requestId"), Some("rid-1"));
+            assert!(!obj.get_str("message").unwrap().is_empty());
+            let keys = value.as_object().unwrap().len();
+            assert_eq!(keys, 1, "only `error` at the top");
+            let no_details = matches!(code, "NOT_FOUND" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL");
+            assert_eq!(obj.get("details").is_none(), no_details, "{code}");
+        }
+    }
+
+    #[test]
+    fn details_match_the_contract() {
+        let (_, v) = body_of(&ApiError::InvalidAddress { field: "walletB", reason: AddressError::NotBase58 });
+        let details = v.get("error").unwrap().get("details").unwrap();
+        assert_eq!(details.get_str("field"), Some("walletB"));
+        assert_eq!(details.get_str("reason"), Some("not_base58"));
+        assert!(v.get("error").unwrap().get_str("message").unwrap().starts_with("walletB "));
+
+        let (r, v) = body_of(&ApiError::PayloadTooLarge { max_bytes: 4096 });
+        assert_eq!(v.get("error").unwrap().get("details").unwrap().get_u64("maxBytes"), Some(4096));
+        assert!(r.close);
+
+        let (_, v) = body_of(&ApiError::AccountNotEligible { field: "walletA", reason: Ineligible::Program });
+        assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("reason"), Some("program"));
+
+        let (_, v) = body_of(&ApiError::InsufficientScope { required_scope: "usage:read" });
+        assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("requiredScope"), Some("usage:read"));
+
+        let (_, v) = body_of(&all_errors()[10]);
+        let details = v.get("error").unwrap().get("details").unwrap();
+        assert_eq!(details.get_u64("limit"), Some(10));
+        assert_eq!(details.get_str("resetsAt"), Some("2026-12-01T00:00:00.000Z"));
+    }
+
+    #[test]
+    fn headers_go_with_their_codes() {
+        let header = |e: ApiError, name| e.to_response(&RequestId::generate()).header(name).map(str::to_owned);
+        assert_eq!(header(ApiError::Unauthenticated(Unauthenticated::Missing), "www-authenticate").unwrap(), "Bearer");
+        let allow = ApiError::MethodNotAllowed { allow: &[Method::Get, Method::Post] };
+        assert_eq!(header(allow.clone(), "allow").unwrap(), "GET, POST");
+        let (_, v) = body_of(&allow);
+        let list = v.get("error").unwrap().get("details").unwrap().get("allow").unwrap().as_array().unwrap().len();
+        assert_eq!(list, 2);
+        assert_eq!(header(ApiError::RateLimited { retry_after_s: 0 }, "retry-after").unwrap(), "1");
+        assert_eq!(header(all_errors()[10].clone(), "retry-after").unwrap(), "3600");
+        assert_eq!(header(ApiError::ServiceBusy, "retry-after").unwrap(), "1");
+        assert_eq!(header(ApiError::NotFound, "retry-after"), None);
+    }
+
+    #[test]
+    fn internal_leaks_nothing() {
+        let error = ApiError::internal(&"rocksdb: IO error at /secret/path");
+        let (_, v) = body_of(&error);
+        let text = simd_json::to_string(&v).unwrap();
+        assert!(!text.contains("secret"), "{text}");
+        assert_eq!(v.get("error").unwrap().get_str("message"), Some("internal error"));
+    }
+}

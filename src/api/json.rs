@@ -1,0 +1,243 @@
+//! Request bodies: media type, size and JSON shape (contract §3 step 5), parsed with simd-json.
+//!
+//! Owns: `check_content_type` (415), `parse_body` (415 → 413 → 400, in the contract's order),
+//! the typed requests `WalletRequest` and `CompareRequest`, and the per-thread parse scratch.
+//! Called on listener threads after authentication, scope and rate limit have passed.
+//!
+//! Each thread keeps one `Scratch` (thread-local): a copy of the body (simd-json parses in
+//! place), simd-json's `Buffers` and a reused tape, so a parse allocates only the strings it
+//! returns. The scratch never grows past `BODY_BYTES_MAX` plus simd-json's padding because
+//! bodies are size-checked before they reach it.
+//!
+//! Invariant: a body is accepted only if it is a JSON object whose required fields are strings
+//! and whose optional fields have their type; the error's `details.field` names the first
+//! offending field (`body` when the document itself is not JSON or not an object). Unknown
+//! fields are ignored; `null` for an optional field means absent. Deliberately absent: address
+//! validation (the caller does it with `pubkey`, to answer `INVALID_ADDRESS`).
+
+use std::cell::RefCell;
+
+use simd_json::prelude::*;
+use simd_json::tape::{Object, Tape};
+
+use super::{ApiError, ApiRequest, Body, BODY_BYTES_MAX};
+
+/// A typed request body read from a JSON object.
+pub trait JsonRequest: Sized {
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError>;
+}
+
+/// `POST /v1/developer/intelligence/wallet`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalletRequest {
+    pub wallet: String,
+    pub refresh: bool,
+}
+
+/// `POST /v1/developer/intelligence/compare`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompareRequest {
+    pub wallet_a: String,
+    pub wallet_b: String,
+    pub refresh: bool,
+}
+
+impl JsonRequest for WalletRequest {
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        Ok(WalletRequest {
+            wallet: required_str(object, "wallet", "wallet is required and must be a string")?,
+            refresh: optional_bool(object, "refresh")?,
+        })
+    }
+}
+
+impl JsonRequest for CompareRequest {
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        Ok(CompareRequest {
+            wallet_a: required_str(object, "walletA", "walletA is required and must be a string")?,
+            wallet_b: required_str(object, "walletB", "walletB is required and must be a string")?,
+            refresh: optional_bool(object, "refresh")?,
+        })
+    }
+}
+
+fn required_str(object: &Object<'_, '_>, field: &'static str, message: &'static str) -> Result<String, ApiError> {
+    match object.get(field).and_then(|v| v.as_str().map(str::to_owned)) {
+        Some(text) => Ok(text),
+        None => Err(ApiError::InvalidRequest { field, message }),
+    }
+}
+
+fn optional_bool(object: &Object<'_, '_>, field: &'static str) -> Result<bool, ApiError> {
+    let Some(value) = object.get(field) else { return Ok(false) };
+    if value.is_null() {
+        return Ok(false);
+    }
+    value.as_bool().ok_or(ApiError::InvalidRequest { field, message: "refresh must be a boolean" })
+}
+
+/// Contract §3 step 5, first check: `application/json`, parameters allowed, any case.
+pub fn check_content_type(content_type: Option<&str>) -> Result<(), ApiError> {
+    let essence = content_type.map(|ct| ct.split(';').next().unwrap_or("").trim());
+    match essence {
+        Some(essence) if essence.eq_ignore_ascii_case("application/json") => Ok(()),
+        _ => Err(ApiError::UnsupportedMediaType),
+    }
+}
+
+/// Contract §3 step 5 in order: media type (415), size (413), shape (400).
+pub fn parse_body<T: JsonRequest>(request: &ApiRequest) -> Result<T, ApiError> {
+    check_content_type(request.content_type.as_deref())?;
+    match &request.body {
+        Body::TooLarge => Err(ApiError::PayloadTooLarge { max_bytes: BODY_BYTES_MAX }),
+        Body::Complete(bytes) if bytes.len() > BODY_BYTES_MAX => {
+            Err(ApiError::PayloadTooLarge { max_bytes: BODY_BYTES_MAX })
+        }
+        Body::Complete(bytes) => parse_json(bytes),
+    }
+}
+
+/// Parses a document that must be a JSON object into `T`, with this thread's scratch.
+pub fn parse_json<T: JsonRequest>(bytes: &[u8]) -> Result<T, ApiError> {
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => scratch.parse(bytes),
+        // Only a re-entrant call could find it borrowed; parse with fresh buffers instead.
+        Err(_) => Scratch::new().parse(bytes),
+    })
+}
+
+const NOT_JSON: ApiError = ApiError::InvalidRequest { field: "body", message: "body is not valid JSON" };
+const NOT_OBJECT: ApiError = ApiError::InvalidRequest { field: "body", message: "body must be a JSON object" };
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::new());
+}
+
+/// Reused parse buffers of one thread.
+struct Scratch {
+    input: Vec<u8>,
+    buffers: simd_json::Buffers,
+    /// Empty between parses, so it borrows nothing; `Tape::reset` re-lifetimes it.
+    tape: Option<Tape<'static>>,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            input: Vec::with_capacity(BODY_BYTES_MAX),
+            buffers: simd_json::Buffers::new(BODY_BYTES_MAX),
+            tape: Some(Tape::null().reset()),
+        }
+    }
+
+    fn parse<T: JsonRequest>(&mut self, bytes: &[u8]) -> Result<T, ApiError> {
+        self.input.clear();
+        self.input.extend_from_slice(bytes);
+        let mut tape = self.tape.take().unwrap_or_else(|| Tape::null().reset()).reset();
+        let result = match simd_json::fill_tape(&mut self.input, &mut self.buffers, &mut tape) {
+            Err(_) => Err(NOT_JSON),
+            Ok(()) => match tape.as_value().as_object() {
+                Some(object) => T::from_object(&object),
+                None => Err(NOT_OBJECT),
+            },
+        };
+        self.tape = Some(tape.reset());
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn request(content_type: Option<&str>, body: &str) -> ApiRequest {
+        let mut req = ApiRequest::new(crate::api::Method::Post, "/v1/developer/intelligence/wallet");
+        req.content_type = content_type.map(str::to_owned);
+        req.body = Body::Complete(Bytes::copy_from_slice(body.as_bytes()));
+        req
+    }
+
+    fn invalid(field: &'static str) -> impl Fn(ApiError) -> bool {
+        move |e| matches!(e, ApiError::InvalidRequest { field: f, .. } if f == field)
+    }
+
+    #[test]
+    fn content_type_rules() {
+        for ok in ["application/json", "Application/JSON", "application/json; charset=utf-8", " application/json ;x=y"]
+        {
+            assert_eq!(check_content_type(Some(ok)), Ok(()), "{ok}");
+        }
+        for bad in [None, Some(""), Some("text/plain"), Some("application/jsonx"), Some("application/ld+json")] {
+            assert_eq!(check_content_type(bad), Err(ApiError::UnsupportedMediaType), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn wallet_request() {
+        let parsed: WalletRequest =
+            parse_body(&request(Some("application/json"), r#"{"wallet":"abc","x":[1]}"#)).unwrap();
+        assert_eq!(parsed, WalletRequest { wallet: "abc".into(), refresh: false });
+        let parsed: WalletRequest =
+            parse_body(&request(Some("application/json"), r#"{"refresh":true,"wallet":"a\u0062"}"#)).unwrap();
+        assert_eq!(parsed, WalletRequest { wallet: "ab".into(), refresh: true });
+        let parsed: WalletRequest =
+            parse_body(&request(Some("application/json"), r#"{"wallet":"a","refresh":null}"#)).unwrap();
+        assert!(!parsed.refresh);
+    }
+
+    #[test]
+    fn compare_request() {
+        let body = r#"{"walletA":"a","walletB":"b","refresh":false}"#;
+        let parsed: CompareRequest = parse_body(&request(Some("application/json"), body)).unwrap();
+        assert_eq!(parsed, CompareRequest { wallet_a: "a".into(), wallet_b: "b".into(), refresh: false });
+        let err = parse_body::<CompareRequest>(&request(Some("application/json"), r#"{"walletA":"a"}"#)).unwrap_err();
+        assert!(invalid("walletB")(err));
+    }
+
+    #[test]
+    fn shape_errors_name_the_field() {
+        let cases = [
+            ("", "body"),
+            ("{", "body"),
+            ("nul", "body"),
+            ("[]", "body"),
+            ("\"wallet\"", "body"),
+            ("{}", "wallet"),
+            (r#"{"wallet":1}"#, "wallet"),
+            (r#"{"wallet":null}"#, "wallet"),
+            (r#"{"wallet":"a","refresh":"yes"}"#, "refresh"),
+            (r#"{"wallet":"a","refresh":0}"#, "refresh"),
+        ];
+        for (body, field) in cases {
+            let err = parse_body::<WalletRequest>(&request(Some("application/json"), body)).unwrap_err();
+            assert!(invalid(field)(err.clone()), "{body:?}: {err:?}");
+        }
+        let bad_utf8 = ApiRequest {
+            body: Body::Complete(Bytes::from_static(b"{\"wallet\":\"\xff\"}")),
+            ..request(Some("application/json"), "")
+        };
+        assert!(invalid("body")(parse_body::<WalletRequest>(&bad_utf8).unwrap_err()));
+    }
+
+    #[test]
+    fn order_is_media_type_then_size_then_shape() {
+        let mut req = request(Some("text/plain"), "not json");
+        req.body = Body::TooLarge;
+        assert_eq!(parse_body::<WalletRequest>(&req).unwrap_err(), ApiError::UnsupportedMediaType);
+        req.content_type = Some("application/json".into());
+        assert_eq!(parse_body::<WalletRequest>(&req).unwrap_err(), ApiError::PayloadTooLarge { max_bytes: 4096 });
+        let oversize = request(Some("application/json"), &" ".repeat(BODY_BYTES_MAX + 1));
+        assert_eq!(parse_body::<WalletRequest>(&oversize).unwrap_err(), ApiError::PayloadTooLarge { max_bytes: 4096 });
+    }
+
+    #[test]
+    fn scratch_is_reused_across_parses() {
+        for i in 0..100 {
+            let body = format!(r#"{{"wallet":"w{i}","pad":"{}"}}"#, "x".repeat(i * 30));
+            let parsed: WalletRequest = parse_json(body.as_bytes()).unwrap();
+            assert_eq!(parsed.wallet, format!("w{i}"));
+            assert!(parse_json::<WalletRequest>(b"{oops").is_err());
+        }
+    }
+}

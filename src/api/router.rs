@@ -1,0 +1,236 @@
+//! The routing table of the contract (§4 and `/healthz` of §8) and query parameters.
+//!
+//! Owns: `route` (path and method → `Route`, or 404 / 405 with the allowed methods),
+//! `query_param` and `parse_wait`. Called on listener threads first thing for every request
+//! (contract §3 step 1); pure, no allocation on the success path.
+//!
+//! Policies (for the README's API notes at integration):
+//! - Paths match exactly, byte for byte, with no percent-decoding and no normalisation: a
+//!   trailing slash (`/v1/developer/status/`) or a doubled slash is an unknown path → 404.
+//! - A path parameter is one non-empty segment; its format is not checked here (an unknown or
+//!   malformed id is a 404 from the lookup, contract §4).
+//! - `HEAD`, `OPTIONS` and every other method on a known path → 405 with `Allow`.
+//! - Unknown query parameters are ignored; for a repeated parameter the first one counts.
+//!
+//! Invariant: every route of the contract is here and nowhere else; `Route::PATHS` lists them
+//! for documentation and tests.
+
+use super::{ApiError, Method};
+
+/// Longest `wait` of a long poll (contract §4).
+pub const WAIT_S_MAX: u32 = 30;
+
+const V1: &str = "/v1/developer/";
+const ANALYSIS_PREFIX: &str = "intelligence/analysis/";
+const COMPARISON_PREFIX: &str = "intelligence/comparison/";
+
+/// A matched route, with its path parameter borrowed from the request path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// `GET /healthz` (no authentication).
+    Healthz,
+    /// `POST /v1/developer/intelligence/wallet`
+    AnalyzeWallet,
+    /// `POST /v1/developer/intelligence/compare`
+    Compare,
+    /// `GET /v1/developer/intelligence/analysis/:id`
+    Analysis { id: &'a str },
+    /// `GET /v1/developer/intelligence/comparison/:pairId`
+    Comparison { pair_id: &'a str },
+    /// `GET /v1/developer/status`
+    Status,
+    /// `GET /v1/developer/usage`
+    Usage,
+}
+
+const GET: &[Method] = &[Method::Get];
+const POST: &[Method] = &[Method::Post];
+
+impl Route<'_> {
+    /// Every route as `METHOD path`, in contract order.
+    pub const PATHS: [&'static str; 7] = [
+        "POST /v1/developer/intelligence/wallet",
+        "GET /v1/developer/intelligence/analysis/:id",
+        "POST /v1/developer/intelligence/compare",
+        "GET /v1/developer/intelligence/comparison/:pairId",
+        "GET /v1/developer/status",
+        "GET /v1/developer/usage",
+        "GET /healthz",
+    ];
+
+    /// The methods this route answers (the `Allow` list of a 405).
+    pub fn methods(&self) -> &'static [Method] {
+        match self {
+            Route::AnalyzeWallet | Route::Compare => POST,
+            _ => GET,
+        }
+    }
+
+    /// The scope a key needs (contract §2); `None` for routes any active key (or no key) may
+    /// call.
+    pub fn required_scope(&self) -> Option<&'static str> {
+        match self {
+            Route::AnalyzeWallet => Some("wallet:analyze"),
+            Route::Compare => Some("wallet:compare"),
+            Route::Analysis { .. } | Route::Comparison { .. } => Some("analysis:read"),
+            Route::Usage => Some("usage:read"),
+            Route::Status | Route::Healthz => None,
+        }
+    }
+
+    /// Whether the route needs an API key (all but `/healthz`).
+    pub fn needs_key(&self) -> bool {
+        !matches!(self, Route::Healthz)
+    }
+
+    /// Whether the route reads a JSON body.
+    pub fn has_body(&self) -> bool {
+        matches!(self, Route::AnalyzeWallet | Route::Compare)
+    }
+}
+
+/// Matches a path to a route regardless of method.
+fn match_path(path: &str) -> Option<Route<'_>> {
+    if path == "/healthz" {
+        return Some(Route::Healthz);
+    }
+    let rest = path.strip_prefix(V1)?;
+    match rest {
+        "intelligence/wallet" => return Some(Route::AnalyzeWallet),
+        "intelligence/compare" => return Some(Route::Compare),
+        "status" => return Some(Route::Status),
+        "usage" => return Some(Route::Usage),
+        _ => {}
+    }
+    if let Some(id) = rest.strip_prefix(ANALYSIS_PREFIX).filter(|s| is_segment(s)) {
+        return Some(Route::Analysis { id });
+    }
+    rest.strip_prefix(COMPARISON_PREFIX).filter(|s| is_segment(s)).map(|pair_id| Route::Comparison { pair_id })
+}
+
+fn is_segment(s: &str) -> bool {
+    !s.is_empty() && !s.contains('/')
+}
+
+/// Contract §3 step 1: unknown path → 404; known path, wrong method → 405 with `Allow`.
+pub fn route(method: Method, path: &str) -> Result<Route<'_>, ApiError> {
+    let route = match_path(path).ok_or(ApiError::NotFound)?;
+    let allow = route.methods();
+    if allow.contains(&method) {
+        Ok(route)
+    } else {
+        Err(ApiError::MethodNotAllowed { allow })
+    }
+}
+
+/// The raw value of the first query parameter named `name` (no percent-decoding).
+pub fn query_param<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
+    query?.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (key == name).then_some(value)
+    })
+}
+
+/// `wait=<seconds>` of a poll: absent → `None`; an integer 0–30 → `Some`; anything else → 400
+/// `INVALID_REQUEST` with `details.field = "wait"`.
+pub fn parse_wait(query: Option<&str>) -> Result<Option<u32>, ApiError> {
+    let Some(text) = query_param(query, "wait") else { return Ok(None) };
+    let invalid = ApiError::InvalidRequest { field: "wait", message: "wait must be an integer from 0 to 30 (seconds)" };
+    // Digits only: no sign, no spaces; the length bound keeps the parse from overflowing.
+    if text.is_empty() || text.len() > 4 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid);
+    }
+    match text.parse::<u32>() {
+        Ok(seconds) if seconds <= WAIT_S_MAX => Ok(Some(seconds)),
+        _ => Err(invalid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::error::ErrorCode;
+
+    #[test]
+    fn every_contract_route_matches() {
+        for line in Route::PATHS {
+            let (method, path) = line.split_once(' ').unwrap();
+            let path = path.replace(":id", "an_1").replace(":pairId", "pair_1");
+            let route = route(Method::from_token(method), &path).unwrap_or_else(|e| panic!("{line}: {e}"));
+            assert_eq!(route.methods()[0].as_str(), method);
+        }
+        assert_eq!(
+            route(Method::Get, "/v1/developer/intelligence/analysis/an_X").unwrap(),
+            Route::Analysis { id: "an_X" }
+        );
+        assert_eq!(
+            route(Method::Get, "/v1/developer/intelligence/comparison/pair_Y").unwrap(),
+            Route::Comparison { pair_id: "pair_Y" }
+        );
+    }
+
+    #[test]
+    fn unknown_paths_are_404() {
+        for path in [
+            "/",
+            "",
+            "/v1",
+            "/v1/developer/",
+            "/v1/developer/status/",
+            "/healthz/",
+            "/v1/developer/intelligence/analysis/",
+            "/v1/developer/intelligence/analysis",
+            "/v1/developer/intelligence/analysis/a/b",
+            "/v1/developer/intelligence/comparison//",
+            "//v1/developer/status",
+            "/V1/developer/status",
+            "/v2/developer/status",
+        ] {
+            assert_eq!(route(Method::Get, path), Err(ApiError::NotFound), "{path:?}");
+            assert_eq!(route(Method::Post, path), Err(ApiError::NotFound), "{path:?}");
+        }
+    }
+
+    #[test]
+    fn wrong_method_is_405_with_allow() {
+        let err = route(Method::Get, "/v1/developer/intelligence/wallet").unwrap_err();
+        assert_eq!(err, ApiError::MethodNotAllowed { allow: &[Method::Post] });
+        let err = route(Method::Post, "/v1/developer/status").unwrap_err();
+        assert_eq!(err.code(), ErrorCode::MethodNotAllowed);
+        assert_eq!(route(Method::Other, "/healthz").unwrap_err(), ApiError::MethodNotAllowed { allow: &[Method::Get] });
+    }
+
+    #[test]
+    fn scopes_follow_the_contract() {
+        assert_eq!(Route::AnalyzeWallet.required_scope(), Some("wallet:analyze"));
+        assert_eq!(Route::Comparison { pair_id: "p" }.required_scope(), Some("analysis:read"));
+        assert_eq!(Route::Status.required_scope(), None);
+        assert!(!Route::Healthz.needs_key());
+        assert!(Route::Status.needs_key());
+        assert!(Route::Compare.has_body());
+    }
+
+    #[test]
+    fn query_params() {
+        assert_eq!(query_param(Some("a=1&wait=5&wait=7"), "wait"), Some("5"));
+        assert_eq!(query_param(Some("wait"), "wait"), Some(""));
+        assert_eq!(query_param(Some("waiting=1"), "wait"), None);
+        assert_eq!(query_param(None, "wait"), None);
+    }
+
+    #[test]
+    fn wait_bounds() {
+        assert_eq!(parse_wait(None), Ok(None));
+        assert_eq!(parse_wait(Some("other=1")), Ok(None));
+        assert_eq!(parse_wait(Some("wait=0")), Ok(Some(0)));
+        assert_eq!(parse_wait(Some("wait=30&x")), Ok(Some(30)));
+        assert_eq!(parse_wait(Some("wait=007")), Ok(Some(7)));
+        for bad in ["wait=31", "wait=", "wait=-1", "wait=+1", "wait=1.5", "wait=abc", "wait=99999999999", "wait= 1"] {
+            let err = parse_wait(Some(bad)).unwrap_err();
+            assert_eq!(
+                err,
+                ApiError::InvalidRequest { field: "wait", message: "wait must be an integer from 0 to 30 (seconds)" }
+            );
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Settings of the HTTP edge and their defaults, each named with its unit.
+//!
+//! Owns: `ServerConfig`, `IoDriver` and the default constants (to move into `crate::config`
+//! at integration). Read by `listener` on the thread that starts the server and copied into
+//! every listener thread; never changed after start.
+//!
+//! Invariant: every resource a client controls at the edge has a bound here — connections per
+//! thread, header bytes, time to send a request head, idle time between requests,
+//! time to send a body — and the stop path has one too (drain time). The body size bound is
+//! the contract's (`api::BODY_BYTES_MAX`), not a setting.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Address the API listens on by default.
+pub const LISTEN_DEFAULT: &str = "127.0.0.1:8080";
+/// Open connections one listener thread serves at once; past it new connections are closed
+/// at accept.
+pub const CONNECTIONS_PER_THREAD_MAX: usize = 4_096;
+/// Largest request head (request line and headers); hyper answers 431 past it.
+pub const HEADER_BYTES_MAX: usize = 16 * 1024;
+/// hyper's read buffer per connection; it must hold a whole head, and hyper needs ≥ 8 KiB.
+pub const READ_BUFFER_BYTES_MAX: usize = 2 * HEADER_BYTES_MAX;
+/// Time from the first byte of a request head (or from accept) to its end.
+pub const HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// Time a keep-alive connection may sit idle between requests.
+pub const KEEP_ALIVE_IDLE_MS: u64 = 60_000;
+/// Time to receive a whole request body once its head is read.
+pub const BODY_READ_TIMEOUT_MS: u64 = 10_000;
+/// Time a stop waits for in-flight requests before closing what is left.
+pub const DRAIN_TIMEOUT_MS: u64 = 10_000;
+/// Pending connections the kernel queues per listener socket.
+pub const ACCEPT_BACKLOG_LEN: i32 = 1_024;
+/// io_uring submission queue entries per thread.
+pub const URING_ENTRIES: u32 = 1_024;
+/// Listener threads when the machine's parallelism cannot be read.
+pub const THREADS_FALLBACK: usize = 1;
+/// Most listener threads a config may ask for.
+pub const THREADS_MAX: usize = 256;
+
+/// Which monoio driver the listener threads use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoDriver {
+    /// io_uring when the kernel allows it, else epoll (seccomp, old kernel, disabled sysctl).
+    #[default]
+    Auto,
+    /// io_uring or fail to start.
+    Uring,
+    /// epoll (monoio's legacy driver) always.
+    Epoll,
+}
+
+impl std::str::FromStr for IoDriver {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(IoDriver::Auto),
+            "uring" | "io_uring" | "io-uring" => Ok(IoDriver::Uring),
+            "epoll" | "legacy" => Ok(IoDriver::Epoll),
+            other => Err(format!("unknown I/O driver {other:?} (auto, uring or epoll)")),
+        }
+    }
+}
+
+/// The edge's settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Listener threads, each with its own runtime and SO_REUSEPORT socket.
+    pub threads: usize,
+    pub driver: IoDriver,
+    pub connections_per_thread_max: usize,
+    pub header_bytes_max: usize,
+    pub header_read_timeout: Duration,
+    pub keep_alive_idle: Duration,
+    pub body_read_timeout: Duration,
+    pub drain_timeout: Duration,
+    pub accept_backlog_len: i32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(THREADS_FALLBACK);
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            threads,
+            driver: IoDriver::Auto,
+            connections_per_thread_max: CONNECTIONS_PER_THREAD_MAX,
+            header_bytes_max: HEADER_BYTES_MAX,
+            header_read_timeout: Duration::from_millis(HEADER_READ_TIMEOUT_MS),
+            keep_alive_idle: Duration::from_millis(KEEP_ALIVE_IDLE_MS),
+            body_read_timeout: Duration::from_millis(BODY_READ_TIMEOUT_MS),
+            drain_timeout: Duration::from_millis(DRAIN_TIMEOUT_MS),
+            accept_backlog_len: ACCEPT_BACKLOG_LEN,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Refuses settings the edge cannot honour.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.threads == 0 || self.threads > THREADS_MAX {
+            return Err(format!("threads must be 1..={THREADS_MAX}, got {}", self.threads));
+        }
+        if self.connections_per_thread_max == 0 {
+            return Err("connections_per_thread_max must be at least 1".into());
+        }
+        if self.header_bytes_max < 1024 {
+            return Err("header_bytes_max must be at least 1024".into());
+        }
+        if self.header_read_timeout.is_zero() || self.keep_alive_idle.is_zero() || self.body_read_timeout.is_zero() {
+            return Err("timeouts must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// hyper's read buffer: room for a whole head, never below hyper's 8 KiB minimum.
+    pub fn read_buffer_bytes_max(&self) -> usize {
+        (2 * self.header_bytes_max).max(8 * 1024)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        let config = ServerConfig::default();
+        assert_eq!(config.validate(), Ok(()));
+        assert_eq!(config.listen.to_string(), LISTEN_DEFAULT);
+        assert_eq!(config.read_buffer_bytes_max(), READ_BUFFER_BYTES_MAX);
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        assert!(ServerConfig { threads: 0, ..Default::default() }.validate().is_err());
+        assert!(ServerConfig { connections_per_thread_max: 0, ..Default::default() }.validate().is_err());
+        assert!(ServerConfig { header_read_timeout: Duration::ZERO, ..Default::default() }.validate().is_err());
+        assert_eq!("epoll".parse::<IoDriver>(), Ok(IoDriver::Epoll));
+        assert!("kqueue".parse::<IoDriver>().is_err());
+    }
+}

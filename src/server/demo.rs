@@ -1,0 +1,229 @@
+//! Stand-in handlers until authentication and admission are wired: the contract skeleton and
+//! the baseline used for load-test ratios.
+//!
+//! Owns: `DemoHandler` (the contract's routing, errors and request checks with nothing behind
+//! them), `BaselineHandler` (a fixed small JSON body for any request) and `run_edge`, the
+//! command-line entry that serves either. Handlers run on listener threads, one per thread.
+//!
+//! `DemoHandler`, in the contract's order: route (404/405) → `/healthz` (200, 503 while
+//! draining) → `Authorization: Bearer <token>` present (else 401 `missing` / `malformed`; any
+//! token passes: there is no key store yet) → body checks for POST (415/413/400) → address
+//! validation (400 `INVALID_ADDRESS`, equal compare addresses 400) → `wait` (400) → an answer
+//! that says nothing is behind the edge: 404 for polls, 503 `SERVICE_BUSY` otherwise.
+//!
+//! Invariant: nothing here is the real API; the lead replaces `DemoHandler` with the wired
+//! handler. `BaselineHandler` does no work beyond the edge, so `real / baseline` measures the
+//! cost of the API logic.
+
+use bytes::Bytes;
+
+use super::config::{IoDriver, ServerConfig};
+use super::handler::{Handler, StopState, ThreadContext};
+use super::listener::start;
+use crate::api::error::Unauthenticated;
+use crate::api::json::{parse_body, CompareRequest, WalletRequest};
+use crate::api::router::{parse_wait, route};
+use crate::api::{ApiError, ApiRequest, ApiResponse, Route};
+use crate::pubkey::Pubkey;
+
+const HEALTH_OK: &[u8] = br#"{"status":"ok"}"#;
+const HEALTH_DRAINING: &[u8] = br#"{"status":"draining"}"#;
+
+/// The contract's skeleton with nothing behind it.
+#[derive(Debug, Clone)]
+pub struct DemoHandler {
+    stop: StopState,
+}
+
+impl DemoHandler {
+    pub fn new(context: &ThreadContext) -> DemoHandler {
+        DemoHandler { stop: context.stop.clone() }
+    }
+
+    fn answer(&self, request: &ApiRequest) -> Result<ApiResponse, ApiError> {
+        let route = route(request.method, &request.path)?;
+        if route == Route::Healthz {
+            return Ok(health(&self.stop));
+        }
+        bearer_token(request.authorization.as_deref()).map_err(ApiError::Unauthenticated)?;
+        match route {
+            Route::AnalyzeWallet => {
+                let body: WalletRequest = parse_body(request)?;
+                parse_address("wallet", &body.wallet)?;
+                Err(ApiError::ServiceBusy)
+            }
+            Route::Compare => {
+                let body: CompareRequest = parse_body(request)?;
+                let a = parse_address("walletA", &body.wallet_a)?;
+                let b = parse_address("walletB", &body.wallet_b)?;
+                if a == b {
+                    return Err(ApiError::InvalidRequest {
+                        field: "walletB",
+                        message: "walletA and walletB are the same address",
+                    });
+                }
+                Err(ApiError::ServiceBusy)
+            }
+            Route::Analysis { .. } | Route::Comparison { .. } => {
+                parse_wait(request.query.as_deref())?;
+                Err(ApiError::NotFound)
+            }
+            Route::Status | Route::Usage | Route::Healthz => Err(ApiError::ServiceBusy),
+        }
+    }
+}
+
+impl Handler for DemoHandler {
+    async fn handle(&self, request: ApiRequest) -> ApiResponse {
+        self.answer(&request).unwrap_or_else(|error| error.to_response(&request.request_id))
+    }
+}
+
+/// `GET /healthz`: 200 while serving, 503 once draining (contract §8).
+pub fn health(stop: &StopState) -> ApiResponse {
+    if stop.is_draining() {
+        ApiResponse::json(503, Bytes::from_static(HEALTH_DRAINING))
+    } else {
+        ApiResponse::json(200, Bytes::from_static(HEALTH_OK))
+    }
+}
+
+/// The token of `Authorization: Bearer <token>` (scheme case-insensitive, one space).
+pub fn bearer_token(header: Option<&str>) -> Result<&str, Unauthenticated> {
+    let header = header.ok_or(Unauthenticated::Missing)?;
+    let (scheme, token) = header.split_once(' ').ok_or(Unauthenticated::Malformed)?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
+        return Err(Unauthenticated::Malformed);
+    }
+    Ok(token)
+}
+
+fn parse_address(field: &'static str, text: &str) -> Result<Pubkey, ApiError> {
+    Pubkey::parse(text).map_err(|reason| ApiError::InvalidAddress { field, reason })
+}
+
+/// A fixed `{"status":"ok"}` for every request: the edge's cost alone.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BaselineHandler;
+
+impl Handler for BaselineHandler {
+    async fn handle(&self, _request: ApiRequest) -> ApiResponse {
+        ApiResponse::json(200, Bytes::from_static(HEALTH_OK))
+    }
+}
+
+/// Which stand-in `run_edge` serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeMode {
+    Demo,
+    Baseline,
+}
+
+/// Serves `mode` until SIGINT or SIGTERM, then drains. For the load-test harness and as a
+/// hidden CLI subcommand.
+pub fn run_edge(mode: EdgeMode, listen: std::net::SocketAddr, threads: usize, driver: IoDriver) -> Result<(), String> {
+    let config = ServerConfig { listen, threads, driver, ..ServerConfig::default() };
+    let handle = match mode {
+        EdgeMode::Demo => start(config, DemoHandler::new),
+        EdgeMode::Baseline => start(config, |_: &ThreadContext| BaselineHandler),
+    }
+    .map_err(|e| e.to_string())?;
+    let drivers: Vec<&str> = handle.drivers().iter().map(|d| d.as_str()).collect();
+    eprintln!(
+        "{mode:?} edge listening on http://{} ({} threads: {})",
+        handle.local_addr(),
+        drivers.len(),
+        drivers.join(", ")
+    );
+    wait_for_signal()?;
+    handle.start_draining();
+    handle.shutdown().map_err(|e| e.to_string())
+}
+
+/// Blocks until SIGINT or SIGTERM (on a small tokio runtime: listener threads never block).
+fn wait_for_signal() -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| format!("SIGTERM handler: {e}"))?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::error::ErrorCode;
+    use crate::api::{Body, Method};
+    use crate::server::runtime::DriverKind;
+
+    fn handler() -> DemoHandler {
+        DemoHandler::new(&ThreadContext { index: 0, driver: DriverKind::Epoll, stop: StopState::default() })
+    }
+
+    fn code(request: ApiRequest) -> Option<ErrorCode> {
+        handler().answer(&request).err().map(|e| e.code())
+    }
+
+    fn authed(method: Method, target: &str, body: &str) -> ApiRequest {
+        let mut request = ApiRequest::new(method, target);
+        request.authorization = Some("Bearer svc_live_x".into());
+        request.content_type = Some("application/json".into());
+        request.body = Body::Complete(Bytes::copy_from_slice(body.as_bytes()));
+        request
+    }
+
+    #[test]
+    fn bearer_rules() {
+        assert_eq!(bearer_token(None), Err(Unauthenticated::Missing));
+        assert_eq!(bearer_token(Some("Bearer abc")), Ok("abc"));
+        assert_eq!(bearer_token(Some("bearer abc")), Ok("abc"));
+        for bad in ["Bearer", "Bearer ", "Basic abc", "Bearer a b", "abc"] {
+            assert_eq!(bearer_token(Some(bad)), Err(Unauthenticated::Malformed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pipeline_order() {
+        assert_eq!(code(ApiRequest::new(Method::Get, "/nope")), Some(ErrorCode::NotFound));
+        assert_eq!(
+            code(ApiRequest::new(Method::Get, "/v1/developer/intelligence/wallet")),
+            Some(ErrorCode::MethodNotAllowed)
+        );
+        assert_eq!(
+            code(ApiRequest::new(Method::Post, "/v1/developer/intelligence/wallet")),
+            Some(ErrorCode::Unauthenticated)
+        );
+        let mut wrong_type = authed(Method::Post, "/v1/developer/intelligence/wallet", "{}");
+        wrong_type.content_type = None;
+        assert_eq!(code(wrong_type), Some(ErrorCode::UnsupportedMediaType));
+        let wallet = "/v1/developer/intelligence/wallet";
+        assert_eq!(code(authed(Method::Post, wallet, "{}")), Some(ErrorCode::InvalidRequest));
+        assert_eq!(code(authed(Method::Post, wallet, r#"{"wallet":"0OIl"}"#)), Some(ErrorCode::InvalidAddress));
+        let good = r#"{"wallet":"11111111111111111111111111111111"}"#;
+        assert_eq!(code(authed(Method::Post, wallet, good)), Some(ErrorCode::ServiceBusy));
+        let same = r#"{"walletA":"11111111111111111111111111111111","walletB":"11111111111111111111111111111111"}"#;
+        assert_eq!(
+            code(authed(Method::Post, "/v1/developer/intelligence/compare", same)),
+            Some(ErrorCode::InvalidRequest)
+        );
+        let poll = "/v1/developer/intelligence/analysis/an_1?wait=31";
+        assert_eq!(code(authed(Method::Get, poll, "")), Some(ErrorCode::InvalidRequest));
+        assert_eq!(
+            code(authed(Method::Get, "/v1/developer/intelligence/analysis/an_1", "")),
+            Some(ErrorCode::NotFound)
+        );
+    }
+
+    #[test]
+    fn health_follows_draining() {
+        let stop = StopState::default();
+        assert_eq!(health(&stop).status, 200);
+        stop.start_draining();
+        assert_eq!(health(&stop).status, 503);
+    }
+}
