@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use crate::config;
 use crate::ledger::demo::DemoLedger;
 use crate::ledger::model::TokenProgram;
 use crate::ledger::rpc::{RpcOptions, RpcSource};
@@ -53,6 +54,28 @@ pub trait LedgerSource {
     /// `getTransaction` (jsonParsed, `maxSupportedTransactionVersion: 0`) for each signature,
     /// in order; `None` where the node does not have it. Sources batch as they see fit.
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError>;
+}
+
+/// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.
+pub fn check_multiple_accounts_len(len: usize) -> Result<(), LedgerError> {
+    if len > config::MULTIPLE_ACCOUNTS_LEN_MAX {
+        return Err(LedgerError::Invalid(format!(
+            "getMultipleAccounts takes at most {} addresses, got {len}",
+            config::MULTIPLE_ACCOUNTS_LEN_MAX
+        )));
+    }
+    Ok(())
+}
+
+/// The node's own bound on a `getSignaturesForAddress` page, shared by every source.
+pub fn check_signatures_limit(limit: u32) -> Result<(), LedgerError> {
+    if limit == 0 || limit > config::SIGNATURES_PAGE_LEN_MAX {
+        return Err(LedgerError::Invalid(format!(
+            "limit must be 1..={}, got {limit}",
+            config::SIGNATURES_PAGE_LEN_MAX
+        )));
+    }
+    Ok(())
 }
 
 /// Where ledger data comes from, as given on the command line.

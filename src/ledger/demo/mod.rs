@@ -267,13 +267,7 @@ impl LedgerSource for DemoLedger {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        if addresses.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
-            return Err(LedgerError::Invalid(format!(
-                "getMultipleAccounts takes at most {} addresses, got {}",
-                config::MULTIPLE_ACCOUNTS_LEN_MAX,
-                addresses.len()
-            )));
-        }
+        crate::ledger::source::check_multiple_accounts_len(addresses.len())?;
         Ok(ctx(addresses.iter().map(|a| self.account(a).as_ref().map(emit::account)).collect()))
     }
 
@@ -295,12 +289,7 @@ impl LedgerSource for DemoLedger {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        if limit == 0 || limit > config::SIGNATURES_PAGE_LEN_MAX {
-            return Err(LedgerError::Invalid(format!(
-                "limit must be 1..={}, got {limit}",
-                config::SIGNATURES_PAGE_LEN_MAX
-            )));
-        }
+        crate::ledger::source::check_signatures_limit(limit)?;
         // As a node does: a `before` signature it does not know yields an empty page.
         let start = match before {
             None => None,

@@ -165,13 +165,7 @@ impl LedgerSource for RpcSource {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        if addresses.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
-            return Err(LedgerError::Invalid(format!(
-                "getMultipleAccounts takes at most {} addresses, got {}",
-                config::MULTIPLE_ACCOUNTS_LEN_MAX,
-                addresses.len()
-            )));
-        }
+        crate::ledger::source::check_multiple_accounts_len(addresses.len())?;
         let page: WithContext<Vec<Option<UiAccount>>> =
             self.call_some(request::GET_MULTIPLE_ACCOUNTS, request::multiple_accounts_params(addresses)).await?;
         if page.value.len() != addresses.len() {

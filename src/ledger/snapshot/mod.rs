@@ -155,13 +155,7 @@ impl LedgerSource for SnapshotSource {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        if addresses.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
-            // The node's own refusal (-32602).
-            return Err(LedgerError::Invalid(format!(
-                "Too many inputs provided; max {}",
-                config::MULTIPLE_ACCOUNTS_LEN_MAX
-            )));
-        }
+        crate::ledger::source::check_multiple_accounts_len(addresses.len())?;
         let answers = addresses.iter().map(|a| self.account(a)).collect::<Result<Vec<_>, _>>()?;
         let slot = answers.iter().map(|a| a.context.slot).max().unwrap_or(self.manifest.created_at_slot);
         Ok(WithContext { context: RpcContext { slot }, value: answers.into_iter().map(|a| a.value).collect() })
@@ -184,10 +178,7 @@ impl LedgerSource for SnapshotSource {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        if limit == 0 || limit > config::SIGNATURES_PAGE_LEN_MAX {
-            // The node's own refusal (-32602).
-            return Err(LedgerError::Invalid(format!("Invalid limit; max {}", config::SIGNATURES_PAGE_LEN_MAX)));
-        }
+        crate::ledger::source::check_signatures_limit(limit)?;
         let all = self.signatures(address)?;
         let start = match before.map(Signature::to_base58) {
             None => 0,
