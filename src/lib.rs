@@ -7,6 +7,7 @@
 pub mod api;
 pub mod auth;
 pub mod cli;
+pub mod compute;
 pub mod config;
 pub mod eligibility;
 pub mod engine;

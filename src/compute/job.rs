@@ -1,0 +1,121 @@
+//! One job's work: read the ledger, classify, run the engine, serialize the payload.
+//!
+//! Owns: `JobSpec` (what to compute), `Outcome` (what came of it: the payload bytes served
+//! under `data.xray` / `data.comparison`, or the contract's failure code) and `execute`.
+//! Runs on compute threads, inside their current-thread runtime; async only for the ledger
+//! reads, the engine runs inline.
+//!
+//! Invariant: every failure maps to one of the contract's FAILED codes —
+//! `ACCOUNT_NOT_ELIGIBLE` (ledger-side classification), `UPSTREAM_UNAVAILABLE` (the source
+//! failed after its bounded retries), `ANALYSIS_FAILED` (anything else) — and its message
+//! never carries an RPC URL or other internals.
+
+use crate::eligibility;
+use crate::engine::{self, compare};
+use crate::labels::Labels;
+use crate::ledger::source::LedgerSource;
+use crate::ledger::view::{build_view, ViewOptions};
+use crate::ledger::{LedgerError, WalletView};
+use crate::pubkey::Pubkey;
+
+/// What a job computes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobSpec {
+    Analysis { wallet: Pubkey },
+    Comparison { wallet_a: Pubkey, wallet_b: Pubkey },
+}
+
+/// A FAILED job's contract code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailCode {
+    AccountNotEligible,
+    UpstreamUnavailable,
+    AnalysisFailed,
+}
+
+impl FailCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailCode::AccountNotEligible => "ACCOUNT_NOT_ELIGIBLE",
+            FailCode::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+            FailCode::AnalysisFailed => "ANALYSIS_FAILED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The exact JSON bytes of the payload.
+    Ready {
+        payload: Vec<u8>,
+    },
+    Failed {
+        code: FailCode,
+        message: String,
+    },
+}
+
+impl Outcome {
+    fn failed(code: FailCode, message: impl Into<String>) -> Outcome {
+        Outcome::Failed { code, message: message.into() }
+    }
+}
+
+fn ledger_failure(e: &LedgerError) -> Outcome {
+    match e {
+        LedgerError::Unavailable(_) => {
+            Outcome::failed(FailCode::UpstreamUnavailable, "the ledger source did not answer after bounded retries")
+        }
+        LedgerError::Malformed(_) => {
+            Outcome::failed(FailCode::UpstreamUnavailable, "the ledger source sent malformed data")
+        }
+        _ => Outcome::failed(FailCode::AnalysisFailed, "the ledger source refused the request"),
+    }
+}
+
+/// Reads and classifies one wallet; `Err` is the job's failure.
+async fn eligible_view<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    options: ViewOptions,
+) -> Result<WalletView, Outcome> {
+    let view = build_view(source, wallet, options).await.map_err(|e| {
+        tracing::warn!(error = %e, "ledger read failed");
+        ledger_failure(&e)
+    })?;
+    eligibility::classify_ledger(&view).map_err(|i| {
+        Outcome::failed(FailCode::AccountNotEligible, format!("{wallet}: {} ({})", i.message(), i.reason()))
+    })?;
+    Ok(view)
+}
+
+fn payload<T: serde::Serialize>(value: &T) -> Outcome {
+    match serde_json::to_vec(value) {
+        Ok(payload) => Outcome::Ready { payload },
+        Err(e) => {
+            tracing::error!(error = %e, "payload serialization failed");
+            Outcome::failed(FailCode::AnalysisFailed, "the analysis could not be serialized")
+        }
+    }
+}
+
+/// Runs one job to its outcome.
+pub async fn execute<S: LedgerSource>(source: &S, labels: &Labels, spec: &JobSpec, options: ViewOptions) -> Outcome {
+    match spec {
+        JobSpec::Analysis { wallet } => match eligible_view(source, wallet, options).await {
+            Ok(view) => payload(&engine::analyze(&view, labels)),
+            Err(failed) => failed,
+        },
+        JobSpec::Comparison { wallet_a, wallet_b } => {
+            let (a, b) =
+                tokio::join!(eligible_view(source, wallet_a, options), eligible_view(source, wallet_b, options));
+            let (a, b) = match (a, b) {
+                (Ok(a), Ok(b)) => (a, b),
+                (Err(failed), _) | (_, Err(failed)) => return failed,
+            };
+            let (xa, xb) = (engine::analyze(&a, labels), engine::analyze(&b, labels));
+            let side = |view, xray| compare::Side { view, xray, analysis_id: None };
+            payload(&compare::compare(side(&a, &xa), side(&b, &xb), labels))
+        }
+    }
+}
