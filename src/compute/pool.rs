@@ -203,7 +203,9 @@ mod tests {
     impl JobSink for Collect {
         fn started(&self, _: &Ticket) {}
         fn finished(&self, ticket: Ticket, outcome: Outcome) {
-            let _ = self.0.lock().map(|tx| tx.send((ticket, outcome)));
+            if let Ok(tx) = self.0.lock() {
+                let _ = tx.send((ticket, outcome));
+            }
         }
     }
 
