@@ -11,3 +11,4 @@ pub mod engine;
 pub mod labels;
 pub mod ledger;
 pub mod pubkey;
+pub mod store;
