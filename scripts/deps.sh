@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the system packages the build needs, only when they are missing.
-# Needed: a C compiler (ring, mimalloc). Safe to run repeatedly.
+# Installs the system packages the build needs, only when they are missing. Safe to repeat.
+# Needed: C and C++ compilers (ring, mimalloc, RocksDB) and libclang (bindgen, for the
+# rocksdb crate). Uses apt-get (Debian/Ubuntu), as root or through sudo.
 set -euo pipefail
 
 need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
+command -v c++ >/dev/null 2>&1 || need+=(g++)
+dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 
 if ((${#need[@]})); then
   sudo=""

@@ -16,3 +16,4 @@ pub mod ledger;
 pub mod limits;
 pub mod pubkey;
 pub mod server;
+pub mod store;

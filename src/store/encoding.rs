@@ -1,0 +1,206 @@
+//! Binary keys of every column family and the versioned value envelope.
+//!
+//! Owns: the byte layout documented in the `store` module docs. Called by `rocks` on whichever
+//! thread calls the store; pure functions.
+//!
+//! Invariant: numbers in keys are big-endian, so byte order is numeric order and range scans
+//! come out sorted by time. Variable-length fields inside a key are length-prefixed (`lp`),
+//! except a trailing job id, so no key is a prefix of another key's grouping prefix.
+//! Invariant: every value starts with `FORMAT_V1`; decoding refuses any other byte.
+
+use serde::{de::DeserializeOwned, Serialize};
+
+use super::record::{JobRecord, JobState, Subject};
+use super::{StoreError, StoreResult};
+
+/// Format byte of every value written by this build.
+pub(crate) const FORMAT_V1: u8 = 1;
+
+/// Appends a one-byte length and the bytes. Callers validated `s.len() <= ID_BYTES_MAX`.
+fn push_lp(out: &mut Vec<u8>, s: &str) {
+    // Lengths are validated to ≤ ID_BYTES_MAX (64) before any key is built; the clamp only
+    // keeps the encoding well-formed should a caller skip validation.
+    let bytes = &s.as_bytes()[..s.len().min(u8::MAX as usize)];
+    out.push(bytes.len() as u8);
+    out.extend_from_slice(bytes);
+}
+
+/// `jobs_live`: state byte ‖ created_at_ms BE ‖ id.
+pub(crate) fn live_key(state: JobState, created_at_ms: u64, id: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + id.len());
+    k.push(state.byte());
+    k.extend_from_slice(&created_at_ms.to_be_bytes());
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+/// Splits a `jobs_live` key into (created_at_ms, id).
+pub(crate) fn parse_live_key(key: &[u8]) -> StoreResult<(u64, &str)> {
+    let (time, id) = split_time(key.get(1..).unwrap_or_default())?;
+    Ok((time, id))
+}
+
+/// `jobs_done`: completed_at_ms BE ‖ id.
+pub(crate) fn done_key(completed_at_ms: u64, id: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + id.len());
+    k.extend_from_slice(&completed_at_ms.to_be_bytes());
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+/// Splits a `jobs_done` key into (completed_at_ms, id).
+pub(crate) fn parse_done_key(key: &[u8]) -> StoreResult<(u64, &str)> {
+    split_time(key)
+}
+
+fn split_time(bytes: &[u8]) -> StoreResult<(u64, &str)> {
+    let (time, id) = bytes.split_first_chunk::<8>().ok_or_else(|| corrupt_key(bytes))?;
+    let id = std::str::from_utf8(id).map_err(|_| corrupt_key(bytes))?;
+    Ok((u64::from_be_bytes(*time), id))
+}
+
+fn corrupt_key(key: &[u8]) -> StoreError {
+    StoreError::Corruption(format!("malformed index key of {} bytes", key.len()))
+}
+
+/// `by_subject` grouping prefix: lp(account) ‖ kind byte ‖ lp(subject).
+pub(crate) fn subject_prefix(account: &str, subject: Subject<'_>) -> Vec<u8> {
+    let mut k = Vec::with_capacity(3 + account.len() + subject.text().len() + 8);
+    push_lp(&mut k, account);
+    k.push(subject.kind_byte());
+    push_lp(&mut k, subject.text());
+    k
+}
+
+/// `by_subject` key: prefix ‖ (u64::MAX − created_at_ms) BE ‖ id, so newest sorts first.
+pub(crate) fn subject_key(job: &JobRecord) -> Vec<u8> {
+    let mut k = subject_prefix(&job.account, job.kind.subject());
+    k.extend_from_slice(&(u64::MAX - job.created_at_ms).to_be_bytes());
+    k.extend_from_slice(job.id.as_bytes());
+    k
+}
+
+/// The job id at the end of a `by_subject` key with a known prefix length.
+pub(crate) fn subject_key_id(key: &[u8], prefix_len: usize) -> StoreResult<&str> {
+    let (_, id) = split_time(key.get(prefix_len..).unwrap_or_default())?;
+    Ok(id)
+}
+
+/// `usage`: lp(key id) ‖ period_start_ms BE.
+pub(crate) fn usage_key(key_id: &str, period_start_ms: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + key_id.len());
+    push_lp(&mut k, key_id);
+    k.extend_from_slice(&period_start_ms.to_be_bytes());
+    k
+}
+
+/// The smallest key greater than every key starting with `prefix`, or `None` if there is
+/// none (the prefix is all 0xFF). Used as an exclusive iterator upper bound.
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// The smallest key strictly greater than `key` (for resuming after a cursor).
+pub(crate) fn successor(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.extend_from_slice(key);
+    k.push(0);
+    k
+}
+
+/// `FORMAT_V1` ‖ JSON of the record.
+pub(crate) fn encode_json<T: Serialize>(record: &T) -> StoreResult<Vec<u8>> {
+    let mut out = vec![FORMAT_V1];
+    serde_json::to_writer(&mut out, record).map_err(|e| StoreError::Encoding(e.to_string()))?;
+    Ok(out)
+}
+
+/// Inverse of `encode_json`.
+pub(crate) fn decode_json<T: DeserializeOwned>(value: &[u8]) -> StoreResult<T> {
+    let body = strip_format(value)?;
+    serde_json::from_slice(body).map_err(|e| StoreError::Encoding(e.to_string()))
+}
+
+/// `FORMAT_V1` ‖ raw bytes (payloads are stored exactly as served).
+pub(crate) fn encode_raw(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + 1);
+    out.push(FORMAT_V1);
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// The bytes after the format byte, refusing unknown formats.
+pub(crate) fn strip_format(value: &[u8]) -> StoreResult<&[u8]> {
+    match value.split_first() {
+        Some((&FORMAT_V1, body)) => Ok(body),
+        Some((other, _)) => Err(StoreError::Encoding(format!("unknown value format {other}"))),
+        None => Err(StoreError::Encoding("empty value".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_keys_sort_by_state_then_time_then_id() {
+        let a = live_key(JobState::Queued, 2, "b");
+        let b = live_key(JobState::Queued, 10, "a");
+        let c = live_key(JobState::Running, 1, "a");
+        assert!(a < b && b < c);
+        assert_eq!(parse_live_key(&b).ok(), Some((10, "a")));
+        assert!(parse_live_key(&[1, 2]).is_err());
+    }
+
+    #[test]
+    fn subject_keys_put_newest_first_and_share_the_prefix() {
+        let mut job = crate::store::JobRecord::queued(
+            "an_x".into(),
+            crate::store::JobKind::Analysis { wallet: "W".into() },
+            "acc".into(),
+            "k".into(),
+            100,
+            false,
+            true,
+            0,
+            "1".into(),
+        );
+        let old = subject_key(&job);
+        job.created_at_ms = 200;
+        let new = subject_key(&job);
+        let prefix = subject_prefix("acc", Subject::Wallet("W"));
+        assert!(new < old);
+        assert!(old.starts_with(&prefix) && new.starts_with(&prefix));
+        assert_eq!(subject_key_id(&new, prefix.len()).ok(), Some("an_x"));
+        // A pair subject with the same text is a different group.
+        assert!(!old.starts_with(&subject_prefix("acc", Subject::Pair("W"))));
+        // An account that is a prefix of another does not share groups with it.
+        assert!(!old.starts_with(&subject_prefix("ac", Subject::Wallet("W"))));
+    }
+
+    #[test]
+    fn prefix_end_and_successor() {
+        assert_eq!(prefix_end(&[1, 2]), Some(vec![1, 3]));
+        assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xFF, 0xFF]), None);
+        assert!(successor(b"ab").as_slice() > b"ab".as_slice());
+        assert!(successor(b"ab").as_slice() < b"ab\x00\x00".as_slice());
+    }
+
+    #[test]
+    fn values_carry_the_format_byte() {
+        let v = encode_json(&vec![1u32, 2]).unwrap_or_default();
+        assert_eq!(v[0], FORMAT_V1);
+        assert_eq!(decode_json::<Vec<u32>>(&v).ok(), Some(vec![1, 2]));
+        assert!(matches!(decode_json::<Vec<u32>>(&[9, b'[', b']']), Err(StoreError::Encoding(_))));
+        assert!(strip_format(&[]).is_err());
+        assert_eq!(strip_format(&encode_raw(b"{}")).ok(), Some(&b"{}"[..]));
+    }
+}

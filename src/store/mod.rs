@@ -1,0 +1,264 @@
+//! The storage layer: durable keys, jobs, results and quota usage behind the [`Store`] trait,
+//! with the embedded RocksDB backend [`RocksStore`] as the default implementation.
+//!
+//! Owns: the records the API server must not lose (API keys, job records, finished payloads,
+//! per-key usage counters, the schema version), their binary key layout and value encoding,
+//! and the atomicity rules between them. Called from listener threads (admission, polls, key
+//! lookups), compute threads (state transitions, results) and the server's start-up and
+//! housekeeping code (recovery paging, retention purge). Every call is blocking and short:
+//! RocksDB answers point lookups from its block cache and writes by appending to its WAL; no
+//! call waits on another call except through RocksDB's own write group (group commit).
+//!
+//! # Operations and what each writes (one RocksDB `WriteBatch` each, so all or nothing)
+//!
+//! | call | writes |
+//! |---|---|
+//! | [`Store::admit`] | job record, live-state index, subject index, usage `reserved +1` (if charged) |
+//! | [`Store::cancel_admission`] | deletes the three job entries, usage `reserved −1` |
+//! | [`Store::mark_running`] | job record, live-state index move, subject index state |
+//! | [`Store::complete`] `Ready` | payload, job record, completion index, subject index, live index delete, usage `reserved −1, used +1, byOperation +1` |
+//! | [`Store::complete`] `Failed` | job record (with error), completion index, subject index, live index delete, usage `reserved −1, refunded +1` |
+//! | [`Store::purge_finished_before`] | deletes job, payload, completion and subject entries of up to `limit` old jobs |
+//!
+//! The usage delta is derived by the store from the job record (`charged`, `kind`, `key_id`,
+//! `quota_period_start_ms`) rather than passed in by the caller, so a reservation, its commit
+//! and its refund can never disagree with the job they belong to. A job reserved in one quota
+//! period is committed or refunded in that same period, even if it finishes after the period
+//! ended (the unit was counted against that period when it was admitted).
+//!
+//! # Durability
+//!
+//! A write returns after RocksDB appended the batch to its write-ahead log. With
+//! `sync_writes = false` the WAL record is in the operating system's page cache when the call
+//! returns: a killed process (kill -9, abort, panic) loses nothing that was acknowledged, a
+//! power loss may lose the last moments. With `sync_writes = true` every batch is also
+//! `fsync`ed; RocksDB's write groups commit concurrent writers with one `fsync` (group commit).
+//! [`Store::sync`] forces the WAL to disk (used on graceful shutdown when `sync_writes` is off).
+//! `mark_running` is always written without `fsync`: losing it only makes a recovered job look
+//! `QUEUED` instead of `RUNNING`, and both are re-queued the same way.
+//!
+//! # Recovery
+//!
+//! Jobs left `QUEUED` or `RUNNING` by a stopped process stay in the live-state index with
+//! their reservations untouched in the usage record. On start the server pages through them
+//! with [`Store::live_jobs`] (ordered by creation time, bounded pages, a cursor for the rest),
+//! re-queues what fits in its work queue and keeps the cursor for the backlog. A recovered
+//! `RUNNING` job is simply run again: `mark_running` accepts `RUNNING → RUNNING`.
+//! The scan is bounded above by `created_before_ms` (the process start time), so jobs admitted
+//! by the new process are not found twice; the server should also skip ids it already holds.
+//! [`Backlog`] wraps the paging: `RUNNING` jobs first, then `QUEUED`, oldest first, holding
+//! only a cursor, so a backlog larger than the queue never sits in memory all at once.
+//!
+//! # Column families and key layout
+//!
+//! Keys are binary and ordered; numbers are big-endian so that byte order is numeric order.
+//! `lp(s)` is a one-byte length followed by the bytes of `s` (every such field is at most
+//! [`ID_BYTES_MAX`] bytes, checked before any write).
+//!
+//! | column family | key | value |
+//! |---|---|---|
+//! | `keys` | key id | `v1` ‖ JSON [`StoredKey`] |
+//! | `jobs` | job id | `v1` ‖ JSON [`JobRecord`] |
+//! | `jobs_live` | state byte ‖ created_at_ms BE ‖ job id | empty |
+//! | `jobs_done` | completed_at_ms BE ‖ job id | empty |
+//! | `by_subject` | lp(account) ‖ kind byte ‖ lp(wallet or pair id) ‖ (u64::MAX − created_at_ms) BE ‖ job id | state byte |
+//! | `analyses`, `comparisons` | job id | `v1` ‖ the payload JSON bytes, exactly as served |
+//! | `usage` | lp(key id) ‖ period_start_ms BE | `v1` ‖ five i64 LE counters (merge operator) |
+//! | `meta` | `schema_version` | u32 BE |
+//!
+//! Values carry a format version byte first (`v1` = 1) so a later build can read old values.
+//! Records are JSON (serde_json): small, self-describing and easy to inspect with `ldb`;
+//! usage counters are a fixed 41-byte binary record because RocksDB merges them in C++
+//! callbacks and they are read on every status call.
+//!
+//! Comparisons: every job, analysis or comparison, has its own unique id (`an_…` for
+//! analyses; the server picks an internal unique id for comparison jobs). The wire's
+//! `(account, pairId)` is answered by [`Store::latest_for`] over the subject index (newest
+//! job first), which is one iterator seek. Keeping ids unique means no record is ever
+//! overwritten by a later job, so no read-modify-write is needed at admission.
+//!
+//! # Concurrency
+//!
+//! Usage counters are updated with an associative RocksDB merge operator (i64 deltas summed),
+//! so admissions on many threads never read-modify-write a counter under a lock. State
+//! transitions of one job (`cancel_admission`, `mark_running`, `complete`) read the record
+//! and write a batch under one of [`JOB_LOCK_STRIPES`] striped mutexes (by job id), so a
+//! duplicated `complete` can never charge twice: the second one finds the job finished and
+//! gets [`StoreError::State`]. `admit` takes no lock and does not read: job ids are 16 random
+//! bytes chosen by the server, so the caller guarantees the id is new.
+//!
+//! # Start-up
+//!
+//! Open the store before any thread is pinned to a core: RocksDB starts its background
+//! threads at open and they inherit the opening thread's affinity.
+//!
+//! Invariant: one batch per operation; no record of one job is written outside that job's batch.
+//! Invariant: every length a client can influence (ids, names, messages, payloads, page sizes)
+//! is checked against a named limit before it reaches RocksDB.
+//! Invariant: the API-key secret never reaches the store; only its SHA-256 digest, inside the
+//! key record.
+//! Deliberately absent: an `accounts` column family (accounts are only a field of keys for now),
+//! retention of usage records (they are small, one per key and period), TTL compaction
+//! filters (retention is an explicit, bounded purge the server schedules), and any cache above
+//! RocksDB's block cache (the server's in-memory indexes are that cache).
+
+mod encoding;
+mod record;
+mod recovery;
+mod rocks;
+mod usage;
+
+pub use record::{
+    JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, KeyStatus, LiveState, Outcome, QuotaPeriod, StoredKey,
+    Subject,
+};
+pub use recovery::Backlog;
+pub use rocks::{RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
+pub use usage::UsageRecord;
+
+/// Version of the on-disk layout this build reads and writes (the `meta` record).
+pub const SCHEMA_VERSION: u32 = 1;
+/// Longest id, account, key id, wallet address or pair id accepted (bytes).
+pub const ID_BYTES_MAX: usize = 64;
+/// Longest key name (bytes).
+pub const KEY_NAME_BYTES_MAX: usize = 128;
+/// Scopes per key record.
+pub const KEY_SCOPES_LEN_MAX: usize = 16;
+/// Longest engine version string (bytes).
+pub const ENGINE_VERSION_BYTES_MAX: usize = 64;
+/// Longest error code of a failed job (bytes).
+pub const ERROR_CODE_BYTES_MAX: usize = 64;
+/// Longest error message of a failed job (bytes).
+pub const ERROR_MESSAGE_BYTES_MAX: usize = 1024;
+/// Largest stored payload (an X-Ray or comparison JSON document).
+pub const RESULT_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Most records one paged call (`list_keys`, `live_jobs`, `purge_finished_before`) handles.
+pub const PAGE_LEN_MAX: usize = 10_000;
+/// Subject-index entries examined by `latest_ready_for` before it gives up (newest first).
+pub const SUBJECT_SCAN_LEN_MAX: usize = 64;
+/// Striped locks serialising state transitions of one job.
+pub const JOB_LOCK_STRIPES: usize = 64;
+/// Default shared block cache of all column families.
+pub const BLOCK_CACHE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
+/// Default total memtable budget of all column families.
+pub const WRITE_BUFFER_BYTES_DEFAULT: usize = 128 * 1024 * 1024;
+/// Default WAL size past which RocksDB flushes the column families that hold it back.
+pub const WAL_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
+/// Default RocksDB background threads (flushes and compactions), kept small: the cores belong
+/// to listeners and compute threads.
+pub const BACKGROUND_JOBS_DEFAULT: i32 = 2;
+
+/// Result of every store call.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What can go wrong in the store. The server maps [`StoreError::is_transient`] errors to
+/// `503 SERVICE_BUSY` and everything else to `500 INTERNAL`.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The disk or the engine failed to read or write (includes RocksDB `IOError`).
+    #[error("storage I/O error: {0}")]
+    Io(String),
+    /// RocksDB reported corrupt data, or a record failed its checks.
+    #[error("storage corruption: {0}")]
+    Corruption(String),
+    /// The engine is busy or shutting down; retrying later may succeed.
+    #[error("storage temporarily unavailable: {0}")]
+    Unavailable(String),
+    /// The database was written by a build with another layout. `found` is 0 when the
+    /// database has data but no version record.
+    #[error("database schema version {found} is not supported (this build reads version {supported})")]
+    SchemaVersion { found: u32, supported: u32 },
+    /// A value could not be encoded or decoded (unknown format byte, bad JSON).
+    #[error("record encoding: {0}")]
+    Encoding(String),
+    /// The caller passed a record that breaks a limit or a rule (a bug in the caller).
+    #[error("invalid record: {0}")]
+    Invalid(String),
+    /// A state transition that the job's current state does not allow (or an unknown job).
+    #[error("job {id}: cannot {op} in state {state}")]
+    State { id: String, op: &'static str, state: String },
+}
+
+impl StoreError {
+    /// True when the same call may succeed if retried later (the server answers 503).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+impl From<rocksdb::Error> for StoreError {
+    fn from(e: rocksdb::Error) -> Self {
+        use rocksdb::ErrorKind as K;
+        let kind = e.kind();
+        let text = e.into_string();
+        match kind {
+            K::Corruption => StoreError::Corruption(text),
+            K::Busy | K::TimedOut | K::TryAgain | K::ShutdownInProgress | K::Incomplete | K::Aborted => {
+                StoreError::Unavailable(text)
+            }
+            _ => StoreError::Io(text),
+        }
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError::Io(e.to_string())
+    }
+}
+
+/// The storage operations the API server needs. Object safe (`Arc<dyn Store>`), blocking, and
+/// callable from any thread. A distributed backend implements the same contract: each call is
+/// atomic, and a call that returned `Ok` is durable.
+pub trait Store: Send + Sync {
+    /// Writes (inserts or replaces) one API key record.
+    fn put_key(&self, key: &StoredKey) -> StoreResult<()>;
+    /// The key record with this id, if any.
+    fn get_key(&self, id: &str) -> StoreResult<Option<StoredKey>>;
+    /// Key records in id order, starting after `after`, at most `limit` (≤ [`PAGE_LEN_MAX`]).
+    fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<StoredKey>>;
+
+    /// Records a new `QUEUED` job and, if it is charged, reserves one quota unit, in one
+    /// durable batch. Returns once the batch is in the WAL. The id must be new.
+    fn admit(&self, job: &JobRecord) -> StoreResult<()>;
+    /// Undoes an admission whose job never reached the queue: deletes the job and releases its
+    /// reservation in one batch. Only a `QUEUED` job can be cancelled.
+    fn cancel_admission(&self, id: &str) -> StoreResult<()>;
+    /// `QUEUED` (or recovered `RUNNING`) → `RUNNING`. Returns the updated record.
+    fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord>;
+    /// Finishes a live job: stores the payload (`Ready`) or the error (`Failed`), commits or
+    /// refunds the reservation, in one durable batch. Returns the updated record.
+    fn complete(&self, id: &str, completed_at_ms: u64, outcome: Outcome) -> StoreResult<JobRecord>;
+
+    /// The job record with this id, if any (an over-long id is simply not found).
+    fn get_job(&self, id: &str) -> StoreResult<Option<JobRecord>>;
+    /// The stored payload of a `READY` job: the exact JSON served under `data.xray` or
+    /// `data.comparison`. Takes the record the poll already read (to check the account and
+    /// the state), which also says which column family holds the payload: one point lookup.
+    /// `None` for a job that is not `READY` (or was purged meanwhile).
+    fn get_result(&self, job: &JobRecord) -> StoreResult<Option<Vec<u8>>>;
+    /// The newest job (any state) of this account for this wallet or pair.
+    fn latest_for(&self, account: &str, subject: Subject<'_>) -> StoreResult<Option<JobRecord>>;
+    /// The newest `READY` job of this account for this wallet or pair, looking at most at the
+    /// [`SUBJECT_SCAN_LEN_MAX`] newest jobs. Freshness and engine version are the caller's call.
+    fn latest_ready_for(&self, account: &str, subject: Subject<'_>) -> StoreResult<Option<JobRecord>>;
+    /// Usage counters of one key in the quota period starting at `period_start_ms` (zeros if
+    /// nothing was recorded).
+    fn usage(&self, key_id: &str, period_start_ms: u64) -> StoreResult<UsageRecord>;
+
+    /// Live jobs in `state`, oldest first, created before `created_before_ms`, after the
+    /// cursor, at most `limit` (≤ [`PAGE_LEN_MAX`]). `next` is set when more may follow.
+    fn live_jobs(
+        &self,
+        state: LiveState,
+        after: Option<&JobCursor>,
+        created_before_ms: u64,
+        limit: usize,
+    ) -> StoreResult<JobPage>;
+    /// Deletes up to `limit` finished jobs (and their payloads) completed before `cutoff_ms`,
+    /// oldest first. Returns how many were deleted; call again while it returns `limit`.
+    fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize>;
+
+    /// Forces everything written so far to stable storage (fsync of the WAL).
+    fn sync(&self) -> StoreResult<()>;
+}

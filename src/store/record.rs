@@ -1,0 +1,345 @@
+//! The records the store keeps (keys, jobs) and the small types of its API, with their limits.
+//!
+//! Owns: `StoredKey`, `JobRecord` and their parts, `Outcome`, `Subject`, `LiveState`,
+//! `JobCursor`, `JobPage`, and the validation of every length before a write. Called from any
+//! thread that calls the store.
+//!
+//! Invariant: a record that passed `validate` fits every key encoding (each id ≤ 255 bytes, in
+//! fact ≤ `ID_BYTES_MAX`), so encoding a key can never fail or truncate.
+//! Invariant: the serde names are the on-disk format of version 1; renaming a field is a
+//! schema change.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    StoreError, StoreResult, ENGINE_VERSION_BYTES_MAX, ERROR_CODE_BYTES_MAX, ERROR_MESSAGE_BYTES_MAX, ID_BYTES_MAX,
+    KEY_NAME_BYTES_MAX, KEY_SCOPES_LEN_MAX, RESULT_BYTES_MAX,
+};
+
+/// Status of an API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyStatus {
+    Active,
+    Revoked,
+    Expired,
+}
+
+/// Calendar (UTC) period of a key's quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuotaPeriod {
+    Day,
+    Month,
+}
+
+/// An API key as stored: the SHA-256 digest of the key string, never the key itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredKey {
+    pub id: String,
+    pub account: String,
+    pub name: String,
+    /// Lower-case hex SHA-256 of the whole key string (64 characters).
+    pub digest_hex: String,
+    pub scopes: Vec<String>,
+    pub status: KeyStatus,
+    pub created_at_ms: u64,
+    pub expires_at_ms: Option<u64>,
+    pub rate_per_second: u32,
+    pub burst: u32,
+    pub quota_limit: u64,
+    pub quota_period: QuotaPeriod,
+}
+
+/// What a job computes. The subject (wallet or pair id) is what deduplication is keyed on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum JobKind {
+    Analysis { wallet: String },
+    Comparison { wallet_a: String, wallet_b: String, pair_id: String },
+}
+
+impl JobKind {
+    /// The deduplication subject of this job.
+    pub fn subject(&self) -> Subject<'_> {
+        match self {
+            JobKind::Analysis { wallet } => Subject::Wallet(wallet),
+            JobKind::Comparison { pair_id, .. } => Subject::Pair(pair_id),
+        }
+    }
+}
+
+/// What a job is about, as the subject index sees it: one wallet, or one unordered pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject<'a> {
+    Wallet(&'a str),
+    Pair(&'a str),
+}
+
+impl<'a> Subject<'a> {
+    pub(crate) fn kind_byte(self) -> u8 {
+        match self {
+            Subject::Wallet(_) => 1,
+            Subject::Pair(_) => 2,
+        }
+    }
+
+    pub(crate) fn text(self) -> &'a str {
+        match self {
+            Subject::Wallet(s) | Subject::Pair(s) => s,
+        }
+    }
+}
+
+/// Lifecycle state of a job (the wire's `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobState {
+    Queued,
+    Running,
+    Ready,
+    Failed,
+}
+
+impl JobState {
+    pub(crate) fn byte(self) -> u8 {
+        match self {
+            JobState::Queued => 1,
+            JobState::Running => 2,
+            JobState::Ready => 3,
+            JobState::Failed => 4,
+        }
+    }
+
+    /// The wire name (`QUEUED`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "QUEUED",
+            JobState::Running => "RUNNING",
+            JobState::Ready => "READY",
+            JobState::Failed => "FAILED",
+        }
+    }
+
+    /// True for `READY` and `FAILED`.
+    pub fn is_finished(self) -> bool {
+        matches!(self, JobState::Ready | JobState::Failed)
+    }
+}
+
+/// The states recovery scans: only these are in the live-state index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveState {
+    Queued,
+    Running,
+}
+
+impl LiveState {
+    pub(crate) fn state(self) -> JobState {
+        match self {
+            LiveState::Queued => JobState::Queued,
+            LiveState::Running => JobState::Running,
+        }
+    }
+}
+
+/// Why a job failed: a contract error code and a human message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobError {
+    pub code: String,
+    pub message: String,
+}
+
+/// One analysis or comparison job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Unique job id (`an_…` for analyses; a server-chosen unique id for comparisons).
+    pub id: String,
+    pub kind: JobKind,
+    /// The account that owns the job (reads by other accounts are `404`).
+    pub account: String,
+    /// The key that created the job; its usage record carries the reservation.
+    pub key_id: String,
+    pub state: JobState,
+    pub created_at_ms: u64,
+    pub started_at_ms: Option<u64>,
+    pub completed_at_ms: Option<u64>,
+    pub refresh: bool,
+    /// Whether the job holds one quota unit (reserved while live, committed or refunded after).
+    pub charged: bool,
+    /// Start of the quota period the unit was reserved in.
+    pub quota_period_start_ms: u64,
+    pub error: Option<JobError>,
+    /// Engine version the job was admitted under; replaced by the producing engine's version
+    /// when it completes `Ready`.
+    pub engine_version: String,
+}
+
+impl JobRecord {
+    /// A new `QUEUED` job with nothing started or finished.
+    #[allow(clippy::too_many_arguments)]
+    pub fn queued(
+        id: String,
+        kind: JobKind,
+        account: String,
+        key_id: String,
+        created_at_ms: u64,
+        refresh: bool,
+        charged: bool,
+        quota_period_start_ms: u64,
+        engine_version: String,
+    ) -> JobRecord {
+        JobRecord {
+            id,
+            kind,
+            account,
+            key_id,
+            state: JobState::Queued,
+            created_at_ms,
+            started_at_ms: None,
+            completed_at_ms: None,
+            refresh,
+            charged,
+            quota_period_start_ms,
+            error: None,
+            engine_version,
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The payload JSON exactly as the API serves it, and the engine version that made it.
+    Ready { payload_json: Vec<u8>, engine_version: String },
+    /// A contract error code (`ACCOUNT_NOT_ELIGIBLE`, `UPSTREAM_UNAVAILABLE`, …) and message.
+    Failed { code: String, message: String },
+}
+
+/// Position in a live-state scan: the last job returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobCursor {
+    pub created_at_ms: u64,
+    pub id: String,
+}
+
+/// One page of a live-state scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobPage {
+    pub jobs: Vec<JobRecord>,
+    /// Where to continue; `None` when the scan reached its end.
+    pub next: Option<JobCursor>,
+}
+
+fn check_len(what: &str, value: &str, max: usize) -> StoreResult<()> {
+    if value.is_empty() || value.len() > max {
+        return Err(StoreError::Invalid(format!("{what} must be 1..={max} bytes, got {}", value.len())));
+    }
+    Ok(())
+}
+
+/// Checks an id-like field (ids, accounts, wallets, pair ids).
+pub(crate) fn check_id(what: &str, value: &str) -> StoreResult<()> {
+    check_len(what, value, ID_BYTES_MAX)
+}
+
+impl StoredKey {
+    pub(crate) fn validate(&self) -> StoreResult<()> {
+        check_id("key id", &self.id)?;
+        check_id("account", &self.account)?;
+        check_len("key name", &self.name, KEY_NAME_BYTES_MAX)?;
+        check_len("digest", &self.digest_hex, ID_BYTES_MAX)?;
+        if self.scopes.len() > KEY_SCOPES_LEN_MAX {
+            return Err(StoreError::Invalid(format!("more than {KEY_SCOPES_LEN_MAX} scopes")));
+        }
+        self.scopes.iter().try_for_each(|s| check_id("scope", s))
+    }
+}
+
+impl JobRecord {
+    pub(crate) fn validate(&self) -> StoreResult<()> {
+        check_id("job id", &self.id)?;
+        check_id("account", &self.account)?;
+        check_id("key id", &self.key_id)?;
+        check_len("engine version", &self.engine_version, ENGINE_VERSION_BYTES_MAX)?;
+        match &self.kind {
+            JobKind::Analysis { wallet } => check_id("wallet", wallet)?,
+            JobKind::Comparison { wallet_a, wallet_b, pair_id } => {
+                check_id("wallet_a", wallet_a)?;
+                check_id("wallet_b", wallet_b)?;
+                check_id("pair id", pair_id)?;
+            }
+        }
+        if let Some(e) = &self.error {
+            JobError::validate(&e.code, &e.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl JobError {
+    fn validate(code: &str, message: &str) -> StoreResult<()> {
+        check_len("error code", code, ERROR_CODE_BYTES_MAX)?;
+        if message.len() > ERROR_MESSAGE_BYTES_MAX {
+            return Err(StoreError::Invalid(format!("error message longer than {ERROR_MESSAGE_BYTES_MAX} bytes")));
+        }
+        Ok(())
+    }
+}
+
+impl Outcome {
+    pub(crate) fn validate(&self) -> StoreResult<()> {
+        match self {
+            Outcome::Ready { payload_json, engine_version } => {
+                check_len("engine version", engine_version, ENGINE_VERSION_BYTES_MAX)?;
+                if payload_json.len() > RESULT_BYTES_MAX {
+                    return Err(StoreError::Invalid(format!("payload larger than {RESULT_BYTES_MAX} bytes")));
+                }
+                Ok(())
+            }
+            Outcome::Failed { code, message } => JobError::validate(code, message),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> JobRecord {
+        JobRecord::queued(
+            "an_1".into(),
+            JobKind::Analysis { wallet: "W".into() },
+            "acc".into(),
+            "key_1".into(),
+            5,
+            false,
+            true,
+            0,
+            "1.0.0".into(),
+        )
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        assert!(job().validate().is_ok());
+        let mut j = job();
+        j.id = "x".repeat(ID_BYTES_MAX + 1);
+        assert!(matches!(j.validate(), Err(StoreError::Invalid(_))));
+        let mut j = job();
+        j.account.clear();
+        assert!(j.validate().is_err());
+        let big = Outcome::Ready { payload_json: vec![b' '; RESULT_BYTES_MAX + 1], engine_version: "1".into() };
+        assert!(big.validate().is_err());
+        let long = Outcome::Failed { code: "X".into(), message: "m".repeat(ERROR_MESSAGE_BYTES_MAX + 1) };
+        assert!(long.validate().is_err());
+    }
+
+    #[test]
+    fn wire_names_of_states_and_kinds() {
+        let text = serde_json::to_string(&job()).unwrap_or_default();
+        assert!(text.contains(r#""state":"QUEUED""#), "{text}");
+        assert!(text.contains(r#""kind":{"type":"analysis","wallet":"W"}"#), "{text}");
+        assert_eq!(JobState::Failed.as_str(), "FAILED");
+    }
+}
