@@ -258,7 +258,8 @@ mod tests {
 
     #[test]
     fn validation_names_the_setting() {
-        let cases: Vec<(fn(&mut ServeConfig), &str)> = vec![
+        type Break = fn(&mut ServeConfig);
+        let cases: Vec<(Break, &str)> = vec![
             (|c| c.queue_capacity = 0, "queue_capacity"),
             (|c| c.compute_threads = THREADS_MAX + 1, "compute_threads"),
             (|c| c.ledger = "mainnet".into(), "ledger"),
