@@ -57,7 +57,7 @@
 //!
 //! | column family | key | value |
 //! |---|---|---|
-//! | `keys` | key id | `v1` ‖ JSON [`StoredKey`] |
+//! | `keys` | key id | `v1` ‖ JSON [`KeyRecord`](crate::auth::record::KeyRecord) |
 //! | `jobs` | job id | `v1` ‖ JSON [`JobRecord`] |
 //! | `jobs_live` | state byte ‖ created_at_ms BE ‖ job id | empty |
 //! | `jobs_done` | completed_at_ms BE ‖ job id | empty |
@@ -108,22 +108,17 @@ mod recovery;
 mod rocks;
 mod usage;
 
-pub use record::{
-    JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, KeyStatus, LiveState, Outcome, QuotaPeriod, StoredKey,
-    Subject,
-};
+pub use record::{JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
 pub use recovery::Backlog;
 pub use rocks::{RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 pub use usage::UsageRecord;
+
+use crate::auth::record::KeyRecord;
 
 /// Version of the on-disk layout this build reads and writes (the `meta` record).
 pub const SCHEMA_VERSION: u32 = 1;
 /// Longest id, account, key id, wallet address or pair id accepted (bytes).
 pub const ID_BYTES_MAX: usize = 64;
-/// Longest key name (bytes).
-pub const KEY_NAME_BYTES_MAX: usize = 128;
-/// Scopes per key record.
-pub const KEY_SCOPES_LEN_MAX: usize = 16;
 /// Longest engine version string (bytes).
 pub const ENGINE_VERSION_BYTES_MAX: usize = 64;
 /// Longest error code of a failed job (bytes).
@@ -212,11 +207,11 @@ impl From<std::io::Error> for StoreError {
 /// atomic, and a call that returned `Ok` is durable.
 pub trait Store: Send + Sync {
     /// Writes (inserts or replaces) one API key record.
-    fn put_key(&self, key: &StoredKey) -> StoreResult<()>;
+    fn put_key(&self, key: &KeyRecord) -> StoreResult<()>;
     /// The key record with this id, if any.
-    fn get_key(&self, id: &str) -> StoreResult<Option<StoredKey>>;
+    fn get_key(&self, id: &str) -> StoreResult<Option<KeyRecord>>;
     /// Key records in id order, starting after `after`, at most `limit` (≤ [`PAGE_LEN_MAX`]).
-    fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<StoredKey>>;
+    fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<KeyRecord>>;
 
     /// Records a new `QUEUED` job and, if it is charged, reserves one quota unit, in one
     /// durable batch. Returns once the batch is in the WAL. The id must be new.

@@ -11,45 +11,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::record::KeyRecord;
+
 use super::{
     StoreError, StoreResult, ENGINE_VERSION_BYTES_MAX, ERROR_CODE_BYTES_MAX, ERROR_MESSAGE_BYTES_MAX, ID_BYTES_MAX,
-    KEY_NAME_BYTES_MAX, KEY_SCOPES_LEN_MAX, RESULT_BYTES_MAX,
+    RESULT_BYTES_MAX,
 };
-
-/// Status of an API key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KeyStatus {
-    Active,
-    Revoked,
-    Expired,
-}
-
-/// Calendar (UTC) period of a key's quota.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QuotaPeriod {
-    Day,
-    Month,
-}
-
-/// An API key as stored: the SHA-256 digest of the key string, never the key itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredKey {
-    pub id: String,
-    pub account: String,
-    pub name: String,
-    /// Lower-case hex SHA-256 of the whole key string (64 characters).
-    pub digest_hex: String,
-    pub scopes: Vec<String>,
-    pub status: KeyStatus,
-    pub created_at_ms: u64,
-    pub expires_at_ms: Option<u64>,
-    pub rate_per_second: u32,
-    pub burst: u32,
-    pub quota_limit: u64,
-    pub quota_period: QuotaPeriod,
-}
 
 /// What a job computes. The subject (wallet or pair id) is what deduplication is keyed on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -243,17 +210,11 @@ pub(crate) fn check_id(what: &str, value: &str) -> StoreResult<()> {
     check_len(what, value, ID_BYTES_MAX)
 }
 
-impl StoredKey {
-    pub(crate) fn validate(&self) -> StoreResult<()> {
-        check_id("key id", &self.id)?;
-        check_id("account", &self.account)?;
-        check_len("key name", &self.name, KEY_NAME_BYTES_MAX)?;
-        check_len("digest", &self.digest_hex, ID_BYTES_MAX)?;
-        if self.scopes.len() > KEY_SCOPES_LEN_MAX {
-            return Err(StoreError::Invalid(format!("more than {KEY_SCOPES_LEN_MAX} scopes")));
-        }
-        self.scopes.iter().try_for_each(|s| check_id("scope", s))
-    }
+/// A key record is the auth module's `KeyRecord`, stored as is (only its digest, never the
+/// key). It validated itself when issued; the store checks only what its key layout needs.
+pub(crate) fn validate_key(key: &KeyRecord) -> StoreResult<()> {
+    check_id("key id", key.id.as_str())?;
+    check_id("account", key.account.as_str())
 }
 
 impl JobRecord {

@@ -14,6 +14,7 @@
 //! Invariant: a database whose version record is absent (and which holds data), unknown or newer
 //! is refused before it is opened for writing.
 
+use crate::auth::record::KeyRecord;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
@@ -23,12 +24,11 @@ use rocksdb::{
 };
 
 use super::encoding::{self as enc};
-use super::record::{check_id, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
+use super::record::{self, check_id, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
 use super::usage::{self, UsageDelta, UsageRecord};
 use super::{
-    Store, StoreError, StoreResult, StoredKey, BACKGROUND_JOBS_DEFAULT, BLOCK_CACHE_BYTES_DEFAULT, ID_BYTES_MAX,
-    JOB_LOCK_STRIPES, PAGE_LEN_MAX, SCHEMA_VERSION, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT,
-    WRITE_BUFFER_BYTES_DEFAULT,
+    Store, StoreError, StoreResult, BACKGROUND_JOBS_DEFAULT, BLOCK_CACHE_BYTES_DEFAULT, ID_BYTES_MAX, JOB_LOCK_STRIPES,
+    PAGE_LEN_MAX, SCHEMA_VERSION, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
 
 const CF_KEYS: &str = "keys";
@@ -329,14 +329,14 @@ fn clamp_page(limit: usize) -> usize {
 }
 
 impl Store for RocksStore {
-    fn put_key(&self, key: &StoredKey) -> StoreResult<()> {
-        key.validate()?;
+    fn put_key(&self, key: &KeyRecord) -> StoreResult<()> {
+        record::validate_key(key)?;
         let mut batch = WriteBatch::default();
-        batch.put_cf(self.cf(CF_KEYS)?, key.id.as_bytes(), enc::encode_json(key)?);
+        batch.put_cf(self.cf(CF_KEYS)?, key.id.as_str().as_bytes(), enc::encode_json(key)?);
         Ok(self.db.write_opt(batch, &self.durable)?)
     }
 
-    fn get_key(&self, id: &str) -> StoreResult<Option<StoredKey>> {
+    fn get_key(&self, id: &str) -> StoreResult<Option<KeyRecord>> {
         if check_id("key id", id).is_err() {
             return Ok(None);
         }
@@ -346,7 +346,7 @@ impl Store for RocksStore {
         }
     }
 
-    fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<StoredKey>> {
+    fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<KeyRecord>> {
         let limit = clamp_page(limit);
         let from = after.map(|a| enc::successor(a.as_bytes())).unwrap_or_default();
         let mut keys = Vec::new();
