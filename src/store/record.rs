@@ -1,6 +1,6 @@
 //! The records the store keeps (keys, jobs) and the small types of its API, with their limits.
 //!
-//! Owns: `StoredKey`, `JobRecord` and their parts, `Outcome`, `Subject`, `LiveState`,
+//! Owns: `JobRecord` and their parts, `Outcome`, `Subject`, `LiveState`,
 //! `JobCursor`, `JobPage`, and the validation of every length before a write. Called from any
 //! thread that calls the store.
 //!
