@@ -108,7 +108,8 @@ impl ApiRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiResponse {
     pub status: u16,
-    /// Extra headers: lowercase names, values of visible ASCII.
+    /// Extra headers: lowercase names, values of visible ASCII. A `content-type` here replaces
+    /// the default `application/json`.
     pub headers: Vec<(&'static str, String)>,
     /// A JSON document.
     pub body: Bytes,

@@ -189,7 +189,13 @@ fn build_hyper(response: &ApiResponse, request_id: &RequestId) -> Option<Respons
     headers.insert(X_REQUEST_ID, HeaderValue::from_str(request_id.as_str()).ok()?);
     for (name, value) in &response.headers {
         let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
-        headers.append(name, HeaderValue::from_str(value).ok()?);
+        let value = HeaderValue::from_str(value).ok()?;
+        // A handler may replace the default JSON content type (e.g. Prometheus text).
+        if name == CONTENT_TYPE {
+            headers.insert(name, value);
+        } else {
+            headers.append(name, value);
+        }
     }
     if response.close {
         headers.insert(CONNECTION, HeaderValue::from_static("close"));
