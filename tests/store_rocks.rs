@@ -373,3 +373,17 @@ fn backlog_hands_out_running_then_queued_in_bounded_pages() {
     assert!(pages.len() <= 4, "{pages:?}");
     assert!(backlog.next_page(&store, 4).unwrap().is_empty());
 }
+
+#[test]
+fn a_rotation_writes_both_keys_and_the_carried_usage_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let old = KeyRecord { status: KeyStatus::Revoked, revoked_at_ms: Some(5), ..key() };
+    let new = key();
+    let carried = UsageRecord { used: 7, refunded: 1, wallet_analysis: 6, comparison: 1, ..UsageRecord::default() };
+    let carry = xray::store::UsageCarry { period_start_ms: PERIOD_MS, usage: carried };
+    store.put_rotation(&old, &new, &carry).unwrap();
+    assert_eq!(store.get_key(old.id.as_str()).unwrap(), Some(old));
+    assert_eq!(store.get_key(new.id.as_str()).unwrap(), Some(new.clone()));
+    assert_eq!(store.usage(new.id.as_str(), PERIOD_MS).unwrap(), carried);
+}

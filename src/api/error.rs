@@ -28,37 +28,8 @@ use crate::pubkey::AddressError;
 /// `Retry-After` of a `503 SERVICE_BUSY` (contract §6).
 pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
 
-/// Why a request is not authenticated (`details.reason` of 401).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unauthenticated {
-    Missing,
-    Malformed,
-    Unknown,
-    Revoked,
-    Expired,
-}
-
-impl Unauthenticated {
-    pub fn reason(self) -> &'static str {
-        match self {
-            Unauthenticated::Missing => "missing",
-            Unauthenticated::Malformed => "malformed",
-            Unauthenticated::Unknown => "unknown",
-            Unauthenticated::Revoked => "revoked",
-            Unauthenticated::Expired => "expired",
-        }
-    }
-
-    fn message(self) -> &'static str {
-        match self {
-            Unauthenticated::Missing => "an API key is required: send Authorization: Bearer <key>",
-            Unauthenticated::Malformed => "the API key is malformed",
-            Unauthenticated::Unknown => "the API key is not known",
-            Unauthenticated::Revoked => "the API key has been revoked",
-            Unauthenticated::Expired => "the API key has expired",
-        }
-    }
-}
+/// Why a request is not authenticated (`details.reason` of 401): the auth module's own type.
+pub use crate::auth::table::AuthFailure as Unauthenticated;
 
 /// Every way the API refuses a request. Closed: one variant per contract code.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -56,6 +56,18 @@ pub enum AuthFailure {
 }
 
 impl AuthFailure {
+    /// The message of the contract's `401 UNAUTHENTICATED` body.
+    pub fn message(self) -> &'static str {
+        match self {
+            AuthFailure::Missing => "an API key is required: send Authorization: Bearer <key>",
+            AuthFailure::Malformed => "the API key is malformed",
+            AuthFailure::Unknown => "the API key is not known",
+            AuthFailure::Revoked => "the API key has been revoked",
+            AuthFailure::Expired => "the API key has expired",
+        }
+    }
+
+    /// The contract's `details.reason`.
     pub fn reason(self) -> &'static str {
         match self {
             AuthFailure::Missing => "missing",
@@ -102,7 +114,7 @@ impl KeyEntry {
     pub fn new(record: KeyRecord, now_ms: i64) -> Result<Self, RecordError> {
         record.validate()?;
         let rate = RateCell::new(record.rate_limit()?);
-        let quota = QuotaCounter::new(record.id.to_string(), record.quota_limit, record.quota_period, now_ms);
+        let quota = QuotaCounter::new(record.quota_limit, record.quota_period, now_ms);
         let revoked_at_ms = match record.status {
             KeyStatus::Revoked => record.revoked_at_ms.unwrap_or(record.created_at_ms),
             KeyStatus::Active => NOT_REVOKED,
@@ -191,7 +203,9 @@ pub struct Rotation {
     pub key: ApiKey,
     pub new_record: KeyRecord,
     pub old_record: KeyRecord,
-    /// The successor's usage of the current period (carried over from the old key).
+    /// Start of the period `new_usage` belongs to.
+    pub new_usage_period_start_ms: i64,
+    /// The successor's usage of that period (carried over from the old key, nothing reserved).
     pub new_usage: UsageRecord,
 }
 
@@ -315,12 +329,12 @@ impl KeyTable {
             }
             let (key, new_record) = KeySpec::successor_of(old.record()).issue(now_ms)?;
             let new = Arc::new(KeyEntry::new(new_record.clone(), now_ms)?);
-            let new_usage =
-                UsageRecord { key_id: new_record.id.to_string(), reserved: 0, ..old.quota.snapshot(now_ms) };
-            new.quota.restore(&new_usage, now_ms);
+            let (new_usage_period_start_ms, carried) = old.quota.snapshot(now_ms);
+            let new_usage = UsageRecord { reserved: 0, ..carried };
+            new.quota.restore(new_usage_period_start_ms, &new_usage, now_ms);
             map.add(new, self.len_max)?;
             old.revoke(now_ms, Some(new_record.id.clone()));
-            Ok(Rotation { key, new_record, old_record: old.current_record(), new_usage })
+            Ok(Rotation { key, new_record, old_record: old.current_record(), new_usage_period_start_ms, new_usage })
         })
     }
 
@@ -496,7 +510,6 @@ mod tests {
         assert_eq!(rotation.old_record.revoked_at_ms, Some(NOW + 1));
         assert_eq!(rotation.old_record.replaced_by.as_ref(), Some(&rotation.new_record.id));
         assert_eq!((rotation.new_usage.used, rotation.new_usage.reserved), (1, 0));
-        assert_eq!(rotation.new_usage.key_id, rotation.new_record.id.to_string());
 
         assert_eq!(table.authenticate(Some(&bearer(&old_key)), NOW + 2).err(), Some(AuthFailure::Revoked));
         let new = table.authenticate(Some(&bearer(&rotation.key)), NOW + 2).expect("successor active");

@@ -12,7 +12,7 @@
 //! argument (`now_ns` monotonic, `now_unix_ms` wall), so all of it is testable without sleeping.
 //! Invariant: no mutex and no allocation on the request path of `rate` and `ip`; `quota` allocates
 //! only when a calendar period rolls over.
-//! Deliberately absent: persistence (the store writes `quota::UsageRecord`s) and HTTP types (the
+//! Deliberately absent: persistence (the store derives `store::UsageRecord`s from job records) and HTTP types (the
 //! edge turns the strings of `headers` into header values).
 
 pub mod clock;
@@ -23,5 +23,5 @@ pub mod rate;
 
 pub use clock::MonotonicClock;
 pub use ip::IpFailureLimiter;
-pub use quota::{Operation, QuotaCounter, QuotaExhausted, QuotaPeriod, QuotaView, Reservation, UsageRecord};
+pub use quota::{Operation, QuotaCounter, QuotaExhausted, QuotaPeriod, QuotaView, Reservation};
 pub use rate::{RateCell, RateDecision, RateLimit, RateLimitError, RateState};

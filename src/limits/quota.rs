@@ -4,7 +4,7 @@
 //! Owns: `QuotaPeriod` and its calendar math (`period_start_ms`, `period_end_ms`,
 //! `period_len_s`), `rfc3339_ms`, and `QuotaCounter`, a key's in-memory counters of the current
 //! and previous period. Called from listener threads (`reserve`, `view`) and from compute threads
-//! when a job ends (`commit`, `release`); `snapshot`/`restore` by the store.
+//! when a job ends (`commit`, `release`); `restore` at start from the store's usage records.
 //!
 //! Accounting of one period: `used` (units of work that ended READY), `reserved` (units of work
 //! admitted and not finished), `refunded` (reservations given back because the work FAILED),
@@ -19,8 +19,8 @@
 //! Invariant: at most two periods are kept per key (current and previous); a reservation older
 //! than that is reported as `PeriodGone` and only the store's copy records it.
 //! Invariant: the wall clock going backwards never rolls a counter back to an older period.
-//! Deliberately absent: persistence (the store writes `UsageRecord`s in the same batch as the
-//! job record they belong to) and any clock read.
+//! Deliberately absent: persistence (the store derives its `UsageRecord`s from the job records,
+//! in the same batch as the job they belong to) and any clock read.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,6 +29,8 @@ use arc_swap::{ArcSwap, Guard};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use time::OffsetDateTime;
+
+pub use crate::store::UsageRecord;
 
 /// Largest quota a key may have per period (used + reserved must fit 32 bits).
 pub const QUOTA_LIMIT_MAX: u64 = 1_000_000_000;
@@ -186,21 +188,6 @@ pub struct ByOperation {
     pub comparison: u64,
 }
 
-/// The durable form of one key's counters for one period (persisted by the store).
-///
-/// A snapshot is a point-in-time copy. Two threads that persist snapshots of one key at once
-/// must write them in the order they were taken (one writer per key, or the store's own
-/// read-modify-write), or an older snapshot can overwrite a newer one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UsageRecord {
-    pub key_id: String,
-    pub period_start_ms: i64,
-    pub used: u64,
-    pub reserved: u64,
-    pub refunded: u64,
-    pub by_operation: ByOperation,
-}
-
 /// A key's quota in the current period, for the status and usage endpoints and the headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaView {
@@ -239,17 +226,17 @@ struct PeriodCounter {
 
 impl PeriodCounter {
     fn empty(now_ms: i64, period: QuotaPeriod) -> Self {
-        Self::from_record(&UsageRecord::empty(String::new(), period_start_ms(now_ms, period)), period)
+        Self::from_usage(period_start_ms(now_ms, period), &UsageRecord::default(), period)
     }
 
-    fn from_record(record: &UsageRecord, period: QuotaPeriod) -> Self {
+    fn from_usage(start_ms: i64, usage: &UsageRecord, period: QuotaPeriod) -> Self {
         Self {
-            start_ms: period_start_ms(record.period_start_ms, period),
-            end_ms: period_end_ms(record.period_start_ms, period),
-            units: AtomicU64::new(pack(record.used, record.reserved)),
-            refunded: AtomicU64::new(record.refunded),
-            wallet_analysis: AtomicU64::new(record.by_operation.wallet_analysis),
-            comparison: AtomicU64::new(record.by_operation.comparison),
+            start_ms: period_start_ms(start_ms, period),
+            end_ms: period_end_ms(start_ms, period),
+            units: AtomicU64::new(pack(count(usage.used), count(usage.reserved))),
+            refunded: AtomicU64::new(count(usage.refunded)),
+            wallet_analysis: AtomicU64::new(count(usage.wallet_analysis)),
+            comparison: AtomicU64::new(count(usage.comparison)),
         }
     }
 
@@ -290,28 +277,29 @@ impl PeriodCounter {
         self.update(step).map(|_| ()).map_err(|_| SettleError::NothingReserved)
     }
 
-    /// The period's numbers; `key_id` is left empty so the request path does not allocate.
+    /// The period's numbers, in the store's record form.
     fn counts(&self) -> UsageRecord {
         let (used, reserved) = unpack(self.units.load(Ordering::Acquire));
+        let by_operation = self.by_operation();
         UsageRecord {
-            key_id: String::new(),
-            period_start_ms: self.start_ms,
-            used,
-            reserved,
-            refunded: self.refunded.load(Ordering::Relaxed),
-            by_operation: self.by_operation(),
+            used: signed(used),
+            reserved: signed(reserved),
+            refunded: signed(self.refunded.load(Ordering::Relaxed)),
+            wallet_analysis: signed(by_operation.wallet_analysis),
+            comparison: signed(by_operation.comparison),
         }
-    }
-
-    fn record(&self, key_id: &str) -> UsageRecord {
-        UsageRecord { key_id: key_id.to_owned(), ..self.counts() }
     }
 }
 
-impl UsageRecord {
-    pub fn empty(key_id: String, period_start_ms: i64) -> Self {
-        Self { key_id, period_start_ms, used: 0, reserved: 0, refunded: 0, by_operation: ByOperation::default() }
-    }
+/// A stored counter as an in-memory one (a negative count, which only a damaged record could
+/// hold, counts as zero).
+fn count(stored: i64) -> u64 {
+    u64::try_from(stored).unwrap_or(0)
+}
+
+/// An in-memory count as a stored one (counts are below 2^32, see `QUOTA_LIMIT_MAX`).
+fn signed(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// The periods held in memory for one key.
@@ -324,7 +312,6 @@ struct Periods {
 /// One key's quota counters: lock-free, shared by every thread that serves the key.
 #[derive(Debug)]
 pub struct QuotaCounter {
-    key_id: String,
     limit: u64,
     period: QuotaPeriod,
     periods: ArcSwap<Periods>,
@@ -333,9 +320,9 @@ pub struct QuotaCounter {
 impl QuotaCounter {
     /// A counter with nothing used in the period containing `now_ms`. `limit` is capped at
     /// `QUOTA_LIMIT_MAX` (records are validated before they get here).
-    pub fn new(key_id: String, limit: u64, period: QuotaPeriod, now_ms: i64) -> Self {
+    pub fn new(limit: u64, period: QuotaPeriod, now_ms: i64) -> Self {
         let periods = Periods { current: Arc::new(PeriodCounter::empty(now_ms, period)), previous: None };
-        Self { key_id, limit: limit.min(QUOTA_LIMIT_MAX), period, periods: ArcSwap::from_pointee(periods) }
+        Self { limit: limit.min(QUOTA_LIMIT_MAX), period, periods: ArcSwap::from_pointee(periods) }
     }
 
     pub fn limit(&self) -> u64 {
@@ -412,37 +399,39 @@ impl QuotaCounter {
     pub fn view(&self, now_ms: i64) -> QuotaView {
         let periods = self.periods_at(now_ms);
         let current = &periods.current;
-        let record = current.counts();
+        let (used, reserved) = unpack(current.units.load(Ordering::Acquire));
         QuotaView {
             limit: self.limit,
-            used: record.used,
-            reserved: record.reserved,
-            remaining: self.limit.saturating_sub(record.used + record.reserved),
-            refunded: record.refunded,
-            by_operation: record.by_operation,
+            used,
+            reserved,
+            remaining: self.limit.saturating_sub(used + reserved),
+            refunded: current.refunded.load(Ordering::Relaxed),
+            by_operation: current.by_operation(),
             period: self.period,
             period_start_ms: current.start_ms,
             period_end_ms: current.end_ms,
         }
     }
 
-    /// The durable form of the current period at `now_ms`.
-    pub fn snapshot(&self, now_ms: i64) -> UsageRecord {
-        self.periods_at(now_ms).current.record(&self.key_id)
+    /// The current period at `now_ms`: its start and its counts.
+    pub fn snapshot(&self, now_ms: i64) -> (i64, UsageRecord) {
+        let periods = self.periods_at(now_ms);
+        (periods.current.start_ms, periods.current.counts())
     }
 
-    /// The durable form of the period starting at `period_start_ms` (e.g. the one a reservation
+    /// The counts of the period starting at `period_start_ms` (e.g. the one a reservation
     /// belongs to), if it is still held.
     pub fn snapshot_period(&self, period_start_ms: i64) -> Option<UsageRecord> {
-        self.counter_of(period_start_ms).map(|c| c.record(&self.key_id))
+        self.counter_of(period_start_ms).map(|c| c.counts())
     }
 
-    /// Loads a stored record as the current or previous period. Returns `false` (and changes
-    /// nothing) for a record of any other period: an older one no longer limits anything.
-    pub fn restore(&self, record: &UsageRecord, now_ms: i64) -> bool {
+    /// Loads the stored usage of the period starting at `period_start_ms` as the current or
+    /// previous period. Returns `false` (and changes nothing) for any other period: an older
+    /// one no longer limits anything.
+    pub fn restore(&self, period_start_ms_stored: i64, usage: &UsageRecord, now_ms: i64) -> bool {
         let periods = self.periods_at(now_ms);
-        let start_ms = period_start_ms(record.period_start_ms, self.period);
-        let restored = Arc::new(PeriodCounter::from_record(record, self.period));
+        let start_ms = period_start_ms(period_start_ms_stored, self.period);
+        let restored = Arc::new(PeriodCounter::from_usage(start_ms, usage, self.period));
         let is_current = start_ms == periods.current.start_ms;
         let is_previous = start_ms == period_start_ms(periods.current.start_ms - 1, self.period);
         if !is_current && !is_previous {
@@ -533,7 +522,7 @@ mod tests {
     }
 
     fn counter(limit: u64) -> QuotaCounter {
-        QuotaCounter::new("key_test".into(), limit, QuotaPeriod::Month, NOV_22)
+        QuotaCounter::new(limit, QuotaPeriod::Month, NOV_22)
     }
 
     #[test]
@@ -579,10 +568,8 @@ mod tests {
     #[test]
     fn remaining_never_below_zero_after_restore_over_limit() {
         let q = counter(10);
-        let mut record = UsageRecord::empty("key_test".into(), period_start_ms(NOV_22, QuotaPeriod::Month));
-        record.used = 12;
-        record.reserved = 1;
-        assert!(q.restore(&record, NOV_22));
+        let record = UsageRecord { used: 12, reserved: 1, ..UsageRecord::default() };
+        assert!(q.restore(period_start_ms(NOV_22, QuotaPeriod::Month), &record, NOV_22));
         let v = q.view(NOV_22);
         assert_eq!((v.used, v.reserved, v.remaining), (12, 1, 0));
         assert!(q.reserve(Operation::Comparison, NOV_22).is_err());
@@ -631,25 +618,17 @@ mod tests {
         let a = q.reserve(Operation::WalletAnalysis, NOV_22).expect("unit");
         let _b = q.reserve(Operation::Comparison, NOV_22).expect("unit");
         q.commit(a).expect("commit");
-        let record = q.snapshot(NOV_22);
+        let (start_ms, record) = q.snapshot(NOV_22);
+        assert_eq!(start_ms, ms("2026-11-01T00:00:00Z"));
         assert_eq!(
             record,
-            UsageRecord {
-                key_id: "key_test".into(),
-                period_start_ms: ms("2026-11-01T00:00:00Z"),
-                used: 1,
-                reserved: 1,
-                refunded: 0,
-                by_operation: ByOperation { wallet_analysis: 1, comparison: 0 },
-            }
+            UsageRecord { used: 1, reserved: 1, refunded: 0, wallet_analysis: 1, comparison: 0 }
         );
-        let json = serde_json::to_string(&record).expect("serializes");
-        let back: UsageRecord = serde_json::from_str(&json).expect("parses");
         let fresh = counter(100);
-        assert!(fresh.restore(&back, NOV_22));
+        assert!(fresh.restore(start_ms, &record, NOV_22));
         assert_eq!(fresh.view(NOV_22), q.view(NOV_22));
         // The recovered reservation settles against the restored count.
-        let recovered = Reservation::recovered(back.period_start_ms, Operation::Comparison);
+        let recovered = Reservation::recovered(start_ms, Operation::Comparison);
         fresh.commit(recovered).expect("recovered commit");
         assert_eq!(fresh.view(NOV_22).by_operation.comparison, 1);
     }
@@ -657,10 +636,9 @@ mod tests {
     #[test]
     fn restore_places_previous_and_ignores_older() {
         let q = counter(100);
-        let october = UsageRecord { used: 7, ..UsageRecord::empty("key_test".into(), ms("2026-10-01T00:00:00Z")) };
-        let september = UsageRecord { used: 9, ..UsageRecord::empty("key_test".into(), ms("2026-09-01T00:00:00Z")) };
-        assert!(q.restore(&october, NOV_22));
-        assert!(!q.restore(&september, NOV_22));
+        let used = |n| UsageRecord { used: n, ..UsageRecord::default() };
+        assert!(q.restore(ms("2026-10-01T00:00:00Z"), &used(7), NOV_22));
+        assert!(!q.restore(ms("2026-09-01T00:00:00Z"), &used(9), NOV_22));
         assert_eq!(q.snapshot_period(ms("2026-10-01T00:00:00Z")).map(|r| r.used), Some(7));
         assert_eq!(q.snapshot_period(ms("2026-09-01T00:00:00Z")), None);
         assert_eq!(q.view(NOV_22).used, 0);

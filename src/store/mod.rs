@@ -13,6 +13,7 @@
 //!
 //! | call | writes |
 //! |---|---|
+//! | [`Store::put_rotation`] | both key records, the successor's carried usage (merge) |
 //! | [`Store::admit`] | job record, live-state index, subject index, usage `reserved +1` (if charged) |
 //! | [`Store::cancel_admission`] | deletes the three job entries, usage `reserved −1` |
 //! | [`Store::mark_running`] | job record, live-state index move, subject index state |
@@ -143,6 +144,13 @@ pub const WAL_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
 /// to listeners and compute threads.
 pub const BACKGROUND_JOBS_DEFAULT: i32 = 2;
 
+/// Usage a rotated key's successor starts with, in the period starting at `period_start_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsageCarry {
+    pub period_start_ms: u64,
+    pub usage: UsageRecord,
+}
+
 /// Result of every store call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -208,6 +216,9 @@ impl From<std::io::Error> for StoreError {
 pub trait Store: Send + Sync {
     /// Writes (inserts or replaces) one API key record.
     fn put_key(&self, key: &KeyRecord) -> StoreResult<()>;
+    /// Writes a rotation in one batch: the revoked old key, its successor, and the usage the
+    /// successor carries over for the current period (so a restart keeps the quota where it was).
+    fn put_rotation(&self, old: &KeyRecord, new: &KeyRecord, carried: &UsageCarry) -> StoreResult<()>;
     /// The key record with this id, if any.
     fn get_key(&self, id: &str) -> StoreResult<Option<KeyRecord>>;
     /// Key records in id order, starting after `after`, at most `limit` (≤ [`PAGE_LEN_MAX`]).

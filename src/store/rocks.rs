@@ -27,7 +27,7 @@ use super::encoding::{self as enc};
 use super::record::{self, check_id, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
 use super::usage::{self, UsageDelta, UsageRecord};
 use super::{
-    Store, StoreError, StoreResult, BACKGROUND_JOBS_DEFAULT, BLOCK_CACHE_BYTES_DEFAULT, ID_BYTES_MAX, JOB_LOCK_STRIPES,
+    Store, StoreError, StoreResult, UsageCarry, BACKGROUND_JOBS_DEFAULT, BLOCK_CACHE_BYTES_DEFAULT, ID_BYTES_MAX, JOB_LOCK_STRIPES,
     PAGE_LEN_MAX, SCHEMA_VERSION, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
 
@@ -333,6 +333,17 @@ impl Store for RocksStore {
         record::validate_key(key)?;
         let mut batch = WriteBatch::default();
         batch.put_cf(self.cf(CF_KEYS)?, key.id.as_str().as_bytes(), enc::encode_json(key)?);
+        Ok(self.db.write_opt(batch, &self.durable)?)
+    }
+
+    fn put_rotation(&self, old: &KeyRecord, new: &KeyRecord, carried: &UsageCarry) -> StoreResult<()> {
+        record::validate_key(old)?;
+        record::validate_key(new)?;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf(CF_KEYS)?, old.id.as_str().as_bytes(), enc::encode_json(old)?);
+        batch.put_cf(self.cf(CF_KEYS)?, new.id.as_str().as_bytes(), enc::encode_json(new)?);
+        let key = enc::usage_key(new.id.as_str(), carried.period_start_ms);
+        batch.merge_cf(self.cf(CF_USAGE)?, key, carried.usage.encode());
         Ok(self.db.write_opt(batch, &self.durable)?)
     }
 
