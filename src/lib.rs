@@ -4,7 +4,9 @@
 //! ARCHITECTURE.md for the data flow, the code map and which threads call what.
 #![warn(clippy::all)]
 
+pub mod admission;
 pub mod api;
+pub mod app;
 pub mod auth;
 pub mod cli;
 pub mod compute;
@@ -14,6 +16,7 @@ pub mod engine;
 pub mod labels;
 pub mod ledger;
 pub mod limits;
+pub mod metrics;
 pub mod pubkey;
 pub mod server;
 pub mod store;

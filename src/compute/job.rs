@@ -11,6 +11,7 @@
 //! never carries an RPC URL or other internals.
 
 use crate::eligibility;
+use crate::engine::report::{Score, XRay};
 use crate::engine::{self, compare};
 use crate::labels::Labels;
 use crate::ledger::source::LedgerSource;
@@ -21,8 +22,28 @@ use crate::pubkey::Pubkey;
 /// What a job computes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobSpec {
-    Analysis { wallet: Pubkey },
-    Comparison { wallet_a: Pubkey, wallet_b: Pubkey },
+    Analysis {
+        wallet: Pubkey,
+    },
+    /// `reuse` names fresh READY analyses (ids) of wallet A and B, if the account has them:
+    /// the comparison cites them and takes their scores instead of fresh ones.
+    Comparison {
+        wallet_a: Pubkey,
+        wallet_b: Pubkey,
+        reuse: [Option<String>; 2],
+    },
+}
+
+/// Reads the score of a stored READY analysis (`None`: gone or unreadable; compute afresh).
+pub trait ReusedScores {
+    fn score_of(&self, analysis_id: &str) -> Option<Score>;
+}
+
+/// No reuse (the CLI, tests).
+impl ReusedScores for () {
+    fn score_of(&self, _: &str) -> Option<Score> {
+        None
+    }
 }
 
 /// A FAILED job's contract code.
@@ -99,23 +120,49 @@ fn payload<T: serde::Serialize>(value: &T) -> Outcome {
     }
 }
 
+/// The X-Ray of one comparison side, with the score and id of a reused analysis when there
+/// is one (so `analysisId` and `score` always describe the same analysis).
+fn side_xray(
+    view: &WalletView,
+    labels: &Labels,
+    reuse: Option<&str>,
+    scores: &dyn ReusedScores,
+) -> (XRay, Option<String>) {
+    let mut xray = engine::analyze(view, labels);
+    match reuse.and_then(|id| scores.score_of(id).map(|score| (id, score))) {
+        Some((id, score)) => {
+            xray.score = score;
+            (xray, Some(id.to_owned()))
+        }
+        None => (xray, None),
+    }
+}
+
 /// Runs one job to its outcome.
-pub async fn execute<S: LedgerSource>(source: &S, labels: &Labels, spec: &JobSpec, options: ViewOptions) -> Outcome {
+pub async fn execute<S: LedgerSource>(
+    source: &S,
+    labels: &Labels,
+    spec: &JobSpec,
+    options: ViewOptions,
+    scores: &dyn ReusedScores,
+) -> Outcome {
     match spec {
         JobSpec::Analysis { wallet } => match eligible_view(source, wallet, options).await {
             Ok(view) => payload(&engine::analyze(&view, labels)),
             Err(failed) => failed,
         },
-        JobSpec::Comparison { wallet_a, wallet_b } => {
+        JobSpec::Comparison { wallet_a, wallet_b, reuse } => {
             let (a, b) =
                 tokio::join!(eligible_view(source, wallet_a, options), eligible_view(source, wallet_b, options));
             let (a, b) = match (a, b) {
                 (Ok(a), Ok(b)) => (a, b),
                 (Err(failed), _) | (_, Err(failed)) => return failed,
             };
-            let (xa, xb) = (engine::analyze(&a, labels), engine::analyze(&b, labels));
-            let side = |view, xray| compare::Side { view, xray, analysis_id: None };
-            payload(&compare::compare(side(&a, &xa), side(&b, &xb), labels))
+            let (xa, id_a) = side_xray(&a, labels, reuse[0].as_deref(), scores);
+            let (xb, id_b) = side_xray(&b, labels, reuse[1].as_deref(), scores);
+            let side_a = compare::Side { view: &a, xray: &xa, analysis_id: id_a };
+            let side_b = compare::Side { view: &b, xray: &xb, analysis_id: id_b };
+            payload(&compare::compare(side_a, side_b, labels))
         }
     }
 }

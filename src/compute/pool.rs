@@ -23,7 +23,7 @@ use std::time::Duration;
 use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 
-use crate::compute::job::{execute, JobSpec, Outcome};
+use crate::compute::job::{execute, JobSpec, Outcome, ReusedScores};
 use crate::labels::Labels;
 use crate::ledger::source::LedgerSource;
 use crate::ledger::view::ViewOptions;
@@ -39,8 +39,9 @@ pub struct Ticket {
     pub spec: JobSpec,
 }
 
-/// Where compute threads report progress (the store, the status index, long-poll waiters).
-pub trait JobSink: Send + Sync + 'static {
+/// Where compute threads report progress (the store, the status index, long-poll waiters), and
+/// where they read the scores of analyses a comparison reuses.
+pub trait JobSink: ReusedScores + Send + Sync + 'static {
     fn started(&self, ticket: &Ticket);
     fn finished(&self, ticket: Ticket, outcome: Outcome);
 }
@@ -176,7 +177,8 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
                     (shared.clone(), source.clone(), in_flight.clone(), slot_freed.clone());
                 tokio::task::spawn_local(async move {
                     shared.sink.started(&ticket);
-                    let outcome = execute(&*source, &shared.labels, &ticket.spec, shared.config.view).await;
+                    let scores: &dyn ReusedScores = &*shared.sink;
+                    let outcome = execute(&*source, &shared.labels, &ticket.spec, shared.config.view, scores).await;
                     shared.sink.finished(ticket, outcome);
                     in_flight.set(in_flight.get() - 1);
                     slot_freed.notify_one();
@@ -199,6 +201,12 @@ mod tests {
     use std::sync::mpsc;
 
     struct Collect(std::sync::Mutex<mpsc::Sender<(Ticket, Outcome)>>);
+
+    impl ReusedScores for Collect {
+        fn score_of(&self, _: &str) -> Option<crate::engine::report::Score> {
+            None
+        }
+    }
 
     impl JobSink for Collect {
         fn started(&self, _: &Ticket) {}
@@ -232,7 +240,11 @@ mod tests {
         }
         let a = demo.archetype("sybil_a").unwrap();
         let b = demo.archetype("sybil_b").unwrap();
-        pool.submit(Ticket { id: "cmp".into(), spec: JobSpec::Comparison { wallet_a: a, wallet_b: b } }).unwrap();
+        pool.submit(Ticket {
+            id: "cmp".into(),
+            spec: JobSpec::Comparison { wallet_a: a, wallet_b: b, reuse: [None, None] },
+        })
+        .unwrap();
         let mut done: Vec<(Ticket, Outcome)> =
             (0..6).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
         done.sort_by(|x, y| x.0.id.cmp(&y.0.id));

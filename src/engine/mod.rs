@@ -30,6 +30,11 @@ pub const SCORING_VERSION: &str = "1.0.0";
 pub const ATTACK_PATHS_VERSION: &str = "1.0.0";
 pub const COMPARE_VERSION: &str = "1.0.0";
 
+/// Every engine version above as one tag, stored with each result: a cached result whose tag
+/// differs from this build's is not reused (a test keeps it in step with the constants).
+/// Order: xray/signals/scoring/attackPaths/compare.
+pub const ENGINE_VERSION_TAG: &str = "1.0.0/1.0.0/1.0.0/1.0.0/1.0.0";
+
 /// `engineVersions` of an X-Ray.
 pub fn xray_versions() -> BTreeMap<&'static str, &'static str> {
     BTreeMap::from([
@@ -38,6 +43,13 @@ pub fn xray_versions() -> BTreeMap<&'static str, &'static str> {
         ("scoring", SCORING_VERSION),
         ("attackPaths", ATTACK_PATHS_VERSION),
     ])
+}
+
+/// Every engine and its version (`service.engineVersions` of the status endpoint).
+pub fn all_versions() -> BTreeMap<&'static str, &'static str> {
+    let mut versions = xray_versions();
+    versions.insert("compare", COMPARE_VERSION);
+    versions
 }
 
 /// Analyzes one wallet.
@@ -62,4 +74,18 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
     };
     debug_assert_eq!(xray.check(), Ok(()));
     xray
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::*;
+
+    #[test]
+    fn the_tag_names_every_current_version() {
+        let versions = all_versions();
+        let order = ["xray", "signals", "scoring", "attackPaths", "compare"];
+        let tag: Vec<&str> = order.iter().map(|name| versions[name]).collect();
+        assert_eq!(ENGINE_VERSION_TAG, tag.join("/"));
+        assert!(ENGINE_VERSION_TAG.len() <= crate::store::ENGINE_VERSION_BYTES_MAX);
+    }
 }

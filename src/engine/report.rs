@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How bad a finding is. Ordered: `Info < Low < … < Critical`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -57,7 +57,7 @@ impl Severity {
 }
 
 /// The band a 0–100 safety score falls in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RiskLevel {
     Low,
@@ -66,7 +66,8 @@ pub enum RiskLevel {
     Critical,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Also read back from a stored X-Ray when a comparison reuses a fresh analysis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Score {
     /// 0–100, higher is safer.

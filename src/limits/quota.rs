@@ -620,10 +620,7 @@ mod tests {
         q.commit(a).expect("commit");
         let (start_ms, record) = q.snapshot(NOV_22);
         assert_eq!(start_ms, ms("2026-11-01T00:00:00Z"));
-        assert_eq!(
-            record,
-            UsageRecord { used: 1, reserved: 1, refunded: 0, wallet_analysis: 1, comparison: 0 }
-        );
+        assert_eq!(record, UsageRecord { used: 1, reserved: 1, refunded: 0, wallet_analysis: 1, comparison: 0 });
         let fresh = counter(100);
         assert!(fresh.restore(start_ms, &record, NOV_22));
         assert_eq!(fresh.view(NOV_22), q.view(NOV_22));

@@ -27,8 +27,9 @@ use super::encoding::{self as enc};
 use super::record::{self, check_id, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
 use super::usage::{self, UsageDelta, UsageRecord};
 use super::{
-    Store, StoreError, StoreResult, UsageCarry, BACKGROUND_JOBS_DEFAULT, BLOCK_CACHE_BYTES_DEFAULT, ID_BYTES_MAX, JOB_LOCK_STRIPES,
-    PAGE_LEN_MAX, SCHEMA_VERSION, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
+    Store, StoreError, StoreResult, UsageCarry, BACKGROUND_JOBS_DEFAULT, BLOCK_CACHE_BYTES_DEFAULT, ID_BYTES_MAX,
+    JOB_LOCK_STRIPES, PAGE_LEN_MAX, SCHEMA_VERSION, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT,
+    WRITE_BUFFER_BYTES_DEFAULT,
 };
 
 const CF_KEYS: &str = "keys";

@@ -1,0 +1,301 @@
+//! Admission: steps 8–10 of the contract's pipeline for work-creating requests — deduplication,
+//! quota reservation, the durable job record and the hand-off to the bounded work queue — and
+//! the undo of each step when a later one refuses.
+//!
+//! Owns: `Admission` (the store, the status index, the compute pool and the freshness window),
+//! `Work` (what a validated, classified request asks for) and `Decision` (what came of it),
+//! plus the id formats of jobs (`an_…`, `cmp_…`) and the deterministic `pairId`. Called on
+//! listener threads, one request at a time per task; never waits on the queue.
+//!
+//! Order, for a request without `refresh`: (1) a live job of the same account and subject in
+//! the status index → that job, `deduplicated`, no charge; (2) the store's newest READY result
+//! of the account and subject, made by this build's engines and younger than the freshness
+//! window → that result, no charge; (3) reserve one quota unit (429 when none is left);
+//! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
+//! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2).
+//!
+//! Invariant: a 202 is only returned after (4) returned, i.e. once the job is in the WAL.
+//! Invariant: a refusal at (5) or (6) undoes everything before it — the index entry, the job
+//! record and its reservation (`Store::cancel_admission`), the in-memory reservation — so a
+//! refused request is never charged and leaves nothing recorded.
+//! Deliberately absent: a lock around (1)–(5). Two requests for the same subject that race
+//! through admission within the same moment may both be admitted; both are real jobs, both
+//! charged. Deduplication holds from the moment a job is admitted.
+
+pub mod index;
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::api::ApiError;
+use crate::auth::table::KeyEntry;
+use crate::compute::job::JobSpec;
+use crate::compute::pool::{ComputePool, Ticket};
+use crate::engine::ENGINE_VERSION_TAG;
+use crate::limits::quota::{seconds_until, Operation, ReleaseCause, Reservation};
+use crate::pubkey::Pubkey;
+use crate::store::{JobKind, JobRecord, JobState, Store, StoreError, Subject};
+use index::{LiveJob, StatusIndex};
+
+/// Random bytes in a job id (contract §4: 16).
+pub const JOB_ID_RANDOM_BYTES: usize = 16;
+/// Prefix of analysis ids (contract §4).
+pub const ANALYSIS_ID_PREFIX: &str = "an_";
+/// Prefix of comparison job ids (internal: the wire names a comparison by its `pairId`).
+pub const COMPARISON_ID_PREFIX: &str = "cmp_";
+/// Prefix of pair ids (contract §4).
+pub const PAIR_ID_PREFIX: &str = "pair_";
+/// Domain separator of the pair-id hash (contract §4).
+const PAIR_ID_DOMAIN: &[u8] = b"xray-pair-v1";
+
+/// `pair_` + base58 of the first 16 bytes of SHA-256("xray-pair-v1" ‖ min(A,B) ‖ max(A,B)).
+pub fn pair_id(a: &Pubkey, b: &Pubkey) -> String {
+    let (low, high) = if a.as_bytes() <= b.as_bytes() { (a, b) } else { (b, a) };
+    let mut hasher = Sha256::new();
+    hasher.update(PAIR_ID_DOMAIN);
+    hasher.update(low.as_bytes());
+    hasher.update(high.as_bytes());
+    let digest = hasher.finalize();
+    format!("{PAIR_ID_PREFIX}{}", bs58::encode(&digest[..16]).into_string())
+}
+
+/// A fresh job id: `prefix` + base58 of 16 random bytes.
+fn job_id(prefix: &str) -> Result<String, ApiError> {
+    let mut bytes = [0u8; JOB_ID_RANDOM_BYTES];
+    getrandom::fill(&mut bytes).map_err(|e| ApiError::internal(&format!("random job id: {e}")))?;
+    Ok(format!("{prefix}{}", bs58::encode(bytes).into_string()))
+}
+
+/// What a validated, classified work-creating request asks for.
+#[derive(Debug, Clone)]
+pub enum Work {
+    Analysis { wallet: Pubkey },
+    Comparison { wallet_a: Pubkey, wallet_b: Pubkey },
+}
+
+impl Work {
+    fn operation(&self) -> Operation {
+        match self {
+            Work::Analysis { .. } => Operation::WalletAnalysis,
+            Work::Comparison { .. } => Operation::Comparison,
+        }
+    }
+
+    fn kind(&self) -> JobKind {
+        match self {
+            Work::Analysis { wallet } => JobKind::Analysis { wallet: wallet.to_base58() },
+            Work::Comparison { wallet_a, wallet_b } => JobKind::Comparison {
+                wallet_a: wallet_a.to_base58(),
+                wallet_b: wallet_b.to_base58(),
+                pair_id: pair_id(wallet_a, wallet_b),
+            },
+        }
+    }
+
+    fn id_prefix(&self) -> &'static str {
+        match self {
+            Work::Analysis { .. } => ANALYSIS_ID_PREFIX,
+            Work::Comparison { .. } => COMPARISON_ID_PREFIX,
+        }
+    }
+}
+
+/// What admission decided.
+#[derive(Debug)]
+pub enum Decision {
+    /// A new job was recorded and queued (202).
+    Admitted(JobRecord),
+    /// An equal job of the account is still live (202, `deduplicated: true`, no charge).
+    Live(Arc<LiveJob>),
+    /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
+    Fresh(JobRecord),
+}
+
+/// The admission stage, shared by every listener thread.
+pub struct Admission {
+    store: Arc<dyn Store>,
+    index: Arc<StatusIndex>,
+    pool: Arc<ComputePool>,
+    freshness_window_ms: u64,
+}
+
+/// A store failure as the client sees it: retry later (503) or a bug (500).
+pub fn store_failure(e: &StoreError) -> ApiError {
+    if e.is_transient() {
+        tracing::warn!(error = %e, "store unavailable");
+        ApiError::ServiceBusy
+    } else {
+        ApiError::internal(e)
+    }
+}
+
+impl Admission {
+    pub fn new(
+        store: Arc<dyn Store>,
+        index: Arc<StatusIndex>,
+        pool: Arc<ComputePool>,
+        freshness_window_ms: u64,
+    ) -> Admission {
+        Admission { store, index, pool, freshness_window_ms }
+    }
+
+    /// Steps 8–10 for one request of `key` at `now_ms`.
+    pub fn admit(&self, key: &KeyEntry, work: Work, refresh: bool, now_ms: i64) -> Result<Decision, ApiError> {
+        let kind = work.kind();
+        let account = key.account().as_str();
+        if !refresh {
+            if let Some(live) = self.index.live_for(account, kind.subject()) {
+                return Ok(Decision::Live(live));
+            }
+            if let Some(fresh) = self.fresh_ready(account, kind.subject(), now_ms)? {
+                return Ok(Decision::Fresh(fresh));
+            }
+        }
+        let reservation = key.quota.reserve(work.operation(), now_ms).map_err(|refusal| ApiError::QuotaExhausted {
+            limit: refusal.limit,
+            used: refusal.used,
+            resets_at: crate::limits::quota::rfc3339_ms(refusal.resets_at_ms),
+            retry_after_s: seconds_until(now_ms, refusal.resets_at_ms).max(1),
+        })?;
+        match self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms) {
+            Ok(record) => Ok(Decision::Admitted(record)),
+            Err(refusal) => {
+                // Never admitted: the unit goes back uncounted (the store undid its copy).
+                let _ = key.quota.release(reservation, ReleaseCause::NotAdmitted);
+                Err(refusal)
+            }
+        }
+    }
+
+    /// The newest READY job of the account and subject if this build made it and it is fresh.
+    fn fresh_ready(&self, account: &str, subject: Subject<'_>, now_ms: i64) -> Result<Option<JobRecord>, ApiError> {
+        let ready = self.store.latest_ready_for(account, subject).map_err(|e| store_failure(&e))?;
+        Ok(ready.filter(|job| self.is_fresh(job, now_ms)))
+    }
+
+    fn is_fresh(&self, job: &JobRecord, now_ms: i64) -> bool {
+        let now_ms = u64::try_from(now_ms).unwrap_or(0);
+        job.state == JobState::Ready
+            && job.engine_version == ENGINE_VERSION_TAG
+            && job.completed_at_ms.is_some_and(|done| now_ms.saturating_sub(done) < self.freshness_window_ms)
+    }
+
+    /// Steps (4)–(6); on a refusal, undoes what it did (the caller releases the reservation).
+    fn record_and_queue(
+        &self,
+        key: &KeyEntry,
+        work: &Work,
+        kind: JobKind,
+        refresh: bool,
+        reservation: &Reservation,
+        now_ms: i64,
+    ) -> Result<JobRecord, ApiError> {
+        let record = JobRecord::queued(
+            job_id(work.id_prefix())?,
+            kind,
+            key.account().as_str().to_owned(),
+            key.id().as_str().to_owned(),
+            u64::try_from(now_ms).unwrap_or(0),
+            refresh,
+            true,
+            u64::try_from(reservation.period_start_ms).unwrap_or(0),
+            ENGINE_VERSION_TAG.to_owned(),
+        );
+        self.store.admit(&record).map_err(|e| store_failure(&e))?;
+        let spec = self.spec(work, key.account().as_str(), now_ms);
+        let live = Arc::new(LiveJob::new(record.clone()));
+        let queued = match self.index.insert(live) {
+            Ok(()) => self.pool.submit(Ticket { id: record.id.clone(), spec }).map_err(|_| ()),
+            Err(_) => Err(()),
+        };
+        if queued.is_err() {
+            self.index.remove(&record.id);
+            if let Err(e) = self.store.cancel_admission(&record.id) {
+                // The job stays QUEUED in the store and runs after the next restart; it was
+                // charged in the store, so the in-memory release below is what the client sees.
+                tracing::error!(job = %record.id, error = %e, "undoing a refused admission failed");
+            }
+            return Err(ApiError::ServiceBusy);
+        }
+        Ok(record)
+    }
+
+    /// The compute spec; a comparison names fresh analyses of its wallets to reuse.
+    fn spec(&self, work: &Work, account: &str, now_ms: i64) -> JobSpec {
+        match work {
+            Work::Analysis { wallet } => JobSpec::Analysis { wallet: *wallet },
+            Work::Comparison { wallet_a, wallet_b } => {
+                let reuse = |w: &Pubkey| {
+                    let text = w.to_base58();
+                    self.fresh_ready(account, Subject::Wallet(&text), now_ms).ok().flatten().map(|job| job.id)
+                };
+                JobSpec::Comparison {
+                    wallet_a: *wallet_a,
+                    wallet_b: *wallet_b,
+                    reuse: [reuse(wallet_a), reuse(wallet_b)],
+                }
+            }
+        }
+    }
+
+    /// Re-queues a job a stopped process left live (its reservation is already in the usage
+    /// record). `Err` hands the record back when the queue or index is full.
+    pub fn requeue(&self, record: JobRecord) -> Result<(), JobRecord> {
+        let Some(spec) = recovered_spec(&record) else {
+            tracing::error!(job = %record.id, "recovered job has unreadable addresses; left for inspection");
+            return Ok(());
+        };
+        if self.index.get(&record.id).is_some() {
+            return Ok(());
+        }
+        let id = record.id.clone();
+        if self.index.insert(Arc::new(LiveJob::new(record.clone()))).is_err() {
+            return Err(record);
+        }
+        if self.pool.submit(Ticket { id: id.clone(), spec }).is_err() {
+            self.index.remove(&id);
+            return Err(record);
+        }
+        Ok(())
+    }
+}
+
+/// The compute spec of a stored job (recovery). Comparisons are recomputed without reuse.
+fn recovered_spec(record: &JobRecord) -> Option<JobSpec> {
+    let parse = |text: &str| Pubkey::parse(text).ok();
+    Some(match &record.kind {
+        JobKind::Analysis { wallet } => JobSpec::Analysis { wallet: parse(wallet)? },
+        JobKind::Comparison { wallet_a, wallet_b, .. } => {
+            JobSpec::Comparison { wallet_a: parse(wallet_a)?, wallet_b: parse(wallet_b)?, reuse: [None, None] }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_ids_are_deterministic_and_unordered() {
+        let a = Pubkey::parse("11111111111111111111111111111111").unwrap();
+        let b = Pubkey::parse("SysvarRent111111111111111111111111111111111").unwrap();
+        assert_eq!(pair_id(&a, &b), pair_id(&b, &a));
+        // SHA-256("xray-pair-v1" ‖ 32 zero bytes ‖ Rent sysvar), first 16 bytes, base58.
+        let mut hasher = Sha256::new();
+        hasher.update(b"xray-pair-v1");
+        hasher.update([0u8; 32]);
+        hasher.update(b.as_bytes());
+        let expected = format!("pair_{}", bs58::encode(&hasher.finalize()[..16]).into_string());
+        assert_eq!(pair_id(&a, &b), expected);
+        assert!(pair_id(&a, &b).len() <= crate::store::ID_BYTES_MAX);
+    }
+
+    #[test]
+    fn job_ids_have_the_contract_shape() {
+        let id = job_id(ANALYSIS_ID_PREFIX).unwrap();
+        let raw = bs58::decode(id.strip_prefix("an_").unwrap()).into_vec().unwrap();
+        assert_eq!(raw.len(), JOB_ID_RANDOM_BYTES);
+        assert_ne!(id, job_id(ANALYSIS_ID_PREFIX).unwrap());
+    }
+}

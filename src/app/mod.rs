@@ -1,0 +1,209 @@
+//! The public API as served: the shared state of every listener thread (`App`) and the handler
+//! that runs the contract's pipeline for each request (`ApiHandler`).
+//!
+//! Owns: the pipeline order of contract §3 (route → per-IP block → authentication → scope →
+//! rate limit → body → validation → classification → admission), the answers of every
+//! endpoint (`endpoints`), their wire bodies (`wire`), the rate-limit headers on every
+//! authenticated response, tenant isolation (another account's job is a 404), and the
+//! `JobSink` compute threads report to (`sink`). Handlers run on listener threads (one per
+//! thread, sharing one `Arc<App>`); the sink runs on compute threads.
+//!
+//! Invariant: the hot read paths — status, usage, polling a live job — take no lock, read no
+//! disk and allocate only the response: the key table, token bucket and quota counters are
+//! atomics behind `ArcSwap`, live jobs are in the lock-free status index.
+//! Invariant: every authenticated response carries `RateLimit-Policy` and `RateLimit`, whatever
+//! its status; an unauthenticated one never does (there is no key to describe).
+//! Invariant: long-poll waiters are bounded (`waiters_max`, all threads together); past the
+//! bound a poll answers at once instead of waiting.
+//! Deliberately absent: any knowledge of hyper or sockets (see `server`), and of how the
+//! process starts and stops (see `serve`).
+
+mod endpoints;
+pub mod sink;
+pub mod wire;
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::admission::index::StatusIndex;
+use crate::admission::Admission;
+use crate::api::router::route;
+use crate::api::{ApiError, ApiRequest, ApiResponse, Route};
+use crate::auth::scope::Scope;
+use crate::auth::table::{KeyEntry, KeyTable};
+use crate::compute::pool::ComputePool;
+use crate::labels::Labels;
+use crate::limits::clock::{now_unix_ms, MonotonicClock};
+use crate::limits::headers::{policy_value, ratelimit_value, retry_after_rate_s};
+use crate::limits::ip::IpFailureLimiter;
+use crate::metrics::{Metrics, RejectReason, RouteLabel};
+use crate::server::demo::health;
+use crate::server::handler::{Handler, StopState, ThreadContext};
+use crate::store::Store;
+
+/// Queue fill (percent) above which `service.status` is `degraded` (contract §4).
+pub const DEGRADED_QUEUE_PERCENT: usize = 90;
+
+/// Everything the listener threads share.
+pub struct App {
+    pub keys: Arc<KeyTable>,
+    pub store: Arc<dyn Store>,
+    pub index: Arc<StatusIndex>,
+    pub pool: Arc<ComputePool>,
+    pub admission: Admission,
+    pub labels: Arc<Labels>,
+    pub metrics: Arc<Metrics>,
+    pub ip_failures: IpFailureLimiter,
+    pub clock: MonotonicClock,
+    /// Base of `pollUrl`s, without a trailing slash.
+    pub base_url: String,
+    pub waiters: AtomicUsize,
+    pub waiters_max: usize,
+    /// Set by the sink while the ledger source fails (`service.status: degraded`).
+    pub ledger_failing: AtomicBool,
+}
+
+impl App {
+    /// `ok`, or `degraded` when the queue is more than 90 % full or the ledger source fails.
+    pub fn service_status(&self) -> &'static str {
+        let full = self.pool.depth() * 100 > self.pool.capacity() * DEGRADED_QUEUE_PERCENT;
+        if full || self.ledger_failing.load(Ordering::Relaxed) {
+            "degraded"
+        } else {
+            "ok"
+        }
+    }
+}
+
+/// The public API on one listener thread.
+pub struct ApiHandler {
+    app: Arc<App>,
+    stop: StopState,
+}
+
+impl ApiHandler {
+    pub fn new(app: Arc<App>, context: &ThreadContext) -> ApiHandler {
+        ApiHandler { app, stop: context.stop.clone() }
+    }
+}
+
+/// An authenticated request's context: the key and the clock readings of its arrival.
+pub(crate) struct Caller {
+    pub key: Arc<KeyEntry>,
+    pub now_ns: u64,
+    pub now_ms: i64,
+}
+
+impl Handler for ApiHandler {
+    async fn handle(&self, request: ApiRequest) -> ApiResponse {
+        let started = Instant::now();
+        let (label, response) = self.respond(&request).await;
+        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.app.metrics.observe_request(label, response.status, elapsed_us);
+        response
+    }
+}
+
+impl ApiHandler {
+    async fn respond(&self, request: &ApiRequest) -> (RouteLabel, ApiResponse) {
+        let app = &*self.app;
+        let route = match route(request.method, &request.path) {
+            Ok(route) => route,
+            Err(e) => return (RouteLabel::Unmatched, self.refuse(&e, request)),
+        };
+        let label = route_label(&route);
+        if route == Route::Healthz {
+            return (label, health(&self.stop));
+        }
+        let now_ns = app.clock.now_ns();
+        let now_ms = now_unix_ms();
+        let key = match self.authenticate(request, now_ns, now_ms) {
+            Ok(key) => key,
+            Err(e) => return (label, self.refuse(&e, request)),
+        };
+        let caller = Caller { key, now_ns, now_ms };
+        let mut response = match self.authorized(&route, &caller, request).await {
+            Ok(response) => response,
+            Err(e) => self.refuse(&e, request),
+        };
+        add_rate_headers(&mut response, &caller.key, app.clock.now_ns(), now_unix_ms());
+        (label, response)
+    }
+
+    fn refuse(&self, error: &ApiError, request: &ApiRequest) -> ApiResponse {
+        if let Some(reason) = RejectReason::from_code(error.code()) {
+            self.app.metrics.reject(reason);
+        }
+        error.to_response(&request.request_id)
+    }
+
+    /// Contract §3 step 2, with the per-IP limit of failed authentications in front of it.
+    fn authenticate(&self, request: &ApiRequest, now_ns: u64, now_ms: i64) -> Result<Arc<KeyEntry>, ApiError> {
+        let ip_limited = |ip: IpAddr| {
+            let retry_after_s = self.app.ip_failures.blocked_retry_after_s(ip, now_ns).unwrap_or(1);
+            self.app.metrics.reject(RejectReason::RateLimitedIp);
+            ApiError::RateLimited { retry_after_s: u64::from(retry_after_s) }
+        };
+        if self.app.ip_failures.is_blocked(request.client_ip, now_ns) {
+            return Err(ip_limited(request.client_ip));
+        }
+        match self.app.keys.authenticate(request.authorization.as_deref(), now_ms) {
+            Ok(key) => Ok(key),
+            Err(why) if self.app.ip_failures.check_failure(request.client_ip, now_ns) => {
+                Err(ApiError::Unauthenticated(why))
+            }
+            Err(_) => Err(ip_limited(request.client_ip)),
+        }
+    }
+
+    /// Steps 3 and 4, then the endpoint.
+    async fn authorized(
+        &self,
+        route: &Route<'_>,
+        caller: &Caller,
+        request: &ApiRequest,
+    ) -> Result<ApiResponse, ApiError> {
+        if let Some(required) = route.required_scope() {
+            let granted = Scope::parse(required).is_ok_and(|scope| caller.key.scopes().contains(scope));
+            if !granted {
+                return Err(ApiError::InsufficientScope { required_scope: required });
+            }
+        }
+        let decision = caller.key.rate.check(caller.now_ns);
+        if !decision.allowed {
+            return Err(ApiError::RateLimited { retry_after_s: u64::from(retry_after_rate_s(&decision)) });
+        }
+        let endpoints = endpoints::Endpoints { app: &self.app, stop: &self.stop, caller, request };
+        match *route {
+            Route::AnalyzeWallet => endpoints.analyze_wallet(),
+            Route::Compare => endpoints.compare(),
+            Route::Analysis { id } => endpoints.poll_analysis(id).await,
+            Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
+            Route::Status => endpoints.status(),
+            Route::Usage => endpoints.usage(),
+            Route::Healthz => Ok(health(&self.stop)),
+        }
+    }
+}
+
+/// `RateLimit-Policy` and `RateLimit` of contract §6, as the key's bucket and quota are now.
+fn add_rate_headers(response: &mut ApiResponse, key: &KeyEntry, now_ns: u64, now_ms: i64) {
+    let quota = key.quota.view(now_ms);
+    let rate = key.rate.peek(now_ns);
+    response.headers.push(("ratelimit-policy", policy_value(key.rate.limit(), &quota)));
+    response.headers.push(("ratelimit", ratelimit_value(rate, &quota, now_ms)));
+}
+
+fn route_label(route: &Route<'_>) -> RouteLabel {
+    match route {
+        Route::AnalyzeWallet => RouteLabel::Wallet,
+        Route::Analysis { .. } => RouteLabel::Analysis,
+        Route::Compare => RouteLabel::Compare,
+        Route::Comparison { .. } => RouteLabel::Comparison,
+        Route::Status => RouteLabel::Status,
+        Route::Usage => RouteLabel::Usage,
+        Route::Healthz => RouteLabel::Healthz,
+    }
+}
