@@ -15,12 +15,15 @@ use crate::ledger::source::{Source, SourceSpec};
 #[derive(Parser)]
 #[command(name = "xray", version, about = "Wallet X-Ray: programmatic wallet intelligence for Solana")]
 struct Cli {
+    /// What to run; without one, `serve` with its defaults.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve the API (the default command): listeners, compute threads, RocksDB, admin.
+    Serve(Box<ServeArgs>),
     /// Ledger tools: inspect fixtures, record and serve snapshots.
     #[command(subcommand)]
     Ledger(LedgerCommand),
@@ -132,6 +135,79 @@ enum EdgeMode {
     Demo,
 }
 
+/// Flags of `xray serve`. Each overrides the config file; each has an `XRAY_*` variable that
+/// a flag overrides in turn. Unset ones keep the file's value or the default (config.rs).
+#[derive(Args, Default)]
+pub struct ServeArgs {
+    /// TOML config file (keys: the snake_case names of these flags; see README).
+    #[arg(long, env = "XRAY_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Public API address.
+    #[arg(long, env = "XRAY_LISTEN")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Admin listener address (metrics, key management; loopback unless admin_allow_remote).
+    #[arg(long, env = "XRAY_ADMIN_LISTEN")]
+    pub admin_listen: Option<std::net::SocketAddr>,
+    /// Data directory: RocksDB, the admin token and address.
+    #[arg(long, env = "XRAY_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
+    #[arg(long, env = "XRAY_LEDGER")]
+    pub ledger: Option<String>,
+    /// Labels file replacing the builtin labels.
+    #[arg(long, env = "XRAY_LABELS")]
+    pub labels: Option<PathBuf>,
+    #[arg(long, env = "XRAY_LISTENER_THREADS")]
+    pub listener_threads: Option<usize>,
+    #[arg(long, env = "XRAY_COMPUTE_THREADS")]
+    pub compute_threads: Option<usize>,
+    /// Admission queue length (a full queue answers 503 SERVICE_BUSY).
+    #[arg(long, env = "XRAY_QUEUE_CAPACITY")]
+    pub queue_capacity: Option<usize>,
+    #[arg(long, env = "XRAY_JOBS_IN_FLIGHT_PER_THREAD")]
+    pub jobs_in_flight_per_thread: Option<usize>,
+    /// Base of absolute pollUrls (default http://<listen>).
+    #[arg(long, env = "XRAY_PUBLIC_BASE_URL")]
+    pub public_base_url: Option<String>,
+    /// I/O driver of the listeners: auto, uring or epoll.
+    #[arg(long, env = "XRAY_IO_DRIVER")]
+    pub io_driver: Option<String>,
+    #[arg(long, env = "XRAY_HISTORY_DEPTH")]
+    pub history_depth: Option<u32>,
+    /// Seconds a READY result is reused for an equal request.
+    #[arg(long, env = "XRAY_FRESHNESS_WINDOW_S")]
+    pub freshness_window_s: Option<u64>,
+    #[arg(long, env = "XRAY_RETENTION_DAYS")]
+    pub retention_days: Option<u32>,
+    /// fsync the WAL on every durable write (power-loss durability).
+    #[arg(long, env = "XRAY_SYNC_WRITES")]
+    pub sync_writes: Option<bool>,
+    #[arg(long, env = "XRAY_LONG_POLL_WAITERS_MAX")]
+    pub long_poll_waiters_max: Option<usize>,
+    #[arg(long, env = "XRAY_IP_FAILURES_PER_S")]
+    pub ip_failures_per_s: Option<u32>,
+}
+
+impl ServeArgs {
+    /// Defaults, then the config file, then these flags and variables.
+    pub fn to_config(&self) -> Result<config::ServeConfig, String> {
+        let mut c = config::ServeConfig::from_file(self.config.as_deref())?;
+        macro_rules! layer {
+            ($($field:ident),*) => { $( if let Some(v) = &self.$field { c.$field = v.clone().into(); } )* };
+        }
+        layer!(listen, admin_listen, data_dir, ledger, listener_threads, compute_threads, queue_capacity);
+        layer!(jobs_in_flight_per_thread, io_driver, history_depth, freshness_window_s, retention_days);
+        layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s);
+        if self.labels.is_some() {
+            c.labels = self.labels.clone();
+        }
+        if self.public_base_url.is_some() {
+            c.public_base_url = self.public_base_url.clone();
+        }
+        Ok(c)
+    }
+}
+
 #[derive(Subcommand)]
 enum DemoCommand {
     /// List the demo archetypes with their addresses.
@@ -145,7 +221,8 @@ enum DemoCommand {
 pub fn main() -> ExitCode {
     init_tracing();
     let cli = Cli::parse();
-    match run(cli.command) {
+    let command = cli.command.unwrap_or_else(|| Command::Serve(Box::default()));
+    match run(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -175,6 +252,7 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
 
 fn run(command: Command) -> Result<(), String> {
     match command {
+        Command::Serve(args) => crate::serve::run(&args.to_config()?),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::ledger::inspect::inspect_file(&file).map_err(|e| e.to_string())?;
             print_json(&summary)

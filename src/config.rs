@@ -78,6 +78,19 @@ pub const IP_FAILURES_PER_S_DEFAULT: u32 = 20;
 /// Largest configuration file read.
 pub const CONFIG_FILE_BYTES_MAX: u64 = 1024 * 1024;
 
+/// Rate limit of a new key unless the operator sets one (tokens per second, bucket size).
+pub const KEY_RATE_PER_SECOND_DEFAULT: u32 = 50;
+pub const KEY_BURST_DEFAULT: u32 = 100;
+/// Quota of a new key unless the operator sets one (units per calendar month).
+pub const KEY_QUOTA_LIMIT_DEFAULT: u64 = 10_000;
+/// How often the housekeeping thread refills the work queue from the recovery backlog.
+pub const HOUSEKEEPING_TICK_MS: u64 = 200;
+/// How often finished results past their retention are purged.
+pub const RETENTION_SWEEP_INTERVAL_S: u64 = 3_600;
+/// Jobs deleted per purge call, and calls per sweep (the rest waits for the next sweep).
+pub const RETENTION_PURGE_PAGE_LEN: usize = 1_000;
+pub const RETENTION_PURGE_PAGES_PER_SWEEP_MAX: usize = 100;
+
 /// Everything `xray serve` is configured with: defaults here, then the TOML file, then
 /// environment variables and flags (clap merges those two; flags win). Validated whole at
 /// start; `summary` is what gets logged (no secrets: an RPC URL shows its origin only).

@@ -18,5 +18,6 @@ pub mod ledger;
 pub mod limits;
 pub mod metrics;
 pub mod pubkey;
+pub mod serve;
 pub mod server;
 pub mod store;

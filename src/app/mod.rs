@@ -62,7 +62,7 @@ pub struct App {
     pub waiters: AtomicUsize,
     pub waiters_max: usize,
     /// Set by the sink while the ledger source fails (`service.status: degraded`).
-    pub ledger_failing: AtomicBool,
+    pub ledger_failing: Arc<AtomicBool>,
 }
 
 impl App {

@@ -60,7 +60,8 @@ pub struct ComputePool {
     queue: Arc<ArrayQueue<Ticket>>,
     wake: Arc<Notify>,
     stop: Arc<AtomicBool>,
-    handles: Vec<JoinHandle<()>>,
+    /// Taken by the first `shutdown`.
+    handles: std::sync::Mutex<Vec<JoinHandle<()>>>,
 }
 
 struct Shared {
@@ -118,7 +119,7 @@ impl ComputePool {
                 .map_err(|e| format!("spawning compute thread {index}: {e}"))?;
             handles.push(handle);
         }
-        Ok(ComputePool { queue, wake, stop, handles })
+        Ok(ComputePool { queue, wake, stop, handles: std::sync::Mutex::new(handles) })
     }
 
     /// Hands a ticket to the compute threads, or back when the queue is full (or stopping).
@@ -141,10 +142,11 @@ impl ComputePool {
 
     /// Stops popping, lets in-flight jobs finish, joins the threads. Tickets still queued are
     /// returned (they stay `QUEUED` in the store and are re-queued on the next start).
-    pub fn shutdown(self) -> Vec<Ticket> {
+    pub fn shutdown(&self) -> Vec<Ticket> {
         self.stop.store(true, Ordering::Release);
         self.wake.notify_waiters();
-        for h in self.handles {
+        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in handles {
             let _ = h.join();
         }
         std::iter::from_fn(|| self.queue.pop()).collect()
