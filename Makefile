@@ -1,11 +1,12 @@
 # Wallet X-Ray — the two commands a newcomer needs, and a few more.
-#   make run    build (release) and start with the embedded demo ledger
+#   make run    build (release) and serve the API with the embedded demo ledger
 #   make test   install what is missing, then run every test
 # System packages are installed only when missing (apt-get, as root or with sudo).
 
 CARGO_TARGET_DIR ?= /var/tmp/xray-target
 export CARGO_TARGET_DIR
-LISTEN ?= 127.0.0.1:8899
+LISTEN ?= 127.0.0.1:8080
+DATA_DIR ?= ./xray-data
 
 .PHONY: run test deps build bench fmt lint
 
@@ -16,7 +17,7 @@ build: deps
 	cargo build --release
 
 run: build
-	$(CARGO_TARGET_DIR)/release/xray ledger serve --ledger demo --listen $(LISTEN)
+	$(CARGO_TARGET_DIR)/release/xray serve --ledger demo --listen $(LISTEN) --data-dir $(DATA_DIR)
 
 test: deps
 	cargo test --all-targets
