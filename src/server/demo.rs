@@ -1,5 +1,5 @@
-//! Stand-in handlers until authentication and admission are wired: the contract skeleton and
-//! the baseline used for load-test ratios.
+//! Stand-in handlers of the HTTP edge: the contract skeleton the edge tests drive, and the
+//! baseline used for load-test ratios.
 //!
 //! Owns: `DemoHandler` (the contract's routing, errors and request checks with nothing behind
 //! them), `BaselineHandler` (a fixed small JSON body for any request) and `run_edge`, the
@@ -11,19 +11,18 @@
 //! validation (400 `INVALID_ADDRESS`, equal compare addresses 400) → `wait` (400) → an answer
 //! that says nothing is behind the edge: 404 for polls, 503 `SERVICE_BUSY` otherwise.
 //!
-//! Invariant: nothing here is the real API; the lead replaces `DemoHandler` with the wired
-//! handler. `BaselineHandler` does no work beyond the edge, so `real / baseline` measures the
-//! cost of the API logic.
+//! Invariant: nothing here is the real API (that is `app::ApiHandler`). `BaselineHandler` does
+//! no work beyond the edge, so `real / baseline` measures the cost of the API logic.
 
 use bytes::Bytes;
 
 use super::config::{IoDriver, ServerConfig};
 use super::handler::{Handler, StopState, ThreadContext};
 use super::listener::start;
-use crate::api::error::Unauthenticated;
 use crate::api::json::{parse_body, CompareRequest, WalletRequest};
 use crate::api::router::{parse_wait, route};
 use crate::api::{ApiError, ApiRequest, ApiResponse, Route};
+use crate::auth::table::bearer_token;
 use crate::pubkey::Pubkey;
 
 const HEALTH_OK: &[u8] = br#"{"status":"ok"}"#;
@@ -88,16 +87,6 @@ pub fn health(stop: &StopState) -> ApiResponse {
     }
 }
 
-/// The token of `Authorization: Bearer <token>` (scheme case-insensitive, one space).
-pub fn bearer_token(header: Option<&str>) -> Result<&str, Unauthenticated> {
-    let header = header.ok_or(Unauthenticated::Missing)?;
-    let (scheme, token) = header.split_once(' ').ok_or(Unauthenticated::Malformed)?;
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(' ') {
-        return Err(Unauthenticated::Malformed);
-    }
-    Ok(token)
-}
-
 fn parse_address(field: &'static str, text: &str) -> Result<Pubkey, ApiError> {
     Pubkey::parse(text).map_err(|reason| ApiError::InvalidAddress { field, reason })
 }
@@ -135,23 +124,9 @@ pub fn run_edge(mode: EdgeMode, listen: std::net::SocketAddr, threads: usize, dr
         drivers.len(),
         drivers.join(", ")
     );
-    wait_for_signal()?;
+    crate::serve::wait_for_signal()?;
     handle.start_draining();
     handle.shutdown().map_err(|e| e.to_string())
-}
-
-/// Blocks until SIGINT or SIGTERM (on a small tokio runtime: listener threads never block).
-fn wait_for_signal() -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| format!("SIGTERM handler: {e}"))?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        Ok(())
-    })
 }
 
 #[cfg(test)]
@@ -175,16 +150,6 @@ mod tests {
         request.content_type = Some("application/json".into());
         request.body = Body::Complete(Bytes::copy_from_slice(body.as_bytes()));
         request
-    }
-
-    #[test]
-    fn bearer_rules() {
-        assert_eq!(bearer_token(None), Err(Unauthenticated::Missing));
-        assert_eq!(bearer_token(Some("Bearer abc")), Ok("abc"));
-        assert_eq!(bearer_token(Some("bearer abc")), Ok("abc"));
-        for bad in ["Bearer", "Bearer ", "Basic abc", "Bearer a b", "abc"] {
-            assert_eq!(bearer_token(Some(bad)), Err(Unauthenticated::Malformed), "{bad}");
-        }
     }
 
     #[test]
