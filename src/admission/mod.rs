@@ -241,6 +241,8 @@ impl Admission {
 
     /// Re-queues a job a stopped process left live (its reservation is already in the usage
     /// record). `Err` hands the record back when the queue or index is full.
+    // The error hands the value back to its owner (a move, not an error object to propagate).
+    #[allow(clippy::result_large_err)]
     pub fn requeue(&self, record: JobRecord) -> Result<(), JobRecord> {
         let Some(spec) = recovered_spec(&record) else {
             tracing::error!(job = %record.id, "recovered job has unreadable addresses; left for inspection");

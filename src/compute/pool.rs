@@ -123,6 +123,8 @@ impl ComputePool {
     }
 
     /// Hands a ticket to the compute threads, or back when the queue is full (or stopping).
+    // The error hands the value back to its owner (a move, not an error object to propagate).
+    #[allow(clippy::result_large_err)]
     pub fn submit(&self, ticket: Ticket) -> Result<(), Ticket> {
         if self.stop.load(Ordering::Acquire) {
             return Err(ticket);
