@@ -9,12 +9,12 @@
 #
 # Environment (defaults in brackets):
 #   DURATION [15s]  RATE [3000 req/s]  VUS [32]  MAX_VUS [128]  THREADS [1 listener thread]
-#   DRIVER [auto]   BASE_PORT [18081]  REAL_PORT [18082]  API_KEY [unset]
-#   REAL_CMD     command that serves the real API on 127.0.0.1:$REAL_PORT
-#                [the demo edge: `xray edge demo`, until `xray serve` exists]
-#   REAL_PATH    path polled on the real server [an analysis poll: 404 from the demo edge]
-#   REAL_EXPECT  expected status of REAL_PATH [404]
-#   API_KEY      key for the real server (the demo edge accepts any bearer token) [demo]
+#   DRIVER [auto]   BASE_PORT [18081]  REAL_PORT [18082]  ADMIN_PORT [18083]
+#   REAL_PATH    path GET on the real server [/v1/developer/status]
+#   REAL_EXPECT  expected status of REAL_PATH [200]
+# The real server is `xray serve` (demo ledger, 1 compute thread, a fresh data dir) with a key
+# created through `xray keys create` whose rate limit is far above the offered rate, so the
+# run measures the status endpoint and not its 429 path.
 set -euo pipefail
 export XRAY_LOG=${XRAY_LOG:-warn}
 cd "$(dirname "$0")/.."
@@ -27,12 +27,12 @@ THREADS=${THREADS:-1}
 DRIVER=${DRIVER:-auto}
 BASE_PORT=${BASE_PORT:-18081}
 REAL_PORT=${REAL_PORT:-18082}
-API_KEY=${API_KEY:-svc_live_demo}
-REAL_PATH=${REAL_PATH:-/v1/developer/intelligence/analysis/an_4vJ9JU1bJJE96FWSJKvHsmmF}
-REAL_EXPECT=${REAL_EXPECT:-404}
+ADMIN_PORT=${ADMIN_PORT:-18083}
+REAL_PATH=${REAL_PATH:-/v1/developer/status}
+REAL_EXPECT=${REAL_EXPECT:-200}
+API_KEY=unused
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/xray-target}
 BIN="$CARGO_TARGET_DIR/release"
-REAL_CMD=${REAL_CMD:-"$BIN/xray edge demo --listen 127.0.0.1:$REAL_PORT --threads $THREADS --driver $DRIVER"}
 OUT=$(mktemp -d)
 
 if ! command -v k6 >/dev/null; then
@@ -74,9 +74,13 @@ wait_ready "http://127.0.0.1:$BASE_PORT/healthz"
 run_k6 baseline "http://127.0.0.1:$BASE_PORT" /healthz 200
 stop_server
 
-$REAL_CMD &
+"$BIN/xray" serve --data-dir "$OUT/data" --listen "127.0.0.1:$REAL_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+  --listener-threads "$THREADS" --compute-threads 1 --io-driver "$DRIVER" >"$OUT/serve.out" &
 SERVER_PID=$!
 wait_ready "http://127.0.0.1:$REAL_PORT/healthz"
+API_KEY=$("$BIN/xray" keys create --data-dir "$OUT/data" --name loadtest --scopes usage:read \
+  --rate-per-second 1000000 --burst 1000000 --quota 1000000 |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])')
 run_k6 real "http://127.0.0.1:$REAL_PORT" "$REAL_PATH" "$REAL_EXPECT"
 stop_server
 

@@ -24,6 +24,9 @@ struct Cli {
 enum Command {
     /// Serve the API (the default command): listeners, compute threads, RocksDB, admin.
     Serve(Box<ServeArgs>),
+    /// API keys: create, list, revoke, rotate, through the admin listener of a running server.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Ledger tools: inspect fixtures, record and serve snapshots.
     #[command(subcommand)]
     Ledger(LedgerCommand),
@@ -83,6 +86,86 @@ impl LedgerArgs {
         let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
         Ok((source, crate::ledger::view::ViewOptions { history_depth: self.history_depth }))
     }
+}
+
+/// Where the admin listener of a server is: its data directory, or an explicit URL.
+#[derive(Args)]
+struct AdminArgs {
+    /// Data directory of the server (holds the admin token and the admin address).
+    #[arg(long, env = "XRAY_DATA_DIR", default_value = config::DATA_DIR_DEFAULT)]
+    data_dir: PathBuf,
+    /// Admin listener URL (http://host:port), instead of the address recorded in the data dir.
+    #[arg(long)]
+    admin_url: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Create a key; prints it (with the secret `key`, shown this once) as JSON.
+    Create {
+        #[command(flatten)]
+        admin: AdminArgs,
+        #[arg(long)]
+        name: String,
+        /// Account the key belongs to (acct_…); a new account when omitted.
+        #[arg(long)]
+        account: Option<String>,
+        /// Comma list of wallet:analyze, wallet:compare, analysis:read, usage:read.
+        #[arg(long)]
+        scopes: String,
+        #[arg(long)]
+        rate_per_second: Option<u32>,
+        #[arg(long)]
+        burst: Option<u32>,
+        /// Quota units per period.
+        #[arg(long)]
+        quota: Option<u64>,
+        /// Quota period: day or month (calendar UTC).
+        #[arg(long)]
+        period: Option<String>,
+        /// Expiry, RFC 3339 (e.g. 2027-01-01T00:00:00Z).
+        #[arg(long)]
+        expires_at: Option<String>,
+    },
+    /// List every key (no secrets).
+    List {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// Revoke a key: refused on the next request, on every thread.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// Replace a key by a new one (printed once) with the same scopes, limits and quota usage.
+    Rotate {
+        id: String,
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+/// Runs one `xray keys` command against the admin listener and prints its answer.
+fn run_keys(command: KeysCommand) -> Result<(), String> {
+    use crate::admin::client::AdminClient;
+    let client = |admin: &AdminArgs| AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref());
+    let answer = runtime()?.block_on(async {
+        match command {
+            KeysCommand::Create { admin, name, account, scopes, rate_per_second, burst, quota, period, expires_at } => {
+                let scopes: Vec<&str> = scopes.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+                let body = serde_json::json!({
+                    "name": name, "account": account, "scopes": scopes, "ratePerSecond": rate_per_second,
+                    "burst": burst, "quota": quota, "period": period, "expiresAt": expires_at,
+                });
+                client(&admin)?.create(&body).await
+            }
+            KeysCommand::List { admin } => client(&admin)?.list().await,
+            KeysCommand::Revoke { id, admin } => client(&admin)?.act(&id, "revoke").await,
+            KeysCommand::Rotate { id, admin } => client(&admin)?.act(&id, "rotate").await,
+        }
+    })?;
+    print_json(&answer)
 }
 
 #[derive(Subcommand)]
@@ -253,6 +336,7 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
 fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Serve(args) => crate::serve::run(&args.to_config()?),
+        Command::Keys(command) => run_keys(command),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::ledger::inspect::inspect_file(&file).map_err(|e| e.to_string())?;
             print_json(&summary)

@@ -190,7 +190,7 @@ impl ServeConfig {
                 self.admin_listen
             ));
         }
-        if self.admin_listen == self.listen {
+        if self.admin_listen == self.listen && self.listen.port() != 0 {
             return Err("admin_listen and listen must differ".into());
         }
         if let Some(url) = &self.public_base_url {
@@ -204,9 +204,10 @@ impl ServeConfig {
         Ok(())
     }
 
-    /// The base of `pollUrl`s.
-    pub fn base_url(&self) -> String {
-        self.public_base_url.clone().unwrap_or_else(|| format!("http://{}", self.listen))
+    /// The base of `pollUrl`s: the configured public URL, else `http://` and the address the
+    /// API listener is bound to (`bound`, which differs from `listen` when it asks for port 0).
+    pub fn base_url(&self, bound: std::net::SocketAddr) -> String {
+        self.public_base_url.clone().unwrap_or_else(|| format!("http://{bound}"))
     }
 
     /// One line for the log: every setting, the ledger URL redacted.
@@ -225,7 +226,7 @@ impl ServeConfig {
             self.compute_threads,
             self.queue_capacity,
             self.jobs_in_flight_per_thread,
-            self.base_url(),
+            self.public_base_url.as_deref().unwrap_or("http://<listen>"),
             self.io_driver,
             self.history_depth,
             self.freshness_window_s,

@@ -4,6 +4,7 @@
 //! ARCHITECTURE.md for the data flow, the code map and which threads call what.
 #![warn(clippy::all)]
 
+pub mod admin;
 pub mod admission;
 pub mod api;
 pub mod app;

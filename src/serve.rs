@@ -5,8 +5,9 @@
 //! each key's quota counters from the store's usage records; (4) on an empty key table, issue
 //! the first key (every scope) and print it once; (5) start the pinned compute pool; (6)
 //! re-queue the jobs a stopped process left live (the rest waits in the recovery backlog);
-//! (7) start the public and admin listeners; (8) the housekeeping thread (backlog refill,
-//! retention purge). And the stop order on SIGINT/SIGTERM: health checks fail and new work is
+//! (7) start the public listeners, then the admin listener (its bearer token created on the
+//! first start, its bound address written to the data directory for `xray keys`); (8) the
+//! housekeeping thread (backlog refill, retention purge). And the stop order on SIGINT/SIGTERM: health checks fail and new work is
 //! refused with 503 (draining), in-flight jobs finish, queued ones stay durable as `QUEUED`,
 //! listeners close, the WAL is synced.
 //! Runs on the main thread; the threads it starts are listed in ARCHITECTURE.md.
@@ -22,6 +23,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::admin::keys::KeyAdmin;
+use crate::admin::{files as admin_files, AdminHandler, AdminState};
 use crate::admission::index::StatusIndex;
 use crate::admission::Admission;
 use crate::app::sink::StoreSink;
@@ -50,6 +53,7 @@ pub const DB_DIR_NAME: &str = "db";
 /// The running server, for `run` and for tests that start it in-process.
 pub struct Running {
     pub api: ServerHandle,
+    pub admin: ServerHandle,
     pub app: Arc<App>,
     pub store: Arc<dyn Store>,
     housekeeping: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
@@ -66,9 +70,11 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let store: Arc<dyn Store> = Arc::new(
         RocksStore::open(&config.data_dir.join(DB_DIR_NAME), &store_options).map_err(|e| format!("store: {e}"))?,
     );
+    let admin_token = admin_files::load_or_create_token(&config.data_dir)?;
     let started_ms = now_unix_ms();
-    let keys = Arc::new(load_keys(&*store, started_ms)?);
-    let first_key = if keys.is_empty() { Some(issue_first_key(&keys, &*store, started_ms)?) } else { None };
+    let key_admin = KeyAdmin { keys: Arc::new(load_keys(&*store, started_ms)?), store: store.clone() };
+    let keys = key_admin.keys.clone();
+    let first_key = if keys.is_empty() { Some(issue_first_key(&key_admin, started_ms)?) } else { None };
     let labels = Labels::load(config.labels.as_deref())?;
     let metrics = Arc::new(Metrics::default());
     let index =
@@ -89,7 +95,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         metrics,
         ip_failures: IpFailureLimiter::new(ip_limit),
         clock: MonotonicClock::new(),
-        base_url: config.base_url(),
+        base_url: std::sync::OnceLock::new(),
         waiters: AtomicUsize::new(0),
         waiters_max: config.long_poll_waiters_max,
         ledger_failing,
@@ -97,8 +103,11 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let mut backlog = Recovery::new(u64::try_from(started_ms).unwrap_or(0));
     backlog.refill(&app);
     let api = start_api(config, &app)?;
+    let _ = app.base_url.set(config.base_url(api.local_addr()));
+    let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
+    let admin = start_admin(config, admin_state)?;
     let housekeeping = Some(spawn_housekeeping(app.clone(), backlog, config.retention_days)?);
-    Ok(Running { api, app, store, housekeeping, first_key })
+    Ok(Running { api, admin, app, store, housekeeping, first_key })
 }
 
 /// Every stored key, with each key's quota counters of the current and previous period
@@ -129,7 +138,7 @@ fn load_keys(store: &dyn Store, now_ms: i64) -> Result<KeyTable, String> {
 }
 
 /// The first key of an empty server: every scope, default limits, a new account. Printed once.
-fn issue_first_key(keys: &KeyTable, store: &dyn Store, now_ms: i64) -> Result<String, String> {
+fn issue_first_key(keys: &KeyAdmin, now_ms: i64) -> Result<String, String> {
     let spec = KeySpec {
         account: AccountId::generate().map_err(|e| e.to_string())?,
         name: "first".into(),
@@ -140,13 +149,8 @@ fn issue_first_key(keys: &KeyTable, store: &dyn Store, now_ms: i64) -> Result<St
         quota_limit: config::KEY_QUOTA_LIMIT_DEFAULT,
         quota_period: QuotaPeriod::Month,
     };
-    let (key, record) = keys.issue(&spec, now_ms).map_err(|e| format!("first key: {e}"))?;
-    if let Err(e) = store.put_key(&record) {
-        let _ = keys.remove(&record.id);
-        return Err(format!("first key: {e}"));
-    }
-    tracing::info!(key_id = %record.id.as_str(), account = %record.account.as_str(), "issued the first API key");
-    Ok(key.expose_secret().to_owned())
+    let view = keys.create(&spec, now_ms).map_err(|e| format!("first key: {e}"))?;
+    view.key.ok_or_else(|| "first key: issued without its secret".to_owned())
 }
 
 fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -> Result<ComputePool, String> {
@@ -172,6 +176,18 @@ fn start_api(config: &ServeConfig, app: &Arc<App>) -> Result<ServerHandle, Strin
             .map_err(|e| format!("API listener: {e}"))?;
     let drivers: Vec<&str> = handle.drivers().iter().map(|d| d.as_str()).collect();
     tracing::info!(addr = %handle.local_addr(), drivers = %drivers.join(","), "API listening");
+    Ok(handle)
+}
+
+/// The admin listener: one thread of its own, on the admin address.
+fn start_admin(config: &ServeConfig, state: AdminState) -> Result<ServerHandle, String> {
+    let driver: IoDriver = config.io_driver.parse()?;
+    let server_config = ServerConfig { listen: config.admin_listen, threads: 1, driver, ..ServerConfig::default() };
+    let state = Arc::new(state);
+    let handle = crate::server::start(server_config, move |_: &ThreadContext| AdminHandler::new(state.clone()))
+        .map_err(|e| format!("admin listener: {e}"))?;
+    admin_files::write_addr(&config.data_dir, handle.local_addr())?;
+    tracing::info!(addr = %handle.local_addr(), "admin listening");
     Ok(handle)
 }
 
@@ -273,8 +289,9 @@ impl Running {
         let left = self.app.pool.shutdown();
         tracing::info!(queued = left.len(), "compute stopped; queued jobs stay durable and run after the next start");
         let result = self.api.shutdown().map_err(|e| e.to_string());
+        let admin = self.admin.shutdown().map_err(|e| format!("admin listener: {e}"));
         self.store.sync().map_err(|e| format!("store sync: {e}"))?;
-        result
+        result.and(admin)
     }
 }
 
@@ -288,6 +305,7 @@ fn announce(running: &Running) -> Result<(), String> {
         writeln!(out, "{key}").map_err(io)?;
     }
     writeln!(out, "xray: API listening on http://{}", running.api.local_addr()).map_err(io)?;
+    writeln!(out, "xray: admin listening on http://{}", running.admin.local_addr()).map_err(io)?;
     out.flush().map_err(io)
 }
 

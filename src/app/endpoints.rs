@@ -28,7 +28,7 @@ use crate::limits::quota::rfc3339_ms;
 use crate::metrics::JobLabel;
 use crate::pubkey::Pubkey;
 use crate::server::handler::StopState;
-use crate::store::{JobKind, JobRecord, JobState, Subject};
+use crate::store::{self, JobKind, JobRecord, JobState};
 
 /// `Retry-After` of a 202 and of a poll of unfinished work (contract §4).
 const POLL_RETRY_AFTER_S: &str = "1";
@@ -56,6 +56,14 @@ fn checked_address(field: &'static str, text: &str, app: &App) -> Result<Pubkey,
     })
 }
 
+/// The wire's name of a job: analysis id and wallet, or pair id and wallets.
+fn wire_subject(record: &JobRecord) -> Subject<'_> {
+    match &record.kind {
+        JobKind::Analysis { wallet } => Subject::Analysis { analysis_id: &record.id, wallet },
+        JobKind::Comparison { wallet_a, wallet_b, pair_id } => Subject::Comparison { pair_id, wallet_a, wallet_b },
+    }
+}
+
 /// A job's state now: the live index's if it is live, else the record's.
 struct Snapshot<'j> {
     record: &'j JobRecord,
@@ -81,7 +89,7 @@ impl Endpoints<'_> {
     }
 
     fn poll_url(&self, record: &JobRecord) -> String {
-        let base = &self.app.base_url;
+        let base = self.app.base_url();
         match &record.kind {
             JobKind::Analysis { .. } => format!("{base}/v1/developer/intelligence/analysis/{}", record.id),
             JobKind::Comparison { pair_id, .. } => format!("{base}/v1/developer/intelligence/comparison/{pair_id}"),
@@ -143,34 +151,14 @@ impl Endpoints<'_> {
     fn accepted(&self, job: Snapshot<'_>, deduplicated: bool) -> Result<ApiResponse, ApiError> {
         let poll_url = self.poll_url(job.record);
         let status = job.state.as_str();
-        let created_at = ms_text(job.record.created_at_ms);
-        let body = match &job.record.kind {
-            JobKind::Analysis { wallet } => json_bytes(&AcceptedBody {
-                data: AnalysisAccepted {
-                    analysis_id: &job.record.id,
-                    status,
-                    poll_url: &poll_url,
-                    wallet,
-                    created_at,
-                    deduplicated,
-                },
-                status,
-                poll_url: &poll_url,
-            })?,
-            JobKind::Comparison { wallet_a, wallet_b, pair_id } => json_bytes(&AcceptedBody {
-                data: ComparisonAccepted {
-                    pair_id,
-                    status,
-                    poll_url: &poll_url,
-                    wallet_a,
-                    wallet_b,
-                    created_at,
-                    deduplicated,
-                },
-                status,
-                poll_url: &poll_url,
-            })?,
+        let data = AcceptedData {
+            subject: wire_subject(job.record),
+            status,
+            poll_url: &poll_url,
+            created_at: ms_text(job.record.created_at_ms),
+            deduplicated,
         };
+        let body = json_bytes(&AcceptedBody { data, status, poll_url: &poll_url })?;
         let finished = job.state.is_finished();
         let response = ApiResponse::json(if finished { 200 } else { 202 }, body).with_header("location", poll_url);
         Ok(if finished { response } else { response.with_header("retry-after", POLL_RETRY_AFTER_S) })
@@ -197,13 +185,13 @@ impl Endpoints<'_> {
         if !pair_id.starts_with(PAIR_ID_PREFIX) || pair_id.len() > crate::store::ID_BYTES_MAX {
             return Err(ApiError::NotFound);
         }
-        if let Some(live) = self.app.index.live_for(self.account(), Subject::Pair(pair_id)) {
+        if let Some(live) = self.app.index.live_for(self.account(), store::Subject::Pair(pair_id)) {
             if !self.wait(&live, wait_s).await {
                 return self.poll_body(Snapshot::of_live(&live));
             }
         }
         let record =
-            self.app.store.latest_for(self.account(), Subject::Pair(pair_id)).map_err(|e| store_failure(&e))?;
+            self.app.store.latest_for(self.account(), store::Subject::Pair(pair_id)).map_err(|e| store_failure(&e))?;
         self.poll_body(Snapshot::of_record(&record.ok_or(ApiError::NotFound)?))
     }
 
@@ -223,15 +211,9 @@ impl Endpoints<'_> {
 
     fn poll_body(&self, job: Snapshot<'_>) -> Result<ApiResponse, ApiError> {
         let record = job.record;
-        let subject = match &record.kind {
-            JobKind::Analysis { wallet } => PollSubject::Analysis { analysis_id: &record.id, wallet },
-            JobKind::Comparison { wallet_a, wallet_b, pair_id } => {
-                PollSubject::Comparison { pair_id, wallet_a, wallet_b }
-            }
-        };
         let error = record.error.as_ref().filter(|_| job.state == JobState::Failed);
         let data = PollData {
-            subject,
+            subject: wire_subject(record),
             status: job.state.as_str(),
             created_at: ms_text(record.created_at_ms),
             started_at: job.started_at_ms.map(ms_text),

@@ -57,8 +57,9 @@ pub struct App {
     pub metrics: Arc<Metrics>,
     pub ip_failures: IpFailureLimiter,
     pub clock: MonotonicClock,
-    /// Base of `pollUrl`s, without a trailing slash.
-    pub base_url: String,
+    /// Base of `pollUrl`s, without a trailing slash; set once the API listener is bound (its
+    /// port is known only then when the config asks for port 0), before `serve::start` returns.
+    pub base_url: std::sync::OnceLock<String>,
     pub waiters: AtomicUsize,
     pub waiters_max: usize,
     /// Set by the sink while the ledger source fails (`service.status: degraded`).
@@ -66,6 +67,12 @@ pub struct App {
 }
 
 impl App {
+    /// Base of `pollUrl`s (empty only before `serve::start` has bound the listener, when no
+    /// client can know the address yet).
+    pub fn base_url(&self) -> &str {
+        self.base_url.get().map_or("", String::as_str)
+    }
+
     /// `ok`, or `degraded` when the queue is more than 90 % full or the ledger source fails.
     pub fn service_status(&self) -> &'static str {
         let full = self.pool.depth() * 100 > self.pool.capacity() * DEGRADED_QUEUE_PERCENT;

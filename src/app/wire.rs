@@ -19,25 +19,14 @@ pub struct AcceptedBody<'a, D: Serialize> {
     pub poll_url: &'a str,
 }
 
+/// `data` of an accepted (or reused) analysis or comparison.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AnalysisAccepted<'a> {
-    pub analysis_id: &'a str,
+pub struct AcceptedData<'a> {
+    #[serde(flatten)]
+    pub subject: Subject<'a>,
     pub status: &'a str,
     pub poll_url: &'a str,
-    pub wallet: &'a str,
-    pub created_at: String,
-    pub deduplicated: bool,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ComparisonAccepted<'a> {
-    pub pair_id: &'a str,
-    pub status: &'a str,
-    pub poll_url: &'a str,
-    pub wallet_a: &'a str,
-    pub wallet_b: &'a str,
     pub created_at: String,
     pub deduplicated: bool,
 }
@@ -49,10 +38,10 @@ pub struct JobErrorBody<'a> {
     pub message: &'a str,
 }
 
-/// The subject fields of a poll: an analysis or a comparison.
+/// What a job is about, as the wire names it: an analysis or a comparison.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum PollSubject<'a> {
+pub enum Subject<'a> {
     #[serde(rename_all = "camelCase")]
     Analysis { analysis_id: &'a str, wallet: &'a str },
     #[serde(rename_all = "camelCase")]
@@ -64,7 +53,7 @@ pub enum PollSubject<'a> {
 #[serde(rename_all = "camelCase")]
 pub struct PollData<'a> {
     #[serde(flatten)]
-    pub subject: PollSubject<'a>,
+    pub subject: Subject<'a>,
     pub status: &'a str,
     pub created_at: String,
     pub started_at: Option<String>,
@@ -191,7 +180,7 @@ mod tests {
     #[test]
     fn splice_adds_the_payload_as_the_last_data_member() {
         let poll = PollData {
-            subject: PollSubject::Analysis { analysis_id: "an_1", wallet: "W" },
+            subject: Subject::Analysis { analysis_id: "an_1", wallet: "W" },
             status: "READY",
             created_at: "t0".into(),
             started_at: Some("t1".into()),

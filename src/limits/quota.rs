@@ -124,6 +124,12 @@ pub fn rfc3339_ms(unix_ms: i64) -> String {
     )
 }
 
+/// Parses an RFC 3339 timestamp (any offset, optional fraction) into Unix milliseconds.
+pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
+    let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 /// What a unit of quota was spent on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -463,6 +469,16 @@ mod tests {
         let millis = if text.len() > 20 { num(20..23) } else { 0 };
         let t = date.with_hms(num(11..13) as u8, num(14..16) as u8, num(17..19) as u8).expect("test time");
         t.assume_utc().unix_timestamp() * 1_000 + millis
+    }
+
+    #[test]
+    fn rfc3339_parsing_reads_what_formatting_writes_and_offsets() {
+        for ms in [0, 1_763_806_530_123, 1_798_761_599_999] {
+            assert_eq!(parse_rfc3339_ms(&rfc3339_ms(ms)), Some(ms));
+        }
+        assert_eq!(parse_rfc3339_ms("1970-01-01T01:00:00+01:00"), Some(0));
+        assert_eq!(parse_rfc3339_ms("2027-01-01"), None);
+        assert_eq!(parse_rfc3339_ms("tomorrow"), None);
     }
 
     #[test]

@@ -1,0 +1,81 @@
+//! The admin API's client, used by `xray keys create|list|revoke|rotate`: finds the admin
+//! address and token in the data directory (or takes `--admin-url`), sends one request and
+//! returns the answer's `data`, or the server's error code and message.
+//!
+//! Runs on the main thread of the `xray keys` process, on a current-thread tokio runtime.
+//! Invariant: the token is sent only as a bearer header and never printed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{files, KEYS_PATH};
+
+/// Whole-request timeout of one admin call.
+pub const ADMIN_REQUEST_TIMEOUT_MS: u64 = 10_000;
+/// Largest admin answer read (a key list is bounded by the key table's size).
+const ADMIN_RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+pub struct AdminClient {
+    base_url: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl AdminClient {
+    /// A client for the server whose data directory is `data_dir`; `admin_url` overrides the
+    /// address recorded there (`http://host:port`).
+    pub fn locate(data_dir: &Path, admin_url: Option<&str>) -> Result<AdminClient, String> {
+        let token = files::read_token(data_dir).map_err(|e| {
+            format!("admin token: {e} (has `xray serve --data-dir {}` started once?)", data_dir.display())
+        })?;
+        let base_url = match admin_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", files::read_addr(data_dir)?),
+        };
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_millis(ADMIN_REQUEST_TIMEOUT_MS))
+            .build()
+            .map_err(|e| format!("HTTP client: {e}"))?;
+        Ok(AdminClient { base_url, token, http })
+    }
+
+    pub async fn create(&self, body: &Value) -> Result<Value, String> {
+        self.call(reqwest::Method::POST, KEYS_PATH.to_owned(), Some(body)).await
+    }
+
+    pub async fn list(&self) -> Result<Value, String> {
+        self.call(reqwest::Method::GET, KEYS_PATH.to_owned(), None).await
+    }
+
+    /// `action` is `revoke` or `rotate`.
+    pub async fn act(&self, id: &str, action: &str) -> Result<Value, String> {
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("{id:?} is not a key id (key_…)"));
+        }
+        self.call(reqwest::Method::POST, format!("{KEYS_PATH}/{id}/{action}"), None).await
+    }
+
+    async fn call(&self, method: reqwest::Method, path: String, body: Option<&Value>) -> Result<Value, String> {
+        let url = format!("{}{path}", self.base_url);
+        let mut request = self.http.request(method, &url).bearer_auth(&self.token);
+        if let Some(body) = body {
+            let bytes = serde_json::to_vec(body).map_err(|e| format!("request body: {e}"))?;
+            request = request.header(reqwest::header::CONTENT_TYPE, "application/json").body(bytes);
+        }
+        let response = request.send().await.map_err(|e| format!("admin listener at {}: {e}", self.base_url))?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|e| format!("admin answer: {e}"))?;
+        if bytes.len() > ADMIN_RESPONSE_BYTES_MAX {
+            return Err(format!("admin answer larger than {ADMIN_RESPONSE_BYTES_MAX} bytes"));
+        }
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| format!("admin answer ({status}): {e}"))?;
+        if status.is_success() {
+            return value.get("data").cloned().ok_or_else(|| "admin answer without data".to_owned());
+        }
+        let error = &value["error"];
+        let details = error.get("details").map(|d| format!(" {d}")).unwrap_or_default();
+        Err(format!("{} {}: {}{details}", status.as_u16(), error["code"].as_str().unwrap_or("?"), error["message"]))
+    }
+}

@@ -1,0 +1,192 @@
+//! The admin listener: operations that are not part of the public API (contract §8) —
+//! Prometheus metrics and API key management — on their own address (loopback by default),
+//! behind a bearer token the server generates on its first start.
+//!
+//! Routes (all need `Authorization: Bearer <admin token>`):
+//! - `GET  /metrics` — Prometheus text exposition (`metrics::Metrics::render`);
+//! - `GET  /v1/admin/keys` — every key, without secrets;
+//! - `POST /v1/admin/keys` — create (`keys::CreateKeyRequest`); the answer holds the secret, once;
+//! - `POST /v1/admin/keys/:id/revoke` — revoke, effective at every thread's next request;
+//! - `POST /v1/admin/keys/:id/rotate` — a successor key (secret shown once); the old one revoked.
+//!
+//! Runs on one listener thread of its own (`server::start` with one thread), separate from the
+//! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
+//! use the public `ApiError` codes and body shape.
+//!
+//! Invariant: the token is compared in constant time, and neither it nor any API key secret is
+//! logged. Deliberately absent: rate limiting of the admin API (it is loopback-only unless the
+//! operator opts in with `admin_allow_remote`).
+
+pub mod client;
+pub mod files;
+pub mod keys;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::Serialize;
+use subtle::ConstantTimeEq;
+
+use crate::api::json::check_content_type;
+use crate::api::{ApiError, ApiRequest, ApiResponse, Body, Method, BODY_BYTES_MAX};
+use crate::app::App;
+use crate::auth::table::{bearer_token, AuthFailure};
+use crate::limits::clock::now_unix_ms;
+use crate::metrics::Gauges;
+use crate::server::handler::{Handler, StopState};
+use keys::{CreateKeyRequest, KeyAdmin};
+
+/// Path prefix of the key-management routes.
+pub const KEYS_PATH: &str = "/v1/admin/keys";
+/// Path of the Prometheus scrape.
+pub const METRICS_PATH: &str = "/metrics";
+/// Content type of the Prometheus text exposition format.
+const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+const GET: &[Method] = &[Method::Get];
+const POST: &[Method] = &[Method::Post];
+const GET_POST: &[Method] = &[Method::Get, Method::Post];
+
+/// What the admin listener needs: the app (keys, store, metrics, queue) and the public
+/// listeners' stop state (for the draining gauge).
+pub struct AdminState {
+    pub app: Arc<App>,
+    pub keys: KeyAdmin,
+    pub token: String,
+    pub api_stop: StopState,
+}
+
+/// The admin API on its listener thread.
+pub struct AdminHandler {
+    state: Arc<AdminState>,
+}
+
+impl AdminHandler {
+    pub fn new(state: Arc<AdminState>) -> AdminHandler {
+        AdminHandler { state }
+    }
+}
+
+/// An admin route, matched on the path alone.
+enum AdminRoute<'p> {
+    Metrics,
+    Keys,
+    Revoke(&'p str),
+    Rotate(&'p str),
+}
+
+impl AdminRoute<'_> {
+    fn parse(path: &str) -> Option<AdminRoute<'_>> {
+        if path == METRICS_PATH {
+            return Some(AdminRoute::Metrics);
+        }
+        let rest = path.strip_prefix(KEYS_PATH)?;
+        if rest.is_empty() {
+            return Some(AdminRoute::Keys);
+        }
+        let (id, action) = rest.strip_prefix('/')?.split_once('/')?;
+        match action {
+            "revoke" => Some(AdminRoute::Revoke(id)),
+            "rotate" => Some(AdminRoute::Rotate(id)),
+            _ => None,
+        }
+    }
+
+    fn methods(&self) -> &'static [Method] {
+        match self {
+            AdminRoute::Metrics => GET,
+            AdminRoute::Keys => GET_POST,
+            AdminRoute::Revoke(_) | AdminRoute::Rotate(_) => POST,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct DataBody<T: Serialize> {
+    data: T,
+}
+
+fn json_response<T: Serialize>(status: u16, data: T) -> Result<ApiResponse, ApiError> {
+    let body = serde_json::to_vec(&DataBody { data }).map_err(|e| ApiError::internal(&e))?;
+    Ok(ApiResponse::json(status, body))
+}
+
+impl Handler for AdminHandler {
+    async fn handle(&self, request: ApiRequest) -> ApiResponse {
+        self.respond(&request).unwrap_or_else(|e| e.to_response(&request.request_id))
+    }
+}
+
+impl AdminHandler {
+    fn respond(&self, request: &ApiRequest) -> Result<ApiResponse, ApiError> {
+        let route = AdminRoute::parse(&request.path).ok_or(ApiError::NotFound)?;
+        if !route.methods().contains(&request.method) {
+            return Err(ApiError::MethodNotAllowed { allow: route.methods() });
+        }
+        self.authenticate(request)?;
+        let now_ms = now_unix_ms();
+        let keys = &self.state.keys;
+        match (route, request.method) {
+            (AdminRoute::Metrics, _) => Ok(self.metrics()),
+            (AdminRoute::Keys, Method::Get) => json_response(200, keys.list(now_ms)),
+            (AdminRoute::Keys, _) => {
+                let spec = parse_create(request)?.to_spec(now_ms)?;
+                json_response(201, keys.create(&spec, now_ms)?)
+            }
+            (AdminRoute::Revoke(id), _) => json_response(200, keys.revoke(id, now_ms)?),
+            (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
+        }
+    }
+
+    fn authenticate(&self, request: &ApiRequest) -> Result<(), ApiError> {
+        let token = bearer_token(request.authorization.as_deref()).map_err(ApiError::Unauthenticated)?;
+        if bool::from(token.as_bytes().ct_eq(self.state.token.as_bytes())) {
+            Ok(())
+        } else {
+            Err(ApiError::Unauthenticated(AuthFailure::Unknown))
+        }
+    }
+
+    fn metrics(&self) -> ApiResponse {
+        let app = &self.state.app;
+        let gauges = Gauges {
+            queue_depth: app.pool.depth(),
+            queue_capacity: app.pool.capacity(),
+            live_jobs: app.index.len(),
+            long_poll_waiters: app.waiters.load(std::sync::atomic::Ordering::Relaxed),
+            keys: app.keys.len(),
+            draining: self.state.api_stop.is_draining(),
+        };
+        ApiResponse::json(200, Bytes::from(app.metrics.render(&gauges)))
+            .with_header("content-type", METRICS_CONTENT_TYPE)
+    }
+}
+
+/// The create body: JSON, at most `BODY_BYTES_MAX` bytes, with `name` and `scopes`.
+fn parse_create(request: &ApiRequest) -> Result<CreateKeyRequest, ApiError> {
+    check_content_type(request.content_type.as_deref())?;
+    let bytes = match &request.body {
+        Body::Complete(bytes) if bytes.len() <= BODY_BYTES_MAX => bytes,
+        _ => return Err(ApiError::PayloadTooLarge { max_bytes: BODY_BYTES_MAX }),
+    };
+    serde_json::from_slice(bytes).map_err(|_| ApiError::InvalidRequest {
+        field: "body",
+        message: "expected a JSON object with name (string) and scopes (array of strings)",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_match_exactly() {
+        assert!(matches!(AdminRoute::parse("/metrics"), Some(AdminRoute::Metrics)));
+        assert!(matches!(AdminRoute::parse("/v1/admin/keys"), Some(AdminRoute::Keys)));
+        assert!(matches!(AdminRoute::parse("/v1/admin/keys/key_1/revoke"), Some(AdminRoute::Revoke("key_1"))));
+        assert!(matches!(AdminRoute::parse("/v1/admin/keys/key_1/rotate"), Some(AdminRoute::Rotate("key_1"))));
+        for path in ["/", "/metrics/", "/v1/admin/keys/", "/v1/admin/keys/key_1", "/v1/admin/keys/key_1/delete"] {
+            assert!(AdminRoute::parse(path).is_none(), "{path}");
+        }
+    }
+}
