@@ -7,42 +7,21 @@
 //!
 //! Every wait is bounded; servers bind port 0 and report their addresses on stdout.
 
+mod api_support;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use api_support::{get, post, Conn, Reply, API, DRAINER_PROGRAM, IO_TIMEOUT, READY_WALLETS};
 use serde_json::Value;
 use xray::ledger::rpc_server::{spawn_spec_in_thread, FaultPlan};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xray");
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-const IO_TIMEOUT: Duration = Duration::from_secs(40);
-const API: &str = "/v1/developer";
-
-/// Demo archetypes that analyze to READY, and one (an executable program, on the curve, so
-/// admitted) that the ledger shows is no wallet: FAILED with ACCOUNT_NOT_ELIGIBLE.
-const READY_WALLETS: [&str; 16] = [
-    "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z",
-    "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ",
-    "5o6v3Td9ytgimfJwPRbuDs1ZtXt2xS6C2ddGQAM6F19w",
-    "vaGm75gV244Ayqa2rvHDDXMqnYHNq6ShQFFGdXp3crg",
-    "69ZJ3Facy9HXBZ17fDEmBL6aTF3DVzQzV2RdM762k7eY",
-    "DHdEcT9YqynY7Zicaw5Vkd67tigaDoogF82pC9kW9XTq",
-    "DFVgjwHHnhJgpurkcMhMQ5eBm5Sa8i2tLm8G6pYBE16w",
-    "6oHJpEthxJ7d9zeu9SCgR1rPEXdhLpTsZmpQc6roQr8H",
-    "6LxktvcB1Gxs3V6hhbcWtHJagBhQhSkwMeYjXUtaaEnS",
-    "ABsijKqaLB5Rc129oem5f6Prev3S27gThAbC2cnDyrbG",
-    "6SoUSfvAF7ZVfH4uc5to3DeDxsHeyW2xJAkyDbk6trKu",
-    "8bPtYYeYuDqCYpk7BrTvoRNtUVAQJGxptTGRe6Y3xnm9",
-    "8LfB2JaaRSEND5pW6j1b1eR5KXkRjNSdAq3HJv59okD2",
-    "5Xa4hF3f3optCeAwtR6wVwcRP89cAGDyoFWHf4Ap2ko9",
-    "ChDN8EbHGmMAgjKPUPqY4Whh5cya9zZ7XtFjLRDvGW75",
-    "D7ZCQDXf4aeJpve5ipjfbp8GxgxYkoBFouPpw82tk76V",
-];
-const DRAINER_PROGRAM: &str = "3LB9kfq9ExCqFYbrNCaYfUNGr5fGmBCLPwrnoqB6fRvn";
 
 // ---- the server process ----
 
@@ -124,78 +103,6 @@ impl Server {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
     }
-}
-
-// ---- HTTP/1.1 over one keep-alive connection ----
-
-struct Conn {
-    stream: TcpStream,
-}
-
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
-        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        Conn { stream }
-    }
-
-    fn send(&mut self, method: &str, path: &str, bearer: Option<&str>, body: Option<&str>) -> Reply {
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
-        if let Some(token) = bearer {
-            head.push_str(&format!("Authorization: Bearer {token}\r\n"));
-        }
-        let body = body.unwrap_or("");
-        if method == "POST" {
-            head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
-        }
-        head.push_str("\r\n");
-        self.stream.write_all(head.as_bytes()).and_then(|()| self.stream.write_all(body.as_bytes())).expect("send");
-        self.read_reply()
-    }
-
-    fn read_reply(&mut self) -> Reply {
-        let mut buf = Vec::new();
-        let mut byte = [0u8; 1];
-        while !buf.ends_with(b"\r\n\r\n") {
-            assert_eq!(self.stream.read(&mut byte).expect("read head"), 1, "connection closed mid-head");
-            buf.push(byte[0]);
-        }
-        let head = String::from_utf8(buf).expect("ASCII head");
-        let mut lines = head.split("\r\n");
-        let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status");
-        let headers: Vec<(String, String)> =
-            lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())).collect();
-        let len: usize = headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, v)| v.parse().ok())
-            .expect("content-length");
-        let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body).expect("body");
-        let body = if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap_or(Value::Null) };
-        Reply { status, headers, body }
-    }
-}
-
-fn get(addr: SocketAddr, path: &str, key: &str) -> Reply {
-    Conn::open(addr).send("GET", path, Some(key), None)
-}
-
-fn post(addr: SocketAddr, path: &str, key: &str, body: &str) -> Reply {
-    Conn::open(addr).send("POST", path, Some(key), Some(body))
 }
 
 // ---- `xray keys` ----
