@@ -250,7 +250,19 @@ mod tests {
             Some(ServeConfig::default().admin_listen)
         );
         assert_eq!(ServeConfig::default().validate(), Ok(()));
-        assert_eq!(ServeConfig::default().base_url(), "http://127.0.0.1:8080");
+        let bound: std::net::SocketAddr = "127.0.0.1:41234".parse().unwrap();
+        assert_eq!(ServeConfig::default().base_url(bound), "http://127.0.0.1:41234", "the bound port, not 0");
+        let public = ServeConfig { public_base_url: Some("https://api.example".into()), ..ServeConfig::default() };
+        assert_eq!(public.base_url(bound), "https://api.example");
+    }
+
+    #[test]
+    fn two_port_zero_addresses_may_coexist_but_equal_fixed_ones_may_not() {
+        let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert_eq!(ServeConfig { listen: any, admin_listen: any, ..ServeConfig::default() }.validate(), Ok(()));
+        let fixed = ServeConfig::default().listen;
+        let clash = ServeConfig { admin_listen: fixed, ..ServeConfig::default() };
+        assert!(clash.validate().is_err());
     }
 
     #[test]
