@@ -108,7 +108,8 @@ impl CreateKeyRequest {
     /// The spec of the key to issue, every field checked (400 naming the field otherwise).
     pub fn to_spec(&self, now_ms: i64) -> Result<KeySpec, ApiError> {
         let account = match &self.account {
-            Some(text) => AccountId::parse(text).map_err(|_| invalid("account", "account must be acct_ + base58"))?,
+            Some(text) => AccountId::parse(text)
+                .map_err(|_| invalid("account", "account must be 1-64 characters of A-Z a-z 0-9 . _ -"))?,
             None => AccountId::generate().map_err(|e| ApiError::internal(&e))?,
         };
         let scopes = Scopes::parse_list(&self.scopes.join(","))
@@ -241,10 +242,10 @@ mod tests {
             (r#"{"name":"ci","scopes":["usage:read"],"period":"week"}"#, "period"),
             (r#"{"name":"ci","scopes":["usage:read"],"expiresAt":"soon"}"#, "expiresAt"),
             (r#"{"name":"ci","scopes":["usage:read"],"expiresAt":"2001-01-01T00:00:00Z"}"#, "expiresAt"),
-            (r#"{"name":"ci","scopes":["usage:read"],"account":"bob"}"#, "account"),
+            (r#"{"name":"ci","scopes":["usage:read"],"account":"not an id!"}"#, "account"),
         ];
         for (json, field) in cases {
-            match request(json).to_spec(1_000_000) {
+            match request(json).to_spec(1_800_000_000_000) {
                 Err(ApiError::InvalidRequest { field: f, .. }) => assert_eq!(f, field, "{json}"),
                 other => panic!("{json}: {other:?}"),
             }
