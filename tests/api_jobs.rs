@@ -235,7 +235,11 @@ fn dedup_scenario(work: Work) {
     // compute thread) may still hold its reservation here: wait for it to settle.
     eventually("every job settled", || server.usage(k), |u| u.reserved == 0);
     let newest_again = get(server.addr, &again.poll_path(), k);
-    assert_eq!(newest_again.data()["createdAt"], again.data()["createdAt"], "an older job finishing later does not take over");
+    assert_eq!(
+        newest_again.data()["createdAt"],
+        again.data()["createdAt"],
+        "an older job finishing later does not take over"
+    );
     let usage = charged(3);
     assert_eq!((usage.used, usage.reserved, (work.counter)(&usage)), (3, 0, 3));
     // The first job stays readable, and the same ledger data gave byte-identical payloads.

@@ -158,3 +158,29 @@ fn readme_lists_every_archetype_address() {
         assert!(readme.contains(&arch.address), "README is missing {} ({})", arch.name, arch.address);
     }
 }
+
+#[test]
+fn an_owner_change_takeover_names_the_handed_account_mint_and_balance() {
+    let demo = demo();
+    let v = view(&demo, &demo.archetype("owner_change_drained").unwrap());
+    let xray = engine::analyze(&v, &Labels::builtin());
+    let signal = xray.signals.iter().find(|s| s.kind == "token_account_owner_changed").expect("signal");
+    let account = Pubkey::parse(&signal.facts["tokenAccount"]).unwrap();
+    // Independently of the handover: the account's own history shows what it was funded with
+    // before it was given away (the funding transfer does not name the wallet).
+    let history = view(&demo, &account);
+    let funded = history
+        .transactions
+        .iter()
+        .flat_map(|t| &t.token_changes)
+        .find(|c| c.account == account && c.pre == 0 && c.post > 0)
+        .expect("the account was funded");
+    assert_eq!(signal.facts["mint"], funded.mint.to_string());
+    assert_eq!(signal.facts["balanceAtHandover"], funded.post.to_string());
+    let path = xray.attack_paths.iter().find(|p| p.kind == "owner_change_takeover").expect("path");
+    assert_eq!(path.assets_at_risk.len(), 1, "{path:?}");
+    assert_eq!(
+        (path.assets_at_risk[0].mint.as_str(), path.assets_at_risk[0].amount.as_str()),
+        (funded.mint.to_string().as_str(), funded.post.to_string().as_str())
+    );
+}

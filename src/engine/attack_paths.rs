@@ -148,10 +148,12 @@ fn owner_change_takeover(s: &Signal) -> Draft {
             (owner, format!("now owns {account} and transfers or closes it at will")),
             (owner, format!("receives every future deposit into {account}")),
         ]),
-        // The signal knows the account, not its mint or balance: naming the account as a
-        // "mint" or "all" as an amount would break the payload's promise (a mint, base units),
-        // so no asset is listed; the steps and remediation name the account.
-        assets: Vec::new(),
+        // The mint and balance come from the handover transaction's token balances; when the
+        // ledger gave none, no asset is listed rather than a guess (a mint, base units).
+        assets: match fact(s, "mint") {
+            "" => Vec::new(),
+            mint => vec![asset(mint, fact(s, "balanceAtHandover"))],
+        },
         signal_ids: vec![s.id.clone()],
         remediation: format!(
             "Stop sending tokens to {account}; ownership can only be returned by {owner} via setAuthority."

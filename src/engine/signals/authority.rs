@@ -122,13 +122,30 @@ fn token_accounts_handed_away(ctx: &mut Ctx<'_>) {
             }
             let evidence =
                 vec![ctx.book.instruction(tx, ix, || format!("ownership of {target} handed to {new_owner}"))];
-            let severity = Severity::Critical;
+            let mut facts = facts! {
+                "tokenAccount" => target,
+                "newOwner" => new_owner,
+                "signature" => tx.signature,
+                "newOwnerFlagged" => ctx.labels.is_flagged(new_owner),
+            };
+            // The transaction's token balances name the account's mint and what it held when
+            // the wallet signed it away (its balance before this transaction). A ledger that
+            // omits token balances leaves both out rather than guessing.
+            let held = tx.token_changes.iter().find(|c| c.account == *target);
+            let what = match held {
+                Some(c) => {
+                    facts.insert("mint", c.mint.to_string());
+                    facts.insert("balanceAtHandover", c.pre.to_string());
+                    format!("every token in it ({} base units of mint {} at the handover)", c.pre, c.mint)
+                }
+                None => "every token in it".to_owned(),
+            };
             ctx.emit(
                 "token_account_owner_changed",
-                severity,
+                Severity::Critical,
                 format!("Token account ownership handed to {}", ctx.display(new_owner)),
-                format!("The wallet signed setAuthority(accountOwner) giving token account {target} to {new_owner}; the new owner controls every token in it."),
-                facts! { "tokenAccount" => target, "newOwner" => new_owner, "signature" => tx.signature, "newOwnerFlagged" => ctx.labels.is_flagged(new_owner) },
+                format!("The wallet signed setAuthority(accountOwner) giving token account {target} to {new_owner}; the new owner controls {what}."),
+                facts,
                 evidence,
             );
         }
