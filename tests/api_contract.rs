@@ -185,6 +185,11 @@ fn one_of(value: &Value, allowed: &[&str]) -> bool {
     value.as_str().is_some_and(|v| allowed.contains(&v))
 }
 
+/// (what fails, sender, method, path, content type, body, the code that must answer)
+type OrderCase = (&'static str, Sender, &'static str, &'static str, Option<&'static str>, String, &'static str);
+/// One request of a sequence, sent when the step runs.
+type SendFn<'a> = Box<dyn Fn() -> Reply + 'a>;
+
 const SEVERITIES: [&str; 5] = ["info", "low", "medium", "high", "critical"];
 const RISK_LEVELS: [&str; 4] = ["low", "medium", "high", "critical"];
 
@@ -659,7 +664,7 @@ fn checks_run_in_the_contract_order() {
     let json = Some("application/json");
     let big = padded_body(CLEAN, 5_000);
     // (what fails, sender, method, path, content type, body, the code that must answer)
-    let cases: Vec<(&str, Sender, &str, &str, Option<&str>, String, &str)> = vec![
+    let cases: Vec<OrderCase> = vec![
         ("route ≺ auth: no key, wrong method", Sender::Nobody, "DELETE", w, None, String::new(), "METHOD_NOT_ALLOWED"),
         ("route ≺ auth: bad key, wrong method", Sender::Malformed, "GET", w, None, String::new(), "METHOD_NOT_ALLOWED"),
         (
@@ -825,7 +830,7 @@ fn rate_limit_headers_on_every_authenticated_response_and_no_other() {
     let started = Instant::now();
     let bad_body = || post(server.addr, WALLET_PATH, k, "{");
     // (what, reply, quota units charged by then)
-    let steps: Vec<(&str, Box<dyn Fn() -> Reply + '_>, u64)> = vec![
+    let steps: Vec<(&str, SendFn<'_>, u64)> = vec![
         ("status 200", Box::new(|| get(server.addr, STATUS_PATH, k)), 0),
         ("wallet 202", Box::new(|| post(server.addr, WALLET_PATH, k, &wallet_body(CLEAN))), 1),
         ("wallet dedup", Box::new(|| post(server.addr, WALLET_PATH, k, &wallet_body(CLEAN))), 1),

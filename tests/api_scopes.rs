@@ -280,6 +280,8 @@ fn failed_authentications_are_limited_per_client_ip() {
     assert!(retry_after >= 1);
     assert_eq!(limited.error()["details"]["retryAfterSeconds"].as_u64(), Some(retry_after));
     assert_no_rate_headers(&limited);
+    let message = limited.error()["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("failed authentications"), "says why: {message}");
     // A missing key is a failure too, and is limited the same way.
     assert_error(&raw(server.addr, "GET", STATUS_PATH, &[], ""), 429, "RATE_LIMITED");
     // The block lifts as the allowance refills.

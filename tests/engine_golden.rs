@@ -184,3 +184,21 @@ fn an_owner_change_takeover_names_the_handed_account_mint_and_balance() {
         (funded.mint.to_string().as_str(), funded.post.to_string().as_str())
     );
 }
+
+#[test]
+fn poisoning_texts_name_amounts_in_their_units() {
+    let demo = demo();
+    let xray = engine::analyze(&view(&demo, &demo.archetype("poisoning_victim").unwrap()), &Labels::builtin());
+    let json = serde_json::to_value(&xray).unwrap();
+    let sent = xray.signals.iter().find(|s| s.kind == "sent_to_lookalike").expect("signal");
+    assert_eq!(sent.facts["asset"], "SOL");
+    let amount = &sent.facts["amount"];
+    assert!(sent.detail.contains(&format!("sent {amount} lamports to ")), "{}", sent.detail);
+    let summaries: Vec<&str> =
+        json["evidence"].as_array().unwrap().iter().filter_map(|e| e["summary"].as_str()).collect();
+    let dust: Vec<&&str> = summaries.iter().filter(|d| d.starts_with("dust of ")).collect();
+    assert!(!dust.is_empty(), "{summaries:?}");
+    for d in summaries {
+        assert!(!d.contains(" SOL"), "lamports are not SOL: {d}");
+    }
+}

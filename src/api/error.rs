@@ -63,6 +63,11 @@ pub enum ApiError {
     RateLimited {
         retry_after_s: u64,
     },
+    /// The per-client-IP limit of failed authentications (contract §3): refused before the key
+    /// store is touched, so no key's `RateLimit` headers go with it.
+    FailedAuthLimited {
+        retry_after_s: u64,
+    },
     /// `resets_at` is the RFC 3339 time the period ends; `retry_after_s` the seconds until then.
     QuotaExhausted {
         limit: u64,
@@ -237,6 +242,11 @@ impl ApiError {
                 "rate limit exceeded".into(),
                 Details { retry_after_seconds: Some((*retry_after_s).max(1)), ..d() },
             ),
+            ApiError::FailedAuthLimited { retry_after_s } => (
+                ErrorCode::RateLimited,
+                "too many failed authentications from this client address".into(),
+                Details { retry_after_seconds: Some((*retry_after_s).max(1)), ..d() },
+            ),
             ApiError::QuotaExhausted { limit, used, resets_at, .. } => (
                 ErrorCode::QuotaExhausted,
                 "quota exhausted for this period".into(),
@@ -260,7 +270,9 @@ impl ApiError {
                 let list: Vec<&str> = allow.iter().map(|m| m.as_str()).collect();
                 vec![("allow", list.join(", "))]
             }
-            ApiError::RateLimited { retry_after_s } | ApiError::QuotaExhausted { retry_after_s, .. } => {
+            ApiError::RateLimited { retry_after_s }
+            | ApiError::FailedAuthLimited { retry_after_s }
+            | ApiError::QuotaExhausted { retry_after_s, .. } => {
                 vec![("retry-after", (*retry_after_s).max(1).to_string())]
             }
             ApiError::ServiceBusy => vec![("retry-after", SERVICE_BUSY_RETRY_AFTER_S.to_string())],
@@ -322,6 +334,7 @@ mod tests {
             ApiError::UnsupportedMediaType,
             ApiError::AccountNotEligible { field: "wallet", reason: Ineligible::OffCurve },
             ApiError::RateLimited { retry_after_s: 0 },
+            ApiError::FailedAuthLimited { retry_after_s: 2 },
             ApiError::QuotaExhausted {
                 limit: 10,
                 used: 10,
@@ -345,6 +358,7 @@ mod tests {
             ("PAYLOAD_TOO_LARGE", 413),
             ("UNSUPPORTED_MEDIA_TYPE", 415),
             ("ACCOUNT_NOT_ELIGIBLE", 422),
+            ("RATE_LIMITED", 429),
             ("RATE_LIMITED", 429),
             ("QUOTA_EXHAUSTED", 429),
             ("SERVICE_BUSY", 503),
@@ -382,7 +396,7 @@ mod tests {
         let (_, v) = body_of(&ApiError::InsufficientScope { required_scope: "usage:read" });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("requiredScope"), Some("usage:read"));
 
-        let (_, v) = body_of(&all_errors()[10]);
+        let (_, v) = body_of(&all_errors()[11]);
         let details = v.get("error").unwrap().get("details").unwrap();
         assert_eq!(details.get_u64("limit"), Some(10));
         assert_eq!(details.get_str("resetsAt"), Some("2026-12-01T00:00:00.000Z"));
@@ -398,7 +412,7 @@ mod tests {
         let list = v.get("error").unwrap().get("details").unwrap().get("allow").unwrap().as_array().unwrap().len();
         assert_eq!(list, 2);
         assert_eq!(header(ApiError::RateLimited { retry_after_s: 0 }, "retry-after").unwrap(), "1");
-        assert_eq!(header(all_errors()[10].clone(), "retry-after").unwrap(), "3600");
+        assert_eq!(header(all_errors()[11].clone(), "retry-after").unwrap(), "3600");
         assert_eq!(header(ApiError::ServiceBusy, "retry-after").unwrap(), "1");
         assert_eq!(header(ApiError::NotFound, "retry-after"), None);
     }

@@ -151,7 +151,7 @@ impl ApiHandler {
         let ip_limited = |ip: IpAddr| {
             let retry_after_s = self.app.ip_failures.blocked_retry_after_s(ip, now_ns).unwrap_or(1);
             self.app.metrics.reject(RejectReason::RateLimitedIp);
-            ApiError::RateLimited { retry_after_s: u64::from(retry_after_s) }
+            ApiError::FailedAuthLimited { retry_after_s: u64::from(retry_after_s) }
         };
         if self.app.ip_failures.is_blocked(request.client_ip, now_ns) {
             return Err(ip_limited(request.client_ip));

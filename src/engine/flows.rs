@@ -52,6 +52,15 @@ pub struct Transfer<'a> {
 }
 
 impl Transfer<'_> {
+    /// The amount with its unit, for human text: `1000 lamports`, `5 base units of mint <m>`.
+    pub fn amount_text(&self) -> String {
+        match self.asset {
+            Asset::Sol => format!("{} lamports", self.amount),
+            Asset::Token(Some(mint)) => format!("{} base units of mint {mint}", self.amount),
+            Asset::Token(None) => format!("{} base units of an unknown mint", self.amount),
+        }
+    }
+
     pub fn is_dust(&self) -> bool {
         match self.asset {
             Asset::Sol => self.amount <= DUST_LAMPORTS_MAX,

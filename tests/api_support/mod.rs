@@ -609,7 +609,7 @@ pub fn assert_rate_headers(reply: &Reply, key: &TestKey) -> RateHeaders {
     let (rate, burst) = (u64::from(key.options.rate_per_second), u64::from(key.options.burst));
     assert_eq!((h.burst, h.window_s, h.quota_limit), (burst, burst.div_ceil(rate), key.options.quota), "{h:?}");
     // A calendar month in seconds.
-    assert!(h.period_s % 86_400 == 0 && (28..=31).contains(&(h.period_s / 86_400)), "{h:?}");
+    assert!(h.period_s.is_multiple_of(86_400) && (28..=31).contains(&(h.period_s / 86_400)), "{h:?}");
     assert!(h.tokens <= burst && h.full_in_s <= h.window_s, "{h:?}");
     assert_eq!(h.tokens == burst, h.full_in_s == 0, "seconds until full is 0 exactly when full: {h:?}");
     assert!(h.quota_remaining <= h.quota_limit && (1..=h.period_s).contains(&h.reset_in_s), "{h:?}");

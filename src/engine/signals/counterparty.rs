@@ -65,9 +65,7 @@ fn flagged_transfers(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             .take(SIGNAL_EVIDENCE_MAX)
             .map(|t| {
                 let verb = if t.direction == Direction::Out { "sent" } else { "received" };
-                ctx.book.instruction(t.tx, t.ix, || {
-                    format!("{verb} {} of {} with the flagged address", t.amount, t.asset.label())
-                })
+                ctx.book.instruction(t.tx, t.ix, || format!("{verb} {} with the flagged address", t.amount_text()))
             })
             .collect();
         ctx.emit(
@@ -109,9 +107,8 @@ fn poisoning(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
         if poisoners.insert(t.counterparty, *imitated).is_some() {
             continue; // one signal per poisoner
         }
-        let evidence = vec![ctx
-            .book
-            .instruction(t.tx, t.ix, || format!("dust of {} {} from a look-alike", t.amount, t.asset.label()))];
+        let evidence =
+            vec![ctx.book.instruction(t.tx, t.ix, || format!("dust of {} from a look-alike", t.amount_text()))];
         ctx.emit(
             "address_poisoning_received",
             Severity::Medium,
@@ -123,14 +120,12 @@ fn poisoning(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
     }
     for t in flows.iter().filter(|t| t.direction == Direction::Out && !t.is_dust()) {
         let Some(imitated) = poisoners.get(&t.counterparty) else { continue };
-        let evidence = vec![ctx
-            .book
-            .instruction(t.tx, t.ix, || format!("sent {} {} to the look-alike", t.amount, t.asset.label()))];
+        let evidence = vec![ctx.book.instruction(t.tx, t.ix, || format!("sent {} to the look-alike", t.amount_text()))];
         ctx.emit(
             "sent_to_lookalike",
             Severity::Critical,
             "Funds sent to a look-alike address".to_owned(),
-            format!("The wallet sent {} {} to {}, a look-alike of {imitated} that had sent it dust.", t.amount, t.asset.label(), t.counterparty),
+            format!("The wallet sent {} to {}, a look-alike of {imitated} that had sent it dust.", t.amount_text(), t.counterparty),
             facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount, "signature" => t.tx.signature },
             evidence,
         );
