@@ -219,7 +219,10 @@ fn admin_listener_needs_its_token_and_serves_metrics() {
         std::fs::read_to_string(dir.path().join("admin.addr")).expect("addr").trim().parse().expect("addr");
     let token = std::fs::read_to_string(dir.path().join("admin.token")).expect("token").trim().to_owned();
 
-    assert_unauthenticated(&Conn::open(admin).send("GET", "/metrics", None, None), "missing");
+    let missing = Conn::open(admin).send("GET", "/metrics", None, None);
+    assert_unauthenticated(&missing, "missing");
+    let message = missing.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("admin token"), "the admin listener names its own credential: {message}");
     assert_unauthenticated(&Conn::open(admin).send("GET", "/metrics", Some(&"0".repeat(64)), None), "unknown");
     assert_unauthenticated(&Conn::open(admin).send("GET", "/metrics", Some(&key), None), "unknown");
     let not_allowed = Conn::open(admin).send("POST", "/metrics", Some(&token), Some("{}"));

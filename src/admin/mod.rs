@@ -139,11 +139,11 @@ impl AdminHandler {
     }
 
     fn authenticate(&self, request: &ApiRequest) -> Result<(), ApiError> {
-        let token = bearer_token(request.authorization.as_deref()).map_err(ApiError::Unauthenticated)?;
+        let token = bearer_token(request.authorization.as_deref()).map_err(ApiError::AdminUnauthenticated)?;
         if bool::from(token.as_bytes().ct_eq(self.state.token.as_bytes())) {
             Ok(())
         } else {
-            Err(ApiError::Unauthenticated(AuthFailure::Unknown))
+            Err(ApiError::AdminUnauthenticated(AuthFailure::Unknown))
         }
     }
 

@@ -45,6 +45,9 @@ pub enum ApiError {
         reason: AddressError,
     },
     Unauthenticated(Unauthenticated),
+    /// The admin listener's bearer token was missing or wrong: the same code as a bad API key,
+    /// worded for the admin token so an operator is not sent looking for a key.
+    AdminUnauthenticated(Unauthenticated),
     InsufficientScope {
         required_scope: &'static str,
     },
@@ -213,6 +216,11 @@ impl ApiError {
             ApiError::Unauthenticated(why) => {
                 (ErrorCode::Unauthenticated, why.message().into(), Details { reason: Some(why.reason()), ..d() })
             }
+            ApiError::AdminUnauthenticated(why) => (
+                ErrorCode::Unauthenticated,
+                admin_auth_message(*why).into(),
+                Details { reason: Some(why.reason()), ..d() },
+            ),
             ApiError::InsufficientScope { required_scope } => (
                 ErrorCode::InsufficientScope,
                 format!("the API key lacks the scope {required_scope}").into(),
@@ -265,7 +273,9 @@ impl ApiError {
     /// The headers that go with the code.
     fn headers(&self) -> Vec<(&'static str, String)> {
         match self {
-            ApiError::Unauthenticated(_) => vec![("www-authenticate", "Bearer".to_owned())],
+            ApiError::Unauthenticated(_) | ApiError::AdminUnauthenticated(_) => {
+                vec![("www-authenticate", "Bearer".to_owned())]
+            }
             ApiError::MethodNotAllowed { allow } => {
                 let list: Vec<&str> = allow.iter().map(|m| m.as_str()).collect();
                 vec![("allow", list.join(", "))]
@@ -310,6 +320,14 @@ impl fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// The admin listener's wording of an authentication failure.
+fn admin_auth_message(why: Unauthenticated) -> &'static str {
+    match why {
+        Unauthenticated::Missing => "an admin token is required: send Authorization: Bearer <the data directory's admin.token>",
+        _ => "the admin token is not valid for this server",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +345,7 @@ mod tests {
             ApiError::InvalidRequest { field: "wallet", message: "wallet is required and must be a string" },
             ApiError::InvalidAddress { field: "walletB", reason: AddressError::WrongLength },
             ApiError::Unauthenticated(Unauthenticated::Revoked),
+            ApiError::AdminUnauthenticated(Unauthenticated::Missing),
             ApiError::InsufficientScope { required_scope: "wallet:analyze" },
             ApiError::NotFound,
             ApiError::MethodNotAllowed { allow: &[Method::Get] },
@@ -351,6 +370,7 @@ mod tests {
         let expected = [
             ("INVALID_REQUEST", 400),
             ("INVALID_ADDRESS", 400),
+            ("UNAUTHENTICATED", 401),
             ("UNAUTHENTICATED", 401),
             ("INSUFFICIENT_SCOPE", 403),
             ("NOT_FOUND", 404),
@@ -396,7 +416,7 @@ mod tests {
         let (_, v) = body_of(&ApiError::InsufficientScope { required_scope: "usage:read" });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("requiredScope"), Some("usage:read"));
 
-        let (_, v) = body_of(&all_errors()[11]);
+        let (_, v) = body_of(&all_errors()[12]);
         let details = v.get("error").unwrap().get("details").unwrap();
         assert_eq!(details.get_u64("limit"), Some(10));
         assert_eq!(details.get_str("resetsAt"), Some("2026-12-01T00:00:00.000Z"));
@@ -412,7 +432,7 @@ mod tests {
         let list = v.get("error").unwrap().get("details").unwrap().get("allow").unwrap().as_array().unwrap().len();
         assert_eq!(list, 2);
         assert_eq!(header(ApiError::RateLimited { retry_after_s: 0 }, "retry-after").unwrap(), "1");
-        assert_eq!(header(all_errors()[11].clone(), "retry-after").unwrap(), "3600");
+        assert_eq!(header(all_errors()[12].clone(), "retry-after").unwrap(), "3600");
         assert_eq!(header(ApiError::ServiceBusy, "retry-after").unwrap(), "1");
         assert_eq!(header(ApiError::NotFound, "retry-after"), None);
     }
