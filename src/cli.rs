@@ -202,7 +202,7 @@ struct EdgeArgs {
     /// `demo`: the contract's routing and checks with nothing behind them.
     #[arg(value_enum)]
     mode: EdgeMode,
-    #[arg(long, default_value = crate::server::config::LISTEN_DEFAULT)]
+    #[arg(long, default_value = crate::config::LISTEN_DEFAULT)]
     listen: std::net::SocketAddr,
     /// Listener threads (default: one per core).
     #[arg(long)]

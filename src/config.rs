@@ -1,9 +1,15 @@
 //! Every limit and default of the service, in one place, each with its unit in its name.
 //!
-//! Owns: the named constants the rest of the crate reads. Called from every thread; constants
-//! only. Invariant: no other module hard-codes a limit that an operator or a reviewer would
-//! want to find here. Deliberately absent (for now): the runtime `Config` struct of the
-//! server, which arrives with the API server and takes its defaults from these constants.
+//! Owns: the named constants the rest of the crate reads, and `ServeConfig`, the one struct
+//! `xray serve` runs with (defaults from these constants, then a TOML file, then environment
+//! variables and flags), validated whole at start. Constants are read from every thread; a
+//! `ServeConfig` is built once on the main thread and never changed after start.
+//!
+//! Invariant: no other module hard-codes a limit or default that an operator or a reviewer
+//! would want to find here. Deliberately elsewhere: formats fixed by the contract or by
+//! Solana (key and id byte lengths, in `auth::key`; unit conversions), and the engine's model
+//! parameters (dust thresholds, time windows, evidence caps), which live with the engine
+//! because they are part of what its version numbers name.
 
 /// Signatures read per wallet by default (`getSignaturesForAddress` depth); past it the
 /// history is reported as truncated in coverage.
@@ -90,6 +96,94 @@ pub const RETENTION_SWEEP_INTERVAL_S: u64 = 3_600;
 /// Jobs deleted per purge call, and calls per sweep (the rest waits for the next sweep).
 pub const RETENTION_PURGE_PAGE_LEN: usize = 1_000;
 pub const RETENTION_PURGE_PAGES_PER_SWEEP_MAX: usize = 100;
+
+// ---- HTTP edge (`server`, `api`): bounds on what a client controls ---------------------------
+/// Open connections one listener thread serves at once; past it new connections are closed
+/// at accept.
+pub const CONNECTIONS_PER_THREAD_MAX: usize = 4_096;
+/// Largest request head (request line and headers); hyper answers 431 past it.
+pub const HEADER_BYTES_MAX: usize = 16 * 1024;
+/// hyper's read buffer per connection; it must hold a whole head, and hyper needs ≥ 8 KiB.
+pub const READ_BUFFER_BYTES_MAX: usize = 2 * HEADER_BYTES_MAX;
+/// Time from the first byte of a request head (or from accept) to its end.
+pub const HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// Time a keep-alive connection may sit idle between requests.
+pub const KEEP_ALIVE_IDLE_MS: u64 = 60_000;
+/// Time to receive a whole request body once its head is read.
+pub const BODY_READ_TIMEOUT_MS: u64 = 10_000;
+/// Time a stop waits for in-flight requests before closing what is left.
+pub const DRAIN_TIMEOUT_MS: u64 = 10_000;
+/// Pending connections the kernel queues per listener socket.
+pub const ACCEPT_BACKLOG_LEN: i32 = 1_024;
+/// io_uring submission queue entries per thread.
+pub const URING_ENTRIES: u32 = 1_024;
+/// Listener threads when the machine's parallelism cannot be read.
+pub const THREADS_FALLBACK: usize = 1;
+/// Pause after a failed accept (e.g. out of file descriptors) before the next one.
+pub const ACCEPT_ERROR_PAUSE_MS: u64 = 10;
+/// How often a draining thread checks whether its connections have closed.
+pub const DRAIN_POLL_MS: u64 = 5;
+/// Largest request body the API reads (contract §3 step 5: 4 KiB).
+pub const BODY_BYTES_MAX: usize = 4096;
+/// Longest `wait` of a long poll (contract §4).
+pub const WAIT_S_MAX: u32 = 30;
+/// Longest client-supplied `X-Request-Id` that is echoed (contract §1).
+pub const REQUEST_ID_LEN_MAX: usize = 64;
+/// `Retry-After` of a `503 SERVICE_BUSY` (contract §6).
+pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
+/// `Retry-After` of a 202 and of a poll of unfinished work (contract §4).
+pub const POLL_RETRY_AFTER_S: &str = "1";
+
+// ---- Keys, rate limits and quota (`auth`, `limits`) ------------------------------------------
+/// Keys held in memory, revoked ones included.
+pub const KEY_TABLE_LEN_MAX: usize = 100_000;
+/// Longest `Authorization` header value read; longer is `malformed`.
+pub const AUTHORIZATION_LEN_MAX: usize = 256;
+/// Longest key name, in characters.
+pub const KEY_NAME_LEN_MAX: usize = 64;
+/// Longest comma list `Scopes::parse_list` reads.
+pub const SCOPE_LIST_LEN_MAX: usize = 256;
+/// Most entries a serialized scope list may have (a store record is input too).
+pub const SCOPE_ENTRIES_MAX: usize = 16;
+/// Longest account id (generated ones are `acct_` + at most 22 characters).
+pub const ACCOUNT_ID_LEN_MAX: usize = 64;
+/// Largest quota a key may have per period (used + reserved must fit 32 bits).
+pub const QUOTA_LIMIT_MAX: u64 = 1_000_000_000;
+/// Largest `ratePerSecond` a key may have (interval ≥ 1 µs keeps the arithmetic far from u64).
+pub const RATE_PER_SECOND_MAX: u32 = 1_000_000;
+/// Largest `burst` a key may have.
+pub const BURST_MAX: u32 = 1_000_000;
+/// Cells in the per-client-IP failure table; a power of two so the slot is a mask of the hash.
+pub const IP_TABLE_SLOTS: usize = 4096;
+/// Failed authentications one client IP may make at once before the per-second rate applies.
+pub const IP_FAILURE_BURST_DEFAULT: u32 = 20;
+
+// ---- Compute, admin, labels, ledger clients --------------------------------------------------
+/// Longest a compute thread sleeps without a wake-up before looking at the queue again (a
+/// safety net; submissions wake a thread at once).
+pub const COMPUTE_IDLE_POLL_MS: u64 = 100;
+/// Whole-request timeout of one admin call.
+pub const ADMIN_REQUEST_TIMEOUT_MS: u64 = 10_000;
+/// Largest admin answer read (a key list is bounded by the key table's size).
+pub const ADMIN_RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Largest token or address file read (both are one short line).
+pub const ADMIN_FILE_BYTES_MAX: u64 = 1024;
+/// Entries a labels file may hold.
+pub const LABELS_LEN_MAX: usize = 1_000_000;
+/// Largest labels file read.
+pub const LABELS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+/// Longest `Retry-After` read, in seconds, before the cap to `backoff_max_ms` applies; longer
+/// values are treated as absent (they are not a hint this client can honour).
+pub const RPC_RETRY_AFTER_S_MAX: u64 = 86_400;
+/// Idle pooled connections are closed after this long (nodes behind load balancers drop
+/// idle connections on their own schedule; a stale one costs a failed attempt).
+pub const RPC_POOL_IDLE_TIMEOUT_MS: u64 = 30_000;
+/// Requests in one batch the local JSON-RPC server answers; more and the batch is refused whole.
+pub const RPC_SERVER_BATCH_LEN_MAX: usize = 1_000;
+/// A client of the local JSON-RPC server must send its request headers within this time.
+pub const RPC_SERVER_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// The local JSON-RPC server's pause after a failed `accept` before the next one.
+pub const RPC_SERVER_ACCEPT_RETRY_DELAY_MS: u64 = 50;
 
 /// Everything `xray serve` is configured with: defaults here, then the TOML file, then
 /// environment variables and flags (clap merges those two; flags win). Validated whole at

@@ -11,11 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{files, KEYS_PATH};
-
-/// Whole-request timeout of one admin call.
-pub const ADMIN_REQUEST_TIMEOUT_MS: u64 = 10_000;
-/// Largest admin answer read (a key list is bounded by the key table's size).
-const ADMIN_RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
+use crate::config::{ADMIN_REQUEST_TIMEOUT_MS, ADMIN_RESPONSE_BYTES_MAX};
 
 pub struct AdminClient {
     base_url: String,

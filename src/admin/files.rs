@@ -8,6 +8,7 @@
 //! it is never readable by others, not even briefly; an existing token file with looser
 //! permissions is refused rather than used. The token never appears in a log line.
 
+use crate::config::ADMIN_FILE_BYTES_MAX;
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -20,8 +21,6 @@ pub const TOKEN_FILE_NAME: &str = "admin.token";
 pub const ADDR_FILE_NAME: &str = "admin.addr";
 /// Random bytes in an admin token (hex-encoded on disk and on the wire).
 pub const TOKEN_RANDOM_BYTES: usize = 32;
-/// Largest token or address file read (both are one short line).
-const FILE_BYTES_MAX: u64 = 1024;
 /// Permission bits of the token file: owner read/write only.
 const TOKEN_FILE_MODE: u32 = 0o600;
 
@@ -73,7 +72,7 @@ pub fn read_addr(data_dir: &Path) -> Result<SocketAddr, String> {
 fn read_line(path: &Path) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut text = String::new();
-    file.take(FILE_BYTES_MAX).read_to_string(&mut text).map_err(|e| format!("{}: {e}", path.display()))?;
+    file.take(ADMIN_FILE_BYTES_MAX).read_to_string(&mut text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(text.trim().to_owned())
 }
 

@@ -28,9 +28,10 @@ use serde::Serialize;
 use subtle::ConstantTimeEq;
 
 use crate::api::json::check_content_type;
-use crate::api::{ApiError, ApiRequest, ApiResponse, Body, Method, BODY_BYTES_MAX};
+use crate::api::{ApiError, ApiRequest, ApiResponse, Body, Method};
 use crate::app::App;
 use crate::auth::table::{bearer_token, AuthFailure};
+use crate::config::BODY_BYTES_MAX;
 use crate::limits::clock::now_unix_ms;
 use crate::metrics::Gauges;
 use crate::server::handler::{Handler, StopState};

@@ -25,11 +25,9 @@ use super::{ApiResponse, Method, RequestId};
 use crate::eligibility::Ineligible;
 use crate::pubkey::AddressError;
 
-/// `Retry-After` of a `503 SERVICE_BUSY` (contract §6).
-pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
-
 /// Why a request is not authenticated (`details.reason` of 401): the auth module's own type.
 pub use crate::auth::table::AuthFailure as Unauthenticated;
+use crate::config::SERVICE_BUSY_RETRY_AFTER_S;
 
 /// Every way the API refuses a request. Closed: one variant per contract code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,7 +321,9 @@ impl std::error::Error for ApiError {}
 /// The admin listener's wording of an authentication failure.
 fn admin_auth_message(why: Unauthenticated) -> &'static str {
     match why {
-        Unauthenticated::Missing => "an admin token is required: send Authorization: Bearer <the data directory's admin.token>",
+        Unauthenticated::Missing => {
+            "an admin token is required: send Authorization: Bearer <the data directory's admin.token>"
+        }
         _ => "the admin token is not valid for this server",
     }
 }

@@ -19,12 +19,10 @@ use std::net::IpAddr;
 
 use bytes::Bytes;
 
+use crate::config::BODY_BYTES_MAX;
 pub use error::ApiError;
 pub use request_id::RequestId;
 pub use router::Route;
-
-/// Largest request body the API reads (contract §3 step 5: 4 KiB).
-pub const BODY_BYTES_MAX: usize = 4096;
 
 /// The request methods the contract's routes use; everything else is `Other` (always 405 on a
 /// known path).

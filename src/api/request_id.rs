@@ -9,10 +9,9 @@
 //! `req_` + base58 of 12 random bytes. Deliberately absent: uniqueness guarantees for client
 //! ids (they are the client's business) and cryptographic randomness (ids are not secrets).
 
+use crate::config::REQUEST_ID_LEN_MAX;
 use std::fmt;
 
-/// Longest client-supplied id that is echoed.
-pub const REQUEST_ID_LEN_MAX: usize = 64;
 /// Random bytes in a generated id.
 pub const REQUEST_ID_RANDOM_BYTES: usize = 12;
 /// Prefix of generated ids.

@@ -16,9 +16,7 @@
 //! for documentation and tests.
 
 use super::{ApiError, Method};
-
-/// Longest `wait` of a long poll (contract §4).
-pub const WAIT_S_MAX: u32 = 30;
+use crate::config::WAIT_S_MAX;
 
 const V1: &str = "/v1/developer/";
 const ANALYSIS_PREFIX: &str = "intelligence/analysis/";

@@ -23,15 +23,13 @@ use crate::api::json::{parse_body, CompareRequest, WalletRequest};
 use crate::api::router::parse_wait;
 use crate::api::{ApiError, ApiRequest, ApiResponse};
 use crate::auth::scope::Scope;
+use crate::config::POLL_RETRY_AFTER_S;
 use crate::eligibility::{check_local, LocalRefusal};
 use crate::limits::quota::rfc3339_ms;
 use crate::metrics::JobLabel;
 use crate::pubkey::Pubkey;
 use crate::server::handler::StopState;
 use crate::store::{self, JobKind, JobRecord, JobState};
-
-/// `Retry-After` of a 202 and of a poll of unfinished work (contract §4).
-const POLL_RETRY_AFTER_S: &str = "1";
 
 pub(crate) struct Endpoints<'r> {
     pub app: &'r App,

@@ -15,6 +15,7 @@
 
 use std::fmt;
 
+use crate::config::ACCOUNT_ID_LEN_MAX;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -34,8 +35,6 @@ pub const KEY_TEXT_LEN_MAX: usize = KEY_PREFIX.len() + KEY_BASE58_LEN_MAX;
 pub const KEY_DISPLAY_CHARS: usize = 4;
 /// Random bytes of a key id or a generated account id.
 pub const ID_RANDOM_LEN_BYTES: usize = 16;
-/// Longest account id (generated ones are `acct_` + at most 22 characters).
-pub const ACCOUNT_ID_LEN_MAX: usize = 64;
 /// Key id prefix.
 pub const KEY_ID_PREFIX: &str = "key_";
 /// Generated account id prefix.

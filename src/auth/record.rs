@@ -18,11 +18,9 @@ use thiserror::Error;
 
 use super::key::{AccountId, ApiKey, KeyDigest, KeyId, RandomUnavailable, KEY_DISPLAY_CHARS, KEY_PREFIX};
 use super::scope::Scopes;
-use crate::limits::quota::{QuotaPeriod, QUOTA_LIMIT_MAX};
+use crate::config::{KEY_NAME_LEN_MAX, QUOTA_LIMIT_MAX};
+use crate::limits::quota::QuotaPeriod;
 use crate::limits::rate::{RateLimit, RateLimitError};
-
-/// Longest key name, in characters.
-pub const KEY_NAME_LEN_MAX: usize = 64;
 
 /// The stored status of a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

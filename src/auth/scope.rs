@@ -12,14 +12,10 @@
 
 use std::fmt;
 
+use crate::config::{SCOPE_ENTRIES_MAX, SCOPE_LIST_LEN_MAX};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
-
-/// Longest comma list `Scopes::parse_list` reads.
-pub const SCOPE_LIST_LEN_MAX: usize = 256;
-/// Most entries a serialized scope list may have (a store record is input too).
-pub const SCOPE_ENTRIES_MAX: usize = 16;
 
 /// One scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -32,13 +32,9 @@ use thiserror::Error;
 use super::key::{self, ApiKey, KeyDigest, KeyId};
 use super::record::{KeyRecord, KeySpec, KeyState, KeyStatus, RecordError};
 use super::scope::Scopes;
+use crate::config::{AUTHORIZATION_LEN_MAX, KEY_TABLE_LEN_MAX};
 use crate::limits::quota::{QuotaCounter, UsageRecord};
 use crate::limits::rate::RateCell;
-
-/// Keys held in memory, revoked ones included.
-pub const KEY_TABLE_LEN_MAX: usize = 100_000;
-/// Longest `Authorization` header value read; longer is `malformed`.
-pub const AUTHORIZATION_LEN_MAX: usize = 256;
 
 /// Why a request is not authenticated: the contract's `details.reason` of `401 UNAUTHENTICATED`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]

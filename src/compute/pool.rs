@@ -24,13 +24,10 @@ use crossbeam_queue::ArrayQueue;
 use tokio::sync::Notify;
 
 use crate::compute::job::{execute, JobSpec, Outcome, ReusedScores};
+use crate::config::COMPUTE_IDLE_POLL_MS;
 use crate::labels::Labels;
 use crate::ledger::source::LedgerSource;
 use crate::ledger::view::ViewOptions;
-
-/// Longest a compute thread sleeps without a wake-up before looking at the queue again (a
-/// safety net; submissions wake a thread at once).
-pub const COMPUTE_IDLE_POLL_MS: u64 = 100;
 
 /// One unit of admitted work.
 #[derive(Debug, Clone, PartialEq, Eq)]

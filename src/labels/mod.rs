@@ -15,14 +15,11 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
+use crate::config::{LABELS_FILE_BYTES_MAX, LABELS_LEN_MAX};
 use crate::pubkey::Pubkey;
 
 /// The default labels file, shipped inside the binary.
 pub const DEFAULT_LABELS_TOML: &str = include_str!("default.toml");
-/// Entries a labels file may hold.
-pub const LABELS_LEN_MAX: usize = 1_000_000;
-/// Largest labels file read.
-pub const LABELS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 const FORMAT_VERSION: u32 = 1;
 
 /// What kind of address a label describes.

@@ -23,13 +23,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::rate::{self, RateLimit};
-
-/// Cells in the table; a power of two so the slot is a mask of the hash.
-pub const IP_TABLE_SLOTS: usize = 4096;
-/// Failed authentications per second allowed from one client address (contract default).
-pub const IP_FAILURES_PER_SECOND_DEFAULT: u32 = 20;
-/// Failures one client may make at once before the per-second rate applies.
-pub const IP_FAILURE_BURST_DEFAULT: u32 = 20;
+use crate::config::{IP_FAILURES_PER_S_DEFAULT, IP_FAILURE_BURST_DEFAULT, IP_TABLE_SLOTS};
 
 const _: () = assert!(IP_TABLE_SLOTS.is_power_of_two());
 
@@ -80,7 +74,7 @@ impl IpFailureLimiter {
 
 /// The contract's default: 20 failures per second, 20 at once.
 pub const IP_FAILURE_LIMIT_DEFAULT: RateLimit =
-    match RateLimit::new(IP_FAILURES_PER_SECOND_DEFAULT, IP_FAILURE_BURST_DEFAULT) {
+    match RateLimit::new(IP_FAILURES_PER_S_DEFAULT, IP_FAILURE_BURST_DEFAULT) {
         Ok(limit) => limit,
         Err(_) => panic!("IP failure limiter defaults out of range"), // evaluated at compile time
     };
@@ -113,7 +107,7 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         let limiter = IpFailureLimiter::default();
-        assert_eq!(limiter.limit().rate_per_second(), IP_FAILURES_PER_SECOND_DEFAULT);
+        assert_eq!(limiter.limit().rate_per_second(), IP_FAILURES_PER_S_DEFAULT);
         assert_eq!(limiter.limit().burst(), IP_FAILURE_BURST_DEFAULT);
     }
 

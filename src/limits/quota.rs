@@ -30,10 +30,9 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use time::OffsetDateTime;
 
+use crate::config::QUOTA_LIMIT_MAX;
 pub use crate::store::UsageRecord;
 
-/// Largest quota a key may have per period (used + reserved must fit 32 bits).
-pub const QUOTA_LIMIT_MAX: u64 = 1_000_000_000;
 /// Latest wall time the calendar math accepts: 9998-12-31T23:59:59.999Z, so that the end of
 /// any period is still a four-digit year. Earlier than 1970 is clamped to the epoch.
 pub const UNIX_MS_MAX: i64 = 253_370_764_799_999;

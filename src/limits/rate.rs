@@ -20,12 +20,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::config::{BURST_MAX, RATE_PER_SECOND_MAX};
 use thiserror::Error;
 
-/// Largest `ratePerSecond` a key may have (interval ≥ 1 µs keeps the arithmetic far from u64).
-pub const RATE_PER_SECOND_MAX: u32 = 1_000_000;
-/// Largest `burst` a key may have.
-pub const BURST_MAX: u32 = 1_000_000;
 /// Nanoseconds per second.
 pub const NS_PER_S: u64 = 1_000_000_000;
 

@@ -1,42 +1,20 @@
 //! Settings of the HTTP edge and their defaults, each named with its unit.
 //!
-//! Owns: `ServerConfig`, `IoDriver` and the default constants (to move into `crate::config`
-//! at integration). Read by `listener` on the thread that starts the server and copied into
+//! Owns: `ServerConfig` and `IoDriver`; the defaults and bounds they start from are constants
+//! in `crate::config`. Read by `listener` on the thread that starts the server and copied into
 //! every listener thread; never changed after start.
 //!
 //! Invariant: every resource a client controls at the edge has a bound here — connections per
 //! thread, header bytes, time to send a request head, idle time between requests,
 //! time to send a body — and the stop path has one too (drain time). The body size bound is
-//! the contract's (`api::BODY_BYTES_MAX`), not a setting.
+//! the contract's (`config::BODY_BYTES_MAX`), not a setting.
 
+use crate::config::{
+    ACCEPT_BACKLOG_LEN, BODY_READ_TIMEOUT_MS, CONNECTIONS_PER_THREAD_MAX, DRAIN_TIMEOUT_MS, HEADER_BYTES_MAX,
+    HEADER_READ_TIMEOUT_MS, KEEP_ALIVE_IDLE_MS, THREADS_FALLBACK, THREADS_MAX,
+};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// Address the API listens on by default.
-pub const LISTEN_DEFAULT: &str = "127.0.0.1:8080";
-/// Open connections one listener thread serves at once; past it new connections are closed
-/// at accept.
-pub const CONNECTIONS_PER_THREAD_MAX: usize = 4_096;
-/// Largest request head (request line and headers); hyper answers 431 past it.
-pub const HEADER_BYTES_MAX: usize = 16 * 1024;
-/// hyper's read buffer per connection; it must hold a whole head, and hyper needs ≥ 8 KiB.
-pub const READ_BUFFER_BYTES_MAX: usize = 2 * HEADER_BYTES_MAX;
-/// Time from the first byte of a request head (or from accept) to its end.
-pub const HEADER_READ_TIMEOUT_MS: u64 = 10_000;
-/// Time a keep-alive connection may sit idle between requests.
-pub const KEEP_ALIVE_IDLE_MS: u64 = 60_000;
-/// Time to receive a whole request body once its head is read.
-pub const BODY_READ_TIMEOUT_MS: u64 = 10_000;
-/// Time a stop waits for in-flight requests before closing what is left.
-pub const DRAIN_TIMEOUT_MS: u64 = 10_000;
-/// Pending connections the kernel queues per listener socket.
-pub const ACCEPT_BACKLOG_LEN: i32 = 1_024;
-/// io_uring submission queue entries per thread.
-pub const URING_ENTRIES: u32 = 1_024;
-/// Listener threads when the machine's parallelism cannot be read.
-pub const THREADS_FALLBACK: usize = 1;
-/// Most listener threads a config may ask for.
-pub const THREADS_MAX: usize = 256;
 
 /// Which monoio driver the listener threads use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -124,6 +102,7 @@ impl ServerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{LISTEN_DEFAULT, READ_BUFFER_BYTES_MAX};
 
     #[test]
     fn defaults_are_valid() {

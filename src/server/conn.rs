@@ -34,7 +34,8 @@ use monoio_compat::hyper::MonoioIo;
 
 use super::handler::{Handler, StopState};
 use super::timeouts::{HeadClock, HeadTimer, Tracked};
-use crate::api::{ApiError, ApiRequest, ApiResponse, Body, Method, RequestId, BODY_BYTES_MAX};
+use crate::api::{ApiError, ApiRequest, ApiResponse, Body, Method, RequestId};
+use crate::config::BODY_BYTES_MAX;
 
 /// The connection settings of one listener thread (from `ServerConfig`).
 #[derive(Debug, Clone)]

@@ -37,11 +37,7 @@ use super::config::ServerConfig;
 use super::conn::{serve, ConnSettings};
 use super::handler::{Handler, HandlerFactory, StopState, ThreadContext};
 use super::runtime::{DriverKind, ThreadRuntime};
-
-/// Pause after a failed accept (e.g. out of file descriptors) before the next one.
-pub const ACCEPT_ERROR_PAUSE_MS: u64 = 10;
-/// How often a draining thread checks whether its connections have closed.
-pub const DRAIN_POLL_MS: u64 = 5;
+use crate::config::{ACCEPT_ERROR_PAUSE_MS, DRAIN_POLL_MS};
 
 /// Why the server could not start or did not stop cleanly.
 #[derive(Debug, thiserror::Error)]

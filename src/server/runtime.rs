@@ -18,7 +18,8 @@ use std::io;
 use monoio::time::TimeDriver;
 use monoio::{IoUringDriver, LegacyDriver, Runtime, RuntimeBuilder};
 
-use super::config::{IoDriver, URING_ENTRIES};
+use super::config::IoDriver;
+use crate::config::URING_ENTRIES;
 
 /// The driver a thread actually got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use crate::ledger::wire::{
 };
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
-pub use retry::{backoff_ceiling_ms, parse_retry_after_s, RETRY_AFTER_S_MAX};
+pub use retry::{backoff_ceiling_ms, parse_retry_after_s};
 use transport::Transport;
 
 /// How the rpc source talks to its endpoint. Defaults are the constants of `config`.

@@ -12,11 +12,8 @@
 //! configuration is wrong), redirects (never followed: a POST must not be replayed elsewhere),
 //! and JSON-RPC errors that are answers (not found, invalid params).
 
+use crate::config::RPC_RETRY_AFTER_S_MAX;
 use crate::ledger::LedgerError;
-
-/// Longest `Retry-After` read, in seconds, before the cap to `backoff_max_ms` applies; longer
-/// values are treated as absent (they are not a hint this client can honour).
-pub const RETRY_AFTER_S_MAX: u64 = 86_400;
 
 /// Why one attempt did not produce an answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +53,7 @@ pub fn parse_retry_after_s(value: &str) -> Option<u64> {
     if value.is_empty() || value.len() > 10 || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    value.parse().ok().filter(|&s| s <= RETRY_AFTER_S_MAX)
+    value.parse().ok().filter(|&s| s <= RPC_RETRY_AFTER_S_MAX)
 }
 
 /// Largest wait before retry number `retry` (0 for the wait after the first attempt):

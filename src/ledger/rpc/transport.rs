@@ -17,12 +17,9 @@ use tokio::sync::Semaphore;
 
 use super::retry::{self, Failure};
 use super::RpcOptions;
+use crate::config::RPC_POOL_IDLE_TIMEOUT_MS;
 use crate::ledger::source::redact_url;
 use crate::ledger::LedgerError;
-
-/// Idle pooled connections are closed after this long (nodes behind load balancers drop
-/// idle connections on their own schedule; a stale one costs a failed attempt).
-const POOL_IDLE_TIMEOUT_MS: u64 = 30_000;
 
 pub struct Transport {
     client: reqwest::Client,
@@ -46,7 +43,7 @@ impl Transport {
             .connect_timeout(Duration::from_millis(options.connect_timeout_ms))
             .timeout(Duration::from_millis(options.request_timeout_ms))
             .pool_max_idle_per_host(options.concurrency_max.max(1))
-            .pool_idle_timeout(Duration::from_millis(POOL_IDLE_TIMEOUT_MS))
+            .pool_idle_timeout(Duration::from_millis(RPC_POOL_IDLE_TIMEOUT_MS))
             .tcp_nodelay(true)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("xray/", env!("CARGO_PKG_VERSION")))

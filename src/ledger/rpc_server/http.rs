@@ -32,12 +32,8 @@ use tokio::sync::Semaphore;
 use super::faults::{FaultKind, FaultPlan, FaultSchedule};
 use super::methods;
 use crate::config;
+use crate::config::{RPC_SERVER_ACCEPT_RETRY_DELAY_MS, RPC_SERVER_HEADER_READ_TIMEOUT_MS};
 use crate::ledger::source::LedgerSource;
-
-/// A client must send its request headers within this time.
-pub const RPC_SERVER_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
-/// Pause after a failed `accept` (e.g. out of file descriptors) before the next one.
-const ACCEPT_RETRY_DELAY_MS: u64 = 50;
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -126,7 +122,7 @@ async fn accept_loop<S: LedgerSource + 'static>(
                 Ok((stream, _)) => stream,
                 Err(e) => {
                     tracing::debug!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(ACCEPT_RETRY_DELAY_MS)).await;
+                    tokio::time::sleep(Duration::from_millis(RPC_SERVER_ACCEPT_RETRY_DELAY_MS)).await;
                     continue;
                 }
             },

@@ -15,14 +15,12 @@
 use simd_json::prelude::*;
 
 use crate::config;
+use crate::config::RPC_SERVER_BATCH_LEN_MAX;
 use crate::ledger::model::TokenProgram;
 use crate::ledger::source::LedgerSource;
 use crate::ledger::wire::{self, RpcErrorObject, RpcRequest, RpcResponse, Value, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
-
-/// Requests in one batch; more and the batch is refused whole.
-pub const RPC_SERVER_BATCH_LEN_MAX: usize = 1_000;
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;

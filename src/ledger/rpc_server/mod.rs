@@ -28,8 +28,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub use faults::{FaultKind, FaultPlan, FaultSchedule, FAULT_LATENCY_MS_MAX, FAULT_RETRY_AFTER_S_MAX};
-pub use http::{serve, ServerStats, RPC_SERVER_HEADER_READ_TIMEOUT_MS};
-pub use methods::{answer, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RPC_SERVER_BATCH_LEN_MAX};
+pub use http::{serve, ServerStats};
+pub use methods::{answer, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 
 use crate::ledger::rpc::RpcOptions;
 use crate::ledger::source::{LedgerSource, Source, SourceSpec};
