@@ -133,6 +133,8 @@ pub const REQUEST_ID_LEN_MAX: usize = 64;
 pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
 /// `Retry-After` of a 202 and of a poll of unfinished work (contract §4).
 pub const POLL_RETRY_AFTER_S: &str = "1";
+/// Queue fill (percent) above which `service.status` is `degraded` (contract §4).
+pub const DEGRADED_QUEUE_PERCENT: usize = 90;
 
 // ---- Keys, rate limits and quota (`auth`, `limits`) ------------------------------------------
 /// Keys held in memory, revoked ones included.
@@ -184,6 +186,43 @@ pub const RPC_SERVER_BATCH_LEN_MAX: usize = 1_000;
 pub const RPC_SERVER_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
 /// The local JSON-RPC server's pause after a failed `accept` before the next one.
 pub const RPC_SERVER_ACCEPT_RETRY_DELAY_MS: u64 = 50;
+
+// ---- Storage (`store`): record bounds and RocksDB tuning -------------------------------------
+/// Longest id, account, key id, wallet address or pair id accepted (bytes).
+pub const STORE_ID_BYTES_MAX: usize = 64;
+/// Longest engine version string (bytes).
+pub const ENGINE_VERSION_BYTES_MAX: usize = 64;
+/// Longest error code of a failed job (bytes).
+pub const ERROR_CODE_BYTES_MAX: usize = 64;
+/// Longest error message of a failed job (bytes).
+pub const ERROR_MESSAGE_BYTES_MAX: usize = 1024;
+/// Largest stored payload (an X-Ray or comparison JSON document).
+pub const RESULT_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Most records one paged call (`list_keys`, `live_jobs`, `purge_finished_before`) handles.
+pub const STORE_PAGE_LEN_MAX: usize = 10_000;
+/// Subject-index entries examined by `latest_ready_for` before it gives up (newest first).
+pub const SUBJECT_SCAN_LEN_MAX: usize = 64;
+/// Striped locks serialising state transitions of one job.
+pub const JOB_LOCK_STRIPES: usize = 64;
+/// Default shared block cache of all column families.
+pub const BLOCK_CACHE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
+/// Default total memtable budget of all column families.
+pub const WRITE_BUFFER_BYTES_DEFAULT: usize = 128 * 1024 * 1024;
+/// Default WAL size past which RocksDB flushes the column families that hold it back.
+pub const WAL_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
+/// Default RocksDB background threads (flushes and compactions), kept small: the cores belong
+/// to listeners and compute threads.
+pub const ROCKSDB_BACKGROUND_JOBS_DEFAULT: i32 = 2;
+/// Bloom filter bits per key (about 1 % false positives).
+pub const ROCKSDB_BLOOM_BITS_PER_KEY: f64 = 10.0;
+/// Block size of the payload column families (payloads are a few KiB of JSON each).
+pub const ROCKSDB_PAYLOAD_BLOCK_BYTES: usize = 16 * 1024;
+/// RocksDB info-log files kept.
+pub const ROCKSDB_INFO_LOG_FILES_KEPT: usize = 4;
+/// Size at which a RocksDB info-log file is rolled.
+pub const ROCKSDB_INFO_LOG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Background write-back of SST and WAL files, so no flush stalls on one large fsync.
+pub const ROCKSDB_BYTES_PER_SYNC: u64 = 1024 * 1024;
 
 /// Everything `xray serve` is configured with: defaults here, then the TOML file, then
 /// environment variables and flags (clap merges those two; flags win). Validated whole at

@@ -34,6 +34,7 @@ use crate::auth::record::KeySpec;
 use crate::auth::scope::Scopes;
 use crate::auth::table::KeyTable;
 use crate::compute::pool::{ComputePool, PoolConfig};
+use crate::config::STORE_PAGE_LEN_MAX;
 use crate::config::{self, ServeConfig};
 use crate::labels::Labels;
 use crate::ledger::source::{Source, SourceSpec};
@@ -45,7 +46,7 @@ use crate::limits::rate::RateLimit;
 use crate::metrics::Metrics;
 use crate::server::handler::ThreadContext;
 use crate::server::{IoDriver, ServerConfig, ServerHandle};
-use crate::store::{Backlog, JobRecord, RocksStore, Store, StoreOptions, PAGE_LEN_MAX};
+use crate::store::{Backlog, JobRecord, RocksStore, Store, StoreOptions};
 
 /// Sub-directory of the data directory holding RocksDB.
 pub const DB_DIR_NAME: &str = "db";
@@ -116,9 +117,9 @@ fn load_keys(store: &dyn Store, now_ms: i64) -> Result<KeyTable, String> {
     let mut records = Vec::new();
     loop {
         let page =
-            store.list_keys(records.last().map(|r: &crate::auth::record::KeyRecord| r.id.as_str()), PAGE_LEN_MAX);
+            store.list_keys(records.last().map(|r: &crate::auth::record::KeyRecord| r.id.as_str()), STORE_PAGE_LEN_MAX);
         let page = page.map_err(|e| format!("loading keys: {e}"))?;
-        let done = page.len() < PAGE_LEN_MAX;
+        let done = page.len() < STORE_PAGE_LEN_MAX;
         records.extend(page);
         if done {
             break;
@@ -206,7 +207,7 @@ impl Recovery {
     fn refill(&mut self, app: &App) {
         loop {
             if self.waiting.is_empty() {
-                let room = app.pool.capacity().saturating_sub(app.pool.depth()).min(PAGE_LEN_MAX);
+                let room = app.pool.capacity().saturating_sub(app.pool.depth()).min(STORE_PAGE_LEN_MAX);
                 if room == 0 || self.backlog.is_done() {
                     return;
                 }

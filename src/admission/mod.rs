@@ -290,7 +290,7 @@ mod tests {
         hasher.update(b.as_bytes());
         let expected = format!("pair_{}", bs58::encode(&hasher.finalize()[..16]).into_string());
         assert_eq!(pair_id(&a, &b), expected);
-        assert!(pair_id(&a, &b).len() <= crate::store::ID_BYTES_MAX);
+        assert!(pair_id(&a, &b).len() <= crate::config::STORE_ID_BYTES_MAX);
     }
 
     #[test]

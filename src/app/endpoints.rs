@@ -164,7 +164,7 @@ impl Endpoints<'_> {
 
     pub async fn poll_analysis(&self, id: &str) -> Result<ApiResponse, ApiError> {
         let wait_s = parse_wait(self.request.query.as_deref())?;
-        if !id.starts_with(ANALYSIS_ID_PREFIX) || id.len() > crate::store::ID_BYTES_MAX {
+        if !id.starts_with(ANALYSIS_ID_PREFIX) || id.len() > crate::config::STORE_ID_BYTES_MAX {
             return Err(ApiError::NotFound);
         }
         let live = self.app.index.get(id).filter(|live| live.record.account == self.account());
@@ -180,7 +180,7 @@ impl Endpoints<'_> {
 
     pub async fn poll_comparison(&self, pair_id: &str) -> Result<ApiResponse, ApiError> {
         let wait_s = parse_wait(self.request.query.as_deref())?;
-        if !pair_id.starts_with(PAIR_ID_PREFIX) || pair_id.len() > crate::store::ID_BYTES_MAX {
+        if !pair_id.starts_with(PAIR_ID_PREFIX) || pair_id.len() > crate::config::STORE_ID_BYTES_MAX {
             return Err(ApiError::NotFound);
         }
         if let Some(live) = self.app.index.live_for(self.account(), store::Subject::Pair(pair_id)) {

@@ -34,6 +34,7 @@ use crate::api::{ApiError, ApiRequest, ApiResponse, Route};
 use crate::auth::scope::Scope;
 use crate::auth::table::{KeyEntry, KeyTable};
 use crate::compute::pool::ComputePool;
+use crate::config::DEGRADED_QUEUE_PERCENT;
 use crate::labels::Labels;
 use crate::limits::clock::{now_unix_ms, MonotonicClock};
 use crate::limits::headers::{policy_value, ratelimit_value, retry_after_rate_s};
@@ -42,9 +43,6 @@ use crate::metrics::{Metrics, RejectReason, RouteLabel};
 use crate::server::demo::health;
 use crate::server::handler::{Handler, StopState, ThreadContext};
 use crate::store::Store;
-
-/// Queue fill (percent) above which `service.status` is `degraded` (contract §4).
-pub const DEGRADED_QUEUE_PERCENT: usize = 90;
 
 /// Everything the listener threads share.
 pub struct App {

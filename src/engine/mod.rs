@@ -86,6 +86,6 @@ mod version_tests {
         let order = ["xray", "signals", "scoring", "attackPaths", "compare"];
         let tag: Vec<&str> = order.iter().map(|name| versions[name]).collect();
         assert_eq!(ENGINE_VERSION_TAG, tag.join("/"));
-        assert!(ENGINE_VERSION_TAG.len() <= crate::store::ENGINE_VERSION_BYTES_MAX);
+        assert!(ENGINE_VERSION_TAG.len() <= crate::config::ENGINE_VERSION_BYTES_MAX);
     }
 }

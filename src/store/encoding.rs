@@ -16,9 +16,9 @@ use super::{StoreError, StoreResult};
 /// Format byte of every value written by this build.
 pub(crate) const FORMAT_V1: u8 = 1;
 
-/// Appends a one-byte length and the bytes. Callers validated `s.len() <= ID_BYTES_MAX`.
+/// Appends a one-byte length and the bytes. Callers validated `s.len() <= STORE_ID_BYTES_MAX`.
 fn push_lp(out: &mut Vec<u8>, s: &str) {
-    // Lengths are validated to ≤ ID_BYTES_MAX (64) before any key is built; the clamp only
+    // Lengths are validated to ≤ STORE_ID_BYTES_MAX (64) before any key is built; the clamp only
     // keeps the encoding well-formed should a caller skip validation.
     let bytes = &s.as_bytes()[..s.len().min(u8::MAX as usize)];
     out.push(bytes.len() as u8);

@@ -54,7 +54,7 @@
 //!
 //! Keys are binary and ordered; numbers are big-endian so that byte order is numeric order.
 //! `lp(s)` is a one-byte length followed by the bytes of `s` (every such field is at most
-//! [`ID_BYTES_MAX`] bytes, checked before any write).
+//! [`STORE_ID_BYTES_MAX`] bytes, checked before any write).
 //!
 //! | column family | key | value |
 //! |---|---|---|
@@ -115,34 +115,14 @@ pub use rocks::{RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_K
 pub use usage::UsageRecord;
 
 use crate::auth::record::KeyRecord;
+use crate::config::{
+    BLOCK_CACHE_BYTES_DEFAULT, ENGINE_VERSION_BYTES_MAX, ERROR_CODE_BYTES_MAX, ERROR_MESSAGE_BYTES_MAX,
+    JOB_LOCK_STRIPES, RESULT_BYTES_MAX, ROCKSDB_BACKGROUND_JOBS_DEFAULT, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX,
+    SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
+};
 
 /// Version of the on-disk layout this build reads and writes (the `meta` record).
 pub const SCHEMA_VERSION: u32 = 1;
-/// Longest id, account, key id, wallet address or pair id accepted (bytes).
-pub const ID_BYTES_MAX: usize = 64;
-/// Longest engine version string (bytes).
-pub const ENGINE_VERSION_BYTES_MAX: usize = 64;
-/// Longest error code of a failed job (bytes).
-pub const ERROR_CODE_BYTES_MAX: usize = 64;
-/// Longest error message of a failed job (bytes).
-pub const ERROR_MESSAGE_BYTES_MAX: usize = 1024;
-/// Largest stored payload (an X-Ray or comparison JSON document).
-pub const RESULT_BYTES_MAX: usize = 16 * 1024 * 1024;
-/// Most records one paged call (`list_keys`, `live_jobs`, `purge_finished_before`) handles.
-pub const PAGE_LEN_MAX: usize = 10_000;
-/// Subject-index entries examined by `latest_ready_for` before it gives up (newest first).
-pub const SUBJECT_SCAN_LEN_MAX: usize = 64;
-/// Striped locks serialising state transitions of one job.
-pub const JOB_LOCK_STRIPES: usize = 64;
-/// Default shared block cache of all column families.
-pub const BLOCK_CACHE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
-/// Default total memtable budget of all column families.
-pub const WRITE_BUFFER_BYTES_DEFAULT: usize = 128 * 1024 * 1024;
-/// Default WAL size past which RocksDB flushes the column families that hold it back.
-pub const WAL_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
-/// Default RocksDB background threads (flushes and compactions), kept small: the cores belong
-/// to listeners and compute threads.
-pub const BACKGROUND_JOBS_DEFAULT: i32 = 2;
 
 /// Usage a rotated key's successor starts with, in the period starting at `period_start_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +201,7 @@ pub trait Store: Send + Sync {
     fn put_rotation(&self, old: &KeyRecord, new: &KeyRecord, carried: &UsageCarry) -> StoreResult<()>;
     /// The key record with this id, if any.
     fn get_key(&self, id: &str) -> StoreResult<Option<KeyRecord>>;
-    /// Key records in id order, starting after `after`, at most `limit` (≤ [`PAGE_LEN_MAX`]).
+    /// Key records in id order, starting after `after`, at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]).
     fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<KeyRecord>>;
 
     /// Records a new `QUEUED` job and, if it is charged, reserves one quota unit, in one
@@ -253,7 +233,7 @@ pub trait Store: Send + Sync {
     fn usage(&self, key_id: &str, period_start_ms: u64) -> StoreResult<UsageRecord>;
 
     /// Live jobs in `state`, oldest first, created before `created_before_ms`, after the
-    /// cursor, at most `limit` (≤ [`PAGE_LEN_MAX`]). `next` is set when more may follow.
+    /// cursor, at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]). `next` is set when more may follow.
     fn live_jobs(
         &self,
         state: LiveState,

@@ -5,7 +5,7 @@
 //! thread that calls the store.
 //!
 //! Invariant: a record that passed `validate` fits every key encoding (each id ≤ 255 bytes, in
-//! fact ≤ `ID_BYTES_MAX`), so encoding a key can never fail or truncate.
+//! fact ≤ `STORE_ID_BYTES_MAX`), so encoding a key can never fail or truncate.
 //! Invariant: the serde names are the on-disk format of version 1; renaming a field is a
 //! schema change.
 
@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::auth::record::KeyRecord;
 
 use super::{
-    StoreError, StoreResult, ENGINE_VERSION_BYTES_MAX, ERROR_CODE_BYTES_MAX, ERROR_MESSAGE_BYTES_MAX, ID_BYTES_MAX,
-    RESULT_BYTES_MAX,
+    StoreError, StoreResult, ENGINE_VERSION_BYTES_MAX, ERROR_CODE_BYTES_MAX, ERROR_MESSAGE_BYTES_MAX, RESULT_BYTES_MAX,
+    STORE_ID_BYTES_MAX,
 };
 
 /// What a job computes. The subject (wallet or pair id) is what deduplication is keyed on.
@@ -207,7 +207,7 @@ fn check_len(what: &str, value: &str, max: usize) -> StoreResult<()> {
 
 /// Checks an id-like field (ids, accounts, wallets, pair ids).
 pub(crate) fn check_id(what: &str, value: &str) -> StoreResult<()> {
-    check_len(what, value, ID_BYTES_MAX)
+    check_len(what, value, STORE_ID_BYTES_MAX)
 }
 
 /// A key record is the auth module's `KeyRecord`, stored as is (only its digest, never the
@@ -285,7 +285,7 @@ mod tests {
     fn limits_are_checked() {
         assert!(job().validate().is_ok());
         let mut j = job();
-        j.id = "x".repeat(ID_BYTES_MAX + 1);
+        j.id = "x".repeat(STORE_ID_BYTES_MAX + 1);
         assert!(matches!(j.validate(), Err(StoreError::Invalid(_))));
         let mut j = job();
         j.account.clear();

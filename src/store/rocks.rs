@@ -27,9 +27,13 @@ use super::encoding::{self as enc};
 use super::record::{self, check_id, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
 use super::usage::{self, UsageDelta, UsageRecord};
 use super::{
-    Store, StoreError, StoreResult, UsageCarry, BACKGROUND_JOBS_DEFAULT, BLOCK_CACHE_BYTES_DEFAULT, ID_BYTES_MAX,
-    JOB_LOCK_STRIPES, PAGE_LEN_MAX, SCHEMA_VERSION, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT,
-    WRITE_BUFFER_BYTES_DEFAULT,
+    Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT, JOB_LOCK_STRIPES,
+    ROCKSDB_BACKGROUND_JOBS_DEFAULT, SCHEMA_VERSION, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
+    WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
+};
+use crate::config::{
+    ROCKSDB_BLOOM_BITS_PER_KEY, ROCKSDB_BYTES_PER_SYNC, ROCKSDB_INFO_LOG_FILES_KEPT, ROCKSDB_INFO_LOG_FILE_BYTES_MAX,
+    ROCKSDB_PAYLOAD_BLOCK_BYTES,
 };
 
 const CF_KEYS: &str = "keys";
@@ -50,15 +54,6 @@ pub const META_SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
 
 /// Column families read by point lookups: they get bloom filters.
 const POINT_LOOKUP_CFS: &[&str] = &[CF_KEYS, CF_JOBS, CF_ANALYSES, CF_COMPARISONS, CF_USAGE, CF_META];
-/// Bloom filter bits per key (about 1 % false positives).
-const BLOOM_BITS_PER_KEY: f64 = 10.0;
-/// Block size of the payload column families (payloads are a few KiB of JSON each).
-const PAYLOAD_BLOCK_BYTES: usize = 16 * 1024;
-/// RocksDB info-log files kept, and the size at which one is rolled.
-const INFO_LOG_FILES_KEPT: usize = 4;
-const INFO_LOG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
-/// Background write-back of SST and WAL files, so no flush stalls on one large fsync.
-const BYTES_PER_SYNC: u64 = 1024 * 1024;
 
 /// Tuning and durability of a [`RocksStore`] (defaults from the module constants).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +78,7 @@ impl Default for StoreOptions {
             block_cache_bytes: BLOCK_CACHE_BYTES_DEFAULT,
             write_buffer_bytes: WRITE_BUFFER_BYTES_DEFAULT,
             wal_bytes_max: WAL_BYTES_MAX_DEFAULT,
-            background_jobs: BACKGROUND_JOBS_DEFAULT,
+            background_jobs: ROCKSDB_BACKGROUND_JOBS_DEFAULT,
         }
     }
 }
@@ -293,10 +288,10 @@ fn db_options(o: &StoreOptions) -> Options {
     opts.set_max_total_wal_size(o.wal_bytes_max);
     // Concurrent writers: the WAL append of one group overlaps the memtable insert of the last.
     opts.set_enable_pipelined_write(true);
-    opts.set_bytes_per_sync(BYTES_PER_SYNC);
-    opts.set_wal_bytes_per_sync(BYTES_PER_SYNC);
-    opts.set_keep_log_file_num(INFO_LOG_FILES_KEPT);
-    opts.set_max_log_file_size(INFO_LOG_FILE_BYTES_MAX);
+    opts.set_bytes_per_sync(ROCKSDB_BYTES_PER_SYNC);
+    opts.set_wal_bytes_per_sync(ROCKSDB_BYTES_PER_SYNC);
+    opts.set_keep_log_file_num(ROCKSDB_INFO_LOG_FILES_KEPT);
+    opts.set_max_log_file_size(ROCKSDB_INFO_LOG_FILE_BYTES_MAX);
     opts
 }
 
@@ -306,10 +301,10 @@ fn cf_options(name: &str, cache: &Cache) -> Options {
     table.set_cache_index_and_filter_blocks(true);
     table.set_pin_l0_filter_and_index_blocks_in_cache(true);
     if POINT_LOOKUP_CFS.contains(&name) {
-        table.set_bloom_filter(BLOOM_BITS_PER_KEY, false);
+        table.set_bloom_filter(ROCKSDB_BLOOM_BITS_PER_KEY, false);
     }
     if name == CF_ANALYSES || name == CF_COMPARISONS {
-        table.set_block_size(PAYLOAD_BLOCK_BYTES);
+        table.set_block_size(ROCKSDB_PAYLOAD_BLOCK_BYTES);
     }
     let mut opts = Options::default();
     opts.set_block_based_table_factory(&table);
@@ -326,7 +321,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 fn clamp_page(limit: usize) -> usize {
-    limit.min(PAGE_LEN_MAX)
+    limit.min(STORE_PAGE_LEN_MAX)
 }
 
 impl Store for RocksStore {
@@ -456,7 +451,7 @@ impl Store for RocksStore {
     }
 
     fn usage(&self, key_id: &str, period_start_ms: u64) -> StoreResult<UsageRecord> {
-        if key_id.is_empty() || key_id.len() > ID_BYTES_MAX {
+        if key_id.is_empty() || key_id.len() > STORE_ID_BYTES_MAX {
             return Ok(UsageRecord::default());
         }
         match self.db.get_pinned_cf(self.cf(CF_USAGE)?, enc::usage_key(key_id, period_start_ms))? {
