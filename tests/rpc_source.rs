@@ -292,6 +292,23 @@ async fn batches_transactions_and_keeps_order() {
     assert_eq!(server.requests(), 12);
 }
 
+#[tokio::test]
+async fn an_endpoint_that_refuses_batches_is_read_one_request_at_a_time() {
+    let server = start(FaultPlan { refuse_batches: true, ..FaultPlan::default() });
+    let rpc = client(&server, RpcOptions { batch_len_max: 20, concurrency_max: 1, ..fast() });
+    let sigs = scrambled_signatures();
+    let got = rpc.get_transactions(&sigs).await.unwrap();
+    assert_eq!(got, Fixture::load().get_transactions(&sigs).await.unwrap());
+    // One refused batch, then every signature alone; the refusal is not retried.
+    assert_eq!(server.requests(), 1 + sigs.len() as u64);
+    // The source remembers: no further batch is tried.
+    let before = server.requests();
+    assert_eq!(rpc.get_transactions(&sigs[..30]).await.unwrap(), got[..30].to_vec());
+    assert_eq!(server.requests(), before + 30);
+    // A whole view over such an endpoint is the view of the source.
+    assert_eq!(view(&rpc, &wallet()).await, view(&Fixture::load(), &wallet()).await);
+}
+
 /// The answers of `call_sequence`.
 type Answers = (
     WithContext<Option<UiAccount>>,

@@ -9,12 +9,14 @@
 //! JSON-RPC error objects become typed errors through `LedgerError::from_rpc_error`.
 //! `get_transactions` sends batches of at most `batch_len_max` requests, at most
 //! `concurrency_max` at once, and returns results in input order (matched back by `id`, never
-//! by position). Bounded everywhere: attempts, waits, body size, requests in flight.
+//! by position); once an endpoint refuses a batch, that source sends single requests only. Bounded everywhere: attempts, waits, body size, requests in flight.
 //! Deliberately absent: caching (the job layer owns reuse) and websocket subscriptions.
 
 mod request;
 mod retry;
 mod transport;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde::de::DeserializeOwned;
@@ -71,6 +73,18 @@ impl Default for RpcOptions {
 /// A live JSON-RPC endpoint.
 pub struct RpcSource {
     transport: Transport,
+    /// Set once the endpoint refused a batch (one error object, or an HTTP 4xx, for a request
+    /// that works alone): from then on `getTransaction` goes one request at a time.
+    batches_refused: AtomicBool,
+}
+
+/// What a batch request got back.
+#[derive(Debug)]
+enum BatchAnswer {
+    /// One result per signature, in order.
+    Results(Vec<Option<TransactionResult>>),
+    /// The endpoint does not take batches (why, for the log).
+    Refused(LedgerError),
 }
 
 /// Id of every unbatched request (each is alone on its HTTP request).
@@ -80,7 +94,7 @@ impl RpcSource {
     /// Checks the URL (http or https, with a host) and builds the connection pool; connects
     /// lazily, on the first call.
     pub fn new(url: &str, options: RpcOptions) -> Result<RpcSource, LedgerError> {
-        Ok(RpcSource { transport: Transport::new(url, options)? })
+        Ok(RpcSource { transport: Transport::new(url, options)?, batches_refused: AtomicBool::new(false) })
     }
 
     /// The endpoint as logs may show it (no path, no query).
@@ -100,36 +114,59 @@ impl RpcSource {
     }
 
     /// One batch of `getTransaction`, ids `first_id..`, results in the order of `signatures`.
+    /// An endpoint that refuses batches gets this and every later chunk one request at a time.
     async fn transaction_batch(
         &self,
         first_id: u64,
         signatures: &[Signature],
     ) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
-        if self.transport.options().batch_len_max <= 1 {
-            let mut out = Vec::with_capacity(signatures.len());
-            for signature in signatures {
-                out.push(self.call(request::GET_TRANSACTION, request::transaction_params(signature)).await?);
-            }
-            return Ok(out);
+        if self.transport.options().batch_len_max <= 1 || self.batches_refused.load(Ordering::Relaxed) {
+            return self.transactions_one_by_one(signatures).await;
         }
         let calls = (first_id..)
             .zip(signatures)
             .map(|(id, signature)| (id, request::GET_TRANSACTION, request::transaction_params(signature)));
         let body = request::batch_body(calls)?;
-        self.transport
+        let answer = self
+            .transport
             .exchange(request::GET_TRANSACTION, body, |answer| match_batch(answer, first_id, signatures.len()))
-            .await
+            .await;
+        let refusal = match answer {
+            Ok(BatchAnswer::Results(results)) => return Ok(results),
+            Ok(BatchAnswer::Refused(why)) => why,
+            // An HTTP 4xx other than 429 to a batch: the endpoint will not take it.
+            Err(why @ LedgerError::Invalid(_)) => why,
+            Err(e) => return Err(e),
+        };
+        if !self.batches_refused.swap(true, Ordering::Relaxed) {
+            tracing::warn!(endpoint = %self.endpoint(), error = %refusal, "the endpoint refuses JSON-RPC batches: getTransaction goes one request at a time");
+        }
+        self.transactions_one_by_one(signatures).await
+    }
+
+    async fn transactions_one_by_one(
+        &self,
+        signatures: &[Signature],
+    ) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        let mut out = Vec::with_capacity(signatures.len());
+        for signature in signatures {
+            out.push(self.call(request::GET_TRANSACTION, request::transaction_params(signature)).await?);
+        }
+        Ok(out)
     }
 }
 
 /// Reads a batch answer and puts each result at its request's place by `id`. A missing,
 /// unknown or repeated id makes the whole answer malformed (and so retried). A "not found"
 /// error object for one item means the node does not have that transaction: `None`.
-fn match_batch(answer: &mut [u8], first_id: u64, len: usize) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
-    // Some endpoints answer a refused batch with one error object instead of an array.
+fn match_batch(answer: &mut [u8], first_id: u64, len: usize) -> Result<BatchAnswer, LedgerError> {
+    // Endpoints without batching answer a batch with one error object instead of an array.
     if answer.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-        wire::parse_response::<Value>(answer)?.into_result()?;
-        return Err(LedgerError::Malformed("batch answered with a single object".into()));
+        return match wire::parse_response::<Value>(answer)?.into_result() {
+            Err(refusal @ (LedgerError::Rpc { .. } | LedgerError::Invalid(_))) => Ok(BatchAnswer::Refused(refusal)),
+            Err(e) => Err(e),
+            Ok(_) => Err(LedgerError::Malformed("batch answered with a single result".into())),
+        };
     }
     let responses: Vec<RpcResponse<TransactionResult>> = wire::parse(answer)?;
     let mut slots: Vec<Option<Option<TransactionResult>>> = (0..len).map(|_| None).collect();
@@ -149,7 +186,8 @@ fn match_batch(answer: &mut [u8], first_id: u64, len: usize) -> Result<Vec<Optio
     slots
         .into_iter()
         .map(|slot| slot.ok_or_else(|| LedgerError::Malformed("batch answer misses an id".into())))
-        .collect()
+        .collect::<Result<_, _>>()
+        .map(BatchAnswer::Results)
 }
 
 impl LedgerSource for RpcSource {
@@ -229,6 +267,14 @@ mod tests {
         )
     }
 
+    /// The results of a batch answer that was not a refusal.
+    fn results(answer: &mut [u8], first_id: u64, len: usize) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        match match_batch(answer, first_id, len)? {
+            BatchAnswer::Results(results) => Ok(results),
+            BatchAnswer::Refused(why) => panic!("read as a refusal: {why}"),
+        }
+    }
+
     #[test]
     fn matches_batch_answers_by_id() {
         let mut answer = format!(
@@ -237,7 +283,7 @@ mod tests {
             tx_json(12)
         )
         .into_bytes();
-        let got = match_batch(&mut answer, 10, 3).unwrap();
+        let got = results(&mut answer, 10, 3).unwrap();
         assert!(got[0].is_none() && got[1].is_none());
         assert_eq!(got[2].as_ref().map(|t| t.slot), Some(12));
     }
@@ -253,7 +299,7 @@ mod tests {
         ];
         for case in cases {
             let mut bytes = case.clone().into_bytes();
-            assert!(matches!(match_batch(&mut bytes, 0, 2), Err(LedgerError::Malformed(_))), "{case}");
+            assert!(matches!(results(&mut bytes, 0, 2), Err(LedgerError::Malformed(_))), "{case}");
         }
     }
 
@@ -261,14 +307,21 @@ mod tests {
     fn maps_batch_errors() {
         let mut refused =
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch too large"}}"#.to_vec();
-        assert_eq!(
-            match_batch(&mut refused, 0, 2),
-            Err(LedgerError::Rpc { code: -32600, message: "batch too large".into() })
-        );
+        match match_batch(&mut refused, 0, 2) {
+            Ok(BatchAnswer::Refused(why)) => {
+                assert_eq!(why, LedgerError::Rpc { code: -32600, message: "batch too large".into() })
+            }
+            other => panic!("a single error object refuses the batch, got {other:?}"),
+        }
+        // A node that is behind answers a single object too: that is worth a retry, not a refusal.
+        let mut behind = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"behind"}}"#.to_vec();
+        assert!(matches!(match_batch(&mut behind, 0, 1), Err(LedgerError::Unavailable(_))));
+        let mut single = br#"{"jsonrpc":"2.0","id":0,"result":null}"#.to_vec();
+        assert!(matches!(match_batch(&mut single, 0, 1), Err(LedgerError::Malformed(_))));
         let mut item = br#"[{"jsonrpc":"2.0","id":0,"error":{"code":-32005,"message":"behind"}}]"#.to_vec();
-        assert!(matches!(match_batch(&mut item, 0, 1), Err(LedgerError::Unavailable(_))));
+        assert!(matches!(results(&mut item, 0, 1), Err(LedgerError::Unavailable(_))));
         let mut garbage = b"[{".to_vec();
-        assert!(matches!(match_batch(&mut garbage, 0, 1), Err(LedgerError::Malformed(_))));
+        assert!(matches!(results(&mut garbage, 0, 1), Err(LedgerError::Malformed(_))));
     }
 
     #[test]

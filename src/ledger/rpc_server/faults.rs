@@ -64,6 +64,9 @@ pub struct FaultPlan {
     pub retry_after_s: u64,
     /// Only requests numbered below this may fault; `None`: all may.
     pub first_requests_max: Option<u64>,
+    /// Answer every JSON-RPC batch with one `-32600` error object, as endpoints on plans
+    /// without batching do (single requests are served as usual).
+    pub refuse_batches: bool,
 }
 
 impl FaultPlan {

@@ -61,6 +61,7 @@ struct Shared<S> {
     source: Rc<S>,
     latency: Duration,
     retry_after_s: u64,
+    refuse_batches: bool,
     schedule: RefCell<FaultSchedule>,
     stats: Arc<ServerStats>,
 }
@@ -92,6 +93,7 @@ pub async fn serve<S: LedgerSource + 'static>(
         source,
         latency: Duration::from_millis(faults.latency_ms),
         retry_after_s: faults.retry_after_s,
+        refuse_batches: faults.refuse_batches,
         schedule: RefCell::new(FaultSchedule::new(&faults)),
         stats,
     });
@@ -170,6 +172,7 @@ async fn handle<S: LedgerSource>(
         Err(refusal) => return Ok(refusal),
     };
     match fault {
+        None if shared.refuse_batches && methods::is_batch(&body) => Ok(json_response(methods::batch_refusal())),
         None => Ok(json_response(methods::answer(&*shared.source, body).await)),
         Some(FaultKind::Drop) => Err(DroppedOnPurpose),
         Some(FaultKind::TooManyRequests) => Ok(too_many_requests(shared.retry_after_s)),

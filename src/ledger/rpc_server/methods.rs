@@ -51,6 +51,16 @@ pub async fn answer<S: LedgerSource>(source: &S, mut body: Vec<u8>) -> Vec<u8> {
     out
 }
 
+/// Whether a request body is a JSON-RPC batch (an array), by its first non-blank byte.
+pub fn is_batch(body: &[u8]) -> bool {
+    body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+}
+
+/// The one error object an endpoint without batching answers a batch with.
+pub fn batch_refusal() -> Vec<u8> {
+    error_body(Value::null(), error(INVALID_REQUEST, "batch requests are not supported on this endpoint".into()))
+}
+
 async fn answer_one<S: LedgerSource>(source: &S, item: Value) -> Vec<u8> {
     let id = item.get("id").cloned().unwrap_or_else(Value::null);
     let request: RpcRequest = match simd_json::serde::from_owned_value(item) {

@@ -71,6 +71,9 @@ pub struct ServeArgs {
     /// Only the first N requests may fault; later ones are served cleanly.
     #[arg(long)]
     pub fault_first: Option<u64>,
+    /// Refuse JSON-RPC batches with one error object, as endpoints without batching do.
+    #[arg(long)]
+    pub refuse_batches: bool,
 }
 
 impl ServeArgs {
@@ -93,6 +96,7 @@ impl ServeArgs {
             share_drop: self.fault_drop,
             retry_after_s: self.retry_after_s,
             first_requests_max: self.fault_first,
+            refuse_batches: self.refuse_batches,
         }
     }
 }
