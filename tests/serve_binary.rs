@@ -207,6 +207,8 @@ fn keys_cli_creates_lists_rotates_and_revokes_on_every_thread() {
     let bad = keys(data, &["create", "--name", "x", "--scopes", "wallet:fly"]).expect_err("bad scope");
     assert!(bad.contains("400 INVALID_REQUEST") && bad.contains("scopes"), "{bad}");
     assert!(server.terminate().success());
+    let stopped = keys(data, &["list"]).expect_err("no server");
+    assert!(stopped.contains("is `xray serve` running"), "{stopped}");
 }
 
 #[test]

@@ -60,11 +60,15 @@ impl AdminClient {
             let bytes = serde_json::to_vec(body).map_err(|e| format!("request body: {e}"))?;
             request = request.header(reqwest::header::CONTENT_TYPE, "application/json").body(bytes);
         }
-        let response = request.send().await.map_err(|e| format!("admin listener at {}: {e}", self.base_url))?;
+        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| format!("admin answer: {e}"))?;
+        let too_large = || format!("admin answer larger than {ADMIN_RESPONSE_BYTES_MAX} bytes");
+        if response.content_length().is_some_and(|n| n > ADMIN_RESPONSE_BYTES_MAX as u64) {
+            return Err(too_large());
+        }
+        let bytes = response.bytes().await.map_err(|e| format!("admin answer: {}", causes(&e)))?;
         if bytes.len() > ADMIN_RESPONSE_BYTES_MAX {
-            return Err(format!("admin answer larger than {ADMIN_RESPONSE_BYTES_MAX} bytes"));
+            return Err(too_large());
         }
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| format!("admin answer ({status}): {e}"))?;
         if status.is_success() {
@@ -74,4 +78,26 @@ impl AdminClient {
         let details = error.get("details").map(|d| format!(" {d}")).unwrap_or_default();
         Err(format!("{} {}: {}{details}", status.as_u16(), error["code"].as_str().unwrap_or("?"), error["message"]))
     }
+
+    /// Why the admin listener could not be reached, with a hint when nothing listens there.
+    fn unreachable(&self, e: &reqwest::Error) -> String {
+        let hint = if e.is_connect() {
+            " (is `xray serve` running with this data directory? its admin address is in admin.addr)"
+        } else {
+            ""
+        };
+        format!("admin listener at {}: {}{hint}", self.base_url, causes(e))
+    }
+}
+
+/// The error and its causes on one line (reqwest's own text is only the outermost).
+fn causes(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
