@@ -90,6 +90,33 @@ fn long_polls_are_woken_on_the_epoll_driver_too() {
 }
 
 #[test]
+fn a_client_that_hangs_up_mid_wait_gives_its_waiter_slot_back() {
+    // Every ledger answer takes 2 s, so the job outlives the client's patience.
+    let server = serve_slow(2_000, |c| c.long_poll_waiters_max = 1);
+    let key = server.key(KeyOptions::default());
+    let accepted = submit(&server, &key.secret, WALLET_PATH, &wallet_body(OPEN_DELEGATION));
+    let waiters = || server.running().app.waiters.load(std::sync::atomic::Ordering::Acquire);
+    let path = format!("{}?wait=25", accepted.poll_path());
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {}\r\n\r\n", key.secret);
+    let mut conn = Conn::open(server.addr);
+    std::io::Write::write_all(&mut conn.stream, request.as_bytes()).expect("send");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while waiters() != 1 {
+        assert!(Instant::now() < deadline, "the poll never started waiting");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(conn); // the client gives up
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while waiters() != 0 {
+        assert!(Instant::now() < deadline, "the slot of a closed connection was never given back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // With the only slot free again, a new long poll is held (not answered at once).
+    let (reply, took) = long_poll(&server, &accepted.poll_path(), &key.secret, 1);
+    assert!(took >= Duration::from_millis(900) || reply.job_status() == "READY", "{took:?}: {reply:?}");
+}
+
+#[test]
 fn wait_is_whole_seconds_from_0_to_30() {
     let server = serve(|_| {});
     let key = server.key(KeyOptions::default());

@@ -9,7 +9,7 @@
 //! Invariant: a job of another account is answered exactly like an unknown one (404), from the
 //! same code path, so ids cannot be probed across tenants.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -163,10 +163,10 @@ impl Endpoints<'_> {
     }
 
     pub async fn poll_analysis(&self, id: &str) -> Result<ApiResponse, ApiError> {
-        let wait_s = parse_wait(self.request.query.as_deref())?;
         if !id.starts_with(ANALYSIS_ID_PREFIX) || id.len() > crate::config::STORE_ID_BYTES_MAX {
             return Err(ApiError::NotFound);
         }
+        let wait_s = parse_wait(self.request.query.as_deref())?;
         let live = self.app.index.get(id).filter(|live| live.record.account == self.account());
         if let Some(live) = live {
             if !self.wait(&live, wait_s).await {
@@ -179,10 +179,10 @@ impl Endpoints<'_> {
     }
 
     pub async fn poll_comparison(&self, pair_id: &str) -> Result<ApiResponse, ApiError> {
-        let wait_s = parse_wait(self.request.query.as_deref())?;
         if !pair_id.starts_with(PAIR_ID_PREFIX) || pair_id.len() > crate::config::STORE_ID_BYTES_MAX {
             return Err(ApiError::NotFound);
         }
+        let wait_s = parse_wait(self.request.query.as_deref())?;
         if let Some(live) = self.app.index.live_for(self.account(), store::Subject::Pair(pair_id)) {
             if !self.wait(&live, wait_s).await {
                 return self.poll_body(Snapshot::of_live(&live));
@@ -197,13 +197,12 @@ impl Endpoints<'_> {
     /// the job finished (read the store), false to answer from the live state.
     async fn wait(&self, live: &Arc<LiveJob>, wait_s: Option<u32>) -> bool {
         let Some(wait_s) = wait_s.filter(|s| *s > 0) else { return live.state().is_none() };
-        let waiters = &self.app.waiters;
-        if waiters.fetch_add(1, Ordering::AcqRel) >= self.app.waiters_max {
-            waiters.fetch_sub(1, Ordering::AcqRel);
+        let Some(_slot) = WaiterSlot::take(&self.app.waiters, self.app.waiters_max) else {
             return live.state().is_none();
-        }
+        };
+        // `_slot` is given back when this future ends or is dropped (a client that hangs up
+        // mid-wait drops it), so a disconnect never leaks a waiter slot.
         live.wait_finished(Duration::from_secs(u64::from(wait_s))).await;
-        waiters.fetch_sub(1, Ordering::AcqRel);
         live.state().is_none()
     }
 
@@ -304,5 +303,25 @@ impl Endpoints<'_> {
             rate_limit: self.rate_info(Some(key.rate.limited_requests())),
         };
         Ok(ApiResponse::json(200, json_bytes(&DataBody { data })?))
+    }
+}
+
+/// One of the `waiters_max` long-poll slots, held while a poll waits; given back on drop.
+struct WaiterSlot<'a>(&'a AtomicUsize);
+
+impl<'a> WaiterSlot<'a> {
+    /// A slot, or `None` when all `max` are taken (the poll then answers at once).
+    fn take(waiters: &'a AtomicUsize, max: usize) -> Option<WaiterSlot<'a>> {
+        if waiters.fetch_add(1, Ordering::AcqRel) >= max {
+            waiters.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(WaiterSlot(waiters))
+    }
+}
+
+impl Drop for WaiterSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -14,7 +14,8 @@
 //! Invariant: every authenticated response carries `RateLimit-Policy` and `RateLimit`, whatever
 //! its status; an unauthenticated one never does (there is no key to describe).
 //! Invariant: long-poll waiters are bounded (`waiters_max`, all threads together); past the
-//! bound a poll answers at once instead of waiting.
+//! bound a poll answers at once instead of waiting. A slot is held by a guard, so a poll whose
+//! client hangs up (hyper drops the future) gives its slot back.
 //! Deliberately absent: any knowledge of hyper or sockets (see `server`), and of how the
 //! process starts and stops (see `serve`).
 
