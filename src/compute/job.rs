@@ -80,6 +80,11 @@ impl Outcome {
     fn failed(code: FailCode, message: impl Into<String>) -> Outcome {
         Outcome::Failed { code, message: message.into() }
     }
+
+    /// The outcome of a run that panicked (a bug): `ANALYSIS_FAILED`, saying nothing more.
+    pub fn panicked() -> Outcome {
+        Outcome::failed(FailCode::AnalysisFailed, "the analysis failed unexpectedly")
+    }
 }
 
 fn ledger_failure(e: &LedgerError) -> Outcome {

@@ -8,12 +8,14 @@
 //!
 //! Invariants: the queue holds at most `queue_capacity` tickets and each thread at most
 //! `jobs_in_flight_max` jobs, so work in memory is bounded; a ticket is executed exactly once
-//! (popped by one thread); after `shutdown` no ticket is popped and in-flight jobs finish
+//! (popped by one thread) and always reported to the sink — a run that panics ends FAILED
+//! (`ANALYSIS_FAILED`, refunded) and gives its slot back; after `shutdown` no ticket is popped and in-flight jobs finish
 //! before the threads exit (queued tickets stay durable in the store and are re-queued on
 //! restart). The caller opens RocksDB before starting the pool: its background threads must not
 //! inherit a pin.
 
 use std::cell::Cell;
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
+use futures_util::FutureExt;
 use tokio::sync::Notify;
 
 use crate::compute::job::{execute, JobSpec, Outcome, ReusedScores};
@@ -177,12 +180,17 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
                 let (shared, source, in_flight, slot_freed) =
                     (shared.clone(), source.clone(), in_flight.clone(), slot_freed.clone());
                 tokio::task::spawn_local(async move {
+                    let _slot = InFlightSlot { in_flight, slot_freed };
                     shared.sink.started(&ticket);
                     let scores: &dyn ReusedScores = &*shared.sink;
-                    let outcome = execute(&*source, &shared.labels, &ticket.spec, shared.config.view, scores).await;
+                    let run = execute(&*source, &shared.labels, &ticket.spec, shared.config.view, scores);
+                    // A panic is a bug, but it must not strand the job RUNNING with its unit
+                    // reserved (and panic again after every restart): it ends FAILED, refunded.
+                    let outcome = AssertUnwindSafe(run).catch_unwind().await.unwrap_or_else(|_| {
+                        tracing::error!(job = %ticket.id, "the job's run panicked: it ends FAILED");
+                        Outcome::panicked()
+                    });
                     shared.sink.finished(ticket, outcome);
-                    in_flight.set(in_flight.get() - 1);
-                    slot_freed.notify_one();
                 });
                 continue;
             }
@@ -195,10 +203,28 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
     }
 }
 
+/// A compute thread's slot for one running job; given back (and the dispatcher woken) when the
+/// job's task ends, however it ends.
+struct InFlightSlot {
+    in_flight: Rc<Cell<usize>>,
+    slot_freed: Rc<Notify>,
+}
+
+impl Drop for InFlightSlot {
+    fn drop(&mut self) {
+        self.in_flight.set(self.in_flight.get() - 1);
+        self.slot_freed.notify_one();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ledger::demo::DemoLedger;
+    use crate::ledger::model::TokenProgram;
+    use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
+    use crate::ledger::LedgerError;
+    use crate::pubkey::{Pubkey, Signature};
     use std::sync::mpsc;
 
     struct Collect(std::sync::Mutex<mpsc::Sender<(Ticket, Outcome)>>);
@@ -261,6 +287,72 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             }
         }
+    }
+
+    /// The demo ledger, except that reading `bomb`'s account panics.
+    struct PanicsOn(DemoLedger, crate::pubkey::Pubkey);
+
+    impl LedgerSource for PanicsOn {
+        fn name(&self) -> &'static str {
+            "demo"
+        }
+        async fn get_account_info(&self, a: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+            assert!(*a != self.1, "a bug in reading this account");
+            self.0.get_account_info(a).await
+        }
+        async fn get_multiple_accounts(
+            &self,
+            a: &[Pubkey],
+        ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+            self.0.get_multiple_accounts(a).await
+        }
+        async fn get_token_accounts_by_owner(
+            &self,
+            owner: &Pubkey,
+            program: TokenProgram,
+        ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+            self.0.get_token_accounts_by_owner(owner, program).await
+        }
+        async fn get_signatures_for_address(
+            &self,
+            a: &Pubkey,
+            before: Option<&Signature>,
+            limit: u32,
+        ) -> Result<Vec<SignatureInfo>, LedgerError> {
+            self.0.get_signatures_for_address(a, before, limit).await
+        }
+        async fn get_transactions(&self, s: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+            self.0.get_transactions(s).await
+        }
+    }
+
+    #[test]
+    fn a_panicking_run_ends_failed_and_frees_its_slot() {
+        let (tx, rx) = mpsc::channel();
+        let seed = crate::config::DEMO_SEED_DEFAULT;
+        let demo = DemoLedger::new(seed);
+        let bomb = demo.archetype("clean").unwrap();
+        // One job in flight at a time: a slot lost to the panic would stall the second job.
+        let config = PoolConfig { jobs_in_flight_max: 1, ..config(1, 8) };
+        let pool = ComputePool::start(
+            config,
+            Labels::builtin(),
+            move |_| Ok(PanicsOn(DemoLedger::new(seed), bomb)),
+            Arc::new(Collect(std::sync::Mutex::new(tx))),
+        )
+        .unwrap();
+        let other = demo.archetype("open_delegation").unwrap();
+        for (id, wallet) in [("an_bomb", bomb), ("an_next", other)] {
+            pool.submit(Ticket { id: id.into(), spec: JobSpec::Analysis { wallet } }).unwrap();
+        }
+        let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        let second = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(pool.shutdown().is_empty());
+        match first {
+            (t, Outcome::Failed { code, .. }) if t.id == "an_bomb" => assert_eq!(code.as_str(), "ANALYSIS_FAILED"),
+            other => panic!("the panicking job ends FAILED: {other:?}"),
+        }
+        assert!(matches!(second, (t, Outcome::Ready { .. }) if t.id == "an_next"));
     }
 
     #[test]
