@@ -64,8 +64,9 @@ pub enum Body {
     TooLarge,
 }
 
-/// One request, as the handler sees it.
-#[derive(Debug, Clone)]
+/// One request, as the handler sees it. Its `Debug` hides the `Authorization` value (an API
+/// key or the admin token), so no log line can carry one.
+#[derive(Clone)]
 pub struct ApiRequest {
     pub method: Method,
     /// The path without the query, as sent (no percent-decoding: ids are base58).
@@ -80,6 +81,21 @@ pub struct ApiRequest {
     pub request_id: RequestId,
     pub client_ip: IpAddr,
     pub body: Body,
+}
+
+impl std::fmt::Debug for ApiRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiRequest")
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field("authorization", &self.authorization.as_ref().map(|_| "<redacted>"))
+            .field("content_type", &self.content_type)
+            .field("request_id", &self.request_id)
+            .field("client_ip", &self.client_ip)
+            .field("body", &self.body)
+            .finish()
+    }
 }
 
 impl ApiRequest {
@@ -143,6 +159,14 @@ mod tests {
         assert_eq!(req.path, "/v1/developer/intelligence/analysis/an_1");
         assert_eq!(req.query.as_deref(), Some("wait=3&x=1"));
         assert_eq!(ApiRequest::new(Method::Get, "/healthz").query, None);
+    }
+
+    #[test]
+    fn debug_never_shows_the_credential() {
+        let mut req = ApiRequest::new(Method::Get, "/v1/developer/status");
+        req.authorization = Some("Bearer svc_live_SECRET".into());
+        let text = format!("{req:?}");
+        assert!(!text.contains("SECRET") && text.contains("<redacted>"), "{text}");
     }
 
     #[test]

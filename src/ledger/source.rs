@@ -102,9 +102,10 @@ impl std::str::FromStr for SourceSpec {
             ("rpc", url) if url.starts_with("http://") || url.starts_with("https://") => {
                 Ok(SourceSpec::Rpc { url: url.to_owned() })
             }
-            _ => Err(LedgerError::Invalid(format!(
-                "ledger must be demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>, got {s:?}"
-            ))),
+            // The text is not echoed: a mistyped `rpc:` URL may hold an API key.
+            _ => Err(LedgerError::Invalid(
+                "ledger must be demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>".into(),
+            )),
         }
     }
 }
@@ -120,13 +121,19 @@ impl std::fmt::Display for SourceSpec {
     }
 }
 
-/// `scheme://host[:port]/…` with path and query hidden, for logs.
+/// `scheme://host[:port]/…` for logs: path, query, fragment and `user:password@` hidden (any
+/// of them may carry an API key).
 pub fn redact_url(url: &str) -> String {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    match url[after_scheme..].find(['/', '?']) {
-        Some(i) if after_scheme + i + 1 < url.len() => format!("{}/…", &url[..after_scheme + i]),
-        _ => url.to_owned(),
-    }
+    let (scheme, rest) = url.split_at(after_scheme);
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_len);
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((_, host)) => ("…@", host),
+        None => ("", authority),
+    };
+    let tail = if tail.len() > 1 { "/…" } else { tail };
+    format!("{scheme}{user}{host}{tail}")
 }
 
 /// The configured source.
@@ -216,5 +223,17 @@ mod tests {
         assert_eq!(redact_url("http://127.0.0.1:8899"), "http://127.0.0.1:8899");
         assert_eq!(redact_url("http://127.0.0.1:8899/"), "http://127.0.0.1:8899/");
         assert!(!SourceSpec::Rpc { url: "https://h/?api-key=S".into() }.to_string().contains('S'));
+        assert_eq!(redact_url("https://user:SECRET@rpc.example.com:8443/x"), "https://…@rpc.example.com:8443/…");
+        assert_eq!(redact_url("https://SECRET@h"), "https://…@h");
+        assert_eq!(redact_url("https://h?api-key=SECRET"), "https://h/…");
+        assert_eq!(redact_url("https://h#SECRET"), "https://h/…");
+    }
+
+    #[test]
+    fn a_spec_that_does_not_parse_is_not_echoed() {
+        for bad in ["rpc:htps://h/v2/SECRET", "rcp:https://h/?api-key=SECRET", "SECRET"] {
+            let message = bad.parse::<SourceSpec>().unwrap_err().to_string();
+            assert!(!message.contains("SECRET"), "{message}");
+        }
     }
 }
