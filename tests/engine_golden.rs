@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 
 use xray::config;
 use xray::eligibility;
-use xray::engine::{self, compare, report::Severity};
+use xray::engine::report::{Fact, Severity};
+use xray::engine::{self, compare};
 use xray::labels::Labels;
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::view::{build_view, ViewOptions};
@@ -165,7 +166,7 @@ fn an_owner_change_takeover_names_the_handed_account_mint_and_balance() {
     let v = view(&demo, &demo.archetype("owner_change_drained").unwrap());
     let xray = engine::analyze(&v, &Labels::builtin());
     let signal = xray.signals.iter().find(|s| s.kind == "token_account_owner_changed").expect("signal");
-    let account = Pubkey::parse(&signal.facts["tokenAccount"]).unwrap();
+    let account = Pubkey::parse(&signal.facts["tokenAccount"].text()).unwrap();
     // Independently of the handover: the account's own history shows what it was funded with
     // before it was given away (the funding transfer does not name the wallet).
     let history = view(&demo, &account);
@@ -175,8 +176,8 @@ fn an_owner_change_takeover_names_the_handed_account_mint_and_balance() {
         .flat_map(|t| &t.token_changes)
         .find(|c| c.account == account && c.pre == 0 && c.post > 0)
         .expect("the account was funded");
-    assert_eq!(signal.facts["mint"], funded.mint.to_string());
-    assert_eq!(signal.facts["balanceAtHandover"], funded.post.to_string());
+    assert_eq!(signal.facts["mint"], Fact::Text(funded.mint.to_string()));
+    assert_eq!(signal.facts["balanceAtHandover"], Fact::token_amount(funded.post), "a token amount is a string");
     let path = xray.attack_paths.iter().find(|p| p.kind == "owner_change_takeover").expect("path");
     assert_eq!(path.assets_at_risk.len(), 1, "{path:?}");
     assert_eq!(
@@ -191,8 +192,8 @@ fn poisoning_texts_name_amounts_in_their_units() {
     let xray = engine::analyze(&view(&demo, &demo.archetype("poisoning_victim").unwrap()), &Labels::builtin());
     let json = serde_json::to_value(&xray).unwrap();
     let sent = xray.signals.iter().find(|s| s.kind == "sent_to_lookalike").expect("signal");
-    assert_eq!(sent.facts["asset"], "SOL");
-    let amount = &sent.facts["amount"];
+    assert_eq!(sent.facts["asset"], Fact::Text("SOL".into()));
+    let Fact::Unsigned(amount) = sent.facts["amount"] else { panic!("lamports are a JSON integer: {sent:?}") };
     assert!(sent.detail.contains(&format!("sent {amount} lamports to ")), "{}", sent.detail);
     let summaries: Vec<&str> =
         json["evidence"].as_array().unwrap().iter().filter_map(|e| e["summary"].as_str()).collect();
@@ -201,4 +202,57 @@ fn poisoning_texts_name_amounts_in_their_units() {
     for d in summaries {
         assert!(!d.contains(" SOL"), "lamports are not SOL: {d}");
     }
+}
+
+/// The JSON type a fact must have on the wire (contract §1: lamports are integers, token
+/// amounts strings of base units), by its key; `asset` is the signal's `asset` fact, if any.
+fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
+    let lower = key.to_ascii_lowercase();
+    if lower.contains("lamports") || (key == "amount" && asset == Some("SOL")) {
+        "integer"
+    } else if lower.contains("amount") || lower.starts_with("balance") {
+        "string"
+    } else if lower.ends_with("flagged") || matches!(key, "unlimited" | "labelledStablecoin" | "advancedByAuthority") {
+        "boolean"
+    } else if lower.ends_with("seconds")
+        || lower.ends_with("blocktime")
+        || lower.ends_with("days")
+        || matches!(key, "transactions" | "transfers" | "sent" | "signed" | "failed" | "missing" | "invocations")
+        || matches!(key, "transactionsAnalyzed" | "emptyAccounts" | "sharePercent" | "lastBefore" | "firstAfter")
+    {
+        "integer"
+    } else {
+        "string"
+    }
+}
+
+#[test]
+fn facts_carry_lamports_counts_and_flags_as_json_numbers_and_token_amounts_as_strings() {
+    let demo = demo();
+    let mut seen = BTreeSet::new();
+    for arch in demo.archetype_list() {
+        let address = Pubkey::parse(&arch.address).unwrap();
+        let v = view(&demo, &address);
+        if eligibility::classify_local(&address, &Labels::builtin()).is_err()
+            || eligibility::classify_ledger(&v).is_err()
+        {
+            continue;
+        }
+        let json = serde_json::to_value(engine::analyze(&v, &Labels::builtin())).unwrap();
+        for signal in json["signals"].as_array().unwrap() {
+            let facts = signal["facts"].as_object().unwrap();
+            let asset = facts.get("asset").and_then(|a| a.as_str());
+            for (key, value) in facts {
+                let actual = match value {
+                    serde_json::Value::String(_) => "string",
+                    serde_json::Value::Bool(_) => "boolean",
+                    serde_json::Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+                    other => panic!("{key}: {other} is not a string, integer or boolean"),
+                };
+                assert_eq!(actual, expected_fact_type(key, asset), "{}: fact {key} = {value}", signal["kind"]);
+                seen.insert(actual);
+            }
+        }
+    }
+    assert_eq!(seen.len(), 3, "the archetypes exercise every fact type: {seen:?}");
 }

@@ -7,7 +7,9 @@
 //! above the most severe signal it rests on unless the rule says why (a poisoning that already
 //! misdirected funds).
 
-use crate::engine::report::{AssetAtRisk, AttackPath, AttackStep, Severity, Signal};
+use std::borrow::Cow;
+
+use crate::engine::report::{AssetAtRisk, AttackPath, AttackStep, Fact, Severity, Signal};
 use crate::ledger::model::WalletView;
 
 /// Every attack path kind: (kind, the signals it rests on, what composes it). Listed in
@@ -51,8 +53,18 @@ pub const ATTACK_PATH_KINDS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// A text fact of `signal` (an address, a label, a token amount); `""` when absent.
 fn fact<'a>(signal: &'a Signal, key: &str) -> &'a str {
-    signal.facts.get(key).map_or("", String::as_str)
+    match signal.facts.get(key) {
+        Some(Fact::Text(text)) => text,
+        _ => "",
+    }
+}
+
+/// An amount fact of `signal` (lamports or token base units) as the decimal text of
+/// `assetsAtRisk[].amount`; `"0"` when absent.
+fn amount<'a>(signal: &'a Signal, key: &str) -> Cow<'a, str> {
+    signal.facts.get(key).map_or(Cow::Borrowed("0"), Fact::text)
 }
 
 fn steps(list: &[(&str, String)]) -> Vec<AttackStep> {
@@ -171,7 +183,7 @@ fn assign_takeover(s: &Signal) -> Draft {
             ("wallet", "signed a system assign of its own account, handing it to a program".into()),
             (owner, "debits the account's lamports and rejects the owner's transfers".into()),
         ]),
-        assets: vec![asset("SOL", fact(s, "lamports"))],
+        assets: vec![asset("SOL", amount(s, "lamports"))],
         signal_ids: vec![s.id.clone()],
         remediation: "Move remaining token holdings with a fresh wallet's transactions where possible; the SOL account cannot be reassigned by its key.".into(),
     }
@@ -204,7 +216,7 @@ fn stake_theft(s: &Signal) -> Draft {
             (withdrawer, format!("deactivates {stake} (as staker or with the staker's help)")),
             (withdrawer, "withdraws the lamports to its own address after cooldown".into()),
         ]),
-        assets: vec![asset("SOL", fact(s, "lamports"))],
+        assets: vec![asset("SOL", amount(s, "lamports"))],
         signal_ids: vec![s.id.clone()],
         remediation: format!("{withdrawer} sends stake `authorize` (Withdrawer, then Staker) naming the wallet."),
     }
@@ -260,7 +272,7 @@ fn poisoning_misdirect(s: &Signal, all: &[Signal]) -> Draft {
         all.iter().filter(|o| o.kind == "sent_to_lookalike" && fact(o, "lookalike") == lookalike).collect();
     let mut signal_ids = vec![s.id.clone()];
     signal_ids.extend(sent.iter().map(|o| o.id.clone()));
-    let assets = sent.iter().map(|o| asset(fact(o, "asset"), fact(o, "amount"))).collect();
+    let assets = sent.iter().map(|o| asset(fact(o, "asset"), amount(o, "amount"))).collect();
     Draft {
         kind: "poisoning_misdirect",
         title: "Transfer misdirected to a poisoned look-alike".into(),

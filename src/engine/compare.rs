@@ -201,7 +201,7 @@ impl<'a> Pair<'a> {
         let evidence = all
             .iter()
             .take(LINK_EVIDENCE_MAX)
-            .map(|t| self.cite(t, format!("{} {} between the wallets", t.amount, t.asset.label())))
+            .map(|t| self.cite(t, format!("{} between the wallets", t.amount_text())))
             .collect();
         let strength = if real > 0 { 1.0 } else { 0.3 };
         self.push(

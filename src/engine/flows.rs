@@ -7,6 +7,7 @@
 //! from the wallet, in the view's order (newest first); instructions of failed transactions
 //! moved nothing and are skipped.
 
+use crate::engine::report::Fact;
 use crate::ledger::instruction::{Instruction, InstructionKind};
 use crate::ledger::model::{Transaction, WalletView};
 use crate::pubkey::Pubkey;
@@ -58,6 +59,14 @@ impl Transfer<'_> {
             Asset::Sol => format!("{} lamports", self.amount),
             Asset::Token(Some(mint)) => format!("{} base units of mint {mint}", self.amount),
             Asset::Token(None) => format!("{} base units of an unknown mint", self.amount),
+        }
+    }
+
+    /// The amount as a fact: lamports a JSON integer, token base units a string (contract §1).
+    pub fn amount_fact(&self) -> Fact {
+        match self.asset {
+            Asset::Sol => Fact::Unsigned(self.amount),
+            Asset::Token(_) => Fact::token_amount(self.amount),
         }
     }
 

@@ -87,9 +87,94 @@ pub struct Dimension {
     pub signal_ids: Vec<String>,
 }
 
-/// Facts of a signal: string values only, so amounts keep full precision and the map is
-/// ordered for determinism.
-pub type Facts = BTreeMap<&'static str, String>;
+/// Facts of a signal, ordered by key for determinism.
+pub type Facts = BTreeMap<&'static str, Fact>;
+
+/// One fact's value, in the contract's units (§1): lamports, counts, seconds and block times
+/// are JSON integers, flags booleans; addresses, signatures, labels — and token amounts, which
+/// are strings of base units so no client loses precision — are strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Fact {
+    Text(String),
+    Unsigned(u64),
+    Signed(i64),
+    Flag(bool),
+}
+
+impl Fact {
+    /// A token amount: a string of base units, never a JSON number.
+    pub fn token_amount(base_units: u64) -> Fact {
+        Fact::Text(base_units.to_string())
+    }
+
+    /// The value as text (numbers and flags in decimal / `true` / `false`).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        match self {
+            Fact::Text(s) => Cow::Borrowed(s),
+            Fact::Unsigned(n) => Cow::Owned(n.to_string()),
+            Fact::Signed(n) => Cow::Owned(n.to_string()),
+            Fact::Flag(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
+        }
+    }
+}
+
+/// What `facts!` accepts as a value: integers become numbers, `bool` a flag, and addresses,
+/// signatures and text strings. Token amounts go through `Fact::token_amount`.
+pub trait IntoFact {
+    fn into_fact(self) -> Fact;
+}
+
+impl IntoFact for Fact {
+    fn into_fact(self) -> Fact {
+        self
+    }
+}
+
+impl IntoFact for bool {
+    fn into_fact(self) -> Fact {
+        Fact::Flag(self)
+    }
+}
+
+macro_rules! into_fact_via {
+    ($variant:ident as $wide:ty: $($t:ty),+) => {$(
+        impl IntoFact for $t {
+            fn into_fact(self) -> Fact {
+                Fact::$variant(<$wide>::from(self))
+            }
+        }
+    )+};
+}
+into_fact_via!(Unsigned as u64: u8, u16, u32, u64);
+into_fact_via!(Signed as i64: i32, i64);
+
+impl IntoFact for usize {
+    fn into_fact(self) -> Fact {
+        // usize fits u64 on every target this builds for.
+        Fact::Unsigned(self as u64)
+    }
+}
+
+macro_rules! into_fact_as_text {
+    ($($t:ty),+) => {$(
+        impl IntoFact for $t {
+            fn into_fact(self) -> Fact {
+                Fact::Text(self.to_string())
+            }
+        }
+    )+};
+}
+into_fact_as_text!(
+    String,
+    &str,
+    &String,
+    crate::pubkey::Pubkey,
+    &crate::pubkey::Pubkey,
+    crate::pubkey::Signature,
+    &crate::pubkey::Signature
+);
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

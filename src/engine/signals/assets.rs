@@ -4,7 +4,7 @@
 //! accounts, unsolicited tokens, rent locked in empty token accounts.
 
 use super::Ctx;
-use crate::engine::report::Severity;
+use crate::engine::report::{Fact, Severity};
 use crate::facts;
 use crate::ledger::instruction::InstructionKind;
 use crate::ledger::model::{MintExtension, MintInfo, TokenAccount, TokenAccountState};
@@ -35,7 +35,7 @@ fn mint_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
             severity,
             format!("Holding a mint with a permanent delegate ({})", ctx.display(&delegate)),
             format!("Mint {} lets {delegate} transfer or burn the wallet's {} base units at any time, without its signature.", mint.address, ta.amount),
-            facts! { "mint" => mint.address, "permanentDelegate" => delegate, "tokenAccount" => ta.address, "amount" => ta.amount },
+            facts! { "mint" => mint.address, "permanentDelegate" => delegate, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
             evidence,
         );
     }
@@ -47,7 +47,7 @@ fn mint_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
                 Severity::Medium,
                 "Holding a mint with a transfer hook".to_owned(),
                 format!("Every transfer of mint {} runs program {hook}, chosen by the mint's authority.", mint.address),
-                facts! { "mint" => mint.address, "hookProgram" => hook, "tokenAccount" => ta.address, "amount" => ta.amount },
+                facts! { "mint" => mint.address, "hookProgram" => hook, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
                 evidence,
             );
         }
@@ -61,7 +61,7 @@ fn mint_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
             severity,
             format!("Holding a freezable mint{}", if stable { " (labelled stablecoin)" } else { "" }),
             format!("{freezer} can freeze the wallet's account of mint {}.", mint.address),
-            facts! { "mint" => mint.address, "freezeAuthority" => freezer, "tokenAccount" => ta.address, "amount" => ta.amount, "labelledStablecoin" => stable },
+            facts! { "mint" => mint.address, "freezeAuthority" => freezer, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "labelledStablecoin" => stable },
             evidence,
         );
     }
@@ -76,7 +76,7 @@ fn frozen_accounts(ctx: &mut Ctx<'_>) {
             Severity::Medium,
             "Frozen token account".to_owned(),
             format!("Token account {} ({} base units of mint {}) is frozen.", ta.address, ta.amount, ta.mint),
-            facts! { "tokenAccount" => ta.address, "mint" => ta.mint, "amount" => ta.amount },
+            facts! { "tokenAccount" => ta.address, "mint" => ta.mint, "amount" => Fact::token_amount(ta.amount) },
             evidence,
         );
     }

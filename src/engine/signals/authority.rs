@@ -4,7 +4,7 @@
 //! the wallet itself assigned to a program, foreign nonce and stake authorities.
 
 use super::Ctx;
-use crate::engine::report::Severity;
+use crate::engine::report::{Fact, Severity};
 use crate::facts;
 use crate::ledger::instruction::{ids, InstructionKind, TokenAuthorityType};
 use crate::pubkey::Pubkey;
@@ -73,8 +73,8 @@ fn open_delegations(ctx: &mut Ctx<'_>) {
                 "tokenAccount" => account,
                 "delegate" => delegate,
                 "mint" => ta.mint,
-                "delegatedAmount" => ta.delegated_amount,
-                "balance" => ta.amount,
+                "delegatedAmount" => Fact::token_amount(ta.delegated_amount),
+                "balance" => Fact::token_amount(ta.amount),
                 "unlimited" => unlimited,
                 "delegateFlagged" => flagged,
             },
@@ -134,8 +134,8 @@ fn token_accounts_handed_away(ctx: &mut Ctx<'_>) {
             let held = tx.token_changes.iter().find(|c| c.account == *target);
             let what = match held {
                 Some(c) => {
-                    facts.insert("mint", c.mint.to_string());
-                    facts.insert("balanceAtHandover", c.pre.to_string());
+                    facts.insert("mint", Fact::Text(c.mint.to_string()));
+                    facts.insert("balanceAtHandover", Fact::token_amount(c.pre));
                     format!("every token in it ({} base units of mint {} at the handover)", c.pre, c.mint)
                 }
                 None => "every token in it".to_owned(),

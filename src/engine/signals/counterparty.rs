@@ -114,7 +114,7 @@ fn poisoning(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             Severity::Medium,
             "Address poisoning attempt".to_owned(),
             format!("{} sent dust imitating counterparty {imitated} (same first and last {LOOKALIKE_AFFIX_LEN} characters).", t.counterparty),
-            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount },
+            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount_fact() },
             evidence,
         );
     }
@@ -126,7 +126,7 @@ fn poisoning(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             Severity::Critical,
             "Funds sent to a look-alike address".to_owned(),
             format!("The wallet sent {} to {}, a look-alike of {imitated} that had sent it dust.", t.amount_text(), t.counterparty),
-            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount, "signature" => t.tx.signature },
+            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount_fact(), "signature" => t.tx.signature },
             evidence,
         );
     }

@@ -104,13 +104,13 @@ pub fn detect(view: &WalletView, labels: &Labels) -> (Vec<Signal>, EvidenceBook)
     (ctx.signals, ctx.book)
 }
 
-/// `facts!{"key" => value, …}` builds ordered string facts.
+/// `facts!{"key" => value, …}` builds ordered facts (see `report::IntoFact` for the types).
 #[macro_export]
 macro_rules! facts {
     ($($k:literal => $v:expr),* $(,)?) => {{
         #[allow(unused_mut)]
         let mut f = $crate::engine::report::Facts::new();
-        $(f.insert($k, $v.to_string());)*
+        $(f.insert($k, $crate::engine::report::IntoFact::into_fact($v));)*
         f
     }};
 }
