@@ -16,7 +16,7 @@
 //! Deliberately absent: finished jobs (their polls read the store's block cache) and fresh
 //! READY results (deduplication asks the store for those: a disk read on a POST, never on a poll).
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +36,9 @@ pub struct LiveJob {
     state: AtomicU8,
     /// 0 until the job starts.
     started_at_ms: AtomicU64,
+    /// False from indexing until the job is in the work queue: an admission that still fails
+    /// (queue full) must not have handed its id to a deduplicated request meanwhile.
+    queued: AtomicBool,
     finished: Notify,
 }
 
@@ -48,8 +51,19 @@ impl LiveJob {
             record,
             state: AtomicU8::new(state),
             started_at_ms: AtomicU64::new(started_at_ms),
+            queued: AtomicBool::new(true),
             finished: Notify::new(),
         }
+    }
+
+    /// A live job for a record being admitted: not offered to deduplication until `mark_queued`.
+    pub fn pending(record: JobRecord) -> LiveJob {
+        LiveJob { queued: AtomicBool::new(false), ..LiveJob::new(record) }
+    }
+
+    /// The job is in the work queue: equal requests may now be deduplicated onto it.
+    pub fn mark_queued(&self) {
+        self.queued.store(true, Ordering::Release);
     }
 
     /// `QUEUED` or `RUNNING`; `None` once finished (read the store for the outcome).
@@ -150,6 +164,9 @@ impl StatusIndex {
     /// The newest live job of this account for this subject, if any.
     pub fn live_for(&self, account: &str, subject: Subject<'_>) -> Option<Arc<LiveJob>> {
         let job = self.by_subject.pin().get(&subject_key(account, subject)).cloned()?;
+        if !job.queued.load(Ordering::Acquire) {
+            return None;
+        }
         job.state().map(|_| job)
     }
 
@@ -214,6 +231,17 @@ mod tests {
         assert_eq!(removed.state(), None);
         assert!(index.get("an_1").is_none() && index.live_for("acct_a", Subject::Wallet("W1")).is_none());
         assert!(index.is_empty());
+    }
+
+    #[test]
+    fn a_job_being_admitted_is_not_offered_to_deduplication_until_queued() {
+        let index = StatusIndex::new(8);
+        let job = Arc::new(LiveJob::pending(record("an_1", "a", "W")));
+        index.insert(Arc::clone(&job)).unwrap();
+        assert!(index.live_for("a", Subject::Wallet("W")).is_none(), "its admission may still fail");
+        assert!(index.get("an_1").is_some(), "compute threads find it by id at once");
+        job.mark_queued();
+        assert_eq!(index.live_for("a", Subject::Wallet("W")).map(|j| j.record.id.clone()), Some("an_1".into()));
     }
 
     #[test]

@@ -204,11 +204,14 @@ impl Admission {
         );
         self.store.admit(&record).map_err(|e| store_failure(&e))?;
         let spec = self.spec(work, key.account().as_str(), now_ms);
-        let live = Arc::new(LiveJob::new(record.clone()));
-        let queued = match self.index.insert(live) {
+        let live = Arc::new(LiveJob::pending(record.clone()));
+        let queued = match self.index.insert(Arc::clone(&live)) {
             Ok(()) => self.pool.submit(Ticket { id: record.id.clone(), spec }).map_err(|_| ()),
             Err(_) => Err(()),
         };
+        if queued.is_ok() {
+            live.mark_queued();
+        }
         if queued.is_err() {
             self.index.remove(&record.id);
             if let Err(e) = self.store.cancel_admission(&record.id) {
