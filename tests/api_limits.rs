@@ -151,6 +151,8 @@ fn quota_exhaustion_with_exact_usage() {
             "QUOTA_EXHAUSTED",
             &json!({"limit": 2, "used": 2, "resetsAt": resets_at}),
         );
+        let message = exhausted.error()["message"].as_str().unwrap_or_default();
+        assert!(message.contains("2 of 2 units used, 0 reserved"), "{message}");
         let seconds = retry_after(&exhausted) as i64;
         let until_reset = (parse_rfc3339_ms(&resets_at).expect("time") - now_unix_ms() + 999) / 1_000;
         assert!((seconds - until_reset).abs() <= 2, "Retry-After {seconds} s, period ends in {until_reset} s");

@@ -155,6 +155,7 @@ impl Admission {
         let reservation = key.quota.reserve(work.operation(), now_ms).map_err(|refusal| ApiError::QuotaExhausted {
             limit: refusal.limit,
             used: refusal.used,
+            reserved: refusal.reserved,
             resets_at: crate::limits::quota::rfc3339_ms(refusal.resets_at_ms),
             retry_after_s: seconds_until(now_ms, refusal.resets_at_ms).max(1),
         })?;

@@ -70,9 +70,12 @@ pub enum ApiError {
         retry_after_s: u64,
     },
     /// `resets_at` is the RFC 3339 time the period ends; `retry_after_s` the seconds until then.
+    /// `reserved` (units of running work) is told in the message: the contract's `details`
+    /// are `limit`, `used` and `resetsAt`.
     QuotaExhausted {
         limit: u64,
         used: u64,
+        reserved: u64,
         resets_at: String,
         retry_after_s: u64,
     },
@@ -253,9 +256,12 @@ impl ApiError {
                 "too many failed authentications from this client address".into(),
                 Details { retry_after_seconds: Some((*retry_after_s).max(1)), ..d() },
             ),
-            ApiError::QuotaExhausted { limit, used, resets_at, .. } => (
+            ApiError::QuotaExhausted { limit, used, reserved, resets_at, .. } => (
                 ErrorCode::QuotaExhausted,
-                "quota exhausted for this period".into(),
+                format!(
+                    "quota exhausted for this period: {used} of {limit} units used, {reserved} reserved by work still running"
+                )
+                .into(),
                 Details { limit: Some(*limit), used: Some(*used), resets_at: Some(resets_at), ..d() },
             ),
             ApiError::ServiceBusy => (
@@ -357,6 +363,7 @@ mod tests {
             ApiError::QuotaExhausted {
                 limit: 10,
                 used: 10,
+                reserved: 0,
                 resets_at: "2026-12-01T00:00:00.000Z".into(),
                 retry_after_s: 3600,
             },
