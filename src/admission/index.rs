@@ -12,7 +12,7 @@
 //! finds the job in the store: the index is a cache, RocksDB is the record.
 //! Invariant: at most `len_max` jobs are held; admission refuses (503) rather than grow it.
 //! Invariant: readers take no lock and do not allocate (papaya's maps are lock-free; lookups
-//! by id borrow the request's `&str`).
+//! by id borrow the request's `&str`, lookups by subject build their key on the stack).
 //! Deliberately absent: finished jobs (their polls read the store's block cache) and fresh
 //! READY results (deduplication asks the store for those: a disk read on a POST, never on a poll).
 
@@ -121,16 +121,44 @@ pub struct StatusIndex {
 /// The deduplication key: account, subject kind and subject, unambiguous because accounts and
 /// subjects are base58 or `[A-Za-z0-9_]` text without the separator.
 fn subject_key(account: &str, subject: Subject<'_>) -> String {
-    let (kind, text) = match subject {
-        Subject::Wallet(w) => ('w', w),
-        Subject::Pair(p) => ('p', p),
-    };
-    let mut key = String::with_capacity(account.len() + text.len() + 3);
-    key.push_str(account);
-    key.push('\u{1f}');
-    key.push(kind);
-    key.push_str(text);
+    let mut key = String::new();
+    for part in subject_key_parts(account, subject) {
+        key.push_str(part);
+    }
     key
+}
+
+/// The parts of a subject key: account, a separator no id contains, the kind, the subject.
+fn subject_key_parts<'a>(account: &'a str, subject: Subject<'a>) -> [&'a str; 3] {
+    match subject {
+        Subject::Wallet(w) => [account, "\u{1f}w", w],
+        Subject::Pair(p) => [account, "\u{1f}p", p],
+    }
+}
+
+/// Longest subject key built on the stack by a lookup (account and subject ids are far
+/// shorter: both are bounded by `STORE_ID_BYTES_MAX`).
+const SUBJECT_KEY_STACK_BYTES: usize = 256;
+
+/// Runs `read` with the subject key, built in a stack buffer: the poll of a live comparison
+/// and deduplication look up without allocating.
+fn with_subject_key<R>(account: &str, subject: Subject<'_>, read: impl FnOnce(&str) -> R) -> R {
+    let parts = subject_key_parts(account, subject);
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > SUBJECT_KEY_STACK_BYTES {
+        return read(&subject_key(account, subject));
+    }
+    let mut buf = [0u8; SUBJECT_KEY_STACK_BYTES];
+    let mut at = 0;
+    for part in parts {
+        buf[at..at + part.len()].copy_from_slice(part.as_bytes());
+        at += part.len();
+    }
+    // Invariant: a concatenation of `&str`s is UTF-8; the fallback only keeps this total.
+    match std::str::from_utf8(&buf[..at]) {
+        Ok(key) => read(key),
+        Err(_) => read(&subject_key(account, subject)),
+    }
 }
 
 impl StatusIndex {
@@ -163,7 +191,7 @@ impl StatusIndex {
 
     /// The newest live job of this account for this subject, if any.
     pub fn live_for(&self, account: &str, subject: Subject<'_>) -> Option<Arc<LiveJob>> {
-        let job = self.by_subject.pin().get(&subject_key(account, subject)).cloned()?;
+        let job = with_subject_key(account, subject, |key| self.by_subject.pin().get(key).cloned())?;
         if !job.queued.load(Ordering::Acquire) {
             return None;
         }
@@ -231,6 +259,20 @@ mod tests {
         assert_eq!(removed.state(), None);
         assert!(index.get("an_1").is_none() && index.live_for("acct_a", Subject::Wallet("W1")).is_none());
         assert!(index.is_empty());
+    }
+
+    #[test]
+    fn stack_built_subject_keys_equal_the_stored_ones() {
+        let long = "a".repeat(SUBJECT_KEY_STACK_BYTES);
+        for (account, subject) in [
+            ("acct_x", Subject::Wallet("W1")),
+            ("acct_x", Subject::Pair("pair_1")),
+            (long.as_str(), Subject::Pair("pair_1")),
+        ] {
+            let stored = subject_key(account, subject);
+            assert_eq!(with_subject_key(account, subject, str::to_owned), stored);
+        }
+        assert_ne!(subject_key("a", Subject::Wallet("x")), subject_key("a", Subject::Pair("x")));
     }
 
     #[test]
