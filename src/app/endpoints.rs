@@ -273,7 +273,7 @@ impl Endpoints<'_> {
                 period: quota.period.as_str(),
                 resets_at: rfc3339_ms(quota.period_end_ms),
             },
-            service: ServiceInfo { status: self.app.service_status(), engine_versions: crate::engine::all_versions() },
+            service: ServiceInfo { status: self.app.service_status(), engine_versions: engine_versions() },
         };
         Ok(ApiResponse::json(200, json_bytes(&DataBody { data })?))
     }
@@ -304,6 +304,13 @@ impl Endpoints<'_> {
         };
         Ok(ApiResponse::json(200, json_bytes(&DataBody { data })?))
     }
+}
+
+/// Every engine's version, built once: the status endpoint serializes it on each call.
+fn engine_versions() -> &'static std::collections::BTreeMap<&'static str, &'static str> {
+    static VERSIONS: std::sync::OnceLock<std::collections::BTreeMap<&'static str, &'static str>> =
+        std::sync::OnceLock::new();
+    VERSIONS.get_or_init(crate::engine::all_versions)
 }
 
 /// One of the `waiters_max` long-poll slots, held while a poll waits; given back on drop.

@@ -109,7 +109,7 @@ pub struct StatusQuota {
 #[serde(rename_all = "camelCase")]
 pub struct ServiceInfo {
     pub status: &'static str,
-    pub engine_versions: std::collections::BTreeMap<&'static str, &'static str>,
+    pub engine_versions: &'static std::collections::BTreeMap<&'static str, &'static str>,
 }
 
 /// `GET /v1/developer/status`
