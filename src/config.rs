@@ -133,6 +133,9 @@ pub const REQUEST_ID_LEN_MAX: usize = 64;
 pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
 /// `Retry-After` of a 202 and of a poll of unfinished work (contract §4).
 pub const POLL_RETRY_AFTER_S: &str = "1";
+/// Striped locks serialising admissions of one (account, subject), so equal concurrent
+/// requests make one job (POSTs only; a power of two is not required).
+pub const ADMISSION_LOCK_STRIPES: usize = 256;
 /// Queue fill (percent) above which `service.status` is `degraded` (contract §4).
 pub const DEGRADED_QUEUE_PERCENT: usize = 90;
 

@@ -8,6 +8,7 @@
 
 mod api_support;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use api_support::*;
@@ -278,6 +279,36 @@ fn dedup_scenario(work: Work) {
         String::from_utf8_lossy(ready.payload_bytes(field)),
         "deterministic payload"
     );
+}
+
+#[test]
+fn equal_requests_racing_in_make_one_charged_job() {
+    // A slow ledger keeps the job live while every racer arrives; two listener threads take them.
+    let server = serve_slow(300, |_| {});
+    let key = server.key(KeyOptions::default());
+    for (path, body) in [(WALLET_PATH, wallet_body(CLEAN)), (COMPARE_PATH, compare_body(SYBIL_A, SYBIL_B))] {
+        let racers = 12;
+        let start = std::sync::Barrier::new(racers);
+        let replies: Vec<Reply> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..racers)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        post(server.addr, path, &key.secret, &body)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("racer")).collect()
+        });
+        let admitted: Vec<&Reply> = replies.iter().filter(|r| r.data()["deduplicated"] == false).collect();
+        assert_eq!(admitted.len(), 1, "exactly one racer is admitted: {replies:?}");
+        let poll_urls: BTreeSet<&str> =
+            replies.iter().map(|r| r.data()["pollUrl"].as_str().expect("pollUrl")).collect();
+        assert_eq!(poll_urls.len(), 1, "every racer gets the one job: {poll_urls:?}");
+        assert!(replies.iter().all(|r| r.status == 202), "{replies:?}");
+    }
+    let usage = server.usage(&key.secret);
+    assert_eq!(usage.used + usage.reserved, 2, "one unit per job, none for the deduplicated: {usage:?}");
 }
 
 #[test]

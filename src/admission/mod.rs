@@ -18,9 +18,9 @@
 //! Invariant: a refusal at (5) or (6) undoes everything before it — the index entry, the job
 //! record and its reservation (`Store::cancel_admission`), the in-memory reservation — so a
 //! refused request is never charged and leaves nothing recorded.
-//! Deliberately absent: a lock around (1)–(5). Two requests for the same subject that race
-//! through admission within the same moment may both be admitted; both are real jobs, both
-//! charged. Deduplication holds from the moment a job is admitted.
+//! Invariant: (1)–(6) run under a striped lock of the account and subject (`SubjectLocks`), so
+//! of equal requests racing through admission exactly one is admitted and the others are
+//! deduplicated onto it. The lock is taken by POSTs only, never by polls, status or usage.
 
 pub mod index;
 
@@ -32,6 +32,7 @@ use crate::api::ApiError;
 use crate::auth::table::KeyEntry;
 use crate::compute::job::JobSpec;
 use crate::compute::pool::{ComputePool, Ticket};
+use crate::config::ADMISSION_LOCK_STRIPES;
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::limits::quota::{seconds_until, Operation, ReleaseCause, Reservation};
 use crate::pubkey::Pubkey;
@@ -118,6 +119,32 @@ pub struct Admission {
     index: Arc<StatusIndex>,
     pool: Arc<ComputePool>,
     freshness_window_ms: u64,
+    subject_locks: SubjectLocks,
+}
+
+/// Striped locks that serialise steps 8–10 for one `(account, subject)`: of equal requests
+/// racing through admission, one is admitted and the others find its job (deduplicated, not
+/// charged). Held for one admission only — a lookup, a reservation and one RocksDB write —
+/// and only by POSTs; polls, status and usage never take them.
+struct SubjectLocks {
+    stripes: Box<[parking_lot::Mutex<()>]>,
+    hash_key: std::collections::hash_map::RandomState,
+}
+
+impl SubjectLocks {
+    fn new() -> SubjectLocks {
+        let stripes = (0..ADMISSION_LOCK_STRIPES).map(|_| parking_lot::Mutex::new(())).collect();
+        SubjectLocks { stripes, hash_key: Default::default() }
+    }
+
+    fn lock(&self, account: &str, subject: Subject<'_>) -> parking_lot::MutexGuard<'_, ()> {
+        use std::hash::BuildHasher;
+        let text = match subject {
+            Subject::Wallet(text) | Subject::Pair(text) => text,
+        };
+        let slot = self.hash_key.hash_one((account, text)) as usize % self.stripes.len();
+        self.stripes[slot].lock()
+    }
 }
 
 /// A store failure as the client sees it: retry later (503) or a bug (500).
@@ -137,13 +164,14 @@ impl Admission {
         pool: Arc<ComputePool>,
         freshness_window_ms: u64,
     ) -> Admission {
-        Admission { store, index, pool, freshness_window_ms }
+        Admission { store, index, pool, freshness_window_ms, subject_locks: SubjectLocks::new() }
     }
 
     /// Steps 8–10 for one request of `key` at `now_ms`.
     pub fn admit(&self, key: &KeyEntry, work: Work, refresh: bool, now_ms: i64) -> Result<Decision, ApiError> {
         let kind = work.kind();
         let account = key.account().as_str();
+        let _one_at_a_time = self.subject_locks.lock(account, kind.subject());
         if !refresh {
             if let Some(live) = self.index.live_for(account, kind.subject()) {
                 return Ok(Decision::Live(live));
