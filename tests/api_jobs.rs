@@ -360,6 +360,9 @@ fn a_comparison_cites_the_accounts_fresh_analyses() {
     assert_eq!(side["address"], SYBIL_A);
     assert_eq!(side["analysisId"], analysis.data()["analysisId"], "{side}");
     assert_eq!(side["score"], analysis.data()["xray"]["score"], "the cited analysis's score");
+    // Side A (SYBIL_B) had no analysis: the field is there, null.
+    let other = comparison.data()["comparison"]["walletA"].as_object().expect("walletA").clone();
+    assert_eq!(other.get("analysisId"), Some(&serde_json::Value::Null), "{other:?}");
 }
 
 #[test]

@@ -47,7 +47,8 @@ pub struct Link {
 #[serde(rename_all = "camelCase")]
 pub struct WalletSummary {
     pub address: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The account's fresh analysis this side's score was taken from; `null` when there was
+    /// none and the comparison analyzed the wallet itself (always present, for typed clients).
     pub analysis_id: Option<String>,
     pub score: Score,
 }
