@@ -203,8 +203,16 @@ impl Recovery {
         Recovery { backlog: Backlog::new(started_ms), waiting: Default::default() }
     }
 
-    /// Moves left-over jobs into the work queue while it has room.
+    /// Moves left-over jobs into the work queue while it has room; once none is left, tells
+    /// admission that deduplication needs the index only.
     fn refill(&mut self, app: &App) {
+        self.refill_queue(app);
+        if self.waiting.is_empty() && self.backlog.is_done() {
+            app.admission.finish_recovery();
+        }
+    }
+
+    fn refill_queue(&mut self, app: &App) {
         loop {
             if self.waiting.is_empty() {
                 let room = app.pool.capacity().saturating_sub(app.pool.depth()).min(STORE_PAGE_LEN_MAX);

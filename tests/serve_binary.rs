@@ -299,9 +299,15 @@ fn kill_9_loses_no_acknowledged_job_and_charges_exactly_once() {
     assert!(matches!(last.body["data"]["status"].as_str(), Some("QUEUED" | "RUNNING")), "{last:?}");
     server.kill_9();
 
-    // Restarted on the epoll driver: recovery re-queues what was left, with its reservations.
-    let mut server =
-        start(dir.path(), &[&flags[..], &["--jobs-in-flight-per-thread", "8", "--io-driver", "epoll"]].concat());
+    // Restarted on the epoll driver with a queue of one: recovery re-queues what was left, with
+    // its reservations, and the rest waits in the recovery backlog.
+    let restart_flags = ["--jobs-in-flight-per-thread", "2", "--queue-capacity", "1", "--io-driver", "epoll"];
+    let mut server = start(dir.path(), &[&flags[..], &restart_flags[..]].concat());
+    // The last job is still in the backlog (in the store only): an equal request finds it.
+    let again =
+        post(server.api, &format!("{API}/intelligence/wallet"), &key, &format!(r#"{{"wallet":"{DRAINER_PROGRAM}"}}"#));
+    assert_eq!((again.status, &again.body["data"]["deduplicated"]), (202, &Value::Bool(true)), "{again:?}");
+    assert_eq!(again.body["data"]["analysisId"].as_str(), Some(ids[ids.len() - 1].as_str()), "{again:?}");
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut failed = Vec::new();
     for (id, wallet) in ids.iter().zip(&wallets) {

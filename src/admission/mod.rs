@@ -8,7 +8,8 @@
 //! listener threads, one request at a time per task; never waits on the queue.
 //!
 //! Order, for a request without `refresh`: (1) a live job of the same account and subject in
-//! the status index → that job, `deduplicated`, no charge; (2) the store's newest READY result
+//! the status index → that job, `deduplicated`, no charge — and, until the recovery backlog is
+//! drained after a restart, the subject's newest job in the store if it is still live; (2) the store's newest READY result
 //! of the account and subject, made by this build's engines and younger than the freshness
 //! window → that result, no charge; (3) reserve one quota unit (429 when none is left);
 //! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
@@ -24,6 +25,7 @@
 
 pub mod index;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -120,6 +122,9 @@ pub struct Admission {
     pool: Arc<ComputePool>,
     freshness_window_ms: u64,
     subject_locks: SubjectLocks,
+    /// True until the recovery backlog is drained: jobs a stopped process left live may then
+    /// be in the store only (not yet indexed), and deduplication must find them there.
+    recovering: AtomicBool,
 }
 
 /// Striped locks that serialise steps 8–10 for one `(account, subject)`: of equal requests
@@ -164,7 +169,14 @@ impl Admission {
         pool: Arc<ComputePool>,
         freshness_window_ms: u64,
     ) -> Admission {
-        Admission { store, index, pool, freshness_window_ms, subject_locks: SubjectLocks::new() }
+        Admission {
+            store,
+            index,
+            pool,
+            freshness_window_ms,
+            subject_locks: SubjectLocks::new(),
+            recovering: AtomicBool::new(true),
+        }
     }
 
     /// Steps 8–10 for one request of `key` at `now_ms`.
@@ -175,6 +187,9 @@ impl Admission {
         if !refresh {
             if let Some(live) = self.index.live_for(account, kind.subject()) {
                 return Ok(Decision::Live(live));
+            }
+            if let Some(waiting) = self.recovered_live(account, kind.subject())? {
+                return Ok(Decision::Live(waiting));
             }
             if let Some(fresh) = self.fresh_ready(account, kind.subject(), now_ms)? {
                 return Ok(Decision::Fresh(fresh));
@@ -195,6 +210,25 @@ impl Admission {
                 Err(refusal)
             }
         }
+    }
+
+    /// Every job a stopped process left live has been re-queued (and indexed): deduplication
+    /// no longer needs to look in the store for them.
+    pub fn finish_recovery(&self) {
+        if self.recovering.swap(false, Ordering::AcqRel) {
+            tracing::info!("recovery done: every job left live by the previous process is queued");
+        }
+    }
+
+    /// While recovering: the subject's newest job in the store when it is still live — a job
+    /// waiting in the recovery backlog, which an equal request must be deduplicated onto.
+    fn recovered_live(&self, account: &str, subject: Subject<'_>) -> Result<Option<Arc<LiveJob>>, ApiError> {
+        if !self.recovering.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let newest = self.store.latest_for(account, subject).map_err(|e| store_failure(&e))?;
+        let live = newest.filter(|job| matches!(job.state, JobState::Queued | JobState::Running));
+        Ok(live.map(|job| Arc::new(LiveJob::new(job))))
     }
 
     /// The newest READY job of the account and subject if this build made it and it is fresh.
