@@ -263,7 +263,12 @@ fn assert_xray(xray: &Value, wallet: &str) {
         let steps = path["steps"].as_array().expect("steps");
         assert!(!steps.is_empty() && steps.iter().enumerate().all(|(i, s)| s["order"] == i + 1), "{path}");
         for asset in path["assetsAtRisk"].as_array().expect("assetsAtRisk") {
-            assert!(asset["mint"].is_string() && asset["amount"].is_string(), "amounts are strings: {asset}");
+            let lamports = asset["mint"] == "SOL";
+            assert!(asset["mint"].is_string(), "{asset}");
+            assert!(
+                if lamports { asset["amount"].is_u64() } else { asset["amount"].is_string() },
+                "lamports are integers, token amounts strings: {asset}"
+            );
         }
         for id in path["signalIds"].as_array().expect("signalIds") {
             assert!(signal_ids.iter().any(|s| id == s), "dangling signal id {id}");
@@ -327,6 +332,10 @@ fn attack_path_assets_name_a_mint_and_an_amount_in_base_units() {
     assert!(!paths.is_empty(), "{xray}");
     for path in paths {
         for asset in path["assetsAtRisk"].as_array().expect("assetsAtRisk") {
+            if asset["mint"] == "SOL" {
+                assert!(asset["amount"].is_u64(), "lamports: {asset}");
+                continue;
+            }
             let amount = asset["amount"].as_str().expect("amount");
             assert!(!amount.is_empty() && amount.bytes().all(|b| b.is_ascii_digit()), "base units: {asset}");
             assert!(!token_accounts.contains(&&asset["mint"]), "a token account is not a mint: {asset}");

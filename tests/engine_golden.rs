@@ -181,8 +181,8 @@ fn an_owner_change_takeover_names_the_handed_account_mint_and_balance() {
     let path = xray.attack_paths.iter().find(|p| p.kind == "owner_change_takeover").expect("path");
     assert_eq!(path.assets_at_risk.len(), 1, "{path:?}");
     assert_eq!(
-        (path.assets_at_risk[0].mint.as_str(), path.assets_at_risk[0].amount.as_str()),
-        (funded.mint.to_string().as_str(), funded.post.to_string().as_str())
+        (path.assets_at_risk[0].mint.as_str(), &path.assets_at_risk[0].amount),
+        (funded.mint.to_string().as_str(), &Fact::token_amount(funded.post))
     );
 }
 

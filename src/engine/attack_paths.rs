@@ -61,8 +61,8 @@ fn fact<'a>(signal: &'a Signal, key: &str) -> &'a str {
     }
 }
 
-/// An amount fact of `signal` (lamports or token base units) as the decimal text of
-/// `assetsAtRisk[].amount`; `"0"` when absent.
+/// An amount fact of `signal` (lamports or token base units) as decimal text; `"0"` when
+/// absent.
 fn amount<'a>(signal: &'a Signal, key: &str) -> Cow<'a, str> {
     signal.facts.get(key).map_or(Cow::Borrowed("0"), Fact::text)
 }
@@ -78,8 +78,14 @@ fn steps(list: &[(&str, String)]) -> Vec<AttackStep> {
         .collect()
 }
 
+/// An asset at risk: lamports (`mint` = `SOL`) as a number, token base units as a string.
 fn asset(mint: &str, amount: impl ToString) -> AssetAtRisk {
-    AssetAtRisk { mint: mint.to_owned(), amount: amount.to_string() }
+    let text = amount.to_string();
+    let amount = match text.parse::<u64>() {
+        Ok(lamports) if mint == "SOL" => Fact::Unsigned(lamports),
+        _ => Fact::Text(text),
+    };
+    AssetAtRisk { mint: mint.to_owned(), amount }
 }
 
 struct Draft {

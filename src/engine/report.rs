@@ -230,8 +230,8 @@ pub struct AttackStep {
 pub struct AssetAtRisk {
     /// Mint address, or `SOL` for lamports.
     pub mint: String,
-    /// Base units as a decimal string.
-    pub amount: String,
+    /// Token base units as a decimal string; lamports (`mint` = `SOL`) as a JSON integer.
+    pub amount: Fact,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
