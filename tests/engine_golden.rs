@@ -215,6 +215,7 @@ fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
     } else if lower.ends_with("flagged") || matches!(key, "unlimited" | "labelledStablecoin" | "advancedByAuthority") {
         "boolean"
     } else if lower.ends_with("seconds")
+        || lower.ends_with("slot")
         || lower.ends_with("blocktime")
         || lower.ends_with("days")
         || matches!(key, "transactions" | "transfers" | "sent" | "signed" | "failed" | "missing" | "invocations")
@@ -255,4 +256,24 @@ fn facts_carry_lamports_counts_and_flags_as_json_numbers_and_token_amounts_as_st
         }
     }
     assert_eq!(seen.len(), 3, "the archetypes exercise every fact type: {seen:?}");
+}
+
+#[test]
+fn an_address_with_nothing_on_chain_says_so_and_halves_confidence() {
+    let demo = demo();
+    // On the curve, never seen by the demo ledger.
+    let nobody = Pubkey::parse("9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM").unwrap();
+    let v = view(&demo, &nobody);
+    assert!(v.account.is_none() && v.transactions.is_empty(), "the address is unknown to the demo ledger");
+    let xray = engine::analyze(&v, &Labels::builtin());
+    assert_eq!(xray.check(), Ok(()));
+    let kinds: Vec<&str> = xray.signals.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, ["no_activity"]);
+    assert_eq!((xray.score.value, xray.score.confidence), (100, 0.5), "nothing known bad, nothing known at all");
+    let json = serde_json::to_value(&xray).unwrap();
+    assert!(json["signals"][0]["facts"]["asOfSlot"].is_u64(), "{json}");
+    // An archetype with history never says it.
+    let clean = engine::analyze(&view(&demo, &demo.archetype("clean").unwrap()), &Labels::builtin());
+    assert!(clean.signals.iter().all(|s| s.kind != "no_activity"));
+    assert_eq!(clean.score.confidence, 1.0);
 }

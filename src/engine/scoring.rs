@@ -97,6 +97,10 @@ pub fn confidence(coverage: &Coverage) -> f64 {
     if coverage.items_skipped > 0 {
         c *= 0.9;
     }
+    if listed == 0 && !coverage.history_truncated {
+        // Nothing was read: a clean score here means "nothing known", not "known to be safe".
+        c *= 0.5;
+    }
     ((c * 100.0).round() / 100.0).clamp(CONFIDENCE_MIN, 1.0)
 }
 
@@ -141,11 +145,17 @@ mod tests {
 
     #[test]
     fn no_signals_is_a_perfect_score() {
-        let (s, dims) = score(&[], &Coverage::default());
+        let (s, dims) = score(&[], &Coverage { transactions_read: 10, ..Coverage::default() });
         assert_eq!(s.value, 100);
         assert_eq!(s.risk_level, RiskLevel::Low);
         assert_eq!(s.confidence, 1.0);
         assert!(dims.iter().all(|d| d.score == 100));
+    }
+
+    #[test]
+    fn nothing_read_halves_confidence() {
+        assert_eq!(confidence(&Coverage::default()), 0.5, "no transaction listed: nothing to judge by");
+        assert_eq!(confidence(&Coverage { transactions_read: 1, ..Coverage::default() }), 1.0);
     }
 
     proptest! {

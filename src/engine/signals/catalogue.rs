@@ -103,6 +103,9 @@ pub const CATALOGUE: &[SignalSpec] = &[
     s("missing_transactions", "data_quality", Info,
       "Some listed signatures had no transaction at the ledger source.",
       "Nothing to send; retry later or use a source with full history."),
+    s("no_activity", "data_quality", Info,
+      "The ledger source shows no account and no transaction for the address: nothing bad is known, and nothing is known at all. Confidence is halved.",
+      "Nothing to send; check the address was typed right, and analyze again once it has history."),
 ];
 
 /// docs/signals.md, generated: `xray signals --markdown > docs/signals.md`.

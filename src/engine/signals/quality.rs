@@ -21,6 +21,18 @@ pub fn detect(ctx: &mut Ctx<'_>) {
             evidence,
         );
     }
+    let nothing_listed = coverage.transactions_read == 0 && coverage.transactions_missing == 0;
+    if ctx.view.account.is_none() && nothing_listed && ctx.view.token_accounts.is_empty() {
+        let evidence = vec![ctx.book.account(&wallet, slot, || "no account and no transactions".to_owned())];
+        ctx.emit(
+            "no_activity",
+            Severity::Info,
+            "No on-chain activity".to_owned(),
+            format!("At slot {slot} the address has no account, no token accounts and no transactions: there is nothing to judge it by."),
+            facts! { "asOfSlot" => slot },
+            evidence,
+        );
+    }
     let missing = ctx.view.coverage.transactions_missing;
     if missing > 0 {
         let evidence =
