@@ -19,9 +19,11 @@ build: deps
 run: build
 	$(CARGO_TARGET_DIR)/release/xray serve --ledger demo --listen $(LISTEN) --data-dir $(DATA_DIR)
 
+# Tests build in the release profile, like `make run`: cargo then compiles RocksDB's C++ once
+# for both commands (a debug test build would compile it a second time, ~30 min on 2 cores).
 test: deps
-	cargo test --all-targets
-	cargo test --doc --quiet
+	cargo test --release --all-targets
+	cargo test --release --doc --quiet
 
 bench: deps
 	cargo bench --bench ledger
@@ -31,4 +33,4 @@ fmt:
 
 lint:
 	cargo fmt --all -- --check
-	cargo clippy --all-targets -- -D warnings
+	cargo clippy --release --all-targets -- -D warnings

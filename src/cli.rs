@@ -1,16 +1,20 @@
 //! Command-line interface: the `xray` subcommands and their wiring to library functions.
 //!
-//! Owns: clap definitions, output of command results as JSON on stdout, errors on stderr with
-//! a non-zero exit. Runs on the main thread; async commands get a current-thread tokio
+//! Owns: every clap definition of the binary (no other module defines flags), output of
+//! command results as JSON on stdout, errors on stderr with a non-zero exit. `analyze` and
+//! `compare` run `jobs::execute`, the compute threads' own path. Runs on the main thread; async commands get a current-thread tokio
 //! runtime, the same kind compute threads use.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config;
-use crate::ledger::source::{Source, SourceSpec};
+use crate::config::{self, IoDriver, SourceSpec};
+use crate::jobs::execute::{execute, JobSpec, Outcome};
+use crate::ledger::runtime;
+use crate::ledger::source::Source;
 
 #[derive(Parser)]
 #[command(name = "xray", version, about = "Wallet X-Ray: programmatic wallet intelligence for Solana")]
@@ -71,7 +75,7 @@ enum Command {
 pub struct LedgerArgs {
     /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
     #[arg(long, default_value = "demo", env = "XRAY_LEDGER")]
-    pub ledger: String,
+    pub ledger: SourceSpec,
     /// Signatures read per wallet at most.
     #[arg(long, default_value_t = config::HISTORY_DEPTH_DEFAULT)]
     pub history_depth: u32,
@@ -82,8 +86,7 @@ pub struct LedgerArgs {
 
 impl LedgerArgs {
     fn open(&self) -> Result<(Source, crate::ledger::view::ViewOptions), String> {
-        let spec: SourceSpec = self.ledger.parse().map_err(|e: crate::ledger::LedgerError| e.to_string())?;
-        let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
+        let source = Source::open(&self.ledger, Default::default()).map_err(|e| e.to_string())?;
         Ok((source, crate::ledger::view::ViewOptions { history_depth: self.history_depth }))
     }
 }
@@ -193,7 +196,73 @@ enum LedgerCommand {
         seed: u64,
     },
     /// Serve a snapshot (or the demo ledger) as a Solana JSON-RPC endpoint, with optional faults.
-    Serve(crate::ledger::rpc_server::ServeArgs),
+    Serve(LedgerServeArgs),
+}
+
+/// Flags of `xray ledger serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LedgerServeArgs {
+    /// Snapshot directory to serve (the same as `--ledger snapshot:<dir>`).
+    #[arg(long, conflicts_with = "ledger")]
+    pub snapshot: Option<PathBuf>,
+    /// Ledger source to serve: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
+    #[arg(long)]
+    pub ledger: Option<SourceSpec>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8899")]
+    pub listen: SocketAddr,
+    /// Milliseconds added to every response.
+    #[arg(long, default_value_t = 0)]
+    pub latency_ms: u64,
+    /// Share (0.0–1.0) of requests answered 429 with `Retry-After`.
+    #[arg(long = "fault-429", default_value_t = 0.0)]
+    pub fault_429: f64,
+    /// Share of requests answered 500.
+    #[arg(long = "fault-500", default_value_t = 0.0)]
+    pub fault_500: f64,
+    /// Share of requests answered 200 with a body that is not JSON.
+    #[arg(long, default_value_t = 0.0)]
+    pub fault_malformed: f64,
+    /// Share of requests whose body stops halfway (Content-Length promises more).
+    #[arg(long, default_value_t = 0.0)]
+    pub fault_truncated: f64,
+    /// Share of requests whose connection closes with no response.
+    #[arg(long, default_value_t = 0.0)]
+    pub fault_drop: f64,
+    /// `Retry-After` seconds sent with each 429.
+    #[arg(long, default_value_t = 1)]
+    pub retry_after_s: u64,
+    /// Only the first N requests may fault; later ones are served cleanly.
+    #[arg(long)]
+    pub fault_first: Option<u64>,
+    /// Refuse JSON-RPC batches with one error object, as endpoints without batching do.
+    #[arg(long)]
+    pub refuse_batches: bool,
+}
+
+impl LedgerServeArgs {
+    /// The source to serve: `--snapshot <dir>` or `--ledger <spec>`, exactly one.
+    pub fn source_spec(&self) -> Result<SourceSpec, String> {
+        match (&self.snapshot, &self.ledger) {
+            (Some(dir), None) => Ok(SourceSpec::Snapshot { dir: dir.clone() }),
+            (None, Some(spec)) => Ok(spec.clone()),
+            _ => Err("give exactly one of --snapshot <dir> or --ledger <spec>".into()),
+        }
+    }
+
+    pub fn fault_plan(&self) -> crate::devtools::rpc_server::FaultPlan {
+        crate::devtools::rpc_server::FaultPlan {
+            latency_ms: self.latency_ms,
+            share_429: self.fault_429,
+            share_500: self.fault_500,
+            share_malformed: self.fault_malformed,
+            share_truncated: self.fault_truncated,
+            share_drop: self.fault_drop,
+            retry_after_s: self.retry_after_s,
+            first_requests_max: self.fault_first,
+            refuse_batches: self.refuse_batches,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -209,7 +278,7 @@ struct EdgeArgs {
     threads: Option<usize>,
     /// I/O driver: auto, uring or epoll.
     #[arg(long, default_value = "auto")]
-    driver: crate::server::IoDriver,
+    driver: IoDriver,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -236,7 +305,7 @@ pub struct ServeArgs {
     pub data_dir: Option<PathBuf>,
     /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
     #[arg(long, env = "XRAY_LEDGER")]
-    pub ledger: Option<String>,
+    pub ledger: Option<SourceSpec>,
     /// Labels file replacing the builtin labels.
     #[arg(long, env = "XRAY_LABELS")]
     pub labels: Option<PathBuf>,
@@ -254,7 +323,7 @@ pub struct ServeArgs {
     pub public_base_url: Option<String>,
     /// I/O driver of the listeners: auto, uring or epoll.
     #[arg(long, env = "XRAY_IO_DRIVER")]
-    pub io_driver: Option<String>,
+    pub io_driver: Option<IoDriver>,
     #[arg(long, env = "XRAY_HISTORY_DEPTH")]
     pub history_depth: Option<u32>,
     /// Seconds a READY result is reused for an equal request.
@@ -320,11 +389,6 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
-/// A current-thread runtime, as compute threads use.
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("runtime: {e}"))
-}
-
 /// Prints a value as indented JSON on stdout (for people; the API writes compact JSON).
 fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
     use std::io::Write;
@@ -338,46 +402,42 @@ fn run(command: Command) -> Result<(), String> {
         Command::Serve(args) => crate::serve::run(&args.to_config()?),
         Command::Keys(command) => run_keys(command),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
-            let summary = crate::ledger::inspect::inspect_file(&file).map_err(|e| e.to_string())?;
+            let summary = crate::devtools::inspect::inspect_file(&file).map_err(|e| e.to_string())?;
             print_json(&summary)
         }
         Command::Ledger(LedgerCommand::Record { rpc, wallets, out, history_depth }) => {
-            let spec: SourceSpec =
-                format!("rpc:{rpc}").parse().map_err(|e: crate::ledger::LedgerError| e.to_string())?;
+            let spec: SourceSpec = format!("rpc:{rpc}").parse().map_err(|e: config::InvalidValue| e.to_string())?;
             let wallets = parse_wallets(&wallets)?;
             let rt = runtime()?;
             let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
             let report = rt
-                .block_on(crate::ledger::snapshot::record(&source, &wallets, &out, history_depth))
+                .block_on(crate::devtools::recorder::record(&source, &wallets, &out, history_depth))
                 .map_err(|e| e.to_string())?;
             print_json(&report)
         }
         Command::Ledger(LedgerCommand::ExportDemo { out, wallets, seed }) => {
             let rt = runtime()?;
             let report =
-                rt.block_on(crate::ledger::snapshot::export_demo(seed, wallets, &out)).map_err(|e| e.to_string())?;
+                rt.block_on(crate::devtools::recorder::export_demo(seed, wallets, &out)).map_err(|e| e.to_string())?;
             print_json(&report)
         }
-        Command::Ledger(LedgerCommand::Serve(args)) => crate::ledger::rpc_server::run(args),
+        Command::Ledger(LedgerCommand::Serve(args)) => {
+            crate::devtools::rpc_server::run(&args.source_spec()?, args.listen, args.fault_plan())
+        }
         Command::Demo(DemoCommand::List { seed }) => {
             let list = crate::ledger::demo::DemoLedger::new(seed).archetype_list();
             print_json(&list)
         }
         Command::Analyze { wallet, ledger, pretty } => {
             let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
-            let view = read_eligible_view(&wallet, &ledger, &labels)?;
-            print_payload(&crate::engine::analyze(&view, &labels), pretty)
+            let wallet = checked_address(&wallet, &labels)?;
+            run_job(&JobSpec::Analysis { wallet }, &ledger, &labels, pretty)
         }
         Command::Compare { wallet_a, wallet_b, ledger, pretty } => {
             let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
-            let (a, b) =
-                (read_eligible_view(&wallet_a, &ledger, &labels)?, read_eligible_view(&wallet_b, &ledger, &labels)?);
-            if a.address == b.address {
-                return Err("the two wallets are the same address".into());
-            }
-            let (xa, xb) = (crate::engine::analyze(&a, &labels), crate::engine::analyze(&b, &labels));
-            let side = |view, xray| crate::engine::compare::Side { view, xray, analysis_id: None };
-            print_payload(&crate::engine::compare::compare(side(&a, &xa), side(&b, &xb), &labels), pretty)
+            let (wallet_a, wallet_b) = (checked_address(&wallet_a, &labels)?, checked_address(&wallet_b, &labels)?);
+            crate::eligibility::check_pair(&wallet_a, &wallet_b).map_err(|e| format!("INVALID_REQUEST: {e}"))?;
+            run_job(&JobSpec::Comparison { wallet_a, wallet_b, reuse: [None, None] }, &ledger, &labels, pretty)
         }
         Command::Signals { markdown: true } => {
             print!("{}", crate::engine::signals::catalogue_markdown());
@@ -386,11 +446,11 @@ fn run(command: Command) -> Result<(), String> {
         Command::Signals { markdown: false } => print_json(&crate::engine::signals::catalogue_json()),
         Command::Edge(args) => {
             let mode = match args.mode {
-                EdgeMode::Baseline => crate::server::demo::EdgeMode::Baseline,
-                EdgeMode::Demo => crate::server::demo::EdgeMode::Demo,
+                EdgeMode::Baseline => crate::devtools::edge::EdgeMode::Baseline,
+                EdgeMode::Demo => crate::devtools::edge::EdgeMode::Demo,
             };
-            let threads = args.threads.unwrap_or_else(|| crate::server::ServerConfig::default().threads);
-            crate::server::demo::run_edge(mode, args.listen, threads, args.driver)
+            let threads = args.threads.unwrap_or_else(|| crate::http::ServerConfig::default().threads);
+            crate::devtools::edge::run_edge(mode, args.listen, threads, args.driver)
         }
         Command::View { wallet, ledger } => {
             println!("{:#?}", read_view(&wallet, &ledger)?);
@@ -399,34 +459,32 @@ fn run(command: Command) -> Result<(), String> {
     }
 }
 
-/// Prints an API payload: compact, byte for byte what the API sends, or indented.
-fn print_payload<T: serde::Serialize>(value: &T, pretty: bool) -> Result<(), String> {
+/// Runs one job exactly as a compute thread does (`jobs::execute`) and prints its payload:
+/// compact, byte for byte what the API serves, or indented. A FAILED job is an error naming
+/// its contract code.
+fn run_job(spec: &JobSpec, ledger: &LedgerArgs, labels: &crate::labels::Labels, pretty: bool) -> Result<(), String> {
+    let (source, options) = ledger.open()?;
+    let outcome = runtime()?.block_on(execute(&source, labels, spec, options, &()));
+    let payload = match outcome {
+        Outcome::Ready { payload } => payload,
+        Outcome::Failed { code, message } => return Err(format!("{}: {message}", code.as_str())),
+    };
     if pretty {
-        return print_json(value);
+        let value: serde_json::Value = serde_json::from_slice(&payload).map_err(|e| format!("payload: {e}"))?;
+        return print_json(&value);
     }
-    println!("{}", serde_json::to_string(value).map_err(|e| e.to_string())?);
-    Ok(())
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&payload).and_then(|()| out.write_all(b"\n")).map_err(|e| format!("stdout: {e}"))
 }
 
-/// Reads a wallet's view after the contract's validation and classification (local, then
-/// ledger): an address that cannot be a user wallet is an error, as the API answers it.
-fn read_eligible_view(
-    wallet: &str,
-    ledger: &LedgerArgs,
-    labels: &crate::labels::Labels,
-) -> Result<crate::ledger::WalletView, String> {
-    use crate::eligibility::{self, LocalRefusal};
-    match eligibility::check_local(wallet, labels) {
-        Err(LocalRefusal::Invalid(e)) => return Err(format!("INVALID_ADDRESS: {wallet}: {}", e.reason())),
-        Err(LocalRefusal::Ineligible(i)) => {
-            return Err(format!("ACCOUNT_NOT_ELIGIBLE ({}): {}", i.reason(), i.message()))
-        }
-        Ok(_) => {}
-    }
-    let view = read_view(wallet, ledger)?;
-    eligibility::classify_ledger(&view)
-        .map_err(|i| format!("ACCOUNT_NOT_ELIGIBLE ({}): {}", i.reason(), i.message()))?;
-    Ok(view)
+/// Steps 6 and 7 of the contract for one address, as the API answers them.
+fn checked_address(text: &str, labels: &crate::labels::Labels) -> Result<crate::pubkey::Pubkey, String> {
+    use crate::eligibility::{check_local, LocalRefusal};
+    check_local(text, labels).map_err(|refusal| match refusal {
+        LocalRefusal::Invalid(e) => format!("INVALID_ADDRESS: {text}: {}", e.reason()),
+        LocalRefusal::Ineligible(i) => format!("ACCOUNT_NOT_ELIGIBLE ({}): {}", i.reason(), i.message()),
+    })
 }
 
 /// Reads one wallet's view from the source `ledger` names, on a current-thread runtime.
@@ -438,4 +496,50 @@ fn read_view(wallet: &str, ledger: &LedgerArgs) -> Result<crate::ledger::WalletV
 
 fn parse_wallets(texts: &[String]) -> Result<Vec<crate::pubkey::Pubkey>, String> {
     texts.iter().map(|t| crate::pubkey::Pubkey::parse(t).map_err(|e| format!("wallet {t:?}: {e}"))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: LedgerServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<LedgerServeArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("serve").chain(args.iter().copied())).map(|c| c.serve)
+    }
+
+    #[test]
+    fn reads_source_and_fault_flags() {
+        let args =
+            parse(&["--ledger", "demo:7", "--fault-429", "0.25", "--fault-drop", "0.5", "--fault-first", "3"]).unwrap();
+        assert_eq!(args.source_spec().unwrap(), SourceSpec::Demo { seed: 7 });
+        let plan = args.fault_plan();
+        assert_eq!((plan.share_429, plan.share_drop, plan.first_requests_max), (0.25, 0.5, Some(3)));
+        assert_eq!(plan.retry_after_s, 1);
+        assert!(plan.validate().is_ok());
+        assert_eq!(args.listen, "127.0.0.1:8899".parse::<SocketAddr>().unwrap());
+
+        let snapshot = parse(&["--snapshot", "/tmp/snap", "--listen", "127.0.0.1:0"]).unwrap();
+        assert_eq!(snapshot.source_spec().unwrap(), SourceSpec::Snapshot { dir: "/tmp/snap".into() });
+    }
+
+    #[test]
+    fn refuses_ambiguous_or_missing_sources() {
+        assert!(parse(&["--snapshot", "/tmp/a", "--ledger", "demo"]).is_err());
+        assert!(parse(&[]).unwrap().source_spec().is_err());
+        assert!(parse(&["--ledger", "mainnet"]).is_err(), "a spec that does not parse is refused by clap");
+        assert!(parse(&["--ledger", "demo", "--fault-500", "0.7", "--fault-429", "0.7"])
+            .unwrap()
+            .fault_plan()
+            .validate()
+            .is_err());
+    }
 }

@@ -83,6 +83,24 @@ pub fn check_local(text: &str, labels: &Labels) -> Result<Pubkey, LocalRefusal> 
     Ok(address)
 }
 
+/// A comparison of an address with itself: `400 INVALID_REQUEST` on `walletB` (contract §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", SameWallet::MESSAGE)]
+pub struct SameWallet;
+
+impl SameWallet {
+    pub const MESSAGE: &'static str = "walletA and walletB are the same address";
+}
+
+/// The one rule of a pair: two different addresses. Checked after both parse and before
+/// either is classified, by the API (and its stand-in) and the CLI alike.
+pub fn check_pair(a: &Pubkey, b: &Pubkey) -> Result<(), SameWallet> {
+    if a == b {
+        return Err(SameWallet);
+    }
+    Ok(())
+}
+
 /// The locally decidable reasons, most specific first (a known program id may happen to lie
 /// on the curve; a sysvar may not).
 pub fn classify_local(address: &Pubkey, labels: &Labels) -> Result<(), Ineligible> {

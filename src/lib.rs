@@ -2,23 +2,37 @@
 //!
 //! The library behind the `xray` binary; tests and benches use it directly. See
 //! ARCHITECTURE.md for the data flow, the code map and which threads call what.
+//!
+//! Modules are listed bottom-up: each may use the ones above it, never one below it (a test,
+//! `module_graph` in `tests/`, fails when an import points the other way or forms a cycle).
 #![warn(clippy::all)]
 
-pub mod admin;
-pub mod admission;
-pub mod api;
-pub mod app;
-pub mod auth;
-pub mod cli;
-pub mod compute;
+// Shared values: no module of this crate below them. (rustfmt.toml keeps this order:
+// `reorder_modules = false`.)
 pub mod config;
+pub mod error_code;
+pub mod pubkey;
+pub mod clock;
+
+// What the service knows and how it judges: the ledger, labels, eligibility, the pure engine.
+pub mod ledger;
+pub mod labels;
 pub mod eligibility;
 pub mod engine;
-pub mod labels;
-pub mod ledger;
+
+// Who may ask for how much, and what is kept.
 pub mod limits;
-pub mod metrics;
-pub mod pubkey;
-pub mod serve;
-pub mod server;
+pub mod auth;
 pub mod store;
+pub mod metrics;
+
+// One request, in data-flow order: the HTTP edge, a job's life, the contract's pipeline.
+pub mod http;
+pub mod jobs;
+pub mod api;
+
+// Operations and the process: the admin listener, start-up and shutdown, dev tools, the CLI.
+pub mod admin;
+pub mod serve;
+pub mod devtools;
+pub mod cli;

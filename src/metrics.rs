@@ -29,7 +29,7 @@
 use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::api::error::ErrorCode;
+use crate::error_code::ErrorCode;
 
 /// Upper bounds (inclusive) of the request duration buckets, in microseconds. Long polls wait
 /// up to 30 s (contract `wait`), hence the top of the range.
@@ -166,6 +166,8 @@ impl RejectReason {
             ErrorCode::QuotaExhausted => RejectReason::QuotaExhausted,
             ErrorCode::ServiceBusy => RejectReason::ServiceBusy,
             ErrorCode::Internal => RejectReason::Internal,
+            // Codes that end a job, never a request: nothing is refused with them.
+            ErrorCode::UpstreamUnavailable | ErrorCode::AnalysisFailed => return None,
         })
     }
 }

@@ -18,35 +18,32 @@
 //! scripts read them); everything else is logged to stderr.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use crate::admin::keys::KeyAdmin;
 use crate::admin::{files as admin_files, AdminHandler, AdminState};
-use crate::admission::index::StatusIndex;
-use crate::admission::Admission;
-use crate::app::sink::StoreSink;
-use crate::app::{ApiHandler, App};
+use crate::api::{ApiHandler, App};
 use crate::auth::key::AccountId;
-use crate::auth::record::KeySpec;
+use crate::auth::record::{KeyRecord, KeySpec};
 use crate::auth::scope::Scopes;
 use crate::auth::table::KeyTable;
-use crate::compute::pool::{ComputePool, PoolConfig};
-use crate::config::STORE_PAGE_LEN_MAX;
-use crate::config::{self, ServeConfig};
+use crate::clock::{now_unix_ms, MonotonicClock};
+use crate::config::{self, ServeConfig, STORE_PAGE_LEN_MAX};
+use crate::http::{ServerConfig, ServerHandle, ThreadContext};
+use crate::jobs::admission::Admission;
+use crate::jobs::index::StatusIndex;
+use crate::jobs::pool::{ComputePool, PoolConfig};
+use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery};
+use crate::jobs::sink::StoreSink;
 use crate::labels::Labels;
-use crate::ledger::source::{Source, SourceSpec};
+use crate::ledger::source::Source;
 use crate::ledger::view::ViewOptions;
-use crate::limits::clock::{now_unix_ms, MonotonicClock};
 use crate::limits::ip::IpFailureLimiter;
-use crate::limits::quota::{period_start_ms, QuotaPeriod};
+use crate::limits::quota::QuotaPeriod;
 use crate::limits::rate::RateLimit;
 use crate::metrics::Metrics;
-use crate::server::handler::ThreadContext;
-use crate::server::{IoDriver, ServerConfig, ServerHandle};
-use crate::store::{Backlog, JobRecord, RocksStore, Store, StoreOptions};
+use crate::store::{RocksStore, Store, StoreOptions};
 
 /// Sub-directory of the data directory holding RocksDB.
 pub const DB_DIR_NAME: &str = "db";
@@ -57,7 +54,7 @@ pub struct Running {
     pub admin: ServerHandle,
     pub app: Arc<App>,
     pub store: Arc<dyn Store>,
-    housekeeping: Option<(Arc<AtomicBool>, JoinHandle<()>)>,
+    housekeeping: Option<Housekeeping>,
     /// The key printed at first start, if this start created it.
     pub first_key: Option<String>,
 }
@@ -84,14 +81,14 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let sink = StoreSink::new(store.clone(), index.clone(), keys.clone(), metrics.clone(), ledger_failing.clone());
     let pool = Arc::new(start_pool(config, labels.clone(), Arc::new(sink))?);
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
-    let admission = Admission::new(store.clone(), index.clone(), pool.clone(), freshness_window_ms);
+    let admission = Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), freshness_window_ms));
     let ip_limit = RateLimit::new(config.ip_failures_per_s, config.ip_failures_per_s).map_err(|e| e.to_string())?;
     let app = Arc::new(App {
         keys,
         store: store.clone(),
         index,
         pool,
-        admission,
+        admission: admission.clone(),
         labels,
         metrics,
         ip_failures: IpFailureLimiter::new(ip_limit),
@@ -101,23 +98,22 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         waiters_max: config.long_poll_waiters_max,
         ledger_failing,
     });
-    let mut backlog = Recovery::new(u64::try_from(started_ms).unwrap_or(0));
-    backlog.refill(&app);
+    let mut backlog = Recovery::new(started_ms);
+    backlog.refill(&admission);
     let api = start_api(config, &app)?;
     let _ = app.base_url.set(config.base_url(api.local_addr()));
     let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
     let admin = start_admin(config, admin_state)?;
-    let housekeeping = Some(spawn_housekeeping(app.clone(), backlog, config.retention_days)?);
+    let housekeeping = Some(spawn_housekeeping(admission, backlog, config.retention_days)?);
     Ok(Running { api, admin, app, store, housekeeping, first_key })
 }
 
 /// Every stored key, with each key's quota counters of the current and previous period
 /// restored from the store's usage records.
-fn load_keys(store: &dyn Store, now_ms: i64) -> Result<KeyTable, String> {
+fn load_keys(store: &dyn Store, now_ms: u64) -> Result<KeyTable, String> {
     let mut records = Vec::new();
     loop {
-        let page =
-            store.list_keys(records.last().map(|r: &crate::auth::record::KeyRecord| r.id.as_str()), STORE_PAGE_LEN_MAX);
+        let page = store.list_keys(records.last().map(|r: &KeyRecord| r.id.as_str()), STORE_PAGE_LEN_MAX);
         let page = page.map_err(|e| format!("loading keys: {e}"))?;
         let done = page.len() < STORE_PAGE_LEN_MAX;
         records.extend(page);
@@ -126,20 +122,12 @@ fn load_keys(store: &dyn Store, now_ms: i64) -> Result<KeyTable, String> {
         }
     }
     let table = KeyTable::from_records(records, now_ms).map_err(|e| format!("loading keys: {e}"))?;
-    for record in table.list() {
-        let Some(entry) = table.get(&record.id) else { continue };
-        let current_ms = period_start_ms(now_ms, record.quota_period);
-        for start_ms in [period_start_ms(current_ms - 1, record.quota_period), current_ms] {
-            let stored_start = u64::try_from(start_ms).unwrap_or(0);
-            let usage = store.usage(record.id.as_str(), stored_start).map_err(|e| format!("loading usage: {e}"))?;
-            entry.quota.restore(start_ms, &usage, now_ms);
-        }
-    }
+    restore_quota(&table, store, now_ms)?;
     Ok(table)
 }
 
 /// The first key of an empty server: every scope, default limits, a new account. Printed once.
-fn issue_first_key(keys: &KeyAdmin, now_ms: i64) -> Result<String, String> {
+fn issue_first_key(keys: &KeyAdmin, now_ms: u64) -> Result<String, String> {
     let spec = KeySpec {
         account: AccountId::generate().map_err(|e| e.to_string())?,
         name: "first".into(),
@@ -155,7 +143,7 @@ fn issue_first_key(keys: &KeyAdmin, now_ms: i64) -> Result<String, String> {
 }
 
 fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -> Result<ComputePool, String> {
-    let spec: SourceSpec = config.ledger.parse().map_err(|e: crate::ledger::LedgerError| e.to_string())?;
+    let spec = config.ledger.clone();
     let pool_config = PoolConfig {
         threads: config.compute_threads,
         queue_capacity: config.queue_capacity,
@@ -168,12 +156,15 @@ fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -
 }
 
 fn start_api(config: &ServeConfig, app: &Arc<App>) -> Result<ServerHandle, String> {
-    let driver: IoDriver = config.io_driver.parse()?;
-    let server_config =
-        ServerConfig { listen: config.listen, threads: config.listener_threads, driver, ..ServerConfig::default() };
+    let server_config = ServerConfig {
+        listen: config.listen,
+        threads: config.listener_threads,
+        driver: config.io_driver,
+        ..ServerConfig::default()
+    };
     let app = app.clone();
     let handle =
-        crate::server::start(server_config, move |context: &ThreadContext| ApiHandler::new(app.clone(), context))
+        crate::http::start(server_config, move |context: &ThreadContext| ApiHandler::new(app.clone(), context))
             .map_err(|e| format!("API listener: {e}"))?;
     let drivers: Vec<&str> = handle.drivers().iter().map(|d| d.as_str()).collect();
     tracing::info!(addr = %handle.local_addr(), drivers = %drivers.join(","), "API listening");
@@ -182,118 +173,22 @@ fn start_api(config: &ServeConfig, app: &Arc<App>) -> Result<ServerHandle, Strin
 
 /// The admin listener: one thread of its own, on the admin address.
 fn start_admin(config: &ServeConfig, state: AdminState) -> Result<ServerHandle, String> {
-    let driver: IoDriver = config.io_driver.parse()?;
-    let server_config = ServerConfig { listen: config.admin_listen, threads: 1, driver, ..ServerConfig::default() };
+    let server_config =
+        ServerConfig { listen: config.admin_listen, threads: 1, driver: config.io_driver, ..ServerConfig::default() };
     let state = Arc::new(state);
-    let handle = crate::server::start(server_config, move |_: &ThreadContext| AdminHandler::new(state.clone()))
+    let handle = crate::http::start(server_config, move |_: &ThreadContext| AdminHandler::new(state.clone()))
         .map_err(|e| format!("admin listener: {e}"))?;
     admin_files::write_addr(&config.data_dir, handle.local_addr())?;
     tracing::info!(addr = %handle.local_addr(), "admin listening");
     Ok(handle)
 }
 
-/// The recovery backlog and the jobs of its last page that did not fit yet.
-struct Recovery {
-    backlog: Backlog,
-    waiting: std::collections::VecDeque<JobRecord>,
-}
-
-impl Recovery {
-    fn new(started_ms: u64) -> Recovery {
-        Recovery { backlog: Backlog::new(started_ms), waiting: Default::default() }
-    }
-
-    /// Moves left-over jobs into the work queue while it has room; once none is left, tells
-    /// admission that deduplication needs the index only.
-    fn refill(&mut self, app: &App) {
-        self.refill_queue(app);
-        if self.waiting.is_empty() && self.backlog.is_done() {
-            app.admission.finish_recovery();
-        }
-    }
-
-    fn refill_queue(&mut self, app: &App) {
-        loop {
-            if self.waiting.is_empty() {
-                let room = app.pool.capacity().saturating_sub(app.pool.depth()).min(STORE_PAGE_LEN_MAX);
-                if room == 0 || self.backlog.is_done() {
-                    return;
-                }
-                match self.backlog.next_page(&*app.store, room) {
-                    Ok(page) if page.is_empty() => return,
-                    Ok(page) => self.waiting.extend(page),
-                    Err(e) => return tracing::error!(error = %e, "reading the recovery backlog"),
-                }
-            }
-            while let Some(record) = self.waiting.pop_front() {
-                let id = record.id.clone();
-                if let Err(record) = app.admission.requeue(record) {
-                    self.waiting.push_front(record);
-                    return;
-                }
-                tracing::info!(job = %id, "re-queued a job left by the previous process");
-            }
-        }
-    }
-}
-
-fn spawn_housekeeping(
-    app: Arc<App>,
-    mut recovery: Recovery,
-    retention_days: u32,
-) -> Result<(Arc<AtomicBool>, JoinHandle<()>), String> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let stopped = stop.clone();
-    let handle = std::thread::Builder::new()
-        .name("xray-housekeeping".into())
-        .spawn(move || {
-            let mut last_sweep: Option<Instant> = None;
-            while !stopped.load(Ordering::Acquire) {
-                recovery.refill(&app);
-                let due =
-                    last_sweep.is_none_or(|t| t.elapsed() >= Duration::from_secs(config::RETENTION_SWEEP_INTERVAL_S));
-                if due {
-                    purge_expired(&*app.store, retention_days);
-                    last_sweep = Some(Instant::now());
-                }
-                std::thread::sleep(Duration::from_millis(config::HOUSEKEEPING_TICK_MS));
-            }
-        })
-        .map_err(|e| format!("housekeeping thread: {e}"))?;
-    Ok((stop, handle))
-}
-
-/// Deletes finished jobs older than the retention, a bounded number of pages per sweep.
-fn purge_expired(store: &dyn Store, retention_days: u32) {
-    let now_ms = u64::try_from(now_unix_ms()).unwrap_or(0);
-    let cutoff_ms = now_ms.saturating_sub(u64::from(retention_days) * 86_400_000);
-    let mut purged = 0;
-    for _ in 0..config::RETENTION_PURGE_PAGES_PER_SWEEP_MAX {
-        match store.purge_finished_before(cutoff_ms, config::RETENTION_PURGE_PAGE_LEN) {
-            Ok(n) => {
-                purged += n;
-                if n < config::RETENTION_PURGE_PAGE_LEN {
-                    break;
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "retention purge");
-                break;
-            }
-        }
-    }
-    if purged > 0 {
-        tracing::info!(purged, "purged finished jobs past their retention");
-    }
-}
-
 impl Running {
     /// The graceful stop: refuse new work, finish in-flight jobs, close listeners, sync.
     pub fn shutdown(mut self) -> Result<(), String> {
         self.api.start_draining();
-        if let Some((stop, handle)) = self.housekeeping.take() {
-            stop.store(true, Ordering::Release);
-            let _ = handle.join();
+        if let Some(housekeeping) = self.housekeeping.take() {
+            housekeeping.stop();
         }
         let left = self.app.pool.shutdown();
         tracing::info!(queued = left.len(), "compute stopped; queued jobs stay durable and run after the next start");
@@ -329,7 +224,7 @@ pub fn run(config: &ServeConfig) -> Result<(), String> {
 
 /// Blocks until SIGINT or SIGTERM (on a small tokio runtime: listener threads never block).
 pub fn wait_for_signal() -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let runtime = crate::ledger::runtime()?;
     runtime.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| format!("SIGTERM handler: {e}"))?;

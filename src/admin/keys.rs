@@ -21,8 +21,9 @@ use crate::auth::key::{AccountId, KeyId};
 use crate::auth::record::{KeyRecord, KeySpec, KeyStatus};
 use crate::auth::scope::Scopes;
 use crate::auth::table::{KeyTable, TableError};
+use crate::clock::{parse_rfc3339_ms, rfc3339_ms};
 use crate::config;
-use crate::limits::quota::{parse_rfc3339_ms, rfc3339_ms, QuotaPeriod};
+use crate::limits::quota::QuotaPeriod;
 use crate::store::{Store, StoreError, UsageCarry};
 
 /// Key operations over the table and the store together.
@@ -49,7 +50,7 @@ pub struct KeyView {
     pub revoked_at: Option<String>,
     pub replaced_by: Option<String>,
     pub rate_limit: RateLimitView,
-    pub quota: QuotaView,
+    pub quota: KeyQuota,
 }
 
 #[derive(Debug, Serialize)]
@@ -60,13 +61,13 @@ pub struct RateLimitView {
 }
 
 #[derive(Debug, Serialize)]
-pub struct QuotaView {
+pub struct KeyQuota {
     pub limit: u64,
     pub period: &'static str,
 }
 
 impl KeyView {
-    pub fn of(record: &KeyRecord, secret: Option<&str>, now_ms: i64) -> KeyView {
+    pub fn of(record: &KeyRecord, secret: Option<&str>, now_ms: u64) -> KeyView {
         KeyView {
             id: record.id.as_str().to_owned(),
             key: secret.map(str::to_owned),
@@ -80,7 +81,7 @@ impl KeyView {
             revoked_at: record.revoked_at_ms.map(rfc3339_ms),
             replaced_by: record.replaced_by.as_ref().map(|id| id.as_str().to_owned()),
             rate_limit: RateLimitView { rate_per_second: record.rate_per_second, burst: record.burst },
-            quota: QuotaView { limit: record.quota_limit, period: record.quota_period.as_str() },
+            quota: KeyQuota { limit: record.quota_limit, period: record.quota_period.as_str() },
         }
     }
 }
@@ -106,7 +107,7 @@ fn invalid(field: &'static str, message: &'static str) -> ApiError {
 
 impl CreateKeyRequest {
     /// The spec of the key to issue, every field checked (400 naming the field otherwise).
-    pub fn to_spec(&self, now_ms: i64) -> Result<KeySpec, ApiError> {
+    pub fn to_spec(&self, now_ms: u64) -> Result<KeySpec, ApiError> {
         let account = match &self.account {
             Some(text) => AccountId::parse(text)
                 .map_err(|_| invalid("account", "account must be 1-64 characters of A-Z a-z 0-9 . _ -"))?,
@@ -168,7 +169,7 @@ fn parse_id(id: &str) -> Result<KeyId, ApiError> {
 
 impl KeyAdmin {
     /// Issues a key: durable first, then usable. Returns the view with the secret, shown once.
-    pub fn create(&self, spec: &KeySpec, now_ms: i64) -> Result<KeyView, ApiError> {
+    pub fn create(&self, spec: &KeySpec, now_ms: u64) -> Result<KeyView, ApiError> {
         let (key, record) = spec.issue(now_ms).map_err(|e| table_error(TableError::Record(e)))?;
         self.store.put_key(&record).map_err(|e| store_error(&e))?;
         self.keys.insert(record.clone(), now_ms).map_err(table_error)?;
@@ -177,14 +178,14 @@ impl KeyAdmin {
     }
 
     /// Every key, in id order.
-    pub fn list(&self, now_ms: i64) -> Vec<KeyView> {
+    pub fn list(&self, now_ms: u64) -> Vec<KeyView> {
         let mut records = self.keys.list();
         records.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
         records.iter().map(|r| KeyView::of(r, None, now_ms)).collect()
     }
 
     /// Revokes a key: written first, then refused on every thread at its next request.
-    pub fn revoke(&self, id: &str, now_ms: i64) -> Result<KeyView, ApiError> {
+    pub fn revoke(&self, id: &str, now_ms: u64) -> Result<KeyView, ApiError> {
         let id = parse_id(id)?;
         let entry = self.keys.get(&id).ok_or(ApiError::NotFound)?;
         let mut revoked = entry.current_record();
@@ -199,13 +200,10 @@ impl KeyAdmin {
     }
 
     /// Replaces an active key by a new one carrying its quota usage; the old key is revoked.
-    pub fn rotate(&self, id: &str, now_ms: i64) -> Result<KeyView, ApiError> {
+    pub fn rotate(&self, id: &str, now_ms: u64) -> Result<KeyView, ApiError> {
         let id = parse_id(id)?;
         let rotation = self.keys.rotate(&id, now_ms).map_err(table_error)?;
-        let carried = UsageCarry {
-            period_start_ms: u64::try_from(rotation.new_usage_period_start_ms).unwrap_or(0),
-            usage: rotation.new_usage,
-        };
+        let carried = UsageCarry { period_start_ms: rotation.new_usage_period_start_ms, usage: rotation.new_usage };
         if let Err(e) = self.store.put_rotation(&rotation.old_record, &rotation.new_record, &carried) {
             let _ = self.keys.remove(&rotation.new_record.id);
             return Err(store_error(&e));

@@ -9,7 +9,7 @@
 //! - `POST /v1/admin/keys/:id/revoke` — revoke, effective at every thread's next request;
 //! - `POST /v1/admin/keys/:id/rotate` — a successor key (secret shown once); the old one revoked.
 //!
-//! Runs on one listener thread of its own (`server::start` with one thread), separate from the
+//! Runs on one listener thread of its own (`http::start` with one thread), separate from the
 //! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
 //! use the public `ApiError` codes and body shape.
 //!
@@ -28,13 +28,12 @@ use serde::Serialize;
 use subtle::ConstantTimeEq;
 
 use crate::api::json::check_content_type;
-use crate::api::{ApiError, ApiRequest, ApiResponse, Body, Method};
-use crate::app::App;
+use crate::api::{ApiError, App};
 use crate::auth::table::{bearer_token, AuthFailure};
+use crate::clock::now_unix_ms;
 use crate::config::BODY_BYTES_MAX;
-use crate::limits::clock::now_unix_ms;
+use crate::http::{ApiRequest, ApiResponse, Body, Handler, Method, RequestId, StopState};
 use crate::metrics::Gauges;
-use crate::server::handler::{Handler, StopState};
 use keys::{CreateKeyRequest, KeyAdmin};
 
 /// Path prefix of the key-management routes.
@@ -115,6 +114,10 @@ fn json_response<T: Serialize>(status: u16, data: T) -> Result<ApiResponse, ApiE
 impl Handler for AdminHandler {
     async fn handle(&self, request: ApiRequest) -> ApiResponse {
         self.respond(&request).unwrap_or_else(|e| e.to_response(&request.request_id))
+    }
+
+    fn internal_error(&self, request_id: &RequestId, cause: &str) -> ApiResponse {
+        ApiError::internal(&cause).to_response(request_id)
     }
 }
 

@@ -13,21 +13,26 @@
 //! Invariant: headers that belong to a code always go with it — `WWW-Authenticate: Bearer` on
 //! 401, `Allow` on 405, `Retry-After` (whole seconds, at least 1) on 429 and 503.
 //! `INTERNAL` never carries a cause to the client: `ApiError::internal` logs it and drops it.
-//! Deliberately absent: the codes that only appear inside a `FAILED` analysis
-//! (`UPSTREAM_UNAVAILABLE`, `ANALYSIS_FAILED`); they are not HTTP errors.
+//! The code strings and their statuses are `crate::error_code::ErrorCode`'s (shared with FAILED
+//! jobs and metrics); this module decides which code, message, details and headers a refusal has.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::Serialize;
 
-use super::{ApiResponse, Method, RequestId};
+use crate::auth::scope::Scope;
 use crate::eligibility::Ineligible;
+use crate::http::{ApiResponse, Method, RequestId};
+use crate::jobs::admission::AdmitError;
+use crate::limits::quota::seconds_until;
 use crate::pubkey::AddressError;
+use crate::store::StoreError;
 
 /// Why a request is not authenticated (`details.reason` of 401): the auth module's own type.
 pub use crate::auth::table::AuthFailure as Unauthenticated;
 use crate::config::SERVICE_BUSY_RETRY_AFTER_S;
+pub use crate::error_code::ErrorCode;
 
 /// Every way the API refuses a request. Closed: one variant per contract code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +52,7 @@ pub enum ApiError {
     /// worded for the admin token so an operator is not sent looking for a key.
     AdminUnauthenticated(Unauthenticated),
     InsufficientScope {
-        required_scope: &'static str,
+        required_scope: Scope,
     },
     NotFound,
     MethodNotAllowed {
@@ -83,56 +88,20 @@ pub enum ApiError {
     Internal,
 }
 
-/// The contract's error codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    InvalidRequest,
-    InvalidAddress,
-    Unauthenticated,
-    InsufficientScope,
-    NotFound,
-    MethodNotAllowed,
-    PayloadTooLarge,
-    UnsupportedMediaType,
-    AccountNotEligible,
-    RateLimited,
-    QuotaExhausted,
-    ServiceBusy,
-    Internal,
-}
-
-impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidRequest => "INVALID_REQUEST",
-            ErrorCode::InvalidAddress => "INVALID_ADDRESS",
-            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
-            ErrorCode::InsufficientScope => "INSUFFICIENT_SCOPE",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
-            ErrorCode::AccountNotEligible => "ACCOUNT_NOT_ELIGIBLE",
-            ErrorCode::RateLimited => "RATE_LIMITED",
-            ErrorCode::QuotaExhausted => "QUOTA_EXHAUSTED",
-            ErrorCode::ServiceBusy => "SERVICE_BUSY",
-            ErrorCode::Internal => "INTERNAL",
-        }
-    }
-
-    pub fn status(self) -> u16 {
-        match self {
-            ErrorCode::InvalidRequest | ErrorCode::InvalidAddress => 400,
-            ErrorCode::Unauthenticated => 401,
-            ErrorCode::InsufficientScope => 403,
-            ErrorCode::NotFound => 404,
-            ErrorCode::MethodNotAllowed => 405,
-            ErrorCode::PayloadTooLarge => 413,
-            ErrorCode::UnsupportedMediaType => 415,
-            ErrorCode::AccountNotEligible => 422,
-            ErrorCode::RateLimited | ErrorCode::QuotaExhausted => 429,
-            ErrorCode::ServiceBusy => 503,
-            ErrorCode::Internal => 500,
+/// Admission's refusals, each with its contract code.
+impl From<AdmitError> for ApiError {
+    fn from(e: AdmitError) -> ApiError {
+        match e {
+            AdmitError::QuotaExhausted { refusal, now_ms } => ApiError::QuotaExhausted {
+                limit: refusal.limit,
+                used: refusal.used,
+                reserved: refusal.reserved,
+                resets_at: crate::clock::rfc3339_ms(refusal.resets_at_ms),
+                retry_after_s: seconds_until(now_ms, refusal.resets_at_ms).max(1),
+            },
+            AdmitError::Busy => ApiError::ServiceBusy,
+            AdmitError::Store(e) => ApiError::from_store(&e),
+            AdmitError::Random(cause) => ApiError::internal(&cause),
         }
     }
 }
@@ -198,6 +167,16 @@ impl ApiError {
         ApiError::Internal
     }
 
+    /// A store failure as the client sees it: retry later (503) or a bug (500).
+    pub fn from_store(e: &StoreError) -> ApiError {
+        if e.is_transient() {
+            tracing::warn!(error = %e, "store unavailable");
+            ApiError::ServiceBusy
+        } else {
+            ApiError::internal(e)
+        }
+    }
+
     pub fn code(&self) -> ErrorCode {
         self.render().code
     }
@@ -224,8 +203,8 @@ impl ApiError {
             ),
             ApiError::InsufficientScope { required_scope } => (
                 ErrorCode::InsufficientScope,
-                format!("the API key lacks the scope {required_scope}").into(),
-                Details { required_scope: Some(required_scope), ..d() },
+                format!("the API key lacks the scope {}", required_scope.as_str()).into(),
+                Details { required_scope: Some(required_scope.as_str()), ..d() },
             ),
             ApiError::NotFound => (ErrorCode::NotFound, "not found".into(), d()),
             ApiError::MethodNotAllowed { allow } => (
@@ -352,7 +331,7 @@ mod tests {
             ApiError::InvalidAddress { field: "walletB", reason: AddressError::WrongLength },
             ApiError::Unauthenticated(Unauthenticated::Revoked),
             ApiError::AdminUnauthenticated(Unauthenticated::Missing),
-            ApiError::InsufficientScope { required_scope: "wallet:analyze" },
+            ApiError::InsufficientScope { required_scope: Scope::WalletAnalyze },
             ApiError::NotFound,
             ApiError::MethodNotAllowed { allow: &[Method::Get] },
             ApiError::PayloadTooLarge { max_bytes: 4096 },
@@ -420,7 +399,7 @@ mod tests {
         let (_, v) = body_of(&ApiError::AccountNotEligible { field: "walletA", reason: Ineligible::Program });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("reason"), Some("program"));
 
-        let (_, v) = body_of(&ApiError::InsufficientScope { required_scope: "usage:read" });
+        let (_, v) = body_of(&ApiError::InsufficientScope { required_scope: Scope::UsageRead });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("requiredScope"), Some("usage:read"));
 
         let (_, v) = body_of(&all_errors()[12]);

@@ -12,15 +12,21 @@
 //! Invariant: a body is accepted only if it is a JSON object whose required fields are strings
 //! and whose optional fields have their type; the error's `details.field` names the first
 //! offending field (`body` when the document itself is not JSON or not an object). Unknown
-//! fields are ignored; `null` for an optional field means absent. Deliberately absent: address
-//! validation (the caller does it with `pubkey`, to answer `INVALID_ADDRESS`).
+//! fields are ignored; `null` for an optional field means absent. `CompareRequest::addresses`
+//! parses both addresses and applies the pair rule (`eligibility::check_pair`), so the API and
+//! its stand-in refuse an equal pair the same way. Deliberately absent: classification (the
+//! caller's, with `eligibility`).
 
 use std::cell::RefCell;
 
 use simd_json::prelude::*;
 use simd_json::tape::{Object, Tape};
 
-use super::{ApiError, ApiRequest, Body, BODY_BYTES_MAX};
+use super::ApiError;
+use crate::config::BODY_BYTES_MAX;
+use crate::eligibility::{check_pair, SameWallet};
+use crate::http::{ApiRequest, Body};
+use crate::pubkey::Pubkey;
 
 /// A typed request body read from a JSON object.
 pub trait JsonRequest: Sized {
@@ -40,6 +46,18 @@ pub struct CompareRequest {
     pub wallet_a: String,
     pub wallet_b: String,
     pub refresh: bool,
+}
+
+impl CompareRequest {
+    /// Both addresses parsed (400 `INVALID_ADDRESS` naming the field) and different (400
+    /// `INVALID_REQUEST` on `walletB`): steps 6 of a comparison, before either is classified.
+    pub fn addresses(&self) -> Result<(Pubkey, Pubkey), ApiError> {
+        let parse =
+            |field, text: &str| Pubkey::parse(text).map_err(|reason| ApiError::InvalidAddress { field, reason });
+        let (a, b) = (parse("walletA", &self.wallet_a)?, parse("walletB", &self.wallet_b)?);
+        check_pair(&a, &b).map_err(|_| ApiError::InvalidRequest { field: "walletB", message: SameWallet::MESSAGE })?;
+        Ok((a, b))
+    }
 }
 
 impl JsonRequest for WalletRequest {
@@ -152,7 +170,7 @@ mod tests {
     use bytes::Bytes;
 
     fn request(content_type: Option<&str>, body: &str) -> ApiRequest {
-        let mut req = ApiRequest::new(crate::api::Method::Post, "/v1/developer/intelligence/wallet");
+        let mut req = ApiRequest::new(crate::http::Method::Post, "/v1/developer/intelligence/wallet");
         req.content_type = content_type.map(str::to_owned);
         req.body = Body::Complete(Bytes::copy_from_slice(body.as_bytes()));
         req

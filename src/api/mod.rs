@@ -1,178 +1,235 @@
-//! The API surface of the contract, free of any socket or HTTP library type.
+//! The public API as served: the contract's pipeline for each request, in order. Read this
+//! directory after `http/` (which hands a request over) and before `jobs/` (where admitted work
+//! goes): `router` (404/405, `wait`) → `mod.rs` (per-IP block → authentication → scope → rate
+//! limit) → `json` (body: 415/413/400) → `endpoints` (validation, classification, admission,
+//! polls, status, usage) → `wire` (success bodies) and `error` (every refusal's code, status,
+//! details and headers, in one place).
 //!
-//! Owns: the request and response values a handler sees (`ApiRequest`, `ApiResponse`), the
-//! routing table (`router`), the one error type and its wire form (`error`), request ids
-//! (`request_id`) and request-body parsing (`json`). Called on listener threads, one request at
-//! a time per task; everything here is synchronous and can be unit-tested without a server.
+//! Owns: `App` (the state every listener thread shares), `ApiHandler` (one per listener thread),
+//! the rate-limit headers on every authenticated response and tenant isolation (another
+//! account's job is a 404). Handlers run on listener threads, sharing one `Arc<App>`.
 //!
-//! Invariant: no hyper or monoio type appears in this module's public API, so the API logic is
-//! testable by building an `ApiRequest` by hand. Every `ApiResponse` body is JSON; the HTTP
-//! edge (`server`) adds `Content-Type: application/json` and `X-Request-Id` to every response.
-//! Deliberately absent: authentication, rate limits and admission (their own modules).
+//! Invariant: the hot read paths — status, usage, polling a live job — take no lock, read no
+//! disk and allocate only the response: the key table, token bucket and quota counters are
+//! atomics behind `ArcSwap`, live jobs are in the lock-free status index.
+//! Invariant: every authenticated response carries `RateLimit-Policy` and `RateLimit`, whatever
+//! its status; an unauthenticated one never does (there is no key to describe).
+//! Invariant: long-poll waiters are bounded (`waiters_max`, all threads together); past the
+//! bound a poll answers at once instead of waiting. A slot is held by a guard, so a poll whose
+//! client hangs up (hyper drops the future) gives its slot back.
+//! Deliberately absent: any knowledge of hyper or sockets (see `http`), what happens to a job
+//! after admission (see `jobs`), and how the process starts and stops (see `serve`).
 
+mod endpoints;
 pub mod error;
 pub mod json;
-pub mod request_id;
 pub mod router;
+pub mod wire;
+
+pub use error::ApiError;
+pub use router::Route;
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 
-use crate::config::BODY_BYTES_MAX;
-pub use error::ApiError;
-pub use request_id::RequestId;
-pub use router::Route;
+use crate::auth::table::{KeyEntry, KeyTable};
+use crate::clock::{now_unix_ms, MonotonicClock};
+use crate::config::DEGRADED_QUEUE_PERCENT;
+use crate::http::{ApiRequest, ApiResponse, Handler, RequestId, StopState, ThreadContext};
+use crate::jobs::admission::Admission;
+use crate::jobs::index::StatusIndex;
+use crate::jobs::pool::ComputePool;
+use crate::labels::Labels;
+use crate::limits::headers::{policy_value, ratelimit_value, retry_after_rate_s};
+use crate::limits::ip::IpFailureLimiter;
+use crate::metrics::{Metrics, RejectReason, RouteLabel};
+use crate::store::Store;
+use router::route;
 
-/// The request methods the contract's routes use; everything else is `Other` (always 405 on a
-/// known path).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Get,
-    Post,
-    Other,
+/// Everything the listener threads share.
+pub struct App {
+    pub keys: Arc<KeyTable>,
+    pub store: Arc<dyn Store>,
+    pub index: Arc<StatusIndex>,
+    pub pool: Arc<ComputePool>,
+    pub admission: Arc<Admission>,
+    pub labels: Arc<Labels>,
+    pub metrics: Arc<Metrics>,
+    pub ip_failures: IpFailureLimiter,
+    pub clock: MonotonicClock,
+    /// Base of `pollUrl`s, without a trailing slash; set once the API listener is bound (its
+    /// port is known only then when the config asks for port 0), before `serve::start` returns.
+    pub base_url: std::sync::OnceLock<String>,
+    pub waiters: AtomicUsize,
+    pub waiters_max: usize,
+    /// Set by the sink while the ledger source fails (`service.status: degraded`).
+    pub ledger_failing: Arc<AtomicBool>,
 }
 
-impl Method {
-    /// Maps a method token (case-sensitive, as HTTP methods are).
-    pub fn from_token(token: &str) -> Method {
-        match token {
-            "GET" => Method::Get,
-            "POST" => Method::Post,
-            _ => Method::Other,
+impl App {
+    /// Base of `pollUrl`s (empty only before `serve::start` has bound the listener, when no
+    /// client can know the address yet).
+    pub fn base_url(&self) -> &str {
+        self.base_url.get().map_or("", String::as_str)
+    }
+
+    /// `ok`, or `degraded` when the queue is more than 90 % full or the ledger source fails.
+    pub fn service_status(&self) -> &'static str {
+        let full = self.pool.depth() * 100 > self.pool.capacity() * DEGRADED_QUEUE_PERCENT;
+        if full || self.ledger_failing.load(Ordering::Relaxed) {
+            "degraded"
+        } else {
+            "ok"
         }
     }
+}
 
-    /// The token as it appears in `Allow`; `Other` never appears there.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Other => "OTHER",
-        }
+/// The public API on one listener thread.
+pub struct ApiHandler {
+    app: Arc<App>,
+    stop: StopState,
+}
+
+impl ApiHandler {
+    pub fn new(app: Arc<App>, context: &ThreadContext) -> ApiHandler {
+        ApiHandler { app, stop: context.stop.clone() }
     }
 }
 
-/// The request body as the edge read it: whole, or refused for size before it was buffered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Body {
-    /// At most `BODY_BYTES_MAX` bytes (empty when the request had no body).
-    Complete(Bytes),
-    /// Declared or found larger than `BODY_BYTES_MAX`; the excess was never read. The handler
-    /// decides when to answer 413, so that the contract's order of checks holds (a route or
-    /// authentication failure answers first).
-    TooLarge,
+/// An authenticated request's context: the key and the clock readings of its arrival.
+pub(crate) struct Caller {
+    pub key: Arc<KeyEntry>,
+    pub now_ns: u64,
+    pub now_ms: u64,
 }
 
-/// One request, as the handler sees it. Its `Debug` hides the `Authorization` value (an API
-/// key or the admin token), so no log line can carry one.
-#[derive(Clone)]
-pub struct ApiRequest {
-    pub method: Method,
-    /// The path without the query, as sent (no percent-decoding: ids are base58).
-    pub path: String,
-    /// The raw query string after `?`, if any.
-    pub query: Option<String>,
-    /// `Authorization` header value (non-UTF-8 bytes replaced, which makes it malformed).
-    pub authorization: Option<String>,
-    /// `Content-Type` header value.
-    pub content_type: Option<String>,
-    /// The id every response to this request carries (echoed or generated by the edge).
-    pub request_id: RequestId,
-    pub client_ip: IpAddr,
-    pub body: Body,
-}
+impl Handler for ApiHandler {
+    async fn handle(&self, request: ApiRequest) -> ApiResponse {
+        let started = Instant::now();
+        let (label, response) = self.respond(&request).await;
+        let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.app.metrics.observe_request(label, response.status, elapsed_us);
+        response
+    }
 
-impl std::fmt::Debug for ApiRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiRequest")
-            .field("method", &self.method)
-            .field("path", &self.path)
-            .field("query", &self.query)
-            .field("authorization", &self.authorization.as_ref().map(|_| "<redacted>"))
-            .field("content_type", &self.content_type)
-            .field("request_id", &self.request_id)
-            .field("client_ip", &self.client_ip)
-            .field("body", &self.body)
-            .finish()
+    fn internal_error(&self, request_id: &RequestId, cause: &str) -> ApiResponse {
+        ApiError::internal(&cause).to_response(request_id)
     }
 }
 
-impl ApiRequest {
-    /// A request with no headers and an empty body, for tests and tools.
-    pub fn new(method: Method, target: &str) -> ApiRequest {
-        let (path, query) = match target.split_once('?') {
-            Some((path, query)) => (path.to_owned(), Some(query.to_owned())),
-            None => (target.to_owned(), None),
+const HEALTH_OK: &[u8] = br#"{"status":"ok"}"#;
+const HEALTH_DRAINING: &[u8] = br#"{"status":"draining"}"#;
+
+/// `GET /healthz`: 200 while serving, 503 once draining (contract §8).
+pub fn health(stop: &StopState) -> ApiResponse {
+    if stop.is_draining() {
+        ApiResponse::json(503, Bytes::from_static(HEALTH_DRAINING))
+    } else {
+        ApiResponse::json(200, Bytes::from_static(HEALTH_OK))
+    }
+}
+
+impl ApiHandler {
+    async fn respond(&self, request: &ApiRequest) -> (RouteLabel, ApiResponse) {
+        let app = &*self.app;
+        let route = match route(request.method, &request.path) {
+            Ok(route) => route,
+            Err(e) => return (RouteLabel::Unmatched, self.refuse(&e, request)),
         };
-        ApiRequest {
-            method,
-            path,
-            query,
-            authorization: None,
-            content_type: None,
-            request_id: RequestId::generate(),
-            client_ip: IpAddr::from([127, 0, 0, 1]),
-            body: Body::Complete(Bytes::new()),
+        let label = route_label(&route);
+        if route == Route::Healthz {
+            return (label, health(&self.stop));
+        }
+        let now_ns = app.clock.now_ns();
+        let now_ms = now_unix_ms();
+        let key = match self.authenticate(request, now_ns, now_ms) {
+            Ok(key) => key,
+            Err(e) => return (label, self.refuse(&e, request)),
+        };
+        let caller = Caller { key, now_ns, now_ms };
+        let mut response = match self.authorized(&route, &caller, request).await {
+            Ok(response) => response,
+            Err(e) => self.refuse(&e, request),
+        };
+        add_rate_headers(&mut response, &caller.key, app.clock.now_ns(), now_unix_ms());
+        (label, response)
+    }
+
+    fn refuse(&self, error: &ApiError, request: &ApiRequest) -> ApiResponse {
+        if let Some(reason) = RejectReason::from_code(error.code()) {
+            self.app.metrics.reject(reason);
+        }
+        error.to_response(&request.request_id)
+    }
+
+    /// Contract §3 step 2, with the per-IP limit of failed authentications in front of it.
+    fn authenticate(&self, request: &ApiRequest, now_ns: u64, now_ms: u64) -> Result<Arc<KeyEntry>, ApiError> {
+        let ip_limited = |ip: IpAddr| {
+            let retry_after_s = self.app.ip_failures.blocked_retry_after_s(ip, now_ns).unwrap_or(1);
+            self.app.metrics.reject(RejectReason::RateLimitedIp);
+            ApiError::FailedAuthLimited { retry_after_s: u64::from(retry_after_s) }
+        };
+        if self.app.ip_failures.is_blocked(request.client_ip, now_ns) {
+            return Err(ip_limited(request.client_ip));
+        }
+        match self.app.keys.authenticate(request.authorization.as_deref(), now_ms) {
+            Ok(key) => Ok(key),
+            Err(why) if self.app.ip_failures.check_failure(request.client_ip, now_ns) => {
+                Err(ApiError::Unauthenticated(why))
+            }
+            Err(_) => Err(ip_limited(request.client_ip)),
+        }
+    }
+
+    /// Steps 3 and 4, then the endpoint.
+    async fn authorized(
+        &self,
+        route: &Route<'_>,
+        caller: &Caller,
+        request: &ApiRequest,
+    ) -> Result<ApiResponse, ApiError> {
+        if let Some(required) = route.required_scope() {
+            if !caller.key.scopes().contains(required) {
+                return Err(ApiError::InsufficientScope { required_scope: required });
+            }
+        }
+        let decision = caller.key.rate.check(caller.now_ns);
+        if !decision.allowed {
+            return Err(ApiError::RateLimited { retry_after_s: u64::from(retry_after_rate_s(&decision)) });
+        }
+        let endpoints = endpoints::Endpoints { app: &self.app, stop: &self.stop, caller, request };
+        match *route {
+            Route::AnalyzeWallet => endpoints.analyze_wallet(),
+            Route::Compare => endpoints.compare(),
+            Route::Analysis { id } => endpoints.poll_analysis(id).await,
+            Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
+            Route::Status => endpoints.status(),
+            Route::Usage => endpoints.usage(),
+            Route::Healthz => Ok(health(&self.stop)),
         }
     }
 }
 
-/// One response. The edge adds `Content-Type: application/json` and `X-Request-Id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiResponse {
-    pub status: u16,
-    /// Extra headers: lowercase names, values of visible ASCII. A `content-type` here replaces
-    /// the default `application/json`.
-    pub headers: Vec<(&'static str, String)>,
-    /// A JSON document.
-    pub body: Bytes,
-    /// Close the connection after this response (e.g. a request body was left unread).
-    pub close: bool,
+/// `RateLimit-Policy` and `RateLimit` of contract §6, as the key's bucket and quota are now.
+fn add_rate_headers(response: &mut ApiResponse, key: &KeyEntry, now_ns: u64, now_ms: u64) {
+    let quota = key.quota.view(now_ms);
+    let rate = key.rate.peek(now_ns);
+    response.headers.push(("ratelimit-policy", policy_value(key.rate.limit(), &quota)));
+    response.headers.push(("ratelimit", ratelimit_value(rate, &quota, now_ms)));
 }
 
-impl ApiResponse {
-    /// A response with a JSON body and no extra headers.
-    pub fn json(status: u16, body: impl Into<Bytes>) -> ApiResponse {
-        ApiResponse { status, headers: Vec::new(), body: body.into(), close: false }
-    }
-
-    /// Adds a header; `name` must be lowercase.
-    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> ApiResponse {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    /// The value of the first header named `name` (lowercase), if any.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn new_splits_query() {
-        let req = ApiRequest::new(Method::Get, "/v1/developer/intelligence/analysis/an_1?wait=3&x=1");
-        assert_eq!(req.path, "/v1/developer/intelligence/analysis/an_1");
-        assert_eq!(req.query.as_deref(), Some("wait=3&x=1"));
-        assert_eq!(ApiRequest::new(Method::Get, "/healthz").query, None);
-    }
-
-    #[test]
-    fn debug_never_shows_the_credential() {
-        let mut req = ApiRequest::new(Method::Get, "/v1/developer/status");
-        req.authorization = Some("Bearer svc_live_SECRET".into());
-        let text = format!("{req:?}");
-        assert!(!text.contains("SECRET") && text.contains("<redacted>"), "{text}");
-    }
-
-    #[test]
-    fn method_tokens_are_case_sensitive() {
-        assert_eq!(Method::from_token("GET"), Method::Get);
-        assert_eq!(Method::from_token("get"), Method::Other);
-        assert_eq!(Method::from_token("HEAD"), Method::Other);
+fn route_label(route: &Route<'_>) -> RouteLabel {
+    match route {
+        Route::AnalyzeWallet => RouteLabel::Wallet,
+        Route::Analysis { .. } => RouteLabel::Analysis,
+        Route::Compare => RouteLabel::Compare,
+        Route::Comparison { .. } => RouteLabel::Comparison,
+        Route::Status => RouteLabel::Status,
+        Route::Usage => RouteLabel::Usage,
+        Route::Healthz => RouteLabel::Healthz,
     }
 }

@@ -15,8 +15,10 @@
 //! Invariant: every route of the contract is here and nowhere else; `Route::PATHS` lists them
 //! for documentation and tests.
 
-use super::{ApiError, Method};
+use super::ApiError;
+use crate::auth::scope::Scope;
 use crate::config::WAIT_S_MAX;
+use crate::http::Method;
 
 const V1: &str = "/v1/developer/";
 const ANALYSIS_PREFIX: &str = "intelligence/analysis/";
@@ -66,12 +68,12 @@ impl Route<'_> {
 
     /// The scope a key needs (contract §2); `None` for routes any active key (or no key) may
     /// call.
-    pub fn required_scope(&self) -> Option<&'static str> {
+    pub fn required_scope(&self) -> Option<Scope> {
         match self {
-            Route::AnalyzeWallet => Some("wallet:analyze"),
-            Route::Compare => Some("wallet:compare"),
-            Route::Analysis { .. } | Route::Comparison { .. } => Some("analysis:read"),
-            Route::Usage => Some("usage:read"),
+            Route::AnalyzeWallet => Some(Scope::WalletAnalyze),
+            Route::Compare => Some(Scope::WalletCompare),
+            Route::Analysis { .. } | Route::Comparison { .. } => Some(Scope::AnalysisRead),
+            Route::Usage => Some(Scope::UsageRead),
             Route::Status | Route::Healthz => None,
         }
     }
@@ -104,6 +106,17 @@ fn match_path(path: &str) -> Option<Route<'_>> {
         return Some(Route::Analysis { id });
     }
     rest.strip_prefix(COMPARISON_PREFIX).filter(|s| is_segment(s)).map(|pair_id| Route::Comparison { pair_id })
+}
+
+/// The poll path of an analysis: the `Route::Analysis` path with its id (for `pollUrl` and
+/// `Location`, after the public base URL).
+pub fn analysis_path(id: &str) -> String {
+    format!("{V1}{ANALYSIS_PREFIX}{id}")
+}
+
+/// The poll path of a comparison: the `Route::Comparison` path with its pair id.
+pub fn comparison_path(pair_id: &str) -> String {
+    format!("{V1}{COMPARISON_PREFIX}{pair_id}")
 }
 
 fn is_segment(s: &str) -> bool {
@@ -147,7 +160,7 @@ pub fn parse_wait(query: Option<&str>) -> Result<Option<u32>, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::error::ErrorCode;
+    use crate::error_code::ErrorCode;
 
     #[test]
     fn every_contract_route_matches() {
@@ -200,8 +213,8 @@ mod tests {
 
     #[test]
     fn scopes_follow_the_contract() {
-        assert_eq!(Route::AnalyzeWallet.required_scope(), Some("wallet:analyze"));
-        assert_eq!(Route::Comparison { pair_id: "p" }.required_scope(), Some("analysis:read"));
+        assert_eq!(Route::AnalyzeWallet.required_scope(), Some(Scope::WalletAnalyze));
+        assert_eq!(Route::Comparison { pair_id: "p" }.required_scope(), Some(Scope::AnalysisRead));
         assert_eq!(Route::Status.required_scope(), None);
         assert!(!Route::Healthz.needs_key());
         assert!(Route::Status.needs_key());

@@ -60,9 +60,9 @@ pub struct KeyRecord {
     pub prefix: String,
     pub scopes: Scopes,
     pub status: KeyStatus,
-    pub created_at_ms: i64,
-    pub expires_at_ms: Option<i64>,
-    pub revoked_at_ms: Option<i64>,
+    pub created_at_ms: u64,
+    pub expires_at_ms: Option<u64>,
+    pub revoked_at_ms: Option<u64>,
     /// Set on a key revoked by rotation: the id of the key that replaced it.
     pub replaced_by: Option<KeyId>,
     pub rate_per_second: u32,
@@ -90,7 +90,7 @@ pub enum RecordError {
 
 impl KeyRecord {
     /// The status shown at `now_ms`: revoked wins over expired; a key expires at `expires_at_ms`.
-    pub fn state_at(&self, now_ms: i64) -> KeyState {
+    pub fn state_at(&self, now_ms: u64) -> KeyState {
         match (self.status, self.expires_at_ms) {
             (KeyStatus::Revoked, _) => KeyState::Revoked,
             (KeyStatus::Active, Some(expires_at_ms)) if now_ms >= expires_at_ms => KeyState::Expired,
@@ -134,7 +134,7 @@ pub struct KeySpec {
     pub account: AccountId,
     pub name: String,
     pub scopes: Scopes,
-    pub expires_at_ms: Option<i64>,
+    pub expires_at_ms: Option<u64>,
     pub rate_per_second: u32,
     pub burst: u32,
     pub quota_limit: u64,
@@ -143,7 +143,7 @@ pub struct KeySpec {
 
 impl KeySpec {
     /// A new key and its record. The key is returned once and never stored.
-    pub fn issue(&self, now_ms: i64) -> Result<(ApiKey, KeyRecord), RecordError> {
+    pub fn issue(&self, now_ms: u64) -> Result<(ApiKey, KeyRecord), RecordError> {
         let key = ApiKey::generate()?;
         let record = KeyRecord {
             id: KeyId::generate()?,

@@ -23,7 +23,7 @@
 //! writes them to the store (and can undo in memory with `remove`/`revoke` if that fails).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arc_swap::ArcSwap;
@@ -90,14 +90,14 @@ pub enum TableError {
     Record(#[from] RecordError),
 }
 
-const NOT_REVOKED: i64 = i64::MIN;
+const NOT_REVOKED: u64 = u64::MAX;
 
 /// One key as the request path sees it.
 #[derive(Debug)]
 pub struct KeyEntry {
     /// As issued or loaded; revocation is tracked by the atomics below, not here.
     record: KeyRecord,
-    revoked_at_ms: AtomicI64,
+    revoked_at_ms: AtomicU64,
     replaced_by: OnceLock<KeyId>,
     /// The key's token bucket, shared by every thread.
     pub rate: RateCell,
@@ -107,7 +107,7 @@ pub struct KeyEntry {
 
 impl KeyEntry {
     /// An entry for a validated record; `now_ms` places its quota in the current period.
-    pub fn new(record: KeyRecord, now_ms: i64) -> Result<Self, RecordError> {
+    pub fn new(record: KeyRecord, now_ms: u64) -> Result<Self, RecordError> {
         record.validate()?;
         let rate = RateCell::new(record.rate_limit()?);
         let quota = QuotaCounter::new(record.quota_limit, record.quota_period, now_ms);
@@ -119,7 +119,7 @@ impl KeyEntry {
         if let Some(id) = &record.replaced_by {
             let _ = replaced_by.set(id.clone()); // fresh cell: cannot be set already
         }
-        Ok(Self { record, revoked_at_ms: AtomicI64::new(revoked_at_ms), replaced_by, rate, quota })
+        Ok(Self { record, revoked_at_ms: AtomicU64::new(revoked_at_ms), replaced_by, rate, quota })
     }
 
     pub fn id(&self) -> &KeyId {
@@ -143,7 +143,7 @@ impl KeyEntry {
         self.revoked_at_ms.load(Ordering::Acquire) != NOT_REVOKED
     }
 
-    pub fn state_at(&self, now_ms: i64) -> KeyState {
+    pub fn state_at(&self, now_ms: u64) -> KeyState {
         if self.is_revoked() {
             return KeyState::Revoked;
         }
@@ -163,7 +163,7 @@ impl KeyEntry {
     }
 
     /// Revokes the key (first revocation wins; later ones change nothing).
-    fn revoke(&self, now_ms: i64, replaced_by: Option<KeyId>) {
+    fn revoke(&self, now_ms: u64, replaced_by: Option<KeyId>) {
         let first =
             self.revoked_at_ms.compare_exchange(NOT_REVOKED, now_ms, Ordering::AcqRel, Ordering::Acquire).is_ok();
         if let (true, Some(id)) = (first, replaced_by) {
@@ -200,7 +200,7 @@ pub struct Rotation {
     pub new_record: KeyRecord,
     pub old_record: KeyRecord,
     /// Start of the period `new_usage` belongs to.
-    pub new_usage_period_start_ms: i64,
+    pub new_usage_period_start_ms: u64,
     /// The successor's usage of that period (carried over from the old key, nothing reserved).
     pub new_usage: UsageRecord,
 }
@@ -232,7 +232,7 @@ impl KeyTable {
 
     /// A table of stored records (server start). The store then restores usage with
     /// `entry.quota.restore`.
-    pub fn from_records(records: impl IntoIterator<Item = KeyRecord>, now_ms: i64) -> Result<Self, TableError> {
+    pub fn from_records(records: impl IntoIterator<Item = KeyRecord>, now_ms: u64) -> Result<Self, TableError> {
         let table = Self::new();
         let mut map = KeyMap::default();
         for record in records {
@@ -262,7 +262,7 @@ impl KeyTable {
     }
 
     /// The active key named by an `Authorization` header value, or why there is none.
-    pub fn authenticate(&self, header_value: Option<&str>, now_ms: i64) -> Result<Arc<KeyEntry>, AuthFailure> {
+    pub fn authenticate(&self, header_value: Option<&str>, now_ms: u64) -> Result<Arc<KeyEntry>, AuthFailure> {
         let text = bearer_token(header_value)?;
         // Prefix, alphabet, length and checksum are refused before any lookup.
         let digest = key::parse(text).map_err(|_| AuthFailure::Malformed)?.digest();
@@ -278,7 +278,7 @@ impl KeyTable {
     }
 
     /// As `authenticate`, for a raw header value: one that is not UTF-8 is `malformed`.
-    pub fn authenticate_bytes(&self, header_value: Option<&[u8]>, now_ms: i64) -> Result<Arc<KeyEntry>, AuthFailure> {
+    pub fn authenticate_bytes(&self, header_value: Option<&[u8]>, now_ms: u64) -> Result<Arc<KeyEntry>, AuthFailure> {
         let text = header_value.map(std::str::from_utf8).transpose().map_err(|_| AuthFailure::Malformed)?;
         self.authenticate(text, now_ms)
     }
@@ -295,14 +295,14 @@ impl KeyTable {
     }
 
     /// Adds a new (or stored) key.
-    pub fn insert(&self, record: KeyRecord, now_ms: i64) -> Result<Arc<KeyEntry>, TableError> {
+    pub fn insert(&self, record: KeyRecord, now_ms: u64) -> Result<Arc<KeyEntry>, TableError> {
         let entry = Arc::new(KeyEntry::new(record, now_ms)?);
         self.write(|map| map.add(Arc::clone(&entry), self.len_max))?;
         Ok(entry)
     }
 
     /// Issues a key from `spec` and adds it; the key is returned once.
-    pub fn issue(&self, spec: &KeySpec, now_ms: i64) -> Result<(ApiKey, KeyRecord), TableError> {
+    pub fn issue(&self, spec: &KeySpec, now_ms: u64) -> Result<(ApiKey, KeyRecord), TableError> {
         let (key, record) = spec.issue(now_ms)?;
         self.insert(record.clone(), now_ms)?;
         Ok((key, record))
@@ -310,14 +310,14 @@ impl KeyTable {
 
     /// Revokes a key; visible to every thread at its next request. Revoking twice keeps the
     /// first revocation time. Returns the record to persist.
-    pub fn revoke(&self, id: &KeyId, now_ms: i64) -> Result<KeyRecord, TableError> {
+    pub fn revoke(&self, id: &KeyId, now_ms: u64) -> Result<KeyRecord, TableError> {
         let entry = self.get(id).ok_or(TableError::UnknownId)?;
         entry.revoke(now_ms, None);
         Ok(entry.current_record())
     }
 
     /// Replaces an active key by a new one (see the module comment for what carries over).
-    pub fn rotate(&self, id: &KeyId, now_ms: i64) -> Result<Rotation, TableError> {
+    pub fn rotate(&self, id: &KeyId, now_ms: u64) -> Result<Rotation, TableError> {
         self.write(|map| {
             let old = map.by_id.get(id).cloned().ok_or(TableError::UnknownId)?;
             if old.state_at(now_ms) != KeyState::Active {
@@ -370,7 +370,7 @@ mod tests {
     use crate::auth::record::tests::spec;
     use crate::limits::quota::{Operation, ReleaseCause};
 
-    const NOW: i64 = 1_795_342_530_123;
+    const NOW: u64 = 1_795_342_530_123;
 
     fn table_with_key() -> (KeyTable, ApiKey, KeyRecord) {
         let table = KeyTable::new();
@@ -432,7 +432,7 @@ mod tests {
         let mut bad_checksum = key.expose_secret().to_owned();
         let last = bad_checksum.pop();
         bad_checksum.push(if last == Some('2') { '3' } else { '2' });
-        let cases: Vec<(Option<String>, i64, Result<&KeyId, AuthFailure>)> = vec![
+        let cases: Vec<(Option<String>, u64, Result<&KeyId, AuthFailure>)> = vec![
             (Some(bearer(&key)), NOW, Ok(&record.id)),
             (None, NOW, Err(AuthFailure::Missing)),
             (Some("Bearer nope".into()), NOW, Err(AuthFailure::Malformed)),

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use crate::labels::Labels;
 use crate::ledger::model::WalletView;
-use report::{Coverage, XRay};
+use report::{CoverageReport, XRay};
 
 /// Semantic versions of each engine.
 pub const XRAY_VERSION: &str = "1.0.0";
@@ -65,7 +65,7 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
         evidence: book.into_items(),
         attack_paths,
         engine_versions: xray_versions(),
-        coverage: Coverage {
+        coverage: CoverageReport {
             ledger_source: view.coverage.source.clone(),
             as_of_slot: view.coverage.as_of_slot,
             transactions_analyzed: view.coverage.transactions_read,

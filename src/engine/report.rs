@@ -249,7 +249,7 @@ pub struct AttackPath {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Coverage {
+pub struct CoverageReport {
     pub ledger_source: String,
     pub as_of_slot: u64,
     pub transactions_analyzed: u32,
@@ -267,7 +267,7 @@ pub struct XRay {
     pub evidence: Vec<Evidence>,
     pub attack_paths: Vec<AttackPath>,
     pub engine_versions: BTreeMap<&'static str, &'static str>,
-    pub coverage: Coverage,
+    pub coverage: CoverageReport,
 }
 
 impl XRay {

@@ -303,18 +303,18 @@ pub struct Instruction {
 }
 
 /// Resolves account indices of `json`-encoded (compiled) instructions.
-pub struct KeyTable<'a> {
+pub struct AccountKeys<'a> {
     pub keys: &'a [Pubkey],
 }
 
-impl KeyTable<'_> {
+impl AccountKeys<'_> {
     fn key(&self, index: u8) -> Pubkey {
         self.keys.get(usize::from(index)).copied().unwrap_or_default()
     }
 }
 
 /// Decodes one wire instruction. Never fails: see the module invariant.
-pub fn decode(ix: &UiInstruction, index: InstructionIndex, keys: &KeyTable<'_>) -> Instruction {
+pub fn decode(ix: &UiInstruction, index: InstructionIndex, keys: &AccountKeys<'_>) -> Instruction {
     match ix {
         UiInstruction::Parsed(p) => {
             let program_id = Pubkey::parse(&p.program_id).unwrap_or_default();
@@ -594,7 +594,7 @@ mod tests {
     fn parse_ix(json: &str) -> Instruction {
         let mut bytes = json.as_bytes().to_vec();
         let ix: UiInstruction = wire::parse(&mut bytes).unwrap();
-        decode(&ix, InstructionIndex { outer: 1, inner: Some(2) }, &KeyTable { keys: &[] })
+        decode(&ix, InstructionIndex { outer: 1, inner: Some(2) }, &AccountKeys { keys: &[] })
     }
 
     const A: &str = "5p8qKVyKthA9DUb1rwQDzjcmTkaZdwN97J3LiaEywUjd";
@@ -696,7 +696,7 @@ mod tests {
         let keys = [Pubkey::parse(A).unwrap(), Pubkey::parse(ids::SYSTEM).unwrap()];
         let mut bytes = br#"{"programIdIndex":1,"accounts":[0,0,9],"data":"3Bxs"}"#.to_vec();
         let ix: UiInstruction = wire::parse(&mut bytes).unwrap();
-        let ix = decode(&ix, InstructionIndex { outer: 0, inner: None }, &KeyTable { keys: &keys });
+        let ix = decode(&ix, InstructionIndex { outer: 0, inner: None }, &AccountKeys { keys: &keys });
         assert_eq!(ix.program, Program::System);
         assert_eq!(ix.accounts.len(), 3);
         assert_eq!(ix.index.to_string(), "0");

@@ -2,9 +2,8 @@
 //!
 //! Owns: the JSON-RPC wire types (`wire`), their decoding into the domain model (`model`,
 //! `instruction`), the `LedgerSource` trait and its three implementations (`demo`,
-//! `snapshot`, `rpc`), the fetch plan that turns a source into a `WalletView` (`view`), the
-//! local fault-injecting JSON-RPC server used by tests (`rpc_server`) and the fixture
-//! inspector (`inspect`).
+//! `snapshot`, `rpc`) and the fetch plan that turns a source into a `WalletView` (`view`).
+//! The tools that serve, record and inspect ledger data are in `devtools`.
 //!
 //! Threads: sources run on compute threads, each on its own single-threaded tokio runtime
 //! (futures need not be `Send`); the CLI runs them on a current-thread runtime too.
@@ -15,18 +14,22 @@
 
 pub mod demo;
 pub mod fields;
-pub mod inspect;
 pub mod instruction;
 pub mod model;
 pub mod rpc;
-pub mod rpc_server;
 pub mod snapshot;
 pub mod source;
 pub mod view;
 pub mod wire;
 
 pub use model::WalletView;
-pub use source::{LedgerSource, Source, SourceSpec};
+pub use source::{LedgerSource, Source};
+
+/// The async runtime ledger reads run on: current-thread tokio with I/O and timers, as each
+/// compute thread has one; the CLI and dev tools build the same for their own reads.
+pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("runtime: {e}"))
+}
 
 /// Why a ledger read failed. The three families are what callers act on: `Unavailable` may be
 /// retried later (the analysis ends `UPSTREAM_UNAVAILABLE`), `NotFound` is an answer, and

@@ -13,7 +13,7 @@
 use simd_json::prelude::*;
 
 use crate::ledger::fields::Fields;
-use crate::ledger::instruction::{self, ids, Instruction, InstructionIndex, KeyTable, Program};
+use crate::ledger::instruction::{self, ids, AccountKeys, Instruction, InstructionIndex, Program};
 use crate::ledger::wire::{self, UiAccount, UiMessage};
 use crate::pubkey::{Pubkey, Signature};
 
@@ -430,7 +430,7 @@ impl Transaction {
         }
         let instructions = flatten_instructions(tx, &account_keys);
         let version = match tx.version {
-            Some(wire::TransactionVersion::Number(_)) => TransactionVersion::V0,
+            Some(wire::UiTransactionVersion::Number(_)) => TransactionVersion::V0,
             _ => TransactionVersion::Legacy,
         };
         Some(Transaction {
@@ -492,7 +492,7 @@ fn flatten_instructions(tx: &wire::TransactionWithMeta, keys: &[Pubkey]) -> Vec<
         UiMessage::Raw(m) => &m.instructions,
     };
     let inner_sets = tx.meta.as_ref().and_then(|m| m.inner_instructions.as_deref()).unwrap_or(&[]);
-    let table = KeyTable { keys };
+    let table = AccountKeys { keys };
     let mut out = Vec::with_capacity(outer.len());
     for (i, ix) in outer.iter().enumerate() {
         let outer_index = u16::try_from(i).unwrap_or(u16::MAX);

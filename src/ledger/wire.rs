@@ -171,13 +171,13 @@ pub struct TransactionWithMeta {
     #[serde(default)]
     pub meta: Option<UiMeta>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<TransactionVersion>,
+    pub version: Option<UiTransactionVersion>,
 }
 
 /// `"legacy"` or a number (0).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum TransactionVersion {
+pub enum UiTransactionVersion {
     Number(u8),
     Legacy(String),
 }

@@ -29,7 +29,7 @@ pub fn policy_value(rate: RateLimit, quota: &QuotaView) -> String {
 
 /// `"rate";r=<whole tokens left>;t=<seconds until full>, "quota";r=<remaining>;t=<seconds until
 /// reset>`.
-pub fn ratelimit_value(rate: RateState, quota: &QuotaView, now_ms: i64) -> String {
+pub fn ratelimit_value(rate: RateState, quota: &QuotaView, now_ms: u64) -> String {
     let reset_s = seconds_until(now_ms, quota.period_end_ms);
     let mut value = String::with_capacity(64);
     let _ = write!(
@@ -46,7 +46,7 @@ pub fn retry_after_rate_s(decision: &RateDecision) -> u32 {
 }
 
 /// `Retry-After` of `429 QUOTA_EXHAUSTED`: seconds until the period resets, at least 1.
-pub fn retry_after_quota_s(refusal: &QuotaExhausted, now_ms: i64) -> u64 {
+pub fn retry_after_quota_s(refusal: &QuotaExhausted, now_ms: u64) -> u64 {
     seconds_until(now_ms, refusal.resets_at_ms).max(1)
 }
 
@@ -58,7 +58,7 @@ pub struct RateLimitHeaders {
 }
 
 impl RateLimitHeaders {
-    pub fn new(rate: RateLimit, state: RateState, quota: &QuotaView, now_ms: i64) -> Self {
+    pub fn new(rate: RateLimit, state: RateState, quota: &QuotaView, now_ms: u64) -> Self {
         Self { policy: policy_value(rate, quota), current: ratelimit_value(state, quota, now_ms) }
     }
 }
@@ -69,11 +69,11 @@ mod tests {
     use crate::limits::quota::{period_end_ms, period_start_ms, ByOperation, QuotaPeriod};
 
     /// 2026-11-22T10:15:30.123Z
-    const NOV_22: i64 = 1_795_342_530_123;
+    const NOV_22: u64 = 1_795_342_530_123;
     /// 2026-02-10T00:00:00.000Z
-    const FEB_10: i64 = 1_770_681_600_000;
+    const FEB_10: u64 = 1_770_681_600_000;
 
-    fn quota(limit: u64, used: u64, reserved: u64, period: QuotaPeriod, now_ms: i64) -> QuotaView {
+    fn quota(limit: u64, used: u64, reserved: u64, period: QuotaPeriod, now_ms: u64) -> QuotaView {
         QuotaView {
             limit,
             used,

@@ -1,8 +1,8 @@
-//! Quota: units of work per key per calendar UTC period (day or month), and the RFC 3339 time
-//! format of the wire contract.
+//! Quota: units of work per key per calendar UTC period (day or month).
 //!
 //! Owns: `QuotaPeriod` and its calendar math (`period_start_ms`, `period_end_ms`,
-//! `period_len_s`), `rfc3339_ms`, and `QuotaCounter`, a key's in-memory counters of the current
+//! `period_len_s`), `UsageRecord` (one key's counters of one period, as the store keeps them)
+//! and `QuotaCounter`, a key's in-memory counters of the current
 //! and previous period. Called from listener threads (`reserve`, `view`) and from compute threads
 //! when a job ends (`commit`, `release`); `restore` at start from the store's usage records.
 //!
@@ -28,16 +28,12 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, Guard};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
-use time::OffsetDateTime;
 
+use crate::clock::{clamp_ms, datetime};
 use crate::config::QUOTA_LIMIT_MAX;
-pub use crate::store::UsageRecord;
 
-/// Latest wall time the calendar math accepts: 9998-12-31T23:59:59.999Z, so that the end of
-/// any period is still a four-digit year. Earlier than 1970 is clamped to the epoch.
-pub const UNIX_MS_MAX: i64 = 253_370_764_799_999;
 /// Milliseconds per UTC day (no leap seconds in Unix time).
-pub const MS_PER_DAY: i64 = 86_400_000;
+pub const MS_PER_DAY: u64 = 86_400_000;
 
 /// The calendar period of a quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,68 +61,62 @@ impl QuotaPeriod {
     }
 }
 
-fn clamp_ms(unix_ms: i64) -> i64 {
-    unix_ms.clamp(0, UNIX_MS_MAX)
-}
-
-/// The UTC date-time of a clamped instant. Infallible: the clamped range is within `time`'s.
-fn datetime(unix_ms: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp(clamp_ms(unix_ms).div_euclid(1_000)).unwrap_or(OffsetDateTime::UNIX_EPOCH)
-}
-
 /// Start (inclusive) of the period containing `now_ms`, in Unix milliseconds.
-pub fn period_start_ms(now_ms: i64, period: QuotaPeriod) -> i64 {
+pub fn period_start_ms(now_ms: u64, period: QuotaPeriod) -> u64 {
     let now_ms = clamp_ms(now_ms);
-    let day_start_ms = now_ms - now_ms.rem_euclid(MS_PER_DAY);
+    let day_start_ms = now_ms - now_ms % MS_PER_DAY;
     match period {
         QuotaPeriod::Day => day_start_ms,
-        QuotaPeriod::Month => day_start_ms - (i64::from(datetime(now_ms).day()) - 1) * MS_PER_DAY,
+        QuotaPeriod::Month => day_start_ms - (u64::from(datetime(now_ms).day()) - 1) * MS_PER_DAY,
     }
 }
 
 /// End (exclusive) of the period containing `now_ms`: the reset time, `resetsAt`.
-pub fn period_end_ms(now_ms: i64, period: QuotaPeriod) -> i64 {
+pub fn period_end_ms(now_ms: u64, period: QuotaPeriod) -> u64 {
     let start_ms = period_start_ms(now_ms, period);
     match period {
         QuotaPeriod::Day => start_ms + MS_PER_DAY,
         QuotaPeriod::Month => {
             let start = datetime(start_ms);
-            start_ms + i64::from(start.month().length(start.year())) * MS_PER_DAY
+            start_ms + u64::from(start.month().length(start.year())) * MS_PER_DAY
         }
     }
 }
 
 /// Length of the period containing `now_ms`, in seconds (a month is its own number of days).
-pub fn period_len_s(now_ms: i64, period: QuotaPeriod) -> u64 {
-    ((period_end_ms(now_ms, period) - period_start_ms(now_ms, period)) / 1_000).unsigned_abs()
+pub fn period_len_s(now_ms: u64, period: QuotaPeriod) -> u64 {
+    (period_end_ms(now_ms, period) - period_start_ms(now_ms, period)) / 1_000
 }
 
 /// Whole seconds from `now_ms` until `until_ms`, rounded up (0 if already past).
-pub fn seconds_until(now_ms: i64, until_ms: i64) -> u64 {
-    (until_ms.saturating_sub(now_ms)).max(0).unsigned_abs().div_ceil(1_000)
+pub fn seconds_until(now_ms: u64, until_ms: u64) -> u64 {
+    until_ms.saturating_sub(now_ms).div_ceil(1_000)
 }
 
-/// The contract's timestamp: RFC 3339 UTC with milliseconds, e.g. `2026-11-22T10:15:30.123Z`.
-/// Instants outside 1970..=9998 are clamped to that range.
-pub fn rfc3339_ms(unix_ms: i64) -> String {
-    let unix_ms = clamp_ms(unix_ms);
-    let t = datetime(unix_ms);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        unix_ms.rem_euclid(1_000)
-    )
+/// Usage of one key in one quota period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UsageRecord {
+    /// Units of `READY` work (committed charges).
+    pub used: i64,
+    /// Units of work still queued or running.
+    pub reserved: i64,
+    /// Units refunded because the work ended `FAILED`.
+    pub refunded: i64,
+    /// Committed units that were wallet analyses (`byOperation.walletAnalysis`).
+    pub wallet_analysis: i64,
+    /// Committed units that were comparisons (`byOperation.comparison`).
+    pub comparison: i64,
 }
 
-/// Parses an RFC 3339 timestamp (any offset, optional fraction) into Unix milliseconds.
-pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
-    let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
+impl UsageRecord {
+    /// Counter-wise sum (wrapping: a stored record is input too, and a merge must not fail).
+    pub fn add(&mut self, other: &UsageRecord) {
+        self.used = self.used.wrapping_add(other.used);
+        self.reserved = self.reserved.wrapping_add(other.reserved);
+        self.refunded = self.refunded.wrapping_add(other.refunded);
+        self.wallet_analysis = self.wallet_analysis.wrapping_add(other.wallet_analysis);
+        self.comparison = self.comparison.wrapping_add(other.comparison);
+    }
 }
 
 /// What a unit of quota was spent on.
@@ -151,14 +141,14 @@ pub enum ReleaseCause {
 /// with `Reservation::recovered`.
 #[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
-    pub period_start_ms: i64,
+    pub period_start_ms: u64,
     pub operation: Operation,
 }
 
 impl Reservation {
     /// A reservation read back from a job record after a restart; the restored `UsageRecord`
     /// already counts it in `reserved`.
-    pub fn recovered(period_start_ms: i64, operation: Operation) -> Self {
+    pub fn recovered(period_start_ms: u64, operation: Operation) -> Self {
         Self { period_start_ms, operation }
     }
 }
@@ -172,7 +162,7 @@ pub struct QuotaExhausted {
     pub used: u64,
     /// Units of work still running this period (they count against the limit).
     pub reserved: u64,
-    pub resets_at_ms: i64,
+    pub resets_at_ms: u64,
 }
 
 /// A reservation that could not be settled in memory.
@@ -203,9 +193,9 @@ pub struct QuotaView {
     pub refunded: u64,
     pub by_operation: ByOperation,
     pub period: QuotaPeriod,
-    pub period_start_ms: i64,
+    pub period_start_ms: u64,
     /// Exclusive end of the period: `resetsAt`.
-    pub period_end_ms: i64,
+    pub period_end_ms: u64,
 }
 
 const RESERVED_MASK: u64 = u32::MAX as u64;
@@ -221,8 +211,8 @@ fn unpack(units: u64) -> (u64, u64) {
 /// The counters of one period.
 #[derive(Debug)]
 struct PeriodCounter {
-    start_ms: i64,
-    end_ms: i64,
+    start_ms: u64,
+    end_ms: u64,
     units: AtomicU64,
     refunded: AtomicU64,
     wallet_analysis: AtomicU64,
@@ -230,11 +220,11 @@ struct PeriodCounter {
 }
 
 impl PeriodCounter {
-    fn empty(now_ms: i64, period: QuotaPeriod) -> Self {
+    fn empty(now_ms: u64, period: QuotaPeriod) -> Self {
         Self::from_usage(period_start_ms(now_ms, period), &UsageRecord::default(), period)
     }
 
-    fn from_usage(start_ms: i64, usage: &UsageRecord, period: QuotaPeriod) -> Self {
+    fn from_usage(start_ms: u64, usage: &UsageRecord, period: QuotaPeriod) -> Self {
         Self {
             start_ms: period_start_ms(start_ms, period),
             end_ms: period_end_ms(start_ms, period),
@@ -325,7 +315,7 @@ pub struct QuotaCounter {
 impl QuotaCounter {
     /// A counter with nothing used in the period containing `now_ms`. `limit` is capped at
     /// `QUOTA_LIMIT_MAX` (records are validated before they get here).
-    pub fn new(limit: u64, period: QuotaPeriod, now_ms: i64) -> Self {
+    pub fn new(limit: u64, period: QuotaPeriod, now_ms: u64) -> Self {
         let periods = Periods { current: Arc::new(PeriodCounter::empty(now_ms, period)), previous: None };
         Self { limit: limit.min(QUOTA_LIMIT_MAX), period, periods: ArcSwap::from_pointee(periods) }
     }
@@ -343,7 +333,7 @@ impl QuotaCounter {
     ///
     /// Returns a guard, not an `Arc`: a guard does not touch the shared reference count, which
     /// would be a contended cache line for a hot key.
-    fn periods_at(&self, now_ms: i64) -> Guard<Arc<Periods>> {
+    fn periods_at(&self, now_ms: u64) -> Guard<Arc<Periods>> {
         let periods = self.periods.load();
         if now_ms < periods.current.end_ms {
             // Within the current period, or the wall clock went back: never roll backwards.
@@ -362,7 +352,7 @@ impl QuotaCounter {
         self.periods.load()
     }
 
-    fn counter_of(&self, period_start_ms: i64) -> Option<Arc<PeriodCounter>> {
+    fn counter_of(&self, period_start_ms: u64) -> Option<Arc<PeriodCounter>> {
         let periods = self.periods.load();
         if periods.current.start_ms == period_start_ms {
             return Some(Arc::clone(&periods.current));
@@ -371,7 +361,7 @@ impl QuotaCounter {
     }
 
     /// Reserves one unit of the current period, or refuses when `used + reserved ≥ limit`.
-    pub fn reserve(&self, operation: Operation, now_ms: i64) -> Result<Reservation, QuotaExhausted> {
+    pub fn reserve(&self, operation: Operation, now_ms: u64) -> Result<Reservation, QuotaExhausted> {
         let periods = self.periods_at(now_ms);
         let current = &periods.current;
         let limit = self.limit;
@@ -401,7 +391,7 @@ impl QuotaCounter {
     }
 
     /// The current period's numbers.
-    pub fn view(&self, now_ms: i64) -> QuotaView {
+    pub fn view(&self, now_ms: u64) -> QuotaView {
         let periods = self.periods_at(now_ms);
         let current = &periods.current;
         let (used, reserved) = unpack(current.units.load(Ordering::Acquire));
@@ -419,26 +409,26 @@ impl QuotaCounter {
     }
 
     /// The current period at `now_ms`: its start and its counts.
-    pub fn snapshot(&self, now_ms: i64) -> (i64, UsageRecord) {
+    pub fn snapshot(&self, now_ms: u64) -> (u64, UsageRecord) {
         let periods = self.periods_at(now_ms);
         (periods.current.start_ms, periods.current.counts())
     }
 
     /// The counts of the period starting at `period_start_ms` (e.g. the one a reservation
     /// belongs to), if it is still held.
-    pub fn snapshot_period(&self, period_start_ms: i64) -> Option<UsageRecord> {
+    pub fn snapshot_period(&self, period_start_ms: u64) -> Option<UsageRecord> {
         self.counter_of(period_start_ms).map(|c| c.counts())
     }
 
     /// Loads the stored usage of the period starting at `period_start_ms` as the current or
     /// previous period. Returns `false` (and changes nothing) for any other period: an older
     /// one no longer limits anything.
-    pub fn restore(&self, period_start_ms_stored: i64, usage: &UsageRecord, now_ms: i64) -> bool {
+    pub fn restore(&self, period_start_ms_stored: u64, usage: &UsageRecord, now_ms: u64) -> bool {
         let periods = self.periods_at(now_ms);
         let start_ms = period_start_ms(period_start_ms_stored, self.period);
         let restored = Arc::new(PeriodCounter::from_usage(start_ms, usage, self.period));
         let is_current = start_ms == periods.current.start_ms;
-        let is_previous = start_ms == period_start_ms(periods.current.start_ms - 1, self.period);
+        let is_previous = start_ms == period_start_ms(periods.current.start_ms.saturating_sub(1), self.period);
         if !is_current && !is_previous {
             return false;
         }
@@ -458,41 +448,16 @@ mod tests {
     use super::*;
 
     /// 2026-11-22T10:15:30.123Z
-    const NOV_22: i64 = 1_795_342_530_123;
+    const NOV_22: u64 = 1_795_342_530_123;
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.mmm]Z` (tests only; the service only formats).
-    fn ms(text: &str) -> i64 {
-        let num = |range: std::ops::Range<usize>| text[range].parse::<i64>().expect("test time digits");
+    fn ms(text: &str) -> u64 {
+        let num = |range: std::ops::Range<usize>| text[range].parse::<u64>().expect("test time digits");
         let month = time::Month::try_from(num(5..7) as u8).expect("test month");
         let date = time::Date::from_calendar_date(num(0..4) as i32, month, num(8..10) as u8).expect("test date");
         let millis = if text.len() > 20 { num(20..23) } else { 0 };
         let t = date.with_hms(num(11..13) as u8, num(14..16) as u8, num(17..19) as u8).expect("test time");
-        t.assume_utc().unix_timestamp() * 1_000 + millis
-    }
-
-    #[test]
-    fn rfc3339_parsing_reads_what_formatting_writes_and_offsets() {
-        for ms in [0, 1_763_806_530_123, 1_798_761_599_999] {
-            assert_eq!(parse_rfc3339_ms(&rfc3339_ms(ms)), Some(ms));
-        }
-        assert_eq!(parse_rfc3339_ms("1970-01-01T01:00:00+01:00"), Some(0));
-        assert_eq!(parse_rfc3339_ms("2027-01-01"), None);
-        assert_eq!(parse_rfc3339_ms("tomorrow"), None);
-    }
-
-    #[test]
-    fn rfc3339_formatting() {
-        let cases = [
-            (NOV_22, "2026-11-22T10:15:30.123Z"),
-            (0, "1970-01-01T00:00:00.000Z"),
-            (-1, "1970-01-01T00:00:00.000Z"),
-            (1_709_164_800_007, "2024-02-29T00:00:00.007Z"),
-            (UNIX_MS_MAX, "9998-12-31T23:59:59.999Z"),
-            (i64::MAX, "9998-12-31T23:59:59.999Z"),
-        ];
-        for (unix_ms, text) in cases {
-            assert_eq!(rfc3339_ms(unix_ms), text, "{unix_ms}");
-        }
+        u64::try_from(t.assume_utc().unix_timestamp()).expect("after 1970") * 1_000 + millis
     }
 
     #[test]

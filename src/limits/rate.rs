@@ -344,7 +344,7 @@ mod tests {
     fn concurrent_threads_on_the_real_clock_stay_within_the_bound() {
         let l = limit(10_000, 20);
         let cell = RateCell::new(l);
-        let clock = crate::limits::MonotonicClock::new();
+        let clock = crate::clock::MonotonicClock::new();
         let admitted: u64 = std::thread::scope(|s| {
             let handles: Vec<_> = (0..4)
                 .map(|_| s.spawn(|| (0..20_000).filter(|_| cell.check(clock.now_ns()).allowed).count() as u64))

@@ -47,7 +47,7 @@
 //! `RUNNING` job is simply run again: `mark_running` accepts `RUNNING → RUNNING`.
 //! The scan is bounded above by `created_before_ms` (the process start time), so jobs admitted
 //! by the new process are not found twice; the server should also skip ids it already holds.
-//! [`Backlog`] wraps the paging: `RUNNING` jobs first, then `QUEUED`, oldest first, holding
+//! `jobs::recovery::Backlog` wraps the paging: `RUNNING` jobs first, then `QUEUED`, oldest first, holding
 //! only a cursor, so a backlog larger than the queue never sits in memory all at once.
 //!
 //! # Column families and key layout
@@ -105,14 +105,11 @@
 
 mod encoding;
 mod record;
-mod recovery;
 mod rocks;
 mod usage;
 
-pub use record::{JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
-pub use recovery::Backlog;
+pub use record::{Completion, JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, LiveState, Subject};
 pub use rocks::{RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
-pub use usage::UsageRecord;
 
 use crate::auth::record::KeyRecord;
 use crate::config::{
@@ -120,6 +117,7 @@ use crate::config::{
     JOB_LOCK_STRIPES, RESULT_BYTES_MAX, ROCKSDB_BACKGROUND_JOBS_DEFAULT, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX,
     SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
+use crate::limits::quota::UsageRecord;
 
 /// Version of the on-disk layout this build reads and writes (the `meta` record).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -214,7 +212,7 @@ pub trait Store: Send + Sync {
     fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord>;
     /// Finishes a live job: stores the payload (`Ready`) or the error (`Failed`), commits or
     /// refunds the reservation, in one durable batch. Returns the updated record.
-    fn complete(&self, id: &str, completed_at_ms: u64, outcome: Outcome) -> StoreResult<JobRecord>;
+    fn complete(&self, id: &str, completed_at_ms: u64, outcome: Completion) -> StoreResult<JobRecord>;
 
     /// The job record with this id, if any (an over-long id is simply not found).
     fn get_job(&self, id: &str) -> StoreResult<Option<JobRecord>>;

@@ -1,6 +1,6 @@
 //! The records the store keeps (keys, jobs) and the small types of its API, with their limits.
 //!
-//! Owns: `JobRecord` and their parts, `Outcome`, `Subject`, `LiveState`,
+//! Owns: `JobRecord` and their parts, `Completion`, `Subject`, `LiveState`,
 //! `JobCursor`, `JobPage`, and the validation of every length before a write. Called from any
 //! thread that calls the store.
 //!
@@ -176,7 +176,7 @@ impl JobRecord {
 
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Completion {
     /// The payload JSON exactly as the API serves it, and the engine version that made it.
     Ready { payload_json: Vec<u8>, engine_version: String },
     /// A contract error code (`ACCOUNT_NOT_ELIGIBLE`, `UPSTREAM_UNAVAILABLE`, …) and message.
@@ -248,17 +248,17 @@ impl JobError {
     }
 }
 
-impl Outcome {
+impl Completion {
     pub(crate) fn validate(&self) -> StoreResult<()> {
         match self {
-            Outcome::Ready { payload_json, engine_version } => {
+            Completion::Ready { payload_json, engine_version } => {
                 check_len("engine version", engine_version, ENGINE_VERSION_BYTES_MAX)?;
                 if payload_json.len() > RESULT_BYTES_MAX {
                     return Err(StoreError::Invalid(format!("payload larger than {RESULT_BYTES_MAX} bytes")));
                 }
                 Ok(())
             }
-            Outcome::Failed { code, message } => JobError::validate(code, message),
+            Completion::Failed { code, message } => JobError::validate(code, message),
         }
     }
 }
@@ -290,9 +290,9 @@ mod tests {
         let mut j = job();
         j.account.clear();
         assert!(j.validate().is_err());
-        let big = Outcome::Ready { payload_json: vec![b' '; RESULT_BYTES_MAX + 1], engine_version: "1".into() };
+        let big = Completion::Ready { payload_json: vec![b' '; RESULT_BYTES_MAX + 1], engine_version: "1".into() };
         assert!(big.validate().is_err());
-        let long = Outcome::Failed { code: "X".into(), message: "m".repeat(ERROR_MESSAGE_BYTES_MAX + 1) };
+        let long = Completion::Failed { code: "X".into(), message: "m".repeat(ERROR_MESSAGE_BYTES_MAX + 1) };
         assert!(long.validate().is_err());
     }
 

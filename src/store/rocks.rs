@@ -24,8 +24,10 @@ use rocksdb::{
 };
 
 use super::encoding::{self as enc};
-use super::record::{self, check_id, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Outcome, Subject};
-use super::usage::{self, UsageDelta, UsageRecord};
+use super::record::{
+    self, check_id, Completion, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Subject,
+};
+use super::usage::{self, UsageDelta};
 use super::{
     Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT, JOB_LOCK_STRIPES,
     ROCKSDB_BACKGROUND_JOBS_DEFAULT, SCHEMA_VERSION, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
@@ -35,6 +37,7 @@ use crate::config::{
     ROCKSDB_BLOOM_BITS_PER_KEY, ROCKSDB_BYTES_PER_SYNC, ROCKSDB_INFO_LOG_FILES_KEPT, ROCKSDB_INFO_LOG_FILE_BYTES_MAX,
     ROCKSDB_PAYLOAD_BLOCK_BYTES,
 };
+use crate::limits::quota::UsageRecord;
 
 const CF_KEYS: &str = "keys";
 const CF_JOBS: &str = "jobs";
@@ -210,7 +213,7 @@ impl RocksStore {
     fn merge_usage(&self, batch: &mut WriteBatch, job: &JobRecord, delta: UsageDelta) -> StoreResult<()> {
         if job.charged {
             let key = enc::usage_key(&job.key_id, job.quota_period_start_ms);
-            batch.merge_cf(self.cf(CF_USAGE)?, key, delta.encode());
+            batch.merge_cf(self.cf(CF_USAGE)?, key, usage::encode(&delta));
         }
         Ok(())
     }
@@ -339,7 +342,7 @@ impl Store for RocksStore {
         batch.put_cf(self.cf(CF_KEYS)?, old.id.as_str().as_bytes(), enc::encode_json(old)?);
         batch.put_cf(self.cf(CF_KEYS)?, new.id.as_str().as_bytes(), enc::encode_json(new)?);
         let key = enc::usage_key(new.id.as_str(), carried.period_start_ms);
-        batch.merge_cf(self.cf(CF_USAGE)?, key, carried.usage.encode());
+        batch.merge_cf(self.cf(CF_USAGE)?, key, usage::encode(&carried.usage));
         Ok(self.db.write_opt(batch, &self.durable)?)
     }
 
@@ -402,7 +405,7 @@ impl Store for RocksStore {
         Ok(running)
     }
 
-    fn complete(&self, id: &str, completed_at_ms: u64, outcome: Outcome) -> StoreResult<JobRecord> {
+    fn complete(&self, id: &str, completed_at_ms: u64, outcome: Completion) -> StoreResult<JobRecord> {
         outcome.validate()?;
         let _guard = self.lock(id);
         let job = self.live_job(id, "complete", &[JobState::Queued, JobState::Running])?;
@@ -411,13 +414,13 @@ impl Store for RocksStore {
         batch.put_cf(self.cf(CF_DONE)?, enc::done_key(completed_at_ms, &job.id), []);
         let mut done = JobRecord { completed_at_ms: Some(completed_at_ms), ..job };
         match outcome {
-            Outcome::Ready { payload_json, engine_version } => {
+            Completion::Ready { payload_json, engine_version } => {
                 batch.put_cf(self.payload_cf(&done)?, done.id.as_bytes(), enc::encode_raw(&payload_json));
                 done.state = JobState::Ready;
                 done.engine_version = engine_version;
                 self.merge_usage(&mut batch, &done, usage::commit(&done))?;
             }
-            Outcome::Failed { code, message } => {
+            Completion::Failed { code, message } => {
                 done.state = JobState::Failed;
                 done.error = Some(JobError { code, message });
                 self.merge_usage(&mut batch, &done, usage::refund())?;
@@ -455,7 +458,7 @@ impl Store for RocksStore {
             return Ok(UsageRecord::default());
         }
         match self.db.get_pinned_cf(self.cf(CF_USAGE)?, enc::usage_key(key_id, period_start_ms))? {
-            Some(value) => UsageRecord::decode(&value),
+            Some(value) => usage::decode(&value),
             None => Ok(UsageRecord::default()),
         }
     }

@@ -1,6 +1,6 @@
 //! Per-key, per-period usage counters and the RocksDB merge operator that updates them.
 //!
-//! Owns: `UsageRecord`, the delta a job transition applies to it, the fixed 41-byte encoding
+//! Owns: the delta a job transition applies to it, the fixed 41-byte encoding
 //! (`FORMAT_V1` ‖ used, reserved, refunded, wallet_analysis, comparison as i64 LE) shared by
 //! stored values and merge operands, and the associative merge (counter-wise sum). Called by
 //! `rocks` on caller threads (building operands, decoding reads) and by RocksDB's own threads
@@ -16,6 +16,7 @@
 use super::encoding::FORMAT_V1;
 use super::record::{JobKind, JobRecord};
 use super::{StoreError, StoreResult};
+use crate::limits::quota::UsageRecord;
 
 const COUNTERS: usize = 5;
 const ENCODED_BYTES: usize = 1 + COUNTERS * 8;
@@ -23,60 +24,40 @@ const ENCODED_BYTES: usize = 1 + COUNTERS * 8;
 /// Name RocksDB records for the merge operator (part of the on-disk format).
 pub(crate) const MERGE_OPERATOR_NAME: &str = "xray.usage.add.v1";
 
-/// Usage of one key in one quota period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct UsageRecord {
-    /// Units of `READY` work (committed charges).
-    pub used: i64,
-    /// Units of work still queued or running.
-    pub reserved: i64,
-    /// Units refunded because the work ended `FAILED`.
-    pub refunded: i64,
-    /// Committed units that were wallet analyses (`byOperation.walletAnalysis`).
-    pub wallet_analysis: i64,
-    /// Committed units that were comparisons (`byOperation.comparison`).
-    pub comparison: i64,
-}
-
 /// Counter deltas of one job transition (the same shape as the record).
 pub(crate) type UsageDelta = UsageRecord;
 
-impl UsageRecord {
-    fn counters(&self) -> [i64; COUNTERS] {
-        [self.used, self.reserved, self.refunded, self.wallet_analysis, self.comparison]
+/// The fixed encoding of a record or a delta.
+pub(crate) fn encode(record: &UsageRecord) -> [u8; ENCODED_BYTES] {
+    let mut out = [0u8; ENCODED_BYTES];
+    out[0] = FORMAT_V1;
+    for (chunk, value) in out[1..].chunks_exact_mut(8).zip(counters(record)) {
+        chunk.copy_from_slice(&value.to_le_bytes());
     }
+    out
+}
 
-    fn from_counters(c: [i64; COUNTERS]) -> UsageRecord {
-        UsageRecord { used: c[0], reserved: c[1], refunded: c[2], wallet_analysis: c[3], comparison: c[4] }
+/// Reads what `encode` wrote; any other size or format byte is an error.
+pub(crate) fn decode(value: &[u8]) -> StoreResult<UsageRecord> {
+    let body = match value.split_first() {
+        Some((&FORMAT_V1, body)) if body.len() == COUNTERS * 8 => body,
+        _ => return Err(StoreError::Encoding(format!("usage value of {} bytes", value.len()))),
+    };
+    let mut c = [0i64; COUNTERS];
+    for (slot, chunk) in c.iter_mut().zip(body.chunks_exact(8)) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(chunk);
+        *slot = i64::from_le_bytes(b);
     }
+    Ok(from_counters(c))
+}
 
-    fn add(&mut self, other: &UsageRecord) {
-        let (a, b) = (self.counters(), other.counters());
-        *self = UsageRecord::from_counters(std::array::from_fn(|i| a[i].wrapping_add(b[i])));
-    }
+fn counters(r: &UsageRecord) -> [i64; COUNTERS] {
+    [r.used, r.reserved, r.refunded, r.wallet_analysis, r.comparison]
+}
 
-    pub(crate) fn encode(&self) -> [u8; ENCODED_BYTES] {
-        let mut out = [0u8; ENCODED_BYTES];
-        out[0] = FORMAT_V1;
-        for (chunk, value) in out[1..].chunks_exact_mut(8).zip(self.counters()) {
-            chunk.copy_from_slice(&value.to_le_bytes());
-        }
-        out
-    }
-
-    pub(crate) fn decode(value: &[u8]) -> StoreResult<UsageRecord> {
-        let body = match value.split_first() {
-            Some((&FORMAT_V1, body)) if body.len() == COUNTERS * 8 => body,
-            _ => return Err(StoreError::Encoding(format!("usage value of {} bytes", value.len()))),
-        };
-        let mut c = [0i64; COUNTERS];
-        for (slot, chunk) in c.iter_mut().zip(body.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(chunk);
-            *slot = i64::from_le_bytes(b);
-        }
-        Ok(UsageRecord::from_counters(c))
-    }
+fn from_counters(c: [i64; COUNTERS]) -> UsageRecord {
+    UsageRecord { used: c[0], reserved: c[1], refunded: c[2], wallet_analysis: c[3], comparison: c[4] }
 }
 
 /// Admission of a charged job: one unit reserved.
@@ -107,12 +88,12 @@ pub(crate) fn refund() -> UsageDelta {
 pub(crate) fn merge(key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOperands) -> Option<Vec<u8>> {
     let mut total = UsageRecord::default();
     for value in existing.into_iter().chain(operands.iter()) {
-        match UsageRecord::decode(value) {
+        match decode(value) {
             Ok(delta) => total.add(&delta),
             Err(e) => tracing::error!(key_len = key.len(), error = %e, "usage merge skipped a malformed value"),
         }
     }
-    Some(total.encode().to_vec())
+    Some(encode(&total).to_vec())
 }
 
 #[cfg(test)]
@@ -122,13 +103,13 @@ mod tests {
     #[test]
     fn encoding_round_trips_negative_counters() {
         let r = UsageRecord { used: 3, reserved: -1, refunded: i64::MAX, wallet_analysis: i64::MIN, comparison: 0 };
-        let bytes = r.encode();
+        let bytes = encode(&r);
         assert_eq!(bytes.len(), 41);
-        assert_eq!(UsageRecord::decode(&bytes).ok(), Some(r));
-        assert!(UsageRecord::decode(&bytes[..40]).is_err());
+        assert_eq!(decode(&bytes).ok(), Some(r));
+        assert!(decode(&bytes[..40]).is_err());
         let mut wrong = bytes;
         wrong[0] = 2;
-        assert!(UsageRecord::decode(&wrong).is_err());
+        assert!(decode(&wrong).is_err());
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::pubkey::Pubkey;
 pub struct ArchetypeDef {
     pub name: &'static str,
     pub description: &'static str,
-    /// Signal kinds the engine raises for it, exactly (tests/engine_golden.rs checks);
+    /// Signal kinds the engine raises for it, exactly (tests/integration/engine/golden.rs checks);
     /// `not_eligible:<reason>` for accounts that are not wallets.
     pub expected_signals: &'static [&'static str],
 }
@@ -205,14 +205,14 @@ impl Mint {
 
 /// A synthetic upgradeable program: its id and program-data address.
 #[derive(Debug, Clone, Copy)]
-pub struct Program {
+pub struct DemoProgram {
     pub id: Pubkey,
     pub program_data: Pubkey,
 }
 
-impl Program {
-    fn new(id: Pubkey) -> Program {
-        Program { id, program_data: keys::find_pda(&[id.as_bytes()], &BUILTIN.bpf_upgradeable_loader) }
+impl DemoProgram {
+    fn new(id: Pubkey) -> DemoProgram {
+        DemoProgram { id, program_data: keys::find_pda(&[id.as_bytes()], &BUILTIN.bpf_upgradeable_loader) }
     }
 }
 
@@ -262,17 +262,17 @@ pub struct Cast {
     pub peer_atas: [Pubkey; 2],
     pub dex_admin: Pubkey,
     // Flagged.
-    pub drainer_a: Program,
-    pub drainer_b: Program,
+    pub drainer_a: DemoProgram,
+    pub drainer_b: DemoProgram,
     pub attacker: Pubkey,
     pub phishing_delegate: Pubkey,
     pub drainer_collector: Pubkey,
     pub scam_funder: Pubkey,
     // Synthetic programs.
-    pub dex: Program,
-    pub router: Program,
-    pub hook_program: Program,
-    pub airdrop: Program,
+    pub dex: DemoProgram,
+    pub router: DemoProgram,
+    pub hook_program: DemoProgram,
+    pub airdrop: DemoProgram,
     // Mints.
     pub dusd: Mint,
     pub demo: Mint,
@@ -290,7 +290,7 @@ pub struct Cast {
 impl Cast {
     pub fn new() -> Cast {
         let (dusd, demo, dbonk) = (Mint::named("DUSD"), Mint::named("DEMO"), Mint::named("DBONK"));
-        let dex = Program::new(named_wallet("program:demo-dex"));
+        let dex = DemoProgram::new(named_wallet("program:demo-dex"));
         let pool = |a: &Mint, b: &Mint| keys::find_pda(&[b"pool", a.key.as_bytes(), b.key.as_bytes()], &dex.id);
         let pools = [pool(&demo, &dusd), pool(&dbonk, &dusd)];
         let vault = |p: &Pubkey, m: &Mint| keys::find_pda(&[b"vault", p.as_bytes(), m.key.as_bytes()], &dex.id);
@@ -338,16 +338,16 @@ impl Cast {
             trader_atas: [&dusd, &demo, &dbonk].map(|m| m.ata(&busy_trader)),
             peer_atas: trader_peers.map(|p| dusd.ata(&p)),
             dex_admin: aux("dex-admin"),
-            drainer_a: Program::new(flagged("drainer-program-a")),
-            drainer_b: Program::new(flagged("drainer-program-b")),
+            drainer_a: DemoProgram::new(flagged("drainer-program-a")),
+            drainer_b: DemoProgram::new(flagged("drainer-program-b")),
             attacker: flagged("attacker"),
             phishing_delegate: flagged("phishing-delegate"),
             drainer_collector: flagged("drainer-collector"),
             scam_funder: flagged("scam-funder"),
             dex,
-            router: Program::new(named_wallet("program:demo-router")),
-            hook_program: Program::new(named_wallet("program:demo-transfer-hook")),
-            airdrop: Program::new(named_wallet("program:demo-airdrop")),
+            router: DemoProgram::new(named_wallet("program:demo-router")),
+            hook_program: DemoProgram::new(named_wallet("program:demo-transfer-hook")),
+            airdrop: DemoProgram::new(named_wallet("program:demo-airdrop")),
             pdt: Mint::named("PDT"),
             hook: Mint::named("HOOK"),
             vaults: [

@@ -17,7 +17,7 @@ use crate::ledger::demo::actors::Cast;
 use crate::ledger::demo::clock;
 use crate::ledger::demo::keys::{Rng, TxId, BUILTIN};
 use crate::ledger::demo::state::State;
-use crate::ledger::demo::tx::{Checked, Failure, Ix, Lookup, Op, TxSpec};
+use crate::ledger::demo::tx::{Checked, Ix, Lookup, Op, TxFailure, TxSpec};
 use crate::ledger::model::TokenProgram;
 use crate::pubkey::Pubkey;
 
@@ -378,7 +378,7 @@ fn swap_spec(cast: &Cast, slot: u64, swap: &Swap) -> TxSpec {
     let ixs =
         vec![Ix::new(Op::ComputeLimit(SWAP_COMPUTE_UNITS)), Ix::new(Op::ComputePrice(price_micro_lamports)), swap];
     let mut s = TxSpec::new(slot, vec![trader], ixs);
-    s.failure = failed.then_some(Failure { index: 2, code: SLIPPAGE_ERROR_CODE });
+    s.failure = failed.then_some(TxFailure { index: 2, code: SLIPPAGE_ERROR_CODE });
     let mut addresses = cast.pools.to_vec();
     addresses.push(cast.pool_authority);
     addresses.extend(cast.vaults);

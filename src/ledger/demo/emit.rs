@@ -23,13 +23,13 @@ use simd_json::json;
 use crate::ledger::demo::clock;
 use crate::ledger::demo::keys::{self, BUILTIN};
 use crate::ledger::demo::state::{token_program_of, Acct, Data, MintAcct, MintExt, StakeAcct, TokenAcct, NONCE_LEN};
-use crate::ledger::demo::tx::{Compiled, Executed, Failure, Op, TokenBalance, TxSpec};
+use crate::ledger::demo::tx::{Compiled, Executed, Op, TokenBalance, TxFailure, TxSpec};
 use crate::ledger::model::TokenProgram;
 use crate::ledger::wire::{
     AddressTableLookup, InnerInstructions, LoadedAddresses, ParsedAccountData, ParsedAccountKey, ParsedInstruction,
-    ParsedMessage, PartiallyDecodedInstruction, SignatureInfo, TransactionResult, TransactionVersion,
-    TransactionWithMeta, UiAccount, UiAccountData, UiInstruction, UiMessage, UiMeta, UiTokenAmount, UiTokenBalance,
-    UiTransaction, Value,
+    ParsedMessage, PartiallyDecodedInstruction, SignatureInfo, TransactionResult, TransactionWithMeta, UiAccount,
+    UiAccountData, UiInstruction, UiMessage, UiMeta, UiTokenAmount, UiTokenBalance, UiTransaction,
+    UiTransactionVersion, Value,
 };
 use crate::pubkey::{Pubkey, Signature};
 
@@ -455,7 +455,7 @@ fn inner_logs(inner: &[(u32, Op)], out: &mut Vec<String>, names: &Names) -> u64 
 }
 
 /// `{"InstructionError": [index, {"Custom": code}]}`.
-pub fn error_value(f: Failure) -> Value {
+pub fn error_value(f: TxFailure) -> Value {
     json!({"InstructionError": [f.index, {"Custom": f.code}]})
 }
 
@@ -490,8 +490,8 @@ pub fn transaction(
         })
         .collect();
     let version = match spec.lookup {
-        Some(_) => TransactionVersion::Number(0),
-        None => TransactionVersion::Legacy("legacy".to_owned()),
+        Some(_) => UiTransactionVersion::Number(0),
+        None => UiTransactionVersion::Legacy("legacy".to_owned()),
     };
     TransactionResult {
         slot: spec.slot,
@@ -578,7 +578,7 @@ fn inner_instructions(spec: &TxSpec, names: &Names) -> Vec<InnerInstructions> {
 pub fn signature_info(
     signature: &Signature,
     slot: u64,
-    failure: Option<Failure>,
+    failure: Option<TxFailure>,
     memo: Option<String>,
 ) -> SignatureInfo {
     SignatureInfo {

@@ -45,7 +45,7 @@ use background::{Background, BgAccount};
 use busy::Busy;
 use keys::TxId;
 use state::{token_program_of, Acct, State};
-use tx::Failure;
+use tx::TxFailure;
 use world::World;
 
 /// One named archetype of the demo ledger, as `xray demo list` prints it.
@@ -63,7 +63,7 @@ pub struct ArchetypeInfo {
 struct Entry {
     slot: u64,
     signature: Signature,
-    failure: Option<Failure>,
+    failure: Option<TxFailure>,
     memo: Option<String>,
 }
 

@@ -161,7 +161,7 @@ impl Ix {
 
 /// Which outer instruction failed, with which custom program error code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Failure {
+pub struct TxFailure {
     pub index: u8,
     pub code: u32,
 }
@@ -179,7 +179,7 @@ pub struct TxSpec {
     /// The first signer pays the fee.
     pub signers: Vec<Pubkey>,
     pub ixs: Vec<Ix>,
-    pub failure: Option<Failure>,
+    pub failure: Option<TxFailure>,
     /// `Some` makes it a version-0 transaction (possibly with an empty table use).
     pub lookup: Option<Lookup>,
 }
@@ -645,7 +645,7 @@ mod tests {
         assert_eq!(exec.pre, vec![1_000_000, 0, 0]);
         assert_eq!(exec.post, vec![595_000, 400_000, 0]);
         let mut failing = spec.clone();
-        failing.failure = Some(Failure { index: 0, code: 1 });
+        failing.failure = Some(TxFailure { index: 0, code: 1 });
         let (exec, _) = execute(&failing, &compiled, &mut state, 0);
         assert_eq!(exec.post[0], exec.pre[0] - 5_000);
         assert_eq!(exec.post[1], exec.pre[1]);

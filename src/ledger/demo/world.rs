@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::ledger::demo::actors::{Cast, Mint, Program};
+use crate::ledger::demo::actors::{Cast, DemoProgram, Mint};
 use crate::ledger::demo::clock::{self, MINUTES_PER_DAY};
 use crate::ledger::demo::keys::{self, Rng, BUILTIN};
 use crate::ledger::demo::state::{rent, Acct, Data, MintAcct, MintExt, State, TokenAcct};
@@ -144,7 +144,7 @@ fn ata_create(funder: Pubkey, owner: Pubkey, mint: &Mint, hook: bool) -> Ix {
     }
 }
 
-fn program_account(p: &Program) -> Acct {
+fn program_account(p: &DemoProgram) -> Acct {
     Acct {
         lamports: rent(crate::ledger::demo::state::PROGRAM_LEN),
         owner: BUILTIN.bpf_upgradeable_loader,
@@ -205,7 +205,7 @@ impl Builder<'_> {
             self.put(key, Acct { lamports: rent(bytes.len() as u64), owner: b.bpf_loader_2, data: Data::Bytes(bytes) });
         }
         let t22_data = keys::find_pda(&[b.token_2022.as_bytes()], &b.bpf_upgradeable_loader);
-        self.put(b.token_2022, program_account(&Program { id: b.token_2022, program_data: t22_data }));
+        self.put(b.token_2022, program_account(&DemoProgram { id: b.token_2022, program_data: t22_data }));
         let sysvar_owner = keys::program_id("Sysvar1111111111111111111111111111111111111");
         for (key, len) in [
             (b.sysvar_rent, 17u64),

@@ -1,7 +1,7 @@
 //! The retry policy of the rpc source: which failures get another attempt, and how long to
 //! wait before it.
 //!
-//! Owns: `Failure` (one attempt's outcome when it did not succeed), the HTTP status
+//! Owns: `AttemptFailure` (one attempt's outcome when it did not succeed), the HTTP status
 //! classification, `Retry-After` parsing and the full-jitter exponential backoff. Called from
 //! the thread that owns the source; pure except for the jitter draw.
 //!
@@ -17,32 +17,32 @@ use crate::ledger::LedgerError;
 
 /// Why one attempt did not produce an answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Failure {
+pub enum AttemptFailure {
     /// Worth another attempt; `retry_after_s` is the server's hint, when it sent one.
     Retry { error: LedgerError, retry_after_s: Option<u64> },
     /// Another attempt cannot help.
     Final(LedgerError),
 }
 
-impl Failure {
+impl AttemptFailure {
     /// Classifies an error from parsing or from the JSON-RPC error object of an answer.
-    pub fn from_error(error: LedgerError) -> Failure {
+    pub fn from_error(error: LedgerError) -> AttemptFailure {
         if error.is_retryable() {
-            Failure::Retry { error, retry_after_s: None }
+            AttemptFailure::Retry { error, retry_after_s: None }
         } else {
-            Failure::Final(error)
+            AttemptFailure::Final(error)
         }
     }
 }
 
 /// The failure of a non-2xx HTTP status. `retry_after_s` is honoured on 429 and 503 only,
 /// where HTTP gives it that meaning.
-pub fn status_failure(status: u16, reason: &str, retry_after_s: Option<u64>) -> Failure {
+pub fn status_failure(status: u16, reason: &str, retry_after_s: Option<u64>) -> AttemptFailure {
     let error = LedgerError::Unavailable(format!("HTTP {status} {reason}"));
     match status {
-        429 | 503 => Failure::Retry { error, retry_after_s },
-        500..=599 => Failure::Retry { error, retry_after_s: None },
-        _ => Failure::Final(LedgerError::Invalid(format!("endpoint answered HTTP {status} {reason}"))),
+        429 | 503 => AttemptFailure::Retry { error, retry_after_s },
+        500..=599 => AttemptFailure::Retry { error, retry_after_s: None },
+        _ => AttemptFailure::Final(LedgerError::Invalid(format!("endpoint answered HTTP {status} {reason}"))),
     }
 }
 
@@ -117,21 +117,30 @@ mod tests {
 
     #[test]
     fn classifies_statuses() {
-        assert!(matches!(status_failure(429, "", Some(2)), Failure::Retry { retry_after_s: Some(2), .. }));
-        assert!(matches!(status_failure(503, "", Some(2)), Failure::Retry { retry_after_s: Some(2), .. }));
-        assert!(matches!(status_failure(500, "", Some(2)), Failure::Retry { retry_after_s: None, .. }));
-        assert!(matches!(status_failure(502, "", None), Failure::Retry { error: LedgerError::Unavailable(_), .. }));
+        assert!(matches!(status_failure(429, "", Some(2)), AttemptFailure::Retry { retry_after_s: Some(2), .. }));
+        assert!(matches!(status_failure(503, "", Some(2)), AttemptFailure::Retry { retry_after_s: Some(2), .. }));
+        assert!(matches!(status_failure(500, "", Some(2)), AttemptFailure::Retry { retry_after_s: None, .. }));
+        assert!(matches!(
+            status_failure(502, "", None),
+            AttemptFailure::Retry { error: LedgerError::Unavailable(_), .. }
+        ));
         for status in [301, 400, 401, 403, 404, 413] {
-            assert!(matches!(status_failure(status, "", None), Failure::Final(LedgerError::Invalid(_))), "{status}");
+            assert!(
+                matches!(status_failure(status, "", None), AttemptFailure::Final(LedgerError::Invalid(_))),
+                "{status}"
+            );
         }
     }
 
     #[test]
     fn classifies_json_rpc_errors() {
-        assert!(matches!(Failure::from_error(LedgerError::Unavailable("x".into())), Failure::Retry { .. }));
-        assert!(matches!(Failure::from_error(LedgerError::Malformed("x".into())), Failure::Retry { .. }));
-        assert!(matches!(Failure::from_error(LedgerError::NotFound("x".into())), Failure::Final(_)));
+        assert!(matches!(
+            AttemptFailure::from_error(LedgerError::Unavailable("x".into())),
+            AttemptFailure::Retry { .. }
+        ));
+        assert!(matches!(AttemptFailure::from_error(LedgerError::Malformed("x".into())), AttemptFailure::Retry { .. }));
+        assert!(matches!(AttemptFailure::from_error(LedgerError::NotFound("x".into())), AttemptFailure::Final(_)));
         let rpc = LedgerError::Rpc { code: -32602, message: "bad".into() };
-        assert_eq!(Failure::from_error(rpc.clone()), Failure::Final(rpc));
+        assert_eq!(AttemptFailure::from_error(rpc.clone()), AttemptFailure::Final(rpc));
     }
 }

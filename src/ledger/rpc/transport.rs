@@ -15,10 +15,10 @@ use bytes::Bytes;
 use reqwest::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::Semaphore;
 
-use super::retry::{self, Failure};
+use super::retry::{self, AttemptFailure};
 use super::RpcOptions;
+use crate::config::redact_url;
 use crate::config::RPC_POOL_IDLE_TIMEOUT_MS;
-use crate::ledger::source::redact_url;
 use crate::ledger::LedgerError;
 
 pub struct Transport {
@@ -76,13 +76,13 @@ impl Transport {
             let failure = match self.post_once(body.clone()).await {
                 Ok(mut answer) => match parse(&mut answer) {
                     Ok(result) => return Ok(result),
-                    Err(e) => Failure::from_error(e),
+                    Err(e) => AttemptFailure::from_error(e),
                 },
                 Err(failure) => failure,
             };
             let (error, retry_after_s) = match failure {
-                Failure::Final(error) => return Err(error),
-                Failure::Retry { error, retry_after_s } => (error, retry_after_s),
+                AttemptFailure::Final(error) => return Err(error),
+                AttemptFailure::Retry { error, retry_after_s } => (error, retry_after_s),
             };
             if attempt >= attempts_max {
                 return Err(error);
@@ -97,7 +97,7 @@ impl Transport {
 
     /// One HTTP attempt. The in-flight permit is held for the request and its body only, not
     /// for the backoff that may follow.
-    async fn post_once(&self, body: Bytes) -> Result<Vec<u8>, Failure> {
+    async fn post_once(&self, body: Bytes) -> Result<Vec<u8>, AttemptFailure> {
         // Invariant: the semaphore is never closed, so acquiring only waits.
         let _permit = self.in_flight.acquire().await.map_err(|_| unavailable("rpc source is shut down"))?;
         let response = self
@@ -120,9 +120,11 @@ impl Transport {
 
 /// Reads the body chunk by chunk, refusing it as soon as it passes `bytes_max` (an answer that
 /// large is not one this source can use, so it is final, not retried).
-async fn read_capped(mut response: reqwest::Response, bytes_max: usize) -> Result<Vec<u8>, Failure> {
+async fn read_capped(mut response: reqwest::Response, bytes_max: usize) -> Result<Vec<u8>, AttemptFailure> {
     let too_large = |n: u64| {
-        Failure::Final(LedgerError::Malformed(format!("answer of {n}+ bytes is over the {bytes_max}-byte limit")))
+        AttemptFailure::Final(LedgerError::Malformed(format!(
+            "answer of {n}+ bytes is over the {bytes_max}-byte limit"
+        )))
     };
     let declared = response.content_length().unwrap_or(0);
     if declared > bytes_max as u64 {
@@ -139,15 +141,15 @@ async fn read_capped(mut response: reqwest::Response, bytes_max: usize) -> Resul
     Ok(body)
 }
 
-fn unavailable(message: &str) -> Failure {
-    Failure::Retry { error: LedgerError::Unavailable(message.to_owned()), retry_after_s: None }
+fn unavailable(message: &str) -> AttemptFailure {
+    AttemptFailure::Retry { error: LedgerError::Unavailable(message.to_owned()), retry_after_s: None }
 }
 
 /// Network errors, timeouts and cut bodies are all worth another attempt; only a request
 /// reqwest could not even build is final.
-fn transport_failure(e: reqwest::Error) -> Failure {
+fn transport_failure(e: reqwest::Error) -> AttemptFailure {
     if e.is_builder() {
-        return Failure::Final(LedgerError::Invalid(describe(e)));
+        return AttemptFailure::Final(LedgerError::Invalid(describe(e)));
     }
     let kind = if e.is_timeout() {
         "timed out"

@@ -1,9 +1,7 @@
-//! The snapshot ledger source: recorded JSON-RPC responses in a directory, replayed offline,
-//! and the recorder that writes them.
+//! The snapshot ledger source: recorded JSON-RPC responses in a directory, replayed offline.
 //!
-//! Owns: `SnapshotSource` (answers every `LedgerSource` call from the files), the directory
-//! format (`format`), the writer and the recording wrapper (`recorder`), and the `record` /
-//! `export_demo` commands behind `xray ledger record` and `xray ledger export-demo`.
+//! Owns: `SnapshotSource` (answers every `LedgerSource` call from the files) and the directory
+//! format (`format`). Writing snapshots is a dev tool (`devtools::recorder`).
 //! Called from compute threads (each on its own current-thread runtime) and the CLI.
 //!
 //! # Directory format (version 1; docs/snapshot-format.md says the same at more length)
@@ -46,16 +44,11 @@
 //! directory only).
 
 pub mod format;
-pub mod recorder;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::config;
-use crate::ledger::demo::DemoLedger;
 use crate::ledger::model::TokenProgram;
 use crate::ledger::source::LedgerSource;
-use crate::ledger::view::{build_view, ViewOptions};
 use crate::ledger::wire::{
     KeyedAccount, RpcContext, RpcResponse, SignatureInfo, TransactionResult, UiAccount, WithContext,
 };
@@ -63,7 +56,6 @@ use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
 pub use format::{entry_path, Entry, Manifest, FORMAT_NAME, FORMAT_VERSION};
-pub use recorder::{Recording, SnapshotReport, SnapshotWriter};
 
 /// A snapshot directory opened for replay.
 #[derive(Debug, Clone)]
@@ -193,50 +185,4 @@ impl LedgerSource for SnapshotSource {
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
         signatures.iter().map(|s| self.transaction(s)).collect()
     }
-}
-
-/// Records the view of each wallet (duplicates once, in order) as `build_view` reads it from
-/// `source` at `history_depth`, into the new or empty directory `out`.
-pub async fn record<S: LedgerSource>(
-    source: &S,
-    wallets: &[Pubkey],
-    out: &Path,
-    history_depth: u32,
-) -> Result<SnapshotReport, LedgerError> {
-    let depth = history_depth.clamp(1, config::HISTORY_DEPTH_MAX);
-    let mut writer = SnapshotWriter::create(out)?;
-    writer.set_history_depth(depth);
-    let recording = Recording::new(source, writer);
-    let mut seen = HashSet::new();
-    let wallets: Vec<Pubkey> = wallets.iter().copied().filter(|w| seen.insert(*w)).collect();
-    for wallet in &wallets {
-        if let Err(e) = build_view(&recording, wallet, ViewOptions { history_depth: depth }).await {
-            tracing::warn!(%wallet, error = %e, "recording stopped: the wallet's view could not be read");
-            return Err(e);
-        }
-        recording.flush()?;
-    }
-    recording.finish(&wallets)
-}
-
-/// Writes the demo ledger of `seed` as a snapshot: every archetype, then `wallets` background
-/// wallets, each read at the default history depth.
-pub async fn export_demo(seed: u64, wallets: u32, out: &Path) -> Result<SnapshotReport, LedgerError> {
-    let demo = DemoLedger::new(seed);
-    let list = demo_wallets(&demo, wallets)?;
-    record(&demo, &list, out, config::HISTORY_DEPTH_DEFAULT).await
-}
-
-/// The demo wallets an export holds: every archetype, then the first `background` background
-/// wallets (at most the demo population).
-pub fn demo_wallets(demo: &DemoLedger, background: u32) -> Result<Vec<Pubkey>, LedgerError> {
-    let mut out = Vec::new();
-    for archetype in demo.archetype_list() {
-        let address = Pubkey::parse(&archetype.address).map_err(|e| {
-            LedgerError::Invalid(format!("demo archetype {} has address {:?}: {e}", archetype.name, archetype.address))
-        })?;
-        out.push(address);
-    }
-    out.extend((0..background.min(config::DEMO_POPULATION_LEN)).map_while(|index| demo.background_wallet(index)));
-    Ok(out)
 }

@@ -1,0 +1,325 @@
+//! The answer of each endpoint once a request is authenticated, in scope and within its rate
+//! limit (contract §3 steps 5–10 and §4).
+//!
+//! Owns: body parsing and address checks of the two work-creating endpoints, the 202/200
+//! answers with `Location`, polls (live jobs from the status index, finished ones from the
+//! store) with bounded long-poll waits, and the status and usage documents. Runs on listener
+//! threads.
+//!
+//! Invariant: a job of another account is answered exactly like an unknown one (404), from the
+//! same code path, so ids cannot be probed across tenants.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::json::{parse_body, CompareRequest, WalletRequest};
+use super::router::{analysis_path, comparison_path, parse_wait};
+use super::wire::*;
+use super::ApiError;
+use super::{App, Caller};
+use crate::auth::scope::Scope;
+use crate::clock::rfc3339_ms;
+use crate::config::POLL_RETRY_AFTER_S;
+use crate::eligibility::{check_local, LocalRefusal};
+use crate::http::StopState;
+use crate::http::{ApiRequest, ApiResponse};
+use crate::jobs::admission::{Decision, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX};
+use crate::jobs::index::LiveJob;
+use crate::metrics::JobLabel;
+use crate::pubkey::Pubkey;
+use crate::store::{self, JobKind, JobRecord, JobState};
+
+pub(crate) struct Endpoints<'r> {
+    pub app: &'r App,
+    pub stop: &'r StopState,
+    pub caller: &'r Caller,
+    pub request: &'r ApiRequest,
+}
+
+fn json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(value).map_err(|e| ApiError::internal(&e))
+}
+
+/// Steps 6 and 7 for one address field.
+fn checked_address(field: &'static str, text: &str, app: &App) -> Result<Pubkey, ApiError> {
+    check_local(text, &app.labels).map_err(|refusal| match refusal {
+        LocalRefusal::Invalid(reason) => ApiError::InvalidAddress { field, reason },
+        LocalRefusal::Ineligible(reason) => ApiError::AccountNotEligible { field, reason },
+    })
+}
+
+/// The wire's name of a job: analysis id and wallet, or pair id and wallets.
+fn wire_subject(record: &JobRecord) -> WireSubject<'_> {
+    match &record.kind {
+        JobKind::Analysis { wallet } => WireSubject::Analysis { analysis_id: &record.id, wallet },
+        JobKind::Comparison { wallet_a, wallet_b, pair_id } => WireSubject::Comparison { pair_id, wallet_a, wallet_b },
+    }
+}
+
+/// A job's state now: the live index's if it is live, else the record's.
+struct Snapshot<'j> {
+    record: &'j JobRecord,
+    state: JobState,
+    started_at_ms: Option<u64>,
+}
+
+impl<'j> Snapshot<'j> {
+    fn of_live(live: &'j LiveJob) -> Snapshot<'j> {
+        // A live job that just finished reads as RUNNING until the poll is repeated.
+        let state = live.state().unwrap_or(JobState::Running);
+        Snapshot { record: &live.record, state, started_at_ms: live.started_at_ms() }
+    }
+
+    fn of_record(record: &'j JobRecord) -> Snapshot<'j> {
+        Snapshot { record, state: record.state, started_at_ms: record.started_at_ms }
+    }
+}
+
+impl Endpoints<'_> {
+    fn account(&self) -> &str {
+        self.caller.key.account().as_str()
+    }
+
+    fn poll_url(&self, record: &JobRecord) -> String {
+        let path = match &record.kind {
+            JobKind::Analysis { .. } => analysis_path(&record.id),
+            JobKind::Comparison { pair_id, .. } => comparison_path(pair_id),
+        };
+        format!("{}{path}", self.app.base_url())
+    }
+
+    /// Work is refused while the server drains (graceful shutdown).
+    fn check_accepting(&self) -> Result<(), ApiError> {
+        if self.stop.is_draining() {
+            return Err(ApiError::ServiceBusy);
+        }
+        Ok(())
+    }
+
+    pub fn analyze_wallet(&self) -> Result<ApiResponse, ApiError> {
+        let body: WalletRequest = parse_body(self.request)?;
+        let wallet = checked_address("wallet", &body.wallet, self.app)?;
+        self.check_accepting()?;
+        self.admit(Work::Analysis { wallet }, body.refresh)
+    }
+
+    pub fn compare(&self) -> Result<ApiResponse, ApiError> {
+        let body: CompareRequest = parse_body(self.request)?;
+        body.addresses()?;
+        let wallet_a = checked_address("walletA", &body.wallet_a, self.app)?;
+        let wallet_b = checked_address("walletB", &body.wallet_b, self.app)?;
+        self.check_accepting()?;
+        self.admit(Work::Comparison { wallet_a, wallet_b }, body.refresh)
+    }
+
+    fn admit(&self, work: Work, refresh: bool) -> Result<ApiResponse, ApiError> {
+        let label = match work {
+            Work::Analysis { .. } => JobLabel::Analysis,
+            Work::Comparison { .. } => JobLabel::Comparison,
+        };
+        match self.app.admission.admit(&self.caller.key, work, refresh, self.caller.now_ms)? {
+            Decision::Admitted(record) => self.accepted(Snapshot::of_record(&record), false),
+            Decision::Live(live) => {
+                self.app.metrics.deduplicated(label);
+                self.accepted(Snapshot::of_live(&live), true)
+            }
+            Decision::Fresh(record) => {
+                self.app.metrics.deduplicated(label);
+                self.accepted(Snapshot::of_record(&record), true)
+            }
+        }
+    }
+
+    /// 202 for queued or running work, 200 for a reused READY result; `Location` either way.
+    fn accepted(&self, job: Snapshot<'_>, deduplicated: bool) -> Result<ApiResponse, ApiError> {
+        let poll_url = self.poll_url(job.record);
+        let status = job.state.as_str();
+        let data = AcceptedData {
+            subject: wire_subject(job.record),
+            status,
+            poll_url: &poll_url,
+            created_at: rfc3339_ms(job.record.created_at_ms),
+            deduplicated,
+        };
+        let body = json_bytes(&AcceptedBody { data, status, poll_url: &poll_url })?;
+        let finished = job.state.is_finished();
+        let response = ApiResponse::json(if finished { 200 } else { 202 }, body).with_header("location", poll_url);
+        Ok(if finished { response } else { response.with_header("retry-after", POLL_RETRY_AFTER_S) })
+    }
+
+    pub async fn poll_analysis(&self, id: &str) -> Result<ApiResponse, ApiError> {
+        if !id.starts_with(ANALYSIS_ID_PREFIX) || id.len() > crate::config::STORE_ID_BYTES_MAX {
+            return Err(ApiError::NotFound);
+        }
+        let wait_s = parse_wait(self.request.query.as_deref())?;
+        let live = self.app.index.get(id).filter(|live| live.record.account == self.account());
+        if let Some(live) = live {
+            if !self.wait(&live, wait_s).await {
+                return self.poll_body(Snapshot::of_live(&live));
+            }
+        }
+        let record = self.app.store.get_job(id).map_err(|e| ApiError::from_store(&e))?;
+        let record = record.filter(|r| r.account == self.account() && matches!(r.kind, JobKind::Analysis { .. }));
+        self.poll_body(Snapshot::of_record(&record.ok_or(ApiError::NotFound)?))
+    }
+
+    pub async fn poll_comparison(&self, pair_id: &str) -> Result<ApiResponse, ApiError> {
+        if !pair_id.starts_with(PAIR_ID_PREFIX) || pair_id.len() > crate::config::STORE_ID_BYTES_MAX {
+            return Err(ApiError::NotFound);
+        }
+        let wait_s = parse_wait(self.request.query.as_deref())?;
+        if let Some(live) = self.app.index.live_for(self.account(), store::Subject::Pair(pair_id)) {
+            if !self.wait(&live, wait_s).await {
+                return self.poll_body(Snapshot::of_live(&live));
+            }
+        }
+        let record = self
+            .app
+            .store
+            .latest_for(self.account(), store::Subject::Pair(pair_id))
+            .map_err(|e| ApiError::from_store(&e))?;
+        self.poll_body(Snapshot::of_record(&record.ok_or(ApiError::NotFound)?))
+    }
+
+    /// Holds a poll of a live job until it finishes or `wait` seconds pass. Returns true when
+    /// the job finished (read the store), false to answer from the live state.
+    async fn wait(&self, live: &Arc<LiveJob>, wait_s: Option<u32>) -> bool {
+        let Some(wait_s) = wait_s.filter(|s| *s > 0) else { return live.state().is_none() };
+        let Some(_slot) = WaiterSlot::take(&self.app.waiters, self.app.waiters_max) else {
+            return live.state().is_none();
+        };
+        // `_slot` is given back when this future ends or is dropped (a client that hangs up
+        // mid-wait drops it), so a disconnect never leaks a waiter slot.
+        live.wait_finished(Duration::from_secs(u64::from(wait_s))).await;
+        live.state().is_none()
+    }
+
+    fn poll_body(&self, job: Snapshot<'_>) -> Result<ApiResponse, ApiError> {
+        let record = job.record;
+        let error = record.error.as_ref().filter(|_| job.state == JobState::Failed);
+        let data = PollData {
+            subject: wire_subject(record),
+            status: job.state.as_str(),
+            created_at: rfc3339_ms(record.created_at_ms),
+            started_at: job.started_at_ms.map(rfc3339_ms),
+            completed_at: record.completed_at_ms.filter(|_| job.state.is_finished()).map(rfc3339_ms),
+            error: error.map(|e| JobErrorBody { code: &e.code, message: &e.message }),
+        };
+        let body = json_bytes(&DataBody { data })?;
+        if job.state != JobState::Ready {
+            let response = ApiResponse::json(200, body);
+            return Ok(if job.state.is_finished() {
+                response
+            } else {
+                response.with_header("retry-after", POLL_RETRY_AFTER_S)
+            });
+        }
+        let payload = self.app.store.get_result(record).map_err(|e| ApiError::from_store(&e))?;
+        // A READY job whose payload is gone was purged between the two reads: it is gone.
+        let payload = payload.ok_or(ApiError::NotFound)?;
+        let field = match record.kind {
+            JobKind::Analysis { .. } => "xray",
+            JobKind::Comparison { .. } => "comparison",
+        };
+        Ok(ApiResponse::json(200, Bytes::from(splice(body, field, &payload))))
+    }
+
+    fn rate_info(&self, limited_requests: Option<u64>) -> RateLimitInfo {
+        let key = &self.caller.key;
+        let limit = key.rate.limit();
+        RateLimitInfo {
+            rate_per_second: limit.rate_per_second(),
+            burst: limit.burst(),
+            remaining: key.rate.peek(self.caller.now_ns).remaining_tokens,
+            limited_requests,
+        }
+    }
+
+    pub fn status(&self) -> Result<ApiResponse, ApiError> {
+        let key = &self.caller.key;
+        let record = key.record();
+        let quota = key.quota.view(self.caller.now_ms);
+        let scopes = key.scopes();
+        let data = StatusData {
+            key: KeyInfo {
+                id: record.id.as_str(),
+                name: &record.name,
+                prefix: &record.prefix,
+                status: key.state_at(self.caller.now_ms).as_str(),
+                created_at: rfc3339_ms(record.created_at_ms),
+                expires_at: record.expires_at_ms.map(rfc3339_ms),
+            },
+            scopes: Scope::ALL
+                .iter()
+                .map(|s| ScopeGrant { scope: s.as_str(), granted: scopes.contains(*s), endpoints: s.endpoints() })
+                .collect(),
+            rate_limit: self.rate_info(None),
+            quota: StatusQuota {
+                limit: quota.limit,
+                used: quota.used,
+                remaining: quota.remaining,
+                period: quota.period.as_str(),
+                resets_at: rfc3339_ms(quota.period_end_ms),
+            },
+            service: ServiceInfo { status: self.app.service_status(), engine_versions: engine_versions() },
+        };
+        Ok(ApiResponse::json(200, json_bytes(&DataBody { data })?))
+    }
+
+    pub fn usage(&self) -> Result<ApiResponse, ApiError> {
+        let key = &self.caller.key;
+        let quota = key.quota.view(self.caller.now_ms);
+        let data = UsageData {
+            key_id: key.id().as_str(),
+            period: UsagePeriod {
+                kind: quota.period.as_str(),
+                start: rfc3339_ms(quota.period_start_ms),
+                end: rfc3339_ms(quota.period_end_ms),
+            },
+            quota: UsageQuota {
+                limit: quota.limit,
+                used: quota.used,
+                reserved: quota.reserved,
+                remaining: quota.remaining,
+                resets_at: rfc3339_ms(quota.period_end_ms),
+            },
+            by_operation: ByOperationBody {
+                wallet_analysis: quota.by_operation.wallet_analysis,
+                comparison: quota.by_operation.comparison,
+            },
+            refunded: quota.refunded,
+            rate_limit: self.rate_info(Some(key.rate.limited_requests())),
+        };
+        Ok(ApiResponse::json(200, json_bytes(&DataBody { data })?))
+    }
+}
+
+/// Every engine's version, built once: the status endpoint serializes it on each call.
+fn engine_versions() -> &'static std::collections::BTreeMap<&'static str, &'static str> {
+    static VERSIONS: std::sync::OnceLock<std::collections::BTreeMap<&'static str, &'static str>> =
+        std::sync::OnceLock::new();
+    VERSIONS.get_or_init(crate::engine::all_versions)
+}
+
+/// One of the `waiters_max` long-poll slots, held while a poll waits; given back on drop.
+struct WaiterSlot<'a>(&'a AtomicUsize);
+
+impl<'a> WaiterSlot<'a> {
+    /// A slot, or `None` when all `max` are taken (the poll then answers at once).
+    fn take(waiters: &'a AtomicUsize, max: usize) -> Option<WaiterSlot<'a>> {
+        if waiters.fetch_add(1, Ordering::AcqRel) >= max {
+            waiters.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(WaiterSlot(waiters))
+    }
+}
+
+impl Drop for WaiterSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,237 @@
+//! Every limit and default of the service, in one place, each with its unit in its name.
+//!
+//! Owns: the named constants the rest of the crate reads; `ServeConfig` (`serve.rs`), the one
+//! struct `xray serve` runs with (defaults from these constants, then a TOML file, then
+//! environment variables and flags), validated whole at start; and the typed values of its
+//! settings (`values.rs`: `SourceSpec`, `IoDriver`). Constants are read from every thread; a
+//! `ServeConfig` is built once on the main thread and never changed after start.
+//!
+//! Invariant: no other module hard-codes a limit or default that an operator or a reviewer
+//! would want to find here. Deliberately elsewhere: formats fixed by the contract or by
+//! Solana (key and id byte lengths, in `auth::key`; unit conversions), and the engine's model
+//! parameters (dust thresholds, time windows, evidence caps), which live with the engine
+//! because they are part of what its version numbers name.
+//! Invariant: a leaf — nothing here imports another module of this crate, so every module may
+//! read its limits.
+
+/// Signatures read per wallet by default (`getSignaturesForAddress` depth); past it the
+/// history is reported as truncated in coverage.
+pub const HISTORY_DEPTH_DEFAULT: u32 = 1_000;
+/// Upper bound an operator may set for the history depth.
+pub const HISTORY_DEPTH_MAX: u32 = 20_000;
+/// Largest page `getSignaturesForAddress` accepts (Solana's own limit).
+pub const SIGNATURES_PAGE_LEN_MAX: u32 = 1_000;
+/// Accounts per `getMultipleAccounts` call (Solana's own limit).
+pub const MULTIPLE_ACCOUNTS_LEN_MAX: usize = 100;
+/// Mints, nonce and stake candidates looked up per wallet; the rest is not read.
+pub const RELATED_ACCOUNTS_MAX: usize = 500;
+/// Token accounts of one owner kept in a view (per token program).
+pub const TOKEN_ACCOUNTS_MAX: usize = 2_000;
+
+/// JSON-RPC requests in one batch for `getTransaction`.
+pub const RPC_BATCH_LEN_MAX: usize = 50;
+/// Batches in flight at once per RPC source.
+pub const RPC_CONCURRENCY_MAX: usize = 4;
+/// TCP (and TLS) connect timeout.
+pub const RPC_CONNECT_TIMEOUT_MS: u64 = 3_000;
+/// Whole-request timeout, headers and body.
+pub const RPC_REQUEST_TIMEOUT_MS: u64 = 15_000;
+/// Attempts per request, the first included.
+pub const RPC_ATTEMPTS_MAX: u32 = 5;
+/// First backoff; doubles per attempt, full jitter.
+pub const RPC_BACKOFF_BASE_MS: u64 = 100;
+/// Longest single backoff, also the cap on an honoured `Retry-After`.
+pub const RPC_BACKOFF_MAX_MS: u64 = 5_000;
+/// Largest response body read from an RPC endpoint.
+pub const RPC_RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Largest request body the local JSON-RPC server (`xray ledger serve`) reads.
+pub const RPC_SERVER_REQUEST_BYTES_MAX: usize = 1024 * 1024;
+/// Connections the local JSON-RPC server serves at once.
+pub const RPC_SERVER_CONNECTIONS_MAX: usize = 256;
+
+/// Largest file `xray ledger inspect` and the snapshot source read.
+pub const LEDGER_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+
+/// Wallets in the demo ledger's background population (a power of two: pairing uses XOR).
+pub const DEMO_POPULATION_LEN: u32 = 1 << 17;
+/// Default seed of the demo ledger.
+pub const DEMO_SEED_DEFAULT: u64 = 0x5852_4159_2d44_454d; // "XRAY-DEM"
+
+// ---- `xray serve` configuration ---------------------------------------------------------
+
+/// Address of the public API by default.
+pub const LISTEN_DEFAULT: &str = "127.0.0.1:8080";
+/// Address of the admin listener (metrics, key management) by default: loopback only.
+pub const ADMIN_LISTEN_DEFAULT: &str = "127.0.0.1:9901";
+/// Data directory (RocksDB, admin token) by default, relative to the working directory.
+pub const DATA_DIR_DEFAULT: &str = "./xray-data";
+/// Admission queue length by default.
+pub const QUEUE_CAPACITY_DEFAULT: usize = 1_024;
+/// Upper bound an operator may set for the admission queue.
+pub const QUEUE_CAPACITY_MAX: usize = 1 << 20;
+/// Jobs one compute thread drives at once by default (ledger reads are I/O bound).
+pub const JOBS_IN_FLIGHT_PER_THREAD_DEFAULT: usize = 16;
+pub const JOBS_IN_FLIGHT_PER_THREAD_MAX: usize = 1_024;
+/// Threads of either kind an operator may ask for.
+pub const THREADS_MAX: usize = 256;
+/// A READY result younger than this is reused instead of starting new work.
+pub const FRESHNESS_WINDOW_S_DEFAULT: u64 = 300;
+/// Finished analyses are kept this long.
+pub const RETENTION_DAYS_DEFAULT: u32 = 30;
+pub const RETENTION_DAYS_MAX: u32 = 3_650;
+/// Long-poll (`wait`) requests held at once, all listener threads together.
+pub const LONG_POLL_WAITERS_MAX_DEFAULT: usize = 10_000;
+/// Failed authentications per second per client IP before `429` without a key lookup.
+pub const IP_FAILURES_PER_S_DEFAULT: u32 = 20;
+/// Largest configuration file read.
+pub const CONFIG_FILE_BYTES_MAX: u64 = 1024 * 1024;
+
+/// Rate limit of a new key unless the operator sets one (tokens per second, bucket size).
+pub const KEY_RATE_PER_SECOND_DEFAULT: u32 = 50;
+pub const KEY_BURST_DEFAULT: u32 = 100;
+/// Quota of a new key unless the operator sets one (units per calendar month).
+pub const KEY_QUOTA_LIMIT_DEFAULT: u64 = 10_000;
+/// How often the housekeeping thread refills the work queue from the recovery backlog.
+pub const HOUSEKEEPING_TICK_MS: u64 = 200;
+/// How often finished results past their retention are purged.
+pub const RETENTION_SWEEP_INTERVAL_S: u64 = 3_600;
+/// Jobs deleted per purge call, and calls per sweep (the rest waits for the next sweep).
+pub const RETENTION_PURGE_PAGE_LEN: usize = 1_000;
+pub const RETENTION_PURGE_PAGES_PER_SWEEP_MAX: usize = 100;
+
+// ---- HTTP edge (`http`, `api`): bounds on what a client controls ---------------------------
+/// Open connections one listener thread serves at once; past it new connections are closed
+/// at accept.
+pub const CONNECTIONS_PER_THREAD_MAX: usize = 4_096;
+/// Largest request head (request line and headers); hyper answers 431 past it.
+pub const HEADER_BYTES_MAX: usize = 16 * 1024;
+/// hyper's read buffer per connection; it must hold a whole head, and hyper needs ≥ 8 KiB.
+pub const READ_BUFFER_BYTES_MAX: usize = 2 * HEADER_BYTES_MAX;
+/// Time from the first byte of a request head (or from accept) to its end.
+pub const HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// Time a keep-alive connection may sit idle between requests.
+pub const KEEP_ALIVE_IDLE_MS: u64 = 60_000;
+/// Time to receive a whole request body once its head is read.
+pub const BODY_READ_TIMEOUT_MS: u64 = 10_000;
+/// Time a stop waits for in-flight requests before closing what is left.
+pub const DRAIN_TIMEOUT_MS: u64 = 10_000;
+/// Pending connections the kernel queues per listener socket.
+pub const ACCEPT_BACKLOG_LEN: i32 = 1_024;
+/// io_uring submission queue entries per thread.
+pub const URING_ENTRIES: u32 = 1_024;
+/// Listener threads when the machine's parallelism cannot be read.
+pub const THREADS_FALLBACK: usize = 1;
+/// Pause after a failed accept (e.g. out of file descriptors) before the next one.
+pub const ACCEPT_ERROR_PAUSE_MS: u64 = 10;
+/// How often a draining thread checks whether its connections have closed.
+pub const DRAIN_POLL_MS: u64 = 5;
+/// Largest request body the API reads (contract §3 step 5: 4 KiB).
+pub const BODY_BYTES_MAX: usize = 4096;
+/// Longest `wait` of a long poll (contract §4).
+pub const WAIT_S_MAX: u32 = 30;
+/// Longest client-supplied `X-Request-Id` that is echoed (contract §1).
+pub const REQUEST_ID_LEN_MAX: usize = 64;
+/// `Retry-After` of a `503 SERVICE_BUSY` (contract §6).
+pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
+/// `Retry-After` of a 202 and of a poll of unfinished work (contract §4).
+pub const POLL_RETRY_AFTER_S: &str = "1";
+/// Striped locks serialising admissions of one (account, subject), so equal concurrent
+/// requests make one job (POSTs only; a power of two is not required).
+pub const ADMISSION_LOCK_STRIPES: usize = 256;
+/// Queue fill (percent) above which `service.status` is `degraded` (contract §4).
+pub const DEGRADED_QUEUE_PERCENT: usize = 90;
+
+// ---- Keys, rate limits and quota (`auth`, `limits`) ------------------------------------------
+/// Keys held in memory, revoked ones included.
+pub const KEY_TABLE_LEN_MAX: usize = 100_000;
+/// Longest `Authorization` header value read; longer is `malformed`.
+pub const AUTHORIZATION_LEN_MAX: usize = 256;
+/// Longest key name, in characters.
+pub const KEY_NAME_LEN_MAX: usize = 64;
+/// Longest comma list `Scopes::parse_list` reads.
+pub const SCOPE_LIST_LEN_MAX: usize = 256;
+/// Most entries a serialized scope list may have (a store record is input too).
+pub const SCOPE_ENTRIES_MAX: usize = 16;
+/// Longest account id (generated ones are `acct_` + at most 22 characters).
+pub const ACCOUNT_ID_LEN_MAX: usize = 64;
+/// Largest quota a key may have per period (used + reserved must fit 32 bits).
+pub const QUOTA_LIMIT_MAX: u64 = 1_000_000_000;
+/// Largest `ratePerSecond` a key may have (interval ≥ 1 µs keeps the arithmetic far from u64).
+pub const RATE_PER_SECOND_MAX: u32 = 1_000_000;
+/// Largest `burst` a key may have.
+pub const BURST_MAX: u32 = 1_000_000;
+/// Cells in the per-client-IP failure table; a power of two so the slot is a mask of the hash.
+pub const IP_TABLE_SLOTS: usize = 4096;
+/// Failed authentications one client IP may make at once before the per-second rate applies.
+pub const IP_FAILURE_BURST_DEFAULT: u32 = 20;
+
+// ---- Compute, admin, labels, ledger clients --------------------------------------------------
+/// Longest a compute thread sleeps without a wake-up before looking at the queue again (a
+/// safety net; submissions wake a thread at once).
+pub const COMPUTE_IDLE_POLL_MS: u64 = 100;
+/// Whole-request timeout of one admin call.
+pub const ADMIN_REQUEST_TIMEOUT_MS: u64 = 10_000;
+/// Largest admin answer read (a key list is bounded by the key table's size).
+pub const ADMIN_RESPONSE_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Largest token or address file read (both are one short line).
+pub const ADMIN_FILE_BYTES_MAX: u64 = 1024;
+/// Entries a labels file may hold.
+pub const LABELS_LEN_MAX: usize = 1_000_000;
+/// Largest labels file read.
+pub const LABELS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+/// Longest `Retry-After` read, in seconds, before the cap to `backoff_max_ms` applies; longer
+/// values are treated as absent (they are not a hint this client can honour).
+pub const RPC_RETRY_AFTER_S_MAX: u64 = 86_400;
+/// Idle pooled connections are closed after this long (nodes behind load balancers drop
+/// idle connections on their own schedule; a stale one costs a failed attempt).
+pub const RPC_POOL_IDLE_TIMEOUT_MS: u64 = 30_000;
+/// Requests in one batch the local JSON-RPC server answers; more and the batch is refused whole.
+pub const RPC_SERVER_BATCH_LEN_MAX: usize = 1_000;
+/// A client of the local JSON-RPC server must send its request headers within this time.
+pub const RPC_SERVER_HEADER_READ_TIMEOUT_MS: u64 = 10_000;
+/// The local JSON-RPC server's pause after a failed `accept` before the next one.
+pub const RPC_SERVER_ACCEPT_RETRY_DELAY_MS: u64 = 50;
+
+// ---- Storage (`store`): record bounds and RocksDB tuning -------------------------------------
+/// Longest id, account, key id, wallet address or pair id accepted (bytes).
+pub const STORE_ID_BYTES_MAX: usize = 64;
+/// Longest engine version string (bytes).
+pub const ENGINE_VERSION_BYTES_MAX: usize = 64;
+/// Longest error code of a failed job (bytes).
+pub const ERROR_CODE_BYTES_MAX: usize = 64;
+/// Longest error message of a failed job (bytes).
+pub const ERROR_MESSAGE_BYTES_MAX: usize = 1024;
+/// Largest stored payload (an X-Ray or comparison JSON document).
+pub const RESULT_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Most records one paged call (`list_keys`, `live_jobs`, `purge_finished_before`) handles.
+pub const STORE_PAGE_LEN_MAX: usize = 10_000;
+/// Subject-index entries examined by `latest_ready_for` before it gives up (newest first).
+pub const SUBJECT_SCAN_LEN_MAX: usize = 64;
+/// Striped locks serialising state transitions of one job.
+pub const JOB_LOCK_STRIPES: usize = 64;
+/// Default shared block cache of all column families.
+pub const BLOCK_CACHE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
+/// Default total memtable budget of all column families.
+pub const WRITE_BUFFER_BYTES_DEFAULT: usize = 128 * 1024 * 1024;
+/// Default WAL size past which RocksDB flushes the column families that hold it back.
+pub const WAL_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
+/// Default RocksDB background threads (flushes and compactions), kept small: the cores belong
+/// to listeners and compute threads.
+pub const ROCKSDB_BACKGROUND_JOBS_DEFAULT: i32 = 2;
+/// Bloom filter bits per key (about 1 % false positives).
+pub const ROCKSDB_BLOOM_BITS_PER_KEY: f64 = 10.0;
+/// Block size of the payload column families (payloads are a few KiB of JSON each).
+pub const ROCKSDB_PAYLOAD_BLOCK_BYTES: usize = 16 * 1024;
+/// RocksDB info-log files kept.
+pub const ROCKSDB_INFO_LOG_FILES_KEPT: usize = 4;
+/// Size at which a RocksDB info-log file is rolled.
+pub const ROCKSDB_INFO_LOG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Background write-back of SST and WAL files, so no flush stalls on one large fsync.
+pub const ROCKSDB_BYTES_PER_SYNC: u64 = 1024 * 1024;
+
+mod serve;
+mod values;
+
+pub use serve::ServeConfig;
+pub use values::{redact_url, InvalidValue, IoDriver, SourceSpec};

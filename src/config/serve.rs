@@ -1,0 +1,224 @@
+//! `ServeConfig`: everything `xray serve` runs with, its layering and its validation.
+//!
+//! Owns: the struct, its defaults (from the constants of `config`), reading the TOML file, and
+//! `validate`, which checks the whole at start and names the first setting that is wrong.
+//! Built once on the main thread; never changed after start.
+//!
+//! Invariant: every field is typed — a ledger spec or I/O driver that does not parse is refused
+//! where it is read (flag, variable or file), never re-parsed later.
+//! Deliberately absent: the flags themselves (clap, in `cli`, layered on top by `ServeArgs`).
+
+use super::*;
+
+/// Everything `xray serve` is configured with: defaults here, then the TOML file, then
+/// environment variables and flags (clap merges those two; flags win). Validated whole at
+/// start; `summary` is what gets logged (no secrets: an RPC URL shows its origin only).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    pub listen: std::net::SocketAddr,
+    pub admin_listen: std::net::SocketAddr,
+    /// Allow the admin listener on a non-loopback address (off: refused at start).
+    pub admin_allow_remote: bool,
+    pub data_dir: std::path::PathBuf,
+    /// `demo`, `demo:<seed>`, `snapshot:<dir>` or `rpc:<url>`.
+    pub ledger: SourceSpec,
+    pub labels: Option<std::path::PathBuf>,
+    pub listener_threads: usize,
+    pub compute_threads: usize,
+    pub queue_capacity: usize,
+    pub jobs_in_flight_per_thread: usize,
+    /// Base of absolute `pollUrl`s; `http://<listen>` when unset.
+    pub public_base_url: Option<String>,
+    /// `auto`, `uring` or `epoll`.
+    pub io_driver: IoDriver,
+    pub history_depth: u32,
+    pub freshness_window_s: u64,
+    pub retention_days: u32,
+    /// fsync the WAL on every durable write (power-loss durability; group-committed).
+    pub sync_writes: bool,
+    pub long_poll_waiters_max: usize,
+    pub ip_failures_per_s: u32,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ServeConfig {
+            listen: parse_addr_const(LISTEN_DEFAULT),
+            admin_listen: parse_addr_const(ADMIN_LISTEN_DEFAULT),
+            admin_allow_remote: false,
+            data_dir: DATA_DIR_DEFAULT.into(),
+            ledger: SourceSpec::Demo { seed: DEMO_SEED_DEFAULT },
+            labels: None,
+            listener_threads: cores,
+            compute_threads: cores,
+            queue_capacity: QUEUE_CAPACITY_DEFAULT,
+            jobs_in_flight_per_thread: JOBS_IN_FLIGHT_PER_THREAD_DEFAULT,
+            public_base_url: None,
+            io_driver: IoDriver::Auto,
+            history_depth: HISTORY_DEPTH_DEFAULT,
+            freshness_window_s: FRESHNESS_WINDOW_S_DEFAULT,
+            retention_days: RETENTION_DAYS_DEFAULT,
+            sync_writes: false,
+            long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
+            ip_failures_per_s: IP_FAILURES_PER_S_DEFAULT,
+        }
+    }
+}
+
+fn parse_addr_const(text: &str) -> std::net::SocketAddr {
+    // The defaults above are literal socket addresses; a test parses each of them.
+    text.parse().unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+}
+
+impl ServeConfig {
+    /// Defaults, then the TOML file at `path` (if any).
+    pub fn from_file(path: Option<&std::path::Path>) -> Result<ServeConfig, String> {
+        let Some(path) = path else { return Ok(ServeConfig::default()) };
+        let len = std::fs::metadata(path).map_err(|e| format!("config {}: {e}", path.display()))?.len();
+        if len > CONFIG_FILE_BYTES_MAX {
+            return Err(format!("config {}: larger than {CONFIG_FILE_BYTES_MAX} bytes", path.display()));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("config {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("config {}: {e}", path.display()))
+    }
+
+    /// Checks every value; the first problem is the error, naming the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        let in_range = |name: &str, value: usize, max: usize| {
+            if (1..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(format!("{name} must be 1..={max}, got {value}"))
+            }
+        };
+        in_range("listener_threads", self.listener_threads, THREADS_MAX)?;
+        in_range("compute_threads", self.compute_threads, THREADS_MAX)?;
+        in_range("queue_capacity", self.queue_capacity, QUEUE_CAPACITY_MAX)?;
+        in_range("jobs_in_flight_per_thread", self.jobs_in_flight_per_thread, JOBS_IN_FLIGHT_PER_THREAD_MAX)?;
+        in_range("history_depth", self.history_depth as usize, HISTORY_DEPTH_MAX as usize)?;
+        in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
+        in_range("long_poll_waiters_max", self.long_poll_waiters_max, 1_000_000)?;
+        in_range("ip_failures_per_s", self.ip_failures_per_s as usize, 1_000_000)?;
+        if !self.admin_listen.ip().is_loopback() && !self.admin_allow_remote {
+            return Err(format!(
+                "admin_listen {} is not loopback: set admin_allow_remote = true to expose key management",
+                self.admin_listen
+            ));
+        }
+        if self.admin_listen == self.listen && self.listen.port() != 0 {
+            return Err("admin_listen and listen must differ".into());
+        }
+        if let Some(url) = &self.public_base_url {
+            let ok = (url.starts_with("http://") || url.starts_with("https://")) && !url.ends_with('/');
+            if !ok {
+                return Err(format!(
+                    "public_base_url must be http(s)://host[:port][/prefix] without a trailing slash, got {url:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The base of `pollUrl`s: the configured public URL, else `http://` and the address the
+    /// API listener is bound to (`bound`, which differs from `listen` when it asks for port 0).
+    pub fn base_url(&self, bound: std::net::SocketAddr) -> String {
+        self.public_base_url.clone().unwrap_or_else(|| format!("http://{bound}"))
+    }
+
+    /// One line for the log: every setting, the ledger URL redacted.
+    pub fn summary(&self) -> String {
+        format!(
+            "listen={} admin_listen={} data_dir={} ledger={} labels={} listener_threads={} compute_threads={} \
+             queue_capacity={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
+             freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={}",
+            self.listen,
+            self.admin_listen,
+            self.data_dir.display(),
+            self.ledger,
+            self.labels.as_ref().map_or_else(|| "builtin".into(), |p| p.display().to_string()),
+            self.listener_threads,
+            self.compute_threads,
+            self.queue_capacity,
+            self.jobs_in_flight_per_thread,
+            self.public_base_url.as_deref().unwrap_or("http://<listen>"),
+            self.io_driver,
+            self.history_depth,
+            self.freshness_window_s,
+            self.retention_days,
+            self.sync_writes,
+            self.long_poll_waiters_max,
+            self.ip_failures_per_s,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(LISTEN_DEFAULT.parse::<std::net::SocketAddr>().ok(), Some(ServeConfig::default().listen));
+        assert_eq!(
+            ADMIN_LISTEN_DEFAULT.parse::<std::net::SocketAddr>().ok(),
+            Some(ServeConfig::default().admin_listen)
+        );
+        assert_eq!(ServeConfig::default().validate(), Ok(()));
+        let bound: std::net::SocketAddr = "127.0.0.1:41234".parse().unwrap();
+        assert_eq!(ServeConfig::default().base_url(bound), "http://127.0.0.1:41234", "the bound port, not 0");
+        let public = ServeConfig { public_base_url: Some("https://api.example".into()), ..ServeConfig::default() };
+        assert_eq!(public.base_url(bound), "https://api.example");
+    }
+
+    #[test]
+    fn two_port_zero_addresses_may_coexist_but_equal_fixed_ones_may_not() {
+        let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert_eq!(ServeConfig { listen: any, admin_listen: any, ..ServeConfig::default() }.validate(), Ok(()));
+        let fixed = ServeConfig::default().listen;
+        let clash = ServeConfig { admin_listen: fixed, ..ServeConfig::default() };
+        assert!(clash.validate().is_err());
+    }
+
+    #[test]
+    fn file_overrides_defaults_and_unknown_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("xray.toml");
+        std::fs::write(
+            &path,
+            "listen = \"0.0.0.0:9000\"\nqueue_capacity = 8\nledger = \"rpc:https://rpc.example/KEY\"\n",
+        )
+        .unwrap();
+        let c = ServeConfig::from_file(Some(&path)).unwrap();
+        assert_eq!((c.listen.port(), c.queue_capacity), (9000, 8));
+        assert_eq!(c.validate(), Ok(()));
+        assert!(!c.summary().contains("KEY"), "the RPC URL's path is not logged");
+        std::fs::write(&path, "ledger = \"mainnet\"\n").unwrap();
+        let err = ServeConfig::from_file(Some(&path)).unwrap_err();
+        assert!(err.contains("ledger") && err.contains("demo, demo:<seed>"), "{err}");
+        std::fs::write(&path, "io_driver = \"kqueue\"\n").unwrap();
+        assert!(ServeConfig::from_file(Some(&path)).unwrap_err().contains("io_driver"));
+        std::fs::write(&path, "queue_capacit = 8\n").unwrap();
+        assert!(ServeConfig::from_file(Some(&path)).unwrap_err().contains("unknown field"));
+    }
+
+    #[test]
+    fn validation_names_the_setting() {
+        type Break = fn(&mut ServeConfig);
+        let cases: Vec<(Break, &str)> = vec![
+            (|c| c.queue_capacity = 0, "queue_capacity"),
+            (|c| c.compute_threads = THREADS_MAX + 1, "compute_threads"),
+            (|c| c.admin_listen = "0.0.0.0:9901".parse().unwrap(), "admin_allow_remote"),
+            (|c| c.public_base_url = Some("ftp://x".into()), "public_base_url"),
+            (|c| c.public_base_url = Some("https://x/".into()), "trailing slash"),
+            (|c| c.history_depth = HISTORY_DEPTH_MAX + 1, "history_depth"),
+        ];
+        for (breaks, needle) in cases {
+            let mut c = ServeConfig::default();
+            breaks(&mut c);
+            let err = c.validate().unwrap_err();
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+}

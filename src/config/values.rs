@@ -1,0 +1,174 @@
+//! The typed values of settings that are more than a number: where ledger data comes from and
+//! which I/O driver the listeners use. Each is parsed once, where the setting is read (flag,
+//! variable or config file), and travels typed from there.
+//!
+//! Owns: `SourceSpec`, `IoDriver`, `InvalidValue` (why a text is not a value: it never echoes
+//! the text, which may hold an RPC URL's API key) and `redact_url`. Read on the main thread at
+//! start; the values are `Clone` and copied to the threads that need them.
+//!
+//! Invariant: `Display` of a value never shows a secret (an RPC URL shows its origin only).
+//! Deliberately absent: opening what a value names (the ledger opens a source, the HTTP edge
+//! builds a runtime); this module imports nothing from the rest of the crate.
+
+use std::path::PathBuf;
+
+/// A setting's text that is not one of its values, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidValue(pub String);
+
+/// Where ledger data comes from, as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceSpec {
+    Demo { seed: u64 },
+    Snapshot { dir: PathBuf },
+    Rpc { url: String },
+}
+
+impl std::str::FromStr for SourceSpec {
+    type Err = InvalidValue;
+
+    /// `demo`, `demo:<seed>`, `snapshot:<dir>`, `rpc:<http(s) url>`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        match (kind, rest) {
+            ("demo", "") => Ok(SourceSpec::Demo { seed: super::DEMO_SEED_DEFAULT }),
+            ("demo", seed) => seed
+                .parse()
+                .map(|seed| SourceSpec::Demo { seed })
+                .map_err(|_| InvalidValue(format!("demo seed must be an unsigned integer, got {seed:?}"))),
+            ("snapshot", dir) if !dir.is_empty() => Ok(SourceSpec::Snapshot { dir: PathBuf::from(dir) }),
+            ("rpc", url) if url.starts_with("http://") || url.starts_with("https://") => {
+                Ok(SourceSpec::Rpc { url: url.to_owned() })
+            }
+            // The text is not echoed: a mistyped `rpc:` URL may hold an API key.
+            _ => Err(InvalidValue("ledger must be demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>".into())),
+        }
+    }
+}
+
+impl std::fmt::Display for SourceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceSpec::Demo { seed } => write!(f, "demo:{seed}"),
+            SourceSpec::Snapshot { dir } => write!(f, "snapshot:{}", dir.display()),
+            // The URL may carry an API key in its path or query: show the origin only.
+            SourceSpec::Rpc { url } => write!(f, "rpc:{}", redact_url(url)),
+        }
+    }
+}
+
+/// `scheme://host[:port]/…` for logs: path, query, fragment and `user:password@` hidden (any
+/// of them may carry an API key).
+pub fn redact_url(url: &str) -> String {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let (scheme, rest) = url.split_at(after_scheme);
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_len);
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((_, host)) => ("…@", host),
+        None => ("", authority),
+    };
+    let tail = if tail.len() > 1 { "/…" } else { tail };
+    format!("{scheme}{user}{host}{tail}")
+}
+
+/// Which monoio driver the listener threads use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoDriver {
+    /// io_uring when the kernel allows it, else epoll (seccomp, old kernel, disabled sysctl).
+    #[default]
+    Auto,
+    /// io_uring or fail to start.
+    Uring,
+    /// epoll (monoio's legacy driver) always.
+    Epoll,
+}
+
+impl std::str::FromStr for IoDriver {
+    type Err = InvalidValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(IoDriver::Auto),
+            "uring" | "io_uring" | "io-uring" => Ok(IoDriver::Uring),
+            "epoll" | "legacy" => Ok(IoDriver::Epoll),
+            other => Err(InvalidValue(format!("unknown I/O driver {other:?} (auto, uring or epoll)"))),
+        }
+    }
+}
+
+impl IoDriver {
+    /// The setting's canonical text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoDriver::Auto => "auto",
+            IoDriver::Uring => "uring",
+            IoDriver::Epoll => "epoll",
+        }
+    }
+}
+
+impl std::fmt::Display for IoDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Both values are read from the config file as their text.
+macro_rules! deserialize_from_str {
+    ($($t:ty),*) => {$(
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+deserialize_from_str!(SourceSpec, IoDriver);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs() {
+        assert!(matches!("demo".parse(), Ok(SourceSpec::Demo { .. })));
+        assert_eq!("demo:7".parse::<SourceSpec>().unwrap(), SourceSpec::Demo { seed: 7 });
+        assert!(matches!("snapshot:/tmp/x".parse(), Ok(SourceSpec::Snapshot { .. })));
+        assert!(matches!("rpc:https://api.mainnet-beta.solana.com".parse(), Ok(SourceSpec::Rpc { .. })));
+        for bad in ["", "demo:x", "snapshot:", "rpc:ftp://x", "mainnet"] {
+            assert!(bad.parse::<SourceSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn redacts_rpc_paths() {
+        assert_eq!(redact_url("https://rpc.example.com/v2/SECRETKEY"), "https://rpc.example.com/…");
+        assert_eq!(redact_url("http://127.0.0.1:8899"), "http://127.0.0.1:8899");
+        assert_eq!(redact_url("http://127.0.0.1:8899/"), "http://127.0.0.1:8899/");
+        assert!(!SourceSpec::Rpc { url: "https://h/?api-key=S".into() }.to_string().contains('S'));
+        assert_eq!(redact_url("https://user:SECRET@rpc.example.com:8443/x"), "https://…@rpc.example.com:8443/…");
+        assert_eq!(redact_url("https://SECRET@h"), "https://…@h");
+        assert_eq!(redact_url("https://h?api-key=SECRET"), "https://h/…");
+        assert_eq!(redact_url("https://h#SECRET"), "https://h/…");
+    }
+
+    #[test]
+    fn a_spec_that_does_not_parse_is_not_echoed() {
+        for bad in ["rpc:htps://h/v2/SECRET", "rcp:https://h/?api-key=SECRET", "SECRET"] {
+            let message = bad.parse::<SourceSpec>().unwrap_err().to_string();
+            assert!(!message.contains("SECRET"), "{message}");
+        }
+    }
+
+    #[test]
+    fn io_drivers_parse_and_print() {
+        assert_eq!("epoll".parse::<IoDriver>(), Ok(IoDriver::Epoll));
+        assert!("kqueue".parse::<IoDriver>().is_err());
+        for d in [IoDriver::Auto, IoDriver::Uring, IoDriver::Epoll] {
+            assert_eq!(d.to_string().parse::<IoDriver>(), Ok(d));
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The contract's error codes (§7): the one closed list of their strings and statuses.
+//!
+//! Owns: `ErrorCode`. Used by the API's refusals (`api::error::ApiError` picks the code), by
+//! FAILED jobs (`jobs::execute::FailCode` names a subset), by the store's job records (the
+//! string) and by metrics (rejections by code). Pure; any thread.
+//!
+//! Invariant: each code's string exists here and nowhere else in the product.
+//! Deliberately absent: messages and `details` (the API's), and which code a failure gets
+//! (decided where the failure is understood).
+
+/// The contract's error codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidRequest,
+    InvalidAddress,
+    Unauthenticated,
+    InsufficientScope,
+    NotFound,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    AccountNotEligible,
+    RateLimited,
+    QuotaExhausted,
+    ServiceBusy,
+    Internal,
+    /// Ends a job only (contract §7): the ledger source failed after bounded retries.
+    UpstreamUnavailable,
+    /// Ends a job only (contract §7): anything else went wrong while analyzing.
+    AnalysisFailed,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::InvalidAddress => "INVALID_ADDRESS",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::InsufficientScope => "INSUFFICIENT_SCOPE",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ErrorCode::AccountNotEligible => "ACCOUNT_NOT_ELIGIBLE",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::QuotaExhausted => "QUOTA_EXHAUSTED",
+            ErrorCode::ServiceBusy => "SERVICE_BUSY",
+            ErrorCode::Internal => "INTERNAL",
+            ErrorCode::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+            ErrorCode::AnalysisFailed => "ANALYSIS_FAILED",
+        }
+    }
+
+    /// The HTTP status of a refusal with this code. The two codes that only end a job have
+    /// none of their own (a poll answers them with 200 and a `FAILED` body); 500 stands for
+    /// them should one ever be used to refuse a request.
+    pub fn status(self) -> u16 {
+        match self {
+            ErrorCode::InvalidRequest | ErrorCode::InvalidAddress => 400,
+            ErrorCode::Unauthenticated => 401,
+            ErrorCode::InsufficientScope => 403,
+            ErrorCode::NotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::PayloadTooLarge => 413,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::AccountNotEligible => 422,
+            ErrorCode::RateLimited | ErrorCode::QuotaExhausted => 429,
+            ErrorCode::ServiceBusy => 503,
+            ErrorCode::Internal | ErrorCode::UpstreamUnavailable | ErrorCode::AnalysisFailed => 500,
+        }
+    }
+}

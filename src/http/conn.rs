@@ -1,0 +1,255 @@
+//! One HTTP/1.1 connection: hyper over a monoio socket, from accept to close.
+//!
+//! Owns: the hyper connection settings, the translation between hyper's request/response and
+//! the `api` values a `Handler` sees, the bounded body read, the request id on every response,
+//! and graceful close on stop. Runs as one monoio task per connection on the listener thread
+//! that accepted it.
+//!
+//! Invariant: a request body is never buffered past `BODY_BYTES_MAX` — a declared length over
+//! it is refused without reading a byte of the body, a streamed body is cut at the first chunk
+//! that would cross it — and a body must arrive within `body_read_timeout` or the connection is
+//! closed. Every response from here carries `Content-Type: application/json` and
+//! `X-Request-Id`; a handler panic is answered with `500 INTERNAL`.
+//! Deliberately absent: the responses hyper writes itself for unparsable requests (400) and
+//! oversized heads (431): they close the connection and carry no JSON body or request id.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::panic::AssertUnwindSafe;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::future::{select, Either};
+use futures_util::FutureExt;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body as _, Incoming};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use monoio::io::IntoPollIo;
+use monoio_compat::hyper::MonoioIo;
+
+use super::handler::{Handler, StopState};
+use super::message::{ApiRequest, ApiResponse, Body, Method};
+use super::request_id::RequestId;
+use super::timeouts::{HeadClock, HeadTimer, Tracked};
+use crate::config::BODY_BYTES_MAX;
+
+/// The connection settings of one listener thread (from `ServerConfig`).
+#[derive(Debug, Clone)]
+pub struct ConnSettings {
+    pub header_bytes_max: usize,
+    pub read_buffer_bytes_max: usize,
+    pub header_read_timeout: Duration,
+    pub keep_alive_idle: Duration,
+    pub body_read_timeout: Duration,
+}
+
+/// Why a connection was closed without an answer to its current request.
+#[derive(Debug, thiserror::Error)]
+enum EdgeError {
+    #[error("request body not received within {0:?}")]
+    BodyTimeout(Duration),
+    #[error("request body: {0}")]
+    Body(#[from] hyper::Error),
+}
+
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// Serves one accepted connection until it closes, or until `stop` and its current request
+/// ends.
+pub async fn serve<H: Handler>(
+    stream: monoio::net::TcpStream,
+    client_ip: IpAddr,
+    handler: Rc<H>,
+    settings: Rc<ConnSettings>,
+    stop: StopState,
+) {
+    // Small JSON answers must not wait for Nagle; failure only costs latency.
+    let _ = stream.set_nodelay(true);
+    let stream = match stream.into_poll_io() {
+        Ok(stream) => stream,
+        Err(error) => {
+            tracing::warn!(%error, "cannot switch socket to poll I/O; closing");
+            return;
+        }
+    };
+    let clock = HeadClock::new(settings.header_read_timeout, settings.keep_alive_idle);
+    let io = MonoioIo::new(Tracked::new(stream, clock.clone()));
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(HeadTimer::new(clock))
+        .header_read_timeout(settings.header_read_timeout)
+        .max_header_size(settings.header_bytes_max)
+        .max_buf_size(settings.read_buffer_bytes_max)
+        .keep_alive(true);
+    let body_read_timeout = settings.body_read_timeout;
+    let service = service_fn(move |request| respond(handler.clone(), request, client_ip, body_read_timeout));
+    let mut connection = pin!(builder.serve_connection(io, service));
+    let result = match select(connection.as_mut(), pin!(stop.stopped())).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), _)) => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, %client_ip, "connection closed with an error");
+    }
+}
+
+/// hyper's service: one request in, one response out.
+async fn respond<H: Handler>(
+    handler: Rc<H>,
+    request: Request<Incoming>,
+    client_ip: IpAddr,
+    body_read_timeout: Duration,
+) -> Result<Response<Full<Bytes>>, EdgeError> {
+    let request_id = RequestId::resolve(request.headers().get(X_REQUEST_ID).map(HeaderValue::as_bytes));
+    let (parts, body) = request.into_parts();
+    let body = match monoio::time::timeout(body_read_timeout, read_body(body)).await {
+        Ok(body) => body?,
+        Err(_) => return Err(EdgeError::BodyTimeout(body_read_timeout)),
+    };
+    let api_request = ApiRequest {
+        method: Method::from_token(parts.method.as_str()),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        authorization: header_text(&parts.headers, &AUTHORIZATION),
+        content_type: header_text(&parts.headers, &CONTENT_TYPE),
+        request_id: request_id.clone(),
+        client_ip,
+        body,
+    };
+    let response = call_handler(&*handler, api_request, &request_id).await;
+    tracing::debug!(method = %parts.method, path = parts.uri.path(), status = response.status, %request_id, "request");
+    Ok(to_hyper(&*handler, response, &request_id))
+}
+
+/// Runs the handler; a panic answers 500 for this request and leaves the thread serving.
+fn call_handler<'a, H: Handler>(
+    handler: &'a H,
+    request: ApiRequest,
+    request_id: &'a RequestId,
+) -> impl Future<Output = ApiResponse> + 'a {
+    AssertUnwindSafe(handler.handle(request)).catch_unwind().map(move |outcome| match outcome {
+        Ok(response) => response,
+        Err(_) => handler.internal_error(request_id, "request handler panicked"),
+    })
+}
+
+/// Reads a body of at most `BODY_BYTES_MAX` bytes; anything larger becomes `Body::TooLarge`
+/// with the rest left unread.
+async fn read_body(mut body: Incoming) -> Result<Body, hyper::Error> {
+    if body.is_end_stream() {
+        return Ok(Body::Complete(Bytes::new()));
+    }
+    let declared = body.size_hint().exact();
+    if declared.is_some_and(|len| len > BODY_BYTES_MAX as u64) {
+        return Ok(Body::TooLarge);
+    }
+    let capacity = declared.map_or(0, |len| len as usize);
+    let mut collected = BytesMut::with_capacity(capacity);
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else { continue };
+        if collected.len() + data.len() > BODY_BYTES_MAX {
+            return Ok(Body::TooLarge);
+        }
+        collected.extend_from_slice(&data);
+    }
+    Ok(Body::Complete(collected.freeze()))
+}
+
+/// A header's value as text; bytes that are not UTF-8 become U+FFFD, which no later check
+/// accepts.
+fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
+    headers.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+}
+
+/// Turns an `ApiResponse` into hyper's, adding the headers every response carries.
+fn to_hyper<H: Handler>(handler: &H, response: ApiResponse, request_id: &RequestId) -> Response<Full<Bytes>> {
+    match build_hyper(&response, request_id) {
+        Some(built) => built,
+        None => {
+            let error = format!("handler produced an invalid header: {:?}", response.headers);
+            let fallback = handler.internal_error(request_id, &error);
+            // The fallback's headers are the handler's constants, which are valid.
+            build_hyper(&fallback, request_id).unwrap_or_else(|| Response::new(Full::new(fallback.body)))
+        }
+    }
+}
+
+fn build_hyper(response: &ApiResponse, request_id: &RequestId) -> Option<Response<Full<Bytes>>> {
+    let mut built = Response::new(Full::new(response.body.clone()));
+    *built.status_mut() = StatusCode::from_u16(response.status).ok()?;
+    let headers = built.headers_mut();
+    headers.insert(CONTENT_TYPE, APPLICATION_JSON);
+    headers.insert(X_REQUEST_ID, HeaderValue::from_str(request_id.as_str()).ok()?);
+    for (name, value) in &response.headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
+        let value = HeaderValue::from_str(value).ok()?;
+        // A handler may replace the default JSON content type (e.g. Prometheus text).
+        if name == CONTENT_TYPE {
+            headers.insert(name, value);
+        } else {
+            headers.append(name, value);
+        }
+    }
+    if response.close {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    Some(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handler whose only part these tests use is its internal-error answer.
+    struct Plain;
+
+    impl Handler for Plain {
+        async fn handle(&self, _: ApiRequest) -> ApiResponse {
+            ApiResponse::json(200, "{}")
+        }
+
+        fn internal_error(&self, _: &RequestId, _: &str) -> ApiResponse {
+            ApiResponse::json(500, r#"{"error":{}}"#)
+        }
+    }
+
+    #[test]
+    fn hyper_response_carries_the_edge_headers() {
+        let id = RequestId::resolve(Some(b"abc"));
+        let response = ApiResponse::json(405, "{}").with_header("allow", "GET");
+        let built = to_hyper(&Plain, response, &id);
+        assert_eq!(built.status(), 405);
+        assert_eq!(built.headers()["x-request-id"], "abc");
+        assert_eq!(built.headers()["content-type"], "application/json");
+        assert_eq!(built.headers()["allow"], "GET");
+    }
+
+    #[test]
+    fn invalid_handler_headers_become_the_handlers_internal_error() {
+        let id = RequestId::generate();
+        let bad = ApiResponse::json(200, "{}").with_header("x-bad", "line\nbreak");
+        let built = to_hyper(&Plain, bad, &id);
+        assert_eq!(built.status(), 500);
+        assert_eq!(built.headers()["x-request-id"], id.as_str());
+        let bad_status = ApiResponse::json(1000, "{}");
+        assert_eq!(to_hyper(&Plain, bad_status, &id).status(), 500);
+    }
+
+    #[test]
+    fn close_adds_connection_close() {
+        let id = RequestId::generate();
+        let response = ApiResponse { close: true, ..ApiResponse::json(413, "{}") };
+        let built = to_hyper(&Plain, response, &id);
+        assert_eq!(built.status(), 413);
+        assert_eq!(built.headers()["connection"], "close");
+    }
+}

@@ -1,0 +1,380 @@
+//! Admission: steps 8–10 of the contract's pipeline for work-creating requests — deduplication,
+//! quota reservation, the durable job record and the hand-off to the bounded work queue — and
+//! the undo of each step when a later one refuses.
+//!
+//! Owns: `Admission` (the store, the status index, the compute pool and the freshness window),
+//! `Work` (what a validated, classified request asks for) and `Decision` (what came of it),
+//! plus the id formats of jobs (`an_…`, `cmp_…`) and the deterministic `pairId`. Called on
+//! listener threads, one request at a time per task; never waits on the queue.
+//!
+//! Order, for a request without `refresh`: (1) a live job of the same account and subject in
+//! the status index → that job, `deduplicated`, no charge — and, until the recovery backlog is
+//! drained after a restart, the subject's newest job in the store if it is still live; (2) the store's newest READY result
+//! of the account and subject, made by this build's engines and younger than the freshness
+//! window → that result, no charge; (3) reserve one quota unit (429 when none is left);
+//! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
+//! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2).
+//!
+//! Invariant: a 202 is only returned after (4) returned, i.e. once the job is in the WAL.
+//! Invariant: a refusal at (5) or (6) undoes everything before it — the index entry, the job
+//! record and its reservation (`Store::cancel_admission`), the in-memory reservation — so a
+//! refused request is never charged and leaves nothing recorded.
+//! Invariant: (1)–(6) run under a striped lock of the account and subject (`SubjectLocks`), so
+//! of equal requests racing through admission exactly one is admitted and the others are
+//! deduplicated onto it. The lock is taken by POSTs only, never by polls, status or usage.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use super::index::{LiveJob, StatusIndex};
+use crate::auth::table::KeyEntry;
+use crate::config::ADMISSION_LOCK_STRIPES;
+use crate::engine::ENGINE_VERSION_TAG;
+use crate::jobs::execute::JobSpec;
+use crate::jobs::pool::{ComputePool, Ticket};
+use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
+use crate::pubkey::Pubkey;
+use crate::store::{JobKind, JobRecord, JobState, Store, StoreError, Subject};
+
+/// Random bytes in a job id (contract §4: 16).
+pub const JOB_ID_RANDOM_BYTES: usize = 16;
+/// Prefix of analysis ids (contract §4).
+pub const ANALYSIS_ID_PREFIX: &str = "an_";
+/// Prefix of comparison job ids (internal: the wire names a comparison by its `pairId`).
+pub const COMPARISON_ID_PREFIX: &str = "cmp_";
+/// Prefix of pair ids (contract §4).
+pub const PAIR_ID_PREFIX: &str = "pair_";
+/// Domain separator of the pair-id hash (contract §4).
+const PAIR_ID_DOMAIN: &[u8] = b"xray-pair-v1";
+
+/// `pair_` + base58 of the first 16 bytes of SHA-256("xray-pair-v1" ‖ min(A,B) ‖ max(A,B)).
+pub fn pair_id(a: &Pubkey, b: &Pubkey) -> String {
+    let (low, high) = if a.as_bytes() <= b.as_bytes() { (a, b) } else { (b, a) };
+    let mut hasher = Sha256::new();
+    hasher.update(PAIR_ID_DOMAIN);
+    hasher.update(low.as_bytes());
+    hasher.update(high.as_bytes());
+    let digest = hasher.finalize();
+    format!("{PAIR_ID_PREFIX}{}", bs58::encode(&digest[..16]).into_string())
+}
+
+/// Why admission refused a request. Nothing was recorded or charged for any of them; the API
+/// maps each to its contract code (`api::error`).
+#[derive(Debug, thiserror::Error)]
+pub enum AdmitError {
+    /// No quota unit left in the key's period (429 `QUOTA_EXHAUSTED`); `now_ms` is when asked.
+    #[error("quota exhausted")]
+    QuotaExhausted { refusal: QuotaExhausted, now_ms: u64 },
+    /// The work queue or the status index is full (503 `SERVICE_BUSY`).
+    #[error("the work queue is full")]
+    Busy,
+    /// The store refused or failed (503 when transient, else 500).
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// No randomness for a job id (500).
+    #[error("random job id: {0}")]
+    Random(String),
+}
+
+/// A fresh job id: `prefix` + base58 of 16 random bytes.
+fn job_id(prefix: &str) -> Result<String, AdmitError> {
+    let mut bytes = [0u8; JOB_ID_RANDOM_BYTES];
+    getrandom::fill(&mut bytes).map_err(|e| AdmitError::Random(e.to_string()))?;
+    Ok(format!("{prefix}{}", bs58::encode(bytes).into_string()))
+}
+
+/// What a validated, classified work-creating request asks for.
+#[derive(Debug, Clone)]
+pub enum Work {
+    Analysis { wallet: Pubkey },
+    Comparison { wallet_a: Pubkey, wallet_b: Pubkey },
+}
+
+impl Work {
+    fn operation(&self) -> Operation {
+        match self {
+            Work::Analysis { .. } => Operation::WalletAnalysis,
+            Work::Comparison { .. } => Operation::Comparison,
+        }
+    }
+
+    fn kind(&self) -> JobKind {
+        match self {
+            Work::Analysis { wallet } => JobKind::Analysis { wallet: wallet.to_base58() },
+            Work::Comparison { wallet_a, wallet_b } => JobKind::Comparison {
+                wallet_a: wallet_a.to_base58(),
+                wallet_b: wallet_b.to_base58(),
+                pair_id: pair_id(wallet_a, wallet_b),
+            },
+        }
+    }
+
+    fn id_prefix(&self) -> &'static str {
+        match self {
+            Work::Analysis { .. } => ANALYSIS_ID_PREFIX,
+            Work::Comparison { .. } => COMPARISON_ID_PREFIX,
+        }
+    }
+}
+
+/// What admission decided.
+#[derive(Debug)]
+pub enum Decision {
+    /// A new job was recorded and queued (202).
+    Admitted(JobRecord),
+    /// An equal job of the account is still live (202, `deduplicated: true`, no charge).
+    Live(Arc<LiveJob>),
+    /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
+    Fresh(JobRecord),
+}
+
+/// The admission stage, shared by every listener thread.
+pub struct Admission {
+    store: Arc<dyn Store>,
+    index: Arc<StatusIndex>,
+    pool: Arc<ComputePool>,
+    freshness_window_ms: u64,
+    subject_locks: SubjectLocks,
+    /// True until the recovery backlog is drained: jobs a stopped process left live may then
+    /// be in the store only (not yet indexed), and deduplication must find them there.
+    recovering: AtomicBool,
+}
+
+/// Striped locks that serialise steps 8–10 for one `(account, subject)`: of equal requests
+/// racing through admission, one is admitted and the others find its job (deduplicated, not
+/// charged). Held for one admission only — a lookup, a reservation and one RocksDB write —
+/// and only by POSTs; polls, status and usage never take them.
+struct SubjectLocks {
+    stripes: Box<[parking_lot::Mutex<()>]>,
+    hash_key: std::collections::hash_map::RandomState,
+}
+
+impl SubjectLocks {
+    fn new() -> SubjectLocks {
+        let stripes = (0..ADMISSION_LOCK_STRIPES).map(|_| parking_lot::Mutex::new(())).collect();
+        SubjectLocks { stripes, hash_key: Default::default() }
+    }
+
+    fn lock(&self, account: &str, subject: Subject<'_>) -> parking_lot::MutexGuard<'_, ()> {
+        use std::hash::BuildHasher;
+        let text = match subject {
+            Subject::Wallet(text) | Subject::Pair(text) => text,
+        };
+        let slot = self.hash_key.hash_one((account, text)) as usize % self.stripes.len();
+        self.stripes[slot].lock()
+    }
+}
+
+impl Admission {
+    pub fn new(
+        store: Arc<dyn Store>,
+        index: Arc<StatusIndex>,
+        pool: Arc<ComputePool>,
+        freshness_window_ms: u64,
+    ) -> Admission {
+        Admission {
+            store,
+            index,
+            pool,
+            freshness_window_ms,
+            subject_locks: SubjectLocks::new(),
+            recovering: AtomicBool::new(true),
+        }
+    }
+
+    /// Steps 8–10 for one request of `key` at `now_ms`.
+    pub fn admit(&self, key: &KeyEntry, work: Work, refresh: bool, now_ms: u64) -> Result<Decision, AdmitError> {
+        let kind = work.kind();
+        let account = key.account().as_str();
+        let _one_at_a_time = self.subject_locks.lock(account, kind.subject());
+        if !refresh {
+            if let Some(live) = self.index.live_for(account, kind.subject()) {
+                return Ok(Decision::Live(live));
+            }
+            if let Some(waiting) = self.recovered_live(account, kind.subject())? {
+                return Ok(Decision::Live(waiting));
+            }
+            if let Some(fresh) = self.fresh_ready(account, kind.subject(), now_ms)? {
+                return Ok(Decision::Fresh(fresh));
+            }
+        }
+        let reservation = key
+            .quota
+            .reserve(work.operation(), now_ms)
+            .map_err(|refusal| AdmitError::QuotaExhausted { refusal, now_ms })?;
+        match self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms) {
+            Ok(record) => Ok(Decision::Admitted(record)),
+            Err(refusal) => {
+                // Never admitted: the unit goes back uncounted (the store undid its copy).
+                let _ = key.quota.release(reservation, ReleaseCause::NotAdmitted);
+                Err(refusal)
+            }
+        }
+    }
+
+    /// The store admission writes to (recovery pages through it too).
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    /// Free places in the work queue now (a hint: listener threads push concurrently).
+    pub fn queue_room(&self) -> usize {
+        self.pool.capacity().saturating_sub(self.pool.depth())
+    }
+
+    /// Every job a stopped process left live has been re-queued (and indexed): deduplication
+    /// no longer needs to look in the store for them.
+    pub fn finish_recovery(&self) {
+        if self.recovering.swap(false, Ordering::AcqRel) {
+            tracing::info!("recovery done: every job left live by the previous process is queued");
+        }
+    }
+
+    /// While recovering: the subject's newest job in the store when it is still live — a job
+    /// waiting in the recovery backlog, which an equal request must be deduplicated onto.
+    fn recovered_live(&self, account: &str, subject: Subject<'_>) -> Result<Option<Arc<LiveJob>>, AdmitError> {
+        if !self.recovering.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let newest = self.store.latest_for(account, subject)?;
+        let live = newest.filter(|job| matches!(job.state, JobState::Queued | JobState::Running));
+        Ok(live.map(|job| Arc::new(LiveJob::new(job))))
+    }
+
+    /// The newest READY job of the account and subject if this build made it and it is fresh.
+    fn fresh_ready(&self, account: &str, subject: Subject<'_>, now_ms: u64) -> Result<Option<JobRecord>, AdmitError> {
+        let ready = self.store.latest_ready_for(account, subject)?;
+        Ok(ready.filter(|job| self.is_fresh(job, now_ms)))
+    }
+
+    fn is_fresh(&self, job: &JobRecord, now_ms: u64) -> bool {
+        job.state == JobState::Ready
+            && job.engine_version == ENGINE_VERSION_TAG
+            && job.completed_at_ms.is_some_and(|done| now_ms.saturating_sub(done) < self.freshness_window_ms)
+    }
+
+    /// Steps (4)–(6); on a refusal, undoes what it did (the caller releases the reservation).
+    fn record_and_queue(
+        &self,
+        key: &KeyEntry,
+        work: &Work,
+        kind: JobKind,
+        refresh: bool,
+        reservation: &Reservation,
+        now_ms: u64,
+    ) -> Result<JobRecord, AdmitError> {
+        let record = JobRecord::queued(
+            job_id(work.id_prefix())?,
+            kind,
+            key.account().as_str().to_owned(),
+            key.id().as_str().to_owned(),
+            now_ms,
+            refresh,
+            true,
+            reservation.period_start_ms,
+            ENGINE_VERSION_TAG.to_owned(),
+        );
+        self.store.admit(&record)?;
+        let spec = self.spec(work, key.account().as_str(), now_ms);
+        let live = Arc::new(LiveJob::pending(record.clone()));
+        let queued = match self.index.insert(Arc::clone(&live)) {
+            Ok(()) => self.pool.submit(Ticket { id: record.id.clone(), spec }).map_err(|_| ()),
+            Err(_) => Err(()),
+        };
+        if queued.is_ok() {
+            live.mark_queued();
+        }
+        if queued.is_err() {
+            self.index.remove(&record.id);
+            if let Err(e) = self.store.cancel_admission(&record.id) {
+                // The job stays QUEUED in the store and runs after the next restart; it was
+                // charged in the store, so the in-memory release below is what the client sees.
+                tracing::error!(job = %record.id, error = %e, "undoing a refused admission failed");
+            }
+            return Err(AdmitError::Busy);
+        }
+        Ok(record)
+    }
+
+    /// The compute spec; a comparison names fresh analyses of its wallets to reuse.
+    fn spec(&self, work: &Work, account: &str, now_ms: u64) -> JobSpec {
+        match work {
+            Work::Analysis { wallet } => JobSpec::Analysis { wallet: *wallet },
+            Work::Comparison { wallet_a, wallet_b } => {
+                let reuse = |w: &Pubkey| {
+                    let text = w.to_base58();
+                    self.fresh_ready(account, Subject::Wallet(&text), now_ms).ok().flatten().map(|job| job.id)
+                };
+                JobSpec::Comparison {
+                    wallet_a: *wallet_a,
+                    wallet_b: *wallet_b,
+                    reuse: [reuse(wallet_a), reuse(wallet_b)],
+                }
+            }
+        }
+    }
+
+    /// Re-queues a job a stopped process left live (its reservation is already in the usage
+    /// record). `Err` hands the record back when the queue or index is full.
+    // The error hands the value back to its owner (a move, not an error object to propagate).
+    #[allow(clippy::result_large_err)]
+    pub fn requeue(&self, record: JobRecord) -> Result<(), JobRecord> {
+        let Some(spec) = recovered_spec(&record) else {
+            tracing::error!(job = %record.id, "recovered job has unreadable addresses; left for inspection");
+            return Ok(());
+        };
+        if self.index.get(&record.id).is_some() {
+            return Ok(());
+        }
+        let id = record.id.clone();
+        if self.index.insert(Arc::new(LiveJob::new(record.clone()))).is_err() {
+            return Err(record);
+        }
+        if self.pool.submit(Ticket { id: id.clone(), spec }).is_err() {
+            self.index.remove(&id);
+            return Err(record);
+        }
+        Ok(())
+    }
+}
+
+/// The compute spec of a stored job (recovery). Comparisons are recomputed without reuse.
+fn recovered_spec(record: &JobRecord) -> Option<JobSpec> {
+    let parse = |text: &str| Pubkey::parse(text).ok();
+    Some(match &record.kind {
+        JobKind::Analysis { wallet } => JobSpec::Analysis { wallet: parse(wallet)? },
+        JobKind::Comparison { wallet_a, wallet_b, .. } => {
+            JobSpec::Comparison { wallet_a: parse(wallet_a)?, wallet_b: parse(wallet_b)?, reuse: [None, None] }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_ids_are_deterministic_and_unordered() {
+        let a = Pubkey::parse("11111111111111111111111111111111").unwrap();
+        let b = Pubkey::parse("SysvarRent111111111111111111111111111111111").unwrap();
+        assert_eq!(pair_id(&a, &b), pair_id(&b, &a));
+        // SHA-256("xray-pair-v1" ‖ 32 zero bytes ‖ Rent sysvar), first 16 bytes, base58.
+        let mut hasher = Sha256::new();
+        hasher.update(b"xray-pair-v1");
+        hasher.update([0u8; 32]);
+        hasher.update(b.as_bytes());
+        let expected = format!("pair_{}", bs58::encode(&hasher.finalize()[..16]).into_string());
+        assert_eq!(pair_id(&a, &b), expected);
+        assert!(pair_id(&a, &b).len() <= crate::config::STORE_ID_BYTES_MAX);
+    }
+
+    #[test]
+    fn job_ids_have_the_contract_shape() {
+        let id = job_id(ANALYSIS_ID_PREFIX).unwrap();
+        let raw = bs58::decode(id.strip_prefix("an_").unwrap()).into_vec().unwrap();
+        assert_eq!(raw.len(), JOB_ID_RANDOM_BYTES);
+        assert_ne!(id, job_id(ANALYSIS_ID_PREFIX).unwrap());
+    }
+}

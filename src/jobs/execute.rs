@@ -1,0 +1,178 @@
+//! One job's work: read the ledger, classify, run the engine, serialize the payload.
+//!
+//! Owns: `JobSpec` (what to compute), `Outcome` (what came of it: the payload bytes served
+//! under `data.xray` / `data.comparison`, or the contract's failure code) and `execute`.
+//! Runs on compute threads, inside their current-thread runtime; async only for the ledger
+//! reads, the engine runs inline.
+//!
+//! Invariant: every failure maps to one of the contract's FAILED codes —
+//! `ACCOUNT_NOT_ELIGIBLE` (ledger-side classification), `UPSTREAM_UNAVAILABLE` (the source
+//! failed after its bounded retries), `ANALYSIS_FAILED` (anything else) — and its message
+//! never carries an RPC URL or other internals.
+
+use crate::eligibility;
+use crate::engine::report::{Score, XRay};
+use crate::engine::{self, compare};
+use crate::error_code::ErrorCode;
+use crate::labels::Labels;
+use crate::ledger::source::LedgerSource;
+use crate::ledger::view::{build_view, ViewOptions};
+use crate::ledger::{LedgerError, WalletView};
+use crate::pubkey::Pubkey;
+
+/// What a job computes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobSpec {
+    Analysis {
+        wallet: Pubkey,
+    },
+    /// `reuse` names fresh READY analyses (ids) of wallet A and B, if the account has them:
+    /// the comparison cites them and takes their scores instead of fresh ones.
+    Comparison {
+        wallet_a: Pubkey,
+        wallet_b: Pubkey,
+        reuse: [Option<String>; 2],
+    },
+}
+
+/// Reads the score of a stored READY analysis (`None`: gone or unreadable; compute afresh).
+pub trait ReusedScores {
+    fn score_of(&self, analysis_id: &str) -> Option<Score>;
+}
+
+/// No reuse (the CLI, tests).
+impl ReusedScores for () {
+    fn score_of(&self, _: &str) -> Option<Score> {
+        None
+    }
+}
+
+/// A FAILED job's contract code: the subset of `ErrorCode` a job can end with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailCode {
+    AccountNotEligible,
+    UpstreamUnavailable,
+    AnalysisFailed,
+}
+
+impl FailCode {
+    pub fn code(self) -> ErrorCode {
+        match self {
+            FailCode::AccountNotEligible => ErrorCode::AccountNotEligible,
+            FailCode::UpstreamUnavailable => ErrorCode::UpstreamUnavailable,
+            FailCode::AnalysisFailed => ErrorCode::AnalysisFailed,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.code().as_str()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The exact JSON bytes of the payload.
+    Ready {
+        payload: Vec<u8>,
+    },
+    Failed {
+        code: FailCode,
+        message: String,
+    },
+}
+
+impl Outcome {
+    fn failed(code: FailCode, message: impl Into<String>) -> Outcome {
+        Outcome::Failed { code, message: message.into() }
+    }
+
+    /// The outcome of a run that panicked (a bug): `ANALYSIS_FAILED`, saying nothing more.
+    pub fn panicked() -> Outcome {
+        Outcome::failed(FailCode::AnalysisFailed, "the analysis failed unexpectedly")
+    }
+}
+
+fn ledger_failure(e: &LedgerError) -> Outcome {
+    match e {
+        LedgerError::Unavailable(_) => {
+            Outcome::failed(FailCode::UpstreamUnavailable, "the ledger source did not answer after bounded retries")
+        }
+        LedgerError::Malformed(_) => {
+            Outcome::failed(FailCode::UpstreamUnavailable, "the ledger source sent malformed data")
+        }
+        _ => Outcome::failed(FailCode::AnalysisFailed, "the ledger source refused the request"),
+    }
+}
+
+/// Reads and classifies one wallet; `Err` is the job's failure.
+async fn eligible_view<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    options: ViewOptions,
+) -> Result<WalletView, Outcome> {
+    let view = build_view(source, wallet, options).await.map_err(|e| {
+        tracing::warn!(error = %e, "ledger read failed");
+        ledger_failure(&e)
+    })?;
+    eligibility::classify_ledger(&view).map_err(|i| {
+        Outcome::failed(FailCode::AccountNotEligible, format!("{wallet}: {} ({})", i.message(), i.reason()))
+    })?;
+    Ok(view)
+}
+
+fn payload<T: serde::Serialize>(value: &T) -> Outcome {
+    match serde_json::to_vec(value) {
+        Ok(payload) => Outcome::Ready { payload },
+        Err(e) => {
+            tracing::error!(error = %e, "payload serialization failed");
+            Outcome::failed(FailCode::AnalysisFailed, "the analysis could not be serialized")
+        }
+    }
+}
+
+/// The X-Ray of one comparison side, with the score and id of a reused analysis when there
+/// is one (so `analysisId` and `score` always describe the same analysis).
+fn side_xray(
+    view: &WalletView,
+    labels: &Labels,
+    reuse: Option<&str>,
+    scores: &dyn ReusedScores,
+) -> (XRay, Option<String>) {
+    let mut xray = engine::analyze(view, labels);
+    match reuse.and_then(|id| scores.score_of(id).map(|score| (id, score))) {
+        Some((id, score)) => {
+            xray.score = score;
+            (xray, Some(id.to_owned()))
+        }
+        None => (xray, None),
+    }
+}
+
+/// Runs one job to its outcome.
+pub async fn execute<S: LedgerSource>(
+    source: &S,
+    labels: &Labels,
+    spec: &JobSpec,
+    options: ViewOptions,
+    scores: &dyn ReusedScores,
+) -> Outcome {
+    match spec {
+        JobSpec::Analysis { wallet } => match eligible_view(source, wallet, options).await {
+            Ok(view) => payload(&engine::analyze(&view, labels)),
+            Err(failed) => failed,
+        },
+        JobSpec::Comparison { wallet_a, wallet_b, reuse } => {
+            let (a, b) =
+                tokio::join!(eligible_view(source, wallet_a, options), eligible_view(source, wallet_b, options));
+            let (a, b) = match (a, b) {
+                (Ok(a), Ok(b)) => (a, b),
+                (Err(failed), _) | (_, Err(failed)) => return failed,
+            };
+            let (xa, id_a) = side_xray(&a, labels, reuse[0].as_deref(), scores);
+            let (xb, id_b) = side_xray(&b, labels, reuse[1].as_deref(), scores);
+            let side_a = compare::Side { view: &a, xray: &xa, analysis_id: id_a };
+            let side_b = compare::Side { view: &b, xray: &xb, analysis_id: id_b };
+            payload(&compare::compare(side_a, side_b, labels))
+        }
+    }
+}

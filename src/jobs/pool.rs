@@ -1,0 +1,377 @@
+//! The compute pool: pinned OS threads draining the fixed-size admission queue.
+//!
+//! Owns: the crossbeam `ArrayQueue` of tickets (the only hand-off between listener and
+//! compute threads), the compute threads, their pinning, and each thread's current-thread
+//! tokio runtime that drives up to `jobs_in_flight_max` jobs at once (ledger reads are I/O
+//! bound; the engine runs inline). Listener threads call `submit` (never blocks: a full queue
+//! hands the ticket back for a `503 SERVICE_BUSY`); compute threads call the `JobSink`.
+//!
+//! Invariants: the queue holds at most `queue_capacity` tickets and each thread at most
+//! `jobs_in_flight_max` jobs, so work in memory is bounded; a ticket is executed exactly once
+//! (popped by one thread) and always reported to the sink — a run that panics ends FAILED
+//! (`ANALYSIS_FAILED`, refunded) and gives its slot back; after `shutdown` no ticket is popped and in-flight jobs finish
+//! before the threads exit (queued tickets stay durable in the store and are re-queued on
+//! restart). The caller opens RocksDB before starting the pool: its background threads must not
+//! inherit a pin.
+
+use std::cell::Cell;
+use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+use futures_util::FutureExt;
+use tokio::sync::Notify;
+
+use super::execute::{execute, JobSpec, Outcome, ReusedScores};
+use crate::config::COMPUTE_IDLE_POLL_MS;
+use crate::labels::Labels;
+use crate::ledger::source::LedgerSource;
+use crate::ledger::view::ViewOptions;
+
+/// One unit of admitted work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ticket {
+    pub id: String,
+    pub spec: JobSpec,
+}
+
+/// Where compute threads report progress (the store, the status index, long-poll waiters), and
+/// where they read the scores of analyses a comparison reuses.
+pub trait JobSink: ReusedScores + Send + Sync + 'static {
+    fn started(&self, ticket: &Ticket);
+    fn finished(&self, ticket: Ticket, outcome: Outcome);
+}
+
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    pub threads: usize,
+    pub queue_capacity: usize,
+    pub jobs_in_flight_max: usize,
+    /// Pin thread i to core i (mod the cores available).
+    pub pin: bool,
+    pub view: ViewOptions,
+}
+
+pub struct ComputePool {
+    queue: Arc<ArrayQueue<Ticket>>,
+    wake: Arc<Notify>,
+    stop: Arc<AtomicBool>,
+    /// Taken by the first `shutdown`.
+    handles: std::sync::Mutex<Vec<JoinHandle<()>>>,
+}
+
+struct Shared {
+    queue: Arc<ArrayQueue<Ticket>>,
+    wake: Arc<Notify>,
+    stop: Arc<AtomicBool>,
+    labels: Arc<Labels>,
+    sink: Arc<dyn JobSink>,
+    config: PoolConfig,
+}
+
+impl ComputePool {
+    /// Starts `config.threads` compute threads; `make_source(i)` builds thread i's ledger
+    /// source on that thread (sources are single-threaded).
+    pub fn start<S, F>(
+        config: PoolConfig,
+        labels: Arc<Labels>,
+        make_source: F,
+        sink: Arc<dyn JobSink>,
+    ) -> Result<ComputePool, String>
+    where
+        S: LedgerSource + 'static,
+        F: Fn(usize) -> Result<S, String> + Send + Sync + 'static,
+    {
+        if config.threads == 0 || config.queue_capacity == 0 || config.jobs_in_flight_max == 0 {
+            return Err("compute threads, queue capacity and jobs in flight must all be at least 1".into());
+        }
+        let queue = Arc::new(ArrayQueue::new(config.queue_capacity));
+        let wake = Arc::new(Notify::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let make_source = Arc::new(make_source);
+        let cores = if config.pin { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
+        let mut handles = Vec::with_capacity(config.threads);
+        for index in 0..config.threads {
+            let shared = Shared {
+                queue: queue.clone(),
+                wake: wake.clone(),
+                stop: stop.clone(),
+                labels: labels.clone(),
+                sink: sink.clone(),
+                config: config.clone(),
+            };
+            let make_source = make_source.clone();
+            let core = (!cores.is_empty()).then(|| cores[index % cores.len()]);
+            let handle = std::thread::Builder::new()
+                .name(format!("xray-compute-{index}"))
+                .spawn(move || {
+                    let pinned = core.is_some_and(core_affinity::set_for_current);
+                    tracing::info!(thread = index, pinned, "compute thread started");
+                    match make_source(index) {
+                        Ok(source) => run_thread(shared, source),
+                        Err(e) => tracing::error!(thread = index, error = %e, "compute thread has no ledger source"),
+                    }
+                })
+                .map_err(|e| format!("spawning compute thread {index}: {e}"))?;
+            handles.push(handle);
+        }
+        Ok(ComputePool { queue, wake, stop, handles: std::sync::Mutex::new(handles) })
+    }
+
+    /// Hands a ticket to the compute threads, or back when the queue is full (or stopping).
+    // The error hands the value back to its owner (a move, not an error object to propagate).
+    #[allow(clippy::result_large_err)]
+    pub fn submit(&self, ticket: Ticket) -> Result<(), Ticket> {
+        if self.stop.load(Ordering::Acquire) {
+            return Err(ticket);
+        }
+        self.queue.push(ticket)?;
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    pub fn depth(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.queue.capacity()
+    }
+
+    /// Stops popping, lets in-flight jobs finish, joins the threads. Tickets still queued are
+    /// returned (they stay `QUEUED` in the store and are re-queued on the next start).
+    pub fn shutdown(&self) -> Vec<Ticket> {
+        self.stop.store(true, Ordering::Release);
+        self.wake.notify_waiters();
+        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in handles {
+            let _ = h.join();
+        }
+        std::iter::from_fn(|| self.queue.pop()).collect()
+    }
+}
+
+fn run_thread<S: LedgerSource + 'static>(shared: Shared, source: S) {
+    let runtime = match crate::ledger::runtime() {
+        Ok(rt) => rt,
+        Err(e) => return tracing::error!(error = %e, "compute runtime"),
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, dispatch(Rc::new(shared), Rc::new(source)));
+}
+
+/// Pops tickets while a slot is free, runs each as a local task, sleeps when there is nothing
+/// to do; returns once stopped and idle.
+async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) {
+    let in_flight = Rc::new(Cell::new(0usize));
+    let slot_freed = Rc::new(Notify::new());
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        if stopping && in_flight.get() == 0 {
+            return;
+        }
+        if !stopping && in_flight.get() < shared.config.jobs_in_flight_max {
+            if let Some(ticket) = shared.queue.pop() {
+                in_flight.set(in_flight.get() + 1);
+                let (shared, source, in_flight, slot_freed) =
+                    (shared.clone(), source.clone(), in_flight.clone(), slot_freed.clone());
+                tokio::task::spawn_local(async move {
+                    let _slot = InFlightSlot { in_flight, slot_freed };
+                    shared.sink.started(&ticket);
+                    let scores: &dyn ReusedScores = &*shared.sink;
+                    let run = execute(&*source, &shared.labels, &ticket.spec, shared.config.view, scores);
+                    // A panic is a bug, but it must not strand the job RUNNING with its unit
+                    // reserved (and panic again after every restart): it ends FAILED, refunded.
+                    let outcome = AssertUnwindSafe(run).catch_unwind().await.unwrap_or_else(|_| {
+                        tracing::error!(job = %ticket.id, "the job's run panicked: it ends FAILED");
+                        Outcome::panicked()
+                    });
+                    shared.sink.finished(ticket, outcome);
+                });
+                continue;
+            }
+        }
+        tokio::select! {
+            _ = shared.wake.notified() => {}
+            _ = slot_freed.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(COMPUTE_IDLE_POLL_MS)) => {}
+        }
+    }
+}
+
+/// A compute thread's slot for one running job; given back (and the dispatcher woken) when the
+/// job's task ends, however it ends.
+struct InFlightSlot {
+    in_flight: Rc<Cell<usize>>,
+    slot_freed: Rc<Notify>,
+}
+
+impl Drop for InFlightSlot {
+    fn drop(&mut self) {
+        self.in_flight.set(self.in_flight.get() - 1);
+        self.slot_freed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::demo::DemoLedger;
+    use crate::ledger::model::TokenProgram;
+    use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
+    use crate::ledger::LedgerError;
+    use crate::pubkey::{Pubkey, Signature};
+    use std::sync::mpsc;
+
+    struct Collect(std::sync::Mutex<mpsc::Sender<(Ticket, Outcome)>>);
+
+    impl ReusedScores for Collect {
+        fn score_of(&self, _: &str) -> Option<crate::engine::report::Score> {
+            None
+        }
+    }
+
+    impl JobSink for Collect {
+        fn started(&self, _: &Ticket) {}
+        fn finished(&self, ticket: Ticket, outcome: Outcome) {
+            if let Ok(tx) = self.0.lock() {
+                let _ = tx.send((ticket, outcome));
+            }
+        }
+    }
+
+    fn config(threads: usize, queue_capacity: usize) -> PoolConfig {
+        PoolConfig { threads, queue_capacity, jobs_in_flight_max: 4, pin: true, view: ViewOptions::default() }
+    }
+
+    #[test]
+    fn runs_every_ticket_once_and_reports_it() {
+        let (tx, rx) = mpsc::channel();
+        let seed = crate::config::DEMO_SEED_DEFAULT;
+        let pool = ComputePool::start(
+            config(2, 64),
+            Labels::builtin(),
+            move |_| Ok(DemoLedger::new(seed)),
+            Arc::new(Collect(std::sync::Mutex::new(tx))),
+        )
+        .unwrap();
+        let demo = DemoLedger::new(seed);
+        let names = ["clean", "open_delegation", "poisoning_victim", "token_mint", "busy_trader"];
+        for (i, name) in names.iter().enumerate() {
+            let wallet = demo.archetype(name).unwrap();
+            pool.submit(Ticket { id: format!("an_{i}"), spec: JobSpec::Analysis { wallet } }).unwrap();
+        }
+        let a = demo.archetype("sybil_a").unwrap();
+        let b = demo.archetype("sybil_b").unwrap();
+        pool.submit(Ticket {
+            id: "cmp".into(),
+            spec: JobSpec::Comparison { wallet_a: a, wallet_b: b, reuse: [None, None] },
+        })
+        .unwrap();
+        let mut done: Vec<(Ticket, Outcome)> =
+            (0..6).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
+        done.sort_by(|x, y| x.0.id.cmp(&y.0.id));
+        assert!(pool.shutdown().is_empty());
+        assert!(rx.try_recv().is_err(), "nothing ran twice");
+        for (ticket, outcome) in &done {
+            match (ticket.id.as_str(), outcome) {
+                ("an_3", Outcome::Failed { code, .. }) => assert_eq!(code.as_str(), "ACCOUNT_NOT_ELIGIBLE"),
+                (_, Outcome::Ready { payload }) => {
+                    let json: serde_json::Value = serde_json::from_slice(payload).unwrap();
+                    assert!(json.get("score").is_some() || json.get("relationship").is_some(), "{}", ticket.id);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    /// The demo ledger, except that reading `bomb`'s account panics.
+    struct PanicsOn(DemoLedger, crate::pubkey::Pubkey);
+
+    impl LedgerSource for PanicsOn {
+        fn name(&self) -> &'static str {
+            "demo"
+        }
+        async fn get_account_info(&self, a: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+            assert!(*a != self.1, "a bug in reading this account");
+            self.0.get_account_info(a).await
+        }
+        async fn get_multiple_accounts(
+            &self,
+            a: &[Pubkey],
+        ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+            self.0.get_multiple_accounts(a).await
+        }
+        async fn get_token_accounts_by_owner(
+            &self,
+            owner: &Pubkey,
+            program: TokenProgram,
+        ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+            self.0.get_token_accounts_by_owner(owner, program).await
+        }
+        async fn get_signatures_for_address(
+            &self,
+            a: &Pubkey,
+            before: Option<&Signature>,
+            limit: u32,
+        ) -> Result<Vec<SignatureInfo>, LedgerError> {
+            self.0.get_signatures_for_address(a, before, limit).await
+        }
+        async fn get_transactions(&self, s: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+            self.0.get_transactions(s).await
+        }
+    }
+
+    #[test]
+    fn a_panicking_run_ends_failed_and_frees_its_slot() {
+        let (tx, rx) = mpsc::channel();
+        let seed = crate::config::DEMO_SEED_DEFAULT;
+        let demo = DemoLedger::new(seed);
+        let bomb = demo.archetype("clean").unwrap();
+        // One job in flight at a time: a slot lost to the panic would stall the second job.
+        let config = PoolConfig { jobs_in_flight_max: 1, ..config(1, 8) };
+        let pool = ComputePool::start(
+            config,
+            Labels::builtin(),
+            move |_| Ok(PanicsOn(DemoLedger::new(seed), bomb)),
+            Arc::new(Collect(std::sync::Mutex::new(tx))),
+        )
+        .unwrap();
+        let other = demo.archetype("open_delegation").unwrap();
+        for (id, wallet) in [("an_bomb", bomb), ("an_next", other)] {
+            pool.submit(Ticket { id: id.into(), spec: JobSpec::Analysis { wallet } }).unwrap();
+        }
+        let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        let second = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(pool.shutdown().is_empty());
+        match first {
+            (t, Outcome::Failed { code, .. }) if t.id == "an_bomb" => assert_eq!(code.as_str(), "ANALYSIS_FAILED"),
+            other => panic!("the panicking job ends FAILED: {other:?}"),
+        }
+        assert!(matches!(second, (t, Outcome::Ready { .. }) if t.id == "an_next"));
+    }
+
+    #[test]
+    fn a_full_queue_hands_the_ticket_back() {
+        let (tx, _rx) = mpsc::channel();
+        // No thread can pop: the source never comes up, so the queue only fills.
+        let pool = ComputePool::start(
+            config(1, 2),
+            Labels::builtin(),
+            |_| Err::<DemoLedger, _>("no source".to_owned()),
+            Arc::new(Collect(std::sync::Mutex::new(tx))),
+        )
+        .unwrap();
+        let t =
+            |id: &str| Ticket { id: id.into(), spec: JobSpec::Analysis { wallet: crate::pubkey::Pubkey::default() } };
+        assert!(pool.submit(t("1")).is_ok());
+        assert!(pool.submit(t("2")).is_ok());
+        assert_eq!(pool.submit(t("3")), Err(t("3")));
+        assert_eq!(pool.depth(), 2);
+        assert_eq!(pool.shutdown().len(), 2, "queued tickets are handed back at shutdown");
+    }
+}

@@ -1,0 +1,10 @@
+//! The public API over real loopback HTTP: the contract as an integrator uses it, scopes,
+//! limits, jobs, the OpenAPI document, and the real binary (first key, SIGTERM, kill -9).
+
+mod contract;
+mod jobs;
+mod limits;
+mod openapi;
+mod scopes;
+mod serve_binary;
+pub mod support;

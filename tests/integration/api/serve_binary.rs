@@ -1,0 +1,336 @@
+//! The real `xray` binary, as an operator runs it: the first start prints one key and a
+//! restart prints none; `xray keys create|list|rotate|revoke` against the admin listener, with
+//! revocation refusing the next request on connections held open to every listener thread;
+//! the admin token and `/metrics`; and a kill -9 in the middle of work, after which every
+//! acknowledged job reaches READY or FAILED and the quota adds up exactly (restarted on the
+//! epoll driver, so the fallback serves real work too).
+//!
+//! Every wait is bounded; servers bind port 0 and report their addresses on stdout.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::support::{get, post, Conn, Reply, API, DRAINER_PROGRAM, IO_TIMEOUT, READY_WALLETS};
+use serde_json::Value;
+use xray::devtools::rpc_server::{spawn_spec_in_thread, FaultPlan};
+
+const BIN: &str = env!("CARGO_BIN_EXE_xray");
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+// ---- the server process ----
+
+struct Server {
+    child: Child,
+    api: SocketAddr,
+    first_key: Option<String>,
+}
+
+/// Starts `xray serve` on port 0 with `data` and `extra` flags; returns once both listeners
+/// are announced on stdout.
+fn start(data: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .args(extra)
+        .env("XRAY_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("xray serve starts");
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + START_TIMEOUT;
+    let (mut api, mut first_key, mut notice) = (None, None, false);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(left).expect("xray serve announces its listeners in time");
+        if let Some(addr) = line.strip_prefix("xray: API listening on http://") {
+            api = Some(addr.parse().expect("API address"));
+        } else if line.starts_with("xray: admin listening on http://") {
+            break;
+        } else if line.starts_with("Created the first API key") {
+            assert!(line.contains("will not be shown again"), "{line}");
+            notice = true;
+        } else if notice && first_key.is_none() {
+            first_key = Some(line);
+        }
+    }
+    Server { child, api: api.expect("API line before the admin line"), first_key }
+}
+
+/// A failing test must not leave its server running (it would hold the test's output pipe).
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+impl Server {
+    /// SIGTERM, then the exit status (bounded).
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "xray serve did not stop within 30 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// kill -9: no chance to flush or finish anything.
+    fn kill_9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+}
+
+// ---- `xray keys` ----
+
+/// Runs `xray keys <args> --data-dir <data>`; the parsed JSON on success, stderr on failure.
+fn keys(data: &Path, args: &[&str]) -> Result<Value, String> {
+    let output = Command::new(BIN)
+        .arg("keys")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .env("XRAY_LOG", "warn")
+        .output()
+        .expect("xray keys runs");
+    if output.status.success() {
+        Ok(serde_json::from_slice(&output.stdout).expect("xray keys prints JSON"))
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+fn assert_unauthenticated(reply: &Reply, reason: &str) {
+    assert_eq!(reply.status, 401, "{reply:?}");
+    assert_eq!(reply.body["error"]["details"]["reason"], reason, "{reply:?}");
+}
+
+// ---- tests ----
+
+#[test]
+fn first_start_prints_one_key_and_a_restart_prints_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = start(dir.path(), &["--listener-threads", "2", "--compute-threads", "1"]);
+    let key = server.first_key.clone().expect("the first start prints a key");
+    assert!(key.starts_with("svc_live_"), "{key}");
+    let status = get(server.api, &format!("{API}/status"), &key);
+    assert_eq!(status.status, 200, "{status:?}");
+    let granted: Vec<bool> =
+        status.body["data"]["scopes"].as_array().expect("scopes").iter().map(|s| s["granted"] == true).collect();
+    assert_eq!(granted, [true; 4], "the first key holds every scope");
+    let token_mode = std::fs::metadata(dir.path().join("admin.token")).expect("admin token").permissions();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&token_mode) & 0o777, 0o600);
+    assert!(server.terminate().success(), "a graceful stop exits 0");
+
+    let mut again = start(dir.path(), &["--listener-threads", "1", "--compute-threads", "1"]);
+    assert_eq!(again.first_key, None, "the key is shown once only");
+    assert_eq!(get(again.api, &format!("{API}/status"), &key).status, 200, "the stored key still works");
+    assert!(again.terminate().success());
+}
+
+#[test]
+fn keys_cli_creates_lists_rotates_and_revokes_on_every_thread() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = start(dir.path(), &["--listener-threads", "2", "--compute-threads", "1"]);
+    let data = dir.path();
+    let created = keys(
+        data,
+        &["create", "--name", "reader", "--scopes", "usage:read", "--rate-per-second", "1000", "--burst", "1000"]
+            .into_iter()
+            .chain(["--quota", "5", "--period", "day", "--expires-at", "2099-01-01T00:00:00Z"])
+            .collect::<Vec<_>>(),
+    )
+    .expect("create");
+    let (id, key) = (created["id"].as_str().expect("id"), created["key"].as_str().expect("key"));
+    assert!(id.starts_with("key_") && key.starts_with("svc_live_"), "{created}");
+    assert_eq!(created["scopes"], serde_json::json!(["usage:read"]));
+    assert_eq!(created["expiresAt"], "2099-01-01T00:00:00.000Z");
+    let account = created["account"].as_str().expect("account");
+
+    let usage = get(server.api, &format!("{API}/usage"), key);
+    assert_eq!((usage.status, usage.body["data"]["quota"]["limit"].as_u64()), (200, Some(5)), "{usage:?}");
+    let wallet =
+        post(server.api, &format!("{API}/intelligence/wallet"), key, &format!(r#"{{"wallet":"{DRAINER_PROGRAM}"}}"#));
+    assert_eq!(wallet.status, 403);
+    assert_eq!(wallet.body["error"]["details"]["requiredScope"], "wallet:analyze");
+
+    let sibling = keys(data, &["create", "--name", "sibling", "--scopes", "analysis:read", "--account", account])
+        .expect("second key of the same account");
+    assert_eq!(sibling["account"], account);
+    let listed = keys(data, &["list"]).expect("list");
+    let listed = listed.as_array().expect("a JSON array");
+    assert!(listed.iter().any(|k| k["id"] == id), "{listed:?}");
+    assert!(listed.iter().all(|k| k.get("key").is_none()), "a listing never shows a secret");
+
+    let rotated = keys(data, &["rotate", id]).expect("rotate");
+    let new_key = rotated["key"].as_str().expect("the successor's secret");
+    assert_unauthenticated(&get(server.api, &format!("{API}/usage"), key), "revoked");
+
+    // Connections held open land on both SO_REUSEPORT listener threads; each has served the
+    // new key once before the revocation and must refuse it on its very next request.
+    let mut conns: Vec<Conn> = (0..8).map(|_| Conn::open(server.api)).collect();
+    for conn in &mut conns {
+        assert_eq!(conn.send("GET", &format!("{API}/usage"), Some(new_key), None).status, 200);
+    }
+    let new_id = rotated["id"].as_str().expect("id");
+    assert_eq!(keys(data, &["revoke", new_id]).expect("revoke")["status"], "revoked");
+    for conn in &mut conns {
+        assert_unauthenticated(&conn.send("GET", &format!("{API}/usage"), Some(new_key), None), "revoked");
+    }
+
+    let unknown = keys(data, &["revoke", "key_1111111111111111"]).expect_err("unknown id");
+    assert!(unknown.contains("404 NOT_FOUND"), "{unknown}");
+    let bad = keys(data, &["create", "--name", "x", "--scopes", "wallet:fly"]).expect_err("bad scope");
+    assert!(bad.contains("400 INVALID_REQUEST") && bad.contains("scopes"), "{bad}");
+    assert!(server.terminate().success());
+    let stopped = keys(data, &["list"]).expect_err("no server");
+    assert!(stopped.contains("is `xray serve` running"), "{stopped}");
+}
+
+#[test]
+fn admin_listener_needs_its_token_and_serves_metrics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = start(dir.path(), &["--listener-threads", "1", "--compute-threads", "1"]);
+    let key = server.first_key.clone().expect("first key");
+    assert_eq!(get(server.api, &format!("{API}/status"), &key).status, 200);
+    let admin: SocketAddr =
+        std::fs::read_to_string(dir.path().join("admin.addr")).expect("addr").trim().parse().expect("addr");
+    let token = std::fs::read_to_string(dir.path().join("admin.token")).expect("token").trim().to_owned();
+
+    let missing = Conn::open(admin).send("GET", "/metrics", None, None);
+    assert_unauthenticated(&missing, "missing");
+    let message = missing.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("admin token"), "the admin listener names its own credential: {message}");
+    assert_unauthenticated(&Conn::open(admin).send("GET", "/metrics", Some(&"0".repeat(64)), None), "unknown");
+    assert_unauthenticated(&Conn::open(admin).send("GET", "/metrics", Some(&key), None), "unknown");
+    let not_allowed = Conn::open(admin).send("POST", "/metrics", Some(&token), Some("{}"));
+    assert_eq!((not_allowed.status, not_allowed.header("allow")), (405, Some("GET")));
+
+    let mut conn = Conn::open(admin);
+    conn.stream
+        .write_all(format!("GET /metrics HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\n\r\n").as_bytes())
+        .expect("send");
+    let mut text = String::new();
+    let reply = read_text_reply(&mut conn, &mut text);
+    assert_eq!(reply, 200);
+    for series in [
+        "xray_http_requests_total{route=\"status\",status=\"200\"} 1",
+        "xray_queue_capacity ",
+        "xray_queue_depth ",
+        "xray_api_keys 1",
+    ] {
+        assert!(text.contains(series), "metrics lack {series}:\n{text}");
+    }
+    assert!(!text.contains(&key) && !text.contains(&token), "metrics never show a secret");
+    assert!(server.terminate().success());
+}
+
+/// Reads a text (non-JSON) reply on `conn` into `text`; returns its status.
+fn read_text_reply(conn: &mut Conn, text: &mut String) -> u16 {
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let deadline = Instant::now() + IO_TIMEOUT;
+    loop {
+        let n = conn.stream.read(&mut chunk).expect("read");
+        raw.extend_from_slice(&chunk[..n]);
+        let whole = String::from_utf8_lossy(&raw).into_owned();
+        if let Some((head, body)) = whole.split_once("\r\n\r\n") {
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                .and_then(|v| v.parse().ok())
+                .expect("content-length");
+            if body.len() >= len {
+                assert!(head.to_ascii_lowercase().contains("content-type: text/plain"), "{head}");
+                text.push_str(body);
+                return head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status");
+            }
+        }
+        assert!(n > 0 && Instant::now() < deadline, "reply incomplete");
+    }
+}
+
+#[test]
+fn kill_9_loses_no_acknowledged_job_and_charges_exactly_once() {
+    // A slow ledger (400 ms per JSON-RPC answer) keeps most jobs queued when the process dies.
+    let plan = FaultPlan { latency_ms: 400, ..FaultPlan::default() };
+    let rpc = spawn_spec_in_thread("demo".parse().expect("spec"), plan).expect("JSON-RPC server");
+    let ledger = format!("rpc:{}", rpc.url());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flags = ["--ledger", &ledger, "--compute-threads", "1", "--listener-threads", "2"];
+    let mut server = start(dir.path(), &[&flags[..], &["--jobs-in-flight-per-thread", "2"]].concat());
+    let key = server.first_key.clone().expect("first key");
+
+    let wallets: Vec<&str> = READY_WALLETS.iter().copied().chain([DRAINER_PROGRAM]).collect();
+    let ids: Vec<String> = wallets
+        .iter()
+        .map(|wallet| {
+            let reply =
+                post(server.api, &format!("{API}/intelligence/wallet"), &key, &format!(r#"{{"wallet":"{wallet}"}}"#));
+            assert_eq!(reply.status, 202, "{reply:?}");
+            reply.body["data"]["analysisId"].as_str().expect("id").to_owned()
+        })
+        .collect();
+    let last = get(server.api, &format!("{API}/intelligence/analysis/{}", ids[ids.len() - 1]), &key);
+    assert!(matches!(last.body["data"]["status"].as_str(), Some("QUEUED" | "RUNNING")), "{last:?}");
+    server.kill_9();
+
+    // Restarted on the epoll driver with a queue of one: recovery re-queues what was left, with
+    // its reservations, and the rest waits in the recovery backlog.
+    let restart_flags = ["--jobs-in-flight-per-thread", "2", "--queue-capacity", "1", "--io-driver", "epoll"];
+    let mut server = start(dir.path(), &[&flags[..], &restart_flags[..]].concat());
+    // The last job is still in the backlog (in the store only): an equal request finds it.
+    let again =
+        post(server.api, &format!("{API}/intelligence/wallet"), &key, &format!(r#"{{"wallet":"{DRAINER_PROGRAM}"}}"#));
+    assert_eq!((again.status, &again.body["data"]["deduplicated"]), (202, &Value::Bool(true)), "{again:?}");
+    assert_eq!(again.body["data"]["analysisId"].as_str(), Some(ids[ids.len() - 1].as_str()), "{again:?}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut failed = Vec::new();
+    for (id, wallet) in ids.iter().zip(&wallets) {
+        let status = loop {
+            let reply = get(server.api, &format!("{API}/intelligence/analysis/{id}?wait=10"), &key);
+            assert_eq!(reply.status, 200, "{reply:?}");
+            let status = reply.body["data"]["status"].as_str().expect("status").to_owned();
+            if status == "READY" || status == "FAILED" {
+                if status == "FAILED" {
+                    failed.push((*wallet, reply.body["data"]["error"]["code"].clone()));
+                }
+                break status;
+            }
+            assert!(Instant::now() < deadline, "{id} still {status} two minutes after the restart");
+        };
+        assert!(status == "READY" || *wallet == DRAINER_PROGRAM, "{wallet}: {status}");
+    }
+    assert_eq!(failed, [(DRAINER_PROGRAM, Value::from("ACCOUNT_NOT_ELIGIBLE"))]);
+
+    let usage = get(server.api, &format!("{API}/usage"), &key);
+    let quota = &usage.body["data"]["quota"];
+    assert_eq!(quota["used"].as_u64(), Some(READY_WALLETS.len() as u64), "{usage:?}");
+    assert_eq!(quota["reserved"].as_u64(), Some(0), "{usage:?}");
+    assert_eq!(usage.body["data"]["refunded"].as_u64(), Some(1), "the FAILED job is refunded once");
+    assert_eq!(usage.body["data"]["byOperation"]["walletAnalysis"].as_u64(), Some(READY_WALLETS.len() as u64));
+    assert!(server.terminate().success());
+    rpc.stop().expect("JSON-RPC server stops");
+}

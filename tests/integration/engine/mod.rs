@@ -1,0 +1,5 @@
+//! The pure engine: golden X-Rays, robustness over generated views, each signal's trigger.
+
+mod golden;
+mod robustness;
+mod signals;

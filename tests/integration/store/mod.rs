@@ -1,0 +1,5 @@
+//! The RocksDB store in temp directories: every operation, and crash cycles of a child process.
+
+mod crash;
+mod rocks;
+pub mod support;
