@@ -161,7 +161,7 @@ fn many_threads_many_keys_each_key_within_its_bucket() {
             s.spawn(|| {
                 for i in 0..steps {
                     let which = (i % keys.len() as u64) as usize;
-                    let outcome = p.wallet_request(ip, Some(&keys[which]), i * step_ns, NOW_MS + 2 * (i as u64));
+                    let outcome = p.wallet_request(ip, Some(&keys[which]), i * step_ns, NOW_MS + 2 * i);
                     if matches!(outcome, Outcome::Accepted { .. }) {
                         admitted[which].fetch_add(1, Ordering::Relaxed);
                     }

@@ -254,7 +254,7 @@ fn expired_keys_are_refused() {
     assert_eq!(status["key"]["expiresAt"].as_str(), Some(xray::clock::rfc3339_ms(expires_at_ms).as_str()));
     let mut conn = Conn::open(server.addr);
     assert_eq!(conn.send("GET", USAGE_PATH, Some(&expiring.secret), None).status, 200);
-    std::thread::sleep(Duration::from_millis((expires_at_ms - now_unix_ms()).max(0) as u64 + 50));
+    std::thread::sleep(Duration::from_millis(expires_at_ms.saturating_sub(now_unix_ms()) + 50));
     assert_unauthenticated(&conn.send("GET", USAGE_PATH, Some(&expiring.secret), None), "expired");
 }
 
