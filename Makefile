@@ -1,6 +1,6 @@
 # Wallet X-Ray — the two commands a newcomer needs, and a few more.
 #   make run    build (release) and serve the API with the embedded demo ledger
-#   make test   install what is missing, then run every test
+#   make test   install what is missing, then run every test (and a smoke run of the harness)
 # System packages are installed only when missing (apt-get, as root or with sudo).
 
 CARGO_TARGET_DIR ?= /var/tmp/xray-target
@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./xray-data
 
-.PHONY: run test deps build bench fmt lint
+.PHONY: run test deps build bench fmt lint max
 
 deps:
 	@bash scripts/deps.sh
@@ -24,6 +24,11 @@ run: build
 test: deps
 	cargo test --release --all-targets
 	cargo test --release --doc --quiet
+	SMOKE=1 bash loadtest/max.sh
+
+# The saturation harness (loadtest/max.sh): every endpoint against the bare reference; ~8 min.
+max: deps
+	bash loadtest/max.sh
 
 bench: deps
 	cargo bench --bench ledger

