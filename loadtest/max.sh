@@ -15,8 +15,8 @@
 #          status, usage, READY polls, POST answered by a fresh READY result, POST creating
 #          durable work (refresh: true), 401, 403, 404, 429 RATE_LIMITED;
 #   slow   `xray serve` over a local JSON-RPC server that answers after 60 s, queue 1 and one
-#          job in flight, so jobs stay live: poll of a live job, POST deduplicated onto it,
-#          503 SERVICE_BUSY.
+#          job in flight, so jobs stay live (a fresh instance per row): poll of a live job, POST
+#          deduplicated onto it, 503 SERVICE_BUSY.
 # Then the open model: k6 (`constant-arrival-rate`, loadtest/status.js) offers 50 % of the
 # measured maximum of status and of a READY poll for OPEN_DURATION [10s; smoke: 2s] and reports
 # p50 / p99 / p99.9 and the iterations it dropped.
@@ -118,11 +118,14 @@ reference() {
 
 ROWS=()
 declare -A MAX_RPS BODY_BYTES
-# measure NAME METHOD URL KEY [BODY]: alternates reference and endpoint ROUNDS times.
+WRONG=()
+# measure NAME EXPECTED_STATUS METHOD URL KEY [BODY]: alternates reference and endpoint ROUNDS
+# times. A row whose answer is not EXPECTED_STATUS is kept, marked, and fails the run.
 measure() {
-  local name=$1 method=$2 url=$3 key=$4 body=${5:-}
+  local name=$1 expected=$2 method=$3 url=$4 key=$5 body=${6:-}
   local answer; answer=$(probe "$method" "$url" "$key" "$body")
   local status=${answer% *} bytes=${answer#* }
+  [ "$status" = "$expected" ] || WRONG+=("$name: $status, expected $expected")
   reference "$(( bytes < 8 ? 8 : bytes ))"
   lua "$WORK/req.lua" "$method" "$key" "$body"
   lua "$WORK/ref.lua" GET ""
@@ -159,35 +162,46 @@ PAIR=$(curl -s -X POST "$API/intelligence/compare" -H "Authorization: Bearer $KE
 curl -s -o /dev/null "$API/intelligence/analysis/$AN?wait=10" -H "Authorization: Bearer $KEY"
 curl -s -o /dev/null "$API/intelligence/comparison/$PAIR?wait=10" -H "Authorization: Bearer $KEY"
 
-# The slow server: jobs wait 60 s for every ledger answer, so they stay live.
+# The slow server: its ledger answers after 60 s, past the RPC client's 15 s timeout, so a job
+# stays live through its bounded retries (over a minute): one job in flight, one queued, the
+# queue (of one) full. A fresh instance serves each of its rows, so its jobs are still live.
 $SERVER_CPU "$BIN/xray" ledger serve --ledger demo --listen "127.0.0.1:$RPC" --latency-ms 60000 2>/dev/null &
 PIDS+=($!)
-sleep 0.3
-start_xray slow "$SLOW" $((SLOW + 1)) --ledger "rpc:http://127.0.0.1:$RPC" --queue-capacity 1 \
-  --jobs-in-flight-per-thread 1
-SKEY=$(new_key "$WORK/slow" "$ALL" 1000000 1000000)
-SAPI="http://127.0.0.1:$SLOW/v1/developer"
-LIVE=$(curl -s -X POST "$SAPI/intelligence/wallet" -H "Authorization: Bearer $SKEY" -H 'Content-Type: application/json' \
-  -d "$WBODY" | sed -n 's/.*"analysisId":"\([^"]*\)".*/\1/p')
-# A second job fills the queue of one (the first is in flight): new work is now refused.
-curl -s -o /dev/null -X POST "$SAPI/intelligence/compare" -H "Authorization: Bearer $SKEY" \
-  -H 'Content-Type: application/json' -d "$CBODY"
+SLOW_PID=""
+SLOW_RUN=0
+fresh_slow_server() {
+  [ -n "$SLOW_PID" ] && { kill -KILL "$SLOW_PID" 2>/dev/null || true; wait "$SLOW_PID" 2>/dev/null || true; }
+  SLOW_RUN=$((SLOW_RUN + 1))
+  local port=$((SLOW + 10 * SLOW_RUN))
+  start_xray "slow$SLOW_RUN" "$port" $((port + 1)) --ledger "rpc:http://127.0.0.1:$RPC" --queue-capacity 1 \
+    --jobs-in-flight-per-thread 1
+  SLOW_PID=${PIDS[-1]}
+  SKEY=$(new_key "$WORK/slow$SLOW_RUN" "$ALL" 1000000 1000000)
+  SAPI="http://127.0.0.1:$port/v1/developer"
+  LIVE=$(curl -s -X POST "$SAPI/intelligence/wallet" -H "Authorization: Bearer $SKEY" \
+    -H 'Content-Type: application/json' -d "$WBODY" | sed -n 's/.*"analysisId":"\([^"]*\)".*/\1/p')
+  curl -s -o /dev/null -X POST "$SAPI/intelligence/compare" -H "Authorization: Bearer $SKEY" \
+    -H 'Content-Type: application/json' -d "$CBODY"
+}
 
 echo "reference and endpoint alternated $ROUNDS times, $DURATION each, wrk -t1 -c$CONNECTIONS; $PINNED" >&2
-measure "GET /healthz" GET "http://127.0.0.1:$MAIN/healthz" ""
-measure "GET status" GET "$API/status" "$KEY"
-measure "GET usage" GET "$API/usage" "$KEY"
-measure "GET analysis (READY)" GET "$API/intelligence/analysis/$AN" "$KEY"
-measure "GET comparison (READY)" GET "$API/intelligence/comparison/$PAIR" "$KEY"
-measure "GET analysis (live job)" GET "$SAPI/intelligence/analysis/$LIVE" "$SKEY"
-measure "POST wallet, deduplicated onto live" POST "$SAPI/intelligence/wallet" "$SKEY" "$WBODY"
-measure "POST wallet, fresh READY reused" POST "$API/intelligence/wallet" "$KEY" "$WBODY"
-measure "401 no key" GET "$API/status" ""
-measure "403 scope" GET "$API/intelligence/analysis/$AN" "$READER"
-measure "404 unknown id" GET "$API/intelligence/analysis/an_unknown" "$KEY"
+measure "GET /healthz" 200 GET "http://127.0.0.1:$MAIN/healthz" ""
+measure "GET status" 200 GET "$API/status" "$KEY"
+measure "GET usage" 200 GET "$API/usage" "$KEY"
+measure "GET analysis (READY)" 200 GET "$API/intelligence/analysis/$AN" "$KEY"
+measure "GET comparison (READY)" 200 GET "$API/intelligence/comparison/$PAIR" "$KEY"
+fresh_slow_server
+measure "GET analysis (live job)" 200 GET "$SAPI/intelligence/analysis/$LIVE" "$SKEY"
+fresh_slow_server
+measure "POST wallet, deduplicated onto live" 202 POST "$SAPI/intelligence/wallet" "$SKEY" "$WBODY"
+measure "POST wallet, fresh READY reused" 200 POST "$API/intelligence/wallet" "$KEY" "$WBODY"
+measure "401 no key" 401 GET "$API/status" ""
+measure "403 scope" 403 GET "$API/intelligence/analysis/$AN" "$READER"
+measure "404 unknown id" 404 GET "$API/intelligence/analysis/an_unknown" "$KEY"
 curl -s -o /dev/null "$API/status" -H "Authorization: Bearer $SLOWKEY" # spends its one token
-measure "429 RATE_LIMITED" GET "$API/status" "$SLOWKEY"
-measure "503 SERVICE_BUSY" POST "$SAPI/intelligence/wallet" "$SKEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
+measure "429 RATE_LIMITED" 429 GET "$API/status" "$SLOWKEY"
+fresh_slow_server
+measure "503 SERVICE_BUSY" 503 POST "$SAPI/intelligence/wallet" "$SKEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
 # k6 NAME URL_BASE PATH KEY RATE: one open-model run; prints its table row.
 k6_row() {
   BASE_URL="$2" TARGET_PATH="$3" API_KEY="$4" RATE="$5" DURATION="$OPEN_DURATION" VUS=64 MAX_VUS=512 \
@@ -217,7 +231,7 @@ open_model "GET analysis (READY)" "http://127.0.0.1:$MAIN" "/v1/developer/intell
 
 # Last: every admitted job is real work for the compute thread, which shares core 0 and would
 # still be draining the backlog during any later row.
-measure "POST wallet, new durable job" POST "$API/intelligence/wallet" "$KEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
+measure "POST wallet, new durable job" 202 POST "$API/intelligence/wallet" "$KEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
 
 
 echo
@@ -234,3 +248,8 @@ echo
 echo "| server                         | offered/s | served/s | p50 ms | p99 ms | p99.9 ms | dropped |"
 echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${OPEN_ROWS[@]}"
+if [ ${#WRONG[@]} -gt 0 ]; then
+  printf 'rows that did not get the answer they measure:\n' >&2
+  printf '  %s\n' "${WRONG[@]}" >&2
+  exit 1
+fi
