@@ -13,7 +13,9 @@
 //! of the account and subject, made by this build's engines and younger than the freshness
 //! window → that result, no charge; (3) reserve one quota unit (429 when none is left);
 //! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
-//! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2).
+//! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2). A queue already full at
+//! (4) refuses before the write (nothing to undo); (6) still refuses and undoes when it filled
+//! in between.
 //!
 //! Invariant: a 202 is only returned after (4) returned, i.e. once the job is in the WAL.
 //! Invariant: a refusal at (5) or (6) undoes everything before it — the index entry, the job
@@ -204,7 +206,14 @@ impl Admission {
             .quota
             .reserve(work.operation(), now_ms)
             .map_err(|refusal| AdmitError::QuotaExhausted { refusal, now_ms })?;
-        match self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms) {
+        // A queue that is already full refuses before the durable write, which would only be
+        // undone (the push below still refuses, and undoes it, if the queue fills in between).
+        let admitted = if self.queue_room() == 0 {
+            Err(AdmitError::Busy)
+        } else {
+            self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms)
+        };
+        match admitted {
             Ok(record) => Ok(Decision::Admitted(record)),
             Err(refusal) => {
                 // Never admitted: the unit goes back uncounted (the store undid its copy).
