@@ -24,7 +24,7 @@ use crate::auth::table::{KeyTable, TableError};
 use crate::clock::{parse_rfc3339_ms, rfc3339_ms};
 use crate::config;
 use crate::limits::quota::QuotaPeriod;
-use crate::store::{Store, StoreError, UsageCarry};
+use crate::store::{Store, UsageCarry};
 
 /// Key operations over the table and the store together.
 #[derive(Clone)]
@@ -154,15 +154,6 @@ fn table_error(error: TableError) -> ApiError {
     }
 }
 
-fn store_error(error: &StoreError) -> ApiError {
-    tracing::error!(error = %error, "key store");
-    if error.is_transient() {
-        ApiError::ServiceBusy
-    } else {
-        ApiError::Internal
-    }
-}
-
 fn parse_id(id: &str) -> Result<KeyId, ApiError> {
     KeyId::parse(id).map_err(|_| ApiError::NotFound)
 }
@@ -171,7 +162,7 @@ impl KeyAdmin {
     /// Issues a key: durable first, then usable. Returns the view with the secret, shown once.
     pub fn create(&self, spec: &KeySpec, now_ms: u64) -> Result<KeyView, ApiError> {
         let (key, record) = spec.issue(now_ms).map_err(|e| table_error(TableError::Record(e)))?;
-        self.store.put_key(&record).map_err(|e| store_error(&e))?;
+        self.store.put_key(&record).map_err(|e| ApiError::from_store(&e))?;
         self.keys.insert(record.clone(), now_ms).map_err(table_error)?;
         tracing::info!(key_id = %record.id.as_str(), account = %record.account.as_str(), "issued an API key");
         Ok(KeyView::of(&record, Some(key.expose_secret()), now_ms))
@@ -192,7 +183,7 @@ impl KeyAdmin {
         if revoked.status == KeyStatus::Active {
             revoked.status = KeyStatus::Revoked;
             revoked.revoked_at_ms = Some(now_ms);
-            self.store.put_key(&revoked).map_err(|e| store_error(&e))?;
+            self.store.put_key(&revoked).map_err(|e| ApiError::from_store(&e))?;
         }
         let record = self.keys.revoke(&id, now_ms).map_err(table_error)?;
         tracing::info!(key_id = %record.id.as_str(), "revoked an API key");
@@ -206,7 +197,7 @@ impl KeyAdmin {
         let carried = UsageCarry { period_start_ms: rotation.new_usage_period_start_ms, usage: rotation.new_usage };
         if let Err(e) = self.store.put_rotation(&rotation.old_record, &rotation.new_record, &carried) {
             let _ = self.keys.remove(&rotation.new_record.id);
-            return Err(store_error(&e));
+            return Err(ApiError::from_store(&e));
         }
         tracing::info!(old = %id.as_str(), new = %rotation.new_record.id.as_str(), "rotated an API key");
         Ok(KeyView::of(&rotation.new_record, Some(rotation.key.expose_secret()), now_ms))

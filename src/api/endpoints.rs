@@ -23,9 +23,8 @@ use super::{App, Caller};
 use crate::auth::scope::Scope;
 use crate::clock::rfc3339_ms;
 use crate::config::POLL_RETRY_AFTER_S;
-use crate::eligibility::{check_local, LocalRefusal};
-use crate::http::StopState;
-use crate::http::{ApiRequest, ApiResponse};
+use crate::eligibility::{check_local, classify_local, LocalRefusal};
+use crate::http::{ApiRequest, ApiResponse, StopState};
 use crate::jobs::admission::{Decision, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX};
 use crate::jobs::index::LiveJob;
 use crate::metrics::JobLabel;
@@ -41,6 +40,11 @@ pub(crate) struct Endpoints<'r> {
 
 fn json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
     serde_json::to_vec(value).map_err(|e| ApiError::internal(&e))
+}
+
+/// Step 7 for an address already validated (step 6).
+fn classified(field: &'static str, address: &Pubkey, app: &App) -> Result<(), ApiError> {
+    classify_local(address, &app.labels).map_err(|reason| ApiError::AccountNotEligible { field, reason })
 }
 
 /// Steps 6 and 7 for one address field.
@@ -108,9 +112,9 @@ impl Endpoints<'_> {
 
     pub fn compare(&self) -> Result<ApiResponse, ApiError> {
         let body: CompareRequest = parse_body(self.request)?;
-        body.addresses()?;
-        let wallet_a = checked_address("walletA", &body.wallet_a, self.app)?;
-        let wallet_b = checked_address("walletB", &body.wallet_b, self.app)?;
+        let (wallet_a, wallet_b) = body.addresses()?;
+        classified("walletA", &wallet_a, self.app)?;
+        classified("walletB", &wallet_b, self.app)?;
         self.check_accepting()?;
         self.admit(Work::Comparison { wallet_a, wallet_b }, body.refresh)
     }

@@ -25,7 +25,7 @@ use crate::auth::scope::Scope;
 use crate::eligibility::Ineligible;
 use crate::http::{ApiResponse, Method, RequestId};
 use crate::jobs::admission::AdmitError;
-use crate::limits::quota::seconds_until;
+use crate::limits::headers::retry_after_quota_s;
 use crate::pubkey::AddressError;
 use crate::store::StoreError;
 
@@ -97,7 +97,7 @@ impl From<AdmitError> for ApiError {
                 used: refusal.used,
                 reserved: refusal.reserved,
                 resets_at: crate::clock::rfc3339_ms(refusal.resets_at_ms),
-                retry_after_s: seconds_until(now_ms, refusal.resets_at_ms).max(1),
+                retry_after_s: retry_after_quota_s(&refusal, now_ms),
             },
             AdmitError::Busy => ApiError::ServiceBusy,
             AdmitError::Store(e) => ApiError::from_store(&e),
