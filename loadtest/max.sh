@@ -197,7 +197,7 @@ measure "POST wallet, deduplicated onto live" 202 POST "$SAPI/intelligence/walle
 measure "POST wallet, fresh READY reused" 200 POST "$API/intelligence/wallet" "$KEY" "$WBODY"
 measure "401 no key" 401 GET "$API/status" ""
 measure "403 scope" 403 GET "$API/intelligence/analysis/$AN" "$READER"
-measure "404 unknown id" 404 GET "$API/intelligence/analysis/an_unknown" "$KEY"
+measure "404 unknown id" 404 GET "$API/intelligence/analysis/an_CkBqBaVNZQivNt9KpjngFq" "$KEY"
 curl -s -o /dev/null "$API/status" -H "Authorization: Bearer $SLOWKEY" # spends its one token
 measure "429 RATE_LIMITED" 429 GET "$API/status" "$SLOWKEY"
 fresh_slow_server

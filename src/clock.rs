@@ -62,21 +62,42 @@ pub fn datetime(unix_ms: u64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(seconds).unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
+/// Bytes of every `rfc3339_ms` text: `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub const RFC3339_MS_LEN: usize = 24;
+
 /// The contract's timestamp: RFC 3339 UTC with milliseconds, e.g. `2026-11-22T10:15:30.123Z`.
 /// Instants after 9998 are clamped to its end.
 pub fn rfc3339_ms(unix_ms: u64) -> String {
+    let bytes = rfc3339_ms_bytes(unix_ms);
+    // Every byte written by `rfc3339_ms_bytes` is an ASCII digit or one of `-T:.Z`.
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
+
+/// `rfc3339_ms` into a fixed array, without the formatting machinery: the status, usage and
+/// poll bodies write several timestamps per request.
+pub fn rfc3339_ms_bytes(unix_ms: u64) -> [u8; RFC3339_MS_LEN] {
     let unix_ms = clamp_ms(unix_ms);
     let t = datetime(unix_ms);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        unix_ms % 1_000
-    )
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    // Clamping keeps the year within 1970..=9998, so it has four digits.
+    let year = u32::try_from(t.year()).unwrap_or(0);
+    put_digits(&mut out[0..4], year);
+    put_digits(&mut out[5..7], u32::from(u8::from(t.month())));
+    put_digits(&mut out[8..10], u32::from(t.day()));
+    put_digits(&mut out[11..13], u32::from(t.hour()));
+    put_digits(&mut out[14..16], u32::from(t.minute()));
+    put_digits(&mut out[17..19], u32::from(t.second()));
+    put_digits(&mut out[20..23], u32::try_from(unix_ms % 1_000).unwrap_or(0));
+    out
+}
+
+/// Writes `value`'s last `slot.len()` decimal digits into `slot`, zero-padded.
+fn put_digits(slot: &mut [u8], mut value: u32) {
+    for digit in slot.iter_mut().rev() {
+        // `value % 10` is below 10, so the cast cannot truncate.
+        *digit = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
 }
 
 /// Parses an RFC 3339 timestamp (any offset, optional fraction) into Unix milliseconds;
@@ -128,6 +149,17 @@ mod tests {
         ];
         for (unix_ms, text) in cases {
             assert_eq!(rfc3339_ms(unix_ms), text, "{unix_ms}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The digit writer's text, read back by the `time` crate's RFC 3339 parser, is the
+        /// instant it was given, over the whole range.
+        #[test]
+        fn rfc3339_digits_read_back_as_the_same_instant(unix_ms in 0..=UNIX_MS_MAX) {
+            let ours = rfc3339_ms(unix_ms);
+            proptest::prop_assert_eq!(ours.len(), RFC3339_MS_LEN);
+            proptest::prop_assert_eq!(parse_rfc3339_ms(&ours), Some(unix_ms));
         }
     }
 }

@@ -6,6 +6,12 @@
 //!
 //! Invariant: a `Pubkey` always holds exactly 32 bytes and a `Signature` 64; parsing never
 //! panics, it returns an `AddressError` naming why the text was refused.
+//! Base58 of these fixed sizes goes through `five8` (Firedancer's algorithm, which Solana's own
+//! crates use): every address and signature of a ledger read and of a request is decoded or
+//! encoded here, and the general big-number codec (`bs58`) cost several times more. `bs58`
+//! stays only to name why a refused text was refused. The curve test is memoized per thread
+//! (`CURVE_MEMO_ENTRIES` addresses): it costs a field square root, and the same wallets and
+//! counterparties come back request after request.
 //! Deliberately absent: key generation and signature verification (the service never signs).
 
 use std::fmt;
@@ -42,7 +48,13 @@ impl fmt::Display for AddressError {
 
 impl std::error::Error for AddressError {}
 
-fn decode_fixed<const N: usize>(text: &str, text_len_max: usize) -> Result<[u8; N], AddressError> {
+/// Decodes `text` into exactly `N` bytes with `fast` (five8); a text it refuses is examined
+/// again by the general codec only to say why.
+fn decode_fixed<const N: usize>(
+    text: &str,
+    text_len_max: usize,
+    fast: fn(&[u8], &mut [u8; N]) -> bool,
+) -> Result<[u8; N], AddressError> {
     let mut out = [0u8; N];
     if text.is_empty() {
         return Err(AddressError::WrongLength);
@@ -51,12 +63,38 @@ fn decode_fixed<const N: usize>(text: &str, text_len_max: usize) -> Result<[u8; 
         // Still tell a non-base58 string from a too-long one.
         return Err(if text.bytes().all(is_base58_byte) { AddressError::WrongLength } else { AddressError::NotBase58 });
     }
+    if fast(text.as_bytes(), &mut out) {
+        return Ok(out);
+    }
     match bs58::decode(text).onto(&mut out) {
+        // five8 and bs58 accept the same texts of N bytes (tested below); this arm is only
+        // reached should they ever disagree, and then the general codec's answer stands.
         Ok(n) if n == N => Ok(out),
         Ok(_) => Err(AddressError::WrongLength),
         Err(bs58::decode::Error::BufferTooSmall) => Err(AddressError::WrongLength),
         Err(_) => Err(AddressError::NotBase58),
     }
+}
+
+fn five8_32(text: &[u8], out: &mut [u8; 32]) -> bool {
+    five8::decode_32(text, out).is_ok()
+}
+
+fn five8_64(text: &[u8], out: &mut [u8; 64]) -> bool {
+    five8::decode_64(text, out).is_ok()
+}
+
+/// The base58 digits five8 wrote into `buf` (always ASCII from the alphabet).
+fn written(buf: &[u8], len: u8) -> Result<&str, fmt::Error> {
+    std::str::from_utf8(buf.get(..usize::from(len)).ok_or(fmt::Error)?).map_err(|_| fmt::Error)
+}
+
+/// Addresses whose curve test each thread remembers.
+pub const CURVE_MEMO_ENTRIES: usize = 4096;
+
+thread_local! {
+    static CURVE_MEMO: std::cell::RefCell<lru::LruCache<[u8; 32], bool>> =
+        std::cell::RefCell::new(lru::LruCache::new(std::num::NonZeroUsize::MIN.saturating_add(CURVE_MEMO_ENTRIES - 1)));
 }
 
 fn is_base58_byte(b: u8) -> bool {
@@ -73,7 +111,7 @@ impl Pubkey {
     }
 
     pub fn parse(text: &str) -> Result<Self, AddressError> {
-        decode_fixed::<32>(text, PUBKEY_TEXT_LEN_MAX).map(Pubkey)
+        decode_fixed::<32>(text, PUBKEY_TEXT_LEN_MAX, five8_32).map(Pubkey)
     }
 
     pub fn as_bytes(&self) -> &[u8; 32] {
@@ -83,19 +121,24 @@ impl Pubkey {
     /// True when the bytes are a valid compressed ed25519 point, i.e. the address can have a
     /// private key. Program-derived addresses are off the curve by construction.
     pub fn is_on_curve(&self) -> bool {
-        CompressedEdwardsY(self.0).decompress().is_some()
+        let decide = || CompressedEdwardsY(self.0).decompress().is_some();
+        // A re-entrant call (none exists) would find the memo borrowed and just decide.
+        CURVE_MEMO.with(|memo| match memo.try_borrow_mut() {
+            Ok(mut memo) => *memo.get_or_insert(self.0, decide),
+            Err(_) => decide(),
+        })
     }
 
     pub fn to_base58(&self) -> String {
-        bs58::encode(self.0).into_string()
+        self.to_string()
     }
 }
 
 impl fmt::Display for Pubkey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut buf = [0u8; PUBKEY_TEXT_LEN_MAX];
-        let n = bs58::encode(self.0).onto(&mut buf[..]).map_err(|_| fmt::Error)?;
-        f.write_str(std::str::from_utf8(&buf[..n]).map_err(|_| fmt::Error)?)
+        let len = five8::encode_32(&self.0, &mut buf);
+        f.write_str(written(&buf, len)?)
     }
 }
 
@@ -118,11 +161,11 @@ pub struct Signature(pub [u8; 64]);
 
 impl Signature {
     pub fn parse(text: &str) -> Result<Self, AddressError> {
-        decode_fixed::<64>(text, SIGNATURE_TEXT_LEN_MAX).map(Signature)
+        decode_fixed::<64>(text, SIGNATURE_TEXT_LEN_MAX, five8_64).map(Signature)
     }
 
     pub fn to_base58(&self) -> String {
-        bs58::encode(self.0).into_string()
+        self.to_string()
     }
 }
 
@@ -135,8 +178,8 @@ impl Default for Signature {
 impl fmt::Display for Signature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut buf = [0u8; SIGNATURE_TEXT_LEN_MAX];
-        let n = bs58::encode(self.0).onto(&mut buf[..]).map_err(|_| fmt::Error)?;
-        f.write_str(std::str::from_utf8(&buf[..n]).map_err(|_| fmt::Error)?)
+        let len = five8::encode_64(&self.0, &mut buf);
+        f.write_str(written(&buf, len)?)
     }
 }
 
@@ -203,6 +246,47 @@ mod tests {
             .find(|k| !k.is_on_curve())
             .expect("some constant byte arrays are off the curve");
         assert!(!off.is_on_curve());
+    }
+
+    proptest::proptest! {
+        /// five8 and the general codec agree on every 32- and 64-byte value, both ways.
+        #[test]
+        fn five8_agrees_with_bs58(bytes in proptest::array::uniform32(proptest::prelude::any::<u8>()), zeros in 0usize..6) {
+            let mut key = bytes;
+            key[..zeros].fill(0);
+            let text = bs58::encode(key).into_string();
+            proptest::prop_assert_eq!(Pubkey(key).to_string(), text.clone());
+            proptest::prop_assert_eq!(Pubkey::parse(&text), Ok(Pubkey(key)));
+            let mut signature = [0u8; 64];
+            signature[..32].copy_from_slice(&key);
+            signature[32..].copy_from_slice(&bytes);
+            let text = bs58::encode(signature).into_string();
+            proptest::prop_assert_eq!(Signature(signature).to_string(), text.clone());
+            proptest::prop_assert_eq!(Signature::parse(&text), Ok(Signature(signature)));
+        }
+
+        /// Any text: five8's verdict for 32 bytes is the general codec's.
+        #[test]
+        fn five8_refuses_what_bs58_refuses(text in "[1-9A-HJ-NP-Za-km-z]{1,44}") {
+            let mut general = [0u8; 32];
+            let bs58_ok = matches!(bs58::decode(&text).onto(&mut general), Ok(32));
+            let mut fast = [0u8; 32];
+            let five8_ok = five8_32(text.as_bytes(), &mut fast);
+            proptest::prop_assert_eq!(five8_ok, bs58_ok, "{}", text);
+            if five8_ok {
+                proptest::prop_assert_eq!(fast, general);
+            }
+        }
+    }
+
+    #[test]
+    fn memoized_curve_test_matches_the_direct_one() {
+        for b in 0u8..=255 {
+            let key = Pubkey([b; 32]);
+            let direct = CompressedEdwardsY(key.0).decompress().is_some();
+            assert_eq!(key.is_on_curve(), direct);
+            assert_eq!(key.is_on_curve(), direct, "second call, from the memo");
+        }
     }
 
     #[test]

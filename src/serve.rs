@@ -32,6 +32,7 @@ use crate::clock::{now_unix_ms, MonotonicClock};
 use crate::config::{self, ServeConfig, STORE_PAGE_LEN_MAX};
 use crate::http::{ServerConfig, ServerHandle, ThreadContext};
 use crate::jobs::admission::Admission;
+use crate::jobs::finished::FinishedJobs;
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{ComputePool, PoolConfig};
 use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery};
@@ -78,15 +79,25 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let index =
         Arc::new(StatusIndex::new(config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread));
     let ledger_failing = Arc::new(AtomicBool::new(false));
-    let sink = StoreSink::new(store.clone(), index.clone(), keys.clone(), metrics.clone(), ledger_failing.clone());
+    let finished = Arc::new(FinishedJobs::new(config::FINISHED_CACHE_BYTES, config::FINISHED_CACHE_ENTRIES_MAX));
+    let sink = StoreSink::new(
+        store.clone(),
+        index.clone(),
+        finished.clone(),
+        keys.clone(),
+        metrics.clone(),
+        ledger_failing.clone(),
+    );
     let pool = Arc::new(start_pool(config, labels.clone(), Arc::new(sink))?);
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
-    let admission = Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), freshness_window_ms));
+    let admission =
+        Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), finished.clone(), freshness_window_ms));
     let ip_limit = RateLimit::new(config.ip_failures_per_s, config.ip_failures_per_s).map_err(|e| e.to_string())?;
     let app = Arc::new(App {
         keys,
         store: store.clone(),
         index,
+        finished,
         pool,
         admission: admission.clone(),
         labels,

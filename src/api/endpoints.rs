@@ -20,12 +20,11 @@ use super::router::{analysis_path, comparison_path, parse_wait};
 use super::wire::*;
 use super::ApiError;
 use super::{App, Caller};
-use crate::auth::scope::Scope;
-use crate::clock::rfc3339_ms;
 use crate::config::POLL_RETRY_AFTER_S;
 use crate::eligibility::{check_local, classify_local, LocalRefusal};
 use crate::http::{ApiRequest, ApiResponse, StopState};
-use crate::jobs::admission::{Decision, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX};
+use crate::jobs::admission::{is_id_shaped, Decision, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX};
+use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
 use crate::metrics::JobLabel;
 use crate::pubkey::Pubkey;
@@ -38,8 +37,14 @@ pub(crate) struct Endpoints<'r> {
     pub request: &'r ApiRequest,
 }
 
+/// Room reserved for a success body before serializing (the status document is ~1 KB), so the
+/// buffer is not grown step by step.
+const BODY_BYTES_TYPICAL: usize = 1024;
+
 fn json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
-    serde_json::to_vec(value).map_err(|e| ApiError::internal(&e))
+    let mut body = Vec::with_capacity(BODY_BYTES_TYPICAL);
+    serde_json::to_writer(&mut body, value).map_err(|e| ApiError::internal(&e))?;
+    Ok(body)
 }
 
 /// Step 7 for an address already validated (step 6).
@@ -130,9 +135,9 @@ impl Endpoints<'_> {
                 self.app.metrics.deduplicated(label);
                 self.accepted(Snapshot::of_live(&live), true)
             }
-            Decision::Fresh(record) => {
+            Decision::Fresh(job) => {
                 self.app.metrics.deduplicated(label);
-                self.accepted(Snapshot::of_record(&record), true)
+                self.accepted(Snapshot::of_record(&job.record), true)
             }
         }
     }
@@ -145,7 +150,7 @@ impl Endpoints<'_> {
             subject: wire_subject(job.record),
             status,
             poll_url: &poll_url,
-            created_at: rfc3339_ms(job.record.created_at_ms),
+            created_at: Rfc3339Ms::at(job.record.created_at_ms),
             deduplicated,
         };
         let body = json_bytes(&AcceptedBody { data, status, poll_url: &poll_url })?;
@@ -158,34 +163,41 @@ impl Endpoints<'_> {
         if !id.starts_with(ANALYSIS_ID_PREFIX) || id.len() > crate::config::STORE_ID_BYTES_MAX {
             return Err(ApiError::NotFound);
         }
+        // `wait` is checked before the id is looked up (an unknown id with a bad `wait` is 400).
         let wait_s = parse_wait(self.request.query.as_deref())?;
+        if !is_id_shaped(id, ANALYSIS_ID_PREFIX) {
+            return Err(ApiError::NotFound);
+        }
         let live = self.app.index.get(id).filter(|live| live.record.account == self.account());
         if let Some(live) = live {
             if !self.wait(&live, wait_s).await {
                 return self.poll_body(Snapshot::of_live(&live));
             }
         }
-        let record = self.app.store.get_job(id).map_err(|e| ApiError::from_store(&e))?;
-        let record = record.filter(|r| r.account == self.account() && matches!(r.kind, JobKind::Analysis { .. }));
-        self.poll_body(Snapshot::of_record(&record.ok_or(ApiError::NotFound)?))
+        let job = self.app.finished.job(&*self.app.store, id).map_err(|e| ApiError::from_store(&e))?;
+        let job =
+            job.filter(|j| j.record.account == self.account() && matches!(j.record.kind, JobKind::Analysis { .. }));
+        self.stored_poll_body(&*job.ok_or(ApiError::NotFound)?)
     }
 
     pub async fn poll_comparison(&self, pair_id: &str) -> Result<ApiResponse, ApiError> {
         if !pair_id.starts_with(PAIR_ID_PREFIX) || pair_id.len() > crate::config::STORE_ID_BYTES_MAX {
             return Err(ApiError::NotFound);
         }
+        // `wait` is checked before the id is looked up (an unknown id with a bad `wait` is 400).
         let wait_s = parse_wait(self.request.query.as_deref())?;
-        if let Some(live) = self.app.index.live_for(self.account(), store::Subject::Pair(pair_id)) {
+        if !is_id_shaped(pair_id, PAIR_ID_PREFIX) {
+            return Err(ApiError::NotFound);
+        }
+        let subject = store::Subject::Pair(pair_id);
+        if let Some(live) = self.app.index.live_for(self.account(), subject) {
             if !self.wait(&live, wait_s).await {
                 return self.poll_body(Snapshot::of_live(&live));
             }
         }
-        let record = self
-            .app
-            .store
-            .latest_for(self.account(), store::Subject::Pair(pair_id))
-            .map_err(|e| ApiError::from_store(&e))?;
-        self.poll_body(Snapshot::of_record(&record.ok_or(ApiError::NotFound)?))
+        let recovering = self.app.admission.is_recovering();
+        let job = self.app.finished.latest(&*self.app.store, self.account(), subject, recovering);
+        self.stored_poll_body(&*job.map_err(|e| ApiError::from_store(&e))?.ok_or(ApiError::NotFound)?)
     }
 
     /// Holds a poll of a live job until it finishes or `wait` seconds pass. Returns true when
@@ -201,34 +213,45 @@ impl Endpoints<'_> {
         live.state().is_none()
     }
 
+    /// The poll answer of a job read from memory or the store. A finished job's answer never
+    /// changes, so it is made once and kept with the job.
+    fn stored_poll_body(&self, job: &StoredJob) -> Result<ApiResponse, ApiError> {
+        if !job.record.state.is_finished() {
+            return self.poll_body(Snapshot::of_record(&job.record));
+        }
+        if let Some(body) = job.poll_body.get() {
+            return Ok(ApiResponse::json(200, body.clone()));
+        }
+        let mut body = self.poll_document(Snapshot::of_record(&job.record))?;
+        if job.record.state == JobState::Ready {
+            // A READY job always carries its payload (`StoredJob`'s invariant).
+            let payload = job.payload.as_ref().ok_or_else(|| ApiError::internal(&"READY job without payload"))?;
+            body = splice(body, payload_field(&job.record), payload);
+        }
+        Ok(ApiResponse::json(200, job.poll_body.get_or_init(|| Bytes::from(body)).clone()))
+    }
+
+    /// The poll answer of a live job (`Retry-After` says when to ask again).
     fn poll_body(&self, job: Snapshot<'_>) -> Result<ApiResponse, ApiError> {
+        debug_assert!(job.state != JobState::Ready, "a READY answer needs its payload (stored_poll_body)");
+        let finished = job.state.is_finished();
+        let response = ApiResponse::json(200, self.poll_document(job)?);
+        Ok(if finished { response } else { response.with_header("retry-after", POLL_RETRY_AFTER_S) })
+    }
+
+    /// `{"data":{…}}` of a poll, without the payload.
+    fn poll_document(&self, job: Snapshot<'_>) -> Result<Vec<u8>, ApiError> {
         let record = job.record;
         let error = record.error.as_ref().filter(|_| job.state == JobState::Failed);
         let data = PollData {
             subject: wire_subject(record),
             status: job.state.as_str(),
-            created_at: rfc3339_ms(record.created_at_ms),
-            started_at: job.started_at_ms.map(rfc3339_ms),
-            completed_at: record.completed_at_ms.filter(|_| job.state.is_finished()).map(rfc3339_ms),
+            created_at: Rfc3339Ms::at(record.created_at_ms),
+            started_at: job.started_at_ms.map(Rfc3339Ms::at),
+            completed_at: record.completed_at_ms.filter(|_| job.state.is_finished()).map(Rfc3339Ms::at),
             error: error.map(|e| JobErrorBody { code: &e.code, message: &e.message }),
         };
-        let body = json_bytes(&DataBody { data })?;
-        if job.state != JobState::Ready {
-            let response = ApiResponse::json(200, body);
-            return Ok(if job.state.is_finished() {
-                response
-            } else {
-                response.with_header("retry-after", POLL_RETRY_AFTER_S)
-            });
-        }
-        let payload = self.app.store.get_result(record).map_err(|e| ApiError::from_store(&e))?;
-        // A READY job whose payload is gone was purged between the two reads: it is gone.
-        let payload = payload.ok_or(ApiError::NotFound)?;
-        let field = match record.kind {
-            JobKind::Analysis { .. } => "xray",
-            JobKind::Comparison { .. } => "comparison",
-        };
-        Ok(ApiResponse::json(200, Bytes::from(splice(body, field, &payload))))
+        json_bytes(&DataBody { data })
     }
 
     fn rate_info(&self, limited_requests: Option<u64>) -> RateLimitInfo {
@@ -246,27 +269,23 @@ impl Endpoints<'_> {
         let key = &self.caller.key;
         let record = key.record();
         let quota = key.quota.view(self.caller.now_ms);
-        let scopes = key.scopes();
         let data = StatusData {
             key: KeyInfo {
                 id: record.id.as_str(),
                 name: &record.name,
                 prefix: &record.prefix,
                 status: key.state_at(self.caller.now_ms).as_str(),
-                created_at: rfc3339_ms(record.created_at_ms),
-                expires_at: record.expires_at_ms.map(rfc3339_ms),
+                created_at: Rfc3339Ms::at(record.created_at_ms),
+                expires_at: record.expires_at_ms.map(Rfc3339Ms::at),
             },
-            scopes: Scope::ALL
-                .iter()
-                .map(|s| ScopeGrant { scope: s.as_str(), granted: scopes.contains(*s), endpoints: s.endpoints() })
-                .collect(),
+            scopes: scope_grants(key.scopes()),
             rate_limit: self.rate_info(None),
             quota: StatusQuota {
                 limit: quota.limit,
                 used: quota.used,
                 remaining: quota.remaining,
                 period: quota.period.as_str(),
-                resets_at: rfc3339_ms(quota.period_end_ms),
+                resets_at: Rfc3339Ms::at(quota.period_end_ms),
             },
             service: ServiceInfo { status: self.app.service_status(), engine_versions: engine_versions() },
         };
@@ -280,15 +299,15 @@ impl Endpoints<'_> {
             key_id: key.id().as_str(),
             period: UsagePeriod {
                 kind: quota.period.as_str(),
-                start: rfc3339_ms(quota.period_start_ms),
-                end: rfc3339_ms(quota.period_end_ms),
+                start: Rfc3339Ms::at(quota.period_start_ms),
+                end: Rfc3339Ms::at(quota.period_end_ms),
             },
             quota: UsageQuota {
                 limit: quota.limit,
                 used: quota.used,
                 reserved: quota.reserved,
                 remaining: quota.remaining,
-                resets_at: rfc3339_ms(quota.period_end_ms),
+                resets_at: Rfc3339Ms::at(quota.period_end_ms),
             },
             by_operation: ByOperationBody {
                 wallet_analysis: quota.by_operation.wallet_analysis,
@@ -301,11 +320,12 @@ impl Endpoints<'_> {
     }
 }
 
-/// Every engine's version, built once: the status endpoint serializes it on each call.
-fn engine_versions() -> &'static std::collections::BTreeMap<&'static str, &'static str> {
-    static VERSIONS: std::sync::OnceLock<std::collections::BTreeMap<&'static str, &'static str>> =
-        std::sync::OnceLock::new();
-    VERSIONS.get_or_init(crate::engine::all_versions)
+/// The member of `data` that holds a READY job's payload.
+fn payload_field(record: &JobRecord) -> &'static str {
+    match record.kind {
+        JobKind::Analysis { .. } => "xray",
+        JobKind::Comparison { .. } => "comparison",
+    }
 }
 
 /// One of the `waiters_max` long-poll slots, held while a poll waits; given back on drop.

@@ -11,7 +11,8 @@
 //!
 //! Invariant: the hot read paths — status, usage, polling a live job — take no lock, read no
 //! disk and allocate only the response: the key table, token bucket and quota counters are
-//! atomics behind `ArcSwap`, live jobs are in the lock-free status index.
+//! atomics behind `ArcSwap`, live jobs are in the lock-free status index. Polling a finished
+//! job reads no disk once it is in `jobs::finished` (one shard lock, the answer made once).
 //! Invariant: every authenticated response carries `RateLimit-Policy` and `RateLimit`, whatever
 //! its status; an unauthenticated one never does (there is no key to describe).
 //! Invariant: long-poll waiters are bounded (`waiters_max`, all threads together); past the
@@ -41,6 +42,7 @@ use crate::clock::{now_unix_ms, MonotonicClock};
 use crate::config::DEGRADED_QUEUE_PERCENT;
 use crate::http::{ApiRequest, ApiResponse, Handler, RequestId, StopState, ThreadContext};
 use crate::jobs::admission::Admission;
+use crate::jobs::finished::FinishedJobs;
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::ComputePool;
 use crate::labels::Labels;
@@ -55,6 +57,8 @@ pub struct App {
     pub keys: Arc<KeyTable>,
     pub store: Arc<dyn Store>,
     pub index: Arc<StatusIndex>,
+    /// Finished jobs kept in memory: what READY and FAILED polls read first.
+    pub finished: Arc<FinishedJobs>,
     pub pool: Arc<ComputePool>,
     pub admission: Arc<Admission>,
     pub labels: Arc<Labels>,

@@ -5,9 +5,35 @@
 //! poll body without parsing it again. Called on listener threads; pure.
 //!
 //! Invariant: domain types never reach the wire directly except the engine payloads, which are
-//! the contract's §5 shapes by construction. Timestamps are `rfc3339_ms` strings.
+//! the contract's §5 shapes by construction. Timestamps are `rfc3339_ms` strings (`Rfc3339Ms`,
+//! written without allocating). The parts of the status document that never change for a given
+//! set of scopes (`scopes`, `engineVersions`) are serialized once and reused as raw JSON.
 
-use serde::Serialize;
+use std::sync::OnceLock;
+
+use serde::ser::Error as _;
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use crate::auth::scope::{Scope, Scopes};
+use crate::clock::{rfc3339_ms_bytes, RFC3339_MS_LEN};
+
+/// A timestamp as the contract writes it (`clock::rfc3339_ms`), kept in a fixed array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rfc3339Ms([u8; RFC3339_MS_LEN]);
+
+impl Rfc3339Ms {
+    pub fn at(unix_ms: u64) -> Rfc3339Ms {
+        Rfc3339Ms(rfc3339_ms_bytes(unix_ms))
+    }
+}
+
+impl Serialize for Rfc3339Ms {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // `rfc3339_ms_bytes` writes ASCII only, so this never fails.
+        serializer.serialize_str(std::str::from_utf8(&self.0).map_err(S::Error::custom)?)
+    }
+}
 
 /// `POST …/wallet` and `POST …/compare` (202 or 200). `status` and `pollUrl` are repeated
 /// beside `data` on purpose (contract §4).
@@ -27,7 +53,7 @@ pub struct AcceptedData<'a> {
     pub subject: WireSubject<'a>,
     pub status: &'a str,
     pub poll_url: &'a str,
-    pub created_at: String,
+    pub created_at: Rfc3339Ms,
     pub deduplicated: bool,
 }
 
@@ -55,9 +81,9 @@ pub struct PollData<'a> {
     #[serde(flatten)]
     pub subject: WireSubject<'a>,
     pub status: &'a str,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub completed_at: Option<String>,
+    pub created_at: Rfc3339Ms,
+    pub started_at: Option<Rfc3339Ms>,
+    pub completed_at: Option<Rfc3339Ms>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<JobErrorBody<'a>>,
 }
@@ -74,10 +100,11 @@ pub struct KeyInfo<'a> {
     pub name: &'a str,
     pub prefix: &'a str,
     pub status: &'a str,
-    pub created_at: String,
-    pub expires_at: Option<String>,
+    pub created_at: Rfc3339Ms,
+    pub expires_at: Option<Rfc3339Ms>,
 }
 
+/// One entry of the status document's `scopes` (see `scope_grants`).
 #[derive(Debug, Serialize)]
 pub struct ScopeGrant {
     pub scope: &'static str,
@@ -102,14 +129,14 @@ pub struct StatusQuota {
     pub used: u64,
     pub remaining: u64,
     pub period: &'static str,
-    pub resets_at: String,
+    pub resets_at: Rfc3339Ms,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceInfo {
     pub status: &'static str,
-    pub engine_versions: &'static std::collections::BTreeMap<&'static str, &'static str>,
+    pub engine_versions: &'static RawValue,
 }
 
 /// `GET /v1/developer/status`
@@ -117,7 +144,7 @@ pub struct ServiceInfo {
 #[serde(rename_all = "camelCase")]
 pub struct StatusData<'a> {
     pub key: KeyInfo<'a>,
-    pub scopes: Vec<ScopeGrant>,
+    pub scopes: &'static RawValue,
     pub rate_limit: RateLimitInfo,
     pub quota: StatusQuota,
     pub service: ServiceInfo,
@@ -126,8 +153,8 @@ pub struct StatusData<'a> {
 #[derive(Debug, Serialize)]
 pub struct UsagePeriod {
     pub kind: &'static str,
-    pub start: String,
-    pub end: String,
+    pub start: Rfc3339Ms,
+    pub end: Rfc3339Ms,
 }
 
 #[derive(Debug, Serialize)]
@@ -137,7 +164,7 @@ pub struct UsageQuota {
     pub used: u64,
     pub reserved: u64,
     pub remaining: u64,
-    pub resets_at: String,
+    pub resets_at: Rfc3339Ms,
 }
 
 #[derive(Debug, Serialize)]
@@ -157,6 +184,39 @@ pub struct UsageData<'a> {
     pub by_operation: ByOperationBody,
     pub refunded: u64,
     pub rate_limit: RateLimitInfo,
+}
+
+/// The status document's `scopes` for a key holding `scopes`: every known scope, whether it is
+/// granted and the endpoints it opens. One document per possible set, serialized once.
+pub fn scope_grants(scopes: Scopes) -> &'static RawValue {
+    static DOCUMENTS: OnceLock<Vec<(Scopes, Box<RawValue>)>> = OnceLock::new();
+    let documents = DOCUMENTS.get_or_init(|| {
+        let sets = Scope::ALL
+            .iter()
+            .fold(vec![Scopes::NONE], |sets, scope| sets.iter().flat_map(|set| [*set, set.with(*scope)]).collect());
+        sets.into_iter()
+            .map(|set| {
+                let grants: Vec<ScopeGrant> = set
+                    .grants()
+                    .map(|(scope, granted)| ScopeGrant { scope: scope.as_str(), granted, endpoints: scope.endpoints() })
+                    .collect();
+                (set, raw_json(&grants))
+            })
+            .collect()
+    });
+    documents.iter().find(|(set, _)| *set == scopes).map_or(RawValue::NULL, |(_, raw)| raw)
+}
+
+/// Every engine's version (`service.engineVersions`), serialized once.
+pub fn engine_versions() -> &'static RawValue {
+    static DOCUMENT: OnceLock<Box<RawValue>> = OnceLock::new();
+    DOCUMENT.get_or_init(|| raw_json(&crate::engine::all_versions()))
+}
+
+/// `value` as raw JSON. The values given here (strings, bools, maps of strings) always
+/// serialize; `null` stands in should that ever change, and the tests would show it.
+fn raw_json<T: Serialize>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// `{"data":{…}}` with `"<field>": <payload>` added as the last member of `data`. `body` must
@@ -182,8 +242,8 @@ mod tests {
         let poll = PollData {
             subject: WireSubject::Analysis { analysis_id: "an_1", wallet: "W" },
             status: "READY",
-            created_at: "t0".into(),
-            started_at: Some("t1".into()),
+            created_at: Rfc3339Ms::at(0),
+            started_at: Some(Rfc3339Ms::at(1_000)),
             completed_at: None,
             error: None,
         };
@@ -194,5 +254,29 @@ mod tests {
         assert_eq!(value["data"]["completedAt"], serde_json::Value::Null);
         assert_eq!(value["data"]["xray"]["score"]["value"], 1);
         assert!(value["data"].get("error").is_none());
+        assert_eq!(value["data"]["createdAt"], "1970-01-01T00:00:00.000Z");
+        assert_eq!(value["data"]["startedAt"], "1970-01-01T00:00:01.000Z");
+    }
+
+    #[test]
+    fn cached_scope_grants_are_every_scope_with_its_grant() {
+        let sets = [Scopes::NONE, Scopes::ALL, Scopes::NONE.with(Scope::UsageRead).with(Scope::WalletCompare)];
+        for set in sets {
+            let value: serde_json::Value = serde_json::from_str(scope_grants(set).get()).unwrap();
+            let grants = value.as_array().unwrap();
+            assert_eq!(grants.len(), Scope::ALL.len());
+            for (grant, scope) in grants.iter().zip(Scope::ALL) {
+                assert_eq!(grant["scope"], scope.as_str());
+                assert_eq!(grant["granted"], set.contains(scope));
+                assert_eq!(grant["endpoints"].as_array().unwrap().len(), scope.endpoints().len());
+            }
+        }
+    }
+
+    #[test]
+    fn cached_engine_versions_are_the_engines() {
+        let value: serde_json::Value = serde_json::from_str(engine_versions().get()).unwrap();
+        let expected = serde_json::to_value(crate::engine::all_versions()).unwrap();
+        assert_eq!(value, expected);
     }
 }

@@ -208,6 +208,14 @@ pub const RESULT_BYTES_MAX: usize = 16 * 1024 * 1024;
 pub const STORE_PAGE_LEN_MAX: usize = 10_000;
 /// Subject-index entries examined by `latest_ready_for` before it gives up (newest first).
 pub const SUBJECT_SCAN_LEN_MAX: usize = 64;
+/// Memory for finished jobs kept for polls and fresh-result reuse (`jobs::finished`): payloads
+/// and records together. A typical X-Ray is 5 KB, so this holds ~10 k of them; a payload over
+/// a shard's share (this / `FINISHED_CACHE_SHARDS`) is always read from the store.
+pub const FINISHED_CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// Most finished jobs (and most `(account, subject)` entries) kept in memory.
+pub const FINISHED_CACHE_ENTRIES_MAX: usize = 65_536;
+/// Independently locked parts of that cache (listener and compute threads share it).
+pub const FINISHED_CACHE_SHARDS: usize = 16;
 /// Striped locks serialising state transitions of one job.
 pub const JOB_LOCK_STRIPES: usize = 64;
 /// Default shared block cache of all column families.

@@ -25,7 +25,9 @@ use futures_util::future::{select, Either};
 use futures_util::FutureExt;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as _, Incoming};
-use hyper::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONNECTION, CONTENT_TYPE};
+use hyper::header::{
+    HeaderMap, HeaderName, HeaderValue, ALLOW, AUTHORIZATION, CONNECTION, CONTENT_TYPE, LOCATION, RETRY_AFTER,
+};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
@@ -111,9 +113,14 @@ async fn respond<H: Handler>(
 ) -> Result<Response<Full<Bytes>>, EdgeError> {
     let request_id = RequestId::resolve(request.headers().get(X_REQUEST_ID).map(HeaderValue::as_bytes));
     let (parts, body) = request.into_parts();
-    let body = match monoio::time::timeout(body_read_timeout, read_body(body)).await {
-        Ok(body) => body?,
-        Err(_) => return Err(EdgeError::BodyTimeout(body_read_timeout)),
+    // A request without a body (every GET) arms no timer: there is nothing to wait for.
+    let body = if body.is_end_stream() {
+        Body::Complete(Bytes::new())
+    } else {
+        match monoio::time::timeout(body_read_timeout, read_body(body)).await {
+            Ok(body) => body?,
+            Err(_) => return Err(EdgeError::BodyTimeout(body_read_timeout)),
+        }
     };
     let api_request = ApiRequest {
         method: Method::from_token(parts.method.as_str()),
@@ -167,7 +174,12 @@ async fn read_body(mut body: Incoming) -> Result<Body, hyper::Error> {
 /// A header's value as text; bytes that are not UTF-8 become U+FFFD, which no later check
 /// accepts.
 fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
-    headers.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+    let value = headers.get(name)?;
+    // Visible ASCII (every well-formed value the API reads) is copied as is.
+    Some(match value.to_str() {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(value.as_bytes()).into_owned(),
+    })
 }
 
 /// Turns an `ApiResponse` into hyper's, adding the headers every response carries.
@@ -187,10 +199,12 @@ fn build_hyper(response: &ApiResponse, request_id: &RequestId) -> Option<Respons
     let mut built = Response::new(Full::new(response.body.clone()));
     *built.status_mut() = StatusCode::from_u16(response.status).ok()?;
     let headers = built.headers_mut();
+    // Sized once: content type, request id, the handler's headers and a possible `connection`.
+    headers.reserve(3 + response.headers.len());
     headers.insert(CONTENT_TYPE, APPLICATION_JSON);
     headers.insert(X_REQUEST_ID, HeaderValue::from_str(request_id.as_str()).ok()?);
     for (name, value) in &response.headers {
-        let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
+        let name = header_name(name)?;
         let value = HeaderValue::from_str(value).ok()?;
         // A handler may replace the default JSON content type (e.g. Prometheus text).
         if name == CONTENT_TYPE {
@@ -203,6 +217,23 @@ fn build_hyper(response: &ApiResponse, request_id: &RequestId) -> Option<Respons
         headers.insert(CONNECTION, HeaderValue::from_static("close"));
     }
     Some(built)
+}
+
+/// The names the API sends as prebuilt constants (parsing and hashing a name showed in
+/// profiles: two rate-limit headers go on every authenticated response); any other lowercase
+/// name is parsed.
+fn header_name(name: &str) -> Option<HeaderName> {
+    const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+    const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+    Some(match name {
+        "ratelimit" => RATELIMIT,
+        "ratelimit-policy" => RATELIMIT_POLICY,
+        "retry-after" => RETRY_AFTER,
+        "location" => LOCATION,
+        "allow" => ALLOW,
+        "content-type" => CONTENT_TYPE,
+        other => HeaderName::from_bytes(other.as_bytes()).ok()?,
+    })
 }
 
 #[cfg(test)]
@@ -242,6 +273,14 @@ mod tests {
         assert_eq!(built.headers()["x-request-id"], id.as_str());
         let bad_status = ApiResponse::json(1000, "{}");
         assert_eq!(to_hyper(&Plain, bad_status, &id).status(), 500);
+    }
+
+    #[test]
+    fn prebuilt_header_names_are_the_parsed_ones() {
+        for name in ["ratelimit", "ratelimit-policy", "retry-after", "location", "allow", "content-type", "x-other"] {
+            assert_eq!(header_name(name), HeaderName::from_bytes(name.as_bytes()).ok(), "{name}");
+        }
+        assert_eq!(header_name("bad name"), None);
     }
 
     #[test]

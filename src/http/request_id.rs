@@ -6,16 +6,25 @@
 //!
 //! Invariant: a `RequestId` is always 1–64 characters of `[A-Za-z0-9._-]`, so it is a valid
 //! header value and safe to log and to put in JSON without escaping. Generated ids are
-//! `req_` + base58 of 12 random bytes. Deliberately absent: uniqueness guarantees for client
-//! ids (they are the client's business) and cryptographic randomness (ids are not secrets).
+//! `req_` + 17 base58 digits of 96 random bits (a `u64` as 11 digits, a `u32` as 6, each
+//! zero-padded with `1`, base58's zero): fixed length, and written with two constant divisions
+//! per digit instead of a big-number encoder, because every request that brings no id of its
+//! own gets one. Deliberately absent: uniqueness guarantees for client ids (they are the
+//! client's business) and cryptographic randomness (ids are not secrets).
 
 use crate::config::REQUEST_ID_LEN_MAX;
 use std::fmt;
 
-/// Random bytes in a generated id.
-pub const REQUEST_ID_RANDOM_BYTES: usize = 12;
 /// Prefix of generated ids.
 pub const REQUEST_ID_PREFIX: &str = "req_";
+/// Base58 digits of a generated id's random `u64` (58^11 > 2^64).
+const U64_DIGITS: usize = 11;
+/// Base58 digits of a generated id's random `u32` (58^6 > 2^32).
+const U32_DIGITS: usize = 6;
+/// Characters of a generated id.
+pub const GENERATED_ID_LEN: usize = REQUEST_ID_PREFIX.len() + U64_DIGITS + U32_DIGITS;
+/// Bitcoin's base58 alphabet, as Solana uses it.
+const BASE58_ALPHABET: &[u8; 58] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
 /// A request id that satisfies the contract's character rule.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -35,16 +44,27 @@ impl RequestId {
 
     /// A fresh `req_…` id.
     pub fn generate() -> RequestId {
-        let mut random = [0u8; REQUEST_ID_RANDOM_BYTES];
-        fastrand::fill(&mut random);
-        let mut text = String::with_capacity(REQUEST_ID_PREFIX.len() + 17);
-        text.push_str(REQUEST_ID_PREFIX);
-        text.push_str(&bs58::encode(random).into_string());
-        RequestId(text)
+        let mut text = [0u8; GENERATED_ID_LEN];
+        let (prefix, digits) = text.split_at_mut(REQUEST_ID_PREFIX.len());
+        prefix.copy_from_slice(REQUEST_ID_PREFIX.as_bytes());
+        let (high, low) = digits.split_at_mut(U64_DIGITS);
+        put_base58(high, fastrand::u64(..));
+        put_base58(low, u64::from(fastrand::u32(..)));
+        // Every byte is the prefix or from the base58 alphabet: ASCII.
+        RequestId(text.iter().map(|&b| char::from(b)).collect())
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// `value` in base58, its last `slot.len()` digits, zero-padded.
+fn put_base58(slot: &mut [u8], mut value: u64) {
+    for digit in slot.iter_mut().rev() {
+        // The remainder is below 58.
+        *digit = BASE58_ALPHABET[(value % 58) as usize];
+        value /= 58;
     }
 }
 
@@ -89,14 +109,27 @@ mod tests {
     }
 
     #[test]
+    fn base58_digits_are_the_numbers_digits() {
+        let mut slot = [0u8; U64_DIGITS];
+        put_base58(&mut slot, u64::MAX);
+        assert_eq!(&slot, b"jpXCZedGfVQ", "u64::MAX is jpXCZedGfVQ in base58");
+        put_base58(&mut slot, 57);
+        assert_eq!(&slot, b"1111111111z");
+        let mut short = [0u8; U32_DIGITS];
+        put_base58(&mut short, u64::from(u32::MAX));
+        assert_eq!(&short, b"7YXq9G");
+    }
+
+    #[test]
     fn generated_ids_are_valid_and_differ() {
         let a = RequestId::generate();
         let b = RequestId::generate();
         assert_ne!(a, b);
         for id in [a, b] {
             assert!(is_valid(id.as_str().as_bytes()), "{id}");
-            let decoded = bs58::decode(&id.as_str()[REQUEST_ID_PREFIX.len()..]).into_vec().unwrap();
-            assert_eq!(decoded.len(), REQUEST_ID_RANDOM_BYTES);
+            assert_eq!(id.as_str().len(), GENERATED_ID_LEN, "{id}");
+            let digits = &id.as_str()[REQUEST_ID_PREFIX.len()..];
+            assert!(bs58::decode(digits).into_vec().is_ok(), "base58: {id}");
         }
     }
 }

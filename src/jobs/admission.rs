@@ -9,9 +9,9 @@
 //!
 //! Order, for a request without `refresh`: (1) a live job of the same account and subject in
 //! the status index → that job, `deduplicated`, no charge — and, until the recovery backlog is
-//! drained after a restart, the subject's newest job in the store if it is still live; (2) the store's newest READY result
-//! of the account and subject, made by this build's engines and younger than the freshness
-//! window → that result, no charge; (3) reserve one quota unit (429 when none is left);
+//! drained after a restart, the subject's newest job in the store if it is still live; (2) the
+//! newest READY result of the account and subject (`finished`: memory, else the store), made by
+//! this build's engines and younger than the freshness window → that result, no charge; (3) reserve one quota unit (429 when none is left);
 //! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
 //! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2). A queue already full at
 //! (4) refuses before the write (nothing to undo); (6) still refuses and undoes when it filled
@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use super::finished::{FinishedJobs, StoredJob};
 use super::index::{LiveJob, StatusIndex};
 use crate::auth::table::KeyEntry;
 use crate::config::ADMISSION_LOCK_STRIPES;
@@ -78,6 +79,19 @@ pub enum AdmitError {
     /// No randomness for a job id (500).
     #[error("random job id: {0}")]
     Random(String),
+}
+
+/// Longest base58 text of `JOB_ID_RANDOM_BYTES` bytes (⌈16 × log 256 / log 58⌉ = 22); pair
+/// ids are 16 bytes of a hash, the same length.
+pub const ID_BASE58_LEN_MAX: usize = 22;
+
+/// True when `text` could be an id this server made: `prefix` + 1–22 base58 characters. A
+/// poll of anything else is answered `404` without a store read.
+pub fn is_id_shaped(text: &str, prefix: &str) -> bool {
+    text.strip_prefix(prefix).is_some_and(|digits| {
+        (1..=ID_BASE58_LEN_MAX).contains(&digits.len())
+            && digits.bytes().all(|b| b.is_ascii_alphanumeric() && !matches!(b, b'0' | b'O' | b'I' | b'l'))
+    })
 }
 
 /// A fresh job id: `prefix` + base58 of 16 random bytes.
@@ -129,7 +143,7 @@ pub enum Decision {
     /// An equal job of the account is still live (202, `deduplicated: true`, no charge).
     Live(Arc<LiveJob>),
     /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
-    Fresh(JobRecord),
+    Fresh(Arc<StoredJob>),
 }
 
 /// The admission stage, shared by every listener thread.
@@ -137,6 +151,8 @@ pub struct Admission {
     store: Arc<dyn Store>,
     index: Arc<StatusIndex>,
     pool: Arc<ComputePool>,
+    /// Where fresh READY results are looked up (memory first, then the store).
+    finished: Arc<FinishedJobs>,
     freshness_window_ms: u64,
     subject_locks: SubjectLocks,
     /// True until the recovery backlog is drained: jobs a stopped process left live may then
@@ -174,12 +190,14 @@ impl Admission {
         store: Arc<dyn Store>,
         index: Arc<StatusIndex>,
         pool: Arc<ComputePool>,
+        finished: Arc<FinishedJobs>,
         freshness_window_ms: u64,
     ) -> Admission {
         Admission {
             store,
             index,
             pool,
+            finished,
             freshness_window_ms,
             subject_locks: SubjectLocks::new(),
             recovering: AtomicBool::new(true),
@@ -228,6 +246,17 @@ impl Admission {
         &*self.store
     }
 
+    /// The finished jobs kept in memory (the retention purge announces its cutoff to them).
+    pub fn finished(&self) -> &FinishedJobs {
+        &self.finished
+    }
+
+    /// True until every job a stopped process left live is queued and indexed: until then the
+    /// newest job of a subject may be one the store has and memory does not.
+    pub fn is_recovering(&self) -> bool {
+        self.recovering.load(Ordering::Acquire)
+    }
+
     /// Free places in the work queue now (a hint: listener threads push concurrently).
     pub fn queue_room(&self) -> usize {
         self.pool.capacity().saturating_sub(self.pool.depth())
@@ -244,7 +273,7 @@ impl Admission {
     /// While recovering: the subject's newest job in the store when it is still live — a job
     /// waiting in the recovery backlog, which an equal request must be deduplicated onto.
     fn recovered_live(&self, account: &str, subject: Subject<'_>) -> Result<Option<Arc<LiveJob>>, AdmitError> {
-        if !self.recovering.load(Ordering::Acquire) {
+        if !self.is_recovering() {
             return Ok(None);
         }
         let newest = self.store.latest_for(account, subject)?;
@@ -253,9 +282,14 @@ impl Admission {
     }
 
     /// The newest READY job of the account and subject if this build made it and it is fresh.
-    fn fresh_ready(&self, account: &str, subject: Subject<'_>, now_ms: u64) -> Result<Option<JobRecord>, AdmitError> {
-        let ready = self.store.latest_ready_for(account, subject)?;
-        Ok(ready.filter(|job| self.is_fresh(job, now_ms)))
+    fn fresh_ready(
+        &self,
+        account: &str,
+        subject: Subject<'_>,
+        now_ms: u64,
+    ) -> Result<Option<Arc<StoredJob>>, AdmitError> {
+        let ready = self.finished.latest_ready(&*self.store, account, subject)?;
+        Ok(ready.filter(|job| self.is_fresh(&job.record, now_ms)))
     }
 
     fn is_fresh(&self, job: &JobRecord, now_ms: u64) -> bool {
@@ -314,7 +348,10 @@ impl Admission {
             Work::Comparison { wallet_a, wallet_b } => {
                 let reuse = |w: &Pubkey| {
                     let text = w.to_base58();
-                    self.fresh_ready(account, Subject::Wallet(&text), now_ms).ok().flatten().map(|job| job.id)
+                    self.fresh_ready(account, Subject::Wallet(&text), now_ms)
+                        .ok()
+                        .flatten()
+                        .map(|job| job.record.id.clone())
                 };
                 JobSpec::Comparison {
                     wallet_a: *wallet_a,
@@ -377,6 +414,22 @@ mod tests {
         let expected = format!("pair_{}", bs58::encode(&hasher.finalize()[..16]).into_string());
         assert_eq!(pair_id(&a, &b), expected);
         assert!(pair_id(&a, &b).len() <= crate::config::STORE_ID_BYTES_MAX);
+    }
+
+    #[test]
+    fn every_id_made_here_is_id_shaped_and_nothing_else_is() {
+        for _ in 0..64 {
+            assert!(is_id_shaped(&job_id(ANALYSIS_ID_PREFIX).unwrap(), ANALYSIS_ID_PREFIX));
+        }
+        let a = Pubkey::parse("11111111111111111111111111111111").unwrap();
+        for b in 0u8..32 {
+            let id = pair_id(&a, &Pubkey([b; 32]));
+            assert!(is_id_shaped(&id, PAIR_ID_PREFIX), "{id}");
+        }
+        assert!(is_id_shaped(&format!("an_{}", bs58::encode([0xff; 16]).into_string()), ANALYSIS_ID_PREFIX));
+        for bad in ["an_", "an_0abc", "an_l", "pair_abc", "an_unknown-id", &format!("an_{}", "z".repeat(23))] {
+            assert!(!is_id_shaped(bad, ANALYSIS_ID_PREFIX), "{bad}");
+        }
     }
 
     #[test]

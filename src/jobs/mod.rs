@@ -11,8 +11,11 @@
 //! 4. `execute` (compute threads; also the CLI's `analyze` / `compare`): read the ledger,
 //!    classify, run the engine, serialize the payload — or the contract's FAILED code.
 //! 5. `sink` (compute threads): settle a finished job — store first (payload, state, quota
-//!    commit or refund in one batch), then the in-memory quota, then the index (waking polls).
-//! 6. `recovery` (main and housekeeping threads): after a restart, each key's quota counters
+//!    commit or refund in one batch), then the finished-jobs cache, the in-memory quota, then
+//!    the index (waking polls).
+//! 6. `finished` (any thread): finished jobs kept in memory, bounded, so polls of READY or
+//!    FAILED jobs and the reuse of fresh results read no disk (read-through on a miss).
+//! 7. `recovery` (main and housekeeping threads): after a restart, each key's quota counters
 //!    restored from the store's usage records and the jobs a stopped process left live
 //!    re-queued in bounded pages; the retention purge runs on the same thread.
 //!
@@ -24,6 +27,7 @@
 
 pub mod admission;
 pub mod execute;
+pub mod finished;
 pub mod index;
 pub mod pool;
 pub mod recovery;

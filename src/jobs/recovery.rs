@@ -20,6 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::admission::Admission;
+use super::finished::FinishedJobs;
 use crate::auth::table::KeyTable;
 use crate::clock::now_unix_ms;
 use crate::config::{self, STORE_PAGE_LEN_MAX};
@@ -155,7 +156,7 @@ pub fn spawn_housekeeping(
                 let due =
                     last_sweep.is_none_or(|t| t.elapsed() >= Duration::from_secs(config::RETENTION_SWEEP_INTERVAL_S));
                 if due {
-                    purge_expired(admission.store(), retention_days);
+                    purge_expired(admission.store(), admission.finished(), retention_days);
                     last_sweep = Some(Instant::now());
                 }
                 std::thread::sleep(Duration::from_millis(config::HOUSEKEEPING_TICK_MS));
@@ -166,9 +167,11 @@ pub fn spawn_housekeeping(
 }
 
 /// Deletes finished jobs older than the retention, a bounded number of pages per sweep.
-fn purge_expired(store: &dyn Store, retention_days: u32) {
+fn purge_expired(store: &dyn Store, finished: &FinishedJobs, retention_days: u32) {
     let now_ms = now_unix_ms();
     let cutoff_ms = now_ms.saturating_sub(u64::from(retention_days) * 86_400_000);
+    // Memory stops serving them first, so no poll answers a job the store no longer has.
+    finished.purge_before(cutoff_ms);
     let mut purged = 0;
     for _ in 0..config::RETENTION_PURGE_PAGES_PER_SWEEP_MAX {
         match store.purge_finished_before(cutoff_ms, config::RETENTION_PURGE_PAGE_LEN) {

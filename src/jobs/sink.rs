@@ -3,8 +3,9 @@
 //!
 //! Owns: the order of a completion — (1) `Store::complete` writes the payload or error, the job
 //! state and the quota commit or refund in one batch; (2) the key's in-memory quota counter is
-//! settled the same way; (3) the job leaves the status index, which wakes its waiters. Polls
-//! that miss the index after (3) find the finished job in the store written in (1).
+//! settled the same way; (3) the finished job is kept in memory (`jobs::finished`); (4) the job
+//! leaves the status index, which wakes its waiters. Polls that miss the index after (4) find
+//! the finished job in memory (3), or in the store (1) once memory let it go.
 //! Also reads the scores of analyses a comparison reuses. Runs on compute threads only.
 //!
 //! Invariant: the in-memory quota moves only after the store's copy moved, so memory never
@@ -16,12 +17,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use crate::auth::key::KeyId;
 use crate::auth::table::KeyTable;
 use crate::clock::now_unix_ms;
 use crate::engine::report::Score;
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::{FailCode, Outcome, ReusedScores};
+use crate::jobs::finished::{FinishedJobs, StoredJob};
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::{Operation, ReleaseCause, Reservation};
@@ -32,6 +36,7 @@ use crate::store::{self, JobKind, JobRecord, Store};
 pub struct StoreSink {
     pub store: Arc<dyn Store>,
     pub index: Arc<StatusIndex>,
+    pub finished: Arc<FinishedJobs>,
     pub keys: Arc<KeyTable>,
     pub metrics: Arc<Metrics>,
     /// Shared with `App::ledger_failing`.
@@ -44,11 +49,12 @@ impl StoreSink {
     pub fn new(
         store: Arc<dyn Store>,
         index: Arc<StatusIndex>,
+        finished: Arc<FinishedJobs>,
         keys: Arc<KeyTable>,
         metrics: Arc<Metrics>,
         ledger_failing: Arc<AtomicBool>,
     ) -> StoreSink {
-        StoreSink { store, index, keys, metrics, ledger_failing, started: papaya::HashMap::new() }
+        StoreSink { store, index, finished, keys, metrics, ledger_failing, started: papaya::HashMap::new() }
     }
 
     /// Settles the job's unit in its key's in-memory counter, as the store just did.
@@ -113,10 +119,16 @@ impl JobSink for StoreSink {
     fn finished(&self, ticket: Ticket, outcome: Outcome) {
         let upstream_failed = matches!(outcome, Outcome::Failed { code: FailCode::UpstreamUnavailable, .. });
         self.ledger_failing.store(upstream_failed, Ordering::Relaxed);
+        let payload = match &outcome {
+            Outcome::Ready { payload } => Some(Bytes::copy_from_slice(payload)),
+            Outcome::Failed { .. } => None,
+        };
         match self.store.complete(&ticket.id, now_unix_ms(), store_outcome(outcome)) {
             Ok(record) => {
                 self.settle_quota(&record);
                 self.observe(&record, &ticket.id);
+                // Before the index lets go of the job, so a poll finds it in one or the other.
+                self.finished.keep_finished(StoredJob::new(record, payload));
             }
             Err(e) => {
                 self.started.pin().remove(&ticket.id);
@@ -135,8 +147,7 @@ struct StoredScore {
 
 impl ReusedScores for StoreSink {
     fn score_of(&self, analysis_id: &str) -> Option<Score> {
-        let job = self.store.get_job(analysis_id).ok().flatten()?;
-        let payload = self.store.get_result(&job).ok().flatten()?;
-        serde_json::from_slice::<StoredScore>(&payload).ok().map(|s| s.score)
+        let job = self.finished.job(&*self.store, analysis_id).ok().flatten()?;
+        serde_json::from_slice::<StoredScore>(job.payload.as_ref()?).ok().map(|s| s.score)
     }
 }

@@ -116,6 +116,38 @@ fn a_client_that_hangs_up_mid_wait_gives_its_waiter_slot_back() {
     assert!(took >= Duration::from_millis(900) || reply.job_status() == "READY", "{took:?}: {reply:?}");
 }
 
+/// A finished job's poll is answered from memory after the first read (`jobs::finished`); the
+/// answer must be the same bytes the store gives a restarted server that has nothing in memory.
+#[test]
+fn finished_polls_from_memory_equal_those_from_the_store() {
+    let mut server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let analysis = submit(&server, k, WALLET_PATH, &wallet_body(CLEAN));
+    let pair = submit(&server, k, COMPARE_PATH, &compare_body(SYBIL_C, SYBIL_D));
+    let paths: Vec<String> = [analysis, pair].iter().map(|r| r.poll_path()).collect();
+    let from_memory: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|path| {
+            let first = server.finish(path, k);
+            assert_eq!(first.job_status(), "READY", "{first:?}");
+            let again = get(server.addr, path, k);
+            assert_eq!(again.raw_body, first.raw_body, "the kept answer is the first one");
+            first.raw_body
+        })
+        .collect();
+    server.restart();
+    for (path, remembered) in paths.iter().zip(&from_memory) {
+        let from_store = get(server.addr, path, k);
+        assert_eq!(from_store.status, 200, "{from_store:?}");
+        assert_eq!(&from_store.raw_body, remembered, "{path}: memory and store answer alike, byte for byte");
+    }
+    let other = server.key(KeyOptions::default());
+    for path in &paths {
+        assert_eq!(get(server.addr, path, &other.secret).status, 404, "another account's job stays hidden");
+    }
+}
+
 #[test]
 fn wait_is_whole_seconds_from_0_to_30() {
     let server = serve(|_| {});

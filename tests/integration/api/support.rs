@@ -284,6 +284,8 @@ pub fn path_of(url: &str) -> String {
 pub struct TestServer {
     running: Option<Running>,
     pub addr: SocketAddr,
+    /// What it was started with (a restart reuses it, data dir included).
+    config: ServeConfig,
     /// The local JSON-RPC server the ledger is read from, when the test asked for one.
     ledger: Option<RunningServer>,
     _dir: tempfile::TempDir,
@@ -341,7 +343,7 @@ fn start_server(ledger: Option<RunningServer>, tweak: impl FnOnce(&mut ServeConf
     let config = config_in(dir.path(), tweak);
     let running = xray::serve::start(&config).expect("server starts");
     let addr = running.api.local_addr();
-    TestServer { running: Some(running), addr, ledger, _dir: dir }
+    TestServer { running: Some(running), addr, config, ledger, _dir: dir }
 }
 
 /// What a test key may hold; `Default` is every scope with generous limits in a new account.
@@ -431,6 +433,17 @@ impl TestServer {
         let id = KeyId::parse(&key.id).expect("key id");
         let record = self.running().app.keys.revoke(&id, now_unix_ms()).expect("revoked");
         self.running().store.put_key(&record).expect("revocation stored");
+    }
+
+    /// Shuts the server down gracefully and starts it again on the same data dir (a new port):
+    /// everything it knows afterwards comes from the store. Keys issued by `key` persist.
+    pub fn restart(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.shutdown().expect("clean shutdown");
+        }
+        let running = xray::serve::start(&self.config).expect("server restarts");
+        self.addr = running.api.local_addr();
+        self.running = Some(running);
     }
 
     pub fn url(&self, path: &str) -> String {
