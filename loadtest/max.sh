@@ -146,6 +146,14 @@ API="http://127.0.0.1:$MAIN/v1/developer"
 # The per-address limit of failed authentications is lifted (its maximum), or the 401 row
 # would block this client's address for the rows after it.
 start_xray main "$MAIN" $((MAIN + 1)) --ledger demo --queue-capacity 1048576 --ip-failures-per-s 1000000
+MAIN_PID=${PIDS[-1]}
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# Requests the main server answered so far (its own counter, all routes and statuses).
+served() {
+  curl -s "http://127.0.0.1:$((MAIN + 1))/metrics" -H "Authorization: Bearer $(cat "$WORK/main/admin.token")" |
+    awk '/^xray_http_requests_total/ { n += $NF } END { printf "%d", n }'
+}
+RSS_IDLE_KB=$(rss_kb "$MAIN_PID")
 ALL=wallet:analyze,wallet:compare,analysis:read,usage:read
 KEY=$(new_key "$WORK/main" "$ALL" 1000000 1000000)
 READER=$(new_key "$WORK/main" usage:read 1000000 1000000)
@@ -229,6 +237,8 @@ open_model() {
 open_model "GET status" "http://127.0.0.1:$MAIN" /v1/developer/status "$KEY"
 open_model "GET analysis (READY)" "http://127.0.0.1:$MAIN" "/v1/developer/intelligence/analysis/$AN" "$KEY"
 
+RSS_LOADED_KB=$(rss_kb "$MAIN_PID"); SERVED=$(served)
+
 # Last: every admitted job is real work for the compute thread, which shares core 0 and would
 # still be draining the backlog during any later row.
 measure "POST wallet, new durable job" 202 POST "$API/intelligence/wallet" "$KEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
@@ -248,6 +258,9 @@ echo
 echo "| server                         | offered/s | served/s | p50 ms | p99 ms | p99.9 ms | dropped |"
 echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${OPEN_ROWS[@]}"
+echo
+echo "Memory of the main server (VmRSS): ${RSS_IDLE_KB} KiB idle after start, ${RSS_LOADED_KB} KiB after serving"
+echo "$SERVED requests (every row above but the last; that row's jobs are real work still draining)."
 if [ ${#WRONG[@]} -gt 0 ]; then
   printf 'rows that did not get the answer they measure:\n' >&2
   printf '  %s\n' "${WRONG[@]}" >&2

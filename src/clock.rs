@@ -70,7 +70,7 @@ pub const RFC3339_MS_LEN: usize = 24;
 pub fn rfc3339_ms(unix_ms: u64) -> String {
     let bytes = rfc3339_ms_bytes(unix_ms);
     // Every byte written by `rfc3339_ms_bytes` is an ASCII digit or one of `-T:.Z`.
-    bytes.iter().map(|&b| char::from(b)).collect()
+    std::str::from_utf8(&bytes).unwrap_or_default().to_owned()
 }
 
 /// `rfc3339_ms` into a fixed array, without the formatting machinery: the status, usage and

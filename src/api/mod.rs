@@ -159,7 +159,8 @@ impl ApiHandler {
             Ok(response) => response,
             Err(e) => self.refuse(&e, request),
         };
-        add_rate_headers(&mut response, &caller.key, app.clock.now_ns(), now_unix_ms());
+        // As of the request's arrival, when its token was taken: one clock reading per request.
+        add_rate_headers(&mut response, &caller.key, caller.now_ns, caller.now_ms);
         (label, response)
     }
 

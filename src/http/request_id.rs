@@ -35,8 +35,8 @@ impl RequestId {
     pub fn resolve(header: Option<&[u8]>) -> RequestId {
         match header {
             Some(value) if is_valid(value) => {
-                // Every byte is ASCII (checked by is_valid), so this is valid UTF-8.
-                RequestId(value.iter().map(|&b| b as char).collect())
+                // Every byte is ASCII (checked by is_valid), so this never fails.
+                RequestId(std::str::from_utf8(value).unwrap_or(REQUEST_ID_PREFIX).to_owned())
             }
             _ => RequestId::generate(),
         }
@@ -50,8 +50,8 @@ impl RequestId {
         let (high, low) = digits.split_at_mut(U64_DIGITS);
         put_base58(high, fastrand::u64(..));
         put_base58(low, u64::from(fastrand::u32(..)));
-        // Every byte is the prefix or from the base58 alphabet: ASCII.
-        RequestId(text.iter().map(|&b| char::from(b)).collect())
+        // Every byte is the prefix or from the base58 alphabet: ASCII, so this never fails.
+        RequestId(std::str::from_utf8(&text).unwrap_or(REQUEST_ID_PREFIX).to_owned())
     }
 
     pub fn as_str(&self) -> &str {
