@@ -139,7 +139,7 @@ impl Work {
 #[derive(Debug)]
 pub enum Decision {
     /// A new job was recorded and queued (202).
-    Admitted(JobRecord),
+    Admitted(Box<JobRecord>),
     /// An equal job of the account is still live (202, `deduplicated: true`, no charge).
     Live(Arc<LiveJob>),
     /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
@@ -232,7 +232,7 @@ impl Admission {
             self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms)
         };
         match admitted {
-            Ok(record) => Ok(Decision::Admitted(record)),
+            Ok(record) => Ok(Decision::Admitted(Box::new(record))),
             Err(refusal) => {
                 // Never admitted: the unit goes back uncounted (the store undid its copy).
                 let _ = key.quota.release(reservation, ReleaseCause::NotAdmitted);
