@@ -59,6 +59,14 @@ fn parse_versus_analyze(c: &mut Criterion) {
     let mut group = c.benchmark_group("busy_trader_share");
     group.sample_size(20);
     group.throughput(Throughput::Bytes(bytes as u64));
+    // The reference for the decode's speed: simd-json's generic value of the same bytes.
+    group.bench_function("simd_json_owned_value_1000", |b| {
+        b.iter_batched(
+            || bodies.clone(),
+            |bodies| bodies.into_iter().filter_map(|mut body| simd_json::to_owned_value(&mut body).ok()).count(),
+            BatchSize::LargeInput,
+        )
+    });
     group.bench_function("parse_1000_getTransaction_to_domain", |b| {
         b.iter_batched(
             || bodies.clone(),
