@@ -62,12 +62,13 @@ wait_http() { # url
   echo "nothing answers at $1" >&2; return 1
 }
 
+declare -A PORT_PID
 # xray serve NAME PORT ADMIN_PORT [extra flags…]: starts it, leaves its data dir in $WORK/NAME.
 start_xray() {
   local name=$1 port=$2 admin=$3; shift 3
   $SERVER_CPU "$BIN/xray" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
     --data-dir "$WORK/$name" --listener-threads 1 --compute-threads 1 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  PIDS+=($!)
+  PIDS+=($!); PORT_PID[$port]=$!
   wait_http "http://127.0.0.1:$port/healthz"
 }
 
@@ -89,11 +90,24 @@ lua() {
   } >"$1"
 }
 
-# wrk_rps SCRIPT URL: requests/s of one closed-loop run (and the non-2xx count, to stderr).
-wrk_rps() {
-  local out
+# The process's user and kernel CPU time so far, in clock ticks (/proc/PID/stat fields 14, 15).
+cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+# wrk_run SCRIPT URL PID: one closed-loop run; prints "req/s requests user_ticks kernel_ticks"
+# (the CPU the serving process PID spent during the run).
+wrk_run() {
+  local out u0 s0 u1 s1
+  read -r u0 s0 < <(cpu_ticks "$3")
   out=$($LOAD_CPU wrk -t1 -c"$CONNECTIONS" -d"$DURATION" -s "$1" "$2" 2>&1)
-  echo "$out" | awk '/Requests\/sec/ {print $2}'
+  read -r u1 s1 < <(cpu_ticks "$3")
+  echo "$out" | awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) \
+    '/requests in/ { n = $1 } /Requests\/sec/ { r = $2 } END { print r, n, u, s }'
+}
+
+# cpu_per_request RUNS…: "user/kernel" µs per request over the runs' "req/s requests u s" lines.
+cpu_per_request() {
+  awk -v tick="$TICK_US" '{ n += $2; u += $3; s += $4 } END { if (n > 0) printf "%.1f/%.1f", u * tick / n, s * tick / n; else print "n/a" }'
 }
 
 # status_and_bytes SCRIPT_ARGS…: what one request answers (status, body bytes), with curl.
@@ -130,15 +144,21 @@ measure() {
   reference "$(( bytes < 8 ? 8 : bytes ))"
   lua "$WORK/req.lua" "$method" "$key" "$body"
   lua "$WORK/ref.lua" GET ""
+  local port=${url#http://127.0.0.1:}; port=${port%%/*}
   local refs=() ends=()
   for _ in $(seq 1 "$ROUNDS"); do
-    refs+=("$(wrk_rps "$WORK/ref.lua" "http://127.0.0.1:$BARE_PORT/")")
-    ends+=("$(wrk_rps "$WORK/req.lua" "$url")")
+    refs+=("$(wrk_run "$WORK/ref.lua" "http://127.0.0.1:$BARE_PORT/" "$REF_PID")")
+    ends+=("$(wrk_run "$WORK/req.lua" "$url" "${PORT_PID[$port]}")")
   done
-  local ref end; ref=$(printf '%s\n' "${refs[@]}" | median); end=$(printf '%s\n' "${ends[@]}" | median)
+  local ref end
+  ref=$(printf '%s\n' "${refs[@]}" | awk '{ print $1 }' | median)
+  end=$(printf '%s\n' "${ends[@]}" | awk '{ print $1 }' | median)
   local ratio; ratio=$(awk -v e="$end" -v r="$ref" 'BEGIN { if (r > 0) printf "%.2f", e / r; else print "n/a" }')
+  local ref_cpu end_cpu
+  ref_cpu=$(printf '%s\n' "${refs[@]}" | cpu_per_request); end_cpu=$(printf '%s\n' "${ends[@]}" | cpu_per_request)
   MAX_RPS[$name]=$end; BODY_BYTES[$name]=$bytes
-  ROWS+=("$(printf '| %-38s | %3s | %7s | %9s | %9s | %5s |' "$name" "$status" "$bytes" "$ref" "$end" "$ratio")")
+  ROWS+=("$(printf '| %-38s | %3s | %7s | %9s | %9s | %5s | %9s | %9s |' "$name" "$status" "$bytes" "$ref" "$end" "$ratio" \
+    "$ref_cpu" "$end_cpu")")
   echo "${ROWS[-1]}" >&2
 }
 
@@ -250,8 +270,11 @@ echo
 echo "Saturation, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)),"
 echo "release build, one listener thread, $PINNED; medians of $ROUNDS alternations of $DURATION:"
 echo
-echo "| endpoint                               | status | body bytes | bare req/s | req/s | ratio |"
-echo "|---|---|---|---|---|---|"
+echo "CPU columns: user/kernel µs per request of the serving process over its runs (/proc stat;"
+echo "kernel time per request rises as the rate falls, so compare user time)."
+echo
+echo "| endpoint                               | status | body bytes | bare req/s | req/s | ratio | bare CPU µs | CPU µs |"
+echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${ROWS[@]}"
 
 echo
