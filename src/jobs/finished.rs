@@ -256,10 +256,7 @@ impl FinishedJobs {
             }
         }
         match store.latest_for(account, subject)? {
-            Some(record) => match self.by_id.get(record.id.as_str()).filter(|job| self.servable(&job.record)) {
-                Some(kept) => Ok(Some(kept)),
-                None => self.loaded(store, record),
-            },
+            Some(record) => self.kept_or_loaded(store, record),
             None => Ok(None),
         }
     }
@@ -276,7 +273,7 @@ impl FinishedJobs {
             return Ok(Some(job));
         }
         match store.latest_ready_for(account, subject)? {
-            Some(record) => self.loaded(store, record),
+            Some(record) => self.kept_or_loaded(store, record),
             None => Ok(None),
         }
     }
@@ -298,6 +295,15 @@ impl FinishedJobs {
             return Ok(None);
         };
         self.job(store, &newest.id)
+    }
+
+    /// The job of a record the store just gave: the kept entry if memory has it (no payload
+    /// read), else loaded.
+    fn kept_or_loaded(&self, store: &dyn Store, record: JobRecord) -> StoreResult<Option<Arc<StoredJob>>> {
+        match self.by_id.get(record.id.as_str()).filter(|job| self.servable(&job.record)) {
+            Some(kept) => Ok(Some(kept)),
+            None => self.loaded(store, record),
+        }
     }
 
     /// A record read from the store, with its payload when READY; kept when finished.
