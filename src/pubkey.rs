@@ -94,10 +94,11 @@ pub const CURVE_MEMO_ENTRIES: usize = 4096;
 
 thread_local! {
     static CURVE_MEMO: std::cell::RefCell<lru::LruCache<[u8; 32], bool>> =
-        std::cell::RefCell::new(lru::LruCache::new(std::num::NonZeroUsize::MIN.saturating_add(CURVE_MEMO_ENTRIES - 1)));
+        std::cell::RefCell::new(lru::LruCache::new(std::num::NonZeroUsize::new(CURVE_MEMO_ENTRIES).unwrap_or(std::num::NonZeroUsize::MIN)));
 }
 
-fn is_base58_byte(b: u8) -> bool {
+/// True for a character of the base58 alphabet (digits and letters but `0`, `O`, `I`, `l`).
+pub fn is_base58_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() && !matches!(b, b'0' | b'O' | b'I' | b'l')
 }
 

@@ -90,14 +90,12 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     );
     let pool = Arc::new(start_pool(config, labels.clone(), Arc::new(sink))?);
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
-    let admission =
-        Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), finished.clone(), freshness_window_ms));
+    let admission = Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms));
     let ip_limit = RateLimit::new(config.ip_failures_per_s, config.ip_failures_per_s).map_err(|e| e.to_string())?;
     let app = Arc::new(App {
         keys,
         store: store.clone(),
         index,
-        finished,
         pool,
         admission: admission.clone(),
         labels,

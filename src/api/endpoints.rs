@@ -174,7 +174,7 @@ impl Endpoints<'_> {
                 return self.poll_body(Snapshot::of_live(&live));
             }
         }
-        let job = self.app.finished.job(&*self.app.store, id).map_err(|e| ApiError::from_store(&e))?;
+        let job = self.app.admission.finished().job(&*self.app.store, id).map_err(|e| ApiError::from_store(&e))?;
         let job =
             job.filter(|j| j.record.account == self.account() && matches!(j.record.kind, JobKind::Analysis { .. }));
         self.stored_poll_body(&*job.ok_or(ApiError::NotFound)?)
@@ -196,7 +196,7 @@ impl Endpoints<'_> {
             }
         }
         let recovering = self.app.admission.is_recovering();
-        let job = self.app.finished.latest(&*self.app.store, self.account(), subject, recovering);
+        let job = self.app.admission.finished().latest(&*self.app.store, self.account(), subject, recovering);
         self.stored_poll_body(&*job.map_err(|e| ApiError::from_store(&e))?.ok_or(ApiError::NotFound)?)
     }
 

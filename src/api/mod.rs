@@ -42,7 +42,6 @@ use crate::clock::{now_unix_ms, MonotonicClock};
 use crate::config::DEGRADED_QUEUE_PERCENT;
 use crate::http::{ApiRequest, ApiResponse, Handler, RequestId, StopState, ThreadContext};
 use crate::jobs::admission::Admission;
-use crate::jobs::finished::FinishedJobs;
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::ComputePool;
 use crate::labels::Labels;
@@ -57,8 +56,6 @@ pub struct App {
     pub keys: Arc<KeyTable>,
     pub store: Arc<dyn Store>,
     pub index: Arc<StatusIndex>,
-    /// Finished jobs kept in memory: what READY and FAILED polls read first.
-    pub finished: Arc<FinishedJobs>,
     pub pool: Arc<ComputePool>,
     pub admission: Arc<Admission>,
     pub labels: Arc<Labels>,

@@ -16,6 +16,7 @@
 use std::fmt;
 
 use crate::config::ACCOUNT_ID_LEN_MAX;
+use crate::pubkey::is_base58_byte;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -151,10 +152,6 @@ pub fn parse(text: &str) -> Result<ParsedKey<'_>, KeyRefusal> {
         return Err(KeyRefusal::BadChecksum);
     }
     Ok(ParsedKey(text))
-}
-
-fn is_base58_byte(b: u8) -> bool {
-    matches!(b, b'1'..=b'9' | b'A'..=b'H' | b'J'..=b'N' | b'P'..=b'Z' | b'a'..=b'k' | b'm'..=b'z')
 }
 
 /// SHA-256 of the whole key text, prefix included: what the server stores.

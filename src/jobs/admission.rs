@@ -11,7 +11,8 @@
 //! the status index → that job, `deduplicated`, no charge — and, until the recovery backlog is
 //! drained after a restart, the subject's newest job in the store if it is still live; (2) the
 //! newest READY result of the account and subject (`finished`: memory, else the store), made by
-//! this build's engines and younger than the freshness window → that result, no charge; (3) reserve one quota unit (429 when none is left);
+//! this build's engines and younger than the freshness window → that result, no charge;
+//! (3) reserve one quota unit (429 when none is left);
 //! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
 //! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2). A queue already full at
 //! (4) refuses before the write (nothing to undo); (6) still refuses and undoes when it filled
@@ -38,7 +39,7 @@ use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
 use crate::jobs::pool::{ComputePool, Ticket};
 use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
-use crate::pubkey::Pubkey;
+use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::{JobKind, JobRecord, JobState, Store, StoreError, Subject};
 
 /// Random bytes in a job id (contract §4: 16).
@@ -88,10 +89,8 @@ pub const ID_BASE58_LEN_MAX: usize = 22;
 /// True when `text` could be an id this server made: `prefix` + 1–22 base58 characters. A
 /// poll of anything else is answered `404` without a store read.
 pub fn is_id_shaped(text: &str, prefix: &str) -> bool {
-    text.strip_prefix(prefix).is_some_and(|digits| {
-        (1..=ID_BASE58_LEN_MAX).contains(&digits.len())
-            && digits.bytes().all(|b| b.is_ascii_alphanumeric() && !matches!(b, b'0' | b'O' | b'I' | b'l'))
-    })
+    text.strip_prefix(prefix)
+        .is_some_and(|digits| (1..=ID_BASE58_LEN_MAX).contains(&digits.len()) && digits.bytes().all(is_base58_byte))
 }
 
 /// A fresh job id: `prefix` + base58 of 16 random bytes.
