@@ -1,12 +1,19 @@
 //! Engine throughput: analyses per second on one core for a typical archetype and for the
-//! busiest one, and — for the busiest — the time spent parsing its JSON-RPC responses into the
-//! domain model against the time spent analyzing it.
+//! busiest one, end to end as a compute thread runs a job (read the wallet from the demo
+//! ledger, classify, analyze, serialize the payload) and the engine alone; and — for the
+//! busiest — the time spent parsing its JSON-RPC responses into the domain model against the
+//! time spent analyzing it.
+//!
+//! The allocator is the product's (mimalloc), so that allocation costs what it costs in
+//! `xray serve`.
 //!
 //! Run: `cargo bench --bench engine`. Results and machine: docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use mimalloc::MiMalloc;
 
 use xray::engine;
+use xray::jobs::execute::{execute, JobSpec, Outcome};
 use xray::labels::Labels;
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::model::Transaction;
@@ -15,6 +22,9 @@ use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{self, RpcResponse, TransactionResult};
 use xray::ledger::WalletView;
 use xray::pubkey::{Pubkey, Signature};
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
 
 fn demo_view(demo: &DemoLedger, name: &str) -> (Pubkey, WalletView) {
     let wallet = demo.archetype(name).expect("archetype exists");
@@ -31,6 +41,27 @@ fn analyze(c: &mut Criterion) {
         group.throughput(Throughput::Elements(1));
         group.bench_function(format!("{name}_{}tx", view.transactions.len()), |b| {
             b.iter(|| engine::analyze(&view, &labels))
+        });
+    }
+    group.finish();
+}
+
+/// One analysis job as a compute thread runs it, storage aside: `jobs::execute` over the demo
+/// ledger (its responses generated, decoded, classified, analyzed and serialized).
+fn end_to_end(c: &mut Criterion) {
+    let demo = DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
+    let labels = Labels::builtin();
+    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let mut group = c.benchmark_group("job_end_to_end");
+    group.sample_size(20);
+    group.throughput(Throughput::Elements(1));
+    for name in ["poisoning_victim", "busy_trader"] {
+        let spec = JobSpec::Analysis { wallet: demo.archetype(name).expect("archetype exists") };
+        group.bench_function(name, |b| {
+            b.iter(|| match rt.block_on(execute(&demo, &labels, &spec, ViewOptions::default(), &())) {
+                Outcome::Ready { payload } => payload.len(),
+                _ => panic!("{name} is an eligible demo wallet"),
+            })
         });
     }
     group.finish();
@@ -87,5 +118,5 @@ fn parse_versus_analyze(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, analyze, parse_versus_analyze);
+criterion_group!(benches, end_to_end, analyze, parse_versus_analyze);
 criterion_main!(benches);

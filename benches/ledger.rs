@@ -2,15 +2,22 @@
 //! domain transaction) against simd-json's generic value on the same bytes, and building the
 //! wallet view of the busiest demo archetype.
 //!
+//! The allocator is the product's (mimalloc), so that allocation costs what it costs in
+//! `xray serve`.
+//!
 //! Run: `cargo bench --bench ledger` (release profile). Results and the machine they ran on
 //! are recorded in docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use mimalloc::MiMalloc;
 
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::model::Transaction;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{self, TransactionResult};
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
 
 const GET_TRANSACTION: &[u8] = include_bytes!("../tests/fixtures/solana-rpc/solders-getTransaction-jsonParsed.json");
 const GET_BLOCK: &[u8] = include_bytes!("../tests/fixtures/solana-rpc/solders-getBlock-jsonParsed.json");

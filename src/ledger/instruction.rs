@@ -12,7 +12,7 @@ use std::fmt;
 
 use simd_json::prelude::*;
 
-use crate::ledger::fields::Fields;
+use crate::ledger::fields::{Fields, KnownKeys};
 use crate::ledger::wire::{UiInstruction, Value};
 use crate::pubkey::Pubkey;
 
@@ -302,9 +302,11 @@ pub struct Instruction {
     pub accounts: Vec<Pubkey>,
 }
 
-/// Resolves account indices of `json`-encoded (compiled) instructions.
+/// A transaction's account keys: by index for `json`-encoded (compiled) instructions, by
+/// text for jsonParsed ones (so that each is decoded once per transaction).
 pub struct AccountKeys<'a> {
     pub keys: &'a [Pubkey],
+    pub known: KnownKeys<'a>,
 }
 
 impl AccountKeys<'_> {
@@ -317,45 +319,43 @@ impl AccountKeys<'_> {
 pub fn decode(ix: &UiInstruction, index: InstructionIndex, keys: &AccountKeys<'_>) -> Instruction {
     match ix {
         UiInstruction::Parsed(p) => {
-            let program_id = Pubkey::parse(&p.program_id).unwrap_or_default();
+            let program_id = keys.known.parse(&p.program_id).unwrap_or_default();
             let program = Program::from_id(&p.program_id);
-            let (name, kind) = decode_parsed(program, &p.parsed);
-            let accounts = info_addresses(&p.parsed);
+            let (name, kind) = decode_parsed(program, &p.parsed, &keys.known);
+            let accounts = info_addresses(&p.parsed, &keys.known);
             Instruction { index, program_id, program, name, kind, accounts }
         }
         UiInstruction::PartiallyDecoded(p) => {
-            let accounts = p.accounts.iter().filter_map(|a| Pubkey::parse(a).ok()).collect();
-            raw(index, &p.program_id, accounts, &p.data)
+            let accounts = p.accounts.iter().filter_map(|a| keys.known.parse(a)).collect();
+            let program_id = keys.known.parse(&p.program_id).unwrap_or_default();
+            raw(index, program_id, Program::from_id(&p.program_id), accounts, &p.data)
         }
         UiInstruction::Compiled(c) => {
             let program_id = keys.key(c.program_id_index);
             let accounts = c.accounts.iter().map(|&i| keys.key(i)).collect();
-            let mut ix = raw(index, "", accounts, &c.data);
-            ix.program_id = program_id;
-            ix.program = Program::from_id(&program_id.to_string());
-            ix
+            raw(index, program_id, Program::from_id(&program_id.to_string()), accounts, &c.data)
         }
     }
 }
 
-fn raw(index: InstructionIndex, program_id: &str, accounts: Vec<Pubkey>, data: &str) -> Instruction {
-    Instruction {
-        index,
-        program_id: Pubkey::parse(program_id).unwrap_or_default(),
-        program: Program::from_id(program_id),
-        name: "unknown".to_owned(),
-        kind: InstructionKind::Raw { data: data.to_owned() },
-        accounts,
-    }
+fn raw(
+    index: InstructionIndex,
+    program_id: Pubkey,
+    program: Program,
+    accounts: Vec<Pubkey>,
+    data: &str,
+) -> Instruction {
+    let kind = InstructionKind::Raw { data: data.to_owned() };
+    Instruction { index, program_id, program, name: "unknown".to_owned(), kind, accounts }
 }
 
 /// Every address named anywhere in a parsed instruction's `info` (one level of nesting
 /// included, for stake's `authorized`). Sorted and deduplicated.
-fn info_addresses(parsed: &Value) -> Vec<Pubkey> {
+fn info_addresses(parsed: &Value, known: &KnownKeys<'_>) -> Vec<Pubkey> {
     let mut out = Vec::new();
     if let Some(info) = parsed.get("info").and_then(|v| v.as_object()) {
         for v in info.values() {
-            collect_addresses(v, &mut out, 1);
+            collect_addresses(v, known, &mut out, 1);
         }
     }
     out.sort_unstable();
@@ -363,28 +363,26 @@ fn info_addresses(parsed: &Value) -> Vec<Pubkey> {
     out
 }
 
-fn collect_addresses(v: &Value, out: &mut Vec<Pubkey>, depth_left: u8) {
+fn collect_addresses(v: &Value, known: &KnownKeys<'_>, out: &mut Vec<Pubkey>, depth_left: u8) {
     if let Some(s) = v.as_str() {
         if (32..=44).contains(&s.len()) {
-            if let Ok(k) = Pubkey::parse(s) {
-                out.push(k);
-            }
+            out.extend(known.parse(s));
         }
     } else if let (Some(obj), true) = (v.as_object(), depth_left > 0) {
         for inner in obj.values() {
-            collect_addresses(inner, out, depth_left - 1);
+            collect_addresses(inner, known, out, depth_left - 1);
         }
     }
 }
 
-fn decode_parsed(program: Program, parsed: &Value) -> (String, InstructionKind) {
+fn decode_parsed(program: Program, parsed: &Value, known: &KnownKeys<'_>) -> (String, InstructionKind) {
     if let Some(text) = parsed.as_str() {
         // Memo: the node renders the memo text as the bare `parsed` string.
         return ("memo".to_owned(), InstructionKind::Memo { text: text.to_owned() });
     }
     let name = parsed.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_owned();
     let info = match parsed.get("info") {
-        Some(info) if info.is_object() => Fields(info),
+        Some(info) if info.is_object() => Fields::with_known(info, known),
         _ => return (name, InstructionKind::Other),
     };
     let kind = match program {
@@ -594,7 +592,11 @@ mod tests {
     fn parse_ix(json: &str) -> Instruction {
         let mut bytes = json.as_bytes().to_vec();
         let ix: UiInstruction = wire::parse(&mut bytes).unwrap();
-        decode(&ix, InstructionIndex { outer: 1, inner: Some(2) }, &AccountKeys { keys: &[] })
+        decode(
+            &ix,
+            InstructionIndex { outer: 1, inner: Some(2) },
+            &AccountKeys { keys: &[], known: KnownKeys::default() },
+        )
     }
 
     const A: &str = "5p8qKVyKthA9DUb1rwQDzjcmTkaZdwN97J3LiaEywUjd";
@@ -696,7 +698,11 @@ mod tests {
         let keys = [Pubkey::parse(A).unwrap(), Pubkey::parse(ids::SYSTEM).unwrap()];
         let mut bytes = br#"{"programIdIndex":1,"accounts":[0,0,9],"data":"3Bxs"}"#.to_vec();
         let ix: UiInstruction = wire::parse(&mut bytes).unwrap();
-        let ix = decode(&ix, InstructionIndex { outer: 0, inner: None }, &AccountKeys { keys: &keys });
+        let ix = decode(
+            &ix,
+            InstructionIndex { outer: 0, inner: None },
+            &AccountKeys { keys: &keys, known: KnownKeys::default() },
+        );
         assert_eq!(ix.program, Program::System);
         assert_eq!(ix.accounts.len(), 3);
         assert_eq!(ix.index.to_string(), "0");

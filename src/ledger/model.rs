@@ -12,7 +12,7 @@
 
 use simd_json::prelude::*;
 
-use crate::ledger::fields::Fields;
+use crate::ledger::fields::{Fields, KnownKeys};
 use crate::ledger::instruction::{self, ids, AccountKeys, Instruction, InstructionIndex, Program};
 use crate::ledger::wire::{self, UiAccount, UiMessage};
 use crate::pubkey::{Pubkey, Signature};
@@ -179,7 +179,7 @@ fn token_info<'a>(a: &'a UiAccount, wanted_type: &str) -> Option<(TokenProgram, 
     if parsed.parsed.get("type")?.as_str()? != wanted_type {
         return None;
     }
-    Some((program, Fields(parsed.parsed.get("info")?)))
+    Some((program, Fields::new(parsed.parsed.get("info")?)))
 }
 
 impl TokenAccount {
@@ -245,7 +245,7 @@ pub enum MintExtension {
 impl MintExtension {
     fn from_wire(e: &wire::Value) -> Option<MintExtension> {
         let name = e.get("extension")?.as_str()?;
-        let state = e.get("state").filter(|s| s.is_object()).map(Fields);
+        let state = e.get("state").filter(|s| s.is_object()).map(Fields::new);
         let key = |k: &str| state.and_then(|s| s.pubkey(k));
         Some(match name {
             "permanentDelegate" => MintExtension::PermanentDelegate { delegate: key("delegate") },
@@ -319,7 +319,7 @@ pub struct NonceAccount {
 impl NonceAccount {
     pub fn from_wire(address: Pubkey, a: &UiAccount) -> Option<NonceAccount> {
         let parsed = a.data.parsed().filter(|p| p.program == "nonce")?;
-        let info = Fields(parsed.parsed.get("info")?);
+        let info = Fields::new(parsed.parsed.get("info")?);
         Some(NonceAccount { address, authority: info.pubkey("authority")?, lamports: a.lamports })
     }
 }
@@ -338,7 +338,7 @@ pub struct StakeAccount {
 impl StakeAccount {
     pub fn from_wire(address: Pubkey, a: &UiAccount) -> Option<StakeAccount> {
         let parsed = a.data.parsed().filter(|p| p.program == "stake")?;
-        let info = Fields(parsed.parsed.get("info")?);
+        let info = Fields::new(parsed.parsed.get("info")?);
         let meta = info.obj("meta")?;
         let authorized = meta.obj("authorized")?;
         let custodian = meta.obj("lockup").and_then(|l| l.pubkey("custodian")).filter(|c| *c != Pubkey::default());
@@ -418,17 +418,12 @@ impl Transaction {
     /// or account keys (not a transaction at all).
     pub fn from_wire(tx: &wire::TransactionWithMeta, slot: u64, block_time: Option<i64>) -> Option<Transaction> {
         let signature = Signature::parse(tx.transaction.signatures.first()?).ok()?;
-        let (mut account_keys, signers) = message_keys(&tx.transaction.message);
+        let known = known_keys(tx);
+        let account_keys: Vec<Pubkey> = known.keys_or_zero().collect();
+        let signers = signers(&tx.transaction.message, &account_keys);
         let meta = tx.meta.as_ref();
-        if let Some(loaded) = meta.and_then(|m| m.loaded_addresses.as_ref()) {
-            // The parsed message already lists loaded keys (source: lookupTable); a raw one
-            // does not, and its compiled indices run past the static keys into them.
-            if matches!(tx.transaction.message, UiMessage::Raw(_)) {
-                account_keys
-                    .extend(loaded.writable.iter().chain(&loaded.readonly).filter_map(|k| Pubkey::parse(k).ok()));
-            }
-        }
-        let instructions = flatten_instructions(tx, &account_keys);
+        let table = AccountKeys { keys: &account_keys, known };
+        let instructions = flatten_instructions(tx, &table);
         let version = match tx.version {
             Some(wire::UiTransactionVersion::Number(_)) => TransactionVersion::V0,
             _ => TransactionVersion::Legacy,
@@ -442,7 +437,7 @@ impl Transaction {
             fee_payer: account_keys.first().copied().unwrap_or_default(),
             signers,
             sol_changes: meta.map(|m| sol_changes(m, &account_keys)).unwrap_or_default(),
-            token_changes: meta.map(|m| token_changes(m, &account_keys)).unwrap_or_default(),
+            token_changes: meta.map(|m| token_changes(m, &table)).unwrap_or_default(),
             account_keys,
             version,
             instructions,
@@ -468,39 +463,45 @@ fn error_text(err: &wire::Value) -> Option<String> {
     }
 }
 
-/// Account keys and signers of either message encoding.
-fn message_keys(message: &UiMessage) -> (Vec<Pubkey>, Vec<Pubkey>) {
-    match message {
-        UiMessage::Parsed(m) => {
-            let keys: Vec<Pubkey> =
-                m.account_keys.iter().map(|k| Pubkey::parse(&k.pubkey).unwrap_or_default()).collect();
-            let signers = m.account_keys.iter().zip(&keys).filter(|(k, _)| k.signer).map(|(_, p)| *p).collect();
-            (keys, signers)
-        }
+/// Every account key's text, parsed once, in index order. A parsed message lists the keys
+/// loaded from lookup tables itself (source: lookupTable); a raw one does not, and its
+/// compiled indices run past the static keys into them, so they follow.
+fn known_keys(tx: &wire::TransactionWithMeta) -> KnownKeys<'_> {
+    match &tx.transaction.message {
+        UiMessage::Parsed(m) => KnownKeys::parse_all(m.account_keys.iter().map(|k| k.pubkey.as_str())),
         UiMessage::Raw(m) => {
-            let keys: Vec<Pubkey> = m.account_keys.iter().map(|k| Pubkey::parse(k).unwrap_or_default()).collect();
-            let signer_count = usize::from(m.header.num_required_signatures).min(keys.len());
-            let signers = keys[..signer_count].to_vec();
-            (keys, signers)
+            let loaded = tx.meta.as_ref().and_then(|meta| meta.loaded_addresses.as_ref());
+            let loaded = loaded.into_iter().flat_map(|l| l.writable.iter().chain(&l.readonly));
+            KnownKeys::parse_all(m.account_keys.iter().chain(loaded).map(String::as_str))
         }
     }
 }
 
-fn flatten_instructions(tx: &wire::TransactionWithMeta, keys: &[Pubkey]) -> Vec<Instruction> {
+/// The signers of either message encoding: flagged (parsed) or the header's first keys (raw).
+fn signers(message: &UiMessage, keys: &[Pubkey]) -> Vec<Pubkey> {
+    match message {
+        UiMessage::Parsed(m) => m.account_keys.iter().zip(keys).filter(|(k, _)| k.signer).map(|(_, p)| *p).collect(),
+        UiMessage::Raw(m) => {
+            let count = usize::from(m.header.num_required_signatures).min(m.account_keys.len()).min(keys.len());
+            keys[..count].to_vec()
+        }
+    }
+}
+
+fn flatten_instructions(tx: &wire::TransactionWithMeta, table: &AccountKeys<'_>) -> Vec<Instruction> {
     let outer = match &tx.transaction.message {
         UiMessage::Parsed(m) => &m.instructions,
         UiMessage::Raw(m) => &m.instructions,
     };
     let inner_sets = tx.meta.as_ref().and_then(|m| m.inner_instructions.as_deref()).unwrap_or(&[]);
-    let table = AccountKeys { keys };
     let mut out = Vec::with_capacity(outer.len());
     for (i, ix) in outer.iter().enumerate() {
         let outer_index = u16::try_from(i).unwrap_or(u16::MAX);
-        out.push(instruction::decode(ix, InstructionIndex { outer: outer_index, inner: None }, &table));
+        out.push(instruction::decode(ix, InstructionIndex { outer: outer_index, inner: None }, table));
         for set in inner_sets.iter().filter(|s| usize::from(s.index) == i) {
             for (j, inner) in set.instructions.iter().enumerate() {
                 let index = InstructionIndex { outer: outer_index, inner: Some(u16::try_from(j).unwrap_or(u16::MAX)) };
-                out.push(instruction::decode(inner, index, &table));
+                out.push(instruction::decode(inner, index, table));
             }
         }
     }
@@ -517,7 +518,7 @@ fn sol_changes(meta: &wire::UiMeta, keys: &[Pubkey]) -> Vec<SolChange> {
         .collect()
 }
 
-fn token_changes(meta: &wire::UiMeta, keys: &[Pubkey]) -> Vec<TokenChange> {
+fn token_changes(meta: &wire::UiMeta, keys: &AccountKeys<'_>) -> Vec<TokenChange> {
     let pre = meta.pre_token_balances.as_deref().unwrap_or(&[]);
     let post = meta.post_token_balances.as_deref().unwrap_or(&[]);
     let amount = |b: &wire::UiTokenBalance| b.ui_token_amount.amount.parse::<u64>().unwrap_or(0);
@@ -532,14 +533,20 @@ fn token_changes(meta: &wire::UiMeta, keys: &[Pubkey]) -> Vec<TokenChange> {
     out
 }
 
-fn push_token_change(out: &mut Vec<TokenChange>, b: &wire::UiTokenBalance, keys: &[Pubkey], pre: u64, post: u64) {
-    let (Some(&account), Ok(mint)) = (keys.get(usize::from(b.account_index)), Pubkey::parse(&b.mint)) else {
+fn push_token_change(
+    out: &mut Vec<TokenChange>,
+    b: &wire::UiTokenBalance,
+    keys: &AccountKeys<'_>,
+    pre: u64,
+    post: u64,
+) {
+    let (Some(&account), Some(mint)) = (keys.keys.get(usize::from(b.account_index)), keys.known.parse(&b.mint)) else {
         return;
     };
     out.push(TokenChange {
         account,
         mint,
-        owner: b.owner.as_deref().and_then(|o| Pubkey::parse(o).ok()),
+        owner: b.owner.as_deref().and_then(|o| keys.known.parse(o)),
         decimals: b.ui_token_amount.decimals,
         pre,
         post,

@@ -11,9 +11,20 @@
 //! `Option` or defaulted; parsing a well-formed response never fails on an unknown program,
 //! instruction type or extension (those stay raw `Value`s). Deliberately absent: meaning.
 //! Turning these into the domain model is `ledger::model` / `ledger::instruction`'s job.
+//!
+//! Invariant: no reading buffers a subtree. serde's `untagged` and `flatten` read a whole
+//! object into an intermediate tree and then try each shape against it (measured: a quarter
+//! of a getTransaction decode); so the enums here write untagged but read in one pass — by
+//! JSON type where the type decides (`TextOr`, `UiAccountData`), by a superset of the
+//! variants' fields where only the fields do (`UiMessage`, `UiInstruction`). The visitors
+//! are statically dispatched: `serde_untagged`'s type erasure cost a tenth of the decode.
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{DeserializeOwned, Error as _, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 pub use simd_json::OwnedValue as Value;
 
 use crate::ledger::LedgerError;
@@ -99,10 +110,9 @@ pub struct UiAccount {
     pub space: Option<u64>,
 }
 
-/// Account data: parsed by the node (`jsonParsed` and a known program) or encoded bytes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-// Order matters: serde reads a struct from an array too, so `Binary` (an array of two
-// strings) is tried before `Parsed` (an object).
+/// Account data: parsed by the node (`jsonParsed` and a known program) or encoded bytes;
+/// read by JSON type (array, object, string).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UiAccountData {
     /// `["<data>", "base64"]`
@@ -110,6 +120,80 @@ pub enum UiAccountData {
     Parsed(ParsedAccountData),
     /// Legacy bare base58 string.
     LegacyBinary(String),
+}
+
+impl<'de> Deserialize<'de> for UiAccountData {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AccountDataVisitor)
+    }
+}
+
+struct AccountDataVisitor;
+
+impl<'de> Visitor<'de> for AccountDataVisitor {
+    type Value = UiAccountData;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("account data: an array, an object or a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<UiAccountData, E> {
+        Ok(UiAccountData::LegacyBinary(text.to_owned()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<UiAccountData, A::Error> {
+        Deserialize::deserialize(SeqAccessDeserializer::new(seq)).map(UiAccountData::Binary)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<UiAccountData, A::Error> {
+        Deserialize::deserialize(MapAccessDeserializer::new(map)).map(UiAccountData::Parsed)
+    }
+}
+
+/// A JSON string, or any other shape, which `T` reads: one pass, statically dispatched.
+enum TextOr<T> {
+    Text(String),
+    Other(T),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOr<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TextOrVisitor(PhantomData))
+    }
+}
+
+struct TextOrVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for TextOrVisitor<T> {
+    type Value = TextOr<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string, a number, an array or an object")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<TextOr<T>, E> {
+        Ok(TextOr::Text(text.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<TextOr<T>, E> {
+        Ok(TextOr::Text(text))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<TextOr<T>, E> {
+        T::deserialize(n.into_deserializer()).map(TextOr::Other)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<TextOr<T>, E> {
+        T::deserialize(n.into_deserializer()).map(TextOr::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<TextOr<T>, A::Error> {
+        T::deserialize(SeqAccessDeserializer::new(seq)).map(TextOr::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TextOr<T>, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(TextOr::Other)
+    }
 }
 
 impl UiAccountData {
@@ -153,15 +237,53 @@ pub struct SignatureInfo {
     pub confirmation_status: Option<String>,
 }
 
-/// `getTransaction`'s result.
+impl<T> TextOr<T> {
+    fn text(self) -> Option<String> {
+        match self {
+            TextOr::Text(text) => Some(text),
+            TextOr::Other(_) => None,
+        }
+    }
+
+    fn other(self) -> Option<T> {
+        match self {
+            TextOr::Other(other) => Some(other),
+            TextOr::Text(_) => None,
+        }
+    }
+}
+
+/// `getTransaction`'s result: the block's slot and time beside a transaction object's fields.
+/// Written with `flatten`; read through `TransactionResultWire` (one pass, see module doc).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "TransactionResultWire")]
 pub struct TransactionResult {
     pub slot: u64,
     #[serde(default)]
     pub block_time: Option<i64>,
     #[serde(flatten)]
     pub tx: TransactionWithMeta,
+}
+
+/// `TransactionResult` as read: every field at one level.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TransactionResultWire {
+    slot: u64,
+    #[serde(default)]
+    block_time: Option<i64>,
+    transaction: UiTransaction,
+    #[serde(default)]
+    meta: Option<UiMeta>,
+    #[serde(default)]
+    version: Option<UiTransactionVersion>,
+}
+
+impl From<TransactionResultWire> for TransactionResult {
+    fn from(w: TransactionResultWire) -> Self {
+        let tx = TransactionWithMeta { transaction: w.transaction, meta: w.meta, version: w.version };
+        TransactionResult { slot: w.slot, block_time: w.block_time, tx }
+    }
 }
 
 /// The per-transaction object shared by `getTransaction` and `getBlock`.
@@ -175,11 +297,20 @@ pub struct TransactionWithMeta {
 }
 
 /// `"legacy"` or a number (0).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UiTransactionVersion {
     Number(u8),
     Legacy(String),
+}
+
+impl<'de> Deserialize<'de> for UiTransactionVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match TextOr::<u8>::deserialize(deserializer)? {
+            TextOr::Other(n) => UiTransactionVersion::Number(n),
+            TextOr::Text(text) => UiTransactionVersion::Legacy(text),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,13 +320,57 @@ pub struct UiTransaction {
 }
 
 /// The message, jsonParsed (account keys as objects) or raw (`json` encoding: strings and a
-/// header). The parsed variant is tried first: its keys are objects, which a raw message
-/// never has.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// header). Read through `MessageWire`: keys all objects (or none) → parsed, as the untagged
+/// order had it; all strings and a header → raw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UiMessage {
     Parsed(ParsedMessage),
     Raw(RawMessage),
+}
+
+/// Either message's fields, as read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageWire {
+    #[serde(default)]
+    header: Option<MessageHeader>,
+    account_keys: Vec<AccountKeyWire>,
+    recent_blockhash: String,
+    instructions: Vec<UiInstruction>,
+    #[serde(default)]
+    address_table_lookups: Option<Vec<AddressTableLookup>>,
+}
+
+/// One entry of `accountKeys`: an object (jsonParsed) or a string (`json`).
+type AccountKeyWire = TextOr<ParsedAccountKey>;
+
+impl MessageWire {
+    fn into_message(self) -> Result<UiMessage, &'static str> {
+        let MessageWire { header, account_keys, recent_blockhash, instructions, address_table_lookups } = self;
+        if account_keys.iter().all(|k| matches!(k, TextOr::Other(_))) {
+            let account_keys = account_keys.into_iter().filter_map(TextOr::other).collect();
+            return Ok(UiMessage::Parsed(ParsedMessage {
+                account_keys,
+                recent_blockhash,
+                instructions,
+                address_table_lookups,
+            }));
+        }
+        let header = header.ok_or("a message with string account keys needs a header")?;
+        let account_keys = account_keys
+            .into_iter()
+            .map(TextOr::text)
+            .collect::<Option<Vec<String>>>()
+            .ok_or("a message mixes object and string account keys")?;
+        Ok(UiMessage::Raw(RawMessage { header, account_keys, recent_blockhash, instructions, address_table_lookups }))
+    }
+}
+
+impl<'de> Deserialize<'de> for UiMessage {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        MessageWire::deserialize(deserializer)?.into_message().map_err(D::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -245,8 +420,10 @@ pub struct AddressTableLookup {
     pub readonly_indexes: Vec<u8>,
 }
 
-/// One instruction as the node renders it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One instruction as the node renders it. Read through `InstructionWire`, in the untagged
+/// order: `parsed` → parsed; else `programId`, string accounts and `data` → partially
+/// decoded; else `programIdIndex`, index accounts and `data` → compiled.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UiInstruction {
     /// A known program's instruction, decoded by the node (`parsed` is an object with
@@ -256,6 +433,71 @@ pub enum UiInstruction {
     PartiallyDecoded(PartiallyDecodedInstruction),
     /// `json` encoding: indices into the account keys.
     Compiled(CompiledInstruction),
+}
+
+/// Every instruction shape's fields, as read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InstructionWire {
+    #[serde(default)]
+    program: Option<String>,
+    #[serde(default)]
+    program_id: Option<String>,
+    /// `Some(Null)` for an explicit `null`, as the parsed shape took it.
+    #[serde(default, deserialize_with = "present")]
+    parsed: Option<Value>,
+    #[serde(default)]
+    program_id_index: Option<u8>,
+    #[serde(default)]
+    accounts: Option<Vec<AccountRefWire>>,
+    #[serde(default)]
+    data: Option<String>,
+    #[serde(default)]
+    stack_height: Option<u32>,
+}
+
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// One entry of an instruction's `accounts`: an address (jsonParsed) or an index (`json`).
+type AccountRefWire = TextOr<u8>;
+
+impl InstructionWire {
+    fn into_instruction(self) -> Result<UiInstruction, &'static str> {
+        let InstructionWire { program, program_id, parsed, program_id_index, accounts, data, stack_height } = self;
+        let program_id = match (program, program_id, parsed) {
+            (Some(program), Some(program_id), Some(parsed)) => {
+                return Ok(UiInstruction::Parsed(ParsedInstruction { program, program_id, parsed, stack_height }));
+            }
+            (_, program_id, _) => program_id,
+        };
+        let (accounts, data) = accounts.zip(data).ok_or("an unparsed instruction needs `accounts` and `data`")?;
+        let all_keys = accounts.iter().all(|a| matches!(a, TextOr::Text(_)));
+        if let (Some(program_id), true) = (program_id, all_keys) {
+            let accounts = accounts.into_iter().filter_map(TextOr::text).collect();
+            return Ok(UiInstruction::PartiallyDecoded(PartiallyDecodedInstruction {
+                program_id,
+                accounts,
+                data,
+                stack_height,
+            }));
+        }
+        let program_id_index =
+            program_id_index.ok_or("an instruction needs `parsed`, `programId` or `programIdIndex`")?;
+        let accounts = accounts
+            .into_iter()
+            .map(TextOr::other)
+            .collect::<Option<Vec<u8>>>()
+            .ok_or("a compiled instruction's accounts are indices")?;
+        Ok(UiInstruction::Compiled(CompiledInstruction { program_id_index, accounts, data, stack_height }))
+    }
+}
+
+impl<'de> Deserialize<'de> for UiInstruction {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        InstructionWire::deserialize(deserializer)?.into_instruction().map_err(D::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -383,4 +625,99 @@ pub fn to_vec<T: Serialize>(value: &T) -> Result<Vec<u8>, LedgerError> {
 /// Serializes a wire value to indented JSON (files people read).
 pub fn to_vec_pretty<T: Serialize>(value: &T) -> Result<Vec<u8>, LedgerError> {
     simd_json::serde::to_vec_pretty(value).map_err(|e| LedgerError::Malformed(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use simd_json::prelude::*;
+
+    use super::*;
+
+    fn read<T: DeserializeOwned>(json: &str) -> Result<T, LedgerError> {
+        parse(&mut json.as_bytes().to_vec())
+    }
+
+    const KEY: &str = "11111111111111111111111111111111";
+
+    #[test]
+    fn instructions_read_in_the_untagged_order() {
+        let parsed =
+            format!(r#"{{"program":"system","programId":"{KEY}","parsed":{{"type":"transfer"}},"stackHeight":1}}"#);
+        assert!(matches!(read::<UiInstruction>(&parsed), Ok(UiInstruction::Parsed(p)) if p.stack_height == Some(1)));
+        // An explicit null `parsed` is still the parsed shape, as the derived untagged enum read it.
+        let null = format!(r#"{{"program":"spl-memo","programId":"{KEY}","parsed":null}}"#);
+        assert!(matches!(read::<UiInstruction>(&null), Ok(UiInstruction::Parsed(p)) if p.parsed.is_null()));
+        let partial = format!(r#"{{"programId":"{KEY}","accounts":["{KEY}"],"data":"3Bxs"}}"#);
+        assert!(
+            matches!(read::<UiInstruction>(&partial), Ok(UiInstruction::PartiallyDecoded(p)) if p.accounts == [KEY])
+        );
+        let compiled = r#"{"programIdIndex":2,"accounts":[0,1],"data":"3Bxs","stackHeight":null}"#;
+        assert!(matches!(read::<UiInstruction>(compiled), Ok(UiInstruction::Compiled(c)) if c.accounts == [0, 1]));
+        let empty = format!(r#"{{"programId":"{KEY}","accounts":[],"data":""}}"#);
+        assert!(matches!(read::<UiInstruction>(&empty), Ok(UiInstruction::PartiallyDecoded(_))));
+    }
+
+    #[test]
+    fn instructions_of_no_shape_are_refused() {
+        for bad in [
+            r#"{"programIdIndex":2,"accounts":["x"],"data":""}"#.to_owned(),
+            r#"{"programIdIndex":2,"accounts":[0,"x"],"data":""}"#.to_owned(),
+            r#"{"programIdIndex":300,"accounts":[0],"data":""}"#.to_owned(),
+            format!(r#"{{"programId":"{KEY}","accounts":[0]}}"#),
+            r#"{"data":""}"#.to_owned(),
+            "[]".to_owned(),
+        ] {
+            assert!(read::<UiInstruction>(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn messages_read_by_their_keys() {
+        let body = r#""recentBlockhash":"h","instructions":[]"#;
+        let parsed = format!(r#"{{"accountKeys":[{{"pubkey":"{KEY}","signer":true,"writable":true}}],{body}}}"#);
+        assert!(matches!(read::<UiMessage>(&parsed), Ok(UiMessage::Parsed(m)) if m.account_keys[0].signer));
+        let header =
+            r#""header":{"numRequiredSignatures":1,"numReadonlySignedAccounts":0,"numReadonlyUnsignedAccounts":0}"#;
+        let raw = format!(r#"{{{header},"accountKeys":["{KEY}"],{body}}}"#);
+        assert!(matches!(read::<UiMessage>(&raw), Ok(UiMessage::Raw(m)) if m.account_keys == [KEY]));
+        let empty = format!(r#"{{{header},"accountKeys":[],{body}}}"#);
+        assert!(matches!(read::<UiMessage>(&empty), Ok(UiMessage::Parsed(_))));
+        let headless = format!(r#"{{"accountKeys":["{KEY}"],{body}}}"#);
+        assert!(read::<UiMessage>(&headless).is_err());
+        let mixed = format!(
+            r#"{{{header},"accountKeys":["{KEY}",{{"pubkey":"{KEY}","signer":true,"writable":true}}],{body}}}"#
+        );
+        assert!(read::<UiMessage>(&mixed).is_err());
+    }
+
+    #[test]
+    fn account_data_and_versions_read_by_json_type() {
+        assert!(matches!(read::<UiAccountData>(r#"["AAE=","base64"]"#), Ok(UiAccountData::Binary(v)) if v.len() == 2));
+        let parsed = r#"{"program":"spl-token","parsed":{"type":"account"},"space":165}"#;
+        assert!(matches!(read::<UiAccountData>(parsed), Ok(UiAccountData::Parsed(p)) if p.space == 165));
+        assert!(matches!(read::<UiAccountData>(r#""3Bxs""#), Ok(UiAccountData::LegacyBinary(s)) if s == "3Bxs"));
+        assert!(read::<UiAccountData>("7").is_err());
+        assert_eq!(read::<UiTransactionVersion>("0").ok(), Some(UiTransactionVersion::Number(0)));
+        assert_eq!(
+            read::<UiTransactionVersion>(r#""legacy""#).ok(),
+            Some(UiTransactionVersion::Legacy("legacy".into()))
+        );
+        assert!(read::<UiTransactionVersion>("256").is_err());
+    }
+
+    #[test]
+    fn transaction_results_round_trip_one_level() {
+        let header =
+            r#""header":{"numRequiredSignatures":1,"numReadonlySignedAccounts":0,"numReadonlyUnsignedAccounts":0}"#;
+        let json = format!(
+            r#"{{"slot":7,"blockTime":null,"version":0,"meta":null,"transaction":{{"signatures":["s"],"message":{{{header},"accountKeys":["{KEY}"],"recentBlockhash":"h","instructions":[{{"programIdIndex":0,"accounts":[],"data":""}}]}}}}}}"#
+        );
+        let result: TransactionResult = read(&json).expect("reads");
+        assert_eq!(
+            (result.slot, result.block_time, result.tx.version.clone()),
+            (7, None, Some(UiTransactionVersion::Number(0)))
+        );
+        let again: TransactionResult = parse(&mut to_vec(&result).expect("writes")).expect("reads back");
+        assert_eq!(again, result);
+    }
 }
