@@ -2,8 +2,9 @@
 //!
 //! Owns: the start-up order — (1) validate the config; (2) open RocksDB (before any thread is
 //! pinned: its background threads must not inherit a pin); (3) load the key table and restore
-//! each key's quota counters from the store's usage records; (4) on an empty key table, issue
-//! the first key (every scope) and print it once; (5) start the pinned compute pool; (6)
+//! each key's quota counters from the store's usage records; (4) start the pinned compute pool,
+//! each thread with its ledger source (a source that cannot open fails the start, before any
+//! key exists); (5) on an empty key table, issue the first key (every scope) and print it once; (6)
 //! re-queue the jobs a stopped process left live (the rest waits in the recovery backlog);
 //! (7) start the public listeners, then the admin listener (its bearer token created on the
 //! first start, its bound address written to the data directory for `xray keys`); (8) the
@@ -73,7 +74,6 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let started_ms = now_unix_ms();
     let key_admin = KeyAdmin { keys: Arc::new(load_keys(&*store, started_ms)?), store: store.clone() };
     let keys = key_admin.keys.clone();
-    let first_key = if keys.is_empty() { Some(issue_first_key(&key_admin, started_ms)?) } else { None };
     let labels = Labels::load(config.labels.as_deref())?;
     let metrics = Arc::new(Metrics::default());
     let index =
@@ -89,6 +89,12 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         ledger_failing.clone(),
     );
     let pool = Arc::new(start_pool(config, labels.clone(), Arc::new(sink))?);
+    // After the pool: a start that fails on its ledger source must not have created (and so
+    // never shown) the first key.
+    let first_key = match keys.is_empty() {
+        true => Some(issue_first_key(&key_admin, started_ms).inspect_err(|_| drop(pool.shutdown()))?),
+        false => None,
+    };
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
     let admission = Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms));
     let ip_limit = RateLimit::new(config.ip_failures_per_s, config.ip_failures_per_s).map_err(|e| e.to_string())?;

@@ -50,6 +50,18 @@ pub const RPC_SERVER_REQUEST_BYTES_MAX: usize = 1024 * 1024;
 /// Connections the local JSON-RPC server serves at once.
 pub const RPC_SERVER_CONNECTIONS_MAX: usize = 256;
 
+/// Deepest nesting of arrays and objects read from any ledger source (every wire type, every
+/// source). Solana's deepest jsonParsed answers nest about a dozen levels; reading is recursive
+/// (serde), so a hostile answer nested 200,000 deep would overflow a compute thread's stack
+/// and abort the process. Checked on simd-json's flat tape, before anything recursive runs.
+pub const LEDGER_JSON_DEPTH_MAX: usize = 64;
+
+/// Starts of one job, at most. Each start is recorded before the job runs; a job found live
+/// after this many took its process down every time (a stack overflow, an abort, the OOM
+/// killer) and would take every restart down again, so its next start ends it `FAILED`
+/// (`ANALYSIS_FAILED`, refunded) instead of running it.
+pub const JOB_STARTS_MAX: u32 = 3;
+
 /// Largest file `xray ledger inspect` and the snapshot source read.
 pub const LEDGER_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 

@@ -90,6 +90,12 @@ impl Outcome {
     pub fn panicked() -> Outcome {
         Outcome::failed(FailCode::AnalysisFailed, "the analysis failed unexpectedly")
     }
+
+    /// The outcome of a job whose every start took its process down: `ANALYSIS_FAILED`.
+    pub fn never_finished(starts: u32) -> Outcome {
+        let message = format!("the analysis was started {starts} times and its process stopped each time before it finished; it is not run again");
+        Outcome::failed(FailCode::AnalysisFailed, message)
+    }
 }
 
 fn ledger_failure(e: &LedgerError) -> Outcome {

@@ -42,7 +42,8 @@ pub struct Ticket {
 /// Where compute threads report progress (the store, the status index, long-poll waiters), and
 /// where they read the scores of analyses a comparison reuses.
 pub trait JobSink: ReusedScores + Send + Sync + 'static {
-    fn started(&self, ticket: &Ticket);
+    /// The job is about to run; `Err` is the outcome it ends with instead of running.
+    fn started(&self, ticket: &Ticket) -> Result<(), Outcome>;
     fn finished(&self, ticket: Ticket, outcome: Outcome);
 }
 
@@ -75,7 +76,9 @@ struct Shared {
 
 impl ComputePool {
     /// Starts `config.threads` compute threads; `make_source(i)` builds thread i's ledger
-    /// source on that thread (sources are single-threaded).
+    /// source on that thread (sources are single-threaded). Returns once every thread has its
+    /// source, or the first thread's error (and no thread left running) when one has none: a
+    /// server whose jobs could never run must not start and admit them.
     pub fn start<S, F>(
         config: PoolConfig,
         labels: Arc<Labels>,
@@ -95,6 +98,7 @@ impl ComputePool {
         let make_source = Arc::new(make_source);
         let cores = if config.pin { core_affinity::get_core_ids().unwrap_or_default() } else { Vec::new() };
         let mut handles = Vec::with_capacity(config.threads);
+        let (opened, opened_rx) = std::sync::mpsc::channel::<Result<(), String>>();
         for index in 0..config.threads {
             let shared = Shared {
                 queue: queue.clone(),
@@ -105,21 +109,41 @@ impl ComputePool {
                 config: config.clone(),
             };
             let make_source = make_source.clone();
+            let opened = opened.clone();
             let core = (!cores.is_empty()).then(|| cores[index % cores.len()]);
             let handle = std::thread::Builder::new()
                 .name(format!("xray-compute-{index}"))
                 .spawn(move || {
                     let pinned = core.is_some_and(core_affinity::set_for_current);
                     tracing::info!(thread = index, pinned, "compute thread started");
-                    match make_source(index) {
-                        Ok(source) => run_thread(shared, source),
-                        Err(e) => tracing::error!(thread = index, error = %e, "compute thread has no ledger source"),
+                    // Each thread's sender is dropped once it has reported (or unwound), so a
+                    // thread that panics while opening ends the wait below instead of hanging it.
+                    match make_source(index).and_then(|source| Ok((source, crate::ledger::runtime()?))) {
+                        Ok((source, runtime)) => {
+                            let _ = opened.send(Ok(()));
+                            drop(opened);
+                            run_thread(shared, source, runtime)
+                        }
+                        Err(e) => {
+                            let _ = opened.send(Err(format!("compute thread {index}: ledger source: {e}")));
+                        }
                     }
                 })
                 .map_err(|e| format!("spawning compute thread {index}: {e}"))?;
             handles.push(handle);
         }
-        Ok(ComputePool { queue, wake, stop, handles: std::sync::Mutex::new(handles) })
+        drop(opened);
+        let pool = ComputePool { queue, wake, stop, handles: std::sync::Mutex::new(handles) };
+        for _ in 0..config.threads {
+            let failure = match opened_rx.recv() {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => e,
+                Err(_) => "a compute thread ended before opening its ledger source".to_owned(),
+            };
+            pool.shutdown();
+            return Err(failure);
+        }
+        Ok(pool)
     }
 
     /// Hands a ticket to the compute threads, or back when the queue is full (or stopping).
@@ -155,11 +179,7 @@ impl ComputePool {
     }
 }
 
-fn run_thread<S: LedgerSource + 'static>(shared: Shared, source: S) {
-    let runtime = match crate::ledger::runtime() {
-        Ok(rt) => rt,
-        Err(e) => return tracing::error!(error = %e, "compute runtime"),
-    };
+fn run_thread<S: LedgerSource + 'static>(shared: Shared, source: S, runtime: tokio::runtime::Runtime) {
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, dispatch(Rc::new(shared), Rc::new(source)));
 }
@@ -181,7 +201,9 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
                     (shared.clone(), source.clone(), in_flight.clone(), slot_freed.clone());
                 tokio::task::spawn_local(async move {
                     let _slot = InFlightSlot { in_flight, slot_freed };
-                    shared.sink.started(&ticket);
+                    if let Err(outcome) = shared.sink.started(&ticket) {
+                        return shared.sink.finished(ticket, outcome);
+                    }
                     let scores: &dyn ReusedScores = &*shared.sink;
                     let run = execute(&*source, &shared.labels, &ticket.spec, shared.config.view, scores);
                     // A panic is a bug, but it must not strand the job RUNNING with its unit
@@ -236,7 +258,9 @@ mod tests {
     }
 
     impl JobSink for Collect {
-        fn started(&self, _: &Ticket) {}
+        fn started(&self, _: &Ticket) -> Result<(), Outcome> {
+            Ok(())
+        }
         fn finished(&self, ticket: Ticket, outcome: Outcome) {
             if let Ok(tx) = self.0.lock() {
                 let _ = tx.send((ticket, outcome));
@@ -246,6 +270,23 @@ mod tests {
 
     fn config(threads: usize, queue_capacity: usize) -> PoolConfig {
         PoolConfig { threads, queue_capacity, jobs_in_flight_max: 4, pin: true, view: ViewOptions::default() }
+    }
+
+    #[test]
+    fn a_thread_without_a_ledger_source_fails_the_start() {
+        let seed = crate::config::DEMO_SEED_DEFAULT;
+        let (tx, _rx) = mpsc::channel();
+        let sink = Arc::new(Collect(std::sync::Mutex::new(tx)));
+        let refuse_second = move |i: usize| match i {
+            1 => Err("snapshot /missing: no such directory".to_owned()),
+            _ => Ok(DemoLedger::new(seed)),
+        };
+        let started = ComputePool::start(config(3, 8), Labels::builtin(), refuse_second, sink.clone());
+        let error = started.err().expect("the start fails");
+        assert!(error.contains("compute thread 1") && error.contains("/missing"), "{error}");
+        let panics = |_: usize| -> Result<DemoLedger, String> { panic!("opening the source panicked") };
+        let error = ComputePool::start(config(1, 8), Labels::builtin(), panics, sink).err().expect("the start fails");
+        assert!(error.contains("before opening"), "{error}");
     }
 
     #[test]
@@ -289,15 +330,15 @@ mod tests {
         }
     }
 
-    /// The demo ledger, except that reading `bomb`'s account panics.
-    struct PanicsOn(DemoLedger, crate::pubkey::Pubkey);
+    /// The demo ledger, with a hook run before each account read (to panic, or to block).
+    struct Hooked<F>(DemoLedger, F);
 
-    impl LedgerSource for PanicsOn {
+    impl<F: Fn(&Pubkey)> LedgerSource for Hooked<F> {
         fn name(&self) -> &'static str {
             "demo"
         }
         async fn get_account_info(&self, a: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
-            assert!(*a != self.1, "a bug in reading this account");
+            (self.1)(a);
             self.0.get_account_info(a).await
         }
         async fn get_multiple_accounts(
@@ -337,7 +378,11 @@ mod tests {
         let pool = ComputePool::start(
             config,
             Labels::builtin(),
-            move |_| Ok(PanicsOn(DemoLedger::new(seed), bomb)),
+            move |_| {
+                Ok(Hooked(DemoLedger::new(seed), move |a: &Pubkey| {
+                    assert!(*a != bomb, "a bug in reading this account")
+                }))
+            },
             Arc::new(Collect(std::sync::Mutex::new(tx))),
         )
         .unwrap();
@@ -358,20 +403,37 @@ mod tests {
     #[test]
     fn a_full_queue_hands_the_ticket_back() {
         let (tx, _rx) = mpsc::channel();
-        // No thread can pop: the source never comes up, so the queue only fills.
-        let pool = ComputePool::start(
-            config(1, 2),
-            Labels::builtin(),
-            |_| Err::<DemoLedger, _>("no source".to_owned()),
-            Arc::new(Collect(std::sync::Mutex::new(tx))),
-        )
-        .unwrap();
+        // The only thread's only slot blocks in its first read until the gate's sender is
+        // dropped, so after it popped the first ticket the queue only fills.
+        let (open_gate, gate) = mpsc::channel::<()>();
+        let gate = Arc::new(std::sync::Mutex::new(gate));
+        let seed = crate::config::DEMO_SEED_DEFAULT;
+        let blocks = move |_| {
+            let gate = gate.clone();
+            Ok(Hooked(DemoLedger::new(seed), move |_: &Pubkey| drop(gate.lock().map(|g| g.recv()))))
+        };
+        let config = PoolConfig { jobs_in_flight_max: 1, ..config(1, 2) };
+        let pool = ComputePool::start(config, Labels::builtin(), blocks, Arc::new(Collect(std::sync::Mutex::new(tx))))
+            .unwrap();
         let t =
             |id: &str| Ticket { id: id.into(), spec: JobSpec::Analysis { wallet: crate::pubkey::Pubkey::default() } };
+        assert!(pool.submit(t("running")).is_ok());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while pool.depth() > 0 {
+            assert!(std::time::Instant::now() < deadline, "the first ticket is popped");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert!(pool.submit(t("1")).is_ok());
         assert!(pool.submit(t("2")).is_ok());
         assert_eq!(pool.submit(t("3")), Err(t("3")));
         assert_eq!(pool.depth(), 2);
+        // The gate opens once `shutdown` has stopped popping: the running job finishes, the
+        // two queued tickets are handed back.
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(open_gate);
+        });
         assert_eq!(pool.shutdown().len(), 2, "queued tickets are handed back at shutdown");
+        opener.join().unwrap();
     }
 }

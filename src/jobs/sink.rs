@@ -22,6 +22,7 @@ use bytes::Bytes;
 use crate::auth::key::KeyId;
 use crate::auth::table::KeyTable;
 use crate::clock::now_unix_ms;
+use crate::config;
 use crate::engine::report::Score;
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::{FailCode, Outcome, ReusedScores};
@@ -105,15 +106,21 @@ fn store_outcome(outcome: Outcome) -> store::Completion {
 }
 
 impl JobSink for StoreSink {
-    fn started(&self, ticket: &Ticket) {
+    fn started(&self, ticket: &Ticket) -> Result<(), Outcome> {
         let now_ms = now_unix_ms();
         self.started.pin().insert(ticket.id.clone(), Instant::now());
-        if let Err(e) = self.store.mark_running(&ticket.id, now_ms) {
-            tracing::warn!(job = %ticket.id, error = %e, "marking a job running failed");
+        match self.store.mark_running(&ticket.id, now_ms) {
+            Ok(record) if record.starts > config::JOB_STARTS_MAX => {
+                tracing::error!(job = %ticket.id, starts = record.starts, "a job that never finished is not started again");
+                return Err(Outcome::never_finished(config::JOB_STARTS_MAX));
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(job = %ticket.id, error = %e, "marking a job running failed"),
         }
         if let Some(live) = self.index.get(&ticket.id) {
             live.mark_running(now_ms);
         }
+        Ok(())
     }
 
     fn finished(&self, ticket: Ticket, outcome: Outcome) {

@@ -12,6 +12,8 @@
 //! instruction type or extension (those stay raw `Value`s). Deliberately absent: meaning.
 //! Turning these into the domain model is `ledger::model` / `ledger::instruction`'s job.
 //!
+//! Invariant: nothing recursive reads a document nested deeper than
+//! `config::LEDGER_JSON_DEPTH_MAX` (checked on simd-json's flat tape first).
 //! Invariant: no reading buffers a subtree. serde's `untagged` and `flatten` read a whole
 //! object into an intermediate tree and then try each shape against it (measured: a quarter
 //! of a getTransaction decode); so the enums here write untagged but read in one pass — by
@@ -25,8 +27,10 @@ use std::marker::PhantomData;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{DeserializeOwned, Error as _, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
+use simd_json::tape::Node;
 pub use simd_json::OwnedValue as Value;
 
+use crate::config;
 use crate::ledger::LedgerError;
 
 /// The JSON-RPC 2.0 envelope of one response.
@@ -609,13 +613,40 @@ pub struct UiBlock {
 
 /// Parses a JSON-RPC response body. simd-json works in place, so it takes the bytes mutably.
 pub fn parse_response<T: DeserializeOwned>(body: &mut [u8]) -> Result<RpcResponse<T>, LedgerError> {
-    simd_json::serde::from_slice(body).map_err(|e| LedgerError::Malformed(e.to_string()))
+    parse(body)
 }
 
-/// Parses any JSON document into `T` (bare results, snapshot files).
+/// Parses any JSON document into `T` (bare results, snapshot files): simd-json's tape first (a
+/// flat list, built without recursion), its nesting checked against
+/// `config::LEDGER_JSON_DEPTH_MAX`, then the recursive typed read.
 pub fn parse<T: DeserializeOwned>(body: &mut [u8]) -> Result<T, LedgerError> {
-    simd_json::serde::from_slice(body).map_err(|e| LedgerError::Malformed(e.to_string()))
+    let malformed = |e: simd_json::Error| LedgerError::Malformed(e.to_string());
+    let tape = simd_json::to_tape(body).map_err(malformed)?;
+    check_depth(&tape.0, config::LEDGER_JSON_DEPTH_MAX)?;
+    tape.deserialize().map_err(malformed)
 }
+
+/// Refuses a tape whose arrays and objects nest deeper than `depth_max`. One pass over the
+/// nodes; memory bounded by `depth_max` (the end of each open container).
+fn check_depth(nodes: &[Node<'_>], depth_max: usize) -> Result<(), LedgerError> {
+    let mut open_ends: Vec<usize> = Vec::with_capacity(depth_max.min(NESTING_PREALLOCATED));
+    for (i, node) in nodes.iter().enumerate() {
+        while open_ends.last().is_some_and(|&end| i >= end) {
+            open_ends.pop();
+        }
+        if let Node::Object { count, .. } | Node::Array { count, .. } = node {
+            if open_ends.len() == depth_max {
+                return Err(LedgerError::Malformed(format!("JSON nested deeper than {depth_max} levels")));
+            }
+            // A container's `count` nodes (members, keys of objects included) follow it.
+            open_ends.push(i.saturating_add(1).saturating_add(*count));
+        }
+    }
+    Ok(())
+}
+
+/// Nesting levels `check_depth` makes room for up front (real answers stay well inside).
+const NESTING_PREALLOCATED: usize = 16;
 
 /// Serializes a wire value to JSON bytes.
 pub fn to_vec<T: Serialize>(value: &T) -> Result<Vec<u8>, LedgerError> {
@@ -719,5 +750,79 @@ mod tests {
         );
         let again: TransactionResult = parse(&mut to_vec(&result).expect("writes")).expect("reads back");
         assert_eq!(again, result);
+    }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Nesting of arrays and objects by recursion over the bytes' structure (the reference).
+    fn nesting(json: &str) -> usize {
+        let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+        for c in json.chars() {
+            match (in_string, escaped, c) {
+                (true, true, _) => escaped = false,
+                (true, false, '\\') => escaped = true,
+                (true, false, '"') | (false, _, '"') => in_string = !in_string,
+                (false, _, '[' | '{') => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                (false, _, ']' | '}') => depth -= 1,
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    fn depth_ok(json: &str, depth_max: usize) -> bool {
+        let mut bytes = json.as_bytes().to_vec();
+        let tape = simd_json::to_tape(&mut bytes).expect("valid JSON");
+        check_depth(&tape.0, depth_max).is_ok()
+    }
+
+    fn json_tree() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![Just("1".to_owned()), Just("\"[{\\\"\"".to_owned()), Just("null".to_owned())];
+        leaf.prop_recursive(8, 64, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec(inner, 0..4).prop_map(|v| {
+                    let members: Vec<String> = v.iter().enumerate().map(|(i, m)| format!("\"k{i}\":{m}")).collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_tape_check_counts_nesting_as_the_bytes_do(json in json_tree()) {
+            let depth = nesting(&json);
+            prop_assert!(depth_ok(&json, depth), "{json} is {depth} deep");
+            if depth > 0 {
+                prop_assert!(!depth_ok(&json, depth - 1), "{json} is {depth} deep");
+            }
+        }
+    }
+
+    #[test]
+    fn a_hostile_nesting_is_refused_before_any_recursive_read() {
+        let deep = 200_000;
+        let mut body =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}{}}}"#, "[".repeat(deep), "]".repeat(deep)).into_bytes();
+        let refused = parse_response::<Value>(&mut body).expect_err("refused");
+        assert!(matches!(&refused, LedgerError::Malformed(m) if m.contains("nested deeper than 64")), "{refused}");
+        let fine =
+            format!("{}{}", "[".repeat(config::LEDGER_JSON_DEPTH_MAX), "]".repeat(config::LEDGER_JSON_DEPTH_MAX));
+        assert!(parse::<Value>(&mut fine.into_bytes()).is_ok());
+        let over = format!(
+            "{}{}",
+            "[".repeat(config::LEDGER_JSON_DEPTH_MAX + 1),
+            "]".repeat(config::LEDGER_JSON_DEPTH_MAX + 1)
+        );
+        assert!(parse::<Value>(&mut over.into_bytes()).is_err());
     }
 }

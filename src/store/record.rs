@@ -140,6 +140,11 @@ pub struct JobRecord {
     /// Engine version the job was admitted under; replaced by the producing engine's version
     /// when it completes `Ready`.
     pub engine_version: String,
+    /// Times a compute thread started the job (`Store::mark_running`). A job still live after
+    /// `config::JOB_STARTS_MAX` starts took its process down each time (a kill, an abort) and
+    /// is not started again. Absent in records of older versions: none counted.
+    #[serde(default)]
+    pub starts: u32,
 }
 
 impl JobRecord {
@@ -170,6 +175,7 @@ impl JobRecord {
             quota_period_start_ms,
             error: None,
             engine_version,
+            starts: 0,
         }
     }
 }

@@ -398,7 +398,8 @@ impl Store for RocksStore {
         let job = self.live_job(id, "start", &[JobState::Queued, JobState::Running])?;
         let mut batch = WriteBatch::default();
         self.delete_live(&mut batch, &job)?;
-        let running = JobRecord { state: JobState::Running, started_at_ms: Some(started_at_ms), ..job };
+        let starts = job.starts.saturating_add(1);
+        let running = JobRecord { state: JobState::Running, started_at_ms: Some(started_at_ms), starts, ..job };
         batch.put_cf(self.cf(CF_LIVE)?, enc::live_key(running.state, running.created_at_ms, &running.id), []);
         self.put_job(&mut batch, &running)?;
         self.db.write_opt(batch, &self.relaxed)?;

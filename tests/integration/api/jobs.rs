@@ -148,6 +148,51 @@ fn finished_polls_from_memory_equal_those_from_the_store() {
     }
 }
 
+/// A ledger source that cannot open (a snapshot directory that is not there) fails the start
+/// with its reason, instead of a server that admits and charges jobs it can never run; and the
+/// failed start created no first key (the next, working start prints one).
+#[test]
+fn a_server_without_a_working_ledger_source_does_not_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-snapshot");
+    let mut config = config_in(dir.path(), |c| c.ledger = xray::config::SourceSpec::Snapshot { dir: missing });
+    let error = xray::serve::start(&config).err().expect("the start fails");
+    assert!(error.contains("ledger source") && error.contains("no-such-snapshot"), "{error}");
+    config.ledger = xray::config::SourceSpec::Demo { seed: xray::config::DEMO_SEED_DEFAULT };
+    let running = xray::serve::start(&config).expect("starts with a ledger");
+    assert!(running.first_key.is_some(), "the first key is issued by the first start that serves");
+    running.shutdown().expect("clean shutdown");
+}
+
+/// A job whose process went down at every start (an abort, the OOM killer) is left RUNNING
+/// with its starts counted; at `JOB_STARTS_MAX` the next start ends it FAILED and refunds its
+/// unit instead of running it (and taking the process down) again. Simulated: the store is
+/// given the record such a process leaves, then the server starts on it.
+#[test]
+fn a_job_that_never_finished_is_not_started_again() {
+    use xray::store::{JobKind, JobRecord, Store};
+    let mut server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let id = "an_CkBqBaVNZQivNt9KpjngFq";
+    let now_ms = xray::clock::now_unix_ms();
+    let period_ms = xray::limits::quota::period_start_ms(now_ms, xray::limits::quota::QuotaPeriod::Month);
+    server.restart_with_store(|store| {
+        let kind = JobKind::Analysis { wallet: CLEAN.to_owned() };
+        let (account, key_id, version) = (key.account.clone(), key.id.clone(), "xray-1".to_owned());
+        let record = JobRecord::queued(id.into(), kind, account, key_id, now_ms - 1, false, true, period_ms, version);
+        store.admit(&record).expect("admitted");
+        for start in 1..=xray::config::JOB_STARTS_MAX {
+            assert_eq!(store.mark_running(id, now_ms).expect("started").starts, start);
+        }
+    });
+    let failed = server.finish(&analysis_path(id), &key.secret);
+    assert_eq!((failed.job_status(), &failed.data()["error"]["code"]), ("FAILED", &json!("ANALYSIS_FAILED")));
+    let message = failed.data()["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("started 3 times"), "{failed:?}");
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved, usage.refunded), (0, 0, 1), "refunded: {usage:?}");
+}
+
 #[test]
 fn wait_is_whole_seconds_from_0_to_30() {
     let server = serve(|_| {});

@@ -293,7 +293,7 @@ pub struct TestServer {
 
 /// The configuration every test starts from: port 0 for both listeners, a fresh data dir, two
 /// listener threads and one compute thread; `tweak` adjusts it.
-fn config_in(dir: &std::path::Path, tweak: impl FnOnce(&mut ServeConfig)) -> ServeConfig {
+pub fn config_in(dir: &std::path::Path, tweak: impl FnOnce(&mut ServeConfig)) -> ServeConfig {
     let mut config = ServeConfig {
         listen: "127.0.0.1:0".parse().expect("addr"),
         admin_listen: "127.0.0.1:0".parse().expect("addr"),
@@ -438,9 +438,28 @@ impl TestServer {
     /// Shuts the server down gracefully and starts it again on the same data dir (a new port):
     /// everything it knows afterwards comes from the store. Keys issued by `key` persist.
     pub fn restart(&mut self) {
+        self.stop();
+        self.start_again();
+    }
+
+    /// Shuts the server down gracefully, lets `edit` change its store as an earlier process
+    /// could have left it (RocksDB opened directly on the data dir), and starts it again.
+    pub fn restart_with_store(&mut self, edit: impl FnOnce(&xray::store::RocksStore)) {
+        self.stop();
+        let db = self.config.data_dir.join(xray::serve::DB_DIR_NAME);
+        let store = xray::store::RocksStore::open(&db, &xray::store::StoreOptions::default()).expect("store opens");
+        edit(&store);
+        drop(store);
+        self.start_again();
+    }
+
+    fn stop(&mut self) {
         if let Some(running) = self.running.take() {
             running.shutdown().expect("clean shutdown");
         }
+    }
+
+    fn start_again(&mut self) {
         let running = xray::serve::start(&self.config).expect("server restarts");
         self.addr = running.api.local_addr();
         self.running = Some(running);

@@ -300,6 +300,20 @@ fn corrupt_files_are_malformed_and_named() {
     let e = rt.block_on(s.get_transactions(&[sig(1)])).unwrap_err();
     assert!(matches!(&e, LedgerError::Malformed(m) if m.contains(&tx_rel)), "{e}");
 
+    // Nested 200,000 deep in the account's data (this aborted the process with a stack
+    // overflow before the depth check): refused as malformed, the whole view too.
+    let deep = 200_000;
+    let nested = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"context":{{"slot":1}},"value":{{"lamports":1,"owner":"11111111111111111111111111111111","executable":false,"rentEpoch":0,"data":{}{}}}}}}}"#,
+        "[".repeat(deep),
+        "]".repeat(deep)
+    );
+    std::fs::write(dir.path().join(&account_rel), nested).unwrap();
+    let e = rt.block_on(s.get_account_info(&w.wallet)).unwrap_err();
+    assert!(matches!(&e, LedgerError::Malformed(m) if m.contains(&account_rel) && m.contains("nested deeper")), "{e}");
+    let e = rt.block_on(build_view(&s, &w.wallet, ViewOptions::default())).unwrap_err();
+    assert!(matches!(&e, LedgerError::Malformed(_)), "{e}");
+
     // Over the size limit (a sparse file: no bytes are written or read).
     let big = std::fs::File::create(dir.path().join(&account_rel)).unwrap();
     big.set_len(xray::config::LEDGER_FILE_BYTES_MAX + 1).unwrap();
