@@ -59,8 +59,9 @@ pub const LEDGER_JSON_DEPTH_MAX: usize = 64;
 /// Starts of one job, at most. Each start is recorded before the job runs; a job found live
 /// after this many took its process down every time (a stack overflow, an abort, the OOM
 /// killer) and would take every restart down again, so its next start ends it `FAILED`
-/// (`ANALYSIS_FAILED`, refunded) instead of running it.
-pub const JOB_STARTS_MAX: u32 = 3;
+/// (`ANALYSIS_FAILED`, refunded) instead of running it. Five, not fewer: an operator's kill
+/// while a slow job runs also counts, and one unlucky job should not fail for two of those.
+pub const JOB_STARTS_MAX: u32 = 5;
 
 /// Largest file `xray ledger inspect` and the snapshot source read.
 pub const LEDGER_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
