@@ -37,7 +37,7 @@ use crate::jobs::finished::FinishedJobs;
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{ComputePool, PoolConfig};
 use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery};
-use crate::jobs::sink::StoreSink;
+use crate::jobs::sink::{Failing, StoreSink};
 use crate::labels::Labels;
 use crate::ledger::source::Source;
 use crate::ledger::view::ViewOptions;
@@ -78,17 +78,18 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let metrics = Arc::new(Metrics::default());
     let index =
         Arc::new(StatusIndex::new(config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread));
-    let ledger_failing = Arc::new(AtomicBool::new(false));
+    let (ledger_failing, store_failing) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let finished = Arc::new(FinishedJobs::new(config::FINISHED_CACHE_BYTES, config::FINISHED_CACHE_ENTRIES_MAX));
-    let sink = StoreSink::new(
+    let failing = Failing { ledger: ledger_failing.clone(), store: store_failing.clone() };
+    let sink = Arc::new(StoreSink::new(
         store.clone(),
         index.clone(),
         finished.clone(),
         keys.clone(),
         metrics.clone(),
-        ledger_failing.clone(),
-    );
-    let pool = Arc::new(start_pool(config, labels.clone(), Arc::new(sink))?);
+        failing,
+    ));
+    let pool = Arc::new(start_pool(config, labels.clone(), sink.clone())?);
     // After the pool: a start that fails on its ledger source must not have created (and so
     // never shown) the first key.
     let first_key = match keys.is_empty() {
@@ -112,6 +113,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         waiters: AtomicUsize::new(0),
         waiters_max: config.long_poll_waiters_max,
         ledger_failing,
+        store_failing,
     });
     let mut backlog = Recovery::new(started_ms);
     backlog.refill(&admission);
@@ -119,7 +121,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let _ = app.base_url.set(config.base_url(api.local_addr()));
     let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
     let admin = start_admin(config, admin_state)?;
-    let housekeeping = Some(spawn_housekeeping(admission, backlog, config.retention_days)?);
+    let housekeeping = Some(spawn_housekeeping(admission, sink, backlog, config.retention_days)?);
     Ok(Running { api, admin, app, store, housekeeping, first_key })
 }
 

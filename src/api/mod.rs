@@ -69,6 +69,9 @@ pub struct App {
     pub waiters_max: usize,
     /// Set by the sink while the ledger source fails (`service.status: degraded`).
     pub ledger_failing: Arc<AtomicBool>,
+    /// Set by the sink while job completions wait for the store (`degraded`, and in
+    /// `/healthz`).
+    pub store_failing: Arc<AtomicBool>,
 }
 
 impl App {
@@ -78,10 +81,11 @@ impl App {
         self.base_url.get().map_or("", String::as_str)
     }
 
-    /// `ok`, or `degraded` when the queue is more than 90 % full or the ledger source fails.
+    /// `ok`, or `degraded` when the queue is more than 90 % full, the ledger source fails or
+    /// the store refuses job completions.
     pub fn service_status(&self) -> &'static str {
         let full = self.pool.depth() * 100 > self.pool.capacity() * DEGRADED_QUEUE_PERCENT;
-        if full || self.ledger_failing.load(Ordering::Relaxed) {
+        if full || self.ledger_failing.load(Ordering::Relaxed) || self.store_failing.load(Ordering::Relaxed) {
             "degraded"
         } else {
             "ok"
@@ -124,13 +128,17 @@ impl Handler for ApiHandler {
 
 const HEALTH_OK: &[u8] = br#"{"status":"ok"}"#;
 const HEALTH_DRAINING: &[u8] = br#"{"status":"draining"}"#;
+const HEALTH_DEGRADED: &[u8] = br#"{"status":"degraded"}"#;
 
-/// `GET /healthz`: 200 while serving, 503 once draining (contract §8).
-pub fn health(stop: &StopState) -> ApiResponse {
-    if stop.is_draining() {
-        ApiResponse::json(503, Bytes::from_static(HEALTH_DRAINING))
-    } else {
-        ApiResponse::json(200, Bytes::from_static(HEALTH_OK))
+/// `GET /healthz`: 200 while serving (`degraded` in the body while the store refuses job
+/// completions, an extension of contract §8), 503 once draining.
+pub fn health(stop: &StopState, store_failing: bool) -> ApiResponse {
+    match (stop.is_draining(), store_failing) {
+        (true, _) => ApiResponse::json(503, Bytes::from_static(HEALTH_DRAINING)),
+        // Still serving (polls, status, refusals): 200, so a load balancer keeps the node,
+        // and the body says that results are not being stored.
+        (false, true) => ApiResponse::json(200, Bytes::from_static(HEALTH_DEGRADED)),
+        (false, false) => ApiResponse::json(200, Bytes::from_static(HEALTH_OK)),
     }
 }
 
@@ -143,7 +151,7 @@ impl ApiHandler {
         };
         let label = route_label(&route);
         if route == Route::Healthz {
-            return (label, health(&self.stop));
+            return (label, health(&self.stop, app.store_failing.load(Ordering::Relaxed)));
         }
         let now_ns = app.clock.now_ns();
         let now_ms = now_unix_ms();
@@ -211,7 +219,7 @@ impl ApiHandler {
             Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
             Route::Status => endpoints.status(),
             Route::Usage => endpoints.usage(),
-            Route::Healthz => Ok(health(&self.stop)),
+            Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
         }
     }
 }

@@ -43,7 +43,7 @@ impl DemoHandler {
     fn answer(&self, request: &ApiRequest) -> Result<ApiResponse, ApiError> {
         let route = route(request.method, &request.path)?;
         if route == Route::Healthz {
-            return Ok(health(&self.stop));
+            return Ok(health(&self.stop, false));
         }
         bearer_token(request.authorization.as_deref()).map_err(ApiError::Unauthenticated)?;
         match route {
@@ -178,10 +178,13 @@ mod tests {
     }
 
     #[test]
-    fn health_follows_draining() {
+    fn health_follows_draining_and_a_failing_store() {
         let stop = StopState::default();
-        assert_eq!(health(&stop).status, 200);
+        assert_eq!(health(&stop, false).status, 200);
+        let degraded = health(&stop, true);
+        assert_eq!((degraded.status, &degraded.body[..]), (200, &br#"{"status":"degraded"}"#[..]));
         stop.start_draining();
-        assert_eq!(health(&stop).status, 503);
+        assert_eq!(health(&stop, false).status, 503);
+        assert_eq!(health(&stop, true).status, 503);
     }
 }

@@ -389,7 +389,7 @@ mod tests {
         } else {
             Completion::Failed { code: "ANALYSIS_FAILED".into(), message: "m".into() }
         };
-        let record = store.complete(id, created_at_ms + 10, outcome).unwrap();
+        let record = store.complete(id, created_at_ms + 10, &outcome).unwrap();
         StoredJob::new(record, ready.then(|| Bytes::from(payload)))
     }
 

@@ -1,7 +1,8 @@
 //! Recovery after a restart, and the housekeeping thread that carries it out: each key's quota
 //! counters restored from the store (`restore_quota`), the jobs a stopped process left
 //! `RUNNING` or `QUEUED` handed out in bounded pages (`Backlog`) and re-queued as the work queue
-//! has room (`Recovery`), and the retention purge of finished jobs.
+//! has room (`Recovery`), the retention purge of finished jobs, and the retry of job
+//! completions the store refused (`StoreSink::retry_unsettled`, each tick).
 //!
 //! Owns: a position in the backlog (state and cursor) and the few jobs of its last page that
 //! did not fit yet, never the whole backlog. Called by `serve` at start-up (main thread) and
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::admission::Admission;
 use super::finished::FinishedJobs;
+use super::sink::StoreSink;
 use crate::auth::table::KeyTable;
 use crate::clock::now_unix_ms;
 use crate::config::{self, STORE_PAGE_LEN_MAX};
@@ -142,6 +144,7 @@ impl Housekeeping {
 
 pub fn spawn_housekeeping(
     admission: Arc<Admission>,
+    sink: Arc<StoreSink>,
     mut recovery: Recovery,
     retention_days: u32,
 ) -> Result<Housekeeping, String> {
@@ -153,6 +156,7 @@ pub fn spawn_housekeeping(
             let mut last_sweep: Option<Instant> = None;
             while !stopped.load(Ordering::Acquire) {
                 recovery.refill(&admission);
+                sink.retry_unsettled();
                 let due =
                     last_sweep.is_none_or(|t| t.elapsed() >= Duration::from_secs(config::RETENTION_SWEEP_INTERVAL_S));
                 if due {

@@ -6,12 +6,22 @@
 //! settled the same way; (3) the finished job is kept in memory (`jobs::finished`); (4) the job
 //! leaves the status index, which wakes its waiters. Polls that miss the index after (4) find
 //! the finished job in memory (3), or in the store (1) once memory let it go.
-//! Also reads the scores of analyses a comparison reuses. Runs on compute threads only.
+//! And what happens when (1) fails: a result the store refuses for good (over a record limit)
+//! ends the job `FAILED` (`ANALYSIS_FAILED`, refunded); any other failure (I/O, a full disk, a
+//! busy engine) keeps the completion (`Unsettled`) and the job live — in the index, so polls
+//! say `RUNNING` and an equal POST deduplicates onto it instead of admitting a second charged
+//! job — and the housekeeping thread retries it (`retry_unsettled`) until the store takes it;
+//! meanwhile `store_failing` makes the service `degraded`.
+//! Also reads the scores of analyses a comparison reuses. Runs on compute threads (and the
+//! housekeeping thread for retries).
 //!
-//! Invariant: the in-memory quota moves only after the store's copy moved, so memory never
-//! shows a charge or refund the disk does not have.
-//! Deliberately absent: retries of a failed store write. The job then stays live in the store
-//! (re-run after a restart, charged once) and the error is logged.
+//! Invariant: the in-memory quota, the finished cache and the index move only after the store's
+//! copy moved, so memory never shows a charge, refund or result the disk does not have.
+//! Invariant: unsettled completions are at most one per live job (bounded by the index), and
+//! their payloads at most `config::UNSETTLED_PAYLOAD_BYTES_MAX` together: past it a result
+//! waits as a `FAILED` completion (refunded) instead.
+//! Deliberately absent: keeping unsettled completions across a stop. The store still has those
+//! jobs live, so the next start runs them again, charged once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,7 +41,7 @@ use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::{Operation, ReleaseCause, Reservation};
 use crate::metrics::{JobLabel, JobOutcomeLabel, Metrics};
-use crate::store::{self, JobKind, JobRecord, Store};
+use crate::store::{self, Completion, JobKind, JobRecord, Store, StoreError};
 
 /// The sink of the running server.
 pub struct StoreSink {
@@ -42,8 +52,33 @@ pub struct StoreSink {
     pub metrics: Arc<Metrics>,
     /// Shared with `App::ledger_failing`.
     pub ledger_failing: Arc<AtomicBool>,
+    /// Set while completions wait for the store (`service.status: degraded`).
+    pub store_failing: Arc<AtomicBool>,
     /// When each running job started, for the duration metric (compute threads only).
     started: papaya::HashMap<String, Instant>,
+    /// Completions the store did not take yet, and their payload bytes.
+    unsettled: parking_lot::Mutex<(Vec<Unsettled>, usize)>,
+}
+
+/// A completion the store has not taken yet.
+struct Unsettled {
+    id: String,
+    completion: Completion,
+}
+
+fn payload_len(completion: &Completion) -> usize {
+    match completion {
+        Completion::Ready { payload_json, .. } => payload_json.len(),
+        Completion::Failed { .. } => 0,
+    }
+}
+
+/// What a job whose result the store cannot hold ends with.
+fn unstorable() -> Completion {
+    Completion::Failed {
+        code: FailCode::AnalysisFailed.as_str().to_owned(),
+        message: "the analysis result could not be stored".to_owned(),
+    }
 }
 
 impl StoreSink {
@@ -53,9 +88,77 @@ impl StoreSink {
         finished: Arc<FinishedJobs>,
         keys: Arc<KeyTable>,
         metrics: Arc<Metrics>,
-        ledger_failing: Arc<AtomicBool>,
+        failing: Failing,
     ) -> StoreSink {
-        StoreSink { store, index, finished, keys, metrics, ledger_failing, started: papaya::HashMap::new() }
+        let Failing { ledger: ledger_failing, store: store_failing } = failing;
+        let (started, unsettled) = (papaya::HashMap::new(), parking_lot::Mutex::new((Vec::new(), 0)));
+        StoreSink { store, index, finished, keys, metrics, ledger_failing, store_failing, started, unsettled }
+    }
+
+    /// Writes a job's completion and, once the store took it, settles memory: quota, finished
+    /// cache, index (in that order). Returns the completion when the store could not take it.
+    fn settle(&self, id: String, completion: Completion) -> Option<Unsettled> {
+        match self.store.complete(&id, now_unix_ms(), &completion) {
+            Ok(record) => {
+                self.settle_quota(&record);
+                self.observe(&record, &id);
+                let payload = match completion {
+                    Completion::Ready { payload_json, .. } => Some(Bytes::from(payload_json)),
+                    Completion::Failed { .. } => None,
+                };
+                // Before the index lets go of the job, so a poll finds it in one or the other.
+                self.finished.keep_finished(StoredJob::new(record, payload));
+                self.index.remove(&id);
+                None
+            }
+            Err(StoreError::Invalid(reason)) if payload_len(&completion) > 0 => {
+                tracing::error!(job = %id, %reason, "the result cannot be stored: the job ends FAILED");
+                self.settle(id, unstorable())
+            }
+            Err(e @ StoreError::State { .. }) => {
+                // Not live in the store (finished already): nothing is left to settle.
+                tracing::warn!(job = %id, error = %e, "a completion found its job finished");
+                self.started.pin().remove(&id);
+                self.index.remove(&id);
+                None
+            }
+            Err(e) => {
+                tracing::error!(job = %id, error = %e, "persisting a job's result failed: kept, retried");
+                Some(Unsettled { id, completion })
+            }
+        }
+    }
+
+    /// Keeps a completion for `retry_unsettled`, within the payload budget.
+    fn keep_unsettled(&self, mut unsettled: Unsettled) {
+        let mut guard = self.unsettled.lock();
+        let (waiting, bytes) = &mut *guard;
+        if bytes.saturating_add(payload_len(&unsettled.completion)) > config::UNSETTLED_PAYLOAD_BYTES_MAX {
+            unsettled.completion = unstorable();
+        }
+        *bytes += payload_len(&unsettled.completion);
+        waiting.push(unsettled);
+        self.store_failing.store(true, Ordering::Relaxed);
+    }
+
+    /// Writes the completions the store refused before (housekeeping thread); the service is
+    /// `degraded` until none is left.
+    pub fn retry_unsettled(&self) {
+        let waiting = std::mem::take(&mut *self.unsettled.lock()).0;
+        if waiting.is_empty() {
+            return;
+        }
+        let left: Vec<Unsettled> = waiting.into_iter().filter_map(|u| self.settle(u.id, u.completion)).collect();
+        let mut guard = self.unsettled.lock();
+        let (waiting, bytes) = &mut *guard;
+        waiting.extend(left);
+        *bytes = waiting.iter().map(|u| payload_len(&u.completion)).sum();
+        self.store_failing.store(!waiting.is_empty(), Ordering::Relaxed);
+    }
+
+    /// Completions waiting for the store.
+    pub fn unsettled_len(&self) -> usize {
+        self.unsettled.lock().0.len()
     }
 
     /// Settles the job's unit in its key's in-memory counter, as the store just did.
@@ -96,12 +199,18 @@ impl StoreSink {
     }
 }
 
-fn store_outcome(outcome: Outcome) -> store::Completion {
+/// The flags a sink raises for `service.status`, shared with `App`.
+pub struct Failing {
+    pub ledger: Arc<AtomicBool>,
+    pub store: Arc<AtomicBool>,
+}
+
+fn store_outcome(outcome: Outcome) -> Completion {
     match outcome {
         Outcome::Ready { payload } => {
-            store::Completion::Ready { payload_json: payload, engine_version: ENGINE_VERSION_TAG.to_owned() }
+            Completion::Ready { payload_json: payload, engine_version: ENGINE_VERSION_TAG.to_owned() }
         }
-        Outcome::Failed { code, message } => store::Completion::Failed { code: code.as_str().to_owned(), message },
+        Outcome::Failed { code, message } => Completion::Failed { code: code.as_str().to_owned(), message },
     }
 }
 
@@ -126,23 +235,9 @@ impl JobSink for StoreSink {
     fn finished(&self, ticket: Ticket, outcome: Outcome) {
         let upstream_failed = matches!(outcome, Outcome::Failed { code: FailCode::UpstreamUnavailable, .. });
         self.ledger_failing.store(upstream_failed, Ordering::Relaxed);
-        let payload = match &outcome {
-            Outcome::Ready { payload } => Some(Bytes::copy_from_slice(payload)),
-            Outcome::Failed { .. } => None,
-        };
-        match self.store.complete(&ticket.id, now_unix_ms(), store_outcome(outcome)) {
-            Ok(record) => {
-                self.settle_quota(&record);
-                self.observe(&record, &ticket.id);
-                // Before the index lets go of the job, so a poll finds it in one or the other.
-                self.finished.keep_finished(StoredJob::new(record, payload));
-            }
-            Err(e) => {
-                self.started.pin().remove(&ticket.id);
-                tracing::error!(job = %ticket.id, error = %e, "persisting a job's result failed");
-            }
+        if let Some(unsettled) = self.settle(ticket.id, store_outcome(outcome)) {
+            self.keep_unsettled(unsettled);
         }
-        self.index.remove(&ticket.id);
     }
 }
 

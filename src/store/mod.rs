@@ -212,7 +212,7 @@ pub trait Store: Send + Sync {
     fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord>;
     /// Finishes a live job: stores the payload (`Ready`) or the error (`Failed`), commits or
     /// refunds the reservation, in one durable batch. Returns the updated record.
-    fn complete(&self, id: &str, completed_at_ms: u64, outcome: Completion) -> StoreResult<JobRecord>;
+    fn complete(&self, id: &str, completed_at_ms: u64, outcome: &Completion) -> StoreResult<JobRecord>;
 
     /// The job record with this id, if any (an over-long id is simply not found).
     fn get_job(&self, id: &str) -> StoreResult<Option<JobRecord>>;

@@ -406,7 +406,7 @@ impl Store for RocksStore {
         Ok(running)
     }
 
-    fn complete(&self, id: &str, completed_at_ms: u64, outcome: Completion) -> StoreResult<JobRecord> {
+    fn complete(&self, id: &str, completed_at_ms: u64, outcome: &Completion) -> StoreResult<JobRecord> {
         outcome.validate()?;
         let _guard = self.lock(id);
         let job = self.live_job(id, "complete", &[JobState::Queued, JobState::Running])?;
@@ -416,14 +416,14 @@ impl Store for RocksStore {
         let mut done = JobRecord { completed_at_ms: Some(completed_at_ms), ..job };
         match outcome {
             Completion::Ready { payload_json, engine_version } => {
-                batch.put_cf(self.payload_cf(&done)?, done.id.as_bytes(), enc::encode_raw(&payload_json));
+                batch.put_cf(self.payload_cf(&done)?, done.id.as_bytes(), enc::encode_raw(payload_json));
                 done.state = JobState::Ready;
-                done.engine_version = engine_version;
+                done.engine_version = engine_version.clone();
                 self.merge_usage(&mut batch, &done, usage::commit(&done))?;
             }
             Completion::Failed { code, message } => {
                 done.state = JobState::Failed;
-                done.error = Some(JobError { code, message });
+                done.error = Some(JobError { code: code.clone(), message: message.clone() });
                 self.merge_usage(&mut batch, &done, usage::refund())?;
             }
         }

@@ -51,7 +51,7 @@ fn crash_child() {
             } else {
                 Completion::Failed { code: "ANALYSIS_FAILED".into(), message: "boom".into() }
             };
-            store.complete(&format!("an_{i}"), 1_000 + i, outcome).unwrap();
+            store.complete(&format!("an_{i}"), 1_000 + i, &outcome).unwrap();
         }
         std::process::abort();
     }

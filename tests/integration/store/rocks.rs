@@ -74,7 +74,7 @@ fn ready_commits_the_reservation_and_stores_the_exact_payload() {
     assert!(live(&store, LiveState::Queued).is_empty());
     assert!(matches!(store.cancel_admission("an_1"), Err(StoreError::State { .. })));
 
-    let done = store.complete("an_1", 200, ready("an_1")).unwrap();
+    let done = store.complete("an_1", 200, &ready("an_1")).unwrap();
     assert_eq!((done.state, done.completed_at_ms, done.engine_version.as_str()), (JobState::Ready, Some(200), "1.1.0"));
     assert_eq!(store.get_job("an_1").unwrap(), Some(done.clone()));
     assert_eq!(store.get_result(&done).unwrap(), Some(payload("an_1")));
@@ -83,7 +83,7 @@ fn ready_commits_the_reservation_and_stores_the_exact_payload() {
     assert_eq!(store.latest_ready_for(ACCOUNT, Subject::Wallet("Wallet1")).unwrap(), Some(done));
 
     // A second completion can never charge twice.
-    assert!(matches!(store.complete("an_1", 300, failed()), Err(StoreError::State { .. })));
+    assert!(matches!(store.complete("an_1", 300, &failed()), Err(StoreError::State { .. })));
     assert!(matches!(store.mark_running("an_1", 300), Err(StoreError::State { .. })));
     assert_eq!(usage(&store).used, 1);
 }
@@ -93,7 +93,7 @@ fn failed_refunds_the_reservation() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     store.admit(&comparison("cmp_1", "pair_1", 100)).unwrap();
-    let done = store.complete("cmp_1", 200, failed()).unwrap();
+    let done = store.complete("cmp_1", 200, &failed()).unwrap();
 
     assert_eq!(done.state, JobState::Failed);
     assert_eq!(done.error.as_ref().map(|e| e.code.as_str()), Some("UPSTREAM_UNAVAILABLE"));
@@ -108,11 +108,11 @@ fn comparisons_count_under_their_operation_and_uncharged_jobs_move_no_quota() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     store.admit(&comparison("cmp_1", "pair_1", 100)).unwrap();
-    let done = store.complete("cmp_1", 200, ready("cmp_1")).unwrap();
+    let done = store.complete("cmp_1", 200, &ready("cmp_1")).unwrap();
     assert_eq!(store.get_result(&done).unwrap(), Some(payload("cmp_1")));
     let free = xray::store::JobRecord { charged: false, ..analysis("an_free", "Wallet9", 300) };
     store.admit(&free).unwrap();
-    store.complete("an_free", 400, ready("an_free")).unwrap();
+    store.complete("an_free", 400, &ready("an_free")).unwrap();
     assert_eq!(usage(&store), UsageRecord { used: 1, comparison: 1, ..UsageRecord::default() });
 }
 
@@ -121,9 +121,9 @@ fn latest_ready_skips_newer_unfinished_or_failed_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     store.admit(&analysis("an_old", "Wallet1", 100)).unwrap();
-    let old = store.complete("an_old", 110, ready("an_old")).unwrap();
+    let old = store.complete("an_old", 110, &ready("an_old")).unwrap();
     store.admit(&analysis("an_failed", "Wallet1", 200)).unwrap();
-    store.complete("an_failed", 210, failed()).unwrap();
+    store.complete("an_failed", 210, &failed()).unwrap();
     let newest = analysis("an_new", "Wallet1", 300);
     store.admit(&newest).unwrap();
 
@@ -167,7 +167,7 @@ fn reopening_keeps_jobs_reservations_and_results() {
         store.admit(&analysis("an_2", "Wallet2", 101)).unwrap();
         store.mark_running("an_2", 150).unwrap();
         store.admit(&analysis("an_3", "Wallet3", 102)).unwrap();
-        store.complete("an_3", 200, ready("an_3")).unwrap();
+        store.complete("an_3", 200, &ready("an_3")).unwrap();
     }
     let store = open(dir.path());
     assert_eq!(live(&store, LiveState::Queued), ["an_1"]);
@@ -175,7 +175,7 @@ fn reopening_keeps_jobs_reservations_and_results() {
     assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 2, wallet_analysis: 1, ..UsageRecord::default() });
     // A recovered RUNNING job runs again and finishes normally.
     store.mark_running("an_2", 300).unwrap();
-    store.complete("an_2", 400, failed()).unwrap();
+    store.complete("an_2", 400, &failed()).unwrap();
     let job = store.get_job("an_3").unwrap().unwrap();
     assert_eq!(store.get_result(&job).unwrap(), Some(payload("an_3")));
     assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0 });
@@ -188,7 +188,7 @@ fn purge_is_bounded_and_removes_only_old_finished_jobs() {
     for i in 1..=7u64 {
         let id = format!("an_{i}");
         store.admit(&analysis(&id, "Wallet1", i)).unwrap();
-        store.complete(&id, i * 10, if i % 2 == 0 { failed() } else { ready(&id) }).unwrap();
+        store.complete(&id, i * 10, &if i % 2 == 0 { failed() } else { ready(&id) }).unwrap();
     }
     store.admit(&analysis("an_live", "Wallet1", 1)).unwrap();
 
@@ -301,7 +301,7 @@ fn limits_protect_every_write_and_over_long_reads_are_not_found() {
     assert_eq!(store.usage(&long, 0).unwrap(), UsageRecord::default());
     store.admit(&analysis("an_1", "W", 1)).unwrap();
     let huge = Completion::Failed { code: "ANALYSIS_FAILED".into(), message: long.repeat(2) };
-    assert!(matches!(store.complete("an_1", 2, huge), Err(StoreError::Invalid(_))));
+    assert!(matches!(store.complete("an_1", 2, &huge), Err(StoreError::Invalid(_))));
     assert_eq!(usage(&store).reserved, 1, "a refused completion moves nothing");
 }
 
@@ -322,8 +322,8 @@ fn concurrent_admissions_and_completions_keep_usage_exact() {
                     store.admit(&analysis(&id, &format!("W{t}_{i}"), i as u64)).unwrap();
                     match i % 4 {
                         0 => store.cancel_admission(&id).unwrap(),
-                        1 => drop(store.complete(&id, 10, failed()).unwrap()),
-                        2 => drop(store.complete(&id, 10, ready(&id)).unwrap()),
+                        1 => drop(store.complete(&id, 10, &failed()).unwrap()),
+                        2 => drop(store.complete(&id, 10, &ready(&id)).unwrap()),
                         _ => {} // left queued
                     }
                 }

@@ -1,0 +1,214 @@
+//! A fault-injecting `Store` (a real RocksDB underneath, some calls failing on demand) under
+//! the job sink: a completion the store refuses keeps the job live — in the index, in the
+//! store, its unit reserved in memory and on disk alike — the service `degraded`, until a retry
+//! is taken; a result the store refuses for good ends the job FAILED and refunded.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+use xray::auth::key::AccountId;
+use xray::auth::record::{KeyRecord, KeySpec};
+use xray::auth::scope::Scopes;
+use xray::auth::table::KeyTable;
+use xray::clock::now_unix_ms;
+use xray::jobs::execute::{JobSpec, Outcome};
+use xray::jobs::finished::FinishedJobs;
+use xray::jobs::index::{LiveJob, StatusIndex};
+use xray::jobs::pool::{JobSink, Ticket};
+use xray::jobs::recovery::restore_quota;
+use xray::jobs::sink::{Failing, StoreSink};
+use xray::limits::quota::{period_start_ms, QuotaPeriod, UsageRecord};
+use xray::metrics::Metrics;
+use xray::pubkey::Pubkey;
+use xray::store::{
+    Completion, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState, RocksStore, Store, StoreError,
+    StoreResult, Subject, UsageCarry,
+};
+
+use super::support::open;
+
+/// A RocksStore whose next `fail_completes` completions fail with an I/O error (a full disk).
+struct FaultyStore {
+    inner: RocksStore,
+    fail_completes: AtomicU32,
+}
+
+impl Store for FaultyStore {
+    fn put_key(&self, key: &KeyRecord) -> StoreResult<()> {
+        self.inner.put_key(key)
+    }
+    fn put_rotation(&self, old: &KeyRecord, new: &KeyRecord, carried: &UsageCarry) -> StoreResult<()> {
+        self.inner.put_rotation(old, new, carried)
+    }
+    fn get_key(&self, id: &str) -> StoreResult<Option<KeyRecord>> {
+        self.inner.get_key(id)
+    }
+    fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<KeyRecord>> {
+        self.inner.list_keys(after, limit)
+    }
+    fn admit(&self, job: &JobRecord) -> StoreResult<()> {
+        self.inner.admit(job)
+    }
+    fn cancel_admission(&self, id: &str) -> StoreResult<()> {
+        self.inner.cancel_admission(id)
+    }
+    fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord> {
+        self.inner.mark_running(id, started_at_ms)
+    }
+    fn complete(&self, id: &str, completed_at_ms: u64, outcome: &Completion) -> StoreResult<JobRecord> {
+        let failing = self.fail_completes.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        match failing {
+            Ok(_) => Err(StoreError::Io("IO error: No space left on device".into())),
+            Err(_) => self.inner.complete(id, completed_at_ms, outcome),
+        }
+    }
+    fn get_job(&self, id: &str) -> StoreResult<Option<JobRecord>> {
+        self.inner.get_job(id)
+    }
+    fn get_result(&self, job: &JobRecord) -> StoreResult<Option<Vec<u8>>> {
+        self.inner.get_result(job)
+    }
+    fn latest_for(&self, account: &str, subject: Subject<'_>) -> StoreResult<Option<JobRecord>> {
+        self.inner.latest_for(account, subject)
+    }
+    fn latest_ready_for(&self, account: &str, subject: Subject<'_>) -> StoreResult<Option<JobRecord>> {
+        self.inner.latest_ready_for(account, subject)
+    }
+    fn usage(&self, key_id: &str, period_start_ms: u64) -> StoreResult<UsageRecord> {
+        self.inner.usage(key_id, period_start_ms)
+    }
+    fn live_jobs(
+        &self,
+        state: LiveState,
+        after: Option<&JobCursor>,
+        created_before_ms: u64,
+        limit: usize,
+    ) -> StoreResult<JobPage> {
+        self.inner.live_jobs(state, after, created_before_ms, limit)
+    }
+    fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
+        self.inner.purge_finished_before(cutoff_ms, limit)
+    }
+    fn sync(&self) -> StoreResult<()> {
+        self.inner.sync()
+    }
+}
+
+/// A sink over a faulty store holding one key and one admitted, charged, indexed job.
+struct Rig {
+    store: Arc<FaultyStore>,
+    sink: StoreSink,
+    index: Arc<StatusIndex>,
+    keys: Arc<KeyTable>,
+    key: KeyRecord,
+    store_failing: Arc<AtomicBool>,
+    job: JobRecord,
+    _dir: tempfile::TempDir,
+}
+
+const WALLET: &str = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z";
+
+fn rig() -> Rig {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(FaultyStore { inner: open(dir.path()), fail_completes: AtomicU32::new(0) });
+    let now_ms = now_unix_ms();
+    let spec = KeySpec {
+        account: AccountId::generate().expect("random"),
+        name: "faults".into(),
+        scopes: Scopes::ALL,
+        expires_at_ms: None,
+        rate_per_second: 100,
+        burst: 100,
+        quota_limit: 10,
+        quota_period: QuotaPeriod::Month,
+    };
+    let (_, key) = spec.issue(now_ms).expect("issued");
+    store.put_key(&key).expect("stored");
+    let job = JobRecord::queued(
+        "an_CkBqBaVNZQivNt9KpjngFq".into(),
+        JobKind::Analysis { wallet: WALLET.into() },
+        key.account.as_str().to_owned(),
+        key.id.as_str().to_owned(),
+        now_ms,
+        false,
+        true,
+        period_start_ms(now_ms, QuotaPeriod::Month),
+        "xray-1".into(),
+    );
+    store.admit(&job).expect("admitted");
+    let keys = Arc::new(KeyTable::from_records([key.clone()], now_ms).expect("table"));
+    restore_quota(&keys, &*store, now_ms).expect("quota restored");
+    let index = Arc::new(StatusIndex::new(16));
+    index.insert(Arc::new(LiveJob::new(job.clone()))).expect("indexed");
+    let store_failing = Arc::new(AtomicBool::new(false));
+    let failing = Failing { ledger: Arc::new(AtomicBool::new(false)), store: store_failing.clone() };
+    let finished = Arc::new(FinishedJobs::new(1 << 20, 64));
+    let dyn_store: Arc<dyn Store> = store.clone();
+    let sink = StoreSink::new(dyn_store, index.clone(), finished, keys.clone(), Arc::new(Metrics::default()), failing);
+    Rig { store, sink, index, keys, key, store_failing, job, _dir: dir }
+}
+
+impl Rig {
+    fn ticket(&self) -> Ticket {
+        let wallet = Pubkey::parse(WALLET).expect("address");
+        Ticket { id: self.job.id.clone(), spec: JobSpec::Analysis { wallet } }
+    }
+
+    /// The key's usage of the job's period, on disk and in memory.
+    fn usage(&self) -> (UsageRecord, UsageRecord) {
+        let period = self.job.quota_period_start_ms;
+        let disk = self.store.usage(self.key.id.as_str(), period).expect("usage");
+        let entry = self.keys.get(&self.key.id).expect("key");
+        (disk, entry.quota.snapshot_period(period).expect("period in memory"))
+    }
+
+    fn state(&self) -> JobState {
+        self.store.get_job(&self.job.id).expect("read").expect("job").state
+    }
+}
+
+#[test]
+fn a_refused_completion_keeps_the_job_live_until_a_retry_is_taken() {
+    let rig = rig();
+    rig.sink.started(&rig.ticket()).expect("runs");
+    rig.store.fail_completes.store(2, Ordering::SeqCst);
+    let payload = br#"{"score":{"value":90}}"#.to_vec();
+    rig.sink.finished(rig.ticket(), Outcome::Ready { payload: payload.clone() });
+
+    // Refused: nothing moved, in memory or on disk, and the service says so.
+    assert_eq!(rig.state(), JobState::Running);
+    assert!(rig.index.get(&rig.job.id).is_some(), "polls still find the job live");
+    assert!(rig.store_failing.load(Ordering::Relaxed));
+    assert_eq!(rig.sink.unsettled_len(), 1);
+    let (disk, memory) = rig.usage();
+    assert_eq!((disk.reserved, disk.used, memory.reserved, memory.used), (1, 0, 1, 0));
+
+    // Refused once more, then taken.
+    rig.sink.retry_unsettled();
+    assert_eq!((rig.state(), rig.sink.unsettled_len()), (JobState::Running, 1));
+    rig.sink.retry_unsettled();
+    assert_eq!(rig.state(), JobState::Ready);
+    assert_eq!(rig.store.get_result(&rig.store.get_job(&rig.job.id).unwrap().unwrap()).unwrap(), Some(payload));
+    assert!(rig.index.get(&rig.job.id).is_none());
+    assert!(!rig.store_failing.load(Ordering::Relaxed), "no longer degraded");
+    assert_eq!(rig.sink.unsettled_len(), 0);
+    let (disk, memory) = rig.usage();
+    assert_eq!((disk.reserved, disk.used, disk.refunded), (0, 1, 0), "charged once");
+    assert_eq!(disk, memory, "memory settles as the disk did");
+}
+
+#[test]
+fn a_result_the_store_cannot_hold_ends_the_job_failed_and_refunded() {
+    let rig = rig();
+    rig.sink.started(&rig.ticket()).expect("runs");
+    let huge = vec![b' '; xray::config::RESULT_BYTES_MAX + 1];
+    rig.sink.finished(rig.ticket(), Outcome::Ready { payload: huge });
+    let job = rig.store.get_job(&rig.job.id).unwrap().unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(job.error.map(|e| e.code), Some("ANALYSIS_FAILED".to_owned()));
+    assert!(rig.index.get(&rig.job.id).is_none());
+    assert!(!rig.store_failing.load(Ordering::Relaxed));
+    let (disk, memory) = rig.usage();
+    assert_eq!((disk.reserved, disk.used, disk.refunded), (0, 0, 1), "refunded");
+    assert_eq!(disk, memory);
+}
