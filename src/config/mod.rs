@@ -220,6 +220,8 @@ pub const RESULT_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// Payload bytes of the completions a sink keeps while the store refuses writes (a full disk);
 /// past it a result waits as a `FAILED` completion (refunded) instead of in memory.
 pub const UNSETTLED_PAYLOAD_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Admissions kept waiting for queue room because undoing them failed (see `jobs::admission`).
+pub const STRANDED_TICKETS_MAX: usize = 1024;
 /// Most records one paged call (`list_keys`, `live_jobs`, `purge_finished_before`) handles.
 pub const STORE_PAGE_LEN_MAX: usize = 10_000;
 /// Subject-index entries examined by `latest_ready_for` before it gives up (newest first).

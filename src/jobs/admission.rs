@@ -21,7 +21,11 @@
 //! Invariant: a 202 is only returned after (4) returned, i.e. once the job is in the WAL.
 //! Invariant: a refusal at (5) or (6) undoes everything before it — the index entry, the job
 //! record and its reservation (`Store::cancel_admission`), the in-memory reservation — so a
-//! refused request is never charged and leaves nothing recorded.
+//! refused request is never charged and leaves nothing recorded. When that undo itself fails,
+//! the store keeps the job: then the admission stands instead (202: recorded, it will run,
+//! charged once) — indexed when the index had room, its ticket `stranded` until the
+//! housekeeping thread finds the queue room (`submit_stranded`) — never a 503 that says
+//! nothing was recorded.
 //! Invariant: (1)–(6) run under a striped lock of the account and subject (`SubjectLocks`), so
 //! of equal requests racing through admission exactly one is admitted and the others are
 //! deduplicated onto it. The lock is taken by POSTs only, never by polls, status or usage.
@@ -34,7 +38,7 @@ use sha2::{Digest, Sha256};
 use super::finished::{FinishedJobs, StoredJob};
 use super::index::{LiveJob, StatusIndex};
 use crate::auth::table::KeyEntry;
-use crate::config::ADMISSION_LOCK_STRIPES;
+use crate::config::{ADMISSION_LOCK_STRIPES, STRANDED_TICKETS_MAX};
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
 use crate::jobs::pool::{ComputePool, Ticket};
@@ -157,6 +161,9 @@ pub struct Admission {
     /// True until the recovery backlog is drained: jobs a stopped process left live may then
     /// be in the store only (not yet indexed), and deduplication must find them there.
     recovering: AtomicBool,
+    /// Tickets of admissions that stood because their undo failed, waiting for queue room;
+    /// at most `config::STRANDED_TICKETS_MAX` (past it, a job runs after the next restart).
+    stranded: parking_lot::Mutex<std::collections::VecDeque<Ticket>>,
 }
 
 /// Striped locks that serialise steps 8–10 for one `(account, subject)`: of equal requests
@@ -200,6 +207,7 @@ impl Admission {
             freshness_window_ms,
             subject_locks: SubjectLocks::new(),
             recovering: AtomicBool::new(true),
+            stranded: parking_lot::Mutex::new(std::collections::VecDeque::new()),
         }
     }
 
@@ -319,25 +327,49 @@ impl Admission {
             ENGINE_VERSION_TAG.to_owned(),
         );
         self.store.admit(&record)?;
-        let spec = self.spec(work, key.account().as_str(), now_ms);
+        let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };
         let live = Arc::new(LiveJob::pending(record.clone()));
-        let queued = match self.index.insert(Arc::clone(&live)) {
-            Ok(()) => self.pool.submit(Ticket { id: record.id.clone(), spec }).map_err(|_| ()),
-            Err(_) => Err(()),
+        let refused = match self.index.insert(Arc::clone(&live)) {
+            Ok(()) => self.pool.submit(ticket).err(),
+            Err(_) => Some(ticket),
         };
-        if queued.is_ok() {
+        let Some(ticket) = refused else {
             live.mark_queued();
-        }
-        if queued.is_err() {
-            self.index.remove(&record.id);
-            if let Err(e) = self.store.cancel_admission(&record.id) {
-                // The job stays QUEUED in the store and runs after the next restart; it was
-                // charged in the store, so the in-memory release below is what the client sees.
-                tracing::error!(job = %record.id, error = %e, "undoing a refused admission failed");
+            return Ok(record);
+        };
+        match self.store.cancel_admission(&record.id) {
+            Ok(()) => {
+                self.index.remove(&record.id);
+                Err(AdmitError::Busy)
             }
-            return Err(AdmitError::Busy);
+            Err(e) => {
+                tracing::error!(job = %record.id, error = %e, "undoing a refused admission failed: it stands");
+                live.mark_queued();
+                self.strand(ticket);
+                Ok(record)
+            }
         }
-        Ok(record)
+    }
+
+    /// Keeps the ticket of an admission that stood until the queue has room.
+    fn strand(&self, ticket: Ticket) {
+        let mut stranded = self.stranded.lock();
+        if stranded.len() < STRANDED_TICKETS_MAX {
+            stranded.push_back(ticket);
+        } else {
+            tracing::error!(job = %ticket.id, "too many stranded admissions: this job runs after the next restart");
+        }
+    }
+
+    /// Hands stranded tickets to the compute pool while the queue takes them (housekeeping).
+    pub fn submit_stranded(&self) {
+        let mut stranded = self.stranded.lock();
+        while let Some(ticket) = stranded.pop_front() {
+            if let Err(ticket) = self.pool.submit(ticket) {
+                stranded.push_front(ticket);
+                return;
+            }
+        }
     }
 
     /// The compute spec; a comparison names fresh analyses of its wallets to reuse.

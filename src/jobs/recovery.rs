@@ -157,6 +157,7 @@ pub fn spawn_housekeeping(
             while !stopped.load(Ordering::Acquire) {
                 recovery.refill(&admission);
                 sink.retry_unsettled();
+                admission.submit_stranded();
                 let due =
                     last_sweep.is_none_or(|t| t.elapsed() >= Duration::from_secs(config::RETENTION_SWEEP_INTERVAL_S));
                 if due {

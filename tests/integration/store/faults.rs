@@ -11,12 +11,16 @@ use xray::auth::record::{KeyRecord, KeySpec};
 use xray::auth::scope::Scopes;
 use xray::auth::table::KeyTable;
 use xray::clock::now_unix_ms;
+use xray::jobs::admission::{Admission, Decision, Work};
 use xray::jobs::execute::{JobSpec, Outcome};
 use xray::jobs::finished::FinishedJobs;
 use xray::jobs::index::{LiveJob, StatusIndex};
-use xray::jobs::pool::{JobSink, Ticket};
+use xray::jobs::pool::{ComputePool, JobSink, PoolConfig, Ticket};
 use xray::jobs::recovery::restore_quota;
 use xray::jobs::sink::{Failing, StoreSink};
+use xray::labels::Labels;
+use xray::ledger::demo::DemoLedger;
+use xray::ledger::view::ViewOptions;
 use xray::limits::quota::{period_start_ms, QuotaPeriod, UsageRecord};
 use xray::metrics::Metrics;
 use xray::pubkey::Pubkey;
@@ -27,10 +31,21 @@ use xray::store::{
 
 use super::support::open;
 
-/// A RocksStore whose next `fail_completes` completions fail with an I/O error (a full disk).
+/// A RocksStore whose next `fail_completes` completions and `fail_cancels` undone admissions
+/// fail with an I/O error (a full disk).
 struct FaultyStore {
     inner: RocksStore,
     fail_completes: AtomicU32,
+    fail_cancels: AtomicU32,
+}
+
+/// True (and one fewer left) while `left` is above zero.
+fn take_one(left: &AtomicU32) -> bool {
+    left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+}
+
+fn disk_full() -> StoreError {
+    StoreError::Io("IO error: No space left on device".into())
 }
 
 impl Store for FaultyStore {
@@ -50,16 +65,18 @@ impl Store for FaultyStore {
         self.inner.admit(job)
     }
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {
-        self.inner.cancel_admission(id)
+        match take_one(&self.fail_cancels) {
+            true => Err(disk_full()),
+            false => self.inner.cancel_admission(id),
+        }
     }
     fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord> {
         self.inner.mark_running(id, started_at_ms)
     }
     fn complete(&self, id: &str, completed_at_ms: u64, outcome: &Completion) -> StoreResult<JobRecord> {
-        let failing = self.fail_completes.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        match failing {
-            Ok(_) => Err(StoreError::Io("IO error: No space left on device".into())),
-            Err(_) => self.inner.complete(id, completed_at_ms, outcome),
+        match take_one(&self.fail_completes) {
+            true => Err(disk_full()),
+            false => self.inner.complete(id, completed_at_ms, outcome),
         }
     }
     fn get_job(&self, id: &str) -> StoreResult<Option<JobRecord>> {
@@ -97,7 +114,8 @@ impl Store for FaultyStore {
 /// A sink over a faulty store holding one key and one admitted, charged, indexed job.
 struct Rig {
     store: Arc<FaultyStore>,
-    sink: StoreSink,
+    sink: Arc<StoreSink>,
+    finished: Arc<FinishedJobs>,
     index: Arc<StatusIndex>,
     keys: Arc<KeyTable>,
     key: KeyRecord,
@@ -108,9 +126,11 @@ struct Rig {
 
 const WALLET: &str = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z";
 
-fn rig() -> Rig {
+/// `index_len_max` 1: the rig's job fills the index, so the next admission's indexing fails.
+fn rig(index_len_max: usize) -> Rig {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(FaultyStore { inner: open(dir.path()), fail_completes: AtomicU32::new(0) });
+    let (fail_completes, fail_cancels) = (AtomicU32::new(0), AtomicU32::new(0));
+    let store = Arc::new(FaultyStore { inner: open(dir.path()), fail_completes, fail_cancels });
     let now_ms = now_unix_ms();
     let spec = KeySpec {
         account: AccountId::generate().expect("random"),
@@ -138,14 +158,15 @@ fn rig() -> Rig {
     store.admit(&job).expect("admitted");
     let keys = Arc::new(KeyTable::from_records([key.clone()], now_ms).expect("table"));
     restore_quota(&keys, &*store, now_ms).expect("quota restored");
-    let index = Arc::new(StatusIndex::new(16));
+    let index = Arc::new(StatusIndex::new(index_len_max));
     index.insert(Arc::new(LiveJob::new(job.clone()))).expect("indexed");
     let store_failing = Arc::new(AtomicBool::new(false));
     let failing = Failing { ledger: Arc::new(AtomicBool::new(false)), store: store_failing.clone() };
     let finished = Arc::new(FinishedJobs::new(1 << 20, 64));
     let dyn_store: Arc<dyn Store> = store.clone();
-    let sink = StoreSink::new(dyn_store, index.clone(), finished, keys.clone(), Arc::new(Metrics::default()), failing);
-    Rig { store, sink, index, keys, key, store_failing, job, _dir: dir }
+    let metrics = Arc::new(Metrics::default());
+    let sink = Arc::new(StoreSink::new(dyn_store, index.clone(), finished.clone(), keys.clone(), metrics, failing));
+    Rig { store, sink, finished, index, keys, key, store_failing, job, _dir: dir }
 }
 
 impl Rig {
@@ -169,7 +190,7 @@ impl Rig {
 
 #[test]
 fn a_refused_completion_keeps_the_job_live_until_a_retry_is_taken() {
-    let rig = rig();
+    let rig = rig(16);
     rig.sink.started(&rig.ticket()).expect("runs");
     rig.store.fail_completes.store(2, Ordering::SeqCst);
     let payload = br#"{"score":{"value":90}}"#.to_vec();
@@ -199,7 +220,7 @@ fn a_refused_completion_keeps_the_job_live_until_a_retry_is_taken() {
 
 #[test]
 fn a_result_the_store_cannot_hold_ends_the_job_failed_and_refunded() {
-    let rig = rig();
+    let rig = rig(16);
     rig.sink.started(&rig.ticket()).expect("runs");
     let huge = vec![b' '; xray::config::RESULT_BYTES_MAX + 1];
     rig.sink.finished(rig.ticket(), Outcome::Ready { payload: huge });
@@ -210,5 +231,42 @@ fn a_result_the_store_cannot_hold_ends_the_job_failed_and_refunded() {
     assert!(!rig.store_failing.load(Ordering::Relaxed));
     let (disk, memory) = rig.usage();
     assert_eq!((disk.reserved, disk.used, disk.refunded), (0, 0, 1), "refunded");
+    assert_eq!(disk, memory);
+}
+
+/// The queue refuses an admission (here: the index is full) and undoing its durable record
+/// fails too: the store keeps the job and its reservation, so the admission stands — admitted,
+/// charged once, and run once the housekeeping thread hands its ticket to the queue — instead
+/// of a 503 that says nothing was recorded (and a restart that runs and charges it anyway).
+#[test]
+fn an_admission_whose_undo_fails_stands_and_runs_once() {
+    let rig = rig(1);
+    let seed = xray::config::DEMO_SEED_DEFAULT;
+    let pool_config =
+        PoolConfig { threads: 1, queue_capacity: 8, jobs_in_flight_max: 1, pin: false, view: ViewOptions::default() };
+    let sink: Arc<dyn JobSink> = rig.sink.clone();
+    let pool = Arc::new(
+        ComputePool::start(pool_config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"),
+    );
+    let dyn_store: Arc<dyn Store> = rig.store.clone();
+    let admission = Admission::new(dyn_store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
+    let wallet = DemoLedger::new(seed).archetype("open_delegation").expect("archetype");
+    let entry = rig.keys.get(&rig.key.id).expect("key");
+
+    rig.store.fail_cancels.store(1, Ordering::SeqCst);
+    let decision = admission.admit(&entry, Work::Analysis { wallet }, false, now_unix_ms()).expect("admitted");
+    let Decision::Admitted(record) = decision else { panic!("the admission stands") };
+    let (disk, memory) = rig.usage();
+    assert_eq!((disk.reserved, memory.reserved), (2, 2), "reserved once, on disk and in memory");
+
+    admission.submit_stranded();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while rig.store.get_job(&record.id).unwrap().unwrap().state != JobState::Ready {
+        assert!(std::time::Instant::now() < deadline, "the stranded job runs");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(pool.shutdown().is_empty());
+    let (disk, memory) = rig.usage();
+    assert_eq!((disk.used, disk.reserved), (1, 1), "charged once; the rig's own job still reserved");
     assert_eq!(disk, memory);
 }
