@@ -11,7 +11,7 @@
 
 use crate::labels::{Category, Labels};
 use crate::ledger::instruction::InstructionKind;
-use crate::ledger::model::{AccountKind, WalletView};
+use crate::ledger::model::{AccountKind, AccountState, WalletView};
 use crate::pubkey::{AddressError, Pubkey};
 
 /// Why an address cannot be a user wallet (`422 ACCOUNT_NOT_ELIGIBLE`).
@@ -135,6 +135,13 @@ pub fn classify_ledger(view: &WalletView) -> Result<(), Ineligible> {
     }
 }
 
+/// True when the account alone refuses the address, whatever its history holds (everything
+/// `classify_ledger` refuses but a program-owned data account, which may be a wallet taken
+/// over): the view's history need not be read.
+pub fn refused_by_account(account: &AccountState) -> bool {
+    account.executable || !matches!(account.kind, AccountKind::Wallet | AccountKind::Data { .. })
+}
+
 /// True when the history shows this very account being `assign`ed to its current owner: a
 /// wallet taken over, which is exactly what the X-Ray must report, not refuse.
 pub fn is_known_takeover(view: &WalletView) -> bool {
@@ -152,6 +159,33 @@ mod tests {
     use crate::pubkey::Signature;
 
     const WALLET: &str = "5p8qKVyKthA9DUb1rwQDzjcmTkaZdwN97J3LiaEywUjd";
+
+    #[test]
+    fn what_the_account_alone_refuses_the_ledger_check_refuses() {
+        let kinds = [
+            AccountKind::Wallet,
+            AccountKind::Program,
+            AccountKind::Mint,
+            AccountKind::TokenAccount,
+            AccountKind::Nonce,
+            AccountKind::Stake,
+            AccountKind::Data { program: None },
+        ];
+        for kind in kinds {
+            for executable in [false, true] {
+                let account = state(executable, kind.clone());
+                let view = WalletView { account: Some(account.clone()), ..WalletView::default() };
+                if refused_by_account(&account) {
+                    assert!(classify_ledger(&view).is_err(), "{account:?}");
+                }
+            }
+        }
+        assert!(!refused_by_account(&state(false, AccountKind::Wallet)));
+    }
+
+    fn state(executable: bool, kind: AccountKind) -> AccountState {
+        AccountState { lamports: 1, owner: Pubkey::default(), executable, data_len: 0, kind }
+    }
 
     #[test]
     fn local_checks_give_the_contract_reasons() {

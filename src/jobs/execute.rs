@@ -16,7 +16,7 @@ use crate::engine::{self, compare};
 use crate::error_code::ErrorCode;
 use crate::labels::Labels;
 use crate::ledger::source::LedgerSource;
-use crate::ledger::view::{build_view, ViewOptions};
+use crate::ledger::view::{build_view_unless, ViewOptions};
 use crate::ledger::{LedgerError, WalletView};
 use crate::pubkey::Pubkey;
 
@@ -116,7 +116,7 @@ async fn eligible_view<S: LedgerSource>(
     wallet: &Pubkey,
     options: ViewOptions,
 ) -> Result<WalletView, Outcome> {
-    let view = build_view(source, wallet, options).await.map_err(|e| {
+    let view = build_view_unless(source, wallet, options, eligibility::refused_by_account).await.map_err(|e| {
         tracing::warn!(error = %e, "ledger read failed");
         ledger_failure(&e)
     })?;

@@ -18,7 +18,7 @@ use crate::ledger::wire::{self, UiAccount, UiMessage};
 use crate::pubkey::{Pubkey, Signature};
 
 /// Everything the engine may read about one wallet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct WalletView {
     pub address: Pubkey,
     /// `None`: the account does not exist (never funded, or closed).

@@ -38,19 +38,52 @@ pub async fn build_view<S: LedgerSource>(
     wallet: &Pubkey,
     options: ViewOptions,
 ) -> Result<WalletView, LedgerError> {
+    build_view_unless(source, wallet, options, |_| false).await
+}
+
+/// `build_view`, except that when the account alone settles that the rest is not wanted
+/// (`enough(account)`: a program, a mint — no wallet to analyze), the reads of its history and
+/// token accounts, started beside the account's, are dropped and the view holds the account
+/// only. A node's history of such an address can be thousands of calls.
+pub async fn build_view_unless<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    options: ViewOptions,
+    enough: fn(&AccountState) -> bool,
+) -> Result<WalletView, LedgerError> {
     let depth = options.history_depth.clamp(1, config::HISTORY_DEPTH_MAX);
-    let (account, classic, t22, history) = tokio::join!(
-        source.get_account_info(wallet),
-        source.get_token_accounts_by_owner(wallet, TokenProgram::Token),
-        source.get_token_accounts_by_owner(wallet, TokenProgram::Token2022),
-        read_history(source, wallet, depth),
-    );
-    let account = account?;
+    let mut account = std::pin::pin!(source.get_account_info(wallet));
+    let mut rest = std::pin::pin!(async {
+        tokio::join!(
+            source.get_token_accounts_by_owner(wallet, TokenProgram::Token),
+            source.get_token_accounts_by_owner(wallet, TokenProgram::Token2022),
+            read_history(source, wallet, depth),
+        )
+    });
+    let mut rest_read = None;
+    let account = loop {
+        tokio::select! {
+            // The account first: a source that answers at once (the demo) then never starts
+            // the rest for an address the account settles.
+            biased;
+            account = &mut account => break account?,
+            read = &mut rest, if rest_read.is_none() => rest_read = Some(read),
+        }
+    };
+    let state = account.value.as_ref().and_then(AccountState::from_wire);
+    let mut coverage = Coverage { source: source.name().to_owned(), ..Coverage::default() };
+    coverage.as_of_slot = account.context.slot;
+    if state.as_ref().is_some_and(enough) {
+        return Ok(WalletView { address: *wallet, account: state, coverage, ..WalletView::default() });
+    }
+    let (classic, t22, history) = match rest_read {
+        Some(read) => read,
+        None => rest.await,
+    };
     let (classic, t22) = (classic?, t22?);
     let (signatures, history_truncated) = history?;
-
-    let mut coverage = Coverage { source: source.name().to_owned(), history_truncated, ..Coverage::default() };
-    coverage.as_of_slot = account.context.slot.max(classic.context.slot).max(t22.context.slot);
+    coverage.history_truncated = history_truncated;
+    coverage.as_of_slot = coverage.as_of_slot.max(classic.context.slot).max(t22.context.slot);
 
     let mut token_accounts = Vec::new();
     for keyed in
@@ -69,7 +102,7 @@ pub async fn build_view<S: LedgerSource>(
 
     Ok(WalletView {
         address: *wallet,
-        account: account.value.as_ref().and_then(AccountState::from_wire),
+        account: state,
         token_accounts,
         mints,
         nonce_accounts,

@@ -148,6 +148,24 @@ fn finished_polls_from_memory_equal_those_from_the_store() {
     }
 }
 
+/// An address the account alone refuses (an executable program) costs its account read and
+/// the few reads started beside it — not its history: the drainer program's history in the
+/// demo ledger is many transactions, and reading it took a page of signatures and a batch of
+/// getTransaction calls before the job was refunded.
+#[test]
+fn a_ledger_ineligible_address_costs_its_account_read_not_its_history() {
+    let server = serve_rpc(FaultPlan::default(), |_| {});
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let before = server.ledger_requests();
+    let failed = server.finish(&submit(&server, k, WALLET_PATH, &wallet_body(DRAINER_PROGRAM)).poll_path(), k);
+    assert_eq!((failed.job_status(), &failed.data()["error"]["code"]), ("FAILED", &json!("ACCOUNT_NOT_ELIGIBLE")));
+    // getAccountInfo, and at most the two token-account lists and the first signatures page
+    // that were already in flight (before: 5, its getTransaction batch as well).
+    let reads = server.ledger_requests() - before;
+    assert!((1..=4).contains(&reads), "{reads} ledger requests");
+}
+
 /// A ledger source that cannot open (a snapshot directory that is not there) fails the start
 /// with its reason, instead of a server that admits and charges jobs it can never run; and the
 /// failed start created no first key (the next, working start prints one).

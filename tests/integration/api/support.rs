@@ -465,6 +465,11 @@ impl TestServer {
         self.running = Some(running);
     }
 
+    /// Requests the local JSON-RPC server (the ledger) has answered so far.
+    pub fn ledger_requests(&self) -> u64 {
+        self.ledger.as_ref().map_or(0, RunningServer::requests)
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
