@@ -60,10 +60,11 @@ pub struct StoreSink {
     unsettled: parking_lot::Mutex<(Vec<Unsettled>, usize)>,
 }
 
-/// A completion the store has not taken yet.
+/// A completion the store has not taken yet, and why (its last refusal).
 struct Unsettled {
     id: String,
     completion: Completion,
+    refusal: StoreError,
 }
 
 fn payload_len(completion: &Completion) -> usize {
@@ -122,15 +123,15 @@ impl StoreSink {
                 self.index.remove(&id);
                 None
             }
-            Err(e) => {
-                tracing::error!(job = %id, error = %e, "persisting a job's result failed: kept, retried");
-                Some(Unsettled { id, completion })
-            }
+            // Logged once, when kept (`keep_unsettled`): retries run every housekeeping tick.
+            Err(refusal) => Some(Unsettled { id, completion, refusal }),
         }
     }
 
     /// Keeps a completion for `retry_unsettled`, within the payload budget.
     fn keep_unsettled(&self, mut unsettled: Unsettled) {
+        let (job, error) = (&unsettled.id, &unsettled.refusal);
+        tracing::error!(job = %job, %error, "persisting a job's result failed: kept in memory, retried");
         let mut guard = self.unsettled.lock();
         let (waiting, bytes) = &mut *guard;
         if bytes.saturating_add(payload_len(&unsettled.completion)) > config::UNSETTLED_PAYLOAD_BYTES_MAX {
@@ -148,7 +149,11 @@ impl StoreSink {
         if waiting.is_empty() {
             return;
         }
+        let before = waiting.len();
         let left: Vec<Unsettled> = waiting.into_iter().filter_map(|u| self.settle(u.id, u.completion)).collect();
+        if left.len() < before {
+            tracing::info!(written = before - left.len(), left = left.len(), "kept job results written");
+        }
         let mut guard = self.unsettled.lock();
         let (waiting, bytes) = &mut *guard;
         waiting.extend(left);
