@@ -338,6 +338,22 @@ pub struct ServeArgs {
     pub long_poll_waiters_max: Option<usize>,
     #[arg(long, env = "XRAY_IP_FAILURES_PER_S")]
     pub ip_failures_per_s: Option<u32>,
+    /// Open connections per client address (IPv6: per /64); past it new ones are closed.
+    #[arg(long, env = "XRAY_CONNECTIONS_PER_CLIENT_MAX")]
+    pub connections_per_client_max: Option<usize>,
+    /// Requests one connection carries; the last answer says `Connection: close`.
+    #[arg(long, env = "XRAY_REQUESTS_PER_CONNECTION_MAX")]
+    pub requests_per_connection_max: Option<u64>,
+    /// Milliseconds a response write may make no progress before the connection is closed.
+    #[arg(long, env = "XRAY_WRITE_STALL_TIMEOUT_MS")]
+    pub write_stall_timeout_ms: Option<u64>,
+    /// Load balancer networks (comma-separated, e.g. 10.0.0.0/8,192.0.2.7) whose
+    /// X-Forwarded-For or PROXY protocol header names the client.
+    #[arg(long, env = "XRAY_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Option<Vec<config::ProxyNetwork>>,
+    /// Connections from trusted proxies start with a PROXY protocol (v1/v2) header.
+    #[arg(long, env = "XRAY_PROXY_PROTOCOL")]
+    pub proxy_protocol: Option<bool>,
 }
 
 impl ServeArgs {
@@ -349,7 +365,8 @@ impl ServeArgs {
         }
         layer!(listen, admin_listen, data_dir, ledger, listener_threads, compute_threads, queue_capacity);
         layer!(jobs_in_flight_per_thread, io_driver, history_depth, freshness_window_s, retention_days);
-        layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s);
+        layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
+        layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }

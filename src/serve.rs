@@ -21,6 +21,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::admin::keys::KeyAdmin;
 use crate::admin::{files as admin_files, AdminHandler, AdminState};
@@ -31,7 +32,7 @@ use crate::auth::scope::Scopes;
 use crate::auth::table::KeyTable;
 use crate::clock::{now_unix_ms, MonotonicClock};
 use crate::config::{self, ServeConfig, STORE_PAGE_LEN_MAX};
-use crate::http::{ServerConfig, ServerHandle, ThreadContext};
+use crate::http::{ProxyTrust, ServerConfig, ServerHandle, ThreadContext};
 use crate::jobs::admission::Admission;
 use crate::jobs::finished::FinishedJobs;
 use crate::jobs::index::StatusIndex;
@@ -177,6 +178,13 @@ fn start_api(config: &ServeConfig, app: &Arc<App>) -> Result<ServerHandle, Strin
         listen: config.listen,
         threads: config.listener_threads,
         driver: config.io_driver,
+        connections_per_client_max: config.connections_per_client_max,
+        requests_per_connection_max: config.requests_per_connection_max,
+        write_stall_timeout: Duration::from_millis(config.write_stall_timeout_ms),
+        proxies: ProxyTrust {
+            networks: config.trusted_proxies.iter().map(|network| network.0).collect(),
+            proxy_protocol: config.proxy_protocol,
+        },
         ..ServerConfig::default()
     };
     let app = app.clone();

@@ -117,6 +117,22 @@ pub const RETENTION_PURGE_PAGES_PER_SWEEP_MAX: usize = 100;
 /// Open connections one listener thread serves at once; past it new connections are closed
 /// at accept.
 pub const CONNECTIONS_PER_THREAD_MAX: usize = 4_096;
+/// Open connections one client address (an IPv6 /64) holds at once, over all threads; past it
+/// its new connections are closed at accept. Trusted proxies are not clients.
+pub const CONNECTIONS_PER_CLIENT_MAX: usize = 512;
+/// Requests one connection carries; the last one's response says `Connection: close`, so a
+/// client cannot pin one connection (and its thread's share of it) forever.
+pub const REQUESTS_PER_CONNECTION_MAX: u64 = 100_000;
+/// Time a response write may make no progress (a client that pipelines and never reads)
+/// before the connection is closed.
+pub const WRITE_STALL_TIMEOUT_MS: u64 = 10_000;
+/// Trusted proxy networks an operator may list.
+pub const TRUSTED_PROXY_NETWORKS_MAX: usize = 256;
+/// `X-Forwarded-For` entries read, right to left, when the peer is a trusted proxy.
+pub const FORWARDED_HOPS_MAX: usize = 16;
+/// Longest PROXY protocol header read from a trusted proxy (v1 is ≤ 107 bytes; v2 with the
+/// TLVs load balancers add fits easily).
+pub const PROXY_HEADER_BYTES_MAX: usize = 1_024;
 /// Largest request head (request line and headers); hyper answers 431 past it.
 pub const HEADER_BYTES_MAX: usize = 16 * 1024;
 /// hyper's read buffer per connection; it must hold a whole head, and hyper needs ≥ 8 KiB.
@@ -260,4 +276,4 @@ mod serve;
 mod values;
 
 pub use serve::ServeConfig;
-pub use values::{redact_url, InvalidValue, IoDriver, SourceSpec};
+pub use values::{redact_url, InvalidValue, IoDriver, ProxyNetwork, SourceSpec};

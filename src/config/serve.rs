@@ -39,6 +39,17 @@ pub struct ServeConfig {
     pub sync_writes: bool,
     pub long_poll_waiters_max: usize,
     pub ip_failures_per_s: u32,
+    /// Open connections per client address (IPv6: per /64), over all listener threads.
+    pub connections_per_client_max: usize,
+    /// Requests one connection carries before the server closes it.
+    pub requests_per_connection_max: u64,
+    /// Time a response write may make no progress before the connection is closed.
+    pub write_stall_timeout_ms: u64,
+    /// Networks of the load balancers in front of the API: their `X-Forwarded-For` (or PROXY
+    /// protocol header) names the client. Empty: every peer is the client.
+    pub trusted_proxies: Vec<ProxyNetwork>,
+    /// Connections from `trusted_proxies` start with a PROXY protocol (v1/v2) header.
+    pub proxy_protocol: bool,
 }
 
 impl Default for ServeConfig {
@@ -63,6 +74,11 @@ impl Default for ServeConfig {
             sync_writes: false,
             long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
             ip_failures_per_s: IP_FAILURES_PER_S_DEFAULT,
+            connections_per_client_max: CONNECTIONS_PER_CLIENT_MAX,
+            requests_per_connection_max: REQUESTS_PER_CONNECTION_MAX,
+            write_stall_timeout_ms: WRITE_STALL_TIMEOUT_MS,
+            trusted_proxies: Vec::new(),
+            proxy_protocol: false,
         }
     }
 }
@@ -101,6 +117,25 @@ impl ServeConfig {
         in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
         in_range("long_poll_waiters_max", self.long_poll_waiters_max, 1_000_000)?;
         in_range("ip_failures_per_s", self.ip_failures_per_s as usize, 1_000_000)?;
+        in_range(
+            "connections_per_client_max",
+            self.connections_per_client_max,
+            CONNECTIONS_PER_THREAD_MAX * THREADS_MAX,
+        )?;
+        if self.requests_per_connection_max == 0 {
+            return Err("requests_per_connection_max must be at least 1".into());
+        }
+        in_range(
+            "write_stall_timeout_ms",
+            usize::try_from(self.write_stall_timeout_ms).unwrap_or(usize::MAX),
+            3_600_000,
+        )?;
+        if self.trusted_proxies.len() > TRUSTED_PROXY_NETWORKS_MAX {
+            return Err(format!("trusted_proxies lists more than {TRUSTED_PROXY_NETWORKS_MAX} networks"));
+        }
+        if self.proxy_protocol && self.trusted_proxies.is_empty() {
+            return Err("proxy_protocol needs trusted_proxies: the networks whose connections carry the header".into());
+        }
         if !self.admin_listen.ip().is_loopback() && !self.admin_allow_remote {
             return Err(format!(
                 "admin_listen {} is not loopback: set admin_allow_remote = true to expose key management",
@@ -132,7 +167,9 @@ impl ServeConfig {
         format!(
             "listen={} admin_listen={} data_dir={} ledger={} labels={} listener_threads={} compute_threads={} \
              queue_capacity={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
-             freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={}",
+             freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
+             connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
+             trusted_proxies=[{}] proxy_protocol={}",
             self.listen,
             self.admin_listen,
             self.data_dir.display(),
@@ -150,6 +187,11 @@ impl ServeConfig {
             self.sync_writes,
             self.long_poll_waiters_max,
             self.ip_failures_per_s,
+            self.connections_per_client_max,
+            self.requests_per_connection_max,
+            self.write_stall_timeout_ms,
+            self.trusted_proxies.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            self.proxy_protocol,
         )
     }
 }

@@ -1,8 +1,8 @@
-//! The typed values of settings that are more than a number: where ledger data comes from and
-//! which I/O driver the listeners use. Each is parsed once, where the setting is read (flag,
+//! The typed values of settings that are more than a number: where ledger data comes from,
+//! which I/O driver the listeners use and which networks hold trusted proxies. Each is parsed once, where the setting is read (flag,
 //! variable or config file), and travels typed from there.
 //!
-//! Owns: `SourceSpec`, `IoDriver`, `InvalidValue` (why a text is not a value: it never echoes
+//! Owns: `SourceSpec`, `IoDriver`, `ProxyNetwork`, `InvalidValue` (why a text is not a value: it never echoes
 //! the text, which may hold an RPC URL's API key) and `redact_url`. Read on the main thread at
 //! start; the values are `Clone` and copied to the threads that need them.
 //!
@@ -115,7 +115,32 @@ impl std::fmt::Display for IoDriver {
     }
 }
 
-/// Both values are read from the config file as their text.
+/// A network of trusted proxies: `10.0.0.0/8`, `fd00::/8`, or one address (`192.0.2.7`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyNetwork(pub ipnet::IpNet);
+
+impl std::str::FromStr for ProxyNetwork {
+    type Err = InvalidValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.trim();
+        let net = match text.parse::<ipnet::IpNet>() {
+            Ok(net) => net.trunc(),
+            Err(_) => text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from).map_err(|_| {
+                InvalidValue(format!("{text:?} is not an IP address or network (e.g. 10.0.0.0/8, 192.0.2.7)"))
+            })?,
+        };
+        Ok(ProxyNetwork(net))
+    }
+}
+
+impl std::fmt::Display for ProxyNetwork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// These values are read from the config file as their text.
 macro_rules! deserialize_from_str {
     ($($t:ty),*) => {$(
         impl<'de> serde::Deserialize<'de> for $t {
@@ -126,7 +151,7 @@ macro_rules! deserialize_from_str {
         }
     )*};
 }
-deserialize_from_str!(SourceSpec, IoDriver);
+deserialize_from_str!(SourceSpec, IoDriver, ProxyNetwork);
 
 #[cfg(test)]
 mod tests {
@@ -161,6 +186,16 @@ mod tests {
             let message = bad.parse::<SourceSpec>().unwrap_err().to_string();
             assert!(!message.contains("SECRET"), "{message}");
         }
+    }
+
+    #[test]
+    fn proxy_networks_parse_with_or_without_a_prefix() {
+        let net: ProxyNetwork = "10.1.2.3/8".parse().unwrap();
+        assert_eq!(net.to_string(), "10.0.0.0/8", "host bits cleared");
+        assert_eq!("192.0.2.7".parse::<ProxyNetwork>().unwrap().to_string(), "192.0.2.7/32");
+        assert_eq!(" fd00::/8".parse::<ProxyNetwork>().unwrap().to_string(), "fd00::/8");
+        assert!("10.0.0.0/33".parse::<ProxyNetwork>().is_err());
+        assert!("proxy.local".parse::<ProxyNetwork>().is_err());
     }
 
     #[test]

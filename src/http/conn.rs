@@ -2,22 +2,26 @@
 //!
 //! Owns: the hyper connection settings, the translation between hyper's request/response and
 //! the `api` values a `Handler` sees, the bounded body read, the request id on every response,
-//! and graceful close on stop. Runs as one monoio task per connection on the listener thread
+//! who the client is (the peer, or the client a trusted proxy names — `peers`), its share of
+//! the connections, the requests-per-connection cap, and graceful close on stop. Runs as one monoio task per connection on the listener thread
 //! that accepted it.
 //!
 //! Invariant: a request body is never buffered past `BODY_BYTES_MAX` — a declared length over
 //! it is refused without reading a byte of the body, a streamed body is cut at the first chunk
 //! that would cross it — and a body must arrive within `body_read_timeout` or the connection is
 //! closed. Every response from here carries `Content-Type: application/json` and
-//! `X-Request-Id`; a handler panic is answered with `500 INTERNAL`.
+//! `X-Request-Id`; a handler panic is answered with `500 INTERNAL`. A connection carries at
+//! most `requests_per_connection_max` requests: the last one's answer says `Connection: close`.
 //! Deliberately absent: the responses hyper writes itself for unparsable requests (400) and
 //! oversized heads (431): they close the connection and carry no JSON body or request id.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::net::IpAddr;
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -36,6 +40,7 @@ use monoio_compat::hyper::MonoioIo;
 
 use super::handler::{Handler, StopState};
 use super::message::{ApiRequest, ApiResponse, Body, Method};
+use super::peers::{read_proxy_header, PeerSlot, PeerTable, ProxyTrust};
 use super::request_id::RequestId;
 use super::timeouts::{HeadClock, HeadTimer, Tracked};
 use crate::config::BODY_BYTES_MAX;
@@ -48,6 +53,11 @@ pub struct ConnSettings {
     pub header_read_timeout: Duration,
     pub keep_alive_idle: Duration,
     pub body_read_timeout: Duration,
+    pub write_stall_timeout: Duration,
+    pub requests_per_connection_max: u64,
+    pub proxies: Arc<ProxyTrust>,
+    /// Shared by every listener thread.
+    pub peers: Arc<PeerTable>,
 }
 
 /// Why a connection was closed without an answer to its current request.
@@ -60,28 +70,32 @@ enum EdgeError {
 }
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Serves one accepted connection until it closes, or until `stop` and its current request
 /// ends.
 pub async fn serve<H: Handler>(
     stream: monoio::net::TcpStream,
-    client_ip: IpAddr,
+    peer: IpAddr,
     handler: Rc<H>,
     settings: Rc<ConnSettings>,
     stop: StopState,
 ) {
     // Small JSON answers must not wait for Nagle; failure only costs latency.
     let _ = stream.set_nodelay(true);
-    let stream = match stream.into_poll_io() {
+    let mut stream = match stream.into_poll_io() {
         Ok(stream) => stream,
         Err(error) => {
             tracing::warn!(%error, "cannot switch socket to poll I/O; closing");
             return;
         }
     };
+    let Some(Client { ip: client_ip, prefix, slot: _slot }) = identify(&mut stream, peer, &settings).await else {
+        return;
+    };
     let clock = HeadClock::new(settings.header_read_timeout, settings.keep_alive_idle);
-    let io = MonoioIo::new(Tracked::new(stream, clock.clone()));
+    let io = MonoioIo::new(Tracked::new(stream, clock.clone(), prefix, settings.write_stall_timeout));
     let mut builder = http1::Builder::new();
     builder
         .timer(HeadTimer::new(clock))
@@ -89,8 +103,12 @@ pub async fn serve<H: Handler>(
         .max_header_size(settings.header_bytes_max)
         .max_buf_size(settings.read_buffer_bytes_max)
         .keep_alive(true);
-    let body_read_timeout = settings.body_read_timeout;
-    let service = service_fn(move |request| respond(handler.clone(), request, client_ip, body_read_timeout));
+    let served = Rc::new(Cell::new(0u64));
+    let service = service_fn(move |request| {
+        served.set(served.get() + 1);
+        let last = served.get() >= settings.requests_per_connection_max;
+        respond(handler.clone(), request, client_ip, settings.clone(), last)
+    });
     let mut connection = pin!(builder.serve_connection(io, service));
     let result = match select(connection.as_mut(), pin!(stop.stopped())).await {
         Either::Left((result, _)) => result,
@@ -104,22 +122,63 @@ pub async fn serve<H: Handler>(
     }
 }
 
-/// hyper's service: one request in, one response out.
+/// The connection's client, the bytes read before HTTP, and its connection slot.
+struct Client {
+    ip: IpAddr,
+    prefix: Bytes,
+    /// `None` for a trusted proxy (not a client; bounded by the per-thread cap).
+    slot: Option<PeerSlot>,
+}
+
+/// Who is on the other end: the peer, or the client a trusted proxy's PROXY protocol header
+/// names; `None` (close) when that header is bad or the client holds its connection cap.
+async fn identify<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    peer: IpAddr,
+    settings: &ConnSettings,
+) -> Option<Client> {
+    let (ip, prefix) = if settings.proxies.expects_proxy_header(peer) {
+        match read_proxy_header(stream, settings.header_read_timeout).await {
+            Ok(header) => (header.client.unwrap_or(peer), header.rest),
+            Err(error) => {
+                tracing::debug!(%error, %peer, "closing a proxy connection");
+                return None;
+            }
+        }
+    } else {
+        (peer, Bytes::new())
+    };
+    if settings.proxies.trusts(ip) {
+        return Some(Client { ip, prefix, slot: None });
+    }
+    match settings.peers.try_open(ip) {
+        Some(slot) => Some(Client { ip, prefix, slot: Some(slot) }),
+        None => {
+            tracing::debug!(client = %ip, "per-client connection cap reached; closing");
+            None
+        }
+    }
+}
+
+/// hyper's service: one request in, one response out (the connection's `last`: say close).
 async fn respond<H: Handler>(
     handler: Rc<H>,
     request: Request<Incoming>,
-    client_ip: IpAddr,
-    body_read_timeout: Duration,
+    connection_client: IpAddr,
+    settings: Rc<ConnSettings>,
+    last: bool,
 ) -> Result<Response<Full<Bytes>>, EdgeError> {
     let request_id = RequestId::resolve(request.headers().get(X_REQUEST_ID).map(HeaderValue::as_bytes));
     let (parts, body) = request.into_parts();
+    let forwarded = parts.headers.get_all(X_FORWARDED_FOR).into_iter().map(HeaderValue::as_bytes);
+    let client_ip = settings.proxies.client_of(connection_client, forwarded);
     // A request without a body (every GET) arms no timer: there is nothing to wait for.
     let body = if body.is_end_stream() {
         Body::Complete(Bytes::new())
     } else {
-        match monoio::time::timeout(body_read_timeout, read_body(body)).await {
+        match monoio::time::timeout(settings.body_read_timeout, read_body(body)).await {
             Ok(body) => body?,
-            Err(_) => return Err(EdgeError::BodyTimeout(body_read_timeout)),
+            Err(_) => return Err(EdgeError::BodyTimeout(settings.body_read_timeout)),
         }
     };
     let api_request = ApiRequest {
@@ -132,7 +191,8 @@ async fn respond<H: Handler>(
         client_ip,
         body,
     };
-    let response = call_handler(&*handler, api_request, &request_id).await;
+    let mut response = call_handler(&*handler, api_request, &request_id).await;
+    response.close |= last;
     tracing::debug!(method = %parts.method, path = parts.uri.path(), status = response.status, %request_id, "request");
     Ok(to_hyper(&*handler, response, &request_id))
 }

@@ -15,7 +15,8 @@
 //!
 //! Invariant: at most `connections_per_thread_max` connections are open per thread; a
 //! connection past the cap is closed at accept (the client sees a reset or EOF, nothing is
-//! read). After `stop` no connection is accepted; open ones finish their current request and
+//! read). The per-client cap (`peers::PeerTable`, one for all threads, made here) is checked
+//! by the connection itself, once it knows its client. After `stop` no connection is accepted; open ones finish their current request and
 //! close; whatever is still open after `drain_timeout` is dropped.
 //! Deliberately absent: signal handling (the caller wires SIGTERM to `ServerHandle::stop`).
 //! Known cost of stopping: the accept in flight is cancelled; on io_uring a connection the
@@ -36,6 +37,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::config::ServerConfig;
 use super::conn::{serve, ConnSettings};
 use super::handler::{Handler, HandlerFactory, StopState, ThreadContext};
+use super::peers::{PeerTable, ProxyTrust};
 use super::runtime::{DriverKind, ThreadRuntime};
 use crate::config::{ACCEPT_ERROR_PAUSE_MS, DRAIN_POLL_MS};
 
@@ -128,6 +130,8 @@ pub fn start<H: Handler, F: HandlerFactory<H>>(config: ServerConfig, factory: F)
     let local_addr = sockets[0].local_addr().map_err(|source| ServerError::Bind { addr: local_addr, source })?;
     let factory = Arc::new(factory);
     let stop = StopState::default();
+    let proxies = Arc::new(config.proxies.clone());
+    let peers = PeerTable::new(config.connections_per_client_max);
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut threads = Vec::with_capacity(sockets.len());
     for (index, socket) in sockets.into_iter().enumerate() {
@@ -138,6 +142,8 @@ pub fn start<H: Handler, F: HandlerFactory<H>>(config: ServerConfig, factory: F)
             factory: factory.clone(),
             stop: stop.clone(),
             ready: ready_tx.clone(),
+            proxies: proxies.clone(),
+            peers: peers.clone(),
         };
         let thread = std::thread::Builder::new().name(format!("xray-listen-{index}")).spawn(move || spawn.run());
         match thread {
@@ -200,6 +206,8 @@ struct ListenerThread<F> {
     factory: Arc<F>,
     stop: StopState,
     ready: mpsc::Sender<(usize, Result<DriverKind, String>)>,
+    proxies: Arc<ProxyTrust>,
+    peers: Arc<PeerTable>,
 }
 
 impl<F> ListenerThread<F> {
@@ -238,6 +246,10 @@ impl<F> ListenerThread<F> {
             header_read_timeout: self.config.header_read_timeout,
             keep_alive_idle: self.config.keep_alive_idle,
             body_read_timeout: self.config.body_read_timeout,
+            write_stall_timeout: self.config.write_stall_timeout,
+            requests_per_connection_max: self.config.requests_per_connection_max,
+            proxies: self.proxies.clone(),
+            peers: self.peers.clone(),
         });
         let _ = self.ready.send((index, Ok(driver)));
         let open = Rc::new(Cell::new(0usize));

@@ -1,7 +1,7 @@
 //! The HTTP edge of the API server: thread-per-core listeners on monoio with hyper HTTP/1.1.
 //!
 //! Owns: listener threads and their runtimes (`listener`, `runtime`), one connection's life
-//! (`conn`, `timeouts`), the `Handler` plug the API logic implements (`handler`), the values
+//! (`conn`, `timeouts`), who the client is and how many connections it holds (`peers`), the `Handler` plug the API logic implements (`handler`), the values
 //! handed across it (`message`, `request_id`) and the edge's settings (`config`). Runs on N listener threads, each
 //! with its own monoio runtime (io_uring, or epoll where io_uring is refused) and its own
 //! SO_REUSEPORT socket; `start` and `ServerHandle` are called from the main thread.
@@ -26,6 +26,7 @@ pub mod conn;
 pub mod handler;
 pub mod listener;
 pub mod message;
+pub mod peers;
 pub mod request_id;
 pub mod runtime;
 pub mod timeouts;
@@ -34,5 +35,6 @@ pub use config::ServerConfig;
 pub use handler::{Handler, HandlerFactory, StopState, ThreadContext};
 pub use listener::{start, ServerError, ServerHandle};
 pub use message::{ApiRequest, ApiResponse, Body, Method};
+pub use peers::ProxyTrust;
 pub use request_id::RequestId;
 pub use runtime::{uring_available, DriverKind};

@@ -1,8 +1,10 @@
-//! Per-connection clocks: header-read timeout and keep-alive idle timeout, on monoio's timer.
+//! Per-connection clocks: header-read timeout, keep-alive idle timeout and write-stall timeout,
+//! on monoio's timer.
 //!
 //! Owns: `HeadClock` (when the current request head started arriving), `Tracked` (the socket
-//! wrapper that feeds it) and `HeadTimer` (the `hyper::rt::Timer` hyper's header timeout sleeps
-//! on). Called on the listener thread that owns the connection; the `Send + Sync` bounds hyper
+//! wrapper that feeds it, fails a write that made no progress for `write_stall_timeout`, and
+//! first serves bytes read before hyper took over, e.g. after a PROXY protocol header) and
+//! `HeadTimer` (the `hyper::rt::Timer` hyper's header timeout sleeps on). Called on the listener thread that owns the connection; the `Send + Sync` bounds hyper
 //! puts on timers are met with atomics, not because anything crosses threads.
 //!
 //! Why this exists: hyper arms its header-read timer as soon as a connection waits for the next
@@ -19,6 +21,10 @@
 //! Known leniency: a head pipelined before the previous response was written, and left
 //! incomplete, is timed by the idle deadline (the clock cannot see hyper's buffer); it is still
 //! bounded by `keep_alive_idle` and by the connection cap.
+//! Invariant: a write (or flush) that stays pending for `write_stall_timeout` fails with
+//! `TimedOut`, which ends the connection: a client that pipelines requests and never reads
+//! their answers holds its connection for that long at most. The stall timer is armed only
+//! while a write is pending, so a connection that writes freely allocates no timer.
 //! Deliberately absent: a body timeout (the edge wraps body reads in `monoio::time::timeout`).
 
 use std::future::Future;
@@ -29,6 +35,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bytes::{Buf, Bytes};
 use hyper::rt::{Sleep, Timer};
 use monoio_compat::hyper::MonoioTimer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -77,22 +84,56 @@ impl HeadClock {
     }
 }
 
-/// A socket that tells its `HeadClock` when bytes come and go.
-#[derive(Debug)]
+/// A socket that tells its `HeadClock` when bytes come and go, and gives up on a write that
+/// stalls.
 pub struct Tracked<T> {
     inner: T,
     clock: Arc<HeadClock>,
+    /// Bytes read from the socket before this wrapper existed; served before the socket's.
+    prefix: Bytes,
+    write_stall_timeout: Duration,
+    /// Armed when a write first returns pending; cleared by any progress.
+    write_stall: Option<Pin<Box<monoio::time::Sleep>>>,
 }
 
 impl<T> Tracked<T> {
-    pub fn new(inner: T, clock: Arc<HeadClock>) -> Tracked<T> {
-        Tracked { inner, clock }
+    pub fn new(inner: T, clock: Arc<HeadClock>, prefix: Bytes, write_stall_timeout: Duration) -> Tracked<T> {
+        Tracked { inner, clock, prefix, write_stall_timeout, write_stall: None }
+    }
+
+    /// Turns a pending write into `TimedOut` once it has been pending for the stall timeout.
+    fn gate_write<R>(&mut self, cx: &mut Context<'_>, result: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        if result.is_ready() {
+            self.write_stall = None;
+            return result;
+        }
+        let timeout = self.write_stall_timeout;
+        let stall = self.write_stall.get_or_insert_with(|| Box::pin(monoio::time::sleep(timeout)));
+        match stall.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, format!("no write progress for {timeout:?}"))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Tracked<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracked").field("prefix_len", &self.prefix.len()).finish_non_exhaustive()
     }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Tracked<T> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.prefix.is_empty() {
+            let len = this.prefix.len().min(buf.remaining());
+            buf.put_slice(&this.prefix[..len]);
+            this.prefix.advance(len);
+            this.clock.on_read();
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         let result = Pin::new(&mut this.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
@@ -109,7 +150,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
         if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
             this.clock.on_write();
         }
-        result
+        this.gate_write(cx, result)
     }
 
     fn poll_write_vectored(
@@ -122,7 +163,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
         if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
             this.clock.on_write();
         }
-        result
+        this.gate_write(cx, result)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -130,7 +171,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_flush(cx);
+        this.gate_write(cx, result)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

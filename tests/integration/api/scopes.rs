@@ -286,3 +286,21 @@ fn failed_authentications_are_limited_per_client_ip() {
     let ok = eventually("the per-IP block lifts", || get(server.addr, STATUS_PATH, &key.secret).status, |s| *s == 200);
     assert_eq!(ok, 200);
 }
+
+#[test]
+fn behind_a_trusted_proxy_failed_authentications_are_limited_per_forwarded_client() {
+    let server = serve(|c| {
+        c.ip_failures_per_s = 3;
+        c.trusted_proxies = vec!["127.0.0.1".parse().expect("network")];
+    });
+    let key = server.key(KeyOptions::default());
+    let unknown = format!("Bearer {}", ApiKey::generate().expect("random").expose_secret());
+    let from = |client: &str, authorization: &str| {
+        raw(server.addr, "GET", STATUS_PATH, &[("Authorization", authorization), ("X-Forwarded-For", client)], "")
+    };
+    let limited = (0..12).map(|_| from("203.0.113.1", &unknown)).find(|r| r.status == 429);
+    assert_error(&limited.expect("the failing client is cut off"), 429, "RATE_LIMITED");
+    // Everyone else behind the same load balancer is still served.
+    assert_eq!(from("203.0.113.2", &format!("Bearer {}", key.secret)).status, 200);
+    assert_eq!(from("203.0.113.2", &unknown).status, 401, "another client's failures are its own");
+}

@@ -17,6 +17,7 @@ use xray::http::{
 
 const HEADER_TIMEOUT: Duration = Duration::from_millis(300);
 const IDLE_TIMEOUT: Duration = Duration::from_millis(1_200);
+const BIG_BODY_BYTES: usize = 64 * 1024;
 const BODY_TIMEOUT: Duration = Duration::from_millis(400);
 const WALLET: &str = "/v1/developer/intelligence/wallet";
 const SYSTEM_PROGRAM: &str = "11111111111111111111111111111111";
@@ -34,7 +35,8 @@ fn config(driver: IoDriver) -> ServerConfig {
     }
 }
 
-/// The demo handler, plus `/test/slow` (sleeps 300 ms), `/test/panic` and `/test/thread`.
+/// The demo handler, plus `/test/slow` (sleeps 300 ms), `/test/panic`, `/test/thread` and
+/// `/test/client` (the client address the edge resolved) and `/test/big` (a 64 KiB answer).
 struct TestHandler(DemoHandler, usize);
 
 impl Handler for TestHandler {
@@ -46,6 +48,8 @@ impl Handler for TestHandler {
             }
             "/test/panic" => panic!("test handler panic"),
             "/test/thread" => ApiResponse::json(200, format!(r#"{{"thread":{}}}"#, self.1)),
+            "/test/big" => ApiResponse::json(200, format!(r#"{{"big":"{}"}}"#, "a".repeat(BIG_BODY_BYTES))),
+            "/test/client" => ApiResponse::json(200, format!(r#"{{"client":"{}"}}"#, request.client_ip)),
             _ => self.0.handle(request).await,
         }
     }
@@ -87,6 +91,16 @@ impl Resp {
 impl Raw {
     fn connect(addr: SocketAddr) -> Raw {
         let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Raw { stream, buf: Vec::new() }
+    }
+
+    /// A connection from another loopback address (`127.0.0.<last>`): another client.
+    fn connect_from(last: u8, addr: SocketAddr) -> Raw {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+        socket.bind(&SocketAddr::from(([127, 0, 0, last], 0)).into()).expect("bind a loopback source");
+        socket.connect(&addr.into()).expect("connect");
+        let stream: TcpStream = socket.into();
         stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         Raw { stream, buf: Vec::new() }
     }
@@ -484,3 +498,5 @@ fn pipelined_requests_are_answered_in_order() {
     let second = raw.response().unwrap();
     assert_eq!((second.status, second.header("x-request-id")), (404, Some("second")));
 }
+
+mod peers;
