@@ -165,8 +165,9 @@ measure() {
 MAIN=$PORT_BASE; SLOW=$((PORT_BASE + 2)); RPC=$((PORT_BASE + 4))
 API="http://127.0.0.1:$MAIN/v1/developer"
 # The per-address limit of failed authentications is lifted (its maximum), or the 401 row
-# would block this client's address for the rows after it.
-start_xray main "$MAIN" $((MAIN + 1)) --ledger demo --queue-capacity 1048576 --ip-failures-per-s 1000000
+# would block this client's address for the rows after it; one account may hold every job in
+# the queue (the durable-POST row queues new jobs of one key).
+start_xray main "$MAIN" $((MAIN + 1)) --ledger demo --queue-capacity 1048576 --live-jobs-per-account-max 2097152 --ip-failures-per-s 1000000
 MAIN_PID=${PIDS[-1]}
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 # Requests the main server answered so far (its own counter, all routes and statuses).

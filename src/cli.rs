@@ -316,6 +316,9 @@ pub struct ServeArgs {
     /// Admission queue length (a full queue answers 503 SERVICE_BUSY).
     #[arg(long, env = "XRAY_QUEUE_CAPACITY")]
     pub queue_capacity: Option<usize>,
+    /// Queued or running jobs one account may hold (past it: 429 TOO_MANY_JOBS).
+    #[arg(long, env = "XRAY_LIVE_JOBS_PER_ACCOUNT_MAX")]
+    pub live_jobs_per_account_max: Option<usize>,
     #[arg(long, env = "XRAY_JOBS_IN_FLIGHT_PER_THREAD")]
     pub jobs_in_flight_per_thread: Option<usize>,
     /// Base of absolute pollUrls (default http://<listen>).
@@ -367,6 +370,7 @@ impl ServeArgs {
         layer!(jobs_in_flight_per_thread, io_driver, history_depth, freshness_window_s, retention_days);
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
+        layer!(live_jobs_per_account_max);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }

@@ -22,6 +22,8 @@ pub enum ErrorCode {
     AccountNotEligible,
     RateLimited,
     QuotaExhausted,
+    /// An extension of the contract: the account holds its maximum of live jobs.
+    TooManyJobs,
     ServiceBusy,
     Internal,
     /// Ends a job only (contract §7): the ledger source failed after bounded retries.
@@ -44,6 +46,7 @@ impl ErrorCode {
             ErrorCode::AccountNotEligible => "ACCOUNT_NOT_ELIGIBLE",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::QuotaExhausted => "QUOTA_EXHAUSTED",
+            ErrorCode::TooManyJobs => "TOO_MANY_JOBS",
             ErrorCode::ServiceBusy => "SERVICE_BUSY",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
@@ -64,7 +67,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::AccountNotEligible => 422,
-            ErrorCode::RateLimited | ErrorCode::QuotaExhausted => 429,
+            ErrorCode::RateLimited | ErrorCode::QuotaExhausted | ErrorCode::TooManyJobs => 429,
             ErrorCode::ServiceBusy => 503,
             ErrorCode::Internal | ErrorCode::UpstreamUnavailable | ErrorCode::AnalysisFailed => 500,
         }

@@ -116,6 +116,7 @@ label_enum! {
         /// answer is `RATE_LIMITED`, so the caller's refusal also counts it as `rate_limited`).
         RateLimitedIp => "rate_limited_ip",
         QuotaExhausted => "quota_exhausted",
+        TooManyJobs => "too_many_jobs",
         ServiceBusy => "service_busy",
         Internal => "internal",
     }
@@ -164,6 +165,7 @@ impl RejectReason {
             ErrorCode::AccountNotEligible => RejectReason::AccountNotEligible,
             ErrorCode::RateLimited => RejectReason::RateLimited,
             ErrorCode::QuotaExhausted => RejectReason::QuotaExhausted,
+            ErrorCode::TooManyJobs => RejectReason::TooManyJobs,
             ErrorCode::ServiceBusy => RejectReason::ServiceBusy,
             ErrorCode::Internal => RejectReason::Internal,
             // Codes that end a job, never a request: nothing is refused with them.

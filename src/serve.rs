@@ -78,7 +78,10 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let labels = Labels::load(config.labels.as_deref())?;
     let metrics = Arc::new(Metrics::default());
     let index =
-        Arc::new(StatusIndex::new(config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread));
+        Arc::new(StatusIndex::new(
+            config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread,
+            config.live_jobs_per_account_max,
+        ));
     let (ledger_failing, store_failing) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let finished = Arc::new(FinishedJobs::new(config::FINISHED_CACHE_BYTES, config::FINISHED_CACHE_ENTRIES_MAX));
     let failing = Failing { ledger: ledger_failing.clone(), store: store_failing.clone() };

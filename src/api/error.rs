@@ -31,7 +31,7 @@ use crate::store::StoreError;
 
 /// Why a request is not authenticated (`details.reason` of 401): the auth module's own type.
 pub use crate::auth::table::AuthFailure as Unauthenticated;
-use crate::config::SERVICE_BUSY_RETRY_AFTER_S;
+use crate::config::{SERVICE_BUSY_RETRY_AFTER_S, TOO_MANY_JOBS_RETRY_AFTER_S};
 pub use crate::error_code::ErrorCode;
 
 /// Every way the API refuses a request. Closed: one variant per contract code.
@@ -84,6 +84,10 @@ pub enum ApiError {
         resets_at: String,
         retry_after_s: u64,
     },
+    /// The account's live jobs are at their cap (an extension of the contract's codes).
+    TooManyJobs {
+        limit: usize,
+    },
     ServiceBusy,
     Internal,
 }
@@ -100,6 +104,7 @@ impl From<AdmitError> for ApiError {
                 retry_after_s: retry_after_quota_s(&refusal, now_ms),
             },
             AdmitError::Busy => ApiError::ServiceBusy,
+            AdmitError::TooManyJobs { limit } => ApiError::TooManyJobs { limit },
             AdmitError::Store(e) => ApiError::from_store(&e),
             AdmitError::Random(cause) => ApiError::internal(&cause),
         }
@@ -243,6 +248,19 @@ impl ApiError {
                 .into(),
                 Details { limit: Some(*limit), used: Some(*used), resets_at: Some(resets_at), ..d() },
             ),
+            ApiError::TooManyJobs { limit } => (
+                ErrorCode::TooManyJobs,
+                format!(
+                    "this account has {limit} analyses or comparisons queued or running, its maximum: \
+                     retry when one finishes"
+                )
+                .into(),
+                Details {
+                    limit: Some(*limit as u64),
+                    retry_after_seconds: Some(TOO_MANY_JOBS_RETRY_AFTER_S),
+                    ..d()
+                },
+            ),
             ApiError::ServiceBusy => (
                 ErrorCode::ServiceBusy,
                 "the service is busy: retry later".into(),
@@ -269,6 +287,7 @@ impl ApiError {
                 vec![("retry-after", (*retry_after_s).max(1).to_string())]
             }
             ApiError::ServiceBusy => vec![("retry-after", SERVICE_BUSY_RETRY_AFTER_S.to_string())],
+            ApiError::TooManyJobs { .. } => vec![("retry-after", TOO_MANY_JOBS_RETRY_AFTER_S.to_string())],
             _ => Vec::new(),
         }
     }

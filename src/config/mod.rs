@@ -161,6 +161,11 @@ pub const BODY_BYTES_MAX: usize = 4096;
 pub const WAIT_S_MAX: u32 = 30;
 /// Longest client-supplied `X-Request-Id` that is echoed (contract §1).
 pub const REQUEST_ID_LEN_MAX: usize = 64;
+/// `Retry-After` of a `429 TOO_MANY_JOBS` (jobs take seconds; a poll says when one is done).
+pub const TOO_MANY_JOBS_RETRY_AFTER_S: u64 = 2;
+/// Live (queued or running) jobs one account may hold unless the operator sets another cap:
+/// a quarter of the default queue, so one account cannot keep it full for everyone.
+pub const LIVE_JOBS_PER_ACCOUNT_MAX_DEFAULT: usize = QUEUE_CAPACITY_DEFAULT / 4;
 /// `Retry-After` of a `503 SERVICE_BUSY` (contract §6).
 pub const SERVICE_BUSY_RETRY_AFTER_S: u64 = 1;
 /// `Retry-After` of a 202 and of a poll of unfinished work (contract §4).

@@ -27,6 +27,9 @@ pub struct ServeConfig {
     pub listener_threads: usize,
     pub compute_threads: usize,
     pub queue_capacity: usize,
+    /// Queued or running jobs one account may hold; past it admission answers 429
+    /// `TOO_MANY_JOBS`.
+    pub live_jobs_per_account_max: usize,
     pub jobs_in_flight_per_thread: usize,
     /// Base of absolute `pollUrl`s; `http://<listen>` when unset.
     pub public_base_url: Option<String>,
@@ -65,6 +68,7 @@ impl Default for ServeConfig {
             listener_threads: cores,
             compute_threads: cores,
             queue_capacity: QUEUE_CAPACITY_DEFAULT,
+            live_jobs_per_account_max: LIVE_JOBS_PER_ACCOUNT_MAX_DEFAULT,
             jobs_in_flight_per_thread: JOBS_IN_FLIGHT_PER_THREAD_DEFAULT,
             public_base_url: None,
             io_driver: IoDriver::Auto,
@@ -112,6 +116,7 @@ impl ServeConfig {
         in_range("listener_threads", self.listener_threads, THREADS_MAX)?;
         in_range("compute_threads", self.compute_threads, THREADS_MAX)?;
         in_range("queue_capacity", self.queue_capacity, QUEUE_CAPACITY_MAX)?;
+        in_range("live_jobs_per_account_max", self.live_jobs_per_account_max, 2 * QUEUE_CAPACITY_MAX)?;
         in_range("jobs_in_flight_per_thread", self.jobs_in_flight_per_thread, JOBS_IN_FLIGHT_PER_THREAD_MAX)?;
         in_range("history_depth", self.history_depth as usize, HISTORY_DEPTH_MAX as usize)?;
         in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
@@ -166,7 +171,7 @@ impl ServeConfig {
     pub fn summary(&self) -> String {
         format!(
             "listen={} admin_listen={} data_dir={} ledger={} labels={} listener_threads={} compute_threads={} \
-             queue_capacity={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
+             queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
              freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
              trusted_proxies=[{}] proxy_protocol={}",
@@ -178,6 +183,7 @@ impl ServeConfig {
             self.listener_threads,
             self.compute_threads,
             self.queue_capacity,
+            self.live_jobs_per_account_max,
             self.jobs_in_flight_per_thread,
             self.public_base_url.as_deref().unwrap_or("http://<listen>"),
             self.io_driver,

@@ -12,7 +12,9 @@
 //! drained after a restart, the subject's newest job in the store if it is still live; (2) the
 //! newest READY result of the account and subject (`finished`: memory, else the store), made by
 //! this build's engines and younger than the freshness window → that result, no charge;
-//! (3) reserve one quota unit (429 when none is left);
+//! (3) refuse when the account already holds `per_account_max` live jobs (429 `TOO_MANY_JOBS`;
+//! the index enforces it again, atomically, at (5)); reserve one quota unit (429 when none is
+//! left);
 //! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
 //! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2). A queue already full at
 //! (4) refuses before the write (nothing to undo); (6) still refuses and undoes when it filled
@@ -36,7 +38,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use super::finished::{FinishedJobs, StoredJob};
-use super::index::{LiveJob, StatusIndex};
+use super::index::{IndexFull, LiveJob, StatusIndex};
 use crate::auth::table::KeyEntry;
 use crate::config::{ADMISSION_LOCK_STRIPES, STRANDED_TICKETS_MAX};
 use crate::engine::ENGINE_VERSION_TAG;
@@ -78,6 +80,9 @@ pub enum AdmitError {
     /// The work queue or the status index is full (503 `SERVICE_BUSY`).
     #[error("the work queue is full")]
     Busy,
+    /// The account holds `limit` live jobs already (429 `TOO_MANY_JOBS`).
+    #[error("the account holds its maximum of {limit} live jobs")]
+    TooManyJobs { limit: usize },
     /// The store refused or failed (503 when transient, else 500).
     #[error("store: {0}")]
     Store(#[from] StoreError),
@@ -227,6 +232,10 @@ impl Admission {
                 return Ok(Decision::Fresh(fresh));
             }
         }
+        let limit = self.index.per_account_max();
+        if self.index.live_of_account(account) >= limit {
+            return Err(AdmitError::TooManyJobs { limit });
+        }
         let reservation = key
             .quota
             .reserve(work.operation(), now_ms)
@@ -329,9 +338,10 @@ impl Admission {
         self.store.admit(&record)?;
         let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };
         let live = Arc::new(LiveJob::pending(record.clone()));
-        let refused = match self.index.insert(Arc::clone(&live)) {
-            Ok(()) => self.pool.submit(ticket).err(),
-            Err(_) => Some(ticket),
+        let (refused, refusal) = match self.index.insert(Arc::clone(&live)) {
+            Ok(()) => (self.pool.submit(ticket).err(), AdmitError::Busy),
+            Err(IndexFull::Full(_)) => (Some(ticket), AdmitError::Busy),
+            Err(IndexFull::Account(limit)) => (Some(ticket), AdmitError::TooManyJobs { limit }),
         };
         let Some(ticket) = refused else {
             live.mark_queued();
@@ -340,7 +350,7 @@ impl Admission {
         match self.store.cancel_admission(&record.id) {
             Ok(()) => {
                 self.index.remove(&record.id);
-                Err(AdmitError::Busy)
+                Err(refusal)
             }
             Err(e) => {
                 tracing::error!(job = %record.id, error = %e, "undoing a refused admission failed: it stands");
@@ -406,7 +416,7 @@ impl Admission {
             return Ok(());
         }
         let id = record.id.clone();
-        if self.index.insert(Arc::new(LiveJob::new(record.clone()))).is_err() {
+        if self.index.insert_recovered(Arc::new(LiveJob::new(record.clone()))).is_err() {
             return Err(record);
         }
         if self.pool.submit(Ticket { id: id.clone(), spec }).is_err() {

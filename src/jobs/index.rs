@@ -11,6 +11,11 @@
 //! after `Store::admit`, removed after `Store::complete`), so a poll that misses the index
 //! finds the job in the store: the index is a cache, RocksDB is the record.
 //! Invariant: at most `len_max` jobs are held; admission refuses (503) rather than grow it.
+//! Invariant: an account holds at most `per_account_max` live jobs admitted by this process
+//! (admission refuses with 429 `TOO_MANY_JOBS`), so one key with `refresh: true` cannot fill
+//! the queue for everyone; jobs recovered after a restart are counted but never refused (they
+//! were admitted already). The per-account counts sit behind one mutex touched at insert and
+//! remove only — admissions and completions, never polls.
 //! Invariant: readers take no lock and do not allocate (papaya's maps are lock-free; lookups
 //! by id borrow the request's `&str`, lookups by subject build their key on the stack).
 //! Deliberately absent: finished jobs (their polls read the store's block cache) and fresh
@@ -106,16 +111,22 @@ impl LiveJob {
 
 /// Why a job could not be indexed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the status index holds its maximum of {0} live jobs")]
-pub struct IndexFull(pub usize);
+pub enum IndexFull {
+    #[error("the status index holds its maximum of {0} live jobs")]
+    Full(usize),
+    #[error("the account holds its maximum of {0} live jobs")]
+    Account(usize),
+}
 
-/// Live jobs by id and by `(account, subject)`.
+/// Live jobs by id and by `(account, subject)`, and how many each account holds.
 #[derive(Debug)]
 pub struct StatusIndex {
     by_id: papaya::HashMap<String, Arc<LiveJob>>,
     by_subject: papaya::HashMap<String, Arc<LiveJob>>,
+    by_account: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
     len: AtomicUsize,
     len_max: usize,
+    per_account_max: usize,
 }
 
 /// The deduplication key: account, subject kind and subject, unambiguous because accounts and
@@ -162,13 +173,24 @@ fn with_subject_key<R>(account: &str, subject: Subject<'_>, read: impl FnOnce(&s
 }
 
 impl StatusIndex {
-    pub fn new(len_max: usize) -> StatusIndex {
+    pub fn new(len_max: usize, per_account_max: usize) -> StatusIndex {
         StatusIndex {
             by_id: papaya::HashMap::with_capacity(len_max.min(1 << 16)),
             by_subject: papaya::HashMap::with_capacity(len_max.min(1 << 16)),
+            by_account: parking_lot::Mutex::new(std::collections::HashMap::new()),
             len: AtomicUsize::new(0),
             len_max,
+            per_account_max,
         }
+    }
+
+    /// Live jobs `account` holds now.
+    pub fn live_of_account(&self, account: &str) -> usize {
+        self.by_account.lock().get(account).copied().unwrap_or(0)
+    }
+
+    pub fn per_account_max(&self) -> usize {
+        self.per_account_max
     }
 
     /// Live jobs held now.
@@ -198,26 +220,63 @@ impl StatusIndex {
         job.state().map(|_| job)
     }
 
-    /// Adds an admitted job; it becomes the subject's newest live job.
+    /// Adds a job being admitted; it becomes the subject's newest live job. Refused when the
+    /// index or the job's account holds its maximum.
     pub fn insert(&self, job: Arc<LiveJob>) -> Result<(), IndexFull> {
+        self.insert_within(job, self.per_account_max)
+    }
+
+    /// Adds a job a stopped process admitted (recovery): counted for its account, never
+    /// refused for it.
+    pub fn insert_recovered(&self, job: Arc<LiveJob>) -> Result<(), IndexFull> {
+        self.insert_within(job, usize::MAX)
+    }
+
+    fn insert_within(&self, job: Arc<LiveJob>, per_account_max: usize) -> Result<(), IndexFull> {
+        if self.by_id.pin().contains_key(job.record.id.as_str()) {
+            // Ids are 16 random bytes; a repeat means the same job was indexed twice.
+            return Ok(());
+        }
         let reserved =
             self.len.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.len_max).then_some(n + 1));
         if reserved.is_err() {
-            return Err(IndexFull(self.len_max));
+            return Err(IndexFull::Full(self.len_max));
+        }
+        if let Err(full) = self.count_in(&job.record.account, per_account_max) {
+            self.len.fetch_sub(1, Ordering::AcqRel);
+            return Err(full);
         }
         let key = subject_key(&job.record.account, job.record.kind.subject());
         self.by_subject.pin().insert(key, Arc::clone(&job));
-        if self.by_id.pin().insert(job.record.id.clone(), job).is_some() {
-            // Ids are 16 random bytes; a repeat means the same job was indexed twice.
-            self.len.fetch_sub(1, Ordering::AcqRel);
-        }
+        self.by_id.pin().insert(job.record.id.clone(), job);
         Ok(())
+    }
+
+    fn count_in(&self, account: &str, per_account_max: usize) -> Result<(), IndexFull> {
+        let mut counts = self.by_account.lock();
+        let count = counts.entry(account.to_owned()).or_insert(0);
+        if *count >= per_account_max {
+            return Err(IndexFull::Account(self.per_account_max));
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    fn count_out(&self, account: &str) {
+        let mut counts = self.by_account.lock();
+        if let Some(count) = counts.get_mut(account) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                counts.remove(account);
+            }
+        }
     }
 
     /// Removes a job (finished, or whose admission was undone) and wakes its waiters.
     pub fn remove(&self, id: &str) -> Option<Arc<LiveJob>> {
         let job = self.by_id.pin().remove(id).cloned()?;
         self.len.fetch_sub(1, Ordering::AcqRel);
+        self.count_out(&job.record.account);
         let key = subject_key(&job.record.account, job.record.kind.subject());
         // Only if it is still the subject's newest: a later `refresh` job may have replaced it.
         let _ = self.by_subject.pin().remove_if(&key, |_, current| Arc::ptr_eq(current, &job));
@@ -247,7 +306,7 @@ mod tests {
 
     #[test]
     fn live_jobs_are_found_by_id_and_subject_until_removed() {
-        let index = StatusIndex::new(8);
+        let index = StatusIndex::new(8, 8);
         index.insert(Arc::new(LiveJob::new(record("an_1", "acct_a", "W1")))).unwrap();
         assert_eq!(index.get("an_1").and_then(|j| j.state()), Some(JobState::Queued));
         assert!(index.live_for("acct_a", Subject::Wallet("W1")).is_some());
@@ -277,7 +336,7 @@ mod tests {
 
     #[test]
     fn a_job_being_admitted_is_not_offered_to_deduplication_until_queued() {
-        let index = StatusIndex::new(8);
+        let index = StatusIndex::new(8, 8);
         let job = Arc::new(LiveJob::pending(record("an_1", "a", "W")));
         index.insert(Arc::clone(&job)).unwrap();
         assert!(index.live_for("a", Subject::Wallet("W")).is_none(), "its admission may still fail");
@@ -288,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_newer_job_keeps_the_subject_when_the_older_finishes() {
-        let index = StatusIndex::new(8);
+        let index = StatusIndex::new(8, 8);
         index.insert(Arc::new(LiveJob::new(record("an_1", "a", "W")))).unwrap();
         index.insert(Arc::new(LiveJob::new(record("an_2", "a", "W")))).unwrap();
         index.remove("an_1");
@@ -297,18 +356,37 @@ mod tests {
 
     #[test]
     fn the_index_is_bounded() {
-        let index = StatusIndex::new(2);
+        let index = StatusIndex::new(2, 8);
         for id in ["an_1", "an_2"] {
             index.insert(Arc::new(LiveJob::new(record(id, "a", id)))).unwrap();
         }
-        assert_eq!(index.insert(Arc::new(LiveJob::new(record("an_3", "a", "x")))), Err(IndexFull(2)));
+        assert_eq!(index.insert(Arc::new(LiveJob::new(record("an_3", "b", "x")))), Err(IndexFull::Full(2)));
         index.remove("an_1");
-        assert!(index.insert(Arc::new(LiveJob::new(record("an_3", "a", "x")))).is_ok());
+        assert!(index.insert(Arc::new(LiveJob::new(record("an_3", "b", "x")))).is_ok());
     }
 
     #[test]
+    fn an_account_holds_at_most_its_share_and_recovered_jobs_are_counted_not_refused() {
+        let index = StatusIndex::new(8, 2);
+        for id in ["an_1", "an_2"] {
+            index.insert(Arc::new(LiveJob::new(record(id, "acct_a", id)))).unwrap();
+        }
+        let third = || Arc::new(LiveJob::new(record("an_3", "acct_a", "W3")));
+        assert_eq!(index.insert(third()), Err(IndexFull::Account(2)));
+        assert_eq!(index.len(), 2, "a refusal holds no place");
+        assert!(index.insert(Arc::new(LiveJob::new(record("an_4", "acct_b", "W4")))).is_ok(), "per account");
+        index.insert_recovered(third()).unwrap();
+        assert_eq!(index.live_of_account("acct_a"), 3);
+        index.remove("an_1");
+        index.remove("an_3");
+        assert_eq!(index.live_of_account("acct_a"), 1);
+        index.remove("an_2");
+        assert_eq!(index.live_of_account("acct_a"), 0);
+        assert!(index.by_account.lock().get("acct_a").is_none(), "an account without live jobs holds no entry");
+    }
+    #[test]
     fn waiters_wake_when_a_compute_thread_finishes_the_job() {
-        let index = Arc::new(StatusIndex::new(4));
+        let index = Arc::new(StatusIndex::new(4, 4));
         let job = Arc::new(LiveJob::new(record("an_1", "a", "W")));
         index.insert(Arc::clone(&job)).unwrap();
         let finisher = Arc::clone(&index);

@@ -247,3 +247,36 @@ fn draining_refuses_new_work_with_503_and_serves_the_rest() {
     assert_eq!(get(server.addr, &done.poll_path(), k).job_status(), "READY");
     assert_eq!(server.usage(k).units(), (1, 0, 999, 0));
 }
+
+#[test]
+fn an_account_at_its_live_job_cap_gets_429_too_many_jobs_and_other_accounts_are_served() {
+    // A ledger that answers every call after 800 ms keeps the first jobs live.
+    let server = serve_slow(800, |c| {
+        c.live_jobs_per_account_max = 2;
+        c.queue_capacity = 16;
+    });
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let wallets = fresh_wallets("share", 3);
+    let live: Vec<String> =
+        wallets[..2].iter().map(|w| submit(&server, k, WALLET_PATH, &wallet_body(w)).poll_path()).collect();
+    let refused = post(server.addr, WALLET_PATH, k, &wallet_body(&wallets[2]));
+    assert_error_details(&refused, 429, "TOO_MANY_JOBS", &json!({"limit": 2, "retryAfterSeconds": 2}));
+    assert_eq!(retry_after(&refused), 2);
+    assert_rate_headers(&refused, &key);
+    // Nothing charged for it; a request deduplicated onto a live job is still answered.
+    let usage = server.usage(k);
+    assert_eq!((usage.used, usage.reserved), (0, 2), "{usage:?}");
+    let again = post(server.addr, WALLET_PATH, k, &wallet_body(&wallets[0]));
+    assert_eq!((again.status, &again.data()["deduplicated"]), (202, &json!(true)), "{again:?}");
+    // A comparison is a job of the account too.
+    let compare = post(server.addr, COMPARE_PATH, k, &compare_body(&wallets[0], &wallets[2]));
+    assert_error_details(&compare, 429, "TOO_MANY_JOBS", &json!({"limit": 2, "retryAfterSeconds": 2}));
+    // Another account is not affected.
+    let other = server.key(KeyOptions::default().in_account("acct_other"));
+    assert_eq!(post(server.addr, WALLET_PATH, &other.secret, &wallet_body(&wallets[2])).status, 202);
+    // Once one finishes, the account may queue another.
+    assert_eq!(server.finish(&live[0], k).job_status(), "READY");
+    assert_eq!(submit(&server, k, WALLET_PATH, &wallet_body(&wallets[2])).status, 202);
+    assert_eq!(server.usage(k).used + server.usage(k).reserved, 3);
+}

@@ -149,6 +149,8 @@ fn the_document_names_every_route_and_error_code() {
         "QUOTA_EXHAUSTED",
         "SERVICE_BUSY",
         "INTERNAL",
+        // Extensions of the contract's codes (issue #13).
+        "TOO_MANY_JOBS",
     ]);
     assert_eq!(codes, contract);
 }
