@@ -329,6 +329,12 @@ pub struct ServeArgs {
     pub io_driver: Option<IoDriver>,
     #[arg(long, env = "XRAY_HISTORY_DEPTH")]
     pub history_depth: Option<u32>,
+    /// Seconds one job may run (past it: FAILED UPSTREAM_UNAVAILABLE, refunded).
+    #[arg(long, env = "XRAY_JOB_DEADLINE_S")]
+    pub job_deadline_s: Option<u64>,
+    /// Ledger bytes one job may read (past it: FAILED ANALYSIS_FAILED, refunded).
+    #[arg(long, env = "XRAY_JOB_LEDGER_BYTES_MAX")]
+    pub job_ledger_bytes_max: Option<u64>,
     /// Seconds a READY result is reused for an equal request.
     #[arg(long, env = "XRAY_FRESHNESS_WINDOW_S")]
     pub freshness_window_s: Option<u64>,
@@ -370,7 +376,7 @@ impl ServeArgs {
         layer!(jobs_in_flight_per_thread, io_driver, history_depth, freshness_window_s, retention_days);
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
-        layer!(live_jobs_per_account_max);
+        layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }

@@ -469,7 +469,7 @@ mod tests {
 
     use super::*;
 
-    const ALL_CODES: [ErrorCode; 13] = [
+    const ALL_CODES: [ErrorCode; 14] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidAddress,
         ErrorCode::Unauthenticated,
@@ -481,6 +481,7 @@ mod tests {
         ErrorCode::AccountNotEligible,
         ErrorCode::RateLimited,
         ErrorCode::QuotaExhausted,
+        ErrorCode::TooManyJobs,
         ErrorCode::ServiceBusy,
         ErrorCode::Internal,
     ];
@@ -586,7 +587,7 @@ mod tests {
             assert_eq!(reason.slot(), i);
         }
         assert_eq!(RouteLabel::ALL.len(), 8);
-        assert_eq!(RejectReason::ALL.len(), 14);
+        assert_eq!(RejectReason::ALL.len(), 15);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = ["wallet", "analysis", "compare", "comparison", "status", "usage", "healthz", "unmatched"];
         assert_eq!(routes, expected);
@@ -742,7 +743,7 @@ mod tests {
             assert_eq!(types.get(name).map(String::as_str), Some(kind), "{name}");
         }
         assert!(!samples.iter().any(|s| s.name.starts_with("xray_http_")), "no request seen, no request series");
-        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 14);
+        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 15);
         assert_eq!(value(&samples, "xray_queue_depth", &[]), 3.0);
         assert_eq!(value(&samples, "xray_queue_capacity", &[]), 1024.0);
         assert_eq!(value(&samples, "xray_live_jobs", &[]), 5.0);

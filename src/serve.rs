@@ -36,7 +36,7 @@ use crate::http::{ProxyTrust, ServerConfig, ServerHandle, ThreadContext};
 use crate::jobs::admission::Admission;
 use crate::jobs::finished::FinishedJobs;
 use crate::jobs::index::StatusIndex;
-use crate::jobs::pool::{ComputePool, PoolConfig};
+use crate::jobs::pool::{ComputePool, JobBudget, PoolConfig};
 use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery};
 use crate::jobs::sink::{Failing, StoreSink};
 use crate::labels::Labels;
@@ -77,11 +77,10 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let keys = key_admin.keys.clone();
     let labels = Labels::load(config.labels.as_deref())?;
     let metrics = Arc::new(Metrics::default());
-    let index =
-        Arc::new(StatusIndex::new(
-            config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread,
-            config.live_jobs_per_account_max,
-        ));
+    let index = Arc::new(StatusIndex::new(
+        config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread,
+        config.live_jobs_per_account_max,
+    ));
     let (ledger_failing, store_failing) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let finished = Arc::new(FinishedJobs::new(config::FINISHED_CACHE_BYTES, config::FINISHED_CACHE_ENTRIES_MAX));
     let failing = Failing { ledger: ledger_failing.clone(), store: store_failing.clone() };
@@ -171,6 +170,10 @@ fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -
         jobs_in_flight_max: config.jobs_in_flight_per_thread,
         pin: true,
         view: ViewOptions { history_depth: config.history_depth },
+        budget: JobBudget {
+            deadline: Duration::from_secs(config.job_deadline_s),
+            ledger_bytes_max: config.job_ledger_bytes_max,
+        },
     };
     let make_source = move |_| Source::open(&spec, Default::default()).map_err(|e| e.to_string());
     ComputePool::start(pool_config, labels, make_source, sink)

@@ -19,6 +19,16 @@
 pub const HISTORY_DEPTH_DEFAULT: u32 = 1_000;
 /// Upper bound an operator may set for the history depth.
 pub const HISTORY_DEPTH_MAX: u32 = 20_000;
+/// Time one job may run, ledger reads and engine together, unless the operator sets another:
+/// past it the job ends FAILED (`UPSTREAM_UNAVAILABLE`, refunded). Retries of one call can take
+/// a minute (`RPC_ATTEMPTS_MAX` × `RPC_REQUEST_TIMEOUT_MS` plus backoff), so two such calls fit.
+pub const JOB_DEADLINE_S_DEFAULT: u64 = 180;
+pub const JOB_DEADLINE_S_MAX: u64 = 3_600;
+/// Ledger bytes one job may read (every answer and retry), unless the operator sets another:
+/// past it the job ends FAILED (`ANALYSIS_FAILED`, refunded). A wallet at the largest history
+/// depth of busy jsonParsed transactions reads ~100 MiB.
+pub const JOB_LEDGER_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
+pub const JOB_LEDGER_BYTES_MAX_MAX: u64 = 16 * 1024 * 1024 * 1024;
 /// Largest page `getSignaturesForAddress` accepts (Solana's own limit).
 pub const SIGNATURES_PAGE_LEN_MAX: u32 = 1_000;
 /// Accounts per `getMultipleAccounts` call (Solana's own limit).
@@ -55,6 +65,17 @@ pub const RPC_SERVER_CONNECTIONS_MAX: usize = 256;
 /// (serde), so a hostile answer nested 200,000 deep would overflow a compute thread's stack
 /// and abort the process. Checked on simd-json's flat tape, before anything recursive runs.
 pub const LEDGER_JSON_DEPTH_MAX: usize = 64;
+/// Lists of one transaction as a ledger source sends it, bounded at parse (`ledger::bounded`).
+/// Account keys, balances, token balances, loaded addresses and table indexes are indexed by
+/// one byte: at most 256.
+pub const TX_ACCOUNTS_MAX: usize = 256;
+/// Top-level instructions, inner-instruction groups and the instructions of one group: the
+/// runtime allows 64 in a transaction's whole instruction trace; four times that is room to spare.
+pub const TX_INSTRUCTIONS_MAX: usize = 256;
+/// Accounts of one instruction: one byte each in a packet of 1,232 bytes.
+pub const TX_INSTRUCTION_ACCOUNTS_MAX: usize = 1_280;
+/// Log lines of one transaction (the node cuts logs at 10 KB).
+pub const TX_LOG_MESSAGES_MAX: usize = 4_096;
 
 /// Starts of one job, at most. Each start is recorded before the job runs; a job found live
 /// after this many took its process down every time (a stack overflow, an abort, the OOM

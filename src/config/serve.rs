@@ -36,6 +36,10 @@ pub struct ServeConfig {
     /// `auto`, `uring` or `epoll`.
     pub io_driver: IoDriver,
     pub history_depth: u32,
+    /// Seconds one job may run before it ends FAILED (`UPSTREAM_UNAVAILABLE`), refunded.
+    pub job_deadline_s: u64,
+    /// Ledger bytes one job may read before it ends FAILED (`ANALYSIS_FAILED`), refunded.
+    pub job_ledger_bytes_max: u64,
     pub freshness_window_s: u64,
     pub retention_days: u32,
     /// fsync the WAL on every durable write (power-loss durability; group-committed).
@@ -73,6 +77,8 @@ impl Default for ServeConfig {
             public_base_url: None,
             io_driver: IoDriver::Auto,
             history_depth: HISTORY_DEPTH_DEFAULT,
+            job_deadline_s: JOB_DEADLINE_S_DEFAULT,
+            job_ledger_bytes_max: JOB_LEDGER_BYTES_MAX_DEFAULT,
             freshness_window_s: FRESHNESS_WINDOW_S_DEFAULT,
             retention_days: RETENTION_DAYS_DEFAULT,
             sync_writes: false,
@@ -119,6 +125,13 @@ impl ServeConfig {
         in_range("live_jobs_per_account_max", self.live_jobs_per_account_max, 2 * QUEUE_CAPACITY_MAX)?;
         in_range("jobs_in_flight_per_thread", self.jobs_in_flight_per_thread, JOBS_IN_FLIGHT_PER_THREAD_MAX)?;
         in_range("history_depth", self.history_depth as usize, HISTORY_DEPTH_MAX as usize)?;
+        in_range("job_deadline_s", self.job_deadline_s as usize, JOB_DEADLINE_S_MAX as usize)?;
+        if !(1024 * 1024..=JOB_LEDGER_BYTES_MAX_MAX).contains(&self.job_ledger_bytes_max) {
+            return Err(format!(
+                "job_ledger_bytes_max must be 1 MiB..={JOB_LEDGER_BYTES_MAX_MAX} bytes, got {}",
+                self.job_ledger_bytes_max
+            ));
+        }
         in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
         in_range("long_poll_waiters_max", self.long_poll_waiters_max, 1_000_000)?;
         in_range("ip_failures_per_s", self.ip_failures_per_s as usize, 1_000_000)?;
@@ -172,6 +185,7 @@ impl ServeConfig {
         format!(
             "listen={} admin_listen={} data_dir={} ledger={} labels={} listener_threads={} compute_threads={} \
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
+             job_deadline_s={} job_ledger_bytes_max={} \
              freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
              trusted_proxies=[{}] proxy_protocol={}",
@@ -188,6 +202,8 @@ impl ServeConfig {
             self.public_base_url.as_deref().unwrap_or("http://<listen>"),
             self.io_driver,
             self.history_depth,
+            self.job_deadline_s,
+            self.job_ledger_bytes_max,
             self.freshness_window_s,
             self.retention_days,
             self.sync_writes,

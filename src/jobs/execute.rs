@@ -92,6 +92,15 @@ impl Outcome {
     }
 
     /// The outcome of a job whose every start took its process down: `ANALYSIS_FAILED`.
+    /// The job's deadline passed (nearly always waiting on the ledger source).
+    pub fn out_of_time(deadline: std::time::Duration) -> Outcome {
+        let message = format!(
+            "the analysis did not finish within its time budget of {} s: the ledger source answered too slowly",
+            deadline.as_secs()
+        );
+        Outcome::failed(FailCode::UpstreamUnavailable, message)
+    }
+
     pub fn never_finished(starts: u32) -> Outcome {
         let message = format!("the analysis was started {starts} times and its process stopped each time before it finished; it is not run again");
         Outcome::failed(FailCode::AnalysisFailed, message)
@@ -100,6 +109,7 @@ impl Outcome {
 
 fn ledger_failure(e: &LedgerError) -> Outcome {
     match e {
+        LedgerError::OverBudget(message) => Outcome::failed(FailCode::AnalysisFailed, message.clone()),
         LedgerError::Unavailable(_) => {
             Outcome::failed(FailCode::UpstreamUnavailable, "the ledger source did not answer after bounded retries")
         }

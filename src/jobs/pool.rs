@@ -7,7 +7,9 @@
 //! hands the ticket back for a `503 SERVICE_BUSY`); compute threads call the `JobSink`.
 //!
 //! Invariants: the queue holds at most `queue_capacity` tickets and each thread at most
-//! `jobs_in_flight_max` jobs, so work in memory is bounded; a ticket is executed exactly once
+//! `jobs_in_flight_max` jobs, so work in memory is bounded; each job runs within its
+//! `JobBudget` (a deadline, and a byte budget the ledger sources charge: `ledger::budget`) and
+//! ends FAILED, refunded, past either; a ticket is executed exactly once
 //! (popped by one thread) and always reported to the sink — a run that panics ends FAILED
 //! (`ANALYSIS_FAILED`, refunded) and gives its slot back; after `shutdown` no ticket is popped and in-flight jobs finish
 //! before the threads exit (queued tickets stay durable in the store and are re-queued on
@@ -27,8 +29,9 @@ use futures_util::FutureExt;
 use tokio::sync::Notify;
 
 use super::execute::{execute, JobSpec, Outcome, ReusedScores};
-use crate::config::COMPUTE_IDLE_POLL_MS;
+use crate::config::{COMPUTE_IDLE_POLL_MS, JOB_DEADLINE_S_DEFAULT, JOB_LEDGER_BYTES_MAX_DEFAULT};
 use crate::labels::Labels;
+use crate::ledger::budget::{self, ByteBudget};
 use crate::ledger::source::LedgerSource;
 use crate::ledger::view::ViewOptions;
 
@@ -55,6 +58,23 @@ pub struct PoolConfig {
     /// Pin thread i to core i (mod the cores available).
     pub pin: bool,
     pub view: ViewOptions,
+    pub budget: JobBudget,
+}
+
+/// What one job may spend: wall time (ledger reads and engine) and ledger bytes read.
+#[derive(Debug, Clone, Copy)]
+pub struct JobBudget {
+    pub deadline: Duration,
+    pub ledger_bytes_max: u64,
+}
+
+impl Default for JobBudget {
+    fn default() -> Self {
+        JobBudget {
+            deadline: Duration::from_secs(JOB_DEADLINE_S_DEFAULT),
+            ledger_bytes_max: JOB_LEDGER_BYTES_MAX_DEFAULT,
+        }
+    }
 }
 
 pub struct ComputePool {
@@ -204,14 +224,7 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
                     if let Err(outcome) = shared.sink.started(&ticket) {
                         return shared.sink.finished(ticket, outcome);
                     }
-                    let scores: &dyn ReusedScores = &*shared.sink;
-                    let run = execute(&*source, &shared.labels, &ticket.spec, shared.config.view, scores);
-                    // A panic is a bug, but it must not strand the job RUNNING with its unit
-                    // reserved (and panic again after every restart): it ends FAILED, refunded.
-                    let outcome = AssertUnwindSafe(run).catch_unwind().await.unwrap_or_else(|_| {
-                        tracing::error!(job = %ticket.id, "the job's run panicked: it ends FAILED");
-                        Outcome::panicked()
-                    });
+                    let outcome = run_within_budget(&shared, &*source, &ticket).await;
                     shared.sink.finished(ticket, outcome);
                 });
                 continue;
@@ -221,6 +234,27 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
             _ = shared.wake.notified() => {}
             _ = slot_freed.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(COMPUTE_IDLE_POLL_MS)) => {}
+        }
+    }
+}
+
+/// Runs one job within its budget of time and ledger bytes.
+async fn run_within_budget<S: LedgerSource>(shared: &Shared, source: &S, ticket: &Ticket) -> Outcome {
+    let limits = shared.config.budget;
+    let scores: &dyn ReusedScores = &*shared.sink;
+    let run = execute(source, &shared.labels, &ticket.spec, shared.config.view, scores);
+    let run = budget::within(ByteBudget::new(limits.ledger_bytes_max), tokio::time::timeout(limits.deadline, run));
+    // A panic is a bug, but it must not strand the job RUNNING with its unit reserved (and
+    // panic again after every restart): it ends FAILED, refunded.
+    match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(_elapsed)) => {
+            tracing::warn!(job = %ticket.id, deadline_s = limits.deadline.as_secs(), "the job ran out of time");
+            Outcome::out_of_time(limits.deadline)
+        }
+        Err(_) => {
+            tracing::error!(job = %ticket.id, "the job's run panicked: it ends FAILED");
+            Outcome::panicked()
         }
     }
 }
@@ -269,7 +303,14 @@ mod tests {
     }
 
     fn config(threads: usize, queue_capacity: usize) -> PoolConfig {
-        PoolConfig { threads, queue_capacity, jobs_in_flight_max: 4, pin: true, view: ViewOptions::default() }
+        PoolConfig {
+            threads,
+            queue_capacity,
+            jobs_in_flight_max: 4,
+            pin: true,
+            view: ViewOptions::default(),
+            budget: JobBudget::default(),
+        }
     }
 
     #[test]

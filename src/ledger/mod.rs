@@ -1,8 +1,9 @@
 //! The ledger layer: everything the service knows about Solana comes through here.
 //!
-//! Owns: the JSON-RPC wire types (`wire`), their decoding into the domain model (`model`,
+//! Owns: the JSON-RPC wire types (`wire`, their lists bounded at parse by `bounded`), their decoding into the domain model (`model`,
 //! `instruction`), the `LedgerSource` trait and its three implementations (`demo`,
-//! `snapshot`, `rpc`) and the fetch plan that turns a source into a `WalletView` (`view`).
+//! `snapshot`, `rpc`), the fetch plan that turns a source into a `WalletView` (`view`) and a
+//! job's budget of bytes read (`budget`).
 //! The tools that serve, record and inspect ledger data are in `devtools`.
 //!
 //! Threads: sources run on compute threads, each on its own single-threaded tokio runtime
@@ -12,6 +13,8 @@
 //! built by the same `view::build_view`, so the demo, a snapshot and a live node are read by
 //! the same parser. Deliberately absent: scoring or judging anything (that is the engine's).
 
+pub mod bounded;
+pub mod budget;
 pub mod demo;
 pub mod fields;
 pub mod instruction;
@@ -51,6 +54,9 @@ pub enum LedgerError {
     /// The request itself is wrong (bad address, bad configuration); retrying cannot help.
     #[error("invalid ledger request: {0}")]
     Invalid(String),
+    /// The job's budget of ledger bytes is spent (`budget`); final.
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 impl LedgerError {

@@ -30,7 +30,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use simd_json::tape::Node;
 pub use simd_json::OwnedValue as Value;
 
-use crate::config;
+use crate::config::{self, TX_ACCOUNTS_MAX, TX_INSTRUCTIONS_MAX, TX_INSTRUCTION_ACCOUNTS_MAX, TX_LOG_MESSAGES_MAX};
+use crate::ledger::bounded;
 use crate::ledger::LedgerError;
 
 /// The JSON-RPC 2.0 envelope of one response.
@@ -319,6 +320,7 @@ impl<'de> Deserialize<'de> for UiTransactionVersion {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UiTransaction {
+    #[serde(deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub signatures: Vec<String>,
     pub message: UiMessage,
 }
@@ -339,10 +341,12 @@ pub enum UiMessage {
 struct MessageWire {
     #[serde(default)]
     header: Option<MessageHeader>,
+    #[serde(deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     account_keys: Vec<AccountKeyWire>,
     recent_blockhash: String,
+    #[serde(deserialize_with = "bounded::vec_max::<_, _, TX_INSTRUCTIONS_MAX>")]
     instructions: Vec<UiInstruction>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     address_table_lookups: Option<Vec<AddressTableLookup>>,
 }
 
@@ -420,7 +424,9 @@ pub struct MessageHeader {
 #[serde(rename_all = "camelCase")]
 pub struct AddressTableLookup {
     pub account_key: String,
+    #[serde(deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub writable_indexes: Vec<u8>,
+    #[serde(deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub readonly_indexes: Vec<u8>,
 }
 
@@ -452,7 +458,7 @@ struct InstructionWire {
     parsed: Option<Value>,
     #[serde(default)]
     program_id_index: Option<u8>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_INSTRUCTION_ACCOUNTS_MAX>")]
     accounts: Option<Vec<AccountRefWire>>,
     #[serde(default)]
     data: Option<String>,
@@ -541,17 +547,17 @@ pub struct UiMeta {
     pub err: Option<Value>,
     #[serde(default)]
     pub fee: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub pre_balances: Vec<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub post_balances: Vec<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_INSTRUCTIONS_MAX>")]
     pub inner_instructions: Option<Vec<InnerInstructions>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub pre_token_balances: Option<Vec<UiTokenBalance>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub post_token_balances: Option<Vec<UiTokenBalance>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_LOG_MESSAGES_MAX>")]
     pub log_messages: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loaded_addresses: Option<LoadedAddresses>,
@@ -562,14 +568,15 @@ pub struct UiMeta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InnerInstructions {
     pub index: u8,
+    #[serde(deserialize_with = "bounded::vec_max::<_, _, TX_INSTRUCTIONS_MAX>")]
     pub instructions: Vec<UiInstruction>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LoadedAddresses {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub writable: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::vec_max::<_, _, TX_ACCOUNTS_MAX>")]
     pub readonly: Vec<String>,
 }
 

@@ -97,7 +97,7 @@ fn ledger_error(e: LedgerError) -> RpcErrorObject {
     match e {
         LedgerError::Unavailable(m) => error(-32005, format!("Node is unavailable: {m}")),
         LedgerError::NotFound(m) => error(-32004, format!("Not available: {m}")),
-        LedgerError::Malformed(m) => error(-32603, format!("Internal error: {m}")),
+        LedgerError::Malformed(m) | LedgerError::OverBudget(m) => error(-32603, format!("Internal error: {m}")),
         LedgerError::Rpc { code, message } => error(code, message),
         LedgerError::Invalid(m) => invalid_params(m),
     }

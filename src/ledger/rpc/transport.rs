@@ -1,7 +1,8 @@
 //! HTTP exchange with one JSON-RPC endpoint: post a body, read a bounded answer, retry.
 //!
 //! Owns: the `reqwest::Client` of one rpc source (one connection pool), the bound on requests
-//! in flight, the body-size cap and the retry loop. Called from the thread that owns the
+//! in flight, the body-size cap, the charge of every chunk read to the job's byte budget
+//! (`ledger::budget`: final when spent) and the retry loop. Called from the thread that owns the
 //! source, on its current-thread runtime; futures are not `Send`.
 //!
 //! Invariant: at most `attempts_max` attempts per exchange, at most `concurrency_max` HTTP
@@ -19,7 +20,7 @@ use super::retry::{self, AttemptFailure};
 use super::RpcOptions;
 use crate::config::redact_url;
 use crate::config::RPC_POOL_IDLE_TIMEOUT_MS;
-use crate::ledger::LedgerError;
+use crate::ledger::{budget, LedgerError};
 
 pub struct Transport {
     client: reqwest::Client,
@@ -136,6 +137,7 @@ async fn read_capped(mut response: reqwest::Response, bytes_max: usize) -> Resul
         if body.len() + chunk.len() > bytes_max {
             return Err(too_large((body.len() + chunk.len()) as u64));
         }
+        budget::charge(chunk.len() as u64).map_err(AttemptFailure::Final)?;
         body.extend_from_slice(&chunk);
     }
     Ok(body)

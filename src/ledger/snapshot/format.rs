@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::config;
 use crate::ledger::model::TokenProgram;
 use crate::ledger::wire::{self, RpcResponse};
-use crate::ledger::LedgerError;
+use crate::ledger::{budget, LedgerError};
 use crate::pubkey::{Pubkey, Signature};
 
 /// `format` field of every snapshot manifest.
@@ -186,6 +186,8 @@ pub fn read_entry(root: &Path, rel: &Path) -> Result<Option<Vec<u8>>, LedgerErro
     if meta.len() > config::LEDGER_FILE_BYTES_MAX {
         return Err(too_big(meta.len()));
     }
+    // The job's budget is charged before the read: a file it cannot afford is not read.
+    budget::charge(meta.len())?;
     let unavailable = |e: std::io::Error| LedgerError::Unavailable(format!("snapshot file {}: {e}", rel.display()));
     let file = std::fs::File::open(&path).map_err(unavailable)?;
     // The file may grow between the size check and the read: read one byte past the limit

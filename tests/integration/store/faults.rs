@@ -242,8 +242,14 @@ fn a_result_the_store_cannot_hold_ends_the_job_failed_and_refunded() {
 fn an_admission_whose_undo_fails_stands_and_runs_once() {
     let rig = rig(1);
     let seed = xray::config::DEMO_SEED_DEFAULT;
-    let pool_config =
-        PoolConfig { threads: 1, queue_capacity: 8, jobs_in_flight_max: 1, pin: false, view: ViewOptions::default() };
+    let pool_config = PoolConfig {
+        threads: 1,
+        queue_capacity: 8,
+        jobs_in_flight_max: 1,
+        pin: false,
+        view: ViewOptions::default(),
+        budget: Default::default(),
+    };
     let sink: Arc<dyn JobSink> = rig.sink.clone();
     let pool = Arc::new(
         ComputePool::start(pool_config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"),
