@@ -238,6 +238,9 @@ pub struct LedgerServeArgs {
     /// Refuse JSON-RPC batches with one error object, as endpoints without batching do.
     #[arg(long)]
     pub refuse_batches: bool,
+    /// Make every answer hostile: padded:<bytes>, endless, token-balances:<n> or nested:<depth>.
+    #[arg(long)]
+    pub hostile: Option<crate::devtools::rpc_server::Hostile>,
 }
 
 impl LedgerServeArgs {
@@ -261,6 +264,7 @@ impl LedgerServeArgs {
             retry_after_s: self.retry_after_s,
             first_requests_max: self.fault_first,
             refuse_batches: self.refuse_batches,
+            hostile: self.hostile,
         }
     }
 }

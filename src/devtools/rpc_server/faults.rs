@@ -16,6 +16,8 @@
 //! Invariant: no randomness and no clock; the same plan and the same request order give the
 //! same faults. Every knob is bounded (`validate`). Deliberately absent: per-method faults.
 
+use super::hostile::Hostile;
+
 /// Share denominator: shares are kept as integer parts per million so the rule is exact.
 const PPM: u64 = 1_000_000;
 /// Longest latency the server adds to a response.
@@ -67,6 +69,8 @@ pub struct FaultPlan {
     /// Answer every JSON-RPC batch with one `-32600` error object, as endpoints on plans
     /// without batching do (single requests are served as usual).
     pub refuse_batches: bool,
+    /// Every answer that is not faulted is made hostile this way (`hostile`).
+    pub hostile: Option<Hostile>,
 }
 
 impl FaultPlan {
@@ -116,7 +120,7 @@ impl FaultPlan {
         if self.retry_after_s > FAULT_RETRY_AFTER_S_MAX {
             return Err(format!("retry-after must be at most {FAULT_RETRY_AFTER_S_MAX} s"));
         }
-        Ok(())
+        self.hostile.as_ref().map_or(Ok(()), Hostile::validate)
     }
 
     /// Shares in parts per million, in `FaultKind::ALL` order (invalid shares count as 0).

@@ -30,6 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use super::faults::{FaultKind, FaultPlan, FaultSchedule};
+use super::hostile::Hostile;
 use super::methods;
 use crate::config;
 use crate::config::{RPC_SERVER_ACCEPT_RETRY_DELAY_MS, RPC_SERVER_HEADER_READ_TIMEOUT_MS};
@@ -62,6 +63,7 @@ struct Shared<S> {
     latency: Duration,
     retry_after_s: u64,
     refuse_batches: bool,
+    hostile: Option<Hostile>,
     schedule: RefCell<FaultSchedule>,
     stats: Arc<ServerStats>,
 }
@@ -94,6 +96,7 @@ pub async fn serve<S: LedgerSource + 'static>(
         latency: Duration::from_millis(faults.latency_ms),
         retry_after_s: faults.retry_after_s,
         refuse_batches: faults.refuse_batches,
+        hostile: faults.hostile,
         schedule: RefCell::new(FaultSchedule::new(&faults)),
         stats,
     });
@@ -173,7 +176,13 @@ async fn handle<S: LedgerSource>(
     };
     match fault {
         None if shared.refuse_batches && methods::is_batch(&body) => Ok(json_response(methods::batch_refusal())),
-        None => Ok(json_response(methods::answer(&*shared.source, body).await)),
+        None => {
+            let answer = methods::answer(&*shared.source, body).await;
+            Ok(match shared.hostile {
+                None => json_response(answer),
+                Some(hostile) => hostile.rewrite(answer).map_or_else(endless_response, json_response),
+            })
+        }
         Some(FaultKind::Drop) => Err(DroppedOnPurpose),
         Some(FaultKind::TooManyRequests) => Ok(too_many_requests(shared.retry_after_s)),
         Some(FaultKind::ServerError) => Ok(status_response(StatusCode::INTERNAL_SERVER_ERROR, "internal error")),
@@ -218,6 +227,16 @@ fn status_response(status: StatusCode, message: &str) -> Response<Body> {
 fn too_many_requests(retry_after_s: u64) -> Response<Body> {
     let mut response = status_response(StatusCode::TOO_MANY_REQUESTS, "too many requests");
     response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(retry_after_s));
+    response
+}
+
+/// The start of an answer, then a body that never ends (the client's timeouts end it).
+fn endless_response() -> Response<Body> {
+    let head: [Result<Frame<Bytes>, std::io::Error>; 1] =
+        [Ok(Frame::data(Bytes::from_static(b"{\"jsonrpc\":\"2.0\",")))];
+    let body = futures_util::StreamExt::chain(futures_util::stream::iter(head), futures_util::stream::pending());
+    let mut response = Response::new(StreamBody::new(body).boxed_unsync());
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 

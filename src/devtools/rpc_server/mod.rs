@@ -4,7 +4,7 @@
 //! Owns: `run` (the CLI entry; its flags are `cli`'s), `spawn_in_thread` /
 //! `RunningServer` (the test entry: a server on its own thread and runtime), and the parts
 //! `http` (connections, faults on the wire), `methods` (JSON-RPC dispatch), `faults` (which
-//! request fails how). The server runs on one thread: a current-thread tokio runtime with a
+//! request fails how) and `hostile` (answers a malicious node could send). The server runs on one thread: a current-thread tokio runtime with a
 //! `LocalSet`, since sources are not `Send`; only `ServerStats` is read from other threads.
 //!
 //! Invariant: what the server answers is what the source says, in the wire shapes a node
@@ -14,6 +14,7 @@
 //! Deliberately absent: TLS, authentication and every method the fetch plan does not use.
 
 mod faults;
+mod hostile;
 mod http;
 mod methods;
 
@@ -27,6 +28,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub use faults::{FaultKind, FaultPlan, FaultSchedule, FAULT_LATENCY_MS_MAX, FAULT_RETRY_AFTER_S_MAX};
+pub use hostile::Hostile;
 pub use http::{serve, ServerStats};
 pub use methods::{answer, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 

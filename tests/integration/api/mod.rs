@@ -2,6 +2,7 @@
 //! limits, jobs, the OpenAPI document, and the real binary (first key, SIGTERM, kill -9).
 
 mod contract;
+mod hostile;
 mod jobs;
 mod limits;
 mod openapi;
