@@ -52,6 +52,18 @@ pub trait LedgerSource {
     /// `getTransaction` (jsonParsed, `maxSupportedTransactionVersion: 0`) for each signature,
     /// in order; `None` where the node does not have it. Sources batch as they see fit.
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError>;
+
+    /// `get_transactions`, each result handed to `each` in order as soon as its batch is read,
+    /// so a caller that converts as it goes never holds every answer at once (the fetch plan
+    /// does). Sources that read over a network override it; the default reads all first.
+    async fn for_each_transaction(
+        &self,
+        signatures: &[Signature],
+        each: &mut dyn FnMut(Option<TransactionResult>),
+    ) -> Result<(), LedgerError> {
+        self.get_transactions(signatures).await?.into_iter().for_each(each);
+        Ok(())
+    }
 }
 
 /// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.
@@ -139,5 +151,13 @@ impl LedgerSource for Source {
 
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
         dispatch!(self, s => s.get_transactions(signatures).await)
+    }
+
+    async fn for_each_transaction(
+        &self,
+        signatures: &[Signature],
+        each: &mut dyn FnMut(Option<TransactionResult>),
+    ) -> Result<(), LedgerError> {
+        dispatch!(self, s => s.for_each_transaction(signatures, each).await)
     }
 }

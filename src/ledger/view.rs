@@ -4,7 +4,7 @@
 //! give equal views of equal data. Called on compute threads and by the CLI.
 //!
 //! Invariant: bounded work per wallet — at most `history_depth` signatures, one transaction
-//! per signature, `config::RELATED_ACCOUNTS_MAX` related accounts, `TOKEN_ACCOUNTS_MAX` token
+//! per signature (converted as its batch arrives, never all held in wire form), `config::RELATED_ACCOUNTS_MAX` related accounts, `TOKEN_ACCOUNTS_MAX` token
 //! accounts per program. Where a bound cuts, coverage says so.
 
 use std::collections::BTreeSet;
@@ -15,7 +15,7 @@ use crate::ledger::model::{
     AccountState, Coverage, MintInfo, NonceAccount, StakeAccount, TokenAccount, TokenProgram, Transaction, WalletView,
 };
 use crate::ledger::source::LedgerSource;
-use crate::ledger::wire::{SignatureInfo, UiAccount};
+use crate::ledger::wire::{SignatureInfo, TransactionResult, UiAccount};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
@@ -152,20 +152,19 @@ async fn read_transactions<S: LedgerSource>(
 ) -> Result<Vec<Transaction>, LedgerError> {
     let parsed: Vec<Signature> = signatures.iter().filter_map(|s| Signature::parse(&s.signature).ok()).collect();
     coverage.items_skipped += (signatures.len() - parsed.len()) as u32;
-    let results = source.get_transactions(&parsed).await?;
-    let mut out = Vec::with_capacity(results.len());
-    for result in &results {
-        match result {
-            None => coverage.transactions_missing += 1,
-            Some(r) => match Transaction::from_wire(&r.tx, r.slot, r.block_time) {
-                Some(tx) => {
-                    coverage.as_of_slot = coverage.as_of_slot.max(tx.slot);
-                    out.push(tx)
-                }
-                None => coverage.items_skipped += 1,
-            },
-        }
-    }
+    let mut out = Vec::with_capacity(parsed.len());
+    // Converted as each batch arrives: the wire form of a batch is dropped before the next.
+    let mut convert = |result: Option<TransactionResult>| match result {
+        None => coverage.transactions_missing += 1,
+        Some(r) => match Transaction::from_wire(&r.tx, r.slot, r.block_time) {
+            Some(tx) => {
+                coverage.as_of_slot = coverage.as_of_slot.max(tx.slot);
+                out.push(tx)
+            }
+            None => coverage.items_skipped += 1,
+        },
+    };
+    source.for_each_transaction(&parsed, &mut convert).await?;
     coverage.transactions_read = out.len() as u32;
     Ok(out)
 }

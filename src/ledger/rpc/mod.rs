@@ -7,8 +7,8 @@
 //!
 //! Invariant: answers are parsed by `wire::parse_response`, the parser every source shares;
 //! JSON-RPC error objects become typed errors through `LedgerError::from_rpc_error`.
-//! `get_transactions` sends batches of at most `batch_len_max` requests, at most
-//! `concurrency_max` at once, and returns results in input order (matched back by `id`, never
+//! `for_each_transaction` sends batches of at most `batch_len_max` requests, at most
+//! `concurrency_max` at once, and hands results on batch by batch, in input order (matched back by `id`, never
 //! by position); once an endpoint refuses a batch, that source sends single requests only. Bounded everywhere: attempts, waits, body size, requests in flight.
 //! Deliberately absent: caching (the job layer owns reuse) and websocket subscriptions.
 
@@ -242,6 +242,16 @@ impl LedgerSource for RpcSource {
     }
 
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        let mut out = Vec::with_capacity(signatures.len());
+        self.for_each_transaction(signatures, &mut |result| out.push(result)).await?;
+        Ok(out)
+    }
+
+    async fn for_each_transaction(
+        &self,
+        signatures: &[Signature],
+        each: &mut dyn FnMut(Option<TransactionResult>),
+    ) -> Result<(), LedgerError> {
         let options = self.transport.options();
         let batch_len = options.batch_len_max.max(1);
         let batches = (0u64..)
@@ -249,10 +259,13 @@ impl LedgerSource for RpcSource {
             .zip(signatures.chunks(batch_len))
             .map(|(first_id, chunk)| self.transaction_batch(first_id, chunk));
         // `buffered` keeps input order and bounds the batches polled at once; the transport's
-        // semaphore bounds them again together with the source's other calls.
-        let results: Vec<Vec<Option<TransactionResult>>> =
-            stream::iter(batches).buffered(options.concurrency_max.max(1)).try_collect().await?;
-        Ok(results.into_iter().flatten().collect())
+        // semaphore bounds them again together with the source's other calls. Each batch is
+        // handed on as it comes out, so at most `concurrency_max` batches are held at once.
+        let mut batches = stream::iter(batches).buffered(options.concurrency_max.max(1));
+        while let Some(batch) = batches.try_next().await? {
+            batch.into_iter().for_each(&mut *each);
+        }
+        Ok(())
     }
 }
 

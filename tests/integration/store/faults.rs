@@ -158,7 +158,7 @@ fn rig(index_len_max: usize) -> Rig {
     store.admit(&job).expect("admitted");
     let keys = Arc::new(KeyTable::from_records([key.clone()], now_ms).expect("table"));
     restore_quota(&keys, &*store, now_ms).expect("quota restored");
-    let index = Arc::new(StatusIndex::new(index_len_max, index_len_max));
+    let index = Arc::new(StatusIndex::new(index_len_max, 1_024));
     index.insert(Arc::new(LiveJob::new(job.clone()))).expect("indexed");
     let store_failing = Arc::new(AtomicBool::new(false));
     let failing = Failing { ledger: Arc::new(AtomicBool::new(false)), store: store_failing.clone() };
