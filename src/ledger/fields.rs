@@ -38,9 +38,10 @@ impl<'a> KnownKeys<'a> {
         }
     }
 
-    /// Every text's address in the order given; the zero address for one that is not.
-    pub fn keys_or_zero(&self) -> impl Iterator<Item = Pubkey> + '_ {
-        self.0.iter().map(|(_, key)| key.unwrap_or_default())
+    /// Every text's address in the order given; `None` when any text is not an address (a
+    /// transaction naming one is malformed and skipped, never read with a stand-in key).
+    pub fn all_keys(&self) -> Option<Vec<Pubkey>> {
+        self.0.iter().map(|(_, key)| *key).collect()
     }
 }
 
@@ -115,8 +116,9 @@ mod tests {
         for text in [a, b, other, "not base58 0OIl", "", "1"] {
             assert_eq!(known.parse(text), Pubkey::parse(text).ok(), "{text}");
         }
-        let keys: Vec<Pubkey> = known.keys_or_zero().collect();
-        assert_eq!(keys, [Pubkey::default(), Pubkey::default(), Pubkey::parse(b).unwrap()]);
+        assert_eq!(known.all_keys(), None, "one text is not an address");
+        let good = KnownKeys::parse_all([a, b]);
+        assert_eq!(good.all_keys(), Some(vec![Pubkey::parse(a).unwrap(), Pubkey::parse(b).unwrap()]));
         assert_eq!(Fields::new(&Value::from("x")).pubkey("k"), None);
     }
 }

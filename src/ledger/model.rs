@@ -415,11 +415,16 @@ pub struct Transaction {
 
 impl Transaction {
     /// Reads a getTransaction / getBlock transaction object. `None` when it has no signature
-    /// or account keys (not a transaction at all).
+    /// (not a transaction at all) or names an address that is not one — an account key, a
+    /// program id, an instruction's account or an index past the keys (malformed: the caller
+    /// counts it skipped rather than read it with a stand-in address).
     pub fn from_wire(tx: &wire::TransactionWithMeta, slot: u64, block_time: Option<i64>) -> Option<Transaction> {
         let signature = Signature::parse(tx.transaction.signatures.first()?).ok()?;
         let known = known_keys(tx);
-        let account_keys: Vec<Pubkey> = known.keys_or_zero().collect();
+        let account_keys: Vec<Pubkey> = known.all_keys()?;
+        if !addresses_resolve(tx, &known, account_keys.len()) {
+            return None;
+        }
         let signers = signers(&tx.transaction.message, &account_keys);
         let meta = tx.meta.as_ref();
         let table = AccountKeys { keys: &account_keys, known };
@@ -486,6 +491,24 @@ fn signers(message: &UiMessage, keys: &[Pubkey]) -> Vec<Pubkey> {
             keys[..count].to_vec()
         }
     }
+}
+
+/// True when every instruction (outer and inner) names its program and accounts by addresses
+/// that parse, or by indexes within the account keys.
+fn addresses_resolve(tx: &wire::TransactionWithMeta, known: &KnownKeys<'_>, keys_len: usize) -> bool {
+    let outer = match &tx.transaction.message {
+        UiMessage::Parsed(m) => &m.instructions,
+        UiMessage::Raw(m) => &m.instructions,
+    };
+    let inner = tx.meta.as_ref().and_then(|m| m.inner_instructions.as_deref()).unwrap_or(&[]);
+    let in_range = |index: &u8| usize::from(*index) < keys_len;
+    outer.iter().chain(inner.iter().flat_map(|set| &set.instructions)).all(|ix| match ix {
+        wire::UiInstruction::Parsed(p) => known.parse(&p.program_id).is_some(),
+        wire::UiInstruction::PartiallyDecoded(p) => {
+            known.parse(&p.program_id).is_some() && p.accounts.iter().all(|a| known.parse(a).is_some())
+        }
+        wire::UiInstruction::Compiled(c) => in_range(&c.program_id_index) && c.accounts.iter().all(in_range),
+    })
 }
 
 fn flatten_instructions(tx: &wire::TransactionWithMeta, table: &AccountKeys<'_>) -> Vec<Instruction> {

@@ -112,7 +112,8 @@ fn rent_locked(ctx: &mut Ctx<'_>) {
     if empty.is_empty() {
         return;
     }
-    let lamports: u64 = empty.iter().map(|t| t.lamports).sum();
+    // Lamports come from the ledger: a hostile source could make a plain sum overflow.
+    let lamports = empty.iter().fold(0u64, |sum, t| sum.saturating_add(t.lamports));
     let evidence = empty
         .iter()
         .take(super::SIGNAL_EVIDENCE_MAX)

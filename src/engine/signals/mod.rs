@@ -46,8 +46,9 @@ impl<'a> Ctx<'a> {
     pub fn new(view: &'a WalletView, labels: &'a Labels) -> Self {
         let newest = view.transactions.iter().filter_map(|t| Some((t.slot, t.block_time?))).max();
         let now_unix_s = newest.map(|(slot, time)| {
-            let ahead_slots = view.coverage.as_of_slot.saturating_sub(slot) as i64;
-            time + ahead_slots * SLOT_DURATION_MS / 1000
+            // Slots and times come from the ledger: saturate rather than overflow.
+            let ahead_slots = i64::try_from(view.coverage.as_of_slot.saturating_sub(slot)).unwrap_or(i64::MAX);
+            time.saturating_add(ahead_slots.saturating_mul(SLOT_DURATION_MS) / 1000)
         });
         Ctx { view, labels, book: EvidenceBook::default(), signals: Vec::new(), now_unix_s }
     }

@@ -160,8 +160,9 @@ fn kind() -> impl Strategy<Value = InstructionKind> {
 fn transaction() -> impl Strategy<Value = Transaction> {
     (
         any::<[u8; 8]>(),
-        0u64..1_000,
-        proptest::option::of(1_600_000_000i64..1_700_000_000),
+        // Slots and times come from the ledger: extremes included (no sum may overflow).
+        prop_oneof![0u64..1_000, Just(u64::MAX)],
+        proptest::option::of(prop_oneof![1_600_000_000i64..1_700_000_000, Just(i64::MAX), Just(i64::MIN)]),
         proptest::option::of(Just("{\"InstructionError\":[0,{\"Custom\":1}]}".to_owned())),
         prop::collection::vec(key(), 1..3),
         prop::collection::vec((key(), kind()), 0..5),
@@ -210,21 +211,32 @@ fn transaction() -> impl Strategy<Value = Transaction> {
 }
 
 fn token_account() -> impl Strategy<Value = TokenAccount> {
-    (key(), key(), amount(), proptest::option::of(key()), amount(), proptest::option::of(key()), any::<bool>())
-        .prop_map(|(address, mint, amount, delegate, delegated_amount, close_authority, frozen)| TokenAccount {
-            address,
-            mint,
-            owner: pool()[0],
-            program: TokenProgram::Token2022,
-            amount,
-            decimals: 6,
-            delegate,
-            delegated_amount,
-            close_authority,
-            state: if frozen { TokenAccountState::Frozen } else { TokenAccountState::Initialized },
-            is_native: false,
-            lamports: 2_039_280,
-            extensions: vec![],
+    (
+        key(),
+        key(),
+        amount(),
+        proptest::option::of(key()),
+        amount(),
+        proptest::option::of(key()),
+        any::<bool>(),
+        amount(),
+    )
+        .prop_map(|(address, mint, amount, delegate, delegated_amount, close_authority, frozen, lamports)| {
+            TokenAccount {
+                address,
+                mint,
+                owner: pool()[0],
+                program: TokenProgram::Token2022,
+                amount,
+                decimals: 6,
+                delegate,
+                delegated_amount,
+                close_authority,
+                state: if frozen { TokenAccountState::Frozen } else { TokenAccountState::Initialized },
+                is_native: false,
+                lamports,
+                extensions: vec![],
+            }
         })
 }
 
@@ -236,7 +248,7 @@ fn view() -> impl Strategy<Value = WalletView> {
         prop::collection::vec((key(), key()), 0..2),
         prop::collection::vec((key(), key(), key()), 0..2),
         prop::collection::vec(transaction(), 0..25),
-        (any::<bool>(), 0u32..5, 0u64..2_000),
+        (any::<bool>(), 0u32..5, prop_oneof![0u64..2_000, Just(u64::MAX)]),
     )
         .prop_map(|(account, token_accounts, mints, nonces, stakes, transactions, (truncated, missing, as_of))| {
             let mut mints: Vec<MintInfo> = mints
@@ -331,4 +343,32 @@ proptest! {
             prop_assert!(l.evidence_ids.iter().all(|e| ids.contains(&e.as_str())));
         }
     }
+}
+
+#[test]
+fn ledger_amounts_at_their_extremes_saturate_instead_of_wrapping() {
+    let empty = |address: Pubkey| TokenAccount {
+        address,
+        mint: pool()[1],
+        owner: pool()[0],
+        program: TokenProgram::Token,
+        amount: 0,
+        decimals: 6,
+        delegate: None,
+        delegated_amount: 0,
+        close_authority: None,
+        state: TokenAccountState::Initialized,
+        is_native: false,
+        lamports: u64::MAX,
+        extensions: vec![],
+    };
+    let coverage = Coverage { source: "extremes".into(), as_of_slot: u64::MAX, ..Coverage::default() };
+    let mut view = view_of(pool()[0], Vec::new(), coverage);
+    view.token_accounts = vec![empty(pool()[4]), empty(pool()[5])];
+    view.token_accounts.sort_by_key(|t| t.address);
+    let xray = engine::analyze(&view, &Labels::builtin());
+    assert_eq!(xray.check(), Ok(()));
+    let rent = xray.signals.iter().find(|s| s.kind == "rent_locked_empty_accounts").expect("rent signal");
+    let facts = serde_json::to_value(&rent.facts).unwrap();
+    assert_eq!(facts["reclaimableLamports"], serde_json::json!(u64::MAX), "saturated, not wrapped: {facts}");
 }

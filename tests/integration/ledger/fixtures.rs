@@ -233,3 +233,33 @@ fn rpc_error_objects_become_typed_errors() {
         Err(xray::ledger::LedgerError::Malformed(_))
     ));
 }
+
+#[test]
+fn a_transaction_naming_a_malformed_address_is_skipped_not_read_with_the_zero_key() {
+    let mut bytes = read("solders-getTransaction-jsonParsed.json");
+    let response: RpcResponse<TransactionResult> = wire::parse_response(&mut bytes).unwrap();
+    let result = response.into_result().unwrap().unwrap();
+    let read_with = |edit: &dyn Fn(&mut TransactionResult)| {
+        let mut edited = result.clone();
+        edit(&mut edited);
+        Transaction::from_wire(&edited.tx, edited.slot, edited.block_time)
+    };
+    assert!(read_with(&|_| {}).is_some());
+    let bad_key = |r: &mut TransactionResult| match &mut r.tx.transaction.message {
+        wire::UiMessage::Parsed(m) => m.account_keys[0].pubkey = "not-base58-0OIl".into(),
+        wire::UiMessage::Raw(m) => m.account_keys[0] = "not-base58-0OIl".into(),
+    };
+    assert!(read_with(&bad_key).is_none(), "a malformed account key");
+    let bad_program = |r: &mut TransactionResult| match &mut r.tx.transaction.message {
+        wire::UiMessage::Parsed(m) => match &mut m.instructions[0] {
+            wire::UiInstruction::Parsed(p) => p.program_id = "0OIl".into(),
+            wire::UiInstruction::PartiallyDecoded(p) => p.program_id = "0OIl".into(),
+            wire::UiInstruction::Compiled(c) => c.program_id_index = 255,
+        },
+        wire::UiMessage::Raw(m) => match &mut m.instructions[0] {
+            wire::UiInstruction::Compiled(c) => c.program_id_index = 255,
+            _ => unreachable!("a raw message compiles its instructions"),
+        },
+    };
+    assert!(read_with(&bad_program).is_none(), "a program id that is not an address");
+}
