@@ -66,7 +66,8 @@ pub struct Running {
 pub fn start(config: &ServeConfig) -> Result<Running, String> {
     config.validate()?;
     tracing::info!(config = %config.summary(), "starting");
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| format!("data dir {}: {e}", config.data_dir.display()))?;
+    crate::store::create_private_dir(&config.data_dir)
+        .map_err(|e| format!("data dir {}: {e}", config.data_dir.display()))?;
     let store_options = StoreOptions { sync_writes: config.sync_writes, ..StoreOptions::default() };
     let store: Arc<dyn Store> = Arc::new(
         RocksStore::open(&config.data_dir.join(DB_DIR_NAME), &store_options).map_err(|e| format!("store: {e}"))?,

@@ -162,8 +162,13 @@ impl KeyAdmin {
     /// Issues a key: durable first, then usable. Returns the view with the secret, shown once.
     pub fn create(&self, spec: &KeySpec, now_ms: u64) -> Result<KeyView, ApiError> {
         let (key, record) = spec.issue(now_ms).map_err(|e| table_error(TableError::Record(e)))?;
-        self.store.put_key(&record).map_err(|e| ApiError::from_store(&e))?;
+        // The table first: a key it cannot hold (full) is refused before it is written, so
+        // the store never holds more keys than the next start can load.
         self.keys.insert(record.clone(), now_ms).map_err(table_error)?;
+        if let Err(e) = self.store.put_key(&record) {
+            let _ = self.keys.remove(&record.id);
+            return Err(ApiError::from_store(&e));
+        }
         tracing::info!(key_id = %record.id.as_str(), account = %record.account.as_str(), "issued an API key");
         Ok(KeyView::of(&record, Some(key.expose_secret()), now_ms))
     }
@@ -210,6 +215,18 @@ mod tests {
 
     fn request(json: &str) -> CreateKeyRequest {
         serde_json::from_str(json).expect("request JSON")
+    }
+
+    #[test]
+    fn a_key_the_table_cannot_hold_is_refused_before_it_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::RocksStore::open(&dir.path().join("db"), &Default::default()).expect("store");
+        let admin = KeyAdmin { keys: Arc::new(KeyTable::with_len_max(1)), store: Arc::new(store) };
+        let spec = request(r#"{"name":"ci","scopes":["usage:read"]}"#).to_spec(0).expect("valid");
+        assert!(admin.create(&spec, 1).is_ok());
+        assert!(admin.create(&spec, 2).is_err(), "the table is full");
+        assert_eq!(admin.store.list_keys(None, 10).expect("keys").len(), 1, "the refused key was not written");
+        assert_eq!(admin.keys.len(), 1);
     }
 
     #[test]

@@ -109,7 +109,7 @@ mod rocks;
 mod usage;
 
 pub use record::{Completion, JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, LiveState, Subject};
-pub use rocks::{RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
+pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 
 use crate::auth::record::KeyRecord;
 use crate::config::{

@@ -97,11 +97,19 @@ pub struct RocksStore {
     job_locks: Box<[Mutex<()>]>,
 }
 
+/// Creates `dir` and its missing parents readable by the owner only (0700): the store holds key
+/// digests, accounts and results, and the umask may leave new directories world-readable. An
+/// existing directory keeps the mode its operator gave it.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
 impl RocksStore {
     /// Opens (or creates) the store in `dir`. Call before pinning any thread: RocksDB starts
     /// its background threads here and they inherit the caller's CPU affinity.
     pub fn open(dir: &Path, options: &StoreOptions) -> StoreResult<RocksStore> {
-        std::fs::create_dir_all(dir)?;
+        create_private_dir(dir)?;
         let existed = dir.join("CURRENT").exists();
         let found = if existed { read_schema_version(dir)? } else { None };
         if let Some(version) = found.filter(|v| *v != SCHEMA_VERSION) {
@@ -534,6 +542,18 @@ mod tests {
         let stripes: std::collections::HashSet<u64> =
             (0..256).map(|i| fnv1a(format!("an_{i}").as_bytes()) % JOB_LOCK_STRIPES as u64).collect();
         assert!(stripes.len() > JOB_LOCK_STRIPES / 2);
+    }
+
+    #[test]
+    fn the_store_and_its_missing_parents_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("data").join("db");
+        let _store = RocksStore::open(&db, &StoreOptions::default()).expect("store");
+        for path in [dir.path().join("data"), db] {
+            let mode = std::fs::metadata(&path).expect("metadata").permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{} is {mode:o}: group and others must have no access", path.display());
+        }
     }
 
     #[test]
