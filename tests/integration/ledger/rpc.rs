@@ -540,3 +540,20 @@ async fn demo_snapshot_and_rpc_agree_on_views_and_xrays() {
         assert_eq!(xray(&from_rpc), xray(&from_demo), "{wallet}: X-Ray");
     }
 }
+
+#[tokio::test]
+async fn transactions_are_handed_on_batch_by_batch_as_they_arrive() {
+    // Three sequential batches of 20, each answered after 150 ms: a caller converting as it
+    // goes sees the first batch about 300 ms before the last (the fetch plan holds one batch
+    // in wire form at a time, not all of them).
+    let server = start(FaultPlan { latency_ms: 150, ..FaultPlan::default() });
+    let rpc = client(&server, RpcOptions { batch_len_max: 20, concurrency_max: 1, ..fast() });
+    let sigs = &scrambled_signatures()[..60];
+    let mut arrivals = Vec::new();
+    rpc.for_each_transaction(sigs, &mut |result| arrivals.push((Instant::now(), result))).await.unwrap();
+    assert_eq!(arrivals.len(), 60);
+    let spread = arrivals[59].0 - arrivals[0].0;
+    assert!(spread >= Duration::from_millis(250), "the first batch came out at the end: {spread:?}");
+    let got: Vec<_> = arrivals.into_iter().map(|(_, result)| result).collect();
+    assert_eq!(got, Fixture::load().get_transactions(sigs).await.unwrap(), "in order, the same results");
+}
