@@ -147,6 +147,8 @@ pub const REQUESTS_PER_CONNECTION_MAX: u64 = 100_000;
 /// Time a response write may make no progress (a client that pipelines and never reads)
 /// before the connection is closed.
 pub const WRITE_STALL_TIMEOUT_MS: u64 = 10_000;
+/// Longest write-stall timeout an operator may set.
+pub const WRITE_STALL_TIMEOUT_MS_MAX: u64 = 3_600_000;
 /// Trusted proxy networks an operator may list.
 pub const TRUSTED_PROXY_NETWORKS_MAX: usize = 256;
 /// `X-Forwarded-For` entries read, right to left, when the peer is a trusted proxy.

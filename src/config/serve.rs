@@ -146,7 +146,7 @@ impl ServeConfig {
         in_range(
             "write_stall_timeout_ms",
             usize::try_from(self.write_stall_timeout_ms).unwrap_or(usize::MAX),
-            3_600_000,
+            WRITE_STALL_TIMEOUT_MS_MAX as usize,
         )?;
         if self.trusted_proxies.len() > TRUSTED_PROXY_NETWORKS_MAX {
             return Err(format!("trusted_proxies lists more than {TRUSTED_PROXY_NETWORKS_MAX} networks"));

@@ -170,8 +170,13 @@ async fn respond<H: Handler>(
 ) -> Result<Response<Full<Bytes>>, EdgeError> {
     let request_id = RequestId::resolve(request.headers().get(X_REQUEST_ID).map(HeaderValue::as_bytes));
     let (parts, body) = request.into_parts();
-    let forwarded = parts.headers.get_all(X_FORWARDED_FOR).into_iter().map(HeaderValue::as_bytes);
-    let client_ip = settings.proxies.client_of(connection_client, forwarded);
+    // The header is looked up only for a trusted peer: every other request pays nothing.
+    let client_ip = if settings.proxies.trusts(connection_client) {
+        let forwarded = parts.headers.get_all(X_FORWARDED_FOR).into_iter().map(HeaderValue::as_bytes);
+        settings.proxies.client_of(connection_client, forwarded)
+    } else {
+        connection_client
+    };
     // A request without a body (every GET) arms no timer: there is nothing to wait for.
     let body = if body.is_end_stream() {
         Body::Complete(Bytes::new())

@@ -195,7 +195,8 @@ impl PeerTable {
     }
 
     /// Connections `client` holds now.
-    pub fn open_of(&self, client: IpAddr) -> usize {
+    #[cfg(test)]
+    fn open_of(&self, client: IpAddr) -> usize {
         self.open.lock().get(&client_key(client)).copied().unwrap_or(0)
     }
 

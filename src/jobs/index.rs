@@ -254,12 +254,19 @@ impl StatusIndex {
 
     fn count_in(&self, account: &str, per_account_max: usize) -> Result<(), IndexFull> {
         let mut counts = self.by_account.lock();
-        let count = counts.entry(account.to_owned()).or_insert(0);
-        if *count >= per_account_max {
-            return Err(IndexFull::Account(self.per_account_max));
+        // The account's text is copied only for its first live job.
+        match counts.get_mut(account) {
+            Some(count) if *count >= per_account_max => Err(IndexFull::Account(self.per_account_max)),
+            Some(count) => {
+                *count += 1;
+                Ok(())
+            }
+            None if per_account_max == 0 => Err(IndexFull::Account(self.per_account_max)),
+            None => {
+                counts.insert(account.to_owned(), 1);
+                Ok(())
+            }
         }
-        *count += 1;
-        Ok(())
     }
 
     fn count_out(&self, account: &str) {

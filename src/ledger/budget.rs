@@ -58,7 +58,8 @@ pub fn charge(bytes: u64) -> Result<(), LedgerError> {
 }
 
 /// Bytes the current job has read so far (0 outside `within`).
-pub fn used() -> u64 {
+#[cfg(test)]
+fn used() -> u64 {
     BUDGET.try_with(|budget| budget.bytes_used.get()).unwrap_or(0)
 }
 

@@ -344,31 +344,3 @@ proptest! {
         }
     }
 }
-
-#[test]
-fn ledger_amounts_at_their_extremes_saturate_instead_of_wrapping() {
-    let empty = |address: Pubkey| TokenAccount {
-        address,
-        mint: pool()[1],
-        owner: pool()[0],
-        program: TokenProgram::Token,
-        amount: 0,
-        decimals: 6,
-        delegate: None,
-        delegated_amount: 0,
-        close_authority: None,
-        state: TokenAccountState::Initialized,
-        is_native: false,
-        lamports: u64::MAX,
-        extensions: vec![],
-    };
-    let coverage = Coverage { source: "extremes".into(), as_of_slot: u64::MAX, ..Coverage::default() };
-    let mut view = view_of(pool()[0], Vec::new(), coverage);
-    view.token_accounts = vec![empty(pool()[4]), empty(pool()[5])];
-    view.token_accounts.sort_by_key(|t| t.address);
-    let xray = engine::analyze(&view, &Labels::builtin());
-    assert_eq!(xray.check(), Ok(()));
-    let rent = xray.signals.iter().find(|s| s.kind == "rent_locked_empty_accounts").expect("rent signal");
-    let facts = serde_json::to_value(&rent.facts).unwrap();
-    assert_eq!(facts["reclaimableLamports"], serde_json::json!(u64::MAX), "saturated, not wrapped: {facts}");
-}

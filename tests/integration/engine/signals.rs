@@ -136,3 +136,15 @@ fn missing_transactions_lower_confidence_without_inventing_findings() {
     assert_eq!(xray.score.value, 100);
     assert!(!xray.coverage.history_complete);
 }
+
+#[test]
+fn ledger_amounts_at_their_extremes_saturate_instead_of_wrapping() {
+    let empty = |address| TokenAccount { amount: 0, lamports: u64::MAX, ..token_account(address) };
+    let mut v = view(vec![], vec![empty(4), empty(5)]);
+    v.coverage.as_of_slot = u64::MAX;
+    let xray = engine::analyze(&v, &labels());
+    assert_eq!(xray.check(), Ok(()));
+    let rent = xray.signals.iter().find(|s| s.kind == "rent_locked_empty_accounts").expect("rent signal");
+    let facts = serde_json::to_value(&rent.facts).unwrap();
+    assert_eq!(facts["reclaimableLamports"], serde_json::json!(u64::MAX), "saturated, not wrapped: {facts}");
+}
