@@ -28,6 +28,8 @@ pub const JOB_DEADLINE_S_MAX: u64 = 3_600;
 /// past it the job ends FAILED (`ANALYSIS_FAILED`, refunded). A wallet at the largest history
 /// depth of busy jsonParsed transactions reads ~100 MiB.
 pub const JOB_LEDGER_BYTES_MAX_DEFAULT: u64 = 512 * 1024 * 1024;
+/// Smallest ledger-byte budget an operator may set (one account answer must fit).
+pub const JOB_LEDGER_BYTES_MIN: u64 = 1024 * 1024;
 pub const JOB_LEDGER_BYTES_MAX_MAX: u64 = 16 * 1024 * 1024 * 1024;
 /// Largest page `getSignaturesForAddress` accepts (Solana's own limit).
 pub const SIGNATURES_PAGE_LEN_MAX: u32 = 1_000;

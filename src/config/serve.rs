@@ -126,9 +126,9 @@ impl ServeConfig {
         in_range("jobs_in_flight_per_thread", self.jobs_in_flight_per_thread, JOBS_IN_FLIGHT_PER_THREAD_MAX)?;
         in_range("history_depth", self.history_depth as usize, HISTORY_DEPTH_MAX as usize)?;
         in_range("job_deadline_s", self.job_deadline_s as usize, JOB_DEADLINE_S_MAX as usize)?;
-        if !(1024 * 1024..=JOB_LEDGER_BYTES_MAX_MAX).contains(&self.job_ledger_bytes_max) {
+        if !(JOB_LEDGER_BYTES_MIN..=JOB_LEDGER_BYTES_MAX_MAX).contains(&self.job_ledger_bytes_max) {
             return Err(format!(
-                "job_ledger_bytes_max must be 1 MiB..={JOB_LEDGER_BYTES_MAX_MAX} bytes, got {}",
+                "job_ledger_bytes_max must be {JOB_LEDGER_BYTES_MIN}..={JOB_LEDGER_BYTES_MAX_MAX} bytes, got {}",
                 self.job_ledger_bytes_max
             ));
         }

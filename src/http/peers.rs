@@ -123,8 +123,8 @@ async fn read_header_bytes<S: AsyncRead + Unpin>(stream: &mut S) -> Result<Proxy
         if buffer.len() >= PROXY_HEADER_BYTES_MAX {
             return Err(ProxyHeaderError::TooLong);
         }
-        let mut chunk = [0u8; 512];
-        let room = (PROXY_HEADER_BYTES_MAX - buffer.len()).min(chunk.len());
+        let mut chunk = [0u8; PROXY_HEADER_BYTES_MAX];
+        let room = PROXY_HEADER_BYTES_MAX - buffer.len();
         let read = stream.read(&mut chunk[..room]).await.map_err(|e| ProxyHeaderError::Io(e.to_string()))?;
         if read == 0 {
             return Err(ProxyHeaderError::Closed);
