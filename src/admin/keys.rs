@@ -198,6 +198,9 @@ impl KeyAdmin {
     /// Replaces an active key by a new one carrying its quota usage; the old key is revoked.
     pub fn rotate(&self, id: &str, now_ms: u64) -> Result<KeyView, ApiError> {
         let id = parse_id(id)?;
+        // No completion may settle between the table's snapshot of the old key and the store's
+        // rotation, or the store and memory would count it on different keys.
+        let _gate = self.keys.rotation_gate();
         let rotation = self.keys.rotate(&id, now_ms).map_err(table_error)?;
         let carried = UsageCarry { period_start_ms: rotation.new_usage_period_start_ms, usage: rotation.new_usage };
         if let Err(e) = self.store.put_rotation(&rotation.old_record, &rotation.new_record, &carried) {

@@ -20,8 +20,12 @@
 //! same account, name, scopes, limits and expiry, inserts it, and revokes K with `replaced_by`
 //! naming the successor. The successor starts with a full token bucket; its quota starts with K's
 //! used, refunded and per-operation counts of the current period, so rotating does not reset the
-//! quota. K's in-flight reservations stay K's and settle on K's counter (a short window in which
-//! up to K's reserved units are not counted against the successor).
+//! quota. K's in-flight reservations stay K's `reserved` until they end; their outcome (used or
+//! refunded) is then counted on the key at the end of K's `replaced_by` chain (`successor_of`),
+//! so the successor's usage is exact once they end (while they run, up to K's reserved units
+//! are not counted against the successor). The store does the same in the completion's batch,
+//! and `settlement_gate` keeps a rotation (memory and store) from interleaving with a
+//! completion (store and memory), so the two copies name the same key.
 //! Deliberately absent: persistence. Each writer returns the records to persist; the admin path
 //! writes them to the store (and can undo in memory with `remove`/`revoke` if that fails).
 
@@ -36,7 +40,7 @@ use thiserror::Error;
 use super::key::{self, ApiKey, KeyDigest, KeyId};
 use super::record::{KeyRecord, KeySpec, KeyState, KeyStatus, RecordError};
 use super::scope::Scopes;
-use crate::config::{AUTHORIZATION_LEN_MAX, KEY_TABLE_LEN_MAX};
+use crate::config::{AUTHORIZATION_LEN_MAX, KEY_SUCCESSION_HOPS_MAX, KEY_TABLE_LEN_MAX};
 use crate::limits::quota::{QuotaCounter, UsageRecord};
 use crate::limits::rate::RateCell;
 
@@ -239,6 +243,9 @@ pub struct KeyTable {
     map: ArcSwap<KeyMap>,
     /// Serializes writers only; readers never take it.
     writer: Mutex<()>,
+    /// Read by a completion around its store write and quota settlement, written by a rotation
+    /// around its table change and store write (never on the request path).
+    settlement: parking_lot::RwLock<()>,
     len_max: usize,
 }
 
@@ -255,7 +262,8 @@ impl KeyTable {
 
     /// An empty table holding at most `len_max` keys (at most `KEY_TABLE_LEN_MAX`).
     pub fn with_len_max(len_max: usize) -> Self {
-        Self { map: ArcSwap::default(), writer: Mutex::new(()), len_max: len_max.min(KEY_TABLE_LEN_MAX) }
+        let (writer, settlement) = (Mutex::new(()), parking_lot::RwLock::new(()));
+        Self { map: ArcSwap::default(), writer, settlement, len_max: len_max.min(KEY_TABLE_LEN_MAX) }
     }
 
     /// A table of stored records (server start). The store then restores usage with
@@ -280,6 +288,31 @@ impl KeyTable {
 
     pub fn get(&self, id: &KeyId) -> Option<Arc<KeyEntry>> {
         self.map.load().by_id.get(id).cloned()
+    }
+
+    /// The key at the end of `entry`'s rotation chain (`entry` itself when it was not
+    /// replaced), following at most `KEY_SUCCESSION_HOPS_MAX` links, as the store does; a link
+    /// to a key no longer in the table ends the chain there.
+    pub fn successor_of(&self, entry: &Arc<KeyEntry>) -> Arc<KeyEntry> {
+        let map = self.map.load();
+        let mut head = Arc::clone(entry);
+        for _ in 0..KEY_SUCCESSION_HOPS_MAX {
+            match head.replaced_by.get().and_then(|id| map.by_id.get(id)) {
+                Some(next) => head = Arc::clone(next),
+                None => break,
+            }
+        }
+        head
+    }
+
+    /// Held (shared) by a job's completion from its store write to its quota settlement.
+    pub fn settlement_gate(&self) -> parking_lot::RwLockReadGuard<'_, ()> {
+        self.settlement.read_recursive()
+    }
+
+    /// Held (exclusive) by a rotation from its table change to its store write.
+    pub fn rotation_gate(&self) -> parking_lot::RwLockWriteGuard<'_, ()> {
+        self.settlement.write()
     }
 
     /// Every key's current record, oldest first (ties by id), for the admin listing.
@@ -404,7 +437,7 @@ pub fn bearer_token(header_value: Option<&str>) -> Result<&str, AuthFailure> {
 mod tests {
     use super::*;
     use crate::auth::record::tests::spec;
-    use crate::limits::quota::{Operation, ReleaseCause};
+    use crate::limits::quota::{Operation, ReleaseCause, Reservation};
 
     const NOW: u64 = 1_795_342_530_123;
 
@@ -548,9 +581,16 @@ mod tests {
         assert_eq!(new.id(), &rotation.new_record.id);
         assert_eq!(new.rate.peek(0).remaining_tokens, 100, "successor starts with a full bucket");
         assert_eq!(new.quota.view(NOW + 2).used, 1, "rotation does not reset the quota");
-        // The old key's in-flight work settles on the old key's counter.
-        old.quota.release(in_flight, ReleaseCause::Failed).expect("released");
-        assert_eq!(old.quota.view(NOW + 2).refunded, 1);
+        // The old key's in-flight work leaves the old key's reserved count and is counted on
+        // the successor, the end of the chain.
+        assert!(Arc::ptr_eq(&table.successor_of(&old), &new));
+        assert!(Arc::ptr_eq(&table.successor_of(&new), &new));
+        let period_start_ms = in_flight.period_start_ms;
+        old.quota.release(in_flight, ReleaseCause::Inherited).expect("released");
+        new.quota.inherit(Reservation::recovered(period_start_ms, Operation::Comparison), true).expect("counted");
+        let (old_view, new_view) = (old.quota.view(NOW + 2), new.quota.view(NOW + 2));
+        assert_eq!((old_view.used, old_view.reserved, old_view.refunded), (1, 0, 0));
+        assert_eq!((new_view.used, new_view.reserved, new_view.by_operation.comparison), (2, 0, 1));
         assert_eq!(table.rotate(&old_record.id, NOW + 3).err(), Some(TableError::NotActive));
         assert_eq!(table.len(), 2);
         assert_eq!(table.list().iter().map(|r| r.status).collect::<Vec<_>>(), [KeyStatus::Revoked, KeyStatus::Active]);

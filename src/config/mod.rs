@@ -204,6 +204,10 @@ pub const DEGRADED_QUEUE_PERCENT: usize = 90;
 // ---- Keys, rate limits and quota (`auth`, `limits`) ------------------------------------------
 /// Keys held in memory, revoked ones included.
 pub const KEY_TABLE_LEN_MAX: usize = 100_000;
+/// Links of a key's rotation chain (`replaced_by`) followed to find the key that counts the
+/// outcome of work admitted under an older key; a key rotated more often while one of its jobs
+/// was in flight has that job counted on the key reached at this depth.
+pub const KEY_SUCCESSION_HOPS_MAX: usize = 64;
 /// Longest `Authorization` header value read; longer is `malformed`.
 pub const AUTHORIZATION_LEN_MAX: usize = 256;
 /// Longest key name, in characters.

@@ -3,9 +3,11 @@
 //!
 //! Owns: the order of a completion — (1) `Store::complete` writes the payload or error, the job
 //! state and the quota commit or refund in one batch; (2) the key's in-memory quota counter is
-//! settled the same way; (3) the finished job is kept in memory (`jobs::finished`); (4) the job
-//! leaves the status index, which wakes its waiters. Polls that miss the index after (4) find
-//! the finished job in memory (3), or in the store (1) once memory let it go.
+//! settled the same way (on the key's successor if it was rotated; (1) and (2) hold the key
+//! table's settlement gate, so a rotation cannot fall between them); (3) the finished job is
+//! kept in memory (`jobs::finished`); (4) the job leaves the status index, which wakes its
+//! waiters. Polls that miss the index after (4) find the finished job in memory (3), or in the
+//! store (1) once memory let it go.
 //! And what happens when (1) fails: a result the store refuses for good (over a record limit)
 //! ends the job `FAILED` (`ANALYSIS_FAILED`, refunded); any other failure (I/O, a full disk, a
 //! busy engine) keeps the completion (`Unsettled`) and the job live — in the index, so polls
@@ -99,9 +101,17 @@ impl StoreSink {
     /// Writes a job's completion and, once the store took it, settles memory: quota, finished
     /// cache, index (in that order). Returns the completion when the store could not take it.
     fn settle(&self, id: String, completion: Completion) -> Option<Unsettled> {
-        match self.store.complete(&id, now_unix_ms(), &completion) {
+        let written = {
+            // The store and memory settle on the same key even if it is being rotated.
+            let _gate = self.keys.settlement_gate();
+            let written = self.store.complete(&id, now_unix_ms(), &completion);
+            if let Ok(record) = &written {
+                self.settle_quota(record);
+            }
+            written
+        };
+        match written {
             Ok(record) => {
-                self.settle_quota(&record);
                 self.observe(&record, &id);
                 let payload = match completion {
                     Completion::Ready { payload_json, .. } => Some(Bytes::from(payload_json)),
@@ -166,7 +176,8 @@ impl StoreSink {
         self.unsettled.lock().0.len()
     }
 
-    /// Settles the job's unit in its key's in-memory counter, as the store just did.
+    /// Settles the job's unit in memory as the store just did: on its key's counter, or — when
+    /// the key was rotated meanwhile — released there and counted on the successor.
     fn settle_quota(&self, record: &JobRecord) {
         if !record.charged {
             return;
@@ -176,11 +187,16 @@ impl StoreSink {
             JobKind::Analysis { .. } => Operation::WalletAnalysis,
             JobKind::Comparison { .. } => Operation::Comparison,
         };
-        let period_start_ms = record.quota_period_start_ms;
-        let reservation = Reservation::recovered(period_start_ms, operation);
-        let settled = match record.state {
-            store::JobState::Ready => entry.quota.commit(reservation),
-            _ => entry.quota.release(reservation, ReleaseCause::Failed),
+        let unit = || Reservation::recovered(record.quota_period_start_ms, operation);
+        let ready = record.state == store::JobState::Ready;
+        let successor = self.keys.successor_of(&entry);
+        let settled = if !Arc::ptr_eq(&successor, &entry) {
+            let released = entry.quota.release(unit(), ReleaseCause::Inherited);
+            released.and(successor.quota.inherit(unit(), ready))
+        } else if ready {
+            entry.quota.commit(unit())
+        } else {
+            entry.quota.release(unit(), ReleaseCause::Failed)
         };
         if let Err(e) = settled {
             // The period rolled out of memory; the store's record is right and is what a

@@ -134,6 +134,9 @@ pub enum ReleaseCause {
     NotAdmitted,
     /// The work ended FAILED: not charged, and counted in `refunded`.
     Failed,
+    /// The key was rotated while the work was in flight: the unit leaves this key's `reserved`
+    /// and its outcome is counted on the successor (`QuotaCounter::inherit`), not here.
+    Inherited,
 }
 
 /// One reserved unit. Not `Clone`: `commit` and `release` consume it, so a unit is settled once.
@@ -387,6 +390,22 @@ impl QuotaCounter {
         if cause == ReleaseCause::Failed {
             counter.refunded.fetch_add(1, Ordering::Relaxed);
         }
+        Ok(())
+    }
+
+    /// A unit reserved on the key this one replaced ended (that key released it with
+    /// `ReleaseCause::Inherited`): count its outcome here — used and its operation when
+    /// `ready`, refunded otherwise — so rotating a key with work in flight leaves the
+    /// successor's usage exact. No reservation of this key's is touched.
+    pub fn inherit(&self, reservation: Reservation, ready: bool) -> Result<(), SettleError> {
+        let counter = self.counter_of(reservation.period_start_ms).ok_or(SettleError::PeriodGone)?;
+        if !ready {
+            counter.refunded.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        // `pack` clamps each half, so this cannot spill into `reserved`.
+        let _ = counter.update(|used, reserved| Some((used + 1, reserved)));
+        counter.operation_counter(reservation.operation).fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

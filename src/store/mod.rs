@@ -25,7 +25,11 @@
 //! `quota_period_start_ms`) rather than passed in by the caller, so a reservation, its commit
 //! and its refund can never disagree with the job they belong to. A job reserved in one quota
 //! period is committed or refunded in that same period, even if it finishes after the period
-//! ended (the unit was counted against that period when it was admitted).
+//! ended (the unit was counted against that period when it was admitted). When the job's key
+//! was rotated after admission, `complete` splits the delta: `reserved −1` on the job's key,
+//! `used +1, byOperation +1` (or `refunded +1`) on the key at the end of its `replaced_by`
+//! chain, in the same batch — the successor's usage then counts the work the rotation left in
+//! flight, exactly as memory does (`KeyTable::successor_of`).
 //!
 //! # Durability
 //!

@@ -34,8 +34,8 @@ use super::{
     WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
 use crate::config::{
-    ROCKSDB_BLOOM_BITS_PER_KEY, ROCKSDB_BYTES_PER_SYNC, ROCKSDB_INFO_LOG_FILES_KEPT, ROCKSDB_INFO_LOG_FILE_BYTES_MAX,
-    ROCKSDB_PAYLOAD_BLOCK_BYTES,
+    KEY_SUCCESSION_HOPS_MAX, ROCKSDB_BLOOM_BITS_PER_KEY, ROCKSDB_BYTES_PER_SYNC, ROCKSDB_INFO_LOG_FILES_KEPT,
+    ROCKSDB_INFO_LOG_FILE_BYTES_MAX, ROCKSDB_PAYLOAD_BLOCK_BYTES,
 };
 use crate::limits::quota::UsageRecord;
 
@@ -224,6 +224,37 @@ impl RocksStore {
             batch.merge_cf(self.cf(CF_USAGE)?, key, usage::encode(&delta));
         }
         Ok(())
+    }
+
+    /// Settles a finished job's unit in `batch`: committed (`ready`) or refunded on its key, or,
+    /// when that key was rotated since admission, released there and counted on the key at the
+    /// end of its rotation chain — as the sink does in memory (`KeyTable::successor_of`).
+    fn settle_usage(&self, batch: &mut WriteBatch, job: &JobRecord, ready: bool) -> StoreResult<()> {
+        if !job.charged {
+            return Ok(());
+        }
+        let successor = self.successor_of(&job.key_id)?;
+        if successor == job.key_id {
+            let settled = if ready { usage::commit(job) } else { usage::refund() };
+            return self.merge_usage(batch, job, settled);
+        }
+        self.merge_usage(batch, job, usage::release())?;
+        let outcome = if ready { usage::charge(job) } else { usage::refunded() };
+        let key = enc::usage_key(&successor, job.quota_period_start_ms);
+        batch.merge_cf(self.cf(CF_USAGE)?, key, usage::encode(&outcome));
+        Ok(())
+    }
+
+    /// The id at the end of `key_id`'s `replaced_by` chain (at most `KEY_SUCCESSION_HOPS_MAX`
+    /// links; a link to a key no longer stored ends the chain before it).
+    fn successor_of(&self, key_id: &str) -> StoreResult<String> {
+        let Some(mut current) = self.get_key(key_id)? else { return Ok(key_id.to_owned()) };
+        for _ in 0..KEY_SUCCESSION_HOPS_MAX {
+            let Some(next_id) = current.replaced_by.as_ref() else { break };
+            let Some(next) = self.get_key(next_id.as_str())? else { break };
+            current = next;
+        }
+        Ok(current.id.as_str().to_owned())
     }
 
     /// Puts the record and its subject-index state into `batch`.
@@ -427,12 +458,12 @@ impl Store for RocksStore {
                 batch.put_cf(self.payload_cf(&done)?, done.id.as_bytes(), enc::encode_raw(payload_json));
                 done.state = JobState::Ready;
                 done.engine_version = engine_version.clone();
-                self.merge_usage(&mut batch, &done, usage::commit(&done))?;
+                self.settle_usage(&mut batch, &done, true)?;
             }
             Completion::Failed { code, message } => {
                 done.state = JobState::Failed;
                 done.error = Some(JobError { code: code.clone(), message: message.clone() });
-                self.merge_usage(&mut batch, &done, usage::refund())?;
+                self.settle_usage(&mut batch, &done, false)?;
             }
         }
         self.put_job(&mut batch, &done)?;

@@ -72,16 +72,31 @@ pub(crate) fn release() -> UsageDelta {
 
 /// `READY`: the reservation becomes a charge, counted under its operation.
 pub(crate) fn commit(job: &JobRecord) -> UsageDelta {
+    let mut delta = release();
+    delta.add(&charge(job));
+    delta
+}
+
+/// A charge without a reservation of this key's: the outcome of a unit reserved on the key this
+/// one replaced (`commit` is `release` + `charge`).
+pub(crate) fn charge(job: &JobRecord) -> UsageDelta {
     let (wallet_analysis, comparison) = match job.kind {
         JobKind::Analysis { .. } => (1, 0),
         JobKind::Comparison { .. } => (0, 1),
     };
-    UsageDelta { used: 1, reserved: -1, wallet_analysis, comparison, ..UsageDelta::default() }
+    UsageDelta { used: 1, wallet_analysis, comparison, ..UsageDelta::default() }
+}
+
+/// A refund without a reservation of this key's (`refund` is `release` + `refunded`).
+pub(crate) fn refunded() -> UsageDelta {
+    UsageDelta { refunded: 1, ..UsageDelta::default() }
 }
 
 /// `FAILED`: the reservation becomes a refund.
 pub(crate) fn refund() -> UsageDelta {
-    UsageDelta { reserved: -1, refunded: 1, ..UsageDelta::default() }
+    let mut delta = release();
+    delta.add(&refunded());
+    delta
 }
 
 /// The associative merge: base (if any) plus every operand, counter by counter.

@@ -280,3 +280,27 @@ fn an_account_at_its_live_job_cap_gets_429_too_many_jobs_and_other_accounts_are_
     assert_eq!(submit(&server, k, WALLET_PATH, &wallet_body(&wallets[2])).status, 202);
     assert_eq!(server.usage(k).used + server.usage(k).reserved, 3);
 }
+
+/// Issue #13 (9): work admitted under a key that is rotated while it runs is counted on the
+/// successor when it ends — used for READY, refunded for FAILED — in memory and in the store.
+#[test]
+fn work_in_flight_across_a_rotation_is_counted_on_the_successor() {
+    let mut server = serve_slow(300, |_| {});
+    let old = server.key(KeyOptions { quota: 10, ..KeyOptions::default() });
+    let ready = submit(&server, &old.secret, WALLET_PATH, &wallet_body(CLEAN));
+    let failed = submit(&server, &old.secret, WALLET_PATH, &wallet_body(DRAINER_PROGRAM));
+    assert_eq!(server.usage(&old.secret).units(), (0, 2, 8, 0), "both units in flight at the rotation");
+
+    let rotated = server.admin_post(&format!("/v1/admin/keys/{}/rotate", old.id));
+    assert_eq!(rotated.status, 201, "{rotated:?}");
+    let new = rotated.data_str("key");
+    assert_eq!(server.usage(&new).units(), (0, 0, 10, 0), "the successor starts with the old key's used units");
+
+    assert_eq!(server.finish(&ready.poll_path(), &new).job_status(), "READY");
+    assert_eq!(server.finish(&failed.poll_path(), &new).job_status(), "FAILED");
+    let want = (1, 0, 9, 1);
+    let usage = eventually("the successor's usage", || server.usage(&new), |u| u.units() == want);
+    assert_eq!(usage.wallet_analysis, 1);
+    server.restart();
+    assert_eq!(server.usage(&new).units(), want, "the store counted them on the successor too");
+}

@@ -465,6 +465,13 @@ impl TestServer {
         self.running = Some(running);
     }
 
+    /// A POST to the admin listener with the data dir's admin token.
+    pub fn admin_post(&self, path: &str) -> Reply {
+        let token = std::fs::read_to_string(self.config.data_dir.join(xray::admin::files::TOKEN_FILE_NAME));
+        let bearer = format!("Bearer {}", token.expect("admin token").trim());
+        raw(self.running().admin.local_addr(), "POST", path, &[("authorization", &bearer)], "")
+    }
+
     /// Requests the local JSON-RPC server (the ledger) has answered so far.
     pub fn ledger_requests(&self) -> u64 {
         self.ledger.as_ref().map_or(0, RunningServer::requests)
