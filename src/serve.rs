@@ -46,6 +46,7 @@ use crate::limits::ip::IpFailureLimiter;
 use crate::limits::quota::QuotaPeriod;
 use crate::limits::rate::RateLimit;
 use crate::metrics::Metrics;
+use crate::store::group_commit::GroupCommit;
 use crate::store::{RocksStore, Store, StoreOptions};
 
 /// Sub-directory of the data directory holding RocksDB.
@@ -103,6 +104,10 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
     let admission = Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms));
     let ip_limit = RateLimit::new(config.ip_failures_per_s, config.ip_failures_per_s).map_err(|e| e.to_string())?;
+    let group_commit = match config.sync_writes {
+        true => Some(GroupCommit::start(store.clone()).map_err(|e| format!("WAL sync thread: {e}"))?),
+        false => None,
+    };
     let app = Arc::new(App {
         keys,
         store: store.clone(),
@@ -118,6 +123,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         waiters_max: config.long_poll_waiters_max,
         ledger_failing,
         store_failing,
+        group_commit,
     });
     let mut backlog = Recovery::new(started_ms);
     backlog.refill(&admission);
@@ -226,6 +232,9 @@ impl Running {
         tracing::info!(queued = left.len(), "compute stopped; queued jobs stay durable and run after the next start");
         let result = self.api.shutdown().map_err(|e| e.to_string());
         let admin = self.admin.shutdown().map_err(|e| format!("admin listener: {e}"));
+        if let Some(group) = &self.app.group_commit {
+            group.stop();
+        }
         self.store.sync().map_err(|e| format!("store sync: {e}"))?;
         result.and(admin)
     }

@@ -23,7 +23,7 @@ use super::{App, Caller};
 use crate::config::POLL_RETRY_AFTER_S;
 use crate::eligibility::{check_local, classify_local, LocalRefusal};
 use crate::http::{ApiRequest, ApiResponse, StopState};
-use crate::jobs::admission::{is_id_shaped, Decision, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX};
+use crate::jobs::admission::{is_id_shaped, AdmitError, Decision, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX};
 use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
 use crate::metrics::JobLabel;
@@ -108,28 +108,34 @@ impl Endpoints<'_> {
         Ok(())
     }
 
-    pub fn analyze_wallet(&self) -> Result<ApiResponse, ApiError> {
+    pub async fn analyze_wallet(&self) -> Result<ApiResponse, ApiError> {
         let body: WalletRequest = parse_body(self.request)?;
         let wallet = checked_address("wallet", &body.wallet, self.app)?;
         self.check_accepting()?;
-        self.admit(Work::Analysis { wallet }, body.refresh)
+        self.admit(Work::Analysis { wallet }, body.refresh).await
     }
 
-    pub fn compare(&self) -> Result<ApiResponse, ApiError> {
+    pub async fn compare(&self) -> Result<ApiResponse, ApiError> {
         let body: CompareRequest = parse_body(self.request)?;
         let (wallet_a, wallet_b) = body.addresses()?;
         classified("walletA", &wallet_a, self.app)?;
         classified("walletB", &wallet_b, self.app)?;
         self.check_accepting()?;
-        self.admit(Work::Comparison { wallet_a, wallet_b }, body.refresh)
+        self.admit(Work::Comparison { wallet_a, wallet_b }, body.refresh).await
     }
 
-    fn admit(&self, work: Work, refresh: bool) -> Result<ApiResponse, ApiError> {
+    async fn admit(&self, work: Work, refresh: bool) -> Result<ApiResponse, ApiError> {
         let label = match work {
             Work::Analysis { .. } => JobLabel::Analysis,
             Work::Comparison { .. } => JobLabel::Comparison,
         };
-        match self.app.admission.admit(&self.caller.key, work, refresh, self.caller.now_ms)? {
+        let decision = self.app.admission.admit(&self.caller.key, work, refresh, self.caller.now_ms);
+        // With `--sync-writes`, an answer that names a job (or says a full queue undid one)
+        // waits until that write is on disk — on the group commit's thread, not this one.
+        if let (Some(group), Ok(_) | Err(AdmitError::Busy)) = (&self.app.group_commit, &decision) {
+            group.covered().await.map_err(|e| ApiError::from_store(&e))?;
+        }
+        match decision? {
             Decision::Admitted(record) => self.accepted(Snapshot::of_record(&record), false),
             Decision::Live(live) => {
                 self.app.metrics.deduplicated(label);

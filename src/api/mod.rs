@@ -48,6 +48,7 @@ use crate::labels::Labels;
 use crate::limits::headers::{policy_value, ratelimit_value, retry_after_rate_s};
 use crate::limits::ip::IpFailureLimiter;
 use crate::metrics::{Metrics, RejectReason, RouteLabel};
+use crate::store::group_commit::GroupCommit;
 use crate::store::Store;
 use router::route;
 
@@ -72,6 +73,8 @@ pub struct App {
     /// Set by the sink while job completions wait for the store (`degraded`, and in
     /// `/healthz`).
     pub store_failing: Arc<AtomicBool>,
+    /// With `--sync-writes`: what a POST's answer waits for (its write `fsync`ed).
+    pub group_commit: Option<GroupCommit>,
 }
 
 impl App {
@@ -213,8 +216,8 @@ impl ApiHandler {
         }
         let endpoints = endpoints::Endpoints { app: &self.app, stop: &self.stop, caller, request };
         match *route {
-            Route::AnalyzeWallet => endpoints.analyze_wallet(),
-            Route::Compare => endpoints.compare(),
+            Route::AnalyzeWallet => endpoints.analyze_wallet().await,
+            Route::Compare => endpoints.compare().await,
             Route::Analysis { id } => endpoints.poll_analysis(id).await,
             Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
             Route::Status => endpoints.status(),

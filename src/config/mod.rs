@@ -200,6 +200,9 @@ pub const POLL_RETRY_AFTER_S: &str = "1";
 pub const ADMISSION_LOCK_STRIPES: usize = 256;
 /// Queue fill (percent) above which `service.status` is `degraded` (contract §4).
 pub const DEGRADED_QUEUE_PERCENT: usize = 90;
+/// Longest a POST's answer waits for the group commit's `fsync` of its write (`--sync-writes`);
+/// past it the answer is `503 SERVICE_BUSY` (the write stays logged; a retry deduplicates).
+pub const WAL_SYNC_WAIT_MS_MAX: u64 = 5_000;
 
 // ---- Keys, rate limits and quota (`auth`, `limits`) ------------------------------------------
 /// Keys held in memory, revoked ones included.

@@ -36,9 +36,12 @@
 //! A write returns after RocksDB appended the batch to its write-ahead log. With
 //! `sync_writes = false` the WAL record is in the operating system's page cache when the call
 //! returns: a killed process (kill -9, abort, panic) loses nothing that was acknowledged, a
-//! power loss may lose the last moments. With `sync_writes = true` every batch is also
-//! `fsync`ed; RocksDB's write groups commit concurrent writers with one `fsync` (group commit).
-//! [`Store::sync`] forces the WAL to disk (used on graceful shutdown when `sync_writes` is off).
+//! power loss may lose the last moments. With `sync_writes = true` the batches written on
+//! compute threads and the admin path are also `fsync`ed inline (RocksDB's write groups commit
+//! concurrent writers with one `fsync`), and those written on listener threads (`admit`,
+//! `cancel_admission`) are not: their answers wait for `group_commit`, whose own thread
+//! `fsync`s once for every write logged before it, so no listener thread blocks on the disk.
+//! [`Store::sync`] forces the WAL to disk (group commit, and graceful shutdown).
 //! `mark_running` is always written without `fsync`: losing it only makes a recovered job look
 //! `QUEUED` instead of `RUNNING`, and both are re-queued the same way.
 //!
@@ -108,6 +111,7 @@
 //! RocksDB's block cache (the server's in-memory indexes are that cache).
 
 mod encoding;
+pub mod group_commit;
 mod record;
 mod rocks;
 mod usage;
@@ -207,10 +211,13 @@ pub trait Store: Send + Sync {
     fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<KeyRecord>>;
 
     /// Records a new `QUEUED` job and, if it is charged, reserves one quota unit, in one
-    /// durable batch. Returns once the batch is in the WAL. The id must be new.
+    /// batch. Returns once the batch is in the WAL, never `fsync`ed (it runs on listener
+    /// threads): a caller promising power-loss durability waits for
+    /// [`group_commit::GroupCommit::covered`] (or calls [`Store::sync`]) before it answers.
+    /// The id must be new.
     fn admit(&self, job: &JobRecord) -> StoreResult<()>;
     /// Undoes an admission whose job never reached the queue: deletes the job and releases its
-    /// reservation in one batch. Only a `QUEUED` job can be cancelled.
+    /// reservation in one batch, logged like `admit`. Only a `QUEUED` job can be cancelled.
     fn cancel_admission(&self, id: &str) -> StoreResult<()>;
     /// `QUEUED` (or recovered `RUNNING`) → `RUNNING`. Returns the updated record.
     fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord>;
@@ -249,4 +256,7 @@ pub trait Store: Send + Sync {
 
     /// Forces everything written so far to stable storage (fsync of the WAL).
     fn sync(&self) -> StoreResult<()>;
+    /// The sequence number of the newest logged write: a `sync` begun after reading it covers
+    /// every write up to it (what group commit waits on).
+    fn logged_sequence(&self) -> u64;
 }

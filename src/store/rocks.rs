@@ -91,7 +91,9 @@ pub struct RocksStore {
     db: DB,
     /// Writes that acknowledge something to a client or move quota (`sync` as configured).
     durable: WriteOptions,
-    /// Writes whose loss a restart repairs (`mark_running`, purge): never `fsync`ed.
+    /// Never `fsync`ed: writes whose loss a restart repairs (`mark_running`, purge), and the
+    /// listener threads' writes (`admit`, `cancel_admission`), whose answers wait for the
+    /// group commit when `sync_writes` is on.
     relaxed: WriteOptions,
     /// Stripe locks of job state transitions; they guard no data, only the read-then-write.
     job_locks: Box<[Mutex<()>]>,
@@ -418,7 +420,7 @@ impl Store for RocksStore {
         self.put_job(&mut batch, job)?;
         batch.put_cf(self.cf(CF_LIVE)?, enc::live_key(job.state, job.created_at_ms, &job.id), []);
         self.merge_usage(&mut batch, job, usage::reserve())?;
-        Ok(self.db.write_opt(batch, &self.durable)?)
+        Ok(self.db.write_opt(batch, &self.relaxed)?)
     }
 
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {
@@ -429,7 +431,7 @@ impl Store for RocksStore {
         batch.delete_cf(self.cf(CF_SUBJECT)?, enc::subject_key(&job));
         self.delete_live(&mut batch, &job)?;
         self.merge_usage(&mut batch, &job, usage::release())?;
-        Ok(self.db.write_opt(batch, &self.durable)?)
+        Ok(self.db.write_opt(batch, &self.relaxed)?)
     }
 
     fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord> {
@@ -561,6 +563,10 @@ impl Store for RocksStore {
 
     fn sync(&self) -> StoreResult<()> {
         Ok(self.db.flush_wal(true)?)
+    }
+
+    fn logged_sequence(&self) -> u64 {
+        self.db.latest_sequence_number()
     }
 }
 

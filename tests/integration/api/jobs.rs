@@ -504,3 +504,22 @@ fn an_account_the_ledger_shows_is_no_wallet_fails_and_is_refunded() {
     assert_eq!(server.finish(&clean.poll_path(), k).job_status(), "READY");
     assert_eq!(server.usage(k).units(), (1, 0, 0, 3));
 }
+
+/// `--sync-writes`: answers of admitted and deduplicated work wait for the group commit's
+/// fsync (counted), the jobs run, and what was answered is there after a restart.
+#[test]
+fn with_sync_writes_answers_wait_for_the_group_commit() {
+    let mut server = serve(|c| c.sync_writes = true);
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let group = server.running().app.group_commit.clone().expect("group commit with --sync-writes");
+    let accepted = submit(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION));
+    assert!(group.syncs() >= 1, "the 202 waited for an fsync");
+    let again = submit(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION));
+    assert_eq!(again.data_str("analysisId"), accepted.data_str("analysisId"));
+    assert_eq!(server.finish(&accepted.poll_path(), k).job_status(), "READY");
+    drop(group); // holds the store open
+    server.restart();
+    assert_eq!(get(server.addr, &accepted.poll_path(), k).job_status(), "READY");
+    assert_eq!(server.usage(k).units().0, 1);
+}

@@ -1,10 +1,12 @@
 //! A fault-injecting `Store` (a real RocksDB underneath, some calls failing on demand) under
 //! the job sink: a completion the store refuses keeps the job live — in the index, in the
 //! store, its unit reserved in memory and on disk alike — the service `degraded`, until a retry
-//! is taken; a result the store refuses for good ends the job FAILED and refunded.
+//! is taken; a result the store refuses for good ends the job FAILED and refunded. And the
+//! group commit of `--sync-writes` over a slow and a failing `fsync`.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use xray::auth::key::AccountId;
 use xray::auth::record::{KeyRecord, KeySpec};
@@ -24,6 +26,7 @@ use xray::ledger::view::ViewOptions;
 use xray::limits::quota::{period_start_ms, QuotaPeriod, UsageRecord};
 use xray::metrics::Metrics;
 use xray::pubkey::Pubkey;
+use xray::store::group_commit::GroupCommit;
 use xray::store::{
     Completion, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState, RocksStore, Store, StoreError,
     StoreResult, Subject, UsageCarry,
@@ -31,12 +34,22 @@ use xray::store::{
 
 use super::support::open;
 
-/// A RocksStore whose next `fail_completes` completions and `fail_cancels` undone admissions
-/// fail with an I/O error (a full disk).
+/// A RocksStore whose next `fail_completes` completions, `fail_cancels` undone admissions and
+/// `fail_syncs` fsyncs fail with an I/O error (a full disk), and whose fsyncs take
+/// `sync_delay_ms` longer.
 struct FaultyStore {
     inner: RocksStore,
     fail_completes: AtomicU32,
     fail_cancels: AtomicU32,
+    fail_syncs: AtomicU32,
+    sync_delay_ms: AtomicU64,
+}
+
+impl FaultyStore {
+    fn over(inner: RocksStore) -> FaultyStore {
+        let (fail_completes, fail_cancels, fail_syncs) = (AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0));
+        FaultyStore { inner, fail_completes, fail_cancels, fail_syncs, sync_delay_ms: AtomicU64::new(0) }
+    }
 }
 
 /// True (and one fewer left) while `left` is above zero.
@@ -107,7 +120,14 @@ impl Store for FaultyStore {
         self.inner.purge_finished_before(cutoff_ms, limit)
     }
     fn sync(&self) -> StoreResult<()> {
-        self.inner.sync()
+        std::thread::sleep(Duration::from_millis(self.sync_delay_ms.load(Ordering::SeqCst)));
+        match take_one(&self.fail_syncs) {
+            true => Err(disk_full()),
+            false => self.inner.sync(),
+        }
+    }
+    fn logged_sequence(&self) -> u64 {
+        self.inner.logged_sequence()
     }
 }
 
@@ -129,8 +149,7 @@ const WALLET: &str = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z";
 /// `index_len_max` 1: the rig's job fills the index, so the next admission's indexing fails.
 fn rig(index_len_max: usize) -> Rig {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (fail_completes, fail_cancels) = (AtomicU32::new(0), AtomicU32::new(0));
-    let store = Arc::new(FaultyStore { inner: open(dir.path()), fail_completes, fail_cancels });
+    let store = Arc::new(FaultyStore::over(open(dir.path())));
     let now_ms = now_unix_ms();
     let spec = KeySpec {
         account: AccountId::generate().expect("random"),
@@ -275,4 +294,53 @@ fn an_admission_whose_undo_fails_stands_and_runs_once() {
     let (disk, memory) = rig.usage();
     assert_eq!((disk.used, disk.reserved), (1, 1), "charged once; the rig's own job still reserved");
     assert_eq!(disk, memory);
+}
+
+/// `--sync-writes`: an answer waits for an fsync made on the group commit's thread, so the
+/// thread serving it keeps serving meanwhile; every write logged before an fsync begins shares
+/// it; a failed fsync fails the answers it was to cover, and the next one succeeds.
+#[test]
+fn group_commit_waits_off_the_serving_thread_and_shares_each_fsync() {
+    let rig = rig(16);
+    let sync_delay = Duration::from_millis(300);
+    rig.store.sync_delay_ms.store(300, Ordering::SeqCst);
+    let dyn_store: Arc<dyn Store> = rig.store.clone();
+    let group = GroupCommit::start(dyn_store).expect("sync thread");
+    let admit = |i: usize| {
+        let id = format!("an_groupcommit{i}");
+        rig.store.admit(&JobRecord { id, ..rig.job.clone() }).expect("logged");
+    };
+    let mut runtime = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new().enable_timer().build().expect("runtime");
+    runtime.block_on(async {
+        let started = Instant::now();
+        let waits: Vec<_> = (0..32)
+            .map(|i| {
+                admit(i);
+                let group = group.clone();
+                monoio::spawn(async move { group.covered().await })
+            })
+            .collect();
+        // The thread keeps running tasks while the 32 answers wait.
+        let (mut gap_max, mut last) = (Duration::ZERO, Instant::now());
+        for _ in 0..20 {
+            monoio::time::sleep(Duration::from_millis(10)).await;
+            gap_max = gap_max.max(last.elapsed());
+            last = Instant::now();
+        }
+        for wait in waits {
+            wait.await.expect("covered");
+        }
+        assert!(gap_max < Duration::from_millis(150), "the serving thread stalled for {gap_max:?}");
+        assert_eq!(group.syncs(), 1, "32 writes logged before the fsync began share it");
+        assert!(started.elapsed() < sync_delay * 3, "{:?}", started.elapsed());
+
+        rig.store.fail_syncs.store(1, Ordering::SeqCst);
+        admit(32);
+        let failed = group.covered().await;
+        assert!(matches!(failed, Err(StoreError::Io(_))), "{failed:?}");
+        admit(33);
+        group.covered().await.expect("the next fsync covers it");
+        assert_eq!(group.syncs(), 3);
+    });
+    group.stop();
 }
