@@ -64,10 +64,13 @@ wait_http() { # url
 
 declare -A PORT_PID
 # xray serve NAME PORT ADMIN_PORT [extra flags…]: starts it, leaves its data dir in $WORK/NAME.
+# The access log is off: at saturation it is millions of lines, and the reference server logs
+# nothing (it is on by default for operators).
 start_xray() {
   local name=$1 port=$2 admin=$3; shift 3
   $SERVER_CPU "$BIN/xray" serve --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
-    --data-dir "$WORK/$name" --listener-threads 1 --compute-threads 1 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    --data-dir "$WORK/$name" --listener-threads 1 --compute-threads 1 --access-log false \
+    "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   PIDS+=($!); PORT_PID[$port]=$!
   wait_http "http://127.0.0.1:$port/healthz"
 }

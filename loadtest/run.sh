@@ -75,7 +75,7 @@ run_k6 baseline "http://127.0.0.1:$BASE_PORT" /healthz 200
 stop_server
 
 "$BIN/xray" serve --data-dir "$OUT/data" --listen "127.0.0.1:$REAL_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" \
-  --listener-threads "$THREADS" --compute-threads 1 --io-driver "$DRIVER" >"$OUT/serve.out" &
+  --listener-threads "$THREADS" --compute-threads 1 --io-driver "$DRIVER" --access-log false >"$OUT/serve.out" &
 SERVER_PID=$!
 wait_ready "http://127.0.0.1:$REAL_PORT/healthz"
 API_KEY=$("$BIN/xray" keys create --data-dir "$OUT/data" --name loadtest --scopes usage:read \

@@ -367,6 +367,13 @@ pub struct ServeArgs {
     /// Connections from trusted proxies start with a PROXY protocol (v1/v2) header.
     #[arg(long, env = "XRAY_PROXY_PROTOCOL")]
     pub proxy_protocol: Option<bool>,
+    /// Log lines as `text` or `json` (one object per line).
+    #[arg(long, env = "XRAY_LOG_FORMAT")]
+    pub log_format: Option<config::LogFormat>,
+    /// One log line per API request (request id, route, status, duration, key id); `false`
+    /// turns it off.
+    #[arg(long, env = "XRAY_ACCESS_LOG")]
+    pub access_log: Option<bool>,
 }
 
 impl ServeArgs {
@@ -380,7 +387,7 @@ impl ServeArgs {
         layer!(jobs_in_flight_per_thread, io_driver, history_depth, freshness_window_s, retention_days);
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
-        layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max);
+        layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max, log_format, access_log);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }
@@ -402,9 +409,14 @@ enum DemoCommand {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    init_tracing();
     let cli = Cli::parse();
     let command = cli.command.unwrap_or_else(|| Command::Serve(Box::default()));
+    // A config that does not load is reported by `run` (as every other error).
+    let log_format = match &command {
+        Command::Serve(args) => args.to_config().map_or(config::LogFormat::Text, |c| c.log_format),
+        _ => config::LogFormat::Text,
+    };
+    let _log = init_tracing(log_format);
     match run(command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -414,10 +426,25 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+/// Lines buffered for the log writer thread; past it lines are dropped rather than making a
+/// listener thread wait for stderr (the access log writes one per request).
+const LOG_LINES_BUFFERED_MAX: usize = 128 * 1024;
+
+/// Logs to stderr through a writer thread, filtered by `XRAY_LOG` (default `info`). The guard
+/// flushes what is buffered when dropped: hold it until the command ends.
+fn init_tracing(format: config::LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_LINES_BUFFERED_MAX)
+        .lossy(true)
+        .finish(std::io::stderr());
     let filter = tracing_subscriber::EnvFilter::try_from_env("XRAY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    let _ = match format {
+        config::LogFormat::Text => builder.try_init(),
+        config::LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),
+    };
+    guard
 }
 
 /// Prints a value as indented JSON on stdout (for people; the API writes compact JSON).

@@ -124,6 +124,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         ledger_failing,
         store_failing,
         group_commit,
+        access_log: config.access_log,
     });
     let mut backlog = Recovery::new(started_ms);
     backlog.refill(&admission);

@@ -75,6 +75,8 @@ pub struct App {
     pub store_failing: Arc<AtomicBool>,
     /// With `--sync-writes`: what a POST's answer waits for (its write `fsync`ed).
     pub group_commit: Option<GroupCommit>,
+    /// One log line per request (`--access-log`).
+    pub access_log: bool,
 }
 
 impl App {
@@ -115,13 +117,30 @@ pub(crate) struct Caller {
     pub now_ms: u64,
 }
 
+/// What `respond` made of a request: its route, the key it authenticated (if it got that far)
+/// and the answer — what the metrics and the access log record.
+struct Answered {
+    route: RouteLabel,
+    key: Option<Arc<KeyEntry>>,
+    response: ApiResponse,
+}
+
+impl Answered {
+    fn anonymous(route: RouteLabel, response: ApiResponse) -> Answered {
+        Answered { route, key: None, response }
+    }
+}
+
 impl Handler for ApiHandler {
     async fn handle(&self, request: ApiRequest) -> ApiResponse {
         let started = Instant::now();
-        let (label, response) = self.respond(&request).await;
+        let answered = self.respond(&request).await;
         let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.app.metrics.observe_request(label, response.status, elapsed_us);
-        response
+        self.app.metrics.observe_request(answered.route, answered.response.status, elapsed_us);
+        if self.app.access_log {
+            access_log(&request, &answered, elapsed_us);
+        }
+        answered.response
     }
 
     fn internal_error(&self, request_id: &RequestId, cause: &str) -> ApiResponse {
@@ -146,21 +165,21 @@ pub fn health(stop: &StopState, store_failing: bool) -> ApiResponse {
 }
 
 impl ApiHandler {
-    async fn respond(&self, request: &ApiRequest) -> (RouteLabel, ApiResponse) {
+    async fn respond(&self, request: &ApiRequest) -> Answered {
         let app = &*self.app;
         let route = match route(request.method, &request.path) {
             Ok(route) => route,
-            Err(e) => return (RouteLabel::Unmatched, self.refuse(&e, request)),
+            Err(e) => return Answered::anonymous(RouteLabel::Unmatched, self.refuse(&e, request)),
         };
         let label = route_label(&route);
         if route == Route::Healthz {
-            return (label, health(&self.stop, app.store_failing.load(Ordering::Relaxed)));
+            return Answered::anonymous(label, health(&self.stop, app.store_failing.load(Ordering::Relaxed)));
         }
         let now_ns = app.clock.now_ns();
         let now_ms = now_unix_ms();
         let key = match self.authenticate(request, now_ns, now_ms) {
             Ok(key) => key,
-            Err(e) => return (label, self.refuse(&e, request)),
+            Err(e) => return Answered::anonymous(label, self.refuse(&e, request)),
         };
         let caller = Caller { key, now_ns, now_ms };
         let mut response = match self.authorized(&route, &caller, request).await {
@@ -169,7 +188,7 @@ impl ApiHandler {
         };
         // As of the request's arrival, when its token was taken: one clock reading per request.
         add_rate_headers(&mut response, &caller.key, caller.now_ns, caller.now_ms);
-        (label, response)
+        Answered { route: label, key: Some(caller.key), response }
     }
 
     fn refuse(&self, error: &ApiError, request: &ApiRequest) -> ApiResponse {
@@ -225,6 +244,21 @@ impl ApiHandler {
             Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
         }
     }
+}
+
+/// The access log line of one request (target `xray::access`): never the key, the path's ids
+/// or the body — the route's name and the key's id say what was asked and by whom.
+fn access_log(request: &ApiRequest, answered: &Answered, elapsed_us: u64) {
+    tracing::info!(
+        target: "xray::access",
+        request_id = request.request_id.as_str(),
+        method = request.method.as_str(),
+        route = answered.route.as_str(),
+        status = answered.response.status,
+        duration_us = elapsed_us,
+        key_id = answered.key.as_ref().map_or("-", |key| key.id().as_str()),
+        client = %request.client_ip,
+    );
 }
 
 /// `RateLimit-Policy` and `RateLimit` of contract §6, as the key's bucket and quota are now.

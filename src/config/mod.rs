@@ -313,4 +313,4 @@ mod serve;
 mod values;
 
 pub use serve::ServeConfig;
-pub use values::{redact_url, InvalidValue, IoDriver, ProxyNetwork, SourceSpec};
+pub use values::{redact_url, InvalidValue, IoDriver, LogFormat, ProxyNetwork, SourceSpec};

@@ -57,6 +57,10 @@ pub struct ServeConfig {
     pub trusted_proxies: Vec<ProxyNetwork>,
     /// Connections from `trusted_proxies` start with a PROXY protocol (v1/v2) header.
     pub proxy_protocol: bool,
+    /// `text` or `json` log lines on stderr.
+    pub log_format: LogFormat,
+    /// One log line per public API request (request id, route, status, duration, key id).
+    pub access_log: bool,
 }
 
 impl Default for ServeConfig {
@@ -89,6 +93,8 @@ impl Default for ServeConfig {
             write_stall_timeout_ms: WRITE_STALL_TIMEOUT_MS,
             trusted_proxies: Vec::new(),
             proxy_protocol: false,
+            log_format: LogFormat::Text,
+            access_log: true,
         }
     }
 }
@@ -188,7 +194,7 @@ impl ServeConfig {
              job_deadline_s={} job_ledger_bytes_max={} \
              freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
-             trusted_proxies=[{}] proxy_protocol={}",
+             trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={}",
             self.listen,
             self.admin_listen,
             self.data_dir.display(),
@@ -214,6 +220,8 @@ impl ServeConfig {
             self.write_stall_timeout_ms,
             self.trusted_proxies.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
             self.proxy_protocol,
+            self.log_format.as_str(),
+            self.access_log,
         )
     }
 }

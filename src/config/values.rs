@@ -2,7 +2,7 @@
 //! which I/O driver the listeners use and which networks hold trusted proxies. Each is parsed once, where the setting is read (flag,
 //! variable or config file), and travels typed from there.
 //!
-//! Owns: `SourceSpec`, `IoDriver`, `ProxyNetwork`, `InvalidValue` (why a text is not a value: it never echoes
+//! Owns: `SourceSpec`, `IoDriver`, `ProxyNetwork`, `LogFormat`, `InvalidValue` (why a text is not a value: it never echoes
 //! the text, which may hold an RPC URL's API key) and `redact_url`. Read on the main thread at
 //! start; the values are `Clone` and copied to the threads that need them.
 //!
@@ -115,6 +115,37 @@ impl std::fmt::Display for IoDriver {
     }
 }
 
+/// How `xray serve` writes its log lines (stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `target`, `fields`), for log shippers.
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = InvalidValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(InvalidValue(format!("unknown log format {other:?} (text or json)"))),
+        }
+    }
+}
+
+impl LogFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
 /// A network of trusted proxies: `10.0.0.0/8`, `fd00::/8`, or one address (`192.0.2.7`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProxyNetwork(pub ipnet::IpNet);
@@ -151,7 +182,7 @@ macro_rules! deserialize_from_str {
         }
     )*};
 }
-deserialize_from_str!(SourceSpec, IoDriver, ProxyNetwork);
+deserialize_from_str!(SourceSpec, IoDriver, ProxyNetwork, LogFormat);
 
 #[cfg(test)]
 mod tests {
@@ -202,6 +233,10 @@ mod tests {
     fn io_drivers_parse_and_print() {
         assert_eq!("epoll".parse::<IoDriver>(), Ok(IoDriver::Epoll));
         assert!("kqueue".parse::<IoDriver>().is_err());
+        for f in [LogFormat::Text, LogFormat::Json] {
+            assert_eq!(f.as_str().parse::<LogFormat>(), Ok(f));
+        }
+        assert!("yaml".parse::<LogFormat>().is_err());
         for d in [IoDriver::Auto, IoDriver::Uring, IoDriver::Epoll] {
             assert_eq!(d.to_string().parse::<IoDriver>(), Ok(d));
         }

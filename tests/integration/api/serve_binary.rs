@@ -27,30 +27,47 @@ struct Server {
     child: Child,
     api: SocketAddr,
     first_key: Option<String>,
+    /// Its stderr lines, when started by `start_logging`.
+    log: Option<mpsc::Receiver<String>>,
 }
 
-/// Starts `xray serve` on port 0 with `data` and `extra` flags; returns once both listeners
-/// are announced on stdout.
-fn start(data: &Path, extra: &[&str]) -> Server {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data)
-        .args(extra)
-        .env("XRAY_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("xray serve starts");
-    let stdout = child.stdout.take().expect("stdout piped");
+/// The lines of `stream`, read on a thread of their own.
+fn lines_of(stream: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
                 break;
             }
         }
     });
+    rx
+}
+
+/// Starts `xray serve` on port 0 with `data` and `extra` flags; returns once both listeners
+/// are announced on stdout.
+fn start(data: &Path, extra: &[&str]) -> Server {
+    start_with(data, extra, None)
+}
+
+/// As `start`, with its log (`XRAY_LOG=<level>`) captured in `Server::log`.
+fn start_logging(data: &Path, extra: &[&str], level: &str) -> Server {
+    start_with(data, extra, Some(level))
+}
+
+fn start_with(data: &Path, extra: &[&str], log_level: Option<&str>) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .args(extra)
+        .env("XRAY_LOG", log_level.unwrap_or("warn"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(if log_level.is_some() { Stdio::piped() } else { Stdio::inherit() })
+        .spawn()
+        .expect("xray serve starts");
+    let rx = lines_of(child.stdout.take().expect("stdout piped"));
+    let log = child.stderr.take().map(lines_of);
     let deadline = Instant::now() + START_TIMEOUT;
     let (mut api, mut first_key, mut notice) = (None, None, false);
     loop {
@@ -67,7 +84,7 @@ fn start(data: &Path, extra: &[&str]) -> Server {
             first_key = Some(line);
         }
     }
-    Server { child, api: api.expect("API line before the admin line"), first_key }
+    Server { child, api: api.expect("API line before the admin line"), first_key, log }
 }
 
 /// A failing test must not leave its server running (it would hold the test's output pipe).
@@ -340,4 +357,48 @@ fn kill_9_loses_no_acknowledged_job_and_charges_exactly_once() {
     assert_eq!(usage.body["data"]["byOperation"]["walletAnalysis"].as_u64(), Some(READY_WALLETS.len() as u64));
     assert!(server.terminate().success());
     rpc.stop().expect("JSON-RPC server stops");
+}
+
+/// Stops `server` gracefully and returns every line it logged (stderr closes at exit).
+fn log_lines(mut server: Server) -> Vec<String> {
+    assert!(server.terminate().success());
+    let log = server.log.take().expect("started with start_logging");
+    log.iter().collect()
+}
+
+/// `--log-format json`: every line on stderr is one JSON object; with the access log on (the
+/// default) each API request has a line naming its request id, route, status, duration and
+/// key id — never the key; `--access-log false` leaves those lines out.
+#[test]
+fn json_logs_and_an_access_line_per_request_without_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_logging(dir.path(), &["--log-format", "json", "--compute-threads", "1"], "info");
+    let key = server.first_key.clone().expect("first key");
+    let status = get(server.api, &format!("{API}/status"), &key);
+    assert_eq!(status.status, 200, "{status:?}");
+    let refused = get(server.api, &format!("{API}/status"), "svc_live_not_a_key");
+    assert_eq!(refused.status, 401, "{refused:?}");
+    let lines = log_lines(server);
+    let events: Vec<Value> =
+        lines.iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
+    assert!(events.iter().all(|e| e["level"].is_string() && e["timestamp"].is_string()), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains(&key)), "the key never appears in the log");
+    let access: Vec<&Value> = events.iter().filter(|e| e["target"] == "xray::access").collect();
+    assert_eq!(access.len(), 2, "{lines:?}");
+    let request_id = |reply: &Reply| reply.header("x-request-id").expect("request id").to_owned();
+    let (ok, unauthenticated) = (access[0], access[1]);
+    assert_eq!(ok["request_id"], request_id(&status).as_str());
+    assert_eq!(
+        (ok["route"].as_str(), ok["status"].as_u64(), ok["method"].as_str()),
+        (Some("status"), Some(200), Some("GET"))
+    );
+    assert!(ok["key_id"].as_str().is_some_and(|id| id.starts_with("key_")), "{ok}");
+    assert!(ok["duration_us"].is_u64(), "{ok}");
+    assert_eq!(unauthenticated["request_id"], request_id(&refused).as_str());
+    assert_eq!((unauthenticated["status"].as_u64(), unauthenticated["key_id"].as_str()), (Some(401), Some("-")));
+
+    let quiet = start_logging(dir.path(), &["--access-log", "false"], "info");
+    assert_eq!(get(quiet.api, &format!("{API}/status"), &key).status, 200);
+    let lines = log_lines(quiet);
+    assert!(!lines.is_empty() && lines.iter().all(|l| !l.contains("xray::access")), "{lines:?}");
 }
