@@ -402,3 +402,29 @@ fn json_logs_and_an_access_line_per_request_without_the_key() {
     let lines = log_lines(quiet);
     assert!(!lines.is_empty() && lines.iter().all(|l| !l.contains("xray::access")), "{lines:?}");
 }
+
+/// `deploy/`: the example config loads and validates as `xray serve --config` reads it, and the
+/// systemd unit passes `systemd-analyze verify` (where systemd is installed) with its
+/// `ExecStart` pointed at this build's binary.
+#[test]
+fn the_deploy_config_loads_and_the_systemd_unit_verifies() {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    let config = xray::config::ServeConfig::from_file(Some(&deploy.join("xray.toml"))).expect("example config");
+    config.validate().expect("example config is valid");
+    assert_eq!(config.log_format, xray::config::LogFormat::Json);
+    assert!(config.sync_writes && config.access_log);
+    if Command::new("systemd-analyze").arg("--version").output().is_err() {
+        eprintln!("systemd-analyze is not installed: unit not verified");
+        return;
+    }
+    let unit = std::fs::read_to_string(deploy.join("xray.service")).expect("unit");
+    for needed in ["LimitMEMLOCK=", "LimitNOFILE=", "DynamicUser=yes", "ProtectSystem=strict", "KillSignal=SIGTERM"] {
+        assert!(unit.contains(needed), "{needed}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local = dir.path().join("xray.service");
+    std::fs::write(&local, unit.replace("/usr/local/bin/xray", BIN)).expect("unit copy");
+    let verified = Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&local).output().expect("runs");
+    let said = String::from_utf8_lossy(&verified.stderr).into_owned() + &String::from_utf8_lossy(&verified.stdout);
+    assert!(verified.status.success() && said.trim().is_empty(), "{said}");
+}
