@@ -428,3 +428,125 @@ fn the_deploy_config_loads_and_the_systemd_unit_verifies() {
     let said = String::from_utf8_lossy(&verified.stderr).into_owned() + &String::from_utf8_lossy(&verified.stdout);
     assert!(verified.status.success() && said.trim().is_empty(), "{said}");
 }
+
+/// One POST on a fresh `Connection: close` connection: the status and JSON body, or `None` when
+/// the server went away before answering (killed mid-request).
+fn try_post(addr: SocketAddr, key: &str, body: &str) -> Option<(u16, Value)> {
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let head = format!(
+        "POST {API}/intelligence/wallet HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok()?;
+    let text = String::from_utf8_lossy(&answer);
+    let status = text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()?;
+    let (_, json) = text.split_once("\r\n\r\n")?;
+    Some((status, serde_json::from_str(json).ok()?))
+}
+
+/// Kill -9 cycles of the whole test.
+const KILL_CYCLES: usize = 10;
+/// Clients submitting while the server is killed, and the pause between their POSTs.
+const KILL_CLIENTS: usize = 3;
+const KILL_CLIENT_PAUSE: Duration = Duration::from_millis(10);
+
+/// Submits a fresh wallet every `KILL_CLIENT_PAUSE` until the server stops answering; returns
+/// the wallets it got a 202 for (acknowledged) and the ones whose request got no answer.
+fn submit_until_killed(addr: SocketAddr, key: String, wallets: Vec<String>) -> (Vec<(String, String)>, Vec<String>) {
+    let (mut acknowledged, mut unanswered) = (Vec::new(), Vec::new());
+    for wallet in wallets {
+        match try_post(addr, &key, &format!(r#"{{"wallet":"{wallet}"}}"#)) {
+            Some((202, body)) => {
+                let id = body["data"]["analysisId"].as_str().expect("analysisId").to_owned();
+                acknowledged.push((wallet, id));
+            }
+            Some((status, body)) => assert!(matches!(status, 429 | 503), "{status}: {body}"),
+            None => {
+                unanswered.push(wallet);
+                break;
+            }
+        }
+        std::thread::sleep(KILL_CLIENT_PAUSE);
+    }
+    (acknowledged, unanswered)
+}
+
+/// Issue #13: `KILL_CYCLES` kill -9s while clients submit; afterwards every acknowledged job is
+/// READY or FAILED, and the quota is exact: `used` is the number of READY jobs (acknowledged
+/// ones, and those admitted by a request killed before its answer, found by repeating it),
+/// `reserved` 0. Takes about 20 s.
+#[test]
+fn kill_9_cycles_under_load_lose_nothing_acknowledged_and_charge_exactly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flags = ["--compute-threads", "1", "--listener-threads", "2", "--access-log", "false"];
+    let mut server = start(dir.path(), &flags);
+    let load = keys(
+        dir.path(),
+        &["create", "--name", "load", "--scopes", "wallet:analyze,analysis:read,usage:read", "--rate-per-second"]
+            .into_iter()
+            .chain(["100000", "--burst", "100000", "--quota", "1000000"])
+            .collect::<Vec<_>>(),
+    )
+    .expect("load key");
+    let key = load["key"].as_str().expect("key").to_owned();
+    let (mut acknowledged, mut unanswered) = (Vec::new(), Vec::new());
+    for cycle in 0..KILL_CYCLES {
+        let clients: Vec<_> = (0..KILL_CLIENTS)
+            .map(|client| {
+                let (addr, key) = (server.api, key.clone());
+                let wallets = super::support::fresh_wallets(&format!("kill/{cycle}/{client}"), 1_000);
+                std::thread::spawn(move || submit_until_killed(addr, key, wallets))
+            })
+            .collect();
+        // 300–750 ms of load, different in every cycle.
+        std::thread::sleep(Duration::from_millis(300 + (cycle as u64 * 157) % 450));
+        server.kill_9();
+        for client in clients {
+            let (acked, lost) = client.join().expect("client");
+            acknowledged.extend(acked);
+            unanswered.extend(lost);
+        }
+        server = start(dir.path(), &flags);
+    }
+    assert!(acknowledged.len() >= KILL_CYCLES * 10, "load was applied: {} acknowledged", acknowledged.len());
+
+    // A request killed before its answer may have been admitted (and charged): repeating it
+    // deduplicates onto that job, or admits it now. Either way its job is counted below.
+    let mut jobs: Vec<String> = acknowledged.iter().map(|(_, id)| id.clone()).collect();
+    for wallet in &unanswered {
+        let (status, body) = try_post(server.api, &key, &format!(r#"{{"wallet":"{wallet}"}}"#)).expect("answered");
+        assert!(status == 200 || status == 202, "{status}: {body}");
+        jobs.push(body["data"]["analysisId"].as_str().expect("analysisId").to_owned());
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut ready, mut failed) = (0u64, 0u64);
+    for id in &jobs {
+        loop {
+            let reply = get(server.api, &format!("{API}/intelligence/analysis/{id}?wait=10"), &key);
+            assert_eq!(reply.status, 200, "{id}: {reply:?}");
+            match reply.body["data"]["status"].as_str() {
+                Some("READY") => ready += 1,
+                Some("FAILED") => failed += 1,
+                other => {
+                    assert!(Instant::now() < deadline, "{id} still {other:?} two minutes after the last restart");
+                    continue;
+                }
+            }
+            break;
+        }
+    }
+    eprintln!(
+        "{KILL_CYCLES} kill -9 cycles: {} acknowledged, {} unanswered, {ready} READY",
+        acknowledged.len(),
+        unanswered.len()
+    );
+    let usage = get(server.api, &format!("{API}/usage"), &key);
+    let quota = &usage.body["data"]["quota"];
+    assert_eq!((quota["used"].as_u64(), quota["reserved"].as_u64()), (Some(ready), Some(0)), "{usage:?}");
+    assert_eq!(usage.body["data"]["refunded"].as_u64(), Some(failed), "{usage:?}");
+    assert!(server.terminate().success());
+}
