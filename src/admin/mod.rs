@@ -160,6 +160,7 @@ impl AdminHandler {
             long_poll_waiters: app.waiters.load(std::sync::atomic::Ordering::Relaxed),
             keys: app.keys.len(),
             draining: self.state.api_stop.is_draining(),
+            store_disk: app.store.disk_usage().inspect_err(|e| tracing::warn!(error = %e, "store size unread")).ok(),
         };
         ApiResponse::json(200, Bytes::from(app.metrics.render(&gauges)))
             .with_header("content-type", METRICS_CONTENT_TYPE)

@@ -42,7 +42,7 @@ use crate::jobs::finished::{FinishedJobs, StoredJob};
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::{Operation, ReleaseCause, Reservation};
-use crate::metrics::{JobLabel, JobOutcomeLabel, Metrics};
+use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics};
 use crate::store::{self, Completion, JobKind, JobRecord, Store, StoreError};
 
 /// The sink of the running server.
@@ -214,6 +214,9 @@ impl StoreSink {
             store::JobState::Ready => JobOutcomeLabel::Ready,
             _ => JobOutcomeLabel::Failed,
         };
+        if let Some(error) = &record.error {
+            self.metrics.job_failed(kind, FailedCode::of(&error.code));
+        }
         let elapsed_ms = self.started.pin().remove(id).map_or(0, |t| t.elapsed().as_millis());
         // Saturates after 584 million years of one job.
         self.metrics.observe_job(kind, outcome, u64::try_from(elapsed_ms).unwrap_or(u64::MAX));

@@ -154,6 +154,7 @@ impl Shared {
     fn sync_once(&self, target: u64) {
         let synced = self.store.sync();
         self.syncs.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::STORE.wal_synced();
         match synced {
             Ok(()) => {
                 self.synced.fetch_max(target, Ordering::AcqRel);

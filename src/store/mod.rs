@@ -259,4 +259,6 @@ pub trait Store: Send + Sync {
     /// The sequence number of the newest logged write: a `sync` begun after reading it covers
     /// every write up to it (what group commit waits on).
     fn logged_sequence(&self) -> u64;
+    /// What the store holds on disk and what compaction still has to rewrite (for `/metrics`).
+    fn disk_usage(&self) -> StoreResult<crate::metrics::StoreDisk>;
 }

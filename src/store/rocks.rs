@@ -17,6 +17,7 @@
 use crate::auth::record::KeyRecord;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions,
@@ -38,6 +39,7 @@ use crate::config::{
     ROCKSDB_INFO_LOG_FILE_BYTES_MAX, ROCKSDB_PAYLOAD_BLOCK_BYTES,
 };
 use crate::limits::quota::UsageRecord;
+use crate::metrics::{StoreDisk, StoreWrite, STORE};
 
 const CF_KEYS: &str = "keys";
 const CF_JOBS: &str = "jobs";
@@ -219,6 +221,14 @@ impl RocksStore {
         Ok(it.status()?)
     }
 
+    /// Writes `batch`, timing it for `metrics::STORE` under `operation`.
+    fn write(&self, batch: WriteBatch, options: &WriteOptions, operation: StoreWrite) -> StoreResult<()> {
+        let started = Instant::now();
+        let written = self.db.write_opt(batch, options);
+        STORE.observe_write(operation, u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
+        Ok(written?)
+    }
+
     /// Adds the usage delta of a charged job to `batch` (uncharged jobs move no quota).
     fn merge_usage(&self, batch: &mut WriteBatch, job: &JobRecord, delta: UsageDelta) -> StoreResult<()> {
         if job.charged {
@@ -373,7 +383,7 @@ impl Store for RocksStore {
         record::validate_key(key)?;
         let mut batch = WriteBatch::default();
         batch.put_cf(self.cf(CF_KEYS)?, key.id.as_str().as_bytes(), enc::encode_json(key)?);
-        Ok(self.db.write_opt(batch, &self.durable)?)
+        self.write(batch, &self.durable, StoreWrite::Keys)
     }
 
     fn put_rotation(&self, old: &KeyRecord, new: &KeyRecord, carried: &UsageCarry) -> StoreResult<()> {
@@ -384,7 +394,7 @@ impl Store for RocksStore {
         batch.put_cf(self.cf(CF_KEYS)?, new.id.as_str().as_bytes(), enc::encode_json(new)?);
         let key = enc::usage_key(new.id.as_str(), carried.period_start_ms);
         batch.merge_cf(self.cf(CF_USAGE)?, key, usage::encode(&carried.usage));
-        Ok(self.db.write_opt(batch, &self.durable)?)
+        self.write(batch, &self.durable, StoreWrite::Keys)
     }
 
     fn get_key(&self, id: &str) -> StoreResult<Option<KeyRecord>> {
@@ -420,7 +430,7 @@ impl Store for RocksStore {
         self.put_job(&mut batch, job)?;
         batch.put_cf(self.cf(CF_LIVE)?, enc::live_key(job.state, job.created_at_ms, &job.id), []);
         self.merge_usage(&mut batch, job, usage::reserve())?;
-        Ok(self.db.write_opt(batch, &self.relaxed)?)
+        self.write(batch, &self.relaxed, StoreWrite::Admit)
     }
 
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {
@@ -431,7 +441,7 @@ impl Store for RocksStore {
         batch.delete_cf(self.cf(CF_SUBJECT)?, enc::subject_key(&job));
         self.delete_live(&mut batch, &job)?;
         self.merge_usage(&mut batch, &job, usage::release())?;
-        Ok(self.db.write_opt(batch, &self.relaxed)?)
+        self.write(batch, &self.relaxed, StoreWrite::Cancel)
     }
 
     fn mark_running(&self, id: &str, started_at_ms: u64) -> StoreResult<JobRecord> {
@@ -443,7 +453,7 @@ impl Store for RocksStore {
         let running = JobRecord { state: JobState::Running, started_at_ms: Some(started_at_ms), starts, ..job };
         batch.put_cf(self.cf(CF_LIVE)?, enc::live_key(running.state, running.created_at_ms, &running.id), []);
         self.put_job(&mut batch, &running)?;
-        self.db.write_opt(batch, &self.relaxed)?;
+        self.write(batch, &self.relaxed, StoreWrite::Start)?;
         Ok(running)
     }
 
@@ -469,7 +479,7 @@ impl Store for RocksStore {
             }
         }
         self.put_job(&mut batch, &done)?;
-        self.db.write_opt(batch, &self.durable)?;
+        self.write(batch, &self.durable, StoreWrite::Complete)?;
         Ok(done)
     }
 
@@ -557,7 +567,7 @@ impl Store for RocksStore {
                 batch.delete_cf(self.payload_cf(&job)?, job.id.as_bytes());
             }
         }
-        self.db.write_opt(batch, &self.relaxed)?;
+        self.write(batch, &self.relaxed, StoreWrite::Purge)?;
         Ok(entries.len())
     }
 
@@ -567,6 +577,24 @@ impl Store for RocksStore {
 
     fn logged_sequence(&self) -> u64 {
         self.db.latest_sequence_number()
+    }
+
+    fn disk_usage(&self) -> StoreResult<StoreDisk> {
+        let mut disk = StoreDisk::default();
+        for name in COLUMN_FAMILIES {
+            let cf = self.cf(name)?;
+            let property = |key: &str| self.db.property_int_value_cf(cf, key).map(Option::unwrap_or_default);
+            disk.bytes = disk.bytes.saturating_add(property("rocksdb.total-sst-files-size")?);
+            let pending = property("rocksdb.estimate-pending-compaction-bytes")?;
+            disk.pending_compaction_bytes = disk.pending_compaction_bytes.saturating_add(pending);
+        }
+        // The WAL files (`*.log`), a few at most (`WAL_BYTES_MAX_DEFAULT` bounds them).
+        for entry in std::fs::read_dir(self.db.path())?.flatten() {
+            if entry.path().extension().is_some_and(|e| e == "log") {
+                disk.bytes = disk.bytes.saturating_add(entry.metadata().map_or(0, |m| m.len()));
+            }
+        }
+        Ok(disk)
     }
 }
 

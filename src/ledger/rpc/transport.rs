@@ -2,7 +2,8 @@
 //!
 //! Owns: the `reqwest::Client` of one rpc source (one connection pool), the bound on requests
 //! in flight, the body-size cap, the charge of every chunk read to the job's byte budget
-//! (`ledger::budget`: final when spent) and the retry loop. Called from the thread that owns the
+//! (`ledger::budget`: final when spent), the retry loop, and the `metrics::LEDGER` record of
+//! every call (method, outcome, duration, retries). Called from the thread that owns the
 //! source, on its current-thread runtime; futures are not `Send`.
 //!
 //! Invariant: at most `attempts_max` attempts per exchange, at most `concurrency_max` HTTP
@@ -10,7 +11,7 @@
 //! nothing logged or returned contains the endpoint's path or query (they may carry an API
 //! key): logs name the endpoint by `redact_url`, and reqwest errors lose their URL.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use reqwest::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
@@ -21,6 +22,7 @@ use super::RpcOptions;
 use crate::config::redact_url;
 use crate::config::RPC_POOL_IDLE_TIMEOUT_MS;
 use crate::ledger::{budget, LedgerError};
+use crate::metrics::{CallOutcome, LedgerMethod, LEDGER};
 
 pub struct Transport {
     client: reqwest::Client,
@@ -70,7 +72,22 @@ impl Transport {
         body: Vec<u8>,
         parse: impl Fn(&mut [u8]) -> Result<R, LedgerError>,
     ) -> Result<R, LedgerError> {
-        let body = Bytes::from(body);
+        let (label, started) = (LedgerMethod::of(method), Instant::now());
+        let result = self.attempts(method, label, Bytes::from(body), parse).await;
+        let outcome = if result.is_ok() { CallOutcome::Ok } else { CallOutcome::Error };
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        LEDGER.observe_call(label, outcome, elapsed_ms);
+        result
+    }
+
+    /// `exchange`'s attempts, each retry counted.
+    async fn attempts<R>(
+        &self,
+        method: &str,
+        label: LedgerMethod,
+        body: Bytes,
+        parse: impl Fn(&mut [u8]) -> Result<R, LedgerError>,
+    ) -> Result<R, LedgerError> {
         let attempts_max = self.options.attempts_max.max(1);
         let mut attempt = 1;
         loop {
@@ -88,6 +105,7 @@ impl Transport {
             if attempt >= attempts_max {
                 return Err(error);
             }
+            LEDGER.retry(label);
             let o = &self.options;
             let delay_ms = retry::delay_ms(o.backoff_base_ms, o.backoff_max_ms, attempt - 1, retry_after_s);
             tracing::debug!(endpoint = %self.endpoint, method, attempt, delay_ms, %error, "retrying JSON-RPC call");

@@ -523,3 +523,39 @@ fn with_sync_writes_answers_wait_for_the_group_commit() {
     assert_eq!(get(server.addr, &accepted.poll_path(), k).job_status(), "READY");
     assert_eq!(server.usage(k).units().0, 1);
 }
+
+/// The value of the sample `series` (name and labels exactly as rendered) in `text`.
+fn sample(text: &str, series: &str) -> f64 {
+    let line = text.lines().find(|l| l.strip_prefix(series).is_some_and(|rest| rest.starts_with(' ')));
+    line.unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+        .rsplit(' ')
+        .next()
+        .expect("value")
+        .parse()
+        .expect("number")
+}
+
+/// Issue #13, operators: `/metrics` counts FAILED jobs by code, the ledger source's calls and the
+/// store's writes, the store's size, and the process.
+#[test]
+fn metrics_name_failures_ledger_calls_store_writes_and_the_process() {
+    let server = serve_rpc(FaultPlan::default(), |_| {});
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let before = server.metrics_text();
+    let calls = "xray_ledger_calls_total{method=\"getAccountInfo\",outcome=\"ok\"}";
+    let completes = "xray_store_write_duration_seconds_count{operation=\"complete\"}";
+    let (calls_before, completes_before) = (sample(&before, calls), sample(&before, completes));
+    let ready = submit(&server, k, WALLET_PATH, &wallet_body(CLEAN));
+    let failed = submit(&server, k, WALLET_PATH, &wallet_body(DRAINER_PROGRAM));
+    assert_eq!(server.finish(&ready.poll_path(), k).job_status(), "READY");
+    assert_eq!(server.finish(&failed.poll_path(), k).job_status(), "FAILED");
+    let text = server.metrics_text();
+    let failures = "xray_jobs_failed_total{kind=\"analysis\",code=\"ACCOUNT_NOT_ELIGIBLE\"}";
+    assert_eq!(sample(&text, failures), 1.0);
+    assert_eq!(sample(&text, "xray_jobs_failed_total{kind=\"analysis\",code=\"ANALYSIS_FAILED\"}"), 0.0);
+    assert!(sample(&text, calls) >= calls_before + 2.0, "each job read its account over JSON-RPC");
+    assert!(sample(&text, completes) >= completes_before + 2.0, "both completions were written");
+    assert!(sample(&text, "xray_store_disk_bytes") > 0.0, "the WAL holds the writes");
+    assert!(sample(&text, "process_open_fds") > 0.0 && sample(&text, "process_resident_memory_bytes") > 0.0);
+}

@@ -291,7 +291,7 @@ fn work_in_flight_across_a_rotation_is_counted_on_the_successor() {
     let failed = submit(&server, &old.secret, WALLET_PATH, &wallet_body(DRAINER_PROGRAM));
     assert_eq!(server.usage(&old.secret).units(), (0, 2, 8, 0), "both units in flight at the rotation");
 
-    let rotated = server.admin_post(&format!("/v1/admin/keys/{}/rotate", old.id));
+    let rotated = server.admin("POST", &format!("/v1/admin/keys/{}/rotate", old.id));
     assert_eq!(rotated.status, 201, "{rotated:?}");
     let new = rotated.data_str("key");
     assert_eq!(server.usage(&new).units(), (0, 0, 10, 0), "the successor starts with the old key's used units");

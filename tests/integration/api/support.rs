@@ -465,11 +465,18 @@ impl TestServer {
         self.running = Some(running);
     }
 
-    /// A POST to the admin listener with the data dir's admin token.
-    pub fn admin_post(&self, path: &str) -> Reply {
+    /// A request to the admin listener with the data dir's admin token.
+    pub fn admin(&self, method: &str, path: &str) -> Reply {
         let token = std::fs::read_to_string(self.config.data_dir.join(xray::admin::files::TOKEN_FILE_NAME));
         let bearer = format!("Bearer {}", token.expect("admin token").trim());
-        raw(self.running().admin.local_addr(), "POST", path, &[("authorization", &bearer)], "")
+        raw(self.running().admin.local_addr(), method, path, &[("authorization", &bearer)], "")
+    }
+
+    /// The admin listener's `/metrics` text.
+    pub fn metrics_text(&self) -> String {
+        let reply = self.admin("GET", "/metrics");
+        assert_eq!(reply.status, 200, "{reply:?}");
+        String::from_utf8(reply.raw_body).expect("UTF-8 exposition")
     }
 
     /// Requests the local JSON-RPC server (the ledger) has answered so far.

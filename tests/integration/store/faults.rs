@@ -129,6 +129,9 @@ impl Store for FaultyStore {
     fn logged_sequence(&self) -> u64 {
         self.inner.logged_sequence()
     }
+    fn disk_usage(&self) -> StoreResult<xray::metrics::StoreDisk> {
+        self.inner.disk_usage()
+    }
 }
 
 /// A sink over a faulty store holding one key and one admitted, charged, indexed job.

@@ -1,6 +1,7 @@
 //! The Prometheus registry: what the API answered, what it refused, what it deduplicated, how
-//! jobs ended and how long all of it took — rendered as text exposition 0.0.4 for the admin
-//! listener's `GET /metrics`.
+//! jobs ended (and why they FAILED) and how long all of it took — rendered as text exposition
+//! 0.0.4 for the admin listener's `GET /metrics`, with the back ends' series (`backends`: ledger
+//! calls, store writes and size) and the process's (`process`: memory, fds, CPU, threads).
 //!
 //! Owns: `Metrics` (counters and histograms), the closed label enums that index it
 //! (`RouteLabel`, `RejectReason`, `JobLabel`, `JobOutcomeLabel`), the bucket bounds
@@ -82,6 +83,30 @@ macro_rules! label_enum {
             }
         }
     };
+}
+
+mod backends;
+mod process;
+
+pub use backends::{CallOutcome, LedgerMethod, StoreDisk, StoreWrite, LEDGER, STORE};
+
+label_enum! {
+    /// The code a job ended FAILED with (`code` label): the contract's job codes; anything else
+    /// (a record written by another build) is `other`.
+    pub enum FailedCode {
+        AccountNotEligible => "ACCOUNT_NOT_ELIGIBLE",
+        UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+        AnalysisFailed => "ANALYSIS_FAILED",
+        Other => "other",
+    }
+}
+
+impl FailedCode {
+    /// The label of a stored error code.
+    pub fn of(code: &str) -> FailedCode {
+        let mut known = FailedCode::ALL.iter().copied().filter(|c| *c != FailedCode::Other);
+        known.find(|c| c.as_str() == code).unwrap_or(FailedCode::Other)
+    }
 }
 
 label_enum! {
@@ -244,6 +269,7 @@ pub struct Metrics {
     deduplicated: [AtomicU64; JobLabel::COUNT],
     /// Also the jobs counter: a job's count is its histogram's count.
     job_duration: [[Histogram<JOB_BUCKETS>; JobOutcomeLabel::COUNT]; JobLabel::COUNT],
+    jobs_failed: [[AtomicU64; FailedCode::COUNT]; JobLabel::COUNT],
 }
 
 /// Point-in-time values read at scrape time by the admin listener.
@@ -255,6 +281,8 @@ pub struct Gauges {
     pub long_poll_waiters: usize,
     pub keys: usize,
     pub draining: bool,
+    /// The store's size, when it could be read.
+    pub store_disk: Option<StoreDisk>,
 }
 
 impl Default for Metrics {
@@ -277,7 +305,18 @@ impl Metrics {
             rejections: [const { AtomicU64::new(0) }; RejectReason::COUNT],
             deduplicated: [const { AtomicU64::new(0) }; JobLabel::COUNT],
             job_duration: [const { [const { Histogram::new() }; JobOutcomeLabel::COUNT] }; JobLabel::COUNT],
+            jobs_failed: [const { [const { AtomicU64::new(0) }; FailedCode::COUNT] }; JobLabel::COUNT],
         }
+    }
+
+    /// One job of `kind` that ended FAILED with `code`.
+    pub fn job_failed(&self, kind: JobLabel, code: FailedCode) {
+        self.jobs_failed[kind.slot()][code.slot()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Jobs of `kind` that ended FAILED with `code` so far.
+    pub fn jobs_failed(&self, kind: JobLabel, code: FailedCode) -> u64 {
+        self.jobs_failed[kind.slot()][code.slot()].load(Ordering::Relaxed)
     }
 
     /// One answered request of the public API: its route, status and time from parsed request
@@ -391,6 +430,15 @@ impl Metrics {
             }
         }
 
+        let name = "xray_jobs_failed_total";
+        family(out, name, "counter", "Jobs ended FAILED, by kind and error code.")?;
+        for kind in JobLabel::ALL {
+            for code in FailedCode::ALL {
+                let value = self.jobs_failed(*kind, *code);
+                writeln!(out, "{name}{{kind=\"{}\",code=\"{}\"}} {value}", kind.as_str(), code.as_str())?;
+            }
+        }
+
         let gauge_values = [
             ("xray_queue_depth", "Jobs waiting in the compute queue.", gauges.queue_depth),
             ("xray_queue_capacity", "Capacity of the compute queue.", gauges.queue_capacity),
@@ -403,7 +451,8 @@ impl Metrics {
             family(out, name, "gauge", help)?;
             writeln!(out, "{name} {value}")?;
         }
-        Ok(())
+        backends::write_backends(out, gauges.store_disk)?;
+        process::write_process(out)
     }
 }
 
@@ -559,7 +608,7 @@ mod tests {
                 .filter(|base| types.get(*base).is_some_and(|t| t == "histogram"))
                 .unwrap_or(&sample.name);
             assert!(types.contains_key(family), "sample before its TYPE: {line}");
-            assert!(sample.name.starts_with("xray_"), "{line}");
+            assert!(sample.name.starts_with("xray_") || sample.name.starts_with("process_"), "{line}");
             samples.push(sample);
         }
         assert_eq!(types.len(), helps.len(), "a HELP for every TYPE");
@@ -721,6 +770,7 @@ mod tests {
             long_poll_waiters: 2,
             keys: 7,
             draining: true,
+            store_disk: Some(StoreDisk { bytes: 4_096, pending_compaction_bytes: 0 }),
         };
         let text = Metrics::default().render(&gauges);
         let (samples, types) = parse_exposition(&text);
@@ -737,8 +787,23 @@ mod tests {
             ("xray_long_poll_waiters", "gauge"),
             ("xray_api_keys", "gauge"),
             ("xray_draining", "gauge"),
+            ("xray_jobs_failed_total", "counter"),
+            ("xray_ledger_calls_total", "counter"),
+            ("xray_ledger_retries_total", "counter"),
+            ("xray_ledger_call_duration_seconds", "histogram"),
+            ("xray_store_write_duration_seconds", "histogram"),
+            ("xray_store_wal_syncs_total", "counter"),
+            ("xray_store_disk_bytes", "gauge"),
+            ("xray_store_pending_compaction_bytes", "gauge"),
+            ("process_cpu_seconds_total", "counter"),
+            ("process_resident_memory_bytes", "gauge"),
+            ("process_virtual_memory_bytes", "gauge"),
+            ("process_threads", "gauge"),
+            ("process_start_time_seconds", "gauge"),
+            ("process_open_fds", "gauge"),
+            ("process_max_fds", "gauge"),
         ];
-        assert_eq!(types.len(), expected.len());
+        assert_eq!(types.len(), expected.len(), "{types:?}");
         for (name, kind) in expected {
             assert_eq!(types.get(name).map(String::as_str), Some(kind), "{name}");
         }
@@ -750,6 +815,13 @@ mod tests {
         assert_eq!(value(&samples, "xray_long_poll_waiters", &[]), 2.0);
         assert_eq!(value(&samples, "xray_api_keys", &[]), 7.0);
         assert_eq!(value(&samples, "xray_draining", &[]), 1.0);
+        assert_eq!(value(&samples, "xray_store_disk_bytes", &[]), 4_096.0);
+        assert!(value(&samples, "process_resident_memory_bytes", &[]) > 1_000_000.0, "this test's own memory");
+        assert!(value(&samples, "process_threads", &[]) >= 1.0);
+        assert!(value(&samples, "process_open_fds", &[]) >= 3.0);
+        let started = value(&samples, "process_start_time_seconds", &[]);
+        let now_s = crate::clock::now_unix_ms() as f64 / 1_000.0;
+        assert!((now_s - 86_400.0..=now_s).contains(&started), "started {started}, now {now_s}");
         let text = Metrics::default().render(&Gauges::default());
         assert!(text.contains("\nxray_draining 0\n"));
     }

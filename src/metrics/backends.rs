@@ -1,0 +1,196 @@
+//! What the two back ends behind a job cost: the ledger source's JSON-RPC calls (by method and
+//! outcome, their duration with retries, the retries) and the store's writes (duration by
+//! operation, WAL fsyncs of the group commit).
+//!
+//! Owns: the process-wide registries `LEDGER` and `STORE`, their label enums and buckets, and
+//! `write_backends`. Recorded by the rpc transport (compute threads), the RocksDB store (every
+//! thread that writes) and the group commit's thread; rendered by the admin listener.
+//!
+//! Invariant: process-wide statics, because the rpc transport and the store are built below the
+//! app (per compute thread, per `open`) and one process serves one API. In tests that start
+//! several servers in one process the counts are their sum; tests compare before and after.
+//! Invariant: as in the app registry, recording is a `Relaxed` `fetch_add` on a fixed slot; no
+//! label value comes from outside (an unknown JSON-RPC method is `other`).
+//! Deliberately absent: per-endpoint labels (an RPC URL may hold a secret) and read latencies
+//! (reads are block-cache lookups; the request histograms already include them).
+
+use std::fmt::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{family, histogram, Histogram, MS_PER_S_DIGITS, US_PER_S_DIGITS};
+
+/// Upper bounds of a ledger call's duration (all its attempts and backoffs), in milliseconds.
+pub const LEDGER_CALL_BUCKETS_MS: [u64; 14] =
+    [5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000];
+/// Upper bounds of one store write (a WriteBatch, fsync included when configured), in µs.
+pub const STORE_WRITE_BUCKETS_US: [u64; 14] =
+    [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 1_000_000, 10_000_000];
+const LEDGER_BUCKETS: usize = LEDGER_CALL_BUCKETS_MS.len() + 1;
+const STORE_BUCKETS: usize = STORE_WRITE_BUCKETS_US.len() + 1;
+
+label_enum! {
+    /// The JSON-RPC method of a ledger call (`method` label).
+    pub enum LedgerMethod {
+        GetAccountInfo => "getAccountInfo",
+        GetMultipleAccounts => "getMultipleAccounts",
+        GetTokenAccountsByOwner => "getTokenAccountsByOwner",
+        GetSignaturesForAddress => "getSignaturesForAddress",
+        GetTransaction => "getTransaction",
+        Other => "other",
+    }
+}
+
+impl LedgerMethod {
+    /// The label of a method name (anything unknown is `Other`).
+    pub fn of(method: &str) -> LedgerMethod {
+        let mut known = LedgerMethod::ALL.iter().copied().filter(|m| *m != LedgerMethod::Other);
+        known.find(|m| m.as_str() == method).unwrap_or(LedgerMethod::Other)
+    }
+}
+
+label_enum! {
+    /// How a ledger call ended (`outcome` label), after its retries.
+    pub enum CallOutcome {
+        Ok => "ok",
+        Error => "error",
+    }
+}
+
+label_enum! {
+    /// The store operation a write belongs to (`operation` label).
+    pub enum StoreWrite {
+        Admit => "admit",
+        Cancel => "cancel",
+        Start => "start",
+        Complete => "complete",
+        Keys => "keys",
+        Purge => "purge",
+    }
+}
+
+/// The ledger source's calls.
+pub struct LedgerMetrics {
+    calls: [[AtomicU64; CallOutcome::COUNT]; LedgerMethod::COUNT],
+    retries: [AtomicU64; LedgerMethod::COUNT],
+    duration: [Histogram<LEDGER_BUCKETS>; LedgerMethod::COUNT],
+}
+
+/// The store's writes.
+pub struct StoreMetrics {
+    writes: [Histogram<STORE_BUCKETS>; StoreWrite::COUNT],
+    wal_syncs: AtomicU64,
+}
+
+/// The ledger calls of this process.
+pub static LEDGER: LedgerMetrics = LedgerMetrics {
+    calls: [const { [const { AtomicU64::new(0) }; CallOutcome::COUNT] }; LedgerMethod::COUNT],
+    retries: [const { AtomicU64::new(0) }; LedgerMethod::COUNT],
+    duration: [const { Histogram::new() }; LedgerMethod::COUNT],
+};
+
+/// The store writes of this process.
+pub static STORE: StoreMetrics =
+    StoreMetrics { writes: [const { Histogram::new() }; StoreWrite::COUNT], wal_syncs: AtomicU64::new(0) };
+
+impl LedgerMetrics {
+    /// One call of `method` ended (after its retries) with `outcome`, `elapsed_ms` after it began.
+    pub fn observe_call(&self, method: LedgerMethod, outcome: CallOutcome, elapsed_ms: u64) {
+        self.calls[method.slot()][outcome.slot()].fetch_add(1, Ordering::Relaxed);
+        self.duration[method.slot()].observe(&LEDGER_CALL_BUCKETS_MS, elapsed_ms);
+    }
+
+    /// One more attempt of a call of `method`.
+    pub fn retry(&self, method: LedgerMethod) {
+        self.retries[method.slot()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn calls(&self, method: LedgerMethod, outcome: CallOutcome) -> u64 {
+        self.calls[method.slot()][outcome.slot()].load(Ordering::Relaxed)
+    }
+
+    pub fn retries(&self, method: LedgerMethod) -> u64 {
+        self.retries[method.slot()].load(Ordering::Relaxed)
+    }
+}
+
+impl StoreMetrics {
+    /// One write of `operation` that took `elapsed_us`.
+    pub fn observe_write(&self, operation: StoreWrite, elapsed_us: u64) {
+        self.writes[operation.slot()].observe(&STORE_WRITE_BUCKETS_US, elapsed_us);
+    }
+
+    /// One WAL fsync of the group commit.
+    pub fn wal_synced(&self) {
+        self.wal_syncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn writes(&self, operation: StoreWrite) -> u64 {
+        self.writes[operation.slot()].snapshot().count()
+    }
+}
+
+/// The store's size, read at scrape time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StoreDisk {
+    /// SST files of every column family plus the WAL, in bytes.
+    pub bytes: u64,
+    /// RocksDB's estimate of the bytes compaction still has to rewrite.
+    pub pending_compaction_bytes: u64,
+}
+
+/// Appends the ledger and store series to `out`.
+pub(super) fn write_backends(out: &mut String, disk: Option<StoreDisk>) -> fmt::Result {
+    let name = "xray_ledger_calls_total";
+    family(out, name, "counter", "Ledger source (JSON-RPC) calls, by method and outcome after retries.")?;
+    for method in LedgerMethod::ALL {
+        for outcome in CallOutcome::ALL {
+            let value = LEDGER.calls(*method, *outcome);
+            writeln!(out, "{name}{{method=\"{}\",outcome=\"{}\"}} {value}", method.as_str(), outcome.as_str())?;
+        }
+    }
+    let name = "xray_ledger_retries_total";
+    family(out, name, "counter", "Ledger source attempts after the first, by method.")?;
+    for method in LedgerMethod::ALL {
+        writeln!(out, "{name}{{method=\"{}\"}} {}", method.as_str(), LEDGER.retries(*method))?;
+    }
+    let name = "xray_ledger_call_duration_seconds";
+    family(out, name, "histogram", "Time of a ledger call with its retries and backoff, by method.")?;
+    for method in LedgerMethod::ALL {
+        let labels = format!("method=\"{}\"", method.as_str());
+        let snapshot = LEDGER.duration[method.slot()].snapshot();
+        histogram(out, name, &labels, &LEDGER_CALL_BUCKETS_MS, MS_PER_S_DIGITS, &snapshot)?;
+    }
+    let name = "xray_store_write_duration_seconds";
+    family(out, name, "histogram", "Time of one store write (a RocksDB batch), by operation.")?;
+    for operation in StoreWrite::ALL {
+        let labels = format!("operation=\"{}\"", operation.as_str());
+        let snapshot = STORE.writes[operation.slot()].snapshot();
+        histogram(out, name, &labels, &STORE_WRITE_BUCKETS_US, US_PER_S_DIGITS, &snapshot)?;
+    }
+    let name = "xray_store_wal_syncs_total";
+    family(out, name, "counter", "WAL fsyncs made by the group commit (--sync-writes).")?;
+    writeln!(out, "{name} {}", STORE.wal_syncs.load(Ordering::Relaxed))?;
+    if let Some(disk) = disk {
+        let name = "xray_store_disk_bytes";
+        family(out, name, "gauge", "Bytes the store holds on disk (SST files and WAL).")?;
+        writeln!(out, "{name} {}", disk.bytes)?;
+        let name = "xray_store_pending_compaction_bytes";
+        family(out, name, "gauge", "Bytes RocksDB estimates compaction still has to rewrite.")?;
+        writeln!(out, "{name} {}", disk.pending_compaction_bytes)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn method_labels_are_closed() {
+        for method in LedgerMethod::ALL {
+            assert_eq!(LedgerMethod::of(method.as_str()), *method);
+        }
+        assert_eq!(LedgerMethod::of("getBalance"), LedgerMethod::Other);
+        assert_eq!(LedgerMethod::of("getTransaction\"}"), LedgerMethod::Other);
+    }
+}
