@@ -13,6 +13,8 @@ pub mod config;
 pub mod error_code;
 pub mod pubkey;
 pub mod clock;
+// Counters every layer records into (ledger calls, store writes, requests).
+pub mod metrics;
 
 // What the service knows and how it judges: the ledger, labels, eligibility, the pure engine.
 pub mod ledger;
@@ -24,7 +26,6 @@ pub mod engine;
 pub mod limits;
 pub mod auth;
 pub mod store;
-pub mod metrics;
 
 // One request, in data-flow order: the HTTP edge, a job's life, the contract's pipeline.
 pub mod http;
