@@ -60,7 +60,7 @@ fn bursts(ctx: &mut Ctx<'_>, signed: &[&Transaction]) {
     timed.sort_by_key(|(time, t)| (*time, t.slot));
     let (mut best, mut best_start, mut start) = (0usize, 0usize, 0usize);
     for end in 0..timed.len() {
-        while timed[end].0 - timed[start].0 > BURST_WINDOW_S {
+        while timed[end].0.saturating_sub(timed[start].0) > BURST_WINDOW_S {
             start += 1;
         }
         if end + 1 - start > best {
@@ -89,7 +89,7 @@ fn bursts(ctx: &mut Ctx<'_>, signed: &[&Transaction]) {
 fn new_wallet(ctx: &mut Ctx<'_>) {
     let (Some(now), false) = (ctx.now_unix_s, ctx.view.coverage.history_truncated) else { return };
     let Some((first_time, first)) = ctx.oldest_first().find_map(|t| Some((t.block_time?, t))) else { return };
-    let age_s = now - first_time;
+    let age_s = now.saturating_sub(first_time);
     if age_s >= NEW_WALLET_AGE_S_MAX {
         return;
     }
@@ -107,9 +107,12 @@ fn new_wallet(ctx: &mut Ctx<'_>) {
 fn dormant_reactivated(ctx: &mut Ctx<'_>) {
     let Some(now) = ctx.now_unix_s else { return };
     let times: Vec<(i64, &Transaction)> = ctx.oldest_first().filter_map(|t| Some((t.block_time?, t))).collect();
-    let gap = times.windows(2).map(|w| (w[1].0 - w[0].0, w[0], w[1])).rfind(|(gap, _, _)| *gap > DORMANCY_GAP_S_MIN);
+    let gap = times
+        .windows(2)
+        .map(|w| (w[1].0.saturating_sub(w[0].0), w[0], w[1]))
+        .rfind(|(gap, _, _)| *gap > DORMANCY_GAP_S_MIN);
     let Some((gap_s, before, after)) = gap else { return };
-    if now - after.0 > REACTIVATION_RECENT_S_MAX {
+    if now.saturating_sub(after.0) > REACTIVATION_RECENT_S_MAX {
         return;
     }
     let evidence = vec![

@@ -148,3 +148,17 @@ fn ledger_amounts_at_their_extremes_saturate_instead_of_wrapping() {
     let facts = serde_json::to_value(&rent.facts).unwrap();
     assert_eq!(facts["reclaimableLamports"], serde_json::json!(u64::MAX), "saturated, not wrapped: {facts}");
 }
+
+/// Found by the `engine` fuzz target: block times a node sends at the ends of `i64` (the view
+/// keeps them as given) made the gaps between them wrap — a wallet silent for ~292 billion
+/// years read as "new" and not as dormant. Differences of block times now saturate.
+#[test]
+fn block_times_at_the_ends_of_i64_saturate_instead_of_wrapping() {
+    let mut ancient = tx(1, 1, &[WALLET], InstructionKind::Raw { data: String::new() });
+    ancient.block_time = Some(i64::MIN + 10);
+    let recent = tx(2, 2, &[WALLET], InstructionKind::Raw { data: String::new() });
+    let found = kinds(&view(vec![recent, ancient], vec![])); // newest first, as views are
+    let names: Vec<&str> = found.iter().map(|(kind, _)| *kind).collect();
+    assert!(names.contains(&"dormant_reactivated"), "a saturated gap is the longest silence: {names:?}");
+    assert!(!names.contains(&"new_wallet"), "a saturated age is not new: {names:?}");
+}
