@@ -9,6 +9,7 @@ mod api;
 mod auth_limits;
 mod edge;
 mod engine;
+mod fuzz_smoke;
 mod ledger;
 mod module_graph;
 mod store;

@@ -1,0 +1,11 @@
+//! libFuzzer entry of the `engine` target: the input straight to `targets::engine` (see
+//! `tests/fuzz/targets.rs` for what it drives and asserts). Run from the repository root with
+//! `cargo +nightly fuzz run --fuzz-dir tests/fuzz engine`.
+#![no_main]
+
+// Every binary includes all the targets and calls one of them.
+#[allow(dead_code)]
+#[path = "../targets.rs"]
+mod targets;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| targets::engine(data));
