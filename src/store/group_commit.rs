@@ -77,14 +77,16 @@ impl GroupCommit {
         Ok(GroupCommit { shared })
     }
 
-    /// Makes a last `fsync` of what is waiting and ends the sync thread (which then lets go of
-    /// the store); later waits fail at once.
+    /// Ends the sync thread after one more `fsync` (or the one in progress), which then lets go
+    /// of the store; a wait still pending, or begun later, fails at once. Called after the
+    /// listeners stopped, so no answer is normally left waiting.
     pub fn stop(&self) {
         self.shared.stopping.store(true, Ordering::Release);
         self.shared.request(u64::MAX);
         if let Some(thread) = self.shared.thread.lock().take() {
             let _ = thread.join();
         }
+        self.shared.done.notify_waiters();
     }
 
     /// `fsync`s made so far (each covering every write logged before it began).
