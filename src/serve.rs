@@ -128,10 +128,12 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     });
     let mut backlog = Recovery::new(started_ms);
     backlog.refill(&admission);
-    let api = start_api(config, &app)?;
+    // A start that fails from here on must not leave the sync thread holding the store open.
+    let stop_group_commit = |_: &String| app.group_commit.iter().for_each(GroupCommit::stop);
+    let api = start_api(config, &app).inspect_err(stop_group_commit)?;
     let _ = app.base_url.set(config.base_url(api.local_addr()));
     let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
-    let admin = start_admin(config, admin_state)?;
+    let admin = start_admin(config, admin_state).inspect_err(stop_group_commit)?;
     let housekeeping = Some(spawn_housekeeping(admission, sink, backlog, config.retention_days)?);
     Ok(Running { api, admin, app, store, housekeeping, first_key })
 }
