@@ -43,8 +43,7 @@ label_enum! {
 impl LedgerMethod {
     /// The label of a method name (anything unknown is `Other`).
     pub fn of(method: &str) -> LedgerMethod {
-        let mut known = LedgerMethod::ALL.iter().copied().filter(|m| *m != LedgerMethod::Other);
-        known.find(|m| m.as_str() == method).unwrap_or(LedgerMethod::Other)
+        LedgerMethod::from_label(method).unwrap_or(LedgerMethod::Other)
     }
 }
 

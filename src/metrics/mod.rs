@@ -71,6 +71,12 @@ macro_rules! label_enum {
             pub const ALL: &'static [$name] = &[$($name::$variant,)+];
             const COUNT: usize = Self::ALL.len();
 
+            /// The value whose label is `label`, if any (labels are unique within an enum).
+            #[allow(dead_code)] // only enums read back from text (codes, method names) call it
+            pub fn from_label(label: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|value| value.as_str() == label)
+            }
+
             /// The label value in the exposition.
             pub fn as_str(self) -> &'static str {
                 match self {
@@ -104,8 +110,7 @@ label_enum! {
 impl FailedCode {
     /// The label of a stored error code.
     pub fn of(code: &str) -> FailedCode {
-        let mut known = FailedCode::ALL.iter().copied().filter(|c| *c != FailedCode::Other);
-        known.find(|c| c.as_str() == code).unwrap_or(FailedCode::Other)
+        FailedCode::from_label(code).unwrap_or(FailedCode::Other)
     }
 }
 
