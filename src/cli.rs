@@ -310,6 +310,13 @@ pub struct ServeArgs {
     /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
     #[arg(long, env = "XRAY_LEDGER")]
     pub ledger: Option<SourceSpec>,
+    /// Store: rocksdb (embedded, in the data directory; the default) or
+    /// etcd:<host:port>[,<host:port>…] (a cluster of nodes sharing one etcd).
+    #[arg(long, env = "XRAY_STORE")]
+    pub store: Option<config::StoreSpec>,
+    /// Keyspace prefix of this cluster in etcd (default `xray/`).
+    #[arg(long, env = "XRAY_ETCD_PREFIX")]
+    pub etcd_prefix: Option<String>,
     /// Labels file replacing the builtin labels.
     #[arg(long, env = "XRAY_LABELS")]
     pub labels: Option<PathBuf>,
@@ -383,7 +390,17 @@ impl ServeArgs {
         macro_rules! layer {
             ($($field:ident),*) => { $( if let Some(v) = &self.$field { c.$field = v.clone().into(); } )* };
         }
-        layer!(listen, admin_listen, data_dir, ledger, listener_threads, compute_threads, queue_capacity);
+        layer!(
+            listen,
+            admin_listen,
+            data_dir,
+            store,
+            etcd_prefix,
+            ledger,
+            listener_threads,
+            compute_threads,
+            queue_capacity
+        );
         layer!(jobs_in_flight_per_thread, io_driver, history_depth, freshness_window_s, retention_days);
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);

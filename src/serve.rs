@@ -66,6 +66,9 @@ pub struct Running {
 /// Opens everything and starts serving; returns once every listener serves.
 pub fn start(config: &ServeConfig) -> Result<Running, String> {
     config.validate()?;
+    if config.store != crate::config::StoreSpec::Rocksdb {
+        return Err("store: serving from etcd is not wired into `xray serve` yet (issue #14)".into());
+    }
     tracing::info!(config = %config.summary(), "starting");
     crate::store::create_private_dir(&config.data_dir)
         .map_err(|e| format!("data dir {}: {e}", config.data_dir.display()))?;

@@ -309,8 +309,42 @@ pub const ROCKSDB_INFO_LOG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// Background write-back of SST and WAL files, so no flush stalls on one large fsync.
 pub const ROCKSDB_BYTES_PER_SYNC: u64 = 1024 * 1024;
 
+// --- the etcd store (`--store etcd:…`, issue #14) ---
+/// Endpoints one `--store etcd:` list may name.
+pub const ETCD_ENDPOINTS_MAX: usize = 16;
+/// Longest keyspace prefix of a cluster in etcd (`--etcd-prefix`).
+pub const ETCD_PREFIX_BYTES_MAX: usize = 64;
+/// The keyspace prefix of a cluster by default.
+pub const ETCD_PREFIX_DEFAULT: &str = "xray/";
+/// Longest endpoint text (`http://host:port`).
+pub const ETCD_ENDPOINT_BYTES_MAX: usize = 256;
+/// Longest time one etcd request may take before the call fails `Unavailable` (503): long
+/// enough for a leader election (etcd's default election timeout is 1 s), short enough that a
+/// client is answered.
+pub const ETCD_REQUEST_TIMEOUT_MS: u64 = 5_000;
+/// Longest time to connect to an endpoint.
+pub const ETCD_CONNECT_TIMEOUT_MS: u64 = 3_000;
+/// Time to live of a node's lease: a node that stops renewing it for this long loses its jobs
+/// to the other nodes (adoption) and leaves the live-node count.
+pub const ETCD_LEASE_TTL_S: i64 = 6;
+/// Compare-and-swap attempts of one operation before it gives up `Unavailable` (contention).
+pub const ETCD_CAS_ATTEMPTS_MAX: usize = 64;
+/// Largest value written to etcd: etcd refuses requests over 1.5 MiB by default
+/// (`--max-request-bytes`), and a completion carries a payload and a few small records.
+pub const ETCD_VALUE_BYTES_MAX: usize = 1024 * 1024;
+/// Finished jobs one purge transaction deletes (5 operations each; etcd's default
+/// `--max-txn-ops` is 128).
+pub const ETCD_PURGE_JOBS_PER_TXN: usize = 24;
+/// Calls waiting on one node's etcd client at once; past it a call fails `Unavailable` (503)
+/// instead of queueing without bound.
+pub const ETCD_CALLS_IN_FLIGHT_MAX: usize = 4096;
+/// Sends of one etcd request that never reached a member (a refused connection: the client's
+/// balancer picked a dead member), and the pause between them.
+pub const ETCD_UNSENT_ATTEMPTS_MAX: usize = 8;
+pub const ETCD_UNSENT_PAUSE_MS: u64 = 20;
+
 mod serve;
 mod values;
 
 pub use serve::ServeConfig;
-pub use values::{redact_url, InvalidValue, IoDriver, LogFormat, ProxyNetwork, SourceSpec};
+pub use values::{redact_url, InvalidValue, IoDriver, LogFormat, ProxyNetwork, SourceSpec, StoreSpec};

@@ -21,6 +21,10 @@ pub struct ServeConfig {
     /// Allow the admin listener on a non-loopback address (off: refused at start).
     pub admin_allow_remote: bool,
     pub data_dir: std::path::PathBuf,
+    /// `rocksdb` (the embedded store in `data_dir`) or `etcd:<endpoint>[,…]` (a cluster).
+    pub store: StoreSpec,
+    /// The cluster's keyspace in etcd (several clusters may share one etcd).
+    pub etcd_prefix: String,
     /// `demo`, `demo:<seed>`, `snapshot:<dir>` or `rpc:<url>`.
     pub ledger: SourceSpec,
     pub labels: Option<std::path::PathBuf>,
@@ -71,6 +75,8 @@ impl Default for ServeConfig {
             admin_listen: parse_addr_const(ADMIN_LISTEN_DEFAULT),
             admin_allow_remote: false,
             data_dir: DATA_DIR_DEFAULT.into(),
+            store: StoreSpec::Rocksdb,
+            etcd_prefix: ETCD_PREFIX_DEFAULT.into(),
             ledger: SourceSpec::Demo { seed: DEMO_SEED_DEFAULT },
             labels: None,
             listener_threads: cores,
@@ -126,6 +132,18 @@ impl ServeConfig {
             }
         };
         in_range("listener_threads", self.listener_threads, THREADS_MAX)?;
+        let prefix_ok = |p: &str| p.ends_with('/') && p.bytes().all(|b| b.is_ascii_graphic());
+        if self.etcd_prefix.len() > ETCD_PREFIX_BYTES_MAX || !prefix_ok(&self.etcd_prefix) {
+            return Err(format!(
+                "etcd_prefix must be at most {ETCD_PREFIX_BYTES_MAX} printable ASCII bytes ending in '/', got {:?}",
+                self.etcd_prefix
+            ));
+        }
+        if self.sync_writes && self.store != StoreSpec::Rocksdb {
+            return Err(
+                "sync_writes is for the rocksdb store (etcd acknowledges a write once a quorum fsynced it)".into()
+            );
+        }
         in_range("compute_threads", self.compute_threads, THREADS_MAX)?;
         in_range("queue_capacity", self.queue_capacity, QUEUE_CAPACITY_MAX)?;
         in_range("live_jobs_per_account_max", self.live_jobs_per_account_max, 2 * QUEUE_CAPACITY_MAX)?;
@@ -189,7 +207,7 @@ impl ServeConfig {
     /// One line for the log: every setting, the ledger URL redacted.
     pub fn summary(&self) -> String {
         format!(
-            "listen={} admin_listen={} data_dir={} ledger={} labels={} listener_threads={} compute_threads={} \
+            "listen={} admin_listen={} data_dir={} store={} etcd_prefix={} ledger={} labels={} listener_threads={} compute_threads={} \
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
              job_deadline_s={} job_ledger_bytes_max={} \
              freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
@@ -198,6 +216,8 @@ impl ServeConfig {
             self.listen,
             self.admin_listen,
             self.data_dir.display(),
+            self.store,
+            self.etcd_prefix,
             self.ledger,
             self.labels.as_ref().map_or_else(|| "builtin".into(), |p| p.display().to_string()),
             self.listener_threads,

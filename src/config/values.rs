@@ -2,7 +2,7 @@
 //! which I/O driver the listeners use and which networks hold trusted proxies. Each is parsed once, where the setting is read (flag,
 //! variable or config file), and travels typed from there.
 //!
-//! Owns: `SourceSpec`, `IoDriver`, `ProxyNetwork`, `LogFormat`, `InvalidValue` (why a text is not a value: it never echoes
+//! Owns: `SourceSpec`, `StoreSpec`, `IoDriver`, `ProxyNetwork`, `LogFormat`, `InvalidValue` (why a text is not a value: it never echoes
 //! the text, which may hold an RPC URL's API key) and `redact_url`. Read on the main thread at
 //! start; the values are `Clone` and copied to the threads that need them.
 //!
@@ -54,6 +54,60 @@ impl std::fmt::Display for SourceSpec {
             SourceSpec::Snapshot { dir } => write!(f, "snapshot:{}", dir.display()),
             // The URL may carry an API key in its path or query: show the origin only.
             SourceSpec::Rpc { url } => write!(f, "rpc:{}", redact_url(url)),
+        }
+    }
+}
+
+/// Where jobs, keys and quota live: the embedded RocksDB in the data directory (the default),
+/// or an etcd cluster shared by every node (`etcd:<endpoint>[,<endpoint>…]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StoreSpec {
+    #[default]
+    Rocksdb,
+    /// Endpoints as `http://host:port` (a bare `host:port` gets `http://`).
+    Etcd { endpoints: Vec<String> },
+}
+
+impl std::str::FromStr for StoreSpec {
+    type Err = InvalidValue;
+
+    /// `rocksdb` or `etcd:<endpoint>[,<endpoint>…]`, at most `ETCD_ENDPOINTS_MAX` endpoints of
+    /// at most `ETCD_ENDPOINT_BYTES_MAX` bytes, each `[http(s)://]host:port`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let usage = "store must be rocksdb or etcd:<host:port>[,<host:port>…]";
+        if s == "rocksdb" {
+            return Ok(StoreSpec::Rocksdb);
+        }
+        let Some(list) = s.strip_prefix("etcd:") else { return Err(InvalidValue(usage.into())) };
+        let endpoints: Vec<String> = list.split(',').map(str::trim).map(etcd_endpoint).collect::<Result<_, _>>()?;
+        if endpoints.len() > super::ETCD_ENDPOINTS_MAX {
+            return Err(InvalidValue(format!("store: at most {} etcd endpoints", super::ETCD_ENDPOINTS_MAX)));
+        }
+        Ok(StoreSpec::Etcd { endpoints })
+    }
+}
+
+/// One etcd endpoint, `http://` added when it names no scheme.
+fn etcd_endpoint(text: &str) -> Result<String, InvalidValue> {
+    let bad = |why: &str| InvalidValue(format!("store: etcd endpoint {why} (expected [http(s)://]host:port)"));
+    if text.is_empty() || text.len() > super::ETCD_ENDPOINT_BYTES_MAX {
+        return Err(bad(&format!("empty or longer than {} bytes", super::ETCD_ENDPOINT_BYTES_MAX)));
+    }
+    let rest = text.strip_prefix("http://").or_else(|| text.strip_prefix("https://"));
+    let authority = rest.unwrap_or(text);
+    let Some((host, port)) = authority.rsplit_once(':') else { return Err(bad("without a port")) };
+    let host_ok = !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-[]:".contains(&b));
+    if !host_ok || port.parse::<u16>().map_or(true, |p| p == 0) {
+        return Err(bad("that is not host:port"));
+    }
+    Ok(if rest.is_some() { text.to_owned() } else { format!("http://{text}") })
+}
+
+impl std::fmt::Display for StoreSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreSpec::Rocksdb => f.write_str("rocksdb"),
+            StoreSpec::Etcd { endpoints } => write!(f, "etcd:{}", endpoints.join(",")),
         }
     }
 }
@@ -182,7 +236,7 @@ macro_rules! deserialize_from_str {
         }
     )*};
 }
-deserialize_from_str!(SourceSpec, IoDriver, ProxyNetwork, LogFormat);
+deserialize_from_str!(SourceSpec, StoreSpec, IoDriver, ProxyNetwork, LogFormat);
 
 #[cfg(test)]
 mod tests {
@@ -196,6 +250,19 @@ mod tests {
         assert!(matches!("rpc:https://api.mainnet-beta.solana.com".parse(), Ok(SourceSpec::Rpc { .. })));
         for bad in ["", "demo:x", "snapshot:", "rpc:ftp://x", "mainnet"] {
             assert!(bad.parse::<SourceSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn parses_store_specs() {
+        assert_eq!("rocksdb".parse::<StoreSpec>().unwrap(), StoreSpec::Rocksdb);
+        let spec: StoreSpec = "etcd:127.0.0.1:2379,https://etcd-2.internal:2379".parse().unwrap();
+        let endpoints = vec!["http://127.0.0.1:2379".to_owned(), "https://etcd-2.internal:2379".to_owned()];
+        assert_eq!(spec, StoreSpec::Etcd { endpoints });
+        assert_eq!(spec.to_string(), "etcd:http://127.0.0.1:2379,https://etcd-2.internal:2379");
+        let too_many = format!("etcd:{}", vec!["h:1"; crate::config::ETCD_ENDPOINTS_MAX + 1].join(","));
+        for bad in ["", "etcd", "etcd:", "etcd:host", "etcd:host:0", "etcd:host:x", "etcd:a b:1", "rocks", &too_many] {
+            assert!(bad.parse::<StoreSpec>().is_err(), "{bad}");
         }
     }
 

@@ -111,6 +111,7 @@
 //! RocksDB's block cache (the server's in-memory indexes are that cache).
 
 mod encoding;
+pub mod etcd;
 pub mod group_commit;
 mod record;
 mod rocks;

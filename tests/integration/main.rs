@@ -7,6 +7,7 @@
 
 mod api;
 mod auth_limits;
+mod cluster;
 mod edge;
 mod engine;
 mod fuzz_smoke;

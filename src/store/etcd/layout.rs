@@ -1,0 +1,158 @@
+//! The etcd keyspace of one Wallet X-Ray cluster: which key holds what, built from the same
+//! binary layouts as the RocksDB column families (`store::encoding`), one letter per family.
+//!
+//! Owns: the key names below and the payload's value form (format byte, then LZ4 with its
+//! length prepended). Pure functions, called on whichever thread builds a request.
+//!
+//! | key | value | written by |
+//! |---|---|---|
+//! | `P k/<key id>` | `v1` ‖ JSON key record | key admin (any node) |
+//! | `P j/<job id>` | `v1` ‖ JSON job record | admission, start, completion |
+//! | `P l/<state ‖ created BE ‖ id>` | empty | live-state index (admission, start, completion) |
+//! | `P d/<completed BE ‖ id>` | empty | completion index (retention purge reads it) |
+//! | `P s/<lp(account) ‖ kind ‖ lp(subject) ‖ (MAX − created) BE ‖ id>` | state byte | subject index |
+//! | `P t/<lp(account) ‖ kind ‖ lp(subject)>` | job id | the subject's live job (deduplication) |
+//! | `P r/<job id>` | `v1` ‖ LZ4 payload | a READY job's result |
+//! | `P u/<lp(key id) ‖ period start BE>` | 41-byte usage record | quota (compare-and-swap) |
+//! | `P o/<job id>` | node id | the job's owner, attached to the owner's lease |
+//! | `P n/<node id>` | JSON node facts | one per live node, attached to its lease |
+//! | `P m/schema_version` | u32 BE | the first node to start |
+//!
+//! `P` is the cluster's prefix (`xray/` by default), so several clusters may share one etcd.
+//! Invariant: no key of one family is a prefix of a key of another (each family has its own
+//! letter and `/`).
+
+use crate::store::encoding as enc;
+use crate::store::{JobRecord, StoreError, StoreResult, Subject};
+
+/// The default prefix of every key of a cluster.
+pub const PREFIX_DEFAULT: &str = "xray/";
+
+/// Key builder of one cluster's keyspace.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    prefix: Vec<u8>,
+}
+
+impl Layout {
+    pub fn new(prefix: &str) -> Layout {
+        Layout { prefix: prefix.as_bytes().to_vec() }
+    }
+
+    fn key(&self, family: u8, tail: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.prefix.len() + 2 + tail.len());
+        k.extend_from_slice(&self.prefix);
+        k.push(family);
+        k.push(b'/');
+        k.extend_from_slice(tail);
+        k
+    }
+
+    /// The first key of a family (its prefix).
+    pub fn family(&self, family: u8) -> Vec<u8> {
+        self.key(family, &[])
+    }
+
+    pub fn key_record(&self, id: &str) -> Vec<u8> {
+        self.key(b'k', id.as_bytes())
+    }
+
+    pub fn job(&self, id: &str) -> Vec<u8> {
+        self.key(b'j', id.as_bytes())
+    }
+
+    pub fn live(&self, job: &JobRecord) -> Vec<u8> {
+        self.key(b'l', &enc::live_key(job.state, job.created_at_ms, &job.id))
+    }
+
+    pub fn live_raw(&self, tail: &[u8]) -> Vec<u8> {
+        self.key(b'l', tail)
+    }
+
+    pub fn done(&self, completed_at_ms: u64, id: &str) -> Vec<u8> {
+        self.key(b'd', &enc::done_key(completed_at_ms, id))
+    }
+
+    pub fn subject(&self, job: &JobRecord) -> Vec<u8> {
+        self.key(b's', &enc::subject_key(job))
+    }
+
+    pub fn subject_group(&self, account: &str, subject: Subject<'_>) -> Vec<u8> {
+        self.key(b's', &enc::subject_prefix(account, subject))
+    }
+
+    pub fn live_subject(&self, account: &str, subject: Subject<'_>) -> Vec<u8> {
+        self.key(b't', &enc::subject_prefix(account, subject))
+    }
+
+    pub fn payload(&self, id: &str) -> Vec<u8> {
+        self.key(b'r', id.as_bytes())
+    }
+
+    pub fn usage(&self, key_id: &str, period_start_ms: u64) -> Vec<u8> {
+        self.key(b'u', &enc::usage_key(key_id, period_start_ms))
+    }
+
+    pub fn owner(&self, id: &str) -> Vec<u8> {
+        self.key(b'o', id.as_bytes())
+    }
+
+    pub fn node(&self, node_id: &str) -> Vec<u8> {
+        self.key(b'n', node_id.as_bytes())
+    }
+
+    pub fn schema_version(&self) -> Vec<u8> {
+        self.key(b'm', b"schema_version")
+    }
+
+    /// The part of a key after its family's prefix.
+    pub fn tail<'k>(&self, family: u8, key: &'k [u8]) -> StoreResult<&'k [u8]> {
+        let head = self.family(family);
+        key.strip_prefix(head.as_slice())
+            .ok_or_else(|| StoreError::Corruption(format!("key of {} bytes outside its family", key.len())))
+    }
+}
+
+/// A READY payload as stored: the format byte, then LZ4 (block format, length prepended).
+/// JSON documents shrink several times, which keeps results inside etcd's request limit.
+pub fn pack_payload(json: &[u8]) -> Vec<u8> {
+    let packed = lz4_flex::compress_prepend_size(json);
+    enc::encode_raw(&packed)
+}
+
+/// The JSON of a stored payload; refuses anything that does not decompress whole.
+pub fn unpack_payload(value: &[u8], bytes_max: usize) -> StoreResult<Vec<u8>> {
+    let packed = enc::strip_format(value)?;
+    let declared = packed.get(..4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    if declared.is_none_or(|len| len > bytes_max) {
+        return Err(StoreError::Corruption(format!("stored payload declares more than {bytes_max} bytes")));
+    }
+    lz4_flex::decompress_size_prepended(packed).map_err(|e| StoreError::Corruption(format!("stored payload: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_do_not_prefix_each_other_and_tails_come_back() {
+        let layout = Layout::new(PREFIX_DEFAULT);
+        let job = layout.job("an_1");
+        assert_eq!(job, b"xray/j/an_1");
+        assert!(!layout.job("").starts_with(&layout.family(b'l')));
+        assert_eq!(layout.tail(b'j', &job).ok(), Some(&b"an_1"[..]));
+        assert!(layout.tail(b'k', &job).is_err());
+    }
+
+    #[test]
+    fn payloads_round_trip_compressed_and_a_lying_length_is_refused() {
+        let json = br#"{"score":24,"signals":[{"id":"x"},{"id":"x"},{"id":"x"},{"id":"x"}]}"#.repeat(64);
+        let packed = pack_payload(&json);
+        assert!(packed.len() * 4 < json.len(), "{} of {}", packed.len(), json.len());
+        assert_eq!(unpack_payload(&packed, json.len()).ok(), Some(json.clone()));
+        assert!(unpack_payload(&packed, json.len() - 1).is_err());
+        let mut broken = packed;
+        broken.truncate(broken.len() / 2);
+        assert!(unpack_payload(&broken, json.len()).is_err());
+    }
+}

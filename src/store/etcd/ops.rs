@@ -1,0 +1,621 @@
+//! The store's operations as etcd transactions: each reads what it depends on, then writes in
+//! one transaction guarded by the mod-revisions it read (compare-and-swap), and starts over
+//! when another node moved one of them first.
+//!
+//! Owns: `Db` (a client clone, the keyspace, this node's lease) and the async body of every
+//! [`Store`](crate::store::Store) call; `EtcdStore` runs them on the `xray-etcd` thread.
+//!
+//! Invariant: admission is one transaction — job record, live and subject indexes, the
+//! subject's live-job pointer, the owner key and `reserved + 1` — that commits only if the
+//! usage record, the job key and the pointer are as read, and only if `used + reserved < limit`
+//! held on what was read. A repeat with the same job id (after an ambiguous timeout) finds the
+//! job and answers as the first did: it never admits or charges twice.
+//! Invariant: completion is one transaction guarded by the job's mod-revision, the key records
+//! of its rotation chain and the usage records it moves, so a job finished twice (two nodes
+//! ran it) is settled once: the second finds it finished (`StoreError::State`).
+//! Invariant: at most `ETCD_CAS_ATTEMPTS_MAX` attempts per call; then `Unavailable` (503).
+//! Deliberately absent: locks. Every conflict is a failed compare and a fresh read.
+
+use etcd_client::{
+    Client, Compare, CompareOp, GetOptions, GetResponse, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
+};
+
+use super::io::retry_unsent;
+use super::layout::{pack_payload, unpack_payload, Layout};
+use crate::auth::record::KeyRecord;
+use crate::config::{
+    ETCD_CAS_ATTEMPTS_MAX, ETCD_PURGE_JOBS_PER_TXN, ETCD_VALUE_BYTES_MAX, KEY_SUCCESSION_HOPS_MAX, RESULT_BYTES_MAX,
+    STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
+};
+use crate::limits::quota::UsageRecord;
+use crate::store::encoding as enc;
+use crate::store::record::{check_id, validate_key};
+use crate::store::usage::{self, UsageDelta};
+use crate::store::{
+    Completion, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, StoreError, StoreResult, Subject,
+    UsageCarry,
+};
+
+/// What a checked admission came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admitted {
+    /// The job is recorded and its unit reserved; the key's usage after the reservation.
+    New { usage: UsageRecord },
+    /// The subject already has a live job of the account (deduplication): that job.
+    Live(Box<JobRecord>),
+    /// `used + reserved` reached the limit: nothing was written; the usage that refused it.
+    Exhausted { usage: UsageRecord },
+}
+
+/// One node's handle on the keyspace (cheap to clone: the client shares its connection).
+#[derive(Clone)]
+pub struct Db {
+    pub client: Client,
+    pub layout: Layout,
+    /// This node's lease (owner keys and its node key are attached to it).
+    pub lease: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    pub node_id: std::sync::Arc<str>,
+}
+
+/// A key read with the revision a transaction compares against (0: absent).
+struct Read {
+    key: Vec<u8>,
+    kv: Option<KeyValue>,
+}
+
+impl Read {
+    fn revision(&self) -> i64 {
+        self.kv.as_ref().map_or(0, KeyValue::mod_revision)
+    }
+
+    fn value(&self) -> Option<&[u8]> {
+        self.kv.as_ref().map(KeyValue::value)
+    }
+
+    fn unchanged(&self) -> Compare {
+        Compare::mod_revision(self.key.clone(), CompareOp::Equal, self.revision())
+    }
+
+    fn usage(&self) -> StoreResult<UsageRecord> {
+        self.value().map_or(Ok(UsageRecord::default()), usage::decode)
+    }
+
+    fn job(&self) -> StoreResult<Option<JobRecord>> {
+        self.value().map(enc::decode_json).transpose()
+    }
+}
+
+/// A usage record to write: where, the compare that guards it, and its new value.
+struct UsageWrite {
+    read: Read,
+    next: UsageRecord,
+}
+
+impl UsageWrite {
+    fn put(&self) -> TxnOp {
+        TxnOp::put(self.read.key.clone(), usage::encode(&self.next).to_vec(), None)
+    }
+}
+
+fn conflict(op: &str) -> StoreError {
+    StoreError::Unavailable(format!("{op}: {ETCD_CAS_ATTEMPTS_MAX} conflicting attempts, try again"))
+}
+
+fn state_error(id: &str, op: &'static str, job: Option<&JobRecord>) -> StoreError {
+    let state = job.map_or_else(|| "UNKNOWN".to_owned(), |j| j.state.as_str().to_owned());
+    StoreError::State { id: id.to_owned(), op, state }
+}
+
+impl Db {
+    /// One transaction (sent again only if it never reached a member).
+    pub(super) async fn txn(&self, txn: Txn) -> StoreResult<TxnResponse> {
+        retry_unsent(|| {
+            let (mut kv, txn) = (self.client.kv_client(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
+    }
+
+    /// One range read (sent again only if it never reached a member).
+    pub(super) async fn get(&self, key: Vec<u8>, options: Option<GetOptions>) -> StoreResult<GetResponse> {
+        retry_unsent(|| {
+            let (mut kv, key, options) = (self.client.kv_client(), key.clone(), options.clone());
+            async move { kv.get(key, options).await }
+        })
+        .await
+    }
+
+    /// One put (sent again only if it never reached a member).
+    pub(super) async fn put(&self, key: Vec<u8>, value: Vec<u8>, options: Option<PutOptions>) -> StoreResult<()> {
+        retry_unsent(|| {
+            let (mut kv, key, value, options) = (self.client.kv_client(), key.clone(), value.clone(), options.clone());
+            async move { kv.put(key, value, options).await }
+        })
+        .await
+        .map(drop)
+    }
+
+    fn owner_put(&self) -> Option<PutOptions> {
+        let lease = self.lease.load(std::sync::atomic::Ordering::Acquire);
+        (lease != 0).then(|| PutOptions::new().with_lease(lease))
+    }
+
+    /// Reads `keys` at one revision (one round trip).
+    async fn read(&self, keys: Vec<Vec<u8>>) -> StoreResult<Vec<Read>> {
+        let gets: Vec<TxnOp> = keys.iter().map(|k| TxnOp::get(k.clone(), None)).collect();
+        let response = self.txn(Txn::new().and_then(gets)).await?;
+        let mut reads = Vec::with_capacity(keys.len());
+        for (key, answer) in keys.into_iter().zip(response.op_responses()) {
+            let kv = match answer {
+                TxnOpResponse::Get(mut get) => get.take_kvs().into_iter().next(),
+                _ => return Err(StoreError::Io("etcd answered a read with another operation".into())),
+            };
+            reads.push(Read { key, kv });
+        }
+        Ok(reads)
+    }
+
+    async fn read_one(&self, key: Vec<u8>) -> StoreResult<Read> {
+        let mut response = self.get(key.clone(), None).await?;
+        Ok(Read { key, kv: response.take_kvs().into_iter().next() })
+    }
+
+    /// Commits `ops` if every compare holds; `false` when one did not (someone moved first).
+    async fn commit(&self, when: Vec<Compare>, ops: Vec<TxnOp>) -> StoreResult<bool> {
+        let txn = Txn::new().when(when).and_then(ops);
+        Ok(self.txn(txn).await?.succeeded())
+    }
+
+    /// Keys in `[from, to)`, in key order, at most `limit`.
+    async fn range(&self, from: Vec<u8>, to: Vec<u8>, limit: usize, keys_only: bool) -> StoreResult<Vec<KeyValue>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut options = GetOptions::new().with_range(to).with_limit(limit as i64);
+        if keys_only {
+            options = options.with_keys_only();
+        }
+        let mut response = self.get(from, Some(options)).await?;
+        Ok(response.take_kvs())
+    }
+
+    // --- keys ---
+
+    pub async fn put_key(&self, key: KeyRecord) -> StoreResult<()> {
+        validate_key(&key)?;
+        let value = enc::encode_json(&key)?;
+        self.put(self.layout.key_record(key.id.as_str()), value, None).await?;
+        Ok(())
+    }
+
+    /// Both key records and the successor's carried usage, in one transaction. The carried
+    /// usage is the old key's as etcd holds it (other nodes may have moved it since this
+    /// node's memory saw it), with nothing reserved, as `KeyTable::rotate` carries it.
+    pub async fn put_rotation(&self, old: KeyRecord, new: KeyRecord, carried: UsageCarry) -> StoreResult<()> {
+        validate_key(&old)?;
+        validate_key(&new)?;
+        let period = carried.period_start_ms;
+        let new_key = self.layout.key_record(new.id.as_str());
+        let new_value = enc::encode_json(&new)?;
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let keys = vec![
+                self.layout.usage(old.id.as_str(), period),
+                self.layout.usage(new.id.as_str(), period),
+                new_key.clone(),
+            ];
+            let [old_usage, new_usage, stored]: [Read; 3] =
+                self.read(keys).await?.try_into().map_err(|_| short_read())?;
+            if stored.value() == Some(new_value.as_slice()) {
+                return Ok(()); // a repeat of a rotation that committed: carry nothing twice
+            }
+            let mut next = new_usage.usage()?;
+            next.add(&UsageRecord { reserved: 0, ..old_usage.usage()? });
+            let when = vec![old_usage.unchanged(), new_usage.unchanged(), stored.unchanged()];
+            let ops = vec![
+                TxnOp::put(self.layout.key_record(old.id.as_str()), enc::encode_json(&old)?, None),
+                TxnOp::put(new_key.clone(), new_value.clone(), None),
+                UsageWrite { read: new_usage, next }.put(),
+            ];
+            if self.commit(when, ops).await? {
+                return Ok(());
+            }
+        }
+        Err(conflict("rotation"))
+    }
+
+    pub async fn get_key(&self, id: String) -> StoreResult<Option<KeyRecord>> {
+        if check_id("key id", &id).is_err() {
+            return Ok(None);
+        }
+        let read = self.read_one(self.layout.key_record(&id)).await?;
+        read.value().map(enc::decode_json).transpose()
+    }
+
+    pub async fn list_keys(&self, after: Option<String>, limit: usize) -> StoreResult<Vec<KeyRecord>> {
+        let family = self.layout.family(b'k');
+        let from = match after {
+            Some(after) => enc::successor(&self.layout.key_record(&after)),
+            None => family.clone(),
+        };
+        let to = enc::prefix_end(&family).unwrap_or_default();
+        let kvs = self.range(from, to, limit.min(STORE_PAGE_LEN_MAX), false).await?;
+        kvs.iter().map(|kv| enc::decode_json(kv.value())).collect()
+    }
+
+    /// Every key record and the revision they were read at (a watch starts after it).
+    pub async fn all_keys(&self) -> StoreResult<(Vec<KeyRecord>, i64)> {
+        let family = self.layout.family(b'k');
+        let to = enc::prefix_end(&family).unwrap_or_default();
+        let options = GetOptions::new().with_range(to);
+        let response = self.get(family, Some(options)).await?;
+        let revision = response.header().map_or(0, |h| h.revision());
+        let keys = response.kvs().iter().map(|kv| enc::decode_json(kv.value())).collect::<StoreResult<_>>()?;
+        Ok((keys, revision))
+    }
+
+    // --- admission ---
+
+    /// Records a new `QUEUED` job and reserves its unit, refusing past `limit` (`None`: no
+    /// check) and, with `dedup`, deduplicating onto the subject's live job. Idempotent by id.
+    pub async fn admit(&self, job: JobRecord, limit: Option<u64>, dedup: bool) -> StoreResult<Admitted> {
+        job.validate()?;
+        if job.state != JobState::Queued || job.started_at_ms.is_some() || job.completed_at_ms.is_some() {
+            return Err(StoreError::Invalid(format!("job {} must be admitted QUEUED and unstarted", job.id)));
+        }
+        let subject = job.kind.subject();
+        let (job_key, pointer_key) = (self.layout.job(&job.id), self.layout.live_subject(&job.account, subject));
+        let usage_key = self.layout.usage(&job.key_id, job.quota_period_start_ms);
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let reads = self.read(vec![usage_key.clone(), job_key.clone(), pointer_key.clone()]).await?;
+            let [usage_read, job_read, pointer]: [Read; 3] = reads.try_into().map_err(|_| short_read())?;
+            let usage = usage_read.usage()?;
+            if job_read.job()?.is_some_and(|stored| stored.id == job.id) {
+                return Ok(Admitted::New { usage }); // a repeat of an admission that committed
+            }
+            if dedup {
+                if let Some(live) = self.live_pointed(&pointer).await? {
+                    return Ok(Admitted::Live(Box::new(live)));
+                }
+            }
+            let charged = job.charged;
+            if charged && limit.is_some_and(|limit| (usage.used + usage.reserved).max(0) as u64 >= limit) {
+                return Ok(Admitted::Exhausted { usage });
+            }
+            let mut next = usage;
+            if charged {
+                next.add(&usage::reserve());
+            }
+            let mut ops = vec![
+                TxnOp::put(job_key.clone(), enc::encode_json(&job)?, None),
+                TxnOp::put(self.layout.live(&job), Vec::new(), None),
+                TxnOp::put(self.layout.subject(&job), vec![job.state.byte()], None),
+                TxnOp::put(pointer_key.clone(), job.id.as_bytes().to_vec(), None),
+                TxnOp::put(self.layout.owner(&job.id), self.node_id.as_bytes().to_vec(), self.owner_put()),
+            ];
+            let when = vec![usage_read.unchanged(), job_read.unchanged(), pointer.unchanged()];
+            if charged {
+                ops.push(UsageWrite { read: usage_read, next }.put());
+            }
+            if self.commit(when, ops).await? {
+                return Ok(Admitted::New { usage: next });
+            }
+        }
+        Err(conflict("admission"))
+    }
+
+    /// The live job a subject pointer names, if it is still live.
+    async fn live_pointed(&self, pointer: &Read) -> StoreResult<Option<JobRecord>> {
+        let Some(id) = pointer.value() else { return Ok(None) };
+        let id = String::from_utf8_lossy(id).into_owned();
+        let job = self.read_one(self.layout.job(&id)).await?.job()?;
+        Ok(job.filter(|j| !j.state.is_finished()))
+    }
+
+    /// Undoes an admission whose job never reached a queue (a `QUEUED` job only).
+    pub async fn cancel_admission(&self, id: String) -> StoreResult<()> {
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let (job_read, job) = self.live_job(&id, "cancel", &[JobState::Queued]).await?;
+            let pointer_key = self.layout.live_subject(&job.account, job.kind.subject());
+            let usage_key = self.layout.usage(&job.key_id, job.quota_period_start_ms);
+            let [usage_read, pointer]: [Read; 2] =
+                self.read(vec![usage_key, pointer_key]).await?.try_into().map_err(|_| short_read())?;
+            let mut ops = vec![
+                TxnOp::delete(job_read.key.clone(), None),
+                TxnOp::delete(self.layout.subject(&job), None),
+                TxnOp::delete(self.layout.live(&job), None),
+                TxnOp::delete(self.layout.owner(&job.id), None),
+            ];
+            if pointer.value() == Some(job.id.as_bytes()) {
+                ops.push(TxnOp::delete(pointer.key.clone(), None));
+            }
+            let mut when = vec![job_read.unchanged(), pointer.unchanged()];
+            if job.charged {
+                let mut next = usage_read.usage()?;
+                next.add(&usage::release());
+                when.push(usage_read.unchanged());
+                ops.push(UsageWrite { read: usage_read, next }.put());
+            }
+            if self.commit(when, ops).await? {
+                return Ok(());
+            }
+        }
+        Err(conflict("cancel"))
+    }
+
+    /// The job if it is in one of `allowed` states, with the read that guards a write.
+    async fn live_job(&self, id: &str, op: &'static str, allowed: &[JobState]) -> StoreResult<(Read, JobRecord)> {
+        check_id("job id", id)?;
+        let read = self.read_one(self.layout.job(id)).await?;
+        match read.job()? {
+            Some(job) if allowed.contains(&job.state) => Ok((read, job)),
+            other => Err(state_error(id, op, other.as_ref())),
+        }
+    }
+
+    // --- a job's life on a compute thread ---
+
+    pub async fn mark_running(&self, id: String, started_at_ms: u64) -> StoreResult<JobRecord> {
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let (read, job) = self.live_job(&id, "start", &[JobState::Queued, JobState::Running]).await?;
+            let starts = job.starts.saturating_add(1);
+            let running =
+                JobRecord { state: JobState::Running, started_at_ms: Some(started_at_ms), starts, ..job.clone() };
+            let (was_live, now_live) = (self.layout.live(&job), self.layout.live(&running));
+            let mut ops = vec![
+                TxnOp::put(read.key.clone(), enc::encode_json(&running)?, None),
+                TxnOp::put(self.layout.subject(&running), vec![running.state.byte()], None),
+            ];
+            // A restart of a RUNNING job keeps its index key (etcd refuses a key twice in one txn).
+            if was_live != now_live {
+                ops.push(TxnOp::delete(was_live, None));
+            }
+            ops.push(TxnOp::put(now_live, Vec::new(), None));
+            if self.commit(vec![read.unchanged()], ops).await? {
+                return Ok(running);
+            }
+        }
+        Err(conflict("start"))
+    }
+
+    pub async fn complete(&self, id: String, completed_at_ms: u64, outcome: Completion) -> StoreResult<JobRecord> {
+        outcome.validate()?;
+        let packed = match &outcome {
+            Completion::Ready { payload_json, .. } => Some(pack_payload(payload_json)),
+            Completion::Failed { .. } => None,
+        };
+        if packed.as_ref().is_some_and(|p| p.len() > ETCD_VALUE_BYTES_MAX) {
+            return Err(StoreError::Invalid(format!("compressed payload larger than {ETCD_VALUE_BYTES_MAX} bytes")));
+        }
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let (read, job) = self.live_job(&id, "complete", &[JobState::Queued, JobState::Running]).await?;
+            let mut done = JobRecord { completed_at_ms: Some(completed_at_ms), ..job.clone() };
+            let ready = match &outcome {
+                Completion::Ready { engine_version, .. } => {
+                    done.state = JobState::Ready;
+                    done.engine_version = engine_version.clone();
+                    true
+                }
+                Completion::Failed { code, message } => {
+                    done.state = JobState::Failed;
+                    done.error = Some(JobError { code: code.clone(), message: message.clone() });
+                    false
+                }
+            };
+            let pointer = self.read_one(self.layout.live_subject(&job.account, job.kind.subject())).await?;
+            let mut when = vec![read.unchanged(), pointer.unchanged()];
+            let mut ops = vec![
+                TxnOp::delete(self.layout.live(&job), None),
+                TxnOp::delete(self.layout.owner(&job.id), None),
+                TxnOp::put(self.layout.done(completed_at_ms, &job.id), Vec::new(), None),
+                TxnOp::put(read.key.clone(), enc::encode_json(&done)?, None),
+                TxnOp::put(self.layout.subject(&done), vec![done.state.byte()], None),
+            ];
+            if pointer.value() == Some(job.id.as_bytes()) {
+                ops.push(TxnOp::delete(pointer.key.clone(), None));
+            }
+            if let Some(packed) = &packed {
+                ops.push(TxnOp::put(self.layout.payload(&job.id), packed.clone(), None));
+            }
+            if done.charged {
+                self.settle_usage(&done, ready, &mut when, &mut ops).await?;
+            }
+            if self.commit(when, ops).await? {
+                return Ok(done);
+            }
+        }
+        Err(conflict("completion"))
+    }
+
+    /// Adds the settlement of a charged job's unit to a completion: commit or refund on its
+    /// key, or — when the key was rotated — release there and count it on the successor (the
+    /// key records of the chain are compared too, so a rotation in between starts over).
+    async fn settle_usage(
+        &self,
+        job: &JobRecord,
+        ready: bool,
+        when: &mut Vec<Compare>,
+        ops: &mut Vec<TxnOp>,
+    ) -> StoreResult<()> {
+        let (successor, chain) = self.successor_of(&job.key_id).await?;
+        when.extend(chain.iter().map(Read::unchanged));
+        let period = job.quota_period_start_ms;
+        let mut deltas: Vec<(String, UsageDelta)> = Vec::with_capacity(2);
+        if successor == job.key_id {
+            deltas.push((successor, if ready { usage::commit(job) } else { usage::refund() }));
+        } else {
+            deltas.push((job.key_id.clone(), usage::release()));
+            deltas.push((successor, if ready { usage::charge(job) } else { usage::refunded() }));
+        }
+        let keys = deltas.iter().map(|(key_id, _)| self.layout.usage(key_id, period)).collect();
+        for (read, (_, delta)) in self.read(keys).await?.into_iter().zip(&deltas) {
+            let mut next = read.usage()?;
+            next.add(delta);
+            when.push(read.unchanged());
+            ops.push(UsageWrite { read, next }.put());
+        }
+        Ok(())
+    }
+
+    /// The id at the end of `key_id`'s `replaced_by` chain and the key records read on the way.
+    async fn successor_of(&self, key_id: &str) -> StoreResult<(String, Vec<Read>)> {
+        let mut chain = Vec::new();
+        let mut current = key_id.to_owned();
+        for _ in 0..=KEY_SUCCESSION_HOPS_MAX {
+            let read = self.read_one(self.layout.key_record(&current)).await?;
+            let record: Option<KeyRecord> = read.value().map(enc::decode_json).transpose()?;
+            chain.push(read);
+            match record.and_then(|r| r.replaced_by) {
+                Some(next) if chain.len() <= KEY_SUCCESSION_HOPS_MAX => current = next.as_str().to_owned(),
+                _ => break,
+            }
+        }
+        // A link to a key no longer stored ends the chain before it (as in RocksDB).
+        if chain.last().is_some_and(|r| r.kv.is_none()) && chain.len() > 1 {
+            chain.pop();
+            let previous: KeyRecord = enc::decode_json(chain.last().and_then(Read::value).unwrap_or_default())?;
+            current = previous.id.as_str().to_owned();
+        }
+        Ok((current, chain))
+    }
+
+    // --- reads of polls and admission ---
+
+    pub async fn get_job(&self, id: String) -> StoreResult<Option<JobRecord>> {
+        if check_id("job id", &id).is_err() {
+            return Ok(None);
+        }
+        self.read_one(self.layout.job(&id)).await?.job()
+    }
+
+    /// The job and the revision it was read at (a watch for its change starts after it).
+    pub async fn get_job_at(&self, id: String) -> StoreResult<Option<(JobRecord, i64)>> {
+        if check_id("job id", &id).is_err() {
+            return Ok(None);
+        }
+        let read = self.read_one(self.layout.job(&id)).await?;
+        let revision = read.revision();
+        Ok(read.job()?.map(|job| (job, revision)))
+    }
+
+    pub async fn get_result(&self, job: JobRecord) -> StoreResult<Option<Vec<u8>>> {
+        if job.state != JobState::Ready || check_id("job id", &job.id).is_err() {
+            return Ok(None);
+        }
+        let read = self.read_one(self.layout.payload(&job.id)).await?;
+        read.value().map(|v| unpack_payload(v, RESULT_BYTES_MAX)).transpose()
+    }
+
+    /// The newest job of the subject whose state byte passes `want` (newest first, at most
+    /// `SUBJECT_SCAN_LEN_MAX` looked at).
+    pub async fn newest_in_subject(
+        &self,
+        account: String,
+        subject: OwnedSubject,
+        ready_only: bool,
+    ) -> StoreResult<Option<JobRecord>> {
+        let subject = subject.borrow();
+        if check_id("account", &account).is_err() || check_id("subject", subject.text()).is_err() {
+            return Ok(None);
+        }
+        let group = self.layout.subject_group(&account, subject);
+        let to = enc::prefix_end(&group).unwrap_or_default();
+        let kvs = self.range(group.clone(), to, SUBJECT_SCAN_LEN_MAX, false).await?;
+        let want = |state: u8| !ready_only || state == JobState::Ready.byte();
+        let Some(kv) = kvs.iter().find(|kv| kv.value().first().is_some_and(|s| want(*s))) else { return Ok(None) };
+        let id = enc::subject_key_id(kv.key(), group.len())?.to_owned();
+        self.get_job(id).await
+    }
+
+    pub async fn usage(&self, key_id: String, period_start_ms: u64) -> StoreResult<UsageRecord> {
+        if check_id("key id", &key_id).is_err() {
+            return Ok(UsageRecord::default());
+        }
+        self.read_one(self.layout.usage(&key_id, period_start_ms)).await?.usage()
+    }
+
+    // --- recovery, adoption and retention ---
+
+    pub async fn live_jobs(
+        &self,
+        state: LiveState,
+        after: Option<JobCursor>,
+        created_before_ms: u64,
+        limit: usize,
+    ) -> StoreResult<JobPage> {
+        let (state, limit) = (state.state(), limit.min(STORE_PAGE_LEN_MAX));
+        let from = match &after {
+            Some(c) => enc::successor(&self.layout.live_raw(&enc::live_key(state, c.created_at_ms, &c.id))),
+            None => self.layout.live_raw(&[state.byte()]),
+        };
+        let to = self.layout.live_raw(&enc::live_key(state, created_before_ms, ""));
+        let kvs = self.range(from, to, limit, true).await?;
+        let mut cursors = Vec::with_capacity(kvs.len());
+        for kv in &kvs {
+            let (created_at_ms, id) = enc::parse_live_key(self.layout.tail(b'l', kv.key())?)?;
+            cursors.push(JobCursor { created_at_ms, id: id.to_owned() });
+        }
+        let next = if cursors.len() == limit { cursors.last().cloned() } else { None };
+        let jobs = self.jobs(cursors.iter().map(|c| c.id.as_str())).await?;
+        Ok(JobPage { jobs, next })
+    }
+
+    /// The records of `ids` that exist, read in chunks of one transaction each.
+    async fn jobs<'i>(&self, ids: impl Iterator<Item = &'i str>) -> StoreResult<Vec<JobRecord>> {
+        let keys: Vec<Vec<u8>> = ids.map(|id| self.layout.job(id)).collect();
+        let mut jobs = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(ETCD_PURGE_JOBS_PER_TXN * 4) {
+            for read in self.read(chunk.to_vec()).await? {
+                jobs.extend(read.job()?);
+            }
+        }
+        Ok(jobs)
+    }
+
+    pub async fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
+        let family = self.layout.family(b'd');
+        let to = self.layout.done(cutoff_ms, "");
+        let kvs = self.range(family, to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
+        for chunk in kvs.chunks(ETCD_PURGE_JOBS_PER_TXN) {
+            let mut ids = Vec::with_capacity(chunk.len());
+            for kv in chunk {
+                ids.push(enc::parse_done_key(self.layout.tail(b'd', kv.key())?)?.1.to_owned());
+            }
+            let jobs = self.jobs(ids.iter().map(String::as_str)).await?;
+            let mut ops: Vec<TxnOp> = chunk.iter().map(|kv| TxnOp::delete(kv.key().to_vec(), None)).collect();
+            for job in jobs.iter().filter(|j| j.state.is_finished()) {
+                ops.push(TxnOp::delete(self.layout.job(&job.id), None));
+                ops.push(TxnOp::delete(self.layout.subject(job), None));
+                ops.push(TxnOp::delete(self.layout.payload(&job.id), None));
+            }
+            self.commit(Vec::new(), ops).await?;
+        }
+        Ok(kvs.len())
+    }
+}
+
+/// A subject that can cross to the etcd thread.
+#[derive(Debug, Clone)]
+pub enum OwnedSubject {
+    Wallet(String),
+    Pair(String),
+}
+
+impl OwnedSubject {
+    pub fn of(subject: Subject<'_>) -> OwnedSubject {
+        match subject {
+            Subject::Wallet(s) => OwnedSubject::Wallet(s.to_owned()),
+            Subject::Pair(s) => OwnedSubject::Pair(s.to_owned()),
+        }
+    }
+
+    pub fn borrow(&self) -> Subject<'_> {
+        match self {
+            OwnedSubject::Wallet(s) => Subject::Wallet(s),
+            OwnedSubject::Pair(s) => Subject::Pair(s),
+        }
+    }
+}
+
+fn short_read() -> StoreError {
+    StoreError::Io("etcd answered fewer reads than asked".into())
+}

@@ -1,0 +1,215 @@
+//! A real etcd cluster on loopback for the cluster tests: `members` `etcd` processes (Debian's
+//! `etcd-server`, installed by `scripts/deps.sh`), data on tmpfs (`/dev/shm`) where it exists,
+//! short heartbeats so an election takes about a second. Killed (and its data removed) on drop.
+//!
+//! `shared()` is one 3-member cluster for every test of the binary that only needs a working
+//! etcd (each test writes under its own key prefix); tests that kill members or fill the
+//! database start their own.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Longest wait for a started cluster to elect a leader and answer.
+const READY_TIMEOUT_S: u64 = 30;
+
+pub struct Member {
+    pub name: String,
+    pub client_url: String,
+    peer_url: String,
+    child: Option<Child>,
+}
+
+pub struct EtcdCluster {
+    pub members: Vec<Member>,
+    args: Vec<String>,
+    initial_cluster: String,
+    _dir: tempfile::TempDir,
+    dir_path: PathBuf,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+/// Where member data lives: tmpfs when the machine has it (fsync is then cheap).
+fn data_root() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new().prefix("xray-etcd-").tempdir_in(shm) {
+            return dir;
+        }
+    }
+    tempfile::tempdir().expect("tempdir")
+}
+
+impl EtcdCluster {
+    /// Starts `members` members with extra etcd flags `args` and waits until they answer.
+    pub fn start(members: usize, args: &[&str]) -> EtcdCluster {
+        let dir = data_root();
+        let dir_path = dir.path().to_path_buf();
+        let members: Vec<Member> = (0..members)
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client_url: format!("http://127.0.0.1:{}", free_port()),
+                peer_url: format!("http://127.0.0.1:{}", free_port()),
+                child: None,
+            })
+            .collect();
+        let initial_cluster =
+            members.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect::<Vec<_>>().join(",");
+        let args = args.iter().map(|a| a.to_string()).collect();
+        let mut cluster = EtcdCluster { members, args, initial_cluster, _dir: dir, dir_path };
+        for i in 0..cluster.members.len() {
+            cluster.spawn(i);
+        }
+        cluster.wait_ready();
+        cluster
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let member = &self.members[i];
+        let data = self.dir_path.join(&member.name);
+        let log = std::fs::File::create(self.dir_path.join(format!("{}.log", member.name))).expect("etcd log file");
+        let mut command = Command::new("etcd");
+        command
+            .args(["--name", &member.name])
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--listen-client-urls", &member.client_url, "--advertise-client-urls", &member.client_url])
+            .args(["--listen-peer-urls", &member.peer_url, "--initial-advertise-peer-urls", &member.peer_url])
+            .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", "xray-test", "--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(["--logger", "zap", "--log-level", "warn"])
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        // SAFETY: `prctl` is async-signal-safe; it only asks the kernel to kill the child when
+        // the thread that started it ends, so no member outlives its test.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting etcd (install Debian's etcd-server: scripts/deps.sh): {e}"));
+        self.members[i].child = Some(child);
+    }
+
+    /// Every member's client URL.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client_url.clone()).collect()
+    }
+
+    /// Waits until every running member reports a leader.
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(READY_TIMEOUT_S);
+        let running: Vec<&Member> = self.members.iter().filter(|m| m.child.is_some()).collect();
+        for member in running {
+            loop {
+                if self.leader_seen_by(&member.client_url).is_some() {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "etcd member {} did not become ready", member.name);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// The member id of the leader as `endpoint` sees it (`etcdctl endpoint status`).
+    fn leader_seen_by(&self, endpoint: &str) -> Option<String> {
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", endpoint, "--dial-timeout", "1s", "--command-timeout", "1s"])
+            .args(["endpoint", "status", "-w", "json"])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let status: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let header = &status[0]["Status"];
+        let leader = header["leader"].as_u64()?;
+        (leader != 0).then(|| format!("{leader}:{}", header["header"]["member_id"].as_u64().unwrap_or(0)))
+    }
+
+    /// The index of the current leader.
+    pub fn leader(&self) -> usize {
+        for (i, member) in self.members.iter().enumerate().filter(|(_, m)| m.child.is_some()) {
+            if let Some(seen) = self.leader_seen_by(&member.client_url) {
+                let (leader, me) = seen.split_once(':').unwrap_or_default();
+                if leader == me {
+                    return i;
+                }
+            }
+        }
+        panic!("no etcd member is the leader");
+    }
+
+    /// kill -9 of member `i`.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.members[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// `etcdctl` against the cluster (alarms, compaction, defragmentation) with `input` on its
+    /// stdin (`put <key>` reads a large value from there).
+    pub fn etcdctl(&self, args: &[&str], input: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &self.endpoints().join(",")])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("etcdctl");
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(input);
+        }
+        let out = child.wait_with_output().expect("etcdctl");
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// The 3-member cluster every test of this binary may share, started on first use by a thread
+/// that lives as long as the test process (members die with the thread that started them, so
+/// they end with the process and never with the test that happened to start them).
+pub fn shared() -> &'static EtcdCluster {
+    static SHARED: OnceLock<&'static EtcdCluster> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let cluster: &'static EtcdCluster = Box::leak(Box::new(EtcdCluster::start(3, &[])));
+            let _ = tx.send(cluster);
+            loop {
+                std::thread::park();
+            }
+        });
+        rx.recv().expect("the shared etcd cluster started")
+    })
+}
+
+/// A key prefix no other test uses (tests share `shared()`).
+pub fn fresh_prefix(test: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("xray-test/{}/{test}-{n}/", std::process::id())
+}

@@ -1,0 +1,310 @@
+//! The etcd store against a real 3-member etcd cluster on loopback: the store contract (the same
+//! functions the RocksDB store passes), then what only a shared store does — admission checked
+//! against the shared quota from several nodes at once, idempotent repeats, deduplication,
+//! a job finished by two nodes charged once, adoption after a node's lease expired, the key
+//! watch and long polls across nodes, and a full database.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::etcd::{self, EtcdCluster};
+use crate::store::contract::{self, failed, ready, usage};
+use crate::store::support::*;
+use xray::limits::quota::UsageRecord;
+use xray::store::etcd::{Admitted, EtcdStore, KeyChange};
+use xray::store::{Store, StoreError};
+
+/// A node's store on the shared cluster, in a keyspace of its own.
+fn open(test: &str) -> EtcdStore {
+    open_at(&etcd::shared().endpoints(), &etcd::fresh_prefix(test))
+}
+
+fn open_at(endpoints: &[String], prefix: &str) -> EtcdStore {
+    EtcdStore::open(endpoints, prefix, 0).unwrap_or_else(|e| panic!("etcd store at {endpoints:?}: {e}"))
+}
+
+macro_rules! contract_tests {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                contract::$name(&open(stringify!($name)));
+            }
+        )*
+    };
+}
+
+contract_tests!(
+    admitted_job_is_readable_indexed_and_reserved,
+    cancel_undoes_everything,
+    ready_commits_the_reservation_and_stores_the_exact_payload,
+    failed_refunds_the_reservation,
+    comparisons_count_under_their_operation_and_uncharged_jobs_move_no_quota,
+    latest_ready_skips_newer_unfinished_or_failed_jobs,
+    recovery_pages_live_jobs_in_creation_order,
+    purge_is_bounded_and_removes_only_old_finished_jobs,
+    keys_round_trip_and_list_in_pages,
+    backlog_hands_out_running_then_queued_in_bounded_pages,
+    a_rotation_carries_the_old_keys_usage,
+);
+
+fn admit(store: &EtcdStore, id: &str, wallet: &str, limit: u64, dedup: bool) -> Result<Admitted, StoreError> {
+    pollster::block_on(store.admit_async(analysis(id, wallet, 1), Some(limit), dedup))
+}
+
+#[test]
+fn one_keys_quota_hammered_from_three_nodes_stays_exact() {
+    const LIMIT: u64 = 40;
+    const ATTEMPTS_PER_THREAD: usize = 30;
+    let prefix = etcd::fresh_prefix("hammer");
+    let nodes: Vec<Arc<EtcdStore>> = (0..3).map(|_| Arc::new(open_at(&etcd::shared().endpoints(), &prefix))).collect();
+    let done = Arc::new(AtomicBool::new(false));
+    // A watcher reads the usage throughout: used + reserved never passes the limit.
+    let watcher = {
+        let (node, done) = (Arc::clone(&nodes[0]), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut samples = 0;
+            while !done.load(Ordering::Acquire) {
+                let u = usage(&*node);
+                assert!(u.used + u.reserved <= LIMIT as i64, "over the limit: {u:?}");
+                samples += 1;
+            }
+            samples
+        })
+    };
+    let workers: Vec<_> = (0..6)
+        .map(|t| {
+            let node = Arc::clone(&nodes[t % 3]);
+            std::thread::spawn(move || {
+                let (mut admitted, mut refused) = (0, 0);
+                for i in 0..ATTEMPTS_PER_THREAD {
+                    let id = format!("an_{t}_{i}");
+                    match admit(&node, &id, &format!("W{t}_{i}"), LIMIT, true).unwrap() {
+                        Admitted::New { .. } => {
+                            admitted += 1;
+                            // Half finish (READY or FAILED: a refund frees a unit again).
+                            match i % 4 {
+                                0 => drop(node.complete(&id, 10, &ready(&id)).unwrap()),
+                                1 => drop(node.complete(&id, 10, &failed()).unwrap()),
+                                _ => {}
+                            }
+                        }
+                        Admitted::Exhausted { usage } => {
+                            assert!(usage.used + usage.reserved >= LIMIT as i64);
+                            refused += 1;
+                        }
+                        Admitted::Live(job) => panic!("distinct wallets deduplicated onto {}", job.id),
+                    }
+                }
+                (admitted, refused)
+            })
+        })
+        .collect();
+    let counts: Vec<(i64, i64)> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    done.store(true, Ordering::Release);
+    assert!(watcher.join().unwrap() > 0);
+    let admitted: i64 = counts.iter().map(|c| c.0).sum();
+    let refused: i64 = counts.iter().map(|c| c.1).sum();
+    assert_eq!(admitted + refused, 6 * ATTEMPTS_PER_THREAD as i64);
+    let u = usage(&*nodes[1]);
+    assert!(refused > 0, "the limit was reached: {u:?}");
+    assert_eq!(u.used + u.reserved, LIMIT as i64, "every unit is spent: {u:?}");
+    assert_eq!(u.used + u.reserved + u.refunded, admitted, "each admission counted once: {u:?}");
+    assert_eq!(u.used, u.wallet_analysis);
+}
+
+#[test]
+fn a_repeated_admission_is_answered_as_the_first_and_equal_work_deduplicates() {
+    let store = open("idempotent");
+    let first = admit(&store, "an_1", "W1", 10, true).unwrap();
+    assert_eq!(first, Admitted::New { usage: UsageRecord { reserved: 1, ..UsageRecord::default() } });
+    // The same job again (a retry after an ambiguous timeout): no second reservation.
+    assert_eq!(admit(&store, "an_1", "W1", 10, true).unwrap(), first);
+    assert_eq!(usage(&store).reserved, 1);
+    // Another job for the same wallet while the first is live: deduplicated onto it.
+    match admit(&store, "an_2", "W1", 10, true).unwrap() {
+        Admitted::Live(job) => assert_eq!(job.id, "an_1"),
+        other => panic!("expected deduplication, got {other:?}"),
+    }
+    // `refresh` (no dedup) admits a second job; the subject's pointer names the newest.
+    assert!(matches!(admit(&store, "an_3", "W1", 10, false).unwrap(), Admitted::New { .. }));
+    store.complete("an_1", 5, &ready("an_1")).unwrap();
+    match admit(&store, "an_4", "W1", 10, true).unwrap() {
+        Admitted::Live(job) => assert_eq!(job.id, "an_3", "the older job's completion left the newer pointer"),
+        other => panic!("expected deduplication onto an_3, got {other:?}"),
+    }
+    store.complete("an_3", 6, &failed()).unwrap();
+    assert!(matches!(admit(&store, "an_5", "W1", 10, true).unwrap(), Admitted::New { .. }));
+    assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0 });
+}
+
+#[test]
+fn a_job_finished_by_two_nodes_is_charged_once() {
+    let prefix = etcd::fresh_prefix("twice");
+    let (a, b) = (open_at(&etcd::shared().endpoints(), &prefix), open_at(&etcd::shared().endpoints(), &prefix));
+    admit(&a, "an_1", "W1", 10, true).unwrap();
+    a.mark_running("an_1", 2).unwrap();
+    b.mark_running("an_1", 3).unwrap();
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let results: Vec<_> = [a, b]
+        .into_iter()
+        .map(|node| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                node.complete("an_1", 9, &ready("an_1")).map(|_| ())
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(ok, 1, "{results:?}");
+    assert!(results.iter().any(|r| matches!(r, Err(StoreError::State { .. }))), "{results:?}");
+    let reader = open_at(&etcd::shared().endpoints(), &prefix);
+    assert_eq!(usage(&reader), UsageRecord { used: 1, wallet_analysis: 1, ..UsageRecord::default() });
+}
+
+#[test]
+fn a_dead_nodes_jobs_are_adopted_once_its_lease_expires() {
+    let prefix = etcd::fresh_prefix("adopt");
+    let endpoints = etcd::shared().endpoints();
+    let (b, c) = (open_at(&endpoints, &prefix), open_at(&endpoints, &prefix));
+    {
+        let a = open_at(&endpoints, &prefix);
+        admit(&a, "an_1", "W1", 10, true).unwrap();
+        assert_eq!(b.owners(10).unwrap()[0].owner.as_deref(), Some(a.node_id()));
+        assert!(!b.adopt("an_1").unwrap(), "a live owner's job is not adoptable");
+        // Dropped without leaving: the lease is no longer renewed (as after kill -9).
+    }
+    let started = Instant::now();
+    while b.owners(10).unwrap()[0].owner.is_some() {
+        assert!(started.elapsed() < Duration::from_secs(15), "the dead node's lease never expired");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let adopted = [b.adopt("an_1").unwrap(), c.adopt("an_1").unwrap()];
+    assert_eq!(adopted, [true, false], "exactly one node adopts");
+    assert_eq!(c.owners(10).unwrap()[0].owner.as_deref(), Some(b.node_id()));
+    b.mark_running("an_1", 20).unwrap();
+    b.complete("an_1", 30, &ready("an_1")).unwrap();
+    assert!(c.owners(10).unwrap().is_empty());
+    assert_eq!(usage(&c), UsageRecord { used: 1, wallet_analysis: 1, ..UsageRecord::default() });
+    assert_eq!(c.live_nodes().unwrap(), 2);
+}
+
+#[test]
+fn key_changes_reach_every_node_through_the_watch() {
+    let prefix = etcd::fresh_prefix("watch");
+    let endpoints = etcd::shared().endpoints();
+    let (writer, follower) = (open_at(&endpoints, &prefix), open_at(&endpoints, &prefix));
+    let (_, revision) = follower.all_keys().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    follower.watch_keys(revision, move |change| drop(tx.send((Instant::now(), change))));
+    let key = contract::key();
+    let written = Instant::now();
+    writer.put_key(&key).unwrap();
+    let (seen, change) = rx.recv_timeout(Duration::from_secs(5)).expect("the watch saw the new key");
+    assert!(matches!(change, KeyChange::Put(ref k) if **k == key), "{change:?}");
+    assert!(seen.duration_since(written) < Duration::from_secs(1), "{:?}", seen.duration_since(written));
+    let revoked = xray::auth::record::KeyRecord {
+        status: xray::auth::record::KeyStatus::Revoked,
+        revoked_at_ms: Some(3),
+        ..key.clone()
+    };
+    writer.put_key(&revoked).unwrap();
+    let (_, change) = rx.recv_timeout(Duration::from_secs(5)).expect("the watch saw the revocation");
+    assert!(matches!(change, KeyChange::Put(ref k) if **k == revoked), "{change:?}");
+}
+
+#[test]
+fn a_long_poll_on_another_node_wakes_when_the_job_finishes() {
+    let prefix = etcd::fresh_prefix("wait");
+    let endpoints = etcd::shared().endpoints();
+    let (runner, poller) = (Arc::new(open_at(&endpoints, &prefix)), open_at(&endpoints, &prefix));
+    admit(&runner, "an_1", "W1", 10, true).unwrap();
+    let still = pollster::block_on(poller.wait_finished_async("an_1".into(), Duration::from_millis(300))).unwrap();
+    assert_eq!(still.map(|j| j.state), Some(xray::store::JobState::Queued), "no change: answered at the deadline");
+    let finisher = {
+        let runner = Arc::clone(&runner);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            runner.complete("an_1", 9, &ready("an_1")).unwrap();
+        })
+    };
+    let started = Instant::now();
+    let done = pollster::block_on(poller.wait_finished_async("an_1".into(), Duration::from_secs(10))).unwrap();
+    finisher.join().unwrap();
+    assert_eq!(done.map(|j| j.state), Some(xray::store::JobState::Ready));
+    assert!(started.elapsed() < Duration::from_secs(3), "woken by the watch, not the deadline");
+    assert_eq!(pollster::block_on(poller.wait_finished_async("an_x".into(), Duration::from_secs(1))).unwrap(), None);
+}
+
+#[test]
+fn a_full_etcd_refuses_admission_with_503_and_moves_no_quota() {
+    // A one-member cluster with a 4 MiB backend quota, filled by one large value after another.
+    let cluster = EtcdCluster::start(1, &["--quota-backend-bytes", "4194304"]);
+    let store = open_at(&cluster.endpoints(), "xray/");
+    admit(&store, "an_1", "W1", 10, true).unwrap();
+    let filler = "x".repeat(512 * 1024);
+    for i in 0.. {
+        let out = cluster.etcdctl(&["put", &format!("filler/{i}")], filler.as_bytes());
+        if out.contains("database space exceeded") {
+            break;
+        }
+        assert!(i < 64, "etcd never reported NOSPACE: {out}");
+    }
+    match admit(&store, "an_2", "W2", 10, true) {
+        Err(e @ StoreError::Unavailable(_)) => assert!(e.to_string().contains("NOSPACE"), "{e}"),
+        other => panic!("expected Unavailable (NOSPACE), got {other:?}"),
+    }
+    assert!(matches!(store.complete("an_1", 2, &ready("an_1")), Err(StoreError::Unavailable(_))));
+    assert_eq!(usage(&store), UsageRecord { reserved: 1, ..UsageRecord::default() }, "nothing moved");
+    assert_eq!(store.get_job("an_2").unwrap(), None);
+}
+
+#[test]
+fn admissions_resume_after_the_etcd_leader_is_killed_and_none_acknowledged_is_lost() {
+    let mut cluster = EtcdCluster::start(3, &[]);
+    let store = Arc::new(open_at(&cluster.endpoints(), "xray/"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (store, stop) = (Arc::clone(&store), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let (mut acknowledged, mut refused, mut i) = (Vec::new(), 0, 0);
+            while !stop.load(Ordering::Acquire) {
+                let id = format!("an_{i}");
+                match admit(&store, &id, &format!("W{i}"), 1_000_000, true) {
+                    Ok(Admitted::New { .. }) => acknowledged.push((Instant::now(), id)),
+                    Ok(other) => panic!("{other:?}"),
+                    Err(StoreError::Unavailable(_)) => refused += 1,
+                    Err(e) => panic!("{e}"),
+                }
+                i += 1;
+            }
+            (acknowledged, refused)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let leader = cluster.leader();
+    let killed = Instant::now();
+    cluster.kill(leader);
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, Ordering::Release);
+    let (acknowledged, refused) = writer.join().unwrap();
+    let after: Vec<_> = acknowledged.iter().filter(|(at, _)| *at > killed).collect();
+    assert!(!after.is_empty(), "no admission succeeded after the leader was killed ({refused} refused)");
+    let resumed = after[0].0.duration_since(killed);
+    eprintln!("leader kill: writes resumed after {resumed:?}; {} acknowledged, {refused} refused", acknowledged.len());
+    assert!(resumed < Duration::from_secs(3), "{resumed:?}");
+    for (_, id) in &acknowledged {
+        assert!(store.get_job(id).unwrap().is_some(), "{id} was acknowledged and is missing");
+    }
+    // A refusal after a timeout may still have committed (it is then recorded and reserved,
+    // never acknowledged); every recorded job holds exactly one reservation.
+    let recorded = store.live_jobs(xray::store::LiveState::Queued, None, u64::MAX, 10_000).unwrap().jobs.len();
+    let u = usage(&*store);
+    assert_eq!(u.reserved, recorded as i64, "{u:?}");
+    assert!(recorded >= acknowledged.len() && recorded <= acknowledged.len() + refused, "{recorded}");
+}
