@@ -26,18 +26,19 @@ use std::time::Duration;
 use crate::admin::keys::KeyAdmin;
 use crate::admin::{files as admin_files, AdminHandler, AdminState};
 use crate::api::{ApiHandler, App};
-use crate::auth::key::AccountId;
+use crate::auth::key::{AccountId, KeyId};
 use crate::auth::record::{KeyRecord, KeySpec};
 use crate::auth::scope::Scopes;
 use crate::auth::table::KeyTable;
 use crate::clock::{now_unix_ms, MonotonicClock};
-use crate::config::{self, ServeConfig, STORE_PAGE_LEN_MAX};
+use crate::config::{self, ServeConfig, StoreSpec, STORE_PAGE_LEN_MAX};
 use crate::http::{ProxyTrust, ServerConfig, ServerHandle, ThreadContext};
 use crate::jobs::admission::Admission;
+use crate::jobs::adoption::Adoption;
 use crate::jobs::finished::FinishedJobs;
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{ComputePool, JobBudget, PoolConfig};
-use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery};
+use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery, Upkeep};
 use crate::jobs::sink::{Failing, StoreSink};
 use crate::labels::Labels;
 use crate::ledger::source::Source;
@@ -46,6 +47,7 @@ use crate::limits::ip::IpFailureLimiter;
 use crate::limits::quota::QuotaPeriod;
 use crate::limits::rate::RateLimit;
 use crate::metrics::Metrics;
+use crate::store::etcd::{EtcdStore, KeyChange};
 use crate::store::group_commit::GroupCommit;
 use crate::store::{RocksStore, Store, StoreOptions};
 
@@ -58,6 +60,8 @@ pub struct Running {
     pub admin: ServerHandle,
     pub app: Arc<App>,
     pub store: Arc<dyn Store>,
+    /// This node's handle on the cluster (`--store etcd:…`).
+    pub cluster: Option<Arc<EtcdStore>>,
     housekeeping: Option<Housekeeping>,
     /// The key printed at first start, if this start created it.
     pub first_key: Option<String>,
@@ -66,19 +70,17 @@ pub struct Running {
 /// Opens everything and starts serving; returns once every listener serves.
 pub fn start(config: &ServeConfig) -> Result<Running, String> {
     config.validate()?;
-    if config.store != crate::config::StoreSpec::Rocksdb {
-        return Err("store: serving from etcd is not wired into `xray serve` yet (issue #14)".into());
-    }
     tracing::info!(config = %config.summary(), "starting");
     crate::store::create_private_dir(&config.data_dir)
         .map_err(|e| format!("data dir {}: {e}", config.data_dir.display()))?;
-    let store_options = StoreOptions { sync_writes: config.sync_writes, ..StoreOptions::default() };
-    let store: Arc<dyn Store> = Arc::new(
-        RocksStore::open(&config.data_dir.join(DB_DIR_NAME), &store_options).map_err(|e| format!("store: {e}"))?,
-    );
-    let admin_token = admin_files::load_or_create_token(&config.data_dir)?;
     let started_ms = now_unix_ms();
-    let key_admin = KeyAdmin { keys: Arc::new(load_keys(&*store, started_ms)?), store: store.clone() };
+    let (store, cluster) = open_store(config, started_ms)?;
+    let admin_token = admin_files::load_or_create_token(&config.data_dir)?;
+    let keys = match &cluster {
+        Some(etcd) => follow_keys(etcd, started_ms)?,
+        None => Arc::new(load_keys(&*store, started_ms)?),
+    };
+    let key_admin = KeyAdmin { keys, store: store.clone() };
     let keys = key_admin.keys.clone();
     let labels = Labels::load(config.labels.as_deref())?;
     let metrics = Arc::new(Metrics::default());
@@ -100,12 +102,17 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let pool = Arc::new(start_pool(config, labels.clone(), sink.clone())?);
     // After the pool: a start that fails on its ledger source must not have created (and so
     // never shown) the first key.
-    let first_key = match keys.is_empty() {
-        true => Some(issue_first_key(&key_admin, started_ms).inspect_err(|_| drop(pool.shutdown()))?),
-        false => None,
-    };
+    let first_key =
+        match keys.is_empty() && claims_first_key(cluster.as_deref()).inspect_err(|_| drop(pool.shutdown()))? {
+            true => Some(issue_first_key(&key_admin, started_ms).inspect_err(|_| drop(pool.shutdown()))?),
+            false => None,
+        };
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
-    let admission = Arc::new(Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms));
+    let admission = Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms);
+    let admission = Arc::new(match &cluster {
+        Some(etcd) => admission.in_cluster(etcd.clone()),
+        None => admission,
+    });
     let ip_limit = RateLimit::new(config.ip_failures_per_s, config.ip_failures_per_s).map_err(|e| e.to_string())?;
     let group_commit = match config.sync_writes {
         true => Some(GroupCommit::start(store.clone()).map_err(|e| format!("WAL sync thread: {e}"))?),
@@ -129,16 +136,68 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         group_commit,
         access_log: config.access_log,
     });
-    let mut backlog = Recovery::new(started_ms);
-    backlog.refill(&admission);
+    let upkeep = match &cluster {
+        Some(etcd) => Upkeep::Adopt(Adoption::new(etcd.clone(), app.keys.clone())),
+        None => {
+            let mut backlog = Recovery::new(started_ms);
+            backlog.refill(&admission);
+            Upkeep::Recover(backlog)
+        }
+    };
     // A start that fails from here on must not leave the sync thread holding the store open.
     let stop_group_commit = |_: &String| app.group_commit.iter().for_each(GroupCommit::stop);
     let api = start_api(config, &app).inspect_err(stop_group_commit)?;
     let _ = app.base_url.set(config.base_url(api.local_addr()));
     let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
     let admin = start_admin(config, admin_state).inspect_err(stop_group_commit)?;
-    let housekeeping = Some(spawn_housekeeping(admission, sink, backlog, config.retention_days)?);
-    Ok(Running { api, admin, app, store, housekeeping, first_key })
+    let housekeeping = Some(spawn_housekeeping(admission, sink, upkeep, config.retention_days)?);
+    Ok(Running { api, admin, app, store, cluster, housekeeping, first_key })
+}
+
+/// The embedded RocksDB in the data directory, or this node's handle on the cluster's etcd.
+fn open_store(config: &ServeConfig, started_ms: u64) -> Result<(Arc<dyn Store>, Option<Arc<EtcdStore>>), String> {
+    match &config.store {
+        StoreSpec::Rocksdb => {
+            let options = StoreOptions { sync_writes: config.sync_writes, ..StoreOptions::default() };
+            let rocks =
+                RocksStore::open(&config.data_dir.join(DB_DIR_NAME), &options).map_err(|e| format!("store: {e}"))?;
+            Ok((Arc::new(rocks), None))
+        }
+        StoreSpec::Etcd { endpoints } => {
+            let etcd = EtcdStore::open(endpoints, &config.etcd_prefix, started_ms)
+                .map_err(|e| format!("store: etcd at {}: {e}", endpoints.join(",")))?;
+            tracing::info!(node = etcd.node_id(), "joined the cluster");
+            let etcd = Arc::new(etcd);
+            Ok((etcd.clone(), Some(etcd)))
+        }
+    }
+}
+
+/// A cluster node's key table: every key etcd holds, with its usage, then every change after
+/// (the key watch, on the etcd thread: created, revoked and rotated keys reach this node).
+fn follow_keys(etcd: &Arc<EtcdStore>, now_ms: u64) -> Result<Arc<KeyTable>, String> {
+    let (records, revision) = etcd.all_keys().map_err(|e| format!("loading keys: {e}"))?;
+    let table = Arc::new(KeyTable::from_records(records, now_ms).map_err(|e| format!("loading keys: {e}"))?);
+    restore_quota(&table, &**etcd, now_ms)?;
+    let keys = table.clone();
+    etcd.watch_keys(revision, move |change| {
+        let now_ms = now_unix_ms();
+        let applied = match change {
+            KeyChange::Put(record) => keys.upsert(*record, now_ms),
+            KeyChange::Deleted(id) => KeyId::parse(&id).map_or(Ok(()), |id| keys.remove(&id).map(drop)),
+            KeyChange::Reload(records) => keys.reload(records, now_ms),
+        };
+        if let Err(e) = applied {
+            tracing::error!(error = %e, "a key change from etcd could not be applied");
+        }
+    });
+    Ok(table)
+}
+
+/// On one node, whether the table is empty decides; in a cluster, also a claim in etcd, so
+/// nodes starting together on an empty cluster print one first key between them.
+fn claims_first_key(cluster: Option<&EtcdStore>) -> Result<bool, String> {
+    cluster.map_or(Ok(true), |etcd| etcd.claim_first_key().map_err(|e| format!("first key: {e}")))
 }
 
 /// Every stored key, with each key's quota counters of the current and previous period
@@ -240,6 +299,10 @@ impl Running {
         let admin = self.admin.shutdown().map_err(|e| format!("admin listener: {e}"));
         if let Some(group) = &self.app.group_commit {
             group.stop();
+        }
+        if let Some(etcd) = &self.cluster {
+            // Its lease goes: what it still owned (queued jobs) is adopted by the others at once.
+            etcd.leave();
         }
         self.store.sync().map_err(|e| format!("store sync: {e}"))?;
         result.and(admin)

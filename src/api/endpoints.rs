@@ -30,6 +30,8 @@ use crate::metrics::JobLabel;
 use crate::pubkey::Pubkey;
 use crate::store::{self, JobKind, JobRecord, JobState};
 
+mod cluster;
+
 pub(crate) struct Endpoints<'r> {
     pub app: &'r App,
     pub stop: &'r StopState,
@@ -129,7 +131,11 @@ impl Endpoints<'_> {
             Work::Analysis { .. } => JobLabel::Analysis,
             Work::Comparison { .. } => JobLabel::Comparison,
         };
-        let decision = self.app.admission.admit(&self.caller.key, work, refresh, self.caller.now_ms);
+        let (admission, key, now_ms) = (&self.app.admission, &self.caller.key, self.caller.now_ms);
+        let decision = match admission.cluster() {
+            Some(etcd) => admission.admit_in_cluster(etcd, key, work, refresh, now_ms).await,
+            None => admission.admit(key, work, refresh, now_ms),
+        };
         // With `--sync-writes`, an answer that names a job (or says a full queue undid one)
         // waits until that write is on disk — on the group commit's thread, not this one.
         if let (Some(group), Ok(_) | Err(AdmitError::Busy)) = (&self.app.group_commit, &decision) {
@@ -141,9 +147,9 @@ impl Endpoints<'_> {
                 self.app.metrics.deduplicated(label);
                 self.accepted(Snapshot::of_live(&live), true)
             }
-            Decision::Fresh(job) => {
+            Decision::Fresh(record) => {
                 self.app.metrics.deduplicated(label);
-                self.accepted(Snapshot::of_record(&job.record), true)
+                self.accepted(Snapshot::of_record(&record), true)
             }
         }
     }
@@ -180,6 +186,9 @@ impl Endpoints<'_> {
                 return self.poll_body(Snapshot::of_live(&live));
             }
         }
+        if let Some(etcd) = self.app.admission.cluster() {
+            return self.poll_analysis_in_cluster(etcd, id, wait_s).await;
+        }
         let job = self.app.admission.finished().job(&*self.app.store, id).map_err(|e| ApiError::from_store(&e))?;
         let job =
             job.filter(|j| j.record.account == self.account() && matches!(j.record.kind, JobKind::Analysis { .. }));
@@ -200,6 +209,9 @@ impl Endpoints<'_> {
             if !self.wait(&live, wait_s).await {
                 return self.poll_body(Snapshot::of_live(&live));
             }
+        }
+        if let Some(etcd) = self.app.admission.cluster() {
+            return self.poll_comparison_in_cluster(etcd, subject, wait_s).await;
         }
         let recovering = self.app.admission.is_recovering();
         let job = self.app.admission.finished().latest(&*self.app.store, self.account(), subject, recovering);
@@ -271,7 +283,8 @@ impl Endpoints<'_> {
         }
     }
 
-    pub fn status(&self) -> Result<ApiResponse, ApiError> {
+    pub async fn status(&self) -> Result<ApiResponse, ApiError> {
+        self.refresh_quota_from_cluster().await?;
         let key = &self.caller.key;
         let record = key.record();
         let quota = key.quota.view(self.caller.now_ms);
@@ -298,7 +311,8 @@ impl Endpoints<'_> {
         Ok(ApiResponse::json(200, json_bytes(&DataBody { data })?))
     }
 
-    pub fn usage(&self) -> Result<ApiResponse, ApiError> {
+    pub async fn usage(&self) -> Result<ApiResponse, ApiError> {
+        self.refresh_quota_from_cluster().await?;
         let key = &self.caller.key;
         let quota = key.quota.view(self.caller.now_ms);
         let data = UsageData {

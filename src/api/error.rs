@@ -89,6 +89,8 @@ pub enum ApiError {
         limit: usize,
     },
     ServiceBusy,
+    /// The store is out of space (etcd's NOSPACE alarm): 503 `SERVICE_BUSY`, saying so.
+    StoreFull,
     Internal,
 }
 
@@ -174,6 +176,10 @@ impl ApiError {
 
     /// A store failure as the client sees it: retry later (503) or a bug (500).
     pub fn from_store(e: &StoreError) -> ApiError {
+        if let StoreError::Full(_) = e {
+            tracing::error!(error = %e, "the store is full");
+            return ApiError::StoreFull;
+        }
         if e.is_transient() {
             tracing::warn!(error = %e, "store unavailable");
             ApiError::ServiceBusy
@@ -261,6 +267,12 @@ impl ApiError {
                     ..d()
                 },
             ),
+            ApiError::StoreFull => (
+                ErrorCode::ServiceBusy,
+                "the service cannot record new work: its store is full until an operator frees space; retry later"
+                    .into(),
+                Details { retry_after_seconds: Some(SERVICE_BUSY_RETRY_AFTER_S), ..d() },
+            ),
             ApiError::ServiceBusy => (
                 ErrorCode::ServiceBusy,
                 "the service is busy: retry later".into(),
@@ -286,7 +298,9 @@ impl ApiError {
             | ApiError::QuotaExhausted { retry_after_s, .. } => {
                 vec![("retry-after", (*retry_after_s).max(1).to_string())]
             }
-            ApiError::ServiceBusy => vec![("retry-after", SERVICE_BUSY_RETRY_AFTER_S.to_string())],
+            ApiError::ServiceBusy | ApiError::StoreFull => {
+                vec![("retry-after", SERVICE_BUSY_RETRY_AFTER_S.to_string())]
+            }
             ApiError::TooManyJobs { .. } => vec![("retry-after", TOO_MANY_JOBS_RETRY_AFTER_S.to_string())],
             _ => Vec::new(),
         }
@@ -366,6 +380,7 @@ mod tests {
                 retry_after_s: 3600,
             },
             ApiError::ServiceBusy,
+            ApiError::StoreFull,
             ApiError::Internal,
         ]
     }
@@ -386,6 +401,7 @@ mod tests {
             ("RATE_LIMITED", 429),
             ("RATE_LIMITED", 429),
             ("QUOTA_EXHAUSTED", 429),
+            ("SERVICE_BUSY", 503),
             ("SERVICE_BUSY", 503),
             ("INTERNAL", 500),
         ];

@@ -239,8 +239,8 @@ impl ApiHandler {
             Route::Compare => endpoints.compare().await,
             Route::Analysis { id } => endpoints.poll_analysis(id).await,
             Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
-            Route::Status => endpoints.status(),
-            Route::Usage => endpoints.usage(),
+            Route::Status => endpoints.status().await,
+            Route::Usage => endpoints.usage().await,
             Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
         }
     }

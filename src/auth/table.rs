@@ -116,8 +116,14 @@ pub struct KeyEntry {
 impl KeyEntry {
     /// An entry for a validated record; `now_ms` places its quota in the current period.
     pub fn new(record: KeyRecord, now_ms: u64) -> Result<Self, RecordError> {
+        Self::with_rate_share(record, now_ms, 1)
+    }
+
+    /// An entry whose token bucket is this node's share of the key's rate when `nodes` nodes
+    /// serve it (`RateLimit::share`; 1 for a single node).
+    pub fn with_rate_share(record: KeyRecord, now_ms: u64, nodes: u32) -> Result<Self, RecordError> {
         record.validate()?;
-        let rate = RateCell::new(record.rate_limit()?);
+        let rate = RateCell::new(record.rate_limit()?.share(nodes));
         let quota = QuotaCounter::new(record.quota_limit, record.quota_period, now_ms);
         let revoked_at_ms = match record.status {
             KeyStatus::Revoked => record.revoked_at_ms.unwrap_or(record.created_at_ms),
@@ -247,6 +253,8 @@ pub struct KeyTable {
     /// around its table change and store write (never on the request path).
     settlement: parking_lot::RwLock<()>,
     len_max: usize,
+    /// Nodes that share each key's rate (1 unless a cluster said otherwise: `reshare`).
+    rate_share: std::sync::atomic::AtomicU32,
 }
 
 impl Default for KeyTable {
@@ -263,7 +271,8 @@ impl KeyTable {
     /// An empty table holding at most `len_max` keys (at most `KEY_TABLE_LEN_MAX`).
     pub fn with_len_max(len_max: usize) -> Self {
         let (writer, settlement) = (Mutex::new(()), parking_lot::RwLock::new(()));
-        Self { map: ArcSwap::default(), writer, settlement, len_max: len_max.min(KEY_TABLE_LEN_MAX) }
+        let rate_share = std::sync::atomic::AtomicU32::new(1);
+        Self { map: ArcSwap::default(), writer, settlement, len_max: len_max.min(KEY_TABLE_LEN_MAX), rate_share }
     }
 
     /// A table of stored records (server start). The store then restores usage with
@@ -359,7 +368,7 @@ impl KeyTable {
 
     /// Adds a new (or stored) key.
     pub fn insert(&self, record: KeyRecord, now_ms: u64) -> Result<Arc<KeyEntry>, TableError> {
-        let entry = Arc::new(KeyEntry::new(record, now_ms)?);
+        let entry = Arc::new(self.entry(record, now_ms)?);
         self.write(|map| map.add(Arc::clone(&entry), self.len_max))?;
         Ok(entry)
     }
@@ -387,13 +396,62 @@ impl KeyTable {
                 return Err(TableError::NotActive);
             }
             let (key, new_record) = KeySpec::successor_of(old.record()).issue(now_ms)?;
-            let new = Arc::new(KeyEntry::new(new_record.clone(), now_ms)?);
+            let new = Arc::new(self.entry(new_record.clone(), now_ms)?);
             let (new_usage_period_start_ms, carried) = old.quota.snapshot(now_ms);
             let new_usage = UsageRecord { reserved: 0, ..carried };
             new.quota.restore(new_usage_period_start_ms, &new_usage, now_ms);
             map.add(new, self.len_max)?;
             old.revoke(now_ms, Some(new_record.id.clone()));
             Ok(Rotation { key, new_record, old_record: old.current_record(), new_usage_period_start_ms, new_usage })
+        })
+    }
+
+    fn entry(&self, record: KeyRecord, now_ms: u64) -> Result<KeyEntry, RecordError> {
+        KeyEntry::with_rate_share(record, now_ms, self.rate_share.load(Ordering::Acquire))
+    }
+
+    /// A record another node wrote (the cluster's key watch): a new key is added; a known one
+    /// takes its revocation and successor (the only changes a stored key ever sees), keeping
+    /// its counters.
+    pub fn upsert(&self, record: KeyRecord, now_ms: u64) -> Result<(), TableError> {
+        match self.get(&record.id) {
+            Some(entry) => {
+                if record.status == KeyStatus::Revoked {
+                    entry.revoke(record.revoked_at_ms.unwrap_or(now_ms), record.replaced_by.clone());
+                }
+                Ok(())
+            }
+            None => self.insert(record, now_ms).map(drop),
+        }
+    }
+
+    /// Makes the table hold exactly `records` (the key watch lost its place and reloaded).
+    pub fn reload(&self, records: Vec<KeyRecord>, now_ms: u64) -> Result<(), TableError> {
+        let keep: std::collections::HashSet<KeyId> = records.iter().map(|r| r.id.clone()).collect();
+        for record in records {
+            self.upsert(record, now_ms)?;
+        }
+        let gone: Vec<KeyId> = self.map.load().by_id.keys().filter(|id| !keep.contains(*id)).cloned().collect();
+        for id in gone {
+            let _ = self.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Every key's token bucket becomes its share of the key's rate among `nodes` live nodes
+    /// (a cluster's node count changed). Buckets start full; quota counters are rebuilt from
+    /// the records (a cluster's quota is read from etcd, not from these counters).
+    pub fn reshare(&self, nodes: u32, now_ms: u64) -> Result<(), TableError> {
+        if self.rate_share.swap(nodes.max(1), Ordering::AcqRel) == nodes.max(1) {
+            return Ok(());
+        }
+        self.write(|map| {
+            let mut next = KeyMap::default();
+            for entry in map.by_id.values() {
+                next.add(Arc::new(self.entry(entry.current_record(), now_ms)?), self.len_max)?;
+            }
+            *map = next;
+            Ok(())
         })
     }
 

@@ -342,6 +342,13 @@ pub const ETCD_CALLS_IN_FLIGHT_MAX: usize = 4096;
 /// balancer picked a dead member), and the pause between them.
 pub const ETCD_UNSENT_ATTEMPTS_MAX: usize = 8;
 pub const ETCD_UNSENT_PAUSE_MS: u64 = 20;
+/// Pace of a cluster node's upkeep rounds: adoption of orphaned jobs, the live node count.
+pub const ADOPTION_INTERVAL_MS: u64 = 1_000;
+/// Live jobs (oldest first) a round looks at for orphans.
+pub const ADOPTION_PAGE_LEN: usize = 512;
+/// A job this node owns but does not hold is re-queued only past this age (two etcd request
+/// timeouts: an admission still in progress is never mistaken for a lost one).
+pub const ADOPTION_OWN_AGE_MIN_MS: u64 = 2 * ETCD_REQUEST_TIMEOUT_MS;
 
 mod serve;
 mod values;

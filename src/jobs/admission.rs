@@ -46,7 +46,10 @@ use crate::jobs::execute::JobSpec;
 use crate::jobs::pool::{ComputePool, Ticket};
 use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::{is_base58_byte, Pubkey};
+use crate::store::etcd::EtcdStore;
 use crate::store::{JobKind, JobRecord, JobState, Store, StoreError, Subject};
+
+mod shared;
 
 /// Random bytes in a job id (contract §4: 16).
 pub const JOB_ID_RANDOM_BYTES: usize = 16;
@@ -150,8 +153,8 @@ pub enum Decision {
     Admitted(Box<JobRecord>),
     /// An equal job of the account is still live (202, `deduplicated: true`, no charge).
     Live(Arc<LiveJob>),
-    /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
-    Fresh(Arc<StoredJob>),
+    /// A fresh READY result was reused (200, `deduplicated: true`, no charge): its record.
+    Fresh(Box<JobRecord>),
 }
 
 /// The admission stage, shared by every listener thread.
@@ -169,6 +172,15 @@ pub struct Admission {
     /// Tickets of admissions that stood because their undo failed, waiting for queue room;
     /// at most `config::STRANDED_TICKETS_MAX` (past it, a job runs after the next restart).
     stranded: parking_lot::Mutex<std::collections::VecDeque<Ticket>>,
+    /// The cluster's store when jobs live in etcd (`shared` admits through it, asynchronously).
+    cluster: Option<Arc<EtcdStore>>,
+}
+
+/// A recorded job the index or the queue refused: its ticket, why, and its pending index entry.
+struct Refused {
+    ticket: Ticket,
+    refusal: AdmitError,
+    live: Arc<LiveJob>,
 }
 
 /// Striped locks that serialise steps 8–10 for one `(account, subject)`: of equal requests
@@ -213,7 +225,20 @@ impl Admission {
             subject_locks: SubjectLocks::new(),
             recovering: AtomicBool::new(true),
             stranded: parking_lot::Mutex::new(std::collections::VecDeque::new()),
+            cluster: None,
         }
+    }
+
+    /// Admission through a cluster's etcd store (see `shared`); nothing is left to recover.
+    pub fn in_cluster(mut self, cluster: Arc<EtcdStore>) -> Admission {
+        self.cluster = Some(cluster);
+        self.recovering = AtomicBool::new(false);
+        self
+    }
+
+    /// The cluster's store, when this node is one of a cluster.
+    pub fn cluster(&self) -> Option<&Arc<EtcdStore>> {
+        self.cluster.as_ref()
     }
 
     /// Steps 8–10 for one request of `key` at `now_ms`.
@@ -229,7 +254,7 @@ impl Admission {
                 return Ok(Decision::Live(waiting));
             }
             if let Some(fresh) = self.fresh_ready(account, kind.subject(), now_ms)? {
-                return Ok(Decision::Fresh(fresh));
+                return Ok(Decision::Fresh(Box::new(fresh.record.clone())));
             }
         }
         let limit = self.index.per_account_max();
@@ -271,6 +296,11 @@ impl Admission {
     /// newest job of a subject may be one the store has and memory does not.
     pub fn is_recovering(&self) -> bool {
         self.recovering.load(Ordering::Acquire)
+    }
+
+    /// True when this node's status index holds the job (it is queued or running here).
+    pub fn holds(&self, id: &str) -> bool {
+        self.index.get(id).is_some()
     }
 
     /// Free places in the work queue now (a hint: listener threads push concurrently).
@@ -337,25 +367,46 @@ impl Admission {
         );
         self.store.admit(&record)?;
         let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };
+        let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
+        let undone = self.store.cancel_admission(&record.id);
+        self.settle_refusal(record, refused, undone)
+    }
+
+    /// Steps (5)–(6): indexes the recorded job and hands its ticket to the pool; a refusal
+    /// hands the ticket back (the job is indexed, pending, until `settle_refusal`).
+    fn enqueue(&self, record: &JobRecord, ticket: Ticket) -> Result<(), Refused> {
         let live = Arc::new(LiveJob::pending(record.clone()));
         let (refused, refusal) = match self.index.insert(Arc::clone(&live)) {
             Ok(()) => (self.pool.submit(ticket).err(), AdmitError::Busy),
             Err(IndexFull::Full(_)) => (Some(ticket), AdmitError::Busy),
             Err(IndexFull::Account(limit)) => (Some(ticket), AdmitError::TooManyJobs { limit }),
         };
-        let Some(ticket) = refused else {
-            live.mark_queued();
-            return Ok(record);
-        };
-        match self.store.cancel_admission(&record.id) {
+        match refused {
+            None => {
+                live.mark_queued();
+                Ok(())
+            }
+            Some(ticket) => Err(Refused { ticket, refusal, live }),
+        }
+    }
+
+    /// After the store's undo of a refused admission: the refusal, or — when the undo failed
+    /// and the job stays recorded — the admission stands and its ticket waits for room.
+    fn settle_refusal(
+        &self,
+        record: JobRecord,
+        refused: Refused,
+        undone: Result<(), StoreError>,
+    ) -> Result<JobRecord, AdmitError> {
+        match undone {
             Ok(()) => {
                 self.index.remove(&record.id);
-                Err(refusal)
+                Err(refused.refusal)
             }
             Err(e) => {
                 tracing::error!(job = %record.id, error = %e, "undoing a refused admission failed: it stands");
-                live.mark_queued();
-                self.strand(ticket);
+                refused.live.mark_queued();
+                self.strand(refused.ticket);
                 Ok(record)
             }
         }

@@ -211,10 +211,12 @@ impl FinishedJobs {
     }
 
     /// Records a job that just finished (the sink, after the store wrote it).
-    pub fn keep_finished(&self, job: StoredJob) {
+    pub fn keep_finished(&self, job: StoredJob) -> Arc<StoredJob> {
         debug_assert!(job.record.state.is_finished(), "only finished jobs are cached");
         debug_assert_eq!(job.payload.is_some(), job.record.state == JobState::Ready);
-        self.keep(Arc::new(job));
+        let job = Arc::new(job);
+        self.keep(Arc::clone(&job));
+        job
     }
 
     /// No job completed before `cutoff_ms` is served from now on; call before the store purges.
@@ -237,6 +239,12 @@ impl FinishedJobs {
             Some(record) => self.loaded(store, record),
             None => Ok(None),
         }
+    }
+
+    /// A finished job from memory only, if still servable (a cluster node reads etcd itself,
+    /// without blocking, and keeps what it read with `keep_finished`).
+    pub fn cached(&self, id: &str) -> Option<Arc<StoredJob>> {
+        self.by_id.get(id).filter(|job| self.servable(&job.record))
     }
 
     /// The newest job of the account for this wallet or pair (any state, as

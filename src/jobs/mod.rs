@@ -18,6 +18,8 @@
 //! 7. `recovery` (main and housekeeping threads): after a restart, each key's quota counters
 //!    restored from the store's usage records and the jobs a stopped process left live
 //!    re-queued in bounded pages; the retention purge runs on the same thread.
+//! 8. `adoption` (housekeeping thread, cluster nodes only): jobs of dead nodes adopted and
+//!    queued, each key's rate divided among the live nodes.
 //!
 //! Invariant: bounded — queue capacity, jobs in flight per thread, index size and recovery
 //! pages are fixed at start. A quota unit is reserved once (1), settled once (5) or kept
@@ -26,6 +28,7 @@
 //! decision about what a wallet is worth (the engine's).
 
 pub mod admission;
+pub mod adoption;
 pub mod execute;
 pub mod finished;
 pub mod index;

@@ -142,10 +142,26 @@ impl Housekeeping {
     }
 }
 
+/// What the housekeeping thread does besides the purge and the retries: re-queue what a
+/// stopped process left live (the embedded store), or the cluster's upkeep (etcd).
+pub enum Upkeep {
+    Recover(Recovery),
+    Adopt(super::adoption::Adoption),
+}
+
+impl Upkeep {
+    fn run(&mut self, admission: &Admission) {
+        match self {
+            Upkeep::Recover(recovery) => recovery.refill(admission),
+            Upkeep::Adopt(adoption) => adoption.run(admission),
+        }
+    }
+}
+
 pub fn spawn_housekeeping(
     admission: Arc<Admission>,
     sink: Arc<StoreSink>,
-    mut recovery: Recovery,
+    mut upkeep: Upkeep,
     retention_days: u32,
 ) -> Result<Housekeeping, String> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -155,7 +171,7 @@ pub fn spawn_housekeeping(
         .spawn(move || {
             let mut last_sweep: Option<Instant> = None;
             while !stopped.load(Ordering::Acquire) {
-                recovery.refill(&admission);
+                upkeep.run(&admission);
                 sink.retry_unsettled();
                 admission.submit_stranded();
                 let due =

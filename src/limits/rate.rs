@@ -72,6 +72,14 @@ impl RateLimit {
         self.interval_ns() * u64::from(self.burst)
     }
 
+    /// One node's share of a limit enforced by `nodes` nodes together (a cluster): rate and
+    /// burst divided, rounded up, at least 1 — so the cluster as a whole admits at most
+    /// `nodes − 1` more per second (and per burst) than the limit, never fewer.
+    pub fn share(self, nodes: u32) -> RateLimit {
+        let nodes = nodes.max(1);
+        RateLimit { rate_per_second: self.rate_per_second.div_ceil(nodes), burst: self.burst.div_ceil(nodes) }
+    }
+
     /// `w` of the `"rate"` policy: ⌈burst / ratePerSecond⌉ seconds.
     pub fn window_s(self) -> u32 {
         self.burst.div_ceil(self.rate_per_second)
@@ -213,6 +221,17 @@ impl RateCell {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_share_divides_rounding_up_and_never_reaches_zero() {
+        let limit = RateLimit::new(10, 20).unwrap();
+        assert_eq!(limit.share(1), limit);
+        assert_eq!(limit.share(0), limit);
+        let third = limit.share(3);
+        assert_eq!((third.rate_per_second(), third.burst()), (4, 7));
+        let tiny = RateLimit::new(1, 1).unwrap().share(3);
+        assert_eq!((tiny.rate_per_second(), tiny.burst()), (1, 1));
+    }
 
     const MS: u64 = 1_000_000;
 

@@ -154,6 +154,10 @@ pub enum StoreError {
     /// The engine is busy or shutting down; retrying later may succeed.
     #[error("storage temporarily unavailable: {0}")]
     Unavailable(String),
+    /// The store is out of space (etcd's NOSPACE alarm): nothing new can be written until an
+    /// operator frees space; retrying later may succeed.
+    #[error("storage full: {0}")]
+    Full(String),
     /// The database was written by a build with another layout. `found` is 0 when the
     /// database has data but no version record.
     #[error("database schema version {found} is not supported (this build reads version {supported})")]
@@ -172,7 +176,7 @@ pub enum StoreError {
 impl StoreError {
     /// True when the same call may succeed if retried later (the server answers 503).
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Unavailable(_))
+        matches!(self, StoreError::Unavailable(_) | StoreError::Full(_))
     }
 }
 

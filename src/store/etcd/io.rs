@@ -208,7 +208,7 @@ fn status_error(status: &tonic::Status) -> StoreError {
     use tonic::Code;
     let message = status.message();
     if message.contains("database space exceeded") {
-        return StoreError::Unavailable(
+        return StoreError::Full(
             "etcd is out of space (NOSPACE alarm): nothing can be recorded until an operator compacts, \
              defragments and disarms it"
                 .into(),

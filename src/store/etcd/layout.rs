@@ -17,6 +17,7 @@
 //! | `P o/<job id>` | node id | the job's owner, attached to the owner's lease |
 //! | `P n/<node id>` | JSON node facts | one per live node, attached to its lease |
 //! | `P m/schema_version` | u32 BE | the first node to start |
+//! | `P m/first_key` | node id | the node that issued the cluster's first key |
 //!
 //! `P` is the cluster's prefix (`xray/` by default), so several clusters may share one etcd.
 //! Invariant: no key of one family is a prefix of a key of another (each family has its own
@@ -99,6 +100,10 @@ impl Layout {
 
     pub fn node(&self, node_id: &str) -> Vec<u8> {
         self.key(b'n', node_id.as_bytes())
+    }
+
+    pub fn first_key(&self) -> Vec<u8> {
+        self.key(b'm', b"first_key")
     }
 
     pub fn schema_version(&self) -> Vec<u8> {

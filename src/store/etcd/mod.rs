@@ -153,6 +153,11 @@ impl EtcdStore {
         self.run(|db| async move { db.owners(limit).await })
     }
 
+    /// True on the one node of the cluster that may issue its first key.
+    pub fn claim_first_key(&self) -> StoreResult<bool> {
+        self.run(|db| async move { db.claim_first_key().await })
+    }
+
     /// Takes an ownerless live job for this node.
     pub fn adopt(&self, id: &str) -> StoreResult<bool> {
         let id = id.to_owned();

@@ -163,6 +163,15 @@ impl Db {
         Ok(())
     }
 
+    /// True for the one node that claims the cluster's first key (a compare-and-swap on the
+    /// claim's absence), false for every other.
+    pub async fn claim_first_key(&self) -> StoreResult<bool> {
+        let key = self.layout.first_key();
+        let put = TxnOp::put(key.clone(), self.node_id.as_bytes().to_vec(), None);
+        let txn = Txn::new().when(vec![Compare::version(key, CompareOp::Equal, 0)]).and_then(vec![put]);
+        Ok(self.txn(txn).await?.succeeded())
+    }
+
     /// Revokes this node's lease (its node key and owner keys are deleted with it).
     pub async fn leave(&self) -> StoreResult<()> {
         let lease = self.lease.swap(0, Ordering::AcqRel);

@@ -7,5 +7,5 @@ mod jobs;
 mod limits;
 mod openapi;
 mod scopes;
-mod serve_binary;
+pub mod serve_binary;
 pub mod support;

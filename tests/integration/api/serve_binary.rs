@@ -18,15 +18,15 @@ use super::support::{get, post, Conn, Reply, API, DRAINER_PROGRAM, IO_TIMEOUT, R
 use serde_json::Value;
 use xray::devtools::rpc_server::{spawn_spec_in_thread, FaultPlan};
 
-const BIN: &str = env!("CARGO_BIN_EXE_xray");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_xray");
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 // ---- the server process ----
 
-struct Server {
-    child: Child,
-    api: SocketAddr,
-    first_key: Option<String>,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) api: SocketAddr,
+    pub(crate) first_key: Option<String>,
     /// Its stderr lines, when started by `start_logging`.
     log: Option<mpsc::Receiver<String>>,
 }
@@ -46,7 +46,7 @@ fn lines_of(stream: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 
 /// Starts `xray serve` on port 0 with `data` and `extra` flags; returns once both listeners
 /// are announced on stdout.
-fn start(data: &Path, extra: &[&str]) -> Server {
+pub(crate) fn start(data: &Path, extra: &[&str]) -> Server {
     start_with(data, extra, None)
 }
 
@@ -99,7 +99,7 @@ impl Drop for Server {
 
 impl Server {
     /// SIGTERM, then the exit status (bounded).
-    fn terminate(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
         assert!(sent.success());
@@ -114,7 +114,7 @@ impl Server {
     }
 
     /// kill -9: no chance to flush or finish anything.
-    fn kill_9(&mut self) {
+    pub(crate) fn kill_9(&mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
     }
@@ -123,7 +123,7 @@ impl Server {
 // ---- `xray keys` ----
 
 /// Runs `xray keys <args> --data-dir <data>`; the parsed JSON on success, stderr on failure.
-fn keys(data: &Path, args: &[&str]) -> Result<Value, String> {
+pub(crate) fn keys(data: &Path, args: &[&str]) -> Result<Value, String> {
     let output = Command::new(BIN)
         .arg("keys")
         .args(args)

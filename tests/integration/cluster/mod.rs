@@ -1,6 +1,8 @@
 //! Scale-out on etcd (issue #14) against a real etcd cluster on loopback: the etcd store
-//! (`store`). Needs Debian's `etcd-server` (`scripts/deps.sh` installs it). One shared
-//! 3-member cluster serves most tests; the leader-kill and full-database tests start their own.
+//! (`store`), then three real `xray` processes sharing it (`nodes`). Needs Debian's
+//! `etcd-server` (`scripts/deps.sh` installs it). One shared 3-member cluster serves most
+//! tests, each in a keyspace of its own; the leader-kill and full-database tests start their own.
 
 pub mod etcd;
+mod nodes;
 mod store;

@@ -256,10 +256,10 @@ fn a_full_etcd_refuses_admission_with_503_and_moves_no_quota() {
         assert!(i < 64, "etcd never reported NOSPACE: {out}");
     }
     match admit(&store, "an_2", "W2", 10, true) {
-        Err(e @ StoreError::Unavailable(_)) => assert!(e.to_string().contains("NOSPACE"), "{e}"),
-        other => panic!("expected Unavailable (NOSPACE), got {other:?}"),
+        Err(e @ StoreError::Full(_)) => assert!(e.to_string().contains("NOSPACE") && e.is_transient(), "{e}"),
+        other => panic!("expected Full (NOSPACE), got {other:?}"),
     }
-    assert!(matches!(store.complete("an_1", 2, &ready("an_1")), Err(StoreError::Unavailable(_))));
+    assert!(matches!(store.complete("an_1", 2, &ready("an_1")), Err(StoreError::Full(_))));
     assert_eq!(usage(&store), UsageRecord { reserved: 1, ..UsageRecord::default() }, "nothing moved");
     assert_eq!(store.get_job("an_2").unwrap(), None);
 }

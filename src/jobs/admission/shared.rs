@@ -1,0 +1,140 @@
+//! Admission on a node of a cluster (`--store etcd:…`): the same steps as the embedded store's,
+//! with deduplication, the quota check and the durable record made by one etcd transaction
+//! (`EtcdStore::admit_async`), awaited on the listener thread (the request runs on
+//! `xray-etcd`), so the cluster as a whole admits as one node would.
+//!
+//! Order, for a request without `refresh`: (1) a live job of the account and subject on this
+//! node (status index) → deduplicated; (2) the subject's newest READY job in etcd, made by this
+//! build's engines and younger than the freshness window → reused; (3) this node's per-account
+//! live cap and queue room; (4) the admission transaction — it deduplicates onto a live job
+//! another node admitted, refuses when `used + reserved` reached the key's limit, else records
+//! the job, its indexes, its owner (this node's lease) and the reservation; (5)–(6) index and
+//! queue, undone in etcd (`cancel_admission_async`) on a refusal.
+//!
+//! Invariant: a 202 is sent only after etcd committed the job (a quorum fsynced it).
+//! Invariant: a transaction whose answer was lost (a timeout) is repeated with the same job
+//! id, once: it is idempotent, so a repeat never admits or charges twice. When the repeat
+//! fails too, the admission is undone if it can be; if it cannot, the job may stand recorded
+//! and unacknowledged — it is then run by this node (adoption finds it) and charged once.
+//! Deliberately absent: the subject locks of the embedded path (the transaction's compares on
+//! the subject's live-job pointer serialise equal requests across nodes), and reuse of fresh
+//! analyses in a comparison's spec (that lookup would be a blocking etcd read here).
+
+use std::sync::Arc;
+
+use super::{Admission, AdmitError, Decision, Work};
+use crate::auth::table::KeyEntry;
+use crate::engine::ENGINE_VERSION_TAG;
+use crate::jobs::execute::JobSpec;
+use crate::jobs::index::LiveJob;
+use crate::jobs::pool::Ticket;
+use crate::limits::quota::{period_end_ms, period_start_ms, QuotaExhausted, UsageRecord};
+use crate::store::etcd::{Admitted, EtcdStore, OwnedSubject};
+use crate::store::{JobRecord, StoreError};
+
+/// Sends of one admission transaction (the first and one repeat after a lost answer).
+const ADMIT_ATTEMPTS_MAX: usize = 2;
+
+impl Admission {
+    /// Steps 8–10 for one request of `key` at `now_ms`, through the cluster's etcd.
+    pub async fn admit_in_cluster(
+        &self,
+        etcd: &EtcdStore,
+        key: &KeyEntry,
+        work: Work,
+        refresh: bool,
+        now_ms: u64,
+    ) -> Result<Decision, AdmitError> {
+        let kind = work.kind();
+        let account = key.account().as_str();
+        if !refresh {
+            if let Some(live) = self.index.live_for(account, kind.subject()) {
+                return Ok(Decision::Live(live));
+            }
+            let subject = OwnedSubject::of(kind.subject());
+            let newest_ready = etcd.newest_async(account.to_owned(), subject, true).await?;
+            if let Some(fresh) = newest_ready.filter(|job| self.is_fresh(job, now_ms)) {
+                return Ok(Decision::Fresh(Box::new(fresh)));
+            }
+        }
+        let limit = self.index.per_account_max();
+        if self.index.live_of_account(account) >= limit {
+            return Err(AdmitError::TooManyJobs { limit });
+        }
+        if self.queue_room() == 0 {
+            return Err(AdmitError::Busy);
+        }
+        let record = JobRecord::queued(
+            super::job_id(work.id_prefix())?,
+            kind,
+            account.to_owned(),
+            key.id().as_str().to_owned(),
+            now_ms,
+            refresh,
+            true,
+            period_start_ms(now_ms, key.quota.period()),
+            ENGINE_VERSION_TAG.to_owned(),
+        );
+        match admit_once(etcd, &record, key.quota.limit(), !refresh).await? {
+            Admitted::New { usage } => {
+                key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
+                self.queue_in_cluster(etcd, record, &work).await.map(|r| Decision::Admitted(Box::new(r)))
+            }
+            Admitted::Live(job) => Ok(Decision::Live(Arc::new(LiveJob::new(*job)))),
+            Admitted::Exhausted { usage } => {
+                key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
+                Err(AdmitError::QuotaExhausted { refusal: exhausted(key, &usage, now_ms), now_ms })
+            }
+        }
+    }
+
+    /// Steps (5)–(6) of a job etcd recorded; a refusal is undone in etcd.
+    async fn queue_in_cluster(
+        &self,
+        etcd: &EtcdStore,
+        record: JobRecord,
+        work: &Work,
+    ) -> Result<JobRecord, AdmitError> {
+        let ticket = Ticket { id: record.id.clone(), spec: spec_without_reuse(work) };
+        let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
+        let undone = etcd.cancel_admission_async(record.id.clone()).await;
+        self.settle_refusal(record, refused, undone)
+    }
+}
+
+/// The admission transaction, repeated once with the same job id when its answer was lost;
+/// when both fail, the admission is undone if etcd answers (it may have committed).
+async fn admit_once(etcd: &EtcdStore, record: &JobRecord, limit: u64, dedup: bool) -> Result<Admitted, StoreError> {
+    let mut last = None;
+    for _ in 0..ADMIT_ATTEMPTS_MAX {
+        match etcd.admit_async(record.clone(), Some(limit), dedup).await {
+            Ok(admitted) => return Ok(admitted),
+            Err(e @ StoreError::Unavailable(_)) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    if let Err(e) = etcd.cancel_admission_async(record.id.clone()).await {
+        tracing::warn!(job = %record.id, error = %e, "an admission etcd did not confirm may stand (adoption runs it)");
+    }
+    Err(last.unwrap_or_else(|| StoreError::Unavailable("etcd did not answer the admission".into())))
+}
+
+/// The 429's details from the usage etcd refused with.
+fn exhausted(key: &KeyEntry, usage: &UsageRecord, now_ms: u64) -> QuotaExhausted {
+    QuotaExhausted {
+        limit: key.quota.limit(),
+        used: usage.used.max(0) as u64,
+        reserved: usage.reserved.max(0) as u64,
+        resets_at_ms: period_end_ms(now_ms, key.quota.period()),
+    }
+}
+
+/// The compute spec of new work (a comparison computes both wallets afresh).
+fn spec_without_reuse(work: &Work) -> JobSpec {
+    match work {
+        Work::Analysis { wallet } => JobSpec::Analysis { wallet: *wallet },
+        Work::Comparison { wallet_a, wallet_b } => {
+            JobSpec::Comparison { wallet_a: *wallet_a, wallet_b: *wallet_b, reuse: [None, None] }
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Three real `xray` processes sharing the shared etcd cluster (each test in a keyspace of its
+//! own, `--etcd-prefix`), as an operator runs them behind a load balancer: one contract across
+//! nodes (happy paths and errors asked of each node in turn, long polls and deduplication
+//! across nodes, a restarted node that sees everything), keys made on one node reaching the
+//! others and revocation refusing on every node within a measured bound, one key's quota
+//! hammered over HTTP from three nodes, and a node killed (-9) mid-job whose job another node
+//! adopts, finishes and charges once.
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::etcd;
+use crate::api::serve_binary::{keys, start, Server};
+use crate::api::support::{
+    analysis_path, assert_error, compare_body, comparison_path, expected_pair_id, fresh_wallets, get, post,
+    wallet_body, API, READY_WALLETS, USAGE_PATH,
+};
+use xray::devtools::rpc_server::{spawn_spec_in_thread, FaultPlan};
+
+const WALLET: &str = "/v1/developer/intelligence/wallet";
+const COMPARE: &str = "/v1/developer/intelligence/compare";
+
+/// Longest a key change may take to reach every node before a test fails (what it measures is
+/// printed; the watch delivers in milliseconds on loopback).
+const KEY_PROPAGATION_MAX: Duration = Duration::from_secs(2);
+
+/// One node of a test's cluster: its data directory (admin token, address) and its process.
+struct Node {
+    dir: tempfile::TempDir,
+    server: Server,
+}
+
+fn node(prefix: &str, extra: &[&str]) -> Node {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_node(dir.path(), prefix, extra);
+    Node { dir, server }
+}
+
+fn start_node(dir: &Path, prefix: &str, extra: &[&str]) -> Server {
+    let store = format!("etcd:{}", etcd::shared().endpoints().join(","));
+    let flags = ["--store", &store, "--etcd-prefix", prefix, "--listener-threads", "1", "--compute-threads", "1"];
+    start(dir, &[&flags[..], extra].concat())
+}
+
+/// Three nodes of a fresh keyspace; the first start printed the cluster's only first key.
+fn cluster(test: &str, extra: &[&str]) -> (Vec<Node>, String) {
+    let prefix = etcd::fresh_prefix(test);
+    let nodes: Vec<Node> = (0..3).map(|_| node(&prefix, extra)).collect();
+    let printed: Vec<&String> = nodes.iter().filter_map(|n| n.server.first_key.as_ref()).collect();
+    assert_eq!(printed.len(), 1, "one first key for the cluster, printed by the node that made it");
+    let key = printed[0].clone();
+    (nodes, key)
+}
+
+fn id_of(reply: &crate::api::support::Reply) -> String {
+    reply.body["data"]["analysisId"].as_str().expect("analysisId").to_owned()
+}
+
+/// Polls `path` on `node` with `wait` until the job is finished (bounded).
+fn finished(node: &Node, path: &str, key: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let reply = get(node.server.api, &format!("{path}?wait=10"), key);
+        assert_eq!(reply.status, 200, "{reply:?}");
+        if matches!(reply.body["data"]["status"].as_str(), Some("READY" | "FAILED")) {
+            return reply.body;
+        }
+        assert!(Instant::now() < deadline, "{path} not finished within 60 s: {reply:?}");
+    }
+}
+
+fn usage(node: &Node, key: &str) -> Value {
+    let reply = get(node.server.api, USAGE_PATH, key);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply.body["data"]["quota"].clone()
+}
+
+#[test]
+fn three_nodes_answer_as_one_and_a_restarted_node_sees_everything() {
+    let (mut nodes, key) = cluster("contract", &[]);
+    let [a, b, c] = [0, 1, 2];
+    // Admitted on A, long-polled on B and C: the same finished document everywhere.
+    let admitted = post(nodes[a].server.api, WALLET, &key, &wallet_body(READY_WALLETS[0]));
+    assert_eq!(admitted.status, 202, "{admitted:?}");
+    let id = id_of(&admitted);
+    let on_b = finished(&nodes[b], &analysis_path(&id), &key);
+    assert_eq!(on_b["data"]["status"], "READY", "{on_b}");
+    assert_eq!(finished(&nodes[c], &analysis_path(&id), &key), on_b);
+    assert_eq!(finished(&nodes[a], &analysis_path(&id), &key), on_b);
+    // The same wallet on C reuses A's fresh result; on B with `refresh` a new job is made.
+    let reused = post(nodes[c].server.api, WALLET, &key, &wallet_body(READY_WALLETS[0]));
+    assert_eq!(
+        (reused.status, id_of(&reused), &reused.body["data"]["deduplicated"]),
+        (200, id.clone(), &Value::Bool(true))
+    );
+    // A live job admitted on one node deduplicates an equal request on another.
+    let slow = post(nodes[a].server.api, WALLET, &key, &wallet_body(READY_WALLETS[1]));
+    let again = post(nodes[b].server.api, WALLET, &key, &wallet_body(READY_WALLETS[1]));
+    assert_eq!(again.body["data"]["deduplicated"], true, "{again:?}");
+    assert_eq!(id_of(&again), id_of(&slow));
+    // A comparison admitted on B is polled by pair id on C.
+    let pair = post(nodes[b].server.api, COMPARE, &key, &compare_body(READY_WALLETS[2], READY_WALLETS[3]));
+    assert_eq!(pair.status, 202, "{pair:?}");
+    let pair_path = comparison_path(&expected_pair_id(READY_WALLETS[2], READY_WALLETS[3]));
+    assert_eq!(finished(&nodes[c], &pair_path, &key)["data"]["status"], "READY");
+    // The error table, each node in turn.
+    for (i, n) in nodes.iter().enumerate() {
+        let api = n.server.api;
+        assert_error(&post(api, WALLET, &key, r#"{"wallet":"not-base58-0OIl"}"#), 400, "INVALID_ADDRESS");
+        assert_error(&get(api, &analysis_path("an_1111111111111111111111"), &key), 404, "NOT_FOUND");
+        assert_error(&get(api, USAGE_PATH, "svc_live_unknown"), 401, "UNAUTHENTICATED");
+        assert_error(&post(api, WALLET, &key, "{"), 400, "INVALID_REQUEST");
+        let status = get(api, &format!("{API}/status"), &key);
+        assert_eq!(status.status, 200, "node {i}: {status:?}");
+        assert!(status.header("ratelimit-policy").is_some(), "node {i}: {status:?}");
+    }
+    // Every node reads the same usage: two analyses and one comparison charged (after both finish).
+    finished(&nodes[a], &analysis_path(&id_of(&slow)), &key);
+    let counts: Vec<Value> = nodes.iter().map(|n| usage(n, &key)).collect();
+    assert!(counts.iter().all(|u| u == &counts[0]), "{counts:?}");
+    assert_eq!((counts[0]["used"].as_u64(), counts[0]["reserved"].as_u64()), (Some(3), Some(0)), "{counts:?}");
+
+    // C stops and starts again on the same etcd: the key, the jobs and the usage are all there.
+    assert!(nodes[c].server.terminate().success());
+    let prefix = etcd_prefix_of(&nodes[a]);
+    nodes[c].server = start_node(nodes[c].dir.path(), &prefix, &[]);
+    assert_eq!(nodes[c].server.first_key, None, "a restart prints no key");
+    assert_eq!(finished(&nodes[c], &analysis_path(&id), &key), on_b);
+    assert_eq!(usage(&nodes[c], &key), counts[0]);
+}
+
+/// The prefix a node was started with (read back from its command line).
+fn etcd_prefix_of(node: &Node) -> String {
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", node.server.child.id())).expect("cmdline");
+    let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let at = args.iter().position(|a| a == "--etcd-prefix").expect("--etcd-prefix");
+    args[at + 1].clone()
+}
+
+#[test]
+fn a_key_made_on_one_node_works_on_all_and_its_revocation_refuses_on_all_within_the_bound() {
+    let (nodes, _key) = cluster("revocation", &[]);
+    let created = keys(nodes[0].dir.path(), &["create", "--name", "shared", "--scopes", "usage:read"]).expect("create");
+    let (id, key) = (created["id"].as_str().expect("id"), created["key"].as_str().expect("key"));
+    let created_at = Instant::now();
+    for n in &nodes {
+        wait_for_status(n, key, 200, created_at);
+    }
+    eprintln!("key creation reached every node after {:?}", created_at.elapsed());
+    keys(nodes[0].dir.path(), &["revoke", id]).expect("revoke");
+    let revoked_at = Instant::now();
+    let mut slowest = Duration::ZERO;
+    for n in &nodes {
+        slowest = slowest.max(wait_for_status(n, key, 401, revoked_at));
+    }
+    eprintln!("revocation refused on every node after {slowest:?} (bound {KEY_PROPAGATION_MAX:?})");
+}
+
+/// Asks `node` until it answers `status` for `key`; how long after `since` it took.
+fn wait_for_status(node: &Node, key: &str, status: u16, since: Instant) -> Duration {
+    loop {
+        let reply = get(node.server.api, USAGE_PATH, key);
+        if reply.status == status {
+            return since.elapsed();
+        }
+        assert!(since.elapsed() < KEY_PROPAGATION_MAX, "still {} after {:?}: {reply:?}", reply.status, since.elapsed());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn one_keys_quota_hammered_over_http_from_three_nodes_stays_exact() {
+    const QUOTA: u64 = 12;
+    let (nodes, _first) = cluster("quota", &[]);
+    let flags = ["create", "--name", "metered", "--scopes", "wallet:analyze,usage:read", "--quota", "12"];
+    let flags = [&flags[..], &["--rate-per-second", "1000", "--burst", "1000"]].concat();
+    let created = keys(nodes[0].dir.path(), &flags).expect("create");
+    let key = created["key"].as_str().expect("key").to_owned();
+    for n in &nodes {
+        wait_for_status(n, &key, 200, Instant::now());
+    }
+    let wallets = fresh_wallets("cluster-quota", 30);
+    let barrier = Arc::new(Barrier::new(3));
+    let apis: Vec<_> = nodes.iter().map(|n| n.server.api).collect();
+    let workers: Vec<_> = (0..3)
+        .map(|t| {
+            let (api, key, barrier) = (apis[t], key.clone(), Arc::clone(&barrier));
+            let mine: Vec<String> = wallets.iter().skip(t).step_by(3).cloned().collect();
+            std::thread::spawn(move || {
+                barrier.wait();
+                let (mut accepted, mut exhausted) = (0u64, 0u64);
+                for wallet in mine {
+                    let reply = post(api, WALLET, &key, &wallet_body(&wallet));
+                    match reply.status {
+                        202 => accepted += 1,
+                        429 => {
+                            assert_eq!(reply.body["error"]["code"], "QUOTA_EXHAUSTED", "{reply:?}");
+                            exhausted += 1;
+                        }
+                        _ => panic!("{reply:?}"),
+                    }
+                }
+                (accepted, exhausted)
+            })
+        })
+        .collect();
+    let counts: Vec<(u64, u64)> = workers.into_iter().map(|w| w.join().expect("worker")).collect();
+    let accepted: u64 = counts.iter().map(|c| c.0).sum();
+    let exhausted: u64 = counts.iter().map(|c| c.1).sum();
+    assert_eq!(accepted + exhausted, 30);
+    // Settle: every accepted job finishes; then the usage is exact on every node.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let settled = loop {
+        let u = usage(&nodes[2], &key);
+        if u["reserved"] == 0 {
+            break u;
+        }
+        assert!(Instant::now() < deadline, "jobs still reserved after 60 s: {u}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let used = settled["used"].as_u64().expect("used");
+    assert!(used <= QUOTA, "{settled}");
+    assert_eq!(accepted, QUOTA, "exactly the quota was admitted across three nodes: {counts:?} {settled}");
+    assert_eq!(used, QUOTA, "every admitted job charged once: {settled}");
+    for n in &nodes {
+        assert_eq!(usage(n, &key), settled);
+    }
+}
+
+#[test]
+fn a_node_killed_mid_job_is_replaced_by_another_that_finishes_and_charges_once() {
+    // A slow ledger keeps the job running when its node dies.
+    let plan = FaultPlan { latency_ms: 400, ..FaultPlan::default() };
+    let rpc = spawn_spec_in_thread("demo".parse().expect("spec"), plan).expect("JSON-RPC server");
+    let ledger = format!("rpc:{}", rpc.url());
+    let (mut nodes, key) = cluster("adoption", &["--ledger", &ledger]);
+    let admitted = post(nodes[0].server.api, WALLET, &key, &wallet_body(READY_WALLETS[4]));
+    assert_eq!(admitted.status, 202, "{admitted:?}");
+    let id = id_of(&admitted);
+    let polled = get(nodes[1].server.api, &analysis_path(&id), &key);
+    assert!(matches!(polled.body["data"]["status"].as_str(), Some("QUEUED" | "RUNNING")), "{polled:?}");
+    let killed = Instant::now();
+    nodes[0].server.kill_9();
+    let done = finished(&nodes[2], &analysis_path(&id), &key);
+    assert_eq!(done["data"]["status"], "READY", "{done}");
+    eprintln!("a killed node's job finished elsewhere {:?} after the kill", killed.elapsed());
+    let u = usage(&nodes[1], &key);
+    assert_eq!((u["used"].as_u64(), u["reserved"].as_u64()), (Some(1), Some(0)), "charged once: {u}");
+    assert_eq!(usage(&nodes[2], &key), u);
+}
