@@ -18,7 +18,10 @@
 //!
 //! Usage: `openload --url http://127.0.0.1:8080/v1/developer/status --rate 20000
 //!   [--duration-s 10] [--connections 64] [--backlog-max 64] [--header 'Authorization: Bearer …']
-//!   [--method GET] [--body '…'] [--expect-status 200]`
+//!   [--method GET] [--body '…'] [--expect-status 200] [--bearers <file>]`
+//!
+//! `--bearers` names a file of API keys, one per line (at most `BEARERS_MAX`): request k is
+//! sent with `Authorization: Bearer <key k mod n>`, so one run spreads over many keys.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -35,6 +38,8 @@ use tokio::sync::Notify;
 const DURATION_S_MAX: u64 = 600;
 /// Highest rate accepted, requests per second.
 const RATE_PER_S_MAX: u64 = 1_000_000;
+/// Most keys a `--bearers` file may hold.
+const BEARERS_MAX: usize = 4096;
 /// Most connections.
 const CONNECTIONS_MAX: usize = 4096;
 /// Latencies above this are recorded as this (the histogram's top), in microseconds.
@@ -47,6 +52,8 @@ struct Args {
     connections: usize,
     backlog_max: usize,
     headers: Vec<(String, String)>,
+    /// `Authorization` values to cycle through (`--bearers`); empty: none added.
+    bearers: Vec<String>,
     method: Method,
     body: Bytes,
     expect_status: u16,
@@ -60,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
         connections: 64,
         backlog_max: 64,
         headers: Vec::new(),
+        bearers: Vec::new(),
         method: Method::GET,
         body: Bytes::new(),
         expect_status: 200,
@@ -77,6 +85,14 @@ fn parse_args() -> Result<Args, String> {
             "--header" => {
                 let (name, text) = value.split_once(':').ok_or_else(|| format!("--header {value}: no ':'"))?;
                 args.headers.push((name.trim().to_owned(), text.trim().to_owned()));
+            }
+            "--bearers" => {
+                let text = std::fs::read_to_string(&value).map_err(|e| format!("--bearers {value}: {e}"))?;
+                args.bearers =
+                    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(|k| format!("Bearer {k}")).collect();
+                if args.bearers.len() > BEARERS_MAX {
+                    return Err(format!("--bearers: more than {BEARERS_MAX} keys"));
+                }
             }
             "--method" => args.method = value.parse().map_err(|e| format!("--method {value}: {e}"))?,
             "--body" => args.body = Bytes::from(value),
@@ -107,6 +123,8 @@ struct Shared {
     done: bool,
     latencies_us: hdrhistogram::Histogram<u64>,
     completed: u64,
+    /// Requests handed to a connection so far.
+    sent: u64,
     errors: u64,
     dropped: u64,
 }
@@ -142,12 +160,16 @@ async fn scheduler(args: Rc<Args>, shared: Rc<RefCell<Shared>>, ready: Rc<Notify
     ready.notify_waiters();
 }
 
-fn request(args: &Args) -> Result<Request<Full<Bytes>>, String> {
+/// Request number `k` (its place in the run picks its bearer).
+fn request(args: &Args, k: u64) -> Result<Request<Full<Bytes>>, String> {
     let authority = args.url.authority().map(|a| a.as_str().to_owned()).unwrap_or_default();
     let path = args.url.path_and_query().map_or("/", |p| p.as_str());
     let mut builder = Request::builder().method(args.method.clone()).uri(path).header("host", authority);
     for (name, value) in &args.headers {
         builder = builder.header(name.as_str(), value.as_str());
+    }
+    if !args.bearers.is_empty() {
+        builder = builder.header("authorization", args.bearers[(k % args.bearers.len() as u64) as usize].as_str());
     }
     if !args.body.is_empty() {
         builder = builder.header("content-type", "application/json");
@@ -178,7 +200,12 @@ async fn connection(args: Rc<Args>, shared: Rc<RefCell<Shared>>, ready: Rc<Notif
             notified.await;
         };
         let Some(scheduled) = scheduled else { return Ok(()) };
-        let outcome = match sender.send_request(request(&args)?).await {
+        let k = {
+            let mut state = shared.borrow_mut();
+            state.sent += 1;
+            state.sent
+        };
+        let outcome = match sender.send_request(request(&args, k)?).await {
             Ok(response) => {
                 let status = response.status().as_u16();
                 response.into_body().collect().await.map(|_| status).map_err(|e| e.to_string())
@@ -210,6 +237,7 @@ async fn run(args: Args) -> Result<String, String> {
         done: false,
         latencies_us: histogram,
         completed: 0,
+        sent: 0,
         errors: 0,
         dropped: 0,
     }));

@@ -154,8 +154,11 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     Ok(Running { api, admin, app, store, cluster, housekeeping, first_key })
 }
 
+/// The store every component uses, and the cluster's etcd when it is that store.
+type Stores = (Arc<dyn Store>, Option<Arc<EtcdStore>>);
+
 /// The embedded RocksDB in the data directory, or this node's handle on the cluster's etcd.
-fn open_store(config: &ServeConfig, started_ms: u64) -> Result<(Arc<dyn Store>, Option<Arc<EtcdStore>>), String> {
+fn open_store(config: &ServeConfig, started_ms: u64) -> Result<Stores, String> {
     match &config.store {
         StoreSpec::Rocksdb => {
             let options = StoreOptions { sync_writes: config.sync_writes, ..StoreOptions::default() };

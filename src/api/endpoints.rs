@@ -147,9 +147,9 @@ impl Endpoints<'_> {
                 self.app.metrics.deduplicated(label);
                 self.accepted(Snapshot::of_live(&live), true)
             }
-            Decision::Fresh(record) => {
+            Decision::Fresh(job) => {
                 self.app.metrics.deduplicated(label);
-                self.accepted(Snapshot::of_record(&record), true)
+                self.accepted(Snapshot::of_record(&job.record), true)
             }
         }
     }

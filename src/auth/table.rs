@@ -510,6 +510,42 @@ mod tests {
     }
 
     #[test]
+    fn a_watched_change_revokes_adds_and_a_reload_drops_what_is_gone() {
+        let (table, key, record) = table_with_key();
+        // Another node revoked it (and rotated it to a successor it also wrote).
+        let (_, successor) = spec().issue(NOW).expect("issued");
+        let revoked = KeyRecord {
+            status: KeyStatus::Revoked,
+            revoked_at_ms: Some(NOW + 5),
+            replaced_by: Some(successor.id.clone()),
+            ..record.clone()
+        };
+        table.upsert(successor.clone(), NOW).expect("new key added");
+        table.upsert(revoked.clone(), NOW).expect("revocation applied");
+        assert_eq!(table.authenticate(Some(&bearer(&key)), NOW + 6).err(), Some(AuthFailure::Revoked));
+        let entry = table.get(&record.id).expect("kept");
+        assert_eq!(entry.current_record(), revoked, "revocation time and successor as written");
+        assert_eq!(table.successor_of(&entry).id(), &successor.id);
+        // A reload keeps exactly the records it is given.
+        table.reload(vec![successor.clone()], NOW).expect("reloaded");
+        assert_eq!(table.list(), vec![successor]);
+        assert_eq!(table.authenticate(Some(&bearer(&key)), NOW).err(), Some(AuthFailure::Unknown));
+    }
+
+    #[test]
+    fn a_reshare_divides_every_keys_rate_and_new_keys_take_the_share() {
+        let (table, key, record) = table_with_key();
+        let limit = record.rate_limit().expect("limit");
+        table.reshare(3, NOW).expect("reshared");
+        let shared = table.authenticate(Some(&bearer(&key)), NOW).expect("still authenticates").rate.limit();
+        assert_eq!(shared, limit.share(3));
+        let (_, later) = table.issue(&spec(), NOW).expect("issued");
+        assert_eq!(table.get(&later.id).expect("added").rate.limit(), later.rate_limit().expect("limit").share(3));
+        table.reshare(1, NOW).expect("back to one node");
+        assert_eq!(table.get(&record.id).expect("kept").rate.limit(), limit);
+    }
+
+    #[test]
     fn bearer_parsing() {
         let key = "svc_live_abc";
         let cases: [(Option<&str>, Result<&str, AuthFailure>); 13] = [

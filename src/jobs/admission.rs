@@ -153,8 +153,8 @@ pub enum Decision {
     Admitted(Box<JobRecord>),
     /// An equal job of the account is still live (202, `deduplicated: true`, no charge).
     Live(Arc<LiveJob>),
-    /// A fresh READY result was reused (200, `deduplicated: true`, no charge): its record.
-    Fresh(Box<JobRecord>),
+    /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
+    Fresh(Arc<StoredJob>),
 }
 
 /// The admission stage, shared by every listener thread.
@@ -173,7 +173,7 @@ pub struct Admission {
     /// at most `config::STRANDED_TICKETS_MAX` (past it, a job runs after the next restart).
     stranded: parking_lot::Mutex<std::collections::VecDeque<Ticket>>,
     /// The cluster's store when jobs live in etcd (`shared` admits through it, asynchronously).
-    cluster: Option<Arc<EtcdStore>>,
+    cluster: Option<shared::Cluster>,
 }
 
 /// A recorded job the index or the queue refused: its ticket, why, and its pending index entry.
@@ -231,14 +231,14 @@ impl Admission {
 
     /// Admission through a cluster's etcd store (see `shared`); nothing is left to recover.
     pub fn in_cluster(mut self, cluster: Arc<EtcdStore>) -> Admission {
-        self.cluster = Some(cluster);
+        self.cluster = Some(shared::Cluster::new(cluster));
         self.recovering = AtomicBool::new(false);
         self
     }
 
     /// The cluster's store, when this node is one of a cluster.
     pub fn cluster(&self) -> Option<&Arc<EtcdStore>> {
-        self.cluster.as_ref()
+        self.cluster.as_ref().map(|c| &c.etcd)
     }
 
     /// Steps 8–10 for one request of `key` at `now_ms`.
@@ -254,7 +254,7 @@ impl Admission {
                 return Ok(Decision::Live(waiting));
             }
             if let Some(fresh) = self.fresh_ready(account, kind.subject(), now_ms)? {
-                return Ok(Decision::Fresh(Box::new(fresh.record.clone())));
+                return Ok(Decision::Fresh(fresh));
             }
         }
         let limit = self.index.per_account_max();
@@ -374,7 +374,7 @@ impl Admission {
 
     /// Steps (5)–(6): indexes the recorded job and hands its ticket to the pool; a refusal
     /// hands the ticket back (the job is indexed, pending, until `settle_refusal`).
-    fn enqueue(&self, record: &JobRecord, ticket: Ticket) -> Result<(), Refused> {
+    fn enqueue(&self, record: &JobRecord, ticket: Ticket) -> Result<(), Box<Refused>> {
         let live = Arc::new(LiveJob::pending(record.clone()));
         let (refused, refusal) = match self.index.insert(Arc::clone(&live)) {
             Ok(()) => (self.pool.submit(ticket).err(), AdmitError::Busy),
@@ -386,7 +386,7 @@ impl Admission {
                 live.mark_queued();
                 Ok(())
             }
-            Some(ticket) => Err(Refused { ticket, refusal, live }),
+            Some(ticket) => Err(Box::new(Refused { ticket, refusal, live })),
         }
     }
 
@@ -395,7 +395,7 @@ impl Admission {
     fn settle_refusal(
         &self,
         record: JobRecord,
-        refused: Refused,
+        refused: Box<Refused>,
         undone: Result<(), StoreError>,
     ) -> Result<JobRecord, AdmitError> {
         match undone {

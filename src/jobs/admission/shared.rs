@@ -16,6 +16,9 @@
 //! id, once: it is idempotent, so a repeat never admits or charges twice. When the repeat
 //! fails too, the admission is undone if it can be; if it cannot, the job may stand recorded
 //! and unacknowledged — it is then run by this node (adoption finds it) and charged once.
+//! Invariant: on one node, admissions of one key send their transactions one at a time (an
+//! async lane per key stripe, `ADMISSION_LANES`), so a hot key's compare-and-swap conflicts
+//! only with other nodes' — at most one contender per node, far below `ETCD_CAS_ATTEMPTS_MAX`.
 //! Deliberately absent: the subject locks of the embedded path (the transaction's compares on
 //! the subject's live-job pointer serialise equal requests across nodes), and reuse of fresh
 //! analyses in a comparison's spec (that lookup would be a blocking etcd read here).
@@ -26,14 +29,38 @@ use super::{Admission, AdmitError, Decision, Work};
 use crate::auth::table::KeyEntry;
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
+use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
 use crate::jobs::pool::Ticket;
 use crate::limits::quota::{period_end_ms, period_start_ms, QuotaExhausted, UsageRecord};
 use crate::store::etcd::{Admitted, EtcdStore, OwnedSubject};
-use crate::store::{JobRecord, StoreError};
+use crate::store::{JobKind, JobRecord, StoreError};
 
 /// Sends of one admission transaction (the first and one repeat after a lost answer).
 const ADMIT_ATTEMPTS_MAX: usize = 2;
+/// Async lanes admissions of one key wait in (striped by key id).
+const ADMISSION_LANES: usize = 64;
+
+/// A cluster node's admission state: the store and the per-key lanes.
+pub(super) struct Cluster {
+    pub(super) etcd: Arc<EtcdStore>,
+    lanes: Box<[tokio::sync::Mutex<()>]>,
+    hash_key: std::collections::hash_map::RandomState,
+}
+
+impl Cluster {
+    pub(super) fn new(etcd: Arc<EtcdStore>) -> Cluster {
+        let lanes = (0..ADMISSION_LANES).map(|_| tokio::sync::Mutex::new(())).collect();
+        Cluster { etcd, lanes, hash_key: Default::default() }
+    }
+
+    /// The lane of `key_id` (awaited, never blocking the listener thread).
+    async fn lane(&self, key_id: &str) -> tokio::sync::MutexGuard<'_, ()> {
+        use std::hash::BuildHasher;
+        let slot = self.hash_key.hash_one(key_id) as usize % self.lanes.len();
+        self.lanes[slot].lock().await
+    }
+}
 
 impl Admission {
     /// Steps 8–10 for one request of `key` at `now_ms`, through the cluster's etcd.
@@ -51,10 +78,8 @@ impl Admission {
             if let Some(live) = self.index.live_for(account, kind.subject()) {
                 return Ok(Decision::Live(live));
             }
-            let subject = OwnedSubject::of(kind.subject());
-            let newest_ready = etcd.newest_async(account.to_owned(), subject, true).await?;
-            if let Some(fresh) = newest_ready.filter(|job| self.is_fresh(job, now_ms)) {
-                return Ok(Decision::Fresh(Box::new(fresh)));
+            if let Some(fresh) = self.fresh_in_cluster(etcd, account, &kind, now_ms).await? {
+                return Ok(Decision::Fresh(fresh));
             }
         }
         let limit = self.index.per_account_max();
@@ -75,7 +100,14 @@ impl Admission {
             period_start_ms(now_ms, key.quota.period()),
             ENGINE_VERSION_TAG.to_owned(),
         );
-        match admit_once(etcd, &record, key.quota.limit(), !refresh).await? {
+        let admitted = {
+            let _one_per_key = match &self.cluster {
+                Some(cluster) => Some(cluster.lane(key.id().as_str()).await),
+                None => None,
+            };
+            admit_once(etcd, &record, key.quota.limit(), !refresh).await?
+        };
+        match admitted {
             Admitted::New { usage } => {
                 key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
                 self.queue_in_cluster(etcd, record, &work).await.map(|r| Decision::Admitted(Box::new(r)))
@@ -86,6 +118,26 @@ impl Admission {
                 Err(AdmitError::QuotaExhausted { refusal: exhausted(key, &usage, now_ms), now_ms })
             }
         }
+    }
+
+    /// The subject's newest READY job in etcd if this build made it and it is fresh — from
+    /// memory when this node already holds it, else read with its payload and kept (the
+    /// client's next poll, on this node, is then answered from memory).
+    async fn fresh_in_cluster(
+        &self,
+        etcd: &EtcdStore,
+        account: &str,
+        kind: &JobKind,
+        now_ms: u64,
+    ) -> Result<Option<Arc<StoredJob>>, AdmitError> {
+        let subject = OwnedSubject::of(kind.subject());
+        let newest_ready = etcd.newest_async(account.to_owned(), subject, true).await?;
+        let Some(record) = newest_ready.filter(|job| self.is_fresh(job, now_ms)) else { return Ok(None) };
+        if let Some(kept) = self.finished.cached(&record.id) {
+            return Ok(Some(kept));
+        }
+        let Some(payload) = etcd.get_result_async(record.clone()).await? else { return Ok(None) };
+        Ok(Some(self.finished.keep_finished(StoredJob::new(record, Some(payload.into())))))
     }
 
     /// Steps (5)–(6) of a job etcd recorded; a refusal is undone in etcd.

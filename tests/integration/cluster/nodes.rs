@@ -172,6 +172,38 @@ fn wait_for_status(node: &Node, key: &str, status: u16, since: Instant) -> Durat
 }
 
 #[test]
+fn each_node_enforces_its_share_of_a_keys_rate_and_says_so_in_its_headers() {
+    let (nodes, _first) = cluster("rate", &[]);
+    let flags = ["create", "--name", "paced", "--scopes", "usage:read", "--rate-per-second", "30", "--burst", "30"];
+    let created = keys(nodes[0].dir.path(), &flags).expect("create");
+    let key = created["key"].as_str().expect("key").to_owned();
+    // Once each node has counted three live nodes (its upkeep round, every second), its bucket
+    // is a third of the key's: 10 per second, burst 10.
+    let share = "\"rate\";q=10;w=1";
+    let started = Instant::now();
+    for n in &nodes {
+        loop {
+            let reply = get(n.server.api, USAGE_PATH, &key);
+            if reply.status == 200 && reply.header("ratelimit-policy").is_some_and(|p| p.starts_with(share)) {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "no share after 10 s: {reply:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1_100)); // the probes above spent tokens: refill
+    for (i, n) in nodes.iter().enumerate() {
+        // 20 back to back: the burst of 10, plus what refills meanwhile (10 per second)...
+        let allowed = (0..20).filter(|_| get(n.server.api, USAGE_PATH, &key).status == 200).count();
+        // ...and the next one refused, its headers naming this node's share.
+        let limited = get(n.server.api, USAGE_PATH, &key);
+        assert!((10..=12).contains(&allowed), "node {i}: {allowed} of 20 allowed");
+        assert_error(&limited, 429, "RATE_LIMITED");
+        assert!(limited.header("ratelimit-policy").is_some_and(|p| p.starts_with(share)), "{limited:?}");
+    }
+}
+
+#[test]
 fn one_keys_quota_hammered_over_http_from_three_nodes_stays_exact() {
     const QUOTA: u64 = 12;
     let (nodes, _first) = cluster("quota", &[]);

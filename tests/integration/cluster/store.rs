@@ -219,6 +219,32 @@ fn key_changes_reach_every_node_through_the_watch() {
 }
 
 #[test]
+fn a_key_watch_whose_revision_was_compacted_reloads_every_key() {
+    // Its own member: compacting the shared cluster would cut the other tests' watches.
+    let cluster = EtcdCluster::start(1, &[]);
+    let (writer, follower) = (open_at(&cluster.endpoints(), "xray/"), open_at(&cluster.endpoints(), "xray/"));
+    let (_, stale) = follower.all_keys().unwrap();
+    let (first, second) = (contract::key(), contract::key());
+    assert_ne!(first.id, second.id);
+    writer.put_key(&first).unwrap();
+    writer.put_key(&second).unwrap();
+    let (_, now) = writer.all_keys().unwrap();
+    let out = cluster.etcdctl(&["compact", &now.to_string()], b"");
+    assert!(out.contains("compacted revision"), "{out}");
+    let (tx, rx) = std::sync::mpsc::channel();
+    follower.watch_keys(stale, move |change| drop(tx.send(change)));
+    match rx.recv_timeout(Duration::from_secs(10)).expect("the follower heard back") {
+        KeyChange::Reload(mut keys) => {
+            keys.sort_by(|a, b| a.id.cmp(&b.id));
+            let mut expected = vec![first, second];
+            expected.sort_by(|a, b| a.id.cmp(&b.id));
+            assert_eq!(keys, expected);
+        }
+        other => panic!("a compacted revision must reload everything, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_long_poll_on_another_node_wakes_when_the_job_finishes() {
     let prefix = etcd::fresh_prefix("wait");
     let endpoints = etcd::shared().endpoints();
