@@ -5,20 +5,22 @@
 //!
 //! Order, for a request without `refresh`: (1) a live job of the account and subject on this
 //! node (status index) → deduplicated; (2) the subject's newest READY job in etcd, made by this
-//! build's engines and younger than the freshness window → reused; (3) this node's per-account
-//! live cap and queue room; (4) the admission transaction — it deduplicates onto a live job
-//! another node admitted, refuses when `used + reserved` reached the key's limit, else records
-//! the job, its indexes, its owner (this node's lease) and the reservation; (5)–(6) index and
-//! queue, undone in etcd (`cancel_admission_async`) on a refusal.
+//! build's engines and younger than the freshness window → reused; (3) queue room; (4) the
+//! admission transaction — it deduplicates onto a live job another node admitted, refuses when
+//! the account holds `live_jobs_per_account_max` live jobs across the cluster (429
+//! `TOO_MANY_JOBS`) or `used + reserved` reached the key's limit, else records the job, its
+//! indexes, its owner (this node's lease), the account's live count and the reservation;
+//! (5)–(6) index and queue, undone in etcd (`cancel_admission_async`) on a refusal.
 //!
 //! Invariant: a 202 is sent only after etcd committed the job (a quorum fsynced it).
 //! Invariant: a transaction whose answer was lost (a timeout) is repeated with the same job
 //! id, once: it is idempotent, so a repeat never admits or charges twice. When the repeat
 //! fails too, the admission is undone if it can be; if it cannot, the job may stand recorded
 //! and unacknowledged — it is then run by this node (adoption finds it) and charged once.
-//! Invariant: on one node, admissions of one key send their transactions one at a time (an
-//! async lane per key stripe, `ADMISSION_LANES`), so a hot key's compare-and-swap conflicts
-//! only with other nodes' — at most one contender per node, far below `ETCD_CAS_ATTEMPTS_MAX`.
+//! Invariant: on one node, admissions of one account send their transactions one at a time
+//! (an async lane per account stripe, `ADMISSION_LANES`): they compare the same live count and
+//! their keys' usage records, so a hot account's compare-and-swap conflicts only with other
+//! nodes' — at most one contender per node, far below `ETCD_CAS_ATTEMPTS_MAX`.
 //! Deliberately absent: the subject locks of the embedded path (the transaction's compares on
 //! the subject's live-job pointer serialise equal requests across nodes), and reuse of fresh
 //! analyses in a comparison's spec (that lookup would be a blocking etcd read here).
@@ -33,12 +35,12 @@ use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
 use crate::jobs::pool::Ticket;
 use crate::limits::quota::{period_end_ms, period_start_ms, QuotaExhausted, UsageRecord};
-use crate::store::etcd::{Admitted, EtcdStore, OwnedSubject};
+use crate::store::etcd::{AdmitChecks, Admitted, EtcdStore, OwnedSubject};
 use crate::store::{JobKind, JobRecord, StoreError};
 
 /// Sends of one admission transaction (the first and one repeat after a lost answer).
 const ADMIT_ATTEMPTS_MAX: usize = 2;
-/// Async lanes admissions of one key wait in (striped by key id).
+/// Async lanes admissions of one account wait in (striped by account id).
 const ADMISSION_LANES: usize = 64;
 
 /// A cluster node's admission state: the store and the per-key lanes.
@@ -54,10 +56,10 @@ impl Cluster {
         Cluster { etcd, lanes, hash_key: Default::default() }
     }
 
-    /// The lane of `key_id` (awaited, never blocking the listener thread).
-    async fn lane(&self, key_id: &str) -> tokio::sync::MutexGuard<'_, ()> {
+    /// The lane of `account` (awaited, never blocking the listener thread).
+    async fn lane(&self, account: &str) -> tokio::sync::MutexGuard<'_, ()> {
         use std::hash::BuildHasher;
-        let slot = self.hash_key.hash_one(key_id) as usize % self.lanes.len();
+        let slot = self.hash_key.hash_one(account) as usize % self.lanes.len();
         self.lanes[slot].lock().await
     }
 }
@@ -82,10 +84,6 @@ impl Admission {
                 return Ok(Decision::Fresh(fresh));
             }
         }
-        let limit = self.index.per_account_max();
-        if self.index.live_of_account(account) >= limit {
-            return Err(AdmitError::TooManyJobs { limit });
-        }
         if self.queue_room() == 0 {
             return Err(AdmitError::Busy);
         }
@@ -101,11 +99,13 @@ impl Admission {
             ENGINE_VERSION_TAG.to_owned(),
         );
         let admitted = {
-            let _one_per_key = match &self.cluster {
-                Some(cluster) => Some(cluster.lane(key.id().as_str()).await),
+            let _one_per_account = match &self.cluster {
+                Some(cluster) => Some(cluster.lane(account).await),
                 None => None,
             };
-            admit_once(etcd, &record, key.quota.limit(), !refresh).await?
+            let live_max = Some(self.index.per_account_max() as u64);
+            let checks = AdmitChecks { quota_limit: Some(key.quota.limit()), live_max, dedup: !refresh };
+            admit_once(etcd, &record, checks).await?
         };
         match admitted {
             Admitted::New { usage } => {
@@ -116,6 +116,9 @@ impl Admission {
             Admitted::Exhausted { usage } => {
                 key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
                 Err(AdmitError::QuotaExhausted { refusal: exhausted(key, &usage, now_ms), now_ms })
+            }
+            Admitted::TooManyJobs { live_max } => {
+                Err(AdmitError::TooManyJobs { limit: usize::try_from(live_max).unwrap_or(usize::MAX) })
             }
         }
     }
@@ -156,10 +159,10 @@ impl Admission {
 
 /// The admission transaction, repeated once with the same job id when its answer was lost;
 /// when both fail, the admission is undone if etcd answers (it may have committed).
-async fn admit_once(etcd: &EtcdStore, record: &JobRecord, limit: u64, dedup: bool) -> Result<Admitted, StoreError> {
+async fn admit_once(etcd: &EtcdStore, record: &JobRecord, checks: AdmitChecks) -> Result<Admitted, StoreError> {
     let mut last = None;
     for _ in 0..ADMIT_ATTEMPTS_MAX {
-        match etcd.admit_async(record.clone(), Some(limit), dedup).await {
+        match etcd.admit_async(record.clone(), checks).await {
             Ok(admitted) => return Ok(admitted),
             Err(e @ StoreError::Unavailable(_)) => last = Some(e),
             Err(e) => return Err(e),

@@ -14,6 +14,7 @@
 //! | `P t/<lp(account) ‖ kind ‖ lp(subject)>` | job id | the subject's live job (deduplication) |
 //! | `P r/<job id>` | `v1` ‖ LZ4 payload | a READY job's result |
 //! | `P u/<lp(key id) ‖ period start BE>` | 41-byte usage record | quota (compare-and-swap) |
+//! | `P a/<account>` | u64 BE | the account's live jobs (admission +1, completion and undo −1) |
 //! | `P o/<job id>` | node id | the job's owner, attached to the owner's lease |
 //! | `P n/<node id>` | JSON node facts | one per live node, attached to its lease |
 //! | `P m/schema_version` | u32 BE | the first node to start |
@@ -84,6 +85,11 @@ impl Layout {
 
     pub fn live_subject(&self, account: &str, subject: Subject<'_>) -> Vec<u8> {
         self.key(b't', &enc::subject_prefix(account, subject))
+    }
+
+    /// The count of an account's live jobs (the per-account cap, cluster-wide).
+    pub fn live_count(&self, account: &str) -> Vec<u8> {
+        self.key(b'a', account.as_bytes())
     }
 
     pub fn payload(&self, id: &str) -> Vec<u8> {

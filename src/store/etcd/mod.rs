@@ -32,7 +32,7 @@ use std::time::Duration;
 
 pub use io::Reply;
 pub use node::{NodeFacts, Owned};
-pub use ops::{Admitted, OwnedSubject};
+pub use ops::{AdmitChecks, Admitted, OwnedSubject};
 pub use watch::KeyChange;
 
 use ops::Db;
@@ -96,8 +96,8 @@ impl EtcdStore {
     // --- for listener threads: futures that wait on the etcd thread without blocking ---
 
     /// Admission as one transaction (see `ops::Db::admit`).
-    pub fn admit_async(&self, job: JobRecord, limit: Option<u64>, dedup: bool) -> Reply<Admitted> {
-        self.call(|db| async move { db.admit(job, limit, dedup).await })
+    pub fn admit_async(&self, job: JobRecord, checks: AdmitChecks) -> Reply<Admitted> {
+        self.call(|db| async move { db.admit(job, checks).await })
     }
 
     pub fn cancel_admission_async(&self, id: String) -> Reply<()> {
@@ -205,7 +205,7 @@ impl Store for EtcdStore {
 
     fn admit(&self, job: &JobRecord) -> StoreResult<()> {
         let job = job.clone();
-        self.run(|db| async move { db.admit(job, None, false).await.map(|_| ()) })
+        self.run(|db| async move { db.admit(job, AdmitChecks::default()).await.map(|_| ()) })
     }
 
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {

@@ -6,9 +6,11 @@
 //! [`Store`](crate::store::Store) call; `EtcdStore` runs them on the `xray-etcd` thread.
 //!
 //! Invariant: admission is one transaction — job record, live and subject indexes, the
-//! subject's live-job pointer, the owner key and `reserved + 1` — that commits only if the
-//! usage record, the job key and the pointer are as read, and only if `used + reserved < limit`
-//! held on what was read. A repeat with the same job id (after an ambiguous timeout) finds the
+//! subject's live-job pointer, the owner key, the account's live count + 1 and `reserved + 1`
+//! — that commits only if the usage record, the job key, the pointer and the live count are
+//! as read, and only if `used + reserved < limit` and `live < live_max` held on what was read.
+//! Every transaction that ends a live job (completion, undo) takes 1 from the live count in the
+//! same transaction, so the count is the number of the account's live jobs. A repeat with the same job id (after an ambiguous timeout) finds the
 //! job and answers as the first did: it never admits or charges twice.
 //! Invariant: completion is one transaction guarded by the job's mod-revision, the key records
 //! of its rotation chain and the usage records it moves, so a job finished twice (two nodes
@@ -45,6 +47,30 @@ pub enum Admitted {
     Live(Box<JobRecord>),
     /// `used + reserved` reached the limit: nothing was written; the usage that refused it.
     Exhausted { usage: UsageRecord },
+    /// The account holds `live_max` live jobs across the cluster: nothing was written.
+    TooManyJobs { live_max: u64 },
+}
+
+/// What an admission is checked against (`None`: not checked).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AdmitChecks {
+    /// The key's quota limit (`used + reserved < quota_limit`).
+    pub quota_limit: Option<u64>,
+    /// The account's live-job cap, cluster-wide (`live < live_max`).
+    pub live_max: Option<u64>,
+    /// Deduplicate onto the subject's live job.
+    pub dedup: bool,
+}
+
+/// A live count as stored (absent: 0).
+fn count_of(read: &Read) -> u64 {
+    read.value().and_then(|v| <[u8; 8]>::try_from(v).ok()).map_or(0, u64::from_be_bytes)
+}
+
+/// The put of a live count, `delta` applied (never below 0).
+fn count_put(read: &Read, delta: i64) -> TxnOp {
+    let next = count_of(read).saturating_add_signed(delta);
+    TxnOp::put(read.key.clone(), next.to_be_bytes().to_vec(), None)
 }
 
 /// One node's handle on the keyspace (cheap to clone: the client shares its connection).
@@ -257,7 +283,7 @@ impl Db {
 
     /// Records a new `QUEUED` job and reserves its unit, refusing past `limit` (`None`: no
     /// check) and, with `dedup`, deduplicating onto the subject's live job. Idempotent by id.
-    pub async fn admit(&self, job: JobRecord, limit: Option<u64>, dedup: bool) -> StoreResult<Admitted> {
+    pub async fn admit(&self, job: JobRecord, checks: AdmitChecks) -> StoreResult<Admitted> {
         job.validate()?;
         if job.state != JobState::Queued || job.started_at_ms.is_some() || job.completed_at_ms.is_some() {
             return Err(StoreError::Invalid(format!("job {} must be admitted QUEUED and unstarted", job.id)));
@@ -265,20 +291,26 @@ impl Db {
         let subject = job.kind.subject();
         let (job_key, pointer_key) = (self.layout.job(&job.id), self.layout.live_subject(&job.account, subject));
         let usage_key = self.layout.usage(&job.key_id, job.quota_period_start_ms);
+        let count_key = self.layout.live_count(&job.account);
         for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
-            let reads = self.read(vec![usage_key.clone(), job_key.clone(), pointer_key.clone()]).await?;
-            let [usage_read, job_read, pointer]: [Read; 3] = reads.try_into().map_err(|_| short_read())?;
+            let keys = vec![usage_key.clone(), job_key.clone(), pointer_key.clone(), count_key.clone()];
+            let [usage_read, job_read, pointer, count]: [Read; 4] =
+                self.read(keys).await?.try_into().map_err(|_| short_read())?;
             let usage = usage_read.usage()?;
             if job_read.job()?.is_some_and(|stored| stored.id == job.id) {
                 return Ok(Admitted::New { usage }); // a repeat of an admission that committed
             }
-            if dedup {
+            if checks.dedup {
                 if let Some(live) = self.live_pointed(&pointer).await? {
                     return Ok(Admitted::Live(Box::new(live)));
                 }
             }
+            if let Some(live_max) = checks.live_max.filter(|max| count_of(&count) >= *max) {
+                return Ok(Admitted::TooManyJobs { live_max });
+            }
             let charged = job.charged;
-            if charged && limit.is_some_and(|limit| (usage.used + usage.reserved).max(0) as u64 >= limit) {
+            let spent = (usage.used + usage.reserved).max(0) as u64;
+            if charged && checks.quota_limit.is_some_and(|limit| spent >= limit) {
                 return Ok(Admitted::Exhausted { usage });
             }
             let mut next = usage;
@@ -291,8 +323,9 @@ impl Db {
                 TxnOp::put(self.layout.subject(&job), vec![job.state.byte()], None),
                 TxnOp::put(pointer_key.clone(), job.id.as_bytes().to_vec(), None),
                 TxnOp::put(self.layout.owner(&job.id), self.node_id.as_bytes().to_vec(), self.owner_put()),
+                count_put(&count, 1),
             ];
-            let when = vec![usage_read.unchanged(), job_read.unchanged(), pointer.unchanged()];
+            let when = vec![usage_read.unchanged(), job_read.unchanged(), pointer.unchanged(), count.unchanged()];
             if charged {
                 ops.push(UsageWrite { read: usage_read, next }.put());
             }
@@ -317,18 +350,20 @@ impl Db {
             let (job_read, job) = self.live_job(&id, "cancel", &[JobState::Queued]).await?;
             let pointer_key = self.layout.live_subject(&job.account, job.kind.subject());
             let usage_key = self.layout.usage(&job.key_id, job.quota_period_start_ms);
-            let [usage_read, pointer]: [Read; 2] =
-                self.read(vec![usage_key, pointer_key]).await?.try_into().map_err(|_| short_read())?;
+            let keys = vec![usage_key, pointer_key, self.layout.live_count(&job.account)];
+            let [usage_read, pointer, count]: [Read; 3] =
+                self.read(keys).await?.try_into().map_err(|_| short_read())?;
             let mut ops = vec![
                 TxnOp::delete(job_read.key.clone(), None),
                 TxnOp::delete(self.layout.subject(&job), None),
                 TxnOp::delete(self.layout.live(&job), None),
                 TxnOp::delete(self.layout.owner(&job.id), None),
+                count_put(&count, -1),
             ];
             if pointer.value() == Some(job.id.as_bytes()) {
                 ops.push(TxnOp::delete(pointer.key.clone(), None));
             }
-            let mut when = vec![job_read.unchanged(), pointer.unchanged()];
+            let mut when = vec![job_read.unchanged(), pointer.unchanged(), count.unchanged()];
             if job.charged {
                 let mut next = usage_read.usage()?;
                 next.add(&usage::release());
@@ -401,9 +436,12 @@ impl Db {
                     false
                 }
             };
-            let pointer = self.read_one(self.layout.live_subject(&job.account, job.kind.subject())).await?;
-            let mut when = vec![read.unchanged(), pointer.unchanged()];
+            let keys =
+                vec![self.layout.live_subject(&job.account, job.kind.subject()), self.layout.live_count(&job.account)];
+            let [pointer, count]: [Read; 2] = self.read(keys).await?.try_into().map_err(|_| short_read())?;
+            let mut when = vec![read.unchanged(), pointer.unchanged(), count.unchanged()];
             let mut ops = vec![
+                count_put(&count, -1),
                 TxnOp::delete(self.layout.live(&job), None),
                 TxnOp::delete(self.layout.owner(&job.id), None),
                 TxnOp::put(self.layout.done(completed_at_ms, &job.id), Vec::new(), None),

@@ -363,7 +363,7 @@ fn poll_urls_use_the_public_base_url_when_one_is_configured() {
 
 /// Who sends a request of the table.
 #[derive(Clone, Copy)]
-enum Auth {
+pub(crate) enum Auth {
     /// Every scope.
     Full,
     /// `usage:read` only.
@@ -377,18 +377,18 @@ enum Auth {
 }
 
 /// One request and what its reply must carry.
-struct Case {
-    name: &'static str,
-    auth: Auth,
-    method: &'static str,
-    path: String,
-    content_type: Option<&'static str>,
-    body: String,
-    status: u16,
-    code: &'static str,
-    details: Value,
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    pub(crate) auth: Auth,
+    pub(crate) method: &'static str,
+    pub(crate) path: String,
+    pub(crate) content_type: Option<&'static str>,
+    pub(crate) body: String,
+    pub(crate) status: u16,
+    pub(crate) code: &'static str,
+    pub(crate) details: Value,
     /// A header the reply must carry, with its value.
-    header: Option<(&'static str, &'static str)>,
+    pub(crate) header: Option<(&'static str, &'static str)>,
 }
 
 fn case(name: &'static str, method: &'static str, path: &str, body: &str, status: u16, code: &'static str) -> Case {
@@ -427,7 +427,9 @@ fn padded_body(wallet: &str, len: usize) -> String {
     format!(r#"{{"wallet":"{wallet}","pad":"{}"}}"#, "x".repeat(len - bare.len()))
 }
 
-fn error_cases() -> Vec<Case> {
+/// Every row of the contract's error table a single request can provoke (also asked of a
+/// cluster's nodes in turn, `cluster::nodes`).
+pub(crate) fn error_cases() -> Vec<Case> {
     let (w, c) = (WALLET_PATH, COMPARE_PATH);
     let an = analysis_path("an_4vJ9JU1bJJE96FWSJKvHsmmF");
     let pair = comparison_path("pair_4vJ9JU1bJJE96FWSJKvHsmmF");

@@ -1,7 +1,7 @@
 //! The public API over real loopback HTTP: the contract as an integrator uses it, scopes,
 //! limits, jobs, the OpenAPI document, and the real binary (first key, SIGTERM, kill -9).
 
-mod contract;
+pub mod contract;
 mod hostile;
 mod jobs;
 mod limits;

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::etcd;
+use crate::api::contract::{error_cases, Auth};
 use crate::api::serve_binary::{keys, start, Server};
 use crate::api::support::{
-    analysis_path, assert_error, compare_body, comparison_path, expected_pair_id, fresh_wallets, get, post,
-    wallet_body, API, READY_WALLETS, USAGE_PATH,
+    analysis_path, assert_error, assert_error_details, compare_body, comparison_path, expected_pair_id, fresh_wallets,
+    get, post, raw, wallet_body, API, READY_WALLETS, USAGE_PATH,
 };
 use xray::devtools::rpc_server::{spawn_spec_in_thread, FaultPlan};
 
@@ -138,6 +139,48 @@ fn etcd_prefix_of(node: &Node) -> String {
     let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
     let at = args.iter().position(|a| a == "--etcd-prefix").expect("--etcd-prefix");
     args[at + 1].clone()
+}
+
+#[test]
+fn every_row_of_the_error_table_on_the_nodes_in_turn() {
+    let (nodes, _first) = cluster("errors", &[]);
+    // Keys made on node 1 (an operator's `xray keys`), paced well above this test's requests.
+    let made = |scopes: &str| {
+        let flags = ["create", "--name", "table", "--scopes", scopes, "--rate-per-second", "1000", "--burst", "1000"];
+        let created = keys(nodes[1].dir.path(), &flags).expect("create");
+        let secret = created["key"].as_str().expect("key").to_owned();
+        for n in &nodes {
+            wait_for_status(n, &secret, 200, Instant::now());
+        }
+        secret
+    };
+    let (key, reader) = (made("wallet:analyze,wallet:compare,analysis:read,usage:read"), made("usage:read"));
+    let unknown = xray::auth::key::ApiKey::generate().expect("random");
+    let (full, reader, unknown) =
+        (format!("Bearer {key}"), format!("Bearer {reader}"), format!("Bearer {}", unknown.expose_secret()));
+    for (i, case) in error_cases().into_iter().enumerate() {
+        let node = &nodes[i % nodes.len()];
+        let authorization = match case.auth {
+            Auth::Full => Some(full.as_str()),
+            Auth::Reader => Some(reader.as_str()),
+            Auth::Without => None,
+            Auth::Header(value) => Some(value),
+            Auth::Unknown => Some(unknown.as_str()),
+        };
+        let mut headers: Vec<(&str, &str)> = authorization.map(|a| ("Authorization", a)).into_iter().collect();
+        headers.extend(case.content_type.map(|t| ("Content-Type", t)));
+        let reply = raw(node.server.api, case.method, &case.path, &headers, &case.body);
+        let context = format!("node {} / {}: {reply:?}", i % nodes.len(), case.name);
+        assert_eq!((reply.status, reply.error()["code"].as_str()), (case.status, Some(case.code)), "{context}");
+        assert_error_details(&reply, case.status, case.code, &case.details);
+        if let Some((name, value)) = case.header {
+            assert_eq!(reply.header(name), Some(value), "{context}");
+        }
+    }
+    for n in &nodes {
+        let u = usage(n, &key);
+        assert_eq!((u["used"].as_u64(), u["reserved"].as_u64()), (Some(0), Some(0)), "nothing refused is charged: {u}");
+    }
 }
 
 #[test]

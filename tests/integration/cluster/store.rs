@@ -12,7 +12,7 @@ use super::etcd::{self, EtcdCluster};
 use crate::store::contract::{self, failed, ready, usage};
 use crate::store::support::*;
 use xray::limits::quota::UsageRecord;
-use xray::store::etcd::{Admitted, EtcdStore, KeyChange};
+use xray::store::etcd::{AdmitChecks, Admitted, EtcdStore, KeyChange};
 use xray::store::{Store, StoreError};
 
 /// A node's store on the shared cluster, in a keyspace of its own.
@@ -50,7 +50,8 @@ contract_tests!(
 );
 
 fn admit(store: &EtcdStore, id: &str, wallet: &str, limit: u64, dedup: bool) -> Result<Admitted, StoreError> {
-    pollster::block_on(store.admit_async(analysis(id, wallet, 1), Some(limit), dedup))
+    let checks = AdmitChecks { quota_limit: Some(limit), live_max: None, dedup };
+    pollster::block_on(store.admit_async(analysis(id, wallet, 1), checks))
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn one_keys_quota_hammered_from_three_nodes_stays_exact() {
                             assert!(usage.used + usage.reserved >= LIMIT as i64);
                             refused += 1;
                         }
-                        Admitted::Live(job) => panic!("distinct wallets deduplicated onto {}", job.id),
+                        other => panic!("distinct wallets, no cap: {other:?}"),
                     }
                 }
                 (admitted, refused)
@@ -137,6 +138,32 @@ fn a_repeated_admission_is_answered_as_the_first_and_equal_work_deduplicates() {
     store.complete("an_3", 6, &failed()).unwrap();
     assert!(matches!(admit(&store, "an_5", "W1", 10, true).unwrap(), Admitted::New { .. }));
     assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0 });
+}
+
+#[test]
+fn an_accounts_live_jobs_are_capped_across_nodes_and_each_end_frees_a_place() {
+    let prefix = etcd::fresh_prefix("live-cap");
+    let (a, b) = (open_at(&etcd::shared().endpoints(), &prefix), open_at(&etcd::shared().endpoints(), &prefix));
+    let capped = |node: &EtcdStore, id: &str, wallet: &str| {
+        let checks = AdmitChecks { quota_limit: Some(100), live_max: Some(2), dedup: true };
+        pollster::block_on(node.admit_async(analysis(id, wallet, 1), checks)).unwrap()
+    };
+    assert!(matches!(capped(&a, "an_1", "W1"), Admitted::New { .. }));
+    assert!(matches!(capped(&b, "an_2", "W2"), Admitted::New { .. }));
+    assert_eq!(capped(&a, "an_3", "W3"), Admitted::TooManyJobs { live_max: 2 });
+    assert_eq!(capped(&b, "an_3", "W3"), Admitted::TooManyJobs { live_max: 2 }, "on every node");
+    // The cap is checked after deduplication: an equal request still finds its live job.
+    assert!(matches!(capped(&b, "an_4", "W1"), Admitted::Live(job) if job.id == "an_1"));
+    b.complete("an_1", 5, &ready("an_1")).unwrap();
+    assert!(matches!(capped(&b, "an_3", "W3"), Admitted::New { .. }), "a completion frees a place");
+    a.cancel_admission("an_3").unwrap();
+    assert!(matches!(capped(&a, "an_5", "W5"), Admitted::New { .. }), "an undo frees a place");
+    assert_eq!(capped(&a, "an_6", "W6"), Admitted::TooManyJobs { live_max: 2 });
+    // A job finished twice frees its place once.
+    assert!(b.complete("an_2", 6, &failed()).is_ok());
+    assert!(a.complete("an_2", 7, &failed()).is_err());
+    assert!(matches!(capped(&a, "an_7", "W7"), Admitted::New { .. }));
+    assert_eq!(capped(&b, "an_8", "W8"), Admitted::TooManyJobs { live_max: 2 });
 }
 
 #[test]
