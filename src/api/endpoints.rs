@@ -4,7 +4,7 @@
 //! Owns: body parsing and address checks of the two work-creating endpoints, the 202/200
 //! answers with `Location`, polls (live jobs from the status index, finished ones from the
 //! store) with bounded long-poll waits, and the status and usage documents. Runs on listener
-//! threads.
+//! threads. What differs on a cluster node is in `cluster.rs` (reads of etcd, awaited).
 //!
 //! Invariant: a job of another account is answered exactly like an unknown one (404), from the
 //! same code path, so ids cannot be probed across tenants.

@@ -13,6 +13,8 @@
 //! disk and allocate only the response: the key table, token bucket and quota counters are
 //! atomics behind `ArcSwap`, live jobs are in the lock-free status index. Polling a finished
 //! job reads no disk once it is in `jobs::finished` (one shard lock, the answer made once).
+//! On a cluster node (`--store etcd:`), status, usage and polls of jobs this node does not
+//! hold also await one etcd read (`endpoints/cluster.rs`); the thread serves others meanwhile.
 //! Invariant: every authenticated response carries `RateLimit-Policy` and `RateLimit`, whatever
 //! its status; an unauthenticated one never does (there is no key to describe).
 //! Invariant: long-poll waiters are bounded (`waiters_max`, all threads together); past the

@@ -62,7 +62,11 @@ impl Db {
         loop {
             tokio::time::sleep(period).await;
             let lease = self.lease.load(Ordering::Acquire);
-            let alive = match self.client.lease_client().keep_alive(lease).await {
+            let opened = retry_unsent(|| {
+                let mut leases = self.client.lease_client();
+                async move { leases.keep_alive(lease).await }
+            });
+            let alive = match opened.await {
                 Ok((mut keeper, mut stream)) => match keeper.keep_alive().await {
                     Ok(()) => matches!(stream.message().await, Ok(Some(answer)) if answer.ttl() > 0),
                     Err(e) => {

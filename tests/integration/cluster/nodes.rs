@@ -3,8 +3,9 @@
 //! nodes (happy paths and errors asked of each node in turn, long polls and deduplication
 //! across nodes, a restarted node that sees everything), keys made on one node reaching the
 //! others and revocation refusing on every node within a measured bound, one key's quota
-//! hammered over HTTP from three nodes, and a node killed (-9) mid-job whose job another node
-//! adopts, finishes and charges once.
+//! hammered over HTTP from three nodes, a node killed (-9) mid-job whose job another node
+//! adopts, finishes and charges once, and the etcd leader killed under admissions (its own
+//! 3-member etcd).
 
 use std::path::Path;
 use std::sync::{Arc, Barrier};
@@ -41,7 +42,11 @@ fn node(prefix: &str, extra: &[&str]) -> Node {
 }
 
 fn start_node(dir: &Path, prefix: &str, extra: &[&str]) -> Server {
-    let store = format!("etcd:{}", etcd::shared().endpoints().join(","));
+    start_node_on(&etcd::shared().endpoints(), dir, prefix, extra)
+}
+
+fn start_node_on(endpoints: &[String], dir: &Path, prefix: &str, extra: &[&str]) -> Server {
+    let store = format!("etcd:{}", endpoints.join(","));
     let flags = ["--store", &store, "--etcd-prefix", prefix, "--listener-threads", "1", "--compute-threads", "1"];
     start(dir, &[&flags[..], extra].concat())
 }
@@ -325,4 +330,75 @@ fn a_node_killed_mid_job_is_replaced_by_another_that_finishes_and_charges_once()
     let u = usage(&nodes[1], &key);
     assert_eq!((u["used"].as_u64(), u["reserved"].as_u64()), (Some(1), Some(0)), "charged once: {u}");
     assert_eq!(usage(&nodes[2], &key), u);
+}
+
+#[test]
+fn admissions_over_http_resume_after_the_etcd_leader_is_killed_and_none_acknowledged_is_lost() {
+    // Its own etcd: the shared one must keep its leader for the other tests.
+    let mut members = etcd::EtcdCluster::start(3, &[]);
+    let endpoints = members.endpoints();
+    let nodes: Vec<Node> = (0..2)
+        .map(|_| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let server = start_node_on(&endpoints, dir.path(), "xray/", &[]);
+            Node { dir, server }
+        })
+        .collect();
+    let flags = ["create", "--name", "writer", "--scopes", "wallet:analyze,analysis:read,usage:read"];
+    let flags = [&flags[..], &["--rate-per-second", "1000", "--burst", "1000", "--quota", "1000000"]].concat();
+    let created = keys(nodes[0].dir.path(), &flags).expect("create");
+    let key = created["key"].as_str().expect("key").to_owned();
+    for n in &nodes {
+        wait_for_status(n, &key, 200, Instant::now());
+    }
+    let apis: Vec<_> = nodes.iter().map(|n| n.server.api).collect();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Three writers (one per connection): a request in flight at the kill may wait out etcd's
+    // timeout (503 after 5 s) while the others go on.
+    let writers: Vec<_> = (0..3)
+        .map(|t| {
+            let (stop, key, apis) = (Arc::clone(&stop), key.clone(), apis.clone());
+            std::thread::spawn(move || {
+                let (mut acknowledged, mut busy) = (Vec::new(), 0);
+                // More than the ~5 s of this test can admit on two cores.
+                for (i, wallet) in fresh_wallets(&format!("leader-kill-{t}"), 2_000).into_iter().enumerate() {
+                    if stop.load(std::sync::atomic::Ordering::Acquire) {
+                        break;
+                    }
+                    let sent = Instant::now();
+                    let reply = post(apis[(i + t) % apis.len()], WALLET, &key, &wallet_body(&wallet));
+                    match reply.status {
+                        202 => acknowledged.push((sent, Instant::now(), id_of(&reply))),
+                        503 => busy += 1, // etcd without a leader: refused, nothing acknowledged
+                        _ => panic!("{reply:?}"),
+                    }
+                }
+                (acknowledged, busy)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Instant::now();
+    members.kill(members.leader());
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let (mut acknowledged, mut busy) = (Vec::new(), 0);
+    for writer in writers {
+        let (acked, refused) = writer.join().expect("writer");
+        acknowledged.extend(acked);
+        busy += refused;
+    }
+    // The first admission sent after the kill and acknowledged: etcd had a new leader by then.
+    let after = acknowledged.iter().filter(|(sent, _, _)| *sent > killed).map(|(_, at, _)| at.duration_since(killed));
+    let resumed = after.min().expect("no admission sent after the leader was killed was acknowledged");
+    eprintln!(
+        "leader kill over HTTP: admissions resumed after {resumed:?}; {} acknowledged, {busy} refused",
+        acknowledged.len()
+    );
+    assert!(resumed < Duration::from_secs(3), "{resumed:?}");
+    // Every acknowledged job is there, on either node.
+    for (i, (_, _, id)) in acknowledged.iter().enumerate() {
+        let reply = get(apis[(i + 1) % apis.len()], &analysis_path(id), &key);
+        assert_eq!(reply.status, 200, "{id} was acknowledged and is missing: {reply:?}");
+    }
 }
