@@ -30,8 +30,28 @@ pub struct EtcdCluster {
     dir_path: PathBuf,
 }
 
+/// A loopback port for an etcd member to listen on. Taken below the kernel's ephemeral range
+/// (`ip_local_port_range`), where no outgoing connection (of the other tests, or of etcd's own
+/// peers) can take it between this check and etcd's bind; each port is handed out once per
+/// test process, starting at a random offset so that two test processes rarely meet.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<u32>().ok())
+        .filter(|low| *low > LOW + 1_000)
+        .unwrap_or(32_768);
+    let span = ephemeral_low - LOW;
+    let _ = NEXT.compare_exchange(0, 1 + std::process::id() % span, Ordering::Relaxed, Ordering::Relaxed);
+    for _ in 0..span {
+        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % span) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port below the ephemeral range")
 }
 
 /// Where member data lives: tmpfs when the machine has it (fsync is then cheap).
@@ -118,7 +138,13 @@ impl EtcdCluster {
                 if self.leader_seen_by(&member.client_url).is_some() {
                     break;
                 }
-                assert!(Instant::now() < deadline, "etcd member {} did not become ready", member.name);
+                if Instant::now() >= deadline {
+                    let log = std::fs::read_to_string(self.dir_path.join(format!("{}.log", member.name)));
+                    let log = log.unwrap_or_default();
+                    let lines: Vec<&str> = log.lines().collect();
+                    let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+                    panic!("etcd member {} did not become ready; its log ends:\n{tail}", member.name);
+                }
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
