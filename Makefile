@@ -1,6 +1,7 @@
 # Wallet X-Ray — the two commands a newcomer needs, and a few more.
 #   make run    build (release) and serve the API with the embedded demo ledger
-#   make test   install what is missing, then run every test (and a smoke run of the harness)
+#   make test   install what is missing, then run every test (a smoke run of the harness, and
+#               schemathesis against the real server)
 # System packages are installed only when missing (apt-get, as root or with sudo).
 
 CARGO_TARGET_DIR ?= /var/tmp/xray-target
@@ -25,6 +26,7 @@ test: deps
 	cargo test --release --all-targets
 	cargo test --release --doc --quiet
 	SMOKE=1 bash loadtest/max.sh
+	bash tests/schemathesis/run.sh
 
 # The saturation harness (loadtest/max.sh): every endpoint against the bare reference; ~8 min.
 max: deps

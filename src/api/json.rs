@@ -205,6 +205,15 @@ mod tests {
     }
 
     #[test]
+    fn unknown_fields_may_hold_any_json_number() {
+        // JSON puts no bound on a number; unknown fields are ignored, whatever they hold
+        // (schemathesis sends integers past 64 bits).
+        let body = r#"{"x":[-181551067731396014596454663759855616, 61090027360217358336, 1.5e300],"wallet":"w"}"#;
+        let parsed: WalletRequest = parse_body(&request(Some("application/json"), body)).unwrap();
+        assert_eq!(parsed.wallet, "w");
+    }
+
+    #[test]
     fn compare_request() {
         let body = r#"{"walletA":"a","walletB":"b","refresh":false}"#;
         let parsed: CompareRequest = parse_body(&request(Some("application/json"), body)).unwrap();

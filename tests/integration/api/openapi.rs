@@ -5,7 +5,7 @@
 //!
 //! The validator is a small subset of JSON Schema, enough for this document: `$ref`, `oneOf`,
 //! `type` (one or a list), `const`, `required`, `properties`, `additionalProperties`, `items`,
-//! `minimum`/`maximum`. An object with `properties` and no `additionalProperties` is closed:
+//! `minimum`/`maximum`, `pattern`, `minLength`/`maxLength`. An object with `properties` and no `additionalProperties` is closed:
 //! a field the code sends and the document does not name fails.
 
 use std::collections::BTreeSet;
@@ -82,6 +82,9 @@ fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<Strin
             out.push(format!("{at}: {n} > {max}"));
         }
     }
+    if let Value::String(text) = value {
+        out.extend(string_violations(s, text, at));
+    }
     if let Value::Object(fields) = value {
         for name in s.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
             if !fields.contains_key(name) {
@@ -105,6 +108,26 @@ fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<Strin
         for (i, v) in items.iter().enumerate() {
             out.extend(violations(doc, item, v, &format!("{at}[{i}]")));
         }
+    }
+    out
+}
+
+/// `pattern` (an ECMA-262 regular expression; the document's are also Rust `regex` syntax),
+/// `minLength` and `maxLength` (in characters) of one string.
+fn string_violations(s: &Value, text: &str, at: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
+        let re = regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{at}: pattern {pattern}: {e}"));
+        if !re.is_match(text) {
+            out.push(format!("{at}: {text:?} does not match {pattern}"));
+        }
+    }
+    let chars = text.chars().count() as u64;
+    if s.get("minLength").and_then(Value::as_u64).is_some_and(|min| chars < min) {
+        out.push(format!("{at}: {text:?} is shorter than minLength"));
+    }
+    if s.get("maxLength").and_then(Value::as_u64).is_some_and(|max| chars > max) {
+        out.push(format!("{at}: {text:?} is longer than maxLength"));
     }
     out
 }
