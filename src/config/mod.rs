@@ -116,6 +116,9 @@ pub const FRESHNESS_WINDOW_S_DEFAULT: u64 = 300;
 /// Finished analyses are kept this long.
 pub const RETENTION_DAYS_DEFAULT: u32 = 30;
 pub const RETENTION_DAYS_MAX: u32 = 3_650;
+/// How long the answer of a request with an `Idempotency-Key` is kept and replayed (24 h); an
+/// older answer is as good as absent and purged with the retention sweep.
+pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3_600 * 1_000;
 /// Long-poll (`wait`) requests held at once, all listener threads together.
 pub const LONG_POLL_WAITERS_MAX_DEFAULT: usize = 10_000;
 /// Failed authentications per second per client IP before `429` without a key lookup.

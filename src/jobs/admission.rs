@@ -365,7 +365,7 @@ impl Admission {
             reservation.period_start_ms,
             ENGINE_VERSION_TAG.to_owned(),
         );
-        self.store.admit(&record)?;
+        self.store.admit(&record, None)?;
         let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };
         let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
         let undone = self.store.cancel_admission(&record.id);

@@ -390,7 +390,7 @@ mod tests {
 
     /// Admits and finishes a job in the store, as the server would; returns the final record.
     fn finish(store: &RocksStore, id: &str, created_at_ms: u64, ready: bool) -> StoredJob {
-        store.admit(&analysis(id, created_at_ms)).unwrap();
+        store.admit(&analysis(id, created_at_ms), None).unwrap();
         let payload = format!(r#"{{"job":"{id}"}}"#).into_bytes();
         let outcome = if ready {
             Completion::Ready { payload_json: payload.clone(), engine_version: "v".into() }
@@ -420,7 +420,7 @@ mod tests {
     #[test]
     fn live_jobs_are_not_cached() {
         let (_dir, store) = store();
-        store.admit(&analysis("an_live", T0)).unwrap();
+        store.admit(&analysis("an_live", T0), None).unwrap();
         let cache = FinishedJobs::new(1 << 20, 64);
         let live = cache.job(&store, "an_live").unwrap().unwrap();
         assert_eq!((live.record.state, live.payload.clone()), (JobState::Queued, None));
@@ -432,7 +432,7 @@ mod tests {
         cache.keep_finished(done.clone());
         assert_eq!(cache.latest(&store, "acct_a", wallet, false).unwrap().as_deref(), Some(&done));
         // While recovering the store is asked first: a newer job it holds live wins.
-        store.admit(&analysis("an_backlog", T0 + 2)).unwrap();
+        store.admit(&analysis("an_backlog", T0 + 2), None).unwrap();
         assert_eq!(cache.latest(&store, "acct_a", wallet, false).unwrap().as_deref(), Some(&done));
         let newest = cache.latest(&store, "acct_a", wallet, true).unwrap().unwrap();
         assert_eq!(newest.record.id, "an_backlog");

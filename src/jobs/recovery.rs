@@ -187,15 +187,30 @@ pub fn spawn_housekeeping(
     Ok(Housekeeping { stop, handle })
 }
 
-/// Deletes finished jobs older than the retention, a bounded number of pages per sweep.
+/// Deletes finished jobs older than the retention, and idempotent answers older than their
+/// window, a bounded number of pages of each per sweep.
 fn purge_expired(store: &dyn Store, finished: &FinishedJobs, retention_days: u32) {
     let now_ms = now_unix_ms();
     let cutoff_ms = now_ms.saturating_sub(u64::from(retention_days) * 86_400_000);
     // Memory stops serving them first, so no poll answers a job the store no longer has.
     finished.purge_before(cutoff_ms);
+    let purged = purge_pages("finished jobs", |limit| store.purge_finished_before(cutoff_ms, limit));
+    if purged > 0 {
+        tracing::info!(purged, "purged finished jobs past their retention");
+    }
+    let answers_cutoff_ms = now_ms.saturating_sub(config::IDEMPOTENCY_TTL_MS);
+    let purged = purge_pages("idempotent answers", |limit| store.purge_answers_before(answers_cutoff_ms, limit));
+    if purged > 0 {
+        tracing::info!(purged, "purged idempotent answers past their window");
+    }
+}
+
+/// Calls `purge` with `RETENTION_PURGE_PAGE_LEN` until a page comes back short, at most
+/// `RETENTION_PURGE_PAGES_PER_SWEEP_MAX` times. Returns how many were deleted.
+fn purge_pages(what: &str, purge: impl Fn(usize) -> StoreResult<usize>) -> usize {
     let mut purged = 0;
     for _ in 0..config::RETENTION_PURGE_PAGES_PER_SWEEP_MAX {
-        match store.purge_finished_before(cutoff_ms, config::RETENTION_PURGE_PAGE_LEN) {
+        match purge(config::RETENTION_PURGE_PAGE_LEN) {
             Ok(n) => {
                 purged += n;
                 if n < config::RETENTION_PURGE_PAGE_LEN {
@@ -203,12 +218,10 @@ fn purge_expired(store: &dyn Store, finished: &FinishedJobs, retention_days: u32
                 }
             }
             Err(e) => {
-                tracing::error!(error = %e, "retention purge");
+                tracing::error!(error = %e, what, "retention purge");
                 break;
             }
         }
     }
-    if purged > 0 {
-        tracing::info!(purged, "purged finished jobs past their retention");
-    }
+    purged
 }

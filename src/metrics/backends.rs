@@ -64,6 +64,7 @@ label_enum! {
         Complete => "complete",
         Keys => "keys",
         Purge => "purge",
+        Answer => "answer",
     }
 }
 

@@ -94,6 +94,28 @@ pub(crate) fn usage_key(key_id: &str, period_start_ms: u64) -> Vec<u8> {
     k
 }
 
+/// `idempotency`: lp(account) ‖ SHA-256 of the client's key.
+pub(crate) fn answer_key(account: &str, key_digest: &[u8; 32]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(33 + account.len());
+    push_lp(&mut k, account);
+    k.extend_from_slice(key_digest);
+    k
+}
+
+/// `idempotency_by_time`: created_at_ms BE ‖ the answer's `idempotency` key.
+pub(crate) fn answer_time_key(created_at_ms: u64, answer_key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + answer_key.len());
+    k.extend_from_slice(&created_at_ms.to_be_bytes());
+    k.extend_from_slice(answer_key);
+    k
+}
+
+/// Splits an `idempotency_by_time` key into (created_at_ms, the answer's key).
+pub(crate) fn parse_answer_time_key(key: &[u8]) -> StoreResult<(u64, &[u8])> {
+    let (time, answer) = key.split_first_chunk::<8>().ok_or_else(|| corrupt_key(key))?;
+    Ok((u64::from_be_bytes(*time), answer))
+}
+
 /// The smallest key greater than every key starting with `prefix`, or `None` if there is
 /// none (the prefix is all 0xFF). Used as an exclusive iterator upper bound.
 pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {

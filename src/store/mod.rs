@@ -19,6 +19,9 @@
 //! | [`Store::mark_running`] | job record, live-state index move, subject index state |
 //! | [`Store::complete`] `Ready` | payload, job record, completion index, subject index, live index delete, usage `reserved −1, used +1, byOperation +1` |
 //! | [`Store::complete`] `Failed` | job record (with error), completion index, subject index, live index delete, usage `reserved −1, refunded +1` |
+//! | [`Store::admit`] with an answer | the above, and the idempotent answer and its time index |
+//! | [`Store::put_answer`] | the idempotent answer and its time index (first writer only) |
+//! | [`Store::purge_answers_before`] | deletes up to `limit` answers older than the cutoff and their time index |
 //! | [`Store::purge_finished_before`] | deletes job, payload, completion and subject entries of up to `limit` old jobs |
 //!
 //! The usage delta is derived by the store from the job record (`charged`, `kind`, `key_id`,
@@ -71,6 +74,8 @@
 //! | `jobs_done` | completed_at_ms BE ‖ job id | empty |
 //! | `by_subject` | lp(account) ‖ kind byte ‖ lp(wallet or pair id) ‖ (u64::MAX − created_at_ms) BE ‖ job id | state byte |
 //! | `analyses`, `comparisons` | job id | `v1` ‖ the payload JSON bytes, exactly as served |
+//! | `idempotency` | lp(account) ‖ SHA-256 of the client's `Idempotency-Key` | `v1` ‖ JSON [`IdempotentAnswer`] |
+//! | `idempotency_by_time` | created_at_ms BE ‖ the `idempotency` key | empty |
 //! | `usage` | lp(key id) ‖ period_start_ms BE | `v1` ‖ five i64 LE counters (merge operator) |
 //! | `meta` | `schema_version` | u32 BE |
 //!
@@ -117,7 +122,9 @@ mod record;
 mod rocks;
 mod usage;
 
-pub use record::{Completion, JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, LiveState, Subject};
+pub use record::{
+    Completion, IdempotentAnswer, JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, LiveState, Subject,
+};
 pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 
 use crate::auth::record::KeyRecord;
@@ -219,8 +226,9 @@ pub trait Store: Send + Sync {
     /// batch. Returns once the batch is in the WAL, never `fsync`ed (it runs on listener
     /// threads): a caller promising power-loss durability waits for
     /// [`group_commit::GroupCommit::covered`] (or calls [`Store::sync`]) before it answers.
-    /// The id must be new.
-    fn admit(&self, job: &JobRecord) -> StoreResult<()>;
+    /// The id must be new. `answer`, when the request carried an `Idempotency-Key`, is written
+    /// in the same batch: the answer is durable exactly when the job is.
+    fn admit(&self, job: &JobRecord, answer: Option<&IdempotentAnswer>) -> StoreResult<()>;
     /// Undoes an admission whose job never reached the queue: deletes the job and releases its
     /// reservation in one batch, logged like `admit`. Only a `QUEUED` job can be cancelled.
     fn cancel_admission(&self, id: &str) -> StoreResult<()>;
@@ -258,6 +266,18 @@ pub trait Store: Send + Sync {
     /// Deletes up to `limit` finished jobs (and their payloads) completed before `cutoff_ms`,
     /// oldest first. Returns how many were deleted; call again while it returns `limit`.
     fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize>;
+
+    /// Records the answer of a request that created no job (deduplicated, or a fresh result
+    /// reused) unless this account and key already have a live one
+    /// ([`IdempotentAnswer::is_live_at`] the new answer's time): then that one is returned and
+    /// nothing is written (the first answer stands). Logged like `admit`.
+    fn put_answer(&self, answer: &IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>>;
+    /// The answer kept for this account and key digest, if any (expired or not: the caller
+    /// compares `created_at_ms` with the window).
+    fn get_answer(&self, account: &str, key_digest: &[u8; 32]) -> StoreResult<Option<IdempotentAnswer>>;
+    /// Deletes up to `limit` answers created before `cutoff_ms`, oldest first. Returns how many
+    /// were deleted; call again while it returns `limit`.
+    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize>;
 
     /// Forces everything written so far to stable storage (fsync of the WAL).
     fn sync(&self) -> StoreResult<()>;

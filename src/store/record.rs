@@ -180,6 +180,38 @@ impl JobRecord {
     }
 }
 
+/// What a work-creating request that carried an `Idempotency-Key` was answered, kept so that a
+/// repeat within `config::IDEMPOTENCY_TTL_MS` gets the same answer and no new charge. The API
+/// renders the answer again from the job it names, in the state it named — the job outlives the
+/// answer (retention is at least a day, the window is 24 h).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdempotentAnswer {
+    pub account: String,
+    /// SHA-256 of the client's key text: the text itself is never stored.
+    pub key_digest: [u8; 32],
+    /// SHA-256 of what the request asked (route and fields): a repeat must ask the same.
+    pub fingerprint: [u8; 32],
+    pub job_id: String,
+    /// The job's state the answer named (`QUEUED`, `RUNNING` or `READY`).
+    pub state: JobState,
+    pub deduplicated: bool,
+    pub created_at_ms: u64,
+}
+
+impl IdempotentAnswer {
+    /// True while the answer is replayed (younger than `IDEMPOTENCY_TTL_MS` at `now_ms`); an
+    /// older one is as good as absent, and a new answer of the same key replaces it.
+    pub fn is_live_at(&self, now_ms: u64) -> bool {
+        now_ms.saturating_sub(self.created_at_ms) < crate::config::IDEMPOTENCY_TTL_MS
+    }
+
+    pub(crate) fn validate(&self) -> StoreResult<()> {
+        check_id("account", &self.account)?;
+        check_id("job id", &self.job_id)
+    }
+}
+
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completion {

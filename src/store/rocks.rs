@@ -26,7 +26,7 @@ use rocksdb::{
 
 use super::encoding::{self as enc};
 use super::record::{
-    self, check_id, Completion, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Subject,
+    self, check_id, Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Subject,
 };
 use super::usage::{self, UsageDelta};
 use super::{
@@ -50,15 +50,28 @@ const CF_ANALYSES: &str = "analyses";
 const CF_COMPARISONS: &str = "comparisons";
 const CF_USAGE: &str = "usage";
 const CF_META: &str = "meta";
+const CF_ANSWERS: &str = "idempotency";
+const CF_ANSWERS_BY_TIME: &str = "idempotency_by_time";
 
 /// Every column family of schema version 1 (RocksDB's `default` is unused).
-pub const COLUMN_FAMILIES: &[&str] =
-    &[CF_KEYS, CF_JOBS, CF_LIVE, CF_DONE, CF_SUBJECT, CF_ANALYSES, CF_COMPARISONS, CF_USAGE, CF_META];
+pub const COLUMN_FAMILIES: &[&str] = &[
+    CF_KEYS,
+    CF_JOBS,
+    CF_LIVE,
+    CF_DONE,
+    CF_SUBJECT,
+    CF_ANALYSES,
+    CF_COMPARISONS,
+    CF_USAGE,
+    CF_META,
+    CF_ANSWERS,
+    CF_ANSWERS_BY_TIME,
+];
 /// Key of the schema version in the `meta` column family (value: u32 big-endian).
 pub const META_SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
 
 /// Column families read by point lookups: they get bloom filters.
-const POINT_LOOKUP_CFS: &[&str] = &[CF_KEYS, CF_JOBS, CF_ANALYSES, CF_COMPARISONS, CF_USAGE, CF_META];
+const POINT_LOOKUP_CFS: &[&str] = &[CF_KEYS, CF_JOBS, CF_ANALYSES, CF_COMPARISONS, CF_USAGE, CF_META, CF_ANSWERS];
 
 /// Tuning and durability of a [`RocksStore`] (defaults from the module constants).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,7 +182,11 @@ impl RocksStore {
     }
 
     fn lock(&self, id: &str) -> MutexGuard<'_, ()> {
-        let stripe = (fnv1a(id.as_bytes()) % self.job_locks.len() as u64) as usize;
+        self.lock_bytes(id.as_bytes())
+    }
+
+    fn lock_bytes(&self, key: &[u8]) -> MutexGuard<'_, ()> {
+        let stripe = (fnv1a(key) % self.job_locks.len() as u64) as usize;
         // The mutex guards no data, so a poisoned one (a panic elsewhere) is still usable.
         self.job_locks[stripe].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -227,6 +244,36 @@ impl RocksStore {
         let written = self.db.write_opt(batch, options);
         STORE.observe_write(operation, u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
         Ok(written?)
+    }
+
+    /// Adds an idempotent answer and its time index to `batch`.
+    fn put_answer_in(&self, batch: &mut WriteBatch, answer: &IdempotentAnswer) -> StoreResult<()> {
+        answer.validate()?;
+        let key = enc::answer_key(&answer.account, &answer.key_digest);
+        batch.put_cf(self.cf(CF_ANSWERS_BY_TIME)?, enc::answer_time_key(answer.created_at_ms, &key), []);
+        batch.put_cf(self.cf(CF_ANSWERS)?, key, enc::encode_json(answer)?);
+        Ok(())
+    }
+
+    /// Up to `limit` (clamped to a page) keys of a time index (keys that start with a BE
+    /// millisecond time) below `cutoff_ms`, oldest first.
+    fn keys_before(&self, cf: &str, cutoff_ms: u64, limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+        let limit = clamp_page(limit);
+        let mut keys = Vec::new();
+        if limit > 0 {
+            self.scan(self.cf(cf)?, &[], Some(cutoff_ms.to_be_bytes().to_vec()), |key, _| {
+                keys.push(key.to_vec());
+                Ok(keys.len() < limit)
+            })?;
+        }
+        Ok(keys)
+    }
+
+    fn read_answer(&self, key: &[u8]) -> StoreResult<Option<IdempotentAnswer>> {
+        match self.db.get_pinned_cf(self.cf(CF_ANSWERS)?, key)? {
+            Some(value) => Ok(Some(enc::decode_json(&value)?)),
+            None => Ok(None),
+        }
     }
 
     /// Adds the usage delta of a charged job to `batch` (uncharged jobs move no quota).
@@ -421,7 +468,7 @@ impl Store for RocksStore {
         Ok(keys)
     }
 
-    fn admit(&self, job: &JobRecord) -> StoreResult<()> {
+    fn admit(&self, job: &JobRecord, answer: Option<&IdempotentAnswer>) -> StoreResult<()> {
         job.validate()?;
         if job.state != JobState::Queued || job.started_at_ms.is_some() || job.completed_at_ms.is_some() {
             return Err(StoreError::Invalid(format!("job {} must be admitted QUEUED and unstarted", job.id)));
@@ -430,7 +477,46 @@ impl Store for RocksStore {
         self.put_job(&mut batch, job)?;
         batch.put_cf(self.cf(CF_LIVE)?, enc::live_key(job.state, job.created_at_ms, &job.id), []);
         self.merge_usage(&mut batch, job, usage::reserve())?;
+        if let Some(answer) = answer {
+            self.put_answer_in(&mut batch, answer)?;
+        }
         self.write(batch, &self.relaxed, StoreWrite::Admit)
+    }
+
+    fn put_answer(&self, answer: &IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>> {
+        answer.validate()?;
+        let key = enc::answer_key(&answer.account, &answer.key_digest);
+        // The same stripes as job transitions: two first answers of one key cannot interleave.
+        let _guard = self.lock_bytes(&key);
+        if let Some(first) = self.read_answer(&key)?.filter(|a| a.is_live_at(answer.created_at_ms)) {
+            return Ok(Some(first));
+        }
+        let mut batch = WriteBatch::default();
+        self.put_answer_in(&mut batch, answer)?;
+        self.write(batch, &self.relaxed, StoreWrite::Answer)?;
+        Ok(None)
+    }
+
+    fn get_answer(&self, account: &str, key_digest: &[u8; 32]) -> StoreResult<Option<IdempotentAnswer>> {
+        if account.is_empty() || account.len() > STORE_ID_BYTES_MAX {
+            return Ok(None);
+        }
+        self.read_answer(&enc::answer_key(account, key_digest))
+    }
+
+    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
+        let entries = self.keys_before(CF_ANSWERS_BY_TIME, cutoff_ms, limit)?;
+        let mut batch = WriteBatch::default();
+        for key in &entries {
+            let (created_at_ms, answer_key) = enc::parse_answer_time_key(key)?;
+            batch.delete_cf(self.cf(CF_ANSWERS_BY_TIME)?, key);
+            // A key reused after its answer expired has a newer answer: that one stays.
+            if self.read_answer(answer_key)?.is_some_and(|a| a.created_at_ms == created_at_ms) {
+                batch.delete_cf(self.cf(CF_ANSWERS)?, answer_key);
+            }
+        }
+        self.write(batch, &self.relaxed, StoreWrite::Purge)?;
+        Ok(entries.len())
     }
 
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {
@@ -549,14 +635,7 @@ impl Store for RocksStore {
     }
 
     fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
-        let limit = clamp_page(limit);
-        let mut entries = Vec::new();
-        if limit > 0 {
-            self.scan(self.cf(CF_DONE)?, &[], Some(cutoff_ms.to_be_bytes().to_vec()), |key, _| {
-                entries.push(key.to_vec());
-                Ok(entries.len() < limit)
-            })?;
-        }
+        let entries = self.keys_before(CF_DONE, cutoff_ms, limit)?;
         let mut batch = WriteBatch::default();
         for key in &entries {
             let (_, id) = enc::parse_done_key(key)?;

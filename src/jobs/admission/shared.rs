@@ -120,6 +120,11 @@ impl Admission {
             Admitted::TooManyJobs { live_max } => {
                 Err(AdmitError::TooManyJobs { limit: usize::try_from(live_max).unwrap_or(usize::MAX) })
             }
+            // Only an admission that carries an answer can meet another one; this one carries none.
+            Admitted::Answered(first) => Err(AdmitError::Store(StoreError::Invalid(format!(
+                "an idempotent answer (job {}) met by an admission without a key",
+                first.job_id
+            )))),
         }
     }
 
@@ -162,7 +167,7 @@ impl Admission {
 async fn admit_once(etcd: &EtcdStore, record: &JobRecord, checks: AdmitChecks) -> Result<Admitted, StoreError> {
     let mut last = None;
     for _ in 0..ADMIT_ATTEMPTS_MAX {
-        match etcd.admit_async(record.clone(), checks).await {
+        match etcd.admit_async(record.clone(), checks, None).await {
             Ok(admitted) => return Ok(admitted),
             Err(e @ StoreError::Unavailable(_)) => last = Some(e),
             Err(e) => return Err(e),

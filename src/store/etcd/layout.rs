@@ -17,6 +17,8 @@
 //! | `P a/<account>` | u64 BE | the account's live jobs (admission +1, completion and undo −1) |
 //! | `P o/<job id>` | node id | the job's owner, attached to the owner's lease |
 //! | `P n/<node id>` | JSON node facts | one per live node, attached to its lease |
+//! | `P i/<lp(account) ‖ SHA-256 of an Idempotency-Key>` | `v1` ‖ JSON answer | admission, or the answer of a request that made no job |
+//! | `P h/<created BE ‖ the i/ tail>` | empty | the answers' time index (their purge reads it) |
 //! | `P m/schema_version` | u32 BE | the first node to start |
 //! | `P m/first_key` | node id | the node that issued the cluster's first key |
 //!
@@ -98,6 +100,21 @@ impl Layout {
 
     pub fn usage(&self, key_id: &str, period_start_ms: u64) -> Vec<u8> {
         self.key(b'u', &enc::usage_key(key_id, period_start_ms))
+    }
+
+    /// An idempotent answer of an account's key digest.
+    pub fn answer(&self, account: &str, key_digest: &[u8; 32]) -> Vec<u8> {
+        self.key(b'i', &enc::answer_key(account, key_digest))
+    }
+
+    /// The time index entry of an answer.
+    pub fn answer_time(&self, created_at_ms: u64, account: &str, key_digest: &[u8; 32]) -> Vec<u8> {
+        self.key(b'h', &enc::answer_time_key(created_at_ms, &enc::answer_key(account, key_digest)))
+    }
+
+    /// The answer a time index entry's tail (`created BE ‖ i/ tail`) names.
+    pub fn answer_raw(&self, tail: &[u8]) -> Vec<u8> {
+        self.key(b'i', tail)
     }
 
     pub fn owner(&self, id: &str) -> Vec<u8> {

@@ -38,8 +38,8 @@ pub use watch::KeyChange;
 use ops::Db;
 
 use super::{
-    Completion, JobCursor, JobPage, JobRecord, LiveState, Store, StoreError, StoreResult, Subject, UsageCarry,
-    SCHEMA_VERSION,
+    Completion, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store, StoreError, StoreResult, Subject,
+    UsageCarry, SCHEMA_VERSION,
 };
 use crate::auth::record::KeyRecord;
 use crate::limits::quota::UsageRecord;
@@ -96,8 +96,21 @@ impl EtcdStore {
     // --- for listener threads: futures that wait on the etcd thread without blocking ---
 
     /// Admission as one transaction (see `ops::Db::admit`).
-    pub fn admit_async(&self, job: JobRecord, checks: AdmitChecks) -> Reply<Admitted> {
-        self.call(|db| async move { db.admit(job, checks).await })
+    pub fn admit_async(
+        &self,
+        job: JobRecord,
+        checks: AdmitChecks,
+        answer: Option<IdempotentAnswer>,
+    ) -> Reply<Admitted> {
+        self.call(|db| async move { db.admit(job, checks, answer).await })
+    }
+
+    pub fn put_answer_async(&self, answer: IdempotentAnswer) -> Reply<Option<IdempotentAnswer>> {
+        self.call(|db| async move { db.put_answer(answer).await })
+    }
+
+    pub fn get_answer_async(&self, account: String, key_digest: [u8; 32]) -> Reply<Option<IdempotentAnswer>> {
+        self.call(|db| async move { db.get_answer(account, key_digest).await })
     }
 
     pub fn cancel_admission_async(&self, id: String) -> Reply<()> {
@@ -203,9 +216,28 @@ impl Store for EtcdStore {
         self.run(|db| async move { db.list_keys(after, limit).await })
     }
 
-    fn admit(&self, job: &JobRecord) -> StoreResult<()> {
-        let job = job.clone();
-        self.run(|db| async move { db.admit(job, AdmitChecks::default()).await.map(|_| ()) })
+    fn admit(&self, job: &JobRecord, answer: Option<&IdempotentAnswer>) -> StoreResult<()> {
+        let (job, answer) = (job.clone(), answer.cloned());
+        match self.run(|db| async move { db.admit(job, AdmitChecks::default(), answer).await })? {
+            Admitted::Answered(first) => {
+                Err(StoreError::Invalid(format!("idempotency key already answered (job {})", first.job_id)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn put_answer(&self, answer: &IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>> {
+        let answer = answer.clone();
+        self.run(|db| async move { db.put_answer(answer).await })
+    }
+
+    fn get_answer(&self, account: &str, key_digest: &[u8; 32]) -> StoreResult<Option<IdempotentAnswer>> {
+        let (account, key_digest) = (account.to_owned(), *key_digest);
+        self.run(|db| async move { db.get_answer(account, key_digest).await })
+    }
+
+    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
+        self.run(|db| async move { db.purge_answers_before(cutoff_ms, limit).await })
     }
 
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {

@@ -34,8 +34,8 @@ use crate::store::encoding as enc;
 use crate::store::record::{check_id, validate_key};
 use crate::store::usage::{self, UsageDelta};
 use crate::store::{
-    Completion, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, StoreError, StoreResult, Subject,
-    UsageCarry,
+    Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, StoreError,
+    StoreResult, Subject, UsageCarry,
 };
 
 /// What a checked admission came to.
@@ -49,6 +49,9 @@ pub enum Admitted {
     Exhausted { usage: UsageRecord },
     /// The account holds `live_max` live jobs across the cluster: nothing was written.
     TooManyJobs { live_max: u64 },
+    /// The request's idempotency key already has an answer (another node's, or one that raced
+    /// this admission): nothing was written; that answer.
+    Answered(Box<IdempotentAnswer>),
 }
 
 /// What an admission is checked against (`None`: not checked).
@@ -107,6 +110,10 @@ impl Read {
     }
 
     fn job(&self) -> StoreResult<Option<JobRecord>> {
+        self.value().map(enc::decode_json).transpose()
+    }
+
+    fn answer(&self) -> StoreResult<Option<IdempotentAnswer>> {
         self.value().map(enc::decode_json).transpose()
     }
 }
@@ -283,8 +290,16 @@ impl Db {
 
     /// Records a new `QUEUED` job and reserves its unit, refusing past `limit` (`None`: no
     /// check) and, with `dedup`, deduplicating onto the subject's live job. Idempotent by id.
-    pub async fn admit(&self, job: JobRecord, checks: AdmitChecks) -> StoreResult<Admitted> {
+    pub async fn admit(
+        &self,
+        job: JobRecord,
+        checks: AdmitChecks,
+        answer: Option<IdempotentAnswer>,
+    ) -> StoreResult<Admitted> {
         job.validate()?;
+        if let Some(answer) = &answer {
+            answer.validate()?;
+        }
         if job.state != JobState::Queued || job.started_at_ms.is_some() || job.completed_at_ms.is_some() {
             return Err(StoreError::Invalid(format!("job {} must be admitted QUEUED and unstarted", job.id)));
         }
@@ -293,12 +308,18 @@ impl Db {
         let usage_key = self.layout.usage(&job.key_id, job.quota_period_start_ms);
         let count_key = self.layout.live_count(&job.account);
         for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
-            let keys = vec![usage_key.clone(), job_key.clone(), pointer_key.clone(), count_key.clone()];
-            let [usage_read, job_read, pointer, count]: [Read; 4] =
-                self.read(keys).await?.try_into().map_err(|_| short_read())?;
+            let mut keys = vec![usage_key.clone(), job_key.clone(), pointer_key.clone(), count_key.clone()];
+            keys.extend(answer.as_ref().map(|a| self.layout.answer(&a.account, &a.key_digest)));
+            let mut reads = self.read(keys).await?;
+            let answer_read = if answer.is_some() { reads.pop() } else { None };
+            let [usage_read, job_read, pointer, count]: [Read; 4] = reads.try_into().map_err(|_| short_read())?;
             let usage = usage_read.usage()?;
             if job_read.job()?.is_some_and(|stored| stored.id == job.id) {
                 return Ok(Admitted::New { usage }); // a repeat of an admission that committed
+            }
+            let first = answer_read.as_ref().map(Read::answer).transpose()?.flatten();
+            if let Some(first) = first.filter(|a| a.is_live_at(job.created_at_ms)) {
+                return Ok(Admitted::Answered(Box::new(first)));
             }
             if checks.dedup {
                 if let Some(live) = self.live_pointed(&pointer).await? {
@@ -325,15 +346,77 @@ impl Db {
                 TxnOp::put(self.layout.owner(&job.id), self.node_id.as_bytes().to_vec(), self.owner_put()),
                 count_put(&count, 1),
             ];
-            let when = vec![usage_read.unchanged(), job_read.unchanged(), pointer.unchanged(), count.unchanged()];
+            let mut when = vec![usage_read.unchanged(), job_read.unchanged(), pointer.unchanged(), count.unchanged()];
             if charged {
                 ops.push(UsageWrite { read: usage_read, next }.put());
+            }
+            if let (Some(answer), Some(read)) = (&answer, &answer_read) {
+                when.push(read.unchanged());
+                ops.extend(self.answer_puts(answer)?);
             }
             if self.commit(when, ops).await? {
                 return Ok(Admitted::New { usage: next });
             }
         }
         Err(conflict("admission"))
+    }
+
+    /// The puts of an answer and its time index.
+    fn answer_puts(&self, answer: &IdempotentAnswer) -> StoreResult<[TxnOp; 2]> {
+        let (account, digest) = (&answer.account, &answer.key_digest);
+        Ok([
+            TxnOp::put(self.layout.answer(account, digest), enc::encode_json(answer)?, None),
+            TxnOp::put(self.layout.answer_time(answer.created_at_ms, account, digest), Vec::new(), None),
+        ])
+    }
+
+    /// Records the answer of a request that made no job, unless the key has one (returned).
+    pub async fn put_answer(&self, answer: IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>> {
+        answer.validate()?;
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let read = self.read_one(self.layout.answer(&answer.account, &answer.key_digest)).await?;
+            if let Some(first) = read.answer()?.filter(|a| a.is_live_at(answer.created_at_ms)) {
+                return Ok(Some(first));
+            }
+            if self.commit(vec![read.unchanged()], self.answer_puts(&answer)?.into()).await? {
+                return Ok(None);
+            }
+        }
+        Err(conflict("answer"))
+    }
+
+    pub async fn get_answer(&self, account: String, key_digest: [u8; 32]) -> StoreResult<Option<IdempotentAnswer>> {
+        if check_id("account", &account).is_err() {
+            return Ok(None);
+        }
+        self.read_one(self.layout.answer(&account, &key_digest)).await?.answer()
+    }
+
+    /// Deletes up to `limit` answers created before `cutoff_ms` (a key reused after its answer
+    /// expired keeps its newer answer).
+    pub async fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
+        let family = self.layout.family(b'h');
+        let mut to = family.clone();
+        to.extend_from_slice(&cutoff_ms.to_be_bytes());
+        let kvs = self.range(family, to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
+        for chunk in kvs.chunks(ETCD_PURGE_JOBS_PER_TXN) {
+            let mut created = Vec::with_capacity(chunk.len());
+            let mut keys = Vec::with_capacity(chunk.len());
+            for kv in chunk {
+                let (at_ms, tail) = enc::parse_answer_time_key(self.layout.tail(b'h', kv.key())?)?;
+                created.push(at_ms);
+                keys.push(self.layout.answer_raw(tail));
+            }
+            let answers = self.read(keys).await?;
+            let mut ops: Vec<TxnOp> = chunk.iter().map(|kv| TxnOp::delete(kv.key().to_vec(), None)).collect();
+            for (read, at_ms) in answers.iter().zip(created) {
+                if read.answer()?.is_some_and(|a| a.created_at_ms == at_ms) {
+                    ops.push(TxnOp::delete(read.key.clone(), None));
+                }
+            }
+            self.commit(Vec::new(), ops).await?;
+        }
+        Ok(kvs.len())
     }
 
     /// The live job a subject pointer names, if it is still live.

@@ -198,7 +198,7 @@ fn a_job_that_never_finished_is_not_started_again() {
         let kind = JobKind::Analysis { wallet: CLEAN.to_owned() };
         let (account, key_id, version) = (key.account.clone(), key.id.clone(), "xray-1".to_owned());
         let record = JobRecord::queued(id.into(), kind, account, key_id, now_ms - 1, false, true, period_ms, version);
-        store.admit(&record).expect("admitted");
+        store.admit(&record, None).expect("admitted");
         for start in 1..=xray::config::JOB_STARTS_MAX {
             assert_eq!(store.mark_running(id, now_ms).expect("started").starts, start);
         }

@@ -35,23 +35,11 @@ macro_rules! contract_tests {
     };
 }
 
-contract_tests!(
-    admitted_job_is_readable_indexed_and_reserved,
-    cancel_undoes_everything,
-    ready_commits_the_reservation_and_stores_the_exact_payload,
-    failed_refunds_the_reservation,
-    comparisons_count_under_their_operation_and_uncharged_jobs_move_no_quota,
-    latest_ready_skips_newer_unfinished_or_failed_jobs,
-    recovery_pages_live_jobs_in_creation_order,
-    purge_is_bounded_and_removes_only_old_finished_jobs,
-    keys_round_trip_and_list_in_pages,
-    backlog_hands_out_running_then_queued_in_bounded_pages,
-    a_rotation_carries_the_old_keys_usage,
-);
+contract::every_test!(contract_tests);
 
 fn admit(store: &EtcdStore, id: &str, wallet: &str, limit: u64, dedup: bool) -> Result<Admitted, StoreError> {
     let checks = AdmitChecks { quota_limit: Some(limit), live_max: None, dedup };
-    pollster::block_on(store.admit_async(analysis(id, wallet, 1), checks))
+    pollster::block_on(store.admit_async(analysis(id, wallet, 1), checks, None))
 }
 
 #[test]
@@ -116,6 +104,27 @@ fn one_keys_quota_hammered_from_three_nodes_stays_exact() {
 }
 
 #[test]
+fn an_idempotency_key_admits_once_across_nodes() {
+    let prefix = etcd::fresh_prefix("answers");
+    let (a, b) = (open_at(&etcd::shared().endpoints(), &prefix), open_at(&etcd::shared().endpoints(), &prefix));
+    let checks = AdmitChecks { quota_limit: Some(10), live_max: None, dedup: false };
+    let with_key = |node: &EtcdStore, id: &str| {
+        let answer = contract::answer(ACCOUNT, 9, id, 1);
+        pollster::block_on(node.admit_async(analysis(id, "W1", 1), checks, Some(answer))).unwrap()
+    };
+    assert!(matches!(with_key(&a, "an_1"), Admitted::New { .. }));
+    // The same key on another node, with another job (no dedup: `refresh`): the first answer.
+    match with_key(&b, "an_2") {
+        Admitted::Answered(first) => assert_eq!(first.job_id, "an_1"),
+        other => panic!("expected the first answer, got {other:?}"),
+    }
+    // A repeat of the first admission (its answer lost) is still that admission.
+    assert!(matches!(with_key(&a, "an_1"), Admitted::New { .. }));
+    assert_eq!(usage(&a).reserved, 1, "one job, one unit");
+    assert_eq!(b.get_job("an_2").unwrap(), None, "nothing recorded for the second");
+}
+
+#[test]
 fn a_repeated_admission_is_answered_as_the_first_and_equal_work_deduplicates() {
     let store = open("idempotent");
     let first = admit(&store, "an_1", "W1", 10, true).unwrap();
@@ -146,7 +155,7 @@ fn an_accounts_live_jobs_are_capped_across_nodes_and_each_end_frees_a_place() {
     let (a, b) = (open_at(&etcd::shared().endpoints(), &prefix), open_at(&etcd::shared().endpoints(), &prefix));
     let capped = |node: &EtcdStore, id: &str, wallet: &str| {
         let checks = AdmitChecks { quota_limit: Some(100), live_max: Some(2), dedup: true };
-        pollster::block_on(node.admit_async(analysis(id, wallet, 1), checks)).unwrap()
+        pollster::block_on(node.admit_async(analysis(id, wallet, 1), checks, None)).unwrap()
     };
     assert!(matches!(capped(&a, "an_1", "W1"), Admitted::New { .. }));
     assert!(matches!(capped(&b, "an_2", "W2"), Admitted::New { .. }));

@@ -8,7 +8,30 @@ use xray::auth::record::{KeyRecord, KeySpec, KeyStatus};
 use xray::auth::scope::Scopes;
 use xray::limits::quota::QuotaPeriod;
 use xray::limits::quota::UsageRecord;
-use xray::store::{Completion, JobCursor, JobState, LiveState, Store, StoreError, Subject};
+use xray::store::{Completion, IdempotentAnswer, JobCursor, JobState, LiveState, Store, StoreError, Subject};
+
+/// Calls `$tests!` with the name of every function of the contract: each store's test module
+/// makes its tests from this one list (`contract::every_test!(contract_tests);`).
+macro_rules! every_test {
+    ($tests:ident) => {
+        $tests!(
+            admitted_job_is_readable_indexed_and_reserved,
+            cancel_undoes_everything,
+            ready_commits_the_reservation_and_stores_the_exact_payload,
+            failed_refunds_the_reservation,
+            comparisons_count_under_their_operation_and_uncharged_jobs_move_no_quota,
+            latest_ready_skips_newer_unfinished_or_failed_jobs,
+            recovery_pages_live_jobs_in_creation_order,
+            purge_is_bounded_and_removes_only_old_finished_jobs,
+            keys_round_trip_and_list_in_pages,
+            backlog_hands_out_running_then_queued_in_bounded_pages,
+            a_rotation_carries_the_old_keys_usage,
+            an_admission_keeps_its_answer_in_the_same_write,
+            answers_are_purged_oldest_first_in_bounded_pages,
+        );
+    };
+}
+pub(crate) use every_test;
 
 pub fn ready(id: &str) -> Completion {
     Completion::Ready { payload_json: payload(id), engine_version: "1.1.0".into() }
@@ -43,7 +66,7 @@ pub fn key() -> KeyRecord {
 
 pub fn admitted_job_is_readable_indexed_and_reserved(store: &dyn Store) {
     let job = analysis("an_1", "Wallet1", 100);
-    store.admit(&job).unwrap();
+    store.admit(&job, None).unwrap();
 
     assert_eq!(store.get_job("an_1").unwrap(), Some(job.clone()));
     assert_eq!(usage(store), UsageRecord { reserved: 1, ..UsageRecord::default() });
@@ -56,7 +79,7 @@ pub fn admitted_job_is_readable_indexed_and_reserved(store: &dyn Store) {
 }
 
 pub fn cancel_undoes_everything(store: &dyn Store) {
-    store.admit(&analysis("an_1", "Wallet1", 100)).unwrap();
+    store.admit(&analysis("an_1", "Wallet1", 100), None).unwrap();
     store.cancel_admission("an_1").unwrap();
 
     assert_eq!(store.get_job("an_1").unwrap(), None);
@@ -67,7 +90,7 @@ pub fn cancel_undoes_everything(store: &dyn Store) {
 }
 
 pub fn ready_commits_the_reservation_and_stores_the_exact_payload(store: &dyn Store) {
-    store.admit(&analysis("an_1", "Wallet1", 100)).unwrap();
+    store.admit(&analysis("an_1", "Wallet1", 100), None).unwrap();
     let running = store.mark_running("an_1", 150).unwrap();
     assert_eq!((running.state, running.started_at_ms), (JobState::Running, Some(150)));
     assert_eq!(live(store, LiveState::Running), ["an_1"]);
@@ -89,7 +112,7 @@ pub fn ready_commits_the_reservation_and_stores_the_exact_payload(store: &dyn St
 }
 
 pub fn failed_refunds_the_reservation(store: &dyn Store) {
-    store.admit(&comparison("cmp_1", "pair_1", 100)).unwrap();
+    store.admit(&comparison("cmp_1", "pair_1", 100), None).unwrap();
     let done = store.complete("cmp_1", 200, &failed()).unwrap();
 
     assert_eq!(done.state, JobState::Failed);
@@ -101,22 +124,22 @@ pub fn failed_refunds_the_reservation(store: &dyn Store) {
 }
 
 pub fn comparisons_count_under_their_operation_and_uncharged_jobs_move_no_quota(store: &dyn Store) {
-    store.admit(&comparison("cmp_1", "pair_1", 100)).unwrap();
+    store.admit(&comparison("cmp_1", "pair_1", 100), None).unwrap();
     let done = store.complete("cmp_1", 200, &ready("cmp_1")).unwrap();
     assert_eq!(store.get_result(&done).unwrap(), Some(payload("cmp_1")));
     let free = xray::store::JobRecord { charged: false, ..analysis("an_free", "Wallet9", 300) };
-    store.admit(&free).unwrap();
+    store.admit(&free, None).unwrap();
     store.complete("an_free", 400, &ready("an_free")).unwrap();
     assert_eq!(usage(store), UsageRecord { used: 1, comparison: 1, ..UsageRecord::default() });
 }
 
 pub fn latest_ready_skips_newer_unfinished_or_failed_jobs(store: &dyn Store) {
-    store.admit(&analysis("an_old", "Wallet1", 100)).unwrap();
+    store.admit(&analysis("an_old", "Wallet1", 100), None).unwrap();
     let old = store.complete("an_old", 110, &ready("an_old")).unwrap();
-    store.admit(&analysis("an_failed", "Wallet1", 200)).unwrap();
+    store.admit(&analysis("an_failed", "Wallet1", 200), None).unwrap();
     store.complete("an_failed", 210, &failed()).unwrap();
     let newest = analysis("an_new", "Wallet1", 300);
-    store.admit(&newest).unwrap();
+    store.admit(&newest, None).unwrap();
 
     assert_eq!(store.latest_for(ACCOUNT, Subject::Wallet("Wallet1")).unwrap(), Some(newest));
     assert_eq!(store.latest_ready_for(ACCOUNT, Subject::Wallet("Wallet1")).unwrap(), Some(old));
@@ -125,10 +148,10 @@ pub fn latest_ready_skips_newer_unfinished_or_failed_jobs(store: &dyn Store) {
 pub fn recovery_pages_live_jobs_in_creation_order(store: &dyn Store) {
     // Ids sort against their creation times, so order must come from the time, not the id.
     for i in 0..25u64 {
-        store.admit(&analysis(&format!("an_{:02}", 99 - i), &format!("W{i}"), 1_000 + i)).unwrap();
+        store.admit(&analysis(&format!("an_{:02}", 99 - i), &format!("W{i}"), 1_000 + i), None).unwrap();
     }
     store.mark_running("an_99", 5_000).unwrap();
-    store.admit(&analysis("an_late", "Wlate", 9_000)).unwrap();
+    store.admit(&analysis("an_late", "Wlate", 9_000), None).unwrap();
 
     let (mut seen, mut cursor, mut pages) = (Vec::new(), None::<JobCursor>, 0);
     loop {
@@ -149,10 +172,10 @@ pub fn recovery_pages_live_jobs_in_creation_order(store: &dyn Store) {
 pub fn purge_is_bounded_and_removes_only_old_finished_jobs(store: &dyn Store) {
     for i in 1..=7u64 {
         let id = format!("an_{i}");
-        store.admit(&analysis(&id, "Wallet1", i)).unwrap();
+        store.admit(&analysis(&id, "Wallet1", i), None).unwrap();
         store.complete(&id, i * 10, &if i % 2 == 0 { failed() } else { ready(&id) }).unwrap();
     }
-    store.admit(&analysis("an_live", "Wallet1", 1)).unwrap();
+    store.admit(&analysis("an_live", "Wallet1", 1), None).unwrap();
 
     // Completed at 10..=50 are older than 60: five jobs, two per call.
     let counts: Vec<usize> = (0..4).map(|_| store.purge_finished_before(60, 2).unwrap()).collect();
@@ -167,6 +190,59 @@ pub fn purge_is_bounded_and_removes_only_old_finished_jobs(store: &dyn Store) {
     assert_eq!(store.latest_ready_for(ACCOUNT, Subject::Wallet("Wallet1")).unwrap().map(|j| j.id), Some("an_7".into()));
     // Usage history is not retention's business.
     assert_eq!(usage(store).used, 4);
+}
+
+/// The answer of `job_id` for key digest `[digest; 32]` of `account`, created at `at_ms`.
+pub fn answer(account: &str, digest: u8, job_id: &str, at_ms: u64) -> IdempotentAnswer {
+    IdempotentAnswer {
+        account: account.into(),
+        key_digest: [digest; 32],
+        fingerprint: [7; 32],
+        job_id: job_id.into(),
+        state: JobState::Queued,
+        deduplicated: false,
+        created_at_ms: at_ms,
+    }
+}
+
+pub fn an_admission_keeps_its_answer_in_the_same_write(store: &dyn Store) {
+    let first = answer(ACCOUNT, 1, "an_1", 100);
+    store.admit(&analysis("an_1", "Wallet1", 100), Some(&first)).unwrap();
+    assert_eq!(store.get_answer(ACCOUNT, &[1; 32]).unwrap(), Some(first.clone()));
+    // Per account and key: another account's same key, or another key, has nothing.
+    assert_eq!(store.get_answer("acc_2", &[1; 32]).unwrap(), None);
+    assert_eq!(store.get_answer(ACCOUNT, &[2; 32]).unwrap(), None);
+    assert_eq!(store.get_answer(&"a".repeat(300), &[1; 32]).unwrap(), None, "an over-long account is not found");
+    // A later answer of the same key never replaces the first: it is handed back.
+    let later = IdempotentAnswer { deduplicated: true, ..answer(ACCOUNT, 1, "an_other", 200) };
+    assert_eq!(store.put_answer(&later).unwrap(), Some(first.clone()));
+    assert_eq!(store.get_answer(ACCOUNT, &[1; 32]).unwrap(), Some(first));
+    // A request that made no job keeps its answer the same way.
+    let dedup = IdempotentAnswer { deduplicated: true, state: JobState::Running, ..answer(ACCOUNT, 3, "an_1", 300) };
+    assert_eq!(store.put_answer(&dedup).unwrap(), None);
+    assert_eq!(store.get_answer(ACCOUNT, &[3; 32]).unwrap(), Some(dedup));
+    assert_eq!(usage(store).reserved, 1, "answers move no quota");
+}
+
+pub fn answers_are_purged_oldest_first_in_bounded_pages(store: &dyn Store) {
+    for i in 1..=5u8 {
+        store.put_answer(&answer(ACCOUNT, i, "an_x", u64::from(i) * 10)).unwrap();
+    }
+    // Created at 10..=40 are older than 45: four answers, three per call.
+    let counts: Vec<usize> = (0..3).map(|_| store.purge_answers_before(45, 3).unwrap()).collect();
+    assert_eq!(counts, [3, 1, 0]);
+    for i in 1..=4u8 {
+        assert_eq!(store.get_answer(ACCOUNT, &[i; 32]).unwrap(), None);
+    }
+    assert!(store.get_answer(ACCOUNT, &[5; 32]).unwrap().is_some());
+    // An answer past its window is as good as absent: a new answer of the key replaces it.
+    let expired = answer(ACCOUNT, 5, "an_5", 50 + xray::config::IDEMPOTENCY_TTL_MS);
+    assert_eq!(store.put_answer(&expired).unwrap(), None);
+    assert_eq!(store.get_answer(ACCOUNT, &[5; 32]).unwrap(), Some(expired));
+    // A key answered again after its old answer was purged keeps the new one.
+    store.put_answer(&answer(ACCOUNT, 1, "an_new", 1_000)).unwrap();
+    assert_eq!(store.purge_answers_before(45, 10).unwrap(), 0);
+    assert_eq!(store.get_answer(ACCOUNT, &[1; 32]).unwrap().map(|a| a.job_id), Some("an_new".into()));
 }
 
 pub fn keys_round_trip_and_list_in_pages(store: &dyn Store) {
@@ -189,12 +265,12 @@ pub fn keys_round_trip_and_list_in_pages(store: &dyn Store) {
 
 pub fn backlog_hands_out_running_then_queued_in_bounded_pages(store: &dyn Store) {
     for i in 0..12u64 {
-        store.admit(&analysis(&format!("an_{i:02}"), &format!("W{i}"), 100 + i)).unwrap();
+        store.admit(&analysis(&format!("an_{i:02}"), &format!("W{i}"), 100 + i), None).unwrap();
     }
     for i in [3u64, 7, 9] {
         store.mark_running(&format!("an_{i:02}"), 500).unwrap();
     }
-    store.admit(&analysis("an_new", "Wnew", 1_000)).unwrap();
+    store.admit(&analysis("an_new", "Wnew", 1_000), None).unwrap();
 
     let mut backlog = xray::jobs::recovery::Backlog::new(1_000);
     let mut pages = Vec::new();
@@ -222,10 +298,10 @@ pub fn a_rotation_carries_the_old_keys_usage(store: &dyn Store) {
     store.put_key(&old).unwrap();
     let under_old = |id: &str| xray::store::JobRecord { key_id: old.id.as_str().into(), ..analysis(id, id, 1) };
     for (id, outcome) in [("an_1", ready("an_1")), ("an_2", failed()), ("an_3", ready("an_3"))] {
-        store.admit(&under_old(id)).unwrap();
+        store.admit(&under_old(id), None).unwrap();
         store.complete(id, 2, &outcome).unwrap();
     }
-    store.admit(&under_old("an_4")).unwrap();
+    store.admit(&under_old("an_4"), None).unwrap();
     let stored = store.usage(old.id.as_str(), PERIOD_MS).unwrap();
     assert_eq!(stored, UsageRecord { used: 2, reserved: 1, refunded: 1, wallet_analysis: 2, comparison: 0 });
     let carried = UsageRecord { reserved: 0, ..stored };

@@ -43,7 +43,7 @@ fn crash_child() {
     let store = open_with(Path::new(&dir), relaxed());
     if mode == "abort" {
         for i in 0..ABORT_JOBS {
-            store.admit(&analysis(&format!("an_{i}"), &format!("W{i}"), i)).unwrap();
+            store.admit(&analysis(&format!("an_{i}"), &format!("W{i}"), i), None).unwrap();
         }
         for i in 0..ABORT_JOBS / 2 {
             let outcome = if i % 2 == 0 {
@@ -56,7 +56,7 @@ fn crash_child() {
         std::process::abort();
     }
     for i in 0..KILL_CHILD_JOBS_MAX {
-        store.admit(&analysis(&format!("an_{i}"), &format!("W{i}"), i)).unwrap();
+        store.admit(&analysis(&format!("an_{i}"), &format!("W{i}"), i), None).unwrap();
         println!("acked an_{i}");
     }
 }

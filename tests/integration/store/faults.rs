@@ -28,8 +28,8 @@ use xray::metrics::Metrics;
 use xray::pubkey::Pubkey;
 use xray::store::group_commit::GroupCommit;
 use xray::store::{
-    Completion, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState, RocksStore, Store, StoreError,
-    StoreResult, Subject, UsageCarry,
+    Completion, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState, RocksStore, Store,
+    StoreError, StoreResult, Subject, UsageCarry,
 };
 
 use super::support::open;
@@ -74,8 +74,17 @@ impl Store for FaultyStore {
     fn list_keys(&self, after: Option<&str>, limit: usize) -> StoreResult<Vec<KeyRecord>> {
         self.inner.list_keys(after, limit)
     }
-    fn admit(&self, job: &JobRecord) -> StoreResult<()> {
-        self.inner.admit(job)
+    fn admit(&self, job: &JobRecord, answer: Option<&IdempotentAnswer>) -> StoreResult<()> {
+        self.inner.admit(job, answer)
+    }
+    fn put_answer(&self, answer: &IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>> {
+        self.inner.put_answer(answer)
+    }
+    fn get_answer(&self, account: &str, key_digest: &[u8; 32]) -> StoreResult<Option<IdempotentAnswer>> {
+        self.inner.get_answer(account, key_digest)
+    }
+    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
+        self.inner.purge_answers_before(cutoff_ms, limit)
     }
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {
         match take_one(&self.fail_cancels) {
@@ -177,7 +186,7 @@ fn rig(index_len_max: usize) -> Rig {
         period_start_ms(now_ms, QuotaPeriod::Month),
         "xray-1".into(),
     );
-    store.admit(&job).expect("admitted");
+    store.admit(&job, None).expect("admitted");
     let keys = Arc::new(KeyTable::from_records([key.clone()], now_ms).expect("table"));
     restore_quota(&keys, &*store, now_ms).expect("quota restored");
     let index = Arc::new(StatusIndex::new(index_len_max, 1_024));
@@ -311,7 +320,7 @@ fn group_commit_waits_off_the_serving_thread_and_shares_each_fsync() {
     let group = GroupCommit::start(dyn_store).expect("sync thread");
     let admit = |i: usize| {
         let id = format!("an_groupcommit{i}");
-        rig.store.admit(&JobRecord { id, ..rig.job.clone() }).expect("logged");
+        rig.store.admit(&JobRecord { id, ..rig.job.clone() }, None).expect("logged");
     };
     let mut runtime = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new().enable_timer().build().expect("runtime");
     runtime.block_on(async {

@@ -13,57 +13,30 @@ use xray::store::{
     META_SCHEMA_VERSION_KEY, SCHEMA_VERSION,
 };
 
-#[test]
-fn admitted_job_is_readable_indexed_and_reserved() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::admitted_job_is_readable_indexed_and_reserved(&open(dir.path()));
+/// One test per function of the store contract, each on RocksDB in a fresh temp directory.
+macro_rules! contract_tests {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let dir = tempfile::tempdir().unwrap();
+                contract::$name(&open(dir.path()));
+            }
+        )*
+    };
 }
 
-#[test]
-fn cancel_undoes_everything() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::cancel_undoes_everything(&open(dir.path()));
-}
-
-#[test]
-fn ready_commits_the_reservation_and_stores_the_exact_payload() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::ready_commits_the_reservation_and_stores_the_exact_payload(&open(dir.path()));
-}
-
-#[test]
-fn failed_refunds_the_reservation() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::failed_refunds_the_reservation(&open(dir.path()));
-}
-
-#[test]
-fn comparisons_count_under_their_operation_and_uncharged_jobs_move_no_quota() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::comparisons_count_under_their_operation_and_uncharged_jobs_move_no_quota(&open(dir.path()));
-}
-
-#[test]
-fn latest_ready_skips_newer_unfinished_or_failed_jobs() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::latest_ready_skips_newer_unfinished_or_failed_jobs(&open(dir.path()));
-}
-
-#[test]
-fn recovery_pages_live_jobs_in_creation_order() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::recovery_pages_live_jobs_in_creation_order(&open(dir.path()));
-}
+contract::every_test!(contract_tests);
 
 #[test]
 fn reopening_keeps_jobs_reservations_and_results() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = open(dir.path());
-        store.admit(&analysis("an_1", "Wallet1", 100)).unwrap();
-        store.admit(&analysis("an_2", "Wallet2", 101)).unwrap();
+        store.admit(&analysis("an_1", "Wallet1", 100), None).unwrap();
+        store.admit(&analysis("an_2", "Wallet2", 101), None).unwrap();
         store.mark_running("an_2", 150).unwrap();
-        store.admit(&analysis("an_3", "Wallet3", 102)).unwrap();
+        store.admit(&analysis("an_3", "Wallet3", 102), None).unwrap();
         store.complete("an_3", 200, &ready("an_3")).unwrap();
     }
     let store = open(dir.path());
@@ -76,12 +49,6 @@ fn reopening_keeps_jobs_reservations_and_results() {
     let job = store.get_job("an_3").unwrap().unwrap();
     assert_eq!(store.get_result(&job).unwrap(), Some(payload("an_3")));
     assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0 });
-}
-
-#[test]
-fn purge_is_bounded_and_removes_only_old_finished_jobs() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::purge_is_bounded_and_removes_only_old_finished_jobs(&open(dir.path()));
 }
 
 fn raw_db(dir: &std::path::Path, cfs: &[&str]) -> rocksdb::DB {
@@ -130,25 +97,19 @@ fn an_empty_unversioned_database_is_initialised() {
 /// A freshly issued key record (random id), as the auth module makes them.
 
 #[test]
-fn keys_round_trip_and_list_in_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::keys_round_trip_and_list_in_pages(&open(dir.path()));
-}
-
-#[test]
 fn limits_protect_every_write_and_over_long_reads_are_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let long = "x".repeat(1_000);
-    assert!(matches!(store.admit(&analysis(&long, "W", 1)), Err(StoreError::Invalid(_))));
-    assert!(matches!(store.admit(&analysis("an_1", &long, 1)), Err(StoreError::Invalid(_))));
+    assert!(matches!(store.admit(&analysis(&long, "W", 1), None), Err(StoreError::Invalid(_))));
+    assert!(matches!(store.admit(&analysis("an_1", &long, 1), None), Err(StoreError::Invalid(_))));
     let running = xray::store::JobRecord { state: JobState::Running, ..analysis("an_1", "W", 1) };
-    assert!(matches!(store.admit(&running), Err(StoreError::Invalid(_))));
+    assert!(matches!(store.admit(&running, None), Err(StoreError::Invalid(_))));
     assert_eq!(store.get_job(&long).unwrap(), None);
     assert_eq!(store.get_key(&long).unwrap(), None);
     assert_eq!(store.latest_for(&long, Subject::Wallet("W")).unwrap(), None);
     assert_eq!(store.usage(&long, 0).unwrap(), UsageRecord::default());
-    store.admit(&analysis("an_1", "W", 1)).unwrap();
+    store.admit(&analysis("an_1", "W", 1), None).unwrap();
     let huge = Completion::Failed { code: "ANALYSIS_FAILED".into(), message: long.repeat(2) };
     assert!(matches!(store.complete("an_1", 2, &huge), Err(StoreError::Invalid(_))));
     assert_eq!(usage(&store).reserved, 1, "a refused completion moves nothing");
@@ -168,7 +129,7 @@ fn concurrent_admissions_and_completions_keep_usage_exact() {
             std::thread::spawn(move || {
                 for i in 0..JOBS_PER_THREAD {
                     let id = format!("an_{t}_{i}");
-                    store.admit(&analysis(&id, &format!("W{t}_{i}"), i as u64)).unwrap();
+                    store.admit(&analysis(&id, &format!("W{t}_{i}"), i as u64), None).unwrap();
                     match i % 4 {
                         0 => store.cancel_admission(&id).unwrap(),
                         1 => drop(store.complete(&id, 10, &failed()).unwrap()),
@@ -193,12 +154,6 @@ fn concurrent_admissions_and_completions_keep_usage_exact() {
 }
 
 #[test]
-fn backlog_hands_out_running_then_queued_in_bounded_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::backlog_hands_out_running_then_queued_in_bounded_pages(&open(dir.path()));
-}
-
-#[test]
 fn a_rotation_writes_both_keys_and_the_carried_usage_together() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
@@ -210,10 +165,4 @@ fn a_rotation_writes_both_keys_and_the_carried_usage_together() {
     assert_eq!(store.get_key(old.id.as_str()).unwrap(), Some(old));
     assert_eq!(store.get_key(new.id.as_str()).unwrap(), Some(new.clone()));
     assert_eq!(store.usage(new.id.as_str(), PERIOD_MS).unwrap(), carried);
-}
-
-#[test]
-fn a_rotation_carries_the_old_keys_usage() {
-    let dir = tempfile::tempdir().unwrap();
-    contract::a_rotation_carries_the_old_keys_usage(&open(dir.path()));
 }
