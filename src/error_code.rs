@@ -24,6 +24,10 @@ pub enum ErrorCode {
     QuotaExhausted,
     /// An extension of the contract: the account holds its maximum of live jobs.
     TooManyJobs,
+    /// An extension of the contract (`Idempotency-Key`): the key answered another request.
+    IdempotencyKeyReused,
+    /// An extension of the contract: the key's first request is still being admitted.
+    IdempotencyKeyInProgress,
     ServiceBusy,
     Internal,
     /// Ends a job only (contract §7): the ledger source failed after bounded retries.
@@ -47,6 +51,8 @@ impl ErrorCode {
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::QuotaExhausted => "QUOTA_EXHAUSTED",
             ErrorCode::TooManyJobs => "TOO_MANY_JOBS",
+            ErrorCode::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            ErrorCode::IdempotencyKeyInProgress => "IDEMPOTENCY_KEY_IN_PROGRESS",
             ErrorCode::ServiceBusy => "SERVICE_BUSY",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
@@ -67,6 +73,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::AccountNotEligible => 422,
+            ErrorCode::IdempotencyKeyReused | ErrorCode::IdempotencyKeyInProgress => 409,
             ErrorCode::RateLimited | ErrorCode::QuotaExhausted | ErrorCode::TooManyJobs => 429,
             ErrorCode::ServiceBusy => 503,
             ErrorCode::Internal | ErrorCode::UpstreamUnavailable | ErrorCode::AnalysisFailed => 500,

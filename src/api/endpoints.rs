@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::idempotency::idempotency_key;
 use super::json::{parse_body, CompareRequest, WalletRequest};
 use super::router::{analysis_path, comparison_path, parse_wait};
 use super::wire::*;
@@ -23,7 +24,9 @@ use super::{App, Caller};
 use crate::config::POLL_RETRY_AFTER_S;
 use crate::eligibility::{check_local, classify_local, LocalRefusal};
 use crate::http::{ApiRequest, ApiResponse, StopState};
-use crate::jobs::admission::{is_id_shaped, AdmitError, Decision, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX};
+use crate::jobs::admission::{
+    is_id_shaped, AdmitError, Decision, IdempotencyKey, Replay, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX,
+};
 use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
 use crate::metrics::JobLabel;
@@ -132,9 +135,21 @@ impl Endpoints<'_> {
             Work::Comparison { .. } => JobLabel::Comparison,
         };
         let (admission, key, now_ms) = (&self.app.admission, &self.caller.key, self.caller.now_ms);
+        let idempotency = idempotency_key(self.request, &work, refresh)?;
+        // Held until the answer is kept: a repeat arriving meanwhile is told so (409).
+        let _in_flight = idempotency.as_ref().map(|k| admission.enter(self.account(), k)).transpose()?;
+        if let Some(k) = &idempotency {
+            let kept = match admission.cluster() {
+                Some(etcd) => admission.replay_in_cluster(etcd, self.account(), k, now_ms).await?,
+                None => admission.replay(self.account(), k, now_ms)?,
+            };
+            if let Some(replay) = kept {
+                return self.replayed(replay);
+            }
+        }
         let decision = match admission.cluster() {
-            Some(etcd) => admission.admit_in_cluster(etcd, key, work, refresh, now_ms).await,
-            None => admission.admit(key, work, refresh, now_ms),
+            Some(etcd) => admission.admit_in_cluster(etcd, key, work, refresh, now_ms, idempotency.as_ref()).await,
+            None => admission.admit(key, work, refresh, now_ms, idempotency.as_ref()),
         };
         // With `--sync-writes`, an answer that names a job (or says a full queue undid one)
         // waits until that write is on disk — on the group commit's thread, not this one.
@@ -145,13 +160,33 @@ impl Endpoints<'_> {
             Decision::Admitted(record) => self.accepted(Snapshot::of_record(&record), false),
             Decision::Live(live) => {
                 self.app.metrics.deduplicated(label);
-                self.accepted(Snapshot::of_live(&live), true)
+                self.deduplicated(Snapshot::of_live(&live), idempotency.as_ref()).await
             }
             Decision::Fresh(job) => {
                 self.app.metrics.deduplicated(label);
-                self.accepted(Snapshot::of_record(&job.record), true)
+                self.deduplicated(Snapshot::of_record(&job.record), idempotency.as_ref()).await
+            }
+            Decision::Replayed(replay) => self.replayed(replay),
+        }
+    }
+
+    /// The answer of a request that made no job; with an idempotency key, kept first (or,
+    /// when another request of the key kept one first, that one replayed).
+    async fn deduplicated(&self, job: Snapshot<'_>, key: Option<&IdempotencyKey>) -> Result<ApiResponse, ApiError> {
+        if let Some(key) = key {
+            let admission = &self.app.admission;
+            let kept = admission.keep_answer(key, job.record, job.state, self.caller.now_ms).await;
+            if let Some(Decision::Replayed(first)) = kept? {
+                return self.replayed(first);
             }
         }
+        self.accepted(job, true)
+    }
+
+    /// A kept answer sent again: the same status and body, marked `Idempotent-Replayed`.
+    fn replayed(&self, replay: Replay) -> Result<ApiResponse, ApiError> {
+        let job = Snapshot { record: &replay.record, state: replay.state, started_at_ms: None };
+        Ok(self.accepted(job, replay.deduplicated)?.with_header("idempotent-replayed", "true"))
     }
 
     /// 202 for queued or running work, 200 for a reused READY result; `Location` either way.

@@ -31,7 +31,7 @@ use crate::store::StoreError;
 
 /// Why a request is not authenticated (`details.reason` of 401): the auth module's own type.
 pub use crate::auth::table::AuthFailure as Unauthenticated;
-use crate::config::{SERVICE_BUSY_RETRY_AFTER_S, TOO_MANY_JOBS_RETRY_AFTER_S};
+use crate::config::{IDEMPOTENCY_RETRY_AFTER_S, SERVICE_BUSY_RETRY_AFTER_S, TOO_MANY_JOBS_RETRY_AFTER_S};
 pub use crate::error_code::ErrorCode;
 
 /// Every way the API refuses a request. Closed: one variant per contract code.
@@ -88,6 +88,10 @@ pub enum ApiError {
     TooManyJobs {
         limit: usize,
     },
+    /// The `Idempotency-Key` answered another request of the account (409).
+    IdempotencyKeyReused,
+    /// The `Idempotency-Key`'s first request is still being admitted (409, retry shortly).
+    IdempotencyKeyInProgress,
     ServiceBusy,
     /// The store is out of space (etcd's NOSPACE alarm): 503 `SERVICE_BUSY`, saying so.
     StoreFull,
@@ -109,6 +113,8 @@ impl From<AdmitError> for ApiError {
             AdmitError::TooManyJobs { limit } => ApiError::TooManyJobs { limit },
             AdmitError::Store(e) => ApiError::from_store(&e),
             AdmitError::Random(cause) => ApiError::internal(&cause),
+            AdmitError::IdempotencyKeyReused => ApiError::IdempotencyKeyReused,
+            AdmitError::IdempotencyKeyInProgress => ApiError::IdempotencyKeyInProgress,
         }
     }
 }
@@ -267,6 +273,17 @@ impl ApiError {
                     ..d()
                 },
             ),
+            ApiError::IdempotencyKeyReused => (
+                ErrorCode::IdempotencyKeyReused,
+                "this Idempotency-Key was used with another request within 24 hours: use a new key for new work"
+                    .into(),
+                Details { field: Some("Idempotency-Key"), ..d() },
+            ),
+            ApiError::IdempotencyKeyInProgress => (
+                ErrorCode::IdempotencyKeyInProgress,
+                "a request with this Idempotency-Key is still being admitted: retry it shortly".into(),
+                Details { field: Some("Idempotency-Key"), retry_after_seconds: Some(IDEMPOTENCY_RETRY_AFTER_S), ..d() },
+            ),
             ApiError::StoreFull => (
                 ErrorCode::ServiceBusy,
                 "the service cannot record new work: its store is full until an operator frees space; retry later"
@@ -302,6 +319,7 @@ impl ApiError {
                 vec![("retry-after", SERVICE_BUSY_RETRY_AFTER_S.to_string())]
             }
             ApiError::TooManyJobs { .. } => vec![("retry-after", TOO_MANY_JOBS_RETRY_AFTER_S.to_string())],
+            ApiError::IdempotencyKeyInProgress => vec![("retry-after", IDEMPOTENCY_RETRY_AFTER_S.to_string())],
             _ => Vec::new(),
         }
     }

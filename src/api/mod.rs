@@ -25,6 +25,7 @@
 
 mod endpoints;
 pub mod error;
+mod idempotency;
 pub mod json;
 pub mod router;
 pub mod wire;

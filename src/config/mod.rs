@@ -191,6 +191,10 @@ pub const WAIT_S_MAX: u32 = 30;
 pub const REQUEST_ID_LEN_MAX: usize = 64;
 /// `Retry-After` of a `429 TOO_MANY_JOBS` (jobs take seconds; a poll says when one is done).
 pub const TOO_MANY_JOBS_RETRY_AFTER_S: u64 = 2;
+/// `Retry-After` of `409 IDEMPOTENCY_KEY_IN_PROGRESS`: an admission takes milliseconds.
+pub const IDEMPOTENCY_RETRY_AFTER_S: u64 = 1;
+/// Longest `Idempotency-Key` accepted (printable ASCII characters).
+pub const IDEMPOTENCY_KEY_CHARS_MAX: usize = 255;
 /// Live (queued or running) jobs one account may hold unless the operator sets another cap:
 /// a quarter of the default queue, so one account cannot keep it full for everyone.
 pub const LIVE_JOBS_PER_ACCOUNT_MAX_DEFAULT: usize = QUEUE_CAPACITY_DEFAULT / 4;

@@ -70,6 +70,7 @@ enum EdgeError {
 }
 
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -192,6 +193,7 @@ async fn respond<H: Handler>(
         query: parts.uri.query().map(str::to_owned),
         authorization: header_text(&parts.headers, &AUTHORIZATION),
         content_type: header_text(&parts.headers, &CONTENT_TYPE),
+        idempotency_key: header_text(&parts.headers, &IDEMPOTENCY_KEY),
         request_id: request_id.clone(),
         client_ip,
         body,

@@ -49,7 +49,10 @@ use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::etcd::EtcdStore;
 use crate::store::{JobKind, JobRecord, JobState, Store, StoreError, Subject};
 
+mod idempotency;
 mod shared;
+
+pub use idempotency::{IdempotencyKey, InFlightGuard, Replay};
 
 /// Random bytes in a job id (contract §4: 16).
 pub const JOB_ID_RANDOM_BYTES: usize = 16;
@@ -92,6 +95,12 @@ pub enum AdmitError {
     /// No randomness for a job id (500).
     #[error("random job id: {0}")]
     Random(String),
+    /// The request's `Idempotency-Key` answered another request of the account (409).
+    #[error("the idempotency key was used with another request")]
+    IdempotencyKeyReused,
+    /// The first request with this `Idempotency-Key` is still being admitted (409).
+    #[error("a request with this idempotency key is still being admitted")]
+    IdempotencyKeyInProgress,
 }
 
 /// Longest base58 text of `JOB_ID_RANDOM_BYTES` bytes (⌈16 × log 256 / log 58⌉ = 22); pair
@@ -155,6 +164,8 @@ pub enum Decision {
     Live(Arc<LiveJob>),
     /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
     Fresh(Arc<StoredJob>),
+    /// The request repeats one whose answer was kept (`Idempotency-Key`): that answer again.
+    Replayed(Replay),
 }
 
 /// The admission stage, shared by every listener thread.
@@ -174,6 +185,8 @@ pub struct Admission {
     stranded: parking_lot::Mutex<std::collections::VecDeque<Ticket>>,
     /// The cluster's store when jobs live in etcd (`shared` admits through it, asynchronously).
     cluster: Option<shared::Cluster>,
+    /// Idempotency keys whose first request is being admitted on this node.
+    in_flight: idempotency::InFlight,
 }
 
 /// A recorded job the index or the queue refused: its ticket, why, and its pending index entry.
@@ -226,6 +239,7 @@ impl Admission {
             recovering: AtomicBool::new(true),
             stranded: parking_lot::Mutex::new(std::collections::VecDeque::new()),
             cluster: None,
+            in_flight: Default::default(),
         }
     }
 
@@ -241,8 +255,17 @@ impl Admission {
         self.cluster.as_ref().map(|c| &c.etcd)
     }
 
-    /// Steps 8–10 for one request of `key` at `now_ms`.
-    pub fn admit(&self, key: &KeyEntry, work: Work, refresh: bool, now_ms: u64) -> Result<Decision, AdmitError> {
+    /// Steps 8–10 for one request of `key` at `now_ms`. `idempotency`, when the request
+    /// carried a key (the caller holds it in flight and found no kept answer): a new job's
+    /// answer is written with it.
+    pub fn admit(
+        &self,
+        key: &KeyEntry,
+        work: Work,
+        refresh: bool,
+        now_ms: u64,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<Decision, AdmitError> {
         let kind = work.kind();
         let account = key.account().as_str();
         let _one_at_a_time = self.subject_locks.lock(account, kind.subject());
@@ -270,7 +293,7 @@ impl Admission {
         let admitted = if self.queue_room() == 0 {
             Err(AdmitError::Busy)
         } else {
-            self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms)
+            self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms, idempotency)
         };
         match admitted {
             Ok(record) => Ok(Decision::Admitted(Box::new(record))),
@@ -345,6 +368,7 @@ impl Admission {
     }
 
     /// Steps (4)–(6); on a refusal, undoes what it did (the caller releases the reservation).
+    #[allow(clippy::too_many_arguments)]
     fn record_and_queue(
         &self,
         key: &KeyEntry,
@@ -353,8 +377,9 @@ impl Admission {
         refresh: bool,
         reservation: &Reservation,
         now_ms: u64,
+        idempotency: Option<&IdempotencyKey>,
     ) -> Result<JobRecord, AdmitError> {
-        let record = JobRecord::queued(
+        let mut record = JobRecord::queued(
             job_id(work.id_prefix())?,
             kind,
             key.account().as_str().to_owned(),
@@ -365,7 +390,9 @@ impl Admission {
             reservation.period_start_ms,
             ENGINE_VERSION_TAG.to_owned(),
         );
-        self.store.admit(&record, None)?;
+        record.idempotency_digest = idempotency.map(|k| k.key_digest);
+        let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
+        self.store.admit(&record, answer.as_ref())?;
         let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };
         let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
         let undone = self.store.cancel_admission(&record.id);

@@ -147,6 +147,8 @@ label_enum! {
         RateLimitedIp => "rate_limited_ip",
         QuotaExhausted => "quota_exhausted",
         TooManyJobs => "too_many_jobs",
+        IdempotencyKeyReused => "idempotency_key_reused",
+        IdempotencyKeyInProgress => "idempotency_key_in_progress",
         ServiceBusy => "service_busy",
         Internal => "internal",
     }
@@ -196,6 +198,8 @@ impl RejectReason {
             ErrorCode::RateLimited => RejectReason::RateLimited,
             ErrorCode::QuotaExhausted => RejectReason::QuotaExhausted,
             ErrorCode::TooManyJobs => RejectReason::TooManyJobs,
+            ErrorCode::IdempotencyKeyReused => RejectReason::IdempotencyKeyReused,
+            ErrorCode::IdempotencyKeyInProgress => RejectReason::IdempotencyKeyInProgress,
             ErrorCode::ServiceBusy => RejectReason::ServiceBusy,
             ErrorCode::Internal => RejectReason::Internal,
             // Codes that end a job, never a request: nothing is refused with them.
@@ -523,7 +527,7 @@ mod tests {
 
     use super::*;
 
-    const ALL_CODES: [ErrorCode; 14] = [
+    const ALL_CODES: [ErrorCode; 16] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidAddress,
         ErrorCode::Unauthenticated,
@@ -536,6 +540,8 @@ mod tests {
         ErrorCode::RateLimited,
         ErrorCode::QuotaExhausted,
         ErrorCode::TooManyJobs,
+        ErrorCode::IdempotencyKeyReused,
+        ErrorCode::IdempotencyKeyInProgress,
         ErrorCode::ServiceBusy,
         ErrorCode::Internal,
     ];
@@ -641,7 +647,7 @@ mod tests {
             assert_eq!(reason.slot(), i);
         }
         assert_eq!(RouteLabel::ALL.len(), 8);
-        assert_eq!(RejectReason::ALL.len(), 15);
+        assert_eq!(RejectReason::ALL.len(), 17);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = ["wallet", "analysis", "compare", "comparison", "status", "usage", "healthz", "unmatched"];
         assert_eq!(routes, expected);
@@ -813,7 +819,7 @@ mod tests {
             assert_eq!(types.get(name).map(String::as_str), Some(kind), "{name}");
         }
         assert!(!samples.iter().any(|s| s.name.starts_with("xray_http_")), "no request seen, no request series");
-        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 15);
+        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 17);
         assert_eq!(value(&samples, "xray_queue_depth", &[]), 3.0);
         assert_eq!(value(&samples, "xray_queue_capacity", &[]), 1024.0);
         assert_eq!(value(&samples, "xray_live_jobs", &[]), 5.0);

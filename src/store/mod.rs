@@ -15,7 +15,7 @@
 //! |---|---|
 //! | [`Store::put_rotation`] | both key records, the successor's carried usage (merge) |
 //! | [`Store::admit`] | job record, live-state index, subject index, usage `reserved +1` (if charged) |
-//! | [`Store::cancel_admission`] | deletes the three job entries, usage `reserved −1` |
+//! | [`Store::cancel_admission`] | deletes the three job entries (and the job's idempotent answer), usage `reserved −1` |
 //! | [`Store::mark_running`] | job record, live-state index move, subject index state |
 //! | [`Store::complete`] `Ready` | payload, job record, completion index, subject index, live index delete, usage `reserved −1, used +1, byOperation +1` |
 //! | [`Store::complete`] `Failed` | job record (with error), completion index, subject index, live index delete, usage `reserved −1, refunded +1` |

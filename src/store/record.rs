@@ -145,6 +145,10 @@ pub struct JobRecord {
     /// is not started again. Absent in records of older versions: none counted.
     #[serde(default)]
     pub starts: u32,
+    /// SHA-256 of the `Idempotency-Key` whose answer was written with this job, if any: undoing
+    /// the admission (`Store::cancel_admission`) deletes that answer with the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_digest: Option<[u8; 32]>,
 }
 
 impl JobRecord {
@@ -176,6 +180,7 @@ impl JobRecord {
             error: None,
             engine_version,
             starts: 0,
+            idempotency_digest: None,
         }
     }
 }
@@ -209,6 +214,15 @@ impl IdempotentAnswer {
     pub(crate) fn validate(&self) -> StoreResult<()> {
         check_id("account", &self.account)?;
         check_id("job id", &self.job_id)
+    }
+
+    /// Checks an answer written with `job`'s admission: it names the job, and the job names it.
+    pub(crate) fn validate_with(&self, job: &JobRecord) -> StoreResult<()> {
+        self.validate()?;
+        if self.job_id != job.id || self.account != job.account || job.idempotency_digest != Some(self.key_digest) {
+            return Err(StoreError::Invalid(format!("the answer admitted with job {} does not name it", job.id)));
+        }
+        Ok(())
     }
 }
 

@@ -478,6 +478,7 @@ impl Store for RocksStore {
         batch.put_cf(self.cf(CF_LIVE)?, enc::live_key(job.state, job.created_at_ms, &job.id), []);
         self.merge_usage(&mut batch, job, usage::reserve())?;
         if let Some(answer) = answer {
+            answer.validate_with(job)?;
             self.put_answer_in(&mut batch, answer)?;
         }
         self.write(batch, &self.relaxed, StoreWrite::Admit)
@@ -527,6 +528,10 @@ impl Store for RocksStore {
         batch.delete_cf(self.cf(CF_SUBJECT)?, enc::subject_key(&job));
         self.delete_live(&mut batch, &job)?;
         self.merge_usage(&mut batch, &job, usage::release())?;
+        if let Some(digest) = &job.idempotency_digest {
+            // Its time index entry stays; the purge skips an entry whose answer is gone.
+            batch.delete_cf(self.cf(CF_ANSWERS)?, enc::answer_key(&job.account, digest));
+        }
         self.write(batch, &self.relaxed, StoreWrite::Cancel)
     }
 

@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 
-use super::{Admission, AdmitError, Decision, Work};
+use super::{Admission, AdmitError, Decision, IdempotencyKey, Work};
 use crate::auth::table::KeyEntry;
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
@@ -36,7 +36,7 @@ use crate::jobs::index::LiveJob;
 use crate::jobs::pool::Ticket;
 use crate::limits::quota::{period_end_ms, period_start_ms, QuotaExhausted, UsageRecord};
 use crate::store::etcd::{AdmitChecks, Admitted, EtcdStore, OwnedSubject};
-use crate::store::{JobKind, JobRecord, StoreError};
+use crate::store::{IdempotentAnswer, JobKind, JobRecord, JobState, StoreError};
 
 /// Sends of one admission transaction (the first and one repeat after a lost answer).
 const ADMIT_ATTEMPTS_MAX: usize = 2;
@@ -73,6 +73,7 @@ impl Admission {
         work: Work,
         refresh: bool,
         now_ms: u64,
+        idempotency: Option<&IdempotencyKey>,
     ) -> Result<Decision, AdmitError> {
         let kind = work.kind();
         let account = key.account().as_str();
@@ -87,7 +88,7 @@ impl Admission {
         if self.queue_room() == 0 {
             return Err(AdmitError::Busy);
         }
-        let record = JobRecord::queued(
+        let mut record = JobRecord::queued(
             super::job_id(work.id_prefix())?,
             kind,
             account.to_owned(),
@@ -98,6 +99,8 @@ impl Admission {
             period_start_ms(now_ms, key.quota.period()),
             ENGINE_VERSION_TAG.to_owned(),
         );
+        record.idempotency_digest = idempotency.map(|k| k.key_digest);
+        let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         let admitted = {
             let _one_per_account = match &self.cluster {
                 Some(cluster) => Some(cluster.lane(account).await),
@@ -105,7 +108,7 @@ impl Admission {
             };
             let live_max = Some(self.index.per_account_max() as u64);
             let checks = AdmitChecks { quota_limit: Some(key.quota.limit()), live_max, dedup: !refresh };
-            admit_once(etcd, &record, checks).await?
+            admit_once(etcd, &record, checks, answer).await?
         };
         match admitted {
             Admitted::New { usage } => {
@@ -120,11 +123,15 @@ impl Admission {
             Admitted::TooManyJobs { live_max } => {
                 Err(AdmitError::TooManyJobs { limit: usize::try_from(live_max).unwrap_or(usize::MAX) })
             }
-            // Only an admission that carries an answer can meet another one; this one carries none.
-            Admitted::Answered(first) => Err(AdmitError::Store(StoreError::Invalid(format!(
-                "an idempotent answer (job {}) met by an admission without a key",
-                first.job_id
-            )))),
+            // Another node kept an answer of this key first: that answer (its job is never
+            // gone while the answer lives; if it were, the client's retry admits anew).
+            Admitted::Answered(first) => {
+                let key = idempotency.ok_or_else(|| StoreError::Invalid("an answer met without a key".into()))?;
+                match self.replay_answer(etcd, *first, key).await? {
+                    Some(replay) => Ok(Decision::Replayed(replay)),
+                    None => Err(AdmitError::Store(StoreError::Unavailable("the answered job is gone".into()))),
+                }
+            }
         }
     }
 
@@ -164,10 +171,15 @@ impl Admission {
 
 /// The admission transaction, repeated once with the same job id when its answer was lost;
 /// when both fail, the admission is undone if etcd answers (it may have committed).
-async fn admit_once(etcd: &EtcdStore, record: &JobRecord, checks: AdmitChecks) -> Result<Admitted, StoreError> {
+async fn admit_once(
+    etcd: &EtcdStore,
+    record: &JobRecord,
+    checks: AdmitChecks,
+    answer: Option<IdempotentAnswer>,
+) -> Result<Admitted, StoreError> {
     let mut last = None;
     for _ in 0..ADMIT_ATTEMPTS_MAX {
-        match etcd.admit_async(record.clone(), checks, None).await {
+        match etcd.admit_async(record.clone(), checks, answer.clone()).await {
             Ok(admitted) => return Ok(admitted),
             Err(e @ StoreError::Unavailable(_)) => last = Some(e),
             Err(e) => return Err(e),

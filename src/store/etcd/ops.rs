@@ -298,7 +298,7 @@ impl Db {
     ) -> StoreResult<Admitted> {
         job.validate()?;
         if let Some(answer) = &answer {
-            answer.validate()?;
+            answer.validate_with(&job)?;
         }
         if job.state != JobState::Queued || job.started_at_ms.is_some() || job.completed_at_ms.is_some() {
             return Err(StoreError::Invalid(format!("job {} must be admitted QUEUED and unstarted", job.id)));
@@ -443,6 +443,9 @@ impl Db {
                 TxnOp::delete(self.layout.owner(&job.id), None),
                 count_put(&count, -1),
             ];
+            if let Some(digest) = &job.idempotency_digest {
+                ops.push(TxnOp::delete(self.layout.answer(&job.account, digest), None));
+            }
             if pointer.value() == Some(job.id.as_bytes()) {
                 ops.push(TxnOp::delete(pointer.key.clone(), None));
             }

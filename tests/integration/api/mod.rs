@@ -3,6 +3,7 @@
 
 pub mod contract;
 mod hostile;
+mod idempotency;
 mod jobs;
 mod limits;
 mod openapi;

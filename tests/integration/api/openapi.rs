@@ -172,8 +172,10 @@ fn the_document_names_every_route_and_error_code() {
         "QUOTA_EXHAUSTED",
         "SERVICE_BUSY",
         "INTERNAL",
-        // Extensions of the contract's codes (issue #13).
+        // Extensions of the contract's codes (issues #13, #15).
         "TOO_MANY_JOBS",
+        "IDEMPOTENCY_KEY_REUSED",
+        "IDEMPOTENCY_KEY_IN_PROGRESS",
     ]);
     assert_eq!(codes, contract);
 }

@@ -110,7 +110,8 @@ fn an_idempotency_key_admits_once_across_nodes() {
     let checks = AdmitChecks { quota_limit: Some(10), live_max: None, dedup: false };
     let with_key = |node: &EtcdStore, id: &str| {
         let answer = contract::answer(ACCOUNT, 9, id, 1);
-        pollster::block_on(node.admit_async(analysis(id, "W1", 1), checks, Some(answer))).unwrap()
+        let job = xray::store::JobRecord { idempotency_digest: Some([9; 32]), ..analysis(id, "W1", 1) };
+        pollster::block_on(node.admit_async(job, checks, Some(answer))).unwrap()
     };
     assert!(matches!(with_key(&a, "an_1"), Admitted::New { .. }));
     // The same key on another node, with another job (no dedup: `refresh`): the first answer.

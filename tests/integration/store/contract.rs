@@ -207,7 +207,12 @@ pub fn answer(account: &str, digest: u8, job_id: &str, at_ms: u64) -> Idempotent
 
 pub fn an_admission_keeps_its_answer_in_the_same_write(store: &dyn Store) {
     let first = answer(ACCOUNT, 1, "an_1", 100);
-    store.admit(&analysis("an_1", "Wallet1", 100), Some(&first)).unwrap();
+    let job = xray::store::JobRecord { idempotency_digest: Some([1; 32]), ..analysis("an_1", "Wallet1", 100) };
+    // An answer must name its job, and the job its answer.
+    let stranger = answer(ACCOUNT, 1, "an_other", 100);
+    assert!(matches!(store.admit(&job, Some(&stranger)), Err(StoreError::Invalid(_))));
+    assert!(matches!(store.admit(&analysis("an_1", "Wallet1", 100), Some(&first)), Err(StoreError::Invalid(_))));
+    store.admit(&job, Some(&first)).unwrap();
     assert_eq!(store.get_answer(ACCOUNT, &[1; 32]).unwrap(), Some(first.clone()));
     // Per account and key: another account's same key, or another key, has nothing.
     assert_eq!(store.get_answer("acc_2", &[1; 32]).unwrap(), None);
@@ -222,6 +227,13 @@ pub fn an_admission_keeps_its_answer_in_the_same_write(store: &dyn Store) {
     assert_eq!(store.put_answer(&dedup).unwrap(), None);
     assert_eq!(store.get_answer(ACCOUNT, &[3; 32]).unwrap(), Some(dedup));
     assert_eq!(usage(store).reserved, 1, "answers move no quota");
+    // Undoing an admission undoes its answer.
+    let job = xray::store::JobRecord { idempotency_digest: Some([4; 32]), ..analysis("an_4", "Wallet4", 400) };
+    store.admit(&job, Some(&answer(ACCOUNT, 4, "an_4", 400))).unwrap();
+    assert_eq!(store.get_job("an_4").unwrap(), Some(job));
+    store.cancel_admission("an_4").unwrap();
+    assert_eq!(store.get_answer(ACCOUNT, &[4; 32]).unwrap(), None);
+    assert_eq!(usage(store).reserved, 1);
 }
 
 pub fn answers_are_purged_oldest_first_in_bounded_pages(store: &dyn Store) {

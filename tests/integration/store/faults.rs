@@ -291,7 +291,7 @@ fn an_admission_whose_undo_fails_stands_and_runs_once() {
     let entry = rig.keys.get(&rig.key.id).expect("key");
 
     rig.store.fail_cancels.store(1, Ordering::SeqCst);
-    let decision = admission.admit(&entry, Work::Analysis { wallet }, false, now_unix_ms()).expect("admitted");
+    let decision = admission.admit(&entry, Work::Analysis { wallet }, false, now_unix_ms(), None).expect("admitted");
     let Decision::Admitted(record) = decision else { panic!("the admission stands") };
     let (disk, memory) = rig.usage();
     assert_eq!((disk.reserved, memory.reserved), (2, 2), "reserved once, on disk and in memory");
