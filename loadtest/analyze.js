@@ -18,8 +18,16 @@
 //   RATE       flows started per second             (default 20)
 //   DURATION   test length                          (default 20s)
 //   VUS / MAX_VUS  pre-allocated / maximum virtual users (default 16 / 256)
+//   BATCH      N in 1–100: each flow submits N wallets in one `POST …/wallets` and long-polls
+//              every job the batch answered with (default 0: one wallet per flow, `POST …/wallet`)
+//   IDEMPOTENT "true": every submit carries an `Idempotency-Key` (unique per flow); a submit
+//              refused with 429 or 503 — or a batch with refused items — is retried with the
+//              same key after `Retry-After` (at most RETRIES_MAX times), and an accepted submit
+//              is sent once more with its key, as by a client whose answer was lost: that must
+//              come back `Idempotent-Replayed: true` naming the same jobs (default "false")
+//   RETRIES_MAX  retries of one submit with its key (default 3)
 import http from 'k6/http';
-import { check } from 'k6';
+import { check, sleep } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
 
 const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
@@ -40,6 +48,9 @@ const WALLETS = __ENV.WALLETS ? __ENV.WALLETS.split(',').map((w) => w.trim()) : 
 const REFRESH = (__ENV.REFRESH || 'false') === 'true';
 const WAIT_S = Math.min(30, Math.max(1, parseInt(__ENV.WAIT_S || '10', 10)));
 const POLLS_MAX = Math.max(1, parseInt(__ENV.POLLS_MAX || '6', 10));
+const BATCH = Math.min(100, Math.max(0, parseInt(__ENV.BATCH || '0', 10)));
+const IDEMPOTENT = (__ENV.IDEMPOTENT || 'false') === 'true';
+const RETRIES_MAX = Math.max(0, parseInt(__ENV.RETRIES_MAX || '3', 10));
 
 export const options = {
   summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(99)', 'p(99.9)', 'max'],
@@ -61,6 +72,10 @@ export const options = {
     'xray_flows{outcome:busy}': ['count>=0'],
     'xray_flows{outcome:limited}': ['count>=0'],
     'xray_flows{outcome:unfinished}': ['count>=0'],
+    'xray_flows{outcome:refused}': ['count>=0'],
+    'xray_flows{outcome:error}': ['count>=0'],
+    'xray_resends{kind:retry}': ['count>=0'],
+    'xray_resends{kind:replay}': ['count>=0'],
   },
 };
 
@@ -68,8 +83,12 @@ export const options = {
 const flowMs = new Trend('xray_flow_ms', true);
 // Submit latency alone (ms).
 const submitMs = new Trend('xray_submit_ms', true);
-// Flows by how they ended: ready, failed, busy (503), limited (429), unfinished, error.
+// Flows (with BATCH: jobs and refused items) by how they ended: ready, failed, busy (503),
+// limited (429), refused (a batch item the single endpoint would answer 4xx), unfinished, error.
 const outcomes = new Counter('xray_flows');
+// Submits sent again with their Idempotency-Key: after a refusal (`retry`), or as a lost answer
+// would be (`replay`).
+const resends = new Counter('xray_resends');
 
 // 2xx, 429 and 503 are answers of a working server, not transport failures.
 http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429, 503));
@@ -83,14 +102,55 @@ export function setup() {
 }
 
 export default function () {
-  const wallet = WALLETS[(__VU * 7919 + __ITER) % WALLETS.length];
   const started = Date.now();
-  const submit = http.post(
-    `${BASE_URL}/v1/developer/intelligence/wallet`,
-    JSON.stringify({ wallet, refresh: REFRESH }),
-    { headers, tags: { name: 'submit' } },
-  );
-  submitMs.add(submit.timings.duration);
+  const first = (__VU * 7919 + __ITER) % WALLETS.length;
+  const key = IDEMPOTENT ? `k6-${__VU}-${__ITER}-${started}` : null;
+  if (BATCH > 0) {
+    const wallets = Array.from({ length: BATCH }, (_, i) => WALLETS[(first + i) % WALLETS.length]);
+    batchFlow(wallets, key, started);
+  } else {
+    singleFlow(WALLETS[first], key, started);
+  }
+}
+
+// POST `body` to `path` with the flow's Idempotency-Key (if any); with a key, a refusal the
+// server asks to retry (429, 503, or a batch whose items were refused so) is retried with the
+// same key after Retry-After.
+function submitWithRetries(path, body, key, refusedItems) {
+  const params = { headers: key ? { ...headers, 'Idempotency-Key': key } : headers, tags: { name: 'submit' } };
+  let reply = http.post(`${BASE_URL}${path}`, body, params);
+  submitMs.add(reply.timings.duration);
+  for (let retry = 0; key && retry < RETRIES_MAX && wantsRetry(reply, refusedItems); retry++) {
+    sleep(Math.min(5, parseInt(reply.headers['Retry-After'] || '1', 10)));
+    resends.add(1, { kind: 'retry' });
+    reply = http.post(`${BASE_URL}${path}`, body, params);
+    submitMs.add(reply.timings.duration);
+  }
+  return { reply, params };
+}
+
+function wantsRetry(reply, refusedItems) {
+  if (reply.status === 503 || reply.status === 429) {
+    return true;
+  }
+  return reply.status === 200 && refusedItems !== undefined && refusedItems(reply) > 0;
+}
+
+// With a key: the accepted submit sent again, as by a client whose answer was lost — the same
+// jobs, marked as a replay.
+function replayMatches(path, body, params, jobsOf, reply) {
+  resends.add(1, { kind: 'replay' });
+  const again = http.post(`${BASE_URL}${path}`, body, params);
+  check(again, {
+    'a resent Idempotency-Key is replayed': (r) => r.headers['Idempotent-Replayed'] === 'true',
+    'a replay names the same jobs': (r) => r.status === reply.status && jobsOf(r) === jobsOf(reply),
+  });
+}
+
+function singleFlow(wallet, key, started) {
+  const path = '/v1/developer/intelligence/wallet';
+  const body = JSON.stringify({ wallet, refresh: REFRESH });
+  const { reply: submit, params } = submitWithRetries(path, body, key);
   if (submit.status === 503 || submit.status === 429) {
     outcomes.add(1, { outcome: submit.status === 503 ? 'busy' : 'limited' });
     check(submit, { 'busy or limited answers carry Retry-After': (r) => !!r.headers['Retry-After'] });
@@ -103,8 +163,52 @@ export default function () {
     outcomes.add(1, { outcome: 'error' });
     return;
   }
-  let status = submit.json('status');
-  const pollUrl = submit.json('pollUrl');
+  if (key) {
+    replayMatches(path, body, params, (r) => r.json('data.analysisId'), submit);
+  }
+  follow(submit.json('pollUrl'), submit.json('status'), started);
+}
+
+function batchFlow(wallets, key, started) {
+  const path = '/v1/developer/intelligence/wallets';
+  const body = JSON.stringify({ wallets, refresh: REFRESH });
+  const retryable = (item) => !!item.error && ['SERVICE_BUSY', 'RATE_LIMITED', 'TOO_MANY_JOBS'].includes(item.error.code);
+  const limited = ['RATE_LIMITED', 'QUOTA_EXHAUSTED', 'TOO_MANY_JOBS'];
+  const refusedItems = (r) => (r.json('data.items') || []).filter(retryable).length;
+  const { reply: submit, params } = submitWithRetries(path, body, key, refusedItems);
+  if (submit.status === 503 || submit.status === 429) {
+    outcomes.add(wallets.length, { outcome: submit.status === 503 ? 'busy' : 'limited' });
+    return;
+  }
+  const accepted = check(submit, {
+    'a batch is 200 with one item per address': (r) => r.status === 200 && r.json('data.items').length === wallets.length,
+  });
+  if (!accepted) {
+    outcomes.add(wallets.length, { outcome: 'error' });
+    return;
+  }
+  const items = submit.json('data.items');
+  // A replay of a batch with items still refused would submit those again: not a replay.
+  if (key && refusedItems(submit) === 0) {
+    const jobs = (r) => (r.json('data.items') || []).map((item) => item.analysisId || '-').join(',');
+    replayMatches(path, body, params, jobs, submit);
+  }
+  const polled = new Set();
+  for (const item of items) {
+    if (item.error) {
+      const code = item.error.code;
+      const outcome = code === 'SERVICE_BUSY' ? 'busy' : limited.includes(code) ? 'limited' : 'refused';
+      outcomes.add(1, { outcome });
+    } else if (!polled.has(item.analysisId)) {
+      // An address repeated in the batch names its first occurrence's job: followed once.
+      polled.add(item.analysisId);
+      follow(item.pollUrl, item.status, started);
+    }
+  }
+}
+
+// Long-polls `pollUrl` until READY or FAILED (at most POLLS_MAX polls) and counts the outcome.
+function follow(pollUrl, status, started) {
   for (let i = 0; i < POLLS_MAX && status !== 'READY' && status !== 'FAILED'; i++) {
     const poll = http.get(`${pollUrl}?wait=${WAIT_S}`, { headers, tags: { name: 'poll' } });
     if (!check(poll, { 'poll is 200': (r) => r.status === 200 })) {

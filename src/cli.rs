@@ -31,12 +31,18 @@ enum Command {
     /// API keys: create, list, revoke, rotate, through the admin listener of a running server.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Accounts: their webhook signing secrets, through the admin listener of a running server.
+    #[command(subcommand)]
+    Accounts(AccountsCommand),
     /// Ledger tools: inspect fixtures, record and serve snapshots.
     #[command(subcommand)]
     Ledger(LedgerCommand),
     /// The embedded demo ledger.
     #[command(subcommand)]
     Demo(DemoCommand),
+    /// Labels files: import a sanctions list.
+    #[command(subcommand)]
+    Labels(LabelsCommand),
     /// Analyze one wallet: prints the JSON the API returns under `data.xray`.
     Analyze {
         wallet: String,
@@ -147,6 +153,81 @@ enum KeysCommand {
         #[command(flatten)]
         admin: AdminArgs,
     },
+}
+
+#[derive(Subcommand)]
+enum LabelsCommand {
+    /// Read the Solana addresses of an OFAC SDN list file (the legacy `sdn.csv` or `sdn.xml`,
+    /// downloaded by the operator) and print a labels file (docs/labels.md) listing each as
+    /// `sanctioned`, with the list's name and date as provenance. A summary goes to stderr.
+    Import {
+        /// `ofac-csv` (sdn.csv) or `ofac-xml` (sdn.xml).
+        #[arg(long)]
+        format: String,
+        /// The list file.
+        #[arg(long)]
+        input: PathBuf,
+        /// The list's name and date, kept with every label (e.g. "OFAC SDN 2026-11-20").
+        #[arg(long)]
+        list: String,
+        /// Write the labels file here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// Runs `xray labels import`.
+fn run_labels(command: LabelsCommand) -> Result<(), String> {
+    use crate::labels::ofac;
+    let LabelsCommand::Import { format, input, list, out } = command;
+    let size = std::fs::metadata(&input).map_err(|e| format!("{}: {e}", input.display()))?.len();
+    if size > config::SANCTIONS_FILE_BYTES_MAX {
+        return Err(format!("{}: larger than {} bytes", input.display(), config::SANCTIONS_FILE_BYTES_MAX));
+    }
+    let text = std::fs::read_to_string(&input).map_err(|e| format!("{}: {e}", input.display()))?;
+    let import = match format.as_str() {
+        "ofac-csv" => ofac::read_sdn_csv(&text)?,
+        "ofac-xml" => ofac::read_sdn_xml(&text)?,
+        other => return Err(format!("--format {other:?}: expected ofac-csv or ofac-xml")),
+    };
+    let labels = ofac::labels_toml(&import, &list);
+    crate::labels::Labels::from_toml(&labels).map_err(|e| format!("the labels made are invalid: {e}"))?;
+    match &out {
+        Some(path) => std::fs::write(path, &labels).map_err(|e| format!("{}: {e}", path.display()))?,
+        None => print!("{labels}"),
+    }
+    eprintln!(
+        "{} Solana addresses labelled sanctioned ({list}); {} SOL entries skipped (not base58 of 32 bytes)",
+        import.addresses.len(),
+        import.skipped
+    );
+    Ok(())
+}
+
+#[derive(Subcommand)]
+enum AccountsCommand {
+    /// Create (or rotate) the account's webhook signing secret; prints it, shown this once, as
+    /// JSON ({"account","secret","createdAt"}). Deliveries are signed with it from then on.
+    WebhookSecret {
+        #[command(flatten)]
+        admin: AdminArgs,
+        /// The account (acct_…).
+        #[arg(long)]
+        account: String,
+    },
+}
+
+/// Runs one `xray accounts` command against the admin listener and prints its answer.
+fn run_accounts(command: AccountsCommand) -> Result<(), String> {
+    use crate::admin::client::AdminClient;
+    let answer = runtime()?.block_on(async {
+        match command {
+            AccountsCommand::WebhookSecret { admin, account } => {
+                AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref())?.webhook_secret(&account).await
+            }
+        }
+    })?;
+    print_json(&answer)
 }
 
 /// Runs one `xray keys` command against the admin listener and prints its answer.
@@ -381,6 +462,10 @@ pub struct ServeArgs {
     /// turns it off.
     #[arg(long, env = "XRAY_ACCESS_LOG")]
     pub access_log: Option<bool>,
+    /// Hosts a callbackUrl may name whatever their address, over http too (comma-separated,
+    /// e.g. 127.0.0.1,hooks.internal); by default webhooks reach public https hosts only.
+    #[arg(long, env = "XRAY_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',')]
+    pub webhook_allow_hosts: Option<Vec<String>>,
 }
 
 impl ServeArgs {
@@ -405,6 +490,7 @@ impl ServeArgs {
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
         layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max, log_format, access_log);
+        layer!(webhook_allow_hosts);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }
@@ -476,6 +562,8 @@ fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Serve(args) => crate::serve::run(&args.to_config()?),
         Command::Keys(command) => run_keys(command),
+        Command::Accounts(command) => run_accounts(command),
+        Command::Labels(command) => run_labels(command),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::devtools::inspect::inspect_file(&file).map_err(|e| e.to_string())?;
             print_json(&summary)

@@ -27,9 +27,11 @@ pub mod limits;
 pub mod auth;
 pub mod store;
 
-// One request, in data-flow order: the HTTP edge, a job's life, the contract's pipeline.
+// One request, in data-flow order: the HTTP edge, a job's life, its webhook, the contract's
+// pipeline.
 pub mod http;
 pub mod jobs;
+pub mod webhooks;
 pub mod api;
 
 // Operations and the process: the admin listener, start-up and shutdown, dev tools, the CLI.

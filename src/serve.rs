@@ -50,6 +50,7 @@ use crate::metrics::Metrics;
 use crate::store::etcd::{EtcdStore, KeyChange};
 use crate::store::group_commit::GroupCommit;
 use crate::store::{RocksStore, Store, StoreOptions};
+use crate::webhooks::{Deliveries, Render, TargetPolicy, WebhookSettings};
 
 /// Sub-directory of the data directory holding RocksDB.
 pub const DB_DIR_NAME: &str = "db";
@@ -63,6 +64,7 @@ pub struct Running {
     /// This node's handle on the cluster (`--store etcd:…`).
     pub cluster: Option<Arc<EtcdStore>>,
     housekeeping: Option<Housekeeping>,
+    webhooks: Option<Deliveries>,
     /// The key printed at first start, if this start created it.
     pub first_key: Option<String>,
 }
@@ -135,6 +137,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         store_failing,
         group_commit,
         access_log: config.access_log,
+        webhook_policy: crate::webhooks::TargetPolicy::new(&config.webhook_allow_hosts),
     });
     let upkeep = match &cluster {
         Some(etcd) => Upkeep::Adopt(Adoption::new(etcd.clone(), app.keys.clone())),
@@ -151,7 +154,22 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
     let admin = start_admin(config, admin_state).inspect_err(stop_group_commit)?;
     let housekeeping = Some(spawn_housekeeping(admission, sink, upkeep, config.retention_days)?);
-    Ok(Running { api, admin, app, store, cluster, housekeeping, first_key })
+    let webhooks = Some(start_webhooks(config, &store)?);
+    Ok(Running { api, admin, app, store, cluster, housekeeping, webhooks, first_key })
+}
+
+/// The webhook delivery thread, rendering each document as a poll would answer it.
+fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>) -> Result<Deliveries, String> {
+    let settings = WebhookSettings {
+        policy: TargetPolicy::new(&config.webhook_allow_hosts),
+        in_flight_max: config::WEBHOOK_IN_FLIGHT_MAX,
+        timeout: Duration::from_millis(config::WEBHOOK_TIMEOUT_MS),
+        attempts_max: config::WEBHOOK_ATTEMPTS_MAX,
+        retry_window: Duration::from_millis(config::WEBHOOK_RETRY_WINDOW_MS),
+    };
+    let render: Render =
+        Arc::new(|record, payload| crate::api::finished_document(record, payload).map_err(|e| e.to_string()));
+    Deliveries::start(store.clone(), settings, render)
 }
 
 /// The store every component uses, and the cluster's etcd when it is that store.
@@ -295,6 +313,10 @@ impl Running {
         self.api.start_draining();
         if let Some(housekeeping) = self.housekeeping.take() {
             housekeeping.stop();
+        }
+        // Deliveries in flight end within their timeout; what is left stays in the outbox.
+        if let Some(webhooks) = self.webhooks.take() {
+            webhooks.stop();
         }
         let left = self.app.pool.shutdown();
         tracing::info!(queued = left.len(), "compute stopped; queued jobs stay durable and run after the next start");

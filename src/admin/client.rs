@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{files, KEYS_PATH};
+use super::{files, ACCOUNTS_PATH, KEYS_PATH};
 use crate::config::{ADMIN_REQUEST_TIMEOUT_MS, ADMIN_RESPONSE_BYTES_MAX};
 
 pub struct AdminClient {
@@ -53,6 +53,14 @@ impl AdminClient {
         self.call(reqwest::Method::POST, format!("{KEYS_PATH}/{id}/{action}"), None).await
     }
 
+    /// Creates or rotates an account's webhook secret (shown this once).
+    pub async fn webhook_secret(&self, account: &str) -> Result<Value, String> {
+        if account.is_empty() || !account.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("{account:?} is not an account id (acct_…)"));
+        }
+        self.call(reqwest::Method::POST, format!("{ACCOUNTS_PATH}/{account}/webhook-secret"), None).await
+    }
+
     async fn call(&self, method: reqwest::Method, path: String, body: Option<&Value>) -> Result<Value, String> {
         let url = format!("{}{path}", self.base_url);
         let mut request = self.http.request(method, &url).bearer_auth(&self.token);
@@ -72,7 +80,8 @@ impl AdminClient {
         }
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| format!("admin answer ({status}): {e}"))?;
         if status.is_success() {
-            return value.get("data").cloned().ok_or_else(|| "admin answer without data".to_owned());
+            // Key answers wrap their document in `data`; the webhook secret's is the document.
+            return Ok(value.get("data").cloned().unwrap_or(value));
         }
         let error = &value["error"];
         let details = error.get("details").map(|d| format!(" {d}")).unwrap_or_default();

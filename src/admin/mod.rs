@@ -7,7 +7,10 @@
 //! - `GET  /v1/admin/keys` — every key, without secrets;
 //! - `POST /v1/admin/keys` — create (`keys::CreateKeyRequest`); the answer holds the secret, once;
 //! - `POST /v1/admin/keys/:id/revoke` — revoke, effective at every thread's next request;
-//! - `POST /v1/admin/keys/:id/rotate` — a successor key (secret shown once); the old one revoked.
+//! - `POST /v1/admin/keys/:id/rotate` — a successor key (secret shown once); the old one revoked;
+//! - `POST /v1/admin/accounts/:account/webhook-secret` — a new webhook signing secret for the
+//!   account (shown once), replacing the one it had: deliveries are signed with it from then on.
+//!   Answers `{"secret","account","createdAt"}` (the key routes wrap theirs in `data`).
 //!
 //! Runs on one listener thread of its own (`http::start` with one thread), separate from the
 //! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
@@ -29,15 +32,20 @@ use subtle::ConstantTimeEq;
 
 use crate::api::json::check_content_type;
 use crate::api::{ApiError, App};
+use crate::auth::key::AccountId;
 use crate::auth::table::{bearer_token, AuthFailure};
 use crate::clock::now_unix_ms;
 use crate::config::BODY_BYTES_MAX;
 use crate::http::{ApiRequest, ApiResponse, Body, Handler, Method, RequestId, StopState};
 use crate::metrics::Gauges;
+use crate::store::WebhookSecret;
+use crate::webhooks::signature::new_secret;
 use keys::{CreateKeyRequest, KeyAdmin};
 
 /// Path prefix of the key-management routes.
 pub const KEYS_PATH: &str = "/v1/admin/keys";
+/// Path prefix of the account routes (`:account/webhook-secret`).
+pub const ACCOUNTS_PATH: &str = "/v1/admin/accounts";
 /// Path of the Prometheus scrape.
 pub const METRICS_PATH: &str = "/metrics";
 /// Content type of the Prometheus text exposition format.
@@ -73,12 +81,17 @@ enum AdminRoute<'p> {
     Keys,
     Revoke(&'p str),
     Rotate(&'p str),
+    WebhookSecret(&'p str),
 }
 
 impl AdminRoute<'_> {
     fn parse(path: &str) -> Option<AdminRoute<'_>> {
         if path == METRICS_PATH {
             return Some(AdminRoute::Metrics);
+        }
+        if let Some(rest) = path.strip_prefix(ACCOUNTS_PATH) {
+            let account = rest.strip_prefix('/')?.strip_suffix("/webhook-secret")?;
+            return (!account.is_empty() && !account.contains('/')).then_some(AdminRoute::WebhookSecret(account));
         }
         let rest = path.strip_prefix(KEYS_PATH)?;
         if rest.is_empty() {
@@ -96,9 +109,18 @@ impl AdminRoute<'_> {
         match self {
             AdminRoute::Metrics => GET,
             AdminRoute::Keys => GET_POST,
-            AdminRoute::Revoke(_) | AdminRoute::Rotate(_) => POST,
+            AdminRoute::Revoke(_) | AdminRoute::Rotate(_) | AdminRoute::WebhookSecret(_) => POST,
         }
     }
+}
+
+/// The answer of a webhook secret's creation: the secret, shown this once.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WebhookSecretBody {
+    account: String,
+    secret: String,
+    created_at: String,
 }
 
 #[derive(Serialize)]
@@ -139,7 +161,33 @@ impl AdminHandler {
             }
             (AdminRoute::Revoke(id), _) => json_response(200, keys.revoke(id, now_ms)?),
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
+            (AdminRoute::WebhookSecret(account), _) => {
+                // `{"secret", "account", "createdAt"}` itself, as issue #15 specifies it (and the
+                // CLI prints it), not wrapped in `data`.
+                let body =
+                    serde_json::to_vec(&self.webhook_secret(account, now_ms)?).map_err(|e| ApiError::internal(&e))?;
+                Ok(ApiResponse::json(201, body))
+            }
         }
+    }
+
+    /// A new webhook secret for `account` (one some key belongs to: else 404), stored
+    /// (replacing its last one) and shown this once.
+    fn webhook_secret(&self, account: &str, now_ms: u64) -> Result<WebhookSecretBody, ApiError> {
+        let account = AccountId::parse(account)
+            .map_err(|_| ApiError::InvalidRequest { field: "account", message: "not an account id (acct_…)" })?;
+        if !self.state.app.keys.list().iter().any(|key| key.account == account) {
+            return Err(ApiError::NotFound);
+        }
+        let secret = new_secret().map_err(|e| ApiError::internal(&e))?;
+        let record = WebhookSecret { account: account.as_str().to_owned(), secret, created_at_ms: now_ms };
+        self.state.app.store.put_webhook_secret(&record).map_err(|e| ApiError::from_store(&e))?;
+        tracing::info!(account = %record.account, "webhook secret created");
+        Ok(WebhookSecretBody {
+            account: record.account,
+            secret: record.secret,
+            created_at: crate::clock::rfc3339_ms(now_ms),
+        })
     }
 
     fn authenticate(&self, request: &ApiRequest) -> Result<(), ApiError> {

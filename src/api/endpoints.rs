@@ -25,14 +25,15 @@ use crate::config::POLL_RETRY_AFTER_S;
 use crate::eligibility::{check_local, classify_local, LocalRefusal};
 use crate::http::{ApiRequest, ApiResponse, StopState};
 use crate::jobs::admission::{
-    is_id_shaped, AdmitError, Decision, IdempotencyKey, Replay, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX,
+    is_id_shaped, AdmitError, AdmitRequest, Decision, IdempotencyKey, Replay, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX,
 };
 use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
 use crate::metrics::JobLabel;
 use crate::pubkey::Pubkey;
-use crate::store::{self, JobKind, JobRecord, JobState};
+use crate::store::{self, Callback, CallbackStatus, JobKind, JobRecord, JobState};
 
+mod batch;
 mod cluster;
 
 pub(crate) struct Endpoints<'r> {
@@ -65,6 +66,34 @@ fn checked_address(field: &'static str, text: &str, app: &App) -> Result<Pubkey,
     })
 }
 
+/// A decision as its answer names it: the job, whether an existing one answered (no charge),
+/// whether the answer is a kept one sent again.
+struct Answer<'d> {
+    job: Snapshot<'d>,
+    deduplicated: bool,
+    replayed: bool,
+}
+
+impl<'d> Answer<'d> {
+    fn of(decision: &'d Decision) -> Answer<'d> {
+        let (job, deduplicated, replayed) = match decision {
+            Decision::Admitted(record) => (Snapshot::of_record(record), false, false),
+            Decision::Live(live) => (Snapshot::of_live(live), true, false),
+            Decision::Fresh(job) => (Snapshot::of_record(&job.record), true, false),
+            Decision::Replayed(replay) => (Snapshot::of_replay(replay), replay.deduplicated, true),
+        };
+        Answer { job, deduplicated, replayed }
+    }
+}
+
+/// What a work-creating request asks besides its subject.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked<'b> {
+    pub refresh: bool,
+    /// Checked by the webhook policy.
+    pub callback_url: Option<&'b str>,
+}
+
 /// The wire's name of a job: analysis id and wallet, or pair id and wallets.
 fn wire_subject(record: &JobRecord) -> WireSubject<'_> {
     match &record.kind {
@@ -89,6 +118,11 @@ impl<'j> Snapshot<'j> {
 
     fn of_record(record: &'j JobRecord) -> Snapshot<'j> {
         Snapshot { record, state: record.state, started_at_ms: record.started_at_ms }
+    }
+
+    /// A kept answer: its job in the state the answer named.
+    fn of_replay(replay: &'j Replay) -> Snapshot<'j> {
+        Snapshot { record: &replay.record, state: replay.state, started_at_ms: None }
     }
 }
 
@@ -116,8 +150,9 @@ impl Endpoints<'_> {
     pub async fn analyze_wallet(&self) -> Result<ApiResponse, ApiError> {
         let body: WalletRequest = parse_body(self.request)?;
         let wallet = checked_address("wallet", &body.wallet, self.app)?;
+        let asked = Asked { refresh: body.refresh, callback_url: self.checked_callback(body.callback_url.as_deref())? };
         self.check_accepting()?;
-        self.admit(Work::Analysis { wallet }, body.refresh).await
+        self.admit(Work::Analysis { wallet }, asked).await
     }
 
     pub async fn compare(&self) -> Result<ApiResponse, ApiError> {
@@ -125,68 +160,85 @@ impl Endpoints<'_> {
         let (wallet_a, wallet_b) = body.addresses()?;
         classified("walletA", &wallet_a, self.app)?;
         classified("walletB", &wallet_b, self.app)?;
+        let asked = Asked { refresh: body.refresh, callback_url: self.checked_callback(body.callback_url.as_deref())? };
         self.check_accepting()?;
-        self.admit(Work::Comparison { wallet_a, wallet_b }, body.refresh).await
+        self.admit(Work::Comparison { wallet_a, wallet_b }, asked).await
     }
 
-    async fn admit(&self, work: Work, refresh: bool) -> Result<ApiResponse, ApiError> {
-        let label = match work {
-            Work::Analysis { .. } => JobLabel::Analysis,
-            Work::Comparison { .. } => JobLabel::Comparison,
-        };
-        let (admission, key, now_ms) = (&self.app.admission, &self.caller.key, self.caller.now_ms);
-        let idempotency = idempotency_key(self.request, &work, refresh)?;
-        // Held until the answer is kept: a repeat arriving meanwhile is told so (409).
+    /// A `callbackUrl` the webhook policy accepts (400 naming the field, else).
+    fn checked_callback<'u>(&self, url: Option<&'u str>) -> Result<Option<&'u str>, ApiError> {
+        let Some(url) = url else { return Ok(None) };
+        match self.app.webhook_policy.check_url(url) {
+            Ok(_) => Ok(Some(url)),
+            Err(refusal) => Err(ApiError::InvalidRequest { field: "callbackUrl", message: refusal.message() }),
+        }
+    }
+
+    async fn admit(&self, work: Work, asked: Asked<'_>) -> Result<ApiResponse, ApiError> {
+        let admission = &self.app.admission;
+        let idempotency = idempotency_key(self.request, &work, asked)?;
+        // Held until the answer is durable: a repeat arriving meanwhile is told so (409).
         let _in_flight = idempotency.as_ref().map(|k| admission.enter(self.account(), k)).transpose()?;
         if let Some(k) = &idempotency {
-            let kept = match admission.cluster() {
-                Some(etcd) => admission.replay_in_cluster(etcd, self.account(), k, now_ms).await?,
-                None => admission.replay(self.account(), k, now_ms)?,
-            };
-            if let Some(replay) = kept {
+            if let Some(replay) = admission.kept(self.account(), k, self.caller.now_ms).await? {
                 return self.replayed(replay);
             }
         }
-        let decision = match admission.cluster() {
-            Some(etcd) => admission.admit_in_cluster(etcd, key, work, refresh, now_ms, idempotency.as_ref()).await,
-            None => admission.admit(key, work, refresh, now_ms, idempotency.as_ref()),
-        };
-        // With `--sync-writes`, an answer that names a job (or says a full queue undid one)
-        // waits until that write is on disk — on the group commit's thread, not this one.
-        if let (Some(group), Ok(_) | Err(AdmitError::Busy)) = (&self.app.group_commit, &decision) {
-            group.covered().await.map_err(|e| ApiError::from_store(&e))?;
-        }
-        match decision? {
-            Decision::Admitted(record) => self.accepted(Snapshot::of_record(&record), false),
-            Decision::Live(live) => {
-                self.app.metrics.deduplicated(label);
-                self.deduplicated(Snapshot::of_live(&live), idempotency.as_ref()).await
-            }
-            Decision::Fresh(job) => {
-                self.app.metrics.deduplicated(label);
-                self.deduplicated(Snapshot::of_record(&job.record), idempotency.as_ref()).await
-            }
-            Decision::Replayed(replay) => self.replayed(replay),
+        let request = self.admit_request(&work, asked, idempotency.as_ref());
+        let decision = admission.decide(&request).await;
+        self.durable(matches!(decision, Ok(_) | Err(AdmitError::Busy))).await?;
+        let decision = decision?;
+        self.count(&work, &decision);
+        self.decided(decision)
+    }
+
+    fn admit_request<'a>(
+        &'a self,
+        work: &'a Work,
+        asked: Asked<'a>,
+        idempotency: Option<&'a IdempotencyKey>,
+    ) -> AdmitRequest<'a> {
+        AdmitRequest {
+            key: &self.caller.key,
+            work,
+            refresh: asked.refresh,
+            callback_url: asked.callback_url,
+            now_ms: self.caller.now_ms,
+            idempotency,
         }
     }
 
-    /// The answer of a request that made no job; with an idempotency key, kept first (or,
-    /// when another request of the key kept one first, that one replayed).
-    async fn deduplicated(&self, job: Snapshot<'_>, key: Option<&IdempotencyKey>) -> Result<ApiResponse, ApiError> {
-        if let Some(key) = key {
-            let admission = &self.app.admission;
-            let kept = admission.keep_answer(key, job.record, job.state, self.caller.now_ms).await;
-            if let Some(Decision::Replayed(first)) = kept? {
-                return self.replayed(first);
-            }
+    /// With `--sync-writes`, an answer that names a job (or says a full queue undid one) —
+    /// `wrote` — waits until the writes made so far (the job, its kept answer) are on disk: one
+    /// wait however many there were, on the group commit's thread, not this one.
+    async fn durable(&self, wrote: bool) -> Result<(), ApiError> {
+        match &self.app.group_commit {
+            Some(group) if wrote => group.covered().await.map_err(|e| ApiError::from_store(&e)),
+            _ => Ok(()),
         }
-        self.accepted(job, true)
+    }
+
+    /// Counts a request answered by an existing job.
+    fn count(&self, work: &Work, decision: &Decision) {
+        if matches!(decision, Decision::Live(_) | Decision::Fresh(_)) {
+            let label = match work {
+                Work::Analysis { .. } => JobLabel::Analysis,
+                Work::Comparison { .. } => JobLabel::Comparison,
+            };
+            self.app.metrics.deduplicated(label);
+        }
+    }
+
+    /// The answer of a decision: 202/200 naming the job.
+    fn decided(&self, decision: Decision) -> Result<ApiResponse, ApiError> {
+        let answer = Answer::of(&decision);
+        let response = self.accepted(answer.job, answer.deduplicated)?;
+        Ok(if answer.replayed { response.with_header("idempotent-replayed", "true") } else { response })
     }
 
     /// A kept answer sent again: the same status and body, marked `Idempotent-Replayed`.
     fn replayed(&self, replay: Replay) -> Result<ApiResponse, ApiError> {
-        let job = Snapshot { record: &replay.record, state: replay.state, started_at_ms: None };
-        Ok(self.accepted(job, replay.deduplicated)?.with_header("idempotent-replayed", "true"))
+        self.decided(Decision::Replayed(replay))
     }
 
     /// 202 for queued or running work, 200 for a reused READY result; `Location` either way.
@@ -227,7 +279,7 @@ impl Endpoints<'_> {
         let job = self.app.admission.finished().job(&*self.app.store, id).map_err(|e| ApiError::from_store(&e))?;
         let job =
             job.filter(|j| j.record.account == self.account() && matches!(j.record.kind, JobKind::Analysis { .. }));
-        self.stored_poll_body(&*job.ok_or(ApiError::NotFound)?)
+        self.stored_poll_body(&*job.ok_or(ApiError::NotFound)?).await
     }
 
     pub async fn poll_comparison(&self, pair_id: &str) -> Result<ApiResponse, ApiError> {
@@ -250,7 +302,7 @@ impl Endpoints<'_> {
         }
         let recovering = self.app.admission.is_recovering();
         let job = self.app.admission.finished().latest(&*self.app.store, self.account(), subject, recovering);
-        self.stored_poll_body(&*job.map_err(|e| ApiError::from_store(&e))?.ok_or(ApiError::NotFound)?)
+        self.stored_poll_body(&*job.map_err(|e| ApiError::from_store(&e))?.ok_or(ApiError::NotFound)?).await
     }
 
     /// Holds a poll of a live job until it finishes or `wait` seconds pass. Returns true when
@@ -266,45 +318,58 @@ impl Endpoints<'_> {
         live.state().is_none()
     }
 
-    /// The poll answer of a job read from memory or the store. A finished job's answer never
-    /// changes, so it is made once and kept with the job.
-    fn stored_poll_body(&self, job: &StoredJob) -> Result<ApiResponse, ApiError> {
+    /// The poll answer of a job read from memory or the store: its document, made once and
+    /// kept with the job (a finished job's document never changes), and its webhook's state as
+    /// it is now.
+    async fn stored_poll_body(&self, job: &StoredJob) -> Result<ApiResponse, ApiError> {
         if !job.record.state.is_finished() {
             return self.poll_body(Snapshot::of_record(&job.record));
         }
-        if let Some(body) = job.poll_body.get() {
-            return Ok(ApiResponse::json(200, body.clone()));
+        let body = match job.poll_body.get() {
+            Some(body) => body.clone(),
+            None => {
+                let made = finished_document(&job.record, job.payload.as_deref())?;
+                job.poll_body.get_or_init(|| Bytes::from(made)).clone()
+            }
+        };
+        Ok(match self.callback_now(job).await? {
+            Some(callback) => ApiResponse::json(200, with_callback(body.to_vec(), &callback)?),
+            None => ApiResponse::json(200, body),
+        })
+    }
+
+    /// A finished job's webhook state as it is now: the kept record's, unless it still says
+    /// PENDING there — the delivery thread (this node's or another's) moves it in the store, so
+    /// it is read again; once it has settled, the kept record is replaced by the store's.
+    async fn callback_now(&self, job: &StoredJob) -> Result<Option<Callback>, ApiError> {
+        let Some(kept) = &job.record.callback else { return Ok(None) };
+        if kept.status != CallbackStatus::Pending {
+            return Ok(Some(kept.clone()));
         }
-        let mut body = self.poll_document(Snapshot::of_record(&job.record))?;
-        if job.record.state == JobState::Ready {
-            // A READY job always carries its payload (`StoredJob`'s invariant).
-            let payload = job.payload.as_ref().ok_or_else(|| ApiError::internal(&"READY job without payload"))?;
-            body = splice(body, payload_field(&job.record), payload);
+        let id = job.record.id.clone();
+        let fresh = match self.app.admission.cluster() {
+            Some(etcd) => etcd.get_job_async(id).await,
+            None => self.app.store.get_job(&id),
+        };
+        let fresh = fresh.map_err(|e| ApiError::from_store(&e))?;
+        let callback = fresh.as_ref().and_then(|r| r.callback.clone()).unwrap_or_else(|| kept.clone());
+        if let Some(fresh) = fresh.filter(|_| callback.status != CallbackStatus::Pending) {
+            self.app.admission.finished().keep_finished(StoredJob::new(fresh, job.payload.clone()));
         }
-        Ok(ApiResponse::json(200, job.poll_body.get_or_init(|| Bytes::from(body)).clone()))
+        Ok(Some(callback))
     }
 
     /// The poll answer of a live job (`Retry-After` says when to ask again).
     fn poll_body(&self, job: Snapshot<'_>) -> Result<ApiResponse, ApiError> {
         debug_assert!(job.state != JobState::Ready, "a READY answer needs its payload (stored_poll_body)");
         let finished = job.state.is_finished();
-        let response = ApiResponse::json(200, self.poll_document(job)?);
-        Ok(if finished { response } else { response.with_header("retry-after", POLL_RETRY_AFTER_S) })
-    }
-
-    /// `{"data":{…}}` of a poll, without the payload.
-    fn poll_document(&self, job: Snapshot<'_>) -> Result<Vec<u8>, ApiError> {
         let record = job.record;
-        let error = record.error.as_ref().filter(|_| job.state == JobState::Failed);
-        let data = PollData {
-            subject: wire_subject(record),
-            status: job.state.as_str(),
-            created_at: Rfc3339Ms::at(record.created_at_ms),
-            started_at: job.started_at_ms.map(Rfc3339Ms::at),
-            completed_at: record.completed_at_ms.filter(|_| job.state.is_finished()).map(Rfc3339Ms::at),
-            error: error.map(|e| JobErrorBody { code: &e.code, message: &e.message }),
-        };
-        json_bytes(&DataBody { data })
+        let mut body = poll_document(job)?;
+        if let Some(callback) = &record.callback {
+            body = with_callback(body, callback)?;
+        }
+        let response = ApiResponse::json(200, body);
+        Ok(if finished { response } else { response.with_header("retry-after", POLL_RETRY_AFTER_S) })
     }
 
     fn rate_info(&self, limited_requests: Option<u64>) -> RateLimitInfo {
@@ -373,6 +438,44 @@ impl Endpoints<'_> {
         };
         Ok(ApiResponse::json(200, json_bytes(&DataBody { data })?))
     }
+}
+
+/// `{"data":{…}}` of a poll, without the payload or the webhook's state.
+fn poll_document(job: Snapshot<'_>) -> Result<Vec<u8>, ApiError> {
+    let record = job.record;
+    let error = record.error.as_ref().filter(|_| job.state == JobState::Failed);
+    let data = PollData {
+        subject: wire_subject(record),
+        status: job.state.as_str(),
+        created_at: Rfc3339Ms::at(record.created_at_ms),
+        started_at: job.started_at_ms.map(Rfc3339Ms::at),
+        completed_at: record.completed_at_ms.filter(|_| job.state.is_finished()).map(Rfc3339Ms::at),
+        error: error.map(|e| JobErrorBody { code: &e.code, message: &e.message }),
+    };
+    json_bytes(&DataBody { data })
+}
+
+/// The poll document of a finished job with its payload (READY), without `callback`: what a
+/// poll answers before the webhook's state, and the body of the webhook itself.
+pub fn finished_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
+    let body = poll_document(Snapshot::of_record(record))?;
+    if record.state != JobState::Ready {
+        return Ok(body);
+    }
+    // A READY job always carries its payload (`StoredJob`'s invariant).
+    let payload = payload.ok_or_else(|| ApiError::internal(&"READY job without payload"))?;
+    Ok(splice(body, payload_field(record), payload))
+}
+
+/// A poll document with the job's webhook state as its last `data` member.
+fn with_callback(body: Vec<u8>, callback: &Callback) -> Result<Vec<u8>, ApiError> {
+    let state = CallbackBody {
+        url: &callback.url,
+        status: callback.status.as_str(),
+        attempts: callback.attempts,
+        last_error: callback.last_error.as_deref(),
+    };
+    Ok(splice(body, "callback", &json_bytes(&state)?))
 }
 
 /// The member of `data` that holds a READY job's payload.

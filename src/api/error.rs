@@ -163,14 +163,27 @@ struct ErrorBody<'a> {
     error: ErrorObject<'a>,
 }
 
+/// The `error` object of the wire form — of a refused request, or of one refused item of a
+/// batch (with the batch's request id).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ErrorObject<'a> {
+pub struct ErrorObject<'a> {
     code: &'static str,
     message: &'a str,
     request_id: &'a str,
     #[serde(skip_serializing_if = "Details::is_empty")]
     details: &'a Details<'a>,
+}
+
+impl<'a> ErrorObject<'a> {
+    pub fn of(rendered: &'a Rendered<'a>, request_id: &'a RequestId) -> ErrorObject<'a> {
+        ErrorObject {
+            code: rendered.code.as_str(),
+            message: &rendered.message,
+            request_id: request_id.as_str(),
+            details: &rendered.details,
+        }
+    }
 }
 
 impl ApiError {
@@ -327,14 +340,7 @@ impl ApiError {
     /// The full response for this error.
     pub fn to_response(&self, request_id: &RequestId) -> ApiResponse {
         let rendered = self.render();
-        let body = ErrorBody {
-            error: ErrorObject {
-                code: rendered.code.as_str(),
-                message: &rendered.message,
-                request_id: request_id.as_str(),
-                details: &rendered.details,
-            },
-        };
+        let body = ErrorBody { error: ErrorObject::of(&rendered, request_id) };
         let bytes = match simd_json::to_vec(&body) {
             Ok(bytes) => bytes,
             // Serializing strings and integers into a Vec cannot fail; keep a valid answer anyway.

@@ -1,13 +1,14 @@
 //! Request bodies: media type, size and JSON shape (contract §3 step 5), parsed with simd-json.
 //!
 //! Owns: `check_content_type` (415), `parse_body` (415 → 413 → 400, in the contract's order),
-//! the typed requests `WalletRequest` and `CompareRequest`, and the per-thread parse scratch.
+//! the typed requests `WalletRequest`, `CompareRequest` and `BatchRequest` (each with its size
+//! bound), and the per-thread parse scratch.
 //! Called on listener threads after authentication, scope and rate limit have passed.
 //!
 //! Each thread keeps one `Scratch` (thread-local): a copy of the body (simd-json parses in
 //! place), simd-json's `Buffers` and a reused tape, so a parse allocates only the strings it
-//! returns. The scratch never grows past `BODY_BYTES_MAX` plus simd-json's padding because
-//! bodies are size-checked before they reach it.
+//! returns. The scratch never grows past `REQUEST_BODY_BYTES_MAX` plus simd-json's padding
+//! because bodies are size-checked (each route's own bound) before they reach it.
 //!
 //! Invariant: a body is accepted only if it is a JSON object whose required fields are strings
 //! and whose optional fields have their type; the error's `details.field` names the first
@@ -23,13 +24,16 @@ use simd_json::prelude::*;
 use simd_json::tape::{Object, Tape};
 
 use super::ApiError;
-use crate::config::BODY_BYTES_MAX;
+use crate::config::{BATCH_BODY_BYTES_MAX, BATCH_WALLETS_MAX, BODY_BYTES_MAX, REQUEST_BODY_BYTES_MAX};
 use crate::eligibility::{check_pair, SameWallet};
 use crate::http::{ApiRequest, Body};
 use crate::pubkey::Pubkey;
 
 /// A typed request body read from a JSON object.
 pub trait JsonRequest: Sized {
+    /// The largest body of the route (413 past it).
+    const BODY_BYTES_MAX: usize = BODY_BYTES_MAX;
+
     fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError>;
 }
 
@@ -38,6 +42,8 @@ pub trait JsonRequest: Sized {
 pub struct WalletRequest {
     pub wallet: String,
     pub refresh: bool,
+    /// Where to POST the finished job's document (checked by `webhooks::target` later).
+    pub callback_url: Option<String>,
 }
 
 /// `POST /v1/developer/intelligence/compare`
@@ -46,6 +52,7 @@ pub struct CompareRequest {
     pub wallet_a: String,
     pub wallet_b: String,
     pub refresh: bool,
+    pub callback_url: Option<String>,
 }
 
 impl CompareRequest {
@@ -60,11 +67,44 @@ impl CompareRequest {
     }
 }
 
+/// `POST /v1/developer/intelligence/wallets`: 1 to `BATCH_WALLETS_MAX` strings, each checked
+/// as an address on its own later (an item that is no address is that item's error, not the
+/// request's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchRequest {
+    pub wallets: Vec<String>,
+    pub refresh: bool,
+    /// The webhook of every job the batch admits.
+    pub callback_url: Option<String>,
+}
+
+const WALLETS_SHAPE: &str = "wallets is required and must be an array of 1 to 100 strings";
+const _: () = assert!(BATCH_WALLETS_MAX == 100, "WALLETS_SHAPE names the limit");
+
+impl JsonRequest for BatchRequest {
+    const BODY_BYTES_MAX: usize = BATCH_BODY_BYTES_MAX;
+
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        let shape = ApiError::InvalidRequest { field: "wallets", message: WALLETS_SHAPE };
+        let array = object.get("wallets").and_then(|v| v.as_array()).ok_or(shape.clone())?;
+        if !(1..=BATCH_WALLETS_MAX).contains(&array.len()) {
+            return Err(shape);
+        }
+        let wallets = array.iter().map(|v| v.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>();
+        Ok(BatchRequest {
+            wallets: wallets.ok_or(shape)?,
+            refresh: optional_bool(object, "refresh")?,
+            callback_url: optional_str(object, "callbackUrl")?,
+        })
+    }
+}
+
 impl JsonRequest for WalletRequest {
     fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
         Ok(WalletRequest {
             wallet: required_str(object, "wallet", "wallet is required and must be a string")?,
             refresh: optional_bool(object, "refresh")?,
+            callback_url: optional_str(object, "callbackUrl")?,
         })
     }
 }
@@ -75,6 +115,7 @@ impl JsonRequest for CompareRequest {
             wallet_a: required_str(object, "walletA", "walletA is required and must be a string")?,
             wallet_b: required_str(object, "walletB", "walletB is required and must be a string")?,
             refresh: optional_bool(object, "refresh")?,
+            callback_url: optional_str(object, "callbackUrl")?,
         })
     }
 }
@@ -83,6 +124,15 @@ fn required_str(object: &Object<'_, '_>, field: &'static str, message: &'static 
     match object.get(field).and_then(|v| v.as_str().map(str::to_owned)) {
         Some(text) => Ok(text),
         None => Err(ApiError::InvalidRequest { field, message }),
+    }
+}
+
+/// An optional string field (`callbackUrl`); `null` means absent.
+fn optional_str(object: &Object<'_, '_>, field: &'static str) -> Result<Option<String>, ApiError> {
+    let Some(value) = object.get(field).filter(|v| !v.is_null()) else { return Ok(None) };
+    match value.as_str() {
+        Some(text) => Ok(Some(text.to_owned())),
+        None => Err(ApiError::InvalidRequest { field, message: "callbackUrl must be a string" }),
     }
 }
 
@@ -107,9 +157,9 @@ pub fn check_content_type(content_type: Option<&str>) -> Result<(), ApiError> {
 pub fn parse_body<T: JsonRequest>(request: &ApiRequest) -> Result<T, ApiError> {
     check_content_type(request.content_type.as_deref())?;
     match &request.body {
-        Body::TooLarge => Err(ApiError::PayloadTooLarge { max_bytes: BODY_BYTES_MAX }),
-        Body::Complete(bytes) if bytes.len() > BODY_BYTES_MAX => {
-            Err(ApiError::PayloadTooLarge { max_bytes: BODY_BYTES_MAX })
+        Body::TooLarge => Err(ApiError::PayloadTooLarge { max_bytes: T::BODY_BYTES_MAX }),
+        Body::Complete(bytes) if bytes.len() > T::BODY_BYTES_MAX => {
+            Err(ApiError::PayloadTooLarge { max_bytes: T::BODY_BYTES_MAX })
         }
         Body::Complete(bytes) => parse_json(bytes),
     }
@@ -142,8 +192,8 @@ struct Scratch {
 impl Scratch {
     fn new() -> Scratch {
         Scratch {
-            input: Vec::with_capacity(BODY_BYTES_MAX),
-            buffers: simd_json::Buffers::new(BODY_BYTES_MAX),
+            input: Vec::with_capacity(REQUEST_BODY_BYTES_MAX),
+            buffers: simd_json::Buffers::new(REQUEST_BODY_BYTES_MAX),
             tape: Some(Tape::null().reset()),
         }
     }
@@ -195,13 +245,16 @@ mod tests {
     fn wallet_request() {
         let parsed: WalletRequest =
             parse_body(&request(Some("application/json"), r#"{"wallet":"abc","x":[1]}"#)).unwrap();
-        assert_eq!(parsed, WalletRequest { wallet: "abc".into(), refresh: false });
+        assert_eq!(parsed, WalletRequest { wallet: "abc".into(), refresh: false, callback_url: None });
         let parsed: WalletRequest =
             parse_body(&request(Some("application/json"), r#"{"refresh":true,"wallet":"a\u0062"}"#)).unwrap();
-        assert_eq!(parsed, WalletRequest { wallet: "ab".into(), refresh: true });
+        assert_eq!(parsed, WalletRequest { wallet: "ab".into(), refresh: true, callback_url: None });
         let parsed: WalletRequest =
-            parse_body(&request(Some("application/json"), r#"{"wallet":"a","refresh":null}"#)).unwrap();
-        assert!(!parsed.refresh);
+            parse_body(&request(Some("application/json"), r#"{"wallet":"a","refresh":null,"callbackUrl":null}"#))
+                .unwrap();
+        assert!(!parsed.refresh && parsed.callback_url.is_none());
+        let parsed: WalletRequest = parse_json(br#"{"wallet":"a","callbackUrl":"https://h.example/x"}"#).unwrap();
+        assert_eq!(parsed.callback_url.as_deref(), Some("https://h.example/x"));
     }
 
     #[test]
@@ -217,9 +270,39 @@ mod tests {
     fn compare_request() {
         let body = r#"{"walletA":"a","walletB":"b","refresh":false}"#;
         let parsed: CompareRequest = parse_body(&request(Some("application/json"), body)).unwrap();
-        assert_eq!(parsed, CompareRequest { wallet_a: "a".into(), wallet_b: "b".into(), refresh: false });
+        assert_eq!(
+            parsed,
+            CompareRequest { wallet_a: "a".into(), wallet_b: "b".into(), refresh: false, callback_url: None }
+        );
         let err = parse_body::<CompareRequest>(&request(Some("application/json"), r#"{"walletA":"a"}"#)).unwrap_err();
         assert!(invalid("walletB")(err));
+    }
+
+    #[test]
+    fn batch_request_holds_1_to_100_strings_under_its_own_size_bound() {
+        let wallets = |n: usize| (0..n).map(|i| format!("\"{}{i:04}\"", "w".repeat(40))).collect::<Vec<_>>().join(",");
+        let body = format!(r#"{{"wallets":[{}],"refresh":true}}"#, wallets(100));
+        assert!(body.len() > BODY_BYTES_MAX, "a full batch is larger than a single request may be");
+        let parsed: BatchRequest = parse_body(&request(Some("application/json"), &body)).unwrap();
+        assert_eq!((parsed.wallets.len(), parsed.refresh), (100, true));
+        assert_eq!(parsed.wallets[7], format!("{}0007", "w".repeat(40)));
+        let not_an_address: BatchRequest = parse_json(br#"{"wallets":["", "x", "x"]}"#).unwrap();
+        assert_eq!(not_an_address.wallets, ["", "x", "x"], "each item is checked later, on its own");
+        for bad in [
+            "{}".to_owned(),
+            r#"{"wallets":[]}"#.to_owned(),
+            r#"{"wallets":"w"}"#.to_owned(),
+            r#"{"wallets":["w",1]}"#.to_owned(),
+            r#"{"wallets":["w",null]}"#.to_owned(),
+            r#"{"wallets":[["w"]]}"#.to_owned(),
+            format!(r#"{{"wallets":[{}]}}"#, wallets(101)),
+        ] {
+            let err = parse_json::<BatchRequest>(bad.as_bytes()).unwrap_err();
+            assert!(invalid("wallets")(err.clone()), "{bad:?}: {err:?}");
+        }
+        let too_large = request(Some("application/json"), &" ".repeat(BATCH_BODY_BYTES_MAX + 1));
+        let refused = ApiError::PayloadTooLarge { max_bytes: BATCH_BODY_BYTES_MAX };
+        assert_eq!(parse_body::<BatchRequest>(&too_large).unwrap_err(), refused);
     }
 
     #[test]
@@ -235,6 +318,8 @@ mod tests {
             (r#"{"wallet":null}"#, "wallet"),
             (r#"{"wallet":"a","refresh":"yes"}"#, "refresh"),
             (r#"{"wallet":"a","refresh":0}"#, "refresh"),
+            (r#"{"wallet":"a","callbackUrl":1}"#, "callbackUrl"),
+            (r#"{"wallet":"a","callbackUrl":["https://x"]}"#, "callbackUrl"),
         ];
         for (body, field) in cases {
             let err = parse_body::<WalletRequest>(&request(Some("application/json"), body)).unwrap_err();

@@ -12,7 +12,9 @@
 //! Invariant: the hot read paths — status, usage, polling a live job — take no lock, read no
 //! disk and allocate only the response: the key table, token bucket and quota counters are
 //! atomics behind `ArcSwap`, live jobs are in the lock-free status index. Polling a finished
-//! job reads no disk once it is in `jobs::finished` (one shard lock, the answer made once).
+//! job reads no disk once it is in `jobs::finished` (one shard lock, the answer made once) —
+//! unless its webhook is still PENDING: then its callback state is read again from the store
+//! (one point read) until it settles, since the delivery thread (maybe another node's) moves it.
 //! On a cluster node (`--store etcd:`), status, usage and polls of jobs this node does not
 //! hold also await one etcd read (`endpoints/cluster.rs`); the thread serves others meanwhile.
 //! Invariant: every authenticated response carries `RateLimit-Policy` and `RateLimit`, whatever
@@ -30,6 +32,7 @@ pub mod json;
 pub mod router;
 pub mod wire;
 
+pub use endpoints::finished_document;
 pub use error::ApiError;
 pub use router::Route;
 
@@ -80,6 +83,8 @@ pub struct App {
     pub group_commit: Option<GroupCommit>,
     /// One log line per request (`--access-log`).
     pub access_log: bool,
+    /// Which `callbackUrl`s a request may name (`--webhook-allow-hosts`).
+    pub webhook_policy: crate::webhooks::TargetPolicy,
 }
 
 impl App {
@@ -148,6 +153,10 @@ impl Handler for ApiHandler {
 
     fn internal_error(&self, request_id: &RequestId, cause: &str) -> ApiResponse {
         ApiError::internal(&cause).to_response(request_id)
+    }
+
+    fn body_bytes_max(&self, path: &str) -> usize {
+        router::body_bytes_max(path)
     }
 }
 
@@ -239,6 +248,7 @@ impl ApiHandler {
         let endpoints = endpoints::Endpoints { app: &self.app, stop: &self.stop, caller, request };
         match *route {
             Route::AnalyzeWallet => endpoints.analyze_wallet().await,
+            Route::AnalyzeWallets => endpoints.analyze_wallets().await,
             Route::Compare => endpoints.compare().await,
             Route::Analysis { id } => endpoints.poll_analysis(id).await,
             Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
@@ -275,6 +285,7 @@ fn add_rate_headers(response: &mut ApiResponse, key: &KeyEntry, now_ns: u64, now
 fn route_label(route: &Route<'_>) -> RouteLabel {
     match route {
         Route::AnalyzeWallet => RouteLabel::Wallet,
+        Route::AnalyzeWallets => RouteLabel::Wallets,
         Route::Analysis { .. } => RouteLabel::Analysis,
         Route::Compare => RouteLabel::Compare,
         Route::Comparison { .. } => RouteLabel::Comparison,

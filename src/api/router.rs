@@ -17,7 +17,7 @@
 
 use super::ApiError;
 use crate::auth::scope::Scope;
-use crate::config::WAIT_S_MAX;
+use crate::config::{BATCH_BODY_BYTES_MAX, BODY_BYTES_MAX, WAIT_S_MAX};
 use crate::http::Method;
 
 const V1: &str = "/v1/developer/";
@@ -31,6 +31,8 @@ pub enum Route<'a> {
     Healthz,
     /// `POST /v1/developer/intelligence/wallet`
     AnalyzeWallet,
+    /// `POST /v1/developer/intelligence/wallets` (a batch: an extension of the contract)
+    AnalyzeWallets,
     /// `POST /v1/developer/intelligence/compare`
     Compare,
     /// `GET /v1/developer/intelligence/analysis/:id`
@@ -48,8 +50,9 @@ const POST: &[Method] = &[Method::Post];
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 7] = [
+    pub const PATHS: [&'static str; 8] = [
         "POST /v1/developer/intelligence/wallet",
+        "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
         "POST /v1/developer/intelligence/compare",
         "GET /v1/developer/intelligence/comparison/:pairId",
@@ -61,7 +64,7 @@ impl Route<'_> {
     /// The methods this route answers (the `Allow` list of a 405).
     pub fn methods(&self) -> &'static [Method] {
         match self {
-            Route::AnalyzeWallet | Route::Compare => POST,
+            Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare => POST,
             _ => GET,
         }
     }
@@ -70,7 +73,7 @@ impl Route<'_> {
     /// call.
     pub fn required_scope(&self) -> Option<Scope> {
         match self {
-            Route::AnalyzeWallet => Some(Scope::WalletAnalyze),
+            Route::AnalyzeWallet | Route::AnalyzeWallets => Some(Scope::WalletAnalyze),
             Route::Compare => Some(Scope::WalletCompare),
             Route::Analysis { .. } | Route::Comparison { .. } => Some(Scope::AnalysisRead),
             Route::Usage => Some(Scope::UsageRead),
@@ -85,7 +88,7 @@ impl Route<'_> {
 
     /// Whether the route reads a JSON body.
     pub fn has_body(&self) -> bool {
-        matches!(self, Route::AnalyzeWallet | Route::Compare)
+        matches!(self, Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare)
     }
 }
 
@@ -97,6 +100,7 @@ fn match_path(path: &str) -> Option<Route<'_>> {
     let rest = path.strip_prefix(V1)?;
     match rest {
         "intelligence/wallet" => return Some(Route::AnalyzeWallet),
+        "intelligence/wallets" => return Some(Route::AnalyzeWallets),
         "intelligence/compare" => return Some(Route::Compare),
         "status" => return Some(Route::Status),
         "usage" => return Some(Route::Usage),
@@ -106,6 +110,15 @@ fn match_path(path: &str) -> Option<Route<'_>> {
         return Some(Route::Analysis { id });
     }
     rest.strip_prefix(COMPARISON_PREFIX).filter(|s| is_segment(s)).map(|pair_id| Route::Comparison { pair_id })
+}
+
+/// The largest body a request to `path` may carry: the batch's 16 KiB, else the contract's
+/// 4 KiB (the edge stops reading past it; `api::json` answers the 413).
+pub fn body_bytes_max(path: &str) -> usize {
+    match match_path(path) {
+        Some(Route::AnalyzeWallets) => BATCH_BODY_BYTES_MAX,
+        _ => BODY_BYTES_MAX,
+    }
 }
 
 /// The poll path of an analysis: the `Route::Analysis` path with its id (for `pollUrl` and
@@ -214,11 +227,20 @@ mod tests {
     #[test]
     fn scopes_follow_the_contract() {
         assert_eq!(Route::AnalyzeWallet.required_scope(), Some(Scope::WalletAnalyze));
+        assert_eq!(Route::AnalyzeWallets.required_scope(), Some(Scope::WalletAnalyze));
         assert_eq!(Route::Comparison { pair_id: "p" }.required_scope(), Some(Scope::AnalysisRead));
         assert_eq!(Route::Status.required_scope(), None);
         assert!(!Route::Healthz.needs_key());
         assert!(Route::Status.needs_key());
         assert!(Route::Compare.has_body());
+    }
+
+    #[test]
+    fn only_the_batch_reads_more_than_the_contracts_4_kib() {
+        assert_eq!(body_bytes_max("/v1/developer/intelligence/wallets"), 16 * 1024);
+        for path in ["/v1/developer/intelligence/wallet", "/v1/developer/intelligence/compare", "/nope", "/healthz"] {
+            assert_eq!(body_bytes_max(path), 4096, "{path}");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::error::ErrorObject;
 use crate::auth::scope::{Scope, Scopes};
 use crate::clock::{rfc3339_ms_bytes, RFC3339_MS_LEN};
 
@@ -55,6 +56,49 @@ pub struct AcceptedData<'a> {
     pub poll_url: &'a str,
     pub created_at: Rfc3339Ms,
     pub deduplicated: bool,
+}
+
+/// `data` of `POST …/intelligence/wallets` (200): one item per address sent, in order, and
+/// how many were admitted as new work, answered by existing work, or refused.
+#[derive(Serialize)]
+pub struct BatchData<'a> {
+    pub items: Vec<BatchItem<'a>>,
+    pub admitted: usize,
+    pub deduplicated: usize,
+    pub refused: usize,
+}
+
+/// One address of a batch: its job (as the single endpoint names it) or its error object.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum BatchItem<'a> {
+    #[serde(rename_all = "camelCase")]
+    Accepted {
+        wallet: &'a str,
+        analysis_id: &'a str,
+        status: &'static str,
+        poll_url: String,
+        created_at: Rfc3339Ms,
+        deduplicated: bool,
+        /// The item's answer was kept from an earlier request with the same `Idempotency-Key`.
+        replayed: bool,
+    },
+    Refused {
+        wallet: &'a str,
+        error: ErrorObject<'a>,
+    },
+}
+
+/// `data.callback` of a job whose request named a `callbackUrl`: where its document goes and
+/// how the delivery went so far.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallbackBody<'a> {
+    pub url: &'a str,
+    /// `PENDING`, `DELIVERED` or `FAILED`.
+    pub status: &'static str,
+    pub attempts: u32,
+    pub last_error: Option<&'a str>,
 }
 
 /// `data.error` of a FAILED job.
@@ -221,16 +265,8 @@ fn raw_json<T: Serialize>(value: &T) -> Box<RawValue> {
 
 /// `{"data":{…}}` with `"<field>": <payload>` added as the last member of `data`. `body` must
 /// be a serialized `DataBody` of a struct (it ends with `}}`); the payload is inserted verbatim.
-pub fn splice(mut body: Vec<u8>, field: &str, payload: &[u8]) -> Vec<u8> {
-    debug_assert!(body.ends_with(b"}}"));
-    body.truncate(body.len().saturating_sub(2));
-    body.reserve(field.len() + payload.len() + 6);
-    body.extend_from_slice(b",\"");
-    body.extend_from_slice(field.as_bytes());
-    body.extend_from_slice(b"\":");
-    body.extend_from_slice(payload);
-    body.extend_from_slice(b"}}");
-    body
+pub fn splice(body: Vec<u8>, field: &str, payload: &[u8]) -> Vec<u8> {
+    crate::engine::report::with_last_member(body, 2, field, payload)
 }
 
 #[cfg(test)]

@@ -43,7 +43,9 @@ impl Scope {
         Scope::ALL.into_iter().find(|s| s.as_str() == text).ok_or(ScopeError::Unknown)
     }
 
-    /// The endpoints the scope grants, as the status endpoint lists them.
+    /// The endpoints the scope grants, as the status endpoint lists them: the contract's list,
+    /// unchanged (`wallet:analyze` also grants the batch, `POST …/intelligence/wallets`, an
+    /// extension the routing table knows; listing it would change the contract's document).
     pub fn endpoints(self) -> &'static [&'static str] {
         match self {
             Scope::WalletAnalyze => &["POST /v1/developer/intelligence/wallet"],

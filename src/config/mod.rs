@@ -119,6 +119,34 @@ pub const RETENTION_DAYS_MAX: u32 = 3_650;
 /// How long the answer of a request with an `Idempotency-Key` is kept and replayed (24 h); an
 /// older answer is as good as absent and purged with the retention sweep.
 pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3_600 * 1_000;
+/// Largest sanctions list file `xray labels import` reads (OFAC's sdn.xml is ~20 MB).
+pub const SANCTIONS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+/// Longest DNS name (RFC 1035: 253 characters written out).
+pub const HOST_NAME_BYTES_MAX: usize = 253;
+/// Hosts an operator may allow as webhook targets whatever their address (`webhook_allow_hosts`).
+pub const WEBHOOK_ALLOW_HOSTS_MAX: usize = 64;
+/// Webhook deliveries sent at once (and taken from the outbox per cycle).
+pub const WEBHOOK_IN_FLIGHT_MAX: usize = 16;
+/// One webhook request's time, connection included (a short one: receivers answer at once).
+pub const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
+/// Attempts per webhook before it is given up.
+pub const WEBHOOK_ATTEMPTS_MAX: u32 = 10;
+/// Time after a job finished within which its webhook is retried (1 h).
+pub const WEBHOOK_RETRY_WINDOW_MS: u64 = 3_600_000;
+/// The first retry's delay; each further one doubles it, up to `WEBHOOK_BACKOFF_MS_MAX`.
+pub const WEBHOOK_BACKOFF_MS_BASE: u64 = 1_000;
+pub const WEBHOOK_BACKOFF_MS_MAX: u64 = 600_000;
+/// How often the delivery thread reads the outbox when it found nothing due.
+pub const WEBHOOK_POLL_MS: u64 = 100;
+/// Characters of a failed attempt's error kept for the poll answer.
+pub const WEBHOOK_ERROR_CHARS_MAX: usize = 200;
+/// `User-Agent` of webhook deliveries.
+pub const WEBHOOK_USER_AGENT: &str = "wallet-xray-webhooks/1";
+/// Longest `callbackUrl` accepted (bytes).
+pub const CALLBACK_URL_BYTES_MAX: usize = 2_048;
+/// Characters of a webhook signing secret (`whsec_` and base58 of 32 random bytes is at most
+/// 50); the store refuses longer ones.
+pub const WEBHOOK_SECRET_CHARS_MAX: usize = 64;
 /// Long-poll (`wait`) requests held at once, all listener threads together.
 pub const LONG_POLL_WAITERS_MAX_DEFAULT: usize = 10_000;
 /// Failed authentications per second per client IP before `429` without a key lookup.
@@ -183,8 +211,17 @@ pub const THREADS_FALLBACK: usize = 1;
 pub const ACCEPT_ERROR_PAUSE_MS: u64 = 10;
 /// How often a draining thread checks whether its connections have closed.
 pub const DRAIN_POLL_MS: u64 = 5;
-/// Largest request body the API reads (contract §3 step 5: 4 KiB).
+/// Largest request body of the single-work endpoints (contract §3 step 5: 4 KiB).
 pub const BODY_BYTES_MAX: usize = 4096;
+/// Most addresses in one batch (`POST …/intelligence/wallets`, issue #15).
+pub const BATCH_WALLETS_MAX: usize = 100;
+/// Largest body of a batch: 100 addresses of at most 44 characters, quoted and separated, are
+/// 4.7 KB; the rest is room for whitespace and the flags.
+pub const BATCH_BODY_BYTES_MAX: usize = 16 * 1024;
+/// Largest body the edge reads for any route (the batch's); each route then applies its own
+/// bound (`api::json`), so a single-work request over 4 KiB is still a 413.
+pub const REQUEST_BODY_BYTES_MAX: usize = BATCH_BODY_BYTES_MAX;
+const _: () = assert!(BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX);
 /// Longest `wait` of a long poll (contract §4).
 pub const WAIT_S_MAX: u32 = 30;
 /// Longest client-supplied `X-Request-Id` that is echoed (contract §1).

@@ -65,6 +65,9 @@ pub struct ServeConfig {
     pub log_format: LogFormat,
     /// One log line per public API request (request id, route, status, duration, key id).
     pub access_log: bool,
+    /// Hosts a `callbackUrl` may name whatever their address (loopback, private), over `http`
+    /// too: exact host names or addresses. Empty: webhooks reach public `https` hosts only.
+    pub webhook_allow_hosts: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -101,6 +104,7 @@ impl Default for ServeConfig {
             proxy_protocol: false,
             log_format: LogFormat::Text,
             access_log: true,
+            webhook_allow_hosts: Vec::new(),
         }
     }
 }
@@ -175,6 +179,14 @@ impl ServeConfig {
         if self.trusted_proxies.len() > TRUSTED_PROXY_NETWORKS_MAX {
             return Err(format!("trusted_proxies lists more than {TRUSTED_PROXY_NETWORKS_MAX} networks"));
         }
+        if self.webhook_allow_hosts.len() > WEBHOOK_ALLOW_HOSTS_MAX {
+            return Err(format!("webhook_allow_hosts lists more than {WEBHOOK_ALLOW_HOSTS_MAX} hosts"));
+        }
+        if let Some(bad) =
+            self.webhook_allow_hosts.iter().find(|h| h.trim().is_empty() || h.len() > HOST_NAME_BYTES_MAX)
+        {
+            return Err(format!("webhook_allow_hosts: {bad:?} is not a host name or address"));
+        }
         if self.proxy_protocol && self.trusted_proxies.is_empty() {
             return Err("proxy_protocol needs trusted_proxies: the networks whose connections carry the header".into());
         }
@@ -212,7 +224,7 @@ impl ServeConfig {
              job_deadline_s={} job_ledger_bytes_max={} \
              freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
-             trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={}",
+             trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={} webhook_allow_hosts=[{}]",
             self.listen,
             self.admin_listen,
             self.data_dir.display(),
@@ -242,6 +254,7 @@ impl ServeConfig {
             self.proxy_protocol,
             self.log_format.as_str(),
             self.access_log,
+            self.webhook_allow_hosts.join(","),
         )
     }
 }

@@ -17,8 +17,8 @@
 
 use bytes::Bytes;
 
-use crate::api::json::{parse_body, CompareRequest, WalletRequest};
-use crate::api::router::{parse_wait, route};
+use crate::api::json::{parse_body, BatchRequest, CompareRequest, WalletRequest};
+use crate::api::router::{body_bytes_max, parse_wait, route};
 use crate::api::{health, ApiError, Route};
 use crate::auth::table::bearer_token;
 use crate::config::IoDriver;
@@ -52,6 +52,10 @@ impl DemoHandler {
                 parse_address("wallet", &body.wallet)?;
                 Err(ApiError::ServiceBusy)
             }
+            Route::AnalyzeWallets => {
+                let _: BatchRequest = parse_body(request)?;
+                Err(ApiError::ServiceBusy)
+            }
             Route::Compare => {
                 let body: CompareRequest = parse_body(request)?;
                 body.addresses()?;
@@ -73,6 +77,10 @@ impl Handler for DemoHandler {
 
     fn internal_error(&self, request_id: &RequestId, cause: &str) -> ApiResponse {
         ApiError::internal(&cause).to_response(request_id)
+    }
+
+    fn body_bytes_max(&self, path: &str) -> usize {
+        body_bytes_max(path)
     }
 }
 

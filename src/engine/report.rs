@@ -304,3 +304,18 @@ impl XRay {
         Ok(())
     }
 }
+
+/// JSON bytes ending in `depth` closing braces (`{…}`: 1; `{"data":{…}}`: 2) with
+/// `"name": value` added as the last member of the innermost object — how a stored payload
+/// (or a member computed later) joins a document without parsing it again.
+pub fn with_last_member(mut json: Vec<u8>, depth: usize, name: &str, value: &[u8]) -> Vec<u8> {
+    debug_assert!(json.len() > 2 * depth && json.iter().rev().take(depth).all(|b| *b == b'}'), "an object");
+    json.truncate(json.len().saturating_sub(depth));
+    json.reserve(name.len() + value.len() + 4 + depth);
+    json.extend_from_slice(b",\"");
+    json.extend_from_slice(name.as_bytes());
+    json.extend_from_slice(b"\":");
+    json.extend_from_slice(value);
+    json.extend(std::iter::repeat_n(b'}', depth));
+    json
+}

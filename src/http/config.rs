@@ -8,8 +8,9 @@
 //! thread and per client address, requests per connection, header bytes, time to send a request
 //! head, idle time between requests, time to send a body, time a response may stall unread —
 //! and the stop path has one too (drain time). Which peers may name another client address
-//! (`proxies`) is here too; nobody by default. The body size bound is
-//! the contract's (`config::BODY_BYTES_MAX`), not a setting.
+//! (`proxies`) is here too; nobody by default. The body size bounds are
+//! the contract's (`config::REQUEST_BODY_BYTES_MAX` here, each route's own in `api::json`), not
+//! settings.
 
 use super::peers::ProxyTrust;
 use crate::config::IoDriver;

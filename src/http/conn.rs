@@ -6,7 +6,8 @@
 //! the connections, the requests-per-connection cap, and graceful close on stop. Runs as one monoio task per connection on the listener thread
 //! that accepted it.
 //!
-//! Invariant: a request body is never buffered past `BODY_BYTES_MAX` — a declared length over
+//! Invariant: a request body is never buffered past its route's bound (`Handler::body_bytes_max`,
+//! at most `REQUEST_BODY_BYTES_MAX`) — a declared length over
 //! it is refused without reading a byte of the body, a streamed body is cut at the first chunk
 //! that would cross it — and a body must arrive within `body_read_timeout` or the connection is
 //! closed. Every response from here carries `Content-Type: application/json` and
@@ -43,7 +44,7 @@ use super::message::{ApiRequest, ApiResponse, Body, Method};
 use super::peers::{read_proxy_header, PeerSlot, PeerTable, ProxyTrust};
 use super::request_id::RequestId;
 use super::timeouts::{HeadClock, HeadTimer, Tracked};
-use crate::config::BODY_BYTES_MAX;
+use crate::config::REQUEST_BODY_BYTES_MAX;
 
 /// The connection settings of one listener thread (from `ServerConfig`).
 #[derive(Debug, Clone)]
@@ -182,7 +183,8 @@ async fn respond<H: Handler>(
     let body = if body.is_end_stream() {
         Body::Complete(Bytes::new())
     } else {
-        match monoio::time::timeout(settings.body_read_timeout, read_body(body)).await {
+        let max_bytes = handler.body_bytes_max(parts.uri.path()).min(REQUEST_BODY_BYTES_MAX);
+        match monoio::time::timeout(settings.body_read_timeout, read_body(body, max_bytes)).await {
             Ok(body) => body?,
             Err(_) => return Err(EdgeError::BodyTimeout(settings.body_read_timeout)),
         }
@@ -216,21 +218,21 @@ fn call_handler<'a, H: Handler>(
     })
 }
 
-/// Reads a body of at most `BODY_BYTES_MAX` bytes; anything larger becomes `Body::TooLarge`
-/// with the rest left unread.
-async fn read_body(mut body: Incoming) -> Result<Body, hyper::Error> {
+/// Reads a body of at most `max_bytes` (the route's bound); anything larger becomes
+/// `Body::TooLarge` with the rest left unread.
+async fn read_body(mut body: Incoming, max_bytes: usize) -> Result<Body, hyper::Error> {
     if body.is_end_stream() {
         return Ok(Body::Complete(Bytes::new()));
     }
     let declared = body.size_hint().exact();
-    if declared.is_some_and(|len| len > BODY_BYTES_MAX as u64) {
+    if declared.is_some_and(|len| len > max_bytes as u64) {
         return Ok(Body::TooLarge);
     }
     let capacity = declared.map_or(0, |len| len as usize);
     let mut collected = BytesMut::with_capacity(capacity);
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame?.into_data() else { continue };
-        if collected.len() + data.len() > BODY_BYTES_MAX {
+        if collected.len() + data.len() > max_bytes {
             return Ok(Body::TooLarge);
         }
         collected.extend_from_slice(&data);

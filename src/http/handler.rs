@@ -28,6 +28,12 @@ pub trait Handler: 'static {
     /// invalid header): the handler's own 500, so the edge needs no error format of its own.
     /// `cause` is for the handler's log, never for the client.
     fn internal_error(&self, request_id: &RequestId, cause: &str) -> ApiResponse;
+
+    /// The largest body the edge reads for a request to `path` (at most
+    /// `config::REQUEST_BODY_BYTES_MAX`); a larger one is `Body::TooLarge`, its excess unread.
+    fn body_bytes_max(&self, _path: &str) -> usize {
+        crate::config::BODY_BYTES_MAX
+    }
 }
 
 /// What a handler factory gets on the thread it runs on.

@@ -47,9 +47,9 @@ impl Method {
 /// The request body as the edge read it: whole, or refused for size before it was buffered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
-    /// At most `config::BODY_BYTES_MAX` bytes (empty when the request had no body).
+    /// At most `config::REQUEST_BODY_BYTES_MAX` bytes (empty when the request had no body).
     Complete(Bytes),
-    /// Declared or found larger than `config::BODY_BYTES_MAX`; the excess was never read. The handler
+    /// Declared or found larger than `config::REQUEST_BODY_BYTES_MAX`; the excess was never read. The handler
     /// decides when to answer 413, so that the contract's order of checks holds (a route or
     /// authentication failure answers first).
     TooLarge,

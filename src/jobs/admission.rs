@@ -47,7 +47,7 @@ use crate::jobs::pool::{ComputePool, Ticket};
 use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::etcd::EtcdStore;
-use crate::store::{JobKind, JobRecord, JobState, Store, StoreError, Subject};
+use crate::store::{Callback, JobKind, JobRecord, JobState, Store, StoreError, Subject};
 
 mod idempotency;
 mod shared;
@@ -155,6 +155,22 @@ impl Work {
     }
 }
 
+/// One work-creating request as admission takes it: whose, what, and how.
+#[derive(Clone, Copy)]
+pub struct AdmitRequest<'a> {
+    pub key: &'a KeyEntry,
+    pub work: &'a Work,
+    /// `"refresh": true`: skip deduplication and reuse, always new (charged) work.
+    pub refresh: bool,
+    /// The webhook of a new job (`callbackUrl`, already checked by the webhook policy). A
+    /// request answered by an existing job adds none: the job's webhook is its creator's.
+    pub callback_url: Option<&'a str>,
+    /// When the request arrived (wall clock).
+    pub now_ms: u64,
+    /// The request's `Idempotency-Key`, held in flight by the caller (`Admission::enter`).
+    pub idempotency: Option<&'a IdempotencyKey>,
+}
+
 /// What admission decided.
 #[derive(Debug)]
 pub enum Decision {
@@ -255,17 +271,31 @@ impl Admission {
         self.cluster.as_ref().map(|c| &c.etcd)
     }
 
-    /// Steps 8–10 for one request of `key` at `now_ms`. `idempotency`, when the request
-    /// carried a key (the caller holds it in flight and found no kept answer): a new job's
-    /// answer is written with it.
-    pub fn admit(
-        &self,
-        key: &KeyEntry,
-        work: Work,
-        refresh: bool,
-        now_ms: u64,
-        idempotency: Option<&IdempotencyKey>,
-    ) -> Result<Decision, AdmitError> {
+    /// Steps 8–10 for one request whose key (if any) the caller holds in flight and found no
+    /// kept answer for (`kept`), on this node's store: a new job's answer is written with the
+    /// job; a deduplicated one is kept on its own — or, when another request of the key kept
+    /// one first, that one is the decision (`Replayed`).
+    pub async fn decide(&self, request: &AdmitRequest<'_>) -> Result<Decision, AdmitError> {
+        let decision = match self.cluster() {
+            Some(etcd) => self.admit_in_cluster(etcd, request).await?,
+            None => self.admit(request)?,
+        };
+        let Some(key) = request.idempotency else { return Ok(decision) };
+        let (record, state) = match &decision {
+            Decision::Live(live) => (&live.record, live.state().unwrap_or(JobState::Running)),
+            Decision::Fresh(job) => (&job.record, job.record.state),
+            Decision::Admitted(_) | Decision::Replayed(_) => return Ok(decision),
+        };
+        match self.keep_answer(key, record, state, request.now_ms).await? {
+            Some(first) => Ok(first),
+            None => Ok(decision),
+        }
+    }
+
+    /// Steps 8–10 for one request (embedded store). With an idempotency key (the caller holds
+    /// it in flight and found no kept answer), a new job's answer is written with it.
+    pub fn admit(&self, request: &AdmitRequest<'_>) -> Result<Decision, AdmitError> {
+        let AdmitRequest { key, work, refresh, now_ms, .. } = *request;
         let kind = work.kind();
         let account = key.account().as_str();
         let _one_at_a_time = self.subject_locks.lock(account, kind.subject());
@@ -293,7 +323,7 @@ impl Admission {
         let admitted = if self.queue_room() == 0 {
             Err(AdmitError::Busy)
         } else {
-            self.record_and_queue(key, &work, kind, refresh, &reservation, now_ms, idempotency)
+            self.record_and_queue(request, kind, &reservation)
         };
         match admitted {
             Ok(record) => Ok(Decision::Admitted(Box::new(record))),
@@ -368,17 +398,13 @@ impl Admission {
     }
 
     /// Steps (4)–(6); on a refusal, undoes what it did (the caller releases the reservation).
-    #[allow(clippy::too_many_arguments)]
     fn record_and_queue(
         &self,
-        key: &KeyEntry,
-        work: &Work,
+        request: &AdmitRequest<'_>,
         kind: JobKind,
-        refresh: bool,
         reservation: &Reservation,
-        now_ms: u64,
-        idempotency: Option<&IdempotencyKey>,
     ) -> Result<JobRecord, AdmitError> {
+        let AdmitRequest { key, work, refresh, now_ms, idempotency, .. } = *request;
         let mut record = JobRecord::queued(
             job_id(work.id_prefix())?,
             kind,
@@ -391,6 +417,7 @@ impl Admission {
             ENGINE_VERSION_TAG.to_owned(),
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
+        record.callback = request.callback_url.map(|url| Callback::pending(url.to_owned()));
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         self.store.admit(&record, answer.as_ref())?;
         let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };

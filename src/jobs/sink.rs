@@ -14,8 +14,10 @@
 //! say `RUNNING` and an equal POST deduplicates onto it instead of admitting a second charged
 //! job — and the housekeeping thread retries it (`retry_unsettled`) until the store takes it;
 //! meanwhile `store_failing` makes the service `degraded`.
-//! Also reads the scores of analyses a comparison reuses. Runs on compute threads (and the
-//! housekeeping thread for retries).
+//! Also reads the scores of analyses a comparison reuses, and — before (1) — adds to a READY
+//! analysis its `changes` against the account's previous READY analysis of the wallet
+//! (`engine::changes`; `null` when there is none or it cannot be read: never a failed job).
+//! Runs on compute threads (and the housekeeping thread for retries).
 //!
 //! Invariant: the in-memory quota, the finished cache and the index move only after the store's
 //! copy moved, so memory never shows a charge, refund or result the disk does not have.
@@ -35,15 +37,18 @@ use crate::auth::key::KeyId;
 use crate::auth::table::KeyTable;
 use crate::clock::now_unix_ms;
 use crate::config;
+use crate::engine::changes::{changes, Changes, Previous};
+use crate::engine::report::with_last_member;
 use crate::engine::report::Score;
 use crate::engine::ENGINE_VERSION_TAG;
-use crate::jobs::execute::{FailCode, Outcome, ReusedScores};
+use crate::jobs::execute::{FailCode, JobSpec, Outcome, ReusedScores};
 use crate::jobs::finished::{FinishedJobs, StoredJob};
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::{Operation, ReleaseCause, Reservation};
 use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics};
-use crate::store::{self, Completion, JobKind, JobRecord, Store, StoreError};
+use crate::pubkey::Pubkey;
+use crate::store::{self, Completion, JobKind, JobRecord, Store, StoreError, Subject};
 
 /// The sink of the running server.
 pub struct StoreSink {
@@ -259,9 +264,50 @@ impl JobSink for StoreSink {
     fn finished(&self, ticket: Ticket, outcome: Outcome) {
         let upstream_failed = matches!(outcome, Outcome::Failed { code: FailCode::UpstreamUnavailable, .. });
         self.ledger_failing.store(upstream_failed, Ordering::Relaxed);
+        let outcome = match outcome {
+            Outcome::Ready { payload } => Outcome::Ready { payload: self.with_changes(&ticket, payload) },
+            failed => failed,
+        };
         if let Some(unsettled) = self.settle(ticket.id, store_outcome(outcome)) {
             self.keep_unsettled(unsettled);
         }
+    }
+}
+
+impl StoreSink {
+    /// An analysis' payload with its `changes` against the account's previous READY analysis of
+    /// the wallet (`null` when there is none, or it was made by other engine versions). Never
+    /// fails the job: a previous analysis that cannot be read or compared gives `null`, logged.
+    fn with_changes(&self, ticket: &Ticket, payload: Vec<u8>) -> Vec<u8> {
+        let JobSpec::Analysis { wallet } = &ticket.spec else { return payload };
+        // The engine always makes an object; anything else is left for the store to judge.
+        if !(payload.starts_with(b"{") && payload.ends_with(b"}") && payload.len() > 2) {
+            return payload;
+        }
+        let changes = self.changes(&ticket.id, wallet, &payload).unwrap_or_else(|e| {
+            tracing::warn!(job = %ticket.id, error = %e, "changes since the previous analysis not computed");
+            None
+        });
+        let member = match changes.map(|c| serde_json::to_vec(&c)) {
+            Some(Ok(json)) => json,
+            _ => b"null".to_vec(),
+        };
+        with_last_member(payload, 1, "changes", &member)
+    }
+
+    fn changes(&self, id: &str, wallet: &Pubkey, payload: &[u8]) -> Result<Option<Changes>, String> {
+        let account = match self.index.get(id) {
+            Some(live) => live.record.account.clone(),
+            None => self.store.get_job(id).map_err(|e| e.to_string())?.ok_or("the job is gone")?.account,
+        };
+        let wallet = wallet.to_base58();
+        let newest = self.store.latest_ready_for(&account, Subject::Wallet(&wallet)).map_err(|e| e.to_string())?;
+        let Some(previous) = newest.filter(|job| job.id != id) else { return Ok(None) };
+        let stored = self.finished.job(&*self.store, &previous.id).map_err(|e| e.to_string())?;
+        let Some(previous_payload) = stored.as_ref().and_then(|job| job.payload.clone()) else { return Ok(None) };
+        let completed_at = crate::clock::rfc3339_ms(previous.completed_at_ms.unwrap_or(previous.created_at_ms));
+        let previous = Previous { analysis_id: &previous.id, completed_at: &completed_at, payload: &previous_payload };
+        changes(previous, payload)
     }
 }
 

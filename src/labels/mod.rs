@@ -18,6 +18,8 @@ use serde::Deserialize;
 use crate::config::{LABELS_FILE_BYTES_MAX, LABELS_LEN_MAX};
 use crate::pubkey::Pubkey;
 
+pub mod ofac;
+
 /// The default labels file, shipped inside the binary.
 pub const DEFAULT_LABELS_TOML: &str = include_str!("default.toml");
 const FORMAT_VERSION: u32 = 1;
@@ -37,6 +39,8 @@ pub enum Category {
     Entity,
     /// Malicious or compromised addresses: drainer programs, attackers, scam funders.
     Flagged,
+    /// On a sanctions list (`xray labels import`: the OFAC SDN list's Solana addresses).
+    Sanctioned,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +50,8 @@ pub struct Label {
     pub category: Category,
     /// Free-form qualifiers: `stablecoin`, `exchange`, `drainer`, `attacker`, `demo`, …
     pub tags: Vec<String>,
+    /// Where the label comes from (a sanctions list's name and date), when the file says.
+    pub source: Option<String>,
 }
 
 impl Label {
@@ -70,6 +76,8 @@ struct FileLabel {
     category: Category,
     #[serde(default)]
     tags: Vec<String>,
+    #[serde(default)]
+    source: Option<String>,
 }
 
 /// An immutable address → label table.
@@ -113,7 +121,8 @@ impl Labels {
         for (i, entry) in file.label.into_iter().enumerate() {
             let address = Pubkey::parse(&entry.address)
                 .map_err(|e| format!("label #{} ({:?}): address {}", i + 1, entry.address, e.reason()))?;
-            let label = Label { address, name: entry.name, category: entry.category, tags: entry.tags };
+            let label =
+                Label { address, name: entry.name, category: entry.category, tags: entry.tags, source: entry.source };
             if by_address.insert(address, label).is_some() {
                 return Err(format!("label #{} ({}): address listed twice", i + 1, entry.address));
             }
@@ -137,6 +146,11 @@ impl Labels {
         self.get(address).map(|l| l.category)
     }
 
+    /// On a sanctions list (category `sanctioned`).
+    pub fn is_sanctioned(&self, address: &Pubkey) -> bool {
+        self.category(address) == Some(Category::Sanctioned)
+    }
+
     pub fn is_flagged(&self, address: &Pubkey) -> bool {
         self.category(address) == Some(Category::Flagged)
     }
@@ -148,7 +162,7 @@ impl Labels {
 
     /// Addresses too common to link two wallets: known programs, sysvars, mints, entities.
     pub fn is_hub(&self, address: &Pubkey) -> bool {
-        matches!(self.category(address), Some(c) if c != Category::Flagged)
+        matches!(self.category(address), Some(c) if !matches!(c, Category::Flagged | Category::Sanctioned))
     }
 
     pub fn is_stablecoin(&self, mint: &Pubkey) -> bool {

@@ -158,6 +158,40 @@ pub(crate) fn admit(limit: RateLimit, tat: &AtomicU64, now_ns: u64) -> RateDecis
     }
 }
 
+/// What a request of several items (a batch) got from a bucket: the first `granted` items
+/// have their token, the rest are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub granted: u32,
+    /// When some were refused: whole seconds until the bucket holds tokens for all of them
+    /// (at most a full bucket), at least 1; 0 when every item was granted.
+    pub retry_after_s: u32,
+}
+
+/// GCRA for `wanted` tokens at once: as many as the bucket holds now, in one step on `tat`.
+/// Lock-free like `admit` (a failed compare-and-swap re-reads and re-decides).
+pub(crate) fn admit_up_to(limit: RateLimit, tat: &AtomicU64, wanted: u32, now_ns: u64) -> Grant {
+    let interval_ns = limit.interval_ns();
+    let mut current = tat.load(Ordering::Relaxed);
+    loop {
+        let granted = state_at(limit, current, now_ns).remaining_tokens.min(wanted);
+        let next = current.max(now_ns).saturating_add(u64::from(granted) * interval_ns);
+        if granted == 0 || tat.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            let refused = (wanted - granted).min(limit.burst());
+            let retry_after_s = if refused == 0 {
+                0
+            } else {
+                // `refused` more tokens are there once max(tat, now) + refused × interval − now
+                // ≤ tolerance.
+                let at_ns = next.max(now_ns) + u64::from(refused) * interval_ns;
+                ceil_s(at_ns.saturating_sub(limit.tolerance_ns()).saturating_sub(now_ns)).max(1)
+            };
+            return Grant { granted, retry_after_s };
+        }
+        current = tat.load(Ordering::Relaxed);
+    }
+}
+
 fn refused(limit: RateLimit, tat_ns: u64, now_ns: u64) -> RateDecision {
     RateDecision {
         allowed: false,
@@ -203,6 +237,14 @@ impl RateCell {
             self.limited_total.fetch_add(1, Ordering::Relaxed);
         }
         decision
+    }
+
+    /// Spends up to `wanted` tokens (a batch's items past its first, whose token `check` took):
+    /// as many as there are. Each refused item counts as a limited request.
+    pub fn take_up_to(&self, wanted: u32, now_ns: u64) -> Grant {
+        let grant = admit_up_to(self.limit, &self.tat_ns, wanted, now_ns);
+        self.limited_total.fetch_add(u64::from(wanted - grant.granted), Ordering::Relaxed);
+        grant
     }
 
     /// The bucket now, without spending a token.
@@ -320,6 +362,25 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_takes_what_the_bucket_holds_and_says_when_the_rest_is_there() {
+        // 10/s (100 ms per token), burst 5.
+        let cell = RateCell::new(limit(10, 5));
+        assert!(cell.check(0).allowed, "the batch's own token");
+        assert_eq!(cell.take_up_to(2, 0), Grant { granted: 2, retry_after_s: 0 });
+        assert_eq!(cell.peek(0).remaining_tokens, 2);
+        // Two left of the seven wanted: five refused, there in 500 ms → 1 s.
+        assert_eq!(cell.take_up_to(7, 0), Grant { granted: 2, retry_after_s: 1 });
+        assert_eq!(cell.limited_requests(), 5);
+        assert_eq!(cell.take_up_to(3, 0), Grant { granted: 0, retry_after_s: 1 });
+        assert!(!cell.check(0).allowed, "the bucket is empty");
+        // 250 ms later two tokens are back; 99 wanted: the rest needs a full bucket (500 ms).
+        assert_eq!(cell.take_up_to(99, 250 * MS), Grant { granted: 2, retry_after_s: 1 });
+        assert_eq!(cell.take_up_to(0, 250 * MS), Grant { granted: 0, retry_after_s: 0 });
+        let slow = RateCell::new(limit(1, 3));
+        assert_eq!(slow.take_up_to(10, 0), Grant { granted: 3, retry_after_s: 3 });
+    }
+
+    #[test]
     fn refusal_does_not_move_the_bucket() {
         let cell = RateCell::new(limit(1, 1));
         assert!(cell.check(0).allowed);
@@ -400,6 +461,30 @@ mod tests {
                     let bound = u64::from(burst) + (admitted_at[j] - admitted_at[i]) / l.interval_ns();
                     prop_assert!(n <= bound, "{n} admitted in window {i}..={j}, bound {bound}");
                 }
+            }
+        }
+
+        /// Batches (`take_up_to`) mixed with single requests keep the same bound per token.
+        #[test]
+        fn batches_admit_at_most_burst_plus_refill(
+            rate in 1u32..200,
+            burst in 1u32..20,
+            steps in proptest::collection::vec((0u64..50_000_000, 0u32..8), 1..200),
+        ) {
+            let l = limit(rate, burst);
+            let cell = RateCell::new(l);
+            let mut now = 0u64;
+            let mut admitted_at = Vec::new();
+            for (gap, items) in steps {
+                now += gap;
+                let granted = if items == 0 { u32::from(cell.check(now).allowed) } else { cell.take_up_to(items, now).granted };
+                admitted_at.extend(std::iter::repeat_n(now, granted as usize));
+            }
+            for i in 0..admitted_at.len() {
+                let j = admitted_at.len() - 1;
+                let n = (j - i + 1) as u64;
+                let bound = u64::from(burst) + (admitted_at[j] - admitted_at[i]) / l.interval_ns();
+                prop_assert!(n <= bound, "{n} tokens in window {i}..={j}, bound {bound}");
             }
         }
 

@@ -1,6 +1,6 @@
-//! What the two back ends behind a job cost: the ledger source's JSON-RPC calls (by method and
-//! outcome, their duration with retries, the retries) and the store's writes (duration by
-//! operation, WAL fsyncs of the group commit).
+//! What the back ends behind a job cost: the ledger source's JSON-RPC calls (by method and
+//! outcome, their duration with retries, the retries), the store's writes (duration by
+//! operation, WAL fsyncs of the group commit) and webhook delivery attempts (by outcome).
 //!
 //! Owns: the process-wide registries `LEDGER` and `STORE`, their label enums and buckets, and
 //! `write_backends`. Recorded by the rpc transport (compute threads), the RocksDB store (every
@@ -65,6 +65,7 @@ label_enum! {
         Keys => "keys",
         Purge => "purge",
         Answer => "answer",
+        Callback => "callback",
     }
 }
 
@@ -87,6 +88,35 @@ pub static LEDGER: LedgerMetrics = LedgerMetrics {
     retries: [const { AtomicU64::new(0) }; LedgerMethod::COUNT],
     duration: [const { Histogram::new() }; LedgerMethod::COUNT],
 };
+
+label_enum! {
+    /// How a webhook delivery attempt ended (`outcome` label).
+    pub enum WebhookOutcome {
+        Delivered => "delivered",
+        /// Failed; due again after its backoff.
+        Retried => "retried",
+        /// Failed for the last time, or could never be made.
+        Failed => "failed",
+    }
+}
+
+/// The webhook delivery attempts of this process (the `xray-webhooks` thread records them).
+pub struct WebhookMetrics {
+    attempts: [AtomicU64; WebhookOutcome::COUNT],
+}
+
+/// The webhook deliveries of this process.
+pub static WEBHOOKS: WebhookMetrics = WebhookMetrics { attempts: [const { AtomicU64::new(0) }; WebhookOutcome::COUNT] };
+
+impl WebhookMetrics {
+    pub fn attempted(&self, outcome: WebhookOutcome) {
+        self.attempts[outcome.slot()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn attempts(&self, outcome: WebhookOutcome) -> u64 {
+        self.attempts[outcome.slot()].load(Ordering::Relaxed)
+    }
+}
 
 /// The store writes of this process.
 pub static STORE: StoreMetrics =
@@ -166,6 +196,11 @@ pub(super) fn write_backends(out: &mut String, disk: Option<StoreDisk>) -> fmt::
         let labels = format!("operation=\"{}\"", operation.as_str());
         let snapshot = STORE.writes[operation.slot()].snapshot();
         histogram(out, name, &labels, &STORE_WRITE_BUCKETS_US, US_PER_S_DIGITS, &snapshot)?;
+    }
+    let name = "xray_webhook_attempts_total";
+    family(out, name, "counter", "Webhook delivery attempts, by outcome (retried: due again after a backoff).")?;
+    for outcome in WebhookOutcome::ALL {
+        writeln!(out, "{name}{{outcome=\"{}\"}} {}", outcome.as_str(), WEBHOOKS.attempts(*outcome))?;
     }
     let name = "xray_store_wal_syncs_total";
     family(out, name, "counter", "WAL fsyncs made by the group commit (--sync-writes).")?;

@@ -94,7 +94,7 @@ macro_rules! label_enum {
 mod backends;
 mod process;
 
-pub use backends::{CallOutcome, LedgerMethod, StoreDisk, StoreWrite, LEDGER, STORE};
+pub use backends::{CallOutcome, LedgerMethod, StoreDisk, StoreWrite, WebhookOutcome, LEDGER, STORE, WEBHOOKS};
 
 label_enum! {
     /// The code a job ended FAILED with (`code` label): the contract's job codes; anything else
@@ -118,6 +118,7 @@ label_enum! {
     /// The public API's routes (`route` label); `Unmatched` is a path or method no route takes.
     pub enum RouteLabel {
         Wallet => "wallet",
+        Wallets => "wallets",
         Analysis => "analysis",
         Compare => "compare",
         Comparison => "comparison",
@@ -646,10 +647,11 @@ mod tests {
         for (i, reason) in RejectReason::ALL.iter().enumerate() {
             assert_eq!(reason.slot(), i);
         }
-        assert_eq!(RouteLabel::ALL.len(), 8);
+        assert_eq!(RouteLabel::ALL.len(), 9);
         assert_eq!(RejectReason::ALL.len(), 17);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
-        let expected = ["wallet", "analysis", "compare", "comparison", "status", "usage", "healthz", "unmatched"];
+        let expected =
+            ["wallet", "wallets", "analysis", "compare", "comparison", "status", "usage", "healthz", "unmatched"];
         assert_eq!(routes, expected);
     }
 
@@ -803,6 +805,7 @@ mod tests {
             ("xray_ledger_retries_total", "counter"),
             ("xray_ledger_call_duration_seconds", "histogram"),
             ("xray_store_write_duration_seconds", "histogram"),
+            ("xray_webhook_attempts_total", "counter"),
             ("xray_store_wal_syncs_total", "counter"),
             ("xray_store_disk_bytes", "gauge"),
             ("xray_store_pending_compaction_bytes", "gauge"),

@@ -76,6 +76,8 @@
 //! | `analyses`, `comparisons` | job id | `v1` ‖ the payload JSON bytes, exactly as served |
 //! | `idempotency` | lp(account) ‖ SHA-256 of the client's `Idempotency-Key` | `v1` ‖ JSON [`IdempotentAnswer`] |
 //! | `idempotency_by_time` | created_at_ms BE ‖ the `idempotency` key | empty |
+//! | `callbacks_due` | next attempt ms BE ‖ job id: the webhook outbox (finished jobs whose callback is pending) | empty |
+//! | `webhook_secrets` | account | `v1` ‖ JSON [`WebhookSecret`] |
 //! | `usage` | lp(key id) ‖ period_start_ms BE | `v1` ‖ five i64 LE counters (merge operator) |
 //! | `meta` | `schema_version` | u32 BE |
 //!
@@ -109,7 +111,11 @@
 //! Invariant: every length a client can influence (ids, names, messages, payloads, page sizes)
 //! is checked against a named limit before it reaches RocksDB.
 //! Invariant: the API-key secret never reaches the store; only its SHA-256 digest, inside the
-//! key record.
+//! key record. A webhook signing secret is stored as is (a signature needs it), per account,
+//! and its `Debug` never shows it.
+//! Invariant: a job's webhook is in the outbox exactly while the job is finished and its
+//! callback `Pending`: the completion's batch puts it there, each attempt's batch moves or
+//! removes it, retention's purge deletes it with the job.
 //! Deliberately absent: an `accounts` column family (accounts are only a field of keys for now),
 //! retention of usage records (they are small, one per key and period), TTL compaction
 //! filters (retention is an explicit, bounded purge the server schedules), and any cache above
@@ -123,7 +129,8 @@ mod rocks;
 mod usage;
 
 pub use record::{
-    Completion, IdempotentAnswer, JobCursor, JobError, JobKind, JobPage, JobRecord, JobState, LiveState, Subject,
+    Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobKind, JobPage, JobRecord, JobState,
+    LiveState, Subject, WebhookSecret,
 };
 pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 
@@ -278,6 +285,22 @@ pub trait Store: Send + Sync {
     /// Deletes up to `limit` answers created before `cutoff_ms`, oldest first. Returns how many
     /// were deleted; call again while it returns `limit`.
     fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize>;
+
+    /// Finished jobs whose webhook is due at `now_ms` (`Pending`, next attempt at or before
+    /// it), soonest due first, at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]). A job's callback is
+    /// in this outbox from the completion that finished it (the same durable batch) until an
+    /// attempt records it `Delivered` or `Failed`.
+    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>>;
+    /// Records a delivery attempt: the finished job's callback, if it is still `expected`,
+    /// becomes `callback` (a `Pending` one is due again at its `next_attempt_ms`), durably — a
+    /// compare-and-set, so of two attempts that read the same callback one records. Else
+    /// `StoreError::State`, also when the job is not finished, has no callback or is gone.
+    /// Returns the updated record.
+    fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord>;
+    /// Writes (creates or replaces) an account's webhook secret, durably.
+    fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()>;
+    /// The account's webhook secret, if one was made.
+    fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>>;
 
     /// Forces everything written so far to stable storage (fsync of the WAL).
     fn sync(&self) -> StoreResult<()>;

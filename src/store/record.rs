@@ -149,6 +149,98 @@ pub struct JobRecord {
     /// the admission (`Store::cancel_admission`) deletes that answer with the job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_digest: Option<[u8; 32]>,
+    /// The webhook of the job (`callbackUrl`) and how its delivery went. While it is `Pending`
+    /// on a finished job, the store's callback index names the job at `next_attempt_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback: Option<Callback>,
+}
+
+/// Where a finished job's document is delivered (its webhook) and how that went so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Callback {
+    pub url: String,
+    pub status: CallbackStatus,
+    /// Delivery attempts made (a connection refused counts).
+    pub attempts: u32,
+    /// Why the last attempt failed, for the poll answer: never a secret or a body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When the next attempt is due (unix ms), while `Pending`.
+    pub next_attempt_ms: u64,
+}
+
+/// A webhook's delivery state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CallbackStatus {
+    /// Not delivered yet: the job is live, or an attempt is due at `next_attempt_ms`.
+    Pending,
+    /// The receiver answered 2xx.
+    Delivered,
+    /// Given up: the attempts or the time allowed ran out, or the receiver can never be reached
+    /// (a refused address).
+    Failed,
+}
+
+impl CallbackStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallbackStatus::Pending => "PENDING",
+            CallbackStatus::Delivered => "DELIVERED",
+            CallbackStatus::Failed => "FAILED",
+        }
+    }
+}
+
+impl Callback {
+    /// A callback not attempted yet.
+    pub fn pending(url: String) -> Callback {
+        Callback { url, status: CallbackStatus::Pending, attempts: 0, last_error: None, next_attempt_ms: 0 }
+    }
+
+    fn validate(&self) -> StoreResult<()> {
+        check_len("callback url", &self.url, crate::config::CALLBACK_URL_BYTES_MAX)?;
+        if self.last_error.as_ref().is_some_and(|e| e.len() > ERROR_MESSAGE_BYTES_MAX) {
+            return Err(StoreError::Invalid(format!("callback error longer than {ERROR_MESSAGE_BYTES_MAX} bytes")));
+        }
+        Ok(())
+    }
+}
+
+/// The refusal of a callback record whose callback is not the one the caller read.
+pub(crate) fn callback_moved(id: &str, now: Option<&Callback>) -> StoreError {
+    let state = match now {
+        None => "without a callback".to_owned(),
+        Some(c) => format!("callback {} after {} attempts (moved since read)", c.status.as_str(), c.attempts),
+    };
+    StoreError::State { id: id.to_owned(), op: "record a callback", state }
+}
+
+/// An account's webhook signing secret. Stored as is — a signature needs it — and shown only
+/// once, when it is made; never logged.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookSecret {
+    pub account: String,
+    pub secret: String,
+    pub created_at_ms: u64,
+}
+
+impl std::fmt::Debug for WebhookSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSecret")
+            .field("account", &self.account)
+            .field("created_at_ms", &self.created_at_ms)
+            .finish()
+    }
+}
+
+impl WebhookSecret {
+    pub(crate) fn validate(&self) -> StoreResult<()> {
+        check_id("account", &self.account)?;
+        check_len("webhook secret", &self.secret, crate::config::WEBHOOK_SECRET_CHARS_MAX)
+    }
 }
 
 impl JobRecord {
@@ -181,6 +273,7 @@ impl JobRecord {
             engine_version,
             starts: 0,
             idempotency_digest: None,
+            callback: None,
         }
     }
 }
@@ -285,6 +378,9 @@ impl JobRecord {
         }
         if let Some(e) = &self.error {
             JobError::validate(&e.code, &e.message)?;
+        }
+        if let Some(callback) = &self.callback {
+            callback.validate()?;
         }
         Ok(())
     }

@@ -26,7 +26,8 @@ use rocksdb::{
 
 use super::encoding::{self as enc};
 use super::record::{
-    self, check_id, Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, Subject,
+    self, check_id, Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord,
+    JobState, LiveState, Subject, WebhookSecret,
 };
 use super::usage::{self, UsageDelta};
 use super::{
@@ -52,6 +53,9 @@ const CF_USAGE: &str = "usage";
 const CF_META: &str = "meta";
 const CF_ANSWERS: &str = "idempotency";
 const CF_ANSWERS_BY_TIME: &str = "idempotency_by_time";
+/// The webhook outbox: next attempt BE ‖ job id, for finished jobs whose callback is pending.
+const CF_CALLBACKS_DUE: &str = "callbacks_due";
+const CF_WEBHOOK_SECRETS: &str = "webhook_secrets";
 
 /// Every column family of schema version 1 (RocksDB's `default` is unused).
 pub const COLUMN_FAMILIES: &[&str] = &[
@@ -66,12 +70,15 @@ pub const COLUMN_FAMILIES: &[&str] = &[
     CF_META,
     CF_ANSWERS,
     CF_ANSWERS_BY_TIME,
+    CF_CALLBACKS_DUE,
+    CF_WEBHOOK_SECRETS,
 ];
 /// Key of the schema version in the `meta` column family (value: u32 big-endian).
 pub const META_SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
 
 /// Column families read by point lookups: they get bloom filters.
-const POINT_LOOKUP_CFS: &[&str] = &[CF_KEYS, CF_JOBS, CF_ANALYSES, CF_COMPARISONS, CF_USAGE, CF_META, CF_ANSWERS];
+const POINT_LOOKUP_CFS: &[&str] =
+    &[CF_KEYS, CF_JOBS, CF_ANALYSES, CF_COMPARISONS, CF_USAGE, CF_META, CF_ANSWERS, CF_WEBHOOK_SECRETS];
 
 /// Tuning and durability of a [`RocksStore`] (defaults from the module constants).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -569,6 +576,11 @@ impl Store for RocksStore {
                 self.settle_usage(&mut batch, &done, false)?;
             }
         }
+        // The webhook enters the outbox with the completion: due at once.
+        if let Some(callback) = done.callback.as_mut().filter(|c| c.status == CallbackStatus::Pending) {
+            callback.next_attempt_ms = completed_at_ms;
+            batch.put_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(completed_at_ms, &done.id), []);
+        }
         self.put_job(&mut batch, &done)?;
         self.write(batch, &self.durable, StoreWrite::Complete)?;
         Ok(done)
@@ -649,10 +661,60 @@ impl Store for RocksStore {
                 batch.delete_cf(self.cf(CF_JOBS)?, job.id.as_bytes());
                 batch.delete_cf(self.cf(CF_SUBJECT)?, enc::subject_key(&job));
                 batch.delete_cf(self.payload_cf(&job)?, job.id.as_bytes());
+                if let Some(callback) = &job.callback {
+                    batch.delete_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(callback.next_attempt_ms, &job.id));
+                }
             }
         }
         self.write(batch, &self.relaxed, StoreWrite::Purge)?;
         Ok(entries.len())
+    }
+
+    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        let entries = self.keys_before(CF_CALLBACKS_DUE, now_ms.saturating_add(1), limit)?;
+        let mut jobs = Vec::with_capacity(entries.len());
+        for key in &entries {
+            let (_, id) = enc::parse_done_key(key)?;
+            match self.read_job(id)? {
+                Some(job) => jobs.push(job),
+                None => tracing::error!(%id, "outbox entry without a job record; skipped"),
+            }
+        }
+        Ok(jobs)
+    }
+
+    fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
+        let _guard = self.lock(id);
+        let job = self.live_job(id, "record a callback", &[JobState::Ready, JobState::Failed])?;
+        let Some(was) = job.callback.as_ref().filter(|was| *was == expected) else {
+            return Err(record::callback_moved(id, job.callback.as_ref()));
+        };
+        let mut batch = WriteBatch::default();
+        batch.delete_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(was.next_attempt_ms, id));
+        if callback.status == CallbackStatus::Pending {
+            batch.put_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(callback.next_attempt_ms, id), []);
+        }
+        let updated = JobRecord { callback: Some(callback.clone()), ..job };
+        self.put_job(&mut batch, &updated)?;
+        self.write(batch, &self.durable, StoreWrite::Callback)?;
+        Ok(updated)
+    }
+
+    fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {
+        secret.validate()?;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.cf(CF_WEBHOOK_SECRETS)?, secret.account.as_bytes(), enc::encode_json(secret)?);
+        self.write(batch, &self.durable, StoreWrite::Keys)
+    }
+
+    fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>> {
+        if check_id("account", account).is_err() {
+            return Ok(None);
+        }
+        match self.db.get_pinned_cf(self.cf(CF_WEBHOOK_SECRETS)?, account.as_bytes())? {
+            Some(value) => Ok(Some(enc::decode_json(&value)?)),
+            None => Ok(None),
+        }
     }
 
     fn sync(&self) -> StoreResult<()> {

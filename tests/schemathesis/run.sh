@@ -25,30 +25,12 @@ if ! command -v st >/dev/null || ! st --version 2>/dev/null | grep -q ' 4\.'; th
   echo "schemathesis 4 not found: installing it (pip)" >&2
   pip install --quiet 'schemathesis>=4,<5'
 fi
-[ -x "$XRAY_BIN" ] || { echo "no xray binary at $XRAY_BIN (run: cargo build --release)" >&2; exit 1; }
+# shellcheck source=../../scripts/demo-server.sh
+. "$ROOT/scripts/demo-server.sh"
+use_demo_workdir "$XRAY_BIN" "$WORK"
 
-SERVER_PID=""
-finish() {
-  if [ -n "$SERVER_PID" ]; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
-trap finish EXIT
-
-XRAY_LOG=warn "$XRAY_BIN" serve --ledger demo --data-dir "$WORK/data" --listen "127.0.0.1:$PORT" \
-  --admin-listen "127.0.0.1:$ADMIN_PORT" --access-log false >"$WORK/serve.out" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 100); do
-  curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null && break
-  sleep 0.1
-done
-# Limits far above what the run sends: it tests the contract, not the 429 path.
-API_KEY=$("$XRAY_BIN" keys create --data-dir "$WORK/data" --name schemathesis \
-  --scopes wallet:analyze,wallet:compare,analysis:read,usage:read \
-  --rate-per-second 100000 --burst 100000 --quota 1000000 |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])')
+start_demo_server "$XRAY_BIN" "$WORK/data" "$PORT" "$ADMIN_PORT" "$WORK/serve.out"
+API_KEY=$(demo_key "$XRAY_BIN" "$WORK/data" schemathesis wallet:analyze,wallet:compare,analysis:read,usage:read)
 
 cd "$WORK"
 seed_args=()

@@ -38,7 +38,7 @@ impl Endpoints<'_> {
             |record: &JobRecord| record.account == self.account() && matches!(record.kind, JobKind::Analysis { .. });
         if let Some(job) = self.app.admission.finished().cached(id) {
             return match mine(&job.record) {
-                true => self.stored_poll_body(&job),
+                true => self.stored_poll_body(&job).await,
                 false => Err(ApiError::NotFound),
             };
         }
@@ -57,7 +57,7 @@ impl Endpoints<'_> {
         let newest = etcd.newest_async(self.account().to_owned(), OwnedSubject::of(subject), false).await;
         let record = newest.map_err(store_error)?.ok_or(ApiError::NotFound)?;
         if let Some(job) = self.app.admission.finished().cached(&record.id) {
-            return self.stored_poll_body(&job);
+            return self.stored_poll_body(&job).await;
         }
         self.answer_from_cluster(etcd, record, wait_s).await
     }
@@ -88,7 +88,7 @@ impl Endpoints<'_> {
             _ => None,
         };
         let job = self.app.admission.finished().keep_finished(StoredJob::new(record, payload));
-        self.stored_poll_body(&job)
+        self.stored_poll_body(&job).await
     }
 
     /// In a cluster every node charges a key, so its usage is what etcd holds: read into the

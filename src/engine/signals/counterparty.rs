@@ -1,7 +1,8 @@
 //! Counterparty risk: who the wallet deals with.
 //!
-//! Detectors: flagged programs invoked (outer or CPI), transfers with flagged addresses, a
-//! flagged first funder, address poisoning received, funds sent to a look-alike.
+//! Detectors: flagged programs invoked (outer or CPI), sanctioned addresses in any role,
+//! transfers with flagged addresses, a flagged first funder, address poisoning received, funds
+//! sent to a look-alike.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +18,7 @@ pub const LOOKALIKE_AFFIX_LEN: usize = 4;
 pub fn detect(ctx: &mut Ctx<'_>) {
     let flows = flows::transfers(ctx.view);
     flagged_programs(ctx);
+    sanctioned(ctx, &flows);
     flagged_transfers(ctx, &flows);
     flagged_funder(ctx, &flows);
     poisoning(ctx, &flows);
@@ -48,6 +50,59 @@ fn flagged_programs(ctx: &mut Ctx<'_>) {
             format!("Interaction with flagged program {}", ctx.display(&program)),
             format!("Transactions signed by the wallet invoked {program} {count} time(s)."),
             facts! { "programId" => program, "invocations" => count },
+            evidence,
+        );
+    }
+}
+
+/// The roles sanctioned addresses play for the wallet, with their evidence.
+type Roles = BTreeMap<Pubkey, (BTreeSet<&'static str>, Vec<String>)>;
+
+fn add_role(roles: &mut Roles, party: Pubkey, role: &'static str, evidence: impl FnOnce() -> String) {
+    let (named, cited) = roles.entry(party).or_default();
+    named.insert(role);
+    if cited.len() < SIGNAL_EVIDENCE_MAX {
+        cited.push(evidence());
+    }
+}
+
+/// Every role a sanctioned address plays for the wallet — a transfer either way, its first
+/// funder, a delegate of one of its token accounts, the authority of a nonce or stake account
+/// tied to it: one critical signal per address, naming the roles and the list.
+fn sanctioned(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
+    let (view, labels) = (ctx.view, ctx.labels);
+    let mut roles = Roles::new();
+    for t in flows.iter().filter(|t| labels.is_sanctioned(&t.counterparty)) {
+        let verb = if t.direction == Direction::Out { "sent" } else { "received" };
+        let summary = || format!("{verb} {} with the sanctioned address", t.amount_text());
+        add_role(&mut roles, t.counterparty, "transfer", || ctx.book.instruction(t.tx, t.ix, summary));
+    }
+    if let Some(first) = flows::first_funder(view, flows).filter(|f| labels.is_sanctioned(&f.counterparty)) {
+        let summary = || format!("first funding: {} lamports", first.amount);
+        add_role(&mut roles, first.counterparty, "funder", || ctx.book.instruction(first.tx, first.ix, summary));
+    }
+    let slot = view.coverage.as_of_slot;
+    let held =
+        view.token_accounts.iter().filter(|t| t.delegated_amount > 0).filter_map(|t| Some((t.address, t.delegate?)));
+    for (account, delegate) in held.filter(|(_, d)| labels.is_sanctioned(d)) {
+        let summary = || format!("token account delegates to {delegate}");
+        add_role(&mut roles, delegate, "delegate", || ctx.book.account(&account, slot, summary));
+    }
+    let nonces = view.nonce_accounts.iter().map(|n| (n.address, n.authority));
+    let stakes = view.stake_accounts.iter().flat_map(|s| [(s.address, s.staker), (s.address, s.withdrawer)]);
+    for (account, authority) in nonces.chain(stakes).filter(|(_, a)| labels.is_sanctioned(a)) {
+        let summary = || format!("account authority is {authority}");
+        add_role(&mut roles, authority, "authority", || ctx.book.account(&account, slot, summary));
+    }
+    for (party, (named, evidence)) in roles {
+        let list = labels.get(&party).and_then(|l| l.source.clone()).unwrap_or_else(|| "a sanctions list".to_owned());
+        let named: Vec<&str> = named.into_iter().collect();
+        ctx.emit(
+            "sanctioned_counterparty",
+            Severity::Critical,
+            format!("Sanctioned address {}", ctx.display(&party)),
+            format!("{party} is on {list}; it is the wallet's {}.", named.join(", ")),
+            facts! { "counterparty" => party, "roles" => named.join(","), "list" => list },
             evidence,
         );
     }

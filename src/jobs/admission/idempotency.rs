@@ -92,8 +92,16 @@ impl Admission {
         Ok(InFlightGuard { set: &self.in_flight, entry: Some(entry) })
     }
 
+    /// The kept answer of `key`, if one is live at `now_ms`, on this node's store.
+    pub async fn kept(&self, account: &str, key: &IdempotencyKey, now_ms: u64) -> Result<Option<Replay>, AdmitError> {
+        match self.cluster() {
+            Some(etcd) => self.replay_in_cluster(etcd, account, key, now_ms).await,
+            None => self.replay(account, key, now_ms),
+        }
+    }
+
     /// The kept answer of `key`, if one is live at `now_ms` (embedded store).
-    pub fn replay(&self, account: &str, key: &IdempotencyKey, now_ms: u64) -> Result<Option<Replay>, AdmitError> {
+    fn replay(&self, account: &str, key: &IdempotencyKey, now_ms: u64) -> Result<Option<Replay>, AdmitError> {
         let kept = self.store.get_answer(account, &key.key_digest)?.filter(|a| a.is_live_at(now_ms));
         let Some(answer) = kept else { return Ok(None) };
         check_same_request(&answer, key)?;
@@ -105,7 +113,7 @@ impl Admission {
     }
 
     /// The kept answer of `key`, if one is live at `now_ms` (a cluster node).
-    pub async fn replay_in_cluster(
+    async fn replay_in_cluster(
         &self,
         etcd: &EtcdStore,
         account: &str,
@@ -119,7 +127,7 @@ impl Admission {
 
     /// Keeps the answer of a request that made no job (`Live` or `Fresh`), naming `record` in
     /// `state`. Another answer of the key kept first (a racing node) is replayed instead.
-    pub async fn keep_answer(
+    pub(super) async fn keep_answer(
         &self,
         key: &IdempotencyKey,
         record: &JobRecord,

@@ -4,8 +4,10 @@
 //! `xray-etcd`), so the cluster as a whole admits as one node would.
 //!
 //! Order, for a request without `refresh`: (1) a live job of the account and subject on this
-//! node (status index) → deduplicated; (2) the subject's newest READY job in etcd, made by this
-//! build's engines and younger than the freshness window → reused; (3) queue room; (4) the
+//! node (status index), then on any node (the subject's live-job pointer in etcd) →
+//! deduplicated; (2) the subject's newest READY job in etcd, made by this build's engines and
+//! younger than the freshness window → reused (read after (1), so a job finishing in between
+//! is found here); (3) queue room; (4) the
 //! admission transaction — it deduplicates onto a live job another node admitted, refuses when
 //! the account holds `live_jobs_per_account_max` live jobs across the cluster (429
 //! `TOO_MANY_JOBS`) or `used + reserved` reached the key's limit, else records the job, its
@@ -27,7 +29,7 @@
 
 use std::sync::Arc;
 
-use super::{Admission, AdmitError, Decision, IdempotencyKey, Work};
+use super::{Admission, AdmitError, AdmitRequest, Decision, Work};
 use crate::auth::table::KeyEntry;
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
@@ -36,7 +38,7 @@ use crate::jobs::index::LiveJob;
 use crate::jobs::pool::Ticket;
 use crate::limits::quota::{period_end_ms, period_start_ms, QuotaExhausted, UsageRecord};
 use crate::store::etcd::{AdmitChecks, Admitted, EtcdStore, OwnedSubject};
-use crate::store::{IdempotentAnswer, JobKind, JobRecord, JobState, StoreError};
+use crate::store::{Callback, IdempotentAnswer, JobKind, JobRecord, JobState, StoreError};
 
 /// Sends of one admission transaction (the first and one repeat after a lost answer).
 const ADMIT_ATTEMPTS_MAX: usize = 2;
@@ -65,21 +67,21 @@ impl Cluster {
 }
 
 impl Admission {
-    /// Steps 8–10 for one request of `key` at `now_ms`, through the cluster's etcd.
-    pub async fn admit_in_cluster(
-        &self,
-        etcd: &EtcdStore,
-        key: &KeyEntry,
-        work: Work,
-        refresh: bool,
-        now_ms: u64,
-        idempotency: Option<&IdempotencyKey>,
-    ) -> Result<Decision, AdmitError> {
+    /// Steps 8–10 for one request, through the cluster's etcd.
+    pub async fn admit_in_cluster(&self, etcd: &EtcdStore, request: &AdmitRequest<'_>) -> Result<Decision, AdmitError> {
+        let AdmitRequest { key, work, refresh, now_ms, idempotency, .. } = *request;
         let kind = work.kind();
         let account = key.account().as_str();
         if !refresh {
             if let Some(live) = self.index.live_for(account, kind.subject()) {
                 return Ok(Decision::Live(live));
+            }
+            // The subject's live job on any node before its fresh result: a job that finishes
+            // between the two reads is found by the second (read the other way round, it could
+            // be missed by both, and the transaction, finding no live job, would admit anew).
+            let subject = OwnedSubject::of(kind.subject());
+            if let Some(job) = etcd.live_of_subject_async(account.to_owned(), subject).await? {
+                return Ok(Decision::Live(Arc::new(LiveJob::new(job))));
             }
             if let Some(fresh) = self.fresh_in_cluster(etcd, account, &kind, now_ms).await? {
                 return Ok(Decision::Fresh(fresh));
@@ -100,6 +102,7 @@ impl Admission {
             ENGINE_VERSION_TAG.to_owned(),
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
+        record.callback = request.callback_url.map(|url| Callback::pending(url.to_owned()));
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         let admitted = {
             let _one_per_account = match &self.cluster {
@@ -113,7 +116,7 @@ impl Admission {
         match admitted {
             Admitted::New { usage } => {
                 key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
-                self.queue_in_cluster(etcd, record, &work).await.map(|r| Decision::Admitted(Box::new(r)))
+                self.queue_in_cluster(etcd, record, work).await.map(|r| Decision::Admitted(Box::new(r)))
             }
             Admitted::Live(job) => Ok(Decision::Live(Arc::new(LiveJob::new(*job)))),
             Admitted::Exhausted { usage } => {

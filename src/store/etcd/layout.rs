@@ -19,6 +19,8 @@
 //! | `P n/<node id>` | JSON node facts | one per live node, attached to its lease |
 //! | `P i/<lp(account) ‖ SHA-256 of an Idempotency-Key>` | `v1` ‖ JSON answer | admission, or the answer of a request that made no job |
 //! | `P h/<created BE ‖ the i/ tail>` | empty | the answers' time index (their purge reads it) |
+//! | `P c/<next attempt BE ‖ job id>` | empty | the webhook outbox: finished jobs whose callback is pending (completion, delivery attempts) |
+//! | `P w/<account>` | `v1` ‖ JSON webhook secret | the admin API / CLI |
 //! | `P m/schema_version` | u32 BE | the first node to start |
 //! | `P m/first_key` | node id | the node that issued the cluster's first key |
 //!
@@ -115,6 +117,15 @@ impl Layout {
     /// The answer a time index entry's tail (`created BE ‖ i/ tail`) names.
     pub fn answer_raw(&self, tail: &[u8]) -> Vec<u8> {
         self.key(b'i', tail)
+    }
+
+    /// The outbox entry of a job whose callback is due at `next_attempt_ms`.
+    pub fn callback_due(&self, next_attempt_ms: u64, id: &str) -> Vec<u8> {
+        self.key(b'c', &enc::done_key(next_attempt_ms, id))
+    }
+
+    pub fn webhook_secret(&self, account: &str) -> Vec<u8> {
+        self.key(b'w', account.as_bytes())
     }
 
     pub fn owner(&self, id: &str) -> Vec<u8> {

@@ -38,8 +38,8 @@ pub use watch::KeyChange;
 use ops::Db;
 
 use super::{
-    Completion, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store, StoreError, StoreResult, Subject,
-    UsageCarry, SCHEMA_VERSION,
+    Callback, Completion, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store, StoreError, StoreResult,
+    Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
 };
 use crate::auth::record::KeyRecord;
 use crate::limits::quota::UsageRecord;
@@ -123,6 +123,11 @@ impl EtcdStore {
 
     pub fn get_result_async(&self, job: JobRecord) -> Reply<Option<Vec<u8>>> {
         self.call(|db| async move { db.get_result(job).await })
+    }
+
+    /// The account's live job of a subject, on any node.
+    pub fn live_of_subject_async(&self, account: String, subject: OwnedSubject) -> Reply<Option<JobRecord>> {
+        self.call(|db| async move { db.live_of_subject(account, subject).await })
     }
 
     /// The newest job (`ready_only`: the newest READY job) of an account's subject.
@@ -293,6 +298,25 @@ impl Store for EtcdStore {
 
     fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
         self.run(|db| async move { db.purge_finished_before(cutoff_ms, limit).await })
+    }
+
+    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        self.run(|db| async move { db.due_callbacks(now_ms, limit).await })
+    }
+
+    fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
+        let (id, expected, callback) = (id.to_owned(), expected.clone(), callback.clone());
+        self.run(|db| async move { db.record_callback(id, expected, callback).await })
+    }
+
+    fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {
+        let secret = secret.clone();
+        self.run(|db| async move { db.put_webhook_secret(secret).await })
+    }
+
+    fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>> {
+        let account = account.to_owned();
+        self.run(|db| async move { db.get_webhook_secret(account).await })
     }
 
     /// Nothing to do: etcd acknowledged every write after its quorum made it durable.

@@ -34,8 +34,8 @@ use crate::store::encoding as enc;
 use crate::store::record::{check_id, validate_key};
 use crate::store::usage::{self, UsageDelta};
 use crate::store::{
-    Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord, JobState, LiveState, StoreError,
-    StoreResult, Subject, UsageCarry,
+    Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord, JobState,
+    LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 /// What a checked admission came to.
@@ -531,7 +531,6 @@ impl Db {
                 TxnOp::delete(self.layout.live(&job), None),
                 TxnOp::delete(self.layout.owner(&job.id), None),
                 TxnOp::put(self.layout.done(completed_at_ms, &job.id), Vec::new(), None),
-                TxnOp::put(read.key.clone(), enc::encode_json(&done)?, None),
                 TxnOp::put(self.layout.subject(&done), vec![done.state.byte()], None),
             ];
             if pointer.value() == Some(job.id.as_bytes()) {
@@ -540,9 +539,16 @@ impl Db {
             if let Some(packed) = &packed {
                 ops.push(TxnOp::put(self.layout.payload(&job.id), packed.clone(), None));
             }
+            // The webhook enters the outbox with the completion: due at once.
+            if let Some(callback) = done.callback.as_mut().filter(|c| c.status == CallbackStatus::Pending) {
+                callback.next_attempt_ms = completed_at_ms;
+                ops.push(TxnOp::put(self.layout.callback_due(completed_at_ms, &job.id), Vec::new(), None));
+            }
             if done.charged {
                 self.settle_usage(&done, ready, &mut when, &mut ops).await?;
             }
+            // The record is written last, with the callback's due time set above.
+            ops.push(TxnOp::put(read.key.clone(), enc::encode_json(&done)?, None));
             if self.commit(when, ops).await? {
                 return Ok(done);
             }
@@ -631,6 +637,15 @@ impl Db {
 
     /// The newest job of the subject whose state byte passes `want` (newest first, at most
     /// `SUBJECT_SCAN_LEN_MAX` looked at).
+    /// The account's live job of a subject (what its live-job pointer names), if any.
+    pub async fn live_of_subject(&self, account: String, subject: OwnedSubject) -> StoreResult<Option<JobRecord>> {
+        if check_id("account", &account).is_err() {
+            return Ok(None);
+        }
+        let pointer = self.read_one(self.layout.live_subject(&account, subject.borrow())).await?;
+        self.live_pointed(&pointer).await
+    }
+
     pub async fn newest_in_subject(
         &self,
         account: String,
@@ -710,10 +725,72 @@ impl Db {
                 ops.push(TxnOp::delete(self.layout.job(&job.id), None));
                 ops.push(TxnOp::delete(self.layout.subject(job), None));
                 ops.push(TxnOp::delete(self.layout.payload(&job.id), None));
+                if let Some(callback) = &job.callback {
+                    ops.push(TxnOp::delete(self.layout.callback_due(callback.next_attempt_ms, &job.id), None));
+                }
             }
             self.commit(Vec::new(), ops).await?;
         }
         Ok(kvs.len())
+    }
+}
+
+impl Db {
+    // --- webhooks ---
+
+    pub async fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        let family = self.layout.family(b'c');
+        let to = self.layout.callback_due(now_ms.saturating_add(1), "");
+        let kvs = self.range(family, to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
+        let mut ids = Vec::with_capacity(kvs.len());
+        for kv in &kvs {
+            ids.push(enc::parse_done_key(self.layout.tail(b'c', kv.key())?)?.1.to_owned());
+        }
+        self.jobs(ids.iter().map(String::as_str)).await
+    }
+
+    /// The job's callback replaced, its outbox entry moved (or removed), in one transaction
+    /// guarded by the job's mod-revision.
+    pub async fn record_callback(&self, id: String, expected: Callback, callback: Callback) -> StoreResult<JobRecord> {
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let (read, job) = self.live_job(&id, "record a callback", &[JobState::Ready, JobState::Failed]).await?;
+            let Some(was) = job.callback.as_ref().filter(|was| **was == expected) else {
+                return Err(crate::store::record::callback_moved(&id, job.callback.as_ref()));
+            };
+            let (was_due, now_due) = (
+                self.layout.callback_due(was.next_attempt_ms, &id),
+                self.layout.callback_due(callback.next_attempt_ms, &id),
+            );
+            let moved = was_due != now_due;
+            let mut ops = Vec::with_capacity(3);
+            // etcd refuses a key twice in one transaction: a due time that did not move stays.
+            if callback.status != CallbackStatus::Pending || moved {
+                ops.push(TxnOp::delete(was_due, None));
+            }
+            if callback.status == CallbackStatus::Pending && moved {
+                ops.push(TxnOp::put(now_due, Vec::new(), None));
+            }
+            let updated = JobRecord { callback: Some(callback.clone()), ..job };
+            ops.push(TxnOp::put(read.key.clone(), enc::encode_json(&updated)?, None));
+            if self.commit(vec![read.unchanged()], ops).await? {
+                return Ok(updated);
+            }
+        }
+        Err(conflict("callback"))
+    }
+
+    pub async fn put_webhook_secret(&self, secret: WebhookSecret) -> StoreResult<()> {
+        secret.validate()?;
+        self.put(self.layout.webhook_secret(&secret.account), enc::encode_json(&secret)?, None).await?;
+        Ok(())
+    }
+
+    pub async fn get_webhook_secret(&self, account: String) -> StoreResult<Option<WebhookSecret>> {
+        if check_id("account", &account).is_err() {
+            return Ok(None);
+        }
+        let read = self.read_one(self.layout.webhook_secret(&account)).await?;
+        read.value().map(enc::decode_json).transpose()
     }
 }
 

@@ -105,5 +105,6 @@ fn malformed_keys_are_refused_before_anything_is_recorded() {
     }
     let ok = post_with(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION), &"k".repeat(255));
     assert_eq!(ok.status, 202, "{ok:?}");
-    assert_eq!(server.usage(k).used + server.usage(k).reserved, 1);
+    let usage = server.usage(k);
+    assert_eq!(usage.used + usage.reserved, 1, "{usage:?}");
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::support::*;
-use serde_json::json;
+use serde_json::{json, Value};
 use xray::config::IoDriver;
 use xray::devtools::rpc_server::FaultPlan;
 use xray::store::Subject;
@@ -365,15 +365,17 @@ fn dedup_scenario(work: Work) {
     );
     let usage = charged(3);
     assert_eq!((usage.used, usage.reserved, (work.counter)(&usage)), (3, 0, 3));
-    // The first job stays readable, and the same ledger data gave byte-identical payloads.
+    // The first job stays readable, and the same ledger data gave the same payloads — but for
+    // an analysis's `changes`, which name the analysis before it (its own history).
     let first_again = get(server.addr, &first.poll_path(), k);
     assert_eq!(first_again.status, 200);
     let field = if work.id_field == "analysisId" { "xray" } else { "comparison" };
-    assert_eq!(
-        String::from_utf8_lossy(newest.payload_bytes(field)),
-        String::from_utf8_lossy(ready.payload_bytes(field)),
-        "deterministic payload"
-    );
+    let without_changes = |reply: &Reply| {
+        let mut payload: serde_json::Value = serde_json::from_slice(reply.payload_bytes(field)).expect("payload");
+        payload.as_object_mut().expect("object").remove("changes");
+        payload
+    };
+    assert_eq!(without_changes(&newest), without_changes(&ready), "deterministic payload");
 }
 
 #[test]
@@ -558,4 +560,48 @@ fn metrics_name_failures_ledger_calls_store_writes_and_the_process() {
     assert!(sample(&text, completes) >= completes_before + 2.0, "both completions were written");
     assert!(sample(&text, "xray_store_disk_bytes") > 0.0, "the WAL holds the writes");
     assert!(sample(&text, "process_open_fds") > 0.0 && sample(&text, "process_resident_memory_bytes") > 0.0);
+}
+
+/// Issue #15: a READY analysis carries `changes` against the account's previous READY analysis
+/// of the wallet — `null` for the first; after the ledger moved (the server restarted on another
+/// demo seed, where the archetype's balances differ) the refreshed analysis names the previous
+/// one and the signal whose facts moved, with the score's movement.
+#[test]
+fn a_new_analysis_says_what_changed_since_the_last_one() {
+    let mut server = serve(|c| c.ledger = "demo:1".parse().expect("spec"));
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let first = server.finish(&submit(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION)).poll_path(), k);
+    assert_eq!(first.data()["xray"]["changes"], Value::Null, "no previous analysis: {first:?}");
+    let first_id = first.data_str("analysisId");
+    // Nothing moved: the same facts, the same score.
+    let same = server.finish(&submit(&server, k, WALLET_PATH, &refresh_body(OPEN_DELEGATION)).poll_path(), k);
+    let changes = &same.data()["xray"]["changes"];
+    assert_eq!(changes["previousAnalysisId"], first_id.as_str(), "{changes}");
+    assert_eq!(changes["score"]["delta"], 0);
+    for list in ["appeared", "disappeared", "changed"] {
+        assert_eq!(changes[list], json!([]), "{list}: {changes}");
+    }
+    let same_id = same.data_str("analysisId");
+
+    server.restart_with(|c| c.ledger = "demo:2".parse().expect("spec"));
+    let moved = server.finish(&submit(&server, k, WALLET_PATH, &refresh_body(OPEN_DELEGATION)).poll_path(), k);
+    let changes = &moved.data()["xray"]["changes"];
+    assert_eq!(changes["previousAnalysisId"], same_id.as_str(), "the newest previous one: {changes}");
+    assert!(is_timestamp(&changes["previousCompletedAt"]), "{changes}");
+    assert_eq!((changes["appeared"].clone(), changes["disappeared"].clone()), (json!([]), json!([])));
+    assert_eq!(
+        changes["changed"],
+        json!([{ "signalId": "sig_2", "previousSignalId": "sig_2", "kind": "open_token_delegation", "facts": ["balance"] }]),
+        "on seed 2 the unlimited delegation's token account holds another balance: {changes}"
+    );
+    assert_eq!(
+        changes["score"],
+        json!({ "previous": 24, "current": 24, "delta": 0, "previousRiskLevel": "critical", "currentRiskLevel": "critical" })
+    );
+    // Another account's analyses are not its previous ones.
+    let other = server.key(KeyOptions::default());
+    let theirs = server
+        .finish(&submit(&server, &other.secret, WALLET_PATH, &wallet_body(OPEN_DELEGATION)).poll_path(), &other.secret);
+    assert_eq!(theirs.data()["xray"]["changes"], Value::Null);
 }

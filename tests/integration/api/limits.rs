@@ -171,21 +171,11 @@ fn quota_exhaustion_with_exact_usage() {
 
 #[test]
 fn full_queue_answers_503_and_records_nothing() {
-    // One compute thread running one job at a time, a queue of one, a ledger that answers
-    // every call after 800 ms: once the first job runs, the second waits in the queue and the
-    // third distinct wallet finds no room.
-    let server = serve_slow(800, |c| {
-        c.compute_threads = 1;
-        c.jobs_in_flight_per_thread = 1;
-        c.queue_capacity = 1;
-    });
+    let server = serve_one_at_a_time();
     let key = server.key(KeyOptions::default());
     let k = key.secret.as_str();
     let wallets = fresh_wallets("busy", 8);
-    let first = submit(&server, k, WALLET_PATH, &wallet_body(&wallets[0]));
-    let first = first.poll_path();
-    eventually("the first job runs", || get(server.addr, &first, k).job_status().to_owned(), |s| s == "RUNNING");
-    let mut admitted = vec![first];
+    let mut admitted = vec![submit_running(&server, k, &wallets[0]).poll_path()];
     let mut busy = None;
     for wallet in &wallets[1..] {
         let reply = post(server.addr, WALLET_PATH, k, &wallet_body(wallet));

@@ -1,6 +1,7 @@
 //! The public API over real loopback HTTP: the contract as an integrator uses it, scopes,
 //! limits, jobs, the OpenAPI document, and the real binary (first key, SIGTERM, kill -9).
 
+mod batch;
 pub mod contract;
 mod hostile;
 mod idempotency;
@@ -10,3 +11,4 @@ mod openapi;
 mod scopes;
 pub mod serve_binary;
 pub mod support;
+mod webhooks;

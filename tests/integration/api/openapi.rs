@@ -144,6 +144,7 @@ fn the_document_names_every_route_and_error_code() {
     let paths: BTreeSet<&str> = doc["paths"].as_object().expect("paths").keys().map(String::as_str).collect();
     let expected = BTreeSet::from([
         "/v1/developer/intelligence/wallet",
+        "/v1/developer/intelligence/wallets",
         "/v1/developer/intelligence/analysis/{id}",
         "/v1/developer/intelligence/compare",
         "/v1/developer/intelligence/comparison/{pairId}",
@@ -152,7 +153,7 @@ fn the_document_names_every_route_and_error_code() {
         "/healthz",
     ]);
     assert_eq!(paths, expected);
-    let codes: BTreeSet<&str> = schema(&doc, "Error")["properties"]["error"]["properties"]["code"]["x-extensible-enum"]
+    let codes: BTreeSet<&str> = schema(&doc, "ErrorObject")["properties"]["code"]["x-extensible-enum"]
         .as_array()
         .expect("codes")
         .iter()
@@ -225,8 +226,24 @@ fn the_servers_answers_match_the_document() {
     let pair = submit(&server, k, COMPARE_PATH, &compare_body(SYBIL_A, SYBIL_B));
     assert_valid(&doc, "AcceptedComparison", &pair.body);
     assert_valid(&doc, "ComparisonPoll", &server.finish(&pair.poll_path(), k).body);
+    let hooked =
+        serde_json::json!({ "wallet": OPEN_DELEGATION, "refresh": true, "callbackUrl": "https://hooks.example.com/x" });
+    let hooked = submit(&server, k, WALLET_PATH, &hooked.to_string());
+    let hooked = server.finish(&hooked.poll_path(), k);
+    assert_eq!(hooked.data()["callback"]["url"], "https://hooks.example.com/x", "{hooked:?}");
+    assert!(hooked.data()["xray"]["changes"].is_object(), "a second analysis says what changed: {hooked:?}");
+    assert_valid(&doc, "AnalysisPoll", &hooked.body);
     let failed = submit(&server, k, WALLET_PATH, &wallet_body(DRAINER_PROGRAM));
     assert_valid(&doc, "AnalysisPoll", &server.finish(&failed.poll_path(), k).body);
+    let batch = [OPEN_DELEGATION, "nope", TOKEN_MINT, OPEN_DELEGATION];
+    let batch = post(
+        server.addr,
+        "/v1/developer/intelligence/wallets",
+        k,
+        &serde_json::json!({ "wallets": batch }).to_string(),
+    );
+    assert_eq!(batch.data()["refused"], 2, "{batch:?}");
+    assert_valid(&doc, "BatchAccepted", &batch.body);
     assert_valid(&doc, "Status", &get(server.addr, STATUS_PATH, k).body);
     assert_valid(&doc, "Usage", &get(server.addr, USAGE_PATH, k).body);
     for error in [

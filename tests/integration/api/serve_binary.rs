@@ -124,8 +124,13 @@ impl Server {
 
 /// Runs `xray keys <args> --data-dir <data>`; the parsed JSON on success, stderr on failure.
 pub(crate) fn keys(data: &Path, args: &[&str]) -> Result<Value, String> {
+    cli(data, "keys", args)
+}
+
+/// Runs `xray <command> <args> --data-dir <data>`: its JSON on success, else its stderr.
+fn cli(data: &Path, command: &str, args: &[&str]) -> Result<Value, String> {
     let output = Command::new(BIN)
-        .arg("keys")
+        .arg(command)
         .args(args)
         .arg("--data-dir")
         .arg(data)
@@ -196,6 +201,16 @@ fn keys_cli_creates_lists_rotates_and_revokes_on_every_thread() {
     let sibling = keys(data, &["create", "--name", "sibling", "--scopes", "analysis:read", "--account", account])
         .expect("second key of the same account");
     assert_eq!(sibling["account"], account);
+    // The account's webhook secret, made and rotated by the CLI: shown once each time.
+    let secret = cli(data, "accounts", &["webhook-secret", "--account", account]).expect("webhook secret");
+    assert_eq!(secret["account"], account);
+    assert!(secret["secret"].as_str().is_some_and(|s| s.starts_with("whsec_")), "{secret}");
+    let rotated = cli(data, "accounts", &["webhook-secret", "--account", account]).expect("rotated");
+    assert_ne!(rotated["secret"], secret["secret"]);
+    let unknown = cli(data, "accounts", &["webhook-secret", "--account", "acct_nokeys"]).expect_err("no such account");
+    assert!(unknown.contains("404 NOT_FOUND"), "{unknown}");
+    let not_an_account = cli(data, "accounts", &["webhook-secret", "--account", "acct x"]).expect_err("bad id");
+    assert!(not_an_account.contains("acct_"), "{not_an_account}");
     let listed = keys(data, &["list"]).expect("list");
     let listed = listed.as_array().expect("a JSON array");
     assert!(listed.iter().any(|k| k["id"] == id), "{listed:?}");
@@ -429,14 +444,25 @@ fn the_deploy_config_loads_and_the_systemd_unit_verifies() {
     assert!(verified.status.success() && said.trim().is_empty(), "{said}");
 }
 
-/// One POST on a fresh `Connection: close` connection: the status and JSON body, or `None` when
-/// the server went away before answering (killed mid-request).
-fn try_post(addr: SocketAddr, key: &str, body: &str) -> Option<(u16, Value)> {
+/// The answer of one analysis request: its status, whether it was a replay
+/// (`Idempotent-Replayed: true`) and its JSON body.
+struct Posted {
+    status: u16,
+    replayed: bool,
+    body: Value,
+}
+
+/// One analysis of `wallet` on a fresh `Connection: close` connection, its `Idempotency-Key`
+/// derived from the wallet: the answer, or `None` when the server went away before answering
+/// (killed mid-request).
+fn try_post(addr: SocketAddr, key: &str, wallet: &str) -> Option<Posted> {
     let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let body = format!(r#"{{"wallet":"{wallet}"}}"#);
     let head = format!(
         "POST {API}/intelligence/wallet HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+         Content-Type: application/json\r\nIdempotency-Key: kill-{wallet}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).ok()?;
@@ -444,8 +470,9 @@ fn try_post(addr: SocketAddr, key: &str, body: &str) -> Option<(u16, Value)> {
     stream.read_to_end(&mut answer).ok()?;
     let text = String::from_utf8_lossy(&answer);
     let status = text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()?;
-    let (_, json) = text.split_once("\r\n\r\n")?;
-    Some((status, serde_json::from_str(json).ok()?))
+    let (head, json) = text.split_once("\r\n\r\n")?;
+    let replayed = head.lines().any(|line| line.eq_ignore_ascii_case("idempotent-replayed: true"));
+    Some(Posted { status, replayed, body: serde_json::from_str(json).ok()? })
 }
 
 /// Kill -9 cycles of the whole test.
@@ -459,12 +486,12 @@ const KILL_CLIENT_PAUSE: Duration = Duration::from_millis(10);
 fn submit_until_killed(addr: SocketAddr, key: String, wallets: Vec<String>) -> (Vec<(String, String)>, Vec<String>) {
     let (mut acknowledged, mut unanswered) = (Vec::new(), Vec::new());
     for wallet in wallets {
-        match try_post(addr, &key, &format!(r#"{{"wallet":"{wallet}"}}"#)) {
-            Some((202, body)) => {
+        match try_post(addr, &key, &wallet) {
+            Some(Posted { status: 202, body, .. }) => {
                 let id = body["data"]["analysisId"].as_str().expect("analysisId").to_owned();
                 acknowledged.push((wallet, id));
             }
-            Some((status, body)) => assert!(matches!(status, 429 | 503), "{status}: {body}"),
+            Some(Posted { status, body, .. }) => assert!(matches!(status, 429 | 503), "{status}: {body}"),
             None => {
                 unanswered.push(wallet);
                 break;
@@ -475,10 +502,12 @@ fn submit_until_killed(addr: SocketAddr, key: String, wallets: Vec<String>) -> (
     (acknowledged, unanswered)
 }
 
-/// Issue #13: `KILL_CYCLES` kill -9s while clients submit; afterwards every acknowledged job is
-/// READY or FAILED, and the quota is exact: `used` is the number of READY jobs (acknowledged
-/// ones, and those admitted by a request killed before its answer, found by repeating it),
-/// `reserved` 0. Takes about 20 s.
+/// Issues #13 and #15: `KILL_CYCLES` kill -9s while clients submit, each request with an
+/// `Idempotency-Key`; afterwards every request is retried with its key — an acknowledged one is
+/// answered with its first answer again (a replay naming the same job), one killed before its
+/// answer with the job its admission made (a replay) or a new admission — every job is READY or
+/// FAILED, no two requests made two jobs, and the quota is exact: `used` is the number of READY
+/// jobs, `refunded` of FAILED ones, `reserved` 0. Takes about 20 s.
 #[test]
 fn kill_9_cycles_under_load_lose_nothing_acknowledged_and_charge_exactly() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -514,14 +543,25 @@ fn kill_9_cycles_under_load_lose_nothing_acknowledged_and_charge_exactly() {
     }
     assert!(acknowledged.len() >= KILL_CYCLES * 10, "load was applied: {} acknowledged", acknowledged.len());
 
-    // A request killed before its answer may have been admitted (and charged): repeating it
-    // deduplicates onto that job, or admits it now. Either way its job is counted below.
-    let mut jobs: Vec<String> = acknowledged.iter().map(|(_, id)| id.clone()).collect();
-    for wallet in &unanswered {
-        let (status, body) = try_post(server.api, &key, &format!(r#"{{"wallet":"{wallet}"}}"#)).expect("answered");
-        assert!(status == 200 || status == 202, "{status}: {body}");
-        jobs.push(body["data"]["analysisId"].as_str().expect("analysisId").to_owned());
+    // Every acknowledged request, retried with its key, gets its first answer again.
+    for (wallet, id) in &acknowledged {
+        let again = try_post(server.api, &key, wallet).expect("answered");
+        assert!(again.status == 202 && again.replayed, "{wallet}: {} {}", again.status, again.body);
+        assert_eq!(again.body["data"]["analysisId"].as_str(), Some(id.as_str()), "{}", again.body);
     }
+    // A request killed before its answer may have been admitted (and charged): retried with its
+    // key it gets that admission's answer (a replay), or is admitted now. Either way its job is
+    // counted below, once.
+    let mut jobs: Vec<String> = acknowledged.iter().map(|(_, id)| id.clone()).collect();
+    let mut replayed_unanswered = 0;
+    for wallet in &unanswered {
+        let again = try_post(server.api, &key, wallet).expect("answered");
+        assert_eq!(again.status, 202, "{wallet}: {}", again.body);
+        replayed_unanswered += usize::from(again.replayed);
+        jobs.push(again.body["data"]["analysisId"].as_str().expect("analysisId").to_owned());
+    }
+    let distinct: std::collections::HashSet<&String> = jobs.iter().collect();
+    assert_eq!(distinct.len(), jobs.len(), "one job per request");
     let deadline = Instant::now() + Duration::from_secs(120);
     let (mut ready, mut failed) = (0u64, 0u64);
     for id in &jobs {
@@ -540,7 +580,8 @@ fn kill_9_cycles_under_load_lose_nothing_acknowledged_and_charge_exactly() {
         }
     }
     eprintln!(
-        "{KILL_CYCLES} kill -9 cycles: {} acknowledged, {} unanswered, {ready} READY",
+        "{KILL_CYCLES} kill -9 cycles: {} acknowledged, {} unanswered ({replayed_unanswered} of them admitted \
+         before the kill, found by their key), {ready} READY",
         acknowledged.len(),
         unanswered.len()
     );
@@ -549,4 +590,54 @@ fn kill_9_cycles_under_load_lose_nothing_acknowledged_and_charge_exactly() {
     assert_eq!((quota["used"].as_u64(), quota["reserved"].as_u64()), (Some(ready), Some(0)), "{usage:?}");
     assert_eq!(usage.body["data"]["refunded"].as_u64(), Some(failed), "{usage:?}");
     assert!(server.terminate().success());
+}
+
+/// Issue #16: `xray labels import` turns the OFAC SDN list's Solana addresses (legacy CSV and
+/// XML, small files in the real formats) into a labels file the server loads.
+#[test]
+fn labels_import_reads_the_ofac_sdn_formats() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let address = "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ";
+    let csv = dir.path().join("sdn.csv");
+    std::fs::write(
+        &csv,
+        format!(
+            "1001,\"EXAMPLE GROUP\",-0- ,\"CYBER2\",-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,\
+             \"Digital Currency Address - XBT 1BoatSLRHtKNngkdXEeobR76b53LETtpyT; Digital Currency Address - SOL {address};\"\n"
+        ),
+    )
+    .expect("write");
+    let xml = dir.path().join("sdn.xml");
+    std::fs::write(
+        &xml,
+        format!(
+            "<?xml version=\"1.0\"?><sdnList><sdnEntry><uid>1001</uid><lastName>EXAMPLE GROUP</lastName>\
+             <programList><program>CYBER2</program></programList><idList><id><uid>1</uid>\
+             <idType>Digital Currency Address - SOL</idType><idNumber>{address}</idNumber></id></idList></sdnEntry></sdnList>"
+        ),
+    )
+    .expect("write");
+    let out = dir.path().join("sanctioned.toml");
+    let import = |format: &str, input: &Path, to: Option<&Path>| {
+        let mut command = Command::new(BIN);
+        command.args(["labels", "import", "--format", format, "--list", "OFAC SDN 2026-11-20", "--input"]).arg(input);
+        if let Some(to) = to {
+            command.arg("--out").arg(to);
+        }
+        command.env("XRAY_LOG", "warn").output().expect("xray labels import runs")
+    };
+    let from_csv = import("ofac-csv", &csv, None);
+    assert!(from_csv.status.success(), "{}", String::from_utf8_lossy(&from_csv.stderr));
+    assert!(String::from_utf8_lossy(&from_csv.stderr).contains("1 Solana addresses labelled sanctioned"));
+    let from_xml = import("ofac-xml", &xml, Some(&out));
+    assert!(from_xml.status.success(), "{}", String::from_utf8_lossy(&from_xml.stderr));
+    for text in [String::from_utf8_lossy(&from_csv.stdout).into_owned(), std::fs::read_to_string(&out).expect("out")] {
+        let labels = xray::labels::Labels::from_toml(&text).expect("a labels file");
+        let label = labels.get(&xray::pubkey::Pubkey::parse(address).expect("address")).expect("labelled");
+        assert_eq!(label.category, xray::labels::Category::Sanctioned);
+        assert_eq!(label.source.as_deref(), Some("OFAC SDN 2026-11-20"));
+        assert_eq!(label.name, "EXAMPLE GROUP (SDN entry 1001)");
+    }
+    let wrong = import("ofac-json", &csv, None);
+    assert!(!wrong.status.success() && String::from_utf8_lossy(&wrong.stderr).contains("ofac-csv or ofac-xml"));
 }

@@ -327,6 +327,16 @@ pub fn serve_slow(latency_ms: u64, tweak: impl FnOnce(&mut ServeConfig)) -> Test
     serve_rpc(FaultPlan { latency_ms, ..FaultPlan::default() }, tweak)
 }
 
+/// A server that runs one job at a time with a queue of one, its ledger answering every call
+/// after 800 ms: once a job runs, a second waits in the queue and a third finds no room.
+pub fn serve_one_at_a_time() -> TestServer {
+    serve_slow(800, |c| {
+        c.compute_threads = 1;
+        c.jobs_in_flight_per_thread = 1;
+        c.queue_capacity = 1;
+    })
+}
+
 /// A server whose ledger is the demo ledger behind the local JSON-RPC server, with the faults
 /// (and latency) of `plan`.
 pub fn serve_rpc(plan: FaultPlan, tweak: impl FnOnce(&mut ServeConfig)) -> TestServer {
@@ -439,6 +449,13 @@ impl TestServer {
     /// everything it knows afterwards comes from the store. Keys issued by `key` persist.
     pub fn restart(&mut self) {
         self.stop();
+        self.start_again();
+    }
+
+    /// `restart` with a changed configuration (a ledger of another seed, say).
+    pub fn restart_with(&mut self, tweak: impl FnOnce(&mut ServeConfig)) {
+        self.stop();
+        tweak(&mut self.config);
         self.start_again();
     }
 
@@ -663,6 +680,14 @@ pub fn assert_rate_headers(reply: &Reply, key: &TestKey) -> RateHeaders {
 
 pub fn assert_no_rate_headers(reply: &Reply) {
     assert!(reply.header("ratelimit").is_none() && reply.header("ratelimit-policy").is_none(), "{reply:?}");
+}
+
+/// Submits an analysis of `wallet` and waits until its job runs.
+pub fn submit_running(server: &TestServer, key: &str, wallet: &str) -> Reply {
+    let reply = submit(server, key, WALLET_PATH, &wallet_body(wallet));
+    let poll = reply.poll_path();
+    eventually("the job runs", || get(server.addr, &poll, key).job_status().to_owned(), |s| s == "RUNNING");
+    reply
 }
 
 /// Posts work (`WALLET_PATH` or `COMPARE_PATH`) and checks the 202/200 answer of contract §4:

@@ -18,12 +18,13 @@ use crate::api::contract::{error_cases, Auth};
 use crate::api::serve_binary::{keys, start, Server};
 use crate::api::support::{
     analysis_path, assert_error, assert_error_details, compare_body, comparison_path, expected_pair_id, fresh_wallets,
-    get, post, raw, wallet_body, API, READY_WALLETS, USAGE_PATH,
+    get, post, raw, refresh_body, wallet_body, API, READY_WALLETS, USAGE_PATH,
 };
 use xray::devtools::rpc_server::{spawn_spec_in_thread, FaultPlan};
 
 const WALLET: &str = "/v1/developer/intelligence/wallet";
 const COMPARE: &str = "/v1/developer/intelligence/compare";
+const BATCH: &str = "/v1/developer/intelligence/wallets";
 
 /// Longest a key change may take to reach every node before a test fails (what it measures is
 /// printed; the watch delivers in milliseconds on loopback).
@@ -128,6 +129,7 @@ fn three_nodes_answer_as_one_and_a_restarted_node_sees_everything() {
     let counts: Vec<Value> = nodes.iter().map(|n| usage(n, &key)).collect();
     assert!(counts.iter().all(|u| u == &counts[0]), "{counts:?}");
     assert_eq!((counts[0]["used"].as_u64(), counts[0]["reserved"].as_u64()), (Some(3), Some(0)), "{counts:?}");
+    let counts = idempotent_across_nodes(&nodes, &key);
 
     // C stops and starts again on the same etcd: the key, the jobs and the usage are all there.
     assert!(nodes[c].server.terminate().success());
@@ -139,6 +141,47 @@ fn three_nodes_answer_as_one_and_a_restarted_node_sees_everything() {
 }
 
 /// The prefix a node was started with (read back from its command line).
+/// An `Idempotency-Key` answered on one node is replayed on the others (the single endpoint and
+/// a batch, each item's answer its own), and nothing is charged twice. Returns every node's
+/// usage once the jobs are finished (three more units).
+fn idempotent_across_nodes(nodes: &[Node], key: &str) -> Vec<Value> {
+    let bearer = format!("Bearer {key}");
+    let post_with = |node: &Node, path: &str, body: &str, idempotency_key: &str| {
+        let headers = [
+            ("Authorization", bearer.as_str()),
+            ("Content-Type", "application/json"),
+            ("Idempotency-Key", idempotency_key),
+        ];
+        raw(node.server.api, "POST", path, &headers, body)
+    };
+    let first = post_with(&nodes[0], WALLET, &refresh_body(READY_WALLETS[4]), "cluster-1");
+    assert_eq!((first.status, first.header("idempotent-replayed")), (202, None), "{first:?}");
+    for node in &nodes[1..] {
+        let again = post_with(node, WALLET, &refresh_body(READY_WALLETS[4]), "cluster-1");
+        assert_eq!((again.status, again.header("idempotent-replayed")), (202, Some("true")), "{again:?}");
+        assert_eq!(id_of(&again), id_of(&first));
+    }
+    let batch = serde_json::json!({ "wallets": [READY_WALLETS[5], READY_WALLETS[6], READY_WALLETS[5]] }).to_string();
+    let ids = |reply: &crate::api::support::Reply| -> Vec<String> {
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let items = reply.body["data"]["items"].as_array().expect("items");
+        items.iter().map(|item| item["analysisId"].as_str().expect("analysisId").to_owned()).collect()
+    };
+    let admitted = post_with(&nodes[1], BATCH, &batch, "cluster-2");
+    let admitted_ids = ids(&admitted);
+    assert_eq!(admitted.body["data"]["admitted"], 2, "{admitted:?}");
+    assert_eq!(admitted_ids[0], admitted_ids[2], "a repeated address is one job");
+    let replayed = post_with(&nodes[2], BATCH, &batch, "cluster-2");
+    assert_eq!((ids(&replayed), replayed.header("idempotent-replayed")), (admitted_ids.clone(), Some("true")));
+    for id in [id_of(&first), admitted_ids[0].clone(), admitted_ids[1].clone()] {
+        finished(&nodes[2], &analysis_path(&id), key);
+    }
+    let counts: Vec<Value> = nodes.iter().map(|n| usage(n, key)).collect();
+    assert!(counts.iter().all(|u| u == &counts[0]), "{counts:?}");
+    assert_eq!((counts[0]["used"].as_u64(), counts[0]["reserved"].as_u64()), (Some(6), Some(0)), "{counts:?}");
+    counts
+}
+
 fn etcd_prefix_of(node: &Node) -> String {
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", node.server.child.id())).expect("cmdline");
     let args: Vec<String> = cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();

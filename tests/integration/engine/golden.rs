@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use xray::config;
 use xray::eligibility;
+use xray::engine::changes::{changes, Previous};
 use xray::engine::report::{Fact, Severity};
 use xray::engine::{self, compare};
 use xray::labels::Labels;
@@ -276,4 +277,76 @@ fn an_address_with_nothing_on_chain_says_so_and_halves_confidence() {
     let clean = engine::analyze(&view(&demo, &demo.archetype("clean").unwrap()), &Labels::builtin());
     assert!(clean.signals.iter().all(|s| s.kind != "no_activity"));
     assert_eq!(clean.score.confidence, 1.0);
+}
+
+/// The X-Ray payload of an archetype on `demo`, as the API stores it.
+fn payload(demo: &DemoLedger, name: &str) -> Option<Vec<u8>> {
+    let address = demo.archetype(name)?;
+    let v = view(demo, &address);
+    eligibility::classify_ledger(&v).ok()?;
+    Some(serde_json::to_vec(&engine::analyze(&v, &Labels::builtin())).expect("json"))
+}
+
+fn previous(payload: &[u8]) -> Previous<'_> {
+    Previous { analysis_id: "an_previous", completed_at: "2026-11-24T00:00:00.000Z", payload }
+}
+
+/// Issue #15: between two seeds of the demo ledger the archetypes keep their signals and
+/// scores; only amounts move. `changes` says exactly that: nothing appeared or disappeared, the
+/// score did not move, and each changed signal names facts that are amounts, never accounts —
+/// for `open_delegation`, the balance of its unlimited delegation's token account.
+#[test]
+fn changes_between_two_seeds_are_the_amounts_that_moved() {
+    let (one, two) = (DemoLedger::new(1), DemoLedger::new(2));
+    let mut moved = Vec::new();
+    for arch in one.archetype_list() {
+        let (Some(before), Some(after)) = (payload(&one, arch.name), payload(&two, arch.name)) else { continue };
+        let changes = changes(previous(&before), &after).expect("X-Rays").expect("same engines");
+        assert!(changes.appeared.is_empty() && changes.disappeared.is_empty(), "{}: {changes:?}", arch.name);
+        assert_eq!(changes.score.delta, 0, "{}", arch.name);
+        for change in &changes.changed {
+            assert!(
+                change.facts.iter().all(|f| !["delegate", "mint", "tokenAccount"].contains(&f.as_str())),
+                "{change:?}"
+            );
+            moved.push((arch.name.to_string(), change.signal_id.clone(), change.kind.clone(), change.facts.clone()));
+        }
+        // Deterministic: the same inputs, the same bytes.
+        let again = changes_of(&before, &after);
+        assert_eq!(serde_json::to_vec(&changes).unwrap(), again, "{}", arch.name);
+    }
+    let delegation: Vec<_> =
+        moved.iter().filter(|m| m.0 == "open_delegation").map(|m| (m.1.as_str(), m.2.as_str(), m.3.clone())).collect();
+    assert_eq!(delegation, [("sig_2", "open_token_delegation", vec!["balance".to_owned()])]);
+}
+
+fn changes_of(before: &[u8], after: &[u8]) -> Vec<u8> {
+    serde_json::to_vec(&changes(previous(before), after).unwrap().unwrap()).unwrap()
+}
+
+/// A wallet that took on risk, and one that shed it: the clean archetype's X-Ray as the
+/// previous analysis of a wallet now showing `open_delegation`'s, and the other way round.
+#[test]
+fn risk_taken_on_appears_and_risk_shed_disappears_with_the_score() {
+    let demo = demo();
+    let (clean, risky) = (payload(&demo, "clean").expect("clean"), payload(&demo, "open_delegation").expect("risky"));
+    let taken = changes(previous(&clean), &risky).unwrap().unwrap();
+    let kinds = |refs: &[xray::engine::changes::SignalRef]| {
+        refs.iter().map(|s| (s.signal_id.clone(), s.kind.clone())).collect::<Vec<_>>()
+    };
+    let both = vec![
+        ("sig_1".to_owned(), "open_token_delegation".to_owned()),
+        ("sig_2".to_owned(), "open_token_delegation".to_owned()),
+    ];
+    assert_eq!(kinds(&taken.appeared), both);
+    assert!(taken.disappeared.is_empty() && taken.changed.is_empty());
+    assert_eq!((taken.score.previous, taken.score.current, taken.score.delta), (100, 24, -76));
+    assert_eq!(
+        (taken.score.previous_risk_level.as_str(), taken.score.current_risk_level.as_str()),
+        ("low", "critical")
+    );
+    let shed = changes(previous(&risky), &clean).unwrap().unwrap();
+    assert_eq!(kinds(&shed.disappeared), both);
+    assert!(shed.appeared.is_empty());
+    assert_eq!(shed.score.delta, 76);
 }

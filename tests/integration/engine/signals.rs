@@ -162,3 +162,39 @@ fn block_times_at_the_ends_of_i64_saturate_instead_of_wrapping() {
     assert!(names.contains(&"dormant_reactivated"), "a saturated gap is the longest silence: {names:?}");
     assert!(!names.contains(&"new_wallet"), "a saturated age is not new: {names:?}");
 }
+
+/// Issue #16: a sanctioned address (labels of category `sanctioned`, as `xray labels import`
+/// writes them from the OFAC SDN list) is one critical signal per address, naming every role
+/// it plays — here first funder, counterparty of a transfer, delegate — and the list.
+#[test]
+fn a_sanctioned_address_is_critical_in_every_role_and_names_its_list() {
+    const SANCTIONED: u8 = 8;
+    let labels = Labels::from_toml(&format!(
+        "version = 1\n[[label]]\naddress = \"{}\"\nname = \"LISTED GROUP (SDN entry 1001)\"\ncategory = \"sanctioned\"\n\
+         tags = [\"ofac\", \"CYBER2\"]\nsource = \"OFAC SDN 2026-11-20\"\n",
+        key(SANCTIONED)
+    ))
+    .unwrap();
+    let transfer = |n, slot, from, to| {
+        tx(n, slot, &[from], InstructionKind::SystemTransfer { from: key(from), to: key(to), lamports: 5_000_000 })
+    };
+    let mut delegated = token_account(20);
+    (delegated.delegate, delegated.delegated_amount) = (Some(key(SANCTIONED)), 10);
+    // Newest first: a payment to the sanctioned address, then the first funding from it.
+    let v = view(vec![transfer(2, 20, WALLET, SANCTIONED), transfer(1, 10, SANCTIONED, WALLET)], vec![delegated]);
+    let xray = engine::analyze(&v, &labels);
+    let found: Vec<_> = xray.signals.iter().filter(|s| s.kind == "sanctioned_counterparty").collect();
+    assert_eq!(found.len(), 1, "one signal per address: {:?}", xray.signals);
+    let signal = found[0];
+    assert_eq!(signal.severity, Severity::Critical);
+    let facts = serde_json::to_value(&signal.facts).unwrap();
+    assert_eq!(facts["roles"], "delegate,funder,transfer", "{facts}");
+    assert_eq!(facts["list"], "OFAC SDN 2026-11-20");
+    assert_eq!(facts["counterparty"], key(SANCTIONED).to_string());
+    assert!(signal.title.contains("LISTED GROUP"), "{}", signal.title);
+    assert!(signal.evidence_ids.len() >= 3, "each role cited: {:?}", signal.evidence_ids);
+    xray.check().expect("evidence cited exists");
+    // A sanctioned address is never a hub, and the same address merely flagged is not sanctioned.
+    assert!(!labels.is_hub(&key(SANCTIONED)));
+    assert!(!kinds(&v).iter().any(|k| k.0 == "sanctioned_counterparty"), "not with the default test labels");
+}

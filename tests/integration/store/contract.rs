@@ -8,7 +8,10 @@ use xray::auth::record::{KeyRecord, KeySpec, KeyStatus};
 use xray::auth::scope::Scopes;
 use xray::limits::quota::QuotaPeriod;
 use xray::limits::quota::UsageRecord;
-use xray::store::{Completion, IdempotentAnswer, JobCursor, JobState, LiveState, Store, StoreError, Subject};
+use xray::store::{
+    Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobState, LiveState, Store, StoreError, Subject,
+    WebhookSecret,
+};
 
 /// Calls `$tests!` with the name of every function of the contract: each store's test module
 /// makes its tests from this one list (`contract::every_test!(contract_tests);`).
@@ -28,6 +31,8 @@ macro_rules! every_test {
             a_rotation_carries_the_old_keys_usage,
             an_admission_keeps_its_answer_in_the_same_write,
             answers_are_purged_oldest_first_in_bounded_pages,
+            the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up,
+            webhook_secrets_are_per_account_and_replaced_on_rotation,
         );
     };
 }
@@ -325,4 +330,79 @@ pub fn a_rotation_carries_the_old_keys_usage(store: &dyn Store) {
     assert_eq!(store.get_key(successor.id.as_str()).unwrap(), Some(successor.clone()));
     assert_eq!(store.usage(successor.id.as_str(), PERIOD_MS).unwrap(), carried);
     assert_eq!(store.usage(old.id.as_str(), PERIOD_MS).unwrap(), stored, "the old key's record stays as it was");
+}
+
+/// A job admitted with a webhook (`callbackUrl`): its callback pending, not yet due.
+fn with_callback(id: &str, wallet: &str, at_ms: u64) -> xray::store::JobRecord {
+    let callback = Callback::pending(format!("https://hooks.example/{id}"));
+    xray::store::JobRecord { callback: Some(callback), ..analysis(id, wallet, at_ms) }
+}
+
+fn due(store: &dyn Store, now_ms: u64) -> Vec<String> {
+    store.due_callbacks(now_ms, 100).unwrap().into_iter().map(|job| job.id).collect()
+}
+
+pub fn the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up(store: &dyn Store) {
+    store.admit(&with_callback("an_1", "Wallet1", 10), None).unwrap();
+    store.admit(&with_callback("an_2", "Wallet2", 10), None).unwrap();
+    store.admit(&analysis("an_3", "Wallet3", 10), None).unwrap();
+    assert!(due(store, u64::MAX).is_empty(), "a live job's callback is not due");
+    // Completion puts a callback in the outbox, due at once; a job without one stays out.
+    let done = store.complete("an_1", 100, &ready("an_1")).unwrap();
+    let first = done.callback.clone().unwrap();
+    assert_eq!((first.status, first.next_attempt_ms, first.attempts), (CallbackStatus::Pending, 100, 0));
+    let second = store.complete("an_2", 200, &failed()).unwrap().callback.unwrap();
+    store.complete("an_3", 50, &ready("an_3")).unwrap();
+    assert_eq!(due(store, 99), Vec::<String>::new());
+    assert_eq!(due(store, 100), ["an_1"]);
+    assert_eq!(due(store, 1_000), ["an_1", "an_2"], "soonest due first");
+    assert_eq!(store.due_callbacks(1_000, 1).unwrap().len(), 1, "bounded");
+    // A claim is a compare-and-set on the callback as read: a second claim of the same read
+    // is refused.
+    let claim = Callback { attempts: 1, next_attempt_ms: 500, ..first.clone() };
+    assert_eq!(store.record_callback("an_1", &first, &claim).unwrap().callback, Some(claim.clone()));
+    assert!(matches!(store.record_callback("an_1", &first, &claim), Err(StoreError::State { .. })));
+    assert_eq!(due(store, 300), ["an_2"]);
+    assert_eq!(due(store, 500), ["an_2", "an_1"]);
+    // A failed attempt records its error (the due time may stay or move).
+    let retry = Callback { last_error: Some("connection refused".into()), ..claim.clone() };
+    store.record_callback("an_1", &claim, &retry).unwrap();
+    let later = Callback { next_attempt_ms: 700, ..retry.clone() };
+    store.record_callback("an_1", &retry, &later).unwrap();
+    assert_eq!(due(store, 600), ["an_2"]);
+    // Delivered or given up: out of the outbox for good.
+    let delivered = Callback { status: CallbackStatus::Delivered, attempts: 2, last_error: None, ..later.clone() };
+    store.record_callback("an_1", &later, &delivered).unwrap();
+    let given_up = Callback { status: CallbackStatus::Failed, attempts: 1, ..second.clone() };
+    store.record_callback("an_2", &second, &given_up).unwrap();
+    assert!(due(store, u64::MAX).is_empty());
+    assert_eq!(store.get_job("an_1").unwrap().and_then(|j| j.callback), Some(delivered));
+    // Only a finished job with a callback records one.
+    for id in ["an_3", "an_missing"] {
+        assert!(matches!(store.record_callback(id, &first, &given_up), Err(StoreError::State { .. })), "{id}");
+    }
+    let live = with_callback("an_4", "Wallet4", 10);
+    store.admit(&live, None).unwrap();
+    let pending = live.callback.clone().unwrap();
+    assert!(matches!(store.record_callback("an_4", &pending, &given_up), Err(StoreError::State { .. })), "live");
+    // Retention takes a finished job's outbox entry with it.
+    store.complete("an_4", 20, &ready("an_4")).unwrap();
+    assert_eq!(due(store, u64::MAX), ["an_4"]);
+    assert_eq!(store.purge_finished_before(30, 10).unwrap(), 1);
+    assert!(due(store, u64::MAX).is_empty());
+}
+
+pub fn webhook_secrets_are_per_account_and_replaced_on_rotation(store: &dyn Store) {
+    assert_eq!(store.get_webhook_secret(ACCOUNT).unwrap(), None);
+    let first = WebhookSecret { account: ACCOUNT.into(), secret: "whsec_first".into(), created_at_ms: 1 };
+    store.put_webhook_secret(&first).unwrap();
+    assert_eq!(store.get_webhook_secret(ACCOUNT).unwrap(), Some(first.clone()));
+    assert_eq!(store.get_webhook_secret("acc_2").unwrap(), None, "per account");
+    assert_eq!(store.get_webhook_secret(&"a".repeat(300)).unwrap(), None, "an over-long account is not found");
+    let rotated = WebhookSecret { secret: "whsec_second".into(), created_at_ms: 2, ..first };
+    store.put_webhook_secret(&rotated).unwrap();
+    assert_eq!(store.get_webhook_secret(ACCOUNT).unwrap(), Some(rotated.clone()));
+    let too_long = WebhookSecret { secret: "s".repeat(65), ..rotated };
+    assert!(matches!(store.put_webhook_secret(&too_long), Err(StoreError::Invalid(_))));
+    assert!(!format!("{too_long:?}").contains("sss"), "Debug never shows the secret");
 }

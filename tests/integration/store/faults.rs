@@ -13,7 +13,7 @@ use xray::auth::record::{KeyRecord, KeySpec};
 use xray::auth::scope::Scopes;
 use xray::auth::table::KeyTable;
 use xray::clock::now_unix_ms;
-use xray::jobs::admission::{Admission, Decision, Work};
+use xray::jobs::admission::{Admission, AdmitRequest, Decision, Work};
 use xray::jobs::execute::{JobSpec, Outcome};
 use xray::jobs::finished::FinishedJobs;
 use xray::jobs::index::{LiveJob, StatusIndex};
@@ -28,8 +28,8 @@ use xray::metrics::Metrics;
 use xray::pubkey::Pubkey;
 use xray::store::group_commit::GroupCommit;
 use xray::store::{
-    Completion, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState, RocksStore, Store,
-    StoreError, StoreResult, Subject, UsageCarry,
+    Callback, Completion, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState, RocksStore,
+    Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 use super::support::open;
@@ -127,6 +127,18 @@ impl Store for FaultyStore {
     }
     fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
         self.inner.purge_finished_before(cutoff_ms, limit)
+    }
+    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        self.inner.due_callbacks(now_ms, limit)
+    }
+    fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
+        self.inner.record_callback(id, expected, callback)
+    }
+    fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {
+        self.inner.put_webhook_secret(secret)
+    }
+    fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>> {
+        self.inner.get_webhook_secret(account)
     }
     fn sync(&self) -> StoreResult<()> {
         std::thread::sleep(Duration::from_millis(self.sync_delay_ms.load(Ordering::SeqCst)));
@@ -240,7 +252,9 @@ fn a_refused_completion_keeps_the_job_live_until_a_retry_is_taken() {
     assert_eq!((rig.state(), rig.sink.unsettled_len()), (JobState::Running, 1));
     rig.sink.retry_unsettled();
     assert_eq!(rig.state(), JobState::Ready);
-    assert_eq!(rig.store.get_result(&rig.store.get_job(&rig.job.id).unwrap().unwrap()).unwrap(), Some(payload));
+    // The analysis's payload as stored: with its `changes` (none: the wallet's first).
+    let stored = br#"{"score":{"value":90},"changes":null}"#.to_vec();
+    assert_eq!(rig.store.get_result(&rig.store.get_job(&rig.job.id).unwrap().unwrap()).unwrap(), Some(stored));
     assert!(rig.index.get(&rig.job.id).is_none());
     assert!(!rig.store_failing.load(Ordering::Relaxed), "no longer degraded");
     assert_eq!(rig.sink.unsettled_len(), 0);
@@ -291,7 +305,16 @@ fn an_admission_whose_undo_fails_stands_and_runs_once() {
     let entry = rig.keys.get(&rig.key.id).expect("key");
 
     rig.store.fail_cancels.store(1, Ordering::SeqCst);
-    let decision = admission.admit(&entry, Work::Analysis { wallet }, false, now_unix_ms(), None).expect("admitted");
+    let work = Work::Analysis { wallet };
+    let request = AdmitRequest {
+        key: &entry,
+        work: &work,
+        refresh: false,
+        callback_url: None,
+        now_ms: now_unix_ms(),
+        idempotency: None,
+    };
+    let decision = admission.admit(&request).expect("admitted");
     let Decision::Admitted(record) = decision else { panic!("the admission stands") };
     let (disk, memory) = rig.usage();
     assert_eq!((disk.reserved, memory.reserved), (2, 2), "reserved once, on disk and in memory");

@@ -1,0 +1,280 @@
+//! What changed since the last X-Ray of the same wallet (issue #15): signals that appeared,
+//! that disappeared, that changed their facts, and the score's movement, between two X-Ray
+//! payloads made by the same engine versions.
+//!
+//! Owns: `Changes` (the `changes` member of an analysis the API serves) and `changes`, which
+//! compares two payloads as stored (the JSON the engine produced). Pure and deterministic;
+//! called on compute threads when an analysis finishes.
+//!
+//! A signal is "the same" in both when its kind and the accounts it names (every fact whose
+//! value is an address) are equal: a delegation of the same token account to the same delegate
+//! whose balance moved is `changed` (the facts that differ are named), not gone and back.
+//! Signals with equal identities pair in order. Lists follow the current X-Ray's signal order
+//! (`disappeared`: the previous one's), so equal inputs always give equal bytes.
+//! Invariant: payloads made by other engine versions are not compared (`None`): a new rule or
+//! weight would show as a change of the wallet.
+//! Deliberately absent: changes of evidence, dimensions or attack paths (they follow from the
+//! signals), and any store access (the caller finds the previous analysis).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::pubkey::Pubkey;
+
+/// The previous analysis a new one is compared with.
+#[derive(Debug, Clone, Copy)]
+pub struct Previous<'a> {
+    pub analysis_id: &'a str,
+    /// RFC 3339 with milliseconds (`clock::rfc3339_ms`).
+    pub completed_at: &'a str,
+    /// Its X-Ray, as stored.
+    pub payload: &'a [u8],
+}
+
+/// `xray.changes` of an analysis that has a previous one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Changes {
+    pub previous_analysis_id: String,
+    pub previous_completed_at: String,
+    pub score: ScoreMove,
+    pub appeared: Vec<SignalRef>,
+    pub disappeared: Vec<SignalRef>,
+    pub changed: Vec<SignalChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScoreMove {
+    pub previous: i64,
+    pub current: i64,
+    /// `current − previous` (negative: less safe than before).
+    pub delta: i64,
+    pub previous_risk_level: String,
+    pub current_risk_level: String,
+}
+
+/// A signal of one of the two X-Rays, by its id there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalRef {
+    pub signal_id: String,
+    pub kind: String,
+    pub severity: String,
+    pub title: String,
+}
+
+/// A signal present in both whose facts differ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalChange {
+    pub signal_id: String,
+    pub previous_signal_id: String,
+    pub kind: String,
+    /// The names of the facts whose values differ, in name order.
+    pub facts: Vec<String>,
+}
+
+/// The parts of a stored X-Ray a comparison reads.
+struct Parsed {
+    score: i64,
+    risk_level: String,
+    engine_versions: Value,
+    signals: Vec<Value>,
+}
+
+fn parse(payload: &[u8]) -> Result<Parsed, String> {
+    let value: Value = serde_json::from_slice(payload).map_err(|e| format!("X-Ray payload: {e}"))?;
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    Ok(Parsed {
+        score: value["score"]["value"].as_i64().ok_or("X-Ray payload without a score")?,
+        risk_level: text(&value["score"]["riskLevel"]),
+        engine_versions: value["engineVersions"].clone(),
+        signals: value["signals"].as_array().cloned().unwrap_or_default(),
+    })
+}
+
+/// A signal's identity: its kind and the addresses among its facts.
+fn identity(signal: &Value) -> String {
+    let mut id = signal["kind"].as_str().unwrap_or_default().to_owned();
+    if let Some(facts) = signal["facts"].as_object() {
+        let accounts: BTreeMap<&String, &str> = facts
+            .iter()
+            .filter_map(|(name, value)| value.as_str().filter(|text| Pubkey::parse(text).is_ok()).map(|a| (name, a)))
+            .collect();
+        for (name, account) in accounts {
+            id.push_str(&format!("|{name}={account}"));
+        }
+    }
+    id
+}
+
+fn signal_ref(signal: &Value) -> SignalRef {
+    let text = |field: &str| signal[field].as_str().unwrap_or_default().to_owned();
+    SignalRef { signal_id: text("id"), kind: text("kind"), severity: text("severity"), title: text("title") }
+}
+
+/// The names of the facts whose values differ between two signals.
+fn differing_facts(previous: &Value, current: &Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let (before, after) =
+        (previous["facts"].as_object().unwrap_or(&empty), current["facts"].as_object().unwrap_or(&empty));
+    let mut names: Vec<String> =
+        before.keys().chain(after.keys()).filter(|name| before.get(*name) != after.get(*name)).cloned().collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The changes from `previous` to `current` (a new X-Ray payload of the same wallet), or
+/// `None` when the two were made by different engine versions. `Err` when a payload is not an
+/// X-Ray.
+pub fn changes(previous: Previous<'_>, current: &[u8]) -> Result<Option<Changes>, String> {
+    let (before, after) = (parse(previous.payload)?, parse(current)?);
+    if before.engine_versions != after.engine_versions {
+        return Ok(None);
+    }
+    // Previous signals by identity, in order; each current signal takes the first unpaired.
+    let mut unpaired: HashMap<String, std::collections::VecDeque<usize>> = HashMap::new();
+    for (i, signal) in before.signals.iter().enumerate() {
+        unpaired.entry(identity(signal)).or_default().push_back(i);
+    }
+    let (mut appeared, mut changed) = (Vec::new(), Vec::new());
+    for signal in &after.signals {
+        match unpaired.get_mut(&identity(signal)).and_then(|queue| queue.pop_front()) {
+            None => appeared.push(signal_ref(signal)),
+            Some(i) => {
+                let facts = differing_facts(&before.signals[i], signal);
+                if !facts.is_empty() {
+                    let previous_signal_id = before.signals[i]["id"].as_str().unwrap_or_default().to_owned();
+                    let SignalRef { signal_id, kind, .. } = signal_ref(signal);
+                    changed.push(SignalChange { signal_id, previous_signal_id, kind, facts });
+                }
+            }
+        }
+    }
+    let mut gone: Vec<usize> = unpaired.into_values().flatten().collect();
+    gone.sort_unstable();
+    Ok(Some(Changes {
+        previous_analysis_id: previous.analysis_id.to_owned(),
+        previous_completed_at: previous.completed_at.to_owned(),
+        score: ScoreMove {
+            previous: before.score,
+            current: after.score,
+            delta: after.score - before.score,
+            previous_risk_level: before.risk_level,
+            current_risk_level: after.risk_level,
+        },
+        appeared,
+        disappeared: gone.into_iter().map(|i| signal_ref(&before.signals[i])).collect(),
+        changed,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const DELEGATE: &str = "5HhyYTJT5qsJYMb7ezorfxqYjLMPJR7HQVNF2ongzbnb";
+    const ACCOUNT: &str = "UWRTpe8xvxCi2zMBRTvoN7EwJxfW8R37rmf66yzq9sD";
+
+    fn xray(score: i64, signals: Value) -> Vec<u8> {
+        let versions = json!({ "signals": "1.3.0", "xray": "1.0.0" });
+        let level = if score > 50 { "low" } else { "critical" };
+        serde_json::to_vec(
+            &json!({ "score": { "value": score, "riskLevel": level }, "signals": signals, "engineVersions": versions }),
+        )
+        .unwrap()
+    }
+
+    fn signal(id: &str, kind: &str, balance: &str, delegate: &str) -> Value {
+        json!({ "id": id, "kind": kind, "severity": "high", "title": format!("{kind} {id}"),
+                "facts": { "balance": balance, "delegate": delegate, "tokenAccount": ACCOUNT, "unlimited": true } })
+    }
+
+    fn previous(payload: &[u8]) -> Previous<'_> {
+        Previous { analysis_id: "an_prev", completed_at: "2026-11-24T10:00:00.000Z", payload }
+    }
+
+    #[test]
+    fn appeared_disappeared_and_changed_signals_with_the_score_movement() {
+        let before = xray(
+            60,
+            json!([
+                signal("sig_1", "open_token_delegation", "5", DELEGATE),
+                signal("sig_2", "memo_spam", "0", ACCOUNT)
+            ]),
+        );
+        let after = xray(
+            24,
+            json!([
+                signal("sig_1", "wallet_assigned", "0", DELEGATE),
+                signal("sig_2", "open_token_delegation", "9", DELEGATE)
+            ]),
+        );
+        let changes = changes(previous(&before), &after).unwrap().unwrap();
+        assert_eq!(
+            changes.score,
+            ScoreMove {
+                previous: 60,
+                current: 24,
+                delta: -36,
+                previous_risk_level: "low".into(),
+                current_risk_level: "critical".into()
+            }
+        );
+        assert_eq!(
+            changes.appeared.iter().map(|s| (s.signal_id.as_str(), s.kind.as_str())).collect::<Vec<_>>(),
+            [("sig_1", "wallet_assigned")]
+        );
+        assert_eq!(
+            changes.disappeared.iter().map(|s| (s.signal_id.as_str(), s.kind.as_str())).collect::<Vec<_>>(),
+            [("sig_2", "memo_spam")]
+        );
+        assert_eq!(
+            changes.changed,
+            [SignalChange {
+                signal_id: "sig_2".into(),
+                previous_signal_id: "sig_1".into(),
+                kind: "open_token_delegation".into(),
+                facts: vec!["balance".into()],
+            }]
+        );
+        assert_eq!(changes.previous_analysis_id, "an_prev");
+    }
+
+    #[test]
+    fn another_account_is_another_signal_and_equal_payloads_change_nothing() {
+        let before = xray(40, json!([signal("sig_1", "open_token_delegation", "5", DELEGATE)]));
+        let other_delegate = xray(40, json!([signal("sig_1", "open_token_delegation", "5", ACCOUNT)]));
+        let moved = changes(previous(&before), &other_delegate).unwrap().unwrap();
+        assert_eq!((moved.appeared.len(), moved.disappeared.len(), moved.changed.len()), (1, 1, 0));
+        let same = changes(previous(&before), &before).unwrap().unwrap();
+        assert!(same.appeared.is_empty() && same.disappeared.is_empty() && same.changed.is_empty());
+        assert_eq!(same.score.delta, 0);
+        // Two signals of one identity pair in order; a third is new.
+        let twice = xray(
+            40,
+            json!([
+                signal("sig_1", "open_token_delegation", "5", DELEGATE),
+                signal("sig_2", "open_token_delegation", "5", DELEGATE)
+            ]),
+        );
+        let one_more = changes(previous(&before), &twice).unwrap().unwrap();
+        assert_eq!(one_more.appeared.iter().map(|s| s.signal_id.as_str()).collect::<Vec<_>>(), ["sig_2"]);
+    }
+
+    #[test]
+    fn other_engine_versions_are_not_compared_and_non_xrays_are_errors() {
+        let before = xray(40, json!([]));
+        let mut value: Value = serde_json::from_slice(&before).unwrap();
+        value["engineVersions"]["signals"] = json!("2.0.0");
+        let newer = serde_json::to_vec(&value).unwrap();
+        assert_eq!(changes(previous(&before), &newer).unwrap(), None);
+        assert!(changes(previous(b"{}"), &before).is_err());
+        assert!(changes(previous(&before), b"not json").is_err());
+    }
+}
