@@ -78,7 +78,7 @@ impl<'d> Answer<'d> {
     fn of(decision: &'d Decision) -> Answer<'d> {
         let (job, deduplicated, replayed) = match decision {
             Decision::Admitted(record) => (Snapshot::of_record(record), false, false),
-            Decision::Live(live) => (Snapshot::of_live(live), true, false),
+            Decision::Live(live, state) => (Snapshot::of_live_as(live, *state), true, false),
             Decision::Fresh(job) => (Snapshot::of_record(&job.record), true, false),
             Decision::Replayed(replay) => (Snapshot::of_replay(replay), replay.deduplicated, true),
         };
@@ -114,6 +114,12 @@ impl<'j> Snapshot<'j> {
         // A live job that just finished reads as RUNNING until the poll is repeated.
         let state = live.state().unwrap_or(JobState::Running);
         Snapshot { record: &live.record, state, started_at_ms: live.started_at_ms() }
+    }
+
+    /// A live job in the state admission read once (`Decision::Live`).
+    fn of_live_as(live: &'j LiveJob, state: JobState) -> Snapshot<'j> {
+        let started_at_ms = if state == JobState::Queued { None } else { live.started_at_ms() };
+        Snapshot { record: &live.record, state, started_at_ms }
     }
 
     fn of_record(record: &'j JobRecord) -> Snapshot<'j> {
@@ -220,7 +226,7 @@ impl Endpoints<'_> {
 
     /// Counts a request answered by an existing job.
     fn count(&self, work: &Work, decision: &Decision) {
-        if matches!(decision, Decision::Live(_) | Decision::Fresh(_)) {
+        if matches!(decision, Decision::Live(..) | Decision::Fresh(_)) {
             let label = match work {
                 Work::Analysis { .. } => JobLabel::Analysis,
                 Work::Comparison { .. } => JobLabel::Comparison,

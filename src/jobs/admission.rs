@@ -176,12 +176,23 @@ pub struct AdmitRequest<'a> {
 pub enum Decision {
     /// A new job was recorded and queued (202).
     Admitted(Box<JobRecord>),
-    /// An equal job of the account is still live (202, `deduplicated: true`, no charge).
-    Live(Arc<LiveJob>),
+    /// An equal job of the account is still live (202, `deduplicated: true`, no charge), in
+    /// the state it was read in once: the answer and the answer kept for an idempotency key
+    /// must say the same, though the job moves on (QUEUED → RUNNING) between the two.
+    Live(Arc<LiveJob>, JobState),
     /// A fresh READY result was reused (200, `deduplicated: true`, no charge).
     Fresh(Arc<StoredJob>),
     /// The request repeats one whose answer was kept (`Idempotency-Key`): that answer again.
     Replayed(Replay),
+}
+
+impl Decision {
+    /// A deduplicated answer naming `job` in its state now (a live job that just finished
+    /// reads as RUNNING until the poll is repeated).
+    pub fn live(job: Arc<LiveJob>) -> Decision {
+        let state = job.state().unwrap_or(JobState::Running);
+        Decision::Live(job, state)
+    }
 }
 
 /// The admission stage, shared by every listener thread.
@@ -282,7 +293,7 @@ impl Admission {
         };
         let Some(key) = request.idempotency else { return Ok(decision) };
         let (record, state) = match &decision {
-            Decision::Live(live) => (&live.record, live.state().unwrap_or(JobState::Running)),
+            Decision::Live(live, state) => (&live.record, *state),
             Decision::Fresh(job) => (&job.record, job.record.state),
             Decision::Admitted(_) | Decision::Replayed(_) => return Ok(decision),
         };
@@ -301,10 +312,10 @@ impl Admission {
         let _one_at_a_time = self.subject_locks.lock(account, kind.subject());
         if !refresh {
             if let Some(live) = self.index.live_for(account, kind.subject()) {
-                return Ok(Decision::Live(live));
+                return Ok(Decision::live(live));
             }
             if let Some(waiting) = self.recovered_live(account, kind.subject())? {
-                return Ok(Decision::Live(waiting));
+                return Ok(Decision::live(waiting));
             }
             if let Some(fresh) = self.fresh_ready(account, kind.subject(), now_ms)? {
                 return Ok(Decision::Fresh(fresh));

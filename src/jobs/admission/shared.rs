@@ -74,14 +74,14 @@ impl Admission {
         let account = key.account().as_str();
         if !refresh {
             if let Some(live) = self.index.live_for(account, kind.subject()) {
-                return Ok(Decision::Live(live));
+                return Ok(Decision::live(live));
             }
             // The subject's live job on any node before its fresh result: a job that finishes
             // between the two reads is found by the second (read the other way round, it could
             // be missed by both, and the transaction, finding no live job, would admit anew).
             let subject = OwnedSubject::of(kind.subject());
             if let Some(job) = etcd.live_of_subject_async(account.to_owned(), subject).await? {
-                return Ok(Decision::Live(Arc::new(LiveJob::new(job))));
+                return Ok(Decision::live(Arc::new(LiveJob::new(job))));
             }
             if let Some(fresh) = self.fresh_in_cluster(etcd, account, &kind, now_ms).await? {
                 return Ok(Decision::Fresh(fresh));
@@ -118,7 +118,7 @@ impl Admission {
                 key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
                 self.queue_in_cluster(etcd, record, work).await.map(|r| Decision::Admitted(Box::new(r)))
             }
-            Admitted::Live(job) => Ok(Decision::Live(Arc::new(LiveJob::new(*job)))),
+            Admitted::Live(job) => Ok(Decision::live(Arc::new(LiveJob::new(*job)))),
             Admitted::Exhausted { usage } => {
                 key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
                 Err(AdmitError::QuotaExhausted { refusal: exhausted(key, &usage, now_ms), now_ms })
