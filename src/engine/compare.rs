@@ -1,8 +1,10 @@
 //! The comparison engine: are two wallets linked, and how strongly?
 //!
 //! Owns: link detection between two wallet views (direct transfers, shared first funder,
-//! co-signing, overlap of counterparties / programs / mints with hubs removed, temporal
-//! overlap), the similarity score and the relationship tier. Pure; called on compute threads.
+//! co-signing, a third party paying both wallets' fees, a shared sweep destination, a shared
+//! destination for closed accounts' rent, overlap of counterparties / programs / mints with
+//! hubs removed, temporal overlap), the similarity score and the relationship tier. Pure;
+//! called on compute threads.
 //!
 //! Invariants: hubs never link wallets — labelled programs, sysvars, mints and entities, and
 //! off-curve addresses (token accounts, PDAs) are removed before any overlap is measured; every
@@ -14,10 +16,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::engine::evidence::EvidenceBook;
-use crate::engine::flows::{self, Transfer};
+use crate::engine::flows::{self, Asset, Direction, Transfer};
 use crate::engine::report::{Evidence, Score, XRay};
 use crate::labels::Labels;
-use crate::ledger::model::WalletView;
+use crate::ledger::instruction::{Instruction, InstructionKind};
+use crate::ledger::model::{Transaction, WalletView};
 use crate::pubkey::Pubkey;
 
 /// Evidence items one link cites at most.
@@ -79,6 +82,9 @@ fn link_weight(kind: &str) -> f64 {
         "co_signer" => 0.9,
         "direct_transfer" => 0.6,
         "shared_funder" => 0.6,
+        "shared_fee_payer" => 0.7,
+        "shared_sweep_destination" => 0.6,
+        "shared_rent_destination" => 0.5,
         "shared_counterparties" => 0.5,
         "shared_mints" => 0.3,
         "temporal_overlap" => 0.3,
@@ -110,6 +116,9 @@ pub fn compare(a: Side<'_>, b: Side<'_>, labels: &Labels) -> Comparison {
     pair.direct_transfers();
     pair.shared_funder();
     pair.co_signing();
+    pair.shared_fee_payer();
+    pair.shared_sweep_destination();
+    pair.shared_rent_destination();
     pair.shared_counterparties();
     pair.shared_programs();
     pair.shared_mints();
@@ -134,6 +143,16 @@ pub fn compare(a: Side<'_>, b: Side<'_>, labels: &Labels) -> Comparison {
         engine_versions: BTreeMap::from([("compare", super::COMPARE_VERSION), ("xray", super::XRAY_VERSION)]),
     }
 }
+
+/// Where one wallet meets a third address: a transaction, or one instruction of it.
+#[derive(Clone, Copy)]
+struct Hit<'a> {
+    tx: &'a Transaction,
+    ix: Option<&'a Instruction>,
+}
+
+/// Third addresses one wallet meets in one way, each with its first (newest) hit.
+type Hits<'a> = BTreeMap<Pubkey, Hit<'a>>;
 
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
@@ -242,6 +261,103 @@ impl<'a> Pair<'a> {
             .map(|t| self.book.transaction(t, || "signed by both wallets".into()))
             .collect();
         self.push("co_signer", 1.0, format!("{} transaction(s) signed by both wallets.", both.len()), evidence);
+    }
+
+    /// A wallet-like third address (neither wallet, no hub) the link may name.
+    fn third(&self, k: &Pubkey) -> bool {
+        *k != self.a.address && *k != self.b.address && self.personal(k)
+    }
+
+    fn cite_hit(&mut self, hit: Hit<'_>, summary: String) -> String {
+        match hit.ix {
+            Some(ix) => self.book.instruction(hit.tx, ix, || summary),
+            None => self.book.transaction(hit.tx, || summary),
+        }
+    }
+
+    /// Links through the third addresses both wallets meet in the same way (`hits` per side,
+    /// each already filtered by `third`); `what` names the way in evidence ("fees paid by"),
+    /// `detail` says it of the addresses (`"<first> and <n> more"`).
+    fn shared_third(
+        &mut self,
+        kind: &'static str,
+        strength: f64,
+        hits: [Hits<'_>; 2],
+        what: &str,
+        detail: fn(&str) -> String,
+    ) {
+        let [ha, hb] = hits;
+        let shared: Vec<Pubkey> = ha.keys().filter(|k| hb.contains_key(k)).copied().collect();
+        let Some(first) = shared.first() else { return };
+        let mut evidence = Vec::new();
+        for k in shared.iter().take(LINK_EVIDENCE_MAX / 2) {
+            for (side, hits) in [("A", &ha), ("B", &hb)] {
+                if let Some(hit) = hits.get(k) {
+                    evidence.push(self.cite_hit(*hit, format!("{what} {k} (wallet {side})")));
+                }
+            }
+        }
+        let more = if shared.len() > 1 { format!(" and {} more", shared.len() - 1) } else { String::new() };
+        self.push(kind, strength, detail(&format!("{first}{more}")), evidence);
+    }
+
+    /// A third address paid the fees of transactions each wallet signed.
+    fn shared_fee_payer(&mut self) {
+        let paid = |v: &'a WalletView| -> Hits<'a> {
+            let mut hits = Hits::new();
+            for tx in v.transactions.iter().filter(|t| t.is_signer(&v.address) && self.third(&t.fee_payer)) {
+                hits.entry(tx.fee_payer).or_insert(Hit { tx, ix: None });
+            }
+            hits
+        };
+        let hits = [paid(self.a), paid(self.b)];
+        let detail = |who: &str| format!("{who} paid the fees of transactions both wallets signed.");
+        self.shared_third("shared_fee_payer", 0.8, hits, "fees paid by", detail);
+    }
+
+    /// Both wallets' last outflow, or largest outflow of an asset, went to one address.
+    fn shared_sweep_destination(&mut self) {
+        let sweeps = |flows: &[Transfer<'a>]| -> Hits<'a> {
+            let out: Vec<&Transfer<'a>> =
+                flows.iter().filter(|t| t.direction == Direction::Out && !t.is_dust()).collect();
+            let mut largest: BTreeMap<Asset, &Transfer<'a>> = BTreeMap::new();
+            for t in &out {
+                let best = largest.entry(t.asset).or_insert(t);
+                if t.amount > best.amount {
+                    *best = t;
+                }
+            }
+            // Flows are newest first: the first outflow is the last one made.
+            let picked = out.first().copied().into_iter().chain(largest.into_values());
+            let mut hits = Hits::new();
+            for t in picked.filter(|t| self.third(&t.counterparty)) {
+                hits.entry(t.counterparty).or_insert(Hit { tx: t.tx, ix: Some(t.ix) });
+            }
+            hits
+        };
+        let hits = [sweeps(&self.flows_a), sweeps(&self.flows_b)];
+        let detail = |who: &str| format!("Both wallets' last or largest outflows went to {who}.");
+        self.shared_third("shared_sweep_destination", 0.7, hits, "last or largest outflow to", detail);
+    }
+
+    /// Token accounts each wallet closed returned their rent to one third address.
+    fn shared_rent_destination(&mut self) {
+        let rent = |v: &'a WalletView| -> Hits<'a> {
+            let mut hits = Hits::new();
+            for tx in v.transactions.iter().filter(|t| !t.failed()) {
+                for ix in &tx.instructions {
+                    if let InstructionKind::TokenCloseAccount { destination, owner, .. } = &ix.kind {
+                        if *owner == v.address && self.third(destination) {
+                            hits.entry(*destination).or_insert(Hit { tx, ix: Some(ix) });
+                        }
+                    }
+                }
+            }
+            hits
+        };
+        let hits = [rent(self.a), rent(self.b)];
+        let detail = |who: &str| format!("Both wallets closed token accounts with the rent returned to {who}.");
+        self.shared_third("shared_rent_destination", 0.7, hits, "closed account's rent returned to", detail);
     }
 
     fn shared_counterparties(&mut self) {

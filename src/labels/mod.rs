@@ -205,6 +205,16 @@ mod tests {
     }
 
     #[test]
+    fn default_file_lists_every_demo_sanctioned_address_with_its_list() {
+        let labels = Labels::builtin();
+        for (address, name, list) in crate::ledger::demo::DemoLedger::sanctioned_addresses() {
+            let label = labels.get(&address).unwrap_or_else(|| panic!("{name} ({address}) missing from default.toml"));
+            assert_eq!((label.category, label.source.as_deref()), (Category::Sanctioned, Some(list)), "{name}");
+            assert!(label.has_tag("demo"), "{name}");
+        }
+    }
+
+    #[test]
     fn refuses_bad_files_with_the_entry_named() {
         let cases = [
             ("version = 2", "version"),

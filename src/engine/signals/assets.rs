@@ -1,18 +1,26 @@
 //! Asset risk: properties of what the wallet holds that let others move, freeze or lure it.
 //!
-//! Detectors: Token-2022 permanent delegates and transfer hooks, freeze authorities, frozen
-//! accounts, unsolicited tokens, rent locked in empty token accounts.
+//! Detectors: Token-2022 permanent delegates, transfer hooks, transfer fees, non-transferable
+//! and default-frozen mints, mint close authorities, supply still mintable by an unknown
+//! authority, freeze authorities, frozen accounts, unsolicited tokens, rent locked in empty
+//! token accounts. Each mint risk cites the mint account at the view's slot.
 
 use super::Ctx;
-use crate::engine::report::{Fact, Severity};
+use crate::engine::report::{Fact, IntoFact, Severity};
 use crate::facts;
 use crate::ledger::instruction::InstructionKind;
 use crate::ledger::model::{MintExtension, MintInfo, TokenAccount, TokenAccountState};
+use crate::pubkey::Pubkey;
+
+/// A transfer fee from this many basis points (5 %) is medium severity, below it low.
+const TRANSFER_FEE_BASIS_POINTS_MEDIUM: u16 = 500;
 
 pub fn detect(ctx: &mut Ctx<'_>) {
     for ta in ctx.view.token_accounts.iter().filter(|t| t.amount > 0) {
         if let Some(mint) = ctx.view.mint(&ta.mint) {
             mint_risks(ctx, ta, mint);
+            extension_risks(ctx, ta, mint);
+            mintable_supply(ctx, ta, mint);
         }
     }
     frozen_accounts(ctx);
@@ -65,6 +73,117 @@ fn mint_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
             evidence,
         );
     }
+}
+
+/// Transfer fees, non-transferable and default-frozen mints, mint close authorities.
+fn extension_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
+    for ext in &mint.extensions {
+        match ext {
+            MintExtension::TransferFeeConfig { basis_points, maximum_fee, authority } if *basis_points > 0 => {
+                transfer_fee(ctx, ta, mint, (*basis_points, *maximum_fee), *authority)
+            }
+            MintExtension::NonTransferable => {
+                let evidence = vec![cite_mint(ctx, mint, "mint is nonTransferable".to_owned())];
+                ctx.emit(
+                    "non_transferable_mint",
+                    Severity::Low,
+                    "Holding non-transferable tokens".to_owned(),
+                    format!("The wallet's {} base units of mint {} can never be transferred or sold, only burned.", ta.amount, mint.address),
+                    facts! { "mint" => mint.address, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+                    evidence,
+                );
+            }
+            MintExtension::DefaultAccountState { state } if state == "frozen" => default_frozen(ctx, ta, mint),
+            MintExtension::MintCloseAuthority { close_authority: Some(closer) } => {
+                close_authority(ctx, ta, mint, *closer)
+            }
+            _ => {}
+        }
+    }
+}
+
+fn transfer_fee(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo, fee: (u16, u64), authority: Option<Pubkey>) {
+    let (basis_points, maximum_fee) = fee;
+    let severity = if basis_points >= TRANSFER_FEE_BASIS_POINTS_MEDIUM { Severity::Medium } else { Severity::Low };
+    let evidence = vec![cite_mint(
+        ctx,
+        mint,
+        format!("mint transfer fee is {basis_points} basis points, at most {maximum_fee} base units"),
+    )];
+    let who = match authority {
+        Some(a) => format!(" {} can change the fee and withdraw what is withheld.", ctx.display(&a)),
+        None => " No authority can change it.".to_owned(),
+    };
+    let mut facts = facts! {
+        "mint" => mint.address, "feeBasisPoints" => u64::from(basis_points), "maximumFee" => Fact::token_amount(maximum_fee),
+        "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount),
+    };
+    if let Some(a) = authority {
+        facts.insert("feeAuthority", a.into_fact());
+    }
+    ctx.emit(
+        "transfer_fee_mint",
+        severity,
+        format!("Holding a mint with a {}.{:02} % transfer fee", basis_points / 100, basis_points % 100),
+        format!(
+            "Every transfer of mint {} withholds {basis_points} basis points (at most {maximum_fee} base units).{who}",
+            mint.address
+        ),
+        facts,
+        evidence,
+    );
+}
+
+fn default_frozen(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
+    let stable = ctx.labels.is_stablecoin(&mint.address);
+    let severity = if stable { Severity::Info } else { Severity::Low };
+    let evidence = vec![cite_mint(ctx, mint, "mint defaultAccountState is frozen".to_owned())];
+    let mut facts = facts! { "mint" => mint.address, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "labelledStablecoin" => stable };
+    if let Some(freezer) = mint.freeze_authority {
+        facts.insert("freezeAuthority", freezer.into_fact());
+    }
+    ctx.emit(
+        "default_frozen_mint",
+        severity,
+        "Holding a mint whose accounts start frozen".to_owned(),
+        format!("Every new token account of mint {} starts frozen until its freeze authority thaws it.", mint.address),
+        facts,
+        evidence,
+    );
+}
+
+fn close_authority(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo, closer: Pubkey) {
+    let flagged = ctx.labels.is_flagged(&closer);
+    let severity = if flagged { Severity::High } else { Severity::Low };
+    let evidence = vec![cite_mint(ctx, mint, format!("mint close authority is {closer}"))];
+    ctx.emit(
+        "close_authority_mint",
+        severity,
+        format!("Holding a mint that {} can close", ctx.display(&closer)),
+        format!("{closer} can close mint {} once its supply is zero; the address could then be re-created as a different mint.", mint.address),
+        facts! { "mint" => mint.address, "closeAuthority" => closer, "closeAuthorityFlagged" => flagged, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+        evidence,
+    );
+}
+
+/// Supply still mintable by an authority the labels do not know (a labelled mint or a
+/// labelled, unflagged authority is an issuer by policy).
+fn mintable_supply(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
+    let Some(minter) = mint.mint_authority else { return };
+    let flagged = ctx.labels.is_flagged(&minter);
+    if !flagged && (ctx.labels.get(&mint.address).is_some() || ctx.labels.get(&minter).is_some()) {
+        return;
+    }
+    let severity = if flagged { Severity::High } else { Severity::Low };
+    let evidence = vec![cite_mint(ctx, mint, format!("mint authority is {minter}, supply {}", mint.supply))];
+    ctx.emit(
+        "mintable_supply_mint",
+        severity,
+        format!("Holding a mint {} can still mint", ctx.display(&minter)),
+        format!("{minter} can mint any amount of mint {} (supply now {} base units), diluting the wallet's {} base units.", mint.address, mint.supply, ta.amount),
+        facts! { "mint" => mint.address, "mintAuthority" => minter, "mintAuthorityFlagged" => flagged, "supply" => Fact::token_amount(mint.supply), "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+        evidence,
+    );
 }
 
 fn frozen_accounts(ctx: &mut Ctx<'_>) {

@@ -12,6 +12,7 @@
 //! can list them once. Deliberately absent: balances, amounts and times (the world's).
 
 use crate::ledger::demo::keys::{self, named_off_curve, named_wallet, BUILTIN};
+use crate::ledger::demo::state::AccountExts;
 use crate::ledger::model::TokenProgram;
 use crate::pubkey::Pubkey;
 
@@ -58,7 +59,26 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
     ArchetypeDef {
         name: "permanent_delegate_holder",
         description: "Holds Token-2022 tokens of a mint with a permanent delegate, and of a mint with a transfer hook.",
-        expected_signals: &["permanent_delegate_mint", "transfer_hook_mint", "freeze_authority_mint", "unsolicited_token"],
+        expected_signals: &[
+            "permanent_delegate_mint",
+            "transfer_hook_mint",
+            "freeze_authority_mint",
+            "mintable_supply_mint",
+            "unsolicited_token",
+        ],
+    },
+    ArchetypeDef {
+        name: "mint_risk_holder",
+        description: "Holds Token-2022 tokens of a mint with a 10 % transfer fee and a mint close authority, still mintable by its unknown issuer; of a default-frozen mint the issuer thawed for it; and an unsolicited non-transferable airdrop.",
+        expected_signals: &[
+            "transfer_fee_mint",
+            "close_authority_mint",
+            "mintable_supply_mint",
+            "default_frozen_mint",
+            "freeze_authority_mint",
+            "non_transferable_mint",
+            "unsolicited_token",
+        ],
     },
     ArchetypeDef {
         name: "poisoning_victim",
@@ -69,6 +89,11 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
         name: "drainer_contact",
         description: "Called a flagged drainer program directly and through a router (CPI), and received funds from a flagged address.",
         expected_signals: &["flagged_program_interaction", "flagged_counterparty_transfer"],
+    },
+    ArchetypeDef {
+        name: "sanctioned_contact",
+        description: "First funded by an address on a (synthetic, demo) sanctions list, later paid it back; otherwise ordinary.",
+        expected_signals: &["sanctioned_counterparty"],
     },
     ArchetypeDef {
         name: "funder",
@@ -93,6 +118,16 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
     ArchetypeDef {
         name: "sybil_d",
         description: "Weakly linked to sybil_c: shared funder only.",
+        expected_signals: &[],
+    },
+    ArchetypeDef {
+        name: "farm_a",
+        description: "Farm wallet run like farm_b, funded by another exchange: a relayer pays its fees, it sold its DEMO to a collector, closed the emptied account with the rent to a third address and swept its SOL to the collector.",
+        expected_signals: &[],
+    },
+    ArchetypeDef {
+        name: "farm_b",
+        description: "Farm wallet linked to farm_a by how both are run (see there): shared fee payer, sweep destination and rent destination, no shared funder.",
         expected_signals: &[],
     },
     ArchetypeDef {
@@ -142,13 +177,30 @@ pub const FLAGGED: &[(&str, &str, &str)] = &[
     ("flagged:scam-funder", "Demo scam funder", "scam_funder"),
 ];
 
-/// `(symbol, decimals, program)` of the demo mints; the symbol derives the address.
-pub const MINTS: &[(&str, u8, TokenProgram)] = &[
-    ("DUSD", 6, TokenProgram::Token),
-    ("DEMO", 9, TokenProgram::Token),
-    ("DBONK", 5, TokenProgram::Token),
-    ("PDT", 6, TokenProgram::Token2022),
-    ("HOOK", 6, TokenProgram::Token2022),
+const PLAIN: AccountExts = AccountExts { hook: false, fee: false, non_transferable: false };
+
+/// `(name, label, list)` of every sanctioned address: synthetic entries of a demo list (the
+/// default labels file carries them with category `sanctioned` and the list as `source`).
+pub const SANCTIONED: &[(&str, &str, &str)] =
+    &[("sanctioned:demo-mixer", "Demo sanctioned mixer (synthetic SDN entry)", "Demo SDN list (synthetic) 2026-11-01")];
+
+/// Every sanctioned address with its label and list.
+pub fn sanctioned_addresses() -> Vec<(Pubkey, &'static str, &'static str)> {
+    SANCTIONED.iter().map(|(name, label, list)| (named_wallet(name), *label, *list)).collect()
+}
+
+/// `(symbol, decimals, program, the account extensions its mint extensions require)` of the
+/// demo mints; the symbol derives the address. The world gives each mint its extensions and
+/// checks they require these.
+pub const MINTS: &[(&str, u8, TokenProgram, AccountExts)] = &[
+    ("DUSD", 6, TokenProgram::Token, PLAIN),
+    ("DEMO", 9, TokenProgram::Token, PLAIN),
+    ("DBONK", 5, TokenProgram::Token, PLAIN),
+    ("PDT", 6, TokenProgram::Token2022, PLAIN),
+    ("HOOK", 6, TokenProgram::Token2022, AccountExts { hook: true, ..PLAIN }),
+    ("FEE", 6, TokenProgram::Token2022, AccountExts { fee: true, ..PLAIN }),
+    ("KYC", 6, TokenProgram::Token2022, PLAIN),
+    ("SOUL", 0, TokenProgram::Token2022, AccountExts { non_transferable: true, ..PLAIN }),
 ];
 
 fn mint_key(symbol: &str) -> Pubkey {
@@ -174,7 +226,7 @@ pub fn flagged_addresses() -> Vec<(Pubkey, &'static str, &'static str)> {
 
 /// Every demo mint with its symbol.
 pub fn demo_mints() -> Vec<(Pubkey, &'static str)> {
-    MINTS.iter().map(|(symbol, _, _)| (mint_key(symbol), *symbol)).collect()
+    MINTS.iter().map(|(symbol, ..)| (mint_key(symbol), *symbol)).collect()
 }
 
 /// A mint of the cast: address, decimals, program.
@@ -183,13 +235,15 @@ pub struct Mint {
     pub key: Pubkey,
     pub decimals: u8,
     pub program: TokenProgram,
+    /// What the mint's token accounts carry besides `immutableOwner` (Token-2022).
+    pub exts: AccountExts,
 }
 
 impl Mint {
     fn named(symbol: &str) -> Mint {
-        let (_, decimals, program) =
-            MINTS.iter().find(|(s, _, _)| *s == symbol).copied().unwrap_or((symbol, 0, TokenProgram::Token));
-        Mint { key: mint_key(symbol), decimals, program }
+        let (_, decimals, program, exts) =
+            MINTS.iter().find(|(s, ..)| *s == symbol).copied().unwrap_or((symbol, 0, TokenProgram::Token, PLAIN));
+        Mint { key: mint_key(symbol), decimals, program, exts }
     }
 
     /// The associated token account of `owner` for this mint.
@@ -227,13 +281,17 @@ pub struct Cast {
     pub foreign_nonce_authority: Pubkey,
     pub foreign_stake_authority: Pubkey,
     pub permanent_delegate_holder: Pubkey,
+    pub mint_risk_holder: Pubkey,
     pub poisoning_victim: Pubkey,
     pub drainer_contact: Pubkey,
+    pub sanctioned_contact: Pubkey,
     pub funder: Pubkey,
     pub sybil_a: Pubkey,
     pub sybil_b: Pubkey,
     pub sybil_c: Pubkey,
     pub sybil_d: Pubkey,
+    pub farm_a: Pubkey,
+    pub farm_b: Pubkey,
     pub busy_trader: Pubkey,
     pub new_wallet: Pubkey,
     pub dormant_woke: Pubkey,
@@ -252,9 +310,16 @@ pub struct Cast {
     pub pdt_issuer: Pubkey,
     pub pdt_delegate: Pubkey,
     pub hook_issuer: Pubkey,
+    pub fee_issuer: Pubkey,
+    pub kyc_issuer: Pubkey,
+    pub soul_issuer: Pubkey,
     pub friend: Pubkey,
     pub lookalike: Pubkey,
     pub sybil_targets: [Pubkey; 2],
+    /// The farm's fee payer, sweep collector and rent destination.
+    pub fee_relayer: Pubkey,
+    pub sweep_collector: Pubkey,
+    pub rent_collector: Pubkey,
     pub trader_peers: [Pubkey; 2],
     /// The busy trader's DUSD, DEMO and DBONK accounts (derived once: trades name them often).
     pub trader_atas: [Pubkey; 3],
@@ -268,6 +333,8 @@ pub struct Cast {
     pub phishing_delegate: Pubkey,
     pub drainer_collector: Pubkey,
     pub scam_funder: Pubkey,
+    // Sanctioned.
+    pub sanctioned_mixer: Pubkey,
     // Synthetic programs.
     pub dex: DemoProgram,
     pub router: DemoProgram,
@@ -279,6 +346,9 @@ pub struct Cast {
     pub dbonk: Mint,
     pub pdt: Mint,
     pub hook: Mint,
+    pub fee: Mint,
+    pub kyc: Mint,
+    pub soul: Mint,
     // DEX accounts: pools (DEMO/DUSD, DBONK/DUSD), their authority, vaults, lookup table.
     pub pools: [Pubkey; 2],
     pub pool_authority: Pubkey,
@@ -305,13 +375,17 @@ impl Cast {
             foreign_nonce_authority: wallet("foreign_nonce_authority"),
             foreign_stake_authority: wallet("foreign_stake_authority"),
             permanent_delegate_holder: wallet("permanent_delegate_holder"),
+            mint_risk_holder: wallet("mint_risk_holder"),
             poisoning_victim: wallet("poisoning_victim"),
             drainer_contact: wallet("drainer_contact"),
+            sanctioned_contact: wallet("sanctioned_contact"),
             funder: wallet("funder"),
             sybil_a: wallet("sybil_a"),
             sybil_b: wallet("sybil_b"),
             sybil_c: wallet("sybil_c"),
             sybil_d: wallet("sybil_d"),
+            farm_a: wallet("farm_a"),
+            farm_b: wallet("farm_b"),
             busy_trader,
             new_wallet: wallet("new_wallet"),
             dormant_woke: wallet("dormant_woke"),
@@ -329,11 +403,17 @@ impl Cast {
             pdt_issuer: aux("pdt-issuer"),
             pdt_delegate: aux("pdt-permanent-delegate"),
             hook_issuer: aux("hook-issuer"),
+            fee_issuer: aux("fee-issuer"),
+            kyc_issuer: aux("kyc-issuer"),
+            soul_issuer: aux("soul-issuer"),
             friend,
             // A look-alike always exists for a fixed name (unit-tested); the fallback keeps
             // construction total should the text construction ever fail.
             lookalike: keys::lookalike(&friend, "lookalike:friend").unwrap_or_else(|| aux("lookalike")),
             sybil_targets: [aux("sybil-target-1"), aux("sybil-target-2")],
+            fee_relayer: aux("fee-relayer"),
+            sweep_collector: aux("sweep-collector"),
+            rent_collector: aux("rent-collector"),
             trader_peers,
             trader_atas: [&dusd, &demo, &dbonk].map(|m| m.ata(&busy_trader)),
             peer_atas: trader_peers.map(|p| dusd.ata(&p)),
@@ -344,12 +424,16 @@ impl Cast {
             phishing_delegate: flagged("phishing-delegate"),
             drainer_collector: flagged("drainer-collector"),
             scam_funder: flagged("scam-funder"),
+            sanctioned_mixer: named_wallet(SANCTIONED[0].0),
             dex,
             router: DemoProgram::new(named_wallet("program:demo-router")),
             hook_program: DemoProgram::new(named_wallet("program:demo-transfer-hook")),
             airdrop: DemoProgram::new(named_wallet("program:demo-airdrop")),
             pdt: Mint::named("PDT"),
             hook: Mint::named("HOOK"),
+            fee: Mint::named("FEE"),
+            kyc: Mint::named("KYC"),
+            soul: Mint::named("SOUL"),
             vaults: [
                 vault(&pools[0], &demo),
                 vault(&pools[0], &dusd),
@@ -375,13 +459,17 @@ impl Cast {
             "foreign_nonce_authority" => self.foreign_nonce_authority,
             "foreign_stake_authority" => self.foreign_stake_authority,
             "permanent_delegate_holder" => self.permanent_delegate_holder,
+            "mint_risk_holder" => self.mint_risk_holder,
             "poisoning_victim" => self.poisoning_victim,
             "drainer_contact" => self.drainer_contact,
+            "sanctioned_contact" => self.sanctioned_contact,
             "funder" => self.funder,
             "sybil_a" => self.sybil_a,
             "sybil_b" => self.sybil_b,
             "sybil_c" => self.sybil_c,
             "sybil_d" => self.sybil_d,
+            "farm_a" => self.farm_a,
+            "farm_b" => self.farm_b,
             "busy_trader" => self.busy_trader,
             "new_wallet" => self.new_wallet,
             "dormant_woke" => self.dormant_woke,
@@ -465,6 +553,7 @@ mod tests {
             assert!(flagged.contains(&k));
         }
         let mints: Vec<Pubkey> = demo_mints().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(mints, vec![cast.dusd.key, cast.demo.key, cast.dbonk.key, cast.pdt.key, cast.hook.key]);
+        let cast_mints = [cast.dusd, cast.demo, cast.dbonk, cast.pdt, cast.hook, cast.fee, cast.kyc, cast.soul];
+        assert_eq!(mints, cast_mints.map(|m| m.key).to_vec());
     }
 }

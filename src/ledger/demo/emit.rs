@@ -165,7 +165,8 @@ fn insert(object: &mut Value, key: &str, value: Value) {
 
 fn token_account_info(t: &TokenAcct, program: TokenProgram) -> Value {
     let mut info = json!({
-        "isNative": false, "mint": t.mint, "owner": t.owner, "state": "initialized",
+        "isNative": false, "mint": t.mint, "owner": t.owner,
+        "state": if t.frozen { "frozen" } else { "initialized" },
         "tokenAmount": token_amount_value(t.amount, t.decimals),
     });
     if let Some(delegate) = t.delegate {
@@ -177,8 +178,14 @@ fn token_account_info(t: &TokenAcct, program: TokenProgram) -> Value {
     }
     if program == TokenProgram::Token2022 {
         let mut exts = vec![json!({"extension": "immutableOwner"})];
-        if t.hook_account {
+        if t.exts.hook {
             exts.push(json!({"extension": "transferHookAccount", "state": {"transferring": false}}));
+        }
+        if t.exts.fee {
+            exts.push(json!({"extension": "transferFeeAmount", "state": {"withheldAmount": t.withheld}}));
+        }
+        if t.exts.non_transferable {
+            exts.push(json!({"extension": "nonTransferableAccount"}));
         }
         insert(&mut info, "extensions", Value::from(exts));
     }
@@ -192,6 +199,18 @@ fn mint_extension(e: &MintExt) -> Value {
         }
         MintExt::TransferHook { authority, program } => {
             json!({"extension": "transferHook", "state": {"authority": authority, "programId": program}})
+        }
+        MintExt::TransferFee { authority, basis_points, maximum_fee, epoch } => {
+            let fee = json!({"epoch": epoch, "maximumFee": maximum_fee, "transferFeeBasisPoints": basis_points});
+            json!({"extension": "transferFeeConfig", "state": {
+                "newerTransferFee": fee, "olderTransferFee": fee, "transferFeeConfigAuthority": authority,
+                "withdrawWithheldAuthority": authority, "withheldAmount": 0,
+            }})
+        }
+        MintExt::NonTransferable => json!({"extension": "nonTransferable"}),
+        MintExt::DefaultFrozen => json!({"extension": "defaultAccountState", "state": {"accountState": "frozen"}}),
+        MintExt::CloseAuthority(authority) => {
+            json!({"extension": "mintCloseAuthority", "state": {"closeAuthority": authority}})
         }
     }
 }
@@ -308,12 +327,9 @@ fn stake_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
 
 fn token_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
     let (program, parsed) = match op {
-        Op::TokenDataSize { mint, program, hook } => {
-            let mut exts = vec!["immutableOwner"];
-            if *hook {
-                exts.push("transferHookAccount");
-            }
-            (program, typed("getAccountDataSize", json!({"extensionTypes": exts, "mint": k(mint)})))
+        Op::TokenDataSize { mint, program, exts } => {
+            let types: Vec<&str> = std::iter::once("immutableOwner").chain(exts.names()).collect();
+            (program, typed("getAccountDataSize", json!({"extensionTypes": types, "mint": k(mint)})))
         }
         Op::TokenImmutableOwner { account, program } => {
             (program, typed("initializeImmutableOwner", json!({"account": k(account)})))
@@ -321,6 +337,22 @@ fn token_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
         Op::TokenInitAccount { account, mint, owner, program, .. } => {
             (program, typed("initializeAccount3", json!({"account": k(account), "mint": k(mint), "owner": k(owner)})))
         }
+        Op::TokenMintTo { mint, account, authority, amount, decimals, program } => (
+            program,
+            typed(
+                "mintToChecked",
+                json!({"account": k(account), "mint": k(mint), "mintAuthority": k(authority),
+                       "tokenAmount": token_amount_value(*amount, *decimals)}),
+            ),
+        ),
+        Op::TokenClose { account, destination, owner, program } => (
+            program,
+            typed("closeAccount", json!({"account": k(account), "destination": k(destination), "owner": k(owner)})),
+        ),
+        Op::TokenThaw { account, mint, authority, program } => (
+            program,
+            typed("thawAccount", json!({"account": k(account), "freezeAuthority": k(authority), "mint": k(mint)})),
+        ),
         Op::TokenTransfer { source, destination, authority, amount, program, checked } => {
             let info = match checked {
                 None => json!({"amount": amount.to_string(), "authority": k(authority),
@@ -390,6 +422,9 @@ fn log_and_units(op: &Op) -> (Option<String>, u64) {
         Op::TokenDataSize { .. } => token("GetAccountDataSize", 1_569),
         Op::TokenImmutableOwner { .. } => token("InitializeImmutableOwner", 1_405),
         Op::TokenInitAccount { .. } => token("InitializeAccount3", 3_158),
+        Op::TokenMintTo { .. } => token("MintToChecked", 4_500),
+        Op::TokenThaw { .. } => token("ThawAccount", 3_100),
+        Op::TokenClose { .. } => token("CloseAccount", 2_916),
         Op::TokenTransfer { checked: None, .. } => token("Transfer", 4_644),
         Op::TokenTransfer { .. } => token("TransferChecked", 6_200),
         Op::TokenApprove { checked: None, .. } => token("Approve", 2_904),

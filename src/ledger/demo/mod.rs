@@ -39,7 +39,7 @@ use crate::ledger::wire::{KeyedAccount, RpcContext, SignatureInfo, TransactionRe
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
-pub use actors::{demo_mints, flagged_addresses};
+pub use actors::{demo_mints, flagged_addresses, sanctioned_addresses};
 use actors::{Cast, ARCHETYPES};
 use background::{Background, BgAccount};
 use busy::Busy;
@@ -127,6 +127,8 @@ impl DemoLedger {
             (c.sybil_a, c.sybil_b, "likely_same_owner"),
             // Same first funder only: linked, not proven to be one owner.
             (c.sybil_c, c.sybil_d, "linked"),
+            // Different funders; one fee payer, sweep destination and rent destination.
+            (c.farm_a, c.farm_b, "likely_same_owner"),
             (c.clean, c.foreign_stake_authority, "unrelated"),
             (c.busy_trader, c.new_wallet, "unrelated"),
         ]
@@ -135,6 +137,11 @@ impl DemoLedger {
     /// Every flagged (malicious) address the demo uses: `(address, label, kind)`.
     pub fn flagged_addresses() -> Vec<(Pubkey, &'static str, &'static str)> {
         flagged_addresses()
+    }
+
+    /// Every sanctioned address the demo uses: `(address, label, list)`.
+    pub fn sanctioned_addresses() -> Vec<(Pubkey, &'static str, &'static str)> {
+        sanctioned_addresses()
     }
 
     /// Every demo mint with its symbol.

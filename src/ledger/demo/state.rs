@@ -81,8 +81,50 @@ pub struct TokenAcct {
     pub delegate: Option<Pubkey>,
     pub delegated_amount: u64,
     pub close_authority: Option<Pubkey>,
-    /// Token-2022 account of a mint with a transfer hook (`transferHookAccount` extension).
-    pub hook_account: bool,
+    /// The Token-2022 account extensions its mint's extensions require.
+    pub exts: AccountExts,
+    /// Transfer fees withheld in the account (`transferFeeAmount`; only with `exts.fee`).
+    pub withheld: u64,
+    /// Frozen by the mint's freeze authority (a default-frozen mint's accounts start so).
+    pub frozen: bool,
+}
+
+/// The extensions a Token-2022 token account carries because of its mint's: a transfer hook's
+/// `transferHookAccount`, a transfer fee's `transferFeeAmount`, a non-transferable mint's
+/// `nonTransferableAccount` (every Token-2022 account here also has `immutableOwner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AccountExts {
+    pub hook: bool,
+    pub fee: bool,
+    pub non_transferable: bool,
+}
+
+impl AccountExts {
+    /// What accounts of a mint with `extensions` carry.
+    pub fn of(extensions: &[MintExt]) -> AccountExts {
+        let has = |f: fn(&MintExt) -> bool| extensions.iter().any(f);
+        AccountExts {
+            hook: has(|e| matches!(e, MintExt::TransferHook { .. })),
+            fee: has(|e| matches!(e, MintExt::TransferFee { .. })),
+            non_transferable: has(|e| matches!(e, MintExt::NonTransferable)),
+        }
+    }
+
+    /// Their names, as `getAccountDataSize` lists them.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        let all = [
+            (self.hook, "transferHookAccount"),
+            (self.fee, "transferFeeAmount"),
+            (self.non_transferable, "nonTransferableAccount"),
+        ];
+        all.into_iter().filter(|(on, _)| *on).map(|(_, name)| name)
+    }
+
+    /// Bytes these extensions add, each with its 4-byte header.
+    fn len(self) -> u64 {
+        let one = |on: bool, payload: u64| if on { EXTENSION_HEADER_LEN + payload } else { 0 };
+        one(self.hook, 1) + one(self.fee, 8) + one(self.non_transferable, 0)
+    }
 }
 
 impl TokenAcct {
@@ -95,7 +137,9 @@ impl TokenAcct {
             delegate: None,
             delegated_amount: 0,
             close_authority: None,
-            hook_account: false,
+            exts: AccountExts::default(),
+            withheld: 0,
+            frozen: false,
         }
     }
 }
@@ -103,15 +147,41 @@ impl TokenAcct {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MintExt {
     PermanentDelegate(Pubkey),
-    TransferHook { authority: Pubkey, program: Pubkey },
+    TransferHook {
+        authority: Pubkey,
+        program: Pubkey,
+    },
+    /// One fee in force since `epoch` (older and newer alike); `authority` may change it and
+    /// withdraw what is withheld.
+    TransferFee {
+        authority: Pubkey,
+        basis_points: u16,
+        maximum_fee: u64,
+        epoch: u64,
+    },
+    NonTransferable,
+    /// `defaultAccountState` frozen: new accounts start frozen until the freeze authority thaws.
+    DefaultFrozen,
+    CloseAuthority(Pubkey),
 }
 
 impl MintExt {
     fn len(&self) -> u64 {
         match self {
-            MintExt::PermanentDelegate(_) => 32,
+            MintExt::PermanentDelegate(_) | MintExt::CloseAuthority(_) => 32,
             MintExt::TransferHook { .. } => 64,
+            // Two authorities, the withheld amount, two fees of (epoch, maximum, basis points).
+            MintExt::TransferFee { .. } => 32 + 32 + 8 + 2 * (8 + 8 + 2),
+            MintExt::NonTransferable => 0,
+            MintExt::DefaultFrozen => 1,
         }
+    }
+
+    /// The fee a transfer of `amount` pays: basis points rounded up, at most the maximum.
+    pub fn fee(&self, amount: u64) -> u64 {
+        let MintExt::TransferFee { basis_points, maximum_fee, .. } = self else { return 0 };
+        let fee = (u128::from(amount) * u128::from(*basis_points)).div_ceil(10_000);
+        u64::try_from(fee).unwrap_or(u64::MAX).min(*maximum_fee)
     }
 }
 
@@ -156,11 +226,8 @@ impl Acct {
         match &self.data {
             Data::Empty => 0,
             Data::Uninitialized { space } => *space,
-            Data::Token(t) if token_2022 => {
-                // immutableOwner (no payload), then transferHookAccount (one flag byte).
-                let hook = if t.hook_account { EXTENSION_HEADER_LEN + 1 } else { 0 };
-                TOKEN_2022_BASE_LEN + EXTENSION_HEADER_LEN + hook
-            }
+            // immutableOwner (no payload), then what the mint's extensions require.
+            Data::Token(t) if token_2022 => TOKEN_2022_BASE_LEN + EXTENSION_HEADER_LEN + t.exts.len(),
             Data::Token(_) => TOKEN_ACCOUNT_LEN,
             Data::Mint(m) if token_2022 => {
                 TOKEN_2022_BASE_LEN + m.extensions.iter().map(|e| EXTENSION_HEADER_LEN + e.len()).sum::<u64>()
@@ -220,7 +287,21 @@ mod tests {
         let t = TokenAcct::new(Pubkey::default(), Pubkey::default(), 6);
         assert_eq!(Acct::token_account(TokenProgram::Token, t.clone()).space(), 165);
         assert_eq!(Acct::token_account(TokenProgram::Token2022, t.clone()).space(), 170);
-        let hooked = TokenAcct { hook_account: true, ..t };
+        let hooked = TokenAcct { exts: AccountExts { hook: true, ..AccountExts::default() }, ..t.clone() };
         assert_eq!(Acct::token_account(TokenProgram::Token2022, hooked).space(), 175);
+        // transferFeeAmount (8) and nonTransferableAccount (0), each with its header: 186.
+        let exts = AccountExts::of(&[
+            MintExt::NonTransferable,
+            MintExt::TransferFee { authority: Pubkey::default(), basis_points: 100, maximum_fee: 1, epoch: 0 },
+        ]);
+        assert_eq!(Acct::token_account(TokenProgram::Token2022, TokenAcct { exts, ..t }).space(), 186);
+    }
+
+    #[test]
+    fn a_transfer_fee_rounds_up_and_stops_at_its_maximum() {
+        let fee = MintExt::TransferFee { authority: Pubkey::default(), basis_points: 1_000, maximum_fee: 50, epoch: 0 };
+        assert_eq!((fee.fee(0), fee.fee(1), fee.fee(100), fee.fee(499), fee.fee(10_000)), (0, 1, 10, 50, 50));
+        assert_eq!(fee.fee(u64::MAX), 50, "no overflow");
+        assert_eq!(MintExt::NonTransferable.fee(1_000), 0);
     }
 }

@@ -16,7 +16,9 @@
 
 use crate::ledger::demo::clock;
 use crate::ledger::demo::keys::{self, BUILTIN};
-use crate::ledger::demo::state::{rent, Acct, Data, Delegation, StakeAcct, State, TokenAcct, STAKE_LEN};
+use crate::ledger::demo::state::{
+    rent, AccountExts, Acct, Data, Delegation, MintExt, StakeAcct, State, TokenAcct, STAKE_LEN,
+};
 use crate::ledger::model::TokenProgram;
 use crate::pubkey::Pubkey;
 
@@ -89,7 +91,7 @@ pub enum Op {
     TokenDataSize {
         mint: Pubkey,
         program: TokenProgram,
-        hook: bool,
+        exts: AccountExts,
     },
     TokenImmutableOwner {
         account: Pubkey,
@@ -102,7 +104,30 @@ pub enum Op {
         owner: Pubkey,
         program: TokenProgram,
         decimals: u8,
-        hook: bool,
+        exts: AccountExts,
+    },
+    /// `mintToChecked`.
+    TokenMintTo {
+        mint: Pubkey,
+        account: Pubkey,
+        authority: Pubkey,
+        amount: u64,
+        decimals: u8,
+        program: TokenProgram,
+    },
+    /// `thawAccount`, by the mint's freeze authority.
+    TokenThaw {
+        account: Pubkey,
+        mint: Pubkey,
+        authority: Pubkey,
+        program: TokenProgram,
+    },
+    /// `closeAccount` of an empty token account: its rent goes to `destination`.
+    TokenClose {
+        account: Pubkey,
+        destination: Pubkey,
+        owner: Pubkey,
+        program: TokenProgram,
     },
     TokenTransfer {
         source: Pubkey,
@@ -243,6 +268,9 @@ impl Op {
             Op::TokenDataSize { program, .. }
             | Op::TokenImmutableOwner { program, .. }
             | Op::TokenInitAccount { program, .. }
+            | Op::TokenMintTo { program, .. }
+            | Op::TokenThaw { program, .. }
+            | Op::TokenClose { program, .. }
             | Op::TokenTransfer { program, .. }
             | Op::TokenApprove { program, .. }
             | Op::TokenSetOwner { program, .. } => b.token_program(*program),
@@ -288,6 +316,15 @@ impl Op {
             Op::TokenDataSize { mint, .. } => vec![(*mint, false)],
             Op::TokenImmutableOwner { account, .. } => vec![(*account, true)],
             Op::TokenInitAccount { account, mint, .. } => vec![(*account, true), (*mint, false)],
+            Op::TokenMintTo { mint, account, authority, .. } => {
+                vec![(*mint, true), (*account, true), (*authority, false)]
+            }
+            Op::TokenThaw { account, mint, authority, .. } => {
+                vec![(*account, true), (*mint, false), (*authority, false)]
+            }
+            Op::TokenClose { account, destination, owner, .. } => {
+                vec![(*account, true), (*destination, true), (*owner, false)]
+            }
             Op::TokenTransfer { source, destination, authority, checked, .. } => {
                 let mut v = vec![(*source, true)];
                 v.extend(checked.map(|c| (c.mint, false)));
@@ -535,8 +572,21 @@ fn apply(op: &Op, state: &mut State, slot: u64, seed: u64, errors: &mut Vec<Exec
                 }
             }
         }
-        Op::TokenInitAccount { .. } | Op::TokenTransfer { .. } | Op::TokenApprove { .. } | Op::TokenSetOwner { .. } => {
-            apply_token(op, state, errors)
+        Op::TokenInitAccount { .. }
+        | Op::TokenMintTo { .. }
+        | Op::TokenThaw { .. }
+        | Op::TokenTransfer { .. }
+        | Op::TokenApprove { .. }
+        | Op::TokenSetOwner { .. } => apply_token(op, state, errors),
+        Op::TokenClose { account, destination, .. } => {
+            if state.get(account).and_then(Acct::token).is_some_and(|t| t.amount > 0) {
+                errors.push(ExecError(format!("{account} still holds tokens: it cannot be closed")));
+            }
+            // The token program zeroes the account; with no lamports left it is gone.
+            match state.remove(account) {
+                Some(closed) => credit(state, destination, closed.lamports),
+                None => errors.push(ExecError(format!("{account} does not exist"))),
+            }
         }
         Op::Raw { moves, .. } => {
             for (from, to, lamports) in moves {
@@ -555,9 +605,28 @@ fn apply(op: &Op, state: &mut State, slot: u64, seed: u64, errors: &mut Vec<Exec
 
 fn apply_token(op: &Op, state: &mut State, errors: &mut Vec<ExecError>) {
     match op {
-        Op::TokenInitAccount { account, mint, owner, decimals, hook, .. } => {
+        Op::TokenInitAccount { account, mint, owner, decimals, exts, .. } => {
+            // A default-frozen mint's accounts start frozen, as the token program makes them.
+            let frozen = mint_extensions(state, mint).contains(&MintExt::DefaultFrozen);
             if let Some(a) = existing(state, account, errors) {
-                a.data = Data::Token(TokenAcct { hook_account: *hook, ..TokenAcct::new(*mint, *owner, *decimals) });
+                let t = TokenAcct { exts: *exts, frozen, ..TokenAcct::new(*mint, *owner, *decimals) };
+                a.data = Data::Token(t);
+            }
+        }
+        Op::TokenMintTo { mint, account, amount, .. } => {
+            if let Some(Acct { data: Data::Mint(m), .. }) = existing(state, mint, errors) {
+                m.supply = m.supply.saturating_add(*amount);
+            }
+            if let Some(t) = token_mut(state, account, errors) {
+                if t.frozen {
+                    errors.push(ExecError(format!("{account} is frozen: nothing can be minted to it")));
+                }
+                t.amount = t.amount.saturating_add(*amount);
+            }
+        }
+        Op::TokenThaw { account, .. } => {
+            if let Some(t) = token_mut(state, account, errors) {
+                t.frozen = false;
             }
         }
         Op::TokenTransfer { source, destination, authority, amount, .. } => {
@@ -589,7 +658,17 @@ fn token_move(
     amount: u64,
     errors: &mut Vec<ExecError>,
 ) {
+    let mint = state.get(source).and_then(Acct::token).map(|t| t.mint).unwrap_or_default();
+    let extensions = mint_extensions(state, &mint);
+    if extensions.contains(&MintExt::NonTransferable) {
+        errors.push(ExecError(format!("tokens of {mint} are non-transferable")));
+    }
+    // The token program withholds the fee in the destination (`transferFeeAmount`).
+    let fee = extensions.iter().map(|e| e.fee(amount)).sum::<u64>();
     if let Some(t) = token_mut(state, source, errors) {
+        if t.frozen {
+            errors.push(ExecError(format!("{source} is frozen")));
+        }
         if t.amount < amount {
             errors.push(ExecError(format!("{source} holds {} tokens, sends {amount}", t.amount)));
         }
@@ -602,7 +681,19 @@ fn token_move(
         }
     }
     if let Some(t) = token_mut(state, destination, errors) {
-        t.amount = t.amount.saturating_add(amount);
+        if t.frozen {
+            errors.push(ExecError(format!("{destination} is frozen")));
+        }
+        t.amount = t.amount.saturating_add(amount - fee.min(amount));
+        t.withheld = t.withheld.saturating_add(fee.min(amount));
+    }
+}
+
+/// The extensions of the mint at `mint` (none when it is not a mint).
+fn mint_extensions(state: &State, mint: &Pubkey) -> Vec<MintExt> {
+    match state.get(mint).map(|a| &a.data) {
+        Some(Data::Mint(m)) => m.extensions.clone(),
+        _ => Vec::new(),
     }
 }
 

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use crate::ledger::demo::actors::{Cast, DemoProgram, Mint};
 use crate::ledger::demo::clock::{self, MINUTES_PER_DAY};
 use crate::ledger::demo::keys::{self, Rng, BUILTIN};
-use crate::ledger::demo::state::{rent, Acct, Data, MintAcct, MintExt, State, TokenAcct};
+use crate::ledger::demo::state::{rent, AccountExts, Acct, Data, MintAcct, MintExt, State, TokenAcct};
 use crate::ledger::demo::tx::{self, Checked, Compiled, Executed, Ix, Op, TxSpec};
 use crate::pubkey::{Pubkey, Signature};
 
@@ -64,6 +64,7 @@ impl World {
             state: State::new(),
             pending: Vec::new(),
             shift: 0,
+            errors: Vec::new(),
         };
         b.genesis();
         b.scripts();
@@ -100,6 +101,8 @@ struct Builder<'a> {
     pending: Vec<TxSpec>,
     /// Minutes added to every step of the current script.
     shift: u64,
+    /// Genesis inconsistencies (the world's `errors` start with them).
+    errors: Vec<String>,
 }
 
 fn days(n: u64) -> u64 {
@@ -127,21 +130,32 @@ fn token_transfer(mint: &Mint, from: Pubkey, to: Pubkey, amount: u64, checked: b
 }
 
 /// `create` of the associated token account, with the CPIs the program makes.
-fn ata_create(funder: Pubkey, owner: Pubkey, mint: &Mint, hook: bool) -> Ix {
+fn ata_create(funder: Pubkey, owner: Pubkey, mint: &Mint) -> Ix {
     let account = mint.ata(&owner);
-    let program = mint.program;
+    let (program, exts) = (mint.program, mint.exts);
     let token_program = BUILTIN.token_program(program);
-    let space =
-        Acct::token_account(program, TokenAcct { hook_account: hook, ..TokenAcct::new(mint.key, owner, 0) }).space();
+    let space = Acct::token_account(program, TokenAcct { exts, ..TokenAcct::new(mint.key, owner, 0) }).space();
     Ix {
         op: Op::AtaCreate { funder, account, wallet: owner, mint: mint.key, program },
         inner: vec![
-            (2, Op::TokenDataSize { mint: mint.key, program, hook }),
+            (2, Op::TokenDataSize { mint: mint.key, program, exts }),
             (2, Op::CreateAccount { funder, account, lamports: rent(space), space, owner: token_program }),
             (2, Op::TokenImmutableOwner { account, program }),
-            (2, Op::TokenInitAccount { account, mint: mint.key, owner, program, decimals: mint.decimals, hook }),
+            (2, Op::TokenInitAccount { account, mint: mint.key, owner, program, decimals: mint.decimals, exts }),
         ],
     }
+}
+
+/// `mintToChecked` of `amount` base units into `owner`'s associated account.
+fn mint_to(mint: &Mint, authority: Pubkey, owner: Pubkey, amount: u64) -> Ix {
+    Ix::new(Op::TokenMintTo {
+        mint: mint.key,
+        account: mint.ata(&owner),
+        authority,
+        amount,
+        decimals: mint.decimals,
+        program: mint.program,
+    })
 }
 
 fn program_account(p: &DemoProgram) -> Acct {
@@ -162,21 +176,22 @@ impl Builder<'_> {
     }
 
     /// A genesis associated token account of `owner` holding `whole` tokens.
-    fn holding(&mut self, owner: Pubkey, mint: &Mint, whole: u64, hook: bool) {
-        let t = TokenAcct {
-            amount: mint.units(whole),
-            hook_account: hook,
-            ..TokenAcct::new(mint.key, owner, mint.decimals)
-        };
+    fn holding(&mut self, owner: Pubkey, mint: &Mint, whole: u64) {
+        let t =
+            TokenAcct { amount: mint.units(whole), exts: mint.exts, ..TokenAcct::new(mint.key, owner, mint.decimals) };
         self.put(mint.ata(&owner), Acct::token_account(mint.program, t));
     }
 
-    fn mint(&mut self, mint: &Mint, authority: Pubkey, freeze: Option<Pubkey>, extensions: Vec<MintExt>) {
+    /// A genesis mint; `authorities` are the mint and freeze authorities.
+    fn mint(&mut self, mint: &Mint, authorities: (Option<Pubkey>, Option<Pubkey>), extensions: Vec<MintExt>) {
+        if AccountExts::of(&extensions) != mint.exts {
+            self.errors.push(format!("mint {} has extensions its accounts do not carry", mint.key));
+        }
         let m = MintAcct {
             decimals: mint.decimals,
             supply: mint.units(1_000_000_000),
-            mint_authority: Some(authority),
-            freeze_authority: freeze,
+            mint_authority: authorities.0,
+            freeze_authority: authorities.1,
             extensions,
         };
         let mut acct = Acct { lamports: 0, owner: BUILTIN.token_program(mint.program), data: Data::Mint(m) };
@@ -227,11 +242,13 @@ impl Builder<'_> {
             self.put(p.id, program_account(p));
         }
         for m in [&c.dusd, &c.demo, &c.dbonk] {
-            self.mint(m, c.exchanges[0], None, Vec::new());
+            self.mint(m, (Some(c.exchanges[0]), None), Vec::new());
         }
-        self.mint(&c.pdt, c.pdt_issuer, Some(c.pdt_issuer), vec![MintExt::PermanentDelegate(c.pdt_delegate)]);
+        let pdt = MintExt::PermanentDelegate(c.pdt_delegate);
+        self.mint(&c.pdt, (Some(c.pdt_issuer), Some(c.pdt_issuer)), vec![pdt]);
         let hook = MintExt::TransferHook { authority: c.hook_issuer, program: c.hook_program.id };
-        self.mint(&c.hook, c.hook_issuer, None, vec![hook]);
+        self.mint(&c.hook, (Some(c.hook_issuer), None), vec![hook]);
+        self.mint_risk_mints();
         let vote = Acct {
             lamports: rent(VOTE_ACCOUNT_LEN as u64),
             owner: BUILTIN.vote,
@@ -247,15 +264,15 @@ impl Builder<'_> {
         let c = self.cast;
         for e in c.exchanges {
             self.wallet(e, 50_000);
-            self.holding(e, &c.dusd, 50_000_000, false);
-            self.holding(e, &c.demo, 50_000_000, false);
-            self.holding(e, &c.dbonk, 50_000_000_000, false);
+            self.holding(e, &c.dusd, 50_000_000);
+            self.holding(e, &c.demo, 50_000_000);
+            self.holding(e, &c.dbonk, 50_000_000_000);
         }
         for (who, sol) in [(c.alice, 200), (c.bob, 150), (c.carol, 80), (c.merchant, 40), (c.friend, 50)] {
             self.wallet(who, sol);
-            self.holding(who, &c.dusd, 100_000, false);
+            self.holding(who, &c.dusd, 100_000);
         }
-        self.holding(c.alice, &c.demo, 1_000_000, false);
+        self.holding(c.alice, &c.demo, 1_000_000);
         for (who, sol) in [
             (c.lookalike, 5),
             (c.attacker, 1),
@@ -267,21 +284,47 @@ impl Builder<'_> {
             (c.stake_taker, 2),
             (c.pdt_issuer, 10),
             (c.hook_issuer, 10),
+            (c.fee_issuer, 10),
+            (c.kyc_issuer, 10),
+            (c.soul_issuer, 10),
             (c.dex_admin, 10),
         ] {
             self.wallet(who, sol);
         }
+        self.wallet(c.sanctioned_mixer, 200);
+        for who in [c.fee_relayer, c.sweep_collector, c.rent_collector] {
+            self.wallet(who, 5);
+        }
+        self.holding(c.sweep_collector, &c.demo, 0);
         for who in c.sybil_targets.into_iter().chain(c.trader_peers) {
             self.wallet(who, 5);
         }
-        self.holding(c.lookalike, &c.dusd, 1_000, false);
-        self.holding(c.attacker, &c.dusd, 0, false);
-        self.holding(c.drainer_collector, &c.demo, 0, false);
+        self.holding(c.lookalike, &c.dusd, 1_000);
+        self.holding(c.attacker, &c.dusd, 0);
+        self.holding(c.drainer_collector, &c.demo, 0);
         for peer in c.trader_peers {
-            self.holding(peer, &c.dusd, 1_000, false);
+            self.holding(peer, &c.dusd, 1_000);
         }
-        self.holding(c.pdt_issuer, &c.pdt, 10_000_000, false);
-        self.holding(c.hook_issuer, &c.hook, 10_000_000, true);
+        self.holding(c.pdt_issuer, &c.pdt, 10_000_000);
+        self.holding(c.hook_issuer, &c.hook, 10_000_000);
+        self.holding(c.fee_issuer, &c.fee, 10_000_000);
+        self.holding(c.kyc_issuer, &c.kyc, 10_000_000);
+    }
+
+    /// The mints of `mint_risk_holder`: FEE (a 10 % transfer fee capped at 5,000 tokens and a
+    /// close authority, still mintable by its issuer), KYC (accounts start frozen; no mint
+    /// authority), SOUL (non-transferable, mintable by its issuer).
+    fn mint_risk_mints(&mut self) {
+        let c = self.cast;
+        let fee = MintExt::TransferFee {
+            authority: c.fee_issuer,
+            basis_points: 1_000,
+            maximum_fee: c.fee.units(5_000),
+            epoch: clock::epoch(clock::days_ago(120)),
+        };
+        self.mint(&c.fee, (Some(c.fee_issuer), None), vec![fee, MintExt::CloseAuthority(c.fee_issuer)]);
+        self.mint(&c.kyc, (None, Some(c.kyc_issuer)), vec![MintExt::DefaultFrozen]);
+        self.mint(&c.soul, (Some(c.soul_issuer), None), vec![MintExt::NonTransferable]);
     }
 
     fn dex_genesis(&mut self) {
@@ -348,9 +391,12 @@ impl Builder<'_> {
         self.foreign_nonce_authority();
         self.foreign_stake_authority();
         self.permanent_delegate_holder();
+        self.mint_risk_holder();
         self.poisoning_victim();
         self.drainer_contact();
+        self.sanctioned_contact();
         self.sybils();
+        self.farm();
         self.busy_trader_setup();
         self.new_wallet();
         self.dormant_woke();
@@ -364,7 +410,7 @@ impl Builder<'_> {
         let (got, coffee, later) =
             (self.vary(c.dusd.units(150)), self.vary(c.dusd.units(25)), self.vary(c.dusd.units(10)));
         self.tx(days(400), &[c.exchanges[0]], vec![transfer(c.exchanges[0], w, fund)]);
-        self.tx(days(390), &[w], vec![ata_create(w, w, &c.dusd, false)]);
+        self.tx(days(390), &[w], vec![ata_create(w, w, &c.dusd)]);
         self.tx(days(380), &[c.alice], vec![token_transfer(&c.dusd, c.alice, w, got, true)]);
         self.tx(days(300), &[w], vec![transfer(w, c.bob, to_bob)]);
         self.tx(days(200), &[w], vec![token_transfer(&c.dusd, w, c.merchant, coffee, true), memo("coffee order 1183")]);
@@ -381,7 +427,7 @@ impl Builder<'_> {
         let (demo, bonk) = (self.vary(c.demo.units(5_000)), self.vary(c.dbonk.units(2_000_000)));
         let e = c.exchanges[1];
         self.tx(days(200), &[e], vec![transfer(e, w, fund)]);
-        self.tx(days(199), &[w], vec![ata_create(w, w, &c.demo, false), ata_create(w, w, &c.dbonk, false)]);
+        self.tx(days(199), &[w], vec![ata_create(w, w, &c.demo), ata_create(w, w, &c.dbonk)]);
         self.tx(days(198), &[c.alice], vec![token_transfer(&c.demo, c.alice, w, demo, true)]);
         self.tx(days(197), &[e], vec![token_transfer(&c.dbonk, e, w, bonk, true)]);
         let unlimited = Op::TokenApprove {
@@ -413,7 +459,7 @@ impl Builder<'_> {
         let tokens = self.vary(c.dusd.units(2_000));
         let e = c.exchanges[0];
         self.tx(days(100), &[e], vec![transfer(e, w, fund)]);
-        self.tx(days(99), &[w], vec![ata_create(w, w, &c.dusd, false)]);
+        self.tx(days(99), &[w], vec![ata_create(w, w, &c.dusd)]);
         self.tx(days(98), &[c.alice], vec![token_transfer(&c.dusd, c.alice, w, tokens, true)]);
         self.tx(days(50), &[w], vec![transfer(w, c.carol, to_carol)]);
         // The phishing transaction: the wallet signs away its token account's ownership and
@@ -516,7 +562,7 @@ impl Builder<'_> {
         // Both issuers airdrop: they create the wallet's Token-2022 account (which names the
         // wallet, so the transfer is in its history) and send tokens.
         let pdt_send = token_transfer(&c.pdt, c.pdt_issuer, w, pdt, true);
-        self.tx(days(68), &[c.pdt_issuer], vec![ata_create(c.pdt_issuer, w, &c.pdt, false), pdt_send]);
+        self.tx(days(68), &[c.pdt_issuer], vec![ata_create(c.pdt_issuer, w, &c.pdt), pdt_send]);
         // Token-2022 calls the mint's transfer-hook program on every transfer.
         let mut with_hook = token_transfer(&c.hook, c.hook_issuer, w, hook, true);
         let execute = Op::Raw {
@@ -532,8 +578,32 @@ impl Builder<'_> {
             moves: vec![],
         };
         with_hook.inner.push((2, execute));
-        self.tx(days(50), &[c.hook_issuer], vec![ata_create(c.hook_issuer, w, &c.hook, true), with_hook]);
+        self.tx(days(50), &[c.hook_issuer], vec![ata_create(c.hook_issuer, w, &c.hook), with_hook]);
         self.tx(days(20), &[w], vec![transfer(w, c.carol, to_carol)]);
+    }
+
+    fn mint_risk_holder(&mut self) {
+        let c = self.cast;
+        let w = c.mint_risk_holder;
+        self.script(SCRIPT_SHIFT_MINUTES_MAX);
+        let (fund, price, to_carol) = (self.sol(4_000), self.sol(900), self.sol(250));
+        let (fee_tokens, kyc_tokens) = (self.vary(c.fee.units(20_000)), self.vary(c.kyc.units(800)));
+        let e = c.exchanges[1];
+        self.tx(days(90), &[e], vec![transfer(e, w, fund)]);
+        // An over-the-counter buy: the wallet pays SOL, the issuer sends FEE (10 % withheld).
+        self.tx(days(88), &[w], vec![ata_create(w, w, &c.fee)]);
+        let buy = vec![transfer(w, c.fee_issuer, price), token_transfer(&c.fee, c.fee_issuer, w, fee_tokens, true)];
+        self.tx(days(87), &[w, c.fee_issuer], buy);
+        // The KYC account starts frozen; the issuer thaws it, then sends tokens.
+        self.tx(days(60), &[w], vec![ata_create(w, w, &c.kyc)]);
+        let thaw =
+            Op::TokenThaw { account: c.kyc.ata(&w), mint: c.kyc.key, authority: c.kyc_issuer, program: c.kyc.program };
+        let send = token_transfer(&c.kyc, c.kyc_issuer, w, kyc_tokens, true);
+        self.tx(days(59), &[c.kyc_issuer], vec![Ix::new(thaw), send]);
+        // A soulbound airdrop the wallet never asked for.
+        let soul = vec![ata_create(c.soul_issuer, w, &c.soul), mint_to(&c.soul, c.soul_issuer, w, 1)];
+        self.tx(days(30), &[c.soul_issuer], soul);
+        self.tx(days(10), &[w], vec![transfer(w, c.carol, to_carol)]);
     }
 
     fn poisoning_victim(&mut self) {
@@ -544,7 +614,7 @@ impl Builder<'_> {
         let tokens = self.vary(c.dusd.units(5_000));
         let e = c.exchanges[0];
         self.tx(days(180), &[e], vec![transfer(e, w, fund)]);
-        self.tx(days(179), &[w], vec![ata_create(w, w, &c.dusd, false)]);
+        self.tx(days(179), &[w], vec![ata_create(w, w, &c.dusd)]);
         self.tx(days(178), &[e], vec![token_transfer(&c.dusd, e, w, tokens, true)]);
         for day in [170, 120, 60] {
             let amount = self.sol(1_000);
@@ -568,7 +638,7 @@ impl Builder<'_> {
         let tokens = self.vary(c.demo.units(300));
         let e = c.exchanges[1];
         self.tx(days(80), &[e], vec![transfer(e, w, fund)]);
-        self.tx(days(79), &[w], vec![ata_create(w, w, &c.demo, false)]);
+        self.tx(days(79), &[w], vec![ata_create(w, w, &c.demo)]);
         self.tx(days(78), &[c.alice], vec![token_transfer(&c.demo, c.alice, w, tokens, true)]);
         let (w_ata, c_ata, token_program) = (c.demo.ata(&w), c.demo.ata(&collector), BUILTIN.token);
         let steal = |amount: u64| Op::TokenTransfer {
@@ -617,6 +687,16 @@ impl Builder<'_> {
         self.tx(days(15), &[c.scam_funder], vec![transfer(c.scam_funder, w, gift)]);
     }
 
+    fn sanctioned_contact(&mut self) {
+        let c = self.cast;
+        let (w, mixer) = (c.sanctioned_contact, c.sanctioned_mixer);
+        self.script(SCRIPT_SHIFT_MINUTES_MAX);
+        let (fund, to_alice, back) = (self.sol(3_000), self.sol(400), self.sol(1_200));
+        self.tx(days(45), &[mixer], vec![transfer(mixer, w, fund)]);
+        self.tx(days(30), &[w], vec![transfer(w, c.alice, to_alice), memo("rent share")]);
+        self.tx(days(12), &[w], vec![transfer(w, mixer, back)]);
+    }
+
     fn sybils(&mut self) {
         let c = self.cast;
         let (f, a, b2, cc, d) = (c.funder, c.sybil_a, c.sybil_b, c.sybil_c, c.sybil_d);
@@ -629,8 +709,8 @@ impl Builder<'_> {
         self.tx(days(200) - 60, &[f], vec![transfer(f, b2, fb)]);
         self.tx(days(199), &[f], vec![transfer(f, cc, fc)]);
         self.tx(days(150) + 600, &[f], vec![transfer(f, d, fd)]);
-        self.tx(days(198), &[a], vec![ata_create(a, a, &c.demo, false)]);
-        self.tx(days(198) - 45, &[b2], vec![ata_create(b2, b2, &c.demo, false)]);
+        self.tx(days(198), &[a], vec![ata_create(a, a, &c.demo)]);
+        self.tx(days(198) - 45, &[b2], vec![ata_create(b2, b2, &c.demo)]);
         let direct = self.sol(1_000);
         self.tx(days(190), &[a], vec![transfer(a, b2, direct)]);
         let (ta, tb) = (self.sol(200), self.sol(200));
@@ -657,6 +737,30 @@ impl Builder<'_> {
         self.tx(days(20), &[d], vec![transfer(d, c.carol, d2)]);
     }
 
+    /// Two farm wallets with different first funders, tied by how they are run: one relayer pays
+    /// the fees of their transactions, both sell their DEMO to one collector and close the
+    /// emptied account with its rent to another address, then sweep their SOL to the collector.
+    fn farm(&mut self) {
+        let c = self.cast;
+        let (relayer, collector, rent_to) = (c.fee_relayer, c.sweep_collector, c.rent_collector);
+        self.script(SCRIPT_SHIFT_MINUTES_MAX);
+        let seller = c.exchanges[1];
+        for (w, exchange, start) in [(c.farm_a, c.exchanges[0], 160), (c.farm_b, c.exchanges[2], 130)] {
+            let (fund, keep, tokens) = (self.sol(2_000), self.sol(20), self.vary(c.demo.units(300)));
+            self.tx(days(start), &[exchange], vec![transfer(exchange, w, fund)]);
+            self.tx(days(start - 1), &[relayer, w], vec![ata_create(w, w, &c.demo)]);
+            self.tx(days(start - 2), &[seller], vec![token_transfer(&c.demo, seller, w, tokens, true)]);
+            let close =
+                Op::TokenClose { account: c.demo.ata(&w), destination: rent_to, owner: w, program: c.demo.program };
+            let sell_and_close = vec![token_transfer(&c.demo, w, collector, tokens, true), Ix::new(close)];
+            self.tx(days(start - 10), &[relayer, w], sell_and_close);
+            // The account's rent went to `rent_to`: what is left is the funding less it.
+            let ata_rent = rent(Acct::token_account(c.demo.program, TokenAcct::new(c.demo.key, w, 0)).space());
+            let sweep = fund.saturating_sub(ata_rent).saturating_sub(keep);
+            self.tx(days(start - 11), &[w], vec![transfer(w, collector, sweep)]);
+        }
+    }
+
     /// The busy trader's funding and token accounts; its thousands of trades come from
     /// `busy`, which starts where this leaves the state.
     fn busy_trader_setup(&mut self) {
@@ -668,7 +772,7 @@ impl Builder<'_> {
             (self.vary(c.dusd.units(50_000)), self.vary(c.demo.units(20_000)), self.vary(c.dbonk.units(10_000_000)));
         let (e1, e2) = (c.exchanges[0], c.exchanges[1]);
         self.tx(days(365), &[e1], vec![transfer(e1, w, fund)]);
-        let creates = [&c.dusd, &c.demo, &c.dbonk].into_iter().map(|m| ata_create(w, w, m, false)).collect();
+        let creates = [&c.dusd, &c.demo, &c.dbonk].into_iter().map(|m| ata_create(w, w, m)).collect();
         self.tx(days(364), &[w], creates);
         self.tx(days(363), &[e1], vec![token_transfer(&c.dusd, e1, w, dusd, true)]);
         self.tx(days(363) - 60, &[e2], vec![token_transfer(&c.demo, e2, w, demo, true)]);
@@ -717,7 +821,7 @@ impl Builder<'_> {
             state: State::new(),
             txs: Vec::with_capacity(pending.len()),
             index: BTreeMap::new(),
-            errors: Vec::new(),
+            errors: std::mem::take(&mut self.errors),
         };
         for (n, spec) in pending.into_iter().enumerate() {
             let n = u32::try_from(n).unwrap_or(u32::MAX);

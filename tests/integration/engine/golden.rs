@@ -1,18 +1,19 @@
 //! Golden tests of the engine on the demo ledger: every archetype yields exactly the signal
 //! kinds it documents (`xray demo list`), the clean wallet nothing above `info`, each expected
 //! attack path appears, accounts that are not wallets are refused with the right reason, linked
-//! pairs are linked and unrelated pairs unrelated, and output is byte-identical across runs and
-//! threads.
+//! pairs are linked (by the links each pair documents) and unrelated pairs unrelated, mint
+//! risks cite the mint with its terms, and output is byte-identical across runs and threads.
 
 use std::collections::BTreeSet;
 
 use xray::config;
 use xray::eligibility;
 use xray::engine::changes::{changes, Previous};
-use xray::engine::report::{Fact, Severity};
+use xray::engine::report::{Evidence, Fact, Severity, XRay};
 use xray::engine::{self, compare};
 use xray::labels::Labels;
 use xray::ledger::demo::DemoLedger;
+use xray::ledger::instruction::InstructionKind;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::WalletView;
 use xray::pubkey::Pubkey;
@@ -37,6 +38,8 @@ const EXPECTED_PATHS: &[(&str, &[&str])] = &[
     ("permanent_delegate_holder", &["permanent_delegate_seizure", "freeze_honeypot"]),
     ("poisoning_victim", &["poisoning_misdirect"]),
     ("drainer_contact", &[]),
+    ("mint_risk_holder", &[]),
+    ("farm_a", &[]),
     ("busy_trader", &[]),
 ];
 
@@ -221,6 +224,7 @@ fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
         || lower.ends_with("days")
         || matches!(key, "transactions" | "transfers" | "sent" | "signed" | "failed" | "missing" | "invocations")
         || matches!(key, "transactionsAnalyzed" | "emptyAccounts" | "sharePercent" | "lastBefore" | "firstAfter")
+        || key == "feeBasisPoints"
     {
         "integer"
     } else {
@@ -349,4 +353,77 @@ fn risk_taken_on_appears_and_risk_shed_disappears_with_the_score() {
     assert_eq!(kinds(&shed.disappeared), both);
     assert!(shed.appeared.is_empty());
     assert_eq!(shed.score.delta, 76);
+}
+
+/// The account evidence `id` cites: `(account, slot)`.
+fn cited_account<'a>(xray: &'a XRay, id: &str) -> Option<(&'a str, u64)> {
+    xray.evidence.iter().find_map(|e| match e {
+        Evidence::Account { id: i, account, slot, .. } if i == id => Some((account.as_str(), *slot)),
+        _ => None,
+    })
+}
+
+#[test]
+fn mint_risks_cite_the_mint_at_the_view_slot_with_its_terms() {
+    let demo = demo();
+    let v = view(&demo, &demo.archetype("mint_risk_holder").unwrap());
+    let xray = engine::analyze(&v, &Labels::builtin());
+    for s in xray.signals.iter().filter(|s| s.kind.ends_with("_mint")) {
+        let (account, slot) = cited_account(&xray, &s.evidence_ids[0]).unwrap_or_else(|| panic!("{}", s.kind));
+        assert_eq!((account, slot), (s.facts["mint"].text().as_ref(), v.coverage.as_of_slot), "{}", s.kind);
+    }
+    let fee = xray.signals.iter().find(|s| s.kind == "transfer_fee_mint").expect("transfer fee");
+    assert_eq!((fee.severity, &fee.facts["feeBasisPoints"]), (Severity::Medium, &Fact::Unsigned(1_000)));
+    assert!(fee.facts.contains_key("feeAuthority"), "{:?}", fee.facts);
+    // The demo's token program withheld the fee on the way in: the wallet holds what the
+    // issuer sent less 10 % (rounded up; the cap is far above it).
+    let held = v.token_accounts.iter().find(|t| t.mint.to_string() == fee.facts["mint"].text()).expect("FEE account");
+    let sent = v
+        .transactions
+        .iter()
+        .flat_map(|t| &t.instructions)
+        .find_map(|i| match i.kind {
+            InstructionKind::TokenTransfer { destination, amount, .. } if destination == held.address => Some(amount),
+            _ => None,
+        })
+        .expect("the buy");
+    assert_eq!(held.amount, sent - sent.div_ceil(10));
+    let mintable: Vec<String> = xray
+        .signals
+        .iter()
+        .filter(|s| s.kind == "mintable_supply_mint")
+        .map(|s| s.facts["mint"].text().into())
+        .collect();
+    assert_eq!(mintable.len(), 2, "FEE and SOUL; KYC has no mint authority: {mintable:?}");
+}
+
+#[test]
+fn farm_wallets_link_by_fee_payer_sweep_and_rent_destination_without_a_shared_funder() {
+    let demo = demo();
+    let labels = Labels::builtin();
+    let (a, b) = (demo.archetype("farm_a").unwrap(), demo.archetype("farm_b").unwrap());
+    let (va, vb) = (view(&demo, &a), view(&demo, &b));
+    let (xa, xb) = (engine::analyze(&va, &labels), engine::analyze(&vb, &labels));
+    let side = |view, xray| compare::Side { view, xray, analysis_id: None };
+    let ab = compare::compare(side(&va, &xa), side(&vb, &xb), &labels);
+    let kinds: BTreeSet<&str> = ab.links.iter().map(|l| l.kind).collect();
+    for kind in ["shared_fee_payer", "shared_sweep_destination", "shared_rent_destination"] {
+        let link = ab.links.iter().find(|l| l.kind == kind).unwrap_or_else(|| panic!("{kind} in {kinds:?}"));
+        assert_eq!(link.evidence_ids.len(), 2, "one citation per wallet: {link:?}");
+    }
+    assert!(!kinds.contains("shared_funder") && !kinds.contains("direct_transfer"), "{kinds:?}");
+    let closes = ab
+        .evidence
+        .iter()
+        .filter(|e| matches!(e, Evidence::Transaction { instruction, .. } if instruction == "closeAccount"));
+    assert_eq!(closes.count(), 2, "the rent link cites each wallet's closeAccount: {:?}", ab.evidence);
+    // A labelled relayer is a hub (a fee-paying service): it links no one.
+    let relayed = va.transactions.iter().filter(|t| t.is_signer(&a)).map(|t| t.fee_payer).find(|p| *p != a);
+    let relayer = relayed.expect("a transaction the wallet signed and another paid for");
+    let hub = Labels::from_toml(&format!(
+        "version = 1\n[[label]]\naddress = \"{relayer}\"\nname = \"relayer\"\ncategory = \"entity\"\n"
+    ))
+    .unwrap();
+    let unlabelled = compare::compare(side(&va, &xa), side(&vb, &xb), &hub);
+    assert!(!unlabelled.links.iter().any(|l| l.kind == "shared_fee_payer"), "{:?}", unlabelled.links);
 }

@@ -1,6 +1,7 @@
 //! Detectors the demo archetypes do not reach, on small hand-built views: a flagged first
-//! funder, a foreign close authority, a frozen account, missing transactions — and that a
-//! flagged delegate raises an open delegation to critical.
+//! funder, a foreign close authority, a frozen account, missing transactions, the severity
+//! branches of the mint risks — and that a flagged delegate raises an open delegation to
+//! critical.
 
 use xray::engine::{self, report::Severity};
 use xray::labels::Labels;
@@ -197,4 +198,69 @@ fn a_sanctioned_address_is_critical_in_every_role_and_names_its_list() {
     // A sanctioned address is never a hub, and the same address merely flagged is not sanctioned.
     assert!(!labels.is_hub(&key(SANCTIONED)));
     assert!(!kinds(&v).iter().any(|k| k.0 == "sanctioned_counterparty"), "not with the default test labels");
+}
+
+/// A held Token-2022 mint (key 50, the test token accounts' mint) with `extensions`.
+fn mint(mint_authority: Option<u8>, freeze_authority: Option<u8>, extensions: Vec<MintExtension>) -> MintInfo {
+    MintInfo {
+        address: key(50),
+        program: TokenProgram::Token2022,
+        decimals: 6,
+        supply: 1_000_000,
+        mint_authority: mint_authority.map(key),
+        freeze_authority: freeze_authority.map(key),
+        extensions,
+    }
+}
+
+fn mint_kinds(m: MintInfo, labels: &Labels) -> Vec<(&'static str, Severity)> {
+    let mut v = view(vec![], vec![token_account(20)]);
+    v.mints = vec![m];
+    let xray = engine::analyze(&v, labels);
+    assert_eq!(xray.check(), Ok(()));
+    let mut found: Vec<_> =
+        xray.signals.iter().map(|s| (s.kind, s.severity)).filter(|k| k.0.ends_with("_mint")).collect();
+    found.sort_by_key(|k| k.0);
+    found
+}
+
+#[test]
+fn mint_risks_follow_the_extension_its_size_and_who_holds_the_authority() {
+    let fee =
+        |basis_points| MintExtension::TransferFeeConfig { basis_points, maximum_fee: 10, authority: Some(key(7)) };
+    assert_eq!(mint_kinds(mint(None, None, vec![fee(100)]), &labels()), [("transfer_fee_mint", Severity::Low)]);
+    assert_eq!(mint_kinds(mint(None, None, vec![fee(500)]), &labels()), [("transfer_fee_mint", Severity::Medium)]);
+    assert_eq!(mint_kinds(mint(None, None, vec![fee(0)]), &labels()), [], "a zero fee is not raised");
+    let closer = |k| MintExtension::MintCloseAuthority { close_authority: Some(key(k)) };
+    assert_eq!(mint_kinds(mint(None, None, vec![closer(7)]), &labels()), [("close_authority_mint", Severity::Low)]);
+    assert_eq!(
+        mint_kinds(mint(None, None, vec![closer(FLAGGED)]), &labels()),
+        [("close_authority_mint", Severity::High)]
+    );
+    let none = MintExtension::MintCloseAuthority { close_authority: None };
+    assert_eq!(mint_kinds(mint(None, None, vec![none]), &labels()), []);
+    let soulbound = mint_kinds(mint(None, None, vec![MintExtension::NonTransferable]), &labels());
+    assert_eq!(soulbound, [("non_transferable_mint", Severity::Low)]);
+    let frozen = MintExtension::DefaultAccountState { state: "frozen".into() };
+    assert_eq!(
+        mint_kinds(mint(None, Some(7), vec![frozen]), &labels()),
+        [("default_frozen_mint", Severity::Low), ("freeze_authority_mint", Severity::Low)]
+    );
+    let open = MintExtension::DefaultAccountState { state: "initialized".into() };
+    assert_eq!(mint_kinds(mint(None, None, vec![open]), &labels()), []);
+}
+
+#[test]
+fn supply_mintable_by_an_unknown_authority_is_raised_unless_a_label_explains_it() {
+    assert_eq!(mint_kinds(mint(Some(7), None, vec![]), &labels()), [("mintable_supply_mint", Severity::Low)]);
+    assert_eq!(mint_kinds(mint(Some(FLAGGED), None, vec![]), &labels()), [("mintable_supply_mint", Severity::High)]);
+    let entity = |address: Pubkey, category: &str| {
+        Labels::from_toml(&format!(
+            "version = 1\n[[label]]\naddress = \"{address}\"\nname = \"known\"\ncategory = \"{category}\"\n",
+        ))
+        .unwrap()
+    };
+    // A labelled issuer or a labelled mint mints by policy.
+    assert_eq!(mint_kinds(mint(Some(7), None, vec![]), &entity(key(7), "entity")), []);
+    assert_eq!(mint_kinds(mint(Some(7), None, vec![]), &entity(key(50), "mint")), []);
 }

@@ -215,6 +215,51 @@ fn permanent_delegate_holder_holds_token_2022_with_extensions() {
 }
 
 #[test]
+fn mint_risk_holder_reads_the_extensions_a_node_would_report() {
+    let demo = demo();
+    let v = view(&demo, "mint_risk_holder");
+    assert_eq!(v.token_accounts.len(), 3);
+    assert!(v.token_accounts.iter().all(|t| t.program == TokenProgram::Token2022 && t.amount > 0));
+    let exts = |name: &str| v.token_accounts.iter().filter(|t| t.extensions.iter().any(|e| e == name)).count();
+    assert_eq!((exts("immutableOwner"), exts("transferFeeAmount"), exts("nonTransferableAccount")), (3, 1, 1));
+    let has = |f: fn(&MintExtension) -> bool| v.mints.iter().filter(|m| m.extensions.iter().any(f)).count();
+    let fee = has(|e| matches!(e, MintExtension::TransferFeeConfig { basis_points: 1_000, authority: Some(_), .. }));
+    let frozen = has(|e| matches!(e, MintExtension::DefaultAccountState { state } if state == "frozen"));
+    let closer = has(|e| matches!(e, MintExtension::MintCloseAuthority { close_authority: Some(_) }));
+    let soulbound = has(|e| matches!(e, MintExtension::NonTransferable));
+    assert_eq!((fee, frozen, closer, soulbound), (1, 1, 1, 1), "{:?}", v.mints);
+    // The soulbound token was minted to the wallet (it could not be transferred there). The
+    // default-frozen account was thawed before it received tokens: that transaction names the
+    // token account, not the wallet, so it is in the account's own history (as on a node).
+    assert!(kinds(&v).iter().any(|k| matches!(k, InstructionKind::TokenMintTo { .. })));
+    let is_kyc = |m: &Pubkey| v.mints.iter().any(|x| x.address == *m && x.freeze_authority.is_some());
+    let kyc = v.token_accounts.iter().find(|t| is_kyc(&t.mint)).expect("the KYC account").address;
+    let history = block_on(build_view(&demo, &kyc, ViewOptions::default())).unwrap();
+    assert!(kinds(&history).iter().any(|k| matches!(k, InstructionKind::TokenThaw { .. })));
+}
+
+#[test]
+fn farm_wallets_close_their_token_account_and_let_a_relayer_pay() {
+    let demo = demo();
+    for name in ["farm_a", "farm_b"] {
+        let v = view(&demo, name);
+        assert!(v.token_accounts.is_empty(), "{name}: the DEMO account was closed");
+        let close = kinds(&v).into_iter().find_map(|k| match k {
+            InstructionKind::TokenCloseAccount { account, destination, owner } => {
+                Some((*account, *destination, *owner))
+            }
+            _ => None,
+        });
+        let (closed, destination, owner) = close.unwrap_or_else(|| panic!("{name}: no closeAccount"));
+        assert_eq!(owner, v.address);
+        assert!(account(&demo, &closed).is_none(), "{name}: a closed account no longer exists");
+        assert!(destination != v.address);
+        let relayed = v.transactions.iter().filter(|t| t.is_signer(&v.address) && t.fee_payer != v.address).count();
+        assert_eq!(relayed, 2, "{name}");
+    }
+}
+
+#[test]
 fn poisoning_victim_gets_dust_from_a_lookalike_and_pays_it() {
     let demo = demo();
     let v = view(&demo, "poisoning_victim");
