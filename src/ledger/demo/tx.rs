@@ -664,7 +664,7 @@ fn token_move(
         errors.push(ExecError(format!("tokens of {mint} are non-transferable")));
     }
     // The token program withholds the fee in the destination (`transferFeeAmount`).
-    let fee = extensions.iter().map(|e| e.fee(amount)).sum::<u64>();
+    let fee = extensions.iter().map(|e| e.fee(amount)).sum::<u64>().min(amount);
     if let Some(t) = token_mut(state, source, errors) {
         if t.frozen {
             errors.push(ExecError(format!("{source} is frozen")));
@@ -684,8 +684,8 @@ fn token_move(
         if t.frozen {
             errors.push(ExecError(format!("{destination} is frozen")));
         }
-        t.amount = t.amount.saturating_add(amount - fee.min(amount));
-        t.withheld = t.withheld.saturating_add(fee.min(amount));
+        t.amount = t.amount.saturating_add(amount - fee);
+        t.withheld = t.withheld.saturating_add(fee);
     }
 }
 
