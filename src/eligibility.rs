@@ -243,6 +243,7 @@ mod tests {
             stake_accounts: vec![],
             transactions: if assigned { vec![tx] } else { vec![] },
             coverage: Coverage::default(),
+            funder_hop: None,
         }
     }
 

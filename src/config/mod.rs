@@ -39,6 +39,10 @@ pub const MULTIPLE_ACCOUNTS_LEN_MAX: usize = 100;
 pub const RELATED_ACCOUNTS_MAX: usize = 500;
 /// Token accounts of one owner kept in a view (per token program).
 pub const TOKEN_ACCOUNTS_MAX: usize = 2_000;
+/// Signatures (and so transactions) read of the wallet's first funder, one hop out, when the
+/// labels list sanctioned addresses: its recent history only — one `getSignaturesForAddress`
+/// page and this many `getTransaction`s per wallet.
+pub const FUNDER_HOP_SIGNATURES_MAX: u32 = 25;
 
 /// JSON-RPC requests in one batch for `getTransaction`.
 pub const RPC_BATCH_LEN_MAX: usize = 50;

@@ -21,11 +21,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config;
+use crate::engine::flows::first_funder_address;
 use crate::ledger::demo::DemoLedger;
 use crate::ledger::model::TokenProgram;
 use crate::ledger::snapshot::format::{self, Entry, Manifest, MANIFEST_FILE};
 use crate::ledger::source::LedgerSource;
-use crate::ledger::view::{build_view, ViewOptions};
+use crate::ledger::view::{build_view, read_hop, ViewOptions};
 use crate::ledger::wire::{
     self, KeyedAccount, RpcContext, RpcResponse, SignatureInfo, TransactionResult, UiAccount, Value, WithContext,
 };
@@ -358,7 +359,8 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
 }
 
 /// Records the view of each wallet (duplicates once, in order) as `build_view` reads it from
-/// `source` at `history_depth`, into the new or empty directory `out`.
+/// `source` at `history_depth`, and its first funder's hop as `read_hop` reads it, into the
+/// new or empty directory `out`.
 pub async fn record<S: LedgerSource>(
     source: &S,
     wallets: &[Pubkey],
@@ -372,7 +374,17 @@ pub async fn record<S: LedgerSource>(
     let mut seen = HashSet::new();
     let wallets: Vec<Pubkey> = wallets.iter().copied().filter(|w| seen.insert(*w)).collect();
     for wallet in &wallets {
-        if let Err(e) = build_view(&recording, wallet, ViewOptions { history_depth: depth }).await {
+        // The first funder's hop too, whatever the labels: a job replaying the snapshot reads it
+        // when its labels list sanctioned addresses, and then finds what the node answered.
+        let view = build_view(&recording, wallet, ViewOptions { history_depth: depth }).await;
+        let hop = match &view {
+            Ok(view) => match first_funder_address(view) {
+                Some(funder) => read_hop(&recording, &funder).await.map(drop),
+                None => Ok(()),
+            },
+            Err(_) => Ok(()),
+        };
+        if let Err(e) = view.and(hop) {
             tracing::warn!(%wallet, error = %e, "recording stopped: the wallet's view could not be read");
             return Err(e);
         }

@@ -2,12 +2,14 @@
 //! instructions, with the counterparty resolved to an owner where the node said who owns a
 //! token account.
 //!
-//! Owns: `Transfer` and `transfers()`. Used by the signal detectors and the comparison engine
+//! Owns: `Transfer` and `transfers()`, and which funder one hop out is worth reading
+//! (`hop_funder`). Used by the signal detectors and the comparison engine
 //! on compute threads; pure. Invariant: one `Transfer` per instruction that moved value to or
 //! from the wallet, in the view's order (newest first); instructions of failed transactions
 //! moved nothing and are skipped.
 
 use crate::engine::report::Fact;
+use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, InstructionKind};
 use crate::ledger::model::{Transaction, WalletView};
 use crate::pubkey::Pubkey;
@@ -140,6 +142,22 @@ pub fn first_funder<'a>(view: &'a WalletView, flows: &[Transfer<'a>]) -> Option<
         return None;
     }
     flows.iter().rev().find(|t| t.direction == Direction::In && t.asset == Asset::Sol && !t.is_dust()).copied()
+}
+
+/// The address of the wallet's first funder (`first_funder`).
+pub fn first_funder_address(view: &WalletView) -> Option<Pubkey> {
+    first_funder(view, &transfers(view)).map(|t| t.counterparty)
+}
+
+/// The first funder whose recent history is worth reading one hop out (`ledger::view::read_hop`)
+/// under `labels`: only when they list sanctioned addresses, and only a funder they know nothing
+/// of — a sanctioned funder is already a direct counterparty, and a labelled one (an exchange,
+/// a program) is a hub whose recent history says nothing about this wallet.
+pub fn hop_funder(view: &WalletView, labels: &Labels) -> Option<Pubkey> {
+    if !labels.has_sanctioned() {
+        return None;
+    }
+    first_funder_address(view).filter(|f| labels.get(f).is_none() && *f != view.address)
 }
 
 /// True when two different addresses share their first and last `n` base58 characters: what

@@ -22,11 +22,11 @@ use std::collections::BTreeMap;
 
 use crate::labels::Labels;
 use crate::ledger::model::WalletView;
-use report::{CoverageReport, XRay};
+use report::{CoverageReport, HopCoverage, XRay};
 
 /// Semantic versions of each engine.
 pub const XRAY_VERSION: &str = "1.0.0";
-pub const SIGNALS_VERSION: &str = "1.5.0";
+pub const SIGNALS_VERSION: &str = "1.6.0";
 pub const SCORING_VERSION: &str = "1.1.0";
 pub const ATTACK_PATHS_VERSION: &str = "1.2.0";
 pub const COMPARE_VERSION: &str = "1.1.0";
@@ -34,7 +34,7 @@ pub const COMPARE_VERSION: &str = "1.1.0";
 /// Every engine version above as one tag, stored with each result: a cached result whose tag
 /// differs from this build's is not reused (a test keeps it in step with the constants).
 /// Order: xray/signals/scoring/attackPaths/compare.
-pub const ENGINE_VERSION_TAG: &str = "1.0.0/1.5.0/1.1.0/1.2.0/1.1.0";
+pub const ENGINE_VERSION_TAG: &str = "1.0.0/1.6.0/1.1.0/1.2.0/1.1.0";
 
 /// `engineVersions` of an X-Ray.
 pub fn xray_versions() -> BTreeMap<&'static str, &'static str> {
@@ -68,13 +68,28 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
         engine_versions: xray_versions(),
         coverage: CoverageReport {
             ledger_source: view.coverage.source.clone(),
-            as_of_slot: view.coverage.as_of_slot,
+            // The hop's transactions are cited as evidence too, so the slot covers them.
+            as_of_slot: view
+                .funder_hop
+                .as_deref()
+                .map_or(0, |hop| hop.coverage.as_of_slot)
+                .max(view.coverage.as_of_slot),
             transactions_analyzed: view.coverage.transactions_read,
-            history_complete: !view.coverage.history_truncated && view.coverage.transactions_missing == 0,
+            history_complete: history_complete(view),
+            funder_hop: view.funder_hop.as_deref().map(|hop| HopCoverage {
+                address: hop.address.to_string(),
+                transactions_analyzed: hop.coverage.transactions_read,
+                history_complete: history_complete(hop),
+            }),
         },
     };
     debug_assert_eq!(xray.check(), Ok(()));
     xray
+}
+
+/// No signature cut by the depth limit and none missing.
+fn history_complete(view: &WalletView) -> bool {
+    !view.coverage.history_truncated && view.coverage.transactions_missing == 0
 }
 
 #[cfg(test)]

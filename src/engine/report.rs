@@ -254,6 +254,19 @@ pub struct CoverageReport {
     pub as_of_slot: u64,
     pub transactions_analyzed: u32,
     pub history_complete: bool,
+    /// The first funder's recent history read one hop out, when it was (`view.funder_hop`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub funder_hop: Option<HopCoverage>,
+}
+
+/// `coverage.funderHop`: what of the first funder's history the X-Ray read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HopCoverage {
+    pub address: String,
+    pub transactions_analyzed: u32,
+    /// False when the funder has more history than the hop reads, or the read failed.
+    pub history_complete: bool,
 }
 
 /// `data.xray`.

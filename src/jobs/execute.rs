@@ -16,7 +16,7 @@ use crate::engine::{self, compare};
 use crate::error_code::ErrorCode;
 use crate::labels::Labels;
 use crate::ledger::source::LedgerSource;
-use crate::ledger::view::{build_view_unless, ViewOptions};
+use crate::ledger::view::{build_view_unless, read_hop, ViewOptions};
 use crate::ledger::{LedgerError, WalletView};
 use crate::pubkey::Pubkey;
 
@@ -120,20 +120,38 @@ fn ledger_failure(e: &LedgerError) -> Outcome {
     }
 }
 
-/// Reads and classifies one wallet; `Err` is the job's failure.
+/// Reads and classifies one wallet, then its first funder one hop out when `labels` want it;
+/// `Err` is the job's failure.
 async fn eligible_view<S: LedgerSource>(
     source: &S,
     wallet: &Pubkey,
     options: ViewOptions,
+    labels: &Labels,
 ) -> Result<WalletView, Outcome> {
-    let view = build_view_unless(source, wallet, options, eligibility::refused_by_account).await.map_err(|e| {
+    let mut view = build_view_unless(source, wallet, options, eligibility::refused_by_account).await.map_err(|e| {
         tracing::warn!(error = %e, "ledger read failed");
         ledger_failure(&e)
     })?;
     eligibility::classify_ledger(&view).map_err(|i| {
         Outcome::failed(FailCode::AccountNotEligible, format!("{wallet}: {} ({})", i.message(), i.reason()))
     })?;
+    add_funder_hop(source, &mut view, labels).await;
     Ok(view)
+}
+
+/// Reads the recent history of the wallet's first funder into `view.funder_hop` when the labels
+/// want it (`flows::hop_funder`). The hop only adds to the X-Ray, so a failed read does not fail
+/// the job: the hop is kept empty and marked incomplete, which its coverage reports.
+pub async fn add_funder_hop<S: LedgerSource>(source: &S, view: &mut WalletView, labels: &Labels) {
+    let Some(funder) = engine::flows::hop_funder(view, labels) else { return };
+    let hop = read_hop(source, &funder).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the first funder's history could not be read; the hop is left incomplete");
+        let mut empty = WalletView { address: funder, ..WalletView::default() };
+        empty.coverage.source = source.name().to_owned();
+        empty.coverage.history_truncated = true;
+        empty
+    });
+    view.funder_hop = Some(Box::new(hop));
 }
 
 fn payload<T: serde::Serialize>(value: &T) -> Outcome {
@@ -173,13 +191,15 @@ pub async fn execute<S: LedgerSource>(
     scores: &dyn ReusedScores,
 ) -> Outcome {
     match spec {
-        JobSpec::Analysis { wallet } => match eligible_view(source, wallet, options).await {
+        JobSpec::Analysis { wallet } => match eligible_view(source, wallet, options, labels).await {
             Ok(view) => payload(&engine::analyze(&view, labels)),
             Err(failed) => failed,
         },
         JobSpec::Comparison { wallet_a, wallet_b, reuse } => {
-            let (a, b) =
-                tokio::join!(eligible_view(source, wallet_a, options), eligible_view(source, wallet_b, options));
+            let (a, b) = tokio::join!(
+                eligible_view(source, wallet_a, options, labels),
+                eligible_view(source, wallet_b, options, labels)
+            );
             let (a, b) = match (a, b) {
                 (Ok(a), Ok(b)) => (a, b),
                 (Err(failed), _) | (_, Err(failed)) => return failed,

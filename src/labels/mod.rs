@@ -84,6 +84,8 @@ struct FileLabel {
 #[derive(Debug, Clone, Default)]
 pub struct Labels {
     by_address: HashMap<Pubkey, Label>,
+    /// Labels of category `sanctioned` (counted once at load: the job asks per wallet).
+    sanctioned_len: usize,
 }
 
 impl Labels {
@@ -127,7 +129,8 @@ impl Labels {
                 return Err(format!("label #{} ({}): address listed twice", i + 1, entry.address));
             }
         }
-        Ok(Labels { by_address })
+        let sanctioned_len = by_address.values().filter(|l| l.category == Category::Sanctioned).count();
+        Ok(Labels { by_address, sanctioned_len })
     }
 
     pub fn get(&self, address: &Pubkey) -> Option<&Label> {
@@ -149,6 +152,12 @@ impl Labels {
     /// On a sanctions list (category `sanctioned`).
     pub fn is_sanctioned(&self, address: &Pubkey) -> bool {
         self.category(address) == Some(Category::Sanctioned)
+    }
+
+    /// True when any address is on a sanctions list: only then is a funder's history one hop
+    /// out worth reading.
+    pub fn has_sanctioned(&self) -> bool {
+        self.sanctioned_len > 0
     }
 
     pub fn is_flagged(&self, address: &Pubkey) -> bool {

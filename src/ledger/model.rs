@@ -33,6 +33,10 @@ pub struct WalletView {
     /// Newest first, as `getSignaturesForAddress` orders them.
     pub transactions: Vec<Transaction>,
     pub coverage: Coverage,
+    /// One hop out: the recent history of the wallet's first funder (a view holding only
+    /// `address`, `transactions` and `coverage`), when it was read (`view::read_hop`; the
+    /// job reads it when the labels list sanctioned addresses). Never nested further.
+    pub funder_hop: Option<Box<WalletView>>,
 }
 
 impl WalletView {

@@ -4,8 +4,10 @@
 //! give equal views of equal data. Called on compute threads and by the CLI.
 //!
 //! Invariant: bounded work per wallet — at most `history_depth` signatures, one transaction
-//! per signature (converted as its batch arrives, never all held in wire form), `config::RELATED_ACCOUNTS_MAX` related accounts, `TOKEN_ACCOUNTS_MAX` token
-//! accounts per program. Where a bound cuts, coverage says so.
+//! per signature (converted as its batch arrives, never all held in wire form),
+//! `config::RELATED_ACCOUNTS_MAX` related accounts, `TOKEN_ACCOUNTS_MAX` token accounts per
+//! program; a hop to the first funder (`read_hop`, asked for by the caller) reads at most
+//! `FUNDER_HOP_SIGNATURES_MAX` more. Where a bound cuts, coverage says so.
 
 use std::collections::BTreeSet;
 
@@ -109,7 +111,21 @@ pub async fn build_view_unless<S: LedgerSource>(
         stake_accounts,
         transactions,
         coverage,
+        funder_hop: None,
     })
+}
+
+/// One hop out: the newest `config::FUNDER_HOP_SIGNATURES_MAX` transactions of `address` (the
+/// wallet's first funder), as a view holding only its address, transactions and coverage. Its
+/// account, token accounts and related accounts are deliberately not read: the hop is there to
+/// see whom the funder dealt with, at a bounded cost of one signatures page and that many
+/// transactions.
+pub async fn read_hop<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<WalletView, LedgerError> {
+    let mut coverage = Coverage { source: source.name().to_owned(), ..Coverage::default() };
+    let (signatures, history_truncated) = read_history(source, address, config::FUNDER_HOP_SIGNATURES_MAX).await?;
+    coverage.history_truncated = history_truncated;
+    let transactions = read_transactions(source, &signatures, &mut coverage).await?;
+    Ok(WalletView { address: *address, transactions, coverage, ..WalletView::default() })
 }
 
 /// Pages through `getSignaturesForAddress` up to `depth`. Returns the signatures and whether

@@ -992,7 +992,17 @@ fn decode_view(r: &mut ViewReader<'_>, address: Pubkey) -> WalletView {
         history_truncated: r.flag(),
         items_skipped: u32::from(r.byte()),
     };
-    WalletView { address, account, token_accounts, mints, nonce_accounts, stake_accounts, transactions, coverage }
+    WalletView {
+        address,
+        account,
+        token_accounts,
+        mints,
+        nonce_accounts,
+        stake_accounts,
+        transactions,
+        coverage,
+        funder_hop: None,
+    }
 }
 
 /// An account as `AccountState::from_wire` makes one: executable exactly when a program.

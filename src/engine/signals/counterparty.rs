@@ -1,6 +1,7 @@
 //! Counterparty risk: who the wallet deals with.
 //!
-//! Detectors: flagged programs invoked (outer or CPI), sanctioned addresses in any role,
+//! Detectors: flagged programs invoked (outer or CPI), sanctioned addresses in any role, a
+//! first funder that dealt with a sanctioned address (one hop out: `view.funder_hop`),
 //! transfers with flagged addresses, a flagged first funder, address poisoning received, funds
 //! sent to a look-alike.
 
@@ -19,6 +20,7 @@ pub fn detect(ctx: &mut Ctx<'_>) {
     let flows = flows::transfers(ctx.view);
     flagged_programs(ctx);
     sanctioned(ctx, &flows);
+    sanctioned_funder(ctx, &flows);
     flagged_transfers(ctx, &flows);
     flagged_funder(ctx, &flows);
     poisoning(ctx, &flows);
@@ -103,6 +105,53 @@ fn sanctioned(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             format!("Sanctioned address {}", ctx.display(&party)),
             format!("{party} is on {list}; it is the wallet's {}.", named.join(", ")),
             facts! { "counterparty" => party, "roles" => named.join(","), "list" => list },
+            evidence,
+        );
+    }
+}
+
+/// The first funder's recent history (one hop out) holds transfers with sanctioned addresses:
+/// one high signal per sanctioned address, citing the wallet's first funding and the funder's
+/// transfers with it.
+fn sanctioned_funder(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
+    let (view, labels) = (ctx.view, ctx.labels);
+    let (Some(hop), Some(first)) = (view.funder_hop.as_deref(), flows::first_funder(view, flows)) else { return };
+    if hop.address != first.counterparty {
+        return;
+    }
+    let mut by_party: BTreeMap<Pubkey, Vec<Transfer<'_>>> = BTreeMap::new();
+    for t in flows::transfers(hop).into_iter().filter(|t| labels.is_sanctioned(&t.counterparty)) {
+        by_party.entry(t.counterparty).or_default().push(t);
+    }
+    let funder = hop.address;
+    for (party, seen) in by_party {
+        let funding = format!("first funding: {} lamports from {funder}", first.amount);
+        let mut evidence = vec![ctx.book.instruction(first.tx, first.ix, || funding)];
+        for t in seen.iter().take(SIGNAL_EVIDENCE_MAX - 1) {
+            let verb = if t.direction == Direction::Out { "sent" } else { "received" };
+            let summary = || format!("the funder {verb} {} with the sanctioned address", t.amount_text());
+            evidence.push(ctx.book.instruction(t.tx, t.ix, summary));
+        }
+        let list = labels.get(&party).and_then(|l| l.source.clone()).unwrap_or_else(|| "a sanctions list".to_owned());
+        let sent = seen.iter().filter(|t| t.direction == Direction::Out).count() as u32;
+        let received = seen.len() as u32 - sent;
+        ctx.emit(
+            "sanctioned_funder_exposure",
+            Severity::High,
+            format!("First funder dealt with sanctioned address {}", ctx.display(&party)),
+            format!(
+                "The wallet's first funder {funder} made {} transfer(s) with {party} ({list}) among its {} most recent transactions: {sent} sent, {received} received.",
+                seen.len(),
+                hop.coverage.transactions_read
+            ),
+            facts! {
+                "funder" => funder,
+                "counterparty" => party,
+                "list" => list,
+                "transfersSent" => sent,
+                "transfersReceived" => received,
+                "funderTransactionsRead" => hop.coverage.transactions_read,
+            },
             evidence,
         );
     }

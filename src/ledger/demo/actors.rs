@@ -96,6 +96,11 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
         expected_signals: &["sanctioned_counterparty"],
     },
     ArchetypeDef {
+        name: "sanctioned_hop",
+        description: "First funded by an ordinary-looking address that had itself received funds from a sanctioned (synthetic, demo) address: exposure one hop out.",
+        expected_signals: &["sanctioned_funder_exposure"],
+    },
+    ArchetypeDef {
         name: "funder",
         description: "Common funder of the sybil wallets.",
         expected_signals: &[],
@@ -285,6 +290,7 @@ pub struct Cast {
     pub poisoning_victim: Pubkey,
     pub drainer_contact: Pubkey,
     pub sanctioned_contact: Pubkey,
+    pub sanctioned_hop: Pubkey,
     pub funder: Pubkey,
     pub sybil_a: Pubkey,
     pub sybil_b: Pubkey,
@@ -314,6 +320,8 @@ pub struct Cast {
     pub kyc_issuer: Pubkey,
     pub soul_issuer: Pubkey,
     pub friend: Pubkey,
+    /// Funds sanctioned_hop after receiving from the sanctioned mixer.
+    pub hop_funder: Pubkey,
     pub lookalike: Pubkey,
     pub sybil_targets: [Pubkey; 2],
     /// The farm's fee payer, sweep collector and rent destination.
@@ -379,6 +387,7 @@ impl Cast {
             poisoning_victim: wallet("poisoning_victim"),
             drainer_contact: wallet("drainer_contact"),
             sanctioned_contact: wallet("sanctioned_contact"),
+            sanctioned_hop: wallet("sanctioned_hop"),
             funder: wallet("funder"),
             sybil_a: wallet("sybil_a"),
             sybil_b: wallet("sybil_b"),
@@ -407,6 +416,7 @@ impl Cast {
             kyc_issuer: aux("kyc-issuer"),
             soul_issuer: aux("soul-issuer"),
             friend,
+            hop_funder: aux("hop-funder"),
             // A look-alike always exists for a fixed name (unit-tested); the fallback keeps
             // construction total should the text construction ever fail.
             lookalike: keys::lookalike(&friend, "lookalike:friend").unwrap_or_else(|| aux("lookalike")),
@@ -463,6 +473,7 @@ impl Cast {
             "poisoning_victim" => self.poisoning_victim,
             "drainer_contact" => self.drainer_contact,
             "sanctioned_contact" => self.sanctioned_contact,
+            "sanctioned_hop" => self.sanctioned_hop,
             "funder" => self.funder,
             "sybil_a" => self.sybil_a,
             "sybil_b" => self.sybil_b,

@@ -292,6 +292,7 @@ impl Builder<'_> {
             self.wallet(who, sol);
         }
         self.wallet(c.sanctioned_mixer, 200);
+        self.wallet(c.hop_funder, 10);
         for who in [c.fee_relayer, c.sweep_collector, c.rent_collector] {
             self.wallet(who, 5);
         }
@@ -395,6 +396,7 @@ impl Builder<'_> {
         self.poisoning_victim();
         self.drainer_contact();
         self.sanctioned_contact();
+        self.sanctioned_hop();
         self.sybils();
         self.farm();
         self.busy_trader_setup();
@@ -695,6 +697,19 @@ impl Builder<'_> {
         self.tx(days(45), &[mixer], vec![transfer(mixer, w, fund)]);
         self.tx(days(30), &[w], vec![transfer(w, c.alice, to_alice), memo("rent share")]);
         self.tx(days(12), &[w], vec![transfer(w, mixer, back)]);
+    }
+
+    /// The mixer pays an unlabelled address, which then funds the wallet: nothing sanctioned
+    /// in the wallet's own history, only one hop out.
+    fn sanctioned_hop(&mut self) {
+        let c = self.cast;
+        let (w, hop, mixer) = (c.sanctioned_hop, c.hop_funder, c.sanctioned_mixer);
+        self.script(SCRIPT_SHIFT_MINUTES_MAX);
+        let (laundered, fund, spend, to_carol) = (self.sol(2_500), self.sol(2_000), self.sol(300), self.sol(150));
+        self.tx(days(70), &[mixer], vec![transfer(mixer, hop, laundered)]);
+        self.tx(days(66), &[hop], vec![transfer(hop, w, fund)]);
+        self.tx(days(60), &[hop], vec![transfer(hop, c.carol, to_carol)]);
+        self.tx(days(35), &[w], vec![transfer(w, c.merchant, spend), memo("order 5521")]);
     }
 
     fn sybils(&mut self) {

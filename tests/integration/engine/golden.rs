@@ -11,20 +11,34 @@ use xray::eligibility;
 use xray::engine::changes::{changes, Previous};
 use xray::engine::report::{Evidence, Fact, Severity, XRay};
 use xray::engine::{self, compare};
+use xray::jobs::execute::{add_funder_hop, execute, JobSpec, Outcome};
 use xray::labels::Labels;
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::instruction::InstructionKind;
+use xray::ledger::model::TokenProgram;
+use xray::ledger::source::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
-use xray::ledger::WalletView;
-use xray::pubkey::Pubkey;
+use xray::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
+use xray::ledger::{LedgerError, WalletView};
+use xray::pubkey::{Pubkey, Signature};
 
 fn demo() -> DemoLedger {
     DemoLedger::new(config::DEMO_SEED_DEFAULT)
 }
 
+/// The view a job reads under the builtin labels: the wallet's, and its first funder's hop
+/// when the labels want it (they list the demo's synthetic sanctioned address, so they do).
 fn view(demo: &DemoLedger, address: &Pubkey) -> WalletView {
+    view_under(demo, address, &Labels::builtin())
+}
+
+fn view_under(demo: &DemoLedger, address: &Pubkey, labels: &Labels) -> WalletView {
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(build_view(demo, address, ViewOptions::default())).unwrap()
+    rt.block_on(async {
+        let mut v = build_view(demo, address, ViewOptions::default()).await.unwrap();
+        add_funder_hop(demo, &mut v, labels).await;
+        v
+    })
 }
 
 /// Attack path kinds each archetype must show (others may add more only where listed).
@@ -39,6 +53,7 @@ const EXPECTED_PATHS: &[(&str, &[&str])] = &[
     ("poisoning_victim", &["poisoning_misdirect"]),
     ("drainer_contact", &[]),
     ("mint_risk_holder", &[]),
+    ("sanctioned_hop", &[]),
     ("farm_a", &[]),
     ("busy_trader", &[]),
 ];
@@ -224,7 +239,7 @@ fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
         || lower.ends_with("days")
         || matches!(key, "transactions" | "transfers" | "sent" | "signed" | "failed" | "missing" | "invocations")
         || matches!(key, "transactionsAnalyzed" | "emptyAccounts" | "sharePercent" | "lastBefore" | "firstAfter")
-        || key == "feeBasisPoints"
+        || matches!(key, "feeBasisPoints" | "transfersSent" | "transfersReceived" | "funderTransactionsRead")
     {
         "integer"
     } else {
@@ -426,4 +441,107 @@ fn farm_wallets_link_by_fee_payer_sweep_and_rent_destination_without_a_shared_fu
     .unwrap();
     let unlabelled = compare::compare(side(&va, &xa), side(&vb, &xb), &hub);
     assert!(!unlabelled.links.iter().any(|l| l.kind == "shared_fee_payer"), "{:?}", unlabelled.links);
+}
+
+#[test]
+fn a_sanctioned_address_one_hop_out_is_named_with_both_transfers_and_the_hop_in_coverage() {
+    let demo = demo();
+    let labels = Labels::builtin();
+    let address = demo.archetype("sanctioned_hop").unwrap();
+    let v = view(&demo, &address);
+    let hop = v.funder_hop.as_deref().expect("the builtin labels list a sanctioned address, so the hop is read");
+    assert!(hop.transactions.len() as u32 <= config::FUNDER_HOP_SIGNATURES_MAX && !hop.transactions.is_empty());
+    let xray = engine::analyze(&v, &labels);
+    let json = serde_json::to_value(&xray).unwrap();
+    assert_eq!(json["coverage"]["funderHop"]["address"], hop.address.to_string());
+    assert_eq!(json["coverage"]["funderHop"]["transactionsAnalyzed"], hop.transactions.len());
+    assert_eq!(json["coverage"]["funderHop"]["historyComplete"], true);
+    let signal = xray.signals.iter().find(|s| s.kind == "sanctioned_funder_exposure").unwrap();
+    assert_eq!(signal.severity, Severity::High);
+    let (mixer, _, list) = DemoLedger::sanctioned_addresses()[0];
+    let facts = serde_json::to_value(&signal.facts).unwrap();
+    assert_eq!(facts["funder"], hop.address.to_string());
+    assert_eq!(facts["counterparty"], mixer.to_string());
+    assert_eq!(facts["list"], list);
+    assert_eq!((facts["transfersReceived"].as_u64(), facts["transfersSent"].as_u64()), (Some(1), Some(0)));
+    // The wallet's first funding, then the funder's receipt from the mixer: both real
+    // transactions, of the wallet's history and of the funder's.
+    let cited: Vec<&Evidence> =
+        signal.evidence_ids.iter().map(|id| xray.evidence.iter().find(|e| e.id() == id).unwrap()).collect();
+    let signature = |e: &Evidence| match e {
+        Evidence::Transaction { signature, .. } => signature.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(cited.len(), 2);
+    assert!(v.transactions.iter().any(|t| t.signature.to_string() == signature(cited[0])));
+    assert!(hop.transactions.iter().any(|t| t.signature.to_string() == signature(cited[1])));
+    let funder_tx = hop.transactions.iter().find(|t| t.signature.to_string() == signature(cited[1])).unwrap();
+    assert!(funder_tx.is_signer(&mixer));
+    assert!(xray.coverage.as_of_slot >= funder_tx.slot);
+
+    // Labels without a sanctioned address: no hop is read, and nothing is said of it.
+    let plain = Labels::from_toml("version = 1\n").unwrap();
+    let v = view_under(&demo, &address, &plain);
+    assert!(v.funder_hop.is_none());
+    let json = serde_json::to_value(engine::analyze(&v, &plain)).unwrap();
+    assert!(json["coverage"].get("funderHop").is_none());
+    assert!(json["signals"].as_array().unwrap().iter().all(|s| s["kind"] != "sanctioned_funder_exposure"));
+}
+
+/// The demo, except that one address's history cannot be read (the node fails the call).
+struct HistoryFailsFor<'a> {
+    demo: &'a DemoLedger,
+    address: Pubkey,
+}
+
+impl LedgerSource for HistoryFailsFor<'_> {
+    fn name(&self) -> &'static str {
+        self.demo.name()
+    }
+    async fn get_account_info(&self, a: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+        self.demo.get_account_info(a).await
+    }
+    async fn get_multiple_accounts(&self, a: &[Pubkey]) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        self.demo.get_multiple_accounts(a).await
+    }
+    async fn get_token_accounts_by_owner(
+        &self,
+        owner: &Pubkey,
+        program: TokenProgram,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        self.demo.get_token_accounts_by_owner(owner, program).await
+    }
+    async fn get_signatures_for_address(
+        &self,
+        a: &Pubkey,
+        before: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        if *a == self.address {
+            return Err(LedgerError::Unavailable("the node failed".into()));
+        }
+        self.demo.get_signatures_for_address(a, before, limit).await
+    }
+    async fn get_transactions(&self, s: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
+        self.demo.get_transactions(s).await
+    }
+}
+
+#[test]
+fn a_failed_hop_read_leaves_the_hop_incomplete_and_the_job_ready() {
+    let demo = demo();
+    let address = demo.archetype("sanctioned_hop").unwrap();
+    let funder = view(&demo, &address).funder_hop.unwrap().address;
+    let failing = HistoryFailsFor { demo: &demo, address: funder };
+    let labels = Labels::builtin();
+    let spec = JobSpec::Analysis { wallet: address };
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let Outcome::Ready { payload } = rt.block_on(execute(&failing, &labels, &spec, ViewOptions::default(), &())) else {
+        panic!("the job fails only on its own wallet's reads")
+    };
+    let xray: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    let hop = &xray["coverage"]["funderHop"];
+    assert_eq!((hop["address"].as_str(), hop["transactionsAnalyzed"].as_u64()), (Some(&*funder.to_string()), Some(0)));
+    assert_eq!(hop["historyComplete"], false);
+    assert!(xray["signals"].as_array().unwrap().iter().all(|s| s["kind"] != "sanctioned_funder_exposure"));
 }

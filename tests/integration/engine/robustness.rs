@@ -52,6 +52,7 @@ fn view_of(address: Pubkey, transactions: Vec<Transaction>, coverage: Coverage) 
         stake_accounts: vec![],
         transactions,
         coverage,
+        funder_hop: None,
     }
 }
 
@@ -249,68 +250,83 @@ fn view() -> impl Strategy<Value = WalletView> {
         prop::collection::vec((key(), key(), key()), 0..2),
         prop::collection::vec(transaction(), 0..25),
         (any::<bool>(), 0u32..5, prop_oneof![0u64..2_000, Just(u64::MAX)]),
+        proptest::option::of((key(), prop::collection::vec(transaction(), 0..10), any::<bool>())),
     )
-        .prop_map(|(account, token_accounts, mints, nonces, stakes, transactions, (truncated, missing, as_of))| {
-            let mut mints: Vec<MintInfo> = mints
-                .into_iter()
-                .map(|(address, freeze_authority, delegate)| MintInfo {
-                    address,
-                    program: TokenProgram::Token2022,
-                    decimals: 6,
-                    supply: 1,
-                    mint_authority: None,
-                    freeze_authority,
-                    extensions: vec![
-                        MintExtension::PermanentDelegate { delegate },
-                        MintExtension::TransferHook { authority: None, program_id: delegate },
-                    ],
-                })
-                .collect();
-            mints.sort_by_key(|m| m.address);
-            mints.dedup_by_key(|m| m.address);
-            WalletView {
-                address: pool()[0],
-                account: account.map(|(owner, lamports)| AccountState {
-                    lamports,
-                    owner,
-                    executable: false,
-                    data_len: 0,
-                    kind: AccountKind::Wallet,
-                }),
-                token_accounts,
-                mints,
-                nonce_accounts: nonces
+        .prop_map(
+            |(account, token_accounts, mints, nonces, stakes, transactions, (truncated, missing, as_of), hop)| {
+                let mut mints: Vec<MintInfo> = mints
                     .into_iter()
-                    .map(|(address, authority)| NonceAccount { address, authority, lamports: 1_447_680 })
-                    .collect(),
-                stake_accounts: stakes
-                    .into_iter()
-                    .map(|(address, staker, withdrawer)| StakeAccount {
+                    .map(|(address, freeze_authority, delegate)| MintInfo {
                         address,
-                        staker,
-                        withdrawer,
-                        custodian: None,
-                        lamports: 5,
-                        voter: None,
+                        program: TokenProgram::Token2022,
+                        decimals: 6,
+                        supply: 1,
+                        mint_authority: None,
+                        freeze_authority,
+                        extensions: vec![
+                            MintExtension::PermanentDelegate { delegate },
+                            MintExtension::TransferHook { authority: None, program_id: delegate },
+                        ],
                     })
-                    .collect(),
-                transactions,
-                coverage: Coverage {
-                    source: "prop".into(),
-                    as_of_slot: as_of,
-                    transactions_read: 25,
-                    transactions_missing: missing,
-                    history_truncated: truncated,
-                    items_skipped: 0,
-                },
-            }
-        })
+                    .collect();
+                mints.sort_by_key(|m| m.address);
+                mints.dedup_by_key(|m| m.address);
+                WalletView {
+                    address: pool()[0],
+                    account: account.map(|(owner, lamports)| AccountState {
+                        lamports,
+                        owner,
+                        executable: false,
+                        data_len: 0,
+                        kind: AccountKind::Wallet,
+                    }),
+                    token_accounts,
+                    mints,
+                    nonce_accounts: nonces
+                        .into_iter()
+                        .map(|(address, authority)| NonceAccount { address, authority, lamports: 1_447_680 })
+                        .collect(),
+                    stake_accounts: stakes
+                        .into_iter()
+                        .map(|(address, staker, withdrawer)| StakeAccount {
+                            address,
+                            staker,
+                            withdrawer,
+                            custodian: None,
+                            lamports: 5,
+                            voter: None,
+                        })
+                        .collect(),
+                    transactions,
+                    coverage: Coverage {
+                        source: "prop".into(),
+                        as_of_slot: as_of,
+                        transactions_read: 25,
+                        transactions_missing: missing,
+                        history_truncated: truncated,
+                        items_skipped: 0,
+                    },
+                    // The first funder's history one hop out, as `read_hop` leaves it.
+                    funder_hop: hop.map(|(address, transactions, truncated)| {
+                        let coverage = Coverage {
+                            source: "prop".into(),
+                            as_of_slot: as_of,
+                            transactions_read: transactions.len() as u32,
+                            history_truncated: truncated,
+                            ..Coverage::default()
+                        };
+                        Box::new(WalletView { address, transactions, coverage, ..WalletView::default() })
+                    }),
+                }
+            },
+        )
 }
 
 fn labels() -> Labels {
-    let flagged = pool()[3];
+    let (flagged, sanctioned) = (pool()[3], pool()[4]);
     Labels::from_toml(&format!(
-        "version = 1\n[[label]]\naddress = \"{flagged}\"\nname = \"bad\"\ncategory = \"flagged\"\n"
+        "version = 1\n[[label]]\naddress = \"{flagged}\"\nname = \"bad\"\ncategory = \"flagged\"\n\
+         [[label]]\naddress = \"{sanctioned}\"\nname = \"listed\"\ncategory = \"sanctioned\"\n"
     ))
     .unwrap()
 }

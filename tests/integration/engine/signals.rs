@@ -77,6 +77,7 @@ fn view(transactions: Vec<Transaction>, token_accounts: Vec<TokenAccount>) -> Wa
         stake_accounts: vec![],
         transactions,
         coverage: Coverage { source: "test".into(), as_of_slot: 100, transactions_read: 2, ..Coverage::default() },
+        funder_hop: None,
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use simd_json::json;
 use xray::devtools::recorder::{self, Recording, SnapshotWriter};
+use xray::jobs::execute::add_funder_hop;
 use xray::ledger::instruction::ids;
 use xray::ledger::model::TokenProgram;
 use xray::ledger::snapshot::{entry_path, Entry, SnapshotSource};
@@ -448,6 +449,10 @@ async fn view<S: LedgerSource>(source: &S, wallet: &Pubkey, history_depth: u32) 
 fn same_but_source(mut replayed: WalletView, original: &WalletView) {
     assert_eq!(replayed.coverage.source, "snapshot");
     replayed.coverage.source = original.coverage.source.clone();
+    if let (Some(hop), Some(original_hop)) = (replayed.funder_hop.as_deref_mut(), original.funder_hop.as_deref()) {
+        assert_eq!(hop.coverage.source, "snapshot");
+        hop.coverage.source = original_hop.coverage.source.clone();
+    }
     assert_eq!(&replayed, original);
 }
 
@@ -520,12 +525,20 @@ fn export_demo_replays_as_the_demo() {
     let wallets = recorder::demo_wallets(&demo, 2).unwrap();
     assert_eq!(snap.manifest().wallets, wallets);
     assert_eq!(report.wallets as usize, wallets.len());
+    // Each wallet and its first funder's hop, as a job under the builtin labels reads them.
+    let labels = xray::labels::Labels::builtin();
+    let mut hops = 0;
     rt.block_on(async {
         for wallet in &wallets {
             let depth = xray::config::HISTORY_DEPTH_DEFAULT;
-            same_but_source(view(&snap, wallet, depth).await, &view(&demo, wallet, depth).await);
+            let (mut replayed, mut original) = (view(&snap, wallet, depth).await, view(&demo, wallet, depth).await);
+            add_funder_hop(&snap, &mut replayed, &labels).await;
+            add_funder_hop(&demo, &mut original, &labels).await;
+            hops += usize::from(original.funder_hop.as_ref().is_some_and(|h| !h.transactions.is_empty()));
+            same_but_source(replayed, &original);
         }
     });
+    assert!(hops > 0, "the archetypes' first funders' histories were recorded and replayed");
     // A second export into the same directory is refused rather than mixed in.
     assert!(matches!(rt.block_on(recorder::export_demo(seed, 2, &out)), Err(LedgerError::Invalid(_))));
 }
