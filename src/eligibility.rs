@@ -241,6 +241,7 @@ mod tests {
             mints: vec![],
             nonce_accounts: vec![],
             stake_accounts: vec![],
+            outsider_nonces: vec![],
             transactions: if assigned { vec![tx] } else { vec![] },
             coverage: Coverage::default(),
             funder_hop: None,

@@ -39,6 +39,15 @@ pub const MULTIPLE_ACCOUNTS_LEN_MAX: usize = 100;
 pub const RELATED_ACCOUNTS_MAX: usize = 500;
 /// Token accounts of one owner kept in a view (per token program).
 pub const TOKEN_ACCOUNTS_MAX: usize = 2_000;
+/// Nonce accounts naming one wallet as their authority kept from one `getProgramAccounts`
+/// answer (anyone can create them, so a griefer can name a wallet thousands of times): the
+/// lowest addresses are kept, the count of all is reported.
+pub const NAMED_NONCE_ACCOUNTS_MAX: usize = 100;
+/// Of the nonce accounts naming the wallet that its history does not show it creating, how
+/// many have their own recent history read (to find who created and funded them), and how
+/// many signatures deep.
+pub const OUTSIDER_NONCES_MAX: usize = 10;
+pub const OUTSIDER_NONCE_SIGNATURES_MAX: u32 = 10;
 /// Signatures (and so transactions) read of the wallet's first funder, one hop out, when the
 /// labels list sanctioned addresses: its recent history only — one `getSignaturesForAddress`
 /// page and this many `getTransaction`s per wallet.

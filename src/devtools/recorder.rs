@@ -93,7 +93,7 @@ pub struct SnapshotWriter {
     created_at_slot: u64,
     history_depth: Option<u32>,
     account_slots: HashMap<Pubkey, u64>,
-    token_slots: HashMap<(Pubkey, TokenProgram), u64>,
+    listing_slots: HashMap<(Entry, Pubkey), u64>,
     transactions: HashSet<Signature>,
     /// Signature lists not yet written (see `flush`).
     pending: BTreeMap<Pubkey, SignatureList>,
@@ -119,7 +119,7 @@ impl SnapshotWriter {
             created_at_slot: 0,
             history_depth: None,
             account_slots: HashMap::new(),
-            token_slots: HashMap::new(),
+            listing_slots: HashMap::new(),
             transactions: HashSet::new(),
             pending: BTreeMap::new(),
             file_bytes: HashMap::new(),
@@ -156,12 +156,32 @@ impl SnapshotWriter {
         program: TokenProgram,
         answer: &WithContext<Vec<KeyedAccount>>,
     ) -> Result<(), LedgerError> {
+        self.record_listing(Entry::TokenAccounts(program), owner, "getTokenAccountsByOwner", answer)
+    }
+
+    /// A `getProgramAccounts` answer of the nonce search for `authority`.
+    pub fn record_nonce_accounts(
+        &mut self,
+        authority: &Pubkey,
+        answer: &WithContext<Vec<KeyedAccount>>,
+    ) -> Result<(), LedgerError> {
+        self.record_listing(Entry::NonceAccounts, authority, "getProgramAccounts", answer)
+    }
+
+    /// A list of accounts keyed by one address; the answer at the higher slot is kept.
+    fn record_listing(
+        &mut self,
+        entry: Entry,
+        key: &Pubkey,
+        method: &str,
+        answer: &WithContext<Vec<KeyedAccount>>,
+    ) -> Result<(), LedgerError> {
         let slot = answer.context.slot;
-        if self.token_slots.get(&(*owner, program)).is_some_and(|&kept| kept > slot) {
+        if self.listing_slots.get(&(entry, *key)).is_some_and(|&kept| kept > slot) {
             return Ok(());
         }
-        self.write_response(Entry::TokenAccounts(program), &owner.to_base58(), "getTokenAccountsByOwner", answer)?;
-        self.token_slots.insert((*owner, program), slot);
+        self.write_response(entry, &key.to_base58(), method, answer)?;
+        self.listing_slots.insert((entry, *key), slot);
         self.note_slot(slot);
         Ok(())
     }
@@ -330,6 +350,15 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
         let answer = self.inner.get_token_accounts_by_owner(owner, program).await?;
         self.with_writer(|w| w.record_token_accounts(owner, program, &answer))?;
+        Ok(answer)
+    }
+
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        let answer = self.inner.get_nonce_accounts_by_authority(authority).await?;
+        self.with_writer(|w| w.record_nonce_accounts(authority, &answer))?;
         Ok(answer)
     }
 

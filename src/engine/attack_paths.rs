@@ -32,6 +32,11 @@ pub const ATTACK_PATH_KINDS: &[(&str, &str, &str)] = &[
         "A transaction presigned against a foreign-controlled durable nonce is submitted when the authority chooses.",
     ),
     (
+        "presigned_nonce_phish",
+        "outsider_nonce_authority",
+        "A nonce account someone else created in the wallet's name lets a phishing site obtain a signature that never expires.",
+    ),
+    (
         "stake_theft",
         "foreign_stake_authority (foreign withdrawer)",
         "The withdrawer deactivates and withdraws the stake.",
@@ -108,6 +113,7 @@ pub fn compose(signals: &[Signal], view: &WalletView) -> Vec<AttackPath> {
             "token_account_owner_changed" => Some(owner_change_takeover(s)),
             "wallet_assigned" => Some(assign_takeover(s)),
             "foreign_nonce_authority" => Some(nonce_replay(s, sol_balance)),
+            "outsider_nonce_authority" => Some(presigned_nonce_phish(s, sol_balance)),
             "foreign_stake_authority" if fact(s, "withdrawer") != view.address.to_string() => Some(stake_theft(s)),
             "permanent_delegate_mint" => Some(permanent_delegate_seizure(s)),
             "freeze_authority_mint" if s.severity > Severity::Info && !fact(s, "mint").is_empty() => {
@@ -209,6 +215,27 @@ fn nonce_replay(s: &Signal, sol_balance: u64) -> Draft {
         assets: vec![asset("SOL", sol_balance)],
         signal_ids: vec![s.id.clone()],
         remediation: format!("{authority} sends system `authorizeNonceAccount` naming the wallet, or the wallet advances or withdraws the nonce once it holds the authority."),
+    }
+}
+
+fn presigned_nonce_phish(s: &Signal, sol_balance: u64) -> Draft {
+    let nonce = fact(s, "nonceAccount");
+    let creator = match fact(s, "creator") {
+        "" => "its creator",
+        creator => creator,
+    };
+    Draft {
+        kind: "presigned_nonce_phish",
+        title: "A transaction you sign with this nonce never expires".into(),
+        severity: s.severity,
+        steps: steps(&[
+            (creator, format!("creates durable nonce {nonce} naming the wallet as its authority")),
+            ("phishing site", format!("asks the wallet to sign a transaction that uses nonce {nonce}, then reports it as failed")),
+            ("phishing site", "keeps the signature, valid until the nonce advances, and submits it when the wallet holds the most".into()),
+        ]),
+        assets: vec![asset("SOL", sol_balance)],
+        signal_ids: vec![s.id.clone()],
+        remediation: format!("The wallet sends system `withdrawNonceAccount` of {nonce}'s whole balance to itself, which closes it and invalidates every transaction presigned with it; never sign a transaction that starts with `advanceNonceAccount` unless you created the nonce."),
     }
 }
 

@@ -21,20 +21,20 @@ pub mod signals;
 use std::collections::BTreeMap;
 
 use crate::labels::Labels;
-use crate::ledger::model::WalletView;
+use crate::ledger::model::{NonceSearch, WalletView};
 use report::{CoverageReport, HopCoverage, XRay};
 
 /// Semantic versions of each engine.
 pub const XRAY_VERSION: &str = "1.0.0";
 pub const SIGNALS_VERSION: &str = "1.6.0";
 pub const SCORING_VERSION: &str = "1.1.0";
-pub const ATTACK_PATHS_VERSION: &str = "1.2.0";
+pub const ATTACK_PATHS_VERSION: &str = "1.3.0";
 pub const COMPARE_VERSION: &str = "1.1.0";
 
 /// Every engine version above as one tag, stored with each result: a cached result whose tag
 /// differs from this build's is not reused (a test keeps it in step with the constants).
 /// Order: xray/signals/scoring/attackPaths/compare.
-pub const ENGINE_VERSION_TAG: &str = "1.0.0/1.6.0/1.1.0/1.2.0/1.1.0";
+pub const ENGINE_VERSION_TAG: &str = "1.0.0/1.6.0/1.1.0/1.3.0/1.1.0";
 
 /// `engineVersions` of an X-Ray.
 pub fn xray_versions() -> BTreeMap<&'static str, &'static str> {
@@ -76,6 +76,11 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
                 .max(view.coverage.as_of_slot),
             transactions_analyzed: view.coverage.transactions_read,
             history_complete: history_complete(view),
+            nonce_search: match view.coverage.nonce_search {
+                NonceSearch::Complete => "complete",
+                NonceSearch::Cut => "cut",
+                NonceSearch::Failed => "failed",
+            },
             funder_hop: view.funder_hop.as_deref().map(|hop| HopCoverage {
                 address: hop.address.to_string(),
                 transactions_analyzed: hop.coverage.transactions_read,

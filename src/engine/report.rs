@@ -254,6 +254,9 @@ pub struct CoverageReport {
     pub as_of_slot: u64,
     pub transactions_analyzed: u32,
     pub history_complete: bool,
+    /// How the search for nonce accounts naming the wallet went: `complete`, `cut` (more than
+    /// the search keeps) or `failed` (the source does not serve it).
+    pub nonce_search: &'static str,
     /// The first funder's recent history read one hop out, when it was (`view.funder_hop`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub funder_hop: Option<HopCoverage>,

@@ -395,6 +395,12 @@ mod tests {
         ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
             self.0.get_token_accounts_by_owner(owner, program).await
         }
+        async fn get_nonce_accounts_by_authority(
+            &self,
+            authority: &Pubkey,
+        ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+            self.0.get_nonce_accounts_by_authority(authority).await
+        }
         async fn get_signatures_for_address(
             &self,
             a: &Pubkey,

@@ -13,7 +13,7 @@
 use simd_json::prelude::*;
 
 use crate::ledger::fields::{Fields, KnownKeys};
-use crate::ledger::instruction::{self, ids, AccountKeys, Instruction, InstructionIndex, Program};
+use crate::ledger::instruction::{self, ids, AccountKeys, Instruction, InstructionIndex, InstructionKind, Program};
 use crate::ledger::wire::{self, UiAccount, UiMessage};
 use crate::pubkey::{Pubkey, Signature};
 
@@ -30,6 +30,9 @@ pub struct WalletView {
     pub nonce_accounts: Vec<NonceAccount>,
     /// Stake accounts the wallet created or is named in, as they are now.
     pub stake_accounts: Vec<StakeAccount>,
+    /// Nonce accounts naming the wallet as authority that its history does not show it
+    /// creating (found by the nonce search), by address, at most `config::OUTSIDER_NONCES_MAX`.
+    pub outsider_nonces: Vec<OutsiderNonce>,
     /// Newest first, as `getSignaturesForAddress` orders them.
     pub transactions: Vec<Transaction>,
     pub coverage: Coverage,
@@ -59,6 +62,24 @@ pub struct Coverage {
     pub history_truncated: bool,
     /// Items that were not the expected shape and were left out.
     pub items_skipped: u32,
+    /// How the search for nonce accounts naming the wallet went.
+    pub nonce_search: NonceSearch,
+    /// Nonce accounts naming the wallet that it did not create, as many as the search found
+    /// (`outsider_nonces` keeps the first `config::OUTSIDER_NONCES_MAX`).
+    pub outsider_nonces_found: u32,
+}
+
+/// The outcome of the nonce-account search (`getProgramAccounts`) of a view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NonceSearch {
+    /// Every nonce account naming the wallet was listed.
+    #[default]
+    Complete,
+    /// More than `config::NAMED_NONCE_ACCOUNTS_MAX` were listed; the lowest addresses were kept.
+    Cut,
+    /// The source refused or failed the search (many nodes do not serve `getProgramAccounts`
+    /// on the System program); the view holds none.
+    Failed,
 }
 
 /// What kind of account an address is, as far as the node's parse tells.
@@ -313,6 +334,12 @@ impl MintInfo {
     }
 }
 
+/// Size of a System nonce account's data: version u32, state u32, authority (32 bytes), durable
+/// nonce (32 bytes), lamports per signature u64 — the `dataSize` filter of a nonce search.
+pub const NONCE_ACCOUNT_DATA_LEN: u64 = 80;
+/// Offset of the authority in a nonce account's data — the `memcmp` filter of a nonce search.
+pub const NONCE_AUTHORITY_OFFSET: u64 = 8;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NonceAccount {
     pub address: Pubkey,
@@ -325,6 +352,29 @@ impl NonceAccount {
         let parsed = a.data.parsed().filter(|p| p.program == "nonce")?;
         let info = Fields::new(parsed.parsed.get("info")?);
         Some(NonceAccount { address, authority: info.pubkey("authority")?, lamports: a.lamports })
+    }
+}
+
+/// A nonce account naming the wallet as its authority that the wallet's history does not show
+/// it creating, with what the account's own recent history says of its creation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutsiderNonce {
+    pub account: NonceAccount,
+    /// The transaction whose `createAccount` made it, when the account's recent history
+    /// (`config::OUTSIDER_NONCE_SIGNATURES_MAX`) reaches back that far.
+    pub creation: Option<Transaction>,
+}
+
+impl OutsiderNonce {
+    /// The `createAccount` of the account in its creation transaction, and who paid for it.
+    pub fn creation(&self) -> Option<(&Transaction, &Instruction, Pubkey)> {
+        let tx = self.creation.as_ref()?;
+        tx.instructions.iter().find_map(|ix| match &ix.kind {
+            InstructionKind::SystemCreateAccount { funder, account, .. } if *account == self.account.address => {
+                Some((tx, ix, *funder))
+            }
+            _ => None,
+        })
     }
 }
 

@@ -40,6 +40,17 @@ pub trait LedgerSource {
         program: TokenProgram,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError>;
 
+    /// `getProgramAccounts` of the System program (jsonParsed, `withContext`) with the nonce
+    /// account filters — `dataSize` `model::NONCE_ACCOUNT_DATA_LEN` and `memcmp` of `authority`
+    /// at `model::NONCE_AUTHORITY_OFFSET` — so every nonce account that names `authority`,
+    /// whoever created it (its creation need not name the authority as an account, so the
+    /// authority's own history may not list it). Unbounded on a node; the view keeps
+    /// `config::NAMED_NONCE_ACCOUNTS_MAX`.
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError>;
+
     /// `getSignaturesForAddress`, newest first, strictly older than `before` when given,
     /// at most `limit` (≤ `config::SIGNATURES_PAGE_LEN_MAX`).
     async fn get_signatures_for_address(
@@ -138,6 +149,13 @@ impl LedgerSource for Source {
         program: TokenProgram,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
         dispatch!(self, s => s.get_token_accounts_by_owner(owner, program).await)
+    }
+
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        dispatch!(self, s => s.get_nonce_accounts_by_authority(authority).await)
     }
 
     async fn get_signatures_for_address(

@@ -6,18 +6,21 @@
 //! Invariant: bounded work per wallet — at most `history_depth` signatures, one transaction
 //! per signature (converted as its batch arrives, never all held in wire form),
 //! `config::RELATED_ACCOUNTS_MAX` related accounts, `TOKEN_ACCOUNTS_MAX` token accounts per
-//! program; a hop to the first funder (`read_hop`, asked for by the caller) reads at most
-//! `FUNDER_HOP_SIGNATURES_MAX` more. Where a bound cuts, coverage says so.
+//! program, `NAMED_NONCE_ACCOUNTS_MAX` nonce accounts from the nonce search and the histories of
+//! `OUTSIDER_NONCES_MAX` of them (`OUTSIDER_NONCE_SIGNATURES_MAX` deep); a hop to the first
+//! funder (`read_hop`, asked for by the caller) reads at most `FUNDER_HOP_SIGNATURES_MAX`
+//! more. Where a bound cuts, coverage says so; a refused nonce search is reported, not fatal.
 
 use std::collections::BTreeSet;
 
 use crate::config;
 use crate::ledger::instruction::InstructionKind;
 use crate::ledger::model::{
-    AccountState, Coverage, MintInfo, NonceAccount, StakeAccount, TokenAccount, TokenProgram, Transaction, WalletView,
+    AccountState, Coverage, MintInfo, NonceAccount, NonceSearch, OutsiderNonce, StakeAccount, TokenAccount,
+    TokenProgram, Transaction, WalletView,
 };
 use crate::ledger::source::LedgerSource;
-use crate::ledger::wire::{SignatureInfo, TransactionResult, UiAccount};
+use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
@@ -59,6 +62,7 @@ pub async fn build_view_unless<S: LedgerSource>(
         tokio::join!(
             source.get_token_accounts_by_owner(wallet, TokenProgram::Token),
             source.get_token_accounts_by_owner(wallet, TokenProgram::Token2022),
+            source.get_nonce_accounts_by_authority(wallet),
             read_history(source, wallet, depth),
         )
     });
@@ -78,7 +82,7 @@ pub async fn build_view_unless<S: LedgerSource>(
     if state.as_ref().is_some_and(enough) {
         return Ok(WalletView { address: *wallet, account: state, coverage, ..WalletView::default() });
     }
-    let (classic, t22, history) = match rest_read {
+    let (classic, t22, named, history) = match rest_read {
         Some(read) => read,
         None => rest.await,
     };
@@ -99,8 +103,10 @@ pub async fn build_view_unless<S: LedgerSource>(
     token_accounts.sort_by_key(|t| t.address);
 
     let transactions = read_transactions(source, &signatures, &mut coverage).await?;
-    let (nonce_accounts, stake_accounts) = read_related(source, wallet, &transactions, &mut coverage).await?;
+    let (mut nonce_accounts, stake_accounts) = read_related(source, wallet, &transactions, &mut coverage).await?;
     let mints = read_mints(source, &token_accounts, &mut coverage).await?;
+    let named = named_nonces(named, &mut coverage);
+    let outsider_nonces = read_outsider_nonces(source, wallet, named, &mut nonce_accounts, &mut coverage).await?;
 
     Ok(WalletView {
         address: *wallet,
@@ -109,10 +115,83 @@ pub async fn build_view_unless<S: LedgerSource>(
         mints,
         nonce_accounts,
         stake_accounts,
+        outsider_nonces,
         transactions,
         coverage,
         funder_hop: None,
     })
+}
+
+/// The nonce accounts the search listed, by address, at most `NAMED_NONCE_ACCOUNTS_MAX`. A
+/// failed search is not the job's failure — many nodes refuse `getProgramAccounts` on the
+/// System program — but coverage says it failed.
+fn named_nonces(
+    answer: Result<WithContext<Vec<KeyedAccount>>, LedgerError>,
+    coverage: &mut Coverage,
+) -> Vec<NonceAccount> {
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(error = %e, "the nonce-account search failed; the view holds none");
+            coverage.nonce_search = NonceSearch::Failed;
+            return Vec::new();
+        }
+    };
+    coverage.as_of_slot = coverage.as_of_slot.max(answer.context.slot);
+    let mut named: Vec<NonceAccount> = Vec::with_capacity(answer.value.len().min(config::NAMED_NONCE_ACCOUNTS_MAX));
+    for keyed in &answer.value {
+        match Pubkey::parse(&keyed.pubkey).ok().and_then(|k| NonceAccount::from_wire(k, &keyed.account)) {
+            Some(n) => named.push(n),
+            None => coverage.items_skipped += 1,
+        }
+    }
+    named.sort_by_key(|n| n.address);
+    named.dedup_by_key(|n| n.address);
+    if named.len() > config::NAMED_NONCE_ACCOUNTS_MAX {
+        named.truncate(config::NAMED_NONCE_ACCOUNTS_MAX);
+        coverage.nonce_search = NonceSearch::Cut;
+    }
+    named
+}
+
+/// Of the nonce accounts naming `wallet` (`named`), those its history does not hold
+/// (`nonce_accounts`, read from it) — each with its own recent history read for its creation,
+/// the first `OUTSIDER_NONCES_MAX` of them. One the wallet turns out to have created (its
+/// creation lay beyond the history depth) joins `nonce_accounts` instead.
+async fn read_outsider_nonces<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    named: Vec<NonceAccount>,
+    nonce_accounts: &mut Vec<NonceAccount>,
+    coverage: &mut Coverage,
+) -> Result<Vec<OutsiderNonce>, LedgerError> {
+    let own: BTreeSet<Pubkey> = nonce_accounts.iter().map(|n| n.address).collect();
+    let mut out = Vec::new();
+    for account in named.into_iter().filter(|n| n.authority == *wallet && !own.contains(&n.address)) {
+        coverage.outsider_nonces_found += 1;
+        if out.len() == config::OUTSIDER_NONCES_MAX {
+            continue;
+        }
+        let (signatures, _) = read_history(source, &account.address, config::OUTSIDER_NONCE_SIGNATURES_MAX).await?;
+        let mut ignored = Coverage::default();
+        let history = read_transactions(source, &signatures, &mut ignored).await?;
+        // Newest first: the creation, when read, is the oldest transaction that creates it.
+        let creation = history.into_iter().rev().find(|tx| {
+            tx.instructions.iter().any(
+                |ix| matches!(&ix.kind, InstructionKind::SystemCreateAccount { account: a, .. } if *a == account.address),
+            )
+        });
+        let nonce = OutsiderNonce { account, creation };
+        match nonce.creation() {
+            Some((_, _, funder)) if funder == *wallet => {
+                coverage.outsider_nonces_found -= 1;
+                nonce_accounts.push(nonce.account);
+            }
+            _ => out.push(nonce),
+        }
+    }
+    nonce_accounts.sort_by_key(|n| n.address);
+    Ok(out)
 }
 
 /// One hop out: the newest `config::FUNDER_HOP_SIGNATURES_MAX` transactions of `address` (the

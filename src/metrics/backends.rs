@@ -34,6 +34,7 @@ label_enum! {
         GetAccountInfo => "getAccountInfo",
         GetMultipleAccounts => "getMultipleAccounts",
         GetTokenAccountsByOwner => "getTokenAccountsByOwner",
+        GetProgramAccounts => "getProgramAccounts",
         GetSignaturesForAddress => "getSignaturesForAddress",
         GetTransaction => "getTransaction",
         Other => "other",

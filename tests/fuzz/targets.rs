@@ -66,8 +66,9 @@ use xray::ledger::instruction::{
     Instruction, InstructionIndex, InstructionKind, MintExtensionInit, Program, StakeAuthorityType, TokenAuthorityType,
 };
 use xray::ledger::model::{
-    AccountKind, AccountState, Coverage, MintExtension, MintInfo, NonceAccount, SolChange, StakeAccount, TokenAccount,
-    TokenAccountState, TokenChange, TokenProgram, Transaction, TransactionVersion, WalletView,
+    AccountKind, AccountState, Coverage, MintExtension, MintInfo, NonceAccount, NonceSearch, OutsiderNonce, SolChange,
+    StakeAccount, TokenAccount, TokenAccountState, TokenChange, TokenProgram, Transaction, TransactionVersion,
+    WalletView,
 };
 use xray::ledger::rpc::parse_retry_after_s;
 use xray::ledger::snapshot::SnapshotSource;
@@ -991,7 +992,19 @@ fn decode_view(r: &mut ViewReader<'_>, address: Pubkey) -> WalletView {
         transactions_missing: u32::from(r.byte()),
         history_truncated: r.flag(),
         items_skipped: u32::from(r.byte()),
+        nonce_search: NonceSearch::Complete,
+        outsider_nonces_found: u32::from(r.byte()),
     };
+    // Read last, so inputs written before these parts existed decode as they did.
+    let outsider_nonces = r.list(ACCOUNTS_LEN_MAX, |r| OutsiderNonce {
+        account: NonceAccount { address: r.key(), authority: address, lamports: r.amount() },
+        creation: r.flag().then(|| transaction(r)),
+    });
+    let funder_hop = r.flag().then(|| {
+        let (address, transactions) = (r.key(), r.list(TRANSACTIONS_LEN_MAX, transaction));
+        let coverage = Coverage { transactions_read: transactions.len() as u32, ..Coverage::default() };
+        Box::new(WalletView { address, transactions, coverage, ..WalletView::default() })
+    });
     WalletView {
         address,
         account,
@@ -999,9 +1012,10 @@ fn decode_view(r: &mut ViewReader<'_>, address: Pubkey) -> WalletView {
         mints,
         nonce_accounts,
         stake_accounts,
+        outsider_nonces,
         transactions,
         coverage,
-        funder_hop: None,
+        funder_hop,
     }
 }
 

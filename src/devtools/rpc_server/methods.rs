@@ -10,13 +10,15 @@
 //! method), -32602 (bad params). Bounded: `RPC_SERVER_BATCH_LEN_MAX` requests per batch,
 //! `MULTIPLE_ACCOUNTS_LEN_MAX` addresses, `SIGNATURES_PAGE_LEN_MAX` signatures per page.
 //! Deliberately absent: encodings other than jsonParsed (account data is only held parsed),
-//! `getTokenAccountsByOwner`'s `mint` filter, `until` and `minContextSlot`.
+//! `getTokenAccountsByOwner`'s `mint` filter, `until` and `minContextSlot`, and any
+//! `getProgramAccounts` search but the nonce-account one the ledger layer makes.
 
 use simd_json::prelude::*;
 
 use crate::config;
 use crate::config::RPC_SERVER_BATCH_LEN_MAX;
-use crate::ledger::model::TokenProgram;
+use crate::ledger::instruction::ids;
+use crate::ledger::model::{TokenProgram, NONCE_ACCOUNT_DATA_LEN, NONCE_AUTHORITY_OFFSET};
 use crate::ledger::source::LedgerSource;
 use crate::ledger::wire::{self, RpcErrorObject, RpcRequest, RpcResponse, Value, WithContext};
 use crate::ledger::LedgerError;
@@ -130,6 +132,16 @@ async fn call<S: LedgerSource>(source: &S, method: &str, params: Params<'_>) -> 
             params.json_parsed(2)?;
             to_value(source.get_token_accounts_by_owner(&params.pubkey(0)?, params.token_program(1)?).await)
         }
+        "getProgramAccounts" => {
+            params.len_max(2)?;
+            params.json_parsed(1)?;
+            let (authority, with_context) = params.nonce_search(0, 1)?;
+            let answer = source.get_nonce_accounts_by_authority(&authority).await;
+            match with_context {
+                true => to_value(answer),
+                false => to_value(answer.map(|a| a.value)),
+            }
+        }
         "getSignaturesForAddress" => {
             params.len_max(2)?;
             let (before, limit) = params.signatures_config(1)?;
@@ -215,6 +227,31 @@ impl<'a> Params<'a> {
             .into_iter()
             .find(|p| Some(p.id()) == id)
             .ok_or_else(|| invalid_params("unrecognized token program id (the mint filter is not served)"))
+    }
+
+    /// `getProgramAccounts` is served for one search only: System-owned nonce accounts naming
+    /// an authority (`dataSize` 80 and a base58 `memcmp` at offset 8, in either order). Returns
+    /// the authority and whether the answer carries its context.
+    fn nonce_search(&self, program: usize, index: usize) -> Result<(Pubkey, bool), RpcErrorObject> {
+        let refused = || {
+            invalid_params("only the nonce-account search is served: the System program with filters dataSize 80 and memcmp of the authority at offset 8")
+        };
+        if self.str(program)? != ids::SYSTEM {
+            return Err(refused());
+        }
+        let config = self.config(index)?.ok_or_else(refused)?;
+        let filters = config.get("filters").and_then(|f| f.as_array()).filter(|f| f.len() == 2).ok_or_else(refused)?;
+        let size = filters.iter().find_map(|f| f.get("dataSize")?.as_u64());
+        let memcmp = filters.iter().find_map(|f| f.get("memcmp"));
+        let offset = memcmp.and_then(|m| m.get("offset")?.as_u64());
+        let base58 = memcmp.and_then(|m| m.get("encoding")).is_none_or(|e| e.as_str() == Some("base58"));
+        if size != Some(NONCE_ACCOUNT_DATA_LEN) || offset != Some(NONCE_AUTHORITY_OFFSET) || !base58 {
+            return Err(refused());
+        }
+        let text = memcmp.and_then(|m| m.get("bytes")?.as_str()).ok_or_else(refused)?;
+        let authority = Pubkey::parse(text).map_err(|e| invalid_params(format!("memcmp bytes {text:?}: {e}")))?;
+        let with_context = config.get("withContext").and_then(|v| v.as_bool()).unwrap_or(false);
+        Ok((authority, with_context))
     }
 
     fn signatures_config(&self, index: usize) -> Result<(Option<Signature>, u32), RpcErrorObject> {
@@ -328,5 +365,38 @@ mod tests {
             assert_eq!(std::mem::discriminant(&back), std::mem::discriminant(&e), "{e:?}");
         }
         assert_eq!(ledger_error(LedgerError::Invalid("x".into())).code, INVALID_PARAMS);
+    }
+
+    #[test]
+    fn serves_the_nonce_search_and_refuses_other_program_account_searches() {
+        // The demo's `outsider_nonce` archetype: one nonce account someone else created for it.
+        const NAMED: &str = "35ze1eichArCaQ3iD7t1KaQKvw7cYksCc8G5PBdVUiVX";
+        let search = |program: &str, filters: Value, with_context: bool| {
+            let config = json!({"encoding": "jsonParsed", "withContext": with_context, "filters": filters});
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "getProgramAccounts", "params": [program, config]});
+            ask(&simd_json::to_string(&body).unwrap())
+        };
+        let nonce_filters = |offset: u64, authority: &str| json!([{"memcmp": {"offset": offset, "bytes": authority}}, {"dataSize": 80}]);
+        let plain = search(ids::SYSTEM, nonce_filters(8, NAMED), false);
+        let list = plain.get("result").and_then(|r| r.as_array()).unwrap();
+        assert_eq!(list.len(), 1);
+        let info = list[0].get("account").and_then(|a| a.get("data")).and_then(|d| d.get("parsed")).unwrap();
+        assert_eq!(info.get("info").and_then(|i| i.get("authority")).and_then(|a| a.as_str()), Some(NAMED));
+        let with_context = search(ids::SYSTEM, nonce_filters(8, NAMED), true);
+        let result = with_context.get("result").unwrap();
+        assert!(result.get("context").is_some());
+        assert_eq!(result.get("value").and_then(|v| v.as_array()).map(Vec::len), Some(1));
+        assert_eq!(
+            search(ids::SYSTEM, nonce_filters(8, W), false).get("result").and_then(|r| r.as_array()).map(Vec::len),
+            Some(0)
+        );
+        for refused in [
+            search(ids::TOKEN, nonce_filters(8, NAMED), false),
+            search(ids::SYSTEM, nonce_filters(40, NAMED), false),
+            search(ids::SYSTEM, json!([{"dataSize": 80}]), false),
+            search(ids::SYSTEM, nonce_filters(8, "not-an-address"), false),
+        ] {
+            assert_eq!(code(&refused), Some(INVALID_PARAMS), "{refused:?}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! the wallet itself assigned to a program, foreign nonce and stake authorities.
 
 use super::Ctx;
-use crate::engine::report::{Fact, Severity};
+use crate::engine::report::{Fact, IntoFact, Severity};
 use crate::facts;
 use crate::ledger::instruction::{ids, InstructionKind, TokenAuthorityType};
 use crate::pubkey::Pubkey;
@@ -15,6 +15,7 @@ pub fn detect(ctx: &mut Ctx<'_>) {
     token_accounts_handed_away(ctx);
     wallet_assigned(ctx);
     foreign_nonce_authorities(ctx);
+    outsider_nonces(ctx);
     foreign_stake_authorities(ctx);
 }
 
@@ -202,6 +203,41 @@ fn foreign_nonce_authorities(ctx: &mut Ctx<'_>) {
             format!("Durable nonce controlled by {}", ctx.display(&authority)),
             format!("Nonce account {address} tied to the wallet has authority {authority}: transactions presigned against it stay valid until that authority advances it."),
             facts! { "nonceAccount" => address, "authority" => authority, "advancedByAuthority" => advanced_by_authority, "lamports" => nonce.lamports },
+            evidence,
+        );
+    }
+}
+
+/// Nonce accounts someone else created naming the wallet as authority: a phishing site can have
+/// the wallet sign a transaction against one, and that signature never expires. Critical when
+/// the creator is flagged or sanctioned.
+fn outsider_nonces(ctx: &mut Ctx<'_>) {
+    let view = ctx.view;
+    for nonce in &view.outsider_nonces {
+        let address = nonce.account.address;
+        let mut evidence = vec![cite_account(ctx, &address, "nonce account naming the wallet as its authority".into())];
+        let creator = nonce.creation().map(|(tx, ix, funder)| {
+            evidence.push(ctx.book.instruction(tx, ix, || format!("{funder} created and funded the nonce account")));
+            funder
+        });
+        let labels = ctx.labels;
+        let bad_creator = creator.is_some_and(|c| labels.is_flagged(&c) || labels.is_sanctioned(&c));
+        let severity = if bad_creator { Severity::Critical } else { Severity::High };
+        let by = match creator {
+            Some(c) => format!("{} created it", ctx.display(&c)),
+            None => "the wallet's history does not show it creating it (its creation lies beyond the reads)".into(),
+        };
+        let mut facts = facts! { "nonceAccount" => address, "lamports" => nonce.account.lamports };
+        if let Some(c) = creator {
+            facts.insert("creator", c.into_fact());
+        }
+        facts.insert("outsiderNonces", view.coverage.outsider_nonces_found.into_fact());
+        ctx.emit(
+            "outsider_nonce_authority",
+            severity,
+            format!("Durable nonce naming the wallet, created by someone else: {address}"),
+            format!("Nonce account {address} names the wallet as its authority and {by}: a transaction the wallet signs with this nonce never expires, so whoever holds it can submit it at any later time."),
+            facts,
             evidence,
         );
     }

@@ -178,6 +178,15 @@ impl DemoLedger {
         out
     }
 
+    /// Nonce accounts of the world naming `authority`, by address (the background population
+    /// holds none). What `getProgramAccounts` with the nonce filters matches: System-owned,
+    /// nonce-sized, the authority at its offset.
+    fn nonce_accounts(&self, authority: &Pubkey) -> Vec<(Pubkey, Acct)> {
+        let named = |a: &Acct| matches!(&a.data, state::Data::Nonce { authority: x, .. } if x == authority);
+        let world = self.world.state.iter().filter(|(_, a)| a.lamports > 0 && named(a));
+        world.map(|(k, a)| (*k, a.clone())).collect()
+    }
+
     /// The slot of one of this ledger's transactions.
     fn slot_of(&self, signature: &Signature) -> Option<u64> {
         match TxId::decode(signature, self.seed)? {
@@ -257,6 +266,10 @@ impl DemoLedger {
     }
 }
 
+fn keyed(accounts: Vec<(Pubkey, Acct)>) -> Vec<KeyedAccount> {
+    accounts.into_iter().map(|(k, a)| KeyedAccount { pubkey: k.to_string(), account: emit::account(&a) }).collect()
+}
+
 fn ctx<T>(value: T) -> WithContext<T> {
     WithContext { context: RpcContext { slot: clock::AS_OF_SLOT }, value }
 }
@@ -283,11 +296,14 @@ impl LedgerSource for DemoLedger {
         owner: &Pubkey,
         program: TokenProgram,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
-        let accounts = self.token_accounts(owner, program);
-        Ok(ctx(accounts
-            .into_iter()
-            .map(|(k, a)| KeyedAccount { pubkey: k.to_string(), account: emit::account(&a) })
-            .collect()))
+        Ok(ctx(keyed(self.token_accounts(owner, program))))
+    }
+
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        Ok(ctx(keyed(self.nonce_accounts(authority))))
     }
 
     async fn get_signatures_for_address(

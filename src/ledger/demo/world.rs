@@ -281,6 +281,7 @@ impl Builder<'_> {
             (c.phishing_delegate, 1),
             (c.dapp_delegate, 1),
             (c.nonce_operator, 10),
+            (c.nonce_planter, 10),
             (c.stake_taker, 2),
             (c.pdt_issuer, 10),
             (c.hook_issuer, 10),
@@ -390,6 +391,7 @@ impl Builder<'_> {
         self.owner_change_drained();
         self.assigned_wallet();
         self.foreign_nonce_authority();
+        self.outsider_nonce();
         self.foreign_stake_authority();
         self.permanent_delegate_holder();
         self.mint_risk_holder();
@@ -512,17 +514,21 @@ impl Builder<'_> {
         self.tx(days(20) - 30, &[c.drainer_collector], vec![Ix::new(sweep)]);
     }
 
+    /// `funder` creates and funds nonce account `nonce` and initializes it for `authority`.
+    fn create_nonce(&mut self, minutes_ago: u64, funder: Pubkey, nonce: Pubkey, authority: Pubkey) {
+        let space = crate::ledger::demo::state::NONCE_LEN;
+        let create = Op::CreateAccount { funder, account: nonce, lamports: rent(space), space, owner: BUILTIN.system };
+        let init = Op::NonceInit { nonce, authority };
+        self.tx(minutes_ago, &[funder, nonce], vec![Ix::new(create), Ix::new(init)]);
+    }
+
     fn foreign_nonce_authority(&mut self) {
         let c = self.cast;
         let (w, nonce, operator) = (c.foreign_nonce_authority, c.nonce_account, c.nonce_operator);
         self.script(SCRIPT_SHIFT_MINUTES_MAX);
         let fund = self.sol(6_000);
         self.tx(days(90), &[c.exchanges[0]], vec![transfer(c.exchanges[0], w, fund)]);
-        let space = crate::ledger::demo::state::NONCE_LEN;
-        let create =
-            Op::CreateAccount { funder: w, account: nonce, lamports: rent(space), space, owner: BUILTIN.system };
-        let init = Op::NonceInit { nonce, authority: operator };
-        self.tx(days(45), &[w, nonce], vec![Ix::new(create), Ix::new(init)]);
+        self.create_nonce(days(45), w, nonce, operator);
         for day in [44, 30] {
             let tip = self.sol(10);
             let advance = Ix::new(Op::NonceAdvance { nonce, authority: operator });
@@ -532,6 +538,20 @@ impl Builder<'_> {
         let take = self.sol(4_000);
         let advance = Ix::new(Op::NonceAdvance { nonce, authority: operator });
         self.tx(days(2), &[operator, w], vec![advance, transfer(w, operator, take)]);
+    }
+
+    /// Another address creates a nonce account naming the wallet as authority: the creation
+    /// names the wallet only in instruction data, so the wallet's history never lists it.
+    fn outsider_nonce(&mut self) {
+        let c = self.cast;
+        let (w, nonce, planter) = (c.outsider_nonce, c.planted_nonce, c.nonce_planter);
+        self.script(SCRIPT_SHIFT_MINUTES_MAX);
+        let fund = self.sol(4_000);
+        self.tx(days(80), &[c.exchanges[1]], vec![transfer(c.exchanges[1], w, fund)]);
+        self.create_nonce(days(21), planter, nonce, w);
+        let (coffee, to_alice) = (self.sol(35), self.sol(600));
+        self.tx(days(14), &[w], vec![transfer(w, c.merchant, coffee), memo("coffee")]);
+        self.tx(days(6), &[w], vec![transfer(w, c.alice, to_alice)]);
     }
 
     fn foreign_stake_authority(&mut self) {

@@ -225,6 +225,13 @@ impl LedgerSource for RpcSource {
             .await
     }
 
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        self.call_some(request::GET_PROGRAM_ACCOUNTS, request::nonce_accounts_by_authority_params(authority)).await
+    }
+
     async fn get_signatures_for_address(
         &self,
         address: &Pubkey,

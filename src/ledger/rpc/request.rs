@@ -11,7 +11,8 @@
 
 use simd_json::json;
 
-use crate::ledger::model::TokenProgram;
+use crate::ledger::instruction::ids;
+use crate::ledger::model::{TokenProgram, NONCE_ACCOUNT_DATA_LEN, NONCE_AUTHORITY_OFFSET};
 use crate::ledger::wire::{self, RpcRequest, Value};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
@@ -19,6 +20,7 @@ use crate::pubkey::{Pubkey, Signature};
 pub const GET_ACCOUNT_INFO: &str = "getAccountInfo";
 pub const GET_MULTIPLE_ACCOUNTS: &str = "getMultipleAccounts";
 pub const GET_TOKEN_ACCOUNTS_BY_OWNER: &str = "getTokenAccountsByOwner";
+pub const GET_PROGRAM_ACCOUNTS: &str = "getProgramAccounts";
 pub const GET_SIGNATURES_FOR_ADDRESS: &str = "getSignaturesForAddress";
 pub const GET_TRANSACTION: &str = "getTransaction";
 
@@ -33,6 +35,18 @@ pub fn multiple_accounts_params(addresses: &[Pubkey]) -> Value {
 
 pub fn token_accounts_by_owner_params(owner: &Pubkey, program: TokenProgram) -> Value {
     json!([owner.to_string(), {"programId": program.id()}, {"encoding": "jsonParsed"}])
+}
+
+/// `getProgramAccounts` of the System program filtered to nonce accounts naming `authority`.
+pub fn nonce_accounts_by_authority_params(authority: &Pubkey) -> Value {
+    json!([ids::SYSTEM, {
+        "encoding": "jsonParsed",
+        "withContext": true,
+        "filters": [
+            {"dataSize": NONCE_ACCOUNT_DATA_LEN},
+            {"memcmp": {"offset": NONCE_AUTHORITY_OFFSET, "bytes": authority.to_string()}}
+        ]
+    }])
 }
 
 pub fn signatures_for_address_params(address: &Pubkey, before: Option<&Signature>, limit: u32) -> Value {
@@ -93,6 +107,11 @@ mod tests {
         assert_eq!(
             token_accounts_by_owner_params(&w, TokenProgram::Token2022),
             json!([WALLET, {"programId": "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"}, {"encoding": "jsonParsed"}])
+        );
+        assert_eq!(
+            nonce_accounts_by_authority_params(&w),
+            json!(["11111111111111111111111111111111", {"encoding": "jsonParsed", "withContext": true,
+                "filters": [{"dataSize": 80}, {"memcmp": {"offset": 8, "bytes": WALLET}}]}])
         );
         assert_eq!(signatures_for_address_params(&w, None, 10), json!([WALLET, {"limit": 10}]));
         let sig = Signature::parse(SIG).unwrap();

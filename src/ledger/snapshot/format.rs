@@ -39,6 +39,9 @@ pub enum Entry {
     Account,
     /// `token-accounts/<owner>.<spl-token|spl-token-2022>.json`: getTokenAccountsByOwner.
     TokenAccounts(TokenProgram),
+    /// `nonce-accounts/<authority>.json`: getProgramAccounts of the System program with the
+    /// nonce filters naming the authority (`LedgerSource::get_nonce_accounts_by_authority`).
+    NonceAccounts,
     /// `signatures/<address>.json`: getSignaturesForAddress, every recorded page merged.
     Signatures,
     /// `transactions/<signature>.json`: getTransaction.
@@ -47,12 +50,13 @@ pub enum Entry {
 
 impl Entry {
     /// Every kind's directory, created by the writer.
-    pub const DIRS: [&'static str; 4] = ["accounts", "token-accounts", "signatures", "transactions"];
+    pub const DIRS: [&'static str; 5] = ["accounts", "token-accounts", "nonce-accounts", "signatures", "transactions"];
 
     pub fn dir(self) -> &'static str {
         match self {
             Entry::Account => "accounts",
             Entry::TokenAccounts(_) => "token-accounts",
+            Entry::NonceAccounts => "nonce-accounts",
             Entry::Signatures => "signatures",
             Entry::Transaction => "transactions",
         }
@@ -62,7 +66,7 @@ impl Entry {
         match self {
             Entry::TokenAccounts(TokenProgram::Token) => ".spl-token.json",
             Entry::TokenAccounts(TokenProgram::Token2022) => ".spl-token-2022.json",
-            Entry::Account | Entry::Signatures | Entry::Transaction => ".json",
+            Entry::Account | Entry::NonceAccounts | Entry::Signatures | Entry::Transaction => ".json",
         }
     }
 
@@ -70,7 +74,9 @@ impl Entry {
     fn name_is_valid(self, name: &str) -> bool {
         match self {
             Entry::Transaction => Signature::parse(name).is_ok(),
-            Entry::Account | Entry::TokenAccounts(_) | Entry::Signatures => Pubkey::parse(name).is_ok(),
+            Entry::Account | Entry::TokenAccounts(_) | Entry::NonceAccounts | Entry::Signatures => {
+                Pubkey::parse(name).is_ok()
+            }
         }
     }
 }

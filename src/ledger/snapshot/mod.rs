@@ -17,6 +17,9 @@
 //! <dir>/token-accounts/<owner>.spl-token.json
 //! <dir>/token-accounts/<owner>.spl-token-2022.json
 //!     a getTokenAccountsByOwner (jsonParsed, {"programId": …}) response.
+//! <dir>/nonce-accounts/<authority>.json
+//!     a getProgramAccounts (System program, jsonParsed, withContext, the nonce filters:
+//!     dataSize 80, memcmp of the authority at offset 8) response.
 //! <dir>/signatures/<address>.json
 //!     {"jsonrpc":"2.0","id":…,"result":[…]}: every recorded getSignaturesForAddress entry of
 //!     the address, newest first, each once; pages are cut from it on replay.
@@ -27,8 +30,9 @@
 //! Files are JSON-RPC response bodies as a node sends them; `id` may be anything (the recorder
 //! writes the method name), unknown fields are ignored, and an `error` object is replayed as
 //! that error. A file that is absent answers as a node does for something it does not have:
-//! no account file → `value: null` at the manifest's `createdAtSlot`; no token-account file →
-//! an empty list at `createdAtSlot`; no signatures file → no history; no transaction file →
+//! no account file → `value: null` at the manifest's `createdAtSlot`; no token-account or
+//! nonce-account file → an empty list at `createdAtSlot` (so a snapshot recorded before nonce
+//! searches existed replays as a node without such accounts); no signatures file → no history; no transaction file →
 //! `null`. `getSignaturesForAddress` returns the entries strictly after `before` in the list
 //! (nothing when `before` is not in it, as a node does for an unknown signature), at most
 //! `limit`. `getMultipleAccounts` answers in order, at the highest slot of the files it read.
@@ -159,6 +163,16 @@ impl LedgerSource for SnapshotSource {
         program: TokenProgram,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
         match format::read_response(&self.root, Entry::TokenAccounts(program), &owner.to_base58())? {
+            None => Ok(self.absent(Vec::new())),
+            Some((rel, response)) => required(&rel, response),
+        }
+    }
+
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        match format::read_response(&self.root, Entry::NonceAccounts, &authority.to_base58())? {
             None => Ok(self.absent(Vec::new())),
             Some((rel, response)) => required(&rel, response),
         }

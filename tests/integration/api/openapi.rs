@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use super::support::*;
 use serde_json::Value;
 use xray::engine::{self, compare};
+use xray::jobs::execute::add_funder_hop;
 use xray::labels::Labels;
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::view::{build_view, ViewOptions};
@@ -187,7 +188,15 @@ fn every_demo_xray_and_comparison_matches_the_document() {
     let demo = DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
     let labels = Labels::builtin();
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-    let view = |address: &Pubkey| runtime.block_on(build_view(&demo, address, ViewOptions::default())).expect("view");
+    // As a job reads it: with the first funder's hop (the builtin labels list a sanctioned
+    // address), so `coverage.funderHop` is validated too.
+    let view = |address: &Pubkey| {
+        runtime.block_on(async {
+            let mut v = build_view(&demo, address, ViewOptions::default()).await.expect("view");
+            add_funder_hop(&demo, &mut v, &labels).await;
+            v
+        })
+    };
     let mut checked = 0;
     for arch in demo.archetype_list() {
         let address = Pubkey::parse(&arch.address).expect("address");

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use xray::config;
 use xray::eligibility;
 use xray::engine::changes::{changes, Previous};
-use xray::engine::report::{Evidence, Fact, Severity, XRay};
+use xray::engine::report::{Evidence, Fact, Severity, Signal, XRay};
 use xray::engine::{self, compare};
 use xray::jobs::execute::{add_funder_hop, execute, JobSpec, Outcome};
 use xray::labels::Labels;
@@ -24,6 +24,11 @@ use xray::pubkey::{Pubkey, Signature};
 
 fn demo() -> DemoLedger {
     DemoLedger::new(config::DEMO_SEED_DEFAULT)
+}
+
+/// The evidence items a signal cites, in its order.
+fn cited_by<'a>(xray: &'a XRay, signal: &Signal) -> Vec<&'a Evidence> {
+    signal.evidence_ids.iter().map(|id| xray.evidence.iter().find(|e| e.id() == id).unwrap()).collect()
 }
 
 /// The view a job reads under the builtin labels: the wallet's, and its first funder's hop
@@ -48,6 +53,7 @@ const EXPECTED_PATHS: &[(&str, &[&str])] = &[
     ("owner_change_drained", &["owner_change_takeover"]),
     ("assigned_wallet", &["assign_takeover"]),
     ("foreign_nonce_authority", &["nonce_replay"]),
+    ("outsider_nonce", &["presigned_nonce_phish"]),
     ("foreign_stake_authority", &["stake_theft"]),
     ("permanent_delegate_holder", &["permanent_delegate_seizure", "freeze_honeypot"]),
     ("poisoning_victim", &["poisoning_misdirect"]),
@@ -240,6 +246,7 @@ fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
         || matches!(key, "transactions" | "transfers" | "sent" | "signed" | "failed" | "missing" | "invocations")
         || matches!(key, "transactionsAnalyzed" | "emptyAccounts" | "sharePercent" | "lastBefore" | "firstAfter")
         || matches!(key, "feeBasisPoints" | "transfersSent" | "transfersReceived" | "funderTransactionsRead")
+        || key == "outsiderNonces"
     {
         "integer"
     } else {
@@ -466,8 +473,7 @@ fn a_sanctioned_address_one_hop_out_is_named_with_both_transfers_and_the_hop_in_
     assert_eq!((facts["transfersReceived"].as_u64(), facts["transfersSent"].as_u64()), (Some(1), Some(0)));
     // The wallet's first funding, then the funder's receipt from the mixer: both real
     // transactions, of the wallet's history and of the funder's.
-    let cited: Vec<&Evidence> =
-        signal.evidence_ids.iter().map(|id| xray.evidence.iter().find(|e| e.id() == id).unwrap()).collect();
+    let cited = cited_by(&xray, signal);
     let signature = |e: &Evidence| match e {
         Evidence::Transaction { signature, .. } => signature.clone(),
         other => panic!("{other:?}"),
@@ -488,13 +494,15 @@ fn a_sanctioned_address_one_hop_out_is_named_with_both_transfers_and_the_hop_in_
     assert!(json["signals"].as_array().unwrap().iter().all(|s| s["kind"] != "sanctioned_funder_exposure"));
 }
 
-/// The demo, except that one address's history cannot be read (the node fails the call).
-struct HistoryFailsFor<'a> {
+/// The demo, except that one address's history cannot be read and, when `nonce_search` is
+/// false, the node refuses the nonce-account search (as many nodes do).
+struct Failing<'a> {
     demo: &'a DemoLedger,
-    address: Pubkey,
+    history_of: Pubkey,
+    nonce_search: bool,
 }
 
-impl LedgerSource for HistoryFailsFor<'_> {
+impl LedgerSource for Failing<'_> {
     fn name(&self) -> &'static str {
         self.demo.name()
     }
@@ -511,13 +519,22 @@ impl LedgerSource for HistoryFailsFor<'_> {
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
         self.demo.get_token_accounts_by_owner(owner, program).await
     }
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        if !self.nonce_search {
+            return Err(LedgerError::Rpc { code: -32010, message: "excluded from account secondary indexes".into() });
+        }
+        self.demo.get_nonce_accounts_by_authority(authority).await
+    }
     async fn get_signatures_for_address(
         &self,
         a: &Pubkey,
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        if *a == self.address {
+        if *a == self.history_of {
             return Err(LedgerError::Unavailable("the node failed".into()));
         }
         self.demo.get_signatures_for_address(a, before, limit).await
@@ -532,7 +549,7 @@ fn a_failed_hop_read_leaves_the_hop_incomplete_and_the_job_ready() {
     let demo = demo();
     let address = demo.archetype("sanctioned_hop").unwrap();
     let funder = view(&demo, &address).funder_hop.unwrap().address;
-    let failing = HistoryFailsFor { demo: &demo, address: funder };
+    let failing = Failing { demo: &demo, history_of: funder, nonce_search: true };
     let labels = Labels::builtin();
     let spec = JobSpec::Analysis { wallet: address };
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -544,4 +561,45 @@ fn a_failed_hop_read_leaves_the_hop_incomplete_and_the_job_ready() {
     assert_eq!((hop["address"].as_str(), hop["transactionsAnalyzed"].as_u64()), (Some(&*funder.to_string()), Some(0)));
     assert_eq!(hop["historyComplete"], false);
     assert!(xray["signals"].as_array().unwrap().iter().all(|s| s["kind"] != "sanctioned_funder_exposure"));
+}
+
+#[test]
+fn a_nonce_someone_else_created_in_the_wallets_name_is_found_with_its_creator() {
+    let demo = demo();
+    let labels = Labels::builtin();
+    let address = demo.archetype("outsider_nonce").unwrap();
+    let v = view(&demo, &address);
+    // The creation names the wallet only in instruction data: its history never lists it.
+    assert!(v.nonce_accounts.is_empty());
+    assert_eq!(v.outsider_nonces.len(), 1);
+    let outsider = &v.outsider_nonces[0];
+    let (creation, _, creator) = outsider.creation().expect("the nonce's own history reaches its creation");
+    assert!(v.transactions.iter().all(|t| t.signature != creation.signature));
+    let xray = engine::analyze(&v, &labels);
+    let signal = xray.signals.iter().find(|s| s.kind == "outsider_nonce_authority").unwrap();
+    assert_eq!(signal.severity, Severity::High);
+    let facts = serde_json::to_value(&signal.facts).unwrap();
+    assert_eq!(facts["nonceAccount"], outsider.account.address.to_string());
+    assert_eq!(facts["creator"], creator.to_string());
+    assert_eq!(facts["outsiderNonces"], 1);
+    let cited = cited_by(&xray, signal);
+    assert!(matches!(cited[0], Evidence::Account { account, .. } if *account == outsider.account.address.to_string()));
+    assert!(
+        matches!(cited[1], Evidence::Transaction { signature, instruction, .. } if *signature == creation.signature.to_string() && instruction == "createAccount")
+    );
+    let path = xray.attack_paths.iter().find(|p| p.kind == "presigned_nonce_phish").unwrap();
+    assert_eq!(path.signal_ids, vec![signal.id.clone()]);
+    assert_eq!(path.title, "A transaction you sign with this nonce never expires");
+    assert_eq!(serde_json::to_value(&xray.coverage).unwrap()["nonceSearch"], "complete");
+
+    // A node that refuses the search: the job is READY, says so, and finds nothing.
+    let failing = Failing { demo: &demo, history_of: Pubkey::new([0; 32]), nonce_search: false };
+    let spec = JobSpec::Analysis { wallet: address };
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let Outcome::Ready { payload } = rt.block_on(execute(&failing, &labels, &spec, ViewOptions::default(), &())) else {
+        panic!("a refused nonce search does not fail the job")
+    };
+    let refused: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(refused["coverage"]["nonceSearch"], "failed");
+    assert!(refused["signals"].as_array().unwrap().iter().all(|s| s["kind"] != "outsider_nonce_authority"));
 }

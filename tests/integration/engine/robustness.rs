@@ -50,6 +50,7 @@ fn view_of(address: Pubkey, transactions: Vec<Transaction>, coverage: Coverage) 
         mints: vec![],
         nonce_accounts: vec![],
         stake_accounts: vec![],
+        outsider_nonces: vec![],
         transactions,
         coverage,
         funder_hop: None,
@@ -251,9 +252,20 @@ fn view() -> impl Strategy<Value = WalletView> {
         prop::collection::vec(transaction(), 0..25),
         (any::<bool>(), 0u32..5, prop_oneof![0u64..2_000, Just(u64::MAX)]),
         proptest::option::of((key(), prop::collection::vec(transaction(), 0..10), any::<bool>())),
+        prop::collection::vec((key(), proptest::option::of(transaction())), 0..3),
     )
         .prop_map(
-            |(account, token_accounts, mints, nonces, stakes, transactions, (truncated, missing, as_of), hop)| {
+            |(
+                account,
+                token_accounts,
+                mints,
+                nonces,
+                stakes,
+                transactions,
+                (truncated, missing, as_of),
+                hop,
+                outsiders,
+            )| {
                 let mut mints: Vec<MintInfo> = mints
                     .into_iter()
                     .map(|(address, freeze_authority, delegate)| MintInfo {
@@ -297,6 +309,15 @@ fn view() -> impl Strategy<Value = WalletView> {
                             voter: None,
                         })
                         .collect(),
+                    // Nonce accounts naming the wallet that it did not create, with or without a creation
+                    // transaction (which need not create them: the engine must not trust it).
+                    outsider_nonces: outsiders
+                        .into_iter()
+                        .map(|(address, creation)| OutsiderNonce {
+                            account: NonceAccount { address, authority: pool()[0], lamports: 1_447_680 },
+                            creation,
+                        })
+                        .collect(),
                     transactions,
                     coverage: Coverage {
                         source: "prop".into(),
@@ -305,6 +326,8 @@ fn view() -> impl Strategy<Value = WalletView> {
                         transactions_missing: missing,
                         history_truncated: truncated,
                         items_skipped: 0,
+                        nonce_search: NonceSearch::Complete,
+                        outsider_nonces_found: 3,
                     },
                     // The first funder's history one hop out, as `read_hop` leaves it.
                     funder_hop: hop.map(|(address, transactions, truncated)| {

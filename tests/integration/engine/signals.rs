@@ -75,6 +75,7 @@ fn view(transactions: Vec<Transaction>, token_accounts: Vec<TokenAccount>) -> Wa
         mints: vec![],
         nonce_accounts: vec![],
         stake_accounts: vec![],
+        outsider_nonces: vec![],
         transactions,
         coverage: Coverage { source: "test".into(), as_of_slot: 100, transactions_read: 2, ..Coverage::default() },
         funder_hop: None,

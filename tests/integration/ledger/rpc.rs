@@ -42,6 +42,7 @@ const NOT_FOUND: Pubkey = Pubkey::new([1; 32]);
 const RPC_ERROR: Pubkey = Pubkey::new([2; 32]);
 const UNAVAILABLE: Pubkey = Pubkey::new([3; 32]);
 const TOKEN_ACCOUNT: Pubkey = Pubkey::new([4; 32]);
+const NONCE_ACCOUNT: Pubkey = Pubkey::new([5; 32]);
 
 fn wallet() -> Pubkey {
     Pubkey::parse(WALLET).unwrap()
@@ -62,6 +63,8 @@ fn signature(i: u64) -> Signature {
 struct Fixture {
     accounts: HashMap<Pubkey, UiAccount>,
     token_accounts: Vec<KeyedAccount>,
+    /// A nonce account naming the wallet that its history does not hold.
+    nonces: Vec<KeyedAccount>,
     history: Vec<SignatureInfo>,
     transactions: HashMap<Signature, TransactionResult>,
 }
@@ -132,7 +135,17 @@ impl Fixture {
         );
         let accounts = HashMap::from([(wallet(), wallet_account), (mint(), mint_account)]);
         let token_accounts = vec![KeyedAccount { pubkey: TOKEN_ACCOUNT.to_string(), account: token_account }];
-        Fixture { accounts, token_accounts, history, transactions }
+        let mut nonce = parsed_account(
+            "nonce",
+            1_447_680,
+            80,
+            simd_json::json!({"type": "initialized", "info": {"authority": WALLET,
+                "blockhash": "2NiTTzGXE7kW66iwM4FaoB7xMidgzMXZkh7k4AeagnW8",
+                "feeCalculator": {"lamportsPerSignature": "5000"}}}),
+        );
+        nonce.owner = SYSTEM_PROGRAM.into();
+        let nonces = vec![KeyedAccount { pubkey: NONCE_ACCOUNT.to_string(), account: nonce }];
+        Fixture { accounts, token_accounts, nonces, history, transactions }
     }
 }
 
@@ -170,6 +183,13 @@ impl LedgerSource for Fixture {
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
         let held = *owner == wallet() && program == TokenProgram::Token;
         Ok(at_slot(if held { self.token_accounts.clone() } else { Vec::new() }))
+    }
+
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        Ok(at_slot(if *authority == wallet() { self.nonces.clone() } else { Vec::new() }))
     }
 
     async fn get_signatures_for_address(
@@ -236,6 +256,7 @@ async fn view_over_rpc_equals_view_of_the_source() {
     assert_eq!(direct.transactions.len(), 90);
     assert_eq!(direct.coverage.transactions_missing, 10);
     assert!(direct.coverage.history_truncated);
+    assert_eq!(direct.outsider_nonces.iter().map(|n| n.account.address).collect::<Vec<_>>(), vec![NONCE_ACCOUNT]);
     assert_eq!(view(&rpc, &wallet()).await, direct);
     for other in [mint(), TOKEN_ACCOUNT, Pubkey::new([9; 32])] {
         assert_eq!(view(&rpc, &other).await, view(&fixture, &other).await, "{other}");

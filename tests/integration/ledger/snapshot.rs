@@ -356,6 +356,7 @@ fn manifest_is_checked_at_open() {
 struct FakeNode {
     accounts: BTreeMap<Pubkey, UiAccount>,
     token_accounts: BTreeMap<(Pubkey, TokenProgram), Vec<KeyedAccount>>,
+    nonces_by_authority: BTreeMap<Pubkey, Vec<KeyedAccount>>,
     signatures: BTreeMap<Pubkey, Vec<SignatureInfo>>,
     transactions: HashMap<Signature, TransactionResult>,
 }
@@ -381,6 +382,13 @@ impl LedgerSource for FakeNode {
         Ok(ctx(SLOT + 1, self.token_accounts.get(&(*owner, program)).cloned().unwrap_or_default()))
     }
 
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        Ok(ctx(SLOT + 1, self.nonces_by_authority.get(authority).cloned().unwrap_or_default()))
+    }
+
     async fn get_signatures_for_address(
         &self,
         address: &Pubkey,
@@ -404,8 +412,9 @@ const HISTORY_LEN: u16 = 1_005;
 
 /// Wallet `key(1)`: an account, a delegated classic token account, a Token-2022 account whose
 /// mint the node lacks, 1,005 signatures (every 100th transaction missing), the newest of
-/// which advances a nonce account. Wallet `key(2)` shares a mint and one transaction.
-/// Wallet `key(3)` does not exist.
+/// which advances a nonce account; the nonce search also finds a second nonce account naming it
+/// that its history does not (`key(15)`, with no history of its own). Wallet `key(2)` shares a
+/// mint and one transaction. Wallet `key(3)` does not exist.
 fn fake_node() -> FakeNode {
     let (a, b, mint, mint22, nonce) = (key(1), key(2), key(10), key(11), key(12));
     let mut node = FakeNode::default();
@@ -413,6 +422,8 @@ fn fake_node() -> FakeNode {
     node.accounts.insert(b, wallet_account(1));
     node.accounts.insert(mint, mint_account(&key(13)));
     node.accounts.insert(nonce, nonce_account(&a));
+    let planted = key(15);
+    node.nonces_by_authority.insert(a, vec![keyed(&nonce, nonce_account(&a)), keyed(&planted, nonce_account(&a))]);
     let ta = keyed(&key(20), token_account(TokenProgram::Token, &a, &mint, Some(&key(14))));
     let ta22 = keyed(&key(21), token_account(TokenProgram::Token2022, &a, &mint22, None));
     node.token_accounts.insert((a, TokenProgram::Token), vec![ta]);
@@ -485,6 +496,8 @@ fn recording_round_trips_through_build_view() {
         assert!(a.coverage.history_truncated);
         assert_eq!((a.transactions.len(), a.coverage.transactions_missing), (993, 10));
         assert_eq!((a.nonce_accounts.len(), a.mints.len(), a.token_accounts.len()), (1, 1, 2));
+        assert_eq!(a.outsider_nonces.iter().map(|n| n.account.address).collect::<Vec<_>>(), vec![key(15)]);
+        assert_eq!((a.outsider_nonces[0].creation.as_ref(), a.coverage.outsider_nonces_found), (None, 1));
         assert!(a.token_accounts.iter().any(|t| t.delegate == Some(key(14))));
         assert_eq!(a.coverage.as_of_slot, SLOT + 2);
     });
