@@ -13,6 +13,7 @@ pub mod attack_paths;
 pub mod changes;
 pub mod compare;
 pub mod evidence;
+pub mod fixes;
 pub mod flows;
 pub mod report;
 pub mod scoring;
