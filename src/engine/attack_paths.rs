@@ -9,52 +9,61 @@
 
 use std::borrow::Cow;
 
+use crate::engine::fixes::FixInstruction;
 use crate::engine::report::{AssetAtRisk, AttackPath, AttackStep, Fact, Severity, Signal};
 use crate::ledger::model::WalletView;
 
-/// Every attack path kind: (kind, the signals it rests on, what composes it). Listed in
-/// docs/signals.md by the catalogue generator.
-pub const ATTACK_PATH_KINDS: &[(&str, &str, &str)] = &[
+/// Every attack path kind: (kind, the signals it rests on, what composes it, its fix
+/// instructions). Listed in docs/signals.md by the catalogue generator.
+pub const ATTACK_PATH_KINDS: &[(&str, &str, &str, &str)] = &[
     (
         "delegate_drain",
         "open_token_delegation",
         "One path per open delegation: the delegate transfers up to the delegated amount without the owner.",
+        "The signal's: spl-token / Token-2022 `revoke` of the token account.",
     ),
     (
         "owner_change_takeover",
         "token_account_owner_changed",
         "The new owner controls the token account and every later deposit.",
+        "None (`[]` and `fixNote`): the change happened; only the new owner can hand the account back.",
     ),
-    ("assign_takeover", "wallet_assigned", "The program that owns the wallet account controls its lamports."),
+    ("assign_takeover", "wallet_assigned", "The program that owns the wallet account controls its lamports.", "None: only the program that owns the account now can give it back."),
     (
         "nonce_replay",
         "foreign_nonce_authority",
         "A transaction presigned against a foreign-controlled durable nonce is submitted when the authority chooses.",
+        "None: only the foreign nonce authority can re-authorize or withdraw.",
     ),
     (
         "presigned_nonce_phish",
         "outsider_nonce_authority",
         "A nonce account someone else created in the wallet's name lets a phishing site obtain a signature that never expires.",
+        "The signal's: system `withdrawNonceAccount` of the whole balance to the wallet, which closes the nonce.",
     ),
     (
         "stake_theft",
         "foreign_stake_authority (foreign withdrawer)",
         "The withdrawer deactivates and withdraws the stake.",
+        "None: only the foreign withdrawer can hand the stake back.",
     ),
     (
         "permanent_delegate_seizure",
         "permanent_delegate_mint",
         "The mint's permanent delegate moves or burns the wallet's balance.",
+        "None: nothing revokes a permanent delegate; move the balance out.",
     ),
     (
         "freeze_honeypot",
         "freeze_authority_mint + frozen_token_account or unsolicited_token of the same mint",
         "Tokens handed out by a freezable mint, then frozen so they cannot be sold.",
+        "None: only the freeze authority can thaw.",
     ),
     (
         "poisoning_misdirect",
         "address_poisoning_received (+ sent_to_lookalike)",
         "Dust from a look-alike leads the owner to pay it; critical once funds went out.",
+        "None: no instruction undoes a transfer.",
     ),
 ];
 
@@ -101,6 +110,19 @@ struct Draft {
     assets: Vec<AssetAtRisk>,
     signal_ids: Vec<String>,
     remediation: String,
+    fix: Fix,
+}
+
+/// What closes a path: the instructions of the signal it rests on, or nothing the wallet can
+/// sign, and why.
+enum Fix {
+    Instructions(Vec<FixInstruction>),
+    Unavailable(String),
+}
+
+/// The fix instructions the signal carries (a path resting on a fixable signal).
+fn fix_of(s: &Signal) -> Fix {
+    Fix::Instructions(s.fix_instructions.clone())
 }
 
 /// Composes every path the signals support, in signal order.
@@ -136,6 +158,14 @@ pub fn compose(signals: &[Signal], view: &WalletView) -> Vec<AttackPath> {
             assets_at_risk: d.assets,
             signal_ids: d.signal_ids,
             remediation: d.remediation,
+            fix_instructions: match &d.fix {
+                Fix::Instructions(list) => list.clone(),
+                Fix::Unavailable(_) => Vec::new(),
+            },
+            fix_note: match d.fix {
+                Fix::Instructions(_) => None,
+                Fix::Unavailable(note) => Some(note),
+            },
         })
         .collect()
 }
@@ -155,6 +185,7 @@ fn delegate_drain(s: &Signal) -> Draft {
         assets: vec![asset(mint, balance.min(delegated))],
         signal_ids: vec![s.id.clone()],
         remediation: format!("The wallet owner sends spl-token `revoke` for token account {account}."),
+        fix: fix_of(s),
     }
 }
 
@@ -182,6 +213,7 @@ fn owner_change_takeover(s: &Signal) -> Draft {
         remediation: format!(
             "Stop sending tokens to {account}; ownership can only be returned by {owner} via setAuthority."
         ),
+        fix: Fix::Unavailable(format!("The owner change already happened: no instruction the wallet signs undoes it; only {owner} can hand {account} back (spl-token setAuthority accountOwner). Receive tokens at a new account the wallet owns instead.")),
     }
 }
 
@@ -198,6 +230,7 @@ fn assign_takeover(s: &Signal) -> Draft {
         assets: vec![asset("SOL", amount(s, "lamports"))],
         signal_ids: vec![s.id.clone()],
         remediation: "Move remaining token holdings with a fresh wallet's transactions where possible; the SOL account cannot be reassigned by its key.".into(),
+        fix: Fix::Unavailable(format!("The wallet account belongs to program {owner} now: no instruction its key signs gives it back. Create a new wallet and move to it what the old key still controls (its token accounts).")),
     }
 }
 
@@ -215,6 +248,7 @@ fn nonce_replay(s: &Signal, sol_balance: u64) -> Draft {
         assets: vec![asset("SOL", sol_balance)],
         signal_ids: vec![s.id.clone()],
         remediation: format!("{authority} sends system `authorizeNonceAccount` naming the wallet, or the wallet advances or withdraws the nonce once it holds the authority."),
+        fix: Fix::Unavailable(format!("Only the nonce's authority {authority} can sign `authorizeNonceAccount` or `withdrawNonceAccount`: the wallet has nothing to sign. Never sign a transaction that uses nonce {nonce}; if one was signed, move the funds to a new wallet.")),
     }
 }
 
@@ -236,6 +270,7 @@ fn presigned_nonce_phish(s: &Signal, sol_balance: u64) -> Draft {
         assets: vec![asset("SOL", sol_balance)],
         signal_ids: vec![s.id.clone()],
         remediation: format!("The wallet sends system `withdrawNonceAccount` of {nonce}'s whole balance to itself, which closes it and invalidates every transaction presigned with it; never sign a transaction that starts with `advanceNonceAccount` unless you created the nonce."),
+        fix: fix_of(s),
     }
 }
 
@@ -252,6 +287,7 @@ fn stake_theft(s: &Signal) -> Draft {
         assets: vec![asset("SOL", amount(s, "lamports"))],
         signal_ids: vec![s.id.clone()],
         remediation: format!("{withdrawer} sends stake `authorize` (Withdrawer, then Staker) naming the wallet."),
+        fix: Fix::Unavailable(format!("The withdraw authority {withdrawer} alone can hand {stake} back (stake `authorize`): the wallet has nothing to sign.")),
     }
 }
 
@@ -270,6 +306,7 @@ fn permanent_delegate_seizure(s: &Signal) -> Draft {
         remediation: format!(
             "The wallet moves its {mint} balance out (sell or redeem); nothing revokes a permanent delegate."
         ),
+        fix: Fix::Unavailable(format!("No instruction revokes a mint's permanent delegate: the wallet moves its {mint} balance out (sells or redeems it).")),
     }
 }
 
@@ -296,6 +333,7 @@ fn freeze_honeypot(s: &Signal, all: &[Signal]) -> Option<Draft> {
         assets: vec![asset(mint, fact(s, "amount"))],
         signal_ids,
         remediation: "Do not buy more; only the freeze authority can send `thawAccount`. Burn and close the account to reclaim rent.".into(),
+        fix: Fix::Unavailable(format!("Only the freeze authority {freezer} can thaw the account: the wallet has nothing to sign that frees the tokens.")),
     })
 }
 
@@ -317,5 +355,6 @@ fn poisoning_misdirect(s: &Signal, all: &[Signal]) -> Draft {
         assets,
         signal_ids,
         remediation: format!("Verify every character of {imitated} before sending; add it to an address book."),
+        fix: Fix::Unavailable(format!("No instruction undoes a transfer or removes a transaction from history: verify every character of {imitated} before sending.")),
     }
 }

@@ -4,14 +4,15 @@
 //!
 //! Owns: `FixInstruction` and `FixAccount` (the JSON form `{programId, accounts: [{pubkey,
 //! isSigner, isWritable}], data, description}`, `data` the instruction bytes in base58) and one
-//! builder per instruction. Meant for the X-Ray's remedies (issue #16 item 1), which call it on
-//! compute threads and write the human `description`; no caller yet. Pure: no I/O, no clock.
+//! builder per instruction. The signal detectors and attack paths call them on compute threads
+//! and write the human `description`. Pure: no I/O, no clock. `token_set_authority` has no
+//! caller yet: in every exposure the engine finds, only the foreign authority could sign it.
 //!
 //! Invariant: every builder's bytes and account metas are checked byte for byte by
 //! tests/integration/engine/fixes.rs against the official interface crates (spl-token,
 //! spl-token-2022, solana-system, solana-stake); accounts stand in the order the program
 //! expects, with the signer and writable flags those crates give them.
-//! Invariant: the owner or authority is a single signer; stake `Authorize` keeps the Clock
+//! Invariant: the owner or authority is a single signer — in the X-Ray always the wallet; stake `Authorize` keeps the Clock
 //! sysvar in its accounts, the layout every version of the stake program accepts.
 //! Deliberately absent: signing, recent blockhashes and transaction assembly, multisig owners
 //! (their extra signer accounts), compute-budget instructions.

@@ -2,8 +2,8 @@
 //! from two views to the comparison payload.
 //!
 //! Owns: signal detection (`signals`), value flows (`flows`), evidence (`evidence`), scoring
-//! (`scoring`), attack paths (`attack_paths`), comparison (`compare`) and the payload types
-//! (`report`). Called on compute threads and by the CLI.
+//! (`scoring`), attack paths (`attack_paths`), the instructions that fix them (`fixes`),
+//! comparison (`compare`) and the payload types (`report`). Called on compute threads and by the CLI.
 //!
 //! Invariant: no I/O and no clock — the as-of slot and time come from the view — so equal input
 //! gives byte-identical output on any thread. Versions below change whenever output for the

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::fixes::FixInstruction;
+
 /// How bad a finding is. Ordered: `Info < Low < … < Critical`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -187,6 +189,10 @@ pub struct Signal {
     pub detail: String,
     pub facts: Facts,
     pub evidence_ids: Vec<String>,
+    /// The unsigned instructions that remove the finding, when the wallet (or the one named as
+    /// their signer) can send them; absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fix_instructions: Vec<FixInstruction>,
 }
 
 /// One piece of evidence: a transaction instruction, or an account's state at a slot.
@@ -245,6 +251,11 @@ pub struct AttackPath {
     pub assets_at_risk: Vec<AssetAtRisk>,
     pub signal_ids: Vec<String>,
     pub remediation: String,
+    /// The unsigned instructions that close the path; `[]` when none can, and then `fix_note`
+    /// says why and what to do instead.
+    pub fix_instructions: Vec<FixInstruction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix_note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

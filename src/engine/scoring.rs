@@ -119,6 +119,7 @@ mod tests {
             detail: String::new(),
             facts: Default::default(),
             evidence_ids: vec!["ev_1".into()],
+            fix_instructions: Vec::new(),
         }
     }
 

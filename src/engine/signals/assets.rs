@@ -6,6 +6,7 @@
 //! token accounts. Each mint risk cites the mint account at the view's slot.
 
 use super::Ctx;
+use crate::engine::fixes;
 use crate::engine::report::{Fact, IntoFact, Severity};
 use crate::facts;
 use crate::ledger::instruction::InstructionKind;
@@ -238,12 +239,32 @@ fn rent_locked(ctx: &mut Ctx<'_>) {
         .take(super::SIGNAL_EVIDENCE_MAX)
         .map(|t| ctx.book.account(&t.address, slot, || format!("empty token account holding {} lamports", t.lamports)))
         .collect();
-    ctx.emit(
+    if ctx.emit(
         "rent_locked_empty_accounts",
         Severity::Info,
         format!("{} empty token accounts hold reclaimable rent", empty.len()),
         format!("Closing them returns {lamports} lamports to the wallet."),
         facts! { "emptyAccounts" => empty.len(), "reclaimableLamports" => lamports },
         evidence,
-    );
+    ) {
+        let wallet = ctx.view.address;
+        let closes = empty.iter().filter(|t| closable_by(t, &wallet)).map(|t| {
+            let why = format!(
+                "Close empty token account {} and return its {} lamports to the wallet, its owner, which signs.",
+                t.address, t.lamports
+            );
+            fixes::token_close_account(t.program, &t.address, &wallet, &wallet, why)
+        });
+        ctx.fix_last(closes.collect());
+    }
+}
+
+/// Whether the owner alone can close an empty token account: not frozen (the program refuses),
+/// no other close authority (it alone may close), and no transfer-fee amount extension (the
+/// program refuses while fees are withheld there, and the view does not say whether any are).
+fn closable_by(account: &TokenAccount, owner: &Pubkey) -> bool {
+    account.owner == *owner
+        && account.state != TokenAccountState::Frozen
+        && account.close_authority.is_none_or(|c| c == *owner)
+        && !account.extensions.iter().any(|e| e == "transferFeeAmount")
 }

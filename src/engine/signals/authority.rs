@@ -4,6 +4,7 @@
 //! the wallet itself assigned to a program, foreign nonce and stake authorities.
 
 use super::Ctx;
+use crate::engine::fixes::{self, StakeAuthority};
 use crate::engine::report::{Fact, IntoFact, Severity};
 use crate::facts;
 use crate::ledger::instruction::{ids, InstructionKind, TokenAuthorityType};
@@ -62,7 +63,7 @@ fn open_delegations(ctx: &mut Ctx<'_>) {
         } else {
             "a partial"
         };
-        ctx.emit(
+        if ctx.emit(
             "open_token_delegation",
             severity,
             format!("Open token delegation to {}", ctx.display(&delegate)),
@@ -80,7 +81,10 @@ fn open_delegations(ctx: &mut Ctx<'_>) {
                 "delegateFlagged" => flagged,
             },
             evidence,
-        );
+        ) {
+            let why = format!("Revoke {delegate}'s approval over token account {account}; the wallet, its owner, signs.");
+            ctx.fix_last(vec![fixes::token_revoke(ta.program, &account, &ta.owner, why)]);
+        }
     }
 }
 
@@ -232,14 +236,18 @@ fn outsider_nonces(ctx: &mut Ctx<'_>) {
             facts.insert("creator", c.into_fact());
         }
         facts.insert("outsiderNonces", view.coverage.outsider_nonces_found.into_fact());
-        ctx.emit(
+        if ctx.emit(
             "outsider_nonce_authority",
             severity,
             format!("Durable nonce naming the wallet, created by someone else: {address}"),
             format!("Nonce account {address} names the wallet as its authority and {by}: a transaction the wallet signs with this nonce never expires, so whoever holds it can submit it at any later time."),
             facts,
             evidence,
-        );
+        ) {
+            let (wallet, lamports) = (view.address, nonce.account.lamports);
+            let why = format!("Withdraw all {lamports} lamports of nonce account {address} to the wallet, which closes it and voids every transaction signed with its nonce; the wallet, its authority, signs.");
+            ctx.fix_last(vec![fixes::nonce_withdraw(&address, &wallet, &wallet, lamports, why)]);
+        }
     }
 }
 
@@ -261,7 +269,7 @@ fn foreign_stake_authorities(ctx: &mut Ctx<'_>) {
         ));
         let severity = if withdrawer_foreign { Severity::Critical } else { Severity::High };
         let holder = if withdrawer_foreign { stake.withdrawer } else { stake.staker };
-        ctx.emit(
+        let emitted = ctx.emit(
             "foreign_stake_authority",
             severity,
             format!("Stake account controlled by {}", ctx.display(&holder)),
@@ -275,5 +283,14 @@ fn foreign_stake_authorities(ctx: &mut Ctx<'_>) {
             facts! { "stakeAccount" => address, "staker" => stake.staker, "withdrawer" => stake.withdrawer, "lamports" => stake.lamports },
             evidence,
         );
+        // The withdrawer may set either authority: while the wallet holds it, it takes the
+        // staker back. A foreign withdrawer leaves the wallet nothing to sign (the path says so).
+        if emitted && !withdrawer_foreign {
+            let why = format!(
+                "Make the wallet the staker of stake account {address} again; the wallet, its withdrawer, signs."
+            );
+            let authorize = fixes::stake_authorize(&address, &wallet, &wallet, StakeAuthority::Staker, None, why);
+            ctx.fix_last(vec![authorize]);
+        }
     }
 }

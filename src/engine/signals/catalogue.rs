@@ -132,6 +132,15 @@ pub const CATALOGUE: &[SignalSpec] = &[
       "Nothing to send; check the address was typed right, and analyze again once it has history."),
 ];
 
+/// The signal kinds that carry `fixInstructions` (the wallet signs every one), and what they
+/// are. Every other kind carries none: the wallet has nothing to sign that removes it.
+pub const FIXES: &[(&str, &str)] = &[
+    ("open_token_delegation", "spl-token / Token-2022 `revoke` of the delegated token account."),
+    ("outsider_nonce_authority", "system `withdrawNonceAccount` of the nonce account's whole balance to the wallet, which closes it."),
+    ("foreign_stake_authority", "stake `authorize` (Staker) naming the wallet again, when the wallet is still the withdrawer; none when the withdrawer is foreign."),
+    ("rent_locked_empty_accounts", "spl-token / Token-2022 `closeAccount` of each empty account the wallet alone can close (not frozen, no other close authority, no transfer-fee amount extension), rent to the wallet; at most 20."),
+];
+
 /// docs/signals.md, generated: `xray signals --markdown > docs/signals.md`.
 pub fn catalogue_markdown() -> String {
     use std::fmt::Write;
@@ -147,9 +156,20 @@ pub fn catalogue_markdown() -> String {
             let _ = writeln!(out, "| `{}` | {} | {} | {} |", s.kind, s.severity.as_str(), s.rule, s.remediation);
         }
     }
-    out.push_str("\n## Attack paths\n\n| kind | rests on | composition |\n|---|---|---|\n");
-    for (kind, rests_on, what) in crate::engine::attack_paths::ATTACK_PATH_KINDS {
-        let _ = writeln!(out, "| `{kind}` | {rests_on} | {what} |");
+    out.push_str("\n## Attack paths\n\n| kind | rests on | composition | fix instructions |\n|---|---|---|---|\n");
+    for (kind, rests_on, what, fix) in crate::engine::attack_paths::ATTACK_PATH_KINDS {
+        let _ = writeln!(out, "| `{kind}` | {rests_on} | {what} | {fix} |");
+    }
+    out.push_str(
+        "\n## Fix instructions\n\n\
+         Signals of these kinds carry `fixInstructions`: unsigned instructions (`programId`, `accounts` with\n\
+         `isSigner`/`isWritable`, base58 `data`, `description`) the wallet signs to remove the finding. Their\n\
+         bytes are checked in tests against the official interface crates. Every attack path carries\n\
+         `fixInstructions`; where none can help it is `[]` and `fixNote` says why and what to do instead.\n\n\
+         | signal kind | fix instructions |\n|---|---|\n",
+    );
+    for (kind, fix) in FIXES {
+        let _ = writeln!(out, "| `{kind}` | {fix} |");
     }
     out
 }
@@ -188,6 +208,13 @@ mod tests {
             on_disk == catalogue_markdown(),
             "docs/signals.md is out of date: run `cargo run -- signals --markdown > docs/signals.md`"
         );
+    }
+
+    #[test]
+    fn fixes_name_catalogued_kinds() {
+        for (kind, _) in FIXES {
+            assert!(spec(kind).is_some(), "{kind}");
+        }
     }
 
     #[test]

@@ -17,9 +17,10 @@ mod catalogue;
 mod counterparty;
 mod quality;
 
-pub use catalogue::{catalogue_json, catalogue_markdown, spec, SignalSpec, CATALOGUE};
+pub use catalogue::{catalogue_json, catalogue_markdown, spec, SignalSpec, CATALOGUE, FIXES};
 
 use crate::engine::evidence::EvidenceBook;
+use crate::engine::fixes::FixInstruction;
 use crate::engine::report::{Facts, Severity, Signal};
 use crate::labels::Labels;
 use crate::ledger::model::{Transaction, WalletView};
@@ -28,6 +29,9 @@ use crate::ledger::model::{Transaction, WalletView};
 pub const SIGNALS_MAX: usize = 200;
 /// Evidence items one signal cites at most (the rest are counted in its facts).
 pub const SIGNAL_EVIDENCE_MAX: usize = 8;
+/// Fix instructions one signal carries at most: about what one transaction holds of the
+/// largest kind (closeAccount, three accounts each).
+pub const FIX_INSTRUCTIONS_MAX: usize = 20;
 
 /// The state shared by detectors while one wallet is analyzed.
 pub struct Ctx<'a> {
@@ -54,7 +58,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// Records a signal of `kind` (dimension from the catalogue). Signals without evidence are
-    /// dropped: the contract promises every signal cites at least one item.
+    /// dropped: the contract promises every signal cites at least one item. Returns whether it
+    /// was recorded (`fix_last` then applies to it).
     pub fn emit(
         &mut self,
         kind: &'static str,
@@ -63,17 +68,40 @@ impl<'a> Ctx<'a> {
         detail: String,
         facts: Facts,
         mut evidence_ids: Vec<String>,
-    ) {
+    ) -> bool {
         let spec = spec(kind);
         debug_assert!(spec.is_some(), "signal kind {kind} missing from the catalogue");
-        let Some(spec) = spec else { return };
+        let Some(spec) = spec else { return false };
         evidence_ids.dedup();
         evidence_ids.truncate(SIGNAL_EVIDENCE_MAX);
         if evidence_ids.is_empty() || self.signals.len() >= SIGNALS_MAX {
-            return;
+            return false;
         }
         let id = format!("sig_{}", self.signals.len() + 1);
-        self.signals.push(Signal { id, kind, severity, dimension: spec.dimension, title, detail, facts, evidence_ids });
+        let dimension = spec.dimension;
+        let fix_instructions = Vec::new();
+        self.signals.push(Signal {
+            id,
+            kind,
+            severity,
+            dimension,
+            title,
+            detail,
+            facts,
+            evidence_ids,
+            fix_instructions,
+        });
+        true
+    }
+
+    /// Attaches the instructions that fix the signal `emit` just recorded (call it only when
+    /// `emit` returned true), at most `FIX_INSTRUCTIONS_MAX`.
+    pub fn fix_last(&mut self, mut fixes: Vec<FixInstruction>) {
+        debug_assert!(!self.signals.is_empty());
+        fixes.truncate(FIX_INSTRUCTIONS_MAX);
+        if let Some(signal) = self.signals.last_mut() {
+            signal.fix_instructions = fixes;
+        }
     }
 
     /// Transactions oldest first (the view holds them newest first).

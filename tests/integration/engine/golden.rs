@@ -603,3 +603,79 @@ fn a_nonce_someone_else_created_in_the_wallets_name_is_found_with_its_creator() 
     assert_eq!(refused["coverage"]["nonceSearch"], "failed");
     assert!(refused["signals"].as_array().unwrap().iter().all(|s| s["kind"] != "outsider_nonce_authority"));
 }
+
+#[test]
+fn every_attack_path_has_a_fix_or_says_why_not_and_every_fix_is_signed_by_the_wallet_alone() {
+    let demo = demo();
+    let labels = Labels::builtin();
+    let mut with_fix = BTreeSet::new();
+    for arch in demo.archetype_list() {
+        let address = Pubkey::parse(&arch.address).unwrap();
+        let v = view(&demo, &address);
+        if eligibility::classify_ledger(&v).is_err() {
+            continue;
+        }
+        let xray = engine::analyze(&v, &labels);
+        for p in &xray.attack_paths {
+            // Exactly one of: instructions, or a note saying why there are none.
+            assert_ne!(p.fix_instructions.is_empty(), p.fix_note.is_none(), "{} {}", arch.name, p.kind);
+        }
+        let signal_fixes = xray.signals.iter().flat_map(|s| s.fix_instructions.iter().map(move |f| (s.kind, f)));
+        let path_fixes = xray.attack_paths.iter().flat_map(|p| p.fix_instructions.iter().map(move |f| (p.kind, f)));
+        for (kind, fix) in signal_fixes.chain(path_fixes) {
+            let signers: Vec<&str> = fix.accounts.iter().filter(|a| a.is_signer).map(|a| a.pubkey.as_str()).collect();
+            assert_eq!(signers, [arch.address.as_str()], "{} {kind}", arch.name);
+            assert!(!fix.description.is_empty() && bs58::decode(&fix.data).into_vec().is_ok());
+            with_fix.insert(kind);
+        }
+    }
+    let expected = ["delegate_drain", "open_token_delegation", "outsider_nonce_authority", "presigned_nonce_phish"];
+    for kind in expected.into_iter().chain(["rent_locked_empty_accounts"]) {
+        assert!(with_fix.contains(kind), "no archetype shows a fix for {kind}: {with_fix:?}");
+    }
+    // The catalogue names exactly the signal kinds that carried one.
+    let catalogued: BTreeSet<&str> = engine::signals::FIXES.iter().map(|(k, _)| *k).collect();
+    let seen: BTreeSet<&str> = with_fix.iter().copied().filter(|k| engine::signals::spec(k).is_some()).collect();
+    assert!(seen.is_subset(&catalogued), "{seen:?} ⊄ {catalogued:?}");
+}
+
+#[test]
+fn the_demo_fixes_name_the_exposed_accounts_and_amounts() {
+    let demo = demo();
+    let labels = Labels::builtin();
+    let analyze = |name: &str| {
+        let v = view(&demo, &demo.archetype(name).unwrap());
+        (engine::analyze(&v, &labels), v)
+    };
+    // Revoke: one per delegated account, naming it (writable) then the wallet (signer); data [5].
+    let (xray, v) = analyze("open_delegation");
+    for signal in xray.signals.iter().filter(|s| s.kind == "open_token_delegation") {
+        let account = serde_json::to_value(&signal.facts).unwrap()["tokenAccount"].as_str().unwrap().to_owned();
+        let program = v.token_accounts.iter().find(|t| t.address.to_string() == account).unwrap().program;
+        let [fix] = signal.fix_instructions.as_slice() else { panic!("one revoke per delegation") };
+        assert_eq!(fix.program_id, program.id());
+        assert_eq!(fix.accounts[0].pubkey, account);
+        assert_eq!(bs58::decode(&fix.data).into_vec().unwrap(), [5]);
+    }
+    // Withdraw the outsider nonce's whole balance to the wallet: [5,0,0,0] + u64 LE.
+    let (xray, v) = analyze("outsider_nonce");
+    let nonce = &v.outsider_nonces[0].account;
+    let signal = xray.signals.iter().find(|s| s.kind == "outsider_nonce_authority").unwrap();
+    let [fix] = signal.fix_instructions.as_slice() else { panic!("one withdraw") };
+    let mut data = vec![5, 0, 0, 0];
+    data.extend(nonce.lamports.to_le_bytes());
+    assert_eq!(bs58::decode(&fix.data).into_vec().unwrap(), data);
+    let metas: Vec<&str> = fix.accounts.iter().map(|a| a.pubkey.as_str()).collect();
+    let (account, wallet) = (nonce.address.to_string(), v.address.to_string());
+    assert_eq!(metas[..2], [account.as_str(), wallet.as_str()]);
+    let path = xray.attack_paths.iter().find(|p| p.kind == "presigned_nonce_phish").unwrap();
+    assert_eq!(path.fix_instructions, signal.fix_instructions);
+    // No instruction undoes an owner change: `[]` and a note naming the new owner.
+    let (xray, _) = analyze("owner_change_drained");
+    let path = xray.attack_paths.iter().find(|p| p.kind == "owner_change_takeover").unwrap();
+    let changed = xray.signals.iter().find(|s| s.kind == "token_account_owner_changed").unwrap();
+    let new_owner = serde_json::to_value(&changed.facts).unwrap()["newOwner"].as_str().unwrap().to_owned();
+    assert!(path.fix_instructions.is_empty());
+    let note = path.fix_note.as_deref().unwrap();
+    assert!(note.contains("already happened") && note.contains(&new_owner), "{note}");
+}

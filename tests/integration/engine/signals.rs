@@ -266,3 +266,69 @@ fn supply_mintable_by_an_unknown_authority_is_raised_unless_a_label_explains_it(
     assert_eq!(mint_kinds(mint(Some(7), None, vec![]), &entity(key(7), "entity")), []);
     assert_eq!(mint_kinds(mint(Some(7), None, vec![]), &entity(key(50), "mint")), []);
 }
+
+/// Every signer of a signal's fix instructions, with the instructions' programs and data.
+fn fixes_of(v: &WalletView, kind: &str) -> Vec<(String, Vec<String>, String)> {
+    let xray = engine::analyze(v, &labels());
+    let signal = xray.signals.iter().find(|s| s.kind == kind).unwrap_or_else(|| panic!("no {kind}"));
+    signal
+        .fix_instructions
+        .iter()
+        .map(|f| {
+            let signers = f.accounts.iter().filter(|a| a.is_signer).map(|a| a.pubkey.clone()).collect();
+            (f.program_id.clone(), signers, f.data.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_stake_whose_withdrawer_is_the_wallet_is_fixed_by_taking_the_staker_back() {
+    let mut v = view(vec![], vec![]);
+    let stake = StakeAccount {
+        address: key(60),
+        staker: key(61),
+        withdrawer: key(WALLET),
+        custodian: None,
+        lamports: 5_000_000_000,
+        voter: None,
+    };
+    v.stake_accounts = vec![stake.clone()];
+    let fixes = fixes_of(&v, "foreign_stake_authority");
+    assert_eq!(fixes.len(), 1);
+    let (program, signers, data) = &fixes[0];
+    assert_eq!(program, "Stake11111111111111111111111111111111111111");
+    assert_eq!(signers, &vec![key(WALLET).to_string()]);
+    // Authorize (1), the new authority (the wallet), StakeAuthorize::Staker (0).
+    let bytes = bs58::decode(data).into_vec().unwrap();
+    assert_eq!((&bytes[..4], &bytes[4..36], &bytes[36..]), (&[1, 0, 0, 0][..], &key(WALLET).0[..], &[0, 0, 0, 0][..]));
+
+    // A foreign withdrawer leaves the wallet nothing to sign: no fix on the signal, and the
+    // stake-theft path says why.
+    v.stake_accounts = vec![StakeAccount { withdrawer: key(62), ..stake }];
+    let xray = engine::analyze(&v, &labels());
+    assert!(xray.signals.iter().all(|s| s.fix_instructions.is_empty()));
+    let path = xray.attack_paths.iter().find(|p| p.kind == "stake_theft").unwrap();
+    assert!(path.fix_instructions.is_empty());
+    assert!(path.fix_note.as_deref().is_some_and(|n| n.contains(&key(62).to_string())));
+}
+
+#[test]
+fn only_empty_accounts_the_wallet_alone_can_close_get_a_close_instruction() {
+    let empty = |address: u8| TokenAccount { amount: 0, ..token_account(address) };
+    let frozen = TokenAccount { state: TokenAccountState::Frozen, ..empty(21) };
+    let foreign_closer = TokenAccount { close_authority: Some(key(70)), ..empty(22) };
+    let withheld_fees =
+        TokenAccount { program: TokenProgram::Token2022, extensions: vec!["transferFeeAmount".into()], ..empty(23) };
+    let t22 = TokenAccount { program: TokenProgram::Token2022, ..empty(24) };
+    let v = view(vec![], vec![empty(20), frozen, foreign_closer, withheld_fees, t22]);
+    let fixes = fixes_of(&v, "rent_locked_empty_accounts");
+    let programs: Vec<&str> = fixes.iter().map(|(p, _, _)| p.as_str()).collect();
+    assert_eq!(
+        programs,
+        ["TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"]
+    );
+    for (_, signers, data) in &fixes {
+        assert_eq!((signers.as_slice(), data.as_str()), ([key(WALLET).to_string()].as_slice(), "A"));
+        // [9]
+    }
+}
