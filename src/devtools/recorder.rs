@@ -168,6 +168,22 @@ impl SnapshotWriter {
         self.record_listing(Entry::NonceAccounts, authority, "getProgramAccounts", answer)
     }
 
+    /// A refused nonce search for `authority`, as the error object the node sent (unless an
+    /// answer was recorded for it: that one stays).
+    pub fn record_nonce_search_error(&mut self, authority: &Pubkey, error: &LedgerError) -> Result<(), LedgerError> {
+        if self.listing_slots.contains_key(&(Entry::NonceAccounts, *authority)) {
+            return Ok(());
+        }
+        let rel = format::entry_path(Entry::NonceAccounts, &authority.to_base58())?;
+        let body = RpcResponse::<Value> {
+            jsonrpc: "2.0".into(),
+            id: Value::from("getProgramAccounts"),
+            result: None,
+            error: Some(error.to_rpc_error()),
+        };
+        self.write_file(rel, &wire::to_vec(&body)?)
+    }
+
     /// A list of accounts keyed by one address; the answer at the higher slot is kept.
     fn record_listing(
         &mut self,
@@ -357,9 +373,18 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
         &self,
         authority: &Pubkey,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
-        let answer = self.inner.get_nonce_accounts_by_authority(authority).await?;
-        self.with_writer(|w| w.record_nonce_accounts(authority, &answer))?;
-        Ok(answer)
+        // A refusal is recorded too: replayed, the search fails as it did, rather than reading
+        // as a search that found nothing.
+        match self.inner.get_nonce_accounts_by_authority(authority).await {
+            Ok(answer) => {
+                self.with_writer(|w| w.record_nonce_accounts(authority, &answer))?;
+                Ok(answer)
+            }
+            Err(e) => {
+                self.with_writer(|w| w.record_nonce_search_error(authority, &e))?;
+                Err(e)
+            }
+        }
     }
 
     async fn get_signatures_for_address(
@@ -405,17 +430,19 @@ pub async fn record<S: LedgerSource>(
     for wallet in &wallets {
         // The first funder's hop too, whatever the labels: a job replaying the snapshot reads it
         // when its labels list sanctioned addresses, and then finds what the node answered.
+        // A failed hop read is logged and skipped, as a job skips it.
         let view = build_view(&recording, wallet, ViewOptions { history_depth: depth }).await;
-        let hop = match &view {
-            Ok(view) => match first_funder_address(view) {
-                Some(funder) => read_hop(&recording, &funder).await.map(drop),
-                None => Ok(()),
-            },
-            Err(_) => Ok(()),
+        let view = match view {
+            Ok(view) => view,
+            Err(e) => {
+                tracing::warn!(%wallet, error = %e, "recording stopped: the wallet's view could not be read");
+                return Err(e);
+            }
         };
-        if let Err(e) = view.and(hop) {
-            tracing::warn!(%wallet, error = %e, "recording stopped: the wallet's view could not be read");
-            return Err(e);
+        if let Some(funder) = first_funder_address(&view) {
+            if let Err(e) = read_hop(&recording, &funder).await {
+                tracing::warn!(%wallet, error = %e, "the first funder's history could not be recorded");
+            }
         }
         recording.flush()?;
     }

@@ -72,6 +72,19 @@ impl LedgerError {
         }
     }
 
+    /// The error object a node would send for this error, chosen so that `from_rpc_error`
+    /// gives back the same family (the local server answers with it; the recorder writes it).
+    pub fn to_rpc_error(&self) -> wire::RpcErrorObject {
+        let (code, message) = match self {
+            LedgerError::Unavailable(m) => (-32005, format!("Node is unavailable: {m}")),
+            LedgerError::NotFound(m) => (-32004, format!("Not available: {m}")),
+            LedgerError::Malformed(m) | LedgerError::OverBudget(m) => (-32603, format!("Internal error: {m}")),
+            LedgerError::Rpc { code, message } => (*code, message.clone()),
+            LedgerError::Invalid(m) => (-32602, format!("Invalid params: {m}")),
+        };
+        wire::RpcErrorObject { code, message, data: None }
+    }
+
     /// True for failures worth another attempt.
     pub fn is_retryable(&self) -> bool {
         matches!(self, LedgerError::Unavailable(_) | LedgerError::Malformed(_))

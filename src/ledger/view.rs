@@ -6,10 +6,12 @@
 //! Invariant: bounded work per wallet — at most `history_depth` signatures, one transaction
 //! per signature (converted as its batch arrives, never all held in wire form),
 //! `config::RELATED_ACCOUNTS_MAX` related accounts, `TOKEN_ACCOUNTS_MAX` token accounts per
-//! program, `NAMED_NONCE_ACCOUNTS_MAX` nonce accounts from the nonce search and the histories of
-//! `OUTSIDER_NONCES_MAX` of them (`OUTSIDER_NONCE_SIGNATURES_MAX` deep); a hop to the first
-//! funder (`read_hop`, asked for by the caller) reads at most `FUNDER_HOP_SIGNATURES_MAX`
-//! more. Where a bound cuts, coverage says so; a refused nonce search is reported, not fatal.
+//! program, `NAMED_NONCE_ACCOUNTS_MAX` nonce accounts kept from the nonce search (its answer
+//! is read whole, bounded only by the source's response cap and the job's byte budget: a node
+//! cannot page it) and the histories of `OUTSIDER_NONCES_MAX` of them
+//! (`OUTSIDER_NONCE_SIGNATURES_MAX` deep); a hop to the first funder (`read_hop`, asked for by
+//! the caller) reads at most `FUNDER_HOP_SIGNATURES_MAX` more. Where a bound cuts, coverage
+//! says so; a refused nonce search and a failed nonce history are reported, not fatal.
 
 use std::collections::BTreeSet;
 
@@ -106,7 +108,9 @@ pub async fn build_view_unless<S: LedgerSource>(
     let (mut nonce_accounts, stake_accounts) = read_related(source, wallet, &transactions, &mut coverage).await?;
     let mints = read_mints(source, &token_accounts, &mut coverage).await?;
     let named = named_nonces(named, &mut coverage);
-    let outsider_nonces = read_outsider_nonces(source, wallet, named, &mut nonce_accounts, &mut coverage).await?;
+    let created = created_by(wallet, &transactions);
+    let outsider_nonces =
+        read_outsider_nonces(source, wallet, named, &created, &mut nonce_accounts, &mut coverage).await;
 
     Ok(WalletView {
         address: *wallet,
@@ -154,44 +158,70 @@ fn named_nonces(
     named
 }
 
-/// Of the nonce accounts naming `wallet` (`named`), those its history does not hold
-/// (`nonce_accounts`, read from it) — each with its own recent history read for its creation,
-/// the first `OUTSIDER_NONCES_MAX` of them. One the wallet turns out to have created (its
-/// creation lay beyond the history depth) joins `nonce_accounts` instead.
+/// Accounts whose `createAccount` in `transactions` the wallet paid for: the nonce accounts
+/// its history shows it creating. Being named in the history is not enough — whoever creates
+/// a nonce for the wallet can add the wallet to that transaction's accounts.
+fn created_by(wallet: &Pubkey, transactions: &[Transaction]) -> BTreeSet<Pubkey> {
+    let creations = transactions.iter().filter(|t| !t.failed()).flat_map(|t| &t.instructions);
+    creations
+        .filter_map(|ix| match &ix.kind {
+            InstructionKind::SystemCreateAccount { funder, account, .. } if funder == wallet => Some(*account),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Of the nonce accounts naming `wallet` (`named`), those its history does not show it
+/// creating (`created`) — each with its own recent history read for its creation, the first
+/// `OUTSIDER_NONCES_MAX` of them. One the wallet turns out to have created (its creation lay
+/// beyond the history depth) joins `nonce_accounts` instead. These reads only add detail: a
+/// failed one leaves the nonce's creation unknown, never fails the view.
 async fn read_outsider_nonces<S: LedgerSource>(
     source: &S,
     wallet: &Pubkey,
     named: Vec<NonceAccount>,
+    created: &BTreeSet<Pubkey>,
     nonce_accounts: &mut Vec<NonceAccount>,
     coverage: &mut Coverage,
-) -> Result<Vec<OutsiderNonce>, LedgerError> {
-    let own: BTreeSet<Pubkey> = nonce_accounts.iter().map(|n| n.address).collect();
+) -> Vec<OutsiderNonce> {
     let mut out = Vec::new();
-    for account in named.into_iter().filter(|n| n.authority == *wallet && !own.contains(&n.address)) {
+    for account in named.into_iter().filter(|n| n.authority == *wallet && !created.contains(&n.address)) {
         coverage.outsider_nonces_found += 1;
         if out.len() == config::OUTSIDER_NONCES_MAX {
             continue;
         }
-        let (signatures, _) = read_history(source, &account.address, config::OUTSIDER_NONCE_SIGNATURES_MAX).await?;
-        let mut ignored = Coverage::default();
-        let history = read_transactions(source, &signatures, &mut ignored).await?;
-        // Newest first: the creation, when read, is the oldest transaction that creates it.
-        let creation = history.into_iter().rev().find(|tx| {
-            tx.instructions.iter().any(
-                |ix| matches!(&ix.kind, InstructionKind::SystemCreateAccount { account: a, .. } if *a == account.address),
-            )
+        let creation = read_creation(source, &account.address).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "a nonce account's history could not be read; its creation is left unknown");
+            None
         });
         let nonce = OutsiderNonce { account, creation };
         match nonce.creation() {
             Some((_, _, funder)) if funder == *wallet => {
                 coverage.outsider_nonces_found -= 1;
-                nonce_accounts.push(nonce.account);
+                if !nonce_accounts.iter().any(|n| n.address == nonce.account.address) {
+                    nonce_accounts.push(nonce.account);
+                }
             }
             _ => out.push(nonce),
         }
     }
     nonce_accounts.sort_by_key(|n| n.address);
-    Ok(out)
+    out
+}
+
+/// The transaction that created `address`, when its newest `OUTSIDER_NONCE_SIGNATURES_MAX`
+/// transactions reach back to it.
+async fn read_creation<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<Option<Transaction>, LedgerError> {
+    let (signatures, _) = read_history(source, address, config::OUTSIDER_NONCE_SIGNATURES_MAX).await?;
+    let mut ignored = Coverage::default();
+    let history = read_transactions(source, &signatures, &mut ignored).await?;
+    // Newest first: the creation, when read, is the oldest transaction that creates it.
+    let creates = |tx: &Transaction| {
+        tx.instructions
+            .iter()
+            .any(|ix| matches!(&ix.kind, InstructionKind::SystemCreateAccount { account: a, .. } if a == address))
+    };
+    Ok(history.into_iter().rev().find(|tx| !tx.failed() && creates(tx)))
 }
 
 /// One hop out: the newest `config::FUNDER_HOP_SIGNATURES_MAX` transactions of `address` (the

@@ -93,16 +93,9 @@ fn invalid_params(message: impl Into<String>) -> RpcErrorObject {
     error(INVALID_PARAMS, format!("Invalid params: {}", message.into()))
 }
 
-/// The error object a node would send for what the source said. Codes are chosen so that
-/// `LedgerError::from_rpc_error` on the client gives back the same family.
+/// The error object a node would send for what the source said (`LedgerError::to_rpc_error`).
 fn ledger_error(e: LedgerError) -> RpcErrorObject {
-    match e {
-        LedgerError::Unavailable(m) => error(-32005, format!("Node is unavailable: {m}")),
-        LedgerError::NotFound(m) => error(-32004, format!("Not available: {m}")),
-        LedgerError::Malformed(m) | LedgerError::OverBudget(m) => error(-32603, format!("Internal error: {m}")),
-        LedgerError::Rpc { code, message } => error(code, message),
-        LedgerError::Invalid(m) => invalid_params(m),
-    }
+    e.to_rpc_error()
 }
 
 fn to_value<T: serde::Serialize>(result: Result<T, LedgerError>) -> Result<Value, RpcErrorObject> {

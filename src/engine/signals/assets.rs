@@ -259,12 +259,16 @@ fn rent_locked(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// Account extensions that make `closeAccount` fail while they hold amounts (withheld transfer
+/// fees, confidential balances) — which the view does not show, so such accounts are left out.
+const CLOSE_BLOCKING_EXTENSIONS: [&str; 3] =
+    ["transferFeeAmount", "confidentialTransferAccount", "confidentialTransferFeeAmount"];
+
 /// Whether the owner alone can close an empty token account: not frozen (the program refuses),
-/// no other close authority (it alone may close), and no transfer-fee amount extension (the
-/// program refuses while fees are withheld there, and the view does not say whether any are).
+/// no other close authority (it alone may close), no extension that may block the close.
 fn closable_by(account: &TokenAccount, owner: &Pubkey) -> bool {
     account.owner == *owner
         && account.state != TokenAccountState::Frozen
         && account.close_authority.is_none_or(|c| c == *owner)
-        && !account.extensions.iter().any(|e| e == "transferFeeAmount")
+        && !account.extensions.iter().any(|e| CLOSE_BLOCKING_EXTENSIONS.contains(&e.as_str()))
 }

@@ -8,6 +8,7 @@ use crate::engine::fixes::{self, StakeAuthority};
 use crate::engine::report::{Fact, IntoFact, Severity};
 use crate::facts;
 use crate::ledger::instruction::{ids, InstructionKind, TokenAuthorityType};
+use crate::ledger::model::TokenAccountState;
 use crate::pubkey::Pubkey;
 
 pub fn detect(ctx: &mut Ctx<'_>) {
@@ -81,7 +82,10 @@ fn open_delegations(ctx: &mut Ctx<'_>) {
                 "delegateFlagged" => flagged,
             },
             evidence,
-        ) {
+        ) && ta.owner == view.address
+            && ta.state != TokenAccountState::Frozen
+        {
+            // A frozen account refuses `revoke` until thawed: no instruction the wallet can send.
             let why = format!("Revoke {delegate}'s approval over token account {account}; the wallet, its owner, signs.");
             ctx.fix_last(vec![fixes::token_revoke(ta.program, &account, &ta.owner, why)]);
         }
@@ -226,10 +230,16 @@ fn outsider_nonces(ctx: &mut Ctx<'_>) {
         });
         let labels = ctx.labels;
         let bad_creator = creator.is_some_and(|c| labels.is_flagged(&c) || labels.is_sanctioned(&c));
-        let severity = if bad_creator { Severity::Critical } else { Severity::High };
+        // A creation the reads did not reach may still be the wallet's own, from beyond its
+        // history depth: said, at a lower severity.
+        let severity = match (bad_creator, creator) {
+            (true, _) => Severity::Critical,
+            (false, Some(_)) => Severity::High,
+            (false, None) => Severity::Medium,
+        };
         let by = match creator {
             Some(c) => format!("{} created it", ctx.display(&c)),
-            None => "the wallet's history does not show it creating it (its creation lies beyond the reads)".into(),
+            None => "the wallet's history does not show it creating it (who did lies beyond the reads)".into(),
         };
         let mut facts = facts! { "nonceAccount" => address, "lamports" => nonce.account.lamports };
         if let Some(c) = creator {
@@ -245,7 +255,7 @@ fn outsider_nonces(ctx: &mut Ctx<'_>) {
             evidence,
         ) {
             let (wallet, lamports) = (view.address, nonce.account.lamports);
-            let why = format!("Withdraw all {lamports} lamports of nonce account {address} to the wallet, which closes it and voids every transaction signed with its nonce; the wallet, its authority, signs.");
+            let why = format!("Withdraw all {lamports} lamports of nonce account {address} (its balance at the analysed slot: if it has changed, withdraw the current balance — a partial withdraw leaves the nonce open) to the wallet, which closes it and voids every transaction signed with its nonce; the wallet, its authority, signs.");
             ctx.fix_last(vec![fixes::nonce_withdraw(&address, &wallet, &wallet, lamports, why)]);
         }
     }

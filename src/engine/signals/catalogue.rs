@@ -46,7 +46,7 @@ pub const CATALOGUE: &[SignalSpec] = &[
       "A durable nonce account the wallet created or used has an authority other than the wallet. Critical when that authority has advanced the nonce: presigned transactions may be replayed at any time.",
       "The nonce authority sends system `authorizeNonceAccount` back to the wallet, or the wallet stops signing transactions that use this nonce."),
     s("outsider_nonce_authority", "authority_exposure", High,
-      "A durable nonce account names the wallet as its authority, but the wallet's history does not show it creating the account: someone else created and funded it (found by searching the System program's nonce accounts for the wallet as authority, `getProgramAccounts`; the account's own newest 10 transactions are read for its creation). A phishing site can have the wallet sign a transaction that uses this nonce; that signature never expires, and whoever holds it submits it whenever they like. Critical when the creator is flagged or sanctioned. `coverage.nonceSearch` says when the search was cut or failed.",
+      "A durable nonce account names the wallet as its authority, but the wallet's history does not show it creating the account: someone else created and funded it (found by searching the System program's nonce accounts for the wallet as authority, `getProgramAccounts`; the account's own newest 10 transactions are read for its creation). A phishing site can have the wallet sign a transaction that uses this nonce; that signature never expires, and whoever holds it submits it whenever they like. Being named in a transaction of the wallet's history is not creating it: only a `createAccount` the wallet paid for is. Critical when the creator is flagged or sanctioned; medium when the reads do not reach its creation (it may be the wallet's own, from beyond the history depth). `coverage.nonceSearch` says when the search was cut or failed.",
       "The wallet (the nonce's authority) sends system `withdrawNonceAccount` of the whole balance to itself, which closes the account: every transaction presigned with it becomes invalid."),
     s("foreign_stake_authority", "authority_exposure", High,
       "A stake account funded by the wallet has a staker or withdrawer other than the wallet. Critical when the withdrawer is foreign: it can withdraw the stake.",
@@ -135,10 +135,10 @@ pub const CATALOGUE: &[SignalSpec] = &[
 /// The signal kinds that carry `fixInstructions` (the wallet signs every one), and what they
 /// are. Every other kind carries none: the wallet has nothing to sign that removes it.
 pub const FIXES: &[(&str, &str)] = &[
-    ("open_token_delegation", "spl-token / Token-2022 `revoke` of the delegated token account."),
+    ("open_token_delegation", "spl-token / Token-2022 `revoke` of the delegated token account (none while the account is frozen: the program refuses until it is thawed)."),
     ("outsider_nonce_authority", "system `withdrawNonceAccount` of the nonce account's whole balance to the wallet, which closes it."),
     ("foreign_stake_authority", "stake `authorize` (Staker) naming the wallet again, when the wallet is still the withdrawer; none when the withdrawer is foreign."),
-    ("rent_locked_empty_accounts", "spl-token / Token-2022 `closeAccount` of each empty account the wallet alone can close (not frozen, no other close authority, no transfer-fee amount extension), rent to the wallet; at most 20."),
+    ("rent_locked_empty_accounts", "spl-token / Token-2022 `closeAccount` of each empty account the wallet alone can close (not frozen, no other close authority, no transfer-fee or confidential-transfer extension, which the program refuses to close while they hold amounts the view does not show), rent to the wallet; at most 20."),
 ];
 
 /// docs/signals.md, generated: `xray signals --markdown > docs/signals.md`.

@@ -514,12 +514,14 @@ impl Builder<'_> {
         self.tx(days(20) - 30, &[c.drainer_collector], vec![Ix::new(sweep)]);
     }
 
-    /// `funder` creates and funds nonce account `nonce` and initializes it for `authority`.
-    fn create_nonce(&mut self, minutes_ago: u64, funder: Pubkey, nonce: Pubkey, authority: Pubkey) {
+    /// `funder` creates and funds nonce account `nonce` and initializes it for `authority`, with
+    /// `extra` instructions in the same transaction.
+    fn create_nonce(&mut self, minutes_ago: u64, funder: Pubkey, nonce: Pubkey, authority: Pubkey, extra: Vec<Ix>) {
         let space = crate::ledger::demo::state::NONCE_LEN;
         let create = Op::CreateAccount { funder, account: nonce, lamports: rent(space), space, owner: BUILTIN.system };
         let init = Op::NonceInit { nonce, authority };
-        self.tx(minutes_ago, &[funder, nonce], vec![Ix::new(create), Ix::new(init)]);
+        let ixs = [Ix::new(create), Ix::new(init)].into_iter().chain(extra).collect();
+        self.tx(minutes_ago, &[funder, nonce], ixs);
     }
 
     fn foreign_nonce_authority(&mut self) {
@@ -528,7 +530,7 @@ impl Builder<'_> {
         self.script(SCRIPT_SHIFT_MINUTES_MAX);
         let fund = self.sol(6_000);
         self.tx(days(90), &[c.exchanges[0]], vec![transfer(c.exchanges[0], w, fund)]);
-        self.create_nonce(days(45), w, nonce, operator);
+        self.create_nonce(days(45), w, nonce, operator, vec![]);
         for day in [44, 30] {
             let tip = self.sol(10);
             let advance = Ix::new(Op::NonceAdvance { nonce, authority: operator });
@@ -540,15 +542,18 @@ impl Builder<'_> {
         self.tx(days(2), &[operator, w], vec![advance, transfer(w, operator, take)]);
     }
 
-    /// Another address creates a nonce account naming the wallet as authority: the creation
-    /// names the wallet only in instruction data, so the wallet's history never lists it.
+    /// Another address creates a nonce account naming the wallet as authority. The creation
+    /// names the wallet only in instruction data; the planter adds a tiny transfer to the
+    /// wallet so that the creation does appear in its history (as a hostile one would, to pass
+    /// for the wallet's own nonce).
     fn outsider_nonce(&mut self) {
         let c = self.cast;
         let (w, nonce, planter) = (c.outsider_nonce, c.planted_nonce, c.nonce_planter);
         self.script(SCRIPT_SHIFT_MINUTES_MAX);
         let fund = self.sol(4_000);
         self.tx(days(80), &[c.exchanges[1]], vec![transfer(c.exchanges[1], w, fund)]);
-        self.create_nonce(days(21), planter, nonce, w);
+        let tiny = transfer(planter, w, 1_000_000);
+        self.create_nonce(days(21), planter, nonce, w, vec![tiny]);
         let (coffee, to_alice) = (self.sol(35), self.sol(600));
         self.tx(days(14), &[w], vec![transfer(w, c.merchant, coffee), memo("coffee")]);
         self.tx(days(6), &[w], vec![transfer(w, c.alice, to_alice)]);

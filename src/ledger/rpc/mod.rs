@@ -9,7 +9,9 @@
 //! JSON-RPC error objects become typed errors through `LedgerError::from_rpc_error`.
 //! `for_each_transaction` sends batches of at most `batch_len_max` requests, at most
 //! `concurrency_max` at once, and hands results on batch by batch, in input order (matched back by `id`, never
-//! by position); once an endpoint refuses a batch, that source sends single requests only. Bounded everywhere: attempts, waits, body size, requests in flight.
+//! by position); once an endpoint refuses a batch, that source sends single requests only; once
+//! it refuses (or never answers) the nonce search, that source skips it for
+//! `NONCE_SEARCH_REFUSAL_S`. Bounded everywhere: attempts, waits, body size, requests in flight.
 //! Deliberately absent: caching (the job layer owns reuse) and websocket subscriptions.
 
 mod request;
@@ -17,6 +19,7 @@ mod retry;
 mod transport;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde::de::DeserializeOwned;
@@ -76,7 +79,14 @@ pub struct RpcSource {
     /// Set once the endpoint refused a batch (one error object, or an HTTP 4xx, for a request
     /// that works alone): from then on `getTransaction` goes one request at a time.
     batches_refused: AtomicBool,
+    /// Until when the nonce search is not asked again: many endpoints refuse (or time out on)
+    /// `getProgramAccounts` over the System program, and each job would otherwise pay the
+    /// refusal and its retries again.
+    nonce_search_refused_until: parking_lot::Mutex<Option<Instant>>,
 }
+
+/// How long an endpoint that refused the nonce search is not asked again.
+pub const NONCE_SEARCH_REFUSAL_S: u64 = 600;
 
 /// What a batch request got back.
 #[derive(Debug)]
@@ -94,7 +104,11 @@ impl RpcSource {
     /// Checks the URL (http or https, with a host) and builds the connection pool; connects
     /// lazily, on the first call.
     pub fn new(url: &str, options: RpcOptions) -> Result<RpcSource, LedgerError> {
-        Ok(RpcSource { transport: Transport::new(url, options)?, batches_refused: AtomicBool::new(false) })
+        Ok(RpcSource {
+            transport: Transport::new(url, options)?,
+            batches_refused: AtomicBool::new(false),
+            nonce_search_refused_until: parking_lot::Mutex::new(None),
+        })
     }
 
     /// The endpoint as logs may show it (no path, no query).
@@ -229,7 +243,22 @@ impl LedgerSource for RpcSource {
         &self,
         authority: &Pubkey,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
-        self.call_some(request::GET_PROGRAM_ACCOUNTS, request::nonce_accounts_by_authority_params(authority)).await
+        if self.nonce_search_refused_until.lock().is_some_and(|until| Instant::now() < until) {
+            return Err(LedgerError::Invalid("the endpoint refused the nonce search recently".into()));
+        }
+        let params = request::nonce_accounts_by_authority_params(authority);
+        let answer = self.call_some(request::GET_PROGRAM_ACCOUNTS, params).await;
+        // A refusal, or no answer after the retries: the next jobs skip the search for a while
+        // (a budget overrun is the job's own, not the endpoint's).
+        if let Err(e) = &answer {
+            if !matches!(e, LedgerError::OverBudget(_)) {
+                let until = Instant::now() + Duration::from_secs(NONCE_SEARCH_REFUSAL_S);
+                if self.nonce_search_refused_until.lock().replace(until).is_none() {
+                    tracing::warn!(endpoint = %self.endpoint(), error = %e, "the endpoint refused the nonce search (getProgramAccounts): not asked again for {NONCE_SEARCH_REFUSAL_S} s");
+                }
+            }
+        }
+        answer
     }
 
     async fn get_signatures_for_address(

@@ -413,6 +413,9 @@ fn admissions_over_http_resume_after_the_etcd_leader_is_killed_and_none_acknowle
                     match reply.status {
                         202 => acknowledged.push((sent, Instant::now(), id_of(&reply))),
                         503 => busy += 1, // etcd without a leader: refused, nothing acknowledged
+                        // The account's jobs in flight at their maximum (the compute threads
+                        // are slower than the writers on a busy machine): refused the same way.
+                        429 if reply.body["error"]["code"] == "TOO_MANY_JOBS" => busy += 1,
                         _ => panic!("{reply:?}"),
                     }
                 }

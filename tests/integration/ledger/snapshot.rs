@@ -9,7 +9,7 @@ use simd_json::json;
 use xray::devtools::recorder::{self, Recording, SnapshotWriter};
 use xray::jobs::execute::add_funder_hop;
 use xray::ledger::instruction::ids;
-use xray::ledger::model::TokenProgram;
+use xray::ledger::model::{NonceSearch, TokenProgram};
 use xray::ledger::snapshot::{entry_path, Entry, SnapshotSource};
 use xray::ledger::source::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
@@ -357,6 +357,8 @@ struct FakeNode {
     accounts: BTreeMap<Pubkey, UiAccount>,
     token_accounts: BTreeMap<(Pubkey, TokenProgram), Vec<KeyedAccount>>,
     nonces_by_authority: BTreeMap<Pubkey, Vec<KeyedAccount>>,
+    /// Refuse the nonce search, as many nodes do.
+    refuses_nonce_search: bool,
     signatures: BTreeMap<Pubkey, Vec<SignatureInfo>>,
     transactions: HashMap<Signature, TransactionResult>,
 }
@@ -386,6 +388,9 @@ impl LedgerSource for FakeNode {
         &self,
         authority: &Pubkey,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        if self.refuses_nonce_search {
+            return Err(LedgerError::Rpc { code: -32010, message: "excluded from account secondary indexes".into() });
+        }
         Ok(ctx(SLOT + 1, self.nonces_by_authority.get(authority).cloned().unwrap_or_default()))
     }
 
@@ -496,8 +501,11 @@ fn recording_round_trips_through_build_view() {
         assert!(a.coverage.history_truncated);
         assert_eq!((a.transactions.len(), a.coverage.transactions_missing), (993, 10));
         assert_eq!((a.nonce_accounts.len(), a.mints.len(), a.token_accounts.len()), (1, 1, 2));
-        assert_eq!(a.outsider_nonces.iter().map(|n| n.account.address).collect::<Vec<_>>(), vec![key(15)]);
-        assert_eq!((a.outsider_nonces[0].creation.as_ref(), a.coverage.outsider_nonces_found), (None, 1));
+        // Both nonces name the wallet and its history shows it creating neither (key(12) is only
+        // advanced in it); neither has a history of its own here, so their creators are unknown.
+        let outsiders: Vec<Pubkey> = a.outsider_nonces.iter().map(|n| n.account.address).collect();
+        assert_eq!((outsiders, a.coverage.outsider_nonces_found), (vec![key(12), key(15)], 2));
+        assert!(a.outsider_nonces.iter().all(|n| n.creation.is_none()));
         assert!(a.token_accounts.iter().any(|t| t.delegate == Some(key(14))));
         assert_eq!(a.coverage.as_of_slot, SLOT + 2);
     });
@@ -554,4 +562,17 @@ fn export_demo_replays_as_the_demo() {
     assert!(hops > 0, "the archetypes' first funders' histories were recorded and replayed");
     // A second export into the same directory is refused rather than mixed in.
     assert!(matches!(rt.block_on(recorder::export_demo(seed, 2, &out)), Err(LedgerError::Invalid(_))));
+}
+
+#[test]
+fn a_refused_nonce_search_is_recorded_and_replays_as_refused() {
+    let node = FakeNode { refuses_nonce_search: true, ..fake_node() };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("snap");
+    let rt = rt();
+    rt.block_on(recorder::record(&node, &[key(1)], &out, 50)).unwrap();
+    let snap = SnapshotSource::open(&out).unwrap();
+    let (replayed, original) = rt.block_on(async { (view(&snap, &key(1), 50).await, view(&node, &key(1), 50).await) });
+    assert_eq!(original.coverage.nonce_search, NonceSearch::Failed);
+    same_but_source(replayed, &original);
 }
