@@ -150,11 +150,12 @@ pub fn first_funder_address(view: &WalletView) -> Option<Pubkey> {
 }
 
 /// The first funder whose recent history is worth reading one hop out (`ledger::view::read_hop`)
-/// under `labels`: only when they list sanctioned addresses, and only a funder they know nothing
-/// of — a sanctioned funder is already a direct counterparty, and a labelled one (an exchange,
-/// a program) is a hub whose recent history says nothing about this wallet.
+/// under `labels`: only when they list sanctioned addresses (the synthetic `demo` ones count on
+/// the demo ledger only, so the builtin labels cost a live node nothing), and only a funder
+/// they know nothing of — a sanctioned funder is already a direct counterparty, and a labelled
+/// one (an exchange, a program) is a hub whose recent history says nothing about this wallet.
 pub fn hop_funder(view: &WalletView, labels: &Labels) -> Option<Pubkey> {
-    if !labels.has_sanctioned() {
+    if !labels.has_sanctioned(view.coverage.source == "demo") {
         return None;
     }
     first_funder_address(view).filter(|f| labels.get(f).is_none() && *f != view.address)

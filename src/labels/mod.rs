@@ -80,12 +80,17 @@ struct FileLabel {
     source: Option<String>,
 }
 
+/// The tag of labels that describe the demo ledger's synthetic actors (not the chain).
+pub const DEMO_TAG: &str = "demo";
+
 /// An immutable address → label table.
 #[derive(Debug, Clone, Default)]
 pub struct Labels {
     by_address: HashMap<Pubkey, Label>,
-    /// Labels of category `sanctioned` (counted once at load: the job asks per wallet).
+    /// Labels of category `sanctioned`, those tagged `demo` apart (counted once at load: the job
+    /// asks per wallet).
     sanctioned_len: usize,
+    sanctioned_demo_len: usize,
 }
 
 impl Labels {
@@ -129,8 +134,10 @@ impl Labels {
                 return Err(format!("label #{} ({}): address listed twice", i + 1, entry.address));
             }
         }
-        let sanctioned_len = by_address.values().filter(|l| l.category == Category::Sanctioned).count();
-        Ok(Labels { by_address, sanctioned_len })
+        let sanctioned = by_address.values().filter(|l| l.category == Category::Sanctioned);
+        let (demo, listed): (Vec<&Label>, Vec<&Label>) = sanctioned.partition(|l| l.has_tag(DEMO_TAG));
+        let (sanctioned_len, sanctioned_demo_len) = (listed.len(), demo.len());
+        Ok(Labels { by_address, sanctioned_len, sanctioned_demo_len })
     }
 
     pub fn get(&self, address: &Pubkey) -> Option<&Label> {
@@ -154,10 +161,11 @@ impl Labels {
         self.category(address) == Some(Category::Sanctioned)
     }
 
-    /// True when any address is on a sanctions list: only then is a funder's history one hop
-    /// out worth reading.
-    pub fn has_sanctioned(&self) -> bool {
-        self.sanctioned_len > 0
+    /// True when any address is on a sanctions list — counting the synthetic entries tagged
+    /// `demo` only when `demo` (they describe the demo ledger's actors, not the chain): only
+    /// then is a funder's history one hop out worth reading.
+    pub fn has_sanctioned(&self, demo: bool) -> bool {
+        self.sanctioned_len > 0 || (demo && self.sanctioned_demo_len > 0)
     }
 
     pub fn is_flagged(&self, address: &Pubkey) -> bool {
@@ -211,6 +219,19 @@ mod tests {
             assert_eq!(label.category, Category::Flagged, "{name}");
             assert!(label.has_tag("demo"), "{name}");
         }
+    }
+
+    #[test]
+    fn demo_tagged_sanctions_count_on_the_demo_ledger_only() {
+        let builtin = Labels::builtin();
+        assert!(builtin.has_sanctioned(true) && !builtin.has_sanctioned(false));
+        let listed = Labels::from_toml(&format!(
+            "version = 1\n[[label]]\naddress = \"{}\"\nname = \"x\"\ncategory = \"sanctioned\"\n",
+            Pubkey::new([7; 32])
+        ))
+        .unwrap();
+        assert!(listed.has_sanctioned(false) && listed.has_sanctioned(true));
+        assert!(!Labels::from_toml("version = 1\n").unwrap().has_sanctioned(true));
     }
 
     #[test]
