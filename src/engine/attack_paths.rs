@@ -149,23 +149,23 @@ pub fn compose(signals: &[Signal], view: &WalletView) -> Vec<AttackPath> {
         .into_iter()
         .enumerate()
         .inspect(|(_, d)| debug_assert!(ATTACK_PATH_KINDS.iter().any(|k| k.0 == d.kind), "{} not listed", d.kind))
-        .map(|(i, d)| AttackPath {
-            id: format!("ap_{}", i + 1),
-            kind: d.kind,
-            title: d.title,
-            severity: d.severity,
-            steps: d.steps,
-            assets_at_risk: d.assets,
-            signal_ids: d.signal_ids,
-            remediation: d.remediation,
-            fix_instructions: match &d.fix {
-                Fix::Instructions(list) => list.clone(),
-                Fix::Unavailable(_) => Vec::new(),
-            },
-            fix_note: match d.fix {
-                Fix::Instructions(_) => None,
-                Fix::Unavailable(note) => Some(note),
-            },
+        .map(|(i, d)| {
+            let (fix_instructions, fix_note) = match d.fix {
+                Fix::Instructions(list) => (list, None),
+                Fix::Unavailable(note) => (Vec::new(), Some(note)),
+            };
+            AttackPath {
+                id: format!("ap_{}", i + 1),
+                kind: d.kind,
+                title: d.title,
+                severity: d.severity,
+                steps: d.steps,
+                assets_at_risk: d.assets,
+                signal_ids: d.signal_ids,
+                remediation: d.remediation,
+                fix_instructions,
+                fix_note,
+            }
         })
         .collect()
 }

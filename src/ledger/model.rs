@@ -48,6 +48,9 @@ impl WalletView {
     }
 }
 
+/// `Coverage::source` of views read from the embedded demo ledger.
+pub const DEMO_SOURCE: &str = "demo";
+
 /// How much of the ledger the view is built from.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Coverage {

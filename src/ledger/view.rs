@@ -186,8 +186,9 @@ async fn read_outsider_nonces<S: LedgerSource>(
 ) -> Vec<OutsiderNonce> {
     let mut out = Vec::new();
     for account in named.into_iter().filter(|n| n.authority == *wallet && !created.contains(&n.address)) {
-        coverage.outsider_nonces_found += 1;
         if out.len() == config::OUTSIDER_NONCES_MAX {
+            // Counted, not checked: past the bound its creation is not read.
+            coverage.outsider_nonces_found += 1;
             continue;
         }
         let creation = read_creation(source, &account.address).await.unwrap_or_else(|e| {
@@ -197,12 +198,14 @@ async fn read_outsider_nonces<S: LedgerSource>(
         let nonce = OutsiderNonce { account, creation };
         match nonce.creation() {
             Some((_, _, funder)) if funder == *wallet => {
-                coverage.outsider_nonces_found -= 1;
                 if !nonce_accounts.iter().any(|n| n.address == nonce.account.address) {
                     nonce_accounts.push(nonce.account);
                 }
             }
-            _ => out.push(nonce),
+            _ => {
+                coverage.outsider_nonces_found += 1;
+                out.push(nonce);
+            }
         }
     }
     nonce_accounts.sort_by_key(|n| n.address);

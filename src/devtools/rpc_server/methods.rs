@@ -71,7 +71,7 @@ async fn answer_one<S: LedgerSource>(source: &S, item: Value) -> Vec<u8> {
     };
     match call(source, &request.method, Params(&request.params)).await {
         Ok(result) => wire::to_vec(&RpcResponse::ok(request.id.clone(), result))
-            .unwrap_or_else(|e| error_body(request.id, ledger_error(e))),
+            .unwrap_or_else(|e| error_body(request.id, e.to_rpc_error())),
         Err(e) => error_body(request.id, e),
     }
 }
@@ -93,14 +93,9 @@ fn invalid_params(message: impl Into<String>) -> RpcErrorObject {
     error(INVALID_PARAMS, format!("Invalid params: {}", message.into()))
 }
 
-/// The error object a node would send for what the source said (`LedgerError::to_rpc_error`).
-fn ledger_error(e: LedgerError) -> RpcErrorObject {
-    e.to_rpc_error()
-}
-
 fn to_value<T: serde::Serialize>(result: Result<T, LedgerError>) -> Result<Value, RpcErrorObject> {
-    let result = result.map_err(ledger_error)?;
-    simd_json::serde::to_owned_value(&result).map_err(|e| ledger_error(LedgerError::Malformed(e.to_string())))
+    let result = result.map_err(|e| e.to_rpc_error())?;
+    simd_json::serde::to_owned_value(&result).map_err(|e| LedgerError::Malformed(e.to_string()).to_rpc_error())
 }
 
 async fn call<S: LedgerSource>(source: &S, method: &str, params: Params<'_>) -> Result<Value, RpcErrorObject> {
@@ -354,10 +349,10 @@ mod tests {
             LedgerError::NotFound("x".into()),
             LedgerError::Rpc { code: -32010, message: "x".into() },
         ] {
-            let back = LedgerError::from_rpc_error(ledger_error(e.clone()));
+            let back = LedgerError::from_rpc_error(e.to_rpc_error());
             assert_eq!(std::mem::discriminant(&back), std::mem::discriminant(&e), "{e:?}");
         }
-        assert_eq!(ledger_error(LedgerError::Invalid("x".into())).code, INVALID_PARAMS);
+        assert_eq!(LedgerError::Invalid("x".into()).to_rpc_error().code, INVALID_PARAMS);
     }
 
     #[test]

@@ -276,7 +276,7 @@ fn ctx<T>(value: T) -> WithContext<T> {
 
 impl LedgerSource for DemoLedger {
     fn name(&self) -> &'static str {
-        "demo"
+        crate::ledger::model::DEMO_SOURCE
     }
 
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
