@@ -466,6 +466,10 @@ pub struct ServeArgs {
     /// e.g. 127.0.0.1,hooks.internal); by default webhooks reach public https hosts only.
     #[arg(long, env = "XRAY_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',')]
     pub webhook_allow_hosts: Option<Vec<String>>,
+    /// A proxy for every webhook delivery (http://host:port); the environment's HTTP_PROXY,
+    /// HTTPS_PROXY and ALL_PROXY are never used for webhooks.
+    #[arg(long, env = "XRAY_WEBHOOK_PROXY")]
+    pub webhook_proxy: Option<String>,
 }
 
 impl ServeArgs {
@@ -496,6 +500,9 @@ impl ServeArgs {
         }
         if self.public_base_url.is_some() {
             c.public_base_url = self.public_base_url.clone();
+        }
+        if self.webhook_proxy.is_some() {
+            c.webhook_proxy = self.webhook_proxy.clone();
         }
         Ok(c)
     }

@@ -163,6 +163,8 @@ fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>) -> Result<Delive
     let settings = WebhookSettings {
         policy: TargetPolicy::new(&config.webhook_allow_hosts),
         in_flight_max: config::WEBHOOK_IN_FLIGHT_MAX,
+        in_flight_per_account_max: config::WEBHOOK_IN_FLIGHT_PER_ACCOUNT_MAX,
+        proxy: config.webhook_proxy.clone(),
         timeout: Duration::from_millis(config::WEBHOOK_TIMEOUT_MS),
         attempts_max: config::WEBHOOK_ATTEMPTS_MAX,
         retry_window: Duration::from_millis(config::WEBHOOK_RETRY_WINDOW_MS),

@@ -21,6 +21,7 @@ use super::router::{analysis_path, comparison_path, parse_wait};
 use super::wire::*;
 use super::ApiError;
 use super::{App, Caller};
+use crate::auth::scope::Scope;
 use crate::config::POLL_RETRY_AFTER_S;
 use crate::eligibility::{check_local, classify_local, LocalRefusal};
 use crate::http::{ApiRequest, ApiResponse, StopState};
@@ -171,9 +172,18 @@ impl Endpoints<'_> {
         self.admit(Work::Comparison { wallet_a, wallet_b }, asked).await
     }
 
-    /// A `callbackUrl` the webhook policy accepts (400 naming the field, else).
+    /// A `callbackUrl` the webhook policy accepts (400 naming the field, else), named by a key
+    /// that may read what it delivers: the webhook's body is the finished document a poll
+    /// answers, so it needs `analysis:read` (403 naming the scope and the field, else) —
+    /// checked before anything is admitted or charged.
     fn checked_callback<'u>(&self, url: Option<&'u str>) -> Result<Option<&'u str>, ApiError> {
         let Some(url) = url else { return Ok(None) };
+        if !self.caller.key.scopes().contains(Scope::AnalysisRead) {
+            return Err(ApiError::InsufficientScope {
+                required_scope: Scope::AnalysisRead,
+                field: Some("callbackUrl"),
+            });
+        }
         match self.app.webhook_policy.check_url(url) {
             Ok(_) => Ok(Some(url)),
             Err(refusal) => Err(ApiError::InvalidRequest { field: "callbackUrl", message: refusal.message() }),
@@ -191,9 +201,8 @@ impl Endpoints<'_> {
             }
         }
         let request = self.admit_request(&work, asked, idempotency.as_ref());
-        let decision = admission.decide(&request).await;
-        self.durable(matches!(decision, Ok(_) | Err(AdmitError::Busy))).await?;
-        let decision = decision?;
+        let decided = admission.decide(&request).await;
+        let decision = self.durable(decided).await?;
         self.count(&work, &decision);
         self.decided(decision)
     }
@@ -216,11 +225,27 @@ impl Endpoints<'_> {
 
     /// With `--sync-writes`, an answer that names a job (or says a full queue undid one) —
     /// `wrote` — waits until the writes made so far (the job, its kept answer) are on disk: one
-    /// wait however many there were, on the group commit's thread, not this one.
-    async fn durable(&self, wrote: bool) -> Result<(), ApiError> {
+    /// wait however many there were, on the group commit's thread, not this one. `Err` when
+    /// they could not be made durable (an `fsync` failed, or the wait passed its bound).
+    async fn covered(&self, wrote: bool) -> Result<(), store::StoreError> {
         match &self.app.group_commit {
-            Some(group) if wrote => group.covered().await.map_err(|e| ApiError::from_store(&e)),
+            Some(group) if wrote => group.covered().await,
             _ => Ok(()),
+        }
+    }
+
+    /// A decision once its writes are durable. When they could not be made so, a new job is
+    /// withdrawn and the request refused (503 or 500, nothing recorded, nothing charged) —
+    /// unless a compute thread started it already: then the admission stands (202), recorded
+    /// and charged once (`Admission::after_failed_sync`); an answer that named an existing job
+    /// charged nothing and stands.
+    async fn durable(&self, decided: Result<Decision, AdmitError>) -> Result<Decision, ApiError> {
+        let Err(failure) = self.covered(matches!(decided, Ok(_) | Err(AdmitError::Busy))).await else {
+            return Ok(decided?);
+        };
+        match decided.map(|decision| self.app.admission.after_failed_sync(decision, &self.caller.key)) {
+            Ok(Some(stands)) => Ok(stands),
+            _ => Err(ApiError::from_store(&failure)),
         }
     }
 

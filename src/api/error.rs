@@ -51,8 +51,11 @@ pub enum ApiError {
     /// The admin listener's bearer token was missing or wrong: the same code as a bad API key,
     /// worded for the admin token so an operator is not sent looking for a key.
     AdminUnauthenticated(Unauthenticated),
+    /// `field` names the request member that needs the scope, when the route's own scope was
+    /// granted (a `callbackUrl` delivers the document `analysis:read` reads).
     InsufficientScope {
         required_scope: Scope,
+        field: Option<&'static str>,
     },
     NotFound,
     MethodNotAllowed {
@@ -231,10 +234,19 @@ impl ApiError {
                 admin_auth_message(*why).into(),
                 Details { reason: Some(why.reason()), ..d() },
             ),
-            ApiError::InsufficientScope { required_scope } => (
+            ApiError::InsufficientScope { required_scope, field: None } => (
                 ErrorCode::InsufficientScope,
                 format!("the API key lacks the scope {}", required_scope.as_str()).into(),
                 Details { required_scope: Some(required_scope.as_str()), ..d() },
+            ),
+            ApiError::InsufficientScope { required_scope, field: Some(field) } => (
+                ErrorCode::InsufficientScope,
+                format!(
+                    "{field} delivers the finished document, which needs the scope {}; the API key lacks it",
+                    required_scope.as_str()
+                )
+                .into(),
+                Details { required_scope: Some(required_scope.as_str()), field: Some(field), ..d() },
             ),
             ApiError::NotFound => (ErrorCode::NotFound, "not found".into(), d()),
             ApiError::MethodNotAllowed { allow } => (
@@ -388,7 +400,7 @@ mod tests {
             ApiError::InvalidAddress { field: "walletB", reason: AddressError::WrongLength },
             ApiError::Unauthenticated(Unauthenticated::Revoked),
             ApiError::AdminUnauthenticated(Unauthenticated::Missing),
-            ApiError::InsufficientScope { required_scope: Scope::WalletAnalyze },
+            ApiError::InsufficientScope { required_scope: Scope::WalletAnalyze, field: None },
             ApiError::NotFound,
             ApiError::MethodNotAllowed { allow: &[Method::Get] },
             ApiError::PayloadTooLarge { max_bytes: 4096 },
@@ -458,7 +470,7 @@ mod tests {
         let (_, v) = body_of(&ApiError::AccountNotEligible { field: "walletA", reason: Ineligible::Program });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("reason"), Some("program"));
 
-        let (_, v) = body_of(&ApiError::InsufficientScope { required_scope: Scope::UsageRead });
+        let (_, v) = body_of(&ApiError::InsufficientScope { required_scope: Scope::UsageRead, field: None });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_str("requiredScope"), Some("usage:read"));
 
         let (_, v) = body_of(&all_errors()[12]);

@@ -238,7 +238,7 @@ impl ApiHandler {
     ) -> Result<ApiResponse, ApiError> {
         if let Some(required) = route.required_scope() {
             if !caller.key.scopes().contains(required) {
-                return Err(ApiError::InsufficientScope { required_scope: required });
+                return Err(ApiError::InsufficientScope { required_scope: required, field: None });
             }
         }
         let decision = caller.key.rate.check(caller.now_ns);

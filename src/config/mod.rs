@@ -138,8 +138,26 @@ pub const SANCTIONS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 pub const HOST_NAME_BYTES_MAX: usize = 253;
 /// Hosts an operator may allow as webhook targets whatever their address (`webhook_allow_hosts`).
 pub const WEBHOOK_ALLOW_HOSTS_MAX: usize = 64;
-/// Webhook deliveries sent at once (and taken from the outbox per cycle).
+/// Bytes of the operator's `webhook_proxy` URL.
+pub const PROXY_URL_BYTES_MAX: usize = 2_048;
+/// Webhook deliveries in flight at once, all accounts together.
 pub const WEBHOOK_IN_FLIGHT_MAX: usize = 16;
+/// Webhook deliveries of one account in flight at once: a receiver that never answers holds
+/// at most these (a quarter of all), each for at most `WEBHOOK_TIMEOUT_MS`.
+pub const WEBHOOK_IN_FLIGHT_PER_ACCOUNT_MAX: usize = 4;
+/// Due callbacks read from the outbox per page; the delivery thread walks the due set page by
+/// page, so entries of accounts at their cap never hide the others'.
+pub const WEBHOOK_DUE_PAGE_LEN: usize = 256;
+/// Pending webhooks one account may have in the outbox (finished jobs whose delivery is not
+/// settled). Past it, the oldest is given up (`FAILED`, `lastError: outbox_full`) when a new
+/// one enters: a receiver that is down for the whole retry window keeps at most this many
+/// waiting, and a POST is never refused for it (its job and its poll are unaffected).
+pub const WEBHOOK_OUTBOX_PER_ACCOUNT_MAX: usize = 1_000;
+/// Oldest webhooks one trim gives up at most (the outbox is trimmed after every completion
+/// that adds to it, so it is over its bound by the few completions racing each other).
+pub const OUTBOX_TRIM_BATCH_MAX: usize = 64;
+/// Outbox pages read per cycle at most (bounds the reads one cycle makes: 1,024 records).
+pub const WEBHOOK_DUE_PAGES_PER_CYCLE: usize = 4;
 /// One webhook request's time, connection included (a short one: receivers answer at once).
 pub const WEBHOOK_TIMEOUT_MS: u64 = 5_000;
 /// Attempts per webhook before it is given up.
@@ -151,8 +169,6 @@ pub const WEBHOOK_BACKOFF_MS_BASE: u64 = 1_000;
 pub const WEBHOOK_BACKOFF_MS_MAX: u64 = 600_000;
 /// How often the delivery thread reads the outbox when it found nothing due.
 pub const WEBHOOK_POLL_MS: u64 = 100;
-/// Characters of a failed attempt's error kept for the poll answer.
-pub const WEBHOOK_ERROR_CHARS_MAX: usize = 200;
 /// `User-Agent` of webhook deliveries.
 pub const WEBHOOK_USER_AGENT: &str = "wallet-xray-webhooks/1";
 /// Longest `callbackUrl` accepted (bytes).

@@ -68,6 +68,10 @@ pub struct ServeConfig {
     /// Hosts a `callbackUrl` may name whatever their address (loopback, private), over `http`
     /// too: exact host names or addresses. Empty: webhooks reach public `https` hosts only.
     pub webhook_allow_hosts: Vec<String>,
+    /// A proxy every webhook delivery goes through (`http://host:port` or `https://…`); the
+    /// environment's `HTTP_PROXY` / `HTTPS_PROXY` / `ALL_PROXY` are never used. Each target's
+    /// name is still resolved and checked before the request is handed to the proxy.
+    pub webhook_proxy: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -105,6 +109,7 @@ impl Default for ServeConfig {
             log_format: LogFormat::Text,
             access_log: true,
             webhook_allow_hosts: Vec::new(),
+            webhook_proxy: None,
         }
     }
 }
@@ -199,6 +204,14 @@ impl ServeConfig {
         if self.admin_listen == self.listen && self.listen.port() != 0 {
             return Err("admin_listen and listen must differ".into());
         }
+        if let Some(proxy) = &self.webhook_proxy {
+            let parsed = url::Url::parse(proxy).ok().filter(|u| matches!(u.scheme(), "http" | "https"));
+            if proxy.len() > PROXY_URL_BYTES_MAX || parsed.is_none_or(|u| u.host_str().is_none()) {
+                return Err(format!(
+                    "webhook_proxy must be http(s)://[user:password@]host[:port], at most {PROXY_URL_BYTES_MAX} bytes"
+                ));
+            }
+        }
         if let Some(url) = &self.public_base_url {
             let ok = (url.starts_with("http://") || url.starts_with("https://")) && !url.ends_with('/');
             if !ok {
@@ -224,7 +237,7 @@ impl ServeConfig {
              job_deadline_s={} job_ledger_bytes_max={} \
              freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
-             trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={} webhook_allow_hosts=[{}]",
+             trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={} webhook_allow_hosts=[{}] webhook_proxy={}",
             self.listen,
             self.admin_listen,
             self.data_dir.display(),
@@ -255,6 +268,8 @@ impl ServeConfig {
             self.log_format.as_str(),
             self.access_log,
             self.webhook_allow_hosts.join(","),
+            // The proxy's URL may carry a password: only whether one is set is logged.
+            if self.webhook_proxy.is_some() { "set" } else { "none" },
         )
     }
 }

@@ -487,6 +487,34 @@ impl Admission {
         }
     }
 
+    /// What stands of a decision whose writes could not be made durable (`--sync-writes`: the
+    /// group commit's wait failed after the job was logged, indexed and queued). A new job is
+    /// withdrawn while it is still `QUEUED` — the store deletes the job, its indexes, its
+    /// reservation and its idempotency answer in one batch (`cancel_admission`, a
+    /// compare-and-set against the compute thread's `mark_running`), the index lets go of it,
+    /// memory's unit is released — and `None` says the request is refused, nothing charged (its
+    /// ticket, still queued, finds no job: its completion is refused and settles nothing). A
+    /// job a compute thread already started, or one the store cannot undo, stands: recorded,
+    /// run and charged once, so the answer must be the 202. An answer that named an existing
+    /// job (deduplicated, reused, replayed) charged nothing: it stands.
+    pub fn after_failed_sync(&self, decision: Decision, key: &KeyEntry) -> Option<Decision> {
+        let Decision::Admitted(record) = decision else { return Some(decision) };
+        if let Err(e) = self.store.cancel_admission(&record.id) {
+            tracing::warn!(job = %record.id, error = %e, "a job whose write was not made durable stands (started)");
+            return Some(Decision::Admitted(record));
+        }
+        self.index.remove(&record.id);
+        let operation = match record.kind {
+            JobKind::Analysis { .. } => Operation::WalletAnalysis,
+            JobKind::Comparison { .. } => Operation::Comparison,
+        };
+        let unit = Reservation::recovered(record.quota_period_start_ms, operation);
+        if let Err(e) = key.quota.release(unit, ReleaseCause::NotAdmitted) {
+            tracing::debug!(job = %record.id, error = %e, "in-memory quota not released");
+        }
+        None
+    }
+
     /// Hands stranded tickets to the compute pool while the queue takes them (housekeeping).
     pub fn submit_stranded(&self) {
         let mut stranded = self.stranded.lock();

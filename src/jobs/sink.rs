@@ -46,9 +46,9 @@ use crate::jobs::finished::{FinishedJobs, StoredJob};
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::{Operation, ReleaseCause, Reservation};
-use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics};
+use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics, WEBHOOKS};
 use crate::pubkey::Pubkey;
-use crate::store::{self, Completion, JobKind, JobRecord, Store, StoreError, Subject};
+use crate::store::{self, CallbackStatus, Completion, JobKind, JobRecord, Store, StoreError, Subject};
 
 /// The sink of the running server.
 pub struct StoreSink {
@@ -118,6 +118,7 @@ impl StoreSink {
         match written {
             Ok(record) => {
                 self.observe(&record, &id);
+                self.trim_outbox(&record);
                 let payload = match completion {
                     Completion::Ready { payload_json, .. } => Some(Bytes::from(payload_json)),
                     Completion::Failed { .. } => None,
@@ -140,6 +141,23 @@ impl StoreSink {
             }
             // Logged once, when kept (`keep_unsettled`): retries run every housekeeping tick.
             Err(refusal) => Some(Unsettled { id, completion, refusal }),
+        }
+    }
+
+    /// A completion that put a webhook in the outbox keeps the account's outbox within its
+    /// bound (`WEBHOOK_OUTBOX_PER_ACCOUNT_MAX`): the oldest pending are given up, recorded.
+    /// Never fails the job: a trim the store refuses is tried again at the next completion.
+    fn trim_outbox(&self, record: &JobRecord) {
+        if record.callback.as_ref().is_none_or(|c| c.status != CallbackStatus::Pending) {
+            return;
+        }
+        match self.store.trim_outbox(&record.account, config::WEBHOOK_OUTBOX_PER_ACCOUNT_MAX) {
+            Ok(0) => {}
+            Ok(given_up) => {
+                WEBHOOKS.given_up(given_up);
+                tracing::warn!(account = %record.account, given_up, "webhook outbox full: the oldest given up");
+            }
+            Err(e) => tracing::warn!(account = %record.account, error = %e, "trimming the webhook outbox failed"),
         }
     }
 

@@ -98,6 +98,9 @@ label_enum! {
         Retried => "retried",
         /// Failed for the last time, or could never be made.
         Failed => "failed",
+        /// Given up without another attempt: its account's outbox was full
+        /// (`WEBHOOK_OUTBOX_PER_ACCOUNT_MAX`).
+        OutboxFull => "outbox_full",
     }
 }
 
@@ -112,6 +115,11 @@ pub static WEBHOOKS: WebhookMetrics = WebhookMetrics { attempts: [const { Atomic
 impl WebhookMetrics {
     pub fn attempted(&self, outcome: WebhookOutcome) {
         self.attempts[outcome.slot()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `count` pending webhooks given up because their account's outbox was full.
+    pub fn given_up(&self, count: usize) {
+        self.attempts[WebhookOutcome::OutboxFull.slot()].fetch_add(count as u64, Ordering::Relaxed);
     }
 
     pub fn attempts(&self, outcome: WebhookOutcome) -> u64 {

@@ -40,6 +40,27 @@ pub(crate) fn parse_live_key(key: &[u8]) -> StoreResult<(u64, &str)> {
     Ok((time, id))
 }
 
+/// `callbacks_by_account` prefix: lp(account).
+pub(crate) fn outbox_account_prefix(account: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + account.len());
+    push_lp(&mut k, account);
+    k
+}
+
+/// `callbacks_by_account`: lp(account) ‖ the time the webhook entered the outbox (the job's
+/// completion) BE ‖ id: an account's pending webhooks, oldest first.
+pub(crate) fn outbox_account_key(account: &str, entered_ms: u64, id: &str) -> Vec<u8> {
+    let mut k = outbox_account_prefix(account);
+    k.extend_from_slice(&entered_ms.to_be_bytes());
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+/// The job id of a `callbacks_by_account` key whose account prefix is `prefix_len` bytes.
+pub(crate) fn parse_outbox_account_key(key: &[u8], prefix_len: usize) -> StoreResult<&str> {
+    Ok(split_time(key.get(prefix_len..).unwrap_or_default())?.1)
+}
+
 /// `jobs_done`: completed_at_ms BE ‖ id.
 pub(crate) fn done_key(completed_at_ms: u64, id: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + id.len());

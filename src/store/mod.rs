@@ -77,6 +77,7 @@
 //! | `idempotency` | lp(account) ‖ SHA-256 of the client's `Idempotency-Key` | `v1` ‖ JSON [`IdempotentAnswer`] |
 //! | `idempotency_by_time` | created_at_ms BE ‖ the `idempotency` key | empty |
 //! | `callbacks_due` | next attempt ms BE ‖ job id: the webhook outbox (finished jobs whose callback is pending) | empty |
+//! | `callbacks_by_account` | lp(account) ‖ completed_at_ms BE ‖ job id: the outbox by account, its pending webhooks oldest first ([`Store::trim_outbox`]) | empty |
 //! | `webhook_secrets` | account | `v1` ‖ JSON [`WebhookSecret`] |
 //! | `usage` | lp(key id) ‖ period_start_ms BE | `v1` ‖ five i64 LE counters (merge operator) |
 //! | `meta` | `schema_version` | u32 BE |
@@ -113,9 +114,10 @@
 //! Invariant: the API-key secret never reaches the store; only its SHA-256 digest, inside the
 //! key record. A webhook signing secret is stored as is (a signature needs it), per account,
 //! and its `Debug` never shows it.
-//! Invariant: a job's webhook is in the outbox exactly while the job is finished and its
-//! callback `Pending`: the completion's batch puts it there, each attempt's batch moves or
-//! removes it, retention's purge deletes it with the job.
+//! Invariant: a job's webhook is in the outbox (`callbacks_due` and `callbacks_by_account`)
+//! exactly while the job is finished and its callback `Pending`: the completion's batch puts
+//! it there, each attempt's batch moves or removes it, retention's purge deletes it with the
+//! job. An account holds at most `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX` of them (`trim_outbox`).
 //! Deliberately absent: an `accounts` column family (accounts are only a field of keys for now),
 //! retention of usage records (they are small, one per key and period), TTL compaction
 //! filters (retention is an explicit, bounded purge the server schedules), and any cache above
@@ -137,8 +139,8 @@ pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, M
 use crate::auth::record::KeyRecord;
 use crate::config::{
     BLOCK_CACHE_BYTES_DEFAULT, ENGINE_VERSION_BYTES_MAX, ERROR_CODE_BYTES_MAX, ERROR_MESSAGE_BYTES_MAX,
-    JOB_LOCK_STRIPES, RESULT_BYTES_MAX, ROCKSDB_BACKGROUND_JOBS_DEFAULT, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX,
-    SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
+    JOB_LOCK_STRIPES, OUTBOX_TRIM_BATCH_MAX, RESULT_BYTES_MAX, ROCKSDB_BACKGROUND_JOBS_DEFAULT, STORE_ID_BYTES_MAX,
+    STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
 use crate::limits::quota::UsageRecord;
 
@@ -150,6 +152,24 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct UsageCarry {
     pub period_start_ms: u64,
     pub usage: UsageRecord,
+}
+
+/// `lastError` of a webhook given up because its account's outbox was full
+/// ([`Store::trim_outbox`]).
+pub const OUTBOX_FULL_REASON: &str = "outbox_full";
+
+/// A position in the webhook outbox: an entry's due time and job id (`Store::due_callbacks`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueCursor {
+    pub due_ms: u64,
+    pub id: String,
+}
+
+impl DueCursor {
+    /// The outbox entry of a job read from it (`None` without a callback).
+    pub fn of(job: &JobRecord) -> Option<DueCursor> {
+        job.callback.as_ref().map(|c| DueCursor { due_ms: c.next_attempt_ms, id: job.id.clone() })
+    }
 }
 
 /// Result of every store call.
@@ -287,16 +307,45 @@ pub trait Store: Send + Sync {
     fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize>;
 
     /// Finished jobs whose webhook is due at `now_ms` (`Pending`, next attempt at or before
-    /// it), soonest due first, at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]). A job's callback is
-    /// in this outbox from the completion that finished it (the same durable batch) until an
-    /// attempt records it `Delivered` or `Failed`.
-    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>>;
+    /// it), soonest due first, after `after` (an entry a previous page ended on), at most
+    /// `limit` (≤ [`STORE_PAGE_LEN_MAX`]). A job's callback is in this outbox from the
+    /// completion that finished it (the same durable batch) until an attempt records it
+    /// `Delivered` or `Failed`. The cursor lets a reader walk the whole due set page by page,
+    /// so entries it cannot take now (an account at its in-flight cap) never hide the rest.
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>>;
     /// Records a delivery attempt: the finished job's callback, if it is still `expected`,
     /// becomes `callback` (a `Pending` one is due again at its `next_attempt_ms`), durably — a
     /// compare-and-set, so of two attempts that read the same callback one records. Else
     /// `StoreError::State`, also when the job is not finished, has no callback or is gone.
     /// Returns the updated record.
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord>;
+    /// The account's pending webhooks (job ids), oldest first — in the order they entered the
+    /// outbox — at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]).
+    fn pending_callbacks(&self, account: &str, limit: usize) -> StoreResult<Vec<String>>;
+    /// Gives up the oldest pending webhooks of `account` past its newest `max`: each is
+    /// recorded `Failed` with the reason [`OUTBOX_FULL_REASON`] (a compare-and-set like any
+    /// attempt's record, so one settled meanwhile is left as it is) and leaves the outbox.
+    /// Returns how many were given up. Called after a completion put a webhook in the outbox,
+    /// so an account's outbox holds at most `max` (plus the completions racing this one).
+    fn trim_outbox(&self, account: &str, max: usize) -> StoreResult<usize> {
+        let pending = self.pending_callbacks(account, max.saturating_add(OUTBOX_TRIM_BATCH_MAX))?;
+        let excess = pending.len().saturating_sub(max);
+        let mut given_up = 0;
+        for id in &pending[..excess] {
+            let Some(was) = self.get_job(id)?.and_then(|job| job.callback) else { continue };
+            if was.status != CallbackStatus::Pending {
+                continue;
+            }
+            let failed =
+                Callback { status: CallbackStatus::Failed, last_error: Some(OUTBOX_FULL_REASON.into()), ..was.clone() };
+            match self.record_callback(id, &was, &failed) {
+                Ok(_) => given_up += 1,
+                Err(StoreError::State { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(given_up)
+    }
     /// Writes (creates or replaces) an account's webhook secret, durably.
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()>;
     /// The account's webhook secret, if one was made.

@@ -31,7 +31,7 @@ use super::record::{
 };
 use super::usage::{self, UsageDelta};
 use super::{
-    Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT, JOB_LOCK_STRIPES,
+    DueCursor, Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT, JOB_LOCK_STRIPES,
     ROCKSDB_BACKGROUND_JOBS_DEFAULT, SCHEMA_VERSION, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
     WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
@@ -56,6 +56,11 @@ const CF_ANSWERS_BY_TIME: &str = "idempotency_by_time";
 /// The webhook outbox: next attempt BE ‖ job id, for finished jobs whose callback is pending.
 const CF_CALLBACKS_DUE: &str = "callbacks_due";
 const CF_WEBHOOK_SECRETS: &str = "webhook_secrets";
+/// The outbox by account: lp(account) ‖ completion ms BE ‖ job id, an account's pending
+/// webhooks oldest first (`trim_outbox`). Added after schema 1 was first released: an older
+/// database gets it, empty, at open — its pending webhooks are then outside the per-account
+/// bound until delivered or given up, which they are within the retry window.
+const CF_CALLBACKS_BY_ACCOUNT: &str = "callbacks_by_account";
 
 /// Every column family of schema version 1 (RocksDB's `default` is unused).
 pub const COLUMN_FAMILIES: &[&str] = &[
@@ -72,6 +77,7 @@ pub const COLUMN_FAMILIES: &[&str] = &[
     CF_ANSWERS_BY_TIME,
     CF_CALLBACKS_DUE,
     CF_WEBHOOK_SECRETS,
+    CF_CALLBACKS_BY_ACCOUNT,
 ];
 /// Key of the schema version in the `meta` column family (value: u32 big-endian).
 pub const META_SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
@@ -274,6 +280,13 @@ impl RocksStore {
             })?;
         }
         Ok(keys)
+    }
+
+    /// Deletes a finished job's entry in the outbox by account (it entered at completion).
+    fn delete_outbox_account_entry(&self, batch: &mut WriteBatch, job: &JobRecord) -> StoreResult<()> {
+        let entered_ms = job.completed_at_ms.unwrap_or(0);
+        batch.delete_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, enc::outbox_account_key(&job.account, entered_ms, &job.id));
+        Ok(())
     }
 
     fn read_answer(&self, key: &[u8]) -> StoreResult<Option<IdempotentAnswer>> {
@@ -580,6 +593,8 @@ impl Store for RocksStore {
         if let Some(callback) = done.callback.as_mut().filter(|c| c.status == CallbackStatus::Pending) {
             callback.next_attempt_ms = completed_at_ms;
             batch.put_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(completed_at_ms, &done.id), []);
+            let by_account = enc::outbox_account_key(&done.account, completed_at_ms, &done.id);
+            batch.put_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, by_account, []);
         }
         self.put_job(&mut batch, &done)?;
         self.write(batch, &self.durable, StoreWrite::Complete)?;
@@ -663,6 +678,7 @@ impl Store for RocksStore {
                 batch.delete_cf(self.payload_cf(&job)?, job.id.as_bytes());
                 if let Some(callback) = &job.callback {
                     batch.delete_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(callback.next_attempt_ms, &job.id));
+                    self.delete_outbox_account_entry(&mut batch, &job)?;
                 }
             }
         }
@@ -670,8 +686,16 @@ impl Store for RocksStore {
         Ok(entries.len())
     }
 
-    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
-        let entries = self.keys_before(CF_CALLBACKS_DUE, now_ms.saturating_add(1), limit)?;
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        let (limit, upper) = (clamp_page(limit), now_ms.saturating_add(1).to_be_bytes().to_vec());
+        let from = after.map(|c| enc::successor(&enc::done_key(c.due_ms, &c.id))).unwrap_or_default();
+        let mut entries = Vec::new();
+        if limit > 0 {
+            self.scan(self.cf(CF_CALLBACKS_DUE)?, &from, Some(upper), |key, _| {
+                entries.push(key.to_vec());
+                Ok(entries.len() < limit)
+            })?;
+        }
         let mut jobs = Vec::with_capacity(entries.len());
         for key in &entries {
             let (_, id) = enc::parse_done_key(key)?;
@@ -693,11 +717,27 @@ impl Store for RocksStore {
         batch.delete_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(was.next_attempt_ms, id));
         if callback.status == CallbackStatus::Pending {
             batch.put_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(callback.next_attempt_ms, id), []);
+        } else {
+            self.delete_outbox_account_entry(&mut batch, &job)?;
         }
         let updated = JobRecord { callback: Some(callback.clone()), ..job };
         self.put_job(&mut batch, &updated)?;
         self.write(batch, &self.durable, StoreWrite::Callback)?;
         Ok(updated)
+    }
+
+    fn pending_callbacks(&self, account: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let limit = clamp_page(limit);
+        if limit == 0 || check_id("account", account).is_err() {
+            return Ok(Vec::new());
+        }
+        let prefix = enc::outbox_account_prefix(account);
+        let mut ids = Vec::new();
+        self.scan(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, &prefix, enc::prefix_end(&prefix), |key, _| {
+            ids.push(enc::parse_outbox_account_key(key, prefix.len())?.to_owned());
+            Ok(ids.len() < limit)
+        })?;
+        Ok(ids)
     }
 
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {

@@ -1,40 +1,64 @@
 //! The webhook delivery thread (`xray-webhooks`): it drains the store's outbox — finished jobs
 //! whose callback is due — and POSTs each job's document, signed, to its `callbackUrl`.
 //!
-//! Owns: `Deliveries` (the thread and its stop flag), the attempt cycle and the backoff. Reads
-//! and writes the store on its own thread, never on a listener or compute thread; the HTTP
-//! requests run on a current-thread tokio runtime of its own.
+//! Owns: `Deliveries` (the thread and its stop flag), the choice of what to send next, each
+//! attempt and the backoff. Reads and writes the store on its own thread, never on a listener
+//! or compute thread; the HTTP requests run as tasks on a current-thread tokio runtime of its
+//! own.
 //!
-//! One cycle: take at most `in_flight_max` due callbacks (soonest due first); claim each — the
-//! store records the attempt and moves its due time past the attempt's timeout, a
-//! compare-and-set on the callback as read, so two nodes of a cluster never attempt one
-//! delivery at once; render and sign the bodies; send them concurrently, each bounded by
-//! `timeout`; record each outcome: `DELIVERED` on a 2xx, else `PENDING` again after a backoff
-//! (1 s doubling, at most `WEBHOOK_BACKOFF_MS_MAX`), or `FAILED` once `attempts_max` attempts
-//! were made or `retry_window` passed since the job finished — or at once when no attempt can
-//! ever succeed (the URL is refused by the policy, the account has no webhook secret).
+//! The loop: while a delivery slot is free, read a page of the outbox (at most
+//! `WEBHOOK_DUE_PAGE_LEN` due callbacks, soonest due first, after the cursor the last page
+//! ended on — so entries that cannot be taken now never hide the rest; at the end it starts
+//! over) and pick from it fairly: the account with the fewest deliveries in flight first,
+//! one at a time (round-robin), never more than `in_flight_per_account_max` of one account
+//! nor `in_flight_max` in all. Each pick is claimed — the store records the attempt and moves
+//! its due time past the attempt's timeout, a compare-and-set on the callback as read, so two
+//! nodes of a cluster never attempt one delivery at once — and sent as its own task, bounded by
+//! `timeout`; its outcome is recorded when it ends, whatever the others do: `DELIVERED` on a
+//! 2xx, else `PENDING` again after a backoff (1 s doubling, at most `WEBHOOK_BACKOFF_MS_MAX`),
+//! or `FAILED` once `attempts_max` attempts were made or `retry_window` passed since the job
+//! finished — or at once when no attempt can ever succeed (the URL is refused by the policy,
+//! the account has no webhook secret). A freed slot wakes the loop at once.
+//!
+//! `lastError` is one of a closed set of reasons (`Failure::reason`: `timeout`, `refused`,
+//! `connect_failed`, `dns_failed`, `not_public_address`, `tls`, `http_<status>`, …): never a
+//! resolver's or a socket's own words, which would tell a client what the server's network
+//! holds (internal names that resolve, ports that are open).
 //!
 //! Invariant: at least once. A process killed mid-attempt leaves the claim, due again after
 //! the attempt's timeout: the receiver may see a delivery twice (same `Xray-Webhook-Id`), never
 //! none while attempts remain.
-//! Invariant: bounded — deliveries in flight (`in_flight_max`), each request's time
-//! (`timeout`), attempts per job and the time they span; redirects are not followed.
-//! Deliberately absent: a wake-up from the sink (the outbox is read every
-//! `WEBHOOK_POLL_MS`), and reading the receiver's answer body (only its status counts).
+//! Invariant: bounded and fair — deliveries in flight (`in_flight_max`, and per account
+//! `in_flight_per_account_max`), each request's time (`timeout`), attempts per job and the time
+//! they span, outbox reads per cycle; a receiver that never answers holds only its own
+//! account's slots, each for at most `timeout`. Redirects are not followed.
+//! Invariant: the environment's proxy variables (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`) are
+//! never read: a proxy would resolve the target itself, past the address check. An operator's
+//! explicit `webhook_proxy` is used as configured, and each target's name is still resolved
+//! and checked here before the request goes to the proxy.
+//! Deliberately absent: a wake-up from the sink (the outbox is read every `WEBHOOK_POLL_MS`
+//! while slots are free), and reading the receiver's answer body (only its status counts).
 
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use tokio::sync::Notify;
+
+use super::failure::{classify, Failure};
 use super::signature::{sign, SIGNATURE_HEADER};
 use super::target::{GuardedResolver, TargetPolicy};
 use crate::clock::now_unix_ms;
 use crate::config::{
-    WEBHOOK_BACKOFF_MS_BASE, WEBHOOK_BACKOFF_MS_MAX, WEBHOOK_ERROR_CHARS_MAX, WEBHOOK_POLL_MS, WEBHOOK_USER_AGENT,
+    WEBHOOK_BACKOFF_MS_BASE, WEBHOOK_BACKOFF_MS_MAX, WEBHOOK_DUE_PAGES_PER_CYCLE, WEBHOOK_DUE_PAGE_LEN,
+    WEBHOOK_POLL_MS, WEBHOOK_USER_AGENT,
 };
 use crate::metrics::{WebhookOutcome, WEBHOOKS};
-use crate::store::{Callback, CallbackStatus, JobRecord, JobState, Store, StoreError};
+use crate::store::{Callback, CallbackStatus, DueCursor, JobRecord, JobState, Store, StoreError};
 
 /// Makes the document a poll of a finished job answers (without `callback`), from its record
 /// and its payload when READY: the API's, handed in at start so that this module does not
@@ -45,13 +69,19 @@ pub type Render = Arc<dyn Fn(&JobRecord, Option<&[u8]>) -> Result<Vec<u8>, Strin
 #[derive(Debug, Clone)]
 pub struct WebhookSettings {
     pub policy: TargetPolicy,
-    /// Deliveries sent at once (and callbacks taken per cycle).
+    /// Deliveries in flight at once, all accounts together.
     pub in_flight_max: usize,
+    /// Deliveries of one account in flight at once: a receiver that never answers holds only
+    /// these.
+    pub in_flight_per_account_max: usize,
     /// One request's time, connection included.
     pub timeout: Duration,
     pub attempts_max: u32,
     /// Time after the job finished past which a failed attempt is the last.
     pub retry_window: Duration,
+    /// The operator's proxy for every delivery (`http://host:port`); `None`: direct. The
+    /// environment's proxy variables are never read.
+    pub proxy: Option<String>,
 }
 
 /// The running delivery thread.
@@ -62,14 +92,7 @@ pub struct Deliveries {
 
 impl Deliveries {
     pub fn start(store: Arc<dyn Store>, settings: WebhookSettings, render: Render) -> Result<Deliveries, String> {
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver { policy: settings.policy.clone() }))
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(settings.timeout)
-            .connect_timeout(settings.timeout)
-            .user_agent(WEBHOOK_USER_AGENT)
-            .build()
-            .map_err(|e| format!("webhook client: {e}"))?;
+        let client = client(&settings)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -83,13 +106,29 @@ impl Deliveries {
         Ok(Deliveries { stop, thread: Some(thread) })
     }
 
-    /// Ends the thread after the cycle in progress (its attempts end within `timeout`).
+    /// Ends the thread once the attempts in flight ended (each within `timeout`).
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
+}
+
+/// The delivery client: no redirects, bounded in time, the guarded resolver for every name it
+/// connects to, and no proxy but the operator's own (`no_proxy` turns off the environment's).
+pub fn client(settings: &WebhookSettings) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .dns_resolver(Arc::new(GuardedResolver { policy: settings.policy.clone() }))
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(settings.timeout)
+        .connect_timeout(settings.timeout)
+        .user_agent(WEBHOOK_USER_AGENT)
+        .no_proxy();
+    if let Some(proxy) = &settings.proxy {
+        builder = builder.proxy(reqwest::Proxy::all(proxy).map_err(|e| format!("webhook_proxy: {e}"))?);
+    }
+    builder.build().map_err(|e| format!("webhook client: {e}"))
 }
 
 struct Worker {
@@ -113,7 +152,50 @@ struct Attempt {
 enum Sent {
     Delivered,
     /// Worth another attempt later.
-    Failed(String),
+    Failed(Failure),
+}
+
+/// The deliveries in flight: how many in all and per account, which jobs. Shared by the loop
+/// and its tasks, all on the delivery thread.
+#[derive(Default)]
+struct Slots {
+    per_account: HashMap<String, usize>,
+    jobs: HashSet<String>,
+    total: usize,
+    /// Woken when a delivery ends, so a freed slot is filled at once.
+    freed: Rc<Notify>,
+}
+
+/// One delivery's slot, given back when its task ends (delivered, failed or dropped).
+struct Slot {
+    slots: Rc<RefCell<Slots>>,
+    account: String,
+    job: String,
+}
+
+impl Slot {
+    fn take(slots: &Rc<RefCell<Slots>>, job: &JobRecord) -> Slot {
+        let mut s = slots.borrow_mut();
+        *s.per_account.entry(job.account.clone()).or_default() += 1;
+        s.jobs.insert(job.id.clone());
+        s.total += 1;
+        Slot { slots: Rc::clone(slots), account: job.account.clone(), job: job.id.clone() }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut s = self.slots.borrow_mut();
+        if let Some(n) = s.per_account.get_mut(&self.account) {
+            *n -= 1;
+            if *n == 0 {
+                s.per_account.remove(&self.account);
+            }
+        }
+        s.jobs.remove(&self.job);
+        s.total -= 1;
+        s.freed.notify_one();
+    }
 }
 
 /// The delay before attempt `attempt + 1` after `attempt` attempts failed.
@@ -122,43 +204,105 @@ pub fn backoff_ms(attempt: u32) -> u64 {
     WEBHOOK_BACKOFF_MS_BASE.saturating_mul(1 << doublings).min(WEBHOOK_BACKOFF_MS_MAX)
 }
 
-fn bounded(mut text: String) -> String {
-    if let Some((at, _)) = text.char_indices().nth(WEBHOOK_ERROR_CHARS_MAX) {
-        text.truncate(at);
+/// Which of `due` (soonest due first) to send now, given what each account has in flight:
+/// round-robin over accounts, the one with the fewest in flight first (ties: the one whose
+/// callback is due soonest), each account below `per_account_max`, at most `free` in all.
+/// Jobs already in flight are skipped.
+fn pick(due: Vec<JobRecord>, in_flight: &Slots, free: usize, per_account_max: usize) -> Vec<JobRecord> {
+    let mut queues: Vec<(usize, std::collections::VecDeque<JobRecord>)> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::new();
+    for job in due.into_iter().filter(|job| !in_flight.jobs.contains(&job.id)) {
+        let at = *position.entry(job.account.clone()).or_insert_with(|| {
+            let held = in_flight.per_account.get(&job.account).copied().unwrap_or(0);
+            queues.push((held, Default::default()));
+            queues.len() - 1
+        });
+        queues[at].1.push_back(job);
     }
-    text
+    let mut picked = Vec::new();
+    while picked.len() < free {
+        let next = queues
+            .iter_mut()
+            .filter(|(held, queue)| *held < per_account_max && !queue.is_empty())
+            .min_by_key(|(held, _)| *held);
+        let Some((held, queue)) = next else { break };
+        *held += 1;
+        picked.extend(queue.pop_front());
+    }
+    picked
 }
 
 impl Worker {
     fn run(self, runtime: tokio::runtime::Runtime) {
-        while !self.stop.load(Ordering::Acquire) {
-            let sent = match self.store.due_callbacks(now_unix_ms(), self.settings.in_flight_max) {
-                Ok(due) if !due.is_empty() => self.cycle(&runtime, due),
-                Ok(_) => 0,
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the webhook outbox failed; retrying");
-                    0
-                }
-            };
-            if sent == 0 {
-                std::thread::sleep(Duration::from_millis(WEBHOOK_POLL_MS));
-            }
-        }
+        let local = tokio::task::LocalSet::new();
+        let worker = Rc::new(self);
+        local.block_on(&runtime, Rc::clone(&worker).deliver());
         // A name lookup still running on the runtime's blocking pool is not waited for.
+        drop(local);
         runtime.shutdown_timeout(Duration::from_millis(WEBHOOK_POLL_MS));
     }
 
-    /// Claims, sends and records one batch; returns how many were attempted.
-    fn cycle(&self, runtime: &tokio::runtime::Runtime, due: Vec<JobRecord>) -> usize {
-        let now_ms = now_unix_ms();
-        let attempts: Vec<Attempt> = due.into_iter().filter_map(|job| self.prepare(job, now_ms)).collect();
-        let sends = attempts.iter().map(|attempt| self.send(attempt));
-        let outcomes = runtime.block_on(futures_util::future::join_all(sends));
-        let count = attempts.len();
-        for (attempt, outcome) in attempts.into_iter().zip(outcomes) {
-            self.settle(&attempt.job, &attempt.claim, outcome);
+    /// The loop: fill free slots from the outbox, sleep until a slot frees or the poll
+    /// interval passes; on stop, wait for the deliveries in flight (each ends within its
+    /// timeout; one cut short is due again, at least once).
+    async fn deliver(self: Rc<Self>) {
+        let slots = Rc::new(RefCell::new(Slots::default()));
+        let freed = Rc::clone(&slots.borrow().freed);
+        let mut cursor = None;
+        while !self.stop.load(Ordering::Acquire) {
+            self.fill(&slots, &mut cursor);
+            let poll = tokio::time::sleep(Duration::from_millis(WEBHOOK_POLL_MS));
+            tokio::select! {
+                _ = poll => {}
+                _ = freed.notified() => {}
+            }
         }
-        count
+        let deadline = tokio::time::Instant::now() + self.settings.timeout + Duration::from_millis(WEBHOOK_POLL_MS);
+        while slots.borrow().total > 0 && tokio::time::Instant::now() < deadline {
+            let _ = tokio::time::timeout_at(deadline, freed.notified()).await;
+        }
+    }
+
+    /// Takes due callbacks into the free slots: at most `WEBHOOK_DUE_PAGES_PER_CYCLE` pages of
+    /// the outbox, walked from `cursor` (reset at the end of the due set).
+    fn fill(self: &Rc<Self>, slots: &Rc<RefCell<Slots>>, cursor: &mut Option<DueCursor>) {
+        for _ in 0..WEBHOOK_DUE_PAGES_PER_CYCLE {
+            let free = self.settings.in_flight_max.saturating_sub(slots.borrow().total);
+            if free == 0 {
+                return;
+            }
+            let now_ms = now_unix_ms();
+            let page = match self.store.due_callbacks(now_ms, cursor.as_ref(), WEBHOOK_DUE_PAGE_LEN) {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the webhook outbox failed; retrying");
+                    return;
+                }
+            };
+            let full = page.len() >= WEBHOOK_DUE_PAGE_LEN;
+            *cursor = if full { page.last().and_then(DueCursor::of) } else { None };
+            let picked = pick(page, &slots.borrow(), free, self.settings.in_flight_per_account_max);
+            for job in picked {
+                self.start(slots, job, now_ms);
+            }
+            if !full {
+                return;
+            }
+        }
+    }
+
+    /// Claims one delivery and sends it as its own task, holding its slot until it ends.
+    fn start(self: &Rc<Self>, slots: &Rc<RefCell<Slots>>, job: JobRecord, now_ms: u64) {
+        // A claim that was not made (taken by another node, given up) holds no slot: freeing
+        // one would wake the loop for nothing.
+        let Some(attempt) = self.prepare(job, now_ms) else { return };
+        let slot = Slot::take(slots, &attempt.job);
+        let worker = Rc::clone(self);
+        tokio::task::spawn_local(async move {
+            let _slot = slot;
+            let sent = worker.send(&attempt).await;
+            worker.settle(&attempt.job, &attempt.claim, sent);
+        });
     }
 
     /// Claims the job's delivery and makes its signed body; `None` when another attempt claimed
@@ -180,44 +324,53 @@ impl Worker {
         }
         match self.body(&job, &claim, now_ms) {
             Ok((body, signature)) => Some(Attempt { job, claim, body, signature }),
-            Err(Unsendable::Never(why)) => {
+            Err(failure) if failure.is_final() => {
                 WEBHOOKS.attempted(WebhookOutcome::Failed);
-                self.record(&job, &claim, CallbackStatus::Failed, Some(why));
+                self.record(&job, &claim, CallbackStatus::Failed, Some(failure));
                 None
             }
-            Err(Unsendable::NotNow(why)) => {
-                self.settle(&job, &claim, Sent::Failed(why));
+            Err(failure) => {
+                self.settle(&job, &claim, Sent::Failed(failure));
                 None
             }
         }
     }
 
-    /// The rendered, signed body, or why it cannot be sent: never (a refused URL, no secret)
-    /// or not now (the store did not answer: the attempt counts and is retried).
-    fn body(&self, job: &JobRecord, claim: &Callback, now_ms: u64) -> Result<(Vec<u8>, String), Unsendable> {
-        if let Err(refusal) = self.settings.policy.check_url(&claim.url) {
-            return Err(Unsendable::Never(refusal.to_string()));
+    /// The rendered, signed body, or why it cannot be sent: never (a refused URL, no secret, a
+    /// document that cannot be rendered) or not now (the store did not answer: the attempt
+    /// counts and is retried).
+    fn body(&self, job: &JobRecord, claim: &Callback, now_ms: u64) -> Result<(Vec<u8>, String), Failure> {
+        if self.settings.policy.check_url(&claim.url).is_err() {
+            return Err(Failure::UrlRefused);
         }
-        let not_now = |what: &str, e: StoreError| Unsendable::NotNow(format!("reading the {what} failed: {e}"));
+        let not_now = |what: &str, e: StoreError| {
+            tracing::warn!(job = %job.id, error = %e, "reading the webhook's {what} failed; the attempt is retried");
+            Failure::ServerBusy
+        };
         let secret = match self.store.get_webhook_secret(&job.account) {
             Ok(Some(secret)) => secret,
-            Ok(None) => {
-                return Err(Unsendable::Never(
-                    "the account has no webhook secret: create one (admin API or CLI)".into(),
-                ))
-            }
-            Err(e) => return Err(not_now("webhook secret", e)),
+            Ok(None) => return Err(Failure::NoWebhookSecret),
+            Err(e) => return Err(not_now("secret", e)),
         };
         let payload = match job.state {
             JobState::Ready => self.store.get_result(job).map_err(|e| not_now("result", e))?,
             _ => None,
         };
-        let body = (self.render)(job, payload.as_deref()).map_err(Unsendable::Never)?;
+        let body = (self.render)(job, payload.as_deref()).map_err(|e| {
+            tracing::error!(job = %job.id, error = %e, "rendering a webhook body failed");
+            Failure::Internal
+        })?;
         let signature = sign(&secret.secret, now_ms / 1_000, &body);
         Ok((body, signature))
     }
 
     async fn send(&self, attempt: &Attempt) -> Sent {
+        if self.settings.proxy.is_some() {
+            // The proxy resolves the target itself: check the name's addresses here first.
+            if let Err(failure) = self.check_through_proxy(&attempt.claim.url).await {
+                return Sent::Failed(failure);
+            }
+        }
         let request = self
             .client
             .post(attempt.claim.url.as_str())
@@ -228,72 +381,63 @@ impl Worker {
             .body(attempt.body.clone());
         match request.send().await {
             Ok(response) if response.status().is_success() => Sent::Delivered,
-            Ok(response) => Sent::Failed(format!("the receiver answered HTTP {}", response.status().as_u16())),
-            Err(e) => Sent::Failed(describe(&e)),
+            Ok(response) => Sent::Failed(Failure::Http(response.status().as_u16())),
+            Err(e) => {
+                tracing::debug!(job = %attempt.job.id, error = %e, "a webhook attempt failed");
+                Sent::Failed(classify(&e))
+            }
+        }
+    }
+
+    /// With an operator's proxy: the target's name must resolve to addresses the policy
+    /// allows, as the guarded resolver checks a direct connection's.
+    async fn check_through_proxy(&self, url: &str) -> Result<(), Failure> {
+        let url = reqwest::Url::parse(url).map_err(|_| Failure::UrlRefused)?;
+        let host = url.host_str().ok_or(Failure::UrlRefused)?;
+        let port = url.port_or_known_default().unwrap_or(443);
+        let lookup = tokio::net::lookup_host((host, port));
+        let resolved = match tokio::time::timeout(self.settings.timeout, lookup).await {
+            Err(_) => return Err(Failure::Timeout),
+            Ok(Err(_)) => return Err(Failure::DnsFailed),
+            Ok(Ok(resolved)) => resolved.collect::<Vec<_>>(),
+        };
+        let usable = self.settings.policy.usable(host, resolved.iter().copied());
+        if usable.len() == resolved.len() && !usable.is_empty() {
+            Ok(())
+        } else {
+            Err(Failure::NotPublicAddress)
         }
     }
 
     /// Records an attempt's outcome: delivered, due again after its backoff, or given up.
     fn settle(&self, job: &JobRecord, claim: &Callback, sent: Sent) {
-        let why = match sent {
+        let failure = match sent {
             Sent::Delivered => {
                 WEBHOOKS.attempted(WebhookOutcome::Delivered);
                 return self.record(job, claim, CallbackStatus::Delivered, None);
             }
-            Sent::Failed(why) => why,
+            Sent::Failed(failure) => failure,
         };
         let finished_ms = job.completed_at_ms.unwrap_or(0);
         let window_ms = self.settings.retry_window.as_millis() as u64;
         let next_ms = now_unix_ms() + backoff_ms(claim.attempts);
         if claim.attempts >= self.settings.attempts_max || next_ms.saturating_sub(finished_ms) > window_ms {
             WEBHOOKS.attempted(WebhookOutcome::Failed);
-            return self.record(job, claim, CallbackStatus::Failed, Some(why));
+            return self.record(job, claim, CallbackStatus::Failed, Some(failure));
         }
         WEBHOOKS.attempted(WebhookOutcome::Retried);
-        let retry = Callback { last_error: Some(bounded(why)), next_attempt_ms: next_ms, ..claim.clone() };
+        let retry = Callback { last_error: Some(failure.reason()), next_attempt_ms: next_ms, ..claim.clone() };
         if let Err(e) = self.store.record_callback(&job.id, claim, &retry) {
             tracing::warn!(job = %job.id, error = %e, "recording a webhook attempt failed");
         }
     }
 
-    fn record(&self, job: &JobRecord, claim: &Callback, status: CallbackStatus, why: Option<String>) {
-        let done = Callback { status, last_error: why.map(bounded), ..claim.clone() };
+    fn record(&self, job: &JobRecord, claim: &Callback, status: CallbackStatus, failure: Option<Failure>) {
+        let done = Callback { status, last_error: failure.map(Failure::reason), ..claim.clone() };
         match self.store.record_callback(&job.id, claim, &done) {
             Ok(_) => tracing::debug!(job = %job.id, status = status.as_str(), "webhook settled"),
             Err(e) => tracing::warn!(job = %job.id, error = %e, "recording a webhook outcome failed"),
         }
-    }
-}
-
-/// Why a claimed delivery was not sent.
-enum Unsendable {
-    /// It can never be made (given up at once).
-    Never(String),
-    /// Not this time (an attempt that failed).
-    NotNow(String),
-}
-
-/// A transport failure in words for the poll answer (no URL: the client knows it).
-fn describe(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect"
-    } else if e.is_redirect() {
-        "redirected (not followed)"
-    } else {
-        "failed"
-    };
-    let mut cause = String::new();
-    let mut source = std::error::Error::source(e);
-    while let Some(inner) = source {
-        cause = inner.to_string();
-        source = inner.source();
-    }
-    if cause.is_empty() {
-        kind.to_owned()
-    } else {
-        format!("{kind}: {cause}")
     }
 }
 
@@ -309,9 +453,46 @@ mod tests {
         assert_eq!(backoff_ms(0), 1_000);
     }
 
+    fn job(id: &str, account: &str) -> JobRecord {
+        JobRecord {
+            id: id.into(),
+            kind: crate::store::JobKind::Analysis { wallet: "W".into() },
+            account: account.into(),
+            key_id: "key_1".into(),
+            state: JobState::Ready,
+            created_at_ms: 1,
+            started_at_ms: None,
+            completed_at_ms: Some(2),
+            refresh: false,
+            charged: true,
+            quota_period_start_ms: 0,
+            error: None,
+            engine_version: String::new(),
+            starts: 1,
+            idempotency_digest: None,
+            callback: Some(Callback::pending(format!("https://hooks.example/{id}"))),
+        }
+    }
+
+    fn ids(jobs: &[JobRecord]) -> Vec<&str> {
+        jobs.iter().map(|j| j.id.as_str()).collect()
+    }
+
     #[test]
-    fn errors_are_bounded_in_characters() {
-        assert_eq!(bounded("é".repeat(WEBHOOK_ERROR_CHARS_MAX + 10)).chars().count(), WEBHOOK_ERROR_CHARS_MAX);
-        assert_eq!(bounded("short".into()), "short");
+    fn picks_round_robin_fewest_in_flight_first_within_each_cap() {
+        // Account a has five due before b's two: b is not made to wait behind them.
+        let due =
+            ["a1", "a2", "a3", "a4", "a5", "b1", "b2"].into_iter().map(|id| job(id, &id[..1])).collect::<Vec<_>>();
+        let none = Slots::default();
+        assert_eq!(ids(&pick(due.clone(), &none, 4, 4)), ["a1", "b1", "a2", "b2"]);
+        assert_eq!(ids(&pick(due.clone(), &none, 16, 2)), ["a1", "b1", "a2", "b2"], "two each at most");
+        // a already holds two slots: b goes first, then a up to its cap.
+        let mut busy = Slots::default();
+        busy.per_account.insert("a".into(), 2);
+        busy.jobs.insert("a1".into());
+        assert_eq!(ids(&pick(due.clone(), &busy, 16, 3)), ["b1", "b2", "a2"]);
+        // An account at its cap gets nothing, whatever is free.
+        busy.per_account.insert("a".into(), 3);
+        assert_eq!(ids(&pick(due, &busy, 16, 3)), ["b1", "b2"]);
     }
 }

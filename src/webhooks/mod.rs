@@ -3,7 +3,8 @@
 //! store's outbox) and beside `api/` (which checks the URL when a request names it and shows
 //! the delivery's state in polls).
 //!
-//! Owns: `target` (which URLs and addresses a webhook may reach: SSRF protection),
+//! Owns: `target` (which URLs and addresses a webhook may reach: SSRF protection), `failure`
+//! (the closed set of reasons a failed attempt shows),
 //! `signature` (secrets, `Xray-Signature`), `delivery` (the `xray-webhooks` thread that drains
 //! the outbox). The durable parts — each job's callback state, the outbox index, the accounts'
 //! secrets — are the store's.
@@ -14,6 +15,7 @@
 //! function the API hands to `Deliveries::start`).
 
 pub mod delivery;
+pub mod failure;
 pub mod signature;
 pub mod target;
 

@@ -10,12 +10,13 @@
 //! also in `docs/openapi.json`): `https`, a DNS host name (dotted, its last label starting
 //! with a letter — never an address), an optional port, then a path and query of URL
 //! characters; no user or password. At delivery every address the name resolves to must be
-//! public — never loopback, private (RFC 1918, IPv6 unique local), link-local (which holds the
-//! cloud metadata service, 169.254.169.254), carrier-grade NAT, unspecified, multicast,
-//! broadcast, documentation or benchmarking ranges, nor an IPv4 address mapped or translated
-//! into IPv6. A host the operator allows (`--webhook-allow-hosts`, an exact, case-insensitive
-//! host name or address) may be any address and may use `http`: that is how the tests reach a
-//! receiver on loopback.
+//! public: in none of the IANA special-purpose registries, IPv4 and IPv6 (`SPECIAL_V4`,
+//! `SPECIAL_V6`: loopback, private, link-local — which holds the cloud metadata service,
+//! 169.254.169.254 —, shared, documentation, benchmarking, AS112, IPv4-compatible `::/96`,
+//! NAT64, 6to4, Teredo and the rest of `2001::/23`, unique local), nor multicast; an IPv4
+//! address mapped into IPv6 is judged as that address. A host the operator allows
+//! (`--webhook-allow-hosts`, an exact, case-insensitive host name or address) may be any
+//! address and may use `http`: that is how the tests reach a receiver on loopback.
 //! Invariant: a name is resolved once per connection and the connection goes to an address
 //! that passed the check (the resolver hands the client only those), so a DNS answer that
 //! changes between the check and the connection (rebinding) cannot reach a refused address.
@@ -23,6 +24,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use super::failure::{NoPublicAddress, NotResolved};
 use crate::config::{CALLBACK_URL_BYTES_MAX, WEBHOOK_ALLOW_HOSTS_MAX};
 
 /// Why a callback URL is refused (the message goes to the client as is).
@@ -152,7 +154,10 @@ fn literal_ip(url: &reqwest::Url) -> Option<IpAddr> {
     }
 }
 
-/// True for an address on the public internet (see the module's rules).
+/// True for an address on the public internet: in none of the IANA special-purpose address
+/// registries (IPv4 and IPv6, `SPECIAL_V4` / `SPECIAL_V6`), nor multicast. An IPv4 address
+/// mapped into IPv6 (`::ffff:a.b.c.d`, the same host) is judged as that IPv4 address; every
+/// other embedding (IPv4-compatible `::/96`, NAT64, 6to4, Teredo) is refused whole.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
@@ -163,33 +168,59 @@ pub fn is_public(ip: IpAddr) -> bool {
     }
 }
 
+/// The IANA IPv4 Special-Purpose Address Registry (every entry, globally reachable or not: a
+/// webhook has no business with any of them), plus multicast (224.0.0.0/4).
+const SPECIAL_V4: &[(u32, u8)] = &[
+    (0x0000_0000, 8),  // 0.0.0.0/8 "this network"
+    (0x0A00_0000, 8),  // 10.0.0.0/8 private
+    (0x6440_0000, 10), // 100.64.0.0/10 shared address space (carrier-grade NAT)
+    (0x7F00_0000, 8),  // 127.0.0.0/8 loopback
+    (0xA9FE_0000, 16), // 169.254.0.0/16 link local (cloud metadata: 169.254.169.254)
+    (0xAC10_0000, 12), // 172.16.0.0/12 private
+    (0xC000_0000, 24), // 192.0.0.0/24 IETF protocol assignments
+    (0xC000_0200, 24), // 192.0.2.0/24 documentation (TEST-NET-1)
+    (0xC01F_C400, 24), // 192.31.196.0/24 AS112-v4
+    (0xC034_C100, 24), // 192.52.193.0/24 AMT
+    (0xC058_6300, 24), // 192.88.99.0/24 deprecated 6to4 relay anycast
+    (0xC0A8_0000, 16), // 192.168.0.0/16 private
+    (0xC0AF_3000, 24), // 192.175.48.0/24 direct delegation AS112 service
+    (0xC612_0000, 15), // 198.18.0.0/15 benchmarking
+    (0xC633_6400, 24), // 198.51.100.0/24 documentation (TEST-NET-2)
+    (0xCB00_7100, 24), // 203.0.113.0/24 documentation (TEST-NET-3)
+    (0xE000_0000, 4),  // 224.0.0.0/4 multicast
+    (0xF000_0000, 4),  // 240.0.0.0/4 reserved, 255.255.255.255/32 limited broadcast
+];
+
+/// The IANA IPv6 Special-Purpose Address Registry (every entry), plus the IPv4-compatible
+/// block `::/96` (deprecated, still routed to IPv4 by some stacks), site-local `fec0::/10`
+/// (deprecated) and multicast `ff00::/8`.
+const SPECIAL_V6: &[(u128, u8)] = &[
+    (0, 96),                                         // ::/96 IPv4-compatible (::1 and :: inside)
+    (0x0000_0000_0000_0000_0000_ffff_0000_0000, 96), // ::ffff:0:0/96 IPv4-mapped (judged as IPv4 above)
+    (0x0064_ff9b_0000_0000_0000_0000_0000_0000, 96), // 64:ff9b::/96 IPv4/IPv6 translation
+    (0x0064_ff9b_0001_0000_0000_0000_0000_0000, 48), // 64:ff9b:1::/48 local-use translation
+    (0x0100_0000_0000_0000_0000_0000_0000_0000, 64), // 100::/64 discard-only
+    (0x0100_0000_0000_0001_0000_0000_0000_0000, 64), // 100:0:0:1::/64 dummy prefix
+    (0x2001_0000_0000_0000_0000_0000_0000_0000, 23), // 2001::/23 IETF protocol assignments (Teredo 2001::/32 inside)
+    (0x2001_0db8_0000_0000_0000_0000_0000_0000, 32), // 2001:db8::/32 documentation
+    (0x2002_0000_0000_0000_0000_0000_0000_0000, 16), // 2002::/16 6to4
+    (0x2620_004f_8000_0000_0000_0000_0000_0000, 48), // 2620:4f:8000::/48 direct delegation AS112
+    (0x3fff_0000_0000_0000_0000_0000_0000_0000, 20), // 3fff::/20 documentation
+    (0x5f00_0000_0000_0000_0000_0000_0000_0000, 16), // 5f00::/16 segment routing (SRv6) SIDs
+    (0xfc00_0000_0000_0000_0000_0000_0000_0000, 7),  // fc00::/7 unique local
+    (0xfe80_0000_0000_0000_0000_0000_0000_0000, 10), // fe80::/10 link-local
+    (0xfec0_0000_0000_0000_0000_0000_0000_0000, 10), // fec0::/10 site-local (deprecated)
+    (0xff00_0000_0000_0000_0000_0000_0000_0000, 8),  // ff00::/8 multicast
+];
+
 fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_broadcast()
-        || ip.is_documentation()
-        || ip.is_multicast()
-        || a == 0
-        || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT, 100.64.0.0/10
-        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments, 192.0.0.0/24
-        || (a == 198 && (18..20).contains(&b)) // benchmarking, 198.18.0.0/15
-        || a >= 240) // reserved, 240.0.0.0/4
+    let bits = u32::from(ip);
+    !SPECIAL_V4.iter().any(|&(net, len)| bits >> (32 - u32::from(len)) == net >> (32 - u32::from(len)))
 }
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        || (first & 0xfe00) == 0xfc00 // unique local, fc00::/7
-        || (first & 0xffc0) == 0xfe80 // link-local, fe80::/10
-        || (first & 0xffc0) == 0xfec0 // site-local (deprecated), fec0::/10
-        || first == 0x2001 && ip.segments()[1] == 0x0db8 // documentation, 2001:db8::/32
-        || first == 0x0064 && ip.segments()[1] == 0xff9b // IPv4/IPv6 translation, 64:ff9b::/96
-        || first == 0x2002) // 6to4, which embeds an IPv4 address
+    let bits = u128::from(ip);
+    !SPECIAL_V6.iter().any(|&(net, len)| bits >> (128 - u32::from(len)) == net >> (128 - u32::from(len)))
 }
 
 /// The delivery client's DNS resolver: the system's answers, less every address the policy
@@ -203,11 +234,15 @@ impl reqwest::dns::Resolve for GuardedResolver {
         let policy = self.policy.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let resolved = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            // Typed errors, so the attempt's reason is a word (`failure::classify`), never the
+            // resolver's own text.
+            let resolved = match tokio::net::lookup_host((host.as_str(), 0)).await {
+                Ok(resolved) => resolved,
+                Err(_) => return Err(Box::new(NotResolved) as _),
+            };
             let usable = policy.usable(&host, resolved);
             if usable.is_empty() {
-                let refused = format!("{host} resolves to no public address");
-                return Err(Box::new(std::io::Error::new(std::io::ErrorKind::PermissionDenied, refused)) as _);
+                return Err(Box::new(NoPublicAddress) as _);
             }
             Ok(Box::new(usable.into_iter()) as reqwest::dns::Addrs)
         })
@@ -252,6 +287,8 @@ mod tests {
             ("https://[fd00::1]/", TargetRefusal::NotPublic),
             ("https://[fe80::1]/", TargetRefusal::NotPublic),
             ("https://[64:ff9b::a9fe:a9fe]/", TargetRefusal::NotPublic),
+            ("https://[::a9fe:a9fe]/", TargetRefusal::NotPublic),
+            ("https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", TargetRefusal::NotPublic),
             ("https://Xn--0AaaA--aAAAa.a", TargetRefusal::Malformed),
         ];
         for (url, why) in cases {
@@ -306,6 +343,82 @@ mod tests {
         assert_eq!(policy.check_url("http://127.0.0.2/").map(|_| ()), Err(TargetRefusal::NotHttps));
         assert_eq!(policy.check_url("https://127.0.0.2/").map(|_| ()), Err(TargetRefusal::NotPublic));
         assert_eq!(policy.check_url("http://user@127.0.0.1/").map(|_| ()), Err(TargetRefusal::Credentials));
+    }
+
+    #[test]
+    fn every_special_purpose_block_is_refused_and_public_space_is_not() {
+        let refused = [
+            "0.1.2.3",
+            "10.9.8.7",
+            "100.64.0.1",
+            "100.127.255.254",
+            "127.0.0.1",
+            "169.254.169.254",
+            "172.31.0.1",
+            "192.0.0.9",
+            "192.0.2.1",
+            "192.31.196.1",
+            "192.52.193.1",
+            "192.88.99.1",
+            "192.168.0.1",
+            "192.175.48.1",
+            "198.18.0.1",
+            "198.19.255.255",
+            "198.51.100.1",
+            "203.0.113.1",
+            "224.0.0.1",
+            "239.1.1.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "::a9fe:a9fe",
+            "::7f00:1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::808:808",
+            "64:ff9b:1::1",
+            "100::1",
+            "100:0:0:1::1",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:2::1",
+            "2001:10::1",
+            "2001:db8::1",
+            "2002:a9fe:a9fe::1",
+            "2620:4f:8000::1",
+            "3fff::1",
+            "5f00::1",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "febf::1",
+            "fec0::1",
+            "ff02::1",
+        ];
+        for text in refused {
+            assert!(!is_public(text.parse().unwrap()), "{text} is special-purpose");
+        }
+        let public = [
+            "1.1.1.1",
+            "8.8.8.8",
+            "93.184.215.14",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "192.0.1.1",
+            "198.17.255.255",
+            "198.20.0.1",
+            "223.255.255.255",
+            "::ffff:8.8.8.8",
+            "2606:4700::1111",
+            "2001:4860:4860::8888",
+            "2001:200::1",
+            "2620:4f:8001::1",
+            "2a00:1450::1",
+        ];
+        for text in public {
+            assert!(is_public(text.parse().unwrap()), "{text} is public");
+        }
     }
 
     #[test]

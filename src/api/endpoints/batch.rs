@@ -18,7 +18,8 @@
 //! the items' kept answers are all looked up before anything is admitted, so the same key with
 //! another batch is refused whole (409) and admits nothing; a retry of the batch replays every
 //! item that was answered with a job and admits the ones that were refused.
-//! Invariant: with `--sync-writes` the answer waits for one `fsync` covering every item's write.
+//! Invariant: with `--sync-writes` the answer waits for one `fsync` covering every item's write;
+//! when it fails, each new job is withdrawn on its own and only its items are refused.
 //! Deliberately absent: comparisons (one pair per request stays the compare endpoint's), and a
 //! partial answer while items are still being admitted (the batch answers once, complete).
 
@@ -34,7 +35,7 @@ use crate::http::ApiResponse;
 use crate::jobs::admission::{AdmitError, Decision, IdempotencyKey, InFlightGuard, Work};
 use crate::metrics::RejectReason;
 use crate::pubkey::Pubkey;
-use crate::store::JobState;
+use crate::store::{JobRecord, JobState};
 
 /// What one item came to: its job as the answer names it, or its refusal.
 #[derive(Debug, Clone)]
@@ -85,6 +86,8 @@ impl Endpoints<'_> {
         let mut outcomes = self.kept_outcomes(body.wallets.len(), paid, item_keys).await?;
         let mut first_of: HashMap<Pubkey, usize> = HashMap::with_capacity(paid);
         let (mut busy, mut wrote) = (false, false);
+        // New jobs, by item: withdrawn one by one if their writes cannot be made durable.
+        let mut admitted: Vec<Box<JobRecord>> = Vec::new();
         for i in 0..paid {
             let kept = outcomes[i].is_some();
             let wallet = match checked_address("wallets", &body.wallets[i], self.app) {
@@ -118,15 +121,39 @@ impl Endpoints<'_> {
             outcomes[i] = Some(match decided {
                 Ok(decision) => {
                     self.count(&work, &decision);
-                    Outcome::Job(ItemJob::of(&decision))
+                    let item = Outcome::Job(ItemJob::of(&decision));
+                    if let Decision::Admitted(record) = decision {
+                        admitted.push(record);
+                    }
+                    item
                 }
                 Err(refusal) => Outcome::Refused(refusal.into()),
             });
         }
-        self.durable(wrote).await?;
+        if let Err(failure) = self.covered(wrote).await {
+            self.withdraw_items(admitted, &mut outcomes, &ApiError::from_store(&failure));
+        }
         let limited = ApiError::RateLimited { retry_after_s: u64::from(grant.retry_after_s) };
         let outcomes = outcomes.into_iter().map(|o| o.unwrap_or_else(|| Outcome::Refused(limited.clone())));
         self.batch_answer(&body.wallets, &outcomes.collect::<Vec<_>>())
+    }
+
+    /// With `--sync-writes`, when the batch's writes could not be made durable: each new job is
+    /// withdrawn on its own (`Admission::after_failed_sync`) and its items — the address and
+    /// its repeats — answered with the refusal; a job a compute thread already started stands
+    /// with its 202-like item. Never one refusal folded over items that were admitted.
+    fn withdraw_items(&self, admitted: Vec<Box<JobRecord>>, outcomes: &mut [Option<Outcome>], refusal: &ApiError) {
+        for record in admitted {
+            let id = record.id.clone();
+            if self.app.admission.after_failed_sync(Decision::Admitted(record), &self.caller.key).is_some() {
+                continue;
+            }
+            for outcome in outcomes.iter_mut() {
+                if matches!(outcome, Some(Outcome::Job(job)) if job.analysis_id == id) {
+                    *outcome = Some(Outcome::Refused(refusal.clone()));
+                }
+            }
+        }
     }
 
     /// Every item's key marked in flight, or — when one is still being admitted by another

@@ -17,8 +17,10 @@
 //! Invariant: a 202 is sent only after etcd committed the job (a quorum fsynced it).
 //! Invariant: a transaction whose answer was lost (a timeout) is repeated with the same job
 //! id, once: it is idempotent, so a repeat never admits or charges twice. When the repeat
-//! fails too, the admission is undone if it can be; if it cannot, the job may stand recorded
-//! and unacknowledged — it is then run by this node (adoption finds it) and charged once.
+//! fails too, the admission is undone if it can be (refused, nothing charged); if it cannot
+//! and etcd holds the job, the admission stood and is answered as admitted (202, charged
+//! once) — a refusal is never sent for a job that runs and is charged, except when etcd can
+//! answer neither the undo nor the read: then the outcome is unknown and the 503 says so.
 //! Invariant: on one node, admissions of one account send their transactions one at a time
 //! (an async lane per account stripe, `ADMISSION_LANES`): they compare the same live count and
 //! their keys' usage records, so a hot account's compare-and-swap conflicts only with other
@@ -173,7 +175,10 @@ impl Admission {
 }
 
 /// The admission transaction, repeated once with the same job id when its answer was lost;
-/// when both fail, the admission is undone if etcd answers (it may have committed).
+/// when both fail, it may have committed: it is undone if etcd takes the undo (then refused,
+/// nothing charged); else, when etcd holds the job, the admission stood and is answered as
+/// one (202: it runs and is charged once); only when etcd can tell neither is the request
+/// refused with its outcome unknown (a retry of it is deduplicated onto the job if one stood).
 async fn admit_once(
     etcd: &EtcdStore,
     record: &JobRecord,
@@ -188,10 +193,23 @@ async fn admit_once(
             Err(e) => return Err(e),
         }
     }
-    if let Err(e) = etcd.cancel_admission_async(record.id.clone()).await {
-        tracing::warn!(job = %record.id, error = %e, "an admission etcd did not confirm may stand (adoption runs it)");
+    let lost = last.unwrap_or_else(|| StoreError::Unavailable("etcd did not answer the admission".into()));
+    let Err(undo) = etcd.cancel_admission_async(record.id.clone()).await else { return Err(lost) };
+    match etcd.get_job_async(record.id.clone()).await {
+        Ok(None) => Err(lost),
+        Ok(Some(_)) => {
+            let usage = etcd.usage_async(record.key_id.clone(), record.quota_period_start_ms).await?;
+            tracing::warn!(job = %record.id, error = %undo, "an admission whose answer was lost stood: answered as admitted");
+            Ok(Admitted::New { usage })
+        }
+        Err(e) => {
+            tracing::warn!(job = %record.id, error = %e, "an admission etcd did not confirm may stand (adoption runs it)");
+            Err(StoreError::Unavailable(
+                "etcd did not confirm the admission; retry the request (it is deduplicated onto the job if one stood)"
+                    .into(),
+            ))
+        }
     }
-    Err(last.unwrap_or_else(|| StoreError::Unavailable("etcd did not answer the admission".into())))
 }
 
 /// The 429's details from the usage etcd refused with.

@@ -20,6 +20,7 @@
 //! | `P i/<lp(account) ‖ SHA-256 of an Idempotency-Key>` | `v1` ‖ JSON answer | admission, or the answer of a request that made no job |
 //! | `P h/<created BE ‖ the i/ tail>` | empty | the answers' time index (their purge reads it) |
 //! | `P c/<next attempt BE ‖ job id>` | empty | the webhook outbox: finished jobs whose callback is pending (completion, delivery attempts) |
+//! | `P q/<lp(account) ‖ completed BE ‖ job id>` | empty | the outbox by account: its pending webhooks, oldest first (completion, attempts that settle, `trim_outbox`) |
 //! | `P w/<account>` | `v1` ‖ JSON webhook secret | the admin API / CLI |
 //! | `P m/schema_version` | u32 BE | the first node to start |
 //! | `P m/first_key` | node id | the node that issued the cluster's first key |
@@ -122,6 +123,16 @@ impl Layout {
     /// The outbox entry of a job whose callback is due at `next_attempt_ms`.
     pub fn callback_due(&self, next_attempt_ms: u64, id: &str) -> Vec<u8> {
         self.key(b'c', &enc::done_key(next_attempt_ms, id))
+    }
+
+    /// A finished job's entry in its account's outbox (it entered at completion).
+    pub fn callback_of_account(&self, job: &JobRecord) -> Vec<u8> {
+        self.key(b'q', &enc::outbox_account_key(&job.account, job.completed_at_ms.unwrap_or(0), &job.id))
+    }
+
+    /// The account's outbox entries: this prefix, then the time ‖ id.
+    pub fn callbacks_of_account(&self, account: &str) -> Vec<u8> {
+        self.key(b'q', &enc::outbox_account_prefix(account))
     }
 
     pub fn webhook_secret(&self, account: &str) -> Vec<u8> {

@@ -38,8 +38,8 @@ pub use watch::KeyChange;
 use ops::Db;
 
 use super::{
-    Callback, Completion, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store, StoreError, StoreResult,
-    Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
+    Callback, Completion, DueCursor, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store, StoreError,
+    StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
 };
 use crate::auth::record::KeyRecord;
 use crate::limits::quota::UsageRecord;
@@ -300,8 +300,14 @@ impl Store for EtcdStore {
         self.run(|db| async move { db.purge_finished_before(cutoff_ms, limit).await })
     }
 
-    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
-        self.run(|db| async move { db.due_callbacks(now_ms, limit).await })
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        let after = after.cloned();
+        self.run(|db| async move { db.due_callbacks(now_ms, after, limit).await })
+    }
+
+    fn pending_callbacks(&self, account: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let account = account.to_owned();
+        self.run(|db| async move { db.pending_callbacks(account, limit).await })
     }
 
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {

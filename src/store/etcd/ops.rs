@@ -34,8 +34,8 @@ use crate::store::encoding as enc;
 use crate::store::record::{check_id, validate_key};
 use crate::store::usage::{self, UsageDelta};
 use crate::store::{
-    Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord, JobState,
-    LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
+    Callback, CallbackStatus, Completion, DueCursor, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord,
+    JobState, LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 /// What a checked admission came to.
@@ -543,6 +543,7 @@ impl Db {
             if let Some(callback) = done.callback.as_mut().filter(|c| c.status == CallbackStatus::Pending) {
                 callback.next_attempt_ms = completed_at_ms;
                 ops.push(TxnOp::put(self.layout.callback_due(completed_at_ms, &job.id), Vec::new(), None));
+                ops.push(TxnOp::put(self.layout.callback_of_account(&done), Vec::new(), None));
             }
             if done.charged {
                 self.settle_usage(&done, ready, &mut when, &mut ops).await?;
@@ -727,6 +728,7 @@ impl Db {
                 ops.push(TxnOp::delete(self.layout.payload(&job.id), None));
                 if let Some(callback) = &job.callback {
                     ops.push(TxnOp::delete(self.layout.callback_due(callback.next_attempt_ms, &job.id), None));
+                    ops.push(TxnOp::delete(self.layout.callback_of_account(job), None));
                 }
             }
             self.commit(Vec::new(), ops).await?;
@@ -738,10 +740,18 @@ impl Db {
 impl Db {
     // --- webhooks ---
 
-    pub async fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
-        let family = self.layout.family(b'c');
+    pub async fn due_callbacks(
+        &self,
+        now_ms: u64,
+        after: Option<DueCursor>,
+        limit: usize,
+    ) -> StoreResult<Vec<JobRecord>> {
+        let from = match after {
+            Some(c) => enc::successor(&self.layout.callback_due(c.due_ms, &c.id)),
+            None => self.layout.family(b'c'),
+        };
         let to = self.layout.callback_due(now_ms.saturating_add(1), "");
-        let kvs = self.range(family, to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
+        let kvs = self.range(from, to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
         let mut ids = Vec::with_capacity(kvs.len());
         for kv in &kvs {
             ids.push(enc::parse_done_key(self.layout.tail(b'c', kv.key())?)?.1.to_owned());
@@ -770,6 +780,9 @@ impl Db {
             if callback.status == CallbackStatus::Pending && moved {
                 ops.push(TxnOp::put(now_due, Vec::new(), None));
             }
+            if callback.status != CallbackStatus::Pending {
+                ops.push(TxnOp::delete(self.layout.callback_of_account(&job), None));
+            }
             let updated = JobRecord { callback: Some(callback.clone()), ..job };
             ops.push(TxnOp::put(read.key.clone(), enc::encode_json(&updated)?, None));
             if self.commit(vec![read.unchanged()], ops).await? {
@@ -777,6 +790,22 @@ impl Db {
             }
         }
         Err(conflict("callback"))
+    }
+
+    /// The account's pending webhooks (job ids), oldest first, at most `limit`.
+    pub async fn pending_callbacks(&self, account: String, limit: usize) -> StoreResult<Vec<String>> {
+        if check_id("account", &account).is_err() {
+            return Ok(Vec::new());
+        }
+        let prefix = self.layout.callbacks_of_account(&account);
+        let to = enc::prefix_end(&prefix).unwrap_or_default();
+        let kvs = self.range(prefix.clone(), to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
+        let mut ids = Vec::with_capacity(kvs.len());
+        for kv in &kvs {
+            let tail = kv.key().get(prefix.len()..).unwrap_or_default();
+            ids.push(enc::parse_done_key(tail)?.1.to_owned());
+        }
+        Ok(ids)
     }
 
     pub async fn put_webhook_secret(&self, secret: WebhookSecret) -> StoreResult<()> {

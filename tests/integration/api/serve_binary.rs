@@ -56,10 +56,16 @@ fn start_logging(data: &Path, extra: &[&str], level: &str) -> Server {
 }
 
 fn start_with(data: &Path, extra: &[&str], log_level: Option<&str>) -> Server {
+    start_in_env(data, extra, log_level, &[])
+}
+
+/// As `start_with`, with `env` added to the server's environment.
+fn start_in_env(data: &Path, extra: &[&str], log_level: Option<&str>, env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir"])
         .arg(data)
         .args(extra)
+        .envs(env.iter().copied())
         .env("XRAY_LOG", log_level.unwrap_or("warn"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -170,6 +176,46 @@ fn first_start_prints_one_key_and_a_restart_prints_none() {
     assert_eq!(again.first_key, None, "the key is shown once only");
     assert_eq!(get(again.api, &format!("{API}/status"), &key).status, 200, "the stored key still works");
     assert!(again.terminate().success());
+}
+
+/// The webhook client never follows the environment's proxy variables: a proxy would resolve
+/// the target itself, past the address check. With `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY`
+/// (and their lower-case forms) naming a listener, the delivery still goes straight to its
+/// receiver, and the would-be proxy sees no connection.
+#[test]
+fn webhooks_never_follow_the_environments_proxy() {
+    use std::net::TcpListener;
+    let proxy = TcpListener::bind("127.0.0.1:0").expect("bind");
+    proxy.set_nonblocking(true).expect("nonblocking");
+    let proxy_url = format!("http://{}", proxy.local_addr().expect("addr"));
+    let receiver = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let hook = format!("http://{}/hook", receiver.local_addr().expect("addr"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = receiver.accept() {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = [0u8; 4096];
+            let n = stream.read(&mut head).unwrap_or(0);
+            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            let _ = tx.send(String::from_utf8_lossy(&head[..n]).into_owned());
+        }
+    });
+    let names = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"];
+    let env: Vec<(&str, &str)> = names.iter().map(|name| (*name, proxy_url.as_str())).collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = ["--webhook-allow-hosts", "127.0.0.1", "--listener-threads", "1", "--compute-threads", "1"];
+    let mut server = start_in_env(dir.path(), &extra, None, &env);
+    let key = server.first_key.clone().expect("the first key");
+    let listed = keys(dir.path(), &["list"]).expect("keys list");
+    let account = listed[0]["account"].as_str().expect("the first key's account").to_owned();
+    cli(dir.path(), "accounts", &["webhook-secret", "--account", &account]).expect("a webhook secret");
+    let body = format!(r#"{{"wallet":"{}","callbackUrl":"{hook}"}}"#, READY_WALLETS[0]);
+    let accepted = post(server.api, &format!("{API}/intelligence/wallet"), &key, &body);
+    assert!(accepted.status == 202 || accepted.status == 200, "{accepted:?}");
+    let request = rx.recv_timeout(Duration::from_secs(20)).expect("the receiver got the delivery directly");
+    assert!(request.starts_with("POST /hook "), "origin-form, not a proxy's absolute-form: {request}");
+    assert!(matches!(proxy.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "no proxy connection");
+    assert!(server.terminate().success());
 }
 
 #[test]

@@ -212,7 +212,7 @@ fn callback_urls_are_checked_and_a_delivery_that_cannot_succeed_says_why() {
     let body = json!({ "wallet": CLEAN, "callbackUrl": receiver.url() }).to_string();
     let data = settled(&server, &submit(&server, k, WALLET_PATH, &body).poll_path(), k);
     assert_eq!(data["callback"]["status"], "FAILED", "{data}");
-    assert!(data["callback"]["lastError"].as_str().is_some_and(|e| e.contains("no webhook secret")), "{data}");
+    assert_eq!(data["callback"]["lastError"], "no_webhook_secret", "{data}");
     assert!(receiver.got.lock().expect("log").is_empty());
 
     // A receiver that is not there: attempts go on, each failure said.
@@ -230,7 +230,113 @@ fn callback_urls_are_checked_and_a_delivery_that_cannot_succeed_says_why() {
         |c| c["attempts"].as_u64() >= Some(1) && !c["lastError"].is_null(),
     );
     assert_eq!(polled["status"], "PENDING", "{polled}");
-    assert!(polled["lastError"].as_str().is_some_and(|e| e.contains("connect")), "{polled}");
+    assert_eq!(polled["lastError"], "refused", "a closed set of reasons, no socket's own words: {polled}");
+}
+
+/// A `callbackUrl` delivers the finished document a poll answers, so it needs the scope that
+/// reads it: a key without `analysis:read` is refused (403 naming the scope and the field) on
+/// each endpoint that takes one, before anything is admitted or charged, and nothing is sent.
+#[test]
+fn a_callback_needs_the_scope_that_reads_what_it_delivers() {
+    let server = allowing_loopback();
+    let key = server.key(KeyOptions::scopes("wallet:analyze,wallet:compare,usage:read"));
+    let k = key.secret.as_str();
+    webhook_secret(&server, &key);
+    let receiver = Receiver::start(&[200]);
+    let url = receiver.url();
+    for (path, body) in [
+        (WALLET_PATH, json!({ "wallet": OPEN_DELEGATION, "callbackUrl": url })),
+        (COMPARE_PATH, json!({ "walletA": SYBIL_A, "walletB": SYBIL_B, "callbackUrl": url })),
+        ("/v1/developer/intelligence/wallets", json!({ "wallets": [CLEAN, SYBIL_C], "callbackUrl": url })),
+    ] {
+        let reply = post(server.addr, path, k, &body.to_string());
+        let details = json!({ "requiredScope": "analysis:read", "field": "callbackUrl" });
+        assert_error_details(&reply, 403, "INSUFFICIENT_SCOPE", &details);
+        assert!(reply.error()["message"].as_str().is_some_and(|m| m.contains("callbackUrl")), "{reply:?}");
+    }
+    let usage = server.usage(k);
+    assert_eq!((usage.used, usage.reserved), (0, 0), "refused before anything was charged: {usage:?}");
+    // The same key without a callback is admitted as before; nothing ever reaches the receiver.
+    let accepted = submit(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION));
+    assert_eq!(accepted.status, 202, "{accepted:?}");
+    let reader = server.key(KeyOptions::default().in_account(&key.account));
+    server.finish(&accepted.poll_path(), &reader.secret);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(receiver.got.lock().expect("log").is_empty(), "no document delivered to a key that cannot read it");
+}
+
+/// A receiver that accepts connections and never answers: each delivery to it holds its slot
+/// until the attempt's timeout. Counts the connections it holds.
+struct Tarpit {
+    addr: SocketAddr,
+    held: Arc<Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Tarpit {
+    fn start() -> Tarpit {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let keep = Arc::clone(&held);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                keep.lock().expect("held").push(stream);
+            }
+        });
+        Tarpit { addr, held }
+    }
+
+    fn holding(&self) -> usize {
+        self.held.lock().expect("held").len()
+    }
+}
+
+/// One account's receiver is a tarpit (it accepts and never answers, so each of its attempts
+/// holds a delivery slot for the whole 5 s timeout); another account's receiver answers at
+/// once. Deliveries are independent and fair: the tarpit holds only its own account's slots
+/// (`WEBHOOK_IN_FLIGHT_PER_ACCOUNT_MAX`), and the second account's deliveries all arrive within
+/// 2 s while it holds them.
+#[test]
+fn a_tarpit_receiver_holds_only_its_own_accounts_slots() {
+    let server = allowing_loopback();
+    let slow = server.key(KeyOptions::default());
+    let quick = server.key(KeyOptions::default());
+    assert_ne!(slow.account, quick.account);
+    webhook_secret(&server, &slow);
+    webhook_secret(&server, &quick);
+    let tarpit = Tarpit::start();
+    let tarpit_url = format!("http://{}/hook", tarpit.addr);
+    let slow_wallets = fresh_wallets("tarpit", 12);
+    let body = json!({ "wallets": slow_wallets, "callbackUrl": tarpit_url }).to_string();
+    let batch = post(server.addr, "/v1/developer/intelligence/wallets", &slow.secret, &body);
+    assert_eq!(batch.status, 200, "{batch:?}");
+    for item in batch.data()["items"].as_array().expect("items") {
+        server.finish(&analysis_path(item["analysisId"].as_str().expect("analysisId")), &slow.secret);
+    }
+    let cap = xray::config::WEBHOOK_IN_FLIGHT_PER_ACCOUNT_MAX;
+    eventually("the tarpit holds its account's slots", || tarpit.holding(), |n| *n >= cap);
+    let held_since = Instant::now();
+
+    let receiver = Receiver::start(&[200]);
+    let quick_wallets = fresh_wallets("prompt", 8);
+    let body = json!({ "wallets": quick_wallets, "callbackUrl": receiver.url() }).to_string();
+    let batch = post(server.addr, "/v1/developer/intelligence/wallets", &quick.secret, &body);
+    assert_eq!(batch.status, 200, "{batch:?}");
+    for item in batch.data()["items"].as_array().expect("items") {
+        server.finish(&analysis_path(item["analysisId"].as_str().expect("analysisId")), &quick.secret);
+    }
+    let finished = Instant::now();
+    let deadline = finished + Duration::from_secs(2);
+    while receiver.got.lock().expect("log").len() < quick_wallets.len() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let arrived = receiver.got.lock().expect("log").len();
+    assert_eq!(arrived, quick_wallets.len(), "{arrived} of 8 deliveries within 2 s of the jobs finishing");
+    // Until the first attempts time out (5 s), the tarpit has exactly its account's slots.
+    let held = tarpit.holding();
+    if held_since.elapsed() < Duration::from_millis(xray::config::WEBHOOK_TIMEOUT_MS - 500) {
+        assert_eq!(held, cap, "only its own account's {cap} slots");
+    }
 }
 
 #[test]

@@ -9,8 +9,8 @@ use xray::auth::scope::Scopes;
 use xray::limits::quota::QuotaPeriod;
 use xray::limits::quota::UsageRecord;
 use xray::store::{
-    Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobState, LiveState, Store, StoreError, Subject,
-    WebhookSecret,
+    Callback, CallbackStatus, Completion, DueCursor, IdempotentAnswer, JobCursor, JobState, LiveState, Store,
+    StoreError, Subject, WebhookSecret,
 };
 
 /// Calls `$tests!` with the name of every function of the contract: each store's test module
@@ -33,6 +33,7 @@ macro_rules! every_test {
             answers_are_purged_oldest_first_in_bounded_pages,
             the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up,
             webhook_secrets_are_per_account_and_replaced_on_rotation,
+            an_accounts_outbox_keeps_its_newest_webhooks,
         );
     };
 }
@@ -339,7 +340,7 @@ fn with_callback(id: &str, wallet: &str, at_ms: u64) -> xray::store::JobRecord {
 }
 
 fn due(store: &dyn Store, now_ms: u64) -> Vec<String> {
-    store.due_callbacks(now_ms, 100).unwrap().into_iter().map(|job| job.id).collect()
+    store.due_callbacks(now_ms, None, 100).unwrap().into_iter().map(|job| job.id).collect()
 }
 
 pub fn the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up(store: &dyn Store) {
@@ -356,7 +357,12 @@ pub fn the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up(store:
     assert_eq!(due(store, 99), Vec::<String>::new());
     assert_eq!(due(store, 100), ["an_1"]);
     assert_eq!(due(store, 1_000), ["an_1", "an_2"], "soonest due first");
-    assert_eq!(store.due_callbacks(1_000, 1).unwrap().len(), 1, "bounded");
+    let page = store.due_callbacks(1_000, None, 1).unwrap();
+    assert_eq!(page.len(), 1, "bounded");
+    // A page ends on a cursor the next one starts after: the whole due set, page by page.
+    let next = store.due_callbacks(1_000, DueCursor::of(&page[0]).as_ref(), 1).unwrap();
+    assert_eq!(next.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), ["an_2"]);
+    assert!(store.due_callbacks(1_000, DueCursor::of(&next[0]).as_ref(), 1).unwrap().is_empty(), "the end");
     // A claim is a compare-and-set on the callback as read: a second claim of the same read
     // is refused.
     let claim = Callback { attempts: 1, next_attempt_ms: 500, ..first.clone() };
@@ -390,6 +396,39 @@ pub fn the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up(store:
     assert_eq!(due(store, u64::MAX), ["an_4"]);
     assert_eq!(store.purge_finished_before(30, 10).unwrap(), 1);
     assert!(due(store, u64::MAX).is_empty());
+}
+
+pub fn an_accounts_outbox_keeps_its_newest_webhooks(store: &dyn Store) {
+    let other = xray::store::JobRecord { account: "acc_2".into(), ..with_callback("an_9", "Wallet9", 10) };
+    store.admit(&other, None).unwrap();
+    for i in 1..=4u64 {
+        let id = format!("an_{i}");
+        store.admit(&with_callback(&id, &format!("Wallet{i}"), 10), None).unwrap();
+        store.complete(&id, 100 * i, &failed()).unwrap();
+    }
+    store.complete("an_9", 500, &ready("an_9")).unwrap();
+    let pending = |account: &str| store.pending_callbacks(account, 100).unwrap();
+    assert_eq!(pending(ACCOUNT), ["an_1", "an_2", "an_3", "an_4"], "oldest first");
+    assert_eq!(store.pending_callbacks(ACCOUNT, 1).unwrap(), ["an_1"], "bounded");
+    // Past the bound, the oldest are given up, their state recorded; another account's stay.
+    assert_eq!(store.trim_outbox(ACCOUNT, 2).unwrap(), 2);
+    assert_eq!(pending(ACCOUNT), ["an_3", "an_4"]);
+    for id in ["an_1", "an_2"] {
+        let callback = store.get_job(id).unwrap().and_then(|j| j.callback).unwrap();
+        assert_eq!(callback.status, CallbackStatus::Failed, "{id}");
+        assert_eq!(callback.last_error.as_deref(), Some(xray::store::OUTBOX_FULL_REASON), "{id}");
+    }
+    assert_eq!(due(store, u64::MAX), ["an_3", "an_4", "an_9"]);
+    assert_eq!(pending("acc_2"), ["an_9"]);
+    assert_eq!(store.trim_outbox(ACCOUNT, 2).unwrap(), 0, "within the bound");
+    // A settled webhook leaves the account's outbox; retention takes a pending one with its job.
+    let third = store.get_job("an_3").unwrap().and_then(|j| j.callback).unwrap();
+    let delivered = Callback { status: CallbackStatus::Delivered, attempts: 1, ..third.clone() };
+    store.record_callback("an_3", &third, &delivered).unwrap();
+    assert_eq!(pending(ACCOUNT), ["an_4"]);
+    store.purge_finished_before(450, 100).unwrap();
+    assert!(pending(ACCOUNT).is_empty());
+    assert_eq!(pending("acc_2"), ["an_9"]);
 }
 
 pub fn webhook_secrets_are_per_account_and_replaced_on_rotation(store: &dyn Store) {

@@ -28,8 +28,8 @@ use xray::metrics::Metrics;
 use xray::pubkey::Pubkey;
 use xray::store::group_commit::GroupCommit;
 use xray::store::{
-    Callback, Completion, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState, RocksStore,
-    Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
+    Callback, Completion, DueCursor, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState,
+    RocksStore, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 use super::support::open;
@@ -128,8 +128,11 @@ impl Store for FaultyStore {
     fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
         self.inner.purge_finished_before(cutoff_ms, limit)
     }
-    fn due_callbacks(&self, now_ms: u64, limit: usize) -> StoreResult<Vec<JobRecord>> {
-        self.inner.due_callbacks(now_ms, limit)
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>> {
+        self.inner.due_callbacks(now_ms, after, limit)
+    }
+    fn pending_callbacks(&self, account: &str, limit: usize) -> StoreResult<Vec<String>> {
+        self.inner.pending_callbacks(account, limit)
     }
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
         self.inner.record_callback(id, expected, callback)
@@ -378,4 +381,124 @@ fn group_commit_waits_off_the_serving_thread_and_shares_each_fsync() {
         assert_eq!(group.syncs(), 3);
     });
     group.stop();
+}
+
+/// A sink that holds each job at its start until the gate opens — a compute thread that is
+/// busy — so the jobs admitted meanwhile stay `QUEUED`.
+struct GatedSink {
+    inner: Arc<StoreSink>,
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl GatedSink {
+    fn open(&self) {
+        *self.open.lock().expect("gate") = true;
+        self.opened.notify_all();
+    }
+}
+
+impl xray::jobs::execute::ReusedScores for GatedSink {
+    fn score_of(&self, analysis_id: &str) -> Option<xray::engine::report::Score> {
+        self.inner.score_of(analysis_id)
+    }
+}
+
+impl JobSink for GatedSink {
+    fn started(&self, ticket: &Ticket) -> Result<(), Outcome> {
+        let open = self.open.lock().expect("gate");
+        let _open = self.opened.wait_while(open, |open| !*open).expect("gate");
+        self.inner.started(ticket)
+    }
+    fn finished(&self, ticket: Ticket, outcome: Outcome) {
+        self.inner.finished(ticket, outcome)
+    }
+}
+
+/// `--sync-writes`: an admission whose write could not be made durable (the group commit's
+/// `fsync` failed) is withdrawn while it is still queued — job, reservation, index entry and
+/// idempotency answer, on disk and in memory — so the refusal the client gets charges nothing,
+/// and its ticket, run later, settles nothing; one a compute thread already started stands
+/// (the client gets its 202) and is charged once.
+#[test]
+fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
+    let rig = rig(16);
+    let gated = Arc::new(GatedSink {
+        inner: rig.sink.clone(),
+        open: std::sync::Mutex::new(false),
+        opened: std::sync::Condvar::new(),
+    });
+    let seed = xray::config::DEMO_SEED_DEFAULT;
+    let pool_config = PoolConfig {
+        threads: 1,
+        queue_capacity: 8,
+        jobs_in_flight_max: 1,
+        pin: false,
+        view: ViewOptions::default(),
+        budget: Default::default(),
+    };
+    let sink: Arc<dyn JobSink> = gated.clone();
+    let pool = Arc::new(
+        ComputePool::start(pool_config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"),
+    );
+    let dyn_store: Arc<dyn Store> = rig.store.clone();
+    let admission = Admission::new(dyn_store.clone(), rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
+    let group = GroupCommit::start(dyn_store).expect("sync thread");
+    let entry = rig.keys.get(&rig.key.id).expect("key");
+    let demo = DemoLedger::new(seed);
+    let admit = |archetype: &str| {
+        let work = Work::Analysis { wallet: demo.archetype(archetype).expect("archetype") };
+        let request = AdmitRequest {
+            key: &entry,
+            work: &work,
+            refresh: false,
+            callback_url: None,
+            now_ms: now_unix_ms(),
+            idempotency: None,
+        };
+        match admission.admit(&request).expect("admitted") {
+            Decision::Admitted(record) => record,
+            other => panic!("a new job: {other:?}"),
+        }
+    };
+    let failed_sync = || {
+        rig.store.fail_syncs.store(1, Ordering::SeqCst);
+        let mut runtime = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new().enable_timer().build().expect("rt");
+        runtime.block_on(group.covered()).expect_err("the fsync fails")
+    };
+    // The pool's one thread takes the first job and waits at the gate; the second stays queued.
+    let busy = admit("open_delegation");
+    let queued = admit("sybil_a");
+    assert_eq!(rig.usage().0.reserved, 3, "the rig's job and two more, reserved");
+    failed_sync();
+    let withdrawn = admission.after_failed_sync(Decision::Admitted(queued.clone()), &entry);
+    assert!(withdrawn.is_none(), "a queued job is withdrawn: the request is refused");
+    assert_eq!(rig.store.get_job(&queued.id).unwrap(), None, "nothing recorded");
+    assert!(rig.index.get(&queued.id).is_none());
+    let (disk, memory) = rig.usage();
+    assert_eq!((disk.reserved, memory.reserved), (2, 2), "its unit released on disk and in memory");
+
+    // A job a compute thread started cannot be withdrawn: it stands, and is charged once.
+    rig.store.mark_running(&busy.id, now_unix_ms()).expect("started");
+    failed_sync();
+    let stands = admission.after_failed_sync(Decision::Admitted(busy.clone()), &entry);
+    assert!(matches!(stands, Some(Decision::Admitted(_))), "the admission stands: {stands:?}");
+    gated.open();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rig.store.get_job(&busy.id).unwrap().unwrap().state != JobState::Ready {
+        assert!(Instant::now() < deadline, "the started job finishes");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The withdrawn job's ticket, run or still queued, finds nothing to settle.
+    std::thread::sleep(Duration::from_millis(200));
+    pool.shutdown();
+    group.stop();
+    assert_eq!(rig.store.get_job(&queued.id).unwrap(), None, "the withdrawn job never comes back");
+    let (disk, memory) = rig.usage();
+    assert_eq!(
+        (disk.used, disk.reserved, disk.refunded),
+        (1, 1, 0),
+        "the started one charged once; the rig's reserved"
+    );
+    assert_eq!(disk, memory);
 }
