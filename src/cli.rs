@@ -540,7 +540,8 @@ pub fn main() -> ExitCode {
 /// listener thread wait for stderr (the access log writes one per request).
 const LOG_LINES_BUFFERED_MAX: usize = 128 * 1024;
 
-/// Logs to stderr through a writer thread, filtered by `XRAY_LOG` (default `info`). The guard
+/// Logs to stderr through a writer thread, filtered by `XRAY_LOG` (default `info`), coloured
+/// only when stderr is a terminal. The guard
 /// flushes what is buffered when dropped: hold it until the command ends.
 fn init_tracing(format: config::LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
@@ -549,7 +550,9 @@ fn init_tracing(format: config::LogFormat) -> tracing_appender::non_blocking::Wo
         .finish(std::io::stderr());
     let filter = tracing_subscriber::EnvFilter::try_from_env("XRAY_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    // Colour codes only for a person at a terminal: a file or a journal gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
     let _ = match format {
         config::LogFormat::Text => builder.try_init(),
         config::LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),

@@ -187,11 +187,35 @@ fn open_store(config: &ServeConfig, started_ms: u64) -> Result<Stores, String> {
             Ok((Arc::new(rocks), None))
         }
         StoreSpec::Etcd { endpoints } => {
-            let etcd = EtcdStore::open(endpoints, &config.etcd_prefix, started_ms)
-                .map_err(|e| format!("store: etcd at {}: {e}", endpoints.join(",")))?;
+            let etcd = open_etcd(endpoints, &config.etcd_prefix, started_ms)?;
             tracing::info!(node = etcd.node_id(), "joined the cluster");
             let etcd = Arc::new(etcd);
             Ok((etcd.clone(), Some(etcd)))
+        }
+    }
+}
+
+/// This node's handle on the cluster's etcd, waited for at start: a node started with (or just
+/// before) its etcd — a machine's boot, a script that starts both — retries a store that does
+/// not answer yet every `ETCD_START_RETRY_MS`, saying so once, for at most
+/// `ETCD_START_WAIT_S_MAX`; any other refusal (a schema version, a bad prefix) ends the start
+/// at once.
+fn open_etcd(endpoints: &[String], prefix: &str, started_ms: u64) -> Result<EtcdStore, String> {
+    let at = endpoints.join(",");
+    let deadline = std::time::Instant::now() + Duration::from_secs(config::ETCD_START_WAIT_S_MAX);
+    let mut said = false;
+    loop {
+        match EtcdStore::open(endpoints, prefix, started_ms) {
+            Ok(etcd) => return Ok(etcd),
+            Err(e) if e.is_transient() && std::time::Instant::now() < deadline => {
+                if !said {
+                    let wait_s = config::ETCD_START_WAIT_S_MAX;
+                    tracing::warn!(error = %e, "waiting for etcd at {at} (at most {wait_s} s)");
+                    said = true;
+                }
+                std::thread::sleep(Duration::from_millis(config::ETCD_START_RETRY_MS));
+            }
+            Err(e) => return Err(format!("store: etcd at {at}: {e}")),
         }
     }
 }

@@ -397,6 +397,10 @@ pub const ETCD_ENDPOINT_BYTES_MAX: usize = 256;
 pub const ETCD_REQUEST_TIMEOUT_MS: u64 = 5_000;
 /// Longest time to connect to an endpoint.
 pub const ETCD_CONNECT_TIMEOUT_MS: u64 = 3_000;
+/// Longest a cluster node waits at start for its etcd to answer (a node and its etcd started
+/// together), and the pause between its attempts.
+pub const ETCD_START_WAIT_S_MAX: u64 = 60;
+pub const ETCD_START_RETRY_MS: u64 = 500;
 /// Time to live of a node's lease: a node that stops renewing it for this long loses its jobs
 /// to the other nodes (adoption) and leaves the live-node count.
 pub const ETCD_LEASE_TTL_S: i64 = 6;

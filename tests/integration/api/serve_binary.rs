@@ -429,7 +429,8 @@ fn log_lines(mut server: Server) -> Vec<String> {
 
 /// `--log-format json`: every line on stderr is one JSON object; with the access log on (the
 /// default) each API request has a line naming its request id, route, status, duration and
-/// key id — never the key; `--access-log false` leaves those lines out.
+/// key id — never the key; `--access-log false` leaves those lines out, and text lines written
+/// to a pipe carry no colour codes.
 #[test]
 fn json_logs_and_an_access_line_per_request_without_the_key() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -462,6 +463,8 @@ fn json_logs_and_an_access_line_per_request_without_the_key() {
     assert_eq!(get(quiet.api, &format!("{API}/status"), &key).status, 200);
     let lines = log_lines(quiet);
     assert!(!lines.is_empty() && lines.iter().all(|l| !l.contains("xray::access")), "{lines:?}");
+    // Text lines on a pipe (a file, a journal) carry no terminal colour codes.
+    assert!(lines.iter().all(|l| !l.contains('\u{1b}')), "no ANSI escapes off a terminal: {lines:?}");
 }
 
 /// `deploy/`: the example config loads and validates as `xray serve --config` reads it, and the

@@ -68,6 +68,14 @@ fn data_root() -> tempfile::TempDir {
 impl EtcdCluster {
     /// Starts `members` members with extra etcd flags `args` and waits until they answer.
     pub fn start(members: usize, args: &[&str]) -> EtcdCluster {
+        let mut cluster = EtcdCluster::planned(members, args);
+        cluster.spawn_all();
+        cluster
+    }
+
+    /// A cluster whose ports are chosen but whose members are not started yet
+    /// (`spawn_all`): what a node started before its etcd is pointed at.
+    pub fn planned(members: usize, args: &[&str]) -> EtcdCluster {
         let dir = data_root();
         let dir_path = dir.path().to_path_buf();
         let members: Vec<Member> = (0..members)
@@ -81,12 +89,15 @@ impl EtcdCluster {
         let initial_cluster =
             members.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect::<Vec<_>>().join(",");
         let args = args.iter().map(|a| a.to_string()).collect();
-        let mut cluster = EtcdCluster { members, args, initial_cluster, _dir: dir, dir_path };
-        for i in 0..cluster.members.len() {
-            cluster.spawn(i);
+        EtcdCluster { members, args, initial_cluster, _dir: dir, dir_path }
+    }
+
+    /// Starts every member and waits until they answer.
+    pub fn spawn_all(&mut self) {
+        for i in 0..self.members.len() {
+            self.spawn(i);
         }
-        cluster.wait_ready();
-        cluster
+        self.wait_ready();
     }
 
     fn spawn(&mut self, i: usize) {

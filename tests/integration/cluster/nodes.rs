@@ -189,6 +189,25 @@ fn etcd_prefix_of(node: &Node) -> String {
     args[at + 1].clone()
 }
 
+/// A node started before its etcd (a boot, a script that starts both) waits for it, saying so,
+/// and serves once etcd answers — instead of exiting on the first refused connection.
+#[test]
+fn a_node_started_before_its_etcd_waits_for_it_and_serves() {
+    let mut etcd = etcd::EtcdCluster::planned(1, &[]);
+    let endpoints = etcd.endpoints();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prefix = etcd::fresh_prefix("before_etcd");
+    let path = dir.path().to_path_buf();
+    let starting = std::thread::spawn(move || start_node_on(&endpoints, &path, &prefix, &[]));
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert!(!starting.is_finished(), "the node waits: nothing to serve before its store answers");
+    etcd.spawn_all();
+    let server = starting.join().expect("the node starts once etcd answers");
+    let key = server.first_key.clone().expect("the cluster's first key");
+    assert_eq!(raw(server.api, "GET", "/healthz", &[], "").status, 200);
+    assert_eq!(get(server.api, &format!("{API}/status"), &key).status, 200, "it serves");
+}
+
 #[test]
 fn every_row_of_the_error_table_on_the_nodes_in_turn() {
     let (nodes, _first) = cluster("errors", &[]);
