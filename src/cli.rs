@@ -379,6 +379,10 @@ pub struct ServeArgs {
     /// TOML config file (keys: the snake_case names of these flags; see README).
     #[arg(long, env = "XRAY_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Check the configuration (file, XRAY_* variables, flags) and print it, without starting
+    /// anything; exits non-zero, saying why, when it is invalid.
+    #[arg(long)]
+    pub check_config: bool,
     /// Public API address.
     #[arg(long, env = "XRAY_LISTEN")]
     pub listen: Option<std::net::SocketAddr>,
@@ -401,8 +405,10 @@ pub struct ServeArgs {
     /// Labels file replacing the builtin labels.
     #[arg(long, env = "XRAY_LABELS")]
     pub labels: Option<PathBuf>,
+    /// Public listener threads, each a monoio runtime with its own SO_REUSEPORT socket.
     #[arg(long, env = "XRAY_LISTENER_THREADS")]
     pub listener_threads: Option<usize>,
+    /// Compute threads (pinned to cores) that run the X-Ray engine.
     #[arg(long, env = "XRAY_COMPUTE_THREADS")]
     pub compute_threads: Option<usize>,
     /// Admission queue length (a full queue answers 503 SERVICE_BUSY).
@@ -411,6 +417,7 @@ pub struct ServeArgs {
     /// Queued or running jobs one account may hold (past it: 429 TOO_MANY_JOBS).
     #[arg(long, env = "XRAY_LIVE_JOBS_PER_ACCOUNT_MAX")]
     pub live_jobs_per_account_max: Option<usize>,
+    /// Jobs one compute thread runs at once (their ledger reads overlap).
     #[arg(long, env = "XRAY_JOBS_IN_FLIGHT_PER_THREAD")]
     pub jobs_in_flight_per_thread: Option<usize>,
     /// Base of absolute pollUrls (default http://<listen>).
@@ -419,6 +426,7 @@ pub struct ServeArgs {
     /// I/O driver of the listeners: auto, uring or epoll.
     #[arg(long, env = "XRAY_IO_DRIVER")]
     pub io_driver: Option<IoDriver>,
+    /// Newest transactions of a wallet one analysis reads.
     #[arg(long, env = "XRAY_HISTORY_DEPTH")]
     pub history_depth: Option<u32>,
     /// Seconds one job may run (past it: FAILED UPSTREAM_UNAVAILABLE, refunded).
@@ -430,13 +438,17 @@ pub struct ServeArgs {
     /// Seconds a READY result is reused for an equal request.
     #[arg(long, env = "XRAY_FRESHNESS_WINDOW_S")]
     pub freshness_window_s: Option<u64>,
+    /// Days finished jobs and their results are kept (then purged hourly).
     #[arg(long, env = "XRAY_RETENTION_DAYS")]
     pub retention_days: Option<u32>,
     /// fsync the WAL on every durable write (power-loss durability).
     #[arg(long, env = "XRAY_SYNC_WRITES")]
     pub sync_writes: Option<bool>,
+    /// Polls waiting (`wait=`) at once, all threads together; past it a poll answers at once.
     #[arg(long, env = "XRAY_LONG_POLL_WAITERS_MAX")]
     pub long_poll_waiters_max: Option<usize>,
+    /// Failed authentications per second one client address may make before it is refused
+    /// (429); a valid key is never refused by it.
     #[arg(long, env = "XRAY_IP_FAILURES_PER_S")]
     pub ip_failures_per_s: Option<u32>,
     /// Open connections per client address (IPv6: per /64); past it new ones are closed.
@@ -517,9 +529,75 @@ enum DemoCommand {
     },
 }
 
+/// The clap command with each `serve` flag's default in its help, read off
+/// `ServeConfig::default()` (the flags are optional layers over the file, so clap itself has no
+/// default to show, and a default written in a doc comment would drift from the code).
+fn command_with_defaults() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommand("serve", |serve| {
+        serve_defaults().into_iter().fold(serve, |serve, (id, default)| {
+            serve.mut_arg(id, |arg| {
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                arg.help(format!("{help} [default: {default}]"))
+            })
+        })
+    })
+}
+
+/// Each `serve` flag (by its field name) and its default as help shows it.
+fn serve_defaults() -> Vec<(&'static str, String)> {
+    let d = config::ServeConfig::default();
+    let none = |text: &str| text.to_owned();
+    vec![
+        ("listen", d.listen.to_string()),
+        ("admin_listen", d.admin_listen.to_string()),
+        ("data_dir", d.data_dir.display().to_string()),
+        ("ledger", d.ledger.to_string()),
+        ("store", d.store.to_string()),
+        ("etcd_prefix", d.etcd_prefix.clone()),
+        ("labels", none("the builtin labels")),
+        ("listener_threads", format!("one per core, {}", d.listener_threads)),
+        ("compute_threads", format!("one per core, {}", d.compute_threads)),
+        ("queue_capacity", d.queue_capacity.to_string()),
+        ("live_jobs_per_account_max", d.live_jobs_per_account_max.to_string()),
+        ("jobs_in_flight_per_thread", d.jobs_in_flight_per_thread.to_string()),
+        ("public_base_url", none("http://<listen>")),
+        ("io_driver", d.io_driver.to_string()),
+        ("history_depth", d.history_depth.to_string()),
+        ("job_deadline_s", d.job_deadline_s.to_string()),
+        ("job_ledger_bytes_max", d.job_ledger_bytes_max.to_string()),
+        ("freshness_window_s", d.freshness_window_s.to_string()),
+        ("retention_days", d.retention_days.to_string()),
+        ("sync_writes", d.sync_writes.to_string()),
+        ("long_poll_waiters_max", d.long_poll_waiters_max.to_string()),
+        ("ip_failures_per_s", d.ip_failures_per_s.to_string()),
+        ("connections_per_client_max", d.connections_per_client_max.to_string()),
+        ("requests_per_connection_max", d.requests_per_connection_max.to_string()),
+        ("write_stall_timeout_ms", d.write_stall_timeout_ms.to_string()),
+        ("trusted_proxies", none("none: every peer is the client")),
+        ("proxy_protocol", d.proxy_protocol.to_string()),
+        ("log_format", d.log_format.as_str().to_owned()),
+        ("access_log", d.access_log.to_string()),
+        ("webhook_allow_hosts", none("none: public https hosts only")),
+        ("webhook_proxy", none("none: deliveries connect directly")),
+    ]
+}
+
+/// `xray serve --check-config`: the configuration as `serve` would run with it, validated and
+/// printed (secrets redacted), nothing started.
+fn check_config(args: &ServeArgs) -> Result<(), String> {
+    let config = args.to_config()?;
+    config.validate()?;
+    println!("config ok: {}", config.summary());
+    Ok(())
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&command_with_defaults().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let command = cli.command.unwrap_or_else(|| Command::Serve(Box::default()));
     // A config that does not load is reported by `run` (as every other error).
     let log_format = match &command {
@@ -570,6 +648,7 @@ fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
 
 fn run(command: Command) -> Result<(), String> {
     match command {
+        Command::Serve(args) if args.check_config => check_config(&args),
         Command::Serve(args) => crate::serve::run(&args.to_config()?),
         Command::Keys(command) => run_keys(command),
         Command::Accounts(command) => run_accounts(command),
@@ -702,6 +781,32 @@ mod tests {
 
         let snapshot = parse(&["--snapshot", "/tmp/snap", "--listen", "127.0.0.1:0"]).unwrap();
         assert_eq!(snapshot.source_spec().unwrap(), SourceSpec::Snapshot { dir: "/tmp/snap".into() });
+    }
+
+    /// `--help` says what every flag of every command does, and each `serve` flag its default.
+    #[test]
+    fn every_flag_has_help_and_every_serve_flag_its_default() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if !matches!(id, "help" | "version") && arg.get_help().is_none() {
+                    missing.push(format!("{path} --{id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut command = command_with_defaults();
+        command.build();
+        let mut missing = Vec::new();
+        walk(&command, "xray", &mut missing);
+        assert!(missing.is_empty(), "flags without help: {missing:?}");
+        let serve = command.find_subcommand("serve").expect("serve");
+        for arg in serve.get_arguments().filter(|a| !matches!(a.get_id().as_str(), "help" | "config" | "check_config")) {
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            assert!(help.contains("[default: "), "--{} shows no default: {help}", arg.get_id());
+        }
     }
 
     #[test]

@@ -467,6 +467,34 @@ fn json_logs_and_an_access_line_per_request_without_the_key() {
     assert!(lines.iter().all(|l| !l.contains('\u{1b}')), "no ANSI escapes off a terminal: {lines:?}");
 }
 
+/// `xray serve --check-config` validates the file, the variables and the flags without starting
+/// anything: a valid configuration is printed (secrets redacted), an invalid one is refused
+/// saying why, and nothing is created in the data directory either way.
+#[test]
+fn check_config_validates_without_starting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let run = |extra: &[&str], env: &[(&str, &str)]| {
+        Command::new(BIN)
+            .args(["serve", "--check-config", "--data-dir"])
+            .arg(&data)
+            .args(extra)
+            .envs(env.iter().copied())
+            .env("XRAY_LOG", "warn")
+            .output()
+            .expect("xray serve --check-config runs")
+    };
+    let ok = run(&["--ledger", "rpc:https://user:secret@rpc.example.com/?api-key=k"], &[]);
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(stdout.starts_with("config ok: listen="), "{stdout}");
+    assert!(!stdout.contains("secret") && !stdout.contains("api-key=k"), "secrets redacted: {stdout}");
+    let bad = run(&[], &[("XRAY_ADMIN_LISTEN", "0.0.0.0:9901")]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("admin_allow_remote"), "{bad:?}");
+    assert!(!data.exists(), "nothing started, nothing created");
+}
+
 /// `deploy/`: the example config loads and validates as `xray serve --config` reads it, and the
 /// systemd unit passes `systemd-analyze verify` (where systemd is installed) with its
 /// `ExecStart` pointed at this build's binary.
