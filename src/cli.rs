@@ -45,6 +45,7 @@ enum Command {
     Labels(LabelsCommand),
     /// Analyze one wallet: prints the JSON the API returns under `data.xray`.
     Analyze {
+        /// The wallet's address (base58).
         wallet: String,
         #[command(flatten)]
         ledger: LedgerArgs,
@@ -54,15 +55,19 @@ enum Command {
     },
     /// Compare two wallets: prints the JSON the API returns under `data.comparison`.
     Compare {
+        /// The first wallet's address (base58).
         wallet_a: String,
+        /// The second wallet's address (base58).
         wallet_b: String,
         #[command(flatten)]
         ledger: LedgerArgs,
+        /// Indent the JSON for reading (the API sends it compact).
         #[arg(long)]
         pretty: bool,
     },
     /// Print the signal catalogue (`--markdown`: as docs/signals.md).
     Signals {
+        /// Markdown (docs/signals.md) instead of JSON.
         #[arg(long)]
         markdown: bool,
     },
@@ -71,6 +76,7 @@ enum Command {
     Edge(EdgeArgs),
     /// Print the wallet view (the domain model the engine reads) of one wallet, for debugging.
     View {
+        /// The wallet's address (base58).
         wallet: String,
         #[command(flatten)]
         ledger: LedgerArgs,
@@ -114,6 +120,7 @@ enum KeysCommand {
     Create {
         #[command(flatten)]
         admin: AdminArgs,
+        /// A name for people (listings, logs); not secret.
         #[arg(long)]
         name: String,
         /// Account the key belongs to (acct_…); a new account when omitted.
@@ -122,8 +129,10 @@ enum KeysCommand {
         /// Comma list of wallet:analyze, wallet:compare, analysis:read, usage:read.
         #[arg(long)]
         scopes: String,
+        /// Requests per second the key's token bucket refills (default: the server's).
         #[arg(long)]
         rate_per_second: Option<u32>,
+        /// Requests the key may send at once (the bucket's size; default: the server's).
         #[arg(long)]
         burst: Option<u32>,
         /// Quota units per period.
@@ -143,12 +152,14 @@ enum KeysCommand {
     },
     /// Revoke a key: refused on the next request, on every thread.
     Revoke {
+        /// The key's id (key_…), as `keys list` shows it.
         id: String,
         #[command(flatten)]
         admin: AdminArgs,
     },
     /// Replace a key by a new one (printed once) with the same scopes, limits and quota usage.
     Rotate {
+        /// The key's id (key_…), as `keys list` shows it.
         id: String,
         #[command(flatten)]
         admin: AdminArgs,
@@ -255,24 +266,34 @@ fn run_keys(command: KeysCommand) -> Result<(), String> {
 #[derive(Subcommand)]
 enum LedgerCommand {
     /// Summarize a saved getTransaction or getBlock response as JSON.
-    Inspect { file: PathBuf },
+    Inspect {
+        /// The saved JSON-RPC response (a file of tests/fixtures/solana-rpc/, say).
+        file: PathBuf,
+    },
     /// Record the JSON-RPC responses for wallets from a live node into a snapshot directory.
     Record {
+        /// The node's JSON-RPC URL (http(s)://…).
         #[arg(long)]
         rpc: String,
+        /// A wallet to record (repeat the flag, or list several after it).
         #[arg(long = "wallet", required = true, num_args = 1..)]
         wallets: Vec<String>,
+        /// The snapshot directory to write (format: docs/snapshot-format.md).
         #[arg(long)]
         out: PathBuf,
+        /// Signatures recorded per wallet at most.
         #[arg(long, default_value_t = config::HISTORY_DEPTH_DEFAULT)]
         history_depth: u32,
     },
     /// Write demo wallets (every archetype, then N background wallets) as a snapshot.
     ExportDemo {
+        /// The snapshot directory to write.
         #[arg(long)]
         out: PathBuf,
+        /// Background wallets written after the archetypes.
         #[arg(long, default_value_t = 0)]
         wallets: u32,
+        /// The demo ledger's seed.
         #[arg(long, default_value_t = config::DEMO_SEED_DEFAULT)]
         seed: u64,
     },
@@ -356,6 +377,7 @@ struct EdgeArgs {
     /// `demo`: the contract's routing and checks with nothing behind them.
     #[arg(value_enum)]
     mode: EdgeMode,
+    /// Address to listen on.
     #[arg(long, default_value = crate::config::LISTEN_DEFAULT)]
     listen: std::net::SocketAddr,
     /// Listener threads (default: one per core).
@@ -524,6 +546,7 @@ impl ServeArgs {
 enum DemoCommand {
     /// List the demo archetypes with their addresses.
     List {
+        /// The demo ledger's seed.
         #[arg(long, default_value_t = config::DEMO_SEED_DEFAULT)]
         seed: u64,
     },
