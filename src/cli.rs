@@ -417,11 +417,11 @@ pub struct ServeArgs {
     /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
     #[arg(long, env = "XRAY_LEDGER")]
     pub ledger: Option<SourceSpec>,
-    /// Store: rocksdb (embedded, in the data directory; the default) or
-    /// etcd:<host:port>[,<host:port>…] (a cluster of nodes sharing one etcd).
+    /// Store: rocksdb (embedded, in the data directory) or etcd:<host:port>[,<host:port>…] (a
+    /// cluster of nodes sharing one etcd).
     #[arg(long, env = "XRAY_STORE")]
     pub store: Option<config::StoreSpec>,
-    /// Keyspace prefix of this cluster in etcd (default `xray/`).
+    /// Keyspace prefix of this cluster in etcd.
     #[arg(long, env = "XRAY_ETCD_PREFIX")]
     pub etcd_prefix: Option<String>,
     /// Labels file replacing the builtin labels.
