@@ -205,7 +205,7 @@ fn run_labels(command: LabelsCommand) -> Result<(), String> {
     crate::labels::Labels::from_toml(&labels).map_err(|e| format!("the labels made are invalid: {e}"))?;
     match &out {
         Some(path) => std::fs::write(path, &labels).map_err(|e| format!("{}: {e}", path.display()))?,
-        None => print!("{labels}"),
+        None => write_stdout(labels.as_bytes())?,
     }
     eprintln!(
         "{} Solana addresses labelled sanctioned ({list}); {} SOL entries skipped (not base58 of 32 bytes)",
@@ -611,8 +611,7 @@ fn serve_defaults() -> Vec<(&'static str, String)> {
 fn check_config(args: &ServeArgs) -> Result<(), String> {
     let config = args.to_config()?;
     config.validate()?;
-    println!("config ok: {}", config.summary());
-    Ok(())
+    write_stdout(format!("config ok: {}\n", config.summary()).as_bytes())
 }
 
 /// Entry point of the binary.
@@ -663,10 +662,20 @@ fn init_tracing(format: config::LogFormat) -> tracing_appender::non_blocking::Wo
 
 /// Prints a value as indented JSON on stdout (for people; the API writes compact JSON).
 fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| format!("JSON: {e}"))?;
+    text.push(b'\n');
+    write_stdout(&text)
+}
+
+/// Writes a command's output to stdout. A reader that stopped reading (`xray … | head`) ends
+/// the output, not the command with an error: a closed pipe is success.
+fn write_stdout(bytes: &[u8]) -> Result<(), String> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value).map_err(|e| format!("stdout: {e}"))?;
-    out.write_all(b"\n").map_err(|e| format!("stdout: {e}"))
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {e}")),
+        _ => Ok(()),
+    }
 }
 
 fn run(command: Command) -> Result<(), String> {
@@ -715,8 +724,7 @@ fn run(command: Command) -> Result<(), String> {
             run_job(&JobSpec::Comparison { wallet_a, wallet_b, reuse: [None, None] }, &ledger, &labels, pretty)
         }
         Command::Signals { markdown: true } => {
-            print!("{}", crate::engine::signals::catalogue_markdown());
-            Ok(())
+            write_stdout(crate::engine::signals::catalogue_markdown().as_bytes())
         }
         Command::Signals { markdown: false } => print_json(&crate::engine::signals::catalogue_json()),
         Command::Edge(args) => {
@@ -728,8 +736,7 @@ fn run(command: Command) -> Result<(), String> {
             crate::devtools::edge::run_edge(mode, args.listen, threads, args.driver)
         }
         Command::View { wallet, ledger } => {
-            println!("{:#?}", read_view(&wallet, &ledger)?);
-            Ok(())
+            write_stdout(format!("{:#?}\n", read_view(&wallet, &ledger)?).as_bytes())
         }
     }
 }
@@ -748,9 +755,9 @@ fn run_job(spec: &JobSpec, ledger: &LedgerArgs, labels: &crate::labels::Labels, 
         let value: serde_json::Value = serde_json::from_slice(&payload).map_err(|e| format!("payload: {e}"))?;
         return print_json(&value);
     }
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&payload).and_then(|()| out.write_all(b"\n")).map_err(|e| format!("stdout: {e}"))
+    let mut line = payload;
+    line.push(b'\n');
+    write_stdout(&line)
 }
 
 /// Steps 6 and 7 of the contract for one address, as the API answers them.

@@ -467,6 +467,26 @@ fn json_logs_and_an_access_line_per_request_without_the_key() {
     assert!(lines.iter().all(|l| !l.contains('\u{1b}')), "no ANSI escapes off a terminal: {lines:?}");
 }
 
+/// A reader that stops reading (`xray signals | head -1`) ends the output, not the command:
+/// with its stdout closed before it writes, each printing command exits 0 and says nothing.
+#[test]
+fn a_closed_stdout_is_no_error() {
+    for args in [&["signals"][..], &["signals", "--markdown"], &["demo", "list"], &["analyze", READY_WALLETS[0]]] {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env("XRAY_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("xray runs");
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("exits");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success() && stderr.is_empty(), "xray {args:?}: {:?} {stderr}", output.status);
+    }
+}
+
 /// `xray serve --check-config` validates the file, the variables and the flags without starting
 /// anything: a valid configuration is printed (secrets redacted), an invalid one is refused
 /// saying why, and nothing is created in the data directory either way.
