@@ -723,9 +723,7 @@ fn run(command: Command) -> Result<(), String> {
             crate::eligibility::check_pair(&wallet_a, &wallet_b).map_err(|e| format!("INVALID_REQUEST: {e}"))?;
             run_job(&JobSpec::Comparison { wallet_a, wallet_b, reuse: [None, None] }, &ledger, &labels, pretty)
         }
-        Command::Signals { markdown: true } => {
-            write_stdout(crate::engine::signals::catalogue_markdown().as_bytes())
-        }
+        Command::Signals { markdown: true } => write_stdout(crate::engine::signals::catalogue_markdown().as_bytes()),
         Command::Signals { markdown: false } => print_json(&crate::engine::signals::catalogue_json()),
         Command::Edge(args) => {
             let mode = match args.mode {
@@ -735,9 +733,7 @@ fn run(command: Command) -> Result<(), String> {
             let threads = args.threads.unwrap_or_else(|| crate::http::ServerConfig::default().threads);
             crate::devtools::edge::run_edge(mode, args.listen, threads, args.driver)
         }
-        Command::View { wallet, ledger } => {
-            write_stdout(format!("{:#?}\n", read_view(&wallet, &ledger)?).as_bytes())
-        }
+        Command::View { wallet, ledger } => write_stdout(format!("{:#?}\n", read_view(&wallet, &ledger)?).as_bytes()),
     }
 }
 
@@ -833,7 +829,8 @@ mod tests {
         walk(&command, "xray", &mut missing);
         assert!(missing.is_empty(), "flags without help: {missing:?}");
         let serve = command.find_subcommand("serve").expect("serve");
-        for arg in serve.get_arguments().filter(|a| !matches!(a.get_id().as_str(), "help" | "config" | "check_config")) {
+        for arg in serve.get_arguments().filter(|a| !matches!(a.get_id().as_str(), "help" | "config" | "check_config"))
+        {
             let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
             assert!(help.contains("[default: "), "--{} shows no default: {help}", arg.get_id());
         }

@@ -132,6 +132,23 @@ pub const RETENTION_DAYS_MAX: u32 = 3_650;
 /// How long the answer of a request with an `Idempotency-Key` is kept and replayed (24 h); an
 /// older answer is as good as absent and purged with the retention sweep.
 pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3_600 * 1_000;
+/// Idempotent answers one account keeps at most (answers); past it a new answer evicts the
+/// account's oldest, so the guarantee is "the newest 100,000 keys of an account, each for
+/// 24 h". Why 100,000: it is more than one key per second for the whole window (86,400 s), so a
+/// client below ~1.1 keyed POSTs/s keeps every key 24 h, and one sending a fresh key at the
+/// default rate (50/s) still keeps the last ~33 minutes — far longer than any retry waits. A
+/// kept answer takes ~80 bytes on disk with its two index entries once compacted (measured,
+/// `docs/idempotency.md`), so one account holds ~8 MB of answers at most instead of growing
+/// with every keyed POST (issue #28). Eviction rather than `429`: a client sending a fresh key
+/// per request must never be refused for it; an evicted key used again is a new request.
+pub const IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX: usize = 100_000;
+/// Oldest answers one write evicts at most (answers): one when the account is at its cap; more
+/// only when the cap was lowered since the answers were written, so the account shrinks back to
+/// it within a few writes while no single write grows without bound.
+pub const IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX: usize = 16;
+/// Answers one purge batch deletes (one `WriteBatch`, one range tombstone on the time index):
+/// the purge repeats batches until nothing older than its cutoff is left.
+pub const IDEMPOTENCY_PURGE_BATCH_LEN: usize = 1_000;
 /// Largest sanctions list file `xray labels import` reads (OFAC's sdn.xml is ~20 MB).
 pub const SANCTIONS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 /// Longest DNS name (RFC 1035: 253 characters written out).
@@ -192,9 +209,9 @@ pub const KEY_QUOTA_LIMIT_DEFAULT: u64 = 10_000;
 pub const HOUSEKEEPING_TICK_MS: u64 = 200;
 /// How often finished results past their retention are purged.
 pub const RETENTION_SWEEP_INTERVAL_S: u64 = 3_600;
-/// Jobs deleted per purge call, and calls per sweep (the rest waits for the next sweep).
+/// Jobs deleted per purge call; a sweep calls again until a page comes back short, so it
+/// always removes everything past the retention (no page cap that could fall behind).
 pub const RETENTION_PURGE_PAGE_LEN: usize = 1_000;
-pub const RETENTION_PURGE_PAGES_PER_SWEEP_MAX: usize = 100;
 
 // ---- HTTP edge (`http`, `api`): bounds on what a client controls ---------------------------
 /// Open connections one listener thread serves at once; past it new connections are closed

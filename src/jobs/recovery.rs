@@ -5,7 +5,9 @@
 //! completions the store refused (`StoreSink::retry_unsettled`, each tick).
 //!
 //! Owns: a position in the backlog (state and cursor) and the few jobs of its last page that
-//! did not fit yet, never the whole backlog. Called by `serve` at start-up (main thread) and
+//! did not fit yet, never the whole backlog. The hourly sweep removes everything past its
+//! cutoff (finished jobs page by page, idempotent answers in the store's batches) with no cap
+//! on pages, so it never falls behind whatever the write rate. Called by `serve` at start-up (main thread) and
 //! then by the housekeeping thread (one at a time: `Recovery` is not shared).
 //!
 //! Invariant: memory is bounded by the page the caller asks for; the rest stays on disk.
@@ -188,7 +190,8 @@ pub fn spawn_housekeeping(
 }
 
 /// Deletes finished jobs older than the retention, and idempotent answers older than their
-/// window, a bounded number of pages of each per sweep.
+/// window: everything past its cutoff, in bounded pages or batches, however much accumulated
+/// (a sweep that stopped at a page cap could fall behind for good).
 fn purge_expired(store: &dyn Store, finished: &FinishedJobs, retention_days: u32) {
     let now_ms = now_unix_ms();
     let cutoff_ms = now_ms.saturating_sub(u64::from(retention_days) * 86_400_000);
@@ -199,29 +202,29 @@ fn purge_expired(store: &dyn Store, finished: &FinishedJobs, retention_days: u32
         tracing::info!(purged, "purged finished jobs past their retention");
     }
     let answers_cutoff_ms = now_ms.saturating_sub(config::IDEMPOTENCY_TTL_MS);
-    let purged = purge_pages("idempotent answers", |limit| store.purge_answers_before(answers_cutoff_ms, limit));
-    if purged > 0 {
-        tracing::info!(purged, "purged idempotent answers past their window");
+    match store.purge_answers_before(answers_cutoff_ms, config::IDEMPOTENCY_PURGE_BATCH_LEN) {
+        Ok(0) => {}
+        Ok(purged) => tracing::info!(purged, "purged idempotent answers past their window"),
+        Err(e) => tracing::error!(error = %e, what = "idempotent answers", "retention purge"),
     }
 }
 
-/// Calls `purge` with `RETENTION_PURGE_PAGE_LEN` until a page comes back short, at most
-/// `RETENTION_PURGE_PAGES_PER_SWEEP_MAX` times. Returns how many were deleted.
+/// Calls `purge` with `RETENTION_PURGE_PAGE_LEN` until a page comes back short (each page is
+/// one bounded call; there is no cap on their number). Returns how many were deleted.
 fn purge_pages(what: &str, purge: impl Fn(usize) -> StoreResult<usize>) -> usize {
     let mut purged = 0;
-    for _ in 0..config::RETENTION_PURGE_PAGES_PER_SWEEP_MAX {
+    loop {
         match purge(config::RETENTION_PURGE_PAGE_LEN) {
             Ok(n) => {
                 purged += n;
                 if n < config::RETENTION_PURGE_PAGE_LEN {
-                    break;
+                    return purged;
                 }
             }
             Err(e) => {
                 tracing::error!(error = %e, what, "retention purge");
-                break;
+                return purged;
             }
         }
     }
-    purged
 }

@@ -137,6 +137,55 @@ pub(crate) fn parse_answer_time_key(key: &[u8]) -> StoreResult<(u64, &[u8])> {
     Ok((u64::from_be_bytes(*time), answer))
 }
 
+/// `idempotency_by_account` grouping prefix: lp(account).
+pub(crate) fn account_answers_prefix(account: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + account.len() + 40);
+    push_lp(&mut k, account);
+    k
+}
+
+/// `idempotency_by_account`: lp(account) ‖ created_at_ms BE ‖ SHA-256 of the client's key, so
+/// an account's answers sort oldest first.
+pub(crate) fn account_answer_key(account: &str, created_at_ms: u64, key_digest: &[u8; 32]) -> Vec<u8> {
+    let mut k = account_answers_prefix(account);
+    k.extend_from_slice(&created_at_ms.to_be_bytes());
+    k.extend_from_slice(key_digest);
+    k
+}
+
+/// Splits the tail of an `idempotency_by_account` key (after its prefix) into (created_at_ms,
+/// key digest).
+pub(crate) fn parse_account_answer_tail(tail: &[u8]) -> StoreResult<(u64, [u8; 32])> {
+    let (time, digest) = tail.split_first_chunk::<8>().ok_or_else(|| corrupt_key(tail))?;
+    let digest: [u8; 32] = digest.try_into().map_err(|_| corrupt_key(tail))?;
+    Ok((u64::from_be_bytes(*time), digest))
+}
+
+/// `idempotency_accounts` value: the account's answer count and a lower bound of the time of
+/// its oldest answer (where an eviction's scan starts), both u64 BE.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct AnswerTally {
+    pub count: u64,
+    pub oldest_ms: u64,
+}
+
+impl AnswerTally {
+    pub(crate) fn encode(&self) -> [u8; 16] {
+        let mut v = [0u8; 16];
+        v[..8].copy_from_slice(&self.count.to_be_bytes());
+        v[8..].copy_from_slice(&self.oldest_ms.to_be_bytes());
+        v
+    }
+
+    pub(crate) fn decode(value: &[u8]) -> StoreResult<AnswerTally> {
+        let bytes: [u8; 16] =
+            value.try_into().map_err(|_| StoreError::Corruption(format!("answer tally of {} bytes", value.len())))?;
+        let (count, oldest) = bytes.split_at(8);
+        let word = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or_default());
+        Ok(AnswerTally { count: word(count), oldest_ms: word(oldest) })
+    }
+}
+
 /// The smallest key greater than every key starting with `prefix`, or `None` if there is
 /// none (the prefix is all 0xFF). Used as an exclusive iterator upper bound.
 pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
@@ -226,6 +275,19 @@ mod tests {
         assert!(!old.starts_with(&subject_prefix("acc", Subject::Pair("W"))));
         // An account that is a prefix of another does not share groups with it.
         assert!(!old.starts_with(&subject_prefix("ac", Subject::Wallet("W"))));
+    }
+
+    #[test]
+    fn account_answers_sort_oldest_first_within_their_account() {
+        let (old, new) = (account_answer_key("acc", 5, &[9; 32]), account_answer_key("acc", 6, &[1; 32]));
+        let prefix = account_answers_prefix("acc");
+        assert!(old < new && old.starts_with(&prefix) && new.starts_with(&prefix));
+        assert!(!old.starts_with(&account_answers_prefix("ac")), "an account prefix of another is its own group");
+        assert_eq!(parse_account_answer_tail(&new[prefix.len()..]).ok(), Some((6, [1; 32])));
+        assert!(parse_account_answer_tail(&new[prefix.len() + 1..]).is_err());
+        let tally = AnswerTally { count: 3, oldest_ms: 7 };
+        assert_eq!(AnswerTally::decode(&tally.encode()).ok(), Some(tally));
+        assert!(AnswerTally::decode(&[0; 8]).is_err());
     }
 
     #[test]

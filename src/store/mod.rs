@@ -19,9 +19,9 @@
 //! | [`Store::mark_running`] | job record, live-state index move, subject index state |
 //! | [`Store::complete`] `Ready` | payload, job record, completion index, subject index, live index delete, usage `reserved −1, used +1, byOperation +1` |
 //! | [`Store::complete`] `Failed` | job record (with error), completion index, subject index, live index delete, usage `reserved −1, refunded +1` |
-//! | [`Store::admit`] with an answer | the above, and the idempotent answer and its time index |
-//! | [`Store::put_answer`] | the idempotent answer and its time index (first writer only) |
-//! | [`Store::purge_answers_before`] | deletes up to `limit` answers older than the cutoff and their time index |
+//! | [`Store::admit`] with an answer | the above, and the idempotent answer, its two index entries and its account's tally (evicting the account's oldest answer past the cap) |
+//! | [`Store::put_answer`] | the same for an answer without a job (first writer only) |
+//! | [`Store::purge_answers_before`] | deletes every answer older than the cutoff, its index entries (the time index by one range tombstone per batch) and its tally count, in batches |
 //! | [`Store::purge_finished_before`] | deletes job, payload, completion and subject entries of up to `limit` old jobs |
 //!
 //! The usage delta is derived by the store from the job record (`charged`, `kind`, `key_id`,
@@ -76,6 +76,8 @@
 //! | `analyses`, `comparisons` | job id | `v1` ‖ the payload JSON bytes, exactly as served |
 //! | `idempotency` | lp(account) ‖ SHA-256 of the client's `Idempotency-Key` | `v1` ‖ JSON [`IdempotentAnswer`] |
 //! | `idempotency_by_time` | created_at_ms BE ‖ the `idempotency` key | empty |
+//! | `idempotency_by_account` | lp(account) ‖ created_at_ms BE ‖ the key's SHA-256: an account's answers, oldest first (the one the cap evicts) | empty |
+//! | `idempotency_accounts` | account | the account's answer count u64 BE ‖ a lower bound of its oldest answer's created_at_ms u64 BE |
 //! | `callbacks_due` | next attempt ms BE ‖ job id: the webhook outbox (finished jobs whose callback is pending) | empty |
 //! | `callbacks_by_account` | lp(account) ‖ completed_at_ms BE ‖ job id: the outbox by account, its pending webhooks oldest first ([`Store::trim_outbox`]) | empty |
 //! | `webhook_secrets` | account | `v1` ‖ JSON [`WebhookSecret`] |
@@ -100,8 +102,25 @@
 //! transitions of one job (`cancel_admission`, `mark_running`, `complete`) read the record
 //! and write a batch under one of [`JOB_LOCK_STRIPES`] striped mutexes (by job id), so a
 //! duplicated `complete` can never charge twice: the second one finds the job finished and
-//! gets [`StoreError::State`]. `admit` takes no lock and does not read: job ids are 16 random
-//! bytes chosen by the server, so the caller guarantees the id is new.
+//! gets [`StoreError::State`]. `admit` without an answer takes no lock and does not read: job
+//! ids are 16 random bytes chosen by the server, so the caller guarantees the id is new.
+//! Every write of an account's answers (`admit` with an answer, `put_answer`, a cancel that
+//! undoes one) reads and writes the account's tally under one of the account stripe locks, so
+//! concurrent listener threads never lose a count; the answer purge excludes them one batch at
+//! a time (a shared/exclusive gate). Writers of a time index (`jobs_done`, `callbacks_due`,
+//! `idempotency_by_time`) lower that index's in-memory floor before they write, and its scans
+//! start at the floor and raise it, so a scan never walks the tombstones of what was purged or
+//! delivered before (the floor starts at 0 after a restart: one walk).
+//!
+//! # Idempotent answers are bounded
+//!
+//! An account keeps at most `IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX` answers (a store option, so
+//! tests can use a small cap): the write that would pass it evicts the account's oldest
+//! answer with its index entries. The guarantee is "the newest N keys of an account, each for
+//! `IDEMPOTENCY_TTL_MS`". The hourly purge removes everything past the window in bounded
+//! batches until none is left. Figures for 1,000,000 keyed answers of one account are in
+//! `docs/idempotency.md`. Answers written before the tally existed (an older database) are
+//! not counted; they expire and are purged as before.
 //!
 //! # Start-up
 //!
@@ -118,7 +137,8 @@
 //! exactly while the job is finished and its callback `Pending`: the completion's batch puts
 //! it there, each attempt's batch moves or removes it, retention's purge deletes it with the
 //! job. An account holds at most `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX` of them (`trim_outbox`).
-//! Deliberately absent: an `accounts` column family (accounts are only a field of keys for now),
+//! Deliberately absent: an `accounts` column family (accounts are only a field of keys for now;
+//! `idempotency_accounts` holds answer tallies only),
 //! retention of usage records (they are small, one per key and period), TTL compaction
 //! filters (retention is an explicit, bounded purge the server schedules), and any cache above
 //! RocksDB's block cache (the server's in-memory indexes are that cache).
@@ -297,14 +317,22 @@ pub trait Store: Send + Sync {
     /// Records the answer of a request that created no job (deduplicated, or a fresh result
     /// reused) unless this account and key already have a live one
     /// ([`IdempotentAnswer::is_live_at`] the new answer's time): then that one is returned and
-    /// nothing is written (the first answer stands). Logged like `admit`.
+    /// nothing is written (the first answer stands). Logged like `admit`. Like an answer
+    /// written by `admit`, it counts against the account's cap
+    /// (`IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX`): past it the account's oldest stored answer is
+    /// evicted in the same write (never the key being written), so an account keeps its newest
+    /// answers only. An evicted key used again is a new request.
     fn put_answer(&self, answer: &IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>>;
     /// The answer kept for this account and key digest, if any (expired or not: the caller
     /// compares `created_at_ms` with the window).
     fn get_answer(&self, account: &str, key_digest: &[u8; 32]) -> StoreResult<Option<IdempotentAnswer>>;
-    /// Deletes up to `limit` answers created before `cutoff_ms`, oldest first. Returns how many
-    /// were deleted; call again while it returns `limit`.
-    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize>;
+    /// Deletes every answer created before `cutoff_ms`, oldest first, in batches of
+    /// `batch_len` (≤ [`STORE_PAGE_LEN_MAX`]; each one write), until none is left: one call
+    /// always keeps up, however many accumulated. Returns how many time-index entries it took.
+    fn purge_answers_before(&self, cutoff_ms: u64, batch_len: usize) -> StoreResult<usize>;
+    /// How many answers the account keeps (at most its cap; answers written by a build before
+    /// the cap existed are not counted, and expire within `IDEMPOTENCY_TTL_MS`).
+    fn answer_count(&self, account: &str) -> StoreResult<u64>;
 
     /// Finished jobs whose webhook is due at `now_ms` (`Pending`, next attempt at or before
     /// it), soonest due first, after `after` (an entry a previous page ended on), at most

@@ -12,19 +12,34 @@
 //! Invariant: state transitions of one job happen under that job's stripe lock, read the
 //! current record first and refuse transitions its state does not allow.
 //! Invariant: a database whose version record is absent (and which holds data), unknown or newer
-//! is refused before it is opened for writing.
+//! is refused before it is opened for writing; one written before the answer tallies existed
+//! opens with their two column families added empty (its answers stay uncounted until they
+//! expire).
+//! Invariant: an account's answer count (`idempotency_accounts`) equals its entries in
+//! `idempotency_by_account` and never passes `answers_max`: every batch that adds, replaces,
+//! evicts or deletes one of its answers reads and writes the count under the account's stripe
+//! (lock order: job stripe, answers gate, account stripe).
+//! Invariant: no entry of a time index lies below its floor (`answers_floor_ms`,
+//! `done_floor_ms`, `outbox_floor_ms`): writers lower the floor before they write, under the
+//! shared gate; a scan raises it only past what it saw, under the exclusive gate.
+//! Deliberately absent: persisting the floors (after a restart the first scan of each index
+//! starts at its beginning once) and a TTL compaction filter (the purge is explicit).
 
 use crate::auth::record::KeyRecord;
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
+
+use parking_lot::RwLock;
 
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions,
     WriteBatch, WriteOptions, DB,
 };
 
-use super::encoding::{self as enc};
+use super::encoding::{self as enc, AnswerTally};
 use super::record::{
     self, check_id, Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord,
     JobState, LiveState, Subject, WebhookSecret,
@@ -36,8 +51,9 @@ use super::{
     WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
 use crate::config::{
-    KEY_SUCCESSION_HOPS_MAX, ROCKSDB_BLOOM_BITS_PER_KEY, ROCKSDB_BYTES_PER_SYNC, ROCKSDB_INFO_LOG_FILES_KEPT,
-    ROCKSDB_INFO_LOG_FILE_BYTES_MAX, ROCKSDB_PAYLOAD_BLOCK_BYTES,
+    IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX, IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX, KEY_SUCCESSION_HOPS_MAX,
+    ROCKSDB_BLOOM_BITS_PER_KEY, ROCKSDB_BYTES_PER_SYNC, ROCKSDB_INFO_LOG_FILES_KEPT, ROCKSDB_INFO_LOG_FILE_BYTES_MAX,
+    ROCKSDB_PAYLOAD_BLOCK_BYTES,
 };
 use crate::limits::quota::UsageRecord;
 use crate::metrics::{StoreDisk, StoreWrite, STORE};
@@ -53,6 +69,11 @@ const CF_USAGE: &str = "usage";
 const CF_META: &str = "meta";
 const CF_ANSWERS: &str = "idempotency";
 const CF_ANSWERS_BY_TIME: &str = "idempotency_by_time";
+/// Each account's answers, oldest first (which one the cap evicts). Added after schema 1's
+/// first release: an older database gets it (empty) at open.
+const CF_ANSWERS_BY_ACCOUNT: &str = "idempotency_by_account";
+/// Each account's answer count and oldest answer time ([`AnswerTally`]). Added with the above.
+const CF_ANSWER_TALLIES: &str = "idempotency_accounts";
 /// The webhook outbox: next attempt BE ‖ job id, for finished jobs whose callback is pending.
 const CF_CALLBACKS_DUE: &str = "callbacks_due";
 const CF_WEBHOOK_SECRETS: &str = "webhook_secrets";
@@ -62,7 +83,8 @@ const CF_WEBHOOK_SECRETS: &str = "webhook_secrets";
 /// bound until delivered or given up, which they are within the retry window.
 const CF_CALLBACKS_BY_ACCOUNT: &str = "callbacks_by_account";
 
-/// Every column family of schema version 1 (RocksDB's `default` is unused).
+/// Every column family of schema version 1 (RocksDB's `default` is unused). Families added
+/// later come last and are created empty when an older database is opened.
 pub const COLUMN_FAMILIES: &[&str] = &[
     CF_KEYS,
     CF_JOBS,
@@ -77,14 +99,26 @@ pub const COLUMN_FAMILIES: &[&str] = &[
     CF_ANSWERS_BY_TIME,
     CF_CALLBACKS_DUE,
     CF_WEBHOOK_SECRETS,
+    CF_ANSWERS_BY_ACCOUNT,
+    CF_ANSWER_TALLIES,
     CF_CALLBACKS_BY_ACCOUNT,
 ];
 /// Key of the schema version in the `meta` column family (value: u32 big-endian).
 pub const META_SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
 
 /// Column families read by point lookups: they get bloom filters.
-const POINT_LOOKUP_CFS: &[&str] =
-    &[CF_KEYS, CF_JOBS, CF_ANALYSES, CF_COMPARISONS, CF_USAGE, CF_META, CF_ANSWERS, CF_WEBHOOK_SECRETS];
+const POINT_LOOKUP_CFS: &[&str] = &[
+    CF_KEYS,
+    CF_JOBS,
+    CF_ANALYSES,
+    CF_COMPARISONS,
+    CF_USAGE,
+    CF_META,
+    CF_ANSWERS,
+    CF_WEBHOOK_SECRETS,
+    CF_ANSWERS_BY_ACCOUNT,
+    CF_ANSWER_TALLIES,
+];
 
 /// Tuning and durability of a [`RocksStore`] (defaults from the module constants).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +134,9 @@ pub struct StoreOptions {
     pub wal_bytes_max: u64,
     /// RocksDB background threads for flushes and compactions.
     pub background_jobs: i32,
+    /// Idempotent answers kept per account; past it the oldest is evicted
+    /// (`IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX`; tests set a small one).
+    pub answers_per_account_max: usize,
 }
 
 impl Default for StoreOptions {
@@ -110,6 +147,7 @@ impl Default for StoreOptions {
             write_buffer_bytes: WRITE_BUFFER_BYTES_DEFAULT,
             wal_bytes_max: WAL_BYTES_MAX_DEFAULT,
             background_jobs: ROCKSDB_BACKGROUND_JOBS_DEFAULT,
+            answers_per_account_max: IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX,
         }
     }
 }
@@ -125,6 +163,24 @@ pub struct RocksStore {
     relaxed: WriteOptions,
     /// Stripe locks of job state transitions; they guard no data, only the read-then-write.
     job_locks: Box<[Mutex<()>]>,
+    /// Stripe locks of accounts' answers (by account): the read of an account's tally and the
+    /// batch that moves it never interleave with another writer of that account. Taken after a
+    /// job stripe and the answers gate, never before them.
+    account_locks: Box<[Mutex<()>]>,
+    /// Every writer of an answer holds it shared; the answer purge holds it exclusively for one
+    /// batch (scan, deletes, floor), so nothing lands in the range it deletes meanwhile.
+    answers_gate: RwLock<()>,
+    /// No `idempotency_by_time` entry is older than this (ms): the purge's scan starts here,
+    /// never walking the tombstones of earlier purges. Writers lower it, the purge raises it.
+    answers_floor_ms: AtomicU64,
+    /// Writers of `jobs_done` and `callbacks_due` hold it shared; their scans hold it
+    /// exclusively while they read and raise the floors below.
+    index_gate: RwLock<()>,
+    /// No `jobs_done` entry is older than this (ms): where the retention purge's scan starts.
+    done_floor_ms: AtomicU64,
+    /// No `callbacks_due` entry is older than this (ms): where the outbox scan starts.
+    outbox_floor_ms: AtomicU64,
+    answers_max: usize,
 }
 
 /// Creates `dir` and its missing parents readable by the owner only (0700): the store holds key
@@ -156,6 +212,14 @@ impl RocksStore {
             durable,
             relaxed: WriteOptions::default(),
             job_locks: (0..JOB_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            account_locks: (0..JOB_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            answers_gate: RwLock::new(()),
+            // 0 after a restart: the first scan of each index starts at its beginning once.
+            answers_floor_ms: AtomicU64::new(0),
+            index_gate: RwLock::new(()),
+            done_floor_ms: AtomicU64::new(0),
+            outbox_floor_ms: AtomicU64::new(0),
+            answers_max: options.answers_per_account_max,
         };
         if found.is_none() {
             store.init_schema()?;
@@ -199,9 +263,12 @@ impl RocksStore {
     }
 
     fn lock_bytes(&self, key: &[u8]) -> MutexGuard<'_, ()> {
-        let stripe = (fnv1a(key) % self.job_locks.len() as u64) as usize;
-        // The mutex guards no data, so a poisoned one (a panic elsewhere) is still usable.
-        self.job_locks[stripe].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        stripe_lock(&self.job_locks, key)
+    }
+
+    /// The stripe of an account's answers (see `account_locks`).
+    fn lock_account(&self, account: &str) -> MutexGuard<'_, ()> {
+        stripe_lock(&self.account_locks, account.as_bytes())
     }
 
     fn read_job(&self, id: &str) -> StoreResult<Option<JobRecord>> {
@@ -228,7 +295,8 @@ impl RocksStore {
     }
 
     /// Calls `visit(key, value)` over `cf` from `from` (inclusive) up to `upper` (exclusive)
-    /// while it returns `Ok(true)`.
+    /// while it returns `Ok(true)`. `from` is also the iterator's lower bound, so RocksDB never
+    /// looks at (deleted) keys before it.
     fn scan(
         &self,
         cf: &ColumnFamily,
@@ -237,6 +305,9 @@ impl RocksStore {
         mut visit: impl FnMut(&[u8], &[u8]) -> StoreResult<bool>,
     ) -> StoreResult<()> {
         let mut read = ReadOptions::default();
+        if !from.is_empty() {
+            read.set_iterate_lower_bound(from.to_vec());
+        }
         if let Some(upper) = upper {
             read.set_iterate_upper_bound(upper);
         }
@@ -259,22 +330,191 @@ impl RocksStore {
         Ok(written?)
     }
 
-    /// Adds an idempotent answer and its time index to `batch`.
-    fn put_answer_in(&self, batch: &mut WriteBatch, answer: &IdempotentAnswer) -> StoreResult<()> {
+    /// Adds `answer` and its two index entries to `batch`, replacing `existing` (the key's
+    /// stored answer, expired) and evicting the account's oldest answers past the cap. The
+    /// caller holds the answers gate (shared) and the account's stripe, and writes `batch`
+    /// before it lets them go.
+    fn put_answer_in(
+        &self,
+        batch: &mut WriteBatch,
+        answer: &IdempotentAnswer,
+        existing: Option<&IdempotentAnswer>,
+    ) -> StoreResult<()> {
         answer.validate()?;
-        let key = enc::answer_key(&answer.account, &answer.key_digest);
-        batch.put_cf(self.cf(CF_ANSWERS_BY_TIME)?, enc::answer_time_key(answer.created_at_ms, &key), []);
+        let (account, digest, at_ms) = (answer.account.as_str(), &answer.key_digest, answer.created_at_ms);
+        let key = enc::answer_key(account, digest);
+        let mut tally = self.read_tally(account)?;
+        // A replaced answer written by this build was counted: the new one takes its place.
+        let replaced_counted = match existing {
+            Some(old) => self.unindex_answer(batch, old)?,
+            None => false,
+        };
+        if !replaced_counted {
+            if tally.count == 0 {
+                tally.oldest_ms = at_ms;
+            }
+            tally.count += 1;
+        }
+        tally.oldest_ms = tally.oldest_ms.min(at_ms);
+        batch.put_cf(self.cf(CF_ANSWERS_BY_TIME)?, enc::answer_time_key(at_ms, &key), []);
+        batch.put_cf(self.cf(CF_ANSWERS_BY_ACCOUNT)?, enc::account_answer_key(account, at_ms, digest), []);
         batch.put_cf(self.cf(CF_ANSWERS)?, key, enc::encode_json(answer)?);
+        self.evict_oldest(batch, answer, &mut tally)?;
+        batch.put_cf(self.cf(CF_ANSWER_TALLIES)?, account.as_bytes(), tally.encode());
+        // Under the gate: the purge cannot raise the floor past this entry meanwhile.
+        self.answers_floor_ms.fetch_min(at_ms, Ordering::AcqRel);
         Ok(())
     }
 
+    /// Deletes the index entries of a stored answer (not the answer itself). Returns whether it
+    /// was counted in its account's tally (answers written before the tally existed are not).
+    fn unindex_answer(&self, batch: &mut WriteBatch, old: &IdempotentAnswer) -> StoreResult<bool> {
+        let key = enc::answer_key(&old.account, &old.key_digest);
+        batch.delete_cf(self.cf(CF_ANSWERS_BY_TIME)?, enc::answer_time_key(old.created_at_ms, &key));
+        let entry = enc::account_answer_key(&old.account, old.created_at_ms, &old.key_digest);
+        let counted = self.db.get_pinned_cf(self.cf(CF_ANSWERS_BY_ACCOUNT)?, &entry)?.is_some();
+        if counted {
+            batch.delete_cf(self.cf(CF_ANSWERS_BY_ACCOUNT)?, entry);
+        }
+        Ok(counted)
+    }
+
+    /// Past the cap, deletes the account's oldest stored answers (at most
+    /// `IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX`; never the key being written) with their index
+    /// entries, and moves the tally's count and oldest time. The scan starts at the tally's
+    /// oldest time, so it never walks the tombstones of earlier evictions.
+    fn evict_oldest(
+        &self,
+        batch: &mut WriteBatch,
+        answer: &IdempotentAnswer,
+        tally: &mut AnswerTally,
+    ) -> StoreResult<()> {
+        let over = tally.count.saturating_sub(self.answers_max as u64);
+        let evict = usize::try_from(over).unwrap_or(usize::MAX).min(IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX);
+        if evict == 0 {
+            return Ok(());
+        }
+        let account = answer.account.as_str();
+        let prefix = enc::account_answers_prefix(account);
+        let from = enc::account_answer_key(account, tally.oldest_ms, &[0; 32]);
+        let (mut victims, mut next_oldest_ms) = (Vec::with_capacity(evict), None);
+        self.scan(self.cf(CF_ANSWERS_BY_ACCOUNT)?, &from, enc::prefix_end(&prefix), |key, _| {
+            let (at_ms, digest) = enc::parse_account_answer_tail(key.get(prefix.len()..).unwrap_or_default())?;
+            if digest == answer.key_digest {
+                return Ok(true); // the key being written: its old entry goes in this batch
+            }
+            if victims.len() == evict {
+                next_oldest_ms = Some(at_ms);
+                return Ok(false);
+            }
+            victims.push((at_ms, digest));
+            Ok(true)
+        })?;
+        for (at_ms, digest) in &victims {
+            let key = enc::answer_key(account, digest);
+            batch.delete_cf(self.cf(CF_ANSWERS_BY_ACCOUNT)?, enc::account_answer_key(account, *at_ms, digest));
+            batch.delete_cf(self.cf(CF_ANSWERS_BY_TIME)?, enc::answer_time_key(*at_ms, &key));
+            if self.read_answer(&key)?.is_some_and(|a| a.created_at_ms == *at_ms) {
+                batch.delete_cf(self.cf(CF_ANSWERS)?, key);
+            }
+        }
+        tally.count = tally.count.saturating_sub(victims.len() as u64);
+        tally.oldest_ms = next_oldest_ms.unwrap_or(answer.created_at_ms).min(answer.created_at_ms);
+        Ok(())
+    }
+
+    /// Deletes the answer `job` was admitted with, if the key still holds it, with its index
+    /// entries and its count. The caller holds the gate and the account's stripe.
+    fn delete_answer_of(&self, batch: &mut WriteBatch, job: &JobRecord, digest: &[u8; 32]) -> StoreResult<()> {
+        let key = enc::answer_key(&job.account, digest);
+        let Some(answer) = self.read_answer(&key)?.filter(|a| a.job_id == job.id) else { return Ok(()) };
+        batch.delete_cf(self.cf(CF_ANSWERS)?, key);
+        if self.unindex_answer(batch, &answer)? {
+            let mut tally = self.read_tally(&job.account)?;
+            tally.count = tally.count.saturating_sub(1);
+            self.put_tally(batch, &job.account, &tally)?;
+        }
+        Ok(())
+    }
+
+    fn read_tally(&self, account: &str) -> StoreResult<AnswerTally> {
+        match self.db.get_pinned_cf(self.cf(CF_ANSWER_TALLIES)?, account.as_bytes())? {
+            Some(value) => AnswerTally::decode(&value),
+            None => Ok(AnswerTally::default()),
+        }
+    }
+
+    /// Writes a tally, or deletes it once the account keeps no answer (the family stays as
+    /// small as the set of accounts with answers).
+    fn put_tally(&self, batch: &mut WriteBatch, account: &str, tally: &AnswerTally) -> StoreResult<()> {
+        let cf = self.cf(CF_ANSWER_TALLIES)?;
+        if tally.count == 0 {
+            batch.delete_cf(cf, account.as_bytes());
+        } else {
+            batch.put_cf(cf, account.as_bytes(), tally.encode());
+        }
+        Ok(())
+    }
+
+    /// One batch of the answer purge, under the gate: up to `batch_len` time-index entries from
+    /// the floor to `cutoff_ms`, their answers (where the key still holds that answer), account
+    /// entries and counts deleted in one `WriteBatch`, the time-index entries by one range
+    /// tombstone; then the floor rises past them. Returns how many entries it took.
+    fn purge_answer_batch(&self, cutoff_ms: u64, batch_len: usize) -> StoreResult<usize> {
+        let _gate = self.answers_gate.write();
+        let floor_ms = self.answers_floor_ms.load(Ordering::Acquire);
+        let entries = self.time_keys(CF_ANSWERS_BY_TIME, floor_ms, cutoff_ms, batch_len)?;
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+            self.answers_floor_ms.store(floor_ms.max(cutoff_ms), Ordering::Release);
+            return Ok(0);
+        };
+        let mut batch = WriteBatch::default();
+        let mut tallies: HashMap<String, AnswerTally> = HashMap::new();
+        for key in &entries {
+            let (at_ms, answer_key) = enc::parse_answer_time_key(key)?;
+            // A key answered again after this answer expired holds a newer answer: it stays.
+            let Some(answer) = self.read_answer(answer_key)?.filter(|a| a.created_at_ms == at_ms) else { continue };
+            batch.delete_cf(self.cf(CF_ANSWERS)?, answer_key);
+            let entry = enc::account_answer_key(&answer.account, at_ms, &answer.key_digest);
+            if self.db.get_pinned_cf(self.cf(CF_ANSWERS_BY_ACCOUNT)?, &entry)?.is_none() {
+                continue; // written before tallies existed: never counted
+            }
+            batch.delete_cf(self.cf(CF_ANSWERS_BY_ACCOUNT)?, entry);
+            let tally = match tallies.entry(answer.account) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let tally = self.read_tally(v.key())?;
+                    v.insert(tally)
+                }
+            };
+            tally.count = tally.count.saturating_sub(1);
+            tally.oldest_ms = tally.oldest_ms.max(at_ms);
+        }
+        for (account, tally) in &tallies {
+            self.put_tally(&mut batch, account, tally)?;
+        }
+        batch.delete_range_cf(self.cf(CF_ANSWERS_BY_TIME)?, first.as_slice(), enc::successor(last).as_slice());
+        self.write(batch, &self.relaxed, StoreWrite::Purge)?;
+        let (last_ms, _) = enc::parse_answer_time_key(last)?;
+        let reached_ms = if entries.len() < batch_len { cutoff_ms } else { last_ms };
+        self.answers_floor_ms.store(floor_ms.max(reached_ms), Ordering::Release);
+        Ok(entries.len())
+    }
+
     /// Up to `limit` (clamped to a page) keys of a time index (keys that start with a BE
-    /// millisecond time) below `cutoff_ms`, oldest first.
-    fn keys_before(&self, cf: &str, cutoff_ms: u64, limit: usize) -> StoreResult<Vec<Vec<u8>>> {
-        let limit = clamp_page(limit);
+    /// millisecond time) in `[from_ms, to_ms)`, oldest first: the scan is bounded on both
+    /// sides, so it never walks what was deleted before `from_ms`.
+    fn time_keys(&self, cf: &str, from_ms: u64, to_ms: u64, limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+        self.time_keys_from(cf, &from_ms.to_be_bytes(), to_ms, limit)
+    }
+
+    /// Up to `limit` keys of a time-ordered column family from the key `from` (a lower bound
+    /// too) to `to_ms` (exclusive).
+    fn time_keys_from(&self, cf: &str, from: &[u8], to_ms: u64, limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+        let (limit, upper) = (clamp_page(limit), to_ms.to_be_bytes());
         let mut keys = Vec::new();
-        if limit > 0 {
-            self.scan(self.cf(cf)?, &[], Some(cutoff_ms.to_be_bytes().to_vec()), |key, _| {
+        if limit > 0 && from < &upper[..] {
+            self.scan(self.cf(cf)?, from, Some(upper.to_vec()), |key, _| {
                 keys.push(key.to_vec());
                 Ok(keys.len() < limit)
             })?;
@@ -287,6 +527,28 @@ impl RocksStore {
         let entered_ms = job.completed_at_ms.unwrap_or(0);
         batch.delete_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, enc::outbox_account_key(&job.account, entered_ms, &job.id));
         Ok(())
+    }
+
+    /// Under the index gate: up to `limit` outbox keys before `to_ms`, from the floor or past
+    /// the cursor `after`. A scan from the floor raises it to the first key found (or to
+    /// `to_ms` when there is none: nothing older is left, and a writer lowers the floor before
+    /// it adds an older key); a page after a cursor leaves it (entries before the cursor stay).
+    fn scan_outbox(&self, after: Option<&DueCursor>, to_ms: u64, limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+        let _gate = self.index_gate.write();
+        let floor_ms = self.outbox_floor_ms.load(Ordering::Acquire);
+        let Some(cursor) = after else {
+            let keys = self.time_keys(CF_CALLBACKS_DUE, floor_ms, to_ms, limit)?;
+            if clamp_page(limit) > 0 {
+                let reached_ms = match keys.first() {
+                    Some(key) => enc::parse_done_key(key)?.0,
+                    None => to_ms,
+                };
+                self.outbox_floor_ms.store(floor_ms.max(reached_ms), Ordering::Release);
+            }
+            return Ok(keys);
+        };
+        let from = enc::successor(&enc::done_key(cursor.due_ms, &cursor.id)).max(floor_ms.to_be_bytes().to_vec());
+        self.time_keys_from(CF_CALLBACKS_DUE, &from, to_ms, limit)
     }
 
     fn read_answer(&self, key: &[u8]) -> StoreResult<Option<IdempotentAnswer>> {
@@ -436,6 +698,13 @@ fn cf_options(name: &str, cache: &Cache) -> Options {
     opts
 }
 
+/// The stripe of `key` in `locks`. The mutexes guard no data, so a poisoned one (a panic
+/// elsewhere) is still usable.
+fn stripe_lock<'l>(locks: &'l [Mutex<()>], key: &[u8]) -> MutexGuard<'l, ()> {
+    let stripe = (fnv1a(key) % locks.len() as u64) as usize;
+    locks[stripe].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// FNV-1a, to spread job ids over the lock stripes (not a security boundary).
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
@@ -493,13 +762,19 @@ impl Store for RocksStore {
         if job.state != JobState::Queued || job.started_at_ms.is_some() || job.completed_at_ms.is_some() {
             return Err(StoreError::Invalid(format!("job {} must be admitted QUEUED and unstarted", job.id)));
         }
+        if let Some(answer) = answer {
+            answer.validate_with(job)?;
+        }
+        // With an answer, the account's answers move too: gate and stripe until it is written.
+        let _answer_guards = answer.map(|a| (self.answers_gate.read(), self.lock_account(&a.account)));
         let mut batch = WriteBatch::default();
         self.put_job(&mut batch, job)?;
         batch.put_cf(self.cf(CF_LIVE)?, enc::live_key(job.state, job.created_at_ms, &job.id), []);
         self.merge_usage(&mut batch, job, usage::reserve())?;
         if let Some(answer) = answer {
-            answer.validate_with(job)?;
-            self.put_answer_in(&mut batch, answer)?;
+            // An expired answer of the key is replaced (admission replays a live one first).
+            let existing = self.read_answer(&enc::answer_key(&answer.account, &answer.key_digest))?;
+            self.put_answer_in(&mut batch, answer, existing.as_ref())?;
         }
         self.write(batch, &self.relaxed, StoreWrite::Admit)
     }
@@ -507,13 +782,15 @@ impl Store for RocksStore {
     fn put_answer(&self, answer: &IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>> {
         answer.validate()?;
         let key = enc::answer_key(&answer.account, &answer.key_digest);
-        // The same stripes as job transitions: two first answers of one key cannot interleave.
-        let _guard = self.lock_bytes(&key);
-        if let Some(first) = self.read_answer(&key)?.filter(|a| a.is_live_at(answer.created_at_ms)) {
-            return Ok(Some(first));
+        // Two first answers of one key (or two writers of one account's tally) never interleave.
+        let _gate = self.answers_gate.read();
+        let _guard = self.lock_account(&answer.account);
+        let existing = self.read_answer(&key)?;
+        if let Some(first) = existing.as_ref().filter(|a| a.is_live_at(answer.created_at_ms)) {
+            return Ok(Some(first.clone()));
         }
         let mut batch = WriteBatch::default();
-        self.put_answer_in(&mut batch, answer)?;
+        self.put_answer_in(&mut batch, answer, existing.as_ref())?;
         self.write(batch, &self.relaxed, StoreWrite::Answer)?;
         Ok(None)
     }
@@ -525,19 +802,23 @@ impl Store for RocksStore {
         self.read_answer(&enc::answer_key(account, key_digest))
     }
 
-    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
-        let entries = self.keys_before(CF_ANSWERS_BY_TIME, cutoff_ms, limit)?;
-        let mut batch = WriteBatch::default();
-        for key in &entries {
-            let (created_at_ms, answer_key) = enc::parse_answer_time_key(key)?;
-            batch.delete_cf(self.cf(CF_ANSWERS_BY_TIME)?, key);
-            // A key reused after its answer expired has a newer answer: that one stays.
-            if self.read_answer(answer_key)?.is_some_and(|a| a.created_at_ms == created_at_ms) {
-                batch.delete_cf(self.cf(CF_ANSWERS)?, answer_key);
+    fn purge_answers_before(&self, cutoff_ms: u64, batch_len: usize) -> StoreResult<usize> {
+        let batch_len = clamp_page(batch_len).max(1);
+        let mut purged = 0;
+        loop {
+            let taken = self.purge_answer_batch(cutoff_ms, batch_len)?;
+            purged += taken;
+            if taken < batch_len {
+                return Ok(purged);
             }
         }
-        self.write(batch, &self.relaxed, StoreWrite::Purge)?;
-        Ok(entries.len())
+    }
+
+    fn answer_count(&self, account: &str) -> StoreResult<u64> {
+        if check_id("account", account).is_err() {
+            return Ok(0);
+        }
+        Ok(self.read_tally(account)?.count)
     }
 
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {
@@ -548,9 +829,10 @@ impl Store for RocksStore {
         batch.delete_cf(self.cf(CF_SUBJECT)?, enc::subject_key(&job));
         self.delete_live(&mut batch, &job)?;
         self.merge_usage(&mut batch, &job, usage::release())?;
+        let _answer_guards =
+            job.idempotency_digest.map(|_| (self.answers_gate.read(), self.lock_account(&job.account)));
         if let Some(digest) = &job.idempotency_digest {
-            // Its time index entry stays; the purge skips an entry whose answer is gone.
-            batch.delete_cf(self.cf(CF_ANSWERS)?, enc::answer_key(&job.account, digest));
+            self.delete_answer_of(&mut batch, &job, digest)?;
         }
         self.write(batch, &self.relaxed, StoreWrite::Cancel)
     }
@@ -597,6 +879,12 @@ impl Store for RocksStore {
             batch.put_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, by_account, []);
         }
         self.put_job(&mut batch, &done)?;
+        // Shared gate: no index scan raises a floor past these entries before they are written.
+        let _gate = self.index_gate.read();
+        self.done_floor_ms.fetch_min(completed_at_ms, Ordering::AcqRel);
+        if done.callback.as_ref().is_some_and(|c| c.status == CallbackStatus::Pending) {
+            self.outbox_floor_ms.fetch_min(completed_at_ms, Ordering::AcqRel);
+        }
         self.write(batch, &self.durable, StoreWrite::Complete)?;
         Ok(done)
     }
@@ -667,7 +955,11 @@ impl Store for RocksStore {
     }
 
     fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
-        let entries = self.keys_before(CF_DONE, cutoff_ms, limit)?;
+        // Exclusive for the page (≤ `limit` jobs): no completion lands in the range it deletes,
+        // so the floor may rise past it afterwards.
+        let _gate = self.index_gate.write();
+        let (floor_ms, limit) = (self.done_floor_ms.load(Ordering::Acquire), clamp_page(limit));
+        let entries = self.time_keys(CF_DONE, floor_ms, cutoff_ms, limit)?;
         let mut batch = WriteBatch::default();
         for key in &entries {
             let (_, id) = enc::parse_done_key(key)?;
@@ -683,19 +975,17 @@ impl Store for RocksStore {
             }
         }
         self.write(batch, &self.relaxed, StoreWrite::Purge)?;
+        let reached_ms = match entries.last() {
+            Some(last) if entries.len() == limit => enc::parse_done_key(last)?.0,
+            _ if limit > 0 => cutoff_ms,
+            _ => floor_ms,
+        };
+        self.done_floor_ms.store(floor_ms.max(reached_ms), Ordering::Release);
         Ok(entries.len())
     }
 
     fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>> {
-        let (limit, upper) = (clamp_page(limit), now_ms.saturating_add(1).to_be_bytes().to_vec());
-        let from = after.map(|c| enc::successor(&enc::done_key(c.due_ms, &c.id))).unwrap_or_default();
-        let mut entries = Vec::new();
-        if limit > 0 {
-            self.scan(self.cf(CF_CALLBACKS_DUE)?, &from, Some(upper), |key, _| {
-                entries.push(key.to_vec());
-                Ok(entries.len() < limit)
-            })?;
-        }
+        let entries = self.scan_outbox(after, now_ms.saturating_add(1), limit)?;
         let mut jobs = Vec::with_capacity(entries.len());
         for key in &entries {
             let (_, id) = enc::parse_done_key(key)?;
@@ -722,6 +1012,11 @@ impl Store for RocksStore {
         }
         let updated = JobRecord { callback: Some(callback.clone()), ..job };
         self.put_job(&mut batch, &updated)?;
+        // Shared gate: the outbox scan cannot raise its floor past the new entry meanwhile.
+        let _gate = self.index_gate.read();
+        if callback.status == CallbackStatus::Pending {
+            self.outbox_floor_ms.fetch_min(callback.next_attempt_ms, Ordering::AcqRel);
+        }
         self.write(batch, &self.durable, StoreWrite::Callback)?;
         Ok(updated)
     }

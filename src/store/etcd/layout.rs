@@ -19,6 +19,8 @@
 //! | `P n/<node id>` | JSON node facts | one per live node, attached to its lease |
 //! | `P i/<lp(account) ‖ SHA-256 of an Idempotency-Key>` | `v1` ‖ JSON answer | admission, or the answer of a request that made no job |
 //! | `P h/<created BE ‖ the i/ tail>` | empty | the answers' time index (their purge reads it) |
+//! | `P x/<lp(account) ‖ created BE ‖ SHA-256 of the key>` | empty | an account's answers, oldest first (the one the cap evicts) |
+//! | `P y/<account>` | u64 BE | the account's answer count: every write of the account's answers puts it, so its revision orders them |
 //! | `P c/<next attempt BE ‖ job id>` | empty | the webhook outbox: finished jobs whose callback is pending (completion, delivery attempts) |
 //! | `P q/<lp(account) ‖ completed BE ‖ job id>` | empty | the outbox by account: its pending webhooks, oldest first (completion, attempts that settle, `trim_outbox`) |
 //! | `P w/<account>` | `v1` ‖ JSON webhook secret | the admin API / CLI |
@@ -118,6 +120,21 @@ impl Layout {
     /// The answer a time index entry's tail (`created BE ‖ i/ tail`) names.
     pub fn answer_raw(&self, tail: &[u8]) -> Vec<u8> {
         self.key(b'i', tail)
+    }
+
+    /// An answer's entry in its account's time-ordered answers.
+    pub fn account_answer(&self, account: &str, created_at_ms: u64, key_digest: &[u8; 32]) -> Vec<u8> {
+        self.key(b'x', &enc::account_answer_key(account, created_at_ms, key_digest))
+    }
+
+    /// The first key of an account's time-ordered answers (its prefix).
+    pub fn account_answers(&self, account: &str) -> Vec<u8> {
+        self.key(b'x', &enc::account_answers_prefix(account))
+    }
+
+    /// The count of an account's answers (the per-account cap, cluster-wide).
+    pub fn answer_count(&self, account: &str) -> Vec<u8> {
+        self.key(b'y', account.as_bytes())
     }
 
     /// The outbox entry of a job whose callback is due at `next_attempt_ms`.

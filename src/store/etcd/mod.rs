@@ -58,7 +58,13 @@ impl EtcdStore {
         let io = io::Io::connect(endpoints)?;
         let node_id: Arc<str> = node_id()?.into();
         let lease = Arc::new(AtomicI64::new(0));
-        let db = Db { client: io.client(), layout: layout::Layout::new(prefix), lease, node_id: Arc::clone(&node_id) };
+        let db = Db {
+            client: io.client(),
+            layout: layout::Layout::new(prefix),
+            lease,
+            node_id: Arc::clone(&node_id),
+            answers_max: crate::config::IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX as u64,
+        };
         let store = EtcdStore { io, db };
         store.run(|db| async move { db.check_schema(SCHEMA_VERSION).await })?;
         let facts = NodeFacts { node_id: node_id.to_string(), started_at_ms, pid: std::process::id() };
@@ -68,6 +74,13 @@ impl EtcdStore {
         })?;
         store.io.spawn_background(store.db.clone().keep_alive(facts));
         Ok(store)
+    }
+
+    /// The same store with another cap of answers per account (tests use a small one; the
+    /// server keeps `IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX`). Every node must use the same cap.
+    pub fn with_answers_per_account_max(mut self, answers_max: usize) -> EtcdStore {
+        self.db.answers_max = answers_max as u64;
+        self
     }
 
     /// This node's id in the cluster (`node_…`, random per start).
@@ -241,8 +254,13 @@ impl Store for EtcdStore {
         self.run(|db| async move { db.get_answer(account, key_digest).await })
     }
 
-    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
-        self.run(|db| async move { db.purge_answers_before(cutoff_ms, limit).await })
+    fn purge_answers_before(&self, cutoff_ms: u64, batch_len: usize) -> StoreResult<usize> {
+        self.run(|db| async move { db.purge_answers_before(cutoff_ms, batch_len).await })
+    }
+
+    fn answer_count(&self, account: &str) -> StoreResult<u64> {
+        let account = account.to_owned();
+        self.run(|db| async move { db.answer_count(account).await })
     }
 
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {

@@ -15,6 +15,16 @@
 //! Invariant: completion is one transaction guarded by the job's mod-revision, the key records
 //! of its rotation chain and the usage records it moves, so a job finished twice (two nodes
 //! ran it) is settled once: the second finds it finished (`StoreError::State`).
+//! Invariant: an account keeps at most `answers_max` idempotent answers
+//! (`IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX`), exactly, cluster-wide: every transaction that
+//! writes or deletes an account's answers (admission with an answer, `put_answer`, an undone
+//! admission, the purge) compares and puts the account's count `y/`, so two of them never both
+//! commit on one reading; the write that would pass the cap deletes the oldest entries of the
+//! account's `x/` index with their answers in the same transaction. (Contention on one
+//! account's answers is a retry, like its live count's.) Answers written by a build without
+//! counts have no `x/` entry and are not counted; they expire and are purged as before.
+//! Invariant: the answer purge runs until nothing older than its cutoff is left, 24 answers
+//! per transaction (4 operations each, under etcd's default `--max-txn-ops` of 128).
 //! Invariant: at most `ETCD_CAS_ATTEMPTS_MAX` attempts per call; then `Unavailable` (503).
 //! Deliberately absent: locks. Every conflict is a failed compare and a fresh read.
 
@@ -26,8 +36,8 @@ use super::io::retry_unsent;
 use super::layout::{pack_payload, unpack_payload, Layout};
 use crate::auth::record::KeyRecord;
 use crate::config::{
-    ETCD_CAS_ATTEMPTS_MAX, ETCD_PURGE_JOBS_PER_TXN, ETCD_VALUE_BYTES_MAX, KEY_SUCCESSION_HOPS_MAX, RESULT_BYTES_MAX,
-    STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
+    ETCD_CAS_ATTEMPTS_MAX, ETCD_PURGE_JOBS_PER_TXN, ETCD_VALUE_BYTES_MAX, IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX,
+    KEY_SUCCESSION_HOPS_MAX, RESULT_BYTES_MAX, STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
 };
 use crate::limits::quota::UsageRecord;
 use crate::store::encoding as enc;
@@ -76,6 +86,15 @@ fn count_put(read: &Read, delta: i64) -> TxnOp {
     TxnOp::put(read.key.clone(), next.to_be_bytes().to_vec(), None)
 }
 
+/// The put of a count (its deletion at 0, so counts of accounts without answers go away).
+fn count_write(key: &[u8], count: u64) -> TxnOp {
+    if count == 0 {
+        TxnOp::delete(key.to_vec(), None)
+    } else {
+        TxnOp::put(key.to_vec(), count.to_be_bytes().to_vec(), None)
+    }
+}
+
 /// One node's handle on the keyspace (cheap to clone: the client shares its connection).
 #[derive(Clone)]
 pub struct Db {
@@ -84,6 +103,8 @@ pub struct Db {
     /// This node's lease (owner keys and its node key are attached to it).
     pub lease: std::sync::Arc<std::sync::atomic::AtomicI64>,
     pub node_id: std::sync::Arc<str>,
+    /// Answers one account keeps (`IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX` unless a test sets one).
+    pub answers_max: u64,
 }
 
 /// A key read with the revision a transaction compares against (0: absent).
@@ -309,9 +330,11 @@ impl Db {
         let count_key = self.layout.live_count(&job.account);
         for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
             let mut keys = vec![usage_key.clone(), job_key.clone(), pointer_key.clone(), count_key.clone()];
-            keys.extend(answer.as_ref().map(|a| self.layout.answer(&a.account, &a.key_digest)));
+            if let Some(a) = &answer {
+                keys.extend([self.layout.answer(&a.account, &a.key_digest), self.layout.answer_count(&a.account)]);
+            }
             let mut reads = self.read(keys).await?;
-            let answer_read = if answer.is_some() { reads.pop() } else { None };
+            let (tally_read, answer_read) = if answer.is_some() { (reads.pop(), reads.pop()) } else { (None, None) };
             let [usage_read, job_read, pointer, count]: [Read; 4] = reads.try_into().map_err(|_| short_read())?;
             let usage = usage_read.usage()?;
             if job_read.job()?.is_some_and(|stored| stored.id == job.id) {
@@ -350,9 +373,12 @@ impl Db {
             if charged {
                 ops.push(UsageWrite { read: usage_read, next }.put());
             }
-            if let (Some(answer), Some(read)) = (&answer, &answer_read) {
+            if let (Some(answer), Some(read), Some(tally)) = (&answer, &answer_read, &tally_read) {
+                // An expired answer of the key is replaced (a live one was answered above).
+                let (answer_when, answer_ops) = self.answer_writes(answer, read.answer()?.as_ref(), tally).await?;
                 when.push(read.unchanged());
-                ops.extend(self.answer_puts(answer)?);
+                when.extend(answer_when);
+                ops.extend(answer_ops);
             }
             if self.commit(when, ops).await? {
                 return Ok(Admitted::New { usage: next });
@@ -361,24 +387,98 @@ impl Db {
         Err(conflict("admission"))
     }
 
-    /// The puts of an answer and its time index.
-    fn answer_puts(&self, answer: &IdempotentAnswer) -> StoreResult<[TxnOp; 2]> {
-        let (account, digest) = (&answer.account, &answer.key_digest);
-        Ok([
+    /// The writes of a new answer (replacing `existing`, the key's expired answer, if any):
+    /// the answer, its time-index and account entries, the account's count, and past the cap
+    /// the eviction of the account's oldest stored answers (never the key being written). The
+    /// count is compared and always put, so every write of an account's answers conflicts with
+    /// every other: the count stays exact across nodes.
+    async fn answer_writes(
+        &self,
+        answer: &IdempotentAnswer,
+        existing: Option<&IdempotentAnswer>,
+        count: &Read,
+    ) -> StoreResult<(Vec<Compare>, Vec<TxnOp>)> {
+        let (account, digest, at_ms) = (answer.account.as_str(), &answer.key_digest, answer.created_at_ms);
+        let mut when = vec![count.unchanged()];
+        let mut ops = vec![
             TxnOp::put(self.layout.answer(account, digest), enc::encode_json(answer)?, None),
-            TxnOp::put(self.layout.answer_time(answer.created_at_ms, account, digest), Vec::new(), None),
-        ])
+            TxnOp::put(self.layout.answer_time(at_ms, account, digest), Vec::new(), None),
+            TxnOp::put(self.layout.account_answer(account, at_ms, digest), Vec::new(), None),
+        ];
+        let mut kept = count_of(count);
+        let mut replaced_counted = false;
+        if let Some(old) = existing {
+            // An expired answer is a full window older: none of its keys is one of the above.
+            ops.push(TxnOp::delete(self.layout.answer_time(old.created_at_ms, account, digest), None));
+            let entry = self.read_one(self.layout.account_answer(account, old.created_at_ms, digest)).await?;
+            if entry.kv.is_some() {
+                replaced_counted = true;
+                when.push(entry.unchanged());
+                ops.push(TxnOp::delete(entry.key.clone(), None));
+            }
+        }
+        if !replaced_counted {
+            kept += 1;
+        }
+        let evict = kept.saturating_sub(self.answers_max).min(IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX as u64) as usize;
+        if evict > 0 {
+            let evicted = self.evict_oldest(account, digest, evict, &mut when, &mut ops).await?;
+            kept = kept.saturating_sub(evicted as u64);
+        }
+        ops.push(count_write(&count.key, kept));
+        Ok((when, ops))
+    }
+
+    /// Adds the deletion of up to `evict` of the account's oldest answers (skipping the key
+    /// being written) to a transaction. Returns how many.
+    async fn evict_oldest(
+        &self,
+        account: &str,
+        writing: &[u8; 32],
+        evict: usize,
+        when: &mut Vec<Compare>,
+        ops: &mut Vec<TxnOp>,
+    ) -> StoreResult<usize> {
+        let group = self.layout.account_answers(account);
+        let to = enc::prefix_end(&group).unwrap_or_default();
+        // One more than needed: the key being written may be among the oldest.
+        let kvs = self.range(group.clone(), to, evict + 1, true).await?;
+        let mut victims = Vec::with_capacity(evict);
+        for kv in &kvs {
+            let (at_ms, digest) = enc::parse_account_answer_tail(kv.key().get(group.len()..).unwrap_or_default())?;
+            if digest != *writing && victims.len() < evict {
+                victims.push((at_ms, digest));
+            }
+        }
+        if victims.is_empty() {
+            return Ok(0);
+        }
+        let answers = self.read(victims.iter().map(|(_, d)| self.layout.answer(account, d)).collect()).await?;
+        for ((at_ms, digest), read) in victims.iter().zip(answers) {
+            ops.push(TxnOp::delete(self.layout.account_answer(account, *at_ms, digest), None));
+            ops.push(TxnOp::delete(self.layout.answer_time(*at_ms, account, digest), None));
+            if read.answer()?.is_some_and(|a| a.created_at_ms == *at_ms) {
+                when.push(read.unchanged());
+                ops.push(TxnOp::delete(read.key.clone(), None));
+            }
+        }
+        Ok(victims.len())
     }
 
     /// Records the answer of a request that made no job, unless the key has one (returned).
     pub async fn put_answer(&self, answer: IdempotentAnswer) -> StoreResult<Option<IdempotentAnswer>> {
         answer.validate()?;
+        let keys =
+            vec![self.layout.answer(&answer.account, &answer.key_digest), self.layout.answer_count(&answer.account)];
         for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
-            let read = self.read_one(self.layout.answer(&answer.account, &answer.key_digest)).await?;
-            if let Some(first) = read.answer()?.filter(|a| a.is_live_at(answer.created_at_ms)) {
-                return Ok(Some(first));
+            let [read, count]: [Read; 2] = self.read(keys.clone()).await?.try_into().map_err(|_| short_read())?;
+            let existing = read.answer()?;
+            if let Some(first) = existing.as_ref().filter(|a| a.is_live_at(answer.created_at_ms)) {
+                return Ok(Some(first.clone()));
             }
-            if self.commit(vec![read.unchanged()], self.answer_puts(&answer)?.into()).await? {
+            let (mut when, ops) = self.answer_writes(&answer, existing.as_ref(), &count).await?;
+            when.push(read.unchanged());
+            if self.commit(when, ops).await? {
                 return Ok(None);
             }
         }
@@ -392,31 +492,92 @@ impl Db {
         self.read_one(self.layout.answer(&account, &key_digest)).await?.answer()
     }
 
-    /// Deletes up to `limit` answers created before `cutoff_ms` (a key reused after its answer
-    /// expired keeps its newer answer).
-    pub async fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
+    pub async fn answer_count(&self, account: String) -> StoreResult<u64> {
+        if check_id("account", &account).is_err() {
+            return Ok(0);
+        }
+        Ok(count_of(&self.read_one(self.layout.answer_count(&account)).await?))
+    }
+
+    /// Deletes every answer created before `cutoff_ms` (a key reused after its answer expired
+    /// keeps its newer answer), `batch_len` time-index entries per range read, until none is
+    /// left.
+    pub async fn purge_answers_before(&self, cutoff_ms: u64, batch_len: usize) -> StoreResult<usize> {
+        let batch_len = batch_len.clamp(1, STORE_PAGE_LEN_MAX);
         let family = self.layout.family(b'h');
         let mut to = family.clone();
         to.extend_from_slice(&cutoff_ms.to_be_bytes());
-        let kvs = self.range(family, to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
-        for chunk in kvs.chunks(ETCD_PURGE_JOBS_PER_TXN) {
-            let mut created = Vec::with_capacity(chunk.len());
-            let mut keys = Vec::with_capacity(chunk.len());
-            for kv in chunk {
-                let (at_ms, tail) = enc::parse_answer_time_key(self.layout.tail(b'h', kv.key())?)?;
-                created.push(at_ms);
-                keys.push(self.layout.answer_raw(tail));
+        let mut purged = 0;
+        loop {
+            let kvs = self.range(family.clone(), to.clone(), batch_len, true).await?;
+            for chunk in kvs.chunks(ETCD_PURGE_JOBS_PER_TXN) {
+                self.purge_answer_chunk(chunk).await?;
             }
-            let answers = self.read(keys).await?;
-            let mut ops: Vec<TxnOp> = chunk.iter().map(|kv| TxnOp::delete(kv.key().to_vec(), None)).collect();
-            for (read, at_ms) in answers.iter().zip(created) {
-                if read.answer()?.is_some_and(|a| a.created_at_ms == at_ms) {
+            purged += kvs.len();
+            if kvs.len() < batch_len {
+                return Ok(purged);
+            }
+        }
+    }
+
+    /// One transaction of the answer purge: the time-index entries, the answers they still
+    /// name, their account entries and the accounts' counts (compared, so a concurrent write
+    /// of the account makes it read again).
+    async fn purge_answer_chunk(&self, chunk: &[KeyValue]) -> StoreResult<()> {
+        let mut entries = Vec::with_capacity(chunk.len());
+        for kv in chunk {
+            let (at_ms, tail) = enc::parse_answer_time_key(self.layout.tail(b'h', kv.key())?)?;
+            entries.push((kv.key().to_vec(), at_ms, self.layout.answer_raw(tail)));
+        }
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let answers = self.read(entries.iter().map(|(_, _, key)| key.clone()).collect()).await?;
+            let mut when = Vec::new();
+            let mut ops: Vec<TxnOp> = entries.iter().map(|(key, _, _)| TxnOp::delete(key.clone(), None)).collect();
+            let mut expired = Vec::new();
+            for (read, (_, at_ms, _)) in answers.iter().zip(&entries) {
+                if let Some(answer) = read.answer()?.filter(|a| a.created_at_ms == *at_ms) {
+                    when.push(read.unchanged());
                     ops.push(TxnOp::delete(read.key.clone(), None));
+                    expired.push(answer);
                 }
             }
-            self.commit(Vec::new(), ops).await?;
+            self.uncount_answers(&expired, &mut when, &mut ops).await?;
+            if self.commit(when, ops).await? {
+                return Ok(());
+            }
         }
-        Ok(kvs.len())
+        Err(conflict("answer purge"))
+    }
+
+    /// Adds the deletion of the account entries of `answers` (those that have one: answers
+    /// written before counts existed have none) and their accounts' counts, compared.
+    async fn uncount_answers(
+        &self,
+        answers: &[IdempotentAnswer],
+        when: &mut Vec<Compare>,
+        ops: &mut Vec<TxnOp>,
+    ) -> StoreResult<()> {
+        if answers.is_empty() {
+            return Ok(());
+        }
+        let entries = answers.iter().map(|a| self.layout.account_answer(&a.account, a.created_at_ms, &a.key_digest));
+        let reads = self.read(entries.collect()).await?;
+        let mut uncounted: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+        for (read, answer) in reads.iter().zip(answers) {
+            if read.kv.is_some() {
+                ops.push(TxnOp::delete(read.key.clone(), None));
+                *uncounted.entry(answer.account.as_str()).or_default() += 1;
+            }
+        }
+        if uncounted.is_empty() {
+            return Ok(());
+        }
+        let counts = self.read(uncounted.keys().map(|a| self.layout.answer_count(a)).collect()).await?;
+        for (read, gone) in counts.iter().zip(uncounted.values()) {
+            when.push(read.unchanged());
+            ops.push(count_write(&read.key, count_of(read).saturating_sub(*gone)));
+        }
+        Ok(())
     }
 
     /// The live job a subject pointer names, if it is still live.
@@ -433,9 +594,11 @@ impl Db {
             let (job_read, job) = self.live_job(&id, "cancel", &[JobState::Queued]).await?;
             let pointer_key = self.layout.live_subject(&job.account, job.kind.subject());
             let usage_key = self.layout.usage(&job.key_id, job.quota_period_start_ms);
-            let keys = vec![usage_key, pointer_key, self.layout.live_count(&job.account)];
-            let [usage_read, pointer, count]: [Read; 3] =
-                self.read(keys).await?.try_into().map_err(|_| short_read())?;
+            let mut keys = vec![usage_key, pointer_key, self.layout.live_count(&job.account)];
+            keys.extend(job.idempotency_digest.map(|d| self.layout.answer(&job.account, &d)));
+            let mut reads = self.read(keys).await?;
+            let answer_read = if job.idempotency_digest.is_some() { reads.pop() } else { None };
+            let [usage_read, pointer, count]: [Read; 3] = reads.try_into().map_err(|_| short_read())?;
             let mut ops = vec![
                 TxnOp::delete(job_read.key.clone(), None),
                 TxnOp::delete(self.layout.subject(&job), None),
@@ -443,13 +606,20 @@ impl Db {
                 TxnOp::delete(self.layout.owner(&job.id), None),
                 count_put(&count, -1),
             ];
-            if let Some(digest) = &job.idempotency_digest {
-                ops.push(TxnOp::delete(self.layout.answer(&job.account, digest), None));
-            }
             if pointer.value() == Some(job.id.as_bytes()) {
                 ops.push(TxnOp::delete(pointer.key.clone(), None));
             }
             let mut when = vec![job_read.unchanged(), pointer.unchanged(), count.unchanged()];
+            // The answer the job was admitted with goes too, if the key still holds it.
+            if let Some(read) = &answer_read {
+                if let Some(answer) = read.answer()?.filter(|a| a.job_id == job.id) {
+                    when.push(read.unchanged());
+                    ops.push(TxnOp::delete(read.key.clone(), None));
+                    let time = self.layout.answer_time(answer.created_at_ms, &answer.account, &answer.key_digest);
+                    ops.push(TxnOp::delete(time, None));
+                    self.uncount_answers(std::slice::from_ref(&answer), &mut when, &mut ops).await?;
+                }
+            }
             if job.charged {
                 let mut next = usage_read.usage()?;
                 next.add(&usage::release());

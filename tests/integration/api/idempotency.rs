@@ -2,7 +2,8 @@
 //! repeat gets the first answer (same status, same body, `Idempotent-Replayed: true`) and no
 //! new charge — for a new job, a deduplicated one and after a restart; the same key with
 //! another request is `409 IDEMPOTENCY_KEY_REUSED`; keys are per account; a malformed key is
-//! `400`. Jobs read the demo ledger through the local JSON-RPC server with added latency, so
+//! `400`; an account keeps its newest `IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX` keys, and an evicted
+//! key used again is a new request. Jobs read the demo ledger through the local JSON-RPC server with added latency, so
 //! they stay live while the test repeats requests.
 
 use super::support::*;
@@ -92,6 +93,46 @@ fn a_deduplicated_answer_is_kept_as_answered() {
     let swapped = post_with(&server, k, COMPARE_PATH, &compare_body(SYBIL_B, SYBIL_A), "dedup-1");
     assert_eq!(swapped.status, 409, "{swapped:?}");
     assert_eq!(server.usage(k).comparison, 1, "one comparison charged");
+}
+
+#[test]
+fn an_account_keeps_its_newest_keys_and_an_evicted_key_is_a_new_request() {
+    use xray::config::IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX as CAP;
+    let server = serve_slow(300, |_| {});
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let store = &server.running().store;
+    let first = post_with(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION), "order-1");
+    assert_eq!(first.status, 202, "{first:?}");
+    assert_eq!(store.answer_count(&key.account).unwrap(), 1);
+    // The account then sends CAP newer keys (their answers written as a deduplicated POST's
+    // would be): the store keeps the newest CAP, so "order-1", the oldest, is evicted.
+    let later_ms = xray::clock::now_unix_ms() + 1;
+    for i in 0..CAP as u64 {
+        let mut key_digest = [0xAB; 32];
+        key_digest[..8].copy_from_slice(&i.to_be_bytes());
+        let answer = xray::store::IdempotentAnswer {
+            account: key.account.clone(),
+            key_digest,
+            fingerprint: [0; 32],
+            job_id: "an_seeded".into(),
+            state: xray::store::JobState::Queued,
+            deduplicated: true,
+            created_at_ms: later_ms,
+        };
+        assert_eq!(store.put_answer(&answer).unwrap(), None);
+    }
+    assert_eq!(store.answer_count(&key.account).unwrap(), CAP as u64, "the cap holds");
+    // Used again, the evicted key is a new request (deduplicated onto its job, or its fresh
+    // result reused), not a replay; its new answer is kept and replayed from then on.
+    let again = post_with(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION), "order-1");
+    assert!(matches!(again.status, 200 | 202), "{again:?}");
+    assert_eq!(again.header("idempotent-replayed"), None, "{again:?}");
+    assert_eq!(again.data()["analysisId"], first.data()["analysisId"]);
+    assert_replay(&again, &post_with(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION), "order-1"));
+    assert_eq!(store.answer_count(&key.account).unwrap(), CAP as u64);
+    let usage = server.usage(k);
+    assert_eq!(usage.used + usage.reserved, 1, "charged once: {usage:?}");
 }
 
 #[test]

@@ -21,7 +21,9 @@ fn open(test: &str) -> EtcdStore {
 }
 
 fn open_at(endpoints: &[String], prefix: &str) -> EtcdStore {
-    EtcdStore::open(endpoints, prefix, 0).unwrap_or_else(|e| panic!("etcd store at {endpoints:?}: {e}"))
+    EtcdStore::open(endpoints, prefix, 0)
+        .unwrap_or_else(|e| panic!("etcd store at {endpoints:?}: {e}"))
+        .with_answers_per_account_max(ANSWER_CAP)
 }
 
 macro_rules! contract_tests {

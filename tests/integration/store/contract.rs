@@ -30,7 +30,9 @@ macro_rules! every_test {
             backlog_hands_out_running_then_queued_in_bounded_pages,
             a_rotation_carries_the_old_keys_usage,
             an_admission_keeps_its_answer_in_the_same_write,
-            answers_are_purged_oldest_first_in_bounded_pages,
+            one_purge_removes_every_expired_answer_in_batches,
+            answers_past_the_cap_evict_the_oldest_of_that_account_only,
+            writers_of_one_account_on_many_threads_keep_its_count_exact,
             the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up,
             webhook_secrets_are_per_account_and_replaced_on_rotation,
             an_accounts_outbox_keeps_its_newest_webhooks,
@@ -242,25 +244,110 @@ pub fn an_admission_keeps_its_answer_in_the_same_write(store: &dyn Store) {
     assert_eq!(usage(store).reserved, 1);
 }
 
-pub fn answers_are_purged_oldest_first_in_bounded_pages(store: &dyn Store) {
-    for i in 1..=5u8 {
-        store.put_answer(&answer(ACCOUNT, i, "an_x", u64::from(i) * 10)).unwrap();
+/// The answer of key `[digest; 32]` of `acc_<account>`, created at `at_ms`.
+fn answer_of(account: u8, digest: u8, at_ms: u64) -> IdempotentAnswer {
+    answer(&format!("acc_{account}"), digest, "an_x", at_ms)
+}
+
+pub fn one_purge_removes_every_expired_answer_in_batches(store: &dyn Store) {
+    // 5 accounts × 5 answers (under the cap), created at 10, 20, … 250.
+    for i in 0..25u8 {
+        store.put_answer(&answer_of(i % 5, i, (u64::from(i) + 1) * 10)).unwrap();
     }
-    // Created at 10..=40 are older than 45: four answers, three per call.
-    let counts: Vec<usize> = (0..3).map(|_| store.purge_answers_before(45, 3).unwrap()).collect();
-    assert_eq!(counts, [3, 1, 0]);
-    for i in 1..=4u8 {
-        assert_eq!(store.get_answer(ACCOUNT, &[i; 32]).unwrap(), None);
+    // Created at 10..=200 are older than 205: twenty answers, gone in one call of batches of 3
+    // (the old purge stopped at one page per call and could fall behind).
+    assert_eq!(store.purge_answers_before(205, 3).unwrap(), 20);
+    for i in 0..25u8 {
+        let kept = store.get_answer(&format!("acc_{}", i % 5), &[i; 32]).unwrap();
+        assert_eq!(kept.is_some(), i >= 20, "answer {i}");
     }
-    assert!(store.get_answer(ACCOUNT, &[5; 32]).unwrap().is_some());
-    // An answer past its window is as good as absent: a new answer of the key replaces it.
-    let expired = answer(ACCOUNT, 5, "an_5", 50 + xray::config::IDEMPOTENCY_TTL_MS);
+    for account in 0..5u8 {
+        assert_eq!(store.answer_count(&format!("acc_{account}")).unwrap(), 1, "acc_{account} keeps one");
+    }
+    assert_eq!(store.purge_answers_before(205, 3).unwrap(), 0, "nothing left to take");
+    // An answer past its window is as good as absent: a new answer of the key replaces it and
+    // takes its place in the count.
+    let expired = answer_of(0, 20, 210 + xray::config::IDEMPOTENCY_TTL_MS);
     assert_eq!(store.put_answer(&expired).unwrap(), None);
-    assert_eq!(store.get_answer(ACCOUNT, &[5; 32]).unwrap(), Some(expired));
+    assert_eq!(store.get_answer("acc_0", &[20; 32]).unwrap(), Some(expired.clone()));
+    assert_eq!(store.answer_count("acc_0").unwrap(), 1);
+    // The purge of the replaced answer's time leaves the newer answer.
+    assert_eq!(store.purge_answers_before(300, 10).unwrap(), 4);
+    assert_eq!(store.get_answer("acc_0", &[20; 32]).unwrap(), Some(expired));
+    assert_eq!(store.answer_count("acc_0").unwrap(), 1);
+    assert_eq!(store.answer_count("acc_1").unwrap(), 0);
     // A key answered again after its old answer was purged keeps the new one.
-    store.put_answer(&answer(ACCOUNT, 1, "an_new", 1_000)).unwrap();
-    assert_eq!(store.purge_answers_before(45, 10).unwrap(), 0);
-    assert_eq!(store.get_answer(ACCOUNT, &[1; 32]).unwrap().map(|a| a.job_id), Some("an_new".into()));
+    store.put_answer(&answer_of(1, 1, 1_000)).unwrap();
+    assert_eq!(store.purge_answers_before(205, 10).unwrap(), 0);
+    assert_eq!(store.get_answer("acc_1", &[1; 32]).unwrap().map(|a| a.created_at_ms), Some(1_000));
+}
+
+pub fn answers_past_the_cap_evict_the_oldest_of_that_account_only(store: &dyn Store) {
+    let cap = ANSWER_CAP as u8;
+    // cap + 3 answers of acc_0 (keys 1..=cap+3, oldest first), two of acc_1.
+    for i in 1..=cap + 3 {
+        assert_eq!(store.put_answer(&answer_of(0, i, u64::from(i) * 10)).unwrap(), None);
+    }
+    store.put_answer(&answer_of(1, 1, 5)).unwrap();
+    store.put_answer(&answer_of(1, 2, 6)).unwrap();
+    let kept = |account: u8, digest: u8| store.get_answer(&format!("acc_{account}"), &[digest; 32]).unwrap().is_some();
+    assert_eq!(store.answer_count("acc_0").unwrap(), ANSWER_CAP as u64, "the cap holds");
+    for i in 1..=cap + 3 {
+        assert_eq!(kept(0, i), i > 3, "key {i}: the three oldest are evicted, the newest cap kept");
+    }
+    assert!(kept(1, 1) && kept(1, 2), "another account's answers are its own");
+    assert_eq!(store.answer_count("acc_1").unwrap(), 2);
+    // An evicted key used again is a new request: its answer is written, the next oldest goes.
+    assert_eq!(store.put_answer(&answer_of(0, 1, 500)).unwrap(), None);
+    assert!(kept(0, 1) && !kept(0, 4));
+    // An answer written with its admission counts the same way, and its undo gives the place back.
+    let job = xray::store::JobRecord {
+        idempotency_digest: Some([50; 32]),
+        account: "acc_0".into(),
+        ..analysis("an_50", "Wallet50", 600)
+    };
+    store.admit(&job, Some(&answer("acc_0", 50, "an_50", 600))).unwrap();
+    assert!(kept(0, 50) && !kept(0, 5));
+    assert_eq!(store.answer_count("acc_0").unwrap(), ANSWER_CAP as u64);
+    store.cancel_admission("an_50").unwrap();
+    assert!(!kept(0, 50));
+    assert_eq!(store.answer_count("acc_0").unwrap(), ANSWER_CAP as u64 - 1);
+    // Replacing an expired answer of a kept key takes no new place.
+    let again = answer_of(0, 6, 60 + xray::config::IDEMPOTENCY_TTL_MS);
+    assert_eq!(store.put_answer(&again).unwrap(), None);
+    assert_eq!(store.answer_count("acc_0").unwrap(), ANSWER_CAP as u64 - 1);
+    // Writing on past the cap many times over still keeps exactly the newest cap.
+    let later_ms = 1_000 + xray::config::IDEMPOTENCY_TTL_MS;
+    for i in 100..100 + 3 * cap {
+        store.put_answer(&answer_of(0, i, later_ms + u64::from(i))).unwrap();
+    }
+    assert_eq!(store.answer_count("acc_0").unwrap(), ANSWER_CAP as u64);
+    for i in 100..100 + 3 * cap {
+        assert_eq!(kept(0, i), i >= 100 + 2 * cap, "key {i}");
+    }
+    assert!(!kept(0, 6), "the replaced answer took its age with it: evicted among the oldest");
+    // The purge takes everything and leaves nothing counted.
+    assert_eq!(store.purge_answers_before(u64::MAX, 5).unwrap(), ANSWER_CAP + 2);
+    assert_eq!((store.answer_count("acc_0").unwrap(), store.answer_count("acc_1").unwrap()), (0, 0));
+}
+
+pub fn writers_of_one_account_on_many_threads_keep_its_count_exact(store: &dyn Store) {
+    const THREADS: u8 = 4;
+    const PER_THREAD: u8 = 6;
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            scope.spawn(move || {
+                for i in 0..PER_THREAD {
+                    let digest = t * PER_THREAD + i;
+                    store.put_answer(&answer_of(0, digest, 100 + u64::from(digest))).unwrap();
+                }
+            });
+        }
+    });
+    let total = THREADS * PER_THREAD;
+    let kept = (0..total).filter(|d| store.get_answer("acc_0", &[*d; 32]).unwrap().is_some()).count();
+    assert_eq!(kept, ANSWER_CAP, "exactly the cap is kept");
+    assert_eq!(store.answer_count("acc_0").unwrap(), ANSWER_CAP as u64, "and counted");
 }
 
 pub fn keys_round_trip_and_list_in_pages(store: &dyn Store) {

@@ -83,8 +83,11 @@ impl Store for FaultyStore {
     fn get_answer(&self, account: &str, key_digest: &[u8; 32]) -> StoreResult<Option<IdempotentAnswer>> {
         self.inner.get_answer(account, key_digest)
     }
-    fn purge_answers_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
-        self.inner.purge_answers_before(cutoff_ms, limit)
+    fn purge_answers_before(&self, cutoff_ms: u64, batch_len: usize) -> StoreResult<usize> {
+        self.inner.purge_answers_before(cutoff_ms, batch_len)
+    }
+    fn answer_count(&self, account: &str) -> StoreResult<u64> {
+        self.inner.answer_count(account)
     }
     fn cancel_admission(&self, id: &str) -> StoreResult<()> {
         match take_one(&self.fail_cancels) {

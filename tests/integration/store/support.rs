@@ -9,9 +9,14 @@ pub const ACCOUNT: &str = "acc_1";
 pub const KEY_ID: &str = "key_1";
 pub const PERIOD_MS: u64 = 1_800_000_000_000;
 pub const ENGINE: &str = "1.0.0";
+/// Idempotent answers per account of the stores the contract runs on (the server's cap,
+/// `IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX`, is too large to pass in a test).
+pub const ANSWER_CAP: usize = 8;
 
 pub fn open(dir: &Path) -> RocksStore {
-    open_with(dir, StoreOptions { block_cache_bytes: 8 << 20, ..StoreOptions::default() })
+    let options =
+        StoreOptions { block_cache_bytes: 8 << 20, answers_per_account_max: ANSWER_CAP, ..StoreOptions::default() };
+    open_with(dir, options)
 }
 
 pub fn open_with(dir: &Path, options: StoreOptions) -> RocksStore {
