@@ -32,7 +32,7 @@ use super::execute::{execute, JobSpec, Outcome, ReusedScores};
 use crate::config::{COMPUTE_IDLE_POLL_MS, JOB_DEADLINE_S_DEFAULT, JOB_LEDGER_BYTES_MAX_DEFAULT};
 use crate::labels::Labels;
 use crate::ledger::budget::{self, ByteBudget};
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::view::ViewOptions;
 
 /// One unit of admitted work.
