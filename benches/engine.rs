@@ -17,7 +17,7 @@ use xray::jobs::execute::{execute, JobSpec, Outcome};
 use xray::labels::Labels;
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::model::Transaction;
-use xray::ledger::source::LedgerSource;
+use xray::ledger::read::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{self, RpcResponse, TransactionResult};
 use xray::ledger::WalletView;

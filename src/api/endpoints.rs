@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::idempotency::idempotency_key;
+use super::idempotency::{idempotency_key, Asked};
 use super::json::{parse_body, CompareRequest, WalletRequest};
 use super::router::{analysis_path, comparison_path, parse_wait};
 use super::wire::*;
@@ -85,14 +85,6 @@ impl<'d> Answer<'d> {
         };
         Answer { job, deduplicated, replayed }
     }
-}
-
-/// What a work-creating request asks besides its subject.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Asked<'b> {
-    pub refresh: bool,
-    /// Checked by the webhook policy.
-    pub callback_url: Option<&'b str>,
 }
 
 /// The wire's name of a job: analysis id and wallet, or pair id and wallets.

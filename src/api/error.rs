@@ -72,8 +72,8 @@ pub enum ApiError {
     RateLimited {
         retry_after_s: u64,
     },
-    /// The per-client-IP limit of failed authentications (contract §3): refused before the key
-    /// store is touched, so no key's `RateLimit` headers go with it.
+    /// The per-client-IP limit of failed authentications (contract §3): a failure past it. No
+    /// key authenticated, so no key's `RateLimit` headers go with it.
     FailedAuthLimited {
         retry_after_s: u64,
     },

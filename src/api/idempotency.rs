@@ -2,8 +2,9 @@
 //! API: checked (1–255 printable ASCII characters, else `400 INVALID_REQUEST` naming the
 //! header) and turned into the digests admission keeps (`jobs::admission::IdempotencyKey`).
 //!
-//! Owns: the key's digest and the request's fingerprint, and a batch's per-item keys. Pure;
-//! listener threads.
+//! Owns: the key's digest and the request's fingerprint, a batch's per-item keys, and `Asked`
+//! (what a request asks besides its subject, which the fingerprint covers). Pure; listener
+//! threads.
 //!
 //! Invariant: the fingerprint covers what the request asks — the route, the addresses in the
 //! order sent, `refresh` — and nothing of its spelling (whitespace, field order, unknown
@@ -12,11 +13,19 @@
 
 use sha2::{Digest, Sha256};
 
-use super::endpoints::Asked;
 use super::ApiError;
 use crate::config::IDEMPOTENCY_KEY_CHARS_MAX;
 use crate::http::ApiRequest;
 use crate::jobs::admission::{IdempotencyKey, Work};
+
+/// What a work-creating request asks besides its subject: part of its fingerprint. Declared
+/// here, below the endpoints that fill it in, so this module imports nothing of theirs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked<'b> {
+    pub refresh: bool,
+    /// Checked by the webhook policy.
+    pub callback_url: Option<&'b str>,
+}
 
 /// Domain separator of the fingerprint hash.
 const FINGERPRINT_DOMAIN: &[u8] = b"xray-idempotency-v1";

@@ -1,7 +1,7 @@
 //! The public API as served: the contract's pipeline for each request, in order. Read this
 //! directory after `http/` (which hands a request over) and before `jobs/` (where admitted work
-//! goes): `router` (404/405, `wait`) → `mod.rs` (per-IP block → authentication → scope → rate
-//! limit) → `json` (body: 415/413/400) → `endpoints` (validation, classification, admission,
+//! goes): `router` (404/405, `wait`) → `mod.rs` (authentication, its failures limited per
+//! client IP → scope → rate limit) → `json` (body: 415/413/400) → `endpoints` (validation, classification, admission,
 //! polls, status, usage) → `wire` (success bodies) and `error` (every refusal's code, status,
 //! details and headers, in one place).
 //!
@@ -36,7 +36,6 @@ pub use endpoints::finished_document;
 pub use error::ApiError;
 pub use router::Route;
 
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -210,22 +209,29 @@ impl ApiHandler {
         error.to_response(&request.request_id)
     }
 
-    /// Contract §3 step 2, with the per-IP limit of failed authentications in front of it.
+    /// Contract §3 step 2, with the per-IP limit of failed authentications: a key that works
+    /// passes whatever the limit (it limits failures; the table's cells are shared, so anyone
+    /// able to fill them must not lock valid keys out), and a failure past the limit is a 429.
     fn authenticate(&self, request: &ApiRequest, now_ns: u64, now_ms: u64) -> Result<Arc<KeyEntry>, ApiError> {
-        let ip_limited = |ip: IpAddr| {
+        let (ip, header) = (request.client_ip, request.authorization.as_deref());
+        let ip_limited = || {
             let retry_after_s = self.app.ip_failures.blocked_retry_after_s(ip, now_ns).unwrap_or(1);
             self.app.metrics.reject(RejectReason::RateLimitedIp);
             ApiError::FailedAuthLimited { retry_after_s: u64::from(retry_after_s) }
         };
-        if self.app.ip_failures.is_blocked(request.client_ip, now_ns) {
-            return Err(ip_limited(request.client_ip));
-        }
-        match self.app.keys.authenticate(request.authorization.as_deref(), now_ms) {
-            Ok(key) => Ok(key),
-            Err(why) if self.app.ip_failures.check_failure(request.client_ip, now_ns) => {
-                Err(ApiError::Unauthenticated(why))
+        if self.app.ip_failures.is_blocked(ip, now_ns) {
+            // Every failure from here gets the same 429, so only the cheap check of a key that
+            // works is made (`active_key`: no decode to name a refusal).
+            if let Some(key) = self.app.keys.active_key(header, now_ms) {
+                return Ok(key);
             }
-            Err(_) => Err(ip_limited(request.client_ip)),
+            self.app.ip_failures.check_failure(ip, now_ns);
+            return Err(ip_limited());
+        }
+        match self.app.keys.authenticate(header, now_ms) {
+            Ok(key) => Ok(key),
+            Err(why) if self.app.ip_failures.check_failure(ip, now_ns) => Err(ApiError::Unauthenticated(why)),
+            Err(_) => Err(ip_limited()),
         }
     }
 

@@ -11,7 +11,8 @@
 //! one hash-map probe (whose digest equality is constant-time) and atomic loads. A presented
 //! key's base58 is decoded (to tell `malformed` from `unknown`) only when its digest is not in
 //! the table: every stored digest is the digest of a well-formed key, so a hit proves the text
-//! well formed and the decode, the costliest step, is spent only on refusals.
+//! well formed and the decode, the costliest step, is spent only on refusals — and never on
+//! those of a client the failed-authentication limiter blocks (`active_key`).
 //! Invariant: writers are serialized by one mutex and publish a whole new snapshot
 //! (clone-and-swap), so a new or rotated key is visible to every thread at its next request;
 //! revocation flips an atomic in the shared entry and is visible at once, without a swap.
@@ -349,6 +350,20 @@ impl KeyTable {
         }
     }
 
+    /// The active key `header_value` names, or `None` without saying why not: for a client the
+    /// failed-authentication limiter blocks, whose every failure gets the same 429, so the
+    /// base58 decode that tells `malformed` from `unknown` is never spent. A text that cannot
+    /// be a key (no `svc_live_` prefix, longer than any key) is refused before its digest.
+    pub fn active_key(&self, header_value: Option<&str>, now_ms: u64) -> Option<Arc<KeyEntry>> {
+        let text = bearer_token(header_value).ok()?;
+        if !text.starts_with(key::KEY_PREFIX) || text.len() > key::KEY_TEXT_LEN_MAX {
+            return None;
+        }
+        let map = self.map.load();
+        let entry = map.by_digest.get(&key::digest(text))?;
+        (entry.state_at(now_ms) == KeyState::Active).then(|| Arc::clone(entry))
+    }
+
     /// As `authenticate`, for a raw header value: one that is not UTF-8 is `malformed`.
     pub fn authenticate_bytes(&self, header_value: Option<&[u8]>, now_ms: u64) -> Result<Arc<KeyEntry>, AuthFailure> {
         let text = header_value.map(std::str::from_utf8).transpose().map_err(|_| AuthFailure::Malformed)?;
@@ -612,6 +627,22 @@ mod tests {
         assert_eq!(table.authenticate_bytes(Some(b"Bearer \xff"), NOW).err(), Some(AuthFailure::Malformed));
         assert!(table.authenticate_bytes(Some(bearer(&key).as_bytes()), NOW).is_ok());
         assert_eq!(table.authenticate_bytes(None, NOW).err(), Some(AuthFailure::Missing));
+    }
+
+    #[test]
+    fn active_key_finds_only_a_key_that_works() {
+        let (table, key, record) = table_with_key();
+        let (revoked_key, revoked) = table.issue(&spec(), NOW).expect("issued");
+        table.revoke(&revoked.id, NOW).expect("revoked");
+        let stranger = ApiKey::generate().expect("randomness");
+        let found = table.active_key(Some(&bearer(&key)), NOW).map(|e| e.id().clone());
+        assert_eq!(found.as_ref(), Some(&record.id));
+        let too_long = format!("Bearer {}{}", key.expose_secret(), "1".repeat(key::KEY_BASE58_LEN_MAX));
+        for header in
+            [None, Some("Bearer nope".to_owned()), Some(bearer(&stranger)), Some(bearer(&revoked_key)), Some(too_long)]
+        {
+            assert!(table.active_key(header.as_deref(), NOW).is_none(), "{header:?}");
+        }
     }
 
     #[test]

@@ -24,8 +24,8 @@ use crate::config;
 use crate::engine::flows::first_funder_address;
 use crate::ledger::demo::DemoLedger;
 use crate::ledger::model::TokenProgram;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::snapshot::format::{self, Entry, Manifest, MANIFEST_FILE};
-use crate::ledger::source::LedgerSource;
 use crate::ledger::view::{build_view, read_hop, ViewOptions};
 use crate::ledger::wire::{
     self, KeyedAccount, RpcContext, RpcResponse, SignatureInfo, TransactionResult, UiAccount, Value, WithContext,

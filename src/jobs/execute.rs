@@ -15,7 +15,7 @@ use crate::engine::report::{Score, XRay};
 use crate::engine::{self, compare};
 use crate::error_code::ErrorCode;
 use crate::labels::Labels;
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::view::{build_view_unless, read_hop, ViewOptions};
 use crate::ledger::{LedgerError, WalletView};
 use crate::pubkey::Pubkey;

@@ -10,14 +10,19 @@
 //! `jobs_in_flight_max` jobs, so work in memory is bounded; each job runs within its
 //! `JobBudget` (a deadline, and a byte budget the ledger sources charge: `ledger::budget`) and
 //! ends FAILED, refunded, past either; a ticket is executed exactly once
-//! (popped by one thread) and always reported to the sink — a run that panics ends FAILED
-//! (`ANALYSIS_FAILED`, refunded) and gives its slot back; after `shutdown` no ticket is popped and in-flight jobs finish
-//! before the threads exit (queued tickets stay durable in the store and are re-queued on
-//! restart). The caller opens RocksDB before starting the pool: its background threads must not
-//! inherit a pin.
+//! (popped by one thread) and always reported to the sink; after `shutdown` no ticket is popped
+//! and in-flight jobs finish before the threads exit (queued tickets stay durable in the store
+//! and are re-queued on restart). The caller opens RocksDB before starting the pool: its
+//! background threads must not inherit a pin.
+//! Invariant: the whole job path is panic-safe (`run_job`): a panic in the sink's `started`, in
+//! the run or in the sink's `finished` ends the job FAILED (`ANALYSIS_FAILED`, refunded, out of
+//! the live index) and gives its slot back. When `finished` itself panicked, the job is ended
+//! through `JobSink::finished_plainly`, the sink's path with the fewest steps; should that panic
+//! too, the job stays live in the store and the next start's recovery runs it again (its starts
+//! are counted: past `JOB_STARTS_MAX` it is ended FAILED without running).
 
 use std::cell::Cell;
-use std::panic::AssertUnwindSafe;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,7 +37,7 @@ use super::execute::{execute, JobSpec, Outcome, ReusedScores};
 use crate::config::{COMPUTE_IDLE_POLL_MS, JOB_DEADLINE_S_DEFAULT, JOB_LEDGER_BYTES_MAX_DEFAULT};
 use crate::labels::Labels;
 use crate::ledger::budget::{self, ByteBudget};
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::view::ViewOptions;
 
 /// One unit of admitted work.
@@ -48,6 +53,10 @@ pub trait JobSink: ReusedScores + Send + Sync + 'static {
     /// The job is about to run; `Err` is the outcome it ends with instead of running.
     fn started(&self, ticket: &Ticket) -> Result<(), Outcome>;
     fn finished(&self, ticket: Ticket, outcome: Outcome);
+    /// Ends the job with `outcome` by the fewest steps the sink has: called only after
+    /// `finished` panicked, so it does nothing `finished` does beyond settling the job (no
+    /// work on the outcome), which leaves the least that can panic again.
+    fn finished_plainly(&self, id: &str, outcome: Outcome);
 }
 
 #[derive(Debug, Clone)]
@@ -221,11 +230,7 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
                     (shared.clone(), source.clone(), in_flight.clone(), slot_freed.clone());
                 tokio::task::spawn_local(async move {
                     let _slot = InFlightSlot { in_flight, slot_freed };
-                    if let Err(outcome) = shared.sink.started(&ticket) {
-                        return shared.sink.finished(ticket, outcome);
-                    }
-                    let outcome = run_within_budget(&shared, &*source, &ticket).await;
-                    shared.sink.finished(ticket, outcome);
+                    run_job(&shared, &*source, ticket).await;
                 });
                 continue;
             }
@@ -238,14 +243,41 @@ async fn dispatch<S: LedgerSource + 'static>(shared: Rc<Shared>, source: Rc<S>) 
     }
 }
 
+/// One ticket's whole path: started, run, finished. A panic anywhere on it is a bug, but must
+/// not strand the job RUNNING with its unit reserved (and panic again after every restart): it
+/// ends FAILED, refunded.
+async fn run_job<S: LedgerSource>(shared: &Shared, source: &S, ticket: Ticket) {
+    let outcome = match catch_unwind(AssertUnwindSafe(|| shared.sink.started(&ticket))) {
+        Ok(Ok(())) => run_within_budget(shared, source, &ticket).await,
+        Ok(Err(outcome)) => outcome,
+        Err(_) => {
+            tracing::error!(job = %ticket.id, "starting the job panicked: it ends FAILED");
+            Outcome::panicked()
+        }
+    };
+    finish(&*shared.sink, ticket, outcome);
+}
+
+/// Reports the outcome; when that panics, ends the job FAILED through the sink's plain path,
+/// and when that panics too, leaves it to the next start's recovery (see the module doc).
+fn finish(sink: &dyn JobSink, ticket: Ticket, outcome: Outcome) {
+    let id = ticket.id.clone();
+    if catch_unwind(AssertUnwindSafe(|| sink.finished(ticket, outcome))).is_ok() {
+        return;
+    }
+    tracing::error!(job = %id, "finishing the job panicked: it ends FAILED by the plain path");
+    if catch_unwind(AssertUnwindSafe(|| sink.finished_plainly(&id, Outcome::panicked()))).is_err() {
+        tracing::error!(job = %id, "ending the job FAILED panicked too: it is left to recovery at the next start");
+    }
+}
+
 /// Runs one job within its budget of time and ledger bytes.
 async fn run_within_budget<S: LedgerSource>(shared: &Shared, source: &S, ticket: &Ticket) -> Outcome {
     let limits = shared.config.budget;
     let scores: &dyn ReusedScores = &*shared.sink;
     let run = execute(source, &shared.labels, &ticket.spec, shared.config.view, scores);
     let run = budget::within(ByteBudget::new(limits.ledger_bytes_max), tokio::time::timeout(limits.deadline, run));
-    // A panic is a bug, but it must not strand the job RUNNING with its unit reserved (and
-    // panic again after every restart): it ends FAILED, refunded.
+    // The run's own panics, caught here so the sink still gets the job (see `run_job`).
     match AssertUnwindSafe(run).catch_unwind().await {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(_elapsed)) => {
@@ -299,6 +331,10 @@ mod tests {
             if let Ok(tx) = self.0.lock() {
                 let _ = tx.send((ticket, outcome));
             }
+        }
+        fn finished_plainly(&self, id: &str, outcome: Outcome) {
+            let ticket = Ticket { id: id.to_owned(), spec: JobSpec::Analysis { wallet: Pubkey::default() } };
+            self.finished(ticket, outcome);
         }
     }
 
@@ -445,6 +481,57 @@ mod tests {
             other => panic!("the panicking job ends FAILED: {other:?}"),
         }
         assert!(matches!(second, (t, Outcome::Ready { .. }) if t.id == "an_next"));
+    }
+
+    /// `Collect`, panicking in `started` for ticket `an_start` and in `finished` for
+    /// `an_finish`.
+    struct Panicky(Collect);
+
+    impl ReusedScores for Panicky {
+        fn score_of(&self, _: &str) -> Option<crate::engine::report::Score> {
+            None
+        }
+    }
+
+    impl JobSink for Panicky {
+        fn started(&self, ticket: &Ticket) -> Result<(), Outcome> {
+            assert!(ticket.id != "an_start", "a bug in starting this job");
+            self.0.started(ticket)
+        }
+        fn finished(&self, ticket: Ticket, outcome: Outcome) {
+            assert!(ticket.id != "an_finish", "a bug in finishing this job");
+            self.0.finished(ticket, outcome)
+        }
+        fn finished_plainly(&self, id: &str, outcome: Outcome) {
+            self.0.finished_plainly(id, outcome)
+        }
+    }
+
+    #[test]
+    fn a_panicking_sink_ends_the_job_failed_and_frees_its_slot() {
+        let (tx, rx) = mpsc::channel();
+        let seed = crate::config::DEMO_SEED_DEFAULT;
+        let demo = DemoLedger::new(seed);
+        // One job in flight at a time: a slot lost to a panic would stall the jobs after it.
+        let config = PoolConfig { jobs_in_flight_max: 1, ..config(1, 8) };
+        let sink = Arc::new(Panicky(Collect(std::sync::Mutex::new(tx))));
+        let pool = ComputePool::start(config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).unwrap();
+        let wallet = demo.archetype("clean").unwrap();
+        for id in ["an_start", "an_finish", "an_next"] {
+            pool.submit(Ticket { id: id.into(), spec: JobSpec::Analysis { wallet } }).unwrap();
+        }
+        let done: Vec<(Ticket, Outcome)> = (0..3).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
+        assert!(pool.shutdown().is_empty());
+        assert!(rx.try_recv().is_err(), "each job is reported once");
+        for (ticket, outcome) in &done[..2] {
+            match outcome {
+                Outcome::Failed { code, .. } => assert_eq!(code.as_str(), "ANALYSIS_FAILED", "{}", ticket.id),
+                other => panic!("{} ends FAILED: {other:?}", ticket.id),
+            }
+        }
+        let ids: Vec<&str> = done.iter().map(|(t, _)| t.id.as_str()).collect();
+        assert_eq!(ids, ["an_start", "an_finish", "an_next"]);
+        assert!(matches!(done[2].1, Outcome::Ready { .. }), "the next job runs");
     }
 
     #[test]

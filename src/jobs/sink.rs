@@ -24,6 +24,11 @@
 //! Invariant: unsettled completions are at most one per live job (bounded by the index), and
 //! their payloads at most `config::UNSETTLED_PAYLOAD_BYTES_MAX` together: past it a result
 //! waits as a `FAILED` completion (refunded) instead.
+//! After a panic in `finished` (the pool catches it), `finished_plainly` ends the job FAILED
+//! by the settlement alone — (1) to (4), no `changes`. A first attempt that got past (1) left
+//! the store's copy finished: the second finds it so and only takes the job out of the index
+//! (a panic between (1) and (2) leaves the key's in-memory counter reserved until the next
+//! start, which loads the store's right figures).
 //! Deliberately absent: keeping unsettled completions across a stop. The store still has those
 //! jobs live, so the next start runs them again, charged once.
 
@@ -286,7 +291,19 @@ impl JobSink for StoreSink {
             Outcome::Ready { payload } => Outcome::Ready { payload: self.with_changes(&ticket, payload) },
             failed => failed,
         };
-        if let Some(unsettled) = self.settle(ticket.id, store_outcome(outcome)) {
+        self.complete(ticket.id, outcome);
+    }
+
+    fn finished_plainly(&self, id: &str, outcome: Outcome) {
+        self.complete(id.to_owned(), outcome);
+    }
+}
+
+impl StoreSink {
+    /// Settles the job with `outcome`, or keeps the completion for a retry when the store
+    /// refuses it.
+    fn complete(&self, id: String, outcome: Outcome) {
+        if let Some(unsettled) = self.settle(id, store_outcome(outcome)) {
             self.keep_unsettled(unsettled);
         }
     }

@@ -1,9 +1,10 @@
 //! The ledger layer: everything the service knows about Solana comes through here.
 //!
-//! Owns: the JSON-RPC wire types (`wire`, their lists bounded at parse by `bounded`), their decoding into the domain model (`model`,
-//! `instruction`), the `LedgerSource` trait and its three implementations (`demo`,
-//! `snapshot`, `rpc`), the fetch plan that turns a source into a `WalletView` (`view`) and a
-//! job's budget of bytes read (`budget`).
+//! Owns: the JSON-RPC wire types (`wire`, their lists bounded at parse by `bounded`), their
+//! decoding into the domain model (`model`, `instruction`), the `LedgerSource` trait (`read`),
+//! its three implementations (`demo`, `snapshot`, `rpc`) and the `Source` that dispatches to
+//! one of them (`source`), the fetch plan that turns a source into a `WalletView` (`view`) and
+//! a job's budget of bytes read (`budget`).
 //! The tools that serve, record and inspect ledger data are in `devtools`.
 //!
 //! Threads: sources run on compute threads, each on its own single-threaded tokio runtime
@@ -19,6 +20,7 @@ pub mod demo;
 pub mod fields;
 pub mod instruction;
 pub mod model;
+pub mod read;
 pub mod rpc;
 pub mod snapshot;
 pub mod source;
@@ -26,7 +28,8 @@ pub mod view;
 pub mod wire;
 
 pub use model::WalletView;
-pub use source::{LedgerSource, Source};
+pub use read::LedgerSource;
+pub use source::Source;
 
 /// The async runtime ledger reads run on: current-thread tokio with I/O and timers, as each
 /// compute thread has one; the CLI and dev tools build the same for their own reads.

@@ -21,7 +21,7 @@ use crate::ledger::model::{
     AccountState, Coverage, MintInfo, NonceAccount, NonceSearch, OutsiderNonce, StakeAccount, TokenAccount,
     TokenProgram, Transaction, WalletView,
 };
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};

@@ -3,8 +3,9 @@
 //!
 //! Owns: `IpFailureLimiter`, a fixed table of `IP_TABLE_SLOTS` GCRA cells (one `AtomicU64` each,
 //! all with the same `RateLimit`), indexed by the client address hashed with a per-process random
-//! key. Called from every listener thread: `is_blocked` before authentication, `check_failure`
-//! after a 401.
+//! key. Called from every listener thread: `is_blocked` before authentication (a blocked
+//! client's key is only looked up: one that works still passes, since the limit is on failed
+//! authentications, never on keys), `check_failure` after each failure.
 //!
 //! Invariant: memory is fixed at creation (`IP_TABLE_SLOTS` × 8 bytes) whatever the number of
 //! clients; nothing is ever inserted or evicted.
@@ -14,7 +15,9 @@
 //! Trade-off (deliberate): two addresses whose hashes fall in one slot share a cell, so a client
 //! can be blocked by a noisy neighbour's failures. The hash key is random per process, so an
 //! attacker cannot aim at a victim's slot, and with 4096 slots an innocent client shares its slot
-//! with a given attacker with probability 1/4096.
+//! with a given attacker with probability 1/4096. One who holds many prefixes (an IPv6 /48 is
+//! 65,536 /64s) can fill every slot, and so block everyone's failures — but never a valid key,
+//! which the API lets through whatever its slot says.
 //! Deliberately absent: locks, allocation after creation, clock reads.
 
 use std::collections::hash_map::RandomState;

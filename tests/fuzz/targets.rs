@@ -70,9 +70,9 @@ use xray::ledger::model::{
     StakeAccount, TokenAccount, TokenAccountState, TokenChange, TokenProgram, Transaction, TransactionVersion,
     WalletView,
 };
+use xray::ledger::read::LedgerSource;
 use xray::ledger::rpc::parse_retry_after_s;
 use xray::ledger::snapshot::SnapshotSource;
-use xray::ledger::source::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{
     self, KeyedAccount, RpcRequest, RpcResponse, SignatureInfo, TransactionResult, UiAccount, UiBlock, Value,

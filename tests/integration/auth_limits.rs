@@ -45,13 +45,21 @@ struct Pipeline {
 
 impl Pipeline {
     fn wallet_request(&self, ip: IpAddr, header: Option<&str>, now_ns: u64, now_ms: u64) -> Outcome {
-        if self.ip.is_blocked(ip, now_ns) {
-            return Outcome::IpLimited;
-        }
-        let entry = match self.keys.authenticate(header, now_ms) {
-            Ok(entry) => entry,
-            Err(failure) if self.ip.check_failure(ip, now_ns) => return Outcome::Unauthenticated(failure.reason()),
-            Err(_) => return Outcome::IpLimited,
+        let entry = if self.ip.is_blocked(ip, now_ns) {
+            // Blocked: a key that works still passes; any failure is limited.
+            match self.keys.active_key(header, now_ms) {
+                Some(entry) => entry,
+                None => {
+                    self.ip.check_failure(ip, now_ns);
+                    return Outcome::IpLimited;
+                }
+            }
+        } else {
+            match self.keys.authenticate(header, now_ms) {
+                Ok(entry) => entry,
+                Err(failure) if self.ip.check_failure(ip, now_ns) => return Outcome::Unauthenticated(failure.reason()),
+                Err(_) => return Outcome::IpLimited,
+            }
         };
         if !entry.scopes().contains(Scope::WalletAnalyze) {
             return Outcome::InsufficientScope(Scope::WalletAnalyze.as_str());
@@ -133,7 +141,7 @@ fn rate_then_quota_refusals() {
 }
 
 #[test]
-fn bad_credentials_from_one_address_are_cut_off_without_lookup() {
+fn bad_credentials_from_one_address_are_cut_off_but_a_valid_key_passes() {
     let p = pipeline();
     let attacker: IpAddr = "198.51.100.66".parse().expect("address");
     let (key, _) = p.keys.issue(&spec("wallet:analyze", 50, 100, 10_000), NOW_MS).expect("key");
@@ -141,9 +149,13 @@ fn bad_credentials_from_one_address_are_cut_off_without_lookup() {
     let outcomes: Vec<Outcome> = (0..22).map(|_| p.wallet_request(attacker, Some(&unknown), 0, NOW_MS)).collect();
     assert!(outcomes[..20].iter().all(|o| *o == Outcome::Unauthenticated("unknown")), "{outcomes:?}");
     assert_eq!(outcomes[20..], [Outcome::IpLimited, Outcome::IpLimited]);
-    // Even a valid key from that address waits until the bucket drips (50 ms per failure).
-    assert_eq!(p.wallet_request(attacker, Some(&bearer(&key)), 0, NOW_MS), Outcome::IpLimited);
-    assert!(matches!(p.wallet_request(attacker, Some(&bearer(&key)), 50 * MS_NS, NOW_MS), Outcome::Accepted { .. }));
+    // A valid key from that address passes (issue #28: the limit is on failures, and its
+    // cells are shared); a failure still meets the block, malformed or not.
+    assert!(matches!(p.wallet_request(attacker, Some(&bearer(&key)), 0, NOW_MS), Outcome::Accepted { .. }));
+    assert_eq!(p.wallet_request(attacker, Some("Bearer svc_live_xyz"), 0, NOW_MS), Outcome::IpLimited);
+    assert_eq!(p.wallet_request(attacker, None, 0, NOW_MS), Outcome::IpLimited);
+    // The block lifts as the bucket drips (50 ms per failure).
+    assert_eq!(p.wallet_request(attacker, Some(&unknown), 50 * MS_NS, NOW_MS), Outcome::Unauthenticated("unknown"));
 }
 
 #[test]

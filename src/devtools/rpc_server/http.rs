@@ -34,7 +34,7 @@ use super::hostile::Hostile;
 use super::methods;
 use crate::config;
 use crate::config::{RPC_SERVER_ACCEPT_RETRY_DELAY_MS, RPC_SERVER_HEADER_READ_TIMEOUT_MS};
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 

@@ -19,7 +19,7 @@ use crate::config;
 use crate::config::RPC_SERVER_BATCH_LEN_MAX;
 use crate::ledger::instruction::ids;
 use crate::ledger::model::{TokenProgram, NONCE_ACCOUNT_DATA_LEN, NONCE_AUTHORITY_OFFSET};
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::wire::{self, RpcErrorObject, RpcRequest, RpcResponse, Value, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};

@@ -34,8 +34,8 @@ pub use methods::{answer, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PAR
 
 use crate::config::SourceSpec;
 use crate::ledger::rpc::RpcOptions;
-use crate::ledger::source::{LedgerSource, Source};
 use crate::ledger::LedgerError;
+use crate::ledger::{read::LedgerSource, source::Source};
 
 /// `xray ledger serve`: serves until Ctrl-C. Prints `listening on http://…` to stderr once
 /// the socket is bound.

@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use crate::config;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::wire::{KeyedAccount, RpcContext, SignatureInfo, TransactionResult, UiAccount, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
@@ -287,7 +287,7 @@ impl LedgerSource for DemoLedger {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        crate::ledger::source::check_multiple_accounts_len(addresses.len())?;
+        crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
         Ok(ctx(addresses.iter().map(|a| self.account(a).as_ref().map(emit::account)).collect()))
     }
 
@@ -312,7 +312,7 @@ impl LedgerSource for DemoLedger {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        crate::ledger::source::check_signatures_limit(limit)?;
+        crate::ledger::read::check_signatures_limit(limit)?;
         // As a node does: a `before` signature it does not know yields an empty page.
         let start = match before {
             None => None,

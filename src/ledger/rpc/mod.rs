@@ -27,7 +27,7 @@ use simd_json::prelude::ValueAsScalar;
 
 use crate::config;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::wire::{
     self, KeyedAccount, RpcResponse, SignatureInfo, TransactionResult, UiAccount, Value, WithContext,
 };
@@ -217,7 +217,7 @@ impl LedgerSource for RpcSource {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        crate::ledger::source::check_multiple_accounts_len(addresses.len())?;
+        crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
         let page: WithContext<Vec<Option<UiAccount>>> =
             self.call_some(request::GET_MULTIPLE_ACCOUNTS, request::multiple_accounts_params(addresses)).await?;
         if page.value.len() != addresses.len() {

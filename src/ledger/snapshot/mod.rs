@@ -52,7 +52,7 @@ pub mod format;
 use std::path::{Path, PathBuf};
 
 use crate::ledger::model::TokenProgram;
-use crate::ledger::source::LedgerSource;
+use crate::ledger::read::LedgerSource;
 use crate::ledger::wire::{
     KeyedAccount, RpcContext, RpcResponse, SignatureInfo, TransactionResult, UiAccount, WithContext,
 };
@@ -151,7 +151,7 @@ impl LedgerSource for SnapshotSource {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        crate::ledger::source::check_multiple_accounts_len(addresses.len())?;
+        crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
         let answers = addresses.iter().map(|a| self.account(a)).collect::<Result<Vec<_>, _>>()?;
         let slot = answers.iter().map(|a| a.context.slot).max().unwrap_or(self.manifest.created_at_slot);
         Ok(WithContext { context: RpcContext { slot }, value: answers.into_iter().map(|a| a.value).collect() })
@@ -184,7 +184,7 @@ impl LedgerSource for SnapshotSource {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        crate::ledger::source::check_signatures_limit(limit)?;
+        crate::ledger::read::check_signatures_limit(limit)?;
         let all = self.signatures(address)?;
         let start = match before.map(Signature::to_base58) {
             None => 0,

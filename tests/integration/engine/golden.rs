@@ -16,7 +16,7 @@ use xray::labels::Labels;
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::instruction::InstructionKind;
 use xray::ledger::model::TokenProgram;
-use xray::ledger::source::LedgerSource;
+use xray::ledger::read::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
 use xray::ledger::{LedgerError, WalletView};

@@ -12,7 +12,7 @@ use xray::ledger::demo::clock;
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::instruction::{InstructionKind, Program, StakeAuthorityType, TokenAuthorityType};
 use xray::ledger::model::{AccountKind, MintExtension, TokenProgram, TransactionVersion, WalletView};
-use xray::ledger::source::LedgerSource;
+use xray::ledger::read::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{self, SignatureInfo, TransactionResult, UiAccount, WithContext};
 use xray::pubkey::{Pubkey, Signature};

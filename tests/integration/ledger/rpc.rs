@@ -17,8 +17,8 @@ use xray::config;
 use xray::config::SourceSpec;
 use xray::devtools::rpc_server::{spawn_in_thread, spawn_spec_in_thread, FaultKind, FaultPlan, RunningServer};
 use xray::ledger::model::TokenProgram;
+use xray::ledger::read::LedgerSource;
 use xray::ledger::rpc::{RpcOptions, RpcSource};
-use xray::ledger::source::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{
     self, KeyedAccount, ParsedAccountData, RpcContext, SignatureInfo, TransactionResult, UiAccount, UiAccountData,

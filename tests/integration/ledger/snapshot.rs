@@ -10,8 +10,8 @@ use xray::devtools::recorder::{self, Recording, SnapshotWriter};
 use xray::jobs::execute::add_funder_hop;
 use xray::ledger::instruction::ids;
 use xray::ledger::model::{NonceSearch, TokenProgram};
+use xray::ledger::read::LedgerSource;
 use xray::ledger::snapshot::{entry_path, Entry, SnapshotSource};
-use xray::ledger::source::LedgerSource;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{
     self, KeyedAccount, ParsedAccountData, ParsedInstruction, RpcContext, SignatureInfo, TransactionResult, UiAccount,

@@ -1,8 +1,10 @@
 //! A fault-injecting `Store` (a real RocksDB underneath, some calls failing on demand) under
 //! the job sink: a completion the store refuses keeps the job live — in the index, in the
 //! store, its unit reserved in memory and on disk alike — the service `degraded`, until a retry
-//! is taken; a result the store refuses for good ends the job FAILED and refunded. And the
-//! group commit of `--sync-writes` over a slow and a failing `fsync`.
+//! is taken; a result the store refuses for good ends the job FAILED and refunded. A panic on
+//! the job path (the sink's `started` or `finished`, injected by wrapping the sink) ends the job
+//! FAILED, refunded, out of the index, and the next job runs. And the group commit of
+//! `--sync-writes` over a slow and a failing `fsync`.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use xray::auth::scope::Scopes;
 use xray::auth::table::KeyTable;
 use xray::clock::now_unix_ms;
 use xray::jobs::admission::{Admission, AdmitRequest, Decision, Work};
-use xray::jobs::execute::{JobSpec, Outcome};
+use xray::jobs::execute::{JobSpec, Outcome, ReusedScores};
 use xray::jobs::finished::FinishedJobs;
 use xray::jobs::index::{LiveJob, StatusIndex};
 use xray::jobs::pool::{ComputePool, JobSink, PoolConfig, Ticket};
@@ -283,6 +285,115 @@ fn a_result_the_store_cannot_hold_ends_the_job_failed_and_refunded() {
     let (disk, memory) = rig.usage();
     assert_eq!((disk.reserved, disk.used, disk.refunded), (0, 0, 1), "refunded");
     assert_eq!(disk, memory);
+}
+
+/// Where `PanickingSink` panics: once, in the first call of that method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PanicAt {
+    /// After the server's sink marked the job RUNNING.
+    Started,
+    /// Before the server's sink settled anything.
+    Finished,
+}
+
+/// The server's sink, panicking once where the test says: a bug on the job path.
+struct PanickingSink {
+    inner: Arc<StoreSink>,
+    at: PanicAt,
+    armed: AtomicBool,
+}
+
+impl PanickingSink {
+    fn fire(&self, here: PanicAt) {
+        if here == self.at && self.armed.swap(false, Ordering::SeqCst) {
+            panic!("an injected bug in the sink ({here:?})");
+        }
+    }
+}
+
+impl ReusedScores for PanickingSink {
+    fn score_of(&self, analysis_id: &str) -> Option<xray::engine::report::Score> {
+        self.inner.score_of(analysis_id)
+    }
+}
+
+impl JobSink for PanickingSink {
+    fn started(&self, ticket: &Ticket) -> Result<(), Outcome> {
+        let started = self.inner.started(ticket);
+        self.fire(PanicAt::Started);
+        started
+    }
+    fn finished(&self, ticket: Ticket, outcome: Outcome) {
+        self.fire(PanicAt::Finished);
+        self.inner.finished(ticket, outcome)
+    }
+    fn finished_plainly(&self, id: &str, outcome: Outcome) {
+        self.inner.finished_plainly(id, outcome)
+    }
+}
+
+/// Waits (bounded) until the job's stored state is `state`.
+fn await_state(rig: &Rig, id: &str, state: JobState) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rig.store.get_job(id).expect("read").expect("job").state != state {
+        assert!(Instant::now() < deadline, "{id} never became {state:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Issue #28: a panic in the sink's `started` or `finished` ran outside the run's
+/// `catch_unwind`, leaving the job RUNNING with its unit reserved until a restart.
+#[test]
+fn a_panic_on_the_job_path_ends_the_job_failed_and_refunded_and_the_next_job_runs() {
+    for at in [PanicAt::Started, PanicAt::Finished] {
+        let rig = rig(16);
+        let seed = xray::config::DEMO_SEED_DEFAULT;
+        // One job in flight: a slot lost to the panic would stall the next job.
+        let pool_config = PoolConfig {
+            threads: 1,
+            queue_capacity: 8,
+            jobs_in_flight_max: 1,
+            pin: false,
+            view: ViewOptions::default(),
+            budget: Default::default(),
+        };
+        let sink: Arc<dyn JobSink> =
+            Arc::new(PanickingSink { inner: rig.sink.clone(), at, armed: AtomicBool::new(true) });
+        let pool = Arc::new(
+            ComputePool::start(pool_config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"),
+        );
+        let live = rig.index.get(&rig.job.id).expect("live");
+        pool.submit(rig.ticket()).expect("queued");
+        await_state(&rig, &rig.job.id, JobState::Failed);
+
+        // What a poll reads: FAILED with the code of a bug; the long polls were woken.
+        let polled = rig.finished.job(&*rig.store, &rig.job.id).expect("read").expect("finished");
+        assert_eq!(polled.record.error.as_ref().map(|e| e.code.as_str()), Some("ANALYSIS_FAILED"), "{at:?}");
+        assert!(rig.index.get(&rig.job.id).is_none() && live.state().is_none(), "{at:?}: out of the index");
+        let (disk, memory) = rig.usage();
+        assert_eq!((disk.reserved, disk.used, disk.refunded), (0, 0, 1), "{at:?}: refunded");
+        assert_eq!(disk, memory, "{at:?}");
+
+        // The next job runs, on the slot the panic gave back.
+        let dyn_store: Arc<dyn Store> = rig.store.clone();
+        let admission = Admission::new(dyn_store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
+        let entry = rig.keys.get(&rig.key.id).expect("key");
+        let work = Work::Analysis { wallet: DemoLedger::new(seed).archetype("open_delegation").expect("archetype") };
+        let request = AdmitRequest {
+            key: &entry,
+            work: &work,
+            refresh: false,
+            callback_url: None,
+            now_ms: now_unix_ms(),
+            idempotency: None,
+        };
+        let Decision::Admitted(next) = admission.admit(&request).expect("admitted") else { panic!("a new job") };
+        await_state(&rig, &next.id, JobState::Ready);
+        assert!(pool.shutdown().is_empty());
+        let (disk, memory) = rig.usage();
+        assert_eq!((disk.reserved, disk.used, disk.refunded), (0, 1, 1), "{at:?}: the next job charged");
+        assert_eq!(disk, memory, "{at:?}");
+    }
 }
 
 /// The queue refuses an admission (here: the index is full) and undoing its durable record

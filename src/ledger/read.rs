@@ -1,0 +1,100 @@
+//! `LedgerSource`: the JSON-RPC methods the ledger layer reads, and the node's own bounds every
+//! source checks the same way (`check_multiple_accounts_len`, `check_signatures_limit`).
+//!
+//! Owns: the trait every source implements (`demo`, `snapshot`, `rpc`, and `source::Source`,
+//! which dispatches to one of them) and every reader uses (`view`, the compute pool, the tools).
+//! Called from compute threads (each on its own current-thread runtime) and the CLI.
+//!
+//! Invariant: every method answers in wire types, exactly what a Solana node would answer for
+//! the same call, so `view::build_view` cannot tell the sources apart except by `name()`.
+//! Futures are deliberately not `Send`: a source is owned by one thread's runtime.
+//! Invariant: imports no source, so the sources can implement the trait without an import
+//! circle (the dispatcher that names them all is `source.rs`, above them).
+
+use crate::config;
+use crate::ledger::model::TokenProgram;
+use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
+use crate::ledger::LedgerError;
+use crate::pubkey::{Pubkey, Signature};
+
+/// The read side of a Solana node, as far as wallet analysis needs it.
+// Futures are single-threaded on purpose (see module doc), so `Send` bounds are not wanted.
+#[allow(async_fn_in_trait)]
+pub trait LedgerSource {
+    /// `demo`, `snapshot` or `rpc`: reported in coverage.
+    fn name(&self) -> &'static str;
+
+    /// `getAccountInfo` (jsonParsed). `value` is `None` when the account does not exist.
+    async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError>;
+
+    /// `getMultipleAccounts` (jsonParsed), at most `config::MULTIPLE_ACCOUNTS_LEN_MAX`.
+    async fn get_multiple_accounts(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError>;
+
+    /// `getTokenAccountsByOwner` with `{"programId": …}` (jsonParsed).
+    async fn get_token_accounts_by_owner(
+        &self,
+        owner: &Pubkey,
+        program: TokenProgram,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError>;
+
+    /// `getProgramAccounts` of the System program (jsonParsed, `withContext`) with the nonce
+    /// account filters — `dataSize` `model::NONCE_ACCOUNT_DATA_LEN` and `memcmp` of `authority`
+    /// at `model::NONCE_AUTHORITY_OFFSET` — so every nonce account that names `authority`,
+    /// whoever created it (its creation need not name the authority as an account, so the
+    /// authority's own history may not list it). Unbounded on a node; the view keeps
+    /// `config::NAMED_NONCE_ACCOUNTS_MAX`.
+    async fn get_nonce_accounts_by_authority(
+        &self,
+        authority: &Pubkey,
+    ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError>;
+
+    /// `getSignaturesForAddress`, newest first, strictly older than `before` when given,
+    /// at most `limit` (≤ `config::SIGNATURES_PAGE_LEN_MAX`).
+    async fn get_signatures_for_address(
+        &self,
+        address: &Pubkey,
+        before: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError>;
+
+    /// `getTransaction` (jsonParsed, `maxSupportedTransactionVersion: 0`) for each signature,
+    /// in order; `None` where the node does not have it. Sources batch as they see fit.
+    async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError>;
+
+    /// `get_transactions`, each result handed to `each` in order as soon as its batch is read,
+    /// so a caller that converts as it goes never holds every answer at once (the fetch plan
+    /// does). Sources that read over a network override it; the default reads all first.
+    async fn for_each_transaction(
+        &self,
+        signatures: &[Signature],
+        each: &mut dyn FnMut(Option<TransactionResult>),
+    ) -> Result<(), LedgerError> {
+        self.get_transactions(signatures).await?.into_iter().for_each(each);
+        Ok(())
+    }
+}
+
+/// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.
+pub fn check_multiple_accounts_len(len: usize) -> Result<(), LedgerError> {
+    if len > config::MULTIPLE_ACCOUNTS_LEN_MAX {
+        return Err(LedgerError::Invalid(format!(
+            "getMultipleAccounts takes at most {} addresses, got {len}",
+            config::MULTIPLE_ACCOUNTS_LEN_MAX
+        )));
+    }
+    Ok(())
+}
+
+/// The node's own bound on a `getSignaturesForAddress` page, shared by every source.
+pub fn check_signatures_limit(limit: u32) -> Result<(), LedgerError> {
+    if limit == 0 || limit > config::SIGNATURES_PAGE_LEN_MAX {
+        return Err(LedgerError::Invalid(format!(
+            "limit must be 1..={}, got {limit}",
+            config::SIGNATURES_PAGE_LEN_MAX
+        )));
+    }
+    Ok(())
+}
