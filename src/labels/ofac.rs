@@ -83,13 +83,26 @@ pub fn read_sdn_csv(text: &str) -> Result<Import, String> {
         let programs: Vec<String> =
             field(3).split(&[' ', ']', '['][..]).filter(|p| !p.is_empty()).map(str::to_owned).collect();
         for remark in remarks.split(';') {
-            if let Some(address) = remark.trim().strip_prefix(SOL_ID_TYPE) {
+            if let Some(address) = sol_remark(remark) {
                 import.add(address, field(1), &programs, field(0))?;
             }
         }
     }
     Ok(import)
 }
+
+/// The address of one `Remarks` item naming a Solana address: `Digital Currency Address - SOL
+/// <addr>` for an entry's first address, `alt. Digital Currency Address - SOL <addr>` for each
+/// further one (as the real list writes them); the remarks' closing `.` is not part of it.
+fn sol_remark(remark: &str) -> Option<&str> {
+    let remark = remark.trim();
+    let remark = remark.strip_prefix(ALT_PREFIX).map_or(remark, str::trim_start);
+    let address = remark.strip_prefix(SOL_ID_TYPE)?.trim();
+    Some(address.strip_suffix('.').unwrap_or(address))
+}
+
+/// How `sdn.csv` marks an entry's second and later addresses of one kind.
+const ALT_PREFIX: &str = "alt.";
 
 /// Reads `sdn.xml`: `<sdnEntry>` elements with `<uid>`, `<lastName>` (and `<firstName>`),
 /// `<programList><program>` and `<idList><id><idType>/<idNumber>`.
@@ -200,6 +213,25 @@ mod tests {
             "the first entry naming an address wins"
         );
         assert_eq!(import.skipped, 1);
+    }
+
+    /// Rows as the real `sdn.csv` writes them: an entry's further addresses of one kind are
+    /// `alt. Digital Currency Address - SOL …`, and the remarks end with a full stop.
+    #[test]
+    fn csv_alt_addresses_and_a_closing_full_stop_are_read() {
+        const ADDR_3: &str = "vaGm75gV244Ayqa2rvHDDXMqnYHNq6ShQFFGdXp3crg";
+        let csv = format!(
+            "46731,\"GARANTEX EUROPE OU\",-0- ,\"CYBER2] [RUSSIA-EO14024\",-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,-0- ,\
+             \"Digital Currency Address - ETH 0x6252d8fad22ddc1c4e9a5e1a20fa4ba8e8f6a4c2; alt. Digital Currency \
+             Address - ETH 0x7c8e5f3d1a2b4c6d8e0f1a2b3c4d5e6f7a8b9c0d; Digital Currency Address - SOL {ADDR_1}; \
+             alt. Digital Currency Address - SOL {ADDR_2}; alt. Digital Currency Address - SOL not-a-key; \
+             Organization Established Date 2019; alt. Digital Currency Address - SOL {ADDR_3}.\"\n"
+        );
+        let import = read_sdn_csv(&csv).unwrap();
+        let found: Vec<String> = import.addresses.iter().map(|a| a.address.to_base58()).collect();
+        assert_eq!(found, [ADDR_1, ADDR_2, ADDR_3], "every SOL address of the entry, alt. ones included");
+        assert_eq!(import.skipped, 1, "the malformed alt. one is counted, not dropped silently");
+        assert!(import.addresses.iter().all(|a| a.entry == "46731" && a.name == "GARANTEX EUROPE OU"));
     }
 
     #[test]
