@@ -94,6 +94,9 @@ pub struct LedgerArgs {
     /// Labels file replacing the builtin labels (format: docs/labels.md).
     #[arg(long, env = "XRAY_LABELS")]
     pub labels: Option<PathBuf>,
+    /// Labels files added to those; an address a later file lists is labelled as it says.
+    #[arg(long, env = "XRAY_LABELS_EXTRA", value_delimiter = ',')]
+    pub labels_extra: Vec<PathBuf>,
 }
 
 impl LedgerArgs {
@@ -185,12 +188,17 @@ enum LabelsCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Print the builtin labels file (the labels used without `--labels`): a start for your
+    /// own, or what an import is added to with `--labels-extra`.
+    Builtin,
 }
 
 /// Runs `xray labels import`.
 fn run_labels(command: LabelsCommand) -> Result<(), String> {
     use crate::labels::ofac;
-    let LabelsCommand::Import { format, input, list, out } = command;
+    let LabelsCommand::Import { format, input, list, out } = command else {
+        return write_stdout(crate::labels::DEFAULT_LABELS_TOML.as_bytes());
+    };
     let size = std::fs::metadata(&input).map_err(|e| format!("{}: {e}", input.display()))?.len();
     if size > config::SANCTIONS_FILE_BYTES_MAX {
         return Err(format!("{}: larger than {} bytes", input.display(), config::SANCTIONS_FILE_BYTES_MAX));
@@ -427,6 +435,10 @@ pub struct ServeArgs {
     /// Labels file replacing the builtin labels.
     #[arg(long, env = "XRAY_LABELS")]
     pub labels: Option<PathBuf>,
+    /// Labels files added to those (a sanctions import, your own): repeat the flag, or
+    /// comma-separate; an address a later file lists is labelled as that file says.
+    #[arg(long, env = "XRAY_LABELS_EXTRA", value_delimiter = ',')]
+    pub labels_extra: Option<Vec<PathBuf>>,
     /// Public listener threads, each a monoio runtime with its own SO_REUSEPORT socket.
     #[arg(long, env = "XRAY_LISTENER_THREADS")]
     pub listener_threads: Option<usize>,
@@ -532,6 +544,9 @@ impl ServeArgs {
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }
+        if let Some(extra) = &self.labels_extra {
+            c.labels_extra = extra.clone();
+        }
         if self.public_base_url.is_some() {
             c.public_base_url = self.public_base_url.clone();
         }
@@ -579,6 +594,7 @@ fn serve_defaults() -> Vec<(&'static str, String)> {
         ("store", d.store.to_string()),
         ("etcd_prefix", d.etcd_prefix.clone()),
         ("labels", none("the builtin labels")),
+        ("labels_extra", none("none")),
         ("listener_threads", format!("one per core, {}", d.listener_threads)),
         ("compute_threads", format!("one per core, {}", d.compute_threads)),
         ("queue_capacity", d.queue_capacity.to_string()),
@@ -713,12 +729,12 @@ fn run(command: Command) -> Result<(), String> {
             print_json(&list)
         }
         Command::Analyze { wallet, ledger, pretty } => {
-            let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
+            let labels = crate::labels::Labels::load_with(ledger.labels.as_deref(), &ledger.labels_extra)?;
             let wallet = checked_address(&wallet, &labels)?;
             run_job(&JobSpec::Analysis { wallet }, &ledger, &labels, pretty)
         }
         Command::Compare { wallet_a, wallet_b, ledger, pretty } => {
-            let labels = crate::labels::Labels::load(ledger.labels.as_deref())?;
+            let labels = crate::labels::Labels::load_with(ledger.labels.as_deref(), &ledger.labels_extra)?;
             let (wallet_a, wallet_b) = (checked_address(&wallet_a, &labels)?, checked_address(&wallet_b, &labels)?);
             crate::eligibility::check_pair(&wallet_a, &wallet_b).map_err(|e| format!("INVALID_REQUEST: {e}"))?;
             run_job(&JobSpec::Comparison { wallet_a, wallet_b, reuse: [None, None] }, &ledger, &labels, pretty)

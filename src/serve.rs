@@ -84,7 +84,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     };
     let key_admin = KeyAdmin { keys, store: store.clone() };
     let keys = key_admin.keys.clone();
-    let labels = Labels::load(config.labels.as_deref())?;
+    let labels = Labels::load_with(config.labels.as_deref(), &config.labels_extra)?;
     let metrics = Arc::new(Metrics::default());
     let index = Arc::new(StatusIndex::new(
         config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread,

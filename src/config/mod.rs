@@ -155,6 +155,8 @@ pub const SANCTIONS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 pub const HOST_NAME_BYTES_MAX: usize = 253;
 /// Hosts an operator may allow as webhook targets whatever their address (`webhook_allow_hosts`).
 pub const WEBHOOK_ALLOW_HOSTS_MAX: usize = 64;
+/// Labels files `labels_extra` may add (each bounded like one labels file).
+pub const LABELS_EXTRA_FILES_MAX: usize = 16;
 /// Bytes of the operator's `webhook_proxy` URL.
 pub const PROXY_URL_BYTES_MAX: usize = 2_048;
 /// Webhook deliveries in flight at once, all accounts together.

@@ -28,6 +28,9 @@ pub struct ServeConfig {
     /// `demo`, `demo:<seed>`, `snapshot:<dir>` or `rpc:<url>`.
     pub ledger: SourceSpec,
     pub labels: Option<std::path::PathBuf>,
+    /// Labels files added to `labels` (or to the builtin labels), in order: an address a later
+    /// file lists is labelled as that file says.
+    pub labels_extra: Vec<std::path::PathBuf>,
     pub listener_threads: usize,
     pub compute_threads: usize,
     pub queue_capacity: usize,
@@ -86,6 +89,7 @@ impl Default for ServeConfig {
             etcd_prefix: ETCD_PREFIX_DEFAULT.into(),
             ledger: SourceSpec::Demo { seed: DEMO_SEED_DEFAULT },
             labels: None,
+            labels_extra: Vec::new(),
             listener_threads: cores,
             compute_threads: cores,
             queue_capacity: QUEUE_CAPACITY_DEFAULT,
@@ -184,6 +188,9 @@ impl ServeConfig {
         if self.trusted_proxies.len() > TRUSTED_PROXY_NETWORKS_MAX {
             return Err(format!("trusted_proxies lists more than {TRUSTED_PROXY_NETWORKS_MAX} networks"));
         }
+        if self.labels_extra.len() > LABELS_EXTRA_FILES_MAX {
+            return Err(format!("labels_extra lists more than {LABELS_EXTRA_FILES_MAX} files"));
+        }
         if self.webhook_allow_hosts.len() > WEBHOOK_ALLOW_HOSTS_MAX {
             return Err(format!("webhook_allow_hosts lists more than {WEBHOOK_ALLOW_HOSTS_MAX} hosts"));
         }
@@ -244,7 +251,10 @@ impl ServeConfig {
             self.store,
             self.etcd_prefix,
             self.ledger,
-            self.labels.as_ref().map_or_else(|| "builtin".into(), |p| p.display().to_string()),
+            std::iter::once(self.labels.as_ref().map_or_else(|| "builtin".into(), |p| p.display().to_string()))
+                .chain(self.labels_extra.iter().map(|p| p.display().to_string()))
+                .collect::<Vec<_>>()
+                .join("+"),
             self.listener_threads,
             self.compute_threads,
             self.queue_capacity,

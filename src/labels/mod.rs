@@ -105,6 +105,29 @@ impl Labels {
             .clone()
     }
 
+    /// Loads a labels file, or the builtin labels when `path` is `None`, then adds each of
+    /// `extra` (a sanctions import, the operator's own): an address an extra file lists is
+    /// labelled as that file says, whatever the base said.
+    pub fn load_with(path: Option<&Path>, extra: &[std::path::PathBuf]) -> Result<Arc<Labels>, String> {
+        let mut labels = Labels::load(path)?;
+        for file in extra {
+            let added = Labels::load(Some(file))?;
+            labels = Arc::new(labels.merged(&added)?);
+        }
+        Ok(labels)
+    }
+
+    /// These labels with `other`'s added (`other` wins for an address both list), bounded by
+    /// `LABELS_LEN_MAX` like one file.
+    pub fn merged(&self, other: &Labels) -> Result<Labels, String> {
+        let mut by_address = self.by_address.clone();
+        by_address.extend(other.by_address.iter().map(|(address, label)| (*address, label.clone())));
+        if by_address.len() > LABELS_LEN_MAX {
+            return Err(format!("more than {LABELS_LEN_MAX} labels once merged"));
+        }
+        Ok(Labels::of(by_address))
+    }
+
     /// Loads a labels file, or the builtin labels when `path` is `None`.
     pub fn load(path: Option<&Path>) -> Result<Arc<Labels>, String> {
         let Some(path) = path else { return Ok(Labels::builtin()) };
@@ -134,10 +157,15 @@ impl Labels {
                 return Err(format!("label #{} ({}): address listed twice", i + 1, entry.address));
             }
         }
+        Ok(Labels::of(by_address))
+    }
+
+    /// The table of these labels, with its sanctioned entries counted once.
+    fn of(by_address: HashMap<Pubkey, Label>) -> Labels {
         let sanctioned = by_address.values().filter(|l| l.category == Category::Sanctioned);
         let (demo, listed): (Vec<&Label>, Vec<&Label>) = sanctioned.partition(|l| l.has_tag(DEMO_TAG));
         let (sanctioned_len, sanctioned_demo_len) = (listed.len(), demo.len());
-        Ok(Labels { by_address, sanctioned_len, sanctioned_demo_len })
+        Labels { by_address, sanctioned_len, sanctioned_demo_len }
     }
 
     pub fn get(&self, address: &Pubkey) -> Option<&Label> {
@@ -276,5 +304,19 @@ mod tests {
         assert_eq!(labels.len(), 1);
         assert!(labels.is_flagged(&Pubkey::parse(flagged).unwrap()));
         assert!(Labels::load(Some(&dir.path().join("missing.toml"))).is_err());
+        // An extra file adds to the builtin labels; its entry wins for an address both list.
+        let system = "11111111111111111111111111111111";
+        let extra = dir.path().join("extra.toml");
+        let text = format!(
+            "version = 1\n[[label]]\naddress = \"{system}\"\nname = \"relabelled\"\ncategory = \"flagged\"\n\
+             [[label]]\naddress = \"DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z\"\nname = \"listed\"\ncategory = \"sanctioned\"\n"
+        );
+        std::fs::write(&extra, text).unwrap();
+        let merged = Labels::load_with(None, std::slice::from_ref(&extra)).unwrap();
+        assert_eq!(merged.len(), Labels::builtin().len() + 1);
+        let system = Pubkey::parse(system).unwrap();
+        assert_eq!((merged.get(&system).unwrap().name.as_str(), merged.is_flagged(&system)), ("relabelled", true));
+        assert!(merged.has_sanctioned(false), "the extra file's sanctioned entry counts");
+        assert!(Labels::load_with(None, &[dir.path().join("missing.toml")]).is_err());
     }
 }
