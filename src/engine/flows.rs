@@ -11,7 +11,7 @@
 use crate::engine::report::Fact;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, InstructionKind};
-use crate::ledger::model::{Transaction, WalletView, DEMO_SOURCE};
+use crate::ledger::model::{Transaction, WalletView};
 use crate::pubkey::Pubkey;
 
 /// Largest inbound SOL transfer treated as dust (poisoning, spam).
@@ -155,7 +155,7 @@ pub fn first_funder_address(view: &WalletView) -> Option<Pubkey> {
 /// they know nothing of — a sanctioned funder is already a direct counterparty, and a labelled
 /// one (an exchange, a program) is a hub whose recent history says nothing about this wallet.
 pub fn hop_funder(view: &WalletView, labels: &Labels) -> Option<Pubkey> {
-    if !labels.has_sanctioned(view.coverage.source == DEMO_SOURCE) {
+    if !labels.has_sanctioned(view.coverage.synthetic) {
         return None;
     }
     first_funder_address(view).filter(|f| labels.get(f).is_none() && *f != view.address)

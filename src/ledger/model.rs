@@ -56,6 +56,9 @@ pub const DEMO_SOURCE: &str = "demo";
 pub struct Coverage {
     /// `demo`, `snapshot` or `rpc`.
     pub source: String,
+    /// The demo ledger or a recording of it (`LedgerSource::synthetic`): labels tagged `demo`
+    /// count.
+    pub synthetic: bool,
     /// Highest slot any response was read at.
     pub as_of_slot: u64,
     pub transactions_read: u32,

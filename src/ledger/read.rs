@@ -24,6 +24,13 @@ pub trait LedgerSource {
     /// `demo`, `snapshot` or `rpc`: reported in coverage.
     fn name(&self) -> &'static str;
 
+    /// True when the ledger is the demo's synthetic one, or a recording of it (a snapshot
+    /// `export-demo` wrote): labels tagged `demo`, which describe its actors, then count — so
+    /// a replay gives the X-Ray of the demo it was exported from.
+    fn synthetic(&self) -> bool {
+        false
+    }
+
     /// `getAccountInfo` (jsonParsed). `value` is `None` when the account does not exist.
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError>;
 

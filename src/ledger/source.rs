@@ -50,6 +50,10 @@ impl LedgerSource for Source {
         dispatch!(self, s => s.name())
     }
 
+    fn synthetic(&self) -> bool {
+        dispatch!(self, s => s.synthetic())
+    }
+
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
         dispatch!(self, s => s.get_account_info(address).await)
     }

@@ -79,7 +79,8 @@ pub async fn build_view_unless<S: LedgerSource>(
         }
     };
     let state = account.value.as_ref().and_then(AccountState::from_wire);
-    let mut coverage = Coverage { source: source.name().to_owned(), ..Coverage::default() };
+    let mut coverage =
+        Coverage { source: source.name().to_owned(), synthetic: source.synthetic(), ..Coverage::default() };
     coverage.as_of_slot = account.context.slot;
     if state.as_ref().is_some_and(enough) {
         return Ok(WalletView { address: *wallet, account: state, coverage, ..WalletView::default() });
@@ -233,7 +234,8 @@ async fn read_creation<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<
 /// see whom the funder dealt with, at a bounded cost of one signatures page and that many
 /// transactions.
 pub async fn read_hop<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<WalletView, LedgerError> {
-    let mut coverage = Coverage { source: source.name().to_owned(), ..Coverage::default() };
+    let mut coverage =
+        Coverage { source: source.name().to_owned(), synthetic: source.synthetic(), ..Coverage::default() };
     let (signatures, history_truncated) = read_history(source, address, config::FUNDER_HOP_SIGNATURES_MAX).await?;
     coverage.history_truncated = history_truncated;
     let transactions = read_transactions(source, &signatures, &mut coverage).await?;

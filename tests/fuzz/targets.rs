@@ -987,6 +987,7 @@ fn decode_view(r: &mut ViewReader<'_>, address: Pubkey) -> WalletView {
     let transactions = r.list(TRANSACTIONS_LEN_MAX, transaction);
     let coverage = Coverage {
         source: "fuzz".into(),
+        synthetic: false,
         as_of_slot: r.slot(),
         transactions_read: transactions.len() as u32,
         transactions_missing: u32::from(r.byte()),

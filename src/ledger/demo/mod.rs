@@ -279,6 +279,10 @@ impl LedgerSource for DemoLedger {
         crate::ledger::model::DEMO_SOURCE
     }
 
+    fn synthetic(&self) -> bool {
+        true
+    }
+
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
         Ok(ctx(self.account(address).as_ref().map(emit::account)))
     }

@@ -143,6 +143,10 @@ impl LedgerSource for SnapshotSource {
         "snapshot"
     }
 
+    fn synthetic(&self) -> bool {
+        self.manifest.source == crate::ledger::model::DEMO_SOURCE
+    }
+
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
         self.account(address)
     }

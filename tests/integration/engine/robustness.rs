@@ -321,6 +321,7 @@ fn view() -> impl Strategy<Value = WalletView> {
                     transactions,
                     coverage: Coverage {
                         source: "prop".into(),
+                        synthetic: false,
                         as_of_slot: as_of,
                         transactions_read: 25,
                         transactions_missing: missing,

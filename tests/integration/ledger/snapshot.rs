@@ -568,6 +568,38 @@ fn export_demo_replays_as_the_demo() {
     assert!(matches!(rt.block_on(recorder::export_demo(seed, 2, &out)), Err(LedgerError::Invalid(_))));
 }
 
+/// "Replay offline" gives the X-Ray of the demo it was exported from, under the builtin labels
+/// too: a snapshot `export-demo` wrote is a recording of the synthetic ledger, so the builtin
+/// sanctioned entry (tagged `demo`) counts there as on the demo — `sanctioned_hop` scores the
+/// same, with the same signals, either way.
+#[test]
+fn a_demo_snapshot_gives_the_demos_xray_under_the_builtin_labels() {
+    use xray::jobs::execute::{execute, JobSpec, Outcome};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let seed = xray::config::DEMO_SEED_DEFAULT;
+    let rt = rt();
+    rt.block_on(recorder::export_demo(seed, 0, &out)).unwrap();
+    let snap = SnapshotSource::open(&out).unwrap();
+    let demo = xray::ledger::demo::DemoLedger::new(seed);
+    let labels = xray::labels::Labels::builtin();
+    let xray_of = |outcome: Outcome| match outcome {
+        Outcome::Ready { payload } => serde_json::from_slice::<serde_json::Value>(&payload).unwrap(),
+        Outcome::Failed { code, message } => panic!("{}: {message}", code.as_str()),
+    };
+    for archetype in ["sanctioned_hop", "sanctioned_contact", "clean"] {
+        let spec = JobSpec::Analysis { wallet: demo.archetype(archetype).unwrap() };
+        let options = xray::ledger::view::ViewOptions::default();
+        let (mut replayed, original) = rt.block_on(async {
+            let replayed = xray_of(execute(&snap, &labels, &spec, options, &()).await);
+            (replayed, xray_of(execute(&demo, &labels, &spec, options, &()).await))
+        });
+        assert_eq!(replayed["coverage"]["ledgerSource"], "snapshot");
+        replayed["coverage"]["ledgerSource"] = original["coverage"]["ledgerSource"].clone();
+        assert_eq!(replayed, original, "{archetype}: the replay's X-Ray is the demo's");
+    }
+}
+
 #[test]
 fn a_refused_nonce_search_is_recorded_and_replays_as_refused() {
     let node = FakeNode { refuses_nonce_search: true, ..fake_node() };
