@@ -235,9 +235,23 @@ impl Endpoints<'_> {
         let Err(failure) = self.covered(matches!(decided, Ok(_) | Err(AdmitError::Busy))).await else {
             return Ok(decided?);
         };
-        match decided.map(|decision| self.app.admission.after_failed_sync(decision, &self.caller.key)) {
+        let Ok(decision) = decided else { return Err(ApiError::from_store(&failure)) };
+        match self.app.admission.after_failed_sync(decision, &self.caller.key) {
             Ok(Some(stands)) => Ok(stands),
-            _ => Err(ApiError::from_store(&failure)),
+            Ok(None) => {
+                self.undo_durable().await;
+                Err(ApiError::from_store(&failure))
+            }
+            Err(e) => Err(ApiError::from_store(&e)),
+        }
+    }
+
+    /// Waits (bounded, like any answer) for the undo of a withdrawn job to reach the disk, so a
+    /// crash right after the refusal cannot bring the job back; when that wait fails too, the
+    /// refusal is sent anyway — the job is gone from memory and the log holds its undo.
+    async fn undo_durable(&self) {
+        if let Err(e) = self.covered(true).await {
+            tracing::warn!(error = %e, "the undo of a withdrawn admission is logged but not yet fsynced");
         }
     }
 

@@ -73,7 +73,8 @@ pub struct ServeConfig {
     pub webhook_allow_hosts: Vec<String>,
     /// A proxy every webhook delivery goes through (`http://host:port` or `https://…`); the
     /// environment's `HTTP_PROXY` / `HTTPS_PROXY` / `ALL_PROXY` are never used. Each target's
-    /// name is still resolved and checked before the request is handed to the proxy.
+    /// name is still resolved and checked before the request is handed to the proxy, which
+    /// resolves it again: the proxy must refuse private and metadata addresses itself.
     pub webhook_proxy: Option<String>,
 }
 

@@ -494,14 +494,22 @@ impl Admission {
     /// compare-and-set against the compute thread's `mark_running`), the index lets go of it,
     /// memory's unit is released — and `None` says the request is refused, nothing charged (its
     /// ticket, still queued, finds no job: its completion is refused and settles nothing). A
-    /// job a compute thread already started, or one the store cannot undo, stands: recorded,
-    /// run and charged once, so the answer must be the 202. An answer that named an existing
-    /// job (deduplicated, reused, replayed) charged nothing: it stands.
-    pub fn after_failed_sync(&self, decision: Decision, key: &KeyEntry) -> Option<Decision> {
-        let Decision::Admitted(record) = decision else { return Some(decision) };
-        if let Err(e) = self.store.cancel_admission(&record.id) {
-            tracing::warn!(job = %record.id, error = %e, "a job whose write was not made durable stands (started)");
-            return Some(Decision::Admitted(record));
+    /// job a compute thread already started stands: recorded, run and charged once, so the
+    /// answer must be the 202. An answer that named an existing job (deduplicated, reused,
+    /// replayed) charged nothing: it stands. `Err` when the store refuses the undo itself (a
+    /// failing disk: the refusal is that error, and a job its log kept runs after a restart).
+    pub fn after_failed_sync(&self, decision: Decision, key: &KeyEntry) -> Result<Option<Decision>, StoreError> {
+        let Decision::Admitted(record) = decision else { return Ok(Some(decision)) };
+        match self.store.cancel_admission(&record.id) {
+            Ok(()) => {}
+            Err(StoreError::State { .. }) => {
+                tracing::warn!(job = %record.id, "a job whose write was not made durable stands: it started");
+                return Ok(Some(Decision::Admitted(record)));
+            }
+            Err(e) => {
+                tracing::error!(job = %record.id, error = %e, "withdrawing a job whose write was not made durable failed");
+                return Err(e);
+            }
         }
         self.index.remove(&record.id);
         let operation = match record.kind {
@@ -512,7 +520,7 @@ impl Admission {
         if let Err(e) = key.quota.release(unit, ReleaseCause::NotAdmitted) {
             tracing::debug!(job = %record.id, error = %e, "in-memory quota not released");
         }
-        None
+        Ok(None)
     }
 
     /// Hands stranded tickets to the compute pool while the queue takes them (housekeeping).

@@ -101,6 +101,13 @@ impl Outcome {
         Outcome::failed(FailCode::UpstreamUnavailable, message)
     }
 
+    /// The outcome of a ticket whose job is not live in the store (withdrawn after its
+    /// admission could not be made durable, or finished already): never run, and its
+    /// completion, refused by the store, settles nothing.
+    pub fn not_live() -> Outcome {
+        Outcome::failed(FailCode::AnalysisFailed, "the job is not live: not run")
+    }
+
     pub fn never_finished(starts: u32) -> Outcome {
         let message = format!("the analysis was started {starts} times and its process stopped each time before it finished; it is not run again");
         Outcome::failed(FailCode::AnalysisFailed, message)

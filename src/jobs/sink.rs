@@ -276,6 +276,10 @@ impl JobSink for StoreSink {
                 return Err(Outcome::never_finished(config::JOB_STARTS_MAX));
             }
             Ok(_) => {}
+            Err(e @ StoreError::State { .. }) => {
+                tracing::info!(job = %ticket.id, error = %e, "a ticket whose job is not live is not run");
+                return Err(Outcome::not_live());
+            }
             Err(e) => tracing::warn!(job = %ticket.id, error = %e, "marking a job running failed"),
         }
         if let Some(live) = self.index.get(&ticket.id) {

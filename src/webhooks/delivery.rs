@@ -21,7 +21,7 @@
 //! the account has no webhook secret). A freed slot wakes the loop at once.
 //!
 //! `lastError` is one of a closed set of reasons (`Failure::reason`: `timeout`, `refused`,
-//! `connect_failed`, `dns_failed`, `not_public_address`, `tls`, `http_<status>`, …): never a
+//! `connect_failed`, `no_public_address`, `tls`, `http_<status>`, …): never a
 //! resolver's or a socket's own words, which would tell a client what the server's network
 //! holds (internal names that resolve, ports that are open).
 //!
@@ -35,7 +35,10 @@
 //! Invariant: the environment's proxy variables (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`) are
 //! never read: a proxy would resolve the target itself, past the address check. An operator's
 //! explicit `webhook_proxy` is used as configured, and each target's name is still resolved
-//! and checked here before the request goes to the proxy.
+//! and checked here before the request goes to the proxy — but the proxy resolves it again, so
+//! a name whose answer changes in between (DNS rebinding) or that the proxy's resolver answers
+//! otherwise (split-horizon DNS) escapes this check: behind a proxy, the proxy must enforce the
+//! same egress rules (said in the README and the setting's help).
 //! Deliberately absent: a wake-up from the sink (the outbox is read every `WEBHOOK_POLL_MS`
 //! while slots are free), and reading the receiver's answer body (only its status counts).
 
@@ -118,8 +121,9 @@ impl Deliveries {
 /// The delivery client: no redirects, bounded in time, the guarded resolver for every name it
 /// connects to, and no proxy but the operator's own (`no_proxy` turns off the environment's).
 pub fn client(settings: &WebhookSettings) -> Result<reqwest::Client, String> {
+    let proxy_host = settings.proxy.as_deref().and_then(|p| reqwest::Url::parse(p).ok()?.host_str().map(str::to_owned));
     let mut builder = reqwest::Client::builder()
-        .dns_resolver(Arc::new(GuardedResolver { policy: settings.policy.clone() }))
+        .dns_resolver(Arc::new(GuardedResolver { policy: settings.policy.clone(), proxy_host }))
         .redirect(reqwest::redirect::Policy::none())
         .timeout(settings.timeout)
         .connect_timeout(settings.timeout)
@@ -308,7 +312,10 @@ impl Worker {
     /// Claims the job's delivery and makes its signed body; `None` when another attempt claimed
     /// it first, or when it was given up here (no attempt can succeed).
     fn prepare(&self, job: JobRecord, now_ms: u64) -> Option<Attempt> {
-        let callback = job.callback.clone().filter(|c| c.status == CallbackStatus::Pending)?;
+        // Due now as read here: a callback another node claimed since the outbox was read has
+        // its due time moved past now, and is not claimed twice.
+        let callback =
+            job.callback.clone().filter(|c| c.status == CallbackStatus::Pending && c.next_attempt_ms <= now_ms)?;
         let claim = Callback {
             attempts: callback.attempts.saturating_add(1),
             next_attempt_ms: now_ms + self.settings.timeout.as_millis() as u64 + WEBHOOK_POLL_MS,
@@ -364,7 +371,16 @@ impl Worker {
         Ok((body, signature))
     }
 
+    /// One attempt, bounded as a whole by `timeout` (a proxied one's name lookup included), so
+    /// it never outlives its claim.
     async fn send(&self, attempt: &Attempt) -> Sent {
+        match tokio::time::timeout(self.settings.timeout, self.try_send(attempt)).await {
+            Ok(sent) => sent,
+            Err(_) => Sent::Failed(Failure::Timeout),
+        }
+    }
+
+    async fn try_send(&self, attempt: &Attempt) -> Sent {
         if self.settings.proxy.is_some() {
             // The proxy resolves the target itself: check the name's addresses here first.
             if let Err(failure) = self.check_through_proxy(&attempt.claim.url).await {
@@ -395,17 +411,15 @@ impl Worker {
         let url = reqwest::Url::parse(url).map_err(|_| Failure::UrlRefused)?;
         let host = url.host_str().ok_or(Failure::UrlRefused)?;
         let port = url.port_or_known_default().unwrap_or(443);
-        let lookup = tokio::net::lookup_host((host, port));
-        let resolved = match tokio::time::timeout(self.settings.timeout, lookup).await {
-            Err(_) => return Err(Failure::Timeout),
-            Ok(Err(_)) => return Err(Failure::DnsFailed),
-            Ok(Ok(resolved)) => resolved.collect::<Vec<_>>(),
+        let resolved = match tokio::net::lookup_host((host, port)).await {
+            Err(_) => return Err(Failure::NoPublicAddress),
+            Ok(resolved) => resolved.collect::<Vec<_>>(),
         };
         let usable = self.settings.policy.usable(host, resolved.iter().copied());
         if usable.len() == resolved.len() && !usable.is_empty() {
             Ok(())
         } else {
-            Err(Failure::NotPublicAddress)
+            Err(Failure::NoPublicAddress)
         }
     }
 

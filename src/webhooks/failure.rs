@@ -24,10 +24,10 @@ pub enum Failure {
     Refused,
     /// Any other connection failure (reset, unreachable).
     ConnectFailed,
-    /// The host name did not resolve.
-    DnsFailed,
-    /// The host name resolved only to addresses webhooks may not reach.
-    NotPublicAddress,
+    /// The host name did not resolve, or resolved only to addresses webhooks may not reach:
+    /// one reason for both, so that a client cannot learn which internal names the server's
+    /// resolver knows.
+    NoPublicAddress,
     /// The TLS handshake failed (certificate, protocol).
     Tls,
     /// The receiver answered with a status other than 2xx (a redirect is not followed).
@@ -58,8 +58,7 @@ impl Failure {
             Failure::Timeout => "timeout",
             Failure::Refused => "refused",
             Failure::ConnectFailed => "connect_failed",
-            Failure::DnsFailed => "dns_failed",
-            Failure::NotPublicAddress => "not_public_address",
+            Failure::NoPublicAddress => "no_public_address",
             Failure::Tls => "tls",
             Failure::Http(_) => "http",
             Failure::NoWebhookSecret => "no_webhook_secret",
@@ -104,11 +103,8 @@ pub fn classify(error: &reqwest::Error) -> Failure {
 /// The first cause in the chain that names a reason.
 fn from_causes(mut cause: Option<&(dyn StdError + 'static)>) -> Option<Failure> {
     while let Some(error) = cause {
-        if error.is::<NoPublicAddress>() {
-            return Some(Failure::NotPublicAddress);
-        }
-        if error.is::<NotResolved>() {
-            return Some(Failure::DnsFailed);
+        if error.is::<NoPublicAddress>() || error.is::<NotResolved>() {
+            return Some(Failure::NoPublicAddress);
         }
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
             let inner = io.get_ref().map(|inner| inner as &(dyn StdError + 'static));
@@ -139,8 +135,8 @@ mod tests {
     #[test]
     fn reasons_are_a_closed_set_of_words() {
         assert_eq!(Failure::Http(503).reason(), "http_503");
-        assert_eq!(Failure::NotPublicAddress.reason(), "not_public_address");
-        for failure in [Failure::Timeout, Failure::Refused, Failure::Tls, Failure::DnsFailed, Failure::Failed] {
+        assert_eq!(Failure::NoPublicAddress.reason(), "no_public_address");
+        for failure in [Failure::Timeout, Failure::Refused, Failure::Tls, Failure::NoPublicAddress, Failure::Failed] {
             let reason = failure.reason();
             assert!(reason.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{reason}");
         }
@@ -150,9 +146,9 @@ mod tests {
     #[test]
     fn causes_are_read_through_io_errors_without_their_words() {
         let wrapped = std::io::Error::other(NoPublicAddress);
-        assert_eq!(from_causes(Some(&wrapped)), Some(Failure::NotPublicAddress));
+        assert_eq!(from_causes(Some(&wrapped)), Some(Failure::NoPublicAddress));
         let unresolved = std::io::Error::other(NotResolved);
-        assert_eq!(from_causes(Some(&unresolved)), Some(Failure::DnsFailed));
+        assert_eq!(from_causes(Some(&unresolved)), Some(Failure::NoPublicAddress), "the same word: no name probing");
         let refused = std::io::Error::new(ErrorKind::ConnectionRefused, "connect to 10.0.0.7:6379 refused");
         assert_eq!(from_causes(Some(&refused)), Some(Failure::Refused));
         let tls = std::io::Error::new(ErrorKind::InvalidData, "invalid peer certificate: internal.corp");

@@ -224,14 +224,18 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
 }
 
 /// The delivery client's DNS resolver: the system's answers, less every address the policy
-/// refuses for the host; a name left with none fails to resolve (a failed attempt).
+/// refuses for the host; a name left with none fails to resolve (a failed attempt). The
+/// operator's own proxy (`proxy_host`), which may well sit on a private network, is resolved
+/// as is: with a proxy, it is the only name the client connects to (targets are checked
+/// before the request is handed to it).
 pub struct GuardedResolver {
     pub policy: TargetPolicy,
+    pub proxy_host: Option<String>,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let policy = self.policy.clone();
+        let (policy, proxy_host) = (self.policy.clone(), self.proxy_host.clone());
         Box::pin(async move {
             let host = name.as_str().to_owned();
             // Typed errors, so the attempt's reason is a word (`failure::classify`), never the
@@ -240,7 +244,10 @@ impl reqwest::dns::Resolve for GuardedResolver {
                 Ok(resolved) => resolved,
                 Err(_) => return Err(Box::new(NotResolved) as _),
             };
-            let usable = policy.usable(&host, resolved);
+            let usable = match proxy_host.as_deref() {
+                Some(proxy) if proxy.eq_ignore_ascii_case(&host) => resolved.collect(),
+                _ => policy.usable(&host, resolved),
+            };
             if usable.is_empty() {
                 return Err(Box::new(NoPublicAddress) as _);
             }

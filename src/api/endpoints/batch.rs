@@ -131,7 +131,9 @@ impl Endpoints<'_> {
             });
         }
         if let Err(failure) = self.covered(wrote).await {
-            self.withdraw_items(admitted, &mut outcomes, &ApiError::from_store(&failure));
+            if self.withdraw_items(admitted, &mut outcomes, &ApiError::from_store(&failure)) {
+                self.undo_durable().await;
+            }
         }
         let limited = ApiError::RateLimited { retry_after_s: u64::from(grant.retry_after_s) };
         let outcomes = outcomes.into_iter().map(|o| o.unwrap_or_else(|| Outcome::Refused(limited.clone())));
@@ -142,18 +144,31 @@ impl Endpoints<'_> {
     /// withdrawn on its own (`Admission::after_failed_sync`) and its items — the address and
     /// its repeats — answered with the refusal; a job a compute thread already started stands
     /// with its 202-like item. Never one refusal folded over items that were admitted.
-    fn withdraw_items(&self, admitted: Vec<Box<JobRecord>>, outcomes: &mut [Option<Outcome>], refusal: &ApiError) {
+    /// Returns true when any job was withdrawn (its undo then awaits the disk).
+    fn withdraw_items(
+        &self,
+        admitted: Vec<Box<JobRecord>>,
+        outcomes: &mut [Option<Outcome>],
+        refusal: &ApiError,
+    ) -> bool {
+        let mut withdrew = false;
         for record in admitted {
             let id = record.id.clone();
-            if self.app.admission.after_failed_sync(Decision::Admitted(record), &self.caller.key).is_some() {
-                continue;
-            }
+            let refused = match self.app.admission.after_failed_sync(Decision::Admitted(record), &self.caller.key) {
+                Ok(Some(_)) => continue,
+                Ok(None) => {
+                    withdrew = true;
+                    refusal.clone()
+                }
+                Err(e) => ApiError::from_store(&e),
+            };
             for outcome in outcomes.iter_mut() {
                 if matches!(outcome, Some(Outcome::Job(job)) if job.analysis_id == id) {
-                    *outcome = Some(Outcome::Refused(refusal.clone()));
+                    *outcome = Some(Outcome::Refused(refused.clone()));
                 }
             }
         }
+        withdrew
     }
 
     /// Every item's key marked in flight, or — when one is still being admitted by another

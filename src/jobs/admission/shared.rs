@@ -115,6 +115,14 @@ impl Admission {
             let checks = AdmitChecks { quota_limit: Some(key.quota.limit()), live_max, dedup: !refresh };
             admit_once(etcd, &record, checks, answer).await?
         };
+        let admitted = match admitted {
+            Sent::Answered(admitted) => admitted,
+            // It stood, but etcd's usage of the key was not read: memory's view is refreshed
+            // by the next status or usage read (the cluster's quota is etcd's, not this view).
+            Sent::Stood => {
+                return self.queue_in_cluster(etcd, record, work).await.map(|r| Decision::Admitted(Box::new(r)))
+            }
+        };
         match admitted {
             Admitted::New { usage } => {
                 key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
@@ -184,11 +192,11 @@ async fn admit_once(
     record: &JobRecord,
     checks: AdmitChecks,
     answer: Option<IdempotentAnswer>,
-) -> Result<Admitted, StoreError> {
+) -> Result<Sent, StoreError> {
     let mut last = None;
     for _ in 0..ADMIT_ATTEMPTS_MAX {
         match etcd.admit_async(record.clone(), checks, answer.clone()).await {
-            Ok(admitted) => return Ok(admitted),
+            Ok(admitted) => return Ok(Sent::Answered(admitted)),
             Err(e @ StoreError::Unavailable(_)) => last = Some(e),
             Err(e) => return Err(e),
         }
@@ -198,9 +206,9 @@ async fn admit_once(
     match etcd.get_job_async(record.id.clone()).await {
         Ok(None) => Err(lost),
         Ok(Some(_)) => {
-            let usage = etcd.usage_async(record.key_id.clone(), record.quota_period_start_ms).await?;
             tracing::warn!(job = %record.id, error = %undo, "an admission whose answer was lost stood: answered as admitted");
-            Ok(Admitted::New { usage })
+            let usage = etcd.usage_async(record.key_id.clone(), record.quota_period_start_ms).await;
+            Ok(usage.map_or(Sent::Stood, |usage| Sent::Answered(Admitted::New { usage })))
         }
         Err(e) => {
             tracing::warn!(job = %record.id, error = %e, "an admission etcd did not confirm may stand (adoption runs it)");
@@ -210,6 +218,13 @@ async fn admit_once(
             ))
         }
     }
+}
+
+/// What came of sending the admission transaction: etcd's answer, or — its answers lost and
+/// the undo refused — a job found standing whose key's usage could not be read.
+enum Sent {
+    Answered(Admitted),
+    Stood,
 }
 
 /// The 429's details from the usage etcd refused with.

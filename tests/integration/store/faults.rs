@@ -527,6 +527,9 @@ impl JobSink for GatedSink {
     fn finished(&self, ticket: Ticket, outcome: Outcome) {
         self.inner.finished(ticket, outcome)
     }
+    fn finished_plainly(&self, id: &str, outcome: Outcome) {
+        self.inner.finished_plainly(id, outcome)
+    }
 }
 
 /// `--sync-writes`: an admission whose write could not be made durable (the group commit's
@@ -585,7 +588,7 @@ fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
     let queued = admit("sybil_a");
     assert_eq!(rig.usage().0.reserved, 3, "the rig's job and two more, reserved");
     failed_sync();
-    let withdrawn = admission.after_failed_sync(Decision::Admitted(queued.clone()), &entry);
+    let withdrawn = admission.after_failed_sync(Decision::Admitted(queued.clone()), &entry).expect("undone");
     assert!(withdrawn.is_none(), "a queued job is withdrawn: the request is refused");
     assert_eq!(rig.store.get_job(&queued.id).unwrap(), None, "nothing recorded");
     assert!(rig.index.get(&queued.id).is_none());
@@ -595,7 +598,7 @@ fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
     // A job a compute thread started cannot be withdrawn: it stands, and is charged once.
     rig.store.mark_running(&busy.id, now_unix_ms()).expect("started");
     failed_sync();
-    let stands = admission.after_failed_sync(Decision::Admitted(busy.clone()), &entry);
+    let stands = admission.after_failed_sync(Decision::Admitted(busy.clone()), &entry).expect("answered");
     assert!(matches!(stands, Some(Decision::Admitted(_))), "the admission stands: {stands:?}");
     gated.open();
     let deadline = Instant::now() + Duration::from_secs(30);
