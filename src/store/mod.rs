@@ -186,10 +186,20 @@ pub struct DueCursor {
 }
 
 impl DueCursor {
-    /// The outbox entry of a job read from it (`None` without a callback).
-    pub fn of(job: &JobRecord) -> Option<DueCursor> {
-        job.callback.as_ref().map(|c| DueCursor { due_ms: c.next_attempt_ms, id: job.id.clone() })
+    /// The cursor of an outbox key (due ms BE ‖ job id).
+    fn of_key(key: &[u8]) -> StoreResult<DueCursor> {
+        let (due_ms, id) = encoding::parse_done_key(key)?;
+        Ok(DueCursor { due_ms, id: id.to_owned() })
     }
+}
+
+/// A page of the webhook outbox: the due jobs whose records were read, and where the next page
+/// starts — the last entry scanned, whatever its record said by the time it was read (`None`
+/// when the scan reached the end of the due set).
+#[derive(Debug, Clone, Default)]
+pub struct DuePage {
+    pub jobs: Vec<JobRecord>,
+    pub next: Option<DueCursor>,
 }
 
 /// Result of every store call.
@@ -340,7 +350,7 @@ pub trait Store: Send + Sync {
     /// completion that finished it (the same durable batch) until an attempt records it
     /// `Delivered` or `Failed`. The cursor lets a reader walk the whole due set page by page,
     /// so entries it cannot take now (an account at its in-flight cap) never hide the rest.
-    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>>;
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<DuePage>;
     /// Records a delivery attempt: the finished job's callback, if it is still `expected`,
     /// becomes `callback` (a `Pending` one is due again at its `next_attempt_ms`), durably — a
     /// compare-and-set, so of two attempts that read the same callback one records. Else

@@ -46,7 +46,7 @@ use super::record::{
 };
 use super::usage::{self, UsageDelta};
 use super::{
-    DueCursor, Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT, JOB_LOCK_STRIPES,
+    DueCursor, DuePage, Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT, JOB_LOCK_STRIPES,
     ROCKSDB_BACKGROUND_JOBS_DEFAULT, SCHEMA_VERSION, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
     WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
@@ -984,8 +984,10 @@ impl Store for RocksStore {
         Ok(entries.len())
     }
 
-    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>> {
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<DuePage> {
         let entries = self.scan_outbox(after, now_ms.saturating_add(1), limit)?;
+        let full = entries.len() >= clamp_page(limit) && !entries.is_empty();
+        let next = entries.last().filter(|_| full).map(|key| DueCursor::of_key(key)).transpose()?;
         let mut jobs = Vec::with_capacity(entries.len());
         for key in &entries {
             let (_, id) = enc::parse_done_key(key)?;
@@ -994,7 +996,7 @@ impl Store for RocksStore {
                 None => tracing::error!(%id, "outbox entry without a job record; skipped"),
             }
         }
-        Ok(jobs)
+        Ok(DuePage { jobs, next })
     }
 
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {

@@ -283,9 +283,11 @@ impl Worker {
                     return;
                 }
             };
-            let full = page.len() >= WEBHOOK_DUE_PAGE_LEN;
-            *cursor = if full { page.last().and_then(DueCursor::of) } else { None };
-            let picked = pick(page, &slots.borrow(), free, self.settings.in_flight_per_account_max);
+            // The next page starts after the last entry scanned (a record re-read or gone in
+            // between does not move it), so the walk covers the whole due set.
+            let full = page.next.is_some();
+            *cursor = page.next;
+            let picked = pick(page.jobs, &slots.borrow(), free, self.settings.in_flight_per_account_max);
             for job in picked {
                 self.start(slots, job, now_ms);
             }

@@ -38,8 +38,8 @@ pub use watch::KeyChange;
 use ops::Db;
 
 use super::{
-    Callback, Completion, DueCursor, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store, StoreError,
-    StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
+    Callback, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store,
+    StoreError, StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
 };
 use crate::auth::record::KeyRecord;
 use crate::limits::quota::UsageRecord;
@@ -318,7 +318,7 @@ impl Store for EtcdStore {
         self.run(|db| async move { db.purge_finished_before(cutoff_ms, limit).await })
     }
 
-    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>> {
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<DuePage> {
         let after = after.cloned();
         self.run(|db| async move { db.due_callbacks(now_ms, after, limit).await })
     }

@@ -44,8 +44,8 @@ use crate::store::encoding as enc;
 use crate::store::record::{check_id, validate_key};
 use crate::store::usage::{self, UsageDelta};
 use crate::store::{
-    Callback, CallbackStatus, Completion, DueCursor, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord,
-    JobState, LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
+    Callback, CallbackStatus, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobError, JobPage,
+    JobRecord, JobState, LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 /// What a checked admission came to.
@@ -910,23 +910,22 @@ impl Db {
 impl Db {
     // --- webhooks ---
 
-    pub async fn due_callbacks(
-        &self,
-        now_ms: u64,
-        after: Option<DueCursor>,
-        limit: usize,
-    ) -> StoreResult<Vec<JobRecord>> {
+    pub async fn due_callbacks(&self, now_ms: u64, after: Option<DueCursor>, limit: usize) -> StoreResult<DuePage> {
         let from = match after {
             Some(c) => enc::successor(&self.layout.callback_due(c.due_ms, &c.id)),
             None => self.layout.family(b'c'),
         };
         let to = self.layout.callback_due(now_ms.saturating_add(1), "");
-        let kvs = self.range(from, to, limit.min(STORE_PAGE_LEN_MAX), true).await?;
-        let mut ids = Vec::with_capacity(kvs.len());
+        let limit = limit.min(STORE_PAGE_LEN_MAX);
+        let kvs = self.range(from, to, limit, true).await?;
+        let mut entries = Vec::with_capacity(kvs.len());
         for kv in &kvs {
-            ids.push(enc::parse_done_key(self.layout.tail(b'c', kv.key())?)?.1.to_owned());
+            let (due_ms, id) = enc::parse_done_key(self.layout.tail(b'c', kv.key())?)?;
+            entries.push(DueCursor { due_ms, id: id.to_owned() });
         }
-        self.jobs(ids.iter().map(String::as_str)).await
+        let next = entries.last().filter(|_| entries.len() >= limit && limit > 0).cloned();
+        let jobs = self.jobs(entries.iter().map(|c| c.id.as_str())).await?;
+        Ok(DuePage { jobs, next })
     }
 
     /// The job's callback replaced, its outbox entry moved (or removed), in one transaction

@@ -427,7 +427,7 @@ fn with_callback(id: &str, wallet: &str, at_ms: u64) -> xray::store::JobRecord {
 }
 
 fn due(store: &dyn Store, now_ms: u64) -> Vec<String> {
-    store.due_callbacks(now_ms, None, 100).unwrap().into_iter().map(|job| job.id).collect()
+    store.due_callbacks(now_ms, None, 100).unwrap().jobs.into_iter().map(|job| job.id).collect()
 }
 
 pub fn the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up(store: &dyn Store) {
@@ -445,11 +445,13 @@ pub fn the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up(store:
     assert_eq!(due(store, 100), ["an_1"]);
     assert_eq!(due(store, 1_000), ["an_1", "an_2"], "soonest due first");
     let page = store.due_callbacks(1_000, None, 1).unwrap();
-    assert_eq!(page.len(), 1, "bounded");
+    assert_eq!(page.jobs.len(), 1, "bounded");
+    assert_eq!(page.next, Some(DueCursor { due_ms: 100, id: "an_1".into() }), "the last entry scanned");
     // A page ends on a cursor the next one starts after: the whole due set, page by page.
-    let next = store.due_callbacks(1_000, DueCursor::of(&page[0]).as_ref(), 1).unwrap();
-    assert_eq!(next.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), ["an_2"]);
-    assert!(store.due_callbacks(1_000, DueCursor::of(&next[0]).as_ref(), 1).unwrap().is_empty(), "the end");
+    let next = store.due_callbacks(1_000, page.next.as_ref(), 1).unwrap();
+    assert_eq!(next.jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), ["an_2"]);
+    let end = store.due_callbacks(1_000, next.next.as_ref(), 1).unwrap();
+    assert!(end.jobs.is_empty() && end.next.is_none(), "the end");
     // A claim is a compare-and-set on the callback as read: a second claim of the same read
     // is refused.
     let claim = Callback { attempts: 1, next_attempt_ms: 500, ..first.clone() };

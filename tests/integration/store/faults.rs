@@ -30,8 +30,8 @@ use xray::metrics::Metrics;
 use xray::pubkey::Pubkey;
 use xray::store::group_commit::GroupCommit;
 use xray::store::{
-    Callback, Completion, DueCursor, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState, LiveState,
-    RocksStore, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
+    Callback, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState,
+    LiveState, RocksStore, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 use super::support::open;
@@ -133,7 +133,7 @@ impl Store for FaultyStore {
     fn purge_finished_before(&self, cutoff_ms: u64, limit: usize) -> StoreResult<usize> {
         self.inner.purge_finished_before(cutoff_ms, limit)
     }
-    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<Vec<JobRecord>> {
+    fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<DuePage> {
         self.inner.due_callbacks(now_ms, after, limit)
     }
     fn pending_callbacks(&self, account: &str, limit: usize) -> StoreResult<Vec<String>> {

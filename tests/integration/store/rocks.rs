@@ -216,8 +216,8 @@ fn scans_start_past_what_was_purged_delivered_or_evicted() {
             xray::store::Callback { status: xray::store::CallbackStatus::Delivered, attempts: 1, ..pending.clone() };
         store.record_callback(&id, &pending, &delivered).unwrap();
     }
-    assert!(store.due_callbacks(N + 10, None, 16).unwrap().is_empty());
-    let walked = keys_skipped(|| assert!(store.due_callbacks(N + 20, None, 16).unwrap().is_empty()));
+    assert!(store.due_callbacks(N + 10, None, 16).unwrap().jobs.is_empty());
+    let walked = keys_skipped(|| assert!(store.due_callbacks(N + 20, None, 16).unwrap().jobs.is_empty()));
     assert!(walked <= WALKED_MAX, "the outbox scan stepped over {walked} deleted keys");
 
     // The retention purge: the same, over the completion index.
