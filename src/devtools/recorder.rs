@@ -339,6 +339,10 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
         self.inner.name()
     }
 
+    fn synthetic(&self) -> bool {
+        self.inner.synthetic()
+    }
+
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
         let answer = self.inner.get_account_info(address).await?;
         self.with_writer(|w| w.record_account(address, answer.context.slot, answer.value.as_ref()))?;

@@ -414,6 +414,9 @@ mod tests {
         fn name(&self) -> &'static str {
             "demo"
         }
+        fn synthetic(&self) -> bool {
+            true
+        }
         async fn get_account_info(&self, a: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
             (self.1)(a);
             self.0.get_account_info(a).await

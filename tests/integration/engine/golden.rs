@@ -510,6 +510,9 @@ impl LedgerSource for Failing<'_> {
     fn name(&self) -> &'static str {
         self.demo.name()
     }
+    fn synthetic(&self) -> bool {
+        self.demo.synthetic()
+    }
     async fn get_account_info(&self, a: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
         self.demo.get_account_info(a).await
     }
