@@ -87,7 +87,7 @@ impl Endpoints<'_> {
         let mut first_of: HashMap<Pubkey, usize> = HashMap::with_capacity(paid);
         let (mut busy, mut wrote) = (false, false);
         // New jobs, by item: withdrawn one by one if their writes cannot be made durable.
-        let mut admitted: Vec<Box<JobRecord>> = Vec::new();
+        let mut admitted: Vec<JobRecord> = Vec::new();
         for i in 0..paid {
             let kept = outcomes[i].is_some();
             let wallet = match checked_address("wallets", &body.wallets[i], self.app) {
@@ -123,7 +123,7 @@ impl Endpoints<'_> {
                     self.count(&work, &decision);
                     let item = Outcome::Job(ItemJob::of(&decision));
                     if let Decision::Admitted(record) = decision {
-                        admitted.push(record);
+                        admitted.push(*record);
                     }
                     item
                 }
@@ -145,23 +145,19 @@ impl Endpoints<'_> {
     /// its repeats — answered with the refusal; a job a compute thread already started stands
     /// with its 202-like item. Never one refusal folded over items that were admitted.
     /// Returns true when any job was withdrawn (its undo then awaits the disk).
-    fn withdraw_items(
-        &self,
-        admitted: Vec<Box<JobRecord>>,
-        outcomes: &mut [Option<Outcome>],
-        refusal: &ApiError,
-    ) -> bool {
+    fn withdraw_items(&self, admitted: Vec<JobRecord>, outcomes: &mut [Option<Outcome>], refusal: &ApiError) -> bool {
         let mut withdrew = false;
         for record in admitted {
             let id = record.id.clone();
-            let refused = match self.app.admission.after_failed_sync(Decision::Admitted(record), &self.caller.key) {
-                Ok(Some(_)) => continue,
-                Ok(None) => {
-                    withdrew = true;
-                    refusal.clone()
-                }
-                Err(e) => ApiError::from_store(&e),
-            };
+            let refused =
+                match self.app.admission.after_failed_sync(Decision::Admitted(Box::new(record)), &self.caller.key) {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => {
+                        withdrew = true;
+                        refusal.clone()
+                    }
+                    Err(e) => ApiError::from_store(&e),
+                };
             for outcome in outcomes.iter_mut() {
                 if matches!(outcome, Some(Outcome::Job(job)) if job.analysis_id == id) {
                     *outcome = Some(Outcome::Refused(refused.clone()));
