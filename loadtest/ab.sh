@@ -18,16 +18,8 @@ ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-4s}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT_BASE=${PORT_BASE:-18600}
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk not found (Debian package wrk; loadtest/max.sh installs it)" >&2; exit 1; }
-. loadtest/lib.sh
+. loadtest/lib.sh   # WORK, PIDS (stopped on exit), pinning and the wrk helpers
 
 WALLET=958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ
 WBODY="{\"wallet\":\"$WALLET\"}"

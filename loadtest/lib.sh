@@ -1,6 +1,16 @@
 # Shared by the saturation scripts (max.sh, ab.sh): CPU pinning, waiting for a server, one
 # closed-loop wrk run with the serving process's CPU time, a request's status and size, medians.
-# Sourced, not run.
+# Sourced, not run: it also makes the run's scratch directory WORK and stops every process
+# whose pid is in PIDS when the script exits.
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU="taskset -c 0"; LOAD_CPU="taskset -c 1"; PINNED="server core 0, wrk core 1"
 else SERVER_CPU=""; LOAD_CPU=""; PINNED="unpinned (one core: wrk and the server share it)"; fi

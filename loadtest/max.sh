@@ -37,15 +37,7 @@ DURATION=${DURATION:-4s}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT_BASE=${PORT_BASE:-18400}
 BIN="$CARGO_TARGET_DIR/release"
-WORK=$(mktemp -d)
-PIDS=()
-
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+. loadtest/lib.sh   # WORK, PIDS (stopped on exit), pinning and the wrk helpers
 
 if ! command -v wrk >/dev/null; then
   echo "wrk not found: installing it (Debian package wrk)" >&2
@@ -54,7 +46,6 @@ if ! command -v wrk >/dev/null; then
 fi
 cargo build --release --bins --example bare --example openload >&2
 
-. loadtest/lib.sh
 
 declare -A PORT_PID
 # xray serve NAME PORT ADMIN_PORT [extra flags…]: starts it, leaves its data dir in $WORK/NAME.

@@ -220,6 +220,20 @@ fn rig(index_len_max: usize) -> Rig {
     Rig { store, sink, finished, index, keys, key, store_failing, job, _dir: dir }
 }
 
+/// A compute pool of one thread running one job at a time on the demo ledger, over `sink`.
+fn one_job_at_a_time(sink: Arc<dyn JobSink>) -> Arc<ComputePool> {
+    let seed = xray::config::DEMO_SEED_DEFAULT;
+    let config = PoolConfig {
+        threads: 1,
+        queue_capacity: 8,
+        jobs_in_flight_max: 1,
+        pin: false,
+        view: ViewOptions::default(),
+        budget: Default::default(),
+    };
+    Arc::new(ComputePool::start(config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"))
+}
+
 impl Rig {
     fn ticket(&self) -> Ticket {
         let wallet = Pubkey::parse(WALLET).expect("address");
@@ -349,19 +363,9 @@ fn a_panic_on_the_job_path_ends_the_job_failed_and_refunded_and_the_next_job_run
         let rig = rig(16);
         let seed = xray::config::DEMO_SEED_DEFAULT;
         // One job in flight: a slot lost to the panic would stall the next job.
-        let pool_config = PoolConfig {
-            threads: 1,
-            queue_capacity: 8,
-            jobs_in_flight_max: 1,
-            pin: false,
-            view: ViewOptions::default(),
-            budget: Default::default(),
-        };
         let sink: Arc<dyn JobSink> =
             Arc::new(PanickingSink { inner: rig.sink.clone(), at, armed: AtomicBool::new(true) });
-        let pool = Arc::new(
-            ComputePool::start(pool_config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"),
-        );
+        let pool = one_job_at_a_time(sink);
         let live = rig.index.get(&rig.job.id).expect("live");
         pool.submit(rig.ticket()).expect("queued");
         await_state(&rig, &rig.job.id, JobState::Failed);
@@ -404,18 +408,8 @@ fn a_panic_on_the_job_path_ends_the_job_failed_and_refunded_and_the_next_job_run
 fn an_admission_whose_undo_fails_stands_and_runs_once() {
     let rig = rig(1);
     let seed = xray::config::DEMO_SEED_DEFAULT;
-    let pool_config = PoolConfig {
-        threads: 1,
-        queue_capacity: 8,
-        jobs_in_flight_max: 1,
-        pin: false,
-        view: ViewOptions::default(),
-        budget: Default::default(),
-    };
     let sink: Arc<dyn JobSink> = rig.sink.clone();
-    let pool = Arc::new(
-        ComputePool::start(pool_config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"),
-    );
+    let pool = one_job_at_a_time(sink);
     let dyn_store: Arc<dyn Store> = rig.store.clone();
     let admission = Admission::new(dyn_store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
     let wallet = DemoLedger::new(seed).archetype("open_delegation").expect("archetype");
@@ -546,18 +540,8 @@ fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
         opened: std::sync::Condvar::new(),
     });
     let seed = xray::config::DEMO_SEED_DEFAULT;
-    let pool_config = PoolConfig {
-        threads: 1,
-        queue_capacity: 8,
-        jobs_in_flight_max: 1,
-        pin: false,
-        view: ViewOptions::default(),
-        budget: Default::default(),
-    };
     let sink: Arc<dyn JobSink> = gated.clone();
-    let pool = Arc::new(
-        ComputePool::start(pool_config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"),
-    );
+    let pool = one_job_at_a_time(sink);
     let dyn_store: Arc<dyn Store> = rig.store.clone();
     let admission = Admission::new(dyn_store.clone(), rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
     let group = GroupCommit::start(dyn_store).expect("sync thread");
