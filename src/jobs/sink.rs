@@ -123,14 +123,15 @@ impl StoreSink {
         match written {
             Ok(record) => {
                 self.observe(&record, &id);
-                self.trim_outbox(&record);
                 let payload = match completion {
                     Completion::Ready { payload_json, .. } => Some(Bytes::from(payload_json)),
                     Completion::Failed { .. } => None,
                 };
                 // Before the index lets go of the job, so a poll finds it in one or the other.
-                self.finished.keep_finished(StoredJob::new(record, payload));
+                let kept = self.finished.keep_finished(StoredJob::new(record, payload));
                 self.index.remove(&id);
+                // After the job reached polls and long polls: the trim is the account's upkeep.
+                self.trim_outbox(&kept.record);
                 None
             }
             Err(StoreError::Invalid(reason)) if payload_len(&completion) > 0 => {

@@ -365,7 +365,10 @@ impl Worker {
             JobState::Ready => self.store.get_result(job).map_err(|e| not_now("result", e))?,
             _ => None,
         };
-        let body = (self.render)(job, payload.as_deref()).map_err(|e| {
+        // A panic while rendering (a bug) gives up this delivery, never the delivery thread.
+        let render = std::panic::AssertUnwindSafe(|| (self.render)(job, payload.as_deref()));
+        let rendered = std::panic::catch_unwind(render).unwrap_or_else(|_| Err("rendering panicked".into()));
+        let body = rendered.map_err(|e| {
             tracing::error!(job = %job.id, error = %e, "rendering a webhook body failed");
             Failure::Internal
         })?;
