@@ -53,6 +53,7 @@ mod idempotency;
 mod shared;
 
 pub use idempotency::{IdempotencyKey, InFlightGuard, Replay};
+pub use shared::{admit_once, AdmissionLink, Sent};
 
 /// Random bytes in a job id (contract §4: 16).
 pub const JOB_ID_RANDOM_BYTES: usize = 16;
@@ -512,12 +513,7 @@ impl Admission {
             }
         }
         self.index.remove(&record.id);
-        let operation = match record.kind {
-            JobKind::Analysis { .. } => Operation::WalletAnalysis,
-            JobKind::Comparison { .. } => Operation::Comparison,
-        };
-        let unit = Reservation::recovered(record.quota_period_start_ms, operation);
-        if let Err(e) = key.quota.release(unit, ReleaseCause::NotAdmitted) {
+        if let Err(e) = key.quota.release(record.unit(), ReleaseCause::NotAdmitted) {
             tracing::debug!(job = %record.id, error = %e, "in-memory quota not released");
         }
         Ok(None)

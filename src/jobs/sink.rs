@@ -50,7 +50,7 @@ use crate::jobs::execute::{FailCode, JobSpec, Outcome, ReusedScores};
 use crate::jobs::finished::{FinishedJobs, StoredJob};
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{JobSink, Ticket};
-use crate::limits::quota::{Operation, ReleaseCause, Reservation};
+use crate::limits::quota::ReleaseCause;
 use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics, WEBHOOKS};
 use crate::pubkey::Pubkey;
 use crate::store::{self, CallbackStatus, Completion, JobKind, JobRecord, Store, StoreError, Subject};
@@ -212,11 +212,7 @@ impl StoreSink {
             return;
         }
         let Some(entry) = KeyId::parse(&record.key_id).ok().and_then(|id| self.keys.get(&id)) else { return };
-        let operation = match record.kind {
-            JobKind::Analysis { .. } => Operation::WalletAnalysis,
-            JobKind::Comparison { .. } => Operation::Comparison,
-        };
-        let unit = || Reservation::recovered(record.quota_period_start_ms, operation);
+        let unit = || record.unit();
         let ready = record.state == store::JobState::Ready;
         let successor = self.keys.successor_of(&entry);
         let settled = if !Arc::ptr_eq(&successor, &entry) {

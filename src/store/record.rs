@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::auth::record::KeyRecord;
+use crate::limits::quota::{Operation, Reservation};
 
 use super::{
     StoreError, StoreResult, ENGINE_VERSION_BYTES_MAX, ERROR_CODE_BYTES_MAX, ERROR_MESSAGE_BYTES_MAX, RESULT_BYTES_MAX,
@@ -27,6 +28,14 @@ pub enum JobKind {
 }
 
 impl JobKind {
+    /// What a unit of quota spent on this job is counted as (`byOperation`).
+    pub fn operation(&self) -> Operation {
+        match self {
+            JobKind::Analysis { .. } => Operation::WalletAnalysis,
+            JobKind::Comparison { .. } => Operation::Comparison,
+        }
+    }
+
     /// The deduplication subject of this job.
     pub fn subject(&self) -> Subject<'_> {
         match self {
@@ -244,6 +253,11 @@ impl WebhookSecret {
 }
 
 impl JobRecord {
+    /// The unit of quota this job holds, as memory counts it (for a charged job).
+    pub fn unit(&self) -> Reservation {
+        Reservation::recovered(self.quota_period_start_ms, self.kind.operation())
+    }
+
     /// A new `QUEUED` job with nothing started or finished.
     #[allow(clippy::too_many_arguments)]
     pub fn queued(

@@ -39,7 +39,7 @@ use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
 use crate::jobs::pool::Ticket;
 use crate::limits::quota::{period_end_ms, period_start_ms, QuotaExhausted, UsageRecord};
-use crate::store::etcd::{AdmitChecks, Admitted, EtcdStore, OwnedSubject};
+use crate::store::etcd::{AdmitChecks, Admitted, EtcdStore, OwnedSubject, Reply};
 use crate::store::{Callback, IdempotentAnswer, JobKind, JobRecord, JobState, StoreError};
 
 /// Sends of one admission transaction (the first and one repeat after a lost answer).
@@ -182,32 +182,56 @@ impl Admission {
     }
 }
 
+/// The four etcd operations an admission's transaction sends: the seam where a test puts a
+/// link that loses answers after etcd committed (a fault etcd itself cannot be made to show).
+pub trait AdmissionLink {
+    fn send_admit(&self, job: JobRecord, checks: AdmitChecks, answer: Option<IdempotentAnswer>) -> Reply<Admitted>;
+    fn send_cancel(&self, id: String) -> Reply<()>;
+    fn read_job(&self, id: String) -> Reply<Option<JobRecord>>;
+    fn read_usage(&self, key_id: String, period_start_ms: u64) -> Reply<UsageRecord>;
+}
+
+impl AdmissionLink for EtcdStore {
+    fn send_admit(&self, job: JobRecord, checks: AdmitChecks, answer: Option<IdempotentAnswer>) -> Reply<Admitted> {
+        self.admit_async(job, checks, answer)
+    }
+    fn send_cancel(&self, id: String) -> Reply<()> {
+        self.cancel_admission_async(id)
+    }
+    fn read_job(&self, id: String) -> Reply<Option<JobRecord>> {
+        self.get_job_async(id)
+    }
+    fn read_usage(&self, key_id: String, period_start_ms: u64) -> Reply<UsageRecord> {
+        self.usage_async(key_id, period_start_ms)
+    }
+}
+
 /// The admission transaction, repeated once with the same job id when its answer was lost;
 /// when both fail, it may have committed: it is undone if etcd takes the undo (then refused,
 /// nothing charged); else, when etcd holds the job, the admission stood and is answered as
 /// one (202: it runs and is charged once); only when etcd can tell neither is the request
 /// refused with its outcome unknown (a retry of it is deduplicated onto the job if one stood).
-async fn admit_once(
-    etcd: &EtcdStore,
+pub async fn admit_once(
+    etcd: &dyn AdmissionLink,
     record: &JobRecord,
     checks: AdmitChecks,
     answer: Option<IdempotentAnswer>,
 ) -> Result<Sent, StoreError> {
     let mut last = None;
     for _ in 0..ADMIT_ATTEMPTS_MAX {
-        match etcd.admit_async(record.clone(), checks, answer.clone()).await {
+        match etcd.send_admit(record.clone(), checks, answer.clone()).await {
             Ok(admitted) => return Ok(Sent::Answered(admitted)),
             Err(e @ StoreError::Unavailable(_)) => last = Some(e),
             Err(e) => return Err(e),
         }
     }
     let lost = last.unwrap_or_else(|| StoreError::Unavailable("etcd did not answer the admission".into()));
-    let Err(undo) = etcd.cancel_admission_async(record.id.clone()).await else { return Err(lost) };
-    match etcd.get_job_async(record.id.clone()).await {
+    let Err(undo) = etcd.send_cancel(record.id.clone()).await else { return Err(lost) };
+    match etcd.read_job(record.id.clone()).await {
         Ok(None) => Err(lost),
         Ok(Some(_)) => {
             tracing::warn!(job = %record.id, error = %undo, "an admission whose answer was lost stood: answered as admitted");
-            let usage = etcd.usage_async(record.key_id.clone(), record.quota_period_start_ms).await;
+            let usage = etcd.read_usage(record.key_id.clone(), record.quota_period_start_ms).await;
             Ok(usage.map_or(Sent::Stood, |usage| Sent::Answered(Admitted::New { usage })))
         }
         Err(e) => {
@@ -222,7 +246,8 @@ async fn admit_once(
 
 /// What came of sending the admission transaction: etcd's answer, or — its answers lost and
 /// the undo refused — a job found standing whose key's usage could not be read.
-enum Sent {
+#[derive(Debug)]
+pub enum Sent {
     Answered(Admitted),
     Stood,
 }

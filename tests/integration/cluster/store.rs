@@ -1,7 +1,8 @@
 //! The etcd store against a real 3-member etcd cluster on loopback: the store contract (the same
 //! functions the RocksDB store passes), then what only a shared store does — admission checked
 //! against the shared quota from several nodes at once, idempotent repeats, deduplication,
-//! a job finished by two nodes charged once, adoption after a node's lease expired, the key
+//! a job finished by two nodes charged once, adoption after a node's lease expired, admissions
+//! whose answers were lost (through a link that loses them after the commit), the key
 //! watch and long polls across nodes, and a full database.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,9 +12,10 @@ use std::time::{Duration, Instant};
 use super::etcd::{self, EtcdCluster};
 use crate::store::contract::{self, failed, ready, usage};
 use crate::store::support::*;
+use xray::jobs::admission::{admit_once, AdmissionLink, Sent};
 use xray::limits::quota::UsageRecord;
-use xray::store::etcd::{AdmitChecks, Admitted, EtcdStore, KeyChange};
-use xray::store::{Store, StoreError};
+use xray::store::etcd::{AdmitChecks, Admitted, EtcdStore, KeyChange, Reply};
+use xray::store::{IdempotentAnswer, JobRecord, Store, StoreError};
 
 /// A node's store on the shared cluster, in a keyspace of its own.
 fn open(test: &str) -> EtcdStore {
@@ -382,4 +384,119 @@ fn admissions_resume_after_the_etcd_leader_is_killed_and_none_acknowledged_is_lo
     let u = usage(&*store);
     assert_eq!(u.reserved, recorded as i64, "{u:?}");
     assert!(recorded >= acknowledged.len() && recorded <= acknowledged.len() + refused, "{recorded}");
+}
+
+/// What a `LossyLink` does to each kind of operation: pass it, send it and lose its answer
+/// (it committed, the node hears a timeout), or refuse it unsent (nothing reaches etcd).
+#[derive(Clone, Copy, PartialEq)]
+enum Fate {
+    Pass,
+    AnswerLost,
+    Unsent,
+}
+
+/// The fates of an admission's operations, in the order it sends them.
+#[derive(Clone, Copy)]
+struct Fates {
+    admit: Fate,
+    cancel: Fate,
+    read_job: Fate,
+    read_usage: Fate,
+}
+
+/// A node's link to etcd that loses answers: the fault a cut connection makes after etcd
+/// committed, made exactly (a TCP relay cannot tell which answer it is dropping).
+struct LossyLink<'a> {
+    etcd: &'a EtcdStore,
+    fates: Fates,
+    admits_sent: std::sync::atomic::AtomicUsize,
+}
+
+fn as_fated<T: Send + 'static>(fate: Fate, call: impl FnOnce() -> Reply<T>) -> Reply<T> {
+    let lost = || StoreError::Unavailable("etcd: request timed out (answer lost)".into());
+    match fate {
+        Fate::Pass => call(),
+        Fate::Unsent => Box::pin(async move { Err(lost()) }),
+        Fate::AnswerLost => {
+            let sent = call();
+            Box::pin(async move {
+                let _committed = sent.await;
+                Err(lost())
+            })
+        }
+    }
+}
+
+impl AdmissionLink for LossyLink<'_> {
+    fn send_admit(&self, job: JobRecord, checks: AdmitChecks, answer: Option<IdempotentAnswer>) -> Reply<Admitted> {
+        self.admits_sent.fetch_add(1, Ordering::Relaxed);
+        as_fated(self.fates.admit, || self.etcd.admit_async(job, checks, answer))
+    }
+    fn send_cancel(&self, id: String) -> Reply<()> {
+        as_fated(self.fates.cancel, || self.etcd.cancel_admission_async(id))
+    }
+    fn read_job(&self, id: String) -> Reply<Option<JobRecord>> {
+        as_fated(self.fates.read_job, || self.etcd.get_job_async(id))
+    }
+    fn read_usage(&self, key_id: String, period_start_ms: u64) -> Reply<UsageRecord> {
+        as_fated(self.fates.read_usage, || self.etcd.usage_async(key_id, period_start_ms))
+    }
+}
+
+/// One admission sent through a link with these fates, on a keyspace of its own: what it
+/// answered, and the store to look at afterwards.
+fn admit_through(test: &str, fates: Fates) -> (Result<Sent, StoreError>, EtcdStore) {
+    let etcd = open(test);
+    let link = LossyLink { etcd: &etcd, fates, admits_sent: Default::default() };
+    let checks = AdmitChecks { quota_limit: Some(10), live_max: Some(5), dedup: true };
+    let sent = pollster::block_on(admit_once(&link, &analysis("an_1", "W1", 1), checks, None));
+    assert_eq!(link.admits_sent.load(Ordering::Relaxed), 2, "a lost answer is repeated once, never more");
+    (sent, etcd)
+}
+
+const LOST: Fate = Fate::AnswerLost;
+
+#[test]
+fn an_admission_whose_answers_were_lost_is_answered_as_etcd_holds_it_and_charged_once() {
+    // Both answers lost after the commit, the undo unsent, the read answered: the job stands,
+    // so the node answers admitted (202) — one reservation although the transaction ran twice.
+    let fates = Fates { admit: LOST, cancel: Fate::Unsent, read_job: Fate::Pass, read_usage: Fate::Pass };
+    let (sent, store) = admit_through("lost_answers_stood", fates);
+    match sent {
+        Ok(Sent::Answered(Admitted::New { usage })) => assert_eq!(usage.reserved, 1, "{usage:?}"),
+        other => panic!("expected an admission that stood, got {other:?}"),
+    }
+    assert_eq!(usage(&store), UsageRecord { reserved: 1, ..UsageRecord::default() }, "charged once");
+    assert!(store.get_job("an_1").unwrap().is_some());
+
+    // It stood and its key's usage could not be read: still admitted (memory refreshed later).
+    let (sent, store) = admit_through("lost_answers_stood_unread", Fates { read_usage: Fate::Unsent, ..fates });
+    assert!(matches!(sent, Ok(Sent::Stood)), "{sent:?}");
+    assert_eq!(usage(&store), UsageRecord { reserved: 1, ..UsageRecord::default() });
+}
+
+#[test]
+fn an_admission_whose_answers_were_lost_is_undone_or_refused_and_never_charged() {
+    let passed = Fates { admit: LOST, cancel: Fate::Pass, read_job: Fate::Pass, read_usage: Fate::Pass };
+    let cases = [
+        // The undo reaches etcd: refused (503), no job.
+        ("lost_answers_undone", passed),
+        // Every answer lost, the undo's too (it committed): 503 saying the outcome is unknown
+        // and the retry deduplicates — and in fact nothing stood.
+        ("lost_answers_all", Fates { cancel: LOST, read_job: LOST, read_usage: LOST, ..passed }),
+        // Nothing reached etcd and the undo could not be sent: the read finds no job → 503.
+        ("lost_answers_unsent", Fates { admit: Fate::Unsent, cancel: Fate::Unsent, ..passed }),
+    ];
+    for (test, fates) in cases {
+        let (sent, store) = admit_through(test, fates);
+        match sent {
+            Err(StoreError::Unavailable(why)) if fates.read_job == LOST => {
+                assert!(why.contains("retry the request"), "{test}: {why}")
+            }
+            Err(StoreError::Unavailable(_)) => {}
+            other => panic!("{test}: expected 503, got {other:?}"),
+        }
+        assert_eq!(usage(&store), UsageRecord::default(), "{test}: nothing charged");
+        assert_eq!(store.get_job("an_1").unwrap(), None, "{test}");
+    }
 }
