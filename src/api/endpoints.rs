@@ -2,7 +2,8 @@
 //! limit (contract §3 steps 5–10 and §4).
 //!
 //! Owns: body parsing and address checks of the two work-creating endpoints, the 202/200
-//! answers with `Location`, polls (live jobs from the status index, finished ones from the
+//! answers with `Location` and — when the request named a `callbackUrl` — their `callback`
+//! (the URL attached to the job an answer names, even an existing one: `callback_of`), polls (live jobs from the status index, finished ones from the
 //! store) with bounded long-poll waits, and the status and usage documents. Runs on listener
 //! threads. What differs on a cluster node is in `cluster.rs` (reads of etcd, awaited).
 //!
@@ -26,7 +27,8 @@ use crate::config::POLL_RETRY_AFTER_S;
 use crate::eligibility::{check_local, classify_local, LocalRefusal};
 use crate::http::{ApiRequest, ApiResponse, StopState};
 use crate::jobs::admission::{
-    is_id_shaped, AdmitError, AdmitRequest, Decision, IdempotencyKey, Replay, Work, ANALYSIS_ID_PREFIX, PAIR_ID_PREFIX,
+    is_id_shaped, AdmitError, AdmitRequest, CallbackAnswer, Decision, IdempotencyKey, Replay, Work, ANALYSIS_ID_PREFIX,
+    PAIR_ID_PREFIX,
 };
 use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
@@ -100,28 +102,36 @@ struct Snapshot<'j> {
     record: &'j JobRecord,
     state: JobState,
     started_at_ms: Option<u64>,
+    /// Its webhook: the record's, or one a later request attached to the live job.
+    callback: Option<&'j Callback>,
 }
 
 impl<'j> Snapshot<'j> {
     fn of_live(live: &'j LiveJob) -> Snapshot<'j> {
         // A live job that just finished reads as RUNNING until the poll is repeated.
         let state = live.state().unwrap_or(JobState::Running);
-        Snapshot { record: &live.record, state, started_at_ms: live.started_at_ms() }
+        Snapshot { record: &live.record, state, started_at_ms: live.started_at_ms(), callback: live.callback() }
     }
 
     /// A live job in the state admission read once (`Decision::Live`).
     fn of_live_as(live: &'j LiveJob, state: JobState) -> Snapshot<'j> {
         let started_at_ms = if state == JobState::Queued { None } else { live.started_at_ms() };
-        Snapshot { record: &live.record, state, started_at_ms }
+        Snapshot { record: &live.record, state, started_at_ms, callback: live.callback() }
     }
 
     fn of_record(record: &'j JobRecord) -> Snapshot<'j> {
-        Snapshot { record, state: record.state, started_at_ms: record.started_at_ms }
+        Snapshot {
+            record,
+            state: record.state,
+            started_at_ms: record.started_at_ms,
+            callback: record.callback.as_ref(),
+        }
     }
 
     /// A kept answer: its job in the state the answer named.
     fn of_replay(replay: &'j Replay) -> Snapshot<'j> {
-        Snapshot { record: &replay.record, state: replay.state, started_at_ms: None }
+        let callback = replay.record.callback.as_ref();
+        Snapshot { record: &replay.record, state: replay.state, started_at_ms: None, callback }
     }
 }
 
@@ -189,14 +199,14 @@ impl Endpoints<'_> {
         let _in_flight = idempotency.as_ref().map(|k| admission.enter(self.account(), k)).transpose()?;
         if let Some(k) = &idempotency {
             if let Some(replay) = admission.kept(self.account(), k, self.caller.now_ms).await? {
-                return self.replayed(replay);
+                return self.decided(Decision::Replayed(replay), asked.callback_url).await;
             }
         }
         let request = self.admit_request(&work, asked, idempotency.as_ref());
         let decided = admission.decide(&request).await;
         let decision = self.durable(decided).await?;
         self.count(&work, &decision);
-        self.decided(decision)
+        self.decided(decision, asked.callback_url).await
     }
 
     fn admit_request<'a>(
@@ -266,20 +276,35 @@ impl Endpoints<'_> {
         }
     }
 
-    /// The answer of a decision: 202/200 naming the job.
-    fn decided(&self, decision: Decision) -> Result<ApiResponse, ApiError> {
+    /// The answer of a decision: 202/200 naming the job, with the request's `callbackUrl`
+    /// attached to it (`callback_of`). A kept answer sent again (`Replayed`) has the same
+    /// status and body, marked `Idempotent-Replayed` — and attaches its URL too: an attach is
+    /// idempotent, and the first request's may have been refused after its answer was kept.
+    async fn decided(&self, decision: Decision, callback_url: Option<&str>) -> Result<ApiResponse, ApiError> {
+        let callback = self.callback_of(&decision, callback_url).await?;
         let answer = Answer::of(&decision);
-        let response = self.accepted(answer.job, answer.deduplicated)?;
+        let response = self.accepted(answer.job, answer.deduplicated, callback.as_ref())?;
         Ok(if answer.replayed { response.with_header("idempotent-replayed", "true") } else { response })
     }
 
-    /// A kept answer sent again: the same status and body, marked `Idempotent-Replayed`.
-    fn replayed(&self, replay: Replay) -> Result<ApiResponse, ApiError> {
-        self.decided(Decision::Replayed(replay))
+    /// What the request's `callbackUrl` (if any) came to on the job `decision` names, once
+    /// durable like the decision itself (`--sync-writes`). An attach the store could not make,
+    /// or make durable, refuses the request (503 or 500): no delivery is promised that may not
+    /// happen. Nothing is charged either way.
+    async fn callback_of(&self, decision: &Decision, url: Option<&str>) -> Result<Option<CallbackAnswer>, ApiError> {
+        let Some(url) = url else { return Ok(None) };
+        let answer = self.app.admission.callback_of(decision, url, self.caller.now_ms).await?;
+        self.covered(answer.wrote).await.map_err(|e| ApiError::from_store(&e))?;
+        Ok(Some(answer))
     }
 
     /// 202 for queued or running work, 200 for a reused READY result; `Location` either way.
-    fn accepted(&self, job: Snapshot<'_>, deduplicated: bool) -> Result<ApiResponse, ApiError> {
+    fn accepted(
+        &self,
+        job: Snapshot<'_>,
+        deduplicated: bool,
+        callback: Option<&CallbackAnswer>,
+    ) -> Result<ApiResponse, ApiError> {
         let poll_url = self.poll_url(job.record);
         let status = job.state.as_str();
         let data = AcceptedData {
@@ -288,6 +313,7 @@ impl Endpoints<'_> {
             poll_url: &poll_url,
             created_at: Rfc3339Ms::at(job.record.created_at_ms),
             deduplicated,
+            callback: callback.map(accepted_callback),
         };
         let body = json_bytes(&AcceptedBody { data, status, poll_url: &poll_url })?;
         let finished = job.state.is_finished();
@@ -400,9 +426,9 @@ impl Endpoints<'_> {
     fn poll_body(&self, job: Snapshot<'_>) -> Result<ApiResponse, ApiError> {
         debug_assert!(job.state != JobState::Ready, "a READY answer needs its payload (stored_poll_body)");
         let finished = job.state.is_finished();
-        let record = job.record;
+        let callback = job.callback;
         let mut body = poll_document(job)?;
-        if let Some(callback) = &record.callback {
+        if let Some(callback) = callback {
             body = with_callback(body, callback)?;
         }
         let response = ApiResponse::json(200, body);
@@ -506,13 +532,27 @@ pub fn finished_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<V
 
 /// A poll document with the job's webhook state as its last `data` member.
 fn with_callback(body: Vec<u8>, callback: &Callback) -> Result<Vec<u8>, ApiError> {
-    let state = CallbackBody {
+    Ok(splice(body, "callback", &json_bytes(&callback_body(callback))?))
+}
+
+/// A job's webhook as polls and answers show it.
+fn callback_body(callback: &Callback) -> CallbackBody<'_> {
+    CallbackBody {
         url: &callback.url,
         status: callback.status.as_str(),
         attempts: callback.attempts,
         last_error: callback.last_error.as_deref(),
-    };
-    Ok(splice(body, "callback", &json_bytes(&state)?))
+    }
+}
+
+/// The `callback` of a POST's answer (or a batch item): the job's webhook and whether it is
+/// the request's URL.
+fn accepted_callback(answer: &CallbackAnswer) -> AcceptedCallback<'_> {
+    AcceptedCallback {
+        state: callback_body(&answer.callback),
+        attached: answer.attached,
+        reason: (!answer.attached).then_some(CALLBACK_TAKEN_REASON),
+    }
 }
 
 /// The member of `data` that holds a READY job's payload.

@@ -56,6 +56,27 @@ pub struct AcceptedData<'a> {
     pub poll_url: &'a str,
     pub created_at: Rfc3339Ms,
     pub deduplicated: bool,
+    /// Present exactly when the request named a `callbackUrl`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callback: Option<AcceptedCallback<'a>>,
+}
+
+/// `reason` of an answer's `callback` whose URL was not attached: the job already has another
+/// webhook, which an earlier request of the account named.
+pub const CALLBACK_TAKEN_REASON: &str = "job_has_other_callback";
+
+/// `data.callback` of a POST's answer (and of a batch item) when the request named a
+/// `callbackUrl`: the webhook of the job the answer names, as a poll shows it, and whether it
+/// is this request's URL — attached to an existing job (`deduplicated`) unless that job already
+/// had another, then `attached: false` and `reason`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptedCallback<'a> {
+    #[serde(flatten)]
+    pub state: CallbackBody<'a>,
+    pub attached: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
 }
 
 /// `data` of `POST …/intelligence/wallets` (200): one item per address sent, in order, and
@@ -82,6 +103,8 @@ pub enum BatchItem<'a> {
         deduplicated: bool,
         /// The item's answer was kept from an earlier request with the same `Idempotency-Key`.
         replayed: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        callback: Option<AcceptedCallback<'a>>,
     },
     Refused {
         wallet: &'a str,

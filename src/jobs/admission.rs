@@ -18,7 +18,8 @@
 //! (4) `Store::admit` writes the job and the reservation in one durable batch; (5) index the
 //! live job; (6) `ComputePool::submit`. `refresh` skips (1) and (2). A queue already full at
 //! (4) refuses before the write (nothing to undo); (6) still refuses and undoes when it filled
-//! in between.
+//! in between. A `callbackUrl` of a request answered at (1) or (2) — or by a kept answer — is
+//! then attached to the job the answer names (`callback`).
 //!
 //! Invariant: a 202 is only returned after (4) returned, i.e. once the job is in the WAL.
 //! Invariant: a refusal at (5) or (6) undoes everything before it — the index entry, the job
@@ -49,9 +50,11 @@ use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::etcd::EtcdStore;
 use crate::store::{Callback, JobKind, JobRecord, JobState, Store, StoreError, Subject};
 
+mod callback;
 mod idempotency;
 mod shared;
 
+pub use callback::CallbackAnswer;
 pub use idempotency::{IdempotencyKey, InFlightGuard, Replay};
 pub use shared::{admit_once, AdmissionLink, Sent};
 
@@ -164,7 +167,8 @@ pub struct AdmitRequest<'a> {
     /// `"refresh": true`: skip deduplication and reuse, always new (charged) work.
     pub refresh: bool,
     /// The webhook of a new job (`callbackUrl`, already checked by the webhook policy). A
-    /// request answered by an existing job adds none: the job's webhook is its creator's.
+    /// request answered by an existing job attaches it to that job afterwards
+    /// (`Admission::callback_of`).
     pub callback_url: Option<&'a str>,
     /// When the request arrived (wall clock).
     pub now_ms: u64,
@@ -215,6 +219,8 @@ pub struct Admission {
     cluster: Option<shared::Cluster>,
     /// Idempotency keys whose first request is being admitted on this node.
     in_flight: idempotency::InFlight,
+    /// Accounts whose outbox a webhook attached to a finished job grew: trimmed by housekeeping.
+    grown_outboxes: callback::GrownOutboxes,
 }
 
 /// A recorded job the index or the queue refused: its ticket, why, and its pending index entry.
@@ -268,6 +274,7 @@ impl Admission {
             stranded: parking_lot::Mutex::new(std::collections::VecDeque::new()),
             cluster: None,
             in_flight: Default::default(),
+            grown_outboxes: Default::default(),
         }
     }
 

@@ -9,10 +9,13 @@
 //! admission) and compute threads (the sink); every call holds one shard's mutex for a few
 //! hash-map steps, never across a store read.
 //!
-//! Invariant: a finished job never changes (READY and FAILED are final), so an entry by id is
-//! never stale. It can only be purged: entries completed before the retention purge's cutoff are
-//! not served (`purge_before` raises the cutoff before the store deletes anything), so a purged
-//! job is never answered from memory.
+//! Invariant: a finished job never changes (READY and FAILED are final) but for its webhook —
+//! a later request may attach one, and its delivery moves on — so an entry by id is never
+//! stale but in its `callback`, which polls read again while it is pending and which an entry
+//! never loses (a record without one does not replace a record with one). It can only be
+//! purged: entries completed before the retention purge's cutoff are not served
+//! (`purge_before` raises the cutoff before the store deletes anything), so a purged job is
+//! never answered from memory.
 //! Invariant: the newest-per-subject entries only move forward (insert-if-newer by creation
 //! time, then id), so a reader that read the store before a completion cannot replace the
 //! completion's entry with an older job.
@@ -357,7 +360,12 @@ impl FinishedJobs {
         });
         let weight = job.weight_bytes();
         let id: Box<str> = record.id.as_str().into();
-        self.by_id.upsert(id, weight, |_| Some(Arc::clone(&job)));
+        self.by_id.upsert(id, weight, |kept| match kept {
+            // A webhook, once on a job, stays (`Store::attach_callback`): a record read before
+            // an attach (a completion racing it) never replaces one read after it.
+            Some(kept) if kept.record.callback.is_some() && job.record.callback.is_none() => None,
+            _ => Some(Arc::clone(&job)),
+        });
     }
 }
 
@@ -415,6 +423,30 @@ mod tests {
         assert_eq!(cache.job(&store, "an_1").unwrap(), None);
         assert_eq!(cache.job(&store, "an_missing").unwrap(), None);
         assert!(cache.by_id.get("an_1").is_none(), "a purged entry is dropped when met");
+    }
+
+    #[test]
+    fn a_kept_webhook_is_never_lost_to_an_older_read() {
+        let (_dir, store) = store();
+        let done = finish(&store, "an_1", T0, true);
+        let cache = FinishedJobs::new(1 << 20, 64);
+        let Ok(crate::store::Attached::New(hooked)) =
+            store.attach_callback("an_1", "acct_a", "https://h.example/x", T0)
+        else {
+            panic!("a job without a webhook takes one")
+        };
+        cache.keep_finished(StoredJob::new(hooked.clone(), done.payload.clone()));
+        // The completion's record, read before the attach, arrives late: the webhook stays.
+        cache.keep_finished(done.clone());
+        assert_eq!(cache.cached("an_1").map(|j| j.record.clone()), Some(hooked.clone()));
+        // A newer state of the webhook replaces the kept one.
+        let delivered = crate::store::Callback {
+            status: crate::store::CallbackStatus::Delivered,
+            ..hooked.callback.clone().unwrap()
+        };
+        let settled = JobRecord { callback: Some(delivered), ..hooked };
+        cache.keep_finished(StoredJob::new(settled.clone(), done.payload.clone()));
+        assert_eq!(cache.cached("an_1").map(|j| j.record.clone()), Some(settled));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! without touching the disk.
 //!
 //! Owns: `LiveJob` (a job admitted and not yet finished: its record as admitted, its state and
-//! start time as atomics, and the notification long-poll waiters sleep on) and `StatusIndex`
+//! start time as atomics, a webhook a later request attached, and the notification long-poll
+//! waiters sleep on) and `StatusIndex`
 //! (two lock-free maps: by job id, and by `(account, subject)` for deduplication). Listener
 //! threads read it and insert at admission; compute threads mark jobs running and remove them
 //! once their result is durable.
@@ -22,12 +23,12 @@
 //! READY results (deduplication asks the store for those: a disk read on a POST, never on a poll).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::store::{JobRecord, JobState, Subject};
+use crate::store::{Callback, JobRecord, JobState, Subject};
 
 const STATE_QUEUED: u8 = 1;
 const STATE_RUNNING: u8 = 2;
@@ -44,6 +45,9 @@ pub struct LiveJob {
     /// False from indexing until the job is in the work queue: an admission that still fails
     /// (queue full) must not have handed its id to a deduplicated request meanwhile.
     queued: AtomicBool,
+    /// The webhook a later request attached after admission (the store has it too): set once,
+    /// as a job's webhook is never replaced.
+    attached: OnceLock<Callback>,
     finished: Notify,
 }
 
@@ -57,6 +61,7 @@ impl LiveJob {
             state: AtomicU8::new(state),
             started_at_ms: AtomicU64::new(started_at_ms),
             queued: AtomicBool::new(true),
+            attached: OnceLock::new(),
             finished: Notify::new(),
         }
     }
@@ -78,6 +83,16 @@ impl LiveJob {
             STATE_RUNNING => Some(JobState::Running),
             _ => None,
         }
+    }
+
+    /// The job's webhook: the one it was admitted with, or one attached later on this node.
+    pub fn callback(&self) -> Option<&Callback> {
+        self.record.callback.as_ref().or_else(|| self.attached.get())
+    }
+
+    /// Records a webhook the store attached to this job after admission (polls show it).
+    pub fn attach(&self, callback: Callback) {
+        let _ = self.attached.set(callback);
     }
 
     pub fn started_at_ms(&self) -> Option<u64> {

@@ -2,7 +2,8 @@
 //! counters restored from the store (`restore_quota`), the jobs a stopped process left
 //! `RUNNING` or `QUEUED` handed out in bounded pages (`Backlog`) and re-queued as the work queue
 //! has room (`Recovery`), the retention purge of finished jobs, and the retry of job
-//! completions the store refused (`StoreSink::retry_unsettled`, each tick).
+//! completions the store refused (`StoreSink::retry_unsettled`, each tick) and the trim of
+//! webhook outboxes that requests' attaches grew (`Admission::trim_grown_outboxes`, each tick).
 //!
 //! Owns: a position in the backlog (state and cursor) and the few jobs of its last page that
 //! did not fit yet, never the whole backlog. The hourly sweep removes everything past its
@@ -130,7 +131,7 @@ impl Recovery {
 }
 
 /// The housekeeping thread: every `HOUSEKEEPING_TICK_MS` the recovery backlog refills the
-/// queue; every `RETENTION_SWEEP_INTERVAL_S` finished jobs past the retention are purged.
+/// queue (and the webhook outboxes that attaches grew are trimmed); every `RETENTION_SWEEP_INTERVAL_S` finished jobs past the retention are purged.
 pub struct Housekeeping {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<()>,
@@ -176,6 +177,7 @@ pub fn spawn_housekeeping(
                 upkeep.run(&admission);
                 sink.retry_unsettled();
                 admission.submit_stranded();
+                admission.trim_grown_outboxes();
                 let due =
                     last_sweep.is_none_or(|t| t.elapsed() >= Duration::from_secs(config::RETENTION_SWEEP_INTERVAL_S));
                 if due {

@@ -157,14 +157,7 @@ impl StoreSink {
         if record.callback.as_ref().is_none_or(|c| c.status != CallbackStatus::Pending) {
             return;
         }
-        match self.store.trim_outbox(&record.account, config::WEBHOOK_OUTBOX_PER_ACCOUNT_MAX) {
-            Ok(0) => {}
-            Ok(given_up) => {
-                WEBHOOKS.given_up(given_up);
-                tracing::warn!(account = %record.account, given_up, "webhook outbox full: the oldest given up");
-            }
-            Err(e) => tracing::warn!(account = %record.account, error = %e, "trimming the webhook outbox failed"),
-        }
+        trim_outbox(&*self.store, &record.account);
     }
 
     /// Keeps a completion for `retry_unsettled`, within the payload budget.
@@ -357,5 +350,20 @@ impl ReusedScores for StoreSink {
     fn score_of(&self, analysis_id: &str) -> Option<Score> {
         let job = self.finished.job(&*self.store, analysis_id).ok().flatten()?;
         serde_json::from_slice::<StoredScore>(job.payload.as_ref()?).ok().map(|s| s.score)
+    }
+}
+
+/// Keeps `account`'s webhook outbox within `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX` after a webhook
+/// entered it (a completion, or an attach to a finished job): the oldest pending are given up,
+/// recorded and counted. Never fails its caller: a trim the store refuses is tried again at the
+/// account's next one.
+pub fn trim_outbox(store: &dyn Store, account: &str) {
+    match store.trim_outbox(account, config::WEBHOOK_OUTBOX_PER_ACCOUNT_MAX) {
+        Ok(0) => {}
+        Ok(given_up) => {
+            WEBHOOKS.given_up(given_up);
+            tracing::warn!(%account, given_up, "webhook outbox full: the oldest given up");
+        }
+        Err(e) => tracing::warn!(%account, error = %e, "trimming the webhook outbox failed"),
     }
 }

@@ -23,6 +23,7 @@
 //! | [`Store::put_answer`] | the same for an answer without a job (first writer only) |
 //! | [`Store::purge_answers_before`] | deletes every answer older than the cutoff, its index entries (the time index by one range tombstone per batch) and its tally count, in batches |
 //! | [`Store::purge_finished_before`] | deletes job, payload, completion and subject entries of up to `limit` old jobs |
+//! | [`Store::attach_callback`] | job record with its new callback; when the job is finished, its two outbox entries (due now) |
 //!
 //! The usage delta is derived by the store from the job record (`charged`, `kind`, `key_id`,
 //! `quota_period_start_ms`) rather than passed in by the caller, so a reservation, its commit
@@ -79,7 +80,7 @@
 //! | `idempotency_by_account` | lp(account) ‖ created_at_ms BE ‖ the key's SHA-256: an account's answers, oldest first (the one the cap evicts) | empty |
 //! | `idempotency_accounts` | account | the account's answer count u64 BE ‖ a lower bound of its oldest answer's created_at_ms u64 BE |
 //! | `callbacks_due` | next attempt ms BE ‖ job id: the webhook outbox (finished jobs whose callback is pending) | empty |
-//! | `callbacks_by_account` | lp(account) ‖ completed_at_ms BE ‖ job id: the outbox by account, its pending webhooks oldest first ([`Store::trim_outbox`]) | empty |
+//! | `callbacks_by_account` | lp(account) ‖ the time the webhook entered the outbox BE (`JobRecord::outbox_entered_ms`: the completion, or a later attach) ‖ job id: the outbox by account, its pending webhooks oldest first ([`Store::trim_outbox`]) | empty |
 //! | `webhook_secrets` | account | `v1` ‖ JSON [`WebhookSecret`] |
 //! | `usage` | lp(key id) ‖ period_start_ms BE | `v1` ‖ five i64 LE counters (merge operator) |
 //! | `meta` | `schema_version` | u32 BE |
@@ -135,8 +136,11 @@
 //! and its `Debug` never shows it.
 //! Invariant: a job's webhook is in the outbox (`callbacks_due` and `callbacks_by_account`)
 //! exactly while the job is finished and its callback `Pending`: the completion's batch puts
-//! it there, each attempt's batch moves or removes it, retention's purge deletes it with the
-//! job. An account holds at most `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX` of them (`trim_outbox`).
+//! it there (or the attach's, for a webhook attached to a finished job), each attempt's batch
+//! moves or removes it, retention's purge deletes it with the job. An account holds at most
+//! `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX` of them (`trim_outbox`).
+//! Invariant: a job's callback, once set, keeps its URL: `attach_callback` sets one only on a
+//! job without, under the job's lock (RocksDB) or a compare on its revision (etcd).
 //! Deliberately absent: an `accounts` column family (accounts are only a field of keys for now;
 //! `idempotency_accounts` holds answer tallies only),
 //! retention of usage records (they are small, one per key and period), TTL compaction
@@ -151,8 +155,8 @@ mod rocks;
 mod usage;
 
 pub use record::{
-    Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobKind, JobPage, JobRecord, JobState,
-    LiveState, Subject, WebhookSecret,
+    Attached, Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobKind, JobPage, JobRecord,
+    JobState, LiveState, Subject, WebhookSecret,
 };
 pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 
@@ -384,6 +388,16 @@ pub trait Store: Send + Sync {
         }
         Ok(given_up)
     }
+    /// Attaches `url` as the webhook of the existing job `id` of `account` (a later request
+    /// answered by that job, `deduplicated`), in one atomic write, logged like `admit` (never
+    /// `fsync`ed: it runs on listener threads; a caller promising power-loss durability waits
+    /// for the group commit). A job without a webhook gets `Callback::pending(url)` — due at
+    /// `now_ms` and in the outbox at once when the job is finished, else at its completion
+    /// ([`Attached::New`]); a job whose webhook is already `url` ([`Attached::Same`]) or another
+    /// URL ([`Attached::Other`]) is left as it is. `StoreError::State` when the job is gone
+    /// (purged, or its admission undone) or is another account's. The caller trims the
+    /// account's outbox afterwards (`trim_outbox`), as after a completion.
+    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached>;
     /// Writes (creates or replaces) an account's webhook secret, durably.
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()>;
     /// The account's webhook secret, if one was made.

@@ -177,6 +177,11 @@ pub struct Callback {
     pub last_error: Option<String>,
     /// When the next attempt is due (unix ms), while `Pending`.
     pub next_attempt_ms: u64,
+    /// When a later request attached this webhook to the existing job (`Store::attach_callback`):
+    /// absent for the webhook of the request that made the job. A webhook attached to a job
+    /// already finished enters the outbox then, not at the completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_at_ms: Option<u64>,
 }
 
 /// A webhook's delivery state.
@@ -205,7 +210,14 @@ impl CallbackStatus {
 impl Callback {
     /// A callback not attempted yet.
     pub fn pending(url: String) -> Callback {
-        Callback { url, status: CallbackStatus::Pending, attempts: 0, last_error: None, next_attempt_ms: 0 }
+        Callback {
+            url,
+            status: CallbackStatus::Pending,
+            attempts: 0,
+            last_error: None,
+            next_attempt_ms: 0,
+            attached_at_ms: None,
+        }
     }
 
     fn validate(&self) -> StoreResult<()> {
@@ -214,6 +226,38 @@ impl Callback {
             return Err(StoreError::Invalid(format!("callback error longer than {ERROR_MESSAGE_BYTES_MAX} bytes")));
         }
         Ok(())
+    }
+}
+
+/// What attaching a request's `callbackUrl` to an existing job came to
+/// ([`Store::attach_callback`](super::Store::attach_callback)), with the job as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attached {
+    /// The job had no webhook: the URL is now its callback, `PENDING` — in the outbox, due at
+    /// once, when the job is finished; else it enters the outbox with the completion.
+    New(JobRecord),
+    /// The job's webhook already is this URL (this request's or an earlier one's): unchanged.
+    Same(JobRecord),
+    /// The job's webhook is another URL, named by an earlier request of the same account: kept,
+    /// never replaced (that request was promised its delivery).
+    Other(JobRecord),
+}
+
+impl Attached {
+    /// The job as it is after the attach.
+    pub fn job(&self) -> &JobRecord {
+        match self {
+            Attached::New(job) | Attached::Same(job) | Attached::Other(job) => job,
+        }
+    }
+}
+
+/// The job a callback is attached to: the one read, if it is `account`'s; else the refusal
+/// (gone — purged, or its admission undone — or another account's, answered alike).
+pub(crate) fn attachable(id: &str, account: &str, job: Option<JobRecord>) -> StoreResult<JobRecord> {
+    match job {
+        Some(job) if job.account == account => Ok(job),
+        _ => Err(StoreError::State { id: id.to_owned(), op: "attach a callback", state: "absent".into() }),
     }
 }
 
@@ -253,6 +297,29 @@ impl WebhookSecret {
 }
 
 impl JobRecord {
+    /// When the job's webhook entered (or enters) the outbox: its completion, or its attach
+    /// when it was attached to the finished job later. The outbox by account is ordered by it
+    /// (`callbacks_by_account`), and the delivery's retry window starts then.
+    pub fn outbox_entered_ms(&self) -> u64 {
+        let attached_ms = self.callback.as_ref().and_then(|c| c.attached_at_ms).unwrap_or(0);
+        self.completed_at_ms.unwrap_or(0).max(attached_ms)
+    }
+
+    /// This job with `url` attached as its webhook at `now_ms`, if it has none; a finished
+    /// job's is due at once. Pure: the store writes what `Attached::New` holds.
+    pub(crate) fn attach_callback(self, url: &str, now_ms: u64) -> Attached {
+        match &self.callback {
+            Some(callback) if callback.url == url => Attached::Same(self),
+            Some(_) => Attached::Other(self),
+            None => {
+                let due_ms = if self.state.is_finished() { now_ms } else { 0 };
+                let callback =
+                    Callback { attached_at_ms: Some(now_ms), next_attempt_ms: due_ms, ..Callback::pending(url.into()) };
+                Attached::New(JobRecord { callback: Some(callback), ..self })
+            }
+        }
+    }
+
     /// The unit of quota this job holds, as memory counts it (for a charged job).
     pub fn unit(&self) -> Reservation {
         Reservation::recovered(self.quota_period_start_ms, self.kind.operation())

@@ -41,8 +41,8 @@ use rocksdb::{
 
 use super::encoding::{self as enc, AnswerTally};
 use super::record::{
-    self, check_id, Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobPage, JobRecord,
-    JobState, LiveState, Subject, WebhookSecret,
+    self, check_id, Attached, Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobPage,
+    JobRecord, JobState, LiveState, Subject, WebhookSecret,
 };
 use super::usage::{self, UsageDelta};
 use super::{
@@ -522,10 +522,19 @@ impl RocksStore {
         Ok(keys)
     }
 
-    /// Deletes a finished job's entry in the outbox by account (it entered at completion).
+    /// Deletes a finished job's entry in the outbox by account.
     fn delete_outbox_account_entry(&self, batch: &mut WriteBatch, job: &JobRecord) -> StoreResult<()> {
-        let entered_ms = job.completed_at_ms.unwrap_or(0);
-        batch.delete_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, enc::outbox_account_key(&job.account, entered_ms, &job.id));
+        let key = enc::outbox_account_key(&job.account, job.outbox_entered_ms(), &job.id);
+        batch.delete_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, key);
+        Ok(())
+    }
+
+    /// Puts a finished job's pending webhook in the outbox, due at `due_ms`: both entries. The
+    /// caller lowers the outbox floor under the index gate before it writes the batch.
+    fn put_outbox_entries(&self, batch: &mut WriteBatch, job: &JobRecord, due_ms: u64) -> StoreResult<()> {
+        batch.put_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(due_ms, &job.id), []);
+        let by_account = enc::outbox_account_key(&job.account, job.outbox_entered_ms(), &job.id);
+        batch.put_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, by_account, []);
         Ok(())
     }
 
@@ -874,9 +883,7 @@ impl Store for RocksStore {
         // The webhook enters the outbox with the completion: due at once.
         if let Some(callback) = done.callback.as_mut().filter(|c| c.status == CallbackStatus::Pending) {
             callback.next_attempt_ms = completed_at_ms;
-            batch.put_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(completed_at_ms, &done.id), []);
-            let by_account = enc::outbox_account_key(&done.account, completed_at_ms, &done.id);
-            batch.put_cf(self.cf(CF_CALLBACKS_BY_ACCOUNT)?, by_account, []);
+            self.put_outbox_entries(&mut batch, &done, completed_at_ms)?;
         }
         self.put_job(&mut batch, &done)?;
         // Shared gate: no index scan raises a floor past these entries before they are written.
@@ -1021,6 +1028,23 @@ impl Store for RocksStore {
         }
         self.write(batch, &self.durable, StoreWrite::Callback)?;
         Ok(updated)
+    }
+
+    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
+        let _guard = self.lock(id);
+        let attached = record::attachable(id, account, self.read_job(id)?)?.attach_callback(url, now_ms);
+        let Attached::New(job) = &attached else { return Ok(attached) };
+        job.validate()?;
+        let mut batch = WriteBatch::default();
+        if job.state.is_finished() {
+            self.put_outbox_entries(&mut batch, job, now_ms)?;
+        }
+        batch.put_cf(self.cf(CF_JOBS)?, job.id.as_bytes(), enc::encode_json(job)?);
+        // Shared gate: the outbox scan cannot raise its floor past the new entry meanwhile.
+        let _gate = self.index_gate.read();
+        self.outbox_floor_ms.fetch_min(now_ms, Ordering::AcqRel);
+        self.write(batch, &self.relaxed, StoreWrite::Callback)?;
+        Ok(attached)
     }
 
     fn pending_callbacks(&self, account: &str, limit: usize) -> StoreResult<Vec<String>> {

@@ -16,8 +16,9 @@
 //! nodes of a cluster never attempt one delivery at once — and sent as its own task, bounded by
 //! `timeout`; its outcome is recorded when it ends, whatever the others do: `DELIVERED` on a
 //! 2xx, else `PENDING` again after a backoff (1 s doubling, at most `WEBHOOK_BACKOFF_MS_MAX`),
-//! or `FAILED` once `attempts_max` attempts were made or `retry_window` passed since the job
-//! finished — or at once when no attempt can ever succeed (the URL is refused by the policy,
+//! or `FAILED` once `attempts_max` attempts were made or `retry_window` passed since the
+//! webhook entered the outbox (the job finished, or a later request attached it to the
+//! finished job) — or at once when no attempt can ever succeed (the URL is refused by the policy,
 //! the account has no webhook secret). A freed slot wakes the loop at once.
 //!
 //! `lastError` is one of a closed set of reasons (`Failure::reason`: `timeout`, `refused`,
@@ -437,10 +438,12 @@ impl Worker {
             }
             Sent::Failed(failure) => failure,
         };
-        let finished_ms = job.completed_at_ms.unwrap_or(0);
+        // The window starts when the webhook entered the outbox: the completion, or a later
+        // request's attach to the finished job.
+        let entered_ms = job.outbox_entered_ms();
         let window_ms = self.settings.retry_window.as_millis() as u64;
         let next_ms = now_unix_ms() + backoff_ms(claim.attempts);
-        if claim.attempts >= self.settings.attempts_max || next_ms.saturating_sub(finished_ms) > window_ms {
+        if claim.attempts >= self.settings.attempts_max || next_ms.saturating_sub(entered_ms) > window_ms {
             WEBHOOKS.attempted(WebhookOutcome::Failed);
             return self.record(job, claim, CallbackStatus::Failed, Some(failure));
         }

@@ -18,21 +18,27 @@
 //! the items' kept answers are all looked up before anything is admitted, so the same key with
 //! another batch is refused whole (409) and admits nothing; a retry of the batch replays every
 //! item that was answered with a job and admits the ones that were refused.
+//! A `callbackUrl` becomes each new job's webhook, and is attached to the job of each item
+//! answered by an existing one (deduplicated, reused, replayed) as on the single endpoint —
+//! the item's `callback` says what came of it; an item whose attach the store refused is
+//! refused (`SERVICE_BUSY`), nothing charged.
+//!
 //! Invariant: with `--sync-writes` the answer waits for one `fsync` covering every item's write;
-//! when it fails, each new job is withdrawn on its own and only its items are refused.
+//! when it fails, each new job is withdrawn on its own and only its items are refused, as are
+//! the items whose webhook an attach wrote.
 //! Deliberately absent: comparisons (one pair per request stays the compare endpoint's), and a
 //! partial answer while items are still being admitted (the batch answers once, complete).
 
 use std::collections::HashMap;
 
-use super::{checked_address, json_bytes, Answer, Asked, Endpoints};
+use super::{accepted_callback, checked_address, json_bytes, Answer, Asked, Endpoints};
 use crate::api::error::ErrorObject;
 use crate::api::idempotency::batch_item_keys;
 use crate::api::json::{parse_body, BatchRequest};
 use crate::api::wire::{BatchData, BatchItem, DataBody, Rfc3339Ms};
 use crate::api::ApiError;
 use crate::http::ApiResponse;
-use crate::jobs::admission::{AdmitError, Decision, IdempotencyKey, InFlightGuard, Work};
+use crate::jobs::admission::{AdmitError, CallbackAnswer, Decision, IdempotencyKey, InFlightGuard, Work};
 use crate::metrics::RejectReason;
 use crate::pubkey::Pubkey;
 use crate::store::{JobRecord, JobState};
@@ -51,6 +57,8 @@ struct ItemJob {
     created_at_ms: u64,
     deduplicated: bool,
     replayed: bool,
+    /// What the batch's `callbackUrl` came to on this item's job.
+    callback: Option<CallbackAnswer>,
 }
 
 impl ItemJob {
@@ -62,7 +70,13 @@ impl ItemJob {
             created_at_ms: job.record.created_at_ms,
             deduplicated,
             replayed,
+            callback: None,
         }
+    }
+
+    /// True when this item's attach of the batch's `callbackUrl` wrote to the store.
+    fn attach_wrote(&self) -> bool {
+        self.callback.as_ref().is_some_and(|c| c.wrote)
     }
 
     /// An address repeated in the batch: its first occurrence's job, not new work.
@@ -83,7 +97,7 @@ impl Endpoints<'_> {
         let item_keys = |i: usize| keys.as_ref().map(|keys| &keys[i]);
         // Held until the answer is durable: a repeat of the batch meanwhile is told so (409).
         let _in_flight = self.enter_all(keys.as_deref().map(|keys| &keys[..paid]).unwrap_or_default())?;
-        let mut outcomes = self.kept_outcomes(body.wallets.len(), paid, item_keys).await?;
+        let mut outcomes = self.kept_outcomes(body.wallets.len(), paid, item_keys, asked.callback_url).await?;
         let mut first_of: HashMap<Pubkey, usize> = HashMap::with_capacity(paid);
         let (mut busy, mut wrote) = (false, false);
         // New jobs, by item: withdrawn one by one if their writes cannot be made durable.
@@ -121,7 +135,7 @@ impl Endpoints<'_> {
             outcomes[i] = Some(match decided {
                 Ok(decision) => {
                     self.count(&work, &decision);
-                    let item = Outcome::Job(ItemJob::of(&decision));
+                    let item = self.item_of(&decision, asked.callback_url).await;
                     if let Decision::Admitted(record) = decision {
                         admitted.push(*record);
                     }
@@ -130,14 +144,30 @@ impl Endpoints<'_> {
                 Err(refusal) => Outcome::Refused(refusal.into()),
             });
         }
-        if let Err(failure) = self.covered(wrote).await {
-            if self.withdraw_items(admitted, &mut outcomes, &ApiError::from_store(&failure)) {
+        let attached = outcomes.iter().flatten().any(|o| matches!(o, Outcome::Job(job) if job.attach_wrote()));
+        if let Err(failure) = self.covered(wrote || attached).await {
+            let refusal = ApiError::from_store(&failure);
+            refuse_attached(&mut outcomes, &refusal);
+            if self.withdraw_items(admitted, &mut outcomes, &refusal) {
                 self.undo_durable().await;
             }
         }
         let limited = ApiError::RateLimited { retry_after_s: u64::from(grant.retry_after_s) };
         let outcomes = outcomes.into_iter().map(|o| o.unwrap_or_else(|| Outcome::Refused(limited.clone())));
         self.batch_answer(&body.wallets, &outcomes.collect::<Vec<_>>())
+    }
+
+    /// One item's outcome of a decision: its job, with the batch's `callbackUrl` (if any)
+    /// attached to it (`Admission::callback_of`); an attach the store refused refuses the item.
+    async fn item_of(&self, decision: &Decision, url: Option<&str>) -> Outcome {
+        let callback = match url {
+            None => None,
+            Some(url) => match self.app.admission.callback_of(decision, url, self.caller.now_ms).await {
+                Ok(answer) => Some(answer),
+                Err(refusal) => return Outcome::Refused(refusal.into()),
+            },
+        };
+        Outcome::Job(ItemJob { callback, ..ItemJob::of(decision) })
     }
 
     /// With `--sync-writes`, when the batch's writes could not be made durable: each new job is
@@ -182,13 +212,14 @@ impl Endpoints<'_> {
         items: usize,
         paid: usize,
         item_keys: impl Fn(usize) -> Option<&'k IdempotencyKey>,
+        callback_url: Option<&str>,
     ) -> Result<Vec<Option<Outcome>>, ApiError> {
         let mut outcomes = vec![None; items];
         let account = self.caller.key.account().as_str();
         for (i, outcome) in outcomes.iter_mut().enumerate().take(paid) {
             let Some(key) = item_keys(i) else { break };
             if let Some(replay) = self.app.admission.kept(account, key, self.caller.now_ms).await? {
-                *outcome = Some(Outcome::Job(ItemJob::of(&Decision::Replayed(replay))));
+                *outcome = Some(self.item_of(&Decision::Replayed(replay), callback_url).await);
             }
         }
         Ok(outcomes)
@@ -225,6 +256,7 @@ impl Endpoints<'_> {
                         created_at: Rfc3339Ms::at(job.created_at_ms),
                         deduplicated: job.deduplicated,
                         replayed: job.replayed,
+                        callback: job.callback.as_ref().map(accepted_callback),
                     }
                 }
                 (Outcome::Refused(refusal), None) => return Err(ApiError::internal(&refusal)),
@@ -234,5 +266,16 @@ impl Endpoints<'_> {
         let replayed = outcomes.iter().any(|o| matches!(o, Outcome::Job(job) if job.replayed));
         let response = ApiResponse::json(200, json_bytes(&DataBody { data })?);
         Ok(if replayed { response.with_header("idempotent-replayed", "true") } else { response })
+    }
+}
+
+/// With `--sync-writes`, when the batch's writes could not be made durable: the items whose
+/// `callbackUrl` was attached by a write not yet on disk are refused — a delivery is never
+/// promised that a crash could take back (the retry attaches it again, idempotently).
+fn refuse_attached(outcomes: &mut [Option<Outcome>], refusal: &ApiError) {
+    for outcome in outcomes.iter_mut() {
+        if matches!(outcome, Some(Outcome::Job(job)) if job.attach_wrote()) {
+            *outcome = Some(Outcome::Refused(refusal.clone()));
+        }
     }
 }

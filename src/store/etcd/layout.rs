@@ -21,8 +21,8 @@
 //! | `P h/<created BE ‖ the i/ tail>` | empty | the answers' time index (their purge reads it) |
 //! | `P x/<lp(account) ‖ created BE ‖ SHA-256 of the key>` | empty | an account's answers, oldest first (the one the cap evicts) |
 //! | `P y/<account>` | u64 BE | the account's answer count: every write of the account's answers puts it, so its revision orders them |
-//! | `P c/<next attempt BE ‖ job id>` | empty | the webhook outbox: finished jobs whose callback is pending (completion, delivery attempts) |
-//! | `P q/<lp(account) ‖ completed BE ‖ job id>` | empty | the outbox by account: its pending webhooks, oldest first (completion, attempts that settle, `trim_outbox`) |
+//! | `P c/<next attempt BE ‖ job id>` | empty | the webhook outbox: finished jobs whose callback is pending (completion, attach, delivery attempts) |
+//! | `P q/<lp(account) ‖ entered BE ‖ job id>` | empty | the outbox by account: its pending webhooks, oldest first by when they entered it (completion or attach, attempts that settle, `trim_outbox`) |
 //! | `P w/<account>` | `v1` ‖ JSON webhook secret | the admin API / CLI |
 //! | `P m/schema_version` | u32 BE | the first node to start |
 //! | `P m/first_key` | node id | the node that issued the cluster's first key |
@@ -142,9 +142,9 @@ impl Layout {
         self.key(b'c', &enc::done_key(next_attempt_ms, id))
     }
 
-    /// A finished job's entry in its account's outbox (it entered at completion).
+    /// A finished job's entry in its account's outbox (at the time it entered it).
     pub fn callback_of_account(&self, job: &JobRecord) -> Vec<u8> {
-        self.key(b'q', &enc::outbox_account_key(&job.account, job.completed_at_ms.unwrap_or(0), &job.id))
+        self.key(b'q', &enc::outbox_account_key(&job.account, job.outbox_entered_ms(), &job.id))
     }
 
     /// The account's outbox entries: this prefix, then the time ‖ id.

@@ -38,8 +38,8 @@ pub use watch::KeyChange;
 use ops::Db;
 
 use super::{
-    Callback, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState, Store,
-    StoreError, StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
+    Attached, Callback, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState,
+    Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
 };
 use crate::auth::record::KeyRecord;
 use crate::limits::quota::UsageRecord;
@@ -128,6 +128,11 @@ impl EtcdStore {
 
     pub fn cancel_admission_async(&self, id: String) -> Reply<()> {
         self.call(|db| async move { db.cancel_admission(id).await })
+    }
+
+    /// `Store::attach_callback` for a listener thread.
+    pub fn attach_callback_async(&self, id: String, account: String, url: String, now_ms: u64) -> Reply<Attached> {
+        self.call(|db| async move { db.attach_callback(id, account, url, now_ms).await })
     }
 
     pub fn get_job_async(&self, id: String) -> Reply<Option<JobRecord>> {
@@ -331,6 +336,11 @@ impl Store for EtcdStore {
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
         let (id, expected, callback) = (id.to_owned(), expected.clone(), callback.clone());
         self.run(|db| async move { db.record_callback(id, expected, callback).await })
+    }
+
+    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
+        let (id, account, url) = (id.to_owned(), account.to_owned(), url.to_owned());
+        self.run(|db| async move { db.attach_callback(id, account, url, now_ms).await })
     }
 
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {

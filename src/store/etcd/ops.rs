@@ -41,10 +41,10 @@ use crate::config::{
 };
 use crate::limits::quota::UsageRecord;
 use crate::store::encoding as enc;
-use crate::store::record::{check_id, validate_key};
+use crate::store::record::{attachable, check_id, validate_key};
 use crate::store::usage::{self, UsageDelta};
 use crate::store::{
-    Callback, CallbackStatus, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobError, JobPage,
+    Attached, Callback, CallbackStatus, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobError, JobPage,
     JobRecord, JobState, LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
@@ -712,8 +712,7 @@ impl Db {
             // The webhook enters the outbox with the completion: due at once.
             if let Some(callback) = done.callback.as_mut().filter(|c| c.status == CallbackStatus::Pending) {
                 callback.next_attempt_ms = completed_at_ms;
-                ops.push(TxnOp::put(self.layout.callback_due(completed_at_ms, &job.id), Vec::new(), None));
-                ops.push(TxnOp::put(self.layout.callback_of_account(&done), Vec::new(), None));
+                ops.extend(self.outbox_puts(&done, completed_at_ms));
             }
             if done.charged {
                 self.settle_usage(&done, ready, &mut when, &mut ops).await?;
@@ -959,6 +958,41 @@ impl Db {
             }
         }
         Err(conflict("callback"))
+    }
+
+    /// The two outbox entries of a finished job's pending webhook, due at `due_ms`.
+    fn outbox_puts(&self, job: &JobRecord, due_ms: u64) -> [TxnOp; 2] {
+        [
+            TxnOp::put(self.layout.callback_due(due_ms, &job.id), Vec::new(), None),
+            TxnOp::put(self.layout.callback_of_account(job), Vec::new(), None),
+        ]
+    }
+
+    /// `Store::attach_callback`: the job's new callback (and, when it is finished, its outbox
+    /// entries) in one transaction guarded by the job's mod-revision, so it never races a
+    /// completion or another attach into two webhooks.
+    pub async fn attach_callback(
+        &self,
+        id: String,
+        account: String,
+        url: String,
+        now_ms: u64,
+    ) -> StoreResult<Attached> {
+        check_id("job id", &id)?;
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let read = self.read_one(self.layout.job(&id)).await?;
+            let attached = attachable(&id, &account, read.job()?)?.attach_callback(&url, now_ms);
+            let Attached::New(job) = &attached else { return Ok(attached) };
+            job.validate()?;
+            let mut ops = vec![TxnOp::put(read.key.clone(), enc::encode_json(job)?, None)];
+            if job.state.is_finished() {
+                ops.extend(self.outbox_puts(job, now_ms));
+            }
+            if self.commit(vec![read.unchanged()], ops).await? {
+                return Ok(attached);
+            }
+        }
+        Err(conflict("attach a callback"))
     }
 
     /// The account's pending webhooks (job ids), oldest first, at most `limit`.

@@ -11,4 +11,4 @@ mod openapi;
 mod scopes;
 pub mod serve_binary;
 pub mod support;
-mod webhooks;
+pub mod webhooks;

@@ -238,8 +238,20 @@ fn the_servers_answers_match_the_document() {
     let hooked =
         serde_json::json!({ "wallet": OPEN_DELEGATION, "refresh": true, "callbackUrl": "https://hooks.example.com/x" });
     let hooked = submit(&server, k, WALLET_PATH, &hooked.to_string());
+    assert_eq!(hooked.data()["callback"]["attached"], true, "{hooked:?}");
+    assert_valid(&doc, "AcceptedAnalysis", &hooked.body);
     let hooked = server.finish(&hooked.poll_path(), k);
     assert_eq!(hooked.data()["callback"]["url"], "https://hooks.example.com/x", "{hooked:?}");
+    // The same wallet with another callbackUrl reuses that result, whose webhook stays.
+    let other = serde_json::json!({ "wallet": OPEN_DELEGATION, "callbackUrl": "https://hooks.example.com/y" });
+    let other = submit(&server, k, WALLET_PATH, &other.to_string());
+    assert_eq!(other.data()["callback"]["reason"], "job_has_other_callback", "{other:?}");
+    assert_valid(&doc, "AcceptedAnalysis", &other.body);
+    let pair_hooked =
+        serde_json::json!({ "walletA": SYBIL_A, "walletB": SYBIL_B, "callbackUrl": "https://hooks.example.com/p" });
+    let pair_hooked = submit(&server, k, COMPARE_PATH, &pair_hooked.to_string());
+    assert_eq!(pair_hooked.data()["callback"]["attached"], true, "attached to the reused comparison: {pair_hooked:?}");
+    assert_valid(&doc, "AcceptedComparison", &pair_hooked.body);
     assert!(hooked.data()["xray"]["changes"].is_object(), "a second analysis says what changed: {hooked:?}");
     assert_valid(&doc, "AnalysisPoll", &hooked.body);
     let failed = submit(&server, k, WALLET_PATH, &wallet_body(DRAINER_PROGRAM));
@@ -249,9 +261,10 @@ fn the_servers_answers_match_the_document() {
         server.addr,
         "/v1/developer/intelligence/wallets",
         k,
-        &serde_json::json!({ "wallets": batch }).to_string(),
+        &serde_json::json!({ "wallets": batch, "callbackUrl": "https://hooks.example.com/b" }).to_string(),
     );
     assert_eq!(batch.data()["refused"], 2, "{batch:?}");
+    assert_eq!(batch.data()["items"][0]["callback"]["attached"], false, "{batch:?}");
     assert_valid(&doc, "BatchAccepted", &batch.body);
     assert_valid(&doc, "Status", &get(server.addr, STATUS_PATH, k).body);
     assert_valid(&doc, "Usage", &get(server.addr, USAGE_PATH, k).body);

@@ -15,28 +15,30 @@ use serde_json::{json, Value};
 use super::support::*;
 use xray::webhooks::signature::verify;
 
+mod attach;
+
 /// One request the receiver got.
 #[derive(Debug, Clone)]
-struct Received {
+pub(crate) struct Received {
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
 /// A webhook receiver on loopback: answers each request with the next of `statuses` (the last
 /// one repeats) and keeps what it got.
-struct Receiver {
+pub(crate) struct Receiver {
     addr: SocketAddr,
-    got: Arc<Mutex<Vec<Received>>>,
+    pub(crate) got: Arc<Mutex<Vec<Received>>>,
 }
 
 impl Receiver {
-    fn start(statuses: &[u16]) -> Receiver {
+    pub(crate) fn start(statuses: &[u16]) -> Receiver {
         Receiver::start_on(TcpListener::bind("127.0.0.1:0").expect("bind"), statuses)
     }
 
@@ -60,12 +62,12 @@ impl Receiver {
         Receiver { addr, got }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/hooks/xray", self.addr)
     }
 
     /// Waits until at least `n` requests arrived (bounded); returns them.
-    fn wait_for(&self, n: usize) -> Vec<Received> {
+    pub(crate) fn wait_for(&self, n: usize) -> Vec<Received> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let got = self.got.lock().expect("log").clone();
@@ -115,6 +117,13 @@ fn webhook_secret(server: &TestServer, key: &TestKey) -> String {
     secret
 }
 
+/// A key of a new account that has a webhook secret, and that secret.
+fn key_with_secret(server: &TestServer) -> (TestKey, String) {
+    let key = server.key(KeyOptions::default());
+    let secret = webhook_secret(server, &key);
+    (key, secret)
+}
+
 /// Polls until the job's callback is no longer PENDING (bounded); returns the poll's data.
 fn settled(server: &TestServer, poll_path: &str, key: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -135,9 +144,8 @@ fn now_s() -> u64 {
 #[test]
 fn a_finished_job_is_posted_signed_and_retried_until_delivered() {
     let server = allowing_loopback();
-    let key = server.key(KeyOptions::default());
+    let (key, secret) = key_with_secret(&server);
     let k = key.secret.as_str();
-    let secret = webhook_secret(&server, &key);
     // The first attempt gets a 500: the second (after a 1 s backoff) is delivered.
     let receiver = Receiver::start(&[500, 200]);
     let body = json!({ "wallet": OPEN_DELEGATION, "refresh": true, "callbackUrl": receiver.url() }).to_string();

@@ -20,6 +20,7 @@ use crate::api::support::{
     analysis_path, assert_error, assert_error_details, compare_body, comparison_path, expected_pair_id, fresh_wallets,
     get, post, raw, refresh_body, wallet_body, API, READY_WALLETS, USAGE_PATH,
 };
+use crate::api::webhooks::Receiver;
 use xray::devtools::rpc_server::{spawn_spec_in_thread, FaultPlan};
 
 const WALLET: &str = "/v1/developer/intelligence/wallet";
@@ -466,4 +467,58 @@ fn admissions_over_http_resume_after_the_etcd_leader_is_killed_and_none_acknowle
         let reply = get(apis[(i + 1) % apis.len()], &analysis_path(id), &key);
         assert_eq!(reply.status, 200, "{id} was acknowledged and is missing: {reply:?}");
     }
+}
+
+/// A request to `node`'s admin listener with its token.
+fn admin(node: &Node, method: &str, path: &str) -> crate::api::support::Reply {
+    let read = |name: &str| std::fs::read_to_string(node.dir.path().join(name)).expect(name).trim().to_owned();
+    let addr: std::net::SocketAddr = read("admin.addr").parse().expect("admin address");
+    let bearer = format!("Bearer {}", read("admin.token"));
+    raw(addr, method, path, &[("authorization", &bearer)], "")
+}
+
+/// Issue #32 across nodes: an analysis made and finished on A; the same wallet with a
+/// `callbackUrl` on B reuses it (200) and attaches the URL in etcd; one node's delivery thread
+/// claims it (the cluster's outbox) and the receiver gets it once, signed; C, which never read
+/// the job before, polls it with its webhook DELIVERED.
+#[test]
+fn a_callback_on_a_result_another_node_made_is_attached_and_delivered_once() {
+    let (nodes, key) = cluster("attach", &["--webhook-allow-hosts", "127.0.0.1"]);
+    let listed = admin(&nodes[0], "GET", "/v1/admin/keys");
+    let keys = listed.body.get("data").unwrap_or(&listed.body);
+    let account = keys[0]["account"].as_str().unwrap_or_else(|| panic!("the key's account: {listed:?}")).to_owned();
+    let made = admin(&nodes[0], "POST", &format!("/v1/admin/accounts/{account}/webhook-secret"));
+    let secret = made.body["secret"].as_str().unwrap_or_else(|| panic!("a webhook secret: {made:?}")).to_owned();
+    let admitted = post(nodes[0].server.api, WALLET, &key, &wallet_body(READY_WALLETS[0]));
+    let id = id_of(&admitted);
+    assert_eq!(finished(&nodes[0], &analysis_path(&id), &key)["data"]["status"], "READY");
+
+    let receiver = Receiver::start(&[200]);
+    let body = serde_json::json!({ "wallet": READY_WALLETS[0], "callbackUrl": receiver.url() }).to_string();
+    let reused = post(nodes[1].server.api, WALLET, &key, &body);
+    assert_eq!((reused.status, id_of(&reused)), (200, id.clone()), "{reused:?}");
+    let expected = serde_json::json!({
+        "url": receiver.url(), "status": "PENDING", "attempts": 0, "lastError": null, "attached": true
+    });
+    assert_eq!(reused.body["data"]["callback"], expected, "{reused:?}");
+    let got = receiver.wait_for(1);
+    let now_s = xray::clock::now_unix_ms() / 1_000;
+    let signature = got[0].header("xray-signature").expect("Xray-Signature");
+    assert!(xray::webhooks::signature::verify(&secret, signature, &got[0].body, now_s, 300).is_ok());
+    assert_eq!(got[0].header("xray-webhook-id"), Some(id.as_str()));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let polled = loop {
+        let poll = get(nodes[2].server.api, &analysis_path(&id), &key);
+        if poll.body["data"]["callback"]["status"] == "DELIVERED" {
+            break poll.body;
+        }
+        assert!(Instant::now() < deadline, "not DELIVERED on C within 20 s: {poll:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut document = polled.clone();
+    document["data"].as_object_mut().expect("data").remove("callback");
+    assert_eq!(serde_json::from_slice::<Value>(&got[0].body).expect("JSON"), document, "the poll's document");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(receiver.got.lock().expect("log").len(), 1, "one delivery across three nodes");
+    assert_eq!(usage(&nodes[1], &key)["used"].as_u64(), Some(1), "the attach is free");
 }

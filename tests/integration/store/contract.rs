@@ -9,7 +9,7 @@ use xray::auth::scope::Scopes;
 use xray::limits::quota::QuotaPeriod;
 use xray::limits::quota::UsageRecord;
 use xray::store::{
-    Callback, CallbackStatus, Completion, DueCursor, IdempotentAnswer, JobCursor, JobState, LiveState, Store,
+    Attached, Callback, CallbackStatus, Completion, DueCursor, IdempotentAnswer, JobCursor, JobState, LiveState, Store,
     StoreError, Subject, WebhookSecret,
 };
 
@@ -36,6 +36,7 @@ macro_rules! every_test {
             the_webhook_outbox_holds_finished_jobs_until_delivered_or_given_up,
             webhook_secrets_are_per_account_and_replaced_on_rotation,
             an_accounts_outbox_keeps_its_newest_webhooks,
+            a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished,
         );
     };
 }
@@ -533,4 +534,68 @@ pub fn webhook_secrets_are_per_account_and_replaced_on_rotation(store: &dyn Stor
     let too_long = WebhookSecret { secret: "s".repeat(65), ..rotated };
     assert!(matches!(store.put_webhook_secret(&too_long), Err(StoreError::Invalid(_))));
     assert!(!format!("{too_long:?}").contains("sss"), "Debug never shows the secret");
+}
+
+/// `attach_callback`: a later request's `callbackUrl` on an existing job. A finished job's
+/// enters the outbox at once (due at the attach, ordered in its account's outbox by it); a live
+/// job's when it completes; a job's webhook is never replaced; a job gone or another account's
+/// is refused; nothing is charged.
+pub fn a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished(store: &dyn Store) {
+    let url = |name: &str| format!("https://hooks.example/{name}");
+    for (id, wallet) in [("an_1", "Wallet1"), ("an_2", "Wallet2"), ("an_3", "Wallet3")] {
+        store.admit(&analysis(id, wallet, 10), None).unwrap();
+    }
+    store.complete("an_1", 100, &ready("an_1")).unwrap();
+    store.admit(&with_callback("an_4", "Wallet4", 10), None).unwrap();
+    store.complete("an_4", 200, &failed()).unwrap();
+    let before = usage(store);
+    // A READY job without a webhook: attached, due at once, in its account's outbox as of now.
+    let Attached::New(job) = store.attach_callback("an_1", ACCOUNT, &url("a"), 1_000).unwrap() else {
+        panic!("a job without a webhook takes one")
+    };
+    let attached = job.callback.clone().unwrap();
+    assert_eq!(
+        (attached.url.as_str(), attached.status, attached.attempts),
+        (url("a").as_str(), CallbackStatus::Pending, 0)
+    );
+    assert_eq!((attached.next_attempt_ms, attached.attached_at_ms), (1_000, Some(1_000)));
+    assert_eq!((job.state, job.completed_at_ms), (JobState::Ready, Some(100)), "the job itself is unchanged");
+    assert_eq!(store.get_job("an_1").unwrap(), Some(job.clone()));
+    assert_eq!(store.get_result(&job).unwrap(), Some(payload("an_1")), "the payload is untouched");
+    assert_eq!(due(store, 999), ["an_4"], "due at the attach, not at the completion");
+    assert_eq!(due(store, 1_000), ["an_4", "an_1"]);
+    assert_eq!(store.pending_callbacks(ACCOUNT, 10).unwrap(), ["an_4", "an_1"], "it entered the outbox last");
+    // The same URL again changes nothing; another URL never replaces it.
+    assert_eq!(store.attach_callback("an_1", ACCOUNT, &url("a"), 2_000).unwrap(), Attached::Same(job.clone()));
+    assert_eq!(store.attach_callback("an_1", ACCOUNT, &url("b"), 2_000).unwrap(), Attached::Other(job.clone()));
+    let creators = store.get_job("an_4").unwrap().unwrap();
+    assert!(
+        matches!(store.attach_callback("an_4", ACCOUNT, &url("b"), 2_000).unwrap(), Attached::Other(j) if j == creators)
+    );
+    assert_eq!(due(store, u64::MAX), ["an_4", "an_1"], "one outbox entry each");
+    // A live job: set now, in the outbox once it completes — due at the completion.
+    let Attached::New(live) = store.attach_callback("an_2", ACCOUNT, &url("c"), 300).unwrap() else {
+        panic!("a live job without a webhook takes one")
+    };
+    assert_eq!(live.state, JobState::Queued);
+    assert_eq!(due(store, u64::MAX), ["an_4", "an_1"], "a live job's webhook is not due");
+    store.mark_running("an_2", 350).unwrap();
+    let done = store.complete("an_2", 400, &ready("an_2")).unwrap();
+    let callback = done.callback.unwrap();
+    assert_eq!((callback.url, callback.next_attempt_ms), (url("c"), 400), "kept through start and completion");
+    assert_eq!(due(store, 400), ["an_4", "an_2"]);
+    // Delivered: out of the outbox like any webhook (its account's entry too).
+    let delivered = Callback { status: CallbackStatus::Delivered, attempts: 1, ..attached.clone() };
+    store.record_callback("an_1", &attached, &delivered).unwrap();
+    assert_eq!(store.pending_callbacks(ACCOUNT, 10).unwrap(), ["an_4", "an_2"]);
+    // Gone, unknown, or another account's: refused alike; nothing was ever charged.
+    assert!(matches!(store.attach_callback("an_3", "acc_2", &url("d"), 500), Err(StoreError::State { .. })));
+    assert!(matches!(store.attach_callback("an_missing", ACCOUNT, &url("d"), 500), Err(StoreError::State { .. })));
+    assert!(store.attach_callback("an_3", ACCOUNT, &"u".repeat(5_000), 500).is_err(), "an over-long URL");
+    assert_eq!(store.get_job("an_3").unwrap().and_then(|j| j.callback), None);
+    store.purge_finished_before(u64::MAX, 10).unwrap();
+    assert!(matches!(store.attach_callback("an_1", ACCOUNT, &url("a"), 600), Err(StoreError::State { .. })), "purged");
+    assert!(due(store, u64::MAX).is_empty() && store.pending_callbacks(ACCOUNT, 10).unwrap().is_empty());
+    let after = usage(store);
+    assert_eq!((after.used, after.refunded), (before.used + 1, before.refunded), "only an_2's completion counted");
 }

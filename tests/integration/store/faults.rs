@@ -30,8 +30,8 @@ use xray::metrics::Metrics;
 use xray::pubkey::Pubkey;
 use xray::store::group_commit::GroupCommit;
 use xray::store::{
-    Callback, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord, JobState,
-    LiveState, RocksStore, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
+    Attached, Callback, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobKind, JobPage, JobRecord,
+    JobState, LiveState, RocksStore, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 use super::support::open;
@@ -141,6 +141,9 @@ impl Store for FaultyStore {
     }
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
         self.inner.record_callback(id, expected, callback)
+    }
+    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
+        self.inner.attach_callback(id, account, url, now_ms)
     }
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {
         self.inner.put_webhook_secret(secret)
