@@ -52,6 +52,17 @@ const BATCH = Math.min(100, Math.max(0, parseInt(__ENV.BATCH || '0', 10)));
 const IDEMPOTENT = (__ENV.IDEMPOTENT || 'false') === 'true';
 const RETRIES_MAX = Math.max(0, parseInt(__ENV.RETRIES_MAX || '3', 10));
 
+// A flow's or a job's outcomes, the worst first: a batch flow ends as its worst item did.
+const OUTCOMES = ['error', 'unfinished', 'busy', 'limited', 'refused', 'failed', 'ready'];
+
+function byOutcome(metric) {
+  return Object.fromEntries(OUTCOMES.map((outcome) => [`${metric}{outcome:${outcome}}`, ['count>=0']]));
+}
+
+function worst(outcomes) {
+  return OUTCOMES.find((outcome) => outcomes.includes(outcome)) || 'ready';
+}
+
 export const options = {
   summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(99)', 'p(99.9)', 'max'],
   scenarios: {
@@ -66,26 +77,24 @@ export const options = {
   },
   thresholds: {
     checks: ['rate>0.99'],
-    // Always met: they make the summary list the flows by outcome.
-    'xray_flows{outcome:ready}': ['count>=0'],
-    'xray_flows{outcome:failed}': ['count>=0'],
-    'xray_flows{outcome:busy}': ['count>=0'],
-    'xray_flows{outcome:limited}': ['count>=0'],
-    'xray_flows{outcome:unfinished}': ['count>=0'],
-    'xray_flows{outcome:refused}': ['count>=0'],
-    'xray_flows{outcome:error}': ['count>=0'],
+    // Always met: they make the summary list the flows and the jobs by outcome.
+    ...byOutcome('xray_flows'),
+    ...byOutcome('xray_jobs'),
     'xray_resends{kind:retry}': ['count>=0'],
     'xray_resends{kind:replay}': ['count>=0'],
   },
 };
 
-// Submit → final status, per flow that finished (ms).
+// Submit → final status of its last job, per flow whose jobs all finished (ms).
 const flowMs = new Trend('xray_flow_ms', true);
 // Submit latency alone (ms).
 const submitMs = new Trend('xray_submit_ms', true);
-// Flows (with BATCH: jobs and refused items) by how they ended: ready, failed, busy (503),
-// limited (429), refused (a batch item the single endpoint would answer 4xx), unfinished, error.
-const outcomes = new Counter('xray_flows');
+// Flows (one per iteration; a batch is one flow) by how they ended: ready, failed, busy (503),
+// limited (429), refused (a batch item the single endpoint would answer 4xx), unfinished, error;
+// a batch flow by its worst item, in `OUTCOMES` order.
+const flows = new Counter('xray_flows');
+// Jobs and refused items (a single flow is one; a batch, one per address) by the same outcomes.
+const jobs = new Counter('xray_jobs');
 // Submits sent again with their Idempotency-Key: after a refusal (`retry`), or as a lost answer
 // would be (`replay`).
 const resends = new Counter('xray_resends');
@@ -105,12 +114,24 @@ export default function () {
   const started = Date.now();
   const first = (__VU * 7919 + __ITER) % WALLETS.length;
   const key = IDEMPOTENT ? `k6-${__VU}-${__ITER}-${started}` : null;
+  let items;
   if (BATCH > 0) {
     const wallets = Array.from({ length: BATCH }, (_, i) => WALLETS[(first + i) % WALLETS.length]);
-    batchFlow(wallets, key, started);
+    items = batchFlow(wallets, key);
   } else {
-    singleFlow(WALLETS[first], key, started);
+    items = singleFlow(WALLETS[first], key);
   }
+  const outcome = worst(items);
+  flows.add(1, { outcome });
+  if (outcome === 'ready' || outcome === 'failed') {
+    flowMs.add(Date.now() - started);
+  }
+}
+
+// Counts `count` jobs (or refused items) that ended as `outcome`; returns them, for the flow.
+function counted(outcome, count) {
+  jobs.add(count, { outcome });
+  return Array(count).fill(outcome);
 }
 
 // POST `body` to `path` with the flow's Idempotency-Key (if any); with a key, a refusal the
@@ -147,29 +168,29 @@ function replayMatches(path, body, params, jobsOf, reply) {
   });
 }
 
-function singleFlow(wallet, key, started) {
+// One wallet: the outcome of its job (one item).
+function singleFlow(wallet, key) {
   const path = '/v1/developer/intelligence/wallet';
   const body = JSON.stringify({ wallet, refresh: REFRESH });
   const { reply: submit, params } = submitWithRetries(path, body, key);
   if (submit.status === 503 || submit.status === 429) {
-    outcomes.add(1, { outcome: submit.status === 503 ? 'busy' : 'limited' });
     check(submit, { 'busy or limited answers carry Retry-After': (r) => !!r.headers['Retry-After'] });
-    return;
+    return counted(submit.status === 503 ? 'busy' : 'limited', 1);
   }
   const accepted = check(submit, {
     'submit is 200 or 202 with a pollUrl': (r) => (r.status === 200 || r.status === 202) && !!r.json('pollUrl'),
   });
   if (!accepted) {
-    outcomes.add(1, { outcome: 'error' });
-    return;
+    return counted('error', 1);
   }
   if (key) {
     replayMatches(path, body, params, (r) => r.json('data.analysisId'), submit);
   }
-  follow(submit.json('pollUrl'), submit.json('status'), started);
+  return counted(follow(submit.json('pollUrl'), submit.json('status')), 1);
 }
 
-function batchFlow(wallets, key, started) {
+// One batch: the outcome of each of its jobs and refused items.
+function batchFlow(wallets, key) {
   const path = '/v1/developer/intelligence/wallets';
   const body = JSON.stringify({ wallets, refresh: REFRESH });
   const retryable = (item) => !!item.error && ['SERVICE_BUSY', 'RATE_LIMITED', 'TOO_MANY_JOBS'].includes(item.error.code);
@@ -177,15 +198,13 @@ function batchFlow(wallets, key, started) {
   const refusedItems = (r) => (r.json('data.items') || []).filter(retryable).length;
   const { reply: submit, params } = submitWithRetries(path, body, key, refusedItems);
   if (submit.status === 503 || submit.status === 429) {
-    outcomes.add(wallets.length, { outcome: submit.status === 503 ? 'busy' : 'limited' });
-    return;
+    return counted(submit.status === 503 ? 'busy' : 'limited', wallets.length);
   }
   const accepted = check(submit, {
     'a batch is 200 with one item per address': (r) => r.status === 200 && r.json('data.items').length === wallets.length,
   });
   if (!accepted) {
-    outcomes.add(wallets.length, { outcome: 'error' });
-    return;
+    return counted('error', wallets.length);
   }
   const items = submit.json('data.items');
   // A replay of a batch with items still refused would submit those again: not a replay.
@@ -194,33 +213,32 @@ function batchFlow(wallets, key, started) {
     replayMatches(path, body, params, jobs, submit);
   }
   const polled = new Set();
+  const outcomes = [];
   for (const item of items) {
     if (item.error) {
       const code = item.error.code;
       const outcome = code === 'SERVICE_BUSY' ? 'busy' : limited.includes(code) ? 'limited' : 'refused';
-      outcomes.add(1, { outcome });
+      outcomes.push(...counted(outcome, 1));
     } else if (!polled.has(item.analysisId)) {
       // An address repeated in the batch names its first occurrence's job: followed once.
       polled.add(item.analysisId);
-      follow(item.pollUrl, item.status, started);
+      outcomes.push(...counted(follow(item.pollUrl, item.status), 1));
     }
   }
+  return outcomes;
 }
 
-// Long-polls `pollUrl` until READY or FAILED (at most POLLS_MAX polls) and counts the outcome.
-function follow(pollUrl, status, started) {
+// Long-polls `pollUrl` until READY or FAILED (at most POLLS_MAX polls): the job's outcome.
+function follow(pollUrl, status) {
   for (let i = 0; i < POLLS_MAX && status !== 'READY' && status !== 'FAILED'; i++) {
     const poll = http.get(`${pollUrl}?wait=${WAIT_S}`, { headers, tags: { name: 'poll' } });
     if (!check(poll, { 'poll is 200': (r) => r.status === 200 })) {
-      outcomes.add(1, { outcome: 'error' });
-      return;
+      return 'error';
     }
     status = poll.json('data.status');
   }
   if (status === 'READY' || status === 'FAILED') {
-    flowMs.add(Date.now() - started);
-    outcomes.add(1, { outcome: status === 'READY' ? 'ready' : 'failed' });
-  } else {
-    outcomes.add(1, { outcome: 'unfinished' });
+    return status === 'READY' ? 'ready' : 'failed';
   }
+  return 'unfinished';
 }

@@ -2,14 +2,17 @@
 //!
 //! Owns: every clap definition of the binary (no other module defines flags), output of
 //! command results as JSON on stdout, errors on stderr with a non-zero exit. `analyze` and
-//! `compare` run `jobs::execute`, the compute threads' own path. Runs on the main thread; async commands get a current-thread tokio
-//! runtime, the same kind compute threads use.
+//! `compare` run `jobs::execute`, the compute threads' own path, with a progress line on a
+//! terminal's stderr over `rpc:` (`progress`). Runs on the main thread; async commands get a
+//! current-thread tokio runtime, the same kind compute threads use.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+mod progress;
 
 use crate::config::{self, IoDriver, SourceSpec};
 use crate::jobs::execute::{execute, JobSpec, Outcome};
@@ -101,9 +104,15 @@ pub struct LedgerArgs {
 
 impl LedgerArgs {
     fn open(&self) -> Result<(Source, crate::ledger::view::ViewOptions), String> {
-        let source = Source::open(&self.ledger, Default::default()).map_err(|e| e.to_string())?;
+        let source = Source::open(&self.ledger, one_shot_rpc()).map_err(|e| e.to_string())?;
         Ok((source, crate::ledger::view::ViewOptions { history_depth: self.history_depth }))
     }
+}
+
+/// The rpc source's options for one command run: a refused nonce search is not remembered
+/// for later jobs, since the process ends with this one.
+fn one_shot_rpc() -> crate::ledger::rpc::RpcOptions {
+    crate::ledger::rpc::RpcOptions { nonce_search_refusal_s: 0, ..Default::default() }
 }
 
 /// Where the admin listener of a server is: its data directory, or an explicit URL.
@@ -712,13 +721,14 @@ fn run(command: Command) -> Result<(), String> {
             let spec: SourceSpec = format!("rpc:{rpc}").parse().map_err(|e: config::InvalidValue| e.to_string())?;
             let wallets = parse_wallets(&wallets)?;
             let rt = runtime()?;
-            let source = Source::open(&spec, Default::default()).map_err(|e| e.to_string())?;
+            let source = Source::open(&spec, one_shot_rpc()).map_err(|e| e.to_string())?;
             let report = rt
                 .block_on(crate::devtools::recorder::record(&source, &wallets, &out, history_depth))
                 .map_err(|e| e.to_string())?;
             print_json(&report)
         }
         Command::Ledger(LedgerCommand::ExportDemo { out, wallets, seed }) => {
+            eprintln!("export-demo: {}", crate::devtools::recorder::export_announcement(wallets, &out));
             let rt = runtime()?;
             let report =
                 rt.block_on(crate::devtools::recorder::export_demo(seed, wallets, &out)).map_err(|e| e.to_string())?;
@@ -761,7 +771,11 @@ fn run(command: Command) -> Result<(), String> {
 /// its contract code.
 fn run_job(spec: &JobSpec, ledger: &LedgerArgs, labels: &crate::labels::Labels, pretty: bool) -> Result<(), String> {
     let (source, options) = ledger.open()?;
-    let outcome = runtime()?.block_on(execute(&source, labels, spec, options, &()));
+    let runtime = runtime()?;
+    // Only a remote node is slow enough to watch; the line is gone before the result prints.
+    let reporter = progress::Reporter::start(matches!(ledger.ledger, SourceSpec::Rpc { .. }));
+    let outcome = runtime.block_on(execute(&source, labels, spec, options, &()));
+    reporter.finish();
     let payload = match outcome {
         Outcome::Ready { payload } => payload,
         Outcome::Failed { code, message } => return Err(format!("{}: {message}", code.as_str())),

@@ -66,7 +66,15 @@ pub struct Running {
     housekeeping: Option<Housekeeping>,
     webhooks: Option<Deliveries>,
     /// The key printed at first start, if this start created it.
-    pub first_key: Option<String>,
+    pub first_key: Option<FirstKey>,
+}
+
+/// The key an empty server issues at its first start, and its account (printed with it: the
+/// account is what `xray accounts` and the admin API's account routes name).
+#[derive(Debug, Clone)]
+pub struct FirstKey {
+    pub secret: String,
+    pub account: String,
 }
 
 /// Opens everything and starts serving; returns once every listener serves.
@@ -266,7 +274,7 @@ fn load_keys(store: &dyn Store, now_ms: u64) -> Result<KeyTable, String> {
 }
 
 /// The first key of an empty server: every scope, default limits, a new account. Printed once.
-fn issue_first_key(keys: &KeyAdmin, now_ms: u64) -> Result<String, String> {
+fn issue_first_key(keys: &KeyAdmin, now_ms: u64) -> Result<FirstKey, String> {
     let spec = KeySpec {
         account: AccountId::generate().map_err(|e| e.to_string())?,
         name: "first".into(),
@@ -278,7 +286,8 @@ fn issue_first_key(keys: &KeyAdmin, now_ms: u64) -> Result<String, String> {
         quota_period: QuotaPeriod::Month,
     };
     let view = keys.create(&spec, now_ms).map_err(|e| format!("first key: {e}"))?;
-    view.key.ok_or_else(|| "first key: issued without its secret".to_owned())
+    let secret = view.key.ok_or_else(|| "first key: issued without its secret".to_owned())?;
+    Ok(FirstKey { secret, account: view.account })
 }
 
 fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -> Result<ComputePool, String> {
@@ -364,10 +373,14 @@ impl Running {
 fn announce(running: &Running) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     let io = |e: std::io::Error| format!("stdout: {e}");
-    if let Some(key) = &running.first_key {
-        writeln!(out, "Created the first API key (every scope). It is shown this once and will not be shown again:")
-            .map_err(io)?;
-        writeln!(out, "{key}").map_err(io)?;
+    // The key alone on the line after the notice: scripts take that line (or `^svc_live_`).
+    if let Some(FirstKey { secret, account }) = &running.first_key {
+        writeln!(
+            out,
+            "Created the first API key (every scope, account {account}). It is shown this once and will not be shown again:"
+        )
+        .map_err(io)?;
+        writeln!(out, "{secret}").map_err(io)?;
     }
     writeln!(out, "xray: API listening on http://{}", running.api.local_addr()).map_err(io)?;
     writeln!(out, "xray: admin listening on http://{}", running.admin.local_addr()).map_err(io)?;

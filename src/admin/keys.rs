@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::ApiError;
 use crate::auth::key::{AccountId, KeyId};
 use crate::auth::record::{KeyRecord, KeySpec, KeyStatus};
-use crate::auth::scope::Scopes;
+use crate::auth::scope::{Scopes, SCOPES_EXPECTED};
 use crate::auth::table::{KeyTable, TableError};
 use crate::clock::{parse_rfc3339_ms, rfc3339_ms};
 use crate::config;
@@ -113,10 +113,9 @@ impl CreateKeyRequest {
                 .map_err(|_| invalid("account", "account must be 1-64 characters of A-Z a-z 0-9 . _ -"))?,
             None => AccountId::generate().map_err(|e| ApiError::internal(&e))?,
         };
-        let scopes = Scopes::parse_list(&self.scopes.join(","))
-            .map_err(|_| invalid("scopes", "scopes must be a non-empty list of known scopes"))?;
+        let scopes = Scopes::parse_list(&self.scopes.join(",")).map_err(|_| invalid("scopes", SCOPES_EXPECTED))?;
         if scopes.is_empty() {
-            return Err(invalid("scopes", "scopes must be a non-empty list of known scopes"));
+            return Err(invalid("scopes", SCOPES_EXPECTED));
         }
         let quota_period = match self.period.as_deref() {
             None => QuotaPeriod::Month,
@@ -258,6 +257,11 @@ mod tests {
                 Err(ApiError::InvalidRequest { field: f, .. }) => assert_eq!(f, field, "{json}"),
                 other => panic!("{json}: {other:?}"),
             }
+        }
+        // A refused scope list says which scopes there are.
+        match request(r#"{"name":"ci","scopes":["wallet:fly"]}"#).to_spec(0) {
+            Err(ApiError::InvalidRequest { message, .. }) => assert_eq!(message, SCOPES_EXPECTED),
+            other => panic!("{other:?}"),
         }
     }
 }

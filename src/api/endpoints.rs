@@ -455,6 +455,7 @@ impl Endpoints<'_> {
             key: KeyInfo {
                 id: record.id.as_str(),
                 name: &record.name,
+                account: record.account.as_str(),
                 prefix: &record.prefix,
                 status: key.state_at(self.caller.now_ms).as_str(),
                 created_at: Rfc3339Ms::at(record.created_at_ms),

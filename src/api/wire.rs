@@ -165,6 +165,9 @@ pub struct DataBody<D: Serialize> {
 pub struct KeyInfo<'a> {
     pub id: &'a str,
     pub name: &'a str,
+    /// The account the key belongs to (`acct_…`): what the admin API's account routes and
+    /// `xray accounts` name. An addition to the contract's document.
+    pub account: &'a str,
     pub prefix: &'a str,
     pub status: &'a str,
     pub created_at: Rfc3339Ms,

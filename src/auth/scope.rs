@@ -71,7 +71,7 @@ impl fmt::Display for Scope {
 /// Why a scope list was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum ScopeError {
-    #[error("unknown scope (known: wallet:analyze, wallet:compare, analysis:read, usage:read)")]
+    #[error("unknown scope (the scopes are {SCOPE_LIST})")]
     Unknown,
     #[error("empty entry in the scope list")]
     EmptyEntry,
@@ -189,10 +189,31 @@ impl<'de> Visitor<'de> for ScopesVisitor {
 
 const SCOPE_NAMES: [&str; 4] = ["wallet:analyze", "wallet:compare", "analysis:read", "usage:read"];
 
+/// Every scope name, as the refusals of a scope list say them: a literal, so that messages built
+/// with it stay `&'static str` (a test keeps it equal to `Scope::ALL`).
+macro_rules! scope_list {
+    () => {
+        "wallet:analyze, wallet:compare, analysis:read, usage:read"
+    };
+}
+
+pub const SCOPE_LIST: &str = scope_list!();
+
+/// The admin API's refusal of a key's `scopes` (an unknown name, or none).
+pub const SCOPES_EXPECTED: &str = concat!("scopes must name one or more of ", scope_list!());
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use Scope::*;
+
+    #[test]
+    fn refusals_list_every_scope() {
+        let names: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(SCOPE_LIST, names.join(", "));
+        assert!(SCOPES_EXPECTED.ends_with(SCOPE_LIST), "{SCOPES_EXPECTED}");
+        assert!(ScopeError::Unknown.to_string().contains(SCOPE_LIST));
+    }
 
     #[test]
     fn names_round_trip() {

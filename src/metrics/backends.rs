@@ -1,5 +1,6 @@
 //! What the back ends behind a job cost: the ledger source's JSON-RPC calls (by method and
-//! outcome, their duration with retries, the retries), the store's writes (duration by
+//! outcome, their duration with retries, the retries, the transactions read, the calls waiting
+//! out a backoff now), the store's writes (duration by
 //! operation, WAL fsyncs of the group commit) and webhook delivery attempts (by outcome).
 //!
 //! Owns: the process-wide registries `LEDGER` and `STORE`, their label enums and buckets, and
@@ -75,6 +76,31 @@ pub struct LedgerMetrics {
     calls: [[AtomicU64; CallOutcome::COUNT]; LedgerMethod::COUNT],
     retries: [AtomicU64; LedgerMethod::COUNT],
     duration: [Histogram<LEDGER_BUCKETS>; LedgerMethod::COUNT],
+    /// Transactions `getTransaction` answered (null answers not counted).
+    transactions: AtomicU64,
+    /// Calls sleeping out a retry's backoff now (a gauge: `RetryWait` holds one).
+    waiting: AtomicU64,
+}
+
+/// The sums of the ledger series, for a one-shot command's progress line (in a process that
+/// runs one command they are that command's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LedgerTotals {
+    /// Calls that ended, answered or failed after their retries.
+    pub calls: u64,
+    pub retries: u64,
+    pub transactions: u64,
+    pub waiting: u64,
+}
+
+/// One call waiting out a retry's backoff, counted in `LedgerMetrics::waiting` while it lives
+/// (a job dropped mid-backoff drops it too).
+pub struct RetryWait(());
+
+impl Drop for RetryWait {
+    fn drop(&mut self) {
+        LEDGER.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The store's writes.
@@ -88,6 +114,8 @@ pub static LEDGER: LedgerMetrics = LedgerMetrics {
     calls: [const { [const { AtomicU64::new(0) }; CallOutcome::COUNT] }; LedgerMethod::COUNT],
     retries: [const { AtomicU64::new(0) }; LedgerMethod::COUNT],
     duration: [const { Histogram::new() }; LedgerMethod::COUNT],
+    transactions: AtomicU64::new(0),
+    waiting: AtomicU64::new(0),
 };
 
 label_enum! {
@@ -143,6 +171,28 @@ impl LedgerMetrics {
         self.retries[method.slot()].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `count` transactions read from `getTransaction` answers.
+    pub fn transactions_read(&self, count: u64) {
+        self.transactions.fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// A call starts waiting out a retry's backoff; it is counted until the guard drops.
+    pub fn retry_wait(&self) -> RetryWait {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        RetryWait(())
+    }
+
+    /// Every method's calls and retries summed, with the transactions read and the waits now.
+    pub fn totals(&self) -> LedgerTotals {
+        let sum = |each: &dyn Fn(LedgerMethod) -> u64| LedgerMethod::ALL.iter().map(|m| each(*m)).sum::<u64>();
+        LedgerTotals {
+            calls: sum(&|m| CallOutcome::ALL.iter().map(|o| self.calls(m, *o)).sum()),
+            retries: sum(&|m| self.retries(m)),
+            transactions: self.transactions.load(Ordering::Relaxed),
+            waiting: self.waiting.load(Ordering::Relaxed),
+        }
+    }
+
     pub fn calls(&self, method: LedgerMethod, outcome: CallOutcome) -> u64 {
         self.calls[method.slot()][outcome.slot()].load(Ordering::Relaxed)
     }
@@ -192,6 +242,12 @@ pub(super) fn write_backends(out: &mut String, disk: Option<StoreDisk>) -> fmt::
     for method in LedgerMethod::ALL {
         writeln!(out, "{name}{{method=\"{}\"}} {}", method.as_str(), LEDGER.retries(*method))?;
     }
+    let name = "xray_ledger_transactions_read_total";
+    family(out, name, "counter", "Transactions read from getTransaction answers (null answers not counted).")?;
+    writeln!(out, "{name} {}", LEDGER.transactions.load(Ordering::Relaxed))?;
+    let name = "xray_ledger_retry_waits";
+    family(out, name, "gauge", "Ledger calls waiting out a retry's backoff now.")?;
+    writeln!(out, "{name} {}", LEDGER.waiting.load(Ordering::Relaxed))?;
     let name = "xray_ledger_call_duration_seconds";
     family(out, name, "histogram", "Time of a ledger call with its retries and backoff, by method.")?;
     for method in LedgerMethod::ALL {

@@ -94,7 +94,9 @@ macro_rules! label_enum {
 mod backends;
 mod process;
 
-pub use backends::{CallOutcome, LedgerMethod, StoreDisk, StoreWrite, WebhookOutcome, LEDGER, STORE, WEBHOOKS};
+pub use backends::{
+    CallOutcome, LedgerMethod, LedgerTotals, RetryWait, StoreDisk, StoreWrite, WebhookOutcome, LEDGER, STORE, WEBHOOKS,
+};
 
 label_enum! {
     /// The code a job ended FAILED with (`code` label): the contract's job codes; anything else
@@ -803,6 +805,8 @@ mod tests {
             ("xray_jobs_failed_total", "counter"),
             ("xray_ledger_calls_total", "counter"),
             ("xray_ledger_retries_total", "counter"),
+            ("xray_ledger_transactions_read_total", "counter"),
+            ("xray_ledger_retry_waits", "gauge"),
             ("xray_ledger_call_duration_seconds", "histogram"),
             ("xray_store_write_duration_seconds", "histogram"),
             ("xray_webhook_attempts_total", "counter"),

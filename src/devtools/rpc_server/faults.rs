@@ -49,6 +49,17 @@ impl FaultKind {
         FaultKind::Truncated,
         FaultKind::Drop,
     ];
+
+    /// What a request faulted this way gets, in words (`FaultPlan`'s `Display`).
+    fn describe(self) -> &'static str {
+        match self {
+            FaultKind::TooManyRequests => "answered 429",
+            FaultKind::ServerError => "answered 500",
+            FaultKind::Malformed => "answered with a body that is not JSON",
+            FaultKind::Truncated => "cut off halfway",
+            FaultKind::Drop => "dropped with no answer",
+        }
+    }
 }
 
 /// What to inject. The default injects nothing.
@@ -134,6 +145,43 @@ impl FaultPlan {
             }
         })
     }
+}
+
+/// The plan in words, as `xray ledger serve` announces it: "no faults", or each fault that is
+/// on, e.g. "30 % of requests answered 500; JSON-RPC batches refused".
+impl std::fmt::Display for FaultPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts: Vec<String> = FaultKind::ALL
+            .into_iter()
+            .filter(|kind| self.share(*kind) > 0.0)
+            .map(|kind| format!("{} % of requests {}", percent(self.share(kind)), kind.describe()))
+            .collect();
+        if self.share_429 > 0.0 {
+            parts.push(format!("Retry-After: {} s on each 429", self.retry_after_s));
+        }
+        if let Some(first) = self.first_requests_max.filter(|_| !parts.is_empty()) {
+            parts.push(format!("faults only among the first {first} requests"));
+        }
+        if self.latency_ms > 0 {
+            parts.push(format!("{} ms added to every answer", self.latency_ms));
+        }
+        if self.refuse_batches {
+            parts.push("JSON-RPC batches refused".into());
+        }
+        if let Some(hostile) = &self.hostile {
+            parts.push(format!("every answer hostile: {hostile}"));
+        }
+        match parts.is_empty() {
+            true => f.write_str("no faults"),
+            false => f.write_str(&parts.join("; ")),
+        }
+    }
+}
+
+/// A share as a percentage without trailing zeros (0.3 → "30", 0.125 → "12.5").
+fn percent(share: f64) -> String {
+    let text = format!("{:.4}", share * 100.0);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// The running state of the rule for one server.
@@ -230,6 +278,27 @@ mod tests {
         assert_eq!(got, vec![ServerError, Malformed, Drop, ServerError, ServerError, Malformed, Drop, ServerError]);
         // Same plan, same sequence.
         assert_eq!(faults(&plan, 100), faults(&plan, 100));
+    }
+
+    #[test]
+    fn describes_the_plan_in_words() {
+        assert_eq!(FaultPlan::default().to_string(), "no faults");
+        let plan = FaultPlan {
+            share_500: 0.3,
+            share_429: 0.125,
+            retry_after_s: 2,
+            first_requests_max: Some(40),
+            latency_ms: 50,
+            refuse_batches: true,
+            hostile: Some(Hostile::Endless),
+            ..FaultPlan::default()
+        };
+        assert_eq!(
+            plan.to_string(),
+            "12.5 % of requests answered 429; 30 % of requests answered 500; Retry-After: 2 s on each 429; \
+             faults only among the first 40 requests; 50 ms added to every answer; JSON-RPC batches refused; \
+             every answer hostile: endless (a body that never ends)"
+        );
     }
 
     #[test]

@@ -51,6 +51,20 @@ impl std::str::FromStr for Hostile {
     }
 }
 
+/// The flag's value with what it does, for `xray ledger serve`'s announcement.
+impl std::fmt::Display for Hostile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Hostile::PaddedTo { bytes } => write!(f, "padded:{bytes} (each answer padded to {bytes} bytes)"),
+            Hostile::Endless => f.write_str("endless (a body that never ends)"),
+            Hostile::TokenBalances { count } => {
+                write!(f, "token-balances:{count} ({count} token balances in a transaction)")
+            }
+            Hostile::Nested { depth } => write!(f, "nested:{depth} (arrays nested {depth} deep)"),
+        }
+    }
+}
+
 impl Hostile {
     pub fn validate(&self) -> Result<(), String> {
         let (value, max, name) = match *self {

@@ -46,7 +46,7 @@ pub fn run(spec: &SourceSpec, listen: SocketAddr, faults: FaultPlan) -> Result<(
         let source = Source::open(spec, RpcOptions::default()).map_err(|e| e.to_string())?;
         let listener = TcpListener::bind(listen).await.map_err(|e| format!("listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| format!("listen: {e}"))?;
-        eprintln!("serving {spec} with {faults:?}");
+        eprintln!("serving {spec} with {faults}");
         eprintln!("listening on http://{addr}");
         serve(listener, Rc::new(source), faults, Arc::new(ServerStats::default()), ctrl_c()).await
     })

@@ -21,7 +21,9 @@ pub struct ArchetypeDef {
     pub name: &'static str,
     pub description: &'static str,
     /// Signal kinds the engine raises for it, exactly (tests/integration/engine/golden.rs checks);
-    /// `not_eligible:<reason>` for accounts that are not wallets.
+    /// `not_eligible:<reason>` for accounts that are not wallets, with the reason the API and
+    /// the CLI answer: a local one (contract §3 step 7: off the curve, a known id) before any
+    /// the ledger would give.
     pub expected_signals: &'static [&'static str],
 }
 
@@ -162,8 +164,8 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
     },
     ArchetypeDef {
         name: "token_account",
-        description: "Not a wallet: clean's DUSD token account (off the curve).",
-        expected_signals: &["not_eligible:token_account"],
+        description: "Not a wallet: clean's DUSD token account, an associated token account: a program-derived address, off the curve, so refused before the ledger is read (which would say token_account).",
+        expected_signals: &["not_eligible:off_curve"],
     },
     ArchetypeDef {
         name: "drainer_program",
@@ -172,8 +174,8 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
     },
     ArchetypeDef {
         name: "program_data_account",
-        description: "Not a wallet: a DEX pool state account owned by a program, with data (off the curve).",
-        expected_signals: &["not_eligible:program_owned"],
+        description: "Not a wallet: a DEX pool state account owned by a program, with data, at a program-derived address: off the curve, so refused before the ledger is read (which would say program_owned).",
+        expected_signals: &["not_eligible:off_curve"],
     },
 ];
 

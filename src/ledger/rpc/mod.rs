@@ -11,7 +11,7 @@
 //! `concurrency_max` at once, and hands results on batch by batch, in input order (matched back by `id`, never
 //! by position); once an endpoint refuses a batch, that source sends single requests only; once
 //! it refuses (or never answers) the nonce search, that source skips it for
-//! `NONCE_SEARCH_REFUSAL_S`. Bounded everywhere: attempts, waits, body size, requests in flight.
+//! `RpcOptions::nonce_search_refusal_s` (`NONCE_SEARCH_REFUSAL_S` in a server, 0 in the CLI). Bounded everywhere: attempts, waits, body size, requests in flight.
 //! Deliberately absent: caching (the job layer owns reuse) and websocket subscriptions.
 
 mod request;
@@ -32,6 +32,7 @@ use crate::ledger::wire::{
     self, KeyedAccount, RpcResponse, SignatureInfo, TransactionResult, UiAccount, Value, WithContext,
 };
 use crate::ledger::LedgerError;
+use crate::metrics::LEDGER;
 use crate::pubkey::{Pubkey, Signature};
 pub use retry::{backoff_ceiling_ms, parse_retry_after_s};
 use transport::Transport;
@@ -56,6 +57,10 @@ pub struct RpcOptions {
     pub concurrency_max: usize,
     /// Largest answer body read; larger answers fail as `Malformed`.
     pub response_bytes_max: usize,
+    /// How long, in seconds, a source whose endpoint refused the nonce search does not ask
+    /// again (sparing later jobs the refusal and its retries); 0 for a one-shot run (the CLI),
+    /// which has no later job to spare.
+    pub nonce_search_refusal_s: u64,
 }
 
 impl Default for RpcOptions {
@@ -69,6 +74,7 @@ impl Default for RpcOptions {
             batch_len_max: config::RPC_BATCH_LEN_MAX,
             concurrency_max: config::RPC_CONCURRENCY_MAX,
             response_bytes_max: config::RPC_RESPONSE_BYTES_MAX,
+            nonce_search_refusal_s: NONCE_SEARCH_REFUSAL_S,
         }
     }
 }
@@ -85,7 +91,7 @@ pub struct RpcSource {
     nonce_search_refused_until: parking_lot::Mutex<Option<Instant>>,
 }
 
-/// How long an endpoint that refused the nonce search is not asked again.
+/// How long a server's source does not ask an endpoint that refused the nonce search again.
 pub const NONCE_SEARCH_REFUSAL_S: u64 = 600;
 
 /// What a batch request got back.
@@ -156,6 +162,22 @@ impl RpcSource {
             tracing::warn!(endpoint = %self.endpoint(), error = %refusal, "the endpoint refuses JSON-RPC batches: getTransaction goes one request at a time");
         }
         self.transactions_one_by_one(signatures).await
+    }
+
+    /// The endpoint refused the nonce search: a long-lived source skips it for the next jobs
+    /// for `nonce_search_refusal_s` (said once, when the pause begins); a one-shot source says
+    /// only that it was refused.
+    fn note_nonce_search_refused(&self, error: &LedgerError) {
+        let pause_s = self.transport.options().nonce_search_refusal_s;
+        let endpoint = self.endpoint();
+        if pause_s == 0 {
+            tracing::warn!(endpoint, %error, "the endpoint refused the nonce search (getProgramAccounts)");
+            return;
+        }
+        let until = Instant::now() + Duration::from_secs(pause_s);
+        if self.nonce_search_refused_until.lock().replace(until).is_none() {
+            tracing::warn!(endpoint, %error, "the endpoint refused the nonce search (getProgramAccounts): the next jobs skip it for {pause_s} s");
+        }
     }
 
     async fn transactions_one_by_one(
@@ -248,14 +270,11 @@ impl LedgerSource for RpcSource {
         }
         let params = request::nonce_accounts_by_authority_params(authority);
         let answer = self.call_some(request::GET_PROGRAM_ACCOUNTS, params).await;
-        // A refusal, or no answer after the retries: the next jobs skip the search for a while
-        // (a budget overrun is the job's own, not the endpoint's).
+        // A refusal, or no answer after the retries (a budget overrun is the job's own, not the
+        // endpoint's).
         if let Err(e) = &answer {
             if !matches!(e, LedgerError::OverBudget(_)) {
-                let until = Instant::now() + Duration::from_secs(NONCE_SEARCH_REFUSAL_S);
-                if self.nonce_search_refused_until.lock().replace(until).is_none() {
-                    tracing::warn!(endpoint = %self.endpoint(), error = %e, "the endpoint refused the nonce search (getProgramAccounts): not asked again for {NONCE_SEARCH_REFUSAL_S} s");
-                }
+                self.note_nonce_search_refused(e);
             }
         }
         answer
@@ -299,6 +318,7 @@ impl LedgerSource for RpcSource {
         // handed on as it comes out, so at most `concurrency_max` batches are held at once.
         let mut batches = stream::iter(batches).buffered(options.concurrency_max.max(1));
         while let Some(batch) = batches.try_next().await? {
+            LEDGER.transactions_read(batch.iter().filter(|t| t.is_some()).count() as u64);
             batch.into_iter().for_each(&mut *each);
         }
         Ok(())

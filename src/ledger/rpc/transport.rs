@@ -3,7 +3,7 @@
 //! Owns: the `reqwest::Client` of one rpc source (one connection pool), the bound on requests
 //! in flight, the body-size cap, the charge of every chunk read to the job's byte budget
 //! (`ledger::budget`: final when spent), the retry loop, and the `metrics::LEDGER` record of
-//! every call (method, outcome, duration, retries). Called from the thread that owns the
+//! every call (method, outcome, duration, retries, backoffs being waited out). Called from the thread that owns the
 //! source, on its current-thread runtime; futures are not `Send`.
 //!
 //! Invariant: at most `attempts_max` attempts per exchange, at most `concurrency_max` HTTP
@@ -109,6 +109,7 @@ impl Transport {
             let o = &self.options;
             let delay_ms = retry::delay_ms(o.backoff_base_ms, o.backoff_max_ms, attempt - 1, retry_after_s);
             tracing::debug!(endpoint = %self.endpoint, method, attempt, delay_ms, %error, "retrying JSON-RPC call");
+            let _waiting = LEDGER.retry_wait();
             tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             attempt += 1;
         }

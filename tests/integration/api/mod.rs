@@ -8,6 +8,7 @@ mod idempotency;
 mod jobs;
 mod limits;
 mod openapi;
+pub mod readme;
 mod scopes;
 pub mod serve_binary;
 pub mod support;

@@ -27,6 +27,8 @@ pub(crate) struct Server {
     pub(crate) child: Child,
     pub(crate) api: SocketAddr,
     pub(crate) first_key: Option<String>,
+    /// The first key's account, as its notice names it.
+    pub(crate) first_account: Option<String>,
     /// Its stderr lines, when started by `start_logging`.
     log: Option<mpsc::Receiver<String>>,
 }
@@ -75,7 +77,7 @@ fn start_in_env(data: &Path, extra: &[&str], log_level: Option<&str>, env: &[(&s
     let rx = lines_of(child.stdout.take().expect("stdout piped"));
     let log = child.stderr.take().map(lines_of);
     let deadline = Instant::now() + START_TIMEOUT;
-    let (mut api, mut first_key, mut notice) = (None, None, false);
+    let (mut api, mut first_key, mut first_account) = (None, None, None);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = rx.recv_timeout(left).expect("xray serve announces its listeners in time");
@@ -85,12 +87,13 @@ fn start_in_env(data: &Path, extra: &[&str], log_level: Option<&str>, env: &[(&s
             break;
         } else if line.starts_with("Created the first API key") {
             assert!(line.contains("will not be shown again"), "{line}");
-            notice = true;
-        } else if notice && first_key.is_none() {
+            let account = line.split("account ").nth(1).and_then(|rest| rest.split(')').next());
+            first_account = Some(account.expect("the notice names the key's account").to_owned());
+        } else if first_account.is_some() && first_key.is_none() {
             first_key = Some(line);
         }
     }
-    Server { child, api: api.expect("API line before the admin line"), first_key, log }
+    Server { child, api: api.expect("API line before the admin line"), first_key, first_account, log }
 }
 
 /// A failing test must not leave its server running (it would hold the test's output pipe).
@@ -168,6 +171,9 @@ fn first_start_prints_one_key_and_a_restart_prints_none() {
     let granted: Vec<bool> =
         status.body["data"]["scopes"].as_array().expect("scopes").iter().map(|s| s["granted"] == true).collect();
     assert_eq!(granted, [true; 4], "the first key holds every scope");
+    let account = server.first_account.clone().expect("the notice names the account");
+    assert!(account.starts_with("acct_"), "{account}");
+    assert_eq!(status.body["data"]["key"]["account"], account.as_str(), "the status names the same account");
     let token_mode = std::fs::metadata(dir.path().join("admin.token")).expect("admin token").permissions();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&token_mode) & 0o777, 0o600);
     assert!(server.terminate().success(), "a graceful stop exits 0");

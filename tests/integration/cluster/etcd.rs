@@ -47,6 +47,10 @@ fn free_port() -> u16 {
     let _ = NEXT.compare_exchange(0, 1 + std::process::id() % span, Ordering::Relaxed, Ordering::Relaxed);
     for _ in 0..span {
         let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % span) as u16;
+        // The README's cluster block binds fixed ports, and `api::readme` runs it beside us.
+        if crate::api::readme::CLUSTER_BLOCK_PORTS.contains(&port) {
+            continue;
+        }
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }

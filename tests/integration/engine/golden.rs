@@ -72,8 +72,10 @@ fn every_archetype_yields_its_documented_signals() {
         let address = Pubkey::parse(&arch.address).unwrap();
         let v = view(&demo, &address);
         if let Some(reason) = arch.expected_signals.iter().find_map(|s| s.strip_prefix("not_eligible:")) {
-            let refused = eligibility::classify_ledger(&v).map_err(|i| i.reason());
-            assert_eq!(refused, Err(reason), "{}", arch.name);
+            // In the API's order: the local checks at admission, then the ledger's in the job.
+            let refused =
+                eligibility::classify_local(&address, &labels).and_then(|()| eligibility::classify_ledger(&v));
+            assert_eq!(refused.map_err(|i| i.reason()), Err(reason), "{}", arch.name);
             continue;
         }
         assert_eq!(eligibility::classify_local(&address, &labels), Ok(()), "{}", arch.name);

@@ -1,6 +1,7 @@
-//! The ledger layer: real mainnet fixtures, the demo ledger, snapshots, and the rpc source
-//! against the local JSON-RPC server (with faults).
+//! The ledger layer: real mainnet fixtures, the demo ledger, snapshots, the rpc source
+//! against the local JSON-RPC server (with faults), and the one-shot CLI over it.
 
+mod cli;
 mod demo;
 mod fixtures;
 mod rpc;

@@ -18,7 +18,7 @@ use xray::config::SourceSpec;
 use xray::devtools::rpc_server::{spawn_in_thread, spawn_spec_in_thread, FaultKind, FaultPlan, RunningServer};
 use xray::ledger::model::TokenProgram;
 use xray::ledger::read::LedgerSource;
-use xray::ledger::rpc::{RpcOptions, RpcSource};
+use xray::ledger::rpc::{RpcOptions, RpcSource, NONCE_SEARCH_REFUSAL_S};
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{
     self, KeyedAccount, ParsedAccountData, RpcContext, SignatureInfo, TransactionResult, UiAccount, UiAccountData,
@@ -189,6 +189,9 @@ impl LedgerSource for Fixture {
         &self,
         authority: &Pubkey,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
+        if *authority == RPC_ERROR {
+            return Err(LedgerError::Rpc { code: -32010, message: "excluded from account secondary indexes".into() });
+        }
         Ok(at_slot(if *authority == wallet() { self.nonces.clone() } else { Vec::new() }))
     }
 
@@ -418,6 +421,20 @@ async fn persistent_faults_end_in_typed_errors() {
         assert!(started.elapsed() < Duration::from_secs(3), "{kind:?}");
         let batch = rpc.get_transactions(&[signature(0), signature(1)]).await;
         assert!(batch.is_err(), "{kind:?}");
+    }
+}
+
+/// An endpoint that refuses the nonce search: a server's source (the default options) does not
+/// ask it again for `NONCE_SEARCH_REFUSAL_S`; a one-shot source (the CLI's, 0 s) asks each time.
+#[tokio::test]
+async fn a_refused_nonce_search_pauses_only_a_long_lived_source() {
+    let server = start(FaultPlan::default());
+    for (pause_s, asks_again) in [(NONCE_SEARCH_REFUSAL_S, false), (0, true)] {
+        let rpc = client(&server, RpcOptions { nonce_search_refusal_s: pause_s, ..fast() });
+        assert!(rpc.get_nonce_accounts_by_authority(&RPC_ERROR).await.is_err());
+        let asked = server.requests();
+        assert!(rpc.get_nonce_accounts_by_authority(&RPC_ERROR).await.is_err());
+        assert_eq!(server.requests() > asked, asks_again, "pause of {pause_s} s");
     }
 }
 

@@ -359,6 +359,8 @@ struct FakeNode {
     nonces_by_authority: BTreeMap<Pubkey, Vec<KeyedAccount>>,
     /// Refuse the nonce search, as many nodes do.
     refuses_nonce_search: bool,
+    /// A wallet whose history the node never answers (a recording that fails midway).
+    history_unavailable: Option<Pubkey>,
     signatures: BTreeMap<Pubkey, Vec<SignatureInfo>>,
     transactions: HashMap<Signature, TransactionResult>,
 }
@@ -400,6 +402,9 @@ impl LedgerSource for FakeNode {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        if self.history_unavailable == Some(*address) {
+            return Err(LedgerError::Unavailable("the node stopped answering".into()));
+        }
         let all = self.signatures.get(address).map(Vec::as_slice).unwrap_or(&[]);
         let start = match before {
             None => 0,
@@ -546,6 +551,10 @@ fn export_demo_replays_as_the_demo() {
     let wallets = recorder::demo_wallets(&demo, 2).unwrap();
     assert_eq!(snap.manifest().wallets, wallets);
     assert_eq!(report.wallets as usize, wallets.len());
+    // What `xray ledger export-demo` announces before writing is the right size.
+    let (bytes, files) = recorder::export_estimate(2);
+    assert!(report.bytes.abs_diff(bytes) < bytes / 4, "estimated {bytes} bytes, wrote {}", report.bytes);
+    assert!(u64::from(report.files).abs_diff(files) < files / 4, "estimated {files} files, wrote {}", report.files);
     // Each wallet and its first funder's hop, as a job reads them under labels that list the
     // demo mixer as sanctioned (the builtin entry is tagged `demo`: it counts on the demo
     // ledger only, and the snapshot is another source).
@@ -611,4 +620,28 @@ fn a_refused_nonce_search_is_recorded_and_replays_as_refused() {
     let (replayed, original) = rt.block_on(async { (view(&snap, &key(1), 50).await, view(&node, &key(1), 50).await) });
     assert_eq!(original.coverage.nonce_search, NonceSearch::Failed);
     same_but_source(replayed, &original);
+}
+
+/// A recording that fails midway (the second wallet's history never comes) leaves no
+/// snapshot: neither the destination (new, or an empty directory that stays empty) nor the
+/// hidden directory it was written in.
+#[test]
+fn a_failed_recording_leaves_no_partial_snapshot() {
+    let node = FakeNode { history_unavailable: Some(key(2)), ..fake_node() };
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let new = dir.path().join("snap");
+    let failed = rt.block_on(recorder::record(&node, &[key(1), key(2)], &new, 50));
+    assert!(matches!(failed, Err(LedgerError::Unavailable(_))), "{failed:?}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "nothing left behind: {left:?}");
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(rt.block_on(recorder::record(&node, &[key(2)], &empty, 50)).is_err());
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the empty directory");
+    let report = rt.block_on(recorder::record(&node, &[key(1)], &empty, 50)).unwrap();
+    assert_eq!(report.dir, empty.display().to_string(), "the report names the destination");
+    assert!(SnapshotSource::open(&empty).is_ok(), "an empty directory is replaced by the snapshot");
 }
