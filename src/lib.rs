@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod labels;
 pub mod eligibility;
 pub mod engine;
+pub mod scan;
 
 // Who may ask for how much, and what is kept.
 pub mod limits;

@@ -313,6 +313,10 @@ pub const AUTHORIZATION_LEN_MAX: usize = 256;
 pub const KEY_NAME_LEN_MAX: usize = 64;
 /// Longest comma list `Scopes::parse_list` reads.
 pub const SCOPE_LIST_LEN_MAX: usize = 256;
+
+/// Bytes of a serialized transaction a scan reads: Solana's packet size (1,280-byte IPv6
+/// minimum MTU less 48 bytes of headers), the most a transaction can be.
+pub const TRANSACTION_BYTES_MAX: usize = 1_232;
 /// Most entries a serialized scope list may have (a store record is input too).
 pub const SCOPE_ENTRIES_MAX: usize = 16;
 /// Longest account id (generated ones are `acct_` + at most 22 characters).

@@ -162,6 +162,15 @@ impl TokenProgram {
         }
     }
 
+    /// The token program `program` is, if it is one.
+    pub fn of(program: Program) -> Option<TokenProgram> {
+        match program {
+            Program::Token => Some(TokenProgram::Token),
+            Program::Token2022 => Some(TokenProgram::Token2022),
+            _ => None,
+        }
+    }
+
     pub fn id(self) -> &'static str {
         match self {
             TokenProgram::Token => ids::TOKEN,

@@ -1,0 +1,398 @@
+//! Findings of a scan: which instructions of a transaction put the signer at risk, how badly,
+//! and what the signer can sign later to undo it — judged from the decoded instructions, the
+//! labels and what the caller knows of the signer (its counterparties), without simulation.
+//!
+//! Owns: `Finding`, `Verdict`, `Context`, `judge` (decoded transaction → findings, sorted) and
+//! `verdict` (the worst finding's). Pure; called on listener threads.
+//!
+//! Invariant: every finding names the instruction it is about (`instruction`, the outer index)
+//! except the transaction-wide ones (`durable_nonce`); findings are sorted by instruction, then
+//! kind, then subject, so equal input gives byte-identical output.
+//! Invariant: a finding is about the signer: an instruction that moves nothing of the signer's
+//! and changes none of its authorities yields none, whatever else it does.
+//! Deliberately absent: what only execution tells (CPIs, balances after fees, mints' extensions
+//! of received tokens): the simulation's findings, added by the caller.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::Decoded;
+use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
+use crate::engine::report::Severity;
+use crate::labels::{Category, Labels};
+use crate::ledger::instruction::{
+    ids, Instruction, InstructionKind as K, Program, StakeAuthorityType, TokenAuthorityType,
+};
+use crate::ledger::model::TokenProgram;
+use crate::pubkey::Pubkey;
+
+/// What a scan concludes: the worst finding's severity, in the three words a wallet shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Benign,
+    Warning,
+    Malicious,
+}
+
+impl Verdict {
+    fn of(severity: Severity) -> Verdict {
+        match severity {
+            Severity::Critical => Verdict::Malicious,
+            Severity::High | Severity::Medium => Verdict::Warning,
+            Severity::Low | Severity::Info => Verdict::Benign,
+        }
+    }
+}
+
+/// One thing the transaction would do that puts the signer at risk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub kind: &'static str,
+    pub severity: Severity,
+    pub title: String,
+    pub detail: String,
+    /// The outer instruction it is about (`None`: the whole transaction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<u16>,
+    /// Addresses and amounts the finding rests on, by name (sorted: deterministic output).
+    pub facts: BTreeMap<&'static str, String>,
+    /// Unsigned instructions the signer can sign later to undo it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fix_instructions: Vec<FixInstruction>,
+}
+
+/// What the scan knows besides the transaction.
+pub struct Context<'a> {
+    pub signer: Pubkey,
+    pub labels: &'a Labels,
+    /// Addresses the signer dealt with before (its latest X-Ray or a read of its recent
+    /// history); `None` when the scan could not learn them (look-alike and never-seen checks
+    /// are then skipped, and the answer says so).
+    pub counterparties: Option<&'a BTreeSet<Pubkey>>,
+}
+
+/// The verdict of a list of findings: the worst one's, `benign` for none.
+pub fn verdict(findings: &[Finding]) -> Verdict {
+    findings.iter().map(|f| Verdict::of(f.severity)).max().unwrap_or(Verdict::Benign)
+}
+
+/// Every finding of the transaction, sorted (see the module invariant).
+pub fn judge(tx: &Decoded, ctx: &Context<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(first) = tx.instructions.first() {
+        if matches!(first.kind, K::NonceAdvance { .. }) {
+            out.push(durable_nonce(first));
+        }
+    }
+    for ix in &tx.instructions {
+        judge_one(ix, tx, ctx, &mut out);
+    }
+    out.sort_by(|a, b| (a.instruction, a.kind, &a.facts).cmp(&(b.instruction, b.kind, &b.facts)));
+    out
+}
+
+fn judge_one(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>, out: &mut Vec<Finding>) {
+    let me = ctx.signer;
+    match &ix.kind {
+        K::SystemAssign { account, owner } if *account == me && owner.to_string() != ids::SYSTEM => {
+            out.push(wallet_assigned(ix, owner, ctx))
+        }
+        K::TokenSetAuthority { target, authority_type, authority: Some(a), new_authority }
+            if *a == me && *new_authority != Some(me) =>
+        {
+            out.extend(token_authority_moved(ix, target, authority_type, new_authority.as_ref(), ctx))
+        }
+        K::TokenApprove { account, delegate, owner, amount, .. } if *owner == me => {
+            out.push(approval(ix, account, delegate, *amount, ctx))
+        }
+        K::NonceAuthorize { nonce, authority, new_authority } if *authority == me && *new_authority != me => {
+            out.push(nonce_authorized_away(ix, nonce, new_authority, ctx))
+        }
+        K::NonceWithdraw { nonce, authority, to, lamports } if *authority == me && *to != me => {
+            out.push(nonce_withdrawn(ix, nonce, to, *lamports, ctx))
+        }
+        K::StakeAuthorize { stake, authority, new_authority, authority_type }
+            if *authority == me && *new_authority != me =>
+        {
+            out.push(stake_authorized_away(ix, stake, new_authority, *authority_type, ctx))
+        }
+        K::SystemTransfer { from, to, lamports } if *from == me => {
+            out.extend(transfer_to(ix, to, &format!("{lamports} lamports"), ctx))
+        }
+        K::TokenTransfer { destination, authority, amount, .. } if *authority == me => {
+            out.extend(transfer_to(ix, destination, &format!("{amount} base units"), ctx))
+        }
+        _ => {}
+    }
+    out.extend(program_finding(ix, tx, ctx));
+}
+
+fn facts<const N: usize>(pairs: [(&'static str, String); N]) -> BTreeMap<&'static str, String> {
+    BTreeMap::from(pairs)
+}
+
+/// `" (label name)"` when the labels know the address.
+fn named(address: &Pubkey, labels: &Labels) -> String {
+    labels.get(address).map(|l| format!(" ({})", l.name)).unwrap_or_default()
+}
+
+/// Flagged or sanctioned: the labels' verdict on a counterparty.
+fn is_bad(address: &Pubkey, labels: &Labels) -> bool {
+    matches!(labels.category(address), Some(Category::Flagged | Category::Sanctioned))
+}
+
+fn durable_nonce(first: &Instruction) -> Finding {
+    let nonce = match &first.kind {
+        K::NonceAdvance { nonce, .. } => nonce.to_string(),
+        _ => String::new(),
+    };
+    Finding {
+        kind: "durable_nonce",
+        severity: Severity::Medium,
+        title: "This signature never expires".into(),
+        detail: format!(
+            "The transaction starts by advancing durable nonce {nonce}: it carries no recent blockhash, so whoever \
+             holds the signed transaction can submit it at any time, not only in the next two minutes."
+        ),
+        instruction: None,
+        facts: facts([("nonceAccount", nonce)]),
+        fix_instructions: Vec::new(),
+    }
+}
+
+fn wallet_assigned(ix: &Instruction, owner: &Pubkey, ctx: &Context<'_>) -> Finding {
+    Finding {
+        kind: "wallet_assign",
+        severity: Severity::Critical,
+        title: "Hands the wallet itself to a program".into(),
+        detail: format!(
+            "System `assign` makes program {owner}{} the owner of the wallet account: that program then controls \
+             every lamport of it, and the wallet can never take it back.",
+            named(owner, ctx.labels)
+        ),
+        instruction: Some(ix.index.outer),
+        facts: facts([("account", ctx.signer.to_string()), ("newOwner", owner.to_string())]),
+        fix_instructions: Vec::new(),
+    }
+}
+
+fn token_authority_moved(
+    ix: &Instruction,
+    target: &Pubkey,
+    which: &TokenAuthorityType,
+    new_authority: Option<&Pubkey>,
+    ctx: &Context<'_>,
+) -> Option<Finding> {
+    let (kind, severity, what) = match which {
+        TokenAuthorityType::AccountOwner => ("token_owner_change", Severity::Critical, "ownership of token account"),
+        TokenAuthorityType::CloseAccount => ("token_close_authority_change", Severity::High, "the close authority of"),
+        _ => return None,
+    };
+    let to = new_authority.map_or_else(|| "nobody".to_owned(), |a| format!("{a}{}", named(a, ctx.labels)));
+    let severity = if new_authority.is_some_and(|a| is_bad(a, ctx.labels)) { Severity::Critical } else { severity };
+    Some(Finding {
+        kind,
+        severity,
+        title: format!("Gives away {what} {target}"),
+        detail: format!(
+            "Token `setAuthority` hands {what} {target} to {to}. It moves no tokens now, so balance-based \
+             simulators call it harmless; the new authority can then take the account's tokens (owner) or close \
+             it and keep its rent (close authority), and only it can hand the authority back."
+        ),
+        instruction: Some(ix.index.outer),
+        facts: facts([
+            ("account", target.to_string()),
+            ("newAuthority", new_authority.map(Pubkey::to_string).unwrap_or_default()),
+        ]),
+        fix_instructions: Vec::new(),
+    })
+}
+
+fn approval(ix: &Instruction, account: &Pubkey, delegate: &Pubkey, amount: u64, ctx: &Context<'_>) -> Finding {
+    let unlimited = amount == u64::MAX;
+    let never_seen = ctx.counterparties.is_some_and(|seen| !seen.contains(delegate));
+    let severity = if is_bad(delegate, ctx.labels) || (unlimited && never_seen) {
+        Severity::Critical
+    } else if unlimited || never_seen {
+        Severity::High
+    } else {
+        Severity::Medium
+    };
+    let how_much = if unlimited { "an unlimited amount".to_owned() } else { format!("{amount} base units") };
+    let seen = if never_seen { ", an address this wallet has never dealt with" } else { "" };
+    let program = TokenProgram::of(ix.program);
+    let revoke = program.map(|p| {
+        fixes::token_revoke(p, account, &ctx.signer, format!("Revoke the delegation of token account {account}."))
+    });
+    Finding {
+        kind: "token_approval",
+        severity,
+        title: format!("Lets {delegate} spend {how_much} from token account {account}"),
+        detail: format!(
+            "Token `approve` makes {delegate}{}{seen} a delegate of token account {account} for {how_much}: it can \
+             move those tokens at any time without another signature.",
+            named(delegate, ctx.labels)
+        ),
+        instruction: Some(ix.index.outer),
+        facts: facts([
+            ("account", account.to_string()),
+            ("delegate", delegate.to_string()),
+            ("amount", amount.to_string()),
+        ]),
+        fix_instructions: revoke.into_iter().collect(),
+    }
+}
+
+fn nonce_authorized_away(ix: &Instruction, nonce: &Pubkey, new_authority: &Pubkey, ctx: &Context<'_>) -> Finding {
+    Finding {
+        kind: "nonce_authority_change",
+        severity: Severity::Critical,
+        title: format!("Gives durable nonce {nonce} to another authority"),
+        detail: format!(
+            "System `authorizeNonceAccount` hands nonce account {nonce} to {new_authority}{}: it can then advance \
+             the nonce, and submit at any time transactions presigned with it.",
+            named(new_authority, ctx.labels)
+        ),
+        instruction: Some(ix.index.outer),
+        facts: facts([("nonceAccount", nonce.to_string()), ("newAuthority", new_authority.to_string())]),
+        fix_instructions: Vec::new(),
+    }
+}
+
+fn nonce_withdrawn(ix: &Instruction, nonce: &Pubkey, to: &Pubkey, lamports: u64, ctx: &Context<'_>) -> Finding {
+    let severity = if is_bad(to, ctx.labels) { Severity::Critical } else { Severity::Medium };
+    Finding {
+        kind: "nonce_withdraw",
+        severity,
+        title: format!("Withdraws {lamports} lamports from nonce {nonce} to another address"),
+        detail: format!(
+            "System `withdrawNonceAccount` sends {lamports} lamports of nonce account {nonce} to {to}{}.",
+            named(to, ctx.labels)
+        ),
+        instruction: Some(ix.index.outer),
+        facts: facts([("nonceAccount", nonce.to_string()), ("to", to.to_string()), ("lamports", lamports.to_string())]),
+        fix_instructions: Vec::new(),
+    }
+}
+
+fn stake_authorized_away(
+    ix: &Instruction,
+    stake: &Pubkey,
+    new_authority: &Pubkey,
+    which: StakeAuthorityType,
+    ctx: &Context<'_>,
+) -> Finding {
+    let (role, severity) = match which {
+        StakeAuthorityType::Withdrawer => ("withdrawer", Severity::Critical),
+        StakeAuthorityType::Staker => ("staker", Severity::High),
+    };
+    // A staker handed away can be taken back by the withdrawer, which the wallet still is.
+    let fix = (which == StakeAuthorityType::Staker).then(|| {
+        let why = format!("Make the wallet the staker of stake account {stake} again (it is still the withdrawer).");
+        fixes::stake_authorize(stake, &ctx.signer, &ctx.signer, StakeAuthority::Staker, None, why)
+    });
+    Finding {
+        kind: "stake_authority_change",
+        severity,
+        title: format!("Makes {new_authority} the {role} of stake account {stake}"),
+        detail: format!(
+            "Stake `authorize` hands the {role} authority of {stake} to {new_authority}{}. A foreign withdrawer can \
+             withdraw the whole stake; a foreign staker can redelegate or deactivate it.",
+            named(new_authority, ctx.labels)
+        ),
+        instruction: Some(ix.index.outer),
+        facts: facts([
+            ("stakeAccount", stake.to_string()),
+            ("newAuthority", new_authority.to_string()),
+            ("role", role.into()),
+        ]),
+        fix_instructions: fix.into_iter().collect(),
+    }
+}
+
+/// A transfer of the signer's to a flagged or sanctioned address, or to a look-alike of one of
+/// its counterparties (address poisoning: first and last four characters equal, not the address).
+fn transfer_to(ix: &Instruction, to: &Pubkey, amount: &str, ctx: &Context<'_>) -> Option<Finding> {
+    let labels = ctx.labels;
+    let (kind, title, why) = match labels.category(to) {
+        Some(Category::Sanctioned) => {
+            ("sanctioned_recipient", "Sends to a sanctioned address", "is on a sanctions list")
+        }
+        Some(Category::Flagged) => ("flagged_recipient", "Sends to a flagged address", "is flagged as malicious"),
+        _ => {
+            let real = lookalike_of(to, ctx.counterparties?)?;
+            let detail = format!(
+                "Sends {amount} to {to}, which is not {real} — an address this wallet dealt with — but matches its \
+                 first and last four characters: the mark of address poisoning. Check the whole address."
+            );
+            return Some(Finding {
+                kind: "lookalike_recipient",
+                severity: Severity::Critical,
+                title: format!("Sends to a look-alike of {real}"),
+                detail,
+                instruction: Some(ix.index.outer),
+                facts: facts([("to", to.to_string()), ("lookalikeOf", real.to_string()), ("amount", amount.into())]),
+                fix_instructions: Vec::new(),
+            });
+        }
+    };
+    Some(Finding {
+        kind,
+        severity: Severity::Critical,
+        title: title.into(),
+        detail: format!("Sends {amount} to {to}{}, which {why}.", named(to, labels)),
+        instruction: Some(ix.index.outer),
+        facts: facts([("to", to.to_string()), ("amount", amount.into())]),
+        fix_instructions: Vec::new(),
+    })
+}
+
+/// The counterparty `address` imitates, if any (never itself).
+fn lookalike_of(address: &Pubkey, seen: &BTreeSet<Pubkey>) -> Option<Pubkey> {
+    let text = address.to_string();
+    let ends = |s: &str| (s.get(..4).map(str::to_owned), s.get(s.len().saturating_sub(4)..).map(str::to_owned));
+    let mine = ends(&text);
+    seen.iter().find(|real| **real != *address && ends(&real.to_string()) == mine).copied()
+}
+
+/// A flagged program, or an unknown one given the signer's writable accounts.
+fn program_finding(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>) -> Option<Finding> {
+    let program = &ix.program_id;
+    if is_bad(program, ctx.labels) {
+        return Some(Finding {
+            kind: "flagged_program",
+            severity: Severity::Critical,
+            title: format!("Calls flagged program {program}"),
+            detail: format!(
+                "Instruction {} invokes {program}{}, flagged as malicious.",
+                ix.index,
+                named(program, ctx.labels)
+            ),
+            instruction: Some(ix.index.outer),
+            facts: facts([("programId", program.to_string())]),
+            fix_instructions: Vec::new(),
+        });
+    }
+    let known = ix.program != Program::Other || ctx.labels.get(program).is_some();
+    let writable_of_signer = ix.accounts.iter().any(|a| *a == ctx.signer && is_writable(tx, a));
+    (!known && writable_of_signer).then(|| Finding {
+        kind: "unknown_program_writable",
+        severity: Severity::Medium,
+        title: format!("Gives unknown program {program} the wallet as a writable account"),
+        detail: format!(
+            "Instruction {} calls {program}, a program the labels do not know, with the wallet writable: what it \
+             does with it only a simulation shows.",
+            ix.index
+        ),
+        instruction: Some(ix.index.outer),
+        facts: facts([("programId", program.to_string())]),
+        fix_instructions: Vec::new(),
+    })
+}
+
+fn is_writable(tx: &Decoded, address: &Pubkey) -> bool {
+    tx.resolved.accounts.iter().any(|a| a.address == *address && a.writable)
+}

@@ -1,0 +1,212 @@
+//! The message layer of a scanned transaction: bytes → signatures, header, account keys
+//! (static, then those its address lookup tables load) and compiled instructions.
+//!
+//! Owns: `parse` (the wire bytes, read by the official `solana-transaction` /
+//! `solana-message` types through their serde layout with bincode — as the runtime's
+//! `limited_deserialize` does: fixed-width integers, a byte limit, no trailing bytes — then
+//! sanitized), `Parsed`, `TableLookup`,
+//! `resolve` (the full account list once the tables are loaded, with each account's signer and
+//! writable flags) and `lookup_table_addresses` (a table account's data, read by the official
+//! `solana-address-lookup-table-interface` layout). Pure; called on listener threads.
+//!
+//! Invariant: `parse` reads at most `config::TRANSACTION_BYTES_MAX` bytes (Solana's packet
+//! size) and rejects trailing bytes, so every length it allocates is bounded by the input.
+//! Invariant: every index an instruction holds is checked against the resolved key list before
+//! use (`Resolved::key`): a malformed message is an error, never a panic or a guess.
+//! Deliberately absent: signature verification (a scan runs before signing; the client may
+//! send an unsigned message) and the runtime's demotion of reserved accounts to read-only.
+
+use bincode::Options;
+use solana_message::VersionedMessage;
+use solana_transaction::versioned::VersionedTransaction;
+
+use super::ScanError;
+use crate::config::TRANSACTION_BYTES_MAX;
+use crate::pubkey::Pubkey;
+
+/// The message formats a scan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageVersion {
+    Legacy,
+    V0,
+}
+
+impl MessageVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageVersion::Legacy => "legacy",
+            MessageVersion::V0 => "v0",
+        }
+    }
+}
+
+/// One address lookup table a v0 message loads from: the table and the indexes it uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableLookup {
+    pub table: Pubkey,
+    pub writable: Vec<u8>,
+    pub readonly: Vec<u8>,
+}
+
+/// One compiled instruction: indexes into the resolved account list, and its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compiled {
+    pub program: u8,
+    pub accounts: Vec<u8>,
+    pub data: Vec<u8>,
+}
+
+/// A transaction as sent, before its lookup tables are loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub version: MessageVersion,
+    /// Any signature not all zeros (wallets send zeros for signatures still to be made).
+    pub signed: bool,
+    pub required_signatures: u8,
+    readonly_signed: u8,
+    readonly_unsigned: u8,
+    pub static_keys: Vec<Pubkey>,
+    pub lookups: Vec<TableLookup>,
+    pub recent_blockhash: [u8; 32],
+    pub instructions: Vec<Compiled>,
+}
+
+/// How an account of the resolved list came into the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    Static,
+    Table { table: Pubkey, index: u8 },
+}
+
+/// One account of the resolved list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccountRef {
+    pub address: Pubkey,
+    pub signer: bool,
+    pub writable: bool,
+    pub source: KeySource,
+}
+
+/// The full account list: static keys, then every table's writable, then readonly loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub accounts: Vec<AccountRef>,
+}
+
+impl Resolved {
+    /// The account at `index`, or the error a malformed message gets.
+    pub fn key(&self, index: u8) -> Result<&AccountRef, ScanError> {
+        self.accounts.get(usize::from(index)).ok_or_else(|| {
+            ScanError::malformed(format!(
+                "an instruction names account {index}, past the {} accounts of the message",
+                self.accounts.len()
+            ))
+        })
+    }
+
+    pub fn fee_payer(&self) -> Pubkey {
+        self.accounts.first().map(|a| a.address).unwrap_or_default()
+    }
+
+    /// True when `address` is one of the message's signers.
+    pub fn is_signer(&self, address: &Pubkey) -> bool {
+        self.accounts.iter().any(|a| a.signer && a.address == *address)
+    }
+}
+
+/// Reads a serialized transaction (legacy or v0, signed or not).
+pub fn parse(bytes: &[u8]) -> Result<Parsed, ScanError> {
+    if bytes.len() > TRANSACTION_BYTES_MAX {
+        return Err(ScanError::TooLarge { bytes: bytes.len() });
+    }
+    let tx: VersionedTransaction = wire_options()
+        .deserialize(bytes)
+        .map_err(|e| ScanError::malformed(format!("not a serialized transaction ({e})")))?;
+    tx.sanitize().map_err(|e| ScanError::malformed(format!("the message is inconsistent ({e})")))?;
+    let signed = tx.signatures.iter().any(|s| s.as_ref().iter().any(|&b| b != 0));
+    let (version, lookups) = match &tx.message {
+        VersionedMessage::Legacy(_) => (MessageVersion::Legacy, Vec::new()),
+        VersionedMessage::V0(m) => (MessageVersion::V0, m.address_table_lookups.iter().map(table_lookup).collect()),
+        VersionedMessage::V1(_) => {
+            return Err(ScanError::malformed("message version 1 is not supported (legacy and v0 are)".into()))
+        }
+    };
+    let header = tx.message.header();
+    Ok(Parsed {
+        version,
+        signed,
+        required_signatures: header.num_required_signatures,
+        readonly_signed: header.num_readonly_signed_accounts,
+        readonly_unsigned: header.num_readonly_unsigned_accounts,
+        static_keys: tx.message.static_account_keys().iter().map(|k| Pubkey(k.to_bytes())).collect(),
+        lookups,
+        recent_blockhash: tx.message.recent_blockhash().to_bytes(),
+        instructions: tx
+            .message
+            .instructions()
+            .iter()
+            .map(|ix| Compiled { program: ix.program_id_index, accounts: ix.accounts.clone(), data: ix.data.clone() })
+            .collect(),
+    })
+}
+
+/// Solana's wire encoding: bincode with fixed-width integers, at most a packet, nothing after.
+pub(super) fn wire_options() -> impl bincode::Options {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .with_limit(TRANSACTION_BYTES_MAX as u64)
+}
+
+fn table_lookup(l: &solana_message::v0::MessageAddressTableLookup) -> TableLookup {
+    TableLookup {
+        table: Pubkey(l.account_key.to_bytes()),
+        writable: l.writable_indexes.clone(),
+        readonly: l.readonly_indexes.clone(),
+    }
+}
+
+impl Parsed {
+    /// The full account list, `tables[i]` holding the addresses of `lookups[i]`'s table.
+    pub fn resolve(&self, tables: &[Vec<Pubkey>]) -> Result<Resolved, ScanError> {
+        let mut accounts: Vec<AccountRef> = (0..self.static_keys.len()).map(|i| self.static_ref(i)).collect();
+        for writable in [true, false] {
+            for (lookup, addresses) in self.lookups.iter().zip(tables) {
+                let indexes = if writable { &lookup.writable } else { &lookup.readonly };
+                for &index in indexes {
+                    let address = *addresses.get(usize::from(index)).ok_or_else(|| {
+                        ScanError::malformed(format!(
+                            "lookup table {} has {} addresses; the message loads index {index}",
+                            lookup.table,
+                            addresses.len()
+                        ))
+                    })?;
+                    let source = KeySource::Table { table: lookup.table, index };
+                    accounts.push(AccountRef { address, signer: false, writable, source });
+                }
+            }
+        }
+        if accounts.len() > usize::from(u8::MAX) + 1 {
+            return Err(ScanError::malformed(format!("the message loads {} accounts (256 at most)", accounts.len())));
+        }
+        Ok(Resolved { accounts })
+    }
+
+    fn static_ref(&self, i: usize) -> AccountRef {
+        let signers = usize::from(self.required_signatures);
+        let signer = i < signers;
+        let writable = if signer {
+            i < signers.saturating_sub(usize::from(self.readonly_signed))
+        } else {
+            i < self.static_keys.len().saturating_sub(usize::from(self.readonly_unsigned))
+        };
+        AccountRef { address: self.static_keys[i], signer, writable, source: KeySource::Static }
+    }
+}
+
+/// The addresses an address lookup table account holds (its data as the program stores it).
+pub fn lookup_table_addresses(data: &[u8]) -> Result<Vec<Pubkey>, String> {
+    let table = solana_address_lookup_table_interface::state::AddressLookupTable::deserialize(data)
+        .map_err(|e| format!("not an address lookup table ({e})"))?;
+    Ok(table.addresses.iter().map(|a| Pubkey(a.to_bytes())).collect())
+}

@@ -1,0 +1,318 @@
+//! The scan's decoding and findings against instructions built by the official interface
+//! crates (their builders, not our reading of the layouts), compiled into real messages.
+
+use std::collections::BTreeSet;
+
+use solana_message::compiled_instruction::CompiledInstruction;
+use solana_message::{v0, MessageHeader, VersionedMessage};
+use solana_transaction::versioned::VersionedTransaction;
+
+use super::findings::{self, Context, Verdict};
+use super::message::{self, MessageVersion};
+use super::{decode, Decoded, ScanError};
+use crate::engine::report::Severity;
+use crate::labels::Labels;
+use crate::ledger::instruction::{ids, InstructionKind as K};
+use crate::pubkey::Pubkey;
+
+/// An instruction of any interface crate's version, as plain parts.
+struct Ix {
+    program: Pubkey,
+    metas: Vec<(Pubkey, bool, bool)>,
+    data: Vec<u8>,
+}
+
+fn key<A: AsRef<[u8]>>(a: &A) -> Pubkey {
+    Pubkey(a.as_ref().try_into().expect("32 bytes"))
+}
+
+/// Any SDK instruction (the field names are the same in every version).
+macro_rules! sdk {
+    ($ix:expr) => {{
+        let ix = $ix;
+        Ix {
+            program: key(&ix.program_id),
+            metas: ix.accounts.iter().map(|m| (key(&m.pubkey), m.is_signer, m.is_writable)).collect(),
+            data: ix.data,
+        }
+    }};
+}
+
+fn addr(seed: u8) -> Pubkey {
+    Pubkey([seed; 32])
+}
+
+fn sdk_addr(p: &Pubkey) -> solana_address::Address {
+    solana_address::Address::new_from_array(p.0)
+}
+
+/// The account order the runtime requires: payer, signers (writable first), then the rest
+/// (writable first); compiled into a legacy or v0 (no lookups) message, unsigned.
+fn serialize(payer: Pubkey, ixs: &[Ix], v0: bool) -> Vec<u8> {
+    let mut keys: Vec<(Pubkey, bool, bool)> = vec![(payer, true, true)];
+    for ix in ixs {
+        for &(k, s, w) in ix.metas.iter().chain([(ix.program, false, false)].iter()) {
+            match keys.iter_mut().find(|e| e.0 == k) {
+                Some(e) => {
+                    e.1 |= s;
+                    e.2 |= w;
+                }
+                None => keys.push((k, s, w)),
+            }
+        }
+    }
+    keys[1..].sort_by_key(|&(_, s, w)| (!s, !w));
+    let signers = keys.iter().filter(|e| e.1).count() as u8;
+    let header = MessageHeader {
+        num_required_signatures: signers,
+        num_readonly_signed_accounts: keys.iter().filter(|e| e.1 && !e.2).count() as u8,
+        num_readonly_unsigned_accounts: keys.iter().filter(|e| !e.1 && !e.2).count() as u8,
+    };
+    let index = |k: &Pubkey| keys.iter().position(|e| e.0 == *k).expect("listed") as u8;
+    let instructions = ixs
+        .iter()
+        .map(|ix| CompiledInstruction {
+            program_id_index: index(&ix.program),
+            accounts: ix.metas.iter().map(|m| index(&m.0)).collect(),
+            data: ix.data.clone(),
+        })
+        .collect();
+    let account_keys = keys.iter().map(|e| sdk_addr(&e.0)).collect();
+    let blockhash = solana_message::Hash::new_from_array([7; 32]);
+    let message = if v0 {
+        VersionedMessage::V0(v0::Message {
+            header,
+            account_keys,
+            recent_blockhash: blockhash,
+            instructions,
+            address_table_lookups: Vec::new(),
+        })
+    } else {
+        VersionedMessage::Legacy(solana_message::legacy::Message {
+            header,
+            account_keys,
+            recent_blockhash: blockhash,
+            instructions,
+        })
+    };
+    let tx = VersionedTransaction { signatures: vec![Default::default(); usize::from(signers)], message };
+    bincode::serialize(&tx).expect("serializes")
+}
+
+fn decoded(bytes: &[u8]) -> Decoded {
+    decode(&message::parse(bytes).expect("parses"), &[]).expect("decodes")
+}
+
+const ME: u8 = 1;
+
+fn judge(payer: Pubkey, ixs: &[Ix]) -> (Decoded, Vec<findings::Finding>) {
+    let tx = decoded(&serialize(payer, ixs, false));
+    let labels = Labels::builtin();
+    let seen = BTreeSet::from([addr(50)]);
+    let found = findings::judge(&tx, &Context { signer: payer, labels: &labels, counterparties: Some(&seen) });
+    (tx, found)
+}
+
+fn token_id() -> solana_address::Address {
+    sdk_addr(&Pubkey::parse(ids::TOKEN).expect("id"))
+}
+
+#[test]
+fn an_unlimited_approval_to_a_stranger_is_critical_and_carries_its_revoke() {
+    let (me, account, stranger) = (addr(ME), addr(2), addr(3));
+    let approve = spl_token_interface::instruction::approve(
+        &token_id(),
+        &sdk_addr(&account),
+        &sdk_addr(&stranger),
+        &sdk_addr(&me),
+        &[],
+        u64::MAX,
+    )
+    .expect("builds");
+    let (tx, found) = judge(me, &[sdk!(approve)]);
+    assert!(matches!(tx.instructions[0].kind, K::TokenApprove { amount: u64::MAX, .. }), "{:?}", tx.instructions);
+    assert_eq!(tx.instructions[0].name, "approve");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].kind, found[0].severity), ("token_approval", Severity::Critical));
+    assert_eq!(found[0].fix_instructions.len(), 1);
+    assert_eq!(found[0].fix_instructions[0].data, bs58::encode([5u8]).into_string(), "a revoke");
+    assert_eq!(findings::verdict(&found), Verdict::Malicious);
+}
+
+#[test]
+fn authority_changes_that_move_no_funds_are_found() {
+    let (me, other) = (addr(ME), addr(9));
+    let assign = solana_system_interface::instruction::assign(&sdk_addr(&me), &sdk_addr(&other));
+    let owner = spl_token_interface::instruction::set_authority(
+        &token_id(),
+        &sdk_addr(&addr(4)),
+        Some(&sdk_addr(&other)),
+        spl_token_interface::instruction::AuthorityType::AccountOwner,
+        &sdk_addr(&me),
+        &[],
+    )
+    .expect("builds");
+    let nonce = solana_system_interface::instruction::authorize_nonce_account(
+        &sdk_addr(&addr(5)),
+        &sdk_addr(&me),
+        &sdk_addr(&other),
+    );
+    let (_, found) = judge(me, &[sdk!(assign), sdk!(owner), sdk!(nonce)]);
+    let kinds: Vec<(&str, Option<u16>)> = found.iter().map(|f| (f.kind, f.instruction)).collect();
+    assert_eq!(
+        kinds,
+        [("wallet_assign", Some(0)), ("token_owner_change", Some(1)), ("nonce_authority_change", Some(2))]
+    );
+    assert!(found.iter().all(|f| f.severity == Severity::Critical));
+}
+
+#[test]
+fn a_durable_nonce_transaction_says_its_signature_never_expires() {
+    let (me, nonce) = (addr(ME), addr(6));
+    let advance = solana_system_interface::instruction::advance_nonce_account(&sdk_addr(&nonce), &sdk_addr(&me));
+    let pay = solana_system_interface::instruction::transfer(&sdk_addr(&me), &sdk_addr(&addr(50)), 5);
+    let (tx, found) = judge(me, &[sdk!(advance), sdk!(pay)]);
+    assert!(matches!(tx.instructions[0].kind, K::NonceAdvance { nonce: n, authority: a } if n == nonce && a == me));
+    assert_eq!(found.iter().map(|f| f.kind).collect::<Vec<_>>(), ["durable_nonce"]);
+    assert_eq!(findings::verdict(&found), Verdict::Warning);
+}
+
+#[test]
+fn a_transfer_to_a_lookalike_of_a_counterparty_is_poisoning() {
+    let me = addr(ME);
+    let real = addr(50);
+    let text = real.to_string();
+    // The same number plus 58⁴: its last four base58 digits are unchanged, and so (for a
+    // change this small against a 256-bit number) are its first four.
+    let mut bytes = real.0;
+    let mut carry = 58u64.pow(4);
+    for b in bytes.iter_mut().rev() {
+        let sum = u64::from(*b) + (carry & 0xff);
+        *b = sum as u8;
+        carry = (carry >> 8) + (sum >> 8);
+    }
+    let fake = Pubkey(bytes);
+    let t = fake.to_string();
+    assert!(t != text && t[..4] == text[..4] && t[t.len() - 4..] == text[text.len() - 4..], "{t} vs {text}");
+    let pay = solana_system_interface::instruction::transfer(&sdk_addr(&me), &sdk_addr(&fake), 1_000);
+    let (_, found) = judge(me, &[sdk!(pay)]);
+    assert_eq!(found.iter().map(|f| f.kind).collect::<Vec<_>>(), ["lookalike_recipient"]);
+    assert_eq!(found[0].facts["lookalikeOf"], text);
+    // A plain payment to the real counterparty finds nothing.
+    let pay = solana_system_interface::instruction::transfer(&sdk_addr(&me), &sdk_addr(&real), 1_000);
+    assert_eq!(judge(me, &[sdk!(pay)]).1, []);
+}
+
+#[test]
+fn a_staker_handed_away_carries_the_authorize_that_takes_it_back() {
+    let (me, stake) = (addr(ME), addr(7));
+    let authorize = solana_stake_interface::instruction::authorize(
+        &stake.0.into(),
+        &me.0.into(),
+        &addr(9).0.into(),
+        solana_stake_interface::state::StakeAuthorize::Staker,
+        None,
+    );
+    let (tx, found) = judge(me, &[sdk!(authorize)]);
+    assert_eq!(tx.instructions[0].name, "authorize");
+    assert_eq!((found[0].kind, found[0].severity), ("stake_authority_change", Severity::High));
+    assert_eq!(found[0].fix_instructions.len(), 1);
+}
+
+#[test]
+fn token_2022_transfers_with_a_fee_memos_and_compute_budget_are_decoded() {
+    let me = addr(ME);
+    let t22 = sdk_addr(&Pubkey::parse(ids::TOKEN_2022).expect("id"));
+    let fee = spl_token_2022_interface::extension::transfer_fee::instruction::transfer_checked_with_fee(
+        &t22,
+        &sdk_addr(&addr(2)),
+        &sdk_addr(&addr(3)),
+        &sdk_addr(&addr(4)),
+        &sdk_addr(&me),
+        &[],
+        1_000,
+        6,
+        10,
+    )
+    .expect("builds");
+    let memo = Ix { program: Pubkey::parse(ids::MEMO).expect("id"), metas: vec![], data: b"thanks".to_vec() };
+    let budget = Ix {
+        program: Pubkey::parse(ids::COMPUTE_BUDGET).expect("id"),
+        metas: vec![],
+        data: [vec![2u8], 5_000u32.to_le_bytes().to_vec()].concat(),
+    };
+    let tx = decoded(&serialize(me, &[sdk!(fee), memo, budget], true));
+    assert_eq!(tx.version, MessageVersion::V0);
+    let names: Vec<&str> = tx.instructions.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["transferCheckedWithFee", "memo", "setComputeUnitLimit"]);
+    assert!(matches!(tx.instructions[0].kind, K::TokenTransfer { amount: 1_000, mint: Some(m), .. } if m == addr(3)));
+    assert_eq!(tx.instructions[1].kind, K::Memo { text: "thanks".into() });
+}
+
+#[test]
+fn unknown_programs_stay_raw_and_bad_input_is_refused_with_its_reason() {
+    let me = addr(ME);
+    let odd = Ix { program: addr(40), metas: vec![(me, true, true)], data: vec![1, 2, 3] };
+    let (tx, found) = judge(me, &[odd]);
+    assert_eq!(tx.instructions[0].kind, K::Raw { data: bs58::encode([1u8, 2, 3]).into_string() });
+    assert_eq!(found.iter().map(|f| f.kind).collect::<Vec<_>>(), ["unknown_program_writable"]);
+
+    let bytes = serialize(me, &[], false);
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    assert!(matches!(message::parse(&trailing), Err(ScanError::Malformed(_))));
+    assert!(matches!(message::parse(&bytes[..bytes.len() - 1]), Err(ScanError::Malformed(_))));
+    assert!(matches!(message::parse(&[0u8; 1_300]), Err(ScanError::TooLarge { bytes: 1_300 })));
+    assert!(matches!(message::parse(b""), Err(ScanError::Malformed(_))));
+}
+
+/// An address lookup table's account data, as the program lays it out (56-byte header).
+fn table_data(addresses: &[Pubkey]) -> Vec<u8> {
+    let mut data = 1u32.to_le_bytes().to_vec(); // LookupTable
+    data.extend(u64::MAX.to_le_bytes()); // deactivation slot: active
+    data.extend(0u64.to_le_bytes()); // last extended slot
+    data.push(0); // its start index
+    data.push(0); // no authority (frozen)
+    data.extend([0u8; 32]);
+    data.extend([0u8; 2]); // padding
+    for a in addresses {
+        data.extend(a.0);
+    }
+    data
+}
+
+#[test]
+fn a_v0_message_loads_its_accounts_from_lookup_tables() {
+    let (me, table, to) = (addr(ME), addr(30), addr(31));
+    let pay = solana_system_interface::instruction::transfer(&sdk_addr(&me), &sdk_addr(&to), 42);
+    // Compile with `to` static, then move it into a table lookup (writable index 1).
+    let bytes = serialize(me, &[sdk!(pay)], true);
+    let mut tx: VersionedTransaction = bincode::deserialize(&bytes).expect("reads");
+    let VersionedMessage::V0(m) = &mut tx.message else { unreachable!() };
+    let at = m.account_keys.iter().position(|k| k.as_ref() == to.0.as_slice()).expect("listed") as u8;
+    assert_eq!(usize::from(at), m.account_keys.len() - 2, "last writable unsigned, before the program");
+    m.account_keys.remove(usize::from(at));
+    // The program (system) now sits at `at`; `to` is the first loaded account, after it.
+    let loaded = m.account_keys.len() as u8;
+    m.instructions[0].accounts = vec![0, loaded];
+    m.instructions[0].program_id_index = at;
+    m.address_table_lookups = vec![v0::MessageAddressTableLookup {
+        account_key: sdk_addr(&table),
+        writable_indexes: vec![1],
+        readonly_indexes: vec![],
+    }];
+    let bytes = bincode::serialize(&tx).expect("writes");
+
+    let parsed = message::parse(&bytes).expect("parses");
+    assert_eq!(parsed.lookups[0].table, table);
+    let addresses = message::lookup_table_addresses(&table_data(&[addr(60), to])).expect("a table");
+    let tx = decode(&parsed, &[addresses]).expect("decodes");
+    assert!(
+        matches!(tx.instructions[0].kind, K::SystemTransfer { from, to: t, lamports: 42 } if from == me && t == to)
+    );
+    let loaded = tx.resolved.accounts.last().expect("one loaded");
+    assert!(loaded.writable && !loaded.signer);
+    // A table too short for the index the message loads is a malformed message.
+    assert!(matches!(decode(&parsed, &[vec![addr(60)]]), Err(ScanError::Malformed(_))));
+    assert!(message::lookup_table_addresses(&[1, 2, 3]).is_err());
+}
