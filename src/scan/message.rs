@@ -50,7 +50,7 @@ pub struct TableLookup {
 
 /// One compiled instruction: indexes into the resolved account list, and its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Compiled {
+pub struct MessageInstruction {
     pub program: u8,
     pub accounts: Vec<u8>,
     pub data: Vec<u8>,
@@ -68,7 +68,7 @@ pub struct Parsed {
     pub static_keys: Vec<Pubkey>,
     pub lookups: Vec<TableLookup>,
     pub recent_blockhash: [u8; 32],
-    pub instructions: Vec<Compiled>,
+    pub instructions: Vec<MessageInstruction>,
 }
 
 /// How an account of the resolved list came into the message.
@@ -145,7 +145,11 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, ScanError> {
             .message
             .instructions()
             .iter()
-            .map(|ix| Compiled { program: ix.program_id_index, accounts: ix.accounts.clone(), data: ix.data.clone() })
+            .map(|ix| MessageInstruction {
+                program: ix.program_id_index,
+                accounts: ix.accounts.clone(),
+                data: ix.data.clone(),
+            })
             .collect(),
     })
 }
