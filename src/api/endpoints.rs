@@ -293,7 +293,8 @@ impl Endpoints<'_> {
     /// happen. Nothing is charged either way.
     async fn callback_of(&self, decision: &Decision, url: Option<&str>) -> Result<Option<CallbackAnswer>, ApiError> {
         let Some(url) = url else { return Ok(None) };
-        let answer = self.app.admission.callback_of(decision, url, self.caller.now_ms).await?;
+        let account = self.caller.key.account().as_str();
+        let answer = self.app.admission.callback_of(decision, account, url, self.caller.now_ms).await?;
         self.covered(answer.wrote).await.map_err(|e| ApiError::from_store(&e))?;
         Ok(Some(answer))
     }

@@ -49,7 +49,15 @@ pub(super) struct GrownOutboxes {
 impl Admission {
     /// The webhook of the job `decision` names, with `url` — the request's `callbackUrl` —
     /// attached when the job existed before this request (a new job was admitted with it).
-    pub async fn callback_of(&self, decision: &Decision, url: &str, now_ms: u64) -> Result<CallbackAnswer, AdmitError> {
+    /// `account` is the caller's: the store refuses the attach to another account's job (the
+    /// job's own account would make that check compare the job with itself).
+    pub async fn callback_of(
+        &self,
+        decision: &Decision,
+        account: &str,
+        url: &str,
+        now_ms: u64,
+    ) -> Result<CallbackAnswer, AdmitError> {
         let record = match decision {
             // Admitted with this request's URL as its webhook: nothing to attach.
             Decision::Admitted(record) => return answer(record, url, false),
@@ -59,10 +67,10 @@ impl Admission {
         };
         let attached = match self.cluster() {
             Some(etcd) => {
-                let (id, account) = (record.id.clone(), record.account.clone());
+                let (id, account) = (record.id.clone(), account.to_owned());
                 etcd.attach_callback_async(id, account, url.to_owned(), now_ms).await
             }
-            None => self.store.attach_callback(&record.id, &record.account, url, now_ms),
+            None => self.store.attach_callback(&record.id, account, url, now_ms),
         };
         let attached = attached.map_err(job_gone)?;
         self.remember(&attached).await;
