@@ -6,7 +6,8 @@
 //! Owns: `CallbackAnswer`; the attach through the node's store (RocksDB, or etcd awaited);
 //! what memory learns of it (the live job's webhook for its polls, the finished job kept in
 //! memory); and the accounts whose outbox an attach grew, trimmed on the housekeeping thread
-//! (`trim_grown_outboxes`) as a completion's is by the sink. Called on listener threads.
+//! (`trim_grown_outboxes`) as a completion's is by the sink — queued again while a trim leaves
+//! the outbox over its bound. Called on listener threads.
 //!
 //! Invariant: a job's webhook is never replaced: a job with another URL keeps it (an earlier
 //! request of the same account was promised that delivery) and the answer says `attached:
@@ -21,6 +22,7 @@
 //! finishes there or leaves its memory — the delivery itself is the cluster's outbox's.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -40,10 +42,12 @@ pub struct CallbackAnswer {
     pub wrote: bool,
 }
 
-/// Accounts whose outbox an attach grew since the housekeeping thread last trimmed.
+/// Accounts whose outbox an attach grew since the housekeeping thread last trimmed, or whose
+/// trim left it over its bound; and how many were not queued for want of room since then.
 #[derive(Default)]
 pub(super) struct GrownOutboxes {
     accounts: parking_lot::Mutex<HashSet<String>>,
+    not_queued: AtomicU64,
 }
 
 impl Admission {
@@ -119,20 +123,31 @@ impl Admission {
         })
     }
 
-    /// Queues `account`'s outbox for the housekeeping thread's trim.
+    /// Queues `account`'s outbox for the housekeeping thread's trim. With no room
+    /// (`OUTBOX_TRIMS_WAITING_MAX`) it is counted, for the next tick to report: the account's
+    /// next completion trims it, as does its next attach that finds room.
     fn outbox_grew(&self, account: &str) {
         let mut accounts = self.grown_outboxes.accounts.lock();
-        if accounts.len() < OUTBOX_TRIMS_WAITING_MAX {
+        if accounts.len() < OUTBOX_TRIMS_WAITING_MAX || accounts.contains(account) {
             accounts.insert(account.to_owned());
+        } else {
+            self.grown_outboxes.not_queued.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Trims the outbox of every account an attach grew (the housekeeping thread): each within
-    /// `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX`, as the sink keeps it after a completion.
+    /// Trims the outbox of every account queued (the housekeeping thread): each within
+    /// `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX`, as the sink keeps it after a completion. An account
+    /// whose trim stopped short (its round limit, or a store refusal) is queued again.
     pub fn trim_grown_outboxes(&self) {
+        let not_queued = self.grown_outboxes.not_queued.swap(0, Ordering::Relaxed);
+        if not_queued > 0 {
+            tracing::warn!(not_queued, "outbox trims not queued: too many accounts waiting");
+        }
         let accounts = std::mem::take(&mut *self.grown_outboxes.accounts.lock());
         for account in &accounts {
-            crate::jobs::sink::trim_outbox(&*self.store, account);
+            if !crate::jobs::sink::trim_outbox(&*self.store, account) {
+                self.outbox_grew(account);
+            }
         }
     }
 }
