@@ -272,7 +272,8 @@ impl Endpoints<'_> {
 
 /// With `--sync-writes`, when the batch's writes could not be made durable: the items whose
 /// `callbackUrl` was attached by a write not yet on disk are refused — a delivery is never
-/// promised that a crash could take back (the retry attaches it again, idempotently).
+/// promised that a crash could take back (the retry attaches it again, idempotently). The
+/// attach itself stands — not undone — and may still deliver.
 fn refuse_attached(outcomes: &mut [Option<Outcome>], refusal: &ApiError) {
     for outcome in outcomes.iter_mut() {
         if matches!(outcome, Some(Outcome::Job(job)) if job.attach_wrote()) {

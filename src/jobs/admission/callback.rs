@@ -15,7 +15,10 @@
 //! when it already has — with the document a poll answers, signed as every delivery is.
 //! Invariant: nothing is charged for an attach, and a request whose attach the store could not
 //! make is refused (503, retry) rather than answered as if a delivery was promised.
-//! Deliberately absent: re-arming a webhook of the same URL that already settled (`DELIVERED`
+//! Deliberately absent: undoing an attach the store wrote when the request is refused after
+//! it (its `--sync-writes` wait failed, or etcd's answer to it was lost): the webhook stands and
+//! may deliver; the retry with the same URL is answered `attached: true` (documented in the
+//! README and OpenAPI). Re-arming a webhook of the same URL that already settled (`DELIVERED`
 //! or `FAILED`: the answer shows that state; `refresh: true` makes new work with its own), and
 //! telling other nodes of a cluster: a node that runs the live job, or kept the finished one in
 //! memory, before another node attached to it shows no `callback` in its polls until the job
