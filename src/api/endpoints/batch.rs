@@ -207,7 +207,8 @@ impl Endpoints<'_> {
 
     /// One outcome per item: the kept answer of each of the first `paid` items (none without
     /// a key), `None` for the rest. Any item's key kept for another batch refuses the whole
-    /// batch (409 `IDEMPOTENCY_KEY_REUSED`).
+    /// batch (409 `IDEMPOTENCY_KEY_REUSED`). Every answer is looked up before any URL is
+    /// attached: a lookup that fails the batch leaves no attach standing.
     async fn kept_outcomes<'k>(
         &self,
         items: usize,
@@ -215,11 +216,15 @@ impl Endpoints<'_> {
         item_keys: impl Fn(usize) -> Option<&'k IdempotencyKey>,
         callback_url: Option<&str>,
     ) -> Result<Vec<Option<Outcome>>, ApiError> {
-        let mut outcomes = vec![None; items];
         let account = self.caller.key.account().as_str();
-        for (i, outcome) in outcomes.iter_mut().enumerate().take(paid) {
+        let mut replays = Vec::with_capacity(paid);
+        for i in 0..paid {
             let Some(key) = item_keys(i) else { break };
-            if let Some(replay) = self.app.admission.kept(account, key, self.caller.now_ms).await? {
+            replays.push(self.app.admission.kept(account, key, self.caller.now_ms).await?);
+        }
+        let mut outcomes = vec![None; items];
+        for (outcome, replay) in outcomes.iter_mut().zip(replays) {
+            if let Some(replay) = replay {
                 *outcome = Some(self.item_of(&Decision::Replayed(replay), callback_url).await);
             }
         }
