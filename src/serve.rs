@@ -71,10 +71,17 @@ pub struct Running {
 
 /// The key an empty server issues at its first start, and its account (printed with it: the
 /// account is what `xray accounts` and the admin API's account routes name).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FirstKey {
     pub secret: String,
     pub account: String,
+}
+
+/// Never shows the secret: a `{:?}` in a log or a panic message must not leak a usable key.
+impl std::fmt::Debug for FirstKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FirstKey").field("secret", &"<redacted>").field("account", &self.account).finish()
+    }
 }
 
 /// Opens everything and starts serving; returns once every listener serves.

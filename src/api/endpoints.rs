@@ -290,10 +290,12 @@ impl Endpoints<'_> {
     /// What the request's `callbackUrl` (if any) came to on the job `decision` names, once
     /// durable like the decision itself (`--sync-writes`). An attach the store could not make,
     /// or make durable, refuses the request (503 or 500): no delivery is promised that may not
-    /// happen. Nothing is charged either way.
+    /// happen. Nothing is charged either way. An attach written but not made durable is not
+    /// undone: it may still deliver, and the retry with the same URL is `attached: true`.
     async fn callback_of(&self, decision: &Decision, url: Option<&str>) -> Result<Option<CallbackAnswer>, ApiError> {
         let Some(url) = url else { return Ok(None) };
-        let answer = self.app.admission.callback_of(decision, url, self.caller.now_ms).await?;
+        let account = self.caller.key.account().as_str();
+        let answer = self.app.admission.callback_of(decision, account, url, self.caller.now_ms).await?;
         self.covered(answer.wrote).await.map_err(|e| ApiError::from_store(&e))?;
         Ok(Some(answer))
     }

@@ -175,9 +175,14 @@ pub const WEBHOOK_OUTBOX_PER_ACCOUNT_MAX: usize = 1_000;
 /// Oldest webhooks one trim gives up at most (the outbox is trimmed after every completion
 /// that adds to it, so it is over its bound by the few completions racing each other).
 pub const OUTBOX_TRIM_BATCH_MAX: usize = 64;
+/// Trims (`OUTBOX_TRIM_BATCH_MAX` each) one call makes of one account's outbox at most, until
+/// one gives up fewer than a batch: bounds a call's store work to 1,024 webhooks given up. An
+/// outbox still over its bound then is trimmed again (the housekeeping thread's next tick).
+pub const OUTBOX_TRIM_ROUNDS_MAX: usize = 16;
 /// Accounts whose outbox a webhook attached to a finished job grew, waiting for the
 /// housekeeping thread's trim (every `HOUSEKEEPING_TICK_MS`, never on a listener thread). Past
-/// it, an account's trim waits for its next completion or attach that finds room.
+/// it, an account is not queued — counted and logged by the next tick — and its trim waits for
+/// its next completion, or its next attach that finds room.
 pub const OUTBOX_TRIMS_WAITING_MAX: usize = 4_096;
 /// Outbox pages read per cycle at most (bounds the reads one cycle makes: 1,024 records).
 pub const WEBHOOK_DUE_PAGES_PER_CYCLE: usize = 4;

@@ -152,12 +152,14 @@ impl StoreSink {
 
     /// A completion that put a webhook in the outbox keeps the account's outbox within its
     /// bound (`WEBHOOK_OUTBOX_PER_ACCOUNT_MAX`): the oldest pending are given up, recorded.
-    /// Never fails the job: a trim the store refuses is tried again at the next completion.
+    /// Never fails the job: a trim the store refuses, or that stops at its round limit, goes
+    /// on at the account's next completion (one completion adds one webhook; a trim round
+    /// gives up a batch).
     fn trim_outbox(&self, record: &JobRecord) {
         if record.callback.as_ref().is_none_or(|c| c.status != CallbackStatus::Pending) {
             return;
         }
-        trim_outbox(&*self.store, &record.account);
+        let _within_bound = trim_outbox(&*self.store, &record.account);
     }
 
     /// Keeps a completion for `retry_unsettled`, within the payload budget.
@@ -355,15 +357,31 @@ impl ReusedScores for StoreSink {
 
 /// Keeps `account`'s webhook outbox within `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX` after a webhook
 /// entered it (a completion, or an attach to a finished job): the oldest pending are given up,
-/// recorded and counted. Never fails its caller: a trim the store refuses is tried again at the
-/// account's next one.
-pub fn trim_outbox(store: &dyn Store, account: &str) {
-    match store.trim_outbox(account, config::WEBHOOK_OUTBOX_PER_ACCOUNT_MAX) {
-        Ok(0) => {}
-        Ok(given_up) => {
-            WEBHOOKS.given_up(given_up);
-            tracing::warn!(%account, given_up, "webhook outbox full: the oldest given up");
+/// recorded and counted — a batch (`OUTBOX_TRIM_BATCH_MAX`) per trim, trimmed again while a
+/// trim gave up a whole batch, at most `OUTBOX_TRIM_ROUNDS_MAX` times. Never fails its caller:
+/// returns false when the outbox may still be over its bound (the last trim gave up a whole
+/// batch, or the store refused one), for the caller to try again.
+pub fn trim_outbox(store: &dyn Store, account: &str) -> bool {
+    let mut given_up = 0;
+    let mut within = false;
+    for _ in 0..config::OUTBOX_TRIM_ROUNDS_MAX {
+        match store.trim_outbox(account, config::WEBHOOK_OUTBOX_PER_ACCOUNT_MAX) {
+            Ok(round) => {
+                given_up += round;
+                within = round < config::OUTBOX_TRIM_BATCH_MAX;
+            }
+            Err(e) => {
+                tracing::warn!(%account, error = %e, "trimming the webhook outbox failed");
+                break;
+            }
         }
-        Err(e) => tracing::warn!(%account, error = %e, "trimming the webhook outbox failed"),
+        if within {
+            break;
+        }
     }
+    if given_up > 0 {
+        WEBHOOKS.given_up(given_up);
+        tracing::warn!(%account, given_up, "webhook outbox full: the oldest given up");
+    }
+    within
 }

@@ -1032,6 +1032,10 @@ impl Store for RocksStore {
 
     fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
         let _guard = self.lock(id);
+        // Shared gate, taken before the read: the retention purge (which holds it exclusively,
+        // without the job's lock) cannot delete the job between the read and the write, which
+        // would write it back; nor can the outbox scan raise its floor past the new entry.
+        let _gate = self.index_gate.read();
         let attached = record::attachable(id, account, self.read_job(id)?)?.attach_callback(url, now_ms);
         let Attached::New(job) = &attached else { return Ok(attached) };
         job.validate()?;
@@ -1040,8 +1044,6 @@ impl Store for RocksStore {
             self.put_outbox_entries(&mut batch, job, now_ms)?;
         }
         batch.put_cf(self.cf(CF_JOBS)?, job.id.as_bytes(), enc::encode_json(job)?);
-        // Shared gate: the outbox scan cannot raise its floor past the new entry meanwhile.
-        let _gate = self.index_gate.read();
         self.outbox_floor_ms.fetch_min(now_ms, Ordering::AcqRel);
         self.write(batch, &self.relaxed, StoreWrite::Callback)?;
         Ok(attached)

@@ -160,9 +160,10 @@ impl Endpoints<'_> {
     /// One item's outcome of a decision: its job, with the batch's `callbackUrl` (if any)
     /// attached to it (`Admission::callback_of`); an attach the store refused refuses the item.
     async fn item_of(&self, decision: &Decision, url: Option<&str>) -> Outcome {
+        let account = self.caller.key.account().as_str();
         let callback = match url {
             None => None,
-            Some(url) => match self.app.admission.callback_of(decision, url, self.caller.now_ms).await {
+            Some(url) => match self.app.admission.callback_of(decision, account, url, self.caller.now_ms).await {
                 Ok(answer) => Some(answer),
                 Err(refusal) => return Outcome::Refused(refusal.into()),
             },
@@ -206,7 +207,8 @@ impl Endpoints<'_> {
 
     /// One outcome per item: the kept answer of each of the first `paid` items (none without
     /// a key), `None` for the rest. Any item's key kept for another batch refuses the whole
-    /// batch (409 `IDEMPOTENCY_KEY_REUSED`).
+    /// batch (409 `IDEMPOTENCY_KEY_REUSED`). Every answer is looked up before any URL is
+    /// attached: a lookup that fails the batch leaves no attach standing.
     async fn kept_outcomes<'k>(
         &self,
         items: usize,
@@ -214,11 +216,15 @@ impl Endpoints<'_> {
         item_keys: impl Fn(usize) -> Option<&'k IdempotencyKey>,
         callback_url: Option<&str>,
     ) -> Result<Vec<Option<Outcome>>, ApiError> {
-        let mut outcomes = vec![None; items];
         let account = self.caller.key.account().as_str();
-        for (i, outcome) in outcomes.iter_mut().enumerate().take(paid) {
+        let mut replays = Vec::with_capacity(paid);
+        for i in 0..paid {
             let Some(key) = item_keys(i) else { break };
-            if let Some(replay) = self.app.admission.kept(account, key, self.caller.now_ms).await? {
+            replays.push(self.app.admission.kept(account, key, self.caller.now_ms).await?);
+        }
+        let mut outcomes = vec![None; items];
+        for (outcome, replay) in outcomes.iter_mut().zip(replays) {
+            if let Some(replay) = replay {
                 *outcome = Some(self.item_of(&Decision::Replayed(replay), callback_url).await);
             }
         }
@@ -271,7 +277,8 @@ impl Endpoints<'_> {
 
 /// With `--sync-writes`, when the batch's writes could not be made durable: the items whose
 /// `callbackUrl` was attached by a write not yet on disk are refused — a delivery is never
-/// promised that a crash could take back (the retry attaches it again, idempotently).
+/// promised that a crash could take back (the retry attaches it again, idempotently). The
+/// attach itself stands — not undone — and may still deliver.
 fn refuse_attached(outcomes: &mut [Option<Outcome>], refusal: &ApiError) {
     for outcome in outcomes.iter_mut() {
         if matches!(outcome, Some(Outcome::Job(job)) if job.attach_wrote()) {

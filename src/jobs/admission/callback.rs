@@ -6,7 +6,8 @@
 //! Owns: `CallbackAnswer`; the attach through the node's store (RocksDB, or etcd awaited);
 //! what memory learns of it (the live job's webhook for its polls, the finished job kept in
 //! memory); and the accounts whose outbox an attach grew, trimmed on the housekeeping thread
-//! (`trim_grown_outboxes`) as a completion's is by the sink. Called on listener threads.
+//! (`trim_grown_outboxes`) as a completion's is by the sink — queued again while a trim leaves
+//! the outbox over its bound. Called on listener threads.
 //!
 //! Invariant: a job's webhook is never replaced: a job with another URL keeps it (an earlier
 //! request of the same account was promised that delivery) and the answer says `attached:
@@ -14,13 +15,17 @@
 //! when it already has — with the document a poll answers, signed as every delivery is.
 //! Invariant: nothing is charged for an attach, and a request whose attach the store could not
 //! make is refused (503, retry) rather than answered as if a delivery was promised.
-//! Deliberately absent: re-arming a webhook of the same URL that already settled (`DELIVERED`
+//! Deliberately absent: undoing an attach the store wrote when the request is refused after
+//! it (its `--sync-writes` wait failed, or etcd's answer to it was lost): the webhook stands and
+//! may deliver; the retry with the same URL is answered `attached: true` (documented in the
+//! README and OpenAPI). Re-arming a webhook of the same URL that already settled (`DELIVERED`
 //! or `FAILED`: the answer shows that state; `refresh: true` makes new work with its own), and
 //! telling other nodes of a cluster: a node that runs the live job, or kept the finished one in
 //! memory, before another node attached to it shows no `callback` in its polls until the job
 //! finishes there or leaves its memory — the delivery itself is the cluster's outbox's.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -40,16 +45,26 @@ pub struct CallbackAnswer {
     pub wrote: bool,
 }
 
-/// Accounts whose outbox an attach grew since the housekeeping thread last trimmed.
+/// Accounts whose outbox an attach grew since the housekeeping thread last trimmed, or whose
+/// trim left it over its bound; and how many were not queued for want of room since then.
 #[derive(Default)]
 pub(super) struct GrownOutboxes {
     accounts: parking_lot::Mutex<HashSet<String>>,
+    not_queued: AtomicU64,
 }
 
 impl Admission {
     /// The webhook of the job `decision` names, with `url` — the request's `callbackUrl` —
     /// attached when the job existed before this request (a new job was admitted with it).
-    pub async fn callback_of(&self, decision: &Decision, url: &str, now_ms: u64) -> Result<CallbackAnswer, AdmitError> {
+    /// `account` is the caller's: the store refuses the attach to another account's job (the
+    /// job's own account would make that check compare the job with itself).
+    pub async fn callback_of(
+        &self,
+        decision: &Decision,
+        account: &str,
+        url: &str,
+        now_ms: u64,
+    ) -> Result<CallbackAnswer, AdmitError> {
         let record = match decision {
             // Admitted with this request's URL as its webhook: nothing to attach.
             Decision::Admitted(record) => return answer(record, url, false),
@@ -59,10 +74,10 @@ impl Admission {
         };
         let attached = match self.cluster() {
             Some(etcd) => {
-                let (id, account) = (record.id.clone(), record.account.clone());
+                let (id, account) = (record.id.clone(), account.to_owned());
                 etcd.attach_callback_async(id, account, url.to_owned(), now_ms).await
             }
-            None => self.store.attach_callback(&record.id, &record.account, url, now_ms),
+            None => self.store.attach_callback(&record.id, account, url, now_ms),
         };
         let attached = attached.map_err(job_gone)?;
         self.remember(&attached).await;
@@ -111,20 +126,31 @@ impl Admission {
         })
     }
 
-    /// Queues `account`'s outbox for the housekeeping thread's trim.
+    /// Queues `account`'s outbox for the housekeeping thread's trim. With no room
+    /// (`OUTBOX_TRIMS_WAITING_MAX`) it is counted, for the next tick to report: the account's
+    /// next completion trims it, as does its next attach that finds room.
     fn outbox_grew(&self, account: &str) {
         let mut accounts = self.grown_outboxes.accounts.lock();
-        if accounts.len() < OUTBOX_TRIMS_WAITING_MAX {
+        if accounts.len() < OUTBOX_TRIMS_WAITING_MAX || accounts.contains(account) {
             accounts.insert(account.to_owned());
+        } else {
+            self.grown_outboxes.not_queued.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Trims the outbox of every account an attach grew (the housekeeping thread): each within
-    /// `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX`, as the sink keeps it after a completion.
+    /// Trims the outbox of every account queued (the housekeeping thread): each within
+    /// `WEBHOOK_OUTBOX_PER_ACCOUNT_MAX`, as the sink keeps it after a completion. An account
+    /// whose trim stopped short (its round limit, or a store refusal) is queued again.
     pub fn trim_grown_outboxes(&self) {
+        let not_queued = self.grown_outboxes.not_queued.swap(0, Ordering::Relaxed);
+        if not_queued > 0 {
+            tracing::warn!(not_queued, "outbox trims not queued: too many accounts waiting");
+        }
         let accounts = std::mem::take(&mut *self.grown_outboxes.accounts.lock());
         for account in &accounts {
-            crate::jobs::sink::trim_outbox(&*self.store, account);
+            if !crate::jobs::sink::trim_outbox(&*self.store, account) {
+                self.outbox_grew(account);
+            }
         }
     }
 }

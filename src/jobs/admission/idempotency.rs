@@ -109,7 +109,7 @@ impl Admission {
             Some(live) => Some(live.record.clone()),
             None => self.store.get_job(&answer.job_id)?,
         };
-        Ok(record.map(|record| replay_of(&answer, record)))
+        Ok(owned_replay(&answer, account, record))
     }
 
     /// The kept answer of `key`, if one is live at `now_ms` (a cluster node).
@@ -122,7 +122,7 @@ impl Admission {
     ) -> Result<Option<Replay>, AdmitError> {
         let kept = etcd.get_answer_async(account.to_owned(), key.key_digest).await?;
         let Some(answer) = kept.filter(|a| a.is_live_at(now_ms)) else { return Ok(None) };
-        self.replay_answer(etcd, answer, key).await
+        self.replay_answer(etcd, answer, account, key).await
     }
 
     /// Keeps the answer of a request that made no job (`Live` or `Fresh`), naming `record` in
@@ -141,17 +141,19 @@ impl Admission {
         };
         let Some(first) = first else { return Ok(None) };
         let replay = match self.cluster() {
-            Some(etcd) => self.replay_answer(etcd, first, key).await?,
+            Some(etcd) => self.replay_answer(etcd, first, &record.account, key).await?,
             None => self.replay(&record.account, key, first.created_at_ms)?,
         };
         Ok(replay.map(Decision::Replayed))
     }
 
-    /// The replay of an answer another admission kept (read from etcd with its job).
+    /// The replay of an answer another admission kept (read from etcd with its job), for a
+    /// request of `account`.
     pub(super) async fn replay_answer(
         &self,
         etcd: &EtcdStore,
         answer: IdempotentAnswer,
+        account: &str,
         key: &IdempotencyKey,
     ) -> Result<Option<Replay>, AdmitError> {
         check_same_request(&answer, key)?;
@@ -159,7 +161,7 @@ impl Admission {
             Some(live) => Some(live.record.clone()),
             None => etcd.get_job_async(answer.job_id.clone()).await?,
         };
-        Ok(record.map(|record| replay_of(&answer, record)))
+        Ok(owned_replay(&answer, account, record))
     }
 }
 
@@ -168,6 +170,13 @@ fn check_same_request(answer: &IdempotentAnswer, key: &IdempotencyKey) -> Result
         return Err(AdmitError::IdempotencyKeyReused);
     }
     Ok(())
+}
+
+/// The replay of `answer` for a request of `account`: none when its job is gone or is not
+/// `account`'s — a replay names the job to the caller and lets it attach a webhook, so a kept
+/// answer never reaches another account's job, whatever the answer names.
+fn owned_replay(answer: &IdempotentAnswer, account: &str, record: Option<JobRecord>) -> Option<Replay> {
+    record.filter(|r| r.account == account).map(|record| replay_of(answer, record))
 }
 
 fn replay_of(answer: &IdempotentAnswer, record: JobRecord) -> Replay {

@@ -140,7 +140,7 @@ impl Admission {
             // gone while the answer lives; if it were, the client's retry admits anew).
             Admitted::Answered(first) => {
                 let key = idempotency.ok_or_else(|| StoreError::Invalid("an answer met without a key".into()))?;
-                match self.replay_answer(etcd, *first, key).await? {
+                match self.replay_answer(etcd, *first, &record.account, key).await? {
                     Some(replay) => Ok(Decision::Replayed(replay)),
                     None => Err(AdmitError::Store(StoreError::Unavailable("the answered job is gone".into()))),
                 }

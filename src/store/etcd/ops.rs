@@ -26,6 +26,10 @@
 //! Invariant: the answer purge runs until nothing older than its cutoff is left, 24 answers
 //! per transaction (4 operations each, under etcd's default `--max-txn-ops` of 128).
 //! Invariant: at most `ETCD_CAS_ATTEMPTS_MAX` attempts per call; then `Unavailable` (503).
+//! Known limit: the retention purge commits without compares. An attach can never write a
+//! purged job back (its transaction compares the job's mod-revision), but one that commits
+//! between the purge's read and its commit loses its webhook with the job, and leaves the two
+//! outbox entries it wrote, which name a job that is gone.
 //! Deliberately absent: locks. Every conflict is a failed compare and a fresh read.
 
 use etcd_client::{

@@ -606,3 +606,27 @@ fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
     );
     assert_eq!(disk, memory);
 }
+
+/// A request's `callbackUrl` is attached to the job its answer names only when the job is the
+/// caller's: the store compares the caller's account with the job's (the job's own account
+/// would compare the job with itself, and any caller naming it would attach).
+#[test]
+fn a_caller_of_another_account_cannot_attach_a_webhook_to_a_job() {
+    let rig = rig(16);
+    let sink: Arc<dyn JobSink> = rig.sink.clone();
+    let pool = one_job_at_a_time(sink);
+    let dyn_store: Arc<dyn Store> = rig.store.clone();
+    let admission = Admission::new(dyn_store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
+    let decision = Decision::live(rig.index.get(&rig.job.id).expect("live"));
+    let url = "https://hooks.example/attach";
+    let other = AccountId::generate().expect("random");
+
+    let refused = pollster::block_on(admission.callback_of(&decision, other.as_str(), url, now_unix_ms()));
+    assert!(refused.is_err(), "another account's caller attached: {refused:?}");
+    assert_eq!(rig.store.get_job(&rig.job.id).unwrap().unwrap().callback, None, "nothing written");
+
+    let own = rig.key.account.as_str();
+    let answer = pollster::block_on(admission.callback_of(&decision, own, url, now_unix_ms())).expect("attached");
+    assert!(answer.attached && answer.wrote, "the job's own account attaches: {answer:?}");
+    assert!(pool.shutdown().is_empty());
+}
