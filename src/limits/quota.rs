@@ -106,6 +106,9 @@ pub struct UsageRecord {
     pub wallet_analysis: i64,
     /// Committed units that were comparisons (`byOperation.comparison`).
     pub comparison: i64,
+    /// Units charged for transaction scans (`byOperation.transactionScan`): synchronous, so
+    /// charged at once and never reserved.
+    pub transaction_scan: i64,
 }
 
 impl UsageRecord {
@@ -116,6 +119,7 @@ impl UsageRecord {
         self.refunded = self.refunded.wrapping_add(other.refunded);
         self.wallet_analysis = self.wallet_analysis.wrapping_add(other.wallet_analysis);
         self.comparison = self.comparison.wrapping_add(other.comparison);
+        self.transaction_scan = self.transaction_scan.wrapping_add(other.transaction_scan);
     }
 }
 
@@ -125,6 +129,7 @@ impl UsageRecord {
 pub enum Operation {
     WalletAnalysis,
     Comparison,
+    TransactionScan,
 }
 
 /// Why a reservation is given back.
@@ -184,6 +189,7 @@ pub enum SettleError {
 pub struct ByOperation {
     pub wallet_analysis: u64,
     pub comparison: u64,
+    pub transaction_scan: u64,
 }
 
 /// A key's quota in the current period, for the status and usage endpoints and the headers.
@@ -220,6 +226,7 @@ struct PeriodCounter {
     refunded: AtomicU64,
     wallet_analysis: AtomicU64,
     comparison: AtomicU64,
+    transaction_scan: AtomicU64,
 }
 
 impl PeriodCounter {
@@ -235,6 +242,7 @@ impl PeriodCounter {
             refunded: AtomicU64::new(count(usage.refunded)),
             wallet_analysis: AtomicU64::new(count(usage.wallet_analysis)),
             comparison: AtomicU64::new(count(usage.comparison)),
+            transaction_scan: AtomicU64::new(count(usage.transaction_scan)),
         }
     }
 
@@ -242,6 +250,7 @@ impl PeriodCounter {
         ByOperation {
             wallet_analysis: self.wallet_analysis.load(Ordering::Relaxed),
             comparison: self.comparison.load(Ordering::Relaxed),
+            transaction_scan: self.transaction_scan.load(Ordering::Relaxed),
         }
     }
 
@@ -249,6 +258,7 @@ impl PeriodCounter {
         match operation {
             Operation::WalletAnalysis => &self.wallet_analysis,
             Operation::Comparison => &self.comparison,
+            Operation::TransactionScan => &self.transaction_scan,
         }
     }
 
@@ -285,6 +295,7 @@ impl PeriodCounter {
             refunded: signed(self.refunded.load(Ordering::Relaxed)),
             wallet_analysis: signed(by_operation.wallet_analysis),
             comparison: signed(by_operation.comparison),
+            transaction_scan: signed(by_operation.transaction_scan),
         }
     }
 }
@@ -540,7 +551,7 @@ mod tests {
         q.release(c, ReleaseCause::Failed).expect("release c");
         let v = q.view(NOV_22);
         assert_eq!((v.used, v.reserved, v.remaining, v.refunded), (2, 0, 1, 1));
-        assert_eq!(v.by_operation, ByOperation { wallet_analysis: 1, comparison: 1 });
+        assert_eq!(v.by_operation, ByOperation { wallet_analysis: 1, comparison: 1, transaction_scan: 0 });
         let d = q.reserve(Operation::WalletAnalysis, NOV_22).expect("the refunded unit is free again");
         q.release(d, ReleaseCause::NotAdmitted).expect("release d");
         let v = q.view(NOV_22);
@@ -619,7 +630,7 @@ mod tests {
         q.commit(a).expect("commit");
         let (start_ms, record) = q.snapshot(NOV_22);
         assert_eq!(start_ms, ms("2026-11-01T00:00:00Z"));
-        assert_eq!(record, UsageRecord { used: 1, reserved: 1, refunded: 0, wallet_analysis: 1, comparison: 0 });
+        assert_eq!(record, UsageRecord { used: 1, reserved: 1, wallet_analysis: 1, ..UsageRecord::default() });
         let fresh = counter(100);
         assert!(fresh.restore(start_ms, &record, NOV_22));
         assert_eq!(fresh.view(NOV_22), q.view(NOV_22));

@@ -87,7 +87,7 @@
 //!
 //! Values carry a format version byte first (`v1` = 1) so a later build can read old values.
 //! Records are JSON (serde_json): small, self-describing and easy to inspect with `ldb`;
-//! usage counters are a fixed 41-byte binary record because RocksDB merges them in C++
+//! usage counters are a fixed 49-byte binary record because RocksDB merges them in C++
 //! callbacks and they are read on every status call.
 //!
 //! Comparisons: every job, analysis or comparison, has its own unique id (`an_…` for
@@ -169,7 +169,23 @@ use crate::config::{
 use crate::limits::quota::UsageRecord;
 
 /// Version of the on-disk layout this build reads and writes (the `meta` record).
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: usage values carry a sixth counter, `transaction_scan` (49 bytes, `usage::USAGE_FORMAT_V2`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Older versions a store is upgraded from in place when opened: only the version record is
+/// rewritten, because this build reads their data as it is (schema 1's 41-byte usage values).
+/// After the upgrade a build of the older schema refuses the store (it could not read the new
+/// usage values), so every node of a cluster is upgraded together.
+pub const SCHEMA_VERSIONS_UPGRADED: &[u32] = &[1];
+
+/// What came of `Store::charge_now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Charged {
+    /// Charged; the period's usage after it when the store read it (the shared store does).
+    Done { usage: Option<UsageRecord> },
+    /// Not charged: the key's limit was reached (its usage as the store holds it).
+    Exhausted { usage: UsageRecord },
+}
 
 /// Usage a rotated key's successor starts with, in the period starting at `period_start_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,6 +330,13 @@ pub trait Store: Send + Sync {
     /// Usage counters of one key in the quota period starting at `period_start_ms` (zeros if
     /// nothing was recorded).
     fn usage(&self, key_id: &str, period_start_ms: u64) -> StoreResult<UsageRecord>;
+    /// Charges one unit of a synchronous operation (a transaction scan: answered in the
+    /// request, so never reserved) to `key_id` in the period starting at `period_start_ms`:
+    /// `used` and `transaction_scan` +1, durable when it returns. The shared store refuses
+    /// when `used + reserved` already reached `limit` (`Charged::Exhausted`, nothing moved);
+    /// the embedded one charges, the caller's in-memory reservation having checked the limit,
+    /// as at admission.
+    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged>;
 
     /// Live jobs in `state`, oldest first, created before `created_before_ms`, after the
     /// cursor, at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]). `next` is set when more may follow.

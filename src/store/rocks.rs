@@ -46,9 +46,9 @@ use super::record::{
 };
 use super::usage::{self, UsageDelta};
 use super::{
-    DueCursor, DuePage, Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT, JOB_LOCK_STRIPES,
-    ROCKSDB_BACKGROUND_JOBS_DEFAULT, SCHEMA_VERSION, STORE_ID_BYTES_MAX, STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
-    WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
+    Charged, DueCursor, DuePage, Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT,
+    JOB_LOCK_STRIPES, ROCKSDB_BACKGROUND_JOBS_DEFAULT, SCHEMA_VERSION, SCHEMA_VERSIONS_UPGRADED, STORE_ID_BYTES_MAX,
+    STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
 use crate::config::{
     IDEMPOTENCY_ANSWERS_PER_ACCOUNT_MAX, IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX, KEY_SUCCESSION_HOPS_MAX,
@@ -198,7 +198,7 @@ impl RocksStore {
         create_private_dir(dir)?;
         let existed = dir.join("CURRENT").exists();
         let found = if existed { read_schema_version(dir)? } else { None };
-        if let Some(version) = found.filter(|v| *v != SCHEMA_VERSION) {
+        if let Some(version) = found.filter(|v| *v != SCHEMA_VERSION && !SCHEMA_VERSIONS_UPGRADED.contains(v)) {
             return Err(StoreError::SchemaVersion { found: version, supported: SCHEMA_VERSION });
         }
         let cache = Cache::new_lru_cache(options.block_cache_bytes);
@@ -221,8 +221,13 @@ impl RocksStore {
             outbox_floor_ms: AtomicU64::new(0),
             answers_max: options.answers_per_account_max,
         };
-        if found.is_none() {
-            store.init_schema()?;
+        match found {
+            None => store.init_schema()?,
+            Some(version) if version != SCHEMA_VERSION => {
+                tracing::info!(from = version, to = SCHEMA_VERSION, "store schema upgraded in place");
+                store.write_schema_version()?
+            }
+            Some(_) => {}
         }
         Ok(store)
     }
@@ -239,6 +244,11 @@ impl RocksStore {
                 return Err(StoreError::SchemaVersion { found: 0, supported: SCHEMA_VERSION });
             }
         }
+        self.write_schema_version()
+    }
+
+    /// Records this build's schema version, synced.
+    fn write_schema_version(&self) -> StoreResult<()> {
         let mut sync = WriteOptions::default();
         sync.set_sync(true);
         let mut batch = WriteBatch::default();
@@ -928,6 +938,18 @@ impl Store for RocksStore {
         }
     }
 
+    fn charge_now(&self, key_id: &str, period_start_ms: u64, _limit: u64) -> StoreResult<Charged> {
+        check_id("key id", key_id)?;
+        let mut batch = WriteBatch::default();
+        batch.merge_cf(
+            self.cf(CF_USAGE)?,
+            enc::usage_key(key_id, period_start_ms),
+            usage::encode(&usage::charge_now()),
+        );
+        self.db.write_opt(batch, &self.durable)?;
+        Ok(Charged::Done { usage: None })
+    }
+
     fn live_jobs(
         &self,
         state: LiveState,
@@ -1110,6 +1132,37 @@ impl Store for RocksStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A schema-1 store (version record 1, a 41-byte usage value) opens: the version is
+    /// rewritten to this build's, the old value is read as it is and new deltas merge into it.
+    #[test]
+    fn a_schema_1_store_is_upgraded_in_place_and_its_usage_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (key_id, period_ms) = ("key_1", 1_800_000_000_000);
+        {
+            let store = RocksStore::open(dir.path(), &StoreOptions::default()).expect("store");
+            let mut v1 = vec![enc::FORMAT_V1];
+            for counter in [3i64, 1, 0, 2, 1] {
+                v1.extend(counter.to_le_bytes());
+            }
+            let usage_cf = store.cf(CF_USAGE).expect("usage");
+            store.db.put_cf(usage_cf, enc::usage_key(key_id, period_ms), v1).expect("v1 value");
+            let meta = store.cf(CF_META).expect("meta");
+            store.db.put_cf(meta, META_SCHEMA_VERSION_KEY, 1u32.to_be_bytes()).expect("version 1");
+        }
+        let store = RocksStore::open(dir.path(), &StoreOptions::default()).expect("a schema-1 store opens");
+        let version = store.db.get_cf(store.cf(CF_META).expect("meta"), META_SCHEMA_VERSION_KEY).expect("read");
+        assert_eq!(version.as_deref(), Some(&SCHEMA_VERSION.to_be_bytes()[..]));
+        let old = UsageRecord { used: 3, reserved: 1, wallet_analysis: 2, comparison: 1, ..UsageRecord::default() };
+        assert_eq!(store.usage(key_id, period_ms).expect("usage"), old);
+        let usage_cf = store.cf(CF_USAGE).expect("usage");
+        let delta = usage::charge_now();
+        store.db.merge_cf(usage_cf, enc::usage_key(key_id, period_ms), usage::encode(&delta)).expect("merge");
+        let mut now = old;
+        now.add(&delta);
+        assert_eq!(store.usage(key_id, period_ms).expect("usage"), now);
+        assert_eq!(now.transaction_scan, 1);
+    }
 
     #[test]
     fn stripes_spread_ids() {

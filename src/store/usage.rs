@@ -1,8 +1,10 @@
 //! Per-key, per-period usage counters and the RocksDB merge operator that updates them.
 //!
-//! Owns: the delta a job transition applies to it, the fixed 41-byte encoding
-//! (`FORMAT_V1` ‖ used, reserved, refunded, wallet_analysis, comparison as i64 LE) shared by
-//! stored values and merge operands, and the associative merge (counter-wise sum). Called by
+//! Owns: the delta a job transition applies to it, the fixed 49-byte encoding
+//! (`USAGE_FORMAT_V2` ‖ used, reserved, refunded, wallet_analysis, comparison, transaction_scan
+//! as i64 LE) shared by stored values and merge operands — the 41-byte `FORMAT_V1` encoding of
+//! schema 1 (the same counters without transaction_scan) is still read — and the associative
+//! merge (counter-wise sum). Called by
 //! `rocks` on caller threads (building operands, decoding reads) and by RocksDB's own threads
 //! (merging during reads, flushes and compactions).
 //!
@@ -18,8 +20,12 @@ use super::record::{JobKind, JobRecord};
 use super::{StoreError, StoreResult};
 use crate::limits::quota::UsageRecord;
 
-const COUNTERS: usize = 5;
+const COUNTERS: usize = 6;
 const ENCODED_BYTES: usize = 1 + COUNTERS * 8;
+/// Counters of schema 1's usage values (no `transaction_scan`).
+const COUNTERS_V1: usize = 5;
+/// The format byte of a six-counter usage value (schema 2).
+pub(crate) const USAGE_FORMAT_V2: u8 = 2;
 
 /// Name RocksDB records for the merge operator (part of the on-disk format).
 pub(crate) const MERGE_OPERATOR_NAME: &str = "xray.usage.add.v1";
@@ -30,17 +36,19 @@ pub(crate) type UsageDelta = UsageRecord;
 /// The fixed encoding of a record or a delta.
 pub(crate) fn encode(record: &UsageRecord) -> [u8; ENCODED_BYTES] {
     let mut out = [0u8; ENCODED_BYTES];
-    out[0] = FORMAT_V1;
+    out[0] = USAGE_FORMAT_V2;
     for (chunk, value) in out[1..].chunks_exact_mut(8).zip(counters(record)) {
         chunk.copy_from_slice(&value.to_le_bytes());
     }
     out
 }
 
-/// Reads what `encode` wrote; any other size or format byte is an error.
+/// Reads what `encode` wrote, or schema 1's five counters; any other size or format byte is an
+/// error.
 pub(crate) fn decode(value: &[u8]) -> StoreResult<UsageRecord> {
     let body = match value.split_first() {
-        Some((&FORMAT_V1, body)) if body.len() == COUNTERS * 8 => body,
+        Some((&USAGE_FORMAT_V2, body)) if body.len() == COUNTERS * 8 => body,
+        Some((&FORMAT_V1, body)) if body.len() == COUNTERS_V1 * 8 => body,
         _ => return Err(StoreError::Encoding(format!("usage value of {} bytes", value.len()))),
     };
     let mut c = [0i64; COUNTERS];
@@ -53,11 +61,13 @@ pub(crate) fn decode(value: &[u8]) -> StoreResult<UsageRecord> {
 }
 
 fn counters(r: &UsageRecord) -> [i64; COUNTERS] {
-    [r.used, r.reserved, r.refunded, r.wallet_analysis, r.comparison]
+    [r.used, r.reserved, r.refunded, r.wallet_analysis, r.comparison, r.transaction_scan]
 }
 
+/// A schema-1 body leaves the last counter at zero.
 fn from_counters(c: [i64; COUNTERS]) -> UsageRecord {
-    UsageRecord { used: c[0], reserved: c[1], refunded: c[2], wallet_analysis: c[3], comparison: c[4] }
+    let [used, reserved, refunded, wallet_analysis, comparison, transaction_scan] = c;
+    UsageRecord { used, reserved, refunded, wallet_analysis, comparison, transaction_scan }
 }
 
 /// Admission of a charged job: one unit reserved.
@@ -85,6 +95,11 @@ pub(crate) fn charge(job: &JobRecord) -> UsageDelta {
         JobKind::Comparison { .. } => (0, 1),
     };
     UsageDelta { used: 1, wallet_analysis, comparison, ..UsageDelta::default() }
+}
+
+/// A synchronous operation's unit (a transaction scan): charged at once, never reserved.
+pub(crate) fn charge_now() -> UsageDelta {
+    UsageDelta { used: 1, transaction_scan: 1, ..UsageDelta::default() }
 }
 
 /// A refund without a reservation of this key's (`refund` is `release` + `refunded`).
@@ -117,14 +132,34 @@ mod tests {
 
     #[test]
     fn encoding_round_trips_negative_counters() {
-        let r = UsageRecord { used: 3, reserved: -1, refunded: i64::MAX, wallet_analysis: i64::MIN, comparison: 0 };
+        let r = UsageRecord {
+            used: 3,
+            reserved: -1,
+            refunded: i64::MAX,
+            wallet_analysis: i64::MIN,
+            comparison: 0,
+            transaction_scan: 7,
+        };
         let bytes = encode(&r);
-        assert_eq!(bytes.len(), 41);
+        assert_eq!(bytes.len(), 49);
         assert_eq!(decode(&bytes).ok(), Some(r));
-        assert!(decode(&bytes[..40]).is_err());
+        assert!(decode(&bytes[..48]).is_err());
         let mut wrong = bytes;
-        wrong[0] = 2;
-        assert!(decode(&wrong).is_err());
+        wrong[0] = FORMAT_V1;
+        assert!(decode(&wrong).is_err(), "a v1 format byte on a v2 body");
+    }
+
+    #[test]
+    fn schema_1_values_are_read_without_the_scan_counter() {
+        let mut v1 = vec![FORMAT_V1];
+        for counter in [4i64, 1, 2, 3, 1] {
+            v1.extend(counter.to_le_bytes());
+        }
+        let read = decode(&v1).expect("a 41-byte v1 value");
+        assert_eq!(
+            read,
+            UsageRecord { used: 4, reserved: 1, refunded: 2, wallet_analysis: 3, comparison: 1, transaction_scan: 0 }
+        );
     }
 
     #[test]

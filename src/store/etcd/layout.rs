@@ -13,7 +13,7 @@
 //! | `P s/<lp(account) ‖ kind ‖ lp(subject) ‖ (MAX − created) BE ‖ id>` | state byte | subject index |
 //! | `P t/<lp(account) ‖ kind ‖ lp(subject)>` | job id | the subject's live job (deduplication) |
 //! | `P r/<job id>` | `v1` ‖ LZ4 payload | a READY job's result |
-//! | `P u/<lp(key id) ‖ period start BE>` | 41-byte usage record | quota (compare-and-swap) |
+//! | `P u/<lp(key id) ‖ period start BE>` | 49-byte usage record (41 in schema 1) | quota (compare-and-swap) |
 //! | `P a/<account>` | u64 BE | the account's live jobs (admission +1, completion and undo −1) |
 //! | `P o/<job id>` | node id | the job's owner, attached to the owner's lease |
 //! | `P n/<node id>` | JSON node facts | one per live node, attached to its lease |

@@ -38,8 +38,8 @@ pub use watch::KeyChange;
 use ops::Db;
 
 use super::{
-    Attached, Callback, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobPage, JobRecord, LiveState,
-    Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
+    Attached, Callback, Charged, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobPage, JobRecord,
+    LiveState, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
 };
 use crate::auth::record::KeyRecord;
 use crate::limits::quota::UsageRecord;
@@ -306,6 +306,11 @@ impl Store for EtcdStore {
     fn usage(&self, key_id: &str, period_start_ms: u64) -> StoreResult<UsageRecord> {
         let key_id = key_id.to_owned();
         self.run(|db| async move { db.usage(key_id, period_start_ms).await })
+    }
+
+    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
+        let key_id = key_id.to_owned();
+        self.run(|db| async move { db.charge_now(key_id, period_start_ms, limit).await })
     }
 
     fn live_jobs(

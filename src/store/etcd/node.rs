@@ -161,9 +161,19 @@ impl Db {
             _ => None,
         });
         let found = stored.and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok()).map_or(0, u32::from_be_bytes);
-        if found != supported {
+        if found == supported {
+            return Ok(());
+        }
+        if !crate::store::SCHEMA_VERSIONS_UPGRADED.contains(&found) {
             return Err(crate::store::StoreError::SchemaVersion { found, supported });
         }
+        // Upgraded in place: only the version record changes (see `SCHEMA_VERSIONS_UPGRADED`);
+        // a node racing this one finds the new version either way.
+        let key = self.layout.schema_version();
+        let was = Compare::value(key.clone(), CompareOp::Equal, found.to_be_bytes().to_vec());
+        let put = TxnOp::put(key, supported.to_be_bytes().to_vec(), None);
+        self.txn(Txn::new().when(vec![was]).and_then(vec![put])).await?;
+        tracing::info!(from = found, to = supported, "etcd store schema upgraded in place");
         Ok(())
     }
 

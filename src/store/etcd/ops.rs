@@ -48,8 +48,8 @@ use crate::store::encoding as enc;
 use crate::store::record::{attachable, check_id, validate_key};
 use crate::store::usage::{self, UsageDelta};
 use crate::store::{
-    Attached, Callback, CallbackStatus, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobError, JobPage,
-    JobRecord, JobState, LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
+    Attached, Callback, CallbackStatus, Charged, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobError,
+    JobPage, JobRecord, JobState, LiveState, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret,
 };
 
 /// What a checked admission came to.
@@ -837,6 +837,29 @@ impl Db {
         let Some(kv) = kvs.iter().find(|kv| kv.value().first().is_some_and(|s| want(*s))) else { return Ok(None) };
         let id = enc::subject_key_id(kv.key(), group.len())?.to_owned();
         self.get_job(id).await
+    }
+
+    /// One unit of a synchronous operation (see `Store::charge_now`): compare-and-swapped on
+    /// the usage record, refused when `used + reserved` already reached `limit`.
+    pub async fn charge_now(&self, key_id: String, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
+        check_id("key id", &key_id)?;
+        let key = self.layout.usage(&key_id, period_start_ms);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
+            let read = self.read_one(key.clone()).await?;
+            let usage = read.usage()?;
+            if usage.used.saturating_add(usage.reserved) >= limit {
+                return Ok(Charged::Exhausted { usage });
+            }
+            let mut next = usage;
+            next.add(&usage::charge_now());
+            let write = UsageWrite { read, next };
+            let txn = Txn::new().when(vec![write.read.unchanged()]).and_then(vec![write.put()]);
+            if self.txn(txn).await?.succeeded() {
+                return Ok(Charged::Done { usage: Some(write.next) });
+            }
+        }
+        Err(conflict("charge"))
     }
 
     pub async fn usage(&self, key_id: String, period_start_ms: u64) -> StoreResult<UsageRecord> {

@@ -151,7 +151,10 @@ fn a_repeated_admission_is_answered_as_the_first_and_equal_work_deduplicates() {
     }
     store.complete("an_3", 6, &failed()).unwrap();
     assert!(matches!(admit(&store, "an_5", "W1", 10, true).unwrap(), Admitted::New { .. }));
-    assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0 });
+    assert_eq!(
+        usage(&store),
+        UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0, transaction_scan: 0 }
+    );
 }
 
 #[test]
@@ -499,4 +502,39 @@ fn an_admission_whose_answers_were_lost_is_undone_or_refused_and_never_charged()
         assert_eq!(usage(&store), UsageRecord::default(), "{test}: nothing charged");
         assert_eq!(store.get_job("an_1").unwrap(), None, "{test}");
     }
+}
+
+#[test]
+fn a_schema_1_keyspace_is_upgraded_in_place_and_an_unknown_one_refused() {
+    let cluster = etcd::shared();
+    let version_key = |prefix: &str| {
+        String::from_utf8(xray::store::etcd::layout::Layout::new(prefix).schema_version()).expect("a text key")
+    };
+    let old = etcd::fresh_prefix("schema_1");
+    cluster.etcdctl(&["put", &version_key(&old)], &1u32.to_be_bytes());
+    drop(open_at(&cluster.endpoints(), &old));
+    let stored = cluster.etcdctl(&["get", &version_key(&old), "--print-value-only"], b"");
+    assert_eq!(stored.trim_end_matches('\n').as_bytes(), xray::store::SCHEMA_VERSION.to_be_bytes());
+    drop(open_at(&cluster.endpoints(), &old)); // and opens again at the new version
+
+    let unknown = etcd::fresh_prefix("schema_99");
+    cluster.etcdctl(&["put", &version_key(&unknown)], &99u32.to_be_bytes());
+    match EtcdStore::open(&cluster.endpoints(), &unknown, 0) {
+        Err(StoreError::SchemaVersion { found: 99, .. }) => {}
+        other => panic!("expected a refusal of schema 99, got {:?}", other.err()),
+    }
+}
+
+#[test]
+fn a_synchronous_unit_is_refused_at_the_shared_limit_and_moves_nothing() {
+    let store = open("charge_now_limit");
+    admit(&store, "an_1", "W1", 10, true).unwrap();
+    assert!(
+        matches!(store.charge_now(KEY_ID, PERIOD_MS, 2).unwrap(), xray::store::Charged::Done { usage: Some(u) } if u.used == 1)
+    );
+    match store.charge_now(KEY_ID, PERIOD_MS, 2).unwrap() {
+        xray::store::Charged::Exhausted { usage } => assert_eq!((usage.used, usage.reserved), (1, 1)),
+        other => panic!("expected a refusal at used + reserved = limit, got {other:?}"),
+    }
+    assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 1, transaction_scan: 1, ..UsageRecord::default() });
 }

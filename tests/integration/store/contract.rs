@@ -37,6 +37,7 @@ macro_rules! every_test {
             webhook_secrets_are_per_account_and_replaced_on_rotation,
             an_accounts_outbox_keeps_its_newest_webhooks,
             a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished,
+            a_synchronous_unit_is_charged_at_once_beside_reservations,
         );
     };
 }
@@ -409,7 +410,10 @@ pub fn a_rotation_carries_the_old_keys_usage(store: &dyn Store) {
     }
     store.admit(&under_old("an_4"), None).unwrap();
     let stored = store.usage(old.id.as_str(), PERIOD_MS).unwrap();
-    assert_eq!(stored, UsageRecord { used: 2, reserved: 1, refunded: 1, wallet_analysis: 2, comparison: 0 });
+    assert_eq!(
+        stored,
+        UsageRecord { used: 2, reserved: 1, refunded: 1, wallet_analysis: 2, comparison: 0, transaction_scan: 0 }
+    );
     let carried = UsageRecord { reserved: 0, ..stored };
     let revoked = KeyRecord { status: KeyStatus::Revoked, revoked_at_ms: Some(5), ..old.clone() };
     let successor = key();
@@ -598,4 +602,17 @@ pub fn a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished(
     assert!(due(store, u64::MAX).is_empty() && store.pending_callbacks(ACCOUNT, 10).unwrap().is_empty());
     let after = usage(store);
     assert_eq!((after.used, after.refunded), (before.used + 1, before.refunded), "only an_2's completion counted");
+}
+
+/// A transaction scan's unit: `used` and its own counter at once, nothing reserved, beside an
+/// admitted job's reservation (which it neither touches nor is touched by).
+pub fn a_synchronous_unit_is_charged_at_once_beside_reservations(store: &dyn Store) {
+    store.admit(&analysis("an_1", "W1", 1), None).unwrap();
+    for _ in 0..2 {
+        let charged = store.charge_now(KEY_ID, PERIOD_MS, 10).unwrap();
+        assert!(matches!(charged, xray::store::Charged::Done { .. }), "{charged:?}");
+    }
+    let u = usage(store);
+    assert_eq!((u.used, u.reserved, u.transaction_scan, u.wallet_analysis), (2, 1, 2, 0), "{u:?}");
+    assert!(store.charge_now("", PERIOD_MS, 10).is_err(), "an empty key id is refused");
 }

@@ -69,8 +69,14 @@ fn aborted_process_loses_no_acknowledged_job_or_quota_movement() {
 
     let store = open_with(dir.path(), relaxed());
     let half = (ABORT_JOBS / 2) as i64;
-    let expected =
-        UsageRecord { used: half / 2, reserved: half, refunded: half / 2, wallet_analysis: half / 2, comparison: 0 };
+    let expected = UsageRecord {
+        used: half / 2,
+        reserved: half,
+        refunded: half / 2,
+        wallet_analysis: half / 2,
+        comparison: 0,
+        transaction_scan: 0,
+    };
     assert_eq!(store.usage(KEY_ID, PERIOD_MS).unwrap(), expected);
     for i in 0..ABORT_JOBS {
         let job = store.get_job(&format!("an_{i}")).unwrap();

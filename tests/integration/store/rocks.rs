@@ -48,7 +48,10 @@ fn reopening_keeps_jobs_reservations_and_results() {
     store.complete("an_2", 400, &failed()).unwrap();
     let job = store.get_job("an_3").unwrap().unwrap();
     assert_eq!(store.get_result(&job).unwrap(), Some(payload("an_3")));
-    assert_eq!(usage(&store), UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0 });
+    assert_eq!(
+        usage(&store),
+        UsageRecord { used: 1, reserved: 1, refunded: 1, wallet_analysis: 1, comparison: 0, transaction_scan: 0 }
+    );
 }
 
 fn raw_db(dir: &std::path::Path, cfs: &[&str]) -> rocksdb::DB {
@@ -144,8 +147,14 @@ fn concurrent_admissions_and_completions_keep_usage_exact() {
         w.join().unwrap();
     }
     let quarter = (THREADS * JOBS_PER_THREAD / 4) as i64;
-    let expected =
-        UsageRecord { used: quarter, reserved: quarter, refunded: quarter, wallet_analysis: quarter, comparison: 0 };
+    let expected = UsageRecord {
+        used: quarter,
+        reserved: quarter,
+        refunded: quarter,
+        wallet_analysis: quarter,
+        comparison: 0,
+        transaction_scan: 0,
+    };
     assert_eq!(usage(store.as_ref()), expected);
     drop(store);
     let store = open_with(dir.path(), options);
