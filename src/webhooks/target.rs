@@ -14,7 +14,8 @@
 //! `SPECIAL_V6`: loopback, private, link-local — which holds the cloud metadata service,
 //! 169.254.169.254 —, shared, documentation, benchmarking, AS112, IPv4-compatible `::/96`,
 //! NAT64, 6to4, Teredo and the rest of `2001::/23`, unique local), nor multicast; an IPv4
-//! address mapped into IPv6 is judged as that address. A host the operator allows
+//! address mapped into IPv6 is judged as that address, and an IPv6 one must also be global
+//! unicast (`2000::/3`). A host the operator allows
 //! (`--webhook-allow-hosts`, an exact, case-insensitive host name or address) may be any
 //! address and may use `http`: that is how the tests reach a receiver on loopback.
 //! Invariant: a name is resolved once per connection and the connection goes to an address
@@ -218,9 +219,15 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
     !SPECIAL_V4.iter().any(|&(net, len)| bits >> (32 - u32::from(len)) == net >> (32 - u32::from(len)))
 }
 
+/// Only global unicast space (`2000::/3`, the one block IANA allocates to registries) can be
+/// public: the rest of the IPv6 space is reserved or unassigned, and a network that routes
+/// some of it does so internally.
+const GLOBAL_UNICAST_V6: (u128, u8) = (0x2000_0000_0000_0000_0000_0000_0000_0000, 3);
+
 fn is_public_v6(ip: Ipv6Addr) -> bool {
     let bits = u128::from(ip);
-    !SPECIAL_V6.iter().any(|&(net, len)| bits >> (128 - u32::from(len)) == net >> (128 - u32::from(len)))
+    let within = |&(net, len): &(u128, u8)| bits >> (128 - u32::from(len)) == net >> (128 - u32::from(len));
+    within(&GLOBAL_UNICAST_V6) && !SPECIAL_V6.iter().any(within)
 }
 
 /// The delivery client's DNS resolver: the system's answers, less every address the policy
@@ -401,6 +408,11 @@ mod tests {
             "febf::1",
             "fec0::1",
             "ff02::1",
+            // Outside global unicast 2000::/3: reserved or unassigned.
+            "4000::1",
+            "8000::1",
+            "1000::1",
+            "e000::1",
         ];
         for text in refused {
             assert!(!is_public(text.parse().unwrap()), "{text} is special-purpose");
@@ -422,6 +434,7 @@ mod tests {
             "2001:200::1",
             "2620:4f:8001::1",
             "2a00:1450::1",
+            "2c0f:fb50::1",
         ];
         for text in public {
             assert!(is_public(text.parse().unwrap()), "{text} is public");
