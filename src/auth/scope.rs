@@ -24,11 +24,14 @@ pub enum Scope {
     WalletCompare,
     AnalysisRead,
     UsageRead,
+    /// The pre-sign transaction scan (issue #29): an extension of the contract, listed last.
+    TransactionScan,
 }
 
 impl Scope {
     /// Every scope, in the contract's order.
-    pub const ALL: [Scope; 4] = [Scope::WalletAnalyze, Scope::WalletCompare, Scope::AnalysisRead, Scope::UsageRead];
+    pub const ALL: [Scope; 5] =
+        [Scope::WalletAnalyze, Scope::WalletCompare, Scope::AnalysisRead, Scope::UsageRead, Scope::TransactionScan];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -36,6 +39,7 @@ impl Scope {
             Scope::WalletCompare => "wallet:compare",
             Scope::AnalysisRead => "analysis:read",
             Scope::UsageRead => "usage:read",
+            Scope::TransactionScan => "transaction:scan",
         }
     }
 
@@ -54,6 +58,7 @@ impl Scope {
                 &["GET /v1/developer/intelligence/analysis/:id", "GET /v1/developer/intelligence/comparison/:pairId"]
             }
             Scope::UsageRead => &["GET /v1/developer/usage"],
+            Scope::TransactionScan => &["POST /v1/developer/intelligence/transaction"],
         }
     }
 
@@ -85,7 +90,7 @@ pub struct Scopes(u8);
 
 impl Scopes {
     pub const NONE: Scopes = Scopes(0);
-    pub const ALL: Scopes = Scopes(0b1111);
+    pub const ALL: Scopes = Scopes(0b1_1111);
 
     pub fn contains(self, scope: Scope) -> bool {
         self.0 & scope.bit() != 0
@@ -187,13 +192,13 @@ impl<'de> Visitor<'de> for ScopesVisitor {
     }
 }
 
-const SCOPE_NAMES: [&str; 4] = ["wallet:analyze", "wallet:compare", "analysis:read", "usage:read"];
+const SCOPE_NAMES: [&str; 5] = ["wallet:analyze", "wallet:compare", "analysis:read", "usage:read", "transaction:scan"];
 
 /// Every scope name, as the refusals of a scope list say them: a literal, so that messages built
 /// with it stay `&'static str` (a test keeps it equal to `Scope::ALL`).
 macro_rules! scope_list {
     () => {
-        "wallet:analyze, wallet:compare, analysis:read, usage:read"
+        "wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan"
     };
 }
 
@@ -226,7 +231,7 @@ mod tests {
 
     #[test]
     fn endpoints_match_the_contract_status_example() {
-        let want: [(Scope, &[&str]); 4] = [
+        let want: [(Scope, &[&str]); 5] = [
             (WalletAnalyze, &["POST /v1/developer/intelligence/wallet"]),
             (WalletCompare, &["POST /v1/developer/intelligence/compare"]),
             (
@@ -234,6 +239,7 @@ mod tests {
                 &["GET /v1/developer/intelligence/analysis/:id", "GET /v1/developer/intelligence/comparison/:pairId"],
             ),
             (UsageRead, &["GET /v1/developer/usage"]),
+            (TransactionScan, &["POST /v1/developer/intelligence/transaction"]),
         ];
         for (scope, endpoints) in want {
             assert_eq!(scope.endpoints(), endpoints, "{scope}");
@@ -272,10 +278,20 @@ mod tests {
         assert_eq!(set.to_string(), "wallet:analyze,usage:read");
         assert_eq!(Scopes::parse_list(&set.to_string()), Ok(set));
         let grants: Vec<_> = set.grants().collect();
-        assert_eq!(grants, [(WalletAnalyze, true), (WalletCompare, false), (AnalysisRead, false), (UsageRead, true)]);
+        let want = [
+            (WalletAnalyze, true),
+            (WalletCompare, false),
+            (AnalysisRead, false),
+            (UsageRead, true),
+            (TransactionScan, false),
+        ];
+        assert_eq!(grants, want);
         assert_eq!(Scope::ALL.into_iter().collect::<Scopes>(), Scopes::ALL);
         assert!(Scopes::NONE.is_empty());
-        assert_eq!(format!("{:?}", Scopes::ALL), "Scopes(wallet:analyze,wallet:compare,analysis:read,usage:read)");
+        assert_eq!(
+            format!("{:?}", Scopes::ALL),
+            "Scopes(wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan)"
+        );
     }
 
     #[test]

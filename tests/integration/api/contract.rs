@@ -162,7 +162,8 @@ fn scope_listing(granted: &[&str]) -> Value {
         "analysis:read" => {
             json!(["GET /v1/developer/intelligence/analysis/:id", "GET /v1/developer/intelligence/comparison/:pairId"])
         }
-        _ => json!(["GET /v1/developer/usage"]),
+        "usage:read" => json!(["GET /v1/developer/usage"]),
+        _ => json!(["POST /v1/developer/intelligence/transaction"]),
     };
     ALL_SCOPES
         .iter()

@@ -34,7 +34,8 @@ pub const STATUS_PATH: &str = "/v1/developer/status";
 pub const USAGE_PATH: &str = "/v1/developer/usage";
 
 /// Every scope, in the order the status endpoint lists them.
-pub const ALL_SCOPES: [&str; 4] = ["wallet:analyze", "wallet:compare", "analysis:read", "usage:read"];
+pub const ALL_SCOPES: [&str; 5] =
+    ["wallet:analyze", "wallet:compare", "analysis:read", "usage:read", "transaction:scan"];
 
 // ---- demo archetypes (README table) ----
 
