@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use xray::auth::key::AccountId;
 use xray::auth::record::{KeyRecord, KeySpec};
 use xray::auth::scope::Scopes;
-use xray::auth::table::KeyTable;
+use xray::auth::table::{KeyEntry, KeyTable};
 use xray::clock::now_unix_ms;
 use xray::jobs::admission::{Admission, AdmitRequest, Decision, Work};
 use xray::jobs::execute::{JobSpec, Outcome, ReusedScores};
@@ -226,6 +226,24 @@ fn rig(index_len_max: usize) -> Rig {
     Rig { store, sink, finished, index, keys, key, store_failing, job, _dir: dir }
 }
 
+/// Admission over the rig's store, index and finished jobs, queueing on `pool`.
+fn admission_over(rig: &Rig, pool: &Arc<ComputePool>) -> Admission {
+    let store: Arc<dyn Store> = rig.store.clone();
+    Admission::new(store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000)
+}
+
+/// Admits an analysis of a demo archetype with `key`: a new job (anything else fails the test).
+fn admit_archetype(admission: &Admission, key: &KeyEntry, archetype: &str) -> JobRecord {
+    let demo = DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
+    let work = Work::Analysis { wallet: demo.archetype(archetype).expect("archetype") };
+    let request =
+        AdmitRequest { key, work: &work, refresh: false, callback_url: None, now_ms: now_unix_ms(), idempotency: None };
+    match admission.admit(&request).expect("admitted") {
+        Decision::Admitted(record) => *record,
+        other => panic!("a new job: {other:?}"),
+    }
+}
+
 /// A compute pool of one thread running one job at a time on the demo ledger, over `sink`.
 fn one_job_at_a_time(sink: Arc<dyn JobSink>) -> Arc<ComputePool> {
     let seed = xray::config::DEMO_SEED_DEFAULT;
@@ -367,7 +385,6 @@ fn await_state(rig: &Rig, id: &str, state: JobState) {
 fn a_panic_on_the_job_path_ends_the_job_failed_and_refunded_and_the_next_job_runs() {
     for at in [PanicAt::Started, PanicAt::Finished] {
         let rig = rig(16);
-        let seed = xray::config::DEMO_SEED_DEFAULT;
         // One job in flight: a slot lost to the panic would stall the next job.
         let sink: Arc<dyn JobSink> =
             Arc::new(PanickingSink { inner: rig.sink.clone(), at, armed: AtomicBool::new(true) });
@@ -385,19 +402,8 @@ fn a_panic_on_the_job_path_ends_the_job_failed_and_refunded_and_the_next_job_run
         assert_eq!(disk, memory, "{at:?}");
 
         // The next job runs, on the slot the panic gave back.
-        let dyn_store: Arc<dyn Store> = rig.store.clone();
-        let admission = Admission::new(dyn_store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
         let entry = rig.keys.get(&rig.key.id).expect("key");
-        let work = Work::Analysis { wallet: DemoLedger::new(seed).archetype("open_delegation").expect("archetype") };
-        let request = AdmitRequest {
-            key: &entry,
-            work: &work,
-            refresh: false,
-            callback_url: None,
-            now_ms: now_unix_ms(),
-            idempotency: None,
-        };
-        let Decision::Admitted(next) = admission.admit(&request).expect("admitted") else { panic!("a new job") };
+        let next = admit_archetype(&admission_over(&rig, &pool), &entry, "open_delegation");
         await_state(&rig, &next.id, JobState::Ready);
         assert!(pool.shutdown().is_empty());
         let (disk, memory) = rig.usage();
@@ -413,35 +419,18 @@ fn a_panic_on_the_job_path_ends_the_job_failed_and_refunded_and_the_next_job_run
 #[test]
 fn an_admission_whose_undo_fails_stands_and_runs_once() {
     let rig = rig(1);
-    let seed = xray::config::DEMO_SEED_DEFAULT;
     let sink: Arc<dyn JobSink> = rig.sink.clone();
     let pool = one_job_at_a_time(sink);
-    let dyn_store: Arc<dyn Store> = rig.store.clone();
-    let admission = Admission::new(dyn_store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
-    let wallet = DemoLedger::new(seed).archetype("open_delegation").expect("archetype");
+    let admission = admission_over(&rig, &pool);
     let entry = rig.keys.get(&rig.key.id).expect("key");
 
     rig.store.fail_cancels.store(1, Ordering::SeqCst);
-    let work = Work::Analysis { wallet };
-    let request = AdmitRequest {
-        key: &entry,
-        work: &work,
-        refresh: false,
-        callback_url: None,
-        now_ms: now_unix_ms(),
-        idempotency: None,
-    };
-    let decision = admission.admit(&request).expect("admitted");
-    let Decision::Admitted(record) = decision else { panic!("the admission stands") };
+    let record = admit_archetype(&admission, &entry, "open_delegation");
     let (disk, memory) = rig.usage();
     assert_eq!((disk.reserved, memory.reserved), (2, 2), "reserved once, on disk and in memory");
 
     admission.submit_stranded();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while rig.store.get_job(&record.id).unwrap().unwrap().state != JobState::Ready {
-        assert!(std::time::Instant::now() < deadline, "the stranded job runs");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    await_state(&rig, &record.id, JobState::Ready);
     assert!(pool.shutdown().is_empty());
     let (disk, memory) = rig.usage();
     assert_eq!((disk.used, disk.reserved), (1, 1), "charged once; the rig's own job still reserved");
@@ -545,29 +534,12 @@ fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
         open: std::sync::Mutex::new(false),
         opened: std::sync::Condvar::new(),
     });
-    let seed = xray::config::DEMO_SEED_DEFAULT;
     let sink: Arc<dyn JobSink> = gated.clone();
     let pool = one_job_at_a_time(sink);
-    let dyn_store: Arc<dyn Store> = rig.store.clone();
-    let admission = Admission::new(dyn_store.clone(), rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
-    let group = GroupCommit::start(dyn_store).expect("sync thread");
+    let admission = admission_over(&rig, &pool);
+    let group = GroupCommit::start(rig.store.clone()).expect("sync thread");
     let entry = rig.keys.get(&rig.key.id).expect("key");
-    let demo = DemoLedger::new(seed);
-    let admit = |archetype: &str| {
-        let work = Work::Analysis { wallet: demo.archetype(archetype).expect("archetype") };
-        let request = AdmitRequest {
-            key: &entry,
-            work: &work,
-            refresh: false,
-            callback_url: None,
-            now_ms: now_unix_ms(),
-            idempotency: None,
-        };
-        match admission.admit(&request).expect("admitted") {
-            Decision::Admitted(record) => record,
-            other => panic!("a new job: {other:?}"),
-        }
-    };
+    let admit = |archetype: &str| admit_archetype(&admission, &entry, archetype);
     let failed_sync = || {
         rig.store.fail_syncs.store(1, Ordering::SeqCst);
         let mut runtime = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new().enable_timer().build().expect("rt");
@@ -578,7 +550,7 @@ fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
     let queued = admit("sybil_a");
     assert_eq!(rig.usage().0.reserved, 3, "the rig's job and two more, reserved");
     failed_sync();
-    let withdrawn = admission.after_failed_sync(Decision::Admitted(queued.clone()), &entry).expect("undone");
+    let withdrawn = admission.after_failed_sync(Decision::Admitted(Box::new(queued.clone())), &entry).expect("undone");
     assert!(withdrawn.is_none(), "a queued job is withdrawn: the request is refused");
     assert_eq!(rig.store.get_job(&queued.id).unwrap(), None, "nothing recorded");
     assert!(rig.index.get(&queued.id).is_none());
@@ -588,14 +560,10 @@ fn an_admission_that_could_not_be_made_durable_is_withdrawn_unless_started() {
     // A job a compute thread started cannot be withdrawn: it stands, and is charged once.
     rig.store.mark_running(&busy.id, now_unix_ms()).expect("started");
     failed_sync();
-    let stands = admission.after_failed_sync(Decision::Admitted(busy.clone()), &entry).expect("answered");
+    let stands = admission.after_failed_sync(Decision::Admitted(Box::new(busy.clone())), &entry).expect("answered");
     assert!(matches!(stands, Some(Decision::Admitted(_))), "the admission stands: {stands:?}");
     gated.open();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while rig.store.get_job(&busy.id).unwrap().unwrap().state != JobState::Ready {
-        assert!(Instant::now() < deadline, "the started job finishes");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    await_state(&rig, &busy.id, JobState::Ready);
     // The withdrawn job's ticket, run or still queued, finds nothing to settle.
     std::thread::sleep(Duration::from_millis(200));
     pool.shutdown();
@@ -618,8 +586,7 @@ fn a_caller_of_another_account_cannot_attach_a_webhook_to_a_job() {
     let rig = rig(16);
     let sink: Arc<dyn JobSink> = rig.sink.clone();
     let pool = one_job_at_a_time(sink);
-    let dyn_store: Arc<dyn Store> = rig.store.clone();
-    let admission = Admission::new(dyn_store, rig.index.clone(), pool.clone(), rig.finished.clone(), 60_000);
+    let admission = admission_over(&rig, &pool);
     let decision = Decision::live(rig.index.get(&rig.job.id).expect("live"));
     let url = "https://hooks.example/attach";
     let other = AccountId::generate().expect("random");
