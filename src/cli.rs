@@ -318,6 +318,19 @@ enum LedgerCommand {
     },
     /// Serve a snapshot (or the demo ledger) as a Solana JSON-RPC endpoint, with optional faults.
     Serve(LedgerServeArgs),
+    /// Print the base64 of an unsigned transaction against a demo wallet, for the scan
+    /// (`POST /v1/developer/intelligence/transaction`); `--list` names the cases.
+    DemoTx {
+        /// The case (sol-transfer, approve, drain, …).
+        #[arg(required_unless_present = "list")]
+        case: Option<String>,
+        /// List the cases with their signer and what they do.
+        #[arg(long)]
+        list: bool,
+        /// The demo ledger's seed.
+        #[arg(long, default_value_t = config::DEMO_SEED_DEFAULT)]
+        seed: u64,
+    },
 }
 
 /// Flags of `xray ledger serve`.
@@ -733,6 +746,19 @@ fn run(command: Command) -> Result<(), String> {
             let report =
                 rt.block_on(crate::devtools::recorder::export_demo(seed, wallets, &out)).map_err(|e| e.to_string())?;
             print_json(&report)
+        }
+        Command::Ledger(LedgerCommand::DemoTx { list: true, seed, .. }) => {
+            let ledger = crate::ledger::demo::DemoLedger::new(seed);
+            for (name, archetype, what) in crate::devtools::demo_tx::CASES {
+                let signer = ledger.archetype(archetype).map(|k| k.to_string()).unwrap_or_default();
+                println!("{name:<16} {archetype} ({signer}) {what}");
+            }
+            Ok(())
+        }
+        Command::Ledger(LedgerCommand::DemoTx { case, seed, .. }) => {
+            let case = case.ok_or("name a case, or --list")?;
+            println!("{}", runtime()?.block_on(crate::devtools::demo_tx::build(&case, seed))?);
+            Ok(())
         }
         Command::Ledger(LedgerCommand::Serve(args)) => {
             crate::devtools::rpc_server::run(&args.source_spec()?, args.listen, args.fault_plan())

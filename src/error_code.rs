@@ -13,6 +13,8 @@
 pub enum ErrorCode {
     InvalidRequest,
     InvalidAddress,
+    /// An extension of the contract (the transaction scan): the bytes are not a transaction.
+    InvalidTransaction,
     Unauthenticated,
     InsufficientScope,
     NotFound,
@@ -41,6 +43,7 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidRequest => "INVALID_REQUEST",
             ErrorCode::InvalidAddress => "INVALID_ADDRESS",
+            ErrorCode::InvalidTransaction => "INVALID_TRANSACTION",
             ErrorCode::Unauthenticated => "UNAUTHENTICATED",
             ErrorCode::InsufficientScope => "INSUFFICIENT_SCOPE",
             ErrorCode::NotFound => "NOT_FOUND",
@@ -65,7 +68,7 @@ impl ErrorCode {
     /// them should one ever be used to refuse a request.
     pub fn status(self) -> u16 {
         match self {
-            ErrorCode::InvalidRequest | ErrorCode::InvalidAddress => 400,
+            ErrorCode::InvalidRequest | ErrorCode::InvalidAddress | ErrorCode::InvalidTransaction => 400,
             ErrorCode::Unauthenticated => 401,
             ErrorCode::InsufficientScope => 403,
             ErrorCode::NotFound => 404,

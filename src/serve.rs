@@ -153,6 +153,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         group_commit,
         access_log: config.access_log,
         webhook_policy: crate::webhooks::TargetPolicy::new(&config.webhook_allow_hosts),
+        scan: Arc::new(crate::scan::lane::Lane::start(&config.ledger)?),
     });
     let upkeep = match &cluster {
         Some(etcd) => Upkeep::Adopt(Adoption::new(etcd.clone(), app.keys.clone())),

@@ -38,6 +38,7 @@ use crate::store::{self, Callback, CallbackStatus, JobKind, JobRecord, JobState}
 
 mod batch;
 mod cluster;
+mod scan;
 
 pub(crate) struct Endpoints<'r> {
     pub app: &'r App,
@@ -498,6 +499,7 @@ impl Endpoints<'_> {
             by_operation: ByOperationBody {
                 wallet_analysis: quota.by_operation.wallet_analysis,
                 comparison: quota.by_operation.comparison,
+                transaction_scan: quota.by_operation.transaction_scan,
             },
             refunded: quota.refunded,
             rate_limit: self.rate_info(Some(key.rate.limited_requests())),

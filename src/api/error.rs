@@ -47,6 +47,15 @@ pub enum ApiError {
         field: &'static str,
         reason: AddressError,
     },
+    /// The scan's `transaction` is not a Solana transaction (too large, not base64, not a
+    /// legacy or v0 message, inconsistent); the message says what is wrong.
+    InvalidTransaction {
+        message: String,
+    },
+    /// The scan's `signer` does not sign the transaction (400 `INVALID_REQUEST`, naming it).
+    UnknownSigner {
+        signer: String,
+    },
     Unauthenticated(Unauthenticated),
     /// The admin listener's bearer token was missing or wrong: the same code as a bad API key,
     /// worded for the admin token so an operator is not sent looking for a key.
@@ -96,6 +105,11 @@ pub enum ApiError {
     /// The `Idempotency-Key`'s first request is still being admitted (409, retry shortly).
     IdempotencyKeyInProgress,
     ServiceBusy,
+    /// A synchronous answer needed the ledger and it did not answer (503 `SERVICE_BUSY`,
+    /// retry later); the message says what was asked.
+    LedgerUnavailable {
+        message: String,
+    },
     /// The store is out of space (etcd's NOSPACE alarm): 503 `SERVICE_BUSY`, saying so.
     StoreFull,
     Internal,
@@ -226,6 +240,21 @@ impl ApiError {
                 format!("{field} is not a base58 string of 32 bytes").into(),
                 Details { field: Some(field), reason: Some(reason.reason()), ..d() },
             ),
+            ApiError::InvalidTransaction { message } => (
+                ErrorCode::InvalidTransaction,
+                format!("transaction: {message}").into(),
+                Details { field: Some("transaction"), ..d() },
+            ),
+            ApiError::UnknownSigner { signer } => (
+                ErrorCode::InvalidRequest,
+                format!("signer {signer} does not sign this transaction: name one of its signers, or omit signer for the fee payer").into(),
+                Details { field: Some("signer"), ..d() },
+            ),
+            ApiError::LedgerUnavailable { message } => (
+                ErrorCode::ServiceBusy,
+                format!("the ledger did not answer ({message}): retry later").into(),
+                Details { retry_after_seconds: Some(SERVICE_BUSY_RETRY_AFTER_S), ..d() },
+            ),
             ApiError::Unauthenticated(why) => {
                 (ErrorCode::Unauthenticated, why.message().into(), Details { reason: Some(why.reason()), ..d() })
             }
@@ -340,7 +369,7 @@ impl ApiError {
             | ApiError::QuotaExhausted { retry_after_s, .. } => {
                 vec![("retry-after", (*retry_after_s).max(1).to_string())]
             }
-            ApiError::ServiceBusy | ApiError::StoreFull => {
+            ApiError::ServiceBusy | ApiError::StoreFull | ApiError::LedgerUnavailable { .. } => {
                 vec![("retry-after", SERVICE_BUSY_RETRY_AFTER_S.to_string())]
             }
             ApiError::TooManyJobs { .. } => vec![("retry-after", TOO_MANY_JOBS_RETRY_AFTER_S.to_string())],

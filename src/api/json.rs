@@ -1,7 +1,7 @@
 //! Request bodies: media type, size and JSON shape (contract §3 step 5), parsed with simd-json.
 //!
 //! Owns: `check_content_type` (415), `parse_body` (415 → 413 → 400, in the contract's order),
-//! the typed requests `WalletRequest`, `CompareRequest` and `BatchRequest` (each with its size
+//! the typed requests `WalletRequest`, `CompareRequest`, `BatchRequest` and `ScanRequest` (each with its size
 //! bound), and the per-thread parse scratch.
 //! Called on listener threads after authentication, scope and rate limit have passed.
 //!
@@ -94,7 +94,7 @@ impl JsonRequest for BatchRequest {
         Ok(BatchRequest {
             wallets: wallets.ok_or(shape)?,
             refresh: optional_bool(object, "refresh")?,
-            callback_url: optional_str(object, "callbackUrl")?,
+            callback_url: optional_str(object, "callbackUrl", "callbackUrl must be a string")?,
         })
     }
 }
@@ -104,7 +104,31 @@ impl JsonRequest for WalletRequest {
         Ok(WalletRequest {
             wallet: required_str(object, "wallet", "wallet is required and must be a string")?,
             refresh: optional_bool(object, "refresh")?,
-            callback_url: optional_str(object, "callbackUrl")?,
+            callback_url: optional_str(object, "callbackUrl", "callbackUrl must be a string")?,
+        })
+    }
+}
+
+/// `POST /v1/developer/intelligence/transaction` (the pre-sign scan).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanRequest {
+    /// Base64 of a serialized transaction (checked by the endpoint: 400 `INVALID_TRANSACTION`).
+    pub transaction: String,
+    pub signer: Option<String>,
+    /// The dApp that asked for the signature.
+    pub origin: Option<String>,
+}
+
+impl JsonRequest for ScanRequest {
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        Ok(ScanRequest {
+            transaction: required_str(
+                object,
+                "transaction",
+                "transaction is required: the base64 of a serialized transaction",
+            )?,
+            signer: optional_str(object, "signer", "signer must be a string (a base58 address)")?,
+            origin: optional_str(object, "origin", "origin must be a string (the dApp's URL)")?,
         })
     }
 }
@@ -115,7 +139,7 @@ impl JsonRequest for CompareRequest {
             wallet_a: required_str(object, "walletA", "walletA is required and must be a string")?,
             wallet_b: required_str(object, "walletB", "walletB is required and must be a string")?,
             refresh: optional_bool(object, "refresh")?,
-            callback_url: optional_str(object, "callbackUrl")?,
+            callback_url: optional_str(object, "callbackUrl", "callbackUrl must be a string")?,
         })
     }
 }
@@ -127,12 +151,16 @@ fn required_str(object: &Object<'_, '_>, field: &'static str, message: &'static 
     }
 }
 
-/// An optional string field (`callbackUrl`); `null` means absent.
-fn optional_str(object: &Object<'_, '_>, field: &'static str) -> Result<Option<String>, ApiError> {
+/// An optional string field (`callbackUrl`, `signer`); `null` means absent.
+fn optional_str(
+    object: &Object<'_, '_>,
+    field: &'static str,
+    message: &'static str,
+) -> Result<Option<String>, ApiError> {
     let Some(value) = object.get(field).filter(|v| !v.is_null()) else { return Ok(None) };
     match value.as_str() {
         Some(text) => Ok(Some(text.to_owned())),
-        None => Err(ApiError::InvalidRequest { field, message: "callbackUrl must be a string" }),
+        None => Err(ApiError::InvalidRequest { field, message }),
     }
 }
 

@@ -84,6 +84,8 @@ pub struct App {
     pub access_log: bool,
     /// Which `callbackUrl`s a request may name (`--webhook-allow-hosts`).
     pub webhook_policy: crate::webhooks::TargetPolicy,
+    /// The scan lane: the pre-sign scan's upstream reads, on their own thread.
+    pub scan: Arc<crate::scan::lane::Lane>,
 }
 
 impl App {
@@ -258,6 +260,7 @@ impl ApiHandler {
             Route::Compare => endpoints.compare().await,
             Route::Analysis { id } => endpoints.poll_analysis(id).await,
             Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
+            Route::ScanTransaction => endpoints.scan_transaction().await,
             Route::Status => endpoints.status().await,
             Route::Usage => endpoints.usage().await,
             Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
@@ -295,6 +298,7 @@ fn route_label(route: &Route<'_>) -> RouteLabel {
         Route::Analysis { .. } => RouteLabel::Analysis,
         Route::Compare => RouteLabel::Compare,
         Route::Comparison { .. } => RouteLabel::Comparison,
+        Route::ScanTransaction => RouteLabel::Transaction,
         Route::Status => RouteLabel::Status,
         Route::Usage => RouteLabel::Usage,
         Route::Healthz => RouteLabel::Healthz,

@@ -39,6 +39,8 @@ pub enum Route<'a> {
     Analysis { id: &'a str },
     /// `GET /v1/developer/intelligence/comparison/:pairId`
     Comparison { pair_id: &'a str },
+    /// `POST /v1/developer/intelligence/transaction` (the pre-sign scan: an extension)
+    ScanTransaction,
     /// `GET /v1/developer/status`
     Status,
     /// `GET /v1/developer/usage`
@@ -50,12 +52,13 @@ const POST: &[Method] = &[Method::Post];
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 8] = [
+    pub const PATHS: [&'static str; 9] = [
         "POST /v1/developer/intelligence/wallet",
         "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
         "POST /v1/developer/intelligence/compare",
         "GET /v1/developer/intelligence/comparison/:pairId",
+        "POST /v1/developer/intelligence/transaction",
         "GET /v1/developer/status",
         "GET /v1/developer/usage",
         "GET /healthz",
@@ -64,7 +67,7 @@ impl Route<'_> {
     /// The methods this route answers (the `Allow` list of a 405).
     pub fn methods(&self) -> &'static [Method] {
         match self {
-            Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare => POST,
+            Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare | Route::ScanTransaction => POST,
             _ => GET,
         }
     }
@@ -75,6 +78,7 @@ impl Route<'_> {
         match self {
             Route::AnalyzeWallet | Route::AnalyzeWallets => Some(Scope::WalletAnalyze),
             Route::Compare => Some(Scope::WalletCompare),
+            Route::ScanTransaction => Some(Scope::TransactionScan),
             Route::Analysis { .. } | Route::Comparison { .. } => Some(Scope::AnalysisRead),
             Route::Usage => Some(Scope::UsageRead),
             Route::Status | Route::Healthz => None,
@@ -88,7 +92,7 @@ impl Route<'_> {
 
     /// Whether the route reads a JSON body.
     pub fn has_body(&self) -> bool {
-        matches!(self, Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare)
+        matches!(self, Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare | Route::ScanTransaction)
     }
 }
 
@@ -102,6 +106,7 @@ fn match_path(path: &str) -> Option<Route<'_>> {
         "intelligence/wallet" => return Some(Route::AnalyzeWallet),
         "intelligence/wallets" => return Some(Route::AnalyzeWallets),
         "intelligence/compare" => return Some(Route::Compare),
+        "intelligence/transaction" => return Some(Route::ScanTransaction),
         "status" => return Some(Route::Status),
         "usage" => return Some(Route::Usage),
         _ => {}

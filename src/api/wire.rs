@@ -242,6 +242,8 @@ pub struct UsageQuota {
 pub struct ByOperationBody {
     pub wallet_analysis: u64,
     pub comparison: u64,
+    /// Pre-sign scans (an extension of the contract's `byOperation`).
+    pub transaction_scan: u64,
 }
 
 /// `GET /v1/developer/usage`

@@ -322,6 +322,16 @@ pub const SCOPE_LIST_LEN_MAX: usize = 256;
 /// Bytes of a serialized transaction a scan reads: Solana's packet size (1,280-byte IPv6
 /// minimum MTU less 48 bytes of headers), the most a transaction can be.
 pub const TRANSACTION_BYTES_MAX: usize = 1_232;
+/// Scans whose upstream reads (lookup tables, pre-state, simulation) may be waiting in the
+/// scan lane at once, every listener thread together; past it a scan answers 503 at once.
+pub const SCAN_LANE_IN_FLIGHT_MAX: usize = 256;
+/// How long a scan waits for each upstream read (the pre-state, the simulation, a lookup
+/// table) before reporting it as timed out: one round trip to a node, with room for a retry.
+pub const SCAN_UPSTREAM_TIMEOUT_MS: u64 = 1_500;
+/// Lookup tables the scan lane keeps, and for how long: a table can be extended, so an entry
+/// is trusted briefly; a burst of scans of one dApp's transactions reads it once.
+pub const SCAN_TABLE_CACHE_LEN: usize = 1_024;
+pub const SCAN_TABLE_CACHE_TTL_MS: u64 = 2_000;
 /// Most entries a serialized scope list may have (a store record is input too).
 pub const SCOPE_ENTRIES_MAX: usize = 16;
 /// Longest account id (generated ones are `acct_` + at most 22 characters).

@@ -17,7 +17,7 @@
 
 use bytes::Bytes;
 
-use crate::api::json::{parse_body, BatchRequest, CompareRequest, WalletRequest};
+use crate::api::json::{parse_body, BatchRequest, CompareRequest, ScanRequest, WalletRequest};
 use crate::api::router::{body_bytes_max, parse_wait, route};
 use crate::api::{health, ApiError, Route};
 use crate::auth::table::bearer_token;
@@ -59,6 +59,10 @@ impl DemoHandler {
             Route::Compare => {
                 let body: CompareRequest = parse_body(request)?;
                 body.addresses()?;
+                Err(ApiError::ServiceBusy)
+            }
+            Route::ScanTransaction => {
+                let _: ScanRequest = parse_body(request)?;
                 Err(ApiError::ServiceBusy)
             }
             Route::Analysis { .. } | Route::Comparison { .. } => {

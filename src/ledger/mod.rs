@@ -24,6 +24,7 @@ pub mod read;
 pub mod rpc;
 pub mod snapshot;
 pub mod source;
+pub mod transaction;
 pub mod view;
 pub mod wire;
 

@@ -171,6 +171,14 @@ impl TokenProgram {
         }
     }
 
+    /// The node's name of the program (`data.program` of a jsonParsed account).
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenProgram::Token => "spl-token",
+            TokenProgram::Token2022 => "spl-token-2022",
+        }
+    }
+
     pub fn id(self) -> &'static str {
         match self {
             TokenProgram::Token => ids::TOKEN,

@@ -13,7 +13,7 @@
 
 use crate::config;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
+use crate::ledger::wire::{KeyedAccount, SignatureInfo, SimulateValue, TransactionResult, UiAccount, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
@@ -71,6 +71,15 @@ pub trait LedgerSource {
     /// in order; `None` where the node does not have it. Sources batch as they see fit.
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError>;
 
+    /// `simulateTransaction` of a serialized transaction (`sigVerify: false`,
+    /// `replaceRecentBlockhash: true`) with the post-state of `accounts` (jsonParsed, at most
+    /// `config::MULTIPLE_ACCOUNTS_LEN_MAX`, in order). A source that cannot execute the
+    /// transaction answers `Simulated::Skipped` with the reason; by default every source does.
+    async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
+        let _ = (transaction, accounts);
+        Ok(Simulated::Skipped(format!("the {} source does not simulate transactions", self.name())))
+    }
+
     /// `get_transactions`, each result handed to `each` in order as soon as its batch is read,
     /// so a caller that converts as it goes never holds every answer at once (the fetch plan
     /// does). Sources that read over a network override it; the default reads all first.
@@ -82,6 +91,13 @@ pub trait LedgerSource {
         self.get_transactions(signatures).await?.into_iter().for_each(each);
         Ok(())
     }
+}
+
+/// What a simulation gave: the node's answer, or why the source did not run it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Simulated {
+    Ran(WithContext<SimulateValue>),
+    Skipped(String),
 }
 
 /// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.

@@ -10,7 +10,7 @@
 use crate::config::SourceSpec;
 use crate::ledger::demo::DemoLedger;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::read::LedgerSource;
+use crate::ledger::read::{LedgerSource, Simulated};
 use crate::ledger::rpc::{RpcOptions, RpcSource};
 use crate::ledger::snapshot::SnapshotSource;
 use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
@@ -87,6 +87,10 @@ impl LedgerSource for Source {
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
         dispatch!(self, s => s.get_signatures_for_address(address, before, limit).await)
+    }
+
+    async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
+        dispatch!(self, s => s.simulate_transaction(transaction, accounts).await)
     }
 
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {

@@ -565,6 +565,21 @@ pub struct UiMeta {
     pub compute_units_consumed: Option<u64>,
 }
 
+/// The `value` of `simulateTransaction`: the outcome and the post-state of the accounts asked
+/// for (`accounts.addresses`, in order; `null` where the account does not exist after it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SimulateValue {
+    #[serde(default)]
+    pub err: Option<Value>,
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_LOG_MESSAGES_MAX>")]
+    pub logs: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "bounded::opt_vec_max::<_, _, TX_ACCOUNTS_MAX>")]
+    pub accounts: Option<Vec<Option<UiAccount>>>,
+    #[serde(default)]
+    pub units_consumed: Option<u64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InnerInstructions {
     pub index: u8,

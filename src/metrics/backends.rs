@@ -38,6 +38,7 @@ label_enum! {
         GetProgramAccounts => "getProgramAccounts",
         GetSignaturesForAddress => "getSignaturesForAddress",
         GetTransaction => "getTransaction",
+        SimulateTransaction => "simulateTransaction",
         Other => "other",
     }
 }

@@ -124,6 +124,7 @@ label_enum! {
         Analysis => "analysis",
         Compare => "compare",
         Comparison => "comparison",
+        Transaction => "transaction",
         Status => "status",
         Usage => "usage",
         Healthz => "healthz",
@@ -137,6 +138,7 @@ label_enum! {
     pub enum RejectReason {
         InvalidRequest => "invalid_request",
         InvalidAddress => "invalid_address",
+        InvalidTransaction => "invalid_transaction",
         Unauthenticated => "unauthenticated",
         InsufficientScope => "insufficient_scope",
         NotFound => "not_found",
@@ -191,6 +193,7 @@ impl RejectReason {
         Some(match code {
             ErrorCode::InvalidRequest => RejectReason::InvalidRequest,
             ErrorCode::InvalidAddress => RejectReason::InvalidAddress,
+            ErrorCode::InvalidTransaction => RejectReason::InvalidTransaction,
             ErrorCode::Unauthenticated => RejectReason::Unauthenticated,
             ErrorCode::InsufficientScope => RejectReason::InsufficientScope,
             ErrorCode::NotFound => RejectReason::NotFound,

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::Decoded;
+use crate::ledger::transaction::Decoded;
 use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
 use crate::engine::report::Severity;
 use crate::labels::{Category, Labels};

@@ -2,78 +2,87 @@
 //! how dangerous that is — answered synchronously, before anything is signed.
 //!
 //! Owns: `ScanError` (what is wrong with a scanned transaction, each mapped to one contract
-//! code at the HTTP edge) and `decode` (bytes and loaded lookup tables → `Decoded`, the message's
-//! accounts and its instructions in the ledger's domain form). Submodules: `message` (the wire
-//! message, lookup tables), `programs` (instruction data of the programs the service knows),
-//! `findings` (the pure judgement). Called on listener threads: every step here is bounded CPU
-//! work on at most `config::TRANSACTION_BYTES_MAX` bytes of input.
+//! code at the HTTP edge) and the steps the endpoint takes in order: `parse` (bytes → message),
+//! `decode` (with its lookup tables, read through the `lane`), `signer` (the one the scan is
+//! for), `accounts_to_read` (whose state before and after makes the effects), then the lane's
+//! `observe` and `report::build`. Submodules: `lane` (upstream I/O on its own thread),
+//! `state` (account states from the wire), `effects` (the signer's diff), `findings` (the
+//! judgement of the decoded instructions) and `report` (the answer document).
+//! Decoding the bytes themselves is the ledger's (`ledger::transaction`): the demo source
+//! executes transactions with it too.
 //!
-//! Invariant: pure — no I/O and no clock; what the ledger says (lookup tables, account
-//! states) is handed in by the caller, so equal input gives byte-identical output.
-//! Deliberately absent: upstream reads (the endpoint's lane does them) and signing.
+//! Invariant: everything but `lane` is pure — no I/O and no clock; what the ledger says is
+//! handed in, so equal input gives byte-identical output.
+//! Deliberately absent: signing, and any wait on the ledger on a listener thread.
 
+pub mod effects;
 pub mod findings;
-pub mod message;
-pub mod programs;
+pub mod lane;
+pub mod report;
+pub mod state;
 
 use thiserror::Error;
 
-use crate::ledger::instruction::Instruction;
+use crate::config::MULTIPLE_ACCOUNTS_LEN_MAX;
+use crate::ledger::instruction::Program;
+use crate::ledger::transaction::message::{self, Parsed};
+use crate::ledger::transaction::{self, Decoded, TransactionError};
 use crate::pubkey::Pubkey;
-use message::{MessageVersion, Parsed, Resolved};
 
 /// What is wrong with a transaction sent for a scan.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ScanError {
-    #[error("the transaction is {bytes} bytes; a Solana transaction is at most {max} bytes", max = crate::config::TRANSACTION_BYTES_MAX)]
-    TooLarge { bytes: usize },
-    #[error("{0}")]
-    Malformed(String),
+    #[error(transparent)]
+    Transaction(#[from] TransactionError),
     #[error("signer {0} is not a signer of this transaction")]
     UnknownSigner(Pubkey),
 }
 
-impl ScanError {
-    pub fn malformed(why: String) -> ScanError {
-        ScanError::Malformed(why)
-    }
+/// The transaction's message (legacy or v0).
+pub fn parse(bytes: &[u8]) -> Result<Parsed, ScanError> {
+    Ok(message::parse(bytes)?)
 }
 
-/// A transaction's message, its accounts resolved and its instructions decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decoded {
-    pub version: MessageVersion,
-    pub signed: bool,
-    pub resolved: Resolved,
-    pub recent_blockhash: [u8; 32],
-    pub instructions: Vec<Instruction>,
+/// The lookup tables the message loads accounts from, in order (empty for legacy).
+pub fn lookup_tables(parsed: &Parsed) -> Vec<Pubkey> {
+    parsed.lookups.iter().map(|l| l.table).collect()
 }
 
-impl Decoded {
-    pub fn fee_payer(&self) -> Pubkey {
-        self.resolved.fee_payer()
-    }
-}
-
-/// Resolves the message's accounts (`tables[i]`: the addresses of `parsed.lookups[i]`'s table)
-/// and decodes every instruction.
+/// The message's accounts resolved (`tables[i]`: the addresses of its `i`-th table) and its
+/// instructions decoded.
 pub fn decode(parsed: &Parsed, tables: &[Vec<Pubkey>]) -> Result<Decoded, ScanError> {
-    let resolved = parsed.resolve(tables)?;
-    let mut instructions = Vec::with_capacity(parsed.instructions.len());
-    for (index, compiled) in parsed.instructions.iter().enumerate() {
-        let program_id = resolved.key(compiled.program)?.address;
-        let accounts = compiled.accounts.iter().map(|&i| Ok(resolved.key(i)?.address)).collect::<Result<_, _>>()?;
-        // A sanitized message holds at most 256 accounts, and its instructions fit 1,232 bytes.
-        let index = u16::try_from(index).map_err(|_| ScanError::malformed("too many instructions".into()))?;
-        instructions.push(programs::decode(programs::Call { index, program_id, accounts, data: &compiled.data }));
+    Ok(transaction::decode(parsed, tables)?)
+}
+
+/// The wallet the scan is for: `asked` when it signs the transaction, else the fee payer.
+pub fn signer(decoded: &Decoded, asked: Option<Pubkey>) -> Result<Pubkey, ScanError> {
+    match asked {
+        Some(signer) if decoded.resolved.is_signer(&signer) => Ok(signer),
+        Some(signer) => Err(ScanError::UnknownSigner(signer)),
+        None => Ok(decoded.fee_payer()),
     }
-    Ok(Decoded {
-        version: parsed.version,
-        signed: parsed.signed,
-        resolved,
-        recent_blockhash: parsed.recent_blockhash,
-        instructions,
-    })
+}
+
+/// The accounts whose state before and after the scan compares: every account of the message
+/// but the programs it invokes and the sysvars — the signer first, then writable accounts,
+/// then read-only ones, at most `MULTIPLE_ACCOUNTS_LEN_MAX` (one `getMultipleAccounts`).
+pub fn accounts_to_read(decoded: &Decoded, signer: &Pubkey) -> Vec<Pubkey> {
+    let invoked: Vec<Pubkey> = decoded.instructions.iter().map(|ix| ix.program_id).collect();
+    let readable = |address: &Pubkey| {
+        !invoked.contains(address)
+            && !address.to_string().starts_with("Sysvar")
+            && Program::from_id(&address.to_string()) == Program::Other
+    };
+    let mut out = vec![*signer];
+    for writable in [true, false] {
+        for account in decoded.resolved.accounts.iter().filter(|a| a.writable == writable) {
+            if account.address != *signer && readable(&account.address) && !out.contains(&account.address) {
+                out.push(account.address);
+            }
+        }
+    }
+    out.truncate(MULTIPLE_ACCOUNTS_LEN_MAX);
+    out
 }
 
 #[cfg(test)]

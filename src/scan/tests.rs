@@ -3,39 +3,24 @@
 
 use std::collections::BTreeSet;
 
-use solana_message::compiled_instruction::CompiledInstruction;
-use solana_message::{v0, MessageHeader, VersionedMessage};
+use solana_message::{v0, VersionedMessage};
 use solana_transaction::versioned::VersionedTransaction;
 
 use super::findings::{self, Context, Verdict};
-use super::message::{self, MessageVersion};
-use super::{decode, Decoded, ScanError};
+use crate::ledger::transaction::message::{self, MessageVersion};
+use crate::ledger::transaction::{decode, Decoded, TransactionError};
 use crate::engine::report::Severity;
 use crate::labels::Labels;
 use crate::ledger::instruction::{ids, InstructionKind as K};
 use crate::pubkey::Pubkey;
 
 /// An instruction of any interface crate's version, as plain parts.
-struct Ix {
-    program: Pubkey,
-    metas: Vec<(Pubkey, bool, bool)>,
-    data: Vec<u8>,
-}
+type Ix = message::InstructionParts;
 
-fn key<A: AsRef<[u8]>>(a: &A) -> Pubkey {
-    Pubkey(a.as_ref().try_into().expect("32 bytes"))
-}
-
-/// Any SDK instruction (the field names are the same in every version).
 macro_rules! sdk {
-    ($ix:expr) => {{
-        let ix = $ix;
-        Ix {
-            program: key(&ix.program_id),
-            metas: ix.accounts.iter().map(|m| (key(&m.pubkey), m.is_signer, m.is_writable)).collect(),
-            data: ix.data,
-        }
-    }};
+    ($ix:expr) => {
+        crate::instruction_parts!($ix)
+    };
 }
 
 fn addr(seed: u8) -> Pubkey {
@@ -43,60 +28,11 @@ fn addr(seed: u8) -> Pubkey {
 }
 
 fn sdk_addr(p: &Pubkey) -> solana_address::Address {
-    solana_address::Address::new_from_array(p.0)
+    message::sdk_address(p)
 }
 
-/// The account order the runtime requires: payer, signers (writable first), then the rest
-/// (writable first); compiled into a legacy or v0 (no lookups) message, unsigned.
 fn serialize(payer: Pubkey, ixs: &[Ix], v0: bool) -> Vec<u8> {
-    let mut keys: Vec<(Pubkey, bool, bool)> = vec![(payer, true, true)];
-    for ix in ixs {
-        for &(k, s, w) in ix.metas.iter().chain([(ix.program, false, false)].iter()) {
-            match keys.iter_mut().find(|e| e.0 == k) {
-                Some(e) => {
-                    e.1 |= s;
-                    e.2 |= w;
-                }
-                None => keys.push((k, s, w)),
-            }
-        }
-    }
-    keys[1..].sort_by_key(|&(_, s, w)| (!s, !w));
-    let signers = keys.iter().filter(|e| e.1).count() as u8;
-    let header = MessageHeader {
-        num_required_signatures: signers,
-        num_readonly_signed_accounts: keys.iter().filter(|e| e.1 && !e.2).count() as u8,
-        num_readonly_unsigned_accounts: keys.iter().filter(|e| !e.1 && !e.2).count() as u8,
-    };
-    let index = |k: &Pubkey| keys.iter().position(|e| e.0 == *k).expect("listed") as u8;
-    let instructions = ixs
-        .iter()
-        .map(|ix| CompiledInstruction {
-            program_id_index: index(&ix.program),
-            accounts: ix.metas.iter().map(|m| index(&m.0)).collect(),
-            data: ix.data.clone(),
-        })
-        .collect();
-    let account_keys = keys.iter().map(|e| sdk_addr(&e.0)).collect();
-    let blockhash = solana_message::Hash::new_from_array([7; 32]);
-    let message = if v0 {
-        VersionedMessage::V0(v0::Message {
-            header,
-            account_keys,
-            recent_blockhash: blockhash,
-            instructions,
-            address_table_lookups: Vec::new(),
-        })
-    } else {
-        VersionedMessage::Legacy(solana_message::legacy::Message {
-            header,
-            account_keys,
-            recent_blockhash: blockhash,
-            instructions,
-        })
-    };
-    let tx = VersionedTransaction { signatures: vec![Default::default(); usize::from(signers)], message };
-    bincode::serialize(&tx).expect("serializes")
+    message::compile(payer, ixs, [7; 32], v0).expect("compiles")
 }
 
 fn decoded(bytes: &[u8]) -> Decoded {
@@ -260,10 +196,10 @@ fn unknown_programs_stay_raw_and_bad_input_is_refused_with_its_reason() {
     let bytes = serialize(me, &[], false);
     let mut trailing = bytes.clone();
     trailing.push(0);
-    assert!(matches!(message::parse(&trailing), Err(ScanError::Malformed(_))));
-    assert!(matches!(message::parse(&bytes[..bytes.len() - 1]), Err(ScanError::Malformed(_))));
-    assert!(matches!(message::parse(&[0u8; 1_300]), Err(ScanError::TooLarge { bytes: 1_300 })));
-    assert!(matches!(message::parse(b""), Err(ScanError::Malformed(_))));
+    assert!(matches!(message::parse(&trailing), Err(TransactionError::Malformed(_))));
+    assert!(matches!(message::parse(&bytes[..bytes.len() - 1]), Err(TransactionError::Malformed(_))));
+    assert!(matches!(message::parse(&[0u8; 1_300]), Err(TransactionError::TooLarge { bytes: 1_300 })));
+    assert!(matches!(message::parse(b""), Err(TransactionError::Malformed(_))));
 }
 
 /// An address lookup table's account data, as the program lays it out (56-byte header).
@@ -313,6 +249,6 @@ fn a_v0_message_loads_its_accounts_from_lookup_tables() {
     let loaded = tx.resolved.accounts.last().expect("one loaded");
     assert!(loaded.writable && !loaded.signer);
     // A table too short for the index the message loads is a malformed message.
-    assert!(matches!(decode(&parsed, &[vec![addr(60)]]), Err(ScanError::Malformed(_))));
+    assert!(matches!(decode(&parsed, &[vec![addr(60)]]), Err(TransactionError::Malformed(_))));
     assert!(message::lookup_table_addresses(&[1, 2, 3]).is_err());
 }

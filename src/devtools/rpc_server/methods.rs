@@ -9,6 +9,8 @@
 //! -32700 (not JSON), -32600 (not a request, empty or oversized batch), -32601 (unknown
 //! method), -32602 (bad params). Bounded: `RPC_SERVER_BATCH_LEN_MAX` requests per batch,
 //! `MULTIPLE_ACCOUNTS_LEN_MAX` addresses, `SIGNATURES_PAGE_LEN_MAX` signatures per page.
+//! `simulateTransaction` runs the source's own simulation (the demo's executor; a snapshot
+//! cannot, and says so as an unknown method would).
 //! Deliberately absent: encodings other than jsonParsed (account data is only held parsed),
 //! `getTokenAccountsByOwner`'s `mint` filter, `until` and `minContextSlot`, and any
 //! `getProgramAccounts` search but the nonce-account one the ledger layer makes.
@@ -19,7 +21,7 @@ use crate::config;
 use crate::config::RPC_SERVER_BATCH_LEN_MAX;
 use crate::ledger::instruction::ids;
 use crate::ledger::model::{TokenProgram, NONCE_ACCOUNT_DATA_LEN, NONCE_AUTHORITY_OFFSET};
-use crate::ledger::read::LedgerSource;
+use crate::ledger::read::{LedgerSource, Simulated};
 use crate::ledger::wire::{self, RpcErrorObject, RpcRequest, RpcResponse, Value, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
@@ -141,8 +143,30 @@ async fn call<S: LedgerSource>(source: &S, method: &str, params: Params<'_>) -> 
             let results = source.get_transactions(&[params.signature(0)?]).await;
             to_value(results.map(|r| r.into_iter().next().flatten()))
         }
+        "simulateTransaction" => {
+            params.len_max(2)?;
+            let (transaction, accounts) = params.simulation(0, 1)?;
+            match source.simulate_transaction(&transaction, &accounts).await {
+                Ok(Simulated::Ran(answer)) => to_value(Ok(answer)),
+                // A node always simulates; a source that cannot says why, as an unknown method.
+                Ok(Simulated::Skipped(reason)) => Err(error(METHOD_NOT_FOUND, format!("simulateTransaction: {reason}"))),
+                Err(e) => Err(e.to_rpc_error()),
+            }
+        }
         _ => Err(error(METHOD_NOT_FOUND, "Method not found".into())),
     }
+}
+
+/// A list of at most `MULTIPLE_ACCOUNTS_LEN_MAX` addresses.
+fn address_list(value: Option<&Value>) -> Result<Vec<Pubkey>, RpcErrorObject> {
+    let items = value.and_then(|v| v.as_array()).ok_or_else(|| invalid_params("expected an address list"))?;
+    if items.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
+        return Err(invalid_params(format!("at most {} addresses", config::MULTIPLE_ACCOUNTS_LEN_MAX)));
+    }
+    items
+        .iter()
+        .map(|v| v.as_str().and_then(|t| Pubkey::parse(t).ok()).ok_or_else(|| invalid_params("not an address")))
+        .collect()
 }
 
 /// Positional params of one request.
@@ -155,6 +179,29 @@ impl<'a> Params<'a> {
             Some(items) if !items.is_empty() && items.len() <= len_max => Ok(()),
             _ => Err(invalid_params(format!("expected an array of 1 to {len_max} params"))),
         }
+    }
+
+    /// `simulateTransaction`'s params: the base64 transaction (at most a packet) and the
+    /// addresses of `accounts` (jsonParsed only, at most `MULTIPLE_ACCOUNTS_LEN_MAX`).
+    fn simulation(&self, tx_index: usize, config_index: usize) -> Result<(Vec<u8>, Vec<Pubkey>), RpcErrorObject> {
+        use base64::Engine as _;
+        let text = self.str(tx_index)?;
+        if text.len() > config::TRANSACTION_BYTES_MAX.div_ceil(3) * 4 {
+            return Err(invalid_params(format!("the transaction is over {} bytes", config::TRANSACTION_BYTES_MAX)));
+        }
+        let transaction = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| invalid_params(format!("the transaction is not base64: {e}")))?;
+        let config = self.get(config_index);
+        if config.and_then(|c| c.get("encoding")).and_then(|e| e.as_str()).is_some_and(|e| e != "base64") {
+            return Err(invalid_params("only base64 transactions are read"));
+        }
+        let Some(wanted) = config.and_then(|c| c.get("accounts")) else { return Ok((transaction, Vec::new())) };
+        if wanted.get("encoding").and_then(|e| e.as_str()) != Some("jsonParsed") {
+            return Err(invalid_params("accounts are served jsonParsed only"));
+        }
+        let addresses = address_list(wanted.get("addresses"))?;
+        Ok((transaction, addresses))
     }
 
     fn get(&self, index: usize) -> Option<&'a Value> {
@@ -178,15 +225,7 @@ impl<'a> Params<'a> {
     }
 
     fn pubkeys(&self, index: usize) -> Result<Vec<Pubkey>, RpcErrorObject> {
-        let items =
-            self.get(index).and_then(|v| v.as_array()).ok_or_else(|| invalid_params("expected an address list"))?;
-        if items.len() > config::MULTIPLE_ACCOUNTS_LEN_MAX {
-            return Err(invalid_params(format!("at most {} addresses", config::MULTIPLE_ACCOUNTS_LEN_MAX)));
-        }
-        items
-            .iter()
-            .map(|v| v.as_str().and_then(|t| Pubkey::parse(t).ok()).ok_or_else(|| invalid_params("not an address")))
-            .collect()
+        address_list(self.get(index))
     }
 
     /// The config object at `index`, when given (absent and `null` are the same).

@@ -295,6 +295,15 @@ fn system_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
             json!({"nonceAccount": k(nonce), "nonceAuthority": k(authority),
                    "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes)}),
         ),
+        Op::NonceAuthorize { nonce, authority, new_authority } => typed(
+            "authorizeNonce",
+            json!({"newAuthorized": k(new_authority), "nonceAccount": k(nonce), "nonceAuthority": k(authority)}),
+        ),
+        Op::NonceWithdraw { nonce, authority, to, lamports } => typed(
+            "withdrawFromNonce",
+            json!({"destination": k(to), "lamports": lamports, "nonceAccount": k(nonce), "nonceAuthority": k(authority),
+                   "recentBlockhashesSysvar": k(&b.sysvar_recent_blockhashes), "rentSysvar": k(&b.sysvar_rent)}),
+        ),
         _ => return None,
     };
     Some(("system", parsed))
@@ -379,6 +388,17 @@ fn token_ix(op: &Op, k: Name<'_>) -> Option<(&'static str, Value)> {
                        "newAuthority": k(new_owner)}),
             ),
         ),
+        Op::TokenSetCloseAuthority { account, authority, new_authority, program } => (
+            program,
+            typed(
+                "setAuthority",
+                json!({"account": k(account), "authority": k(authority), "authorityType": "closeAccount",
+                       "newAuthority": new_authority.as_ref().map(k)}),
+            ),
+        ),
+        Op::TokenRevoke { account, owner, program } => {
+            (program, typed("revoke", json!({"owner": k(owner), "source": k(account)})))
+        }
         _ => return None,
     };
     Some((token_program_name(*program), parsed))
@@ -416,7 +436,9 @@ fn log_and_units(op: &Op) -> (Option<String>, u64) {
     let token = |name: &str, units| (Some(format!("Program log: Instruction: {name}")), units);
     match op {
         Op::Transfer { .. } | Op::CreateAccount { .. } | Op::Assign { .. } => (None, 150),
-        Op::NonceInit { .. } | Op::NonceAdvance { .. } => (None, 450),
+        Op::NonceInit { .. } | Op::NonceAdvance { .. } | Op::NonceAuthorize { .. } | Op::NonceWithdraw { .. } => {
+            (None, 450)
+        }
         Op::StakeInit { .. } | Op::StakeDelegate { .. } | Op::StakeAuthorize { .. } => (None, 750),
         Op::AtaCreate { .. } => (Some("Program log: Create".to_owned()), 14_000),
         Op::TokenDataSize { .. } => token("GetAccountDataSize", 1_569),
@@ -429,7 +451,8 @@ fn log_and_units(op: &Op) -> (Option<String>, u64) {
         Op::TokenTransfer { .. } => token("TransferChecked", 6_200),
         Op::TokenApprove { checked: None, .. } => token("Approve", 2_904),
         Op::TokenApprove { .. } => token("ApproveChecked", 4_456),
-        Op::TokenSetOwner { .. } => token("SetAuthority", 3_000),
+        Op::TokenSetOwner { .. } | Op::TokenSetCloseAuthority { .. } => token("SetAuthority", 3_000),
+        Op::TokenRevoke { .. } => token("Revoke", 2_677),
         Op::Memo(text) => (Some(format!("Program log: Memo (len {}): {text:?}", text.len())), 2_862),
         Op::ComputeLimit(_) | Op::ComputePrice(_) => (None, 150),
         Op::Raw { name, .. } => token(name, 38_000),

@@ -26,6 +26,7 @@ pub mod busy;
 pub mod clock;
 pub mod emit;
 pub mod keys;
+pub mod simulate;
 pub mod state;
 pub mod tx;
 pub mod world;
@@ -285,6 +286,15 @@ impl LedgerSource for DemoLedger {
 
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
         Ok(ctx(self.account(address).as_ref().map(emit::account)))
+    }
+
+    async fn simulate_transaction(
+        &self,
+        transaction: &[u8],
+        accounts: &[Pubkey],
+    ) -> Result<crate::ledger::read::Simulated, LedgerError> {
+        crate::ledger::read::check_multiple_accounts_len(accounts.len())?;
+        simulate::simulate(self, transaction, accounts)
     }
 
     async fn get_multiple_accounts(

@@ -63,6 +63,17 @@ pub enum Op {
         nonce: Pubkey,
         authority: Pubkey,
     },
+    NonceAuthorize {
+        nonce: Pubkey,
+        authority: Pubkey,
+        new_authority: Pubkey,
+    },
+    NonceWithdraw {
+        nonce: Pubkey,
+        authority: Pubkey,
+        to: Pubkey,
+        lamports: u64,
+    },
     StakeInit {
         stake: Pubkey,
         staker: Pubkey,
@@ -150,6 +161,18 @@ pub enum Op {
         account: Pubkey,
         authority: Pubkey,
         new_owner: Pubkey,
+        program: TokenProgram,
+    },
+    /// `setAuthority` with `authorityType: closeAccount` (`None`: no close authority).
+    TokenSetCloseAuthority {
+        account: Pubkey,
+        authority: Pubkey,
+        new_authority: Option<Pubkey>,
+        program: TokenProgram,
+    },
+    TokenRevoke {
+        account: Pubkey,
+        owner: Pubkey,
         program: TokenProgram,
     },
     Memo(String),
@@ -262,7 +285,9 @@ impl Op {
             | Op::CreateAccount { .. }
             | Op::Assign { .. }
             | Op::NonceInit { .. }
-            | Op::NonceAdvance { .. } => b.system,
+            | Op::NonceAdvance { .. }
+            | Op::NonceAuthorize { .. }
+            | Op::NonceWithdraw { .. } => b.system,
             Op::StakeInit { .. } | Op::StakeDelegate { .. } | Op::StakeAuthorize { .. } => b.stake,
             Op::AtaCreate { .. } => b.ata,
             Op::TokenDataSize { program, .. }
@@ -273,7 +298,9 @@ impl Op {
             | Op::TokenClose { program, .. }
             | Op::TokenTransfer { program, .. }
             | Op::TokenApprove { program, .. }
-            | Op::TokenSetOwner { program, .. } => b.token_program(*program),
+            | Op::TokenSetOwner { program, .. }
+            | Op::TokenSetCloseAuthority { program, .. }
+            | Op::TokenRevoke { program, .. } => b.token_program(*program),
             Op::Memo(_) => b.memo,
             Op::ComputeLimit(_) | Op::ComputePrice(_) => b.compute_budget,
             Op::Raw { program, .. } => *program,
@@ -293,6 +320,14 @@ impl Op {
             Op::NonceAdvance { nonce, authority } => {
                 vec![(*nonce, true), (b.sysvar_recent_blockhashes, false), (*authority, false)]
             }
+            Op::NonceAuthorize { nonce, authority, .. } => vec![(*nonce, true), (*authority, false)],
+            Op::NonceWithdraw { nonce, authority, to, .. } => vec![
+                (*nonce, true),
+                (*to, true),
+                (b.sysvar_recent_blockhashes, false),
+                (b.sysvar_rent, false),
+                (*authority, false),
+            ],
             Op::StakeInit { stake, .. } => vec![(*stake, true), (b.sysvar_rent, false)],
             Op::StakeDelegate { stake, vote, authority } => vec![
                 (*stake, true),
@@ -337,7 +372,10 @@ impl Op {
                 v.extend([(*delegate, false), (*owner, false)]);
                 v
             }
-            Op::TokenSetOwner { account, authority, .. } => vec![(*account, true), (*authority, false)],
+            Op::TokenSetOwner { account, authority, .. } | Op::TokenSetCloseAuthority { account, authority, .. } => {
+                vec![(*account, true), (*authority, false)]
+            }
+            Op::TokenRevoke { account, owner, .. } => vec![(*account, true), (*owner, false)],
             Op::Memo(_) | Op::ComputeLimit(_) | Op::ComputePrice(_) => Vec::new(),
             Op::Raw { accounts, .. } => accounts.clone(),
         }
@@ -548,6 +586,19 @@ fn apply(op: &Op, state: &mut State, slot: u64, seed: u64, errors: &mut Vec<Exec
                 a.data = Data::Nonce { authority: *authority, blockhash: nonce_value(seed, slot) };
             }
         }
+        Op::NonceAuthorize { nonce, new_authority, .. } => {
+            if let Some(Acct { data: Data::Nonce { authority, .. }, .. }) = existing(state, nonce, errors) {
+                *authority = *new_authority;
+            }
+        }
+        Op::NonceWithdraw { nonce, to, lamports, .. } => {
+            debit(state, nonce, *lamports, errors);
+            credit(state, to, *lamports);
+            // Withdrawing everything closes the account, as the System program does.
+            if state.get(nonce).is_some_and(|a| a.lamports == 0) {
+                state.remove(nonce);
+            }
+        }
         Op::StakeInit { stake, staker, withdrawer } => {
             if let Some(a) = existing(state, stake, errors) {
                 let s = StakeAcct { staker: *staker, withdrawer: *withdrawer, delegation: None, credits_observed: 0 };
@@ -577,7 +628,9 @@ fn apply(op: &Op, state: &mut State, slot: u64, seed: u64, errors: &mut Vec<Exec
         | Op::TokenThaw { .. }
         | Op::TokenTransfer { .. }
         | Op::TokenApprove { .. }
-        | Op::TokenSetOwner { .. } => apply_token(op, state, errors),
+        | Op::TokenSetOwner { .. }
+        | Op::TokenSetCloseAuthority { .. }
+        | Op::TokenRevoke { .. } => apply_token(op, state, errors),
         Op::TokenClose { account, destination, .. } => {
             if state.get(account).and_then(Acct::token).is_some_and(|t| t.amount > 0) {
                 errors.push(ExecError(format!("{account} still holds tokens: it cannot be closed")));
@@ -642,6 +695,17 @@ fn apply_token(op: &Op, state: &mut State, errors: &mut Vec<ExecError>) {
             // As the token program does: a new owner clears any delegation.
             if let Some(t) = token_mut(state, account, errors) {
                 t.owner = *new_owner;
+                t.delegate = None;
+                t.delegated_amount = 0;
+            }
+        }
+        Op::TokenSetCloseAuthority { account, new_authority, .. } => {
+            if let Some(t) = token_mut(state, account, errors) {
+                t.close_authority = *new_authority;
+            }
+        }
+        Op::TokenRevoke { account, .. } => {
+            if let Some(t) = token_mut(state, account, errors) {
                 t.delegate = None;
                 t.delegated_amount = 0;
             }

@@ -27,9 +27,9 @@ use simd_json::prelude::ValueAsScalar;
 
 use crate::config;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::read::LedgerSource;
+use crate::ledger::read::{LedgerSource, Simulated};
 use crate::ledger::wire::{
-    self, KeyedAccount, RpcResponse, SignatureInfo, TransactionResult, UiAccount, Value, WithContext,
+    self, KeyedAccount, RpcResponse, SignatureInfo, SimulateValue, TransactionResult, UiAccount, Value, WithContext,
 };
 use crate::ledger::LedgerError;
 use crate::metrics::LEDGER;
@@ -294,6 +294,20 @@ impl LedgerSource for RpcSource {
             return Err(LedgerError::Malformed(format!("asked {limit} signatures, got {}", page.len())));
         }
         Ok(page)
+    }
+
+    async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
+        crate::ledger::read::check_multiple_accounts_len(accounts.len())?;
+        let params = request::simulate_params(transaction, accounts);
+        let answer: WithContext<SimulateValue> = self.call_some(request::SIMULATE_TRANSACTION, params).await?;
+        let answered = answer.value.accounts.as_ref().map_or(0, Vec::len);
+        if answer.value.err.is_none() && answered != accounts.len() {
+            return Err(LedgerError::Malformed(format!(
+                "simulateTransaction answered {answered} accounts for {} addresses",
+                accounts.len()
+            )));
+        }
+        Ok(Simulated::Ran(answer))
     }
 
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {

@@ -23,6 +23,7 @@ pub const GET_TOKEN_ACCOUNTS_BY_OWNER: &str = "getTokenAccountsByOwner";
 pub const GET_PROGRAM_ACCOUNTS: &str = "getProgramAccounts";
 pub const GET_SIGNATURES_FOR_ADDRESS: &str = "getSignaturesForAddress";
 pub const GET_TRANSACTION: &str = "getTransaction";
+pub const SIMULATE_TRANSACTION: &str = "simulateTransaction";
 
 pub fn account_info_params(address: &Pubkey) -> Value {
     json!([address.to_string(), {"encoding": "jsonParsed", "commitment": "confirmed"}])
@@ -54,6 +55,18 @@ pub fn signatures_for_address_params(address: &Pubkey, before: Option<&Signature
         Some(before) => json!([address.to_string(), {"limit": limit, "before": before.to_string()}]),
         None => json!([address.to_string(), {"limit": limit}]),
     }
+}
+
+/// `simulateTransaction` as a pre-sign scan asks it: no signature check (the user has not
+/// signed yet), the blockhash replaced (an old one must not fail the simulation), and the
+/// post-state of `accounts` in the same encoding as every account read.
+pub fn simulate_params(transaction: &[u8], accounts: &[Pubkey]) -> Value {
+    use base64::Engine as _;
+    let addresses: Vec<String> = accounts.iter().map(Pubkey::to_string).collect();
+    json!([base64::engine::general_purpose::STANDARD.encode(transaction), {
+        "encoding": "base64", "sigVerify": false, "replaceRecentBlockhash": true, "commitment": "confirmed",
+        "accounts": {"addresses": addresses, "encoding": "jsonParsed"}
+    }])
 }
 
 pub fn transaction_params(signature: &Signature) -> Value {

@@ -153,6 +153,11 @@ impl EtcdStore {
         self.call(|db| async move { db.newest_in_subject(account, subject, ready_only).await })
     }
 
+    /// `Store::charge_now`, awaited on any executor (a listener thread's scan).
+    pub fn charge_now_async(&self, key_id: String, period_start_ms: u64, limit: u64) -> Reply<Charged> {
+        self.call(|db| async move { db.charge_now(key_id, period_start_ms, limit).await })
+    }
+
     pub fn usage_async(&self, key_id: String, period_start_ms: u64) -> Reply<UsageRecord> {
         self.call(|db| async move { db.usage(key_id, period_start_ms).await })
     }

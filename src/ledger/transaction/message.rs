@@ -1,4 +1,4 @@
-//! The message layer of a scanned transaction: bytes → signatures, header, account keys
+//! The message layer of a serialized transaction: bytes → signatures, header, account keys
 //! (static, then those its address lookup tables load) and compiled instructions.
 //!
 //! Owns: `parse` (the wire bytes, read by the official `solana-transaction` /
@@ -7,7 +7,7 @@
 //! sanitized), `Parsed`, `TableLookup`,
 //! `resolve` (the full account list once the tables are loaded, with each account's signer and
 //! writable flags) and `lookup_table_addresses` (a table account's data, read by the official
-//! `solana-address-lookup-table-interface` layout). Pure; called on listener threads.
+//! `solana-address-lookup-table-interface` layout). Pure; called on listener threads (a scan) and by the demo source (its simulation).
 //!
 //! Invariant: `parse` reads at most `config::TRANSACTION_BYTES_MAX` bytes (Solana's packet
 //! size) and rejects trailing bytes, so every length it allocates is bounded by the input.
@@ -20,7 +20,7 @@ use bincode::Options;
 use solana_message::VersionedMessage;
 use solana_transaction::versioned::VersionedTransaction;
 
-use super::ScanError;
+use super::TransactionError;
 use crate::config::TRANSACTION_BYTES_MAX;
 use crate::pubkey::Pubkey;
 
@@ -95,9 +95,9 @@ pub struct Resolved {
 
 impl Resolved {
     /// The account at `index`, or the error a malformed message gets.
-    pub fn key(&self, index: u8) -> Result<&AccountRef, ScanError> {
+    pub fn key(&self, index: u8) -> Result<&AccountRef, TransactionError> {
         self.accounts.get(usize::from(index)).ok_or_else(|| {
-            ScanError::malformed(format!(
+            TransactionError::malformed(format!(
                 "an instruction names account {index}, past the {} accounts of the message",
                 self.accounts.len()
             ))
@@ -115,20 +115,20 @@ impl Resolved {
 }
 
 /// Reads a serialized transaction (legacy or v0, signed or not).
-pub fn parse(bytes: &[u8]) -> Result<Parsed, ScanError> {
+pub fn parse(bytes: &[u8]) -> Result<Parsed, TransactionError> {
     if bytes.len() > TRANSACTION_BYTES_MAX {
-        return Err(ScanError::TooLarge { bytes: bytes.len() });
+        return Err(TransactionError::TooLarge { bytes: bytes.len() });
     }
     let tx: VersionedTransaction = wire_options()
         .deserialize(bytes)
-        .map_err(|e| ScanError::malformed(format!("not a serialized transaction ({e})")))?;
-    tx.sanitize().map_err(|e| ScanError::malformed(format!("the message is inconsistent ({e})")))?;
+        .map_err(|e| TransactionError::malformed(format!("not a serialized transaction ({e})")))?;
+    tx.sanitize().map_err(|e| TransactionError::malformed(format!("the message is inconsistent ({e})")))?;
     let signed = tx.signatures.iter().any(|s| s.as_ref().iter().any(|&b| b != 0));
     let (version, lookups) = match &tx.message {
         VersionedMessage::Legacy(_) => (MessageVersion::Legacy, Vec::new()),
         VersionedMessage::V0(m) => (MessageVersion::V0, m.address_table_lookups.iter().map(table_lookup).collect()),
         VersionedMessage::V1(_) => {
-            return Err(ScanError::malformed("message version 1 is not supported (legacy and v0 are)".into()))
+            return Err(TransactionError::malformed("message version 1 is not supported (legacy and v0 are)".into()))
         }
     };
     let header = tx.message.header();
@@ -172,14 +172,14 @@ fn table_lookup(l: &solana_message::v0::MessageAddressTableLookup) -> TableLooku
 
 impl Parsed {
     /// The full account list, `tables[i]` holding the addresses of `lookups[i]`'s table.
-    pub fn resolve(&self, tables: &[Vec<Pubkey>]) -> Result<Resolved, ScanError> {
+    pub fn resolve(&self, tables: &[Vec<Pubkey>]) -> Result<Resolved, TransactionError> {
         let mut accounts: Vec<AccountRef> = (0..self.static_keys.len()).map(|i| self.static_ref(i)).collect();
         for writable in [true, false] {
             for (lookup, addresses) in self.lookups.iter().zip(tables) {
                 let indexes = if writable { &lookup.writable } else { &lookup.readonly };
                 for &index in indexes {
                     let address = *addresses.get(usize::from(index)).ok_or_else(|| {
-                        ScanError::malformed(format!(
+                        TransactionError::malformed(format!(
                             "lookup table {} has {} addresses; the message loads index {index}",
                             lookup.table,
                             addresses.len()
@@ -191,7 +191,7 @@ impl Parsed {
             }
         }
         if accounts.len() > usize::from(u8::MAX) + 1 {
-            return Err(ScanError::malformed(format!("the message loads {} accounts (256 at most)", accounts.len())));
+            return Err(TransactionError::malformed(format!("the message loads {} accounts (256 at most)", accounts.len())));
         }
         Ok(Resolved { accounts })
     }
@@ -213,4 +213,109 @@ pub fn lookup_table_addresses(data: &[u8]) -> Result<Vec<Pubkey>, String> {
     let table = solana_address_lookup_table_interface::state::AddressLookupTable::deserialize(data)
         .map_err(|e| format!("not an address lookup table ({e})"))?;
     Ok(table.addresses.iter().map(|a| Pubkey(a.to_bytes())).collect())
+}
+
+/// Any Solana SDK `Instruction` — of whichever crate version, the field names are the same —
+/// as `InstructionParts`.
+#[macro_export]
+macro_rules! instruction_parts {
+    ($ix:expr) => {{
+        let ix = $ix;
+        $crate::ledger::transaction::message::InstructionParts {
+            program: $crate::ledger::transaction::message::address(&ix.program_id),
+            metas: ix
+                .accounts
+                .iter()
+                .map(|m| ($crate::ledger::transaction::message::address(&m.pubkey), m.is_signer, m.is_writable))
+                .collect(),
+            data: ix.data,
+        }
+    }};
+}
+
+/// An SDK address (32 bytes by construction) as the service's `Pubkey`.
+pub fn address<A: AsRef<[u8]>>(sdk: &A) -> Pubkey {
+    let mut bytes = [0u8; 32];
+    let given = sdk.as_ref();
+    bytes[..given.len().min(32)].copy_from_slice(&given[..given.len().min(32)]);
+    Pubkey(bytes)
+}
+
+/// The service's `Pubkey` as an SDK address.
+pub fn sdk_address(key: &Pubkey) -> solana_address::Address {
+    solana_address::Address::new_from_array(key.0)
+}
+
+/// One instruction as plain parts: its program, its accounts with their signer and writable
+/// flags, and its data — what any SDK's `Instruction` holds, whatever its crate version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstructionParts {
+    pub program: Pubkey,
+    /// `(address, signer, writable)`, in instruction order.
+    pub metas: Vec<(Pubkey, bool, bool)>,
+    pub data: Vec<u8>,
+}
+
+/// The inverse of `parse`: `instructions` compiled into an unsigned legacy message (or a v0
+/// one without lookups) paid by `payer`, serialized with empty signatures. Accounts are in the
+/// order the runtime requires: the payer, the other signers (writable first), then the rest
+/// (writable first). For the dev tools (`xray ledger demo-tx`) and tests.
+pub fn compile(
+    payer: Pubkey,
+    instructions: &[InstructionParts],
+    recent_blockhash: [u8; 32],
+    v0: bool,
+) -> Result<Vec<u8>, String> {
+    use solana_message::compiled_instruction::CompiledInstruction;
+    use solana_message::MessageHeader;
+    let mut keys: Vec<(Pubkey, bool, bool)> = vec![(payer, true, true)];
+    for ix in instructions {
+        for &(k, signer, writable) in ix.metas.iter().chain([(ix.program, false, false)].iter()) {
+            match keys.iter_mut().find(|e| e.0 == k) {
+                Some(e) => {
+                    e.1 |= signer;
+                    e.2 |= writable;
+                }
+                None => keys.push((k, signer, writable)),
+            }
+        }
+    }
+    keys[1..].sort_by_key(|&(_, signer, writable)| (!signer, !writable));
+    let count = |f: fn(&(Pubkey, bool, bool)) -> bool| u8::try_from(keys.iter().filter(|e| f(e)).count());
+    let accounts_len = keys.len();
+    let too_many = |_: std::num::TryFromIntError| format!("{accounts_len} accounts: a message holds at most 256");
+    let header = MessageHeader {
+        num_required_signatures: count(|e| e.1).map_err(too_many)?,
+        num_readonly_signed_accounts: count(|e| e.1 && !e.2).map_err(too_many)?,
+        num_readonly_unsigned_accounts: count(|e| !e.1 && !e.2).map_err(too_many)?,
+    };
+    let index = |k: &Pubkey| -> Result<u8, String> {
+        let i = keys.iter().position(|e| e.0 == *k).unwrap_or(usize::MAX);
+        u8::try_from(i).map_err(too_many)
+    };
+    let mut compiled = Vec::with_capacity(instructions.len());
+    for ix in instructions {
+        let accounts = ix.metas.iter().map(|m| index(&m.0)).collect::<Result<_, _>>()?;
+        compiled.push(CompiledInstruction { program_id_index: index(&ix.program)?, accounts, data: ix.data.clone() });
+    }
+    let account_keys = keys.iter().map(|e| solana_address::Address::new_from_array(e.0 .0)).collect();
+    let recent_blockhash = solana_message::Hash::new_from_array(recent_blockhash);
+    let message = match v0 {
+        true => VersionedMessage::V0(solana_message::v0::Message {
+            header,
+            account_keys,
+            recent_blockhash,
+            instructions: compiled,
+            address_table_lookups: Vec::new(),
+        }),
+        false => VersionedMessage::Legacy(solana_message::legacy::Message {
+            header,
+            account_keys,
+            recent_blockhash,
+            instructions: compiled,
+        }),
+    };
+    let signatures = vec![Default::default(); usize::from(header.num_required_signatures)];
+    let tx = VersionedTransaction { signatures, message };
+    wire_options().serialize(&tx).map_err(|e| format!("the transaction does not serialize ({e})"))
 }

@@ -1,4 +1,4 @@
-//! Instruction data of the programs a scan understands, decoded into the ledger's domain
+//! Instruction data of the programs the service understands, decoded into the ledger's domain
 //! `Instruction` (the same `InstructionKind` the X-Ray engine reasons about), by the official
 //! interface crates: `solana-system-interface`, `spl-token-interface`,
 //! `spl-token-2022-interface`, `solana-stake-interface`, `spl-associated-token-account-interface`,
@@ -343,6 +343,28 @@ fn compute_budget(data: &[u8]) -> Decoded {
         B::SetComputeUnitPrice(_) => ("setComputeUnitPrice", K::Other),
         B::SetLoadedAccountsDataSizeLimit(_) => ("setLoadedAccountsDataSizeLimit", K::Other),
         B::Unused => return None,
+    })
+}
+
+/// What a Compute Budget instruction sets that the fee depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComputeBudgetSetting {
+    UnitLimit(u32),
+    /// Micro-lamports per compute unit.
+    UnitPrice(u64),
+    /// Heap frame, loaded data size: no bearing on the fee.
+    Other,
+}
+
+/// The setting a Compute Budget instruction's data makes, when it reads.
+pub fn compute_budget_setting(data: &[u8]) -> Option<ComputeBudgetSetting> {
+    use borsh::BorshDeserialize;
+    use solana_compute_budget_interface::ComputeBudgetInstruction as B;
+    Some(match B::try_from_slice(data).ok()? {
+        B::SetComputeUnitLimit(units) => ComputeBudgetSetting::UnitLimit(units),
+        B::SetComputeUnitPrice(price) => ComputeBudgetSetting::UnitPrice(price),
+        B::Unused => return None,
+        _ => ComputeBudgetSetting::Other,
     })
 }
 

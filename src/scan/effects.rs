@@ -1,0 +1,171 @@
+//! A signer's effects: what a transaction changes for the wallet that signs it, from the
+//! account states before and after it (`state::States`).
+//!
+//! Owns: `Effect` (each kind serialized as the answer's `effects[]` item) and `effects` (the
+//! diff). Pure; called on listener threads.
+//!
+//! Invariant: the diff is of states, not of instructions: whatever the runtime did (CPIs
+//! included) is in it, and nothing the instructions only claim. An account is the signer's
+//! when it is in either state (`AccountState::belongs_to`); its token holdings are what the
+//! signer owns before against what it owns after, so a token account given away counts as
+//! its whole balance lost.
+//! Invariant: the order is fixed — by kind (the enum's order), then by address as text — so
+//! the same states give byte-identical effects. Checked against LiteSVM (tests/litesvm).
+//! Deliberately absent: lamports of accounts other than the signer's own address (a nonce or
+//! stake account's balance is not spendable SOL; its creation or closing is listed).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::state::{AccountState, Held, States};
+use crate::pubkey::Pubkey;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Effect {
+    /// The signer's own SOL balance, fee included.
+    Sol { account: Pubkey, delta_lamports: i128 },
+    /// Tokens of one mint the signer owns, summed over its token accounts (a string: the sum of
+    /// u64 amounts does not fit a JSON number).
+    Token { mint: Pubkey, program: &'static str, delta: String, decimals: u8 },
+    AccountCreated { account: Pubkey, owner: Pubkey, lamports: u64 },
+    AccountClosed { account: Pubkey, lamports: u64 },
+    /// The program owning one of the signer's accounts changed (System `assign`).
+    AccountOwnerChange { account: Pubkey, from: Pubkey, to: Pubkey },
+    TokenOwnerChange { account: Pubkey, mint: Pubkey, from: Pubkey, to: Pubkey },
+    TokenDelegateChange { account: Pubkey, mint: Pubkey, from: Option<Pubkey>, to: Option<Pubkey>, amount: String },
+    TokenCloseAuthorityChange { account: Pubkey, mint: Pubkey, from: Option<Pubkey>, to: Option<Pubkey> },
+    NonceAuthorityChange { account: Pubkey, from: Pubkey, to: Pubkey },
+    StakeAuthorityChange { account: Pubkey, role: &'static str, from: Pubkey, to: Pubkey },
+}
+
+impl Effect {
+    /// Position of the kind in the answer's order.
+    fn rank(&self) -> u8 {
+        match self {
+            Effect::Sol { .. } => 0,
+            Effect::Token { .. } => 1,
+            Effect::AccountCreated { .. } => 2,
+            Effect::AccountClosed { .. } => 3,
+            Effect::AccountOwnerChange { .. } => 4,
+            Effect::TokenOwnerChange { .. } => 5,
+            Effect::TokenDelegateChange { .. } => 6,
+            Effect::TokenCloseAuthorityChange { .. } => 7,
+            Effect::NonceAuthorityChange { .. } => 8,
+            Effect::StakeAuthorityChange { .. } => 9,
+        }
+    }
+
+    /// The address it is sorted by within its kind (the mint for token holdings).
+    fn address(&self) -> &Pubkey {
+        match self {
+            Effect::Token { mint, .. } => mint,
+            Effect::Sol { account, .. }
+            | Effect::AccountCreated { account, .. }
+            | Effect::AccountClosed { account, .. }
+            | Effect::AccountOwnerChange { account, .. }
+            | Effect::TokenOwnerChange { account, .. }
+            | Effect::TokenDelegateChange { account, .. }
+            | Effect::TokenCloseAuthorityChange { account, .. }
+            | Effect::NonceAuthorityChange { account, .. }
+            | Effect::StakeAuthorityChange { account, .. } => account,
+        }
+    }
+}
+
+/// `signer`'s effects of going from `pre` to `post`.
+pub fn effects(signer: &Pubkey, pre: &States, post: &States) -> Vec<Effect> {
+    let mut out = Vec::new();
+    let lamports = |states: &States| states.get(signer).map_or(0, |a| a.lamports);
+    let delta = i128::from(lamports(post)) - i128::from(lamports(pre));
+    if delta != 0 {
+        out.push(Effect::Sol { account: *signer, delta_lamports: delta });
+    }
+    token_holdings(signer, pre, post, &mut out);
+    let mut touched: Vec<&Pubkey> = pre.keys().chain(post.keys()).collect();
+    touched.sort_unstable();
+    touched.dedup();
+    for address in touched {
+        let (before, after) = (pre.get(address), post.get(address));
+        let mine = |state: Option<&AccountState>| state.is_some_and(|s| s.belongs_to(address, signer));
+        if !mine(before) && !mine(after) {
+            continue;
+        }
+        match (before, after) {
+            (None, Some(a)) => out.push(Effect::AccountCreated { account: *address, owner: a.owner, lamports: a.lamports }),
+            (Some(b), None) => out.push(Effect::AccountClosed { account: *address, lamports: b.lamports }),
+            (Some(b), Some(a)) => changes(*address, b, a, &mut out),
+            (None, None) => {}
+        }
+    }
+    // Stable: two stake authority changes of one account keep staker before withdrawer.
+    out.sort_by_cached_key(|e| (e.rank(), e.address().to_string()));
+    out
+}
+
+/// Per mint: what the signer owns after, less what it owned before.
+fn token_holdings(signer: &Pubkey, pre: &States, post: &States, out: &mut Vec<Effect>) {
+    // mint → (program, decimals, before, after)
+    let mut by_mint: BTreeMap<Pubkey, (&'static str, u8, u128, u128)> = BTreeMap::new();
+    for (states, after) in [(pre, false), (post, true)] {
+        for state in states.values() {
+            let Held::Token(t) = &state.held else { continue };
+            if t.owner != *signer {
+                continue;
+            }
+            let entry = by_mint.entry(t.mint).or_insert((t.program.name(), t.decimals, 0, 0));
+            let side = if after { &mut entry.3 } else { &mut entry.2 };
+            *side += u128::from(t.amount);
+        }
+    }
+    for (mint, (program, decimals, before, after)) in by_mint {
+        if before != after {
+            let delta = i128::try_from(after).unwrap_or(i128::MAX) - i128::try_from(before).unwrap_or(i128::MAX);
+            out.push(Effect::Token { mint, program, delta: delta.to_string(), decimals });
+        }
+    }
+}
+
+/// What changed in one of the signer's accounts that exists before and after.
+fn changes(account: Pubkey, before: &AccountState, after: &AccountState, out: &mut Vec<Effect>) {
+    if before.owner != after.owner {
+        out.push(Effect::AccountOwnerChange { account, from: before.owner, to: after.owner });
+    }
+    match (&before.held, &after.held) {
+        (Held::Token(b), Held::Token(a)) => {
+            if b.owner != a.owner {
+                out.push(Effect::TokenOwnerChange { account, mint: a.mint, from: b.owner, to: a.owner });
+            }
+            if b.delegate != a.delegate || b.delegated_amount != a.delegated_amount {
+                out.push(Effect::TokenDelegateChange {
+                    account,
+                    mint: a.mint,
+                    from: b.delegate,
+                    to: a.delegate,
+                    amount: a.delegated_amount.to_string(),
+                });
+            }
+            if b.close_authority != a.close_authority {
+                out.push(Effect::TokenCloseAuthorityChange {
+                    account,
+                    mint: a.mint,
+                    from: b.close_authority,
+                    to: a.close_authority,
+                });
+            }
+        }
+        (Held::Nonce(b), Held::Nonce(a)) if b.authority != a.authority => {
+            out.push(Effect::NonceAuthorityChange { account, from: b.authority, to: a.authority });
+        }
+        (Held::Stake(b), Held::Stake(a)) => {
+            if b.staker != a.staker {
+                out.push(Effect::StakeAuthorityChange { account, role: "staker", from: b.staker, to: a.staker });
+            }
+            if b.withdrawer != a.withdrawer {
+                out.push(Effect::StakeAuthorityChange { account, role: "withdrawer", from: b.withdrawer, to: a.withdrawer });
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,85 @@
+//! Account states a scan compares: what an account holds before the transaction (the ledger's
+//! `getMultipleAccounts`) and after it (the simulation's post-state), read from the one wire
+//! format every source answers in (jsonParsed `UiAccount`) with the ledger model's readers.
+//!
+//! Owns: `AccountState`, `Held` and `States` (accounts by address). Pure; called on listener
+//! threads.
+//!
+//! Invariant: an account with 0 lamports does not exist (a closed account is reported by a
+//! node as 0 lamports, by the runtime as gone): `read` gives `None` for both.
+//! Deliberately absent: decoding account bytes (every source answers jsonParsed).
+
+use std::collections::BTreeMap;
+
+use crate::ledger::model::{MintInfo, NonceAccount, StakeAccount, TokenAccount};
+use crate::ledger::wire::UiAccount;
+use crate::pubkey::Pubkey;
+
+/// What an account is, as far as a signer's effects go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    Token(TokenAccount),
+    Mint(MintInfo),
+    Nonce(NonceAccount),
+    Stake(StakeAccount),
+    /// A wallet, or data the scan does not read.
+    Plain,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountState {
+    pub lamports: u64,
+    /// The program that owns it.
+    pub owner: Pubkey,
+    pub held: Held,
+}
+
+/// Existing accounts by address; an address absent here does not exist.
+pub type States = BTreeMap<Pubkey, AccountState>;
+
+/// `account` at `address`, or `None` when it does not exist; `Err` when its owner is not an
+/// address (the source is not speaking Solana).
+pub fn read(address: Pubkey, account: Option<&UiAccount>) -> Result<Option<AccountState>, String> {
+    let Some(account) = account.filter(|a| a.lamports > 0) else { return Ok(None) };
+    let owner = Pubkey::parse(&account.owner).map_err(|_| format!("account {address} has owner {:?}", account.owner))?;
+    let held = if let Some(t) = TokenAccount::from_wire(address, account) {
+        Held::Token(t)
+    } else if let Some(m) = MintInfo::from_wire(address, account) {
+        Held::Mint(m)
+    } else if let Some(n) = NonceAccount::from_wire(address, account) {
+        Held::Nonce(n)
+    } else if let Some(s) = StakeAccount::from_wire(address, account) {
+        Held::Stake(s)
+    } else {
+        Held::Plain
+    };
+    Ok(Some(AccountState { lamports: account.lamports, owner, held }))
+}
+
+/// The states of `addresses` from a source's answer (`accounts[i]` for `addresses[i]`).
+pub fn read_all(addresses: &[Pubkey], accounts: &[Option<UiAccount>]) -> Result<States, String> {
+    if accounts.len() != addresses.len() {
+        return Err(format!("{} accounts answered for {} addresses", accounts.len(), addresses.len()));
+    }
+    let mut states = States::new();
+    for (address, account) in addresses.iter().zip(accounts) {
+        if let Some(state) = read(*address, account.as_ref())? {
+            states.insert(*address, state);
+        }
+    }
+    Ok(states)
+}
+
+impl AccountState {
+    /// True when this account is `signer`'s: its own address, or a token account it owns, a
+    /// nonce account it is the authority of, a stake account it stakes or withdraws.
+    pub fn belongs_to(&self, address: &Pubkey, signer: &Pubkey) -> bool {
+        address == signer
+            || match &self.held {
+                Held::Token(t) => t.owner == *signer,
+                Held::Nonce(n) => n.authority == *signer,
+                Held::Stake(s) => s.staker == *signer || s.withdrawer == *signer,
+                Held::Mint(_) | Held::Plain => false,
+            }
+    }
+}
