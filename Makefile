@@ -1,7 +1,7 @@
 # Wallet X-Ray — the two commands a newcomer needs, and a few more.
 #   make run    build (release) and serve the API with the embedded demo ledger
-#   make test   install what is missing, then run every test (a smoke run of the harness,
-#               schemathesis against the real server, and the k6 flows' smoke run)
+#   make test   install what is missing, then run every test (the LiteSVM suite, a smoke run
+#               of the harness, schemathesis against the real server, and the k6 flows' smoke run)
 # System packages are installed only when missing (apt-get, as root or with sudo).
 
 CARGO_TARGET_DIR ?= /var/tmp/xray-target
@@ -25,6 +25,7 @@ run: build
 test: deps
 	cargo test --release --all-targets
 	cargo test --release --doc --quiet
+	bash tests/litesvm/run.sh
 	SMOKE=1 bash loadtest/max.sh
 	bash tests/schemathesis/run.sh
 	SMOKE=1 bash loadtest/flows.sh

@@ -169,3 +169,111 @@ fn changes(account: Pubkey, before: &AccountState, after: &AccountState, out: &m
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::model::{NonceAccount, StakeAccount, TokenAccount, TokenAccountState, TokenProgram};
+
+    fn key(n: u8) -> Pubkey {
+        Pubkey([n; 32])
+    }
+
+    const ME: u8 = 1;
+
+    fn wallet(lamports: u64) -> AccountState {
+        AccountState { lamports, owner: Pubkey::default(), held: Held::Plain }
+    }
+
+    fn token(address: u8, owner: u8, amount: u64, delegate: Option<u8>) -> AccountState {
+        let t = TokenAccount {
+            address: key(address),
+            mint: key(90),
+            owner: key(owner),
+            program: TokenProgram::Token,
+            amount,
+            decimals: 6,
+            delegate: delegate.map(key),
+            delegated_amount: if delegate.is_some() { u64::MAX } else { 0 },
+            close_authority: None,
+            state: TokenAccountState::Initialized,
+            is_native: false,
+            lamports: 2_039_280,
+            extensions: Vec::new(),
+        };
+        AccountState { lamports: 2_039_280, owner: key(80), held: Held::Token(t) }
+    }
+
+    fn states(list: Vec<(u8, AccountState)>) -> States {
+        list.into_iter().map(|(k, s)| (key(k), s)).collect()
+    }
+
+    #[test]
+    fn a_token_account_given_away_is_its_whole_balance_lost() {
+        let pre = states(vec![(ME, wallet(10_000)), (2, token(2, ME, 500, None))]);
+        let post = states(vec![(ME, wallet(5_000)), (2, token(2, 9, 500, None))]);
+        let got = effects(&key(ME), &pre, &post);
+        assert_eq!(
+            got,
+            [
+                Effect::Sol { account: key(ME), delta_lamports: -5_000 },
+                Effect::Token { mint: key(90), program: "spl-token", delta: "-500".into(), decimals: 6 },
+                Effect::TokenOwnerChange { account: key(2), mint: key(90), from: key(ME), to: key(9) },
+            ]
+        );
+    }
+
+    #[test]
+    fn approvals_closings_creations_and_authorities_are_listed_in_a_fixed_order() {
+        let nonce = |authority: u8| AccountState {
+            lamports: 1_447_680,
+            owner: Pubkey::default(),
+            held: Held::Nonce(NonceAccount { address: key(4), authority: key(authority), lamports: 1_447_680 }),
+        };
+        let stake = |staker: u8, withdrawer: u8| AccountState {
+            lamports: 5_000_000_000,
+            owner: key(81),
+            held: Held::Stake(StakeAccount {
+                address: key(5),
+                staker: key(staker),
+                withdrawer: key(withdrawer),
+                custodian: None,
+                lamports: 5_000_000_000,
+                voter: None,
+            }),
+        };
+        let pre = states(vec![
+            (ME, wallet(10_000)),
+            (2, token(2, ME, 0, None)),
+            (3, token(3, ME, 7, None)),
+            (4, nonce(ME)),
+            (5, stake(ME, ME)),
+        ]);
+        let post = states(vec![
+            (ME, wallet(10_000)),
+            (3, token(3, ME, 7, Some(8))),
+            (4, nonce(9)),
+            (5, stake(9, 9)),
+            (6, token(6, ME, 0, None)),
+        ]);
+        let kinds: Vec<&str> = effects(&key(ME), &pre, &post)
+            .iter()
+            .map(|e| match e {
+                Effect::AccountCreated { .. } => "created",
+                Effect::AccountClosed { .. } => "closed",
+                Effect::TokenDelegateChange { .. } => "delegate",
+                Effect::NonceAuthorityChange { .. } => "nonce",
+                Effect::StakeAuthorityChange { role, .. } => role,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["created", "closed", "delegate", "nonce", "staker", "withdrawer"]);
+    }
+
+    #[test]
+    fn accounts_of_others_and_unchanged_ones_give_nothing() {
+        let pre = states(vec![(ME, wallet(1)), (2, token(2, 9, 50, None))]);
+        let post = states(vec![(ME, wallet(1)), (2, token(2, 9, 10, Some(ME)))]);
+        assert_eq!(effects(&key(ME), &pre, &post), []);
+    }
+}

@@ -106,7 +106,7 @@ fn judge_one(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>, out: &mut Vec<Fi
             out.extend(token_authority_moved(ix, target, authority_type, new_authority.as_ref(), ctx))
         }
         K::TokenApprove { account, delegate, owner, amount, .. } if *owner == me => {
-            out.push(approval(ix, account, delegate, *amount, ctx))
+            out.push(approval(ix, account, delegate, *amount, tx, ctx))
         }
         K::NonceAuthorize { nonce, authority, new_authority } if *authority == me && *new_authority != me => {
             out.push(nonce_authorized_away(ix, nonce, new_authority, ctx))
@@ -117,7 +117,7 @@ fn judge_one(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>, out: &mut Vec<Fi
         K::StakeAuthorize { stake, authority, new_authority, authority_type }
             if *authority == me && *new_authority != me =>
         {
-            out.push(stake_authorized_away(ix, stake, new_authority, *authority_type, ctx))
+            out.push(stake_authorized_away(ix, stake, new_authority, *authority_type, tx, ctx))
         }
         K::SystemTransfer { from, to, lamports } if *from == me => {
             out.extend(transfer_to(ix, to, &format!("{lamports} lamports"), ctx))
@@ -211,7 +211,32 @@ fn token_authority_moved(
     })
 }
 
-fn approval(ix: &Instruction, account: &Pubkey, delegate: &Pubkey, amount: u64, ctx: &Context<'_>) -> Finding {
+/// True when an instruction of `tx` gives token account `account` another owner or closes
+/// it: after that, no signature of the wallet's can revoke anything on it.
+fn token_account_given_away(tx: &Decoded, account: &Pubkey) -> bool {
+    tx.instructions.iter().any(|ix| match &ix.kind {
+        K::TokenSetAuthority { target, authority_type: TokenAuthorityType::AccountOwner, .. } => target == account,
+        K::TokenCloseAccount { account: closed, .. } => closed == account,
+        _ => false,
+    })
+}
+
+/// True when an instruction of `tx` hands the withdrawer of `stake` to another key.
+fn stake_withdrawer_given_away(tx: &Decoded, stake: &Pubkey, signer: &Pubkey) -> bool {
+    tx.instructions.iter().any(|ix| {
+        matches!(&ix.kind, K::StakeAuthorize { stake: s, new_authority, authority_type: StakeAuthorityType::Withdrawer, .. }
+            if s == stake && new_authority != signer)
+    })
+}
+
+fn approval(
+    ix: &Instruction,
+    account: &Pubkey,
+    delegate: &Pubkey,
+    amount: u64,
+    tx: &Decoded,
+    ctx: &Context<'_>,
+) -> Finding {
     let unlimited = amount == u64::MAX;
     let never_seen = ctx.counterparties.is_some_and(|seen| !seen.contains(delegate));
     let severity = if is_bad(delegate, ctx.labels) || (unlimited && never_seen) {
@@ -223,7 +248,8 @@ fn approval(ix: &Instruction, account: &Pubkey, delegate: &Pubkey, amount: u64, 
     };
     let how_much = if unlimited { "an unlimited amount".to_owned() } else { format!("{amount} base units") };
     let seen = if never_seen { ", an address this wallet has never dealt with" } else { "" };
-    let program = TokenProgram::of(ix.program);
+    // Only a revoke the wallet can still sign: none once the transaction gives the account away.
+    let program = TokenProgram::of(ix.program).filter(|_| !token_account_given_away(tx, account));
     let revoke = program.map(|p| {
         fixes::token_revoke(p, account, &ctx.signer, format!("Revoke the delegation of token account {account}."))
     });
@@ -283,14 +309,16 @@ fn stake_authorized_away(
     stake: &Pubkey,
     new_authority: &Pubkey,
     which: StakeAuthorityType,
+    tx: &Decoded,
     ctx: &Context<'_>,
 ) -> Finding {
     let (role, severity) = match which {
         StakeAuthorityType::Withdrawer => ("withdrawer", Severity::Critical),
         StakeAuthorityType::Staker => ("staker", Severity::High),
     };
-    // A staker handed away can be taken back by the withdrawer, which the wallet still is.
-    let fix = (which == StakeAuthorityType::Staker).then(|| {
+    // A staker handed away can be taken back by the withdrawer — while the wallet still is it.
+    let fixable = which == StakeAuthorityType::Staker && !stake_withdrawer_given_away(tx, stake, &ctx.signer);
+    let fix = fixable.then(|| {
         let why = format!("Make the wallet the staker of stake account {stake} again (it is still the withdrawer).");
         fixes::stake_authorize(stake, &ctx.signer, &ctx.signer, StakeAuthority::Staker, None, why)
     });

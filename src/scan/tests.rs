@@ -252,3 +252,41 @@ fn a_v0_message_loads_its_accounts_from_lookup_tables() {
     assert!(matches!(decode(&parsed, &[vec![addr(60)]]), Err(TransactionError::Malformed(_))));
     assert!(message::lookup_table_addresses(&[1, 2, 3]).is_err());
 }
+
+#[test]
+fn a_fix_is_offered_only_while_the_wallet_can_still_sign_it() {
+    let (me, account, thief) = (addr(ME), addr(2), addr(3));
+    let approve = spl_token_interface::instruction::approve(
+        &token_id(),
+        &sdk_addr(&account),
+        &sdk_addr(&thief),
+        &sdk_addr(&me),
+        &[],
+        u64::MAX,
+    )
+    .expect("builds");
+    let give = spl_token_interface::instruction::set_authority(
+        &token_id(),
+        &sdk_addr(&account),
+        Some(&sdk_addr(&thief)),
+        spl_token_interface::instruction::AuthorityType::AccountOwner,
+        &sdk_addr(&me),
+        &[],
+    )
+    .expect("builds");
+    let (_, found) = judge(me, &[sdk!(approve.clone()), sdk!(give)]);
+    assert_eq!(found[0].kind, "token_approval");
+    assert!(found[0].fix_instructions.is_empty(), "the account is no longer the wallet's: {found:?}");
+    let (_, alone) = judge(me, &[sdk!(approve)]);
+    assert_eq!(alone[0].fix_instructions.len(), 1);
+
+    let stake = addr(4);
+    let authorize = |which| {
+        solana_stake_interface::instruction::authorize(&stake.0.into(), &me.0.into(), &thief.0.into(), which, None)
+    };
+    use solana_stake_interface::state::StakeAuthorize::{Staker, Withdrawer};
+    let (_, both) = judge(me, &[sdk!(authorize(Staker)), sdk!(authorize(Withdrawer))]);
+    assert!(both.iter().all(|f| f.fix_instructions.is_empty()), "{both:?}");
+    let (_, staker_only) = judge(me, &[sdk!(authorize(Staker))]);
+    assert_eq!(staker_only[0].fix_instructions.len(), 1);
+}

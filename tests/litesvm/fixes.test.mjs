@@ -2,13 +2,15 @@
 // (found at run time from `xray demo list` + `xray analyze`), the accounts the fixes name are read
 // from the demo ledger's JSON-RPC server (`xray ledger serve --ledger demo`, jsonParsed), recreated
 // in LiteSVM with their real byte layouts, and the fixes are executed there — signature checks off,
-// the wallet the fee payer — by the real System / SPL Token / Token-2022 / Stake programs. Each
-// must succeed and leave the exposure its signal names gone.
+// the wallet the fee payer — by the real System / SPL Token / Token-2022 / Stake programs (in a
+// LiteSVM of their own in a child process: fixrun.mjs says why). Each must succeed and leave the
+// exposure its signal names gone.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { LiteSVM, FailedTransactionMetadata } from "litesvm";
-import { PublicKey, Transaction, TransactionInstruction, LAMPORTS_PER_SOL } from "@solana/web3.js";
+import { LiteSVM } from "litesvm";
+import { LAMPORTS_PER_SOL } from "@solana/web3.js";
+import { runIsolated } from "./fixrun.mjs";
 import { startDemoRpc, xray, xrayJson, requireBinary } from "./procs.mjs";
 import { rpcResult } from "./shim.mjs";
 import { IDS, isTokenProgram, encodeFromUi, decodeTokenAccount, decodeNonce, decodeStake } from "./layouts.mjs";
@@ -249,27 +251,19 @@ async function runGroup(g) {
   const snapshot = () => {
     const m = new Map();
     for (const a of named.concat(mints)) m.set(a, rawAccount(svm, a));
-    return (a) => m.get(a) ?? rawAccount(svm, a);
+    return (a) => (m.has(a) ? m.get(a) : assert.fail(`${a} was not snapshotted`));
   };
   const pre = snapshot();
   const targets = checks.map((c) => c.targets[0]);
   const ctxFor = (signal, state) => ({ ...state, wallet, signal, targets, fee: FEE });
   for (const s of g.signals) EXPOSURE[s.kind].pre(ctxFor(s, { pre, post: pre }));
 
-  const tx = new Transaction({ feePayer: new PublicKey(wallet), recentBlockhash: svm.latestBlockhash() });
-  for (const ix of g.fixes) {
-    tx.add(new TransactionInstruction({
-      programId: new PublicKey(ix.programId),
-      keys: ix.accounts.map((a) => ({ pubkey: new PublicKey(a.pubkey), isSigner: a.isSigner, isWritable: a.isWritable })),
-      data: Buffer.from(bs58.decode(ix.data)),
-    }));
-  }
-  const wire = tx.serialize({ requireAllSignatures: false, verifySignatures: false });
-  const result = svm.inner.sendLegacyTransaction(wire);
-  if (result instanceof FailedTransactionMetadata) {
-    assert.fail(`${g.archetype.name} ${g.source}: the fix transaction failed: ${result.err().toString()}\n${result.meta().logs().join("\n")}`);
-  }
-  const post = snapshot();
+  // Executed in a LiteSVM of its own in a child process (fixrun.mjs: a failing instruction of
+  // some programs corrupts LiteSVM's process), over exactly the accounts recreated here.
+  const addresses = named.concat(mints);
+  const result = await runIsolated({ accounts: addresses.map((a) => [a, pre(a)]), feePayer: wallet, instructions: g.fixes, read: addresses });
+  if (!result.ok) assert.fail(`${g.archetype.name} ${g.source}: the fix transaction failed: ${result.err}\n${result.logs.join("\n")}`);
+  const post = (a) => (result.post.has(a) ? result.post.get(a) : assert.fail(`${a} was not read back`));
   for (const c of checks) c.post({ pre, post });
   for (const s of g.signals) EXPOSURE[s.kind].post(ctxFor(s, { pre, post }));
   return { recreated, instructions: checks.map((c) => c.name) };

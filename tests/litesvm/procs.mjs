@@ -58,9 +58,22 @@ export async function xrayJson(args, opts) {
   return parseJson(r.stdout);
 }
 
+// A long-running xray runs under a small bash watchdog: it ends xray when the test process is
+// gone, even when that process died without running its exit handlers (an abort), and passes a
+// SIGTERM on to it. Its exit status is xray's.
+const WATCHDOG = `"$@" & child=$!
+echo "xray-watchdog: pid $child" >&2
+trap 'kill -TERM $child 2>/dev/null; wait $child; exit $?' TERM INT
+while kill -0 "$WATCHED" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.3; done
+kill -0 $child 2>/dev/null && kill -TERM $child 2>/dev/null
+wait $child`;
+
 /** A long-running xray process; `out` and `err` accumulate its output. */
 export function startXray(args, { env } = {}) {
-  const child = spawn(requireBinary(), args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  const child = spawn("bash", ["-c", WATCHDOG, "xray-watchdog", requireBinary(), ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env, WATCHED: String(process.pid) },
+  });
   children.add(child);
   const proc = { child, out: "", err: "", args };
   child.stdout.on("data", (d) => (proc.out += d));
@@ -69,7 +82,12 @@ export function startXray(args, { env } = {}) {
   proc.stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      const t = setTimeout(() => {
+        // xray did not drain within 5 s: end it and its watchdog.
+        const pid = Number(/xray-watchdog: pid (\d+)/.exec(proc.err)?.[1]);
+        if (pid) try { process.kill(pid, "SIGKILL"); } catch {}
+        child.kill("SIGKILL");
+      }, 5000);
       await proc.exited;
       clearTimeout(t);
     }

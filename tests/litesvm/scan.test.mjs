@@ -11,12 +11,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { LiteSVM, FailedTransactionMetadata } from "litesvm";
-import { PublicKey, Transaction, TransactionInstruction } from "@solana/web3.js";
 import { CASES, ATTACKER } from "./cases.mjs";
 import { startShim } from "./shim.mjs";
 import { computeEffects, decimalsFrom, readSet, snapshot, wireOf, unsignedWire } from "./oracle.mjs";
 import { startXray, freePort, waitFor, requireBinary } from "./procs.mjs";
-import { parseJson, rawAccount, bs58 } from "./util.mjs";
+import { parseJson, rawAccount, setRawAccount } from "./util.mjs";
+import { runIsolated } from "./fixrun.mjs";
 import { decodeTokenAccount } from "./layouts.mjs";
 
 const SCAN_PATH = "/v1/developer/intelligence/transaction";
@@ -27,6 +27,8 @@ let base;
 let key;
 let dir;
 let missing = false;
+/** Cases the scan answered, with LiteSVM's state after executing them (for the fix test). */
+const scanned = [];
 
 before(async () => {
   requireBinary();
@@ -105,24 +107,20 @@ async function xrayOf(wallet) {
   }
 }
 
-/** Execute fix instructions in `svm`: signature checks off, the wallet pays. */
-function runFixes(svm, wallet, fixes) {
-  const tx = new Transaction({ feePayer: new PublicKey(wallet), recentBlockhash: svm.latestBlockhash() });
-  for (const ix of fixes) {
-    tx.add(new TransactionInstruction({
-      programId: new PublicKey(ix.programId),
-      keys: ix.accounts.map((a) => ({ pubkey: new PublicKey(a.pubkey), isSigner: a.isSigner, isWritable: a.isWritable })),
-      data: Buffer.from(bs58.decode(ix.data)),
-    }));
+/** Execute `fixes` on the current state of `svm` in a LiteSVM of their own (fixrun.mjs: a failing
+ *  stake instruction corrupts LiteSVM's process), signature checks off, `wallet` paying; the
+ *  accounts they name are written back into `svm` when they succeed. {ok, err, logs}. */
+async function runFixes(svm, wallet, fixes) {
+  const addresses = [...new Set([wallet, ...fixes.flatMap((ix) => ix.accounts.map((a) => a.pubkey))])];
+  const r = await runIsolated({ accounts: addresses.map((a) => [a, rawAccount(svm, a)]), feePayer: wallet, instructions: fixes, read: addresses });
+  if (r.ok) {
+    for (const [a, raw] of r.post) {
+      const before = rawAccount(svm, a);
+      if (before?.executable || a.startsWith("Sysvar")) continue;
+      setRawAccount(svm, a, raw ?? { lamports: 0n, owner: before?.owner ?? "11111111111111111111111111111111", data: Buffer.alloc(0), rentEpoch: 0n });
+    }
   }
-  const before = svm.inner.getSigverify();
-  svm.withSigverify(false);
-  try {
-    const r = svm.inner.sendLegacyTransaction(tx.serialize({ requireAllSignatures: false, verifySignatures: false }));
-    if (r instanceof FailedTransactionMetadata) assert.fail(`fix failed: ${r.err()}\n${r.meta().logs().join("\n")}`);
-  } finally {
-    svm.withSigverify(before);
-  }
+  return r;
 }
 
 // Works without the scan endpoint: the server's ledger client reads the shim's jsonParsed answers
@@ -149,7 +147,8 @@ test("xray analyzes LiteSVM state through the shim, and its fixes work there", {
     assert.equal(sig.facts.delegate, b.delegate.toBase58());
     assert.equal(sig.facts.delegatedAmount, "500");
     assert.ok(sig.fixInstructions?.length, "no fix instructions");
-    runFixes(b.svm, b.signer.toBase58(), sig.fixInstructions);
+    const fixed = await runFixes(b.svm, b.signer.toBase58(), sig.fixInstructions);
+    assert.ok(fixed.ok, `the revoke failed: ${fixed.err}\n${fixed.logs.join("\n")}`);
     const after = decodeTokenAccount(rawAccount(b.svm, b.account));
     assert.equal(after.delegate, null);
     const again = await xrayOf(b.signer.toBase58());
@@ -164,8 +163,8 @@ test("xray analyzes LiteSVM state through the shim, and its fixes work there", {
     assert.ok(sig, `no signal names nonce ${b.nonce.toBase58()}: ${(x.signals ?? []).map((s) => s.kind).join(", ")}`);
     t.diagnostic(`nonce signal: ${sig.kind}`);
     assert.ok(sig.fixInstructions?.length, `${sig.kind}: no fix instructions`);
-    b.svm.expireBlockhash();
-    runFixes(b.svm, b.signer.toBase58(), sig.fixInstructions);
+    const fixed = await runFixes(b.svm, b.signer.toBase58(), sig.fixInstructions);
+    assert.ok(fixed.ok, `the fix failed: ${fixed.err}\n${fixed.logs.join("\n")}`);
     const n = rawAccount(b.svm, b.nonce);
     assert.ok(!n || n.lamports === 0n, "the nonce account is still open after the fix");
   });
@@ -216,6 +215,30 @@ test("the scan endpoint agrees with LiteSVM on every case", { timeout: 120_000 }
       // (c) verdict
       assert.equal(data.verdict, c.verdict, `verdict (findings: ${describeFindings(findings)})`);
       assert.equal(data.simulation?.status, "ok", `simulation: ${JSON.stringify(data.simulation)}`);
+      scanned.push({ name: c.name, svm, signer, findings });
     });
   }
+});
+
+// Beyond the contract's (a)–(c): the scan's findings offer fixInstructions the signer can sign
+// later; after the transaction ran, each must work on the state it left (the fix-instruction loop
+// of Part A, for the scan).
+test("every finding's fixInstructions work on the state the transaction leaves", { timeout: 60_000 }, async (t) => {
+  if (missing) assert.fail(`scan endpoint missing: POST ${SCAN_PATH} answered 404`);
+  assert.ok(scanned.length > 0, "no case was scanned");
+  let fixes = 0;
+  for (const { name, svm, signer, findings } of scanned) {
+    for (const f of findings) {
+      if (!f.fixInstructions?.length) continue;
+      fixes++;
+      await t.test(`${name}: ${f.kind}@${f.instruction ?? "tx"}`, { timeout: 20_000 }, async () => {
+        for (const ix of f.fixInstructions) {
+          for (const a of ix.accounts) if (a.isSigner) assert.equal(a.pubkey, signer, `fix signer ${a.pubkey} is not the signer`);
+        }
+        const r = await runFixes(svm, signer, f.fixInstructions);
+        assert.ok(r.ok, `its fixInstructions (${f.fixInstructions.map((ix) => ix.description).join(" / ")}) fail after the transaction: ${r.err}\n${r.logs.join("\n")}`);
+      });
+    }
+  }
+  t.diagnostic(`${fixes} findings with fixInstructions`);
 });

@@ -235,7 +235,7 @@ export class Shim {
       const addresses = config.accounts.addresses ?? [];
       if (!Array.isArray(addresses)) throw invalidParams("Invalid params: accounts.addresses");
       const enc = config.accounts.encoding ?? "base64";
-      if (enc === "binary" || enc === "base58") throw invalidParams(`Invalid params: encoding ${enc} is not supported for simulation accounts`);
+      if (enc === "binary" || enc === "base58") throw invalidParams("base58 encoding not supported");
       accounts = addresses.map((a) => this.ui(addressParam(a), enc, post));
     }
     const rd = meta.returnData();

@@ -143,6 +143,7 @@ fn happy_path(driver: IoDriver) {
             remaining: 998,
             wallet_analysis: 1,
             comparison: 1,
+            transaction_scan: 0,
             refunded: 0,
             limited_requests: 0
         }

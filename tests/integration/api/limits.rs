@@ -128,6 +128,7 @@ fn quota_exhaustion_with_exact_usage() {
             remaining: 0,
             wallet_analysis: 1,
             comparison: 1,
+            transaction_scan: 0,
             refunded: 0,
             limited_requests: 0
         }

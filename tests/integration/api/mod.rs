@@ -8,6 +8,7 @@ mod idempotency;
 mod jobs;
 mod limits;
 mod openapi;
+mod scan;
 pub mod readme;
 mod scopes;
 pub mod serve_binary;

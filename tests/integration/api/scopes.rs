@@ -48,9 +48,15 @@ fn scope_matrix() {
         Endpoint { method: "GET", path: pair.poll_path(), body: None, needs: Some("analysis:read") },
         Endpoint { method: "GET", path: USAGE_PATH.into(), body: None, needs: Some("usage:read") },
         Endpoint { method: "GET", path: STATUS_PATH.into(), body: None, needs: None },
+        Endpoint {
+            method: "POST",
+            path: SCAN_PATH.into(),
+            body: Some(scan_body(&demo_tx("sol-transfer"), None)),
+            needs: Some("transaction:scan"),
+        },
     ];
-    // Every subset of the four scopes, the empty one included.
-    for mask in 0..16u32 {
+    // Every subset of the five scopes, the empty one included.
+    for mask in 0..32u32 {
         let granted: Vec<&str> =
             ALL_SCOPES.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, s)| *s).collect();
         let key = server.key(KeyOptions::scopes(&granted.join(",")).in_account(&owner.account));
@@ -59,7 +65,7 @@ fn scope_matrix() {
             let context = format!("{granted:?} → {} {}: {reply:?}", e.method, e.path);
             if e.needs.is_none_or(|scope| granted.contains(&scope)) {
                 // The work exists and is fresh: every granted call is a 200, POSTs included
-                // (deduplicated, so the matrix charges nothing).
+                // (deduplicated, so the owner is charged nothing; a scan charges its own key).
                 assert_eq!(reply.status, 200, "{context}");
             } else {
                 assert_error_details(&reply, 403, "INSUFFICIENT_SCOPE", &json!({"requiredScope": e.needs}));

@@ -32,6 +32,7 @@ pub const WALLET_PATH: &str = "/v1/developer/intelligence/wallet";
 pub const COMPARE_PATH: &str = "/v1/developer/intelligence/compare";
 pub const STATUS_PATH: &str = "/v1/developer/status";
 pub const USAGE_PATH: &str = "/v1/developer/usage";
+pub const SCAN_PATH: &str = "/v1/developer/intelligence/transaction";
 
 /// Every scope, in the order the status endpoint lists them.
 pub const ALL_SCOPES: [&str; 5] =
@@ -99,6 +100,20 @@ pub fn analysis_path(id: &str) -> String {
 
 pub fn comparison_path(pair_id: &str) -> String {
     format!("{API}/intelligence/comparison/{pair_id}")
+}
+
+/// The base64 transaction of a demo case (`xray ledger demo-tx <case>`).
+pub fn demo_tx(case: &str) -> String {
+    let rt = xray::ledger::runtime().expect("runtime");
+    rt.block_on(xray::devtools::demo_tx::build(case, xray::config::DEMO_SEED_DEFAULT)).expect("case builds")
+}
+
+/// A scan's body, for the fee payer or the named signer.
+pub fn scan_body(transaction: &str, signer: Option<&str>) -> String {
+    match signer {
+        Some(signer) => serde_json::json!({"transaction": transaction, "signer": signer}).to_string(),
+        None => serde_json::json!({"transaction": transaction}).to_string(),
+    }
 }
 
 pub fn wallet_body(wallet: &str) -> String {
@@ -558,6 +573,7 @@ pub struct Usage {
     pub remaining: u64,
     pub wallet_analysis: u64,
     pub comparison: u64,
+    pub transaction_scan: u64,
     pub refunded: u64,
     pub limited_requests: u64,
 }
@@ -572,6 +588,7 @@ impl Usage {
             remaining: n(&data["quota"]["remaining"]),
             wallet_analysis: n(&data["byOperation"]["walletAnalysis"]),
             comparison: n(&data["byOperation"]["comparison"]),
+            transaction_scan: n(&data["byOperation"]["transactionScan"]),
             refunded: n(&data["refunded"]),
             limited_requests: n(&data["rateLimit"]["limitedRequests"]),
         }

@@ -1,0 +1,201 @@
+//! The pre-sign transaction scan over real loopback HTTP (`POST …/intelligence/transaction`):
+//! every demo case (`xray ledger demo-tx`) judged and simulated by the demo ledger and — the
+//! same transactions — through the local JSON-RPC server, whose `simulateTransaction` the
+//! rpc source calls; byte-identical answers; every refusal with its code, charged nothing;
+//! one quota unit per answered scan, counted apart in `byOperation`.
+
+use serde_json::json;
+use xray::config::{SourceSpec, TRANSACTION_BYTES_MAX};
+
+use super::support::*;
+
+fn scan(server: &TestServer, key: &str, body: &str) -> Reply {
+    post(server.addr, SCAN_PATH, key, body)
+}
+
+/// `(kind, instruction)` of every finding.
+fn findings(reply: &Reply) -> Vec<(String, Option<u64>)> {
+    let list = reply.data()["findings"].as_array().unwrap_or_else(|| panic!("findings: {reply:?}"));
+    list.iter().map(|f| (f["kind"].as_str().expect("kind").to_owned(), f["instruction"].as_u64())).collect()
+}
+
+fn effect_kinds(reply: &Reply) -> Vec<String> {
+    let list = reply.data()["effects"].as_array().unwrap_or_else(|| panic!("effects: {reply:?}"));
+    list.iter().map(|e| e["kind"].as_str().expect("kind").to_owned()).collect()
+}
+
+/// `(case, verdict, findings, effect kinds)` the demo ledger must give.
+fn expected() -> Vec<(&'static str, &'static str, Vec<(&'static str, Option<u64>)>, Vec<&'static str>)> {
+    vec![
+        ("sol-transfer", "benign", vec![], vec!["sol"]),
+        ("token-transfer", "benign", vec![], vec!["sol", "token"]),
+        ("approve", "warning", vec![("token_approval", Some(0))], vec!["sol", "token_delegate_change"]),
+        ("revoke", "benign", vec![], vec!["sol", "token_delegate_change"]),
+        ("set-owner", "malicious", vec![("token_owner_change", Some(0))], vec!["sol", "token", "token_owner_change"]),
+        (
+            "close-authority",
+            "warning",
+            vec![("token_close_authority_change", Some(0))],
+            vec!["sol", "token_close_authority_change"],
+        ),
+        ("assign", "malicious", vec![("wallet_assign", Some(0))], vec!["sol", "account_owner_change"]),
+        ("nonce-authorize", "malicious", vec![("nonce_authority_change", Some(0))], vec!["sol", "nonce_authority_change"]),
+        ("durable-nonce", "warning", vec![("durable_nonce", None)], vec!["sol"]),
+        ("nonce-withdraw", "warning", vec![("nonce_withdraw", Some(0))], vec!["sol"]),
+        (
+            "drain",
+            "malicious",
+            vec![("token_approval", Some(0)), ("token_owner_change", Some(1)), ("flagged_recipient", Some(2))],
+            vec!["sol", "token", "token_owner_change"],
+        ),
+    ]
+}
+
+/// Every case through `server`: the verdict, the findings naming their instructions, the
+/// effects, a simulation that ran; the same request answers the same bytes.
+fn check_cases(server: &TestServer, key: &str) -> Vec<Vec<u8>> {
+    let mut answers = Vec::new();
+    for (case, verdict, kinds, effects) in expected() {
+        let body = scan_body(&demo_tx(case), None);
+        let reply = scan(server, key, &body);
+        assert_eq!(reply.status, 200, "{case}: {reply:?}");
+        let data = reply.data();
+        assert_eq!(data["verdict"], verdict, "{case}: {reply:?}");
+        let want: Vec<(String, Option<u64>)> = kinds.iter().map(|(k, i)| (k.to_string(), *i)).collect();
+        assert_eq!(findings(&reply), want, "{case}");
+        assert_eq!(effect_kinds(&reply), effects, "{case}: {reply:?}");
+        assert_eq!(data["simulation"]["status"], "ok", "{case}: {reply:?}");
+        assert_eq!(data["engineVersions"]["scan"], "1.0.0");
+        // The fee (and every SOL movement) is the signer's: 5,000 lamports per signature.
+        let sol = data["effects"][0]["deltaLamports"].as_i64().expect("sol delta");
+        assert!(sol <= -5_000, "{case}: {sol}");
+        let again = scan(server, key, &body);
+        assert_eq!(again.raw_body, reply.raw_body, "{case}: the same scan answers the same bytes");
+        answers.push(reply.raw_body);
+    }
+    answers
+}
+
+#[test]
+fn every_demo_case_is_judged_simulated_and_answered_byte_identically() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    check_cases(&server, &key.secret);
+    let usage = server.usage(&key.secret);
+    let scans = 2 * expected().len() as u64;
+    assert_eq!((usage.used, usage.transaction_scan, usage.wallet_analysis), (scans, scans, 0), "{usage:?}");
+}
+
+#[test]
+fn the_rpc_source_simulates_through_the_node_and_answers_as_the_demo_does() {
+    // The same transactions through the local JSON-RPC server (its simulateTransaction is the
+    // demo executor): pre-state and simulation over the wire give the demo's own answers.
+    let direct = serve(|_| {});
+    let direct_key = direct.key(KeyOptions::default());
+    let over_rpc = serve_rpc(Default::default(), |_| {});
+    let rpc_key = over_rpc.key(KeyOptions::default());
+    let one = check_cases(&direct, &direct_key.secret);
+    let two = check_cases(&over_rpc, &rpc_key.secret);
+    assert_eq!(one, two, "the rpc source answers byte for byte as the demo source");
+}
+
+#[test]
+fn the_effects_of_a_drain_name_what_leaves_the_signer() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let reply = scan(&server, &key.secret, &scan_body(&demo_tx("drain"), None));
+    let data = reply.data();
+    assert_eq!(data["signer"], CLEAN);
+    let effects = data["effects"].as_array().expect("effects");
+    // 90 % of the wallet's SOL plus the fee; every DUSD token it held; the account's new owner.
+    let sol = effects[0]["deltaLamports"].as_i64().expect("delta");
+    assert!(sol < -1_000_000_000, "{sol}");
+    assert_eq!(effects[1]["mint"], TOKEN_MINT);
+    assert!(effects[1]["delta"].as_str().expect("delta").starts_with('-'), "{reply:?}");
+    assert_eq!(effects[2]["account"], TOKEN_ACCOUNT);
+    assert_eq!(effects[2]["from"], CLEAN);
+    let drainer = &data["findings"][2];
+    assert_eq!((drainer["severity"].as_str(), drainer["instruction"].as_u64()), (Some("critical"), Some(2)));
+    // Each instruction decoded, in order.
+    let types: Vec<&str> = data["instructions"].as_array().expect("list").iter().map(|i| i["type"].as_str().expect("type")).collect();
+    assert_eq!(types, ["approve", "setAuthority", "transfer"]);
+    assert_eq!(data["transaction"]["version"], "legacy");
+    assert_eq!(data["transaction"]["signed"], false);
+}
+
+#[test]
+fn a_snapshot_source_skips_the_simulation_and_keeps_the_findings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = xray::ledger::runtime().expect("runtime");
+    let snapshot = dir.path().join("demo");
+    rt.block_on(xray::devtools::recorder::export_demo(xray::config::DEMO_SEED_DEFAULT, 0, &snapshot)).expect("exported");
+    let server = serve(|c| c.ledger = SourceSpec::Snapshot { dir: snapshot });
+    let key = server.key(KeyOptions::default());
+    let reply = scan(&server, &key.secret, &scan_body(&demo_tx("set-owner"), None));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.data()["simulation"]["status"], "skipped", "{reply:?}");
+    assert!(reply.data()["simulation"]["reason"].as_str().is_some_and(|r| r.contains("snapshot")), "{reply:?}");
+    assert_eq!(reply.data()["effects"], json!([]));
+    assert_eq!(findings(&reply), [("token_owner_change".to_owned(), Some(0))]);
+    assert_eq!(reply.data()["verdict"], "malicious");
+}
+
+#[test]
+fn bad_transactions_are_refused_with_their_own_code_and_charged_nothing() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let good = demo_tx("sol-transfer");
+    let bytes = base64_decode(&good);
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    let cases: Vec<(String, u16, &str, &str, &str)> = vec![
+        (scan_body("not base64!", None), 400, "INVALID_TRANSACTION", "transaction", "base64"),
+        (scan_body(&base64_encode(&vec![1u8; TRANSACTION_BYTES_MAX + 1]), None), 400, "INVALID_TRANSACTION", "transaction", "1232"),
+        (scan_body(&base64_encode(&bytes[..bytes.len() - 3]), None), 400, "INVALID_TRANSACTION", "transaction", "serialized"),
+        (scan_body(&base64_encode(&trailing), None), 400, "INVALID_TRANSACTION", "transaction", "serialized"),
+        (scan_body("", None), 400, "INVALID_TRANSACTION", "transaction", "serialized"),
+        (json!({"transaction": 5}).to_string(), 400, "INVALID_REQUEST", "transaction", "base64"),
+        (json!({}).to_string(), 400, "INVALID_REQUEST", "transaction", "transaction"),
+        (scan_body(&good, Some("nope")), 400, "INVALID_ADDRESS", "signer", "signer"),
+        (scan_body(&good, Some(SYBIL_A)), 400, "INVALID_REQUEST", "signer", SYBIL_A),
+    ];
+    for (body, status, code, field, says) in cases {
+        let reply = scan(&server, &key.secret, &body);
+        assert_error_details(&reply, status, code, &json!({"field": field}));
+        let message = reply.error()["message"].as_str().expect("message");
+        assert!(message.contains(says), "{body}: {message:?} should say {says:?}");
+    }
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (0, 0, 0), "{usage:?}");
+    // The signer named explicitly, when it signs, is the one the scan is for.
+    let reply = scan(&server, &key.secret, &scan_body(&good, Some(CLEAN)));
+    assert_eq!((reply.status, reply.data()["signer"].as_str()), (200, Some(CLEAN)), "{reply:?}");
+}
+
+#[test]
+fn a_scan_is_one_unit_and_the_quota_refuses_past_it() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions { quota: 2, ..KeyOptions::default() });
+    let body = scan_body(&demo_tx("approve"), None);
+    for _ in 0..2 {
+        assert_eq!(scan(&server, &key.secret, &body).status, 200);
+    }
+    let refused = scan(&server, &key.secret, &body);
+    assert_error_details(&refused, 429, "QUOTA_EXHAUSTED", &json!({"limit": 2, "used": 2}));
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.remaining, usage.transaction_scan), (2, 0, 2), "{usage:?}");
+    // A key without the scope is refused before anything else.
+    let reader = server.key(KeyOptions::scopes("analysis:read"));
+    assert_error_details(&scan(&server, &reader.secret, &body), 403, "INSUFFICIENT_SCOPE", &json!({"requiredScope": "transaction:scan"}));
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).expect("base64")
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
