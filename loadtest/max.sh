@@ -6,37 +6,54 @@
 #
 #   bash loadtest/max.sh            # ROUNDS=3 alternations of DURATION=4s each
 #   SMOKE=1 bash loadtest/max.sh    # one 1 s alternation per endpoint (CI: the harness runs)
+#   XRAY_BIN_DIR=DIR bash loadtest/max.sh   # DIR/xray, DIR/examples/{bare,openload} as built
+#                                           # (copied aside, say): no cargo build
 #
 # Server and reference run one listener thread pinned to core 0, wrk one thread pinned to
 # core 1 (where the machine has two cores; otherwise unpinned, and the figures say so).
-# Environment: ROUNDS [3], DURATION [4s], CONNECTIONS [64], PORT_BASE [18400].
+# Environment: ROUNDS [3], DURATION [4s], CONNECTIONS [64], PORT_BASE [18400], XRAY_BIN_DIR,
+# SCAN_LATENCY_MS [50], SCAN_RPC_CONNECTIONS [8], SCAN_RPC_OPEN_DURATION_S [30; smoke: 2].
 # What is measured, on which server:
 #   main   `xray serve`, demo ledger, 1 listener + 1 compute thread, queue 1 Mi: healthz,
 #          status, usage, READY polls, POST answered by a fresh READY result, POST creating
 #          durable work (refresh: true), 401, 403, 404, 429 RATE_LIMITED;
 #   slow   `xray serve` over a local JSON-RPC server that answers after 60 s, queue 1 and one
 #          job in flight, so jobs stay live (a fresh instance per row): poll of a live job, POST
-#          deduplicated onto it, 503 SERVICE_BUSY.
+#          deduplicated onto it, 503 SERVICE_BUSY;
+#   scan   the pre-sign scan (POST …/intelligence/transaction, a key of scope transaction:scan
+#          only, rate limit 1 M/s, 1e9 quota units: nothing a run sends is throttled, and the run
+#          fails if any scan is answered other than 200) on `main` — its upstream reads on the
+#          scan lane thread, in process (demo source) — of a malicious (`xray ledger demo-tx
+#          drain`) and a benign (`sol-transfer`) transaction; and the drain on `scanrpc`, an
+#          `xray serve` whose ledger is a local JSON-RPC server answering after SCAN_LATENCY_MS
+#          [50] ms, closed loop on SCAN_RPC_CONNECTIONS [8] connections (the ceiling is the RPC
+#          source's 4 HTTP requests in flight, ~40 scans/s at 50 ms, not the listener).
 # Then the open model: examples/openload.rs (constant arrival rate, latency from each request's
 # scheduled instant, so no coordinated omission; k6 on one core tops out near 6-8k req/s here,
 # far below half of what the server serves) offers 50 % of the measured maximum of status and
 # of a READY poll for OPEN_DURATION_S [10; smoke: 2] seconds, to the endpoint and to the
 # reference alike, and reports p50 / p99 / p99.9 and the requests it dropped (more than
-# OPEN_BACKLOG_MAX [1024] already waiting for a connection).
+# OPEN_BACKLOG_MAX [1024] already waiting for a connection); the same for the scan of the
+# drain on the demo source, and (endpoint only) on the 50 ms JSON-RPC source at half its
+# ceiling for SCAN_RPC_OPEN_DURATION_S, with how many of those scans' simulations the upstream
+# answered in time (a read past 1.5 s is answered 200 `timed_out`: such a run fails).
 # Bounded: every wrk and openload run is DURATION / OPEN_DURATION_S long; every server is
 # stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export XRAY_LOG=${XRAY_LOG:-warn}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/xray-target}
-if [ -n "${SMOKE:-}" ]; then ROUNDS=1; DURATION=1s; OPEN_DURATION_S=2; fi
+if [ -n "${SMOKE:-}" ]; then ROUNDS=1; DURATION=1s; OPEN_DURATION_S=2; SCAN_RPC_OPEN_DURATION_S=2; fi
+SCAN_LATENCY_MS=${SCAN_LATENCY_MS:-50}
+SCAN_RPC_CONNECTIONS=${SCAN_RPC_CONNECTIONS:-8}
+SCAN_RPC_OPEN_DURATION_S=${SCAN_RPC_OPEN_DURATION_S:-30}
 OPEN_DURATION_S=${OPEN_DURATION_S:-10}
 OPEN_BACKLOG_MAX=${OPEN_BACKLOG_MAX:-1024}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-4s}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT_BASE=${PORT_BASE:-18400}
-BIN="$CARGO_TARGET_DIR/release"
+BIN=${XRAY_BIN_DIR:-$CARGO_TARGET_DIR/release}
 . loadtest/lib.sh   # WORK, PIDS (stopped on exit), pinning and the wrk helpers
 
 if ! command -v wrk >/dev/null; then
@@ -44,7 +61,7 @@ if ! command -v wrk >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
 fi
-cargo build --release --bins --example bare --example openload >&2
+if [ -z "${XRAY_BIN_DIR:-}" ]; then cargo build --release --bins --example bare --example openload >&2; fi
 
 
 declare -A PORT_PID
@@ -116,11 +133,15 @@ API="http://127.0.0.1:$MAIN/v1/developer"
 start_xray main "$MAIN" $((MAIN + 1)) --ledger demo --queue-capacity 1048576 --live-jobs-per-account-max 2097152 --ip-failures-per-s 1000000
 MAIN_PID=${PIDS[-1]}
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-# Requests the main server answered so far (its own counter, all routes and statuses).
-served() {
-  curl -s "http://127.0.0.1:$((MAIN + 1))/metrics" -H "Authorization: Bearer $(cat "$WORK/main/admin.token")" |
-    awk '/^xray_http_requests_total/ { n += $NF } END { printf "%d", n }'
+# metric_sum NAME ADMIN_PORT PREFIX [MUST [MUST_NOT]]: the sum of the /metrics samples of server
+# NAME (data dir $WORK/NAME) whose line starts with PREFIX, contains MUST and not MUST_NOT.
+metric_sum() {
+  curl -s "http://127.0.0.1:$2/metrics" -H "Authorization: Bearer $(cat "$WORK/$1/admin.token")" |
+    awk -v p="$3" -v m="${4:-}" -v x="${5:-}" \
+      'index($0, p) == 1 && index($0, m) && !(x != "" && index($0, x)) { n += $NF } END { printf "%d", n }'
 }
+# Requests the main server answered so far (its own counter, all routes and statuses).
+served() { metric_sum main $((MAIN + 1)) xray_http_requests_total; }
 RSS_IDLE_KB=$(rss_kb "$MAIN_PID")
 ALL=wallet:analyze,wallet:compare,analysis:read,usage:read
 KEY=$(new_key "$WORK/main" "$ALL" 1000000 1000000)
@@ -178,11 +199,38 @@ curl -s -o /dev/null "$API/status" -H "Authorization: Bearer $SLOWKEY" # spends 
 measure "429 RATE_LIMITED" 429 GET "$API/status" "$SLOWKEY"
 fresh_slow_server
 measure "503 SERVICE_BUSY" 503 POST "$SAPI/intelligence/wallet" "$SKEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
-# open_row NAME URL KEY RATE: one open-model run; prints its table row.
+
+# The scan. Its key may scan only; its rate limit and quota are far above what a run sends
+# (about 10^5 scans a full run; each 200 charges one unit, durably), and every answer that is
+# not 200 is counted from the server's own metrics below, so a throttled row cannot pass.
+SCANKEY=$(new_key "$WORK/main" transaction:scan 1000000 1000000)
+scan_body() { printf '{"transaction":"%s"}' "$("$BIN/xray" ledger demo-tx "$1")"; }
+DRAIN=$(scan_body drain); BENIGN=$(scan_body sol-transfer)
+SCAN_PATH=/v1/developer/intelligence/transaction
+measure "POST scan (drain: malicious)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$DRAIN"
+measure "POST scan (sol-transfer: benign)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$BENIGN"
+# The scan over JSON-RPC: the local server answers every call after SCAN_LATENCY_MS. The RPC
+# source sends at most 4 HTTP requests at once and a scan makes two (pre-state, simulation,
+# concurrently), so SCAN_RPC_CONNECTIONS keep it saturated without a scan waiting past the
+# 1.5 s upstream timeout (64 would hold scans ~1.5 s in that queue: answered 200 `timed_out`,
+# without effects, and cheap to make).
+SCAN_RPC=$((PORT_BASE + 5)); SCAN_SRV=$((PORT_BASE + 6))
+$SERVER_CPU "$BIN/xray" ledger serve --ledger demo --listen "127.0.0.1:$SCAN_RPC" --latency-ms "$SCAN_LATENCY_MS" \
+  2>/dev/null &
+PIDS+=($!)
+wait_http "http://127.0.0.1:$SCAN_RPC/"
+start_xray scanrpc "$SCAN_SRV" $((SCAN_SRV + 1)) --ledger "rpc:http://127.0.0.1:$SCAN_RPC"
+RPCKEY=$(new_key "$WORK/scanrpc" transaction:scan 1000000 1000000)
+SCAN_RPC_ROW="POST scan (drain), rpc +${SCAN_LATENCY_MS} ms"
+CONNECTIONS=$SCAN_RPC_CONNECTIONS measure "$SCAN_RPC_ROW, c$SCAN_RPC_CONNECTIONS" 200 POST \
+  "http://127.0.0.1:$SCAN_SRV$SCAN_PATH" "$RPCKEY" "$DRAIN"
+# open_row NAME URL KEY RATE [BODY [DURATION_S]]: one open-model run (a POST of BODY when
+# given, else a GET); prints its table row.
 open_row() {
-  local auth=(); [ -n "$3" ] && auth=(--header "Authorization: Bearer $3")
-  $LOAD_CPU "$BIN/examples/openload" --url "$2" "${auth[@]}" --rate "$4" --duration-s "$OPEN_DURATION_S" \
-    --connections "$CONNECTIONS" --backlog-max "$OPEN_BACKLOG_MAX" >"$WORK/open.json"
+  local auth=() post=(); [ -n "$3" ] && auth=(--header "Authorization: Bearer $3")
+  [ -n "${5:-}" ] && post=(--method POST --header "Content-Type: application/json" --body "$5")
+  $LOAD_CPU "$BIN/examples/openload" --url "$2" "${auth[@]}" "${post[@]}" --rate "$4" \
+    --duration-s "${6:-$OPEN_DURATION_S}" --connections "$CONNECTIONS" --backlog-max "$OPEN_BACKLOG_MAX" >"$WORK/open.json"
   python3 - "$WORK/open.json" "$1" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -191,20 +239,43 @@ print(f"| {sys.argv[2]:<30} | {m['offered_per_s']:>9} | {m['served_per_s']:>9.1f
 PY
 }
 
-# open_model NAME BASE PATH KEY: half of NAME's measured maximum, against the endpoint
-# and against the reference answering the same bytes at the same rate: where the reference
-# drops iterations too, the generator (not the server) is the limit.
+# open_model NAME BASE PATH KEY [BODY]: half of NAME's measured maximum, against the endpoint
+# and against the reference answering the same bytes at the same rate (a GET, as in the
+# saturation rows): where the reference drops iterations too, the generator (not the server)
+# is the limit.
 OPEN_ROWS=()
 open_model() {
   local rate; rate=$(awk -v r="${MAX_RPS[$1]}" 'BEGIN { printf "%d", r / 2 }')
   reference "${BODY_BYTES[$1]}"
   OPEN_ROWS+=("$(open_row "bare, ${BODY_BYTES[$1]} bytes" "http://127.0.0.1:$BARE_PORT/" "" "$rate")")
-  OPEN_ROWS+=("$(open_row "$1" "$2$3" "$4" "$rate")")
+  OPEN_ROWS+=("$(open_row "$1" "$2$3" "$4" "$rate" "${5:-}")")
 }
 open_model "GET status" "http://127.0.0.1:$MAIN" /v1/developer/status "$KEY"
 open_model "GET analysis (READY)" "http://127.0.0.1:$MAIN" "/v1/developer/intelligence/analysis/$AN" "$KEY"
 open_model "GET usage" "http://127.0.0.1:$MAIN" /v1/developer/usage "$KEY"
 open_model "GET comparison (READY)" "http://127.0.0.1:$MAIN" "/v1/developer/intelligence/comparison/$PAIR" "$KEY"
+open_model "POST scan (drain: malicious)" "http://127.0.0.1:$MAIN" "$SCAN_PATH" "$SCANKEY" "$DRAIN"
+# Over JSON-RPC, the endpoint alone (a reference answering at ~20/s says nothing), for longer
+# (at ~20 scans/s, 10 s would put the p99.9 on the 10th-worst of 200). The upstream's answers
+# are counted from the server's metrics around the run: a read that timed out is not counted.
+rpc_calls() { metric_sum scanrpc $((SCAN_SRV + 1)) "xray_ledger_calls_total{method=\"$1\",outcome=\"ok\"}"; }
+rpc_scans() { metric_sum scanrpc $((SCAN_SRV + 1)) xray_http_requests_total 'route="transaction"'; }
+SCANS0=$(rpc_scans); SIMS0=$(rpc_calls simulateTransaction); PRES0=$(rpc_calls getMultipleAccounts)
+SCAN_RPC_RATE=$(awk -v r="${MAX_RPS["$SCAN_RPC_ROW, c$SCAN_RPC_CONNECTIONS"]}" 'BEGIN { r = int(r / 2); print (r < 1 ? 1 : r) }')
+OPEN_ROWS+=("$(open_row "$SCAN_RPC_ROW" "http://127.0.0.1:$SCAN_SRV$SCAN_PATH" "$RPCKEY" "$SCAN_RPC_RATE" "$DRAIN" \
+  "$SCAN_RPC_OPEN_DURATION_S")")
+SCANS=$(( $(rpc_scans) - SCANS0 )); SIMS=$(( $(rpc_calls simulateTransaction) - SIMS0 ))
+PRES=$(( $(rpc_calls getMultipleAccounts) - PRES0 ))
+# Over the server's life (its saturation row too): a scan whose reads timed out is not counted.
+[ "$(rpc_calls simulateTransaction)" -eq "$(rpc_scans)" ] && [ "$(rpc_calls getMultipleAccounts)" -eq "$(rpc_scans)" ] ||
+  WRONG+=("scan over rpc: of $(rpc_scans) scans, $(rpc_calls simulateTransaction) simulations and" \
+    "$(rpc_calls getMultipleAccounts) pre-states answered in time")
+# Every scan of both servers was answered 200 (never 429 or 503, which are cheap to make).
+for name in main scanrpc; do
+  admin=$((MAIN + 1)); [ "$name" = main ] || admin=$((SCAN_SRV + 1))
+  refused=$(metric_sum "$name" "$admin" xray_http_requests_total 'route="transaction"' 'status="200"')
+  [ "$refused" -eq 0 ] || WRONG+=("scan on $name: $refused answers other than 200")
+done
 
 RSS_LOADED_KB=$(rss_kb "$MAIN_PID"); SERVED=$(served)
 
@@ -231,6 +302,9 @@ echo
 echo "| server                         | offered/s | served/s | p50 ms | p99 ms | p99.9 ms | dropped | errors |"
 echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${OPEN_ROWS[@]}"
+echo
+echo "Scan over JSON-RPC (+${SCAN_LATENCY_MS} ms), open model at ${SCAN_RPC_RATE}/s: $SCANS scans answered; the upstream"
+echo "answered $SIMS simulations and $PRES pre-state reads of them in time."
 echo
 echo "Memory of the main server (VmRSS): ${RSS_IDLE_KB} KiB idle after start, ${RSS_LOADED_KB} KiB after serving"
 echo "$SERVED requests (every row above but the last; that row's jobs are real work still draining)."

@@ -778,7 +778,10 @@ fn run(command: Command) -> Result<(), String> {
             crate::eligibility::check_pair(&wallet_a, &wallet_b).map_err(|e| format!("INVALID_REQUEST: {e}"))?;
             run_job(&JobSpec::Comparison { wallet_a, wallet_b, reuse: [None, None] }, &ledger, &labels, pretty)
         }
-        Command::Signals { markdown: true } => write_stdout(crate::engine::signals::catalogue_markdown().as_bytes()),
+        Command::Signals { markdown: true } => {
+            let whole = crate::engine::signals::catalogue_markdown() + &crate::scan::catalogue::catalogue_markdown();
+            write_stdout(whole.as_bytes())
+        }
         Command::Signals { markdown: false } => print_json(&crate::engine::signals::catalogue_json()),
         Command::Edge(args) => {
             let mode = match args.mode {

@@ -533,9 +533,10 @@ mod tests {
 
     use super::*;
 
-    const ALL_CODES: [ErrorCode; 16] = [
+    const ALL_CODES: [ErrorCode; 17] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidAddress,
+        ErrorCode::InvalidTransaction,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
         ErrorCode::NotFound,
@@ -652,11 +653,11 @@ mod tests {
         for (i, reason) in RejectReason::ALL.iter().enumerate() {
             assert_eq!(reason.slot(), i);
         }
-        assert_eq!(RouteLabel::ALL.len(), 9);
-        assert_eq!(RejectReason::ALL.len(), 17);
+        assert_eq!(RouteLabel::ALL.len(), 10);
+        assert_eq!(RejectReason::ALL.len(), 18);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected =
-            ["wallet", "wallets", "analysis", "compare", "comparison", "status", "usage", "healthz", "unmatched"];
+            ["wallet", "wallets", "analysis", "compare", "comparison", "transaction", "status", "usage", "healthz", "unmatched"];
         assert_eq!(routes, expected);
     }
 
@@ -829,7 +830,7 @@ mod tests {
             assert_eq!(types.get(name).map(String::as_str), Some(kind), "{name}");
         }
         assert!(!samples.iter().any(|s| s.name.starts_with("xray_http_")), "no request seen, no request series");
-        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 17);
+        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 18);
         assert_eq!(value(&samples, "xray_queue_depth", &[]), 3.0);
         assert_eq!(value(&samples, "xray_queue_capacity", &[]), 1024.0);
         assert_eq!(value(&samples, "xray_live_jobs", &[]), 5.0);

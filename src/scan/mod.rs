@@ -7,7 +7,8 @@
 //! for), `accounts_to_read` (whose state before and after makes the effects), then the lane's
 //! `observe` and `report::build`. Submodules: `lane` (upstream I/O on its own thread),
 //! `state` (account states from the wire), `effects` (the signer's diff), `findings` (the
-//! judgement of the decoded instructions) and `report` (the answer document).
+//! judgement of the decoded instructions), `report` (the answer document) and `catalogue`
+//! (the findings as `docs/signals.md` lists them).
 //! Decoding the bytes themselves is the ledger's (`ledger::transaction`): the demo source
 //! executes transactions with it too.
 //!
@@ -15,6 +16,7 @@
 //! handed in, so equal input gives byte-identical output.
 //! Deliberately absent: signing, and any wait on the ledger on a listener thread.
 
+pub mod catalogue;
 pub mod effects;
 pub mod findings;
 pub mod lane;

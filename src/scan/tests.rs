@@ -290,3 +290,16 @@ fn a_fix_is_offered_only_while_the_wallet_can_still_sign_it() {
     let (_, staker_only) = judge(me, &[sdk!(authorize(Staker))]);
     assert_eq!(staker_only[0].fix_instructions.len(), 1);
 }
+
+#[test]
+fn every_finding_kind_is_in_the_catalogue_and_no_other() {
+    let source = include_str!("findings.rs");
+    let listed: BTreeSet<&str> = super::catalogue::SCAN_FINDINGS.iter().map(|(kind, ..)| *kind).collect();
+    for kind in &listed {
+        assert!(source.contains(&format!("\"{kind}\"")), "{kind} is catalogued but never found");
+    }
+    for line in source.lines().filter(|l| l.trim_start().starts_with("kind: \"")) {
+        let kind = line.trim().trim_start_matches("kind: \"").trim_end_matches("\",");
+        assert!(listed.contains(kind), "{kind} is found but not catalogued");
+    }
+}

@@ -1,7 +1,8 @@
 //! `docs/openapi.json` against the code: the document lists exactly the public routes and
-//! error codes, and real payloads of every demo archetype (X-Rays, comparisons) and of the
-//! running server (accepted, polls, status, usage, errors) validate against its schemas — so
-//! the published description cannot drift from what the server sends.
+//! error codes, and real payloads of every demo archetype (X-Rays, comparisons), of every demo
+//! transaction scanned (`xray ledger demo-tx`) and of the running server (accepted, polls,
+//! status, usage, refusals) validate against its schemas — so the published description cannot
+//! drift from what the server sends.
 //!
 //! The validator is a small subset of JSON Schema, enough for this document: `$ref`, `oneOf`,
 //! `type` (one or a list), `const`, `required`, `properties`, `additionalProperties`, `items`,
@@ -138,22 +139,44 @@ fn assert_valid(doc: &Value, schema_name: &str, value: &Value) {
     assert!(found.is_empty(), "{} violation(s):\n{}", found.len(), found.join("\n"));
 }
 
+/// The JSON schema of the `status` answer of `method path`, following a `$ref` to a shared
+/// response (`#/components/responses/…`).
+fn response_schema<'a>(doc: &'a Value, method: &str, path: &str, status: u16) -> &'a Value {
+    let operation = &doc["paths"][path][method];
+    let mut response = &operation["responses"][status.to_string()];
+    if let Some(reference) = response.get("$ref").and_then(Value::as_str) {
+        let name = reference.strip_prefix("#/components/responses/").unwrap_or_else(|| panic!("ref {reference}"));
+        response = &doc["components"]["responses"][name];
+    }
+    let schema = &response["content"]["application/json"]["schema"];
+    assert!(schema.is_object(), "{method} {path} documents no JSON answer for {status}");
+    schema
+}
+
+/// `reply` validates against the schema its own status has for `method path`.
+fn assert_answer(doc: &Value, method: &str, path: &str, reply: &Reply) {
+    let at = format!("{method} {path} {}", reply.status);
+    let found = violations(doc, response_schema(doc, method, path, reply.status), &reply.body, &at);
+    assert!(found.is_empty(), "{} violation(s):\n{}\n{reply:?}", found.len(), found.join("\n"));
+}
+
 #[test]
 fn the_document_names_every_route_and_error_code() {
     let doc = document();
     assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")), "{}", doc["openapi"]);
-    let paths: BTreeSet<&str> = doc["paths"].as_object().expect("paths").keys().map(String::as_str).collect();
-    let expected = BTreeSet::from([
-        "/v1/developer/intelligence/wallet",
-        "/v1/developer/intelligence/wallets",
-        "/v1/developer/intelligence/analysis/{id}",
-        "/v1/developer/intelligence/compare",
-        "/v1/developer/intelligence/comparison/{pairId}",
-        "/v1/developer/status",
-        "/v1/developer/usage",
-        "/healthz",
-    ]);
-    assert_eq!(paths, expected);
+    // Every `METHOD path` of the router, path parameters in OpenAPI's spelling, and nothing else.
+    let operations: BTreeSet<String> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .iter()
+        .flat_map(|(path, item)| {
+            let item = item.as_object().expect("path item");
+            item.keys().filter(|k| *k != "parameters").map(move |m| format!("{} {path}", m.to_uppercase()))
+        })
+        .collect();
+    let routes: BTreeSet<String> =
+        xray::api::Route::PATHS.iter().map(|r| r.replace(":id", "{id}").replace(":pairId", "{pairId}")).collect();
+    assert_eq!(operations, routes);
     let codes: BTreeSet<&str> = schema(&doc, "ErrorObject")["properties"]["code"]["x-extensible-enum"]
         .as_array()
         .expect("codes")
@@ -178,6 +201,8 @@ fn the_document_names_every_route_and_error_code() {
         "TOO_MANY_JOBS",
         "IDEMPOTENCY_KEY_REUSED",
         "IDEMPOTENCY_KEY_IN_PROGRESS",
+        // The transaction scan's (issue #29).
+        "INVALID_TRANSACTION",
     ]);
     assert_eq!(codes, contract);
 }
@@ -277,6 +302,80 @@ fn the_servers_answers_match_the_document() {
     }
 }
 
+/// The transactions the demo cannot build but a wallet sends: `case` as a v0 message (its
+/// message prefixed by the version byte, no lookup table), and one that would fail (a transfer
+/// of more SOL than the wallet holds: sol-transfer's lamports raised).
+fn variant(case: &str, v0: bool) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut bytes = b64.decode(demo_tx(case)).expect("base64");
+    if v0 {
+        let message = 1 + 64 * usize::from(bytes[0]);
+        bytes.insert(message, 0x80);
+        bytes.push(0);
+    } else {
+        let at = bytes.len() - 8;
+        bytes[at..].copy_from_slice(&u64::MAX.to_le_bytes());
+    }
+    b64.encode(bytes)
+}
+
+#[test]
+fn every_scan_answer_matches_the_document() {
+    let doc = document();
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let scan = |body: &str| post(server.addr, SCAN_PATH, k, body);
+    let cases = xray::devtools::demo_tx::CASES;
+    let mut answered: u64 = 0;
+    for (case, ..) in cases {
+        let transaction = demo_tx(case);
+        let reply = scan(&scan_body(&transaction, None));
+        assert_eq!(reply.status, 200, "{case}: {reply:?}");
+        assert_answer(&doc, "post", SCAN_PATH, &reply);
+        answered += 1;
+        // The signer named, with the dApp's origin: the same document.
+        let signer = reply.data()["signer"].as_str().expect("signer").to_owned();
+        let named = serde_json::json!({"transaction": transaction, "signer": signer, "origin": "https://app.example.com"});
+        let reply = scan(&named.to_string());
+        assert_eq!(reply.status, 200, "{case}: {reply:?}");
+        assert_answer(&doc, "post", SCAN_PATH, &reply);
+        answered += 1;
+    }
+    // A v0 message, and a transaction that would fail (`simulation.error`, no effects).
+    let v0 = scan(&scan_body(&variant("approve", true), None));
+    assert_eq!((v0.status, v0.data()["transaction"]["version"].as_str()), (200, Some("v0")), "{v0:?}");
+    assert_answer(&doc, "post", SCAN_PATH, &v0);
+    let failing = scan(&scan_body(&variant("sol-transfer", false), None));
+    assert_eq!((failing.status, failing.data()["simulation"]["status"].as_str()), (200, Some("failed")), "{failing:?}");
+    assert!(failing.data()["simulation"].get("error").is_some(), "{failing:?}");
+    assert_answer(&doc, "post", SCAN_PATH, &failing);
+    answered += 2;
+    // Refusals, each against the schema of its own status.
+    let good = demo_tx("sol-transfer");
+    let refusals = [
+        (scan_body("not base64!", None), "INVALID_TRANSACTION"),
+        (scan_body("AAAA", None), "INVALID_TRANSACTION"),
+        (scan_body(&good, Some(SYBIL_A)), "INVALID_REQUEST"),
+        (scan_body(&good, Some("nope")), "INVALID_ADDRESS"),
+        (serde_json::json!({"transaction": good, "origin": 5}).to_string(), "INVALID_REQUEST"),
+    ];
+    for (body, code) in refusals {
+        let reply = scan(&body);
+        assert_eq!((reply.status, reply.error()["code"].as_str()), (400, Some(code)), "{body}: {reply:?}");
+        assert_answer(&doc, "post", SCAN_PATH, &reply);
+    }
+    let reader = server.key(KeyOptions::scopes("analysis:read"));
+    let refused = post(server.addr, SCAN_PATH, &reader.secret, &scan_body(&good, None));
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert_answer(&doc, "post", SCAN_PATH, &refused);
+    // Usage counts the scans apart, in the documented shape.
+    let usage = get(server.addr, USAGE_PATH, k);
+    assert_eq!(usage.data()["byOperation"]["transactionScan"], answered, "{usage:?}");
+    assert_answer(&doc, "get", USAGE_PATH, &usage);
+}
+
 #[test]
 fn the_validator_catches_drift() {
     let doc = document();
@@ -295,4 +394,16 @@ fn the_validator_catches_drift() {
     assert!(violations(&doc, schema(&doc, "AssetAtRisk"), &lamports, "a").is_empty());
     let summary = serde_json::json!({"address": SYBIL_A, "score": score});
     assert!(!violations(&doc, schema(&doc, "WalletSummary"), &summary, "w").is_empty(), "analysisId is required");
+    // An effect is one of its kinds, whole: no field of another kind, none missing, none unknown.
+    let sol = serde_json::json!({"kind": "sol", "account": CLEAN, "deltaLamports": -5000});
+    assert!(violations(&doc, schema(&doc, "ScanEffect"), &sol, "e").is_empty());
+    let broken = [
+        serde_json::json!({"kind": "sol", "account": CLEAN, "deltaLamports": -5000, "mint": TOKEN_MINT}),
+        serde_json::json!({"kind": "token", "account": CLEAN, "deltaLamports": -5000}),
+        serde_json::json!({"kind": "sol", "account": "nope", "deltaLamports": -5000}),
+        serde_json::json!({"kind": "stake", "account": CLEAN}),
+    ];
+    for value in broken {
+        assert!(!violations(&doc, schema(&doc, "ScanEffect"), &value, "e").is_empty(), "{value}");
+    }
 }
