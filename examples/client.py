@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """A Wallet X-Ray client, as an integrator's backend would write one (Python 3, standard
-library only). It analyzes one wallet and prints a JSON summary:
+library only). It analyzes one wallet, or scans one transaction before it is signed
+(``scan``), and prints a JSON summary.
+
+Analyzing a wallet, it:
 
 - submits with an ``Idempotency-Key``, so every retry of the same submit is safe: a timeout, a
   connection reset, ``429`` or ``503`` is retried with the same key after ``Retry-After``, and
@@ -16,8 +19,19 @@ library only). It analyzes one wallet and prints a JSON summary:
   python3 examples/client.py --api http://127.0.0.1:8080 --key svc_live_... \\
       --wallet 958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ [--webhook-secret whsec_...]
 
-A test (``tests/integration/api/webhooks.rs``) runs it against the real server, so it cannot
-rot. Every wait is bounded (``--timeout-s``).
+Scanning (``scan``, a key with ``transaction:scan``): it posts the unsigned transaction's
+base64 (``-``: read it from stdin) to ``POST /v1/developer/intelligence/transaction`` and prints
+the verdict (``benign``, ``warning`` or ``malicious``), the findings, the effects on the signer
+and the simulation's outcome. The answer is synchronous; each ``200`` costs one quota unit, a
+refusal nothing, so a ``429`` or ``503`` is retried after ``Retry-After`` (a lost answer is not:
+the scan may have been charged). ``--signer`` scans for another signer than the fee payer.
+
+  xray ledger demo-tx drain | python3 examples/client.py --api http://127.0.0.1:8080 \\
+      --key svc_live_... scan -
+
+A test (``tests/integration/api/webhooks.rs``) runs it against the real server, and
+``loadtest/flows.sh`` (in ``make test``) its scan, so it cannot rot. Every wait is bounded
+(``--timeout-s``).
 """
 
 import argparse
@@ -102,6 +116,26 @@ class Api:
             time.sleep(int((answer_headers or {}).get("Retry-After", "1")))
         raise SystemExit("submit: retries exhausted")
 
+    def scan(self, transaction, deadline, signer=None):
+        """Scans a transaction (base64) before it is signed: the answer's ``data``."""
+        url = f"{self.base}/v1/developer/intelligence/transaction"
+        body = {"transaction": transaction}
+        if signer:
+            body["signer"] = signer
+        for attempt in range(RETRIES_MAX + 1):
+            status, answer_headers, answer = self.call("POST", url, body)
+            if status == 200:
+                return answer["data"]
+            # A refusal is charged nothing, so a momentary one is safe to send again (an
+            # exhausted quota is not momentary: QUOTA_EXHAUSTED is not retried).
+            code = ((answer or {}).get("error") or {}).get("code")
+            wait_s = int(answer_headers.get("Retry-After", "1"))
+            retryable = code in ("RATE_LIMITED", "SERVICE_BUSY") and time.monotonic() + wait_s < deadline
+            if not retryable or attempt == RETRIES_MAX:
+                raise SystemExit(f"scan refused: {status} {answer}")
+            time.sleep(wait_s)
+        raise SystemExit("scan: retries exhausted")
+
     def wait_finished(self, poll_url, deadline):
         while time.monotonic() < deadline:
             status, _, answer = self.call("GET", f"{poll_url}?wait=10")
@@ -133,17 +167,42 @@ def start_receiver(host, secret):
     return server, deliveries
 
 
+def scan_summary(data):
+    """What a wallet shows its user before signing: the verdict, why, and what would change."""
+    return {
+        "verdict": data["verdict"],
+        "signer": data["signer"],
+        "findings": [
+            {"severity": f["severity"], "kind": f["kind"], "title": f["title"], "instruction": f.get("instruction")}
+            for f in data["findings"]
+        ],
+        "effects": data["effects"],
+        "simulation": data["simulation"]["status"],
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--api", required=True, help="service root, e.g. http://127.0.0.1:8080")
     parser.add_argument("--key", required=True)
-    parser.add_argument("--wallet", required=True)
+    parser.add_argument("--wallet", help="the wallet to analyze (without a command)")
     parser.add_argument("--webhook-secret", help="the account's webhook secret: receive and verify the webhook")
     parser.add_argument("--receiver-host", default="127.0.0.1")
     parser.add_argument("--timeout-s", type=int, default=60)
+    commands = parser.add_subparsers(dest="command")
+    scan = commands.add_parser("scan", help="scan an unsigned transaction before signing it")
+    scan.add_argument("transaction", help="the serialized transaction, base64 (- reads it from stdin)")
+    scan.add_argument("--signer", help="the signer to scan for (default: the fee payer)")
     args = parser.parse_args()
     deadline = time.monotonic() + args.timeout_s
     api = Api(args.api, args.key, timeout_s=15)
+    if args.command == "scan":
+        transaction = sys.stdin.read().strip() if args.transaction == "-" else args.transaction
+        json.dump(scan_summary(api.scan(transaction, deadline, args.signer)), sys.stdout)
+        print()
+        return
+    if not args.wallet:
+        parser.error("--wallet is required (or the scan command)")
 
     body = {"wallet": args.wallet, "refresh": True}
     receiver = None

@@ -8,6 +8,7 @@
 #   SMOKE=1 bash loadtest/max.sh    # one 1 s alternation per endpoint (CI: the harness runs)
 #   XRAY_BIN_DIR=DIR bash loadtest/max.sh   # DIR/xray, DIR/examples/{bare,openload} as built
 #                                           # (copied aside, say): no cargo build
+#   ONLY=scan bash loadtest/max.sh  # only the rows whose name matches the regex ONLY
 #
 # Server and reference run one listener thread pinned to core 0, wrk one thread pinned to
 # core 1 (where the machine has two cores; otherwise unpinned, and the figures say so).
@@ -53,6 +54,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-4s}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT_BASE=${PORT_BASE:-18400}
+ONLY=${ONLY:-}
 BIN=${XRAY_BIN_DIR:-$CARGO_TARGET_DIR/release}
 . loadtest/lib.sh   # WORK, PIDS (stopped on exit), pinning and the wrk helpers
 
@@ -101,6 +103,7 @@ WRONG=()
 # times. A row whose answer is not EXPECTED_STATUS is kept, marked, and fails the run.
 measure() {
   local name=$1 expected=$2 method=$3 url=$4 key=$5 body=${6:-}
+  [[ "$name" =~ $ONLY ]] || return 0
   local answer; answer=$(probe "$method" "$url" "$key" "$body")
   local status=${answer% *} bytes=${answer#* }
   [ "$status" = "$expected" ] || WRONG+=("$name: $status, expected $expected")
@@ -181,6 +184,7 @@ fresh_slow_server() {
     -H 'Content-Type: application/json' -d "$CBODY"
 }
 
+[ -z "$ONLY" ] || echo "only the rows matching /$ONLY/" >&2
 echo "reference and endpoint alternated $ROUNDS times, $DURATION each, wrk -t1 -c$CONNECTIONS; $PINNED" >&2
 measure "GET /healthz" 200 GET "http://127.0.0.1:$MAIN/healthz" ""
 measure "GET status" 200 GET "$API/status" "$KEY"
@@ -245,6 +249,7 @@ PY
 # is the limit.
 OPEN_ROWS=()
 open_model() {
+  [[ "$1" =~ $ONLY ]] || return 0
   local rate; rate=$(awk -v r="${MAX_RPS[$1]}" 'BEGIN { printf "%d", r / 2 }')
   reference "${BODY_BYTES[$1]}"
   OPEN_ROWS+=("$(open_row "bare, ${BODY_BYTES[$1]} bytes" "http://127.0.0.1:$BARE_PORT/" "" "$rate")")
@@ -260,16 +265,24 @@ open_model "POST scan (drain: malicious)" "http://127.0.0.1:$MAIN" "$SCAN_PATH" 
 # are counted from the server's metrics around the run: a read that timed out is not counted.
 rpc_calls() { metric_sum scanrpc $((SCAN_SRV + 1)) "xray_ledger_calls_total{method=\"$1\",outcome=\"ok\"}"; }
 rpc_scans() { metric_sum scanrpc $((SCAN_SRV + 1)) xray_http_requests_total 'route="transaction"'; }
-SCANS0=$(rpc_scans); SIMS0=$(rpc_calls simulateTransaction); PRES0=$(rpc_calls getMultipleAccounts)
-SCAN_RPC_RATE=$(awk -v r="${MAX_RPS["$SCAN_RPC_ROW, c$SCAN_RPC_CONNECTIONS"]}" 'BEGIN { r = int(r / 2); print (r < 1 ? 1 : r) }')
-OPEN_ROWS+=("$(open_row "$SCAN_RPC_ROW" "http://127.0.0.1:$SCAN_SRV$SCAN_PATH" "$RPCKEY" "$SCAN_RPC_RATE" "$DRAIN" \
-  "$SCAN_RPC_OPEN_DURATION_S")")
-SCANS=$(( $(rpc_scans) - SCANS0 )); SIMS=$(( $(rpc_calls simulateTransaction) - SIMS0 ))
-PRES=$(( $(rpc_calls getMultipleAccounts) - PRES0 ))
-# Over the server's life (its saturation row too): a scan whose reads timed out is not counted.
-[ "$(rpc_calls simulateTransaction)" -eq "$(rpc_scans)" ] && [ "$(rpc_calls getMultipleAccounts)" -eq "$(rpc_scans)" ] ||
-  WRONG+=("scan over rpc: of $(rpc_scans) scans, $(rpc_calls simulateTransaction) simulations and" \
-    "$(rpc_calls getMultipleAccounts) pre-states answered in time")
+# Only after its saturation row (ONLY may have skipped it): half of that ceiling.
+if [ -n "${MAX_RPS["$SCAN_RPC_ROW, c$SCAN_RPC_CONNECTIONS"]:-}" ]; then
+  SCANS0=$(rpc_scans); SIMS0=$(rpc_calls simulateTransaction); PRES0=$(rpc_calls getMultipleAccounts)
+  SCAN_RPC_RATE=$(awk -v r="${MAX_RPS["$SCAN_RPC_ROW, c$SCAN_RPC_CONNECTIONS"]}" 'BEGIN { r = int(r / 2); print (r < 1 ? 1 : r) }')
+  OPEN_ROWS+=("$(open_row "$SCAN_RPC_ROW" "http://127.0.0.1:$SCAN_SRV$SCAN_PATH" "$RPCKEY" "$SCAN_RPC_RATE" "$DRAIN" \
+    "$SCAN_RPC_OPEN_DURATION_S")")
+  SCANS=$(( $(rpc_scans) - SCANS0 )); SIMS=$(( $(rpc_calls simulateTransaction) - SIMS0 ))
+  PRES=$(( $(rpc_calls getMultipleAccounts) - PRES0 ))
+  # openload waits for every answer, so each scan of the run made both reads: a read that timed
+  # out is not counted. (Around a wrk run the counts do not match: wrk closes its connections with
+  # scans in flight, whose reads still happen; there, every scan answered within 1 s — the
+  # server's own histogram — says no read reached the 1.5 s timeout.)
+  [ "$SIMS" -eq "$SCANS" ] && [ "$PRES" -eq "$SCANS" ] ||
+    WRONG+=("$SCAN_RPC_ROW: of $SCANS scans, $SIMS simulations and $PRES pre-states answered in time")
+  within_1s=$(metric_sum scanrpc $((SCAN_SRV + 1)) 'xray_http_request_duration_seconds_bucket{route="transaction"' 'le="1"}')
+  [ "$within_1s" -eq "$(rpc_scans)" ] ||
+    WRONG+=("scan over rpc: $(( $(rpc_scans) - within_1s )) of $(rpc_scans) scans took over 1 s (reads may have timed out)")
+fi
 # Every scan of both servers was answered 200 (never 429 or 503, which are cheap to make).
 for name in main scanrpc; do
   admin=$((MAIN + 1)); [ "$name" = main ] || admin=$((SCAN_SRV + 1))
@@ -303,9 +316,11 @@ echo "| server                         | offered/s | served/s | p50 ms | p99 ms 
 echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${OPEN_ROWS[@]}"
 echo
-echo "Scan over JSON-RPC (+${SCAN_LATENCY_MS} ms), open model at ${SCAN_RPC_RATE}/s: $SCANS scans answered; the upstream"
-echo "answered $SIMS simulations and $PRES pre-state reads of them in time."
-echo
+if [ -n "${SCANS:-}" ]; then
+  echo "Scan over JSON-RPC (+${SCAN_LATENCY_MS} ms), open model at ${SCAN_RPC_RATE}/s: $SCANS scans answered; the upstream"
+  echo "answered $SIMS simulations and $PRES pre-state reads of them in time."
+  echo
+fi
 echo "Memory of the main server (VmRSS): ${RSS_IDLE_KB} KiB idle after start, ${RSS_LOADED_KB} KiB after serving"
 echo "$SERVED requests (every row above but the last; that row's jobs are real work still draining)."
 if [ ${#WRONG[@]} -gt 0 ]; then

@@ -325,6 +325,16 @@ pub const TRANSACTION_BYTES_MAX: usize = 1_232;
 /// Scans whose upstream reads (lookup tables, pre-state, simulation) may be waiting in the
 /// scan lane at once, every listener thread together; past it a scan answers 503 at once.
 pub const SCAN_LANE_IN_FLIGHT_MAX: usize = 256;
+/// Scans of one account that may wait on the lane at once: no account takes the whole lane.
+pub const SCAN_LANE_PER_ACCOUNT_MAX: usize = 16;
+/// The scan lane's own upstream limits: more requests in flight than a job's source (scans
+/// are many and small) and a smaller answer cap (a scan reads at most 100 accounts and one
+/// simulation; one page of 25 signatures and their transactions for counterparties).
+pub const SCAN_RPC_CONCURRENCY_MAX: usize = 32;
+pub const SCAN_RPC_RESPONSE_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Longest text of the ledger's a scan answer repeats (an upstream error, a simulation's
+/// error value); the rest is cut and the whole is logged.
+pub const SCAN_UPSTREAM_TEXT_BYTES_MAX: usize = 240;
 /// How long a scan waits for each upstream read (the pre-state, the simulation, a lookup
 /// table) before reporting it as timed out: one round trip to a node, with room for a retry.
 pub const SCAN_UPSTREAM_TIMEOUT_MS: u64 = 1_500;
@@ -332,6 +342,13 @@ pub const SCAN_UPSTREAM_TIMEOUT_MS: u64 = 1_500;
 /// is trusted briefly; a burst of scans of one dApp's transactions reads it once.
 pub const SCAN_TABLE_CACHE_LEN: usize = 1_024;
 pub const SCAN_TABLE_CACHE_TTL_MS: u64 = 2_000;
+/// A scan that sends or approves something of the signer's compares the recipient with the
+/// signer's counterparties: those of its newest transactions (one signatures page and one
+/// batch of transactions), at most this many addresses, kept per wallet for a minute.
+pub const SCAN_HISTORY_SIGNATURES_MAX: u32 = 25;
+pub const SCAN_COUNTERPARTIES_MAX: usize = 256;
+pub const SCAN_COUNTERPARTIES_CACHE_LEN: usize = 4_096;
+pub const SCAN_COUNTERPARTIES_TTL_MS: u64 = 60_000;
 /// Most entries a serialized scope list may have (a store record is input too).
 pub const SCOPE_ENTRIES_MAX: usize = 16;
 /// Longest account id (generated ones are `acct_` + at most 22 characters).

@@ -34,6 +34,7 @@ pub const CASES: &[(&str, &str, &str)] = &[
     ("durable-nonce", "outsider_nonce", "advances its nonce account, then sends 1 SOL: a signature that never expires"),
     ("nonce-withdraw", "outsider_nonce", "withdraws 0.001 SOL from its nonce account to another address"),
     ("drain", "clean", "approve + owner change + 90 % of its SOL to a flagged drainer, in one transaction"),
+    ("lookalike-send", "poisoning_victim", "sends 1 SOL to the look-alike of a friend it pays (address poisoning)"),
 ];
 
 const LAMPORTS_PER_SOL: u64 = 1_000_000_000;
@@ -130,6 +131,17 @@ async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec
             let lamports = ledger.get_account_info(&me).await.map_err(|e| e.to_string())?.value.map_or(0, |w| w.lamports);
             let sweep = solana_system_interface::instruction::transfer(&a, &sdk_address(&drainer), lamports / 10 * 9);
             Ok(vec![approve(&t, &drainer)?, set_owner(&t, &drainer)?, instruction_parts!(sweep)])
+        }
+        "lookalike-send" => {
+            let friend = ledger
+                .auxiliary_accounts()
+                .into_iter()
+                .find(|(_, name, _)| name.starts_with("friend"))
+                .map(|(k, ..)| k)
+                .ok_or("the demo has no friend")?;
+            let fake = crate::ledger::demo::keys::lookalike(&friend, "lookalike:friend").ok_or("no look-alike")?;
+            let send = solana_system_interface::instruction::transfer(&a, &sdk_address(&fake), LAMPORTS_PER_SOL);
+            Ok(vec![instruction_parts!(send)])
         }
         other => Err(format!("unknown case {other:?}; the cases: {}", names())),
     }

@@ -234,9 +234,15 @@ async fn read_creation<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<
 /// see whom the funder dealt with, at a bounded cost of one signatures page and that many
 /// transactions.
 pub async fn read_hop<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<WalletView, LedgerError> {
+    read_recent(source, address, config::FUNDER_HOP_SIGNATURES_MAX).await
+}
+
+/// `address`'s newest `depth` transactions, as a view holding only them (and `coverage`): the
+/// funder hop, and the scan's read of a signer's counterparties.
+pub async fn read_recent<S: LedgerSource>(source: &S, address: &Pubkey, depth: u32) -> Result<WalletView, LedgerError> {
     let mut coverage =
         Coverage { source: source.name().to_owned(), synthetic: source.synthetic(), ..Coverage::default() };
-    let (signatures, history_truncated) = read_history(source, address, config::FUNDER_HOP_SIGNATURES_MAX).await?;
+    let (signatures, history_truncated) = read_history(source, address, depth).await?;
     coverage.history_truncated = history_truncated;
     let transactions = read_transactions(source, &signatures, &mut coverage).await?;
     Ok(WalletView { address: *address, transactions, coverage, ..WalletView::default() })

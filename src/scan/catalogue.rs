@@ -75,6 +75,18 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
         "none",
     ),
     (
+        "token2022_permanent_delegate",
+        "high (critical when the delegate is flagged)",
+        "the simulation shows the signer receiving tokens of a Token-2022 mint with a permanent delegate, which can move or burn them from any account at any time",
+        "none",
+    ),
+    (
+        "token2022_transfer_hook",
+        "medium",
+        "the simulation shows the signer receiving tokens of a Token-2022 mint with a transfer hook: its program runs on (and can refuse) every later transfer",
+        "none",
+    ),
+    (
         "flagged_program",
         "critical",
         "an instruction of a flagged program",
@@ -111,10 +123,10 @@ before — an account given away counts as its whole balance lost), `account_cre
 owns, a nonce account it is the authority of, a stake account it stakes or withdraws. The\n\
 rules are checked against LiteSVM's real post-state (`tests/litesvm`).\n\
 \n\
-Not yet in this version (issue #29 stays open for them): the signer's earlier counterparties\n\
-(look-alike recipients and never-seen delegates are judged without them, and\n\
-`counterparties.checked` says so), `origin` against a phishing-domain list, and receipts of\n\
-Token-2022 mints with a permanent delegate or a transfer hook.\n";
+The signer's counterparties (for `lookalike_recipient` and never-seen delegates) are those of\n\
+its newest 25 transactions, read when the transaction sends or approves something of the\n\
+signer's and kept a minute per wallet; `counterparties` in the answer says whether they were\n\
+read and from how many transactions.\n";
 
 /// The section `docs/signals.md` ends with.
 pub fn catalogue_markdown() -> String {

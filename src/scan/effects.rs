@@ -6,7 +6,7 @@
 //!
 //! Invariant: the diff is of states, not of instructions: whatever the runtime did (CPIs
 //! included) is in it, and nothing the instructions only claim. An account is the signer's
-//! when it is in either state (`AccountState::belongs_to`); its token holdings are what the
+//! when it is in either state (`AccountSnapshot::belongs_to`); its token holdings are what the
 //! signer owns before against what it owns after, so a token account given away counts as
 //! its whole balance lost.
 //! Invariant: the order is fixed — by kind (the enum's order), then by address as text — so
@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::state::{AccountState, Held, States};
+use super::state::{AccountSnapshot, Held, States};
 use crate::pubkey::Pubkey;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -88,7 +88,7 @@ pub fn effects(signer: &Pubkey, pre: &States, post: &States) -> Vec<Effect> {
     touched.dedup();
     for address in touched {
         let (before, after) = (pre.get(address), post.get(address));
-        let mine = |state: Option<&AccountState>| state.is_some_and(|s| s.belongs_to(address, signer));
+        let mine = |state: Option<&AccountSnapshot>| state.is_some_and(|s| s.belongs_to(address, signer));
         if !mine(before) && !mine(after) {
             continue;
         }
@@ -128,7 +128,7 @@ fn token_holdings(signer: &Pubkey, pre: &States, post: &States, out: &mut Vec<Ef
 }
 
 /// What changed in one of the signer's accounts that exists before and after.
-fn changes(account: Pubkey, before: &AccountState, after: &AccountState, out: &mut Vec<Effect>) {
+fn changes(account: Pubkey, before: &AccountSnapshot, after: &AccountSnapshot, out: &mut Vec<Effect>) {
     if before.owner != after.owner {
         out.push(Effect::AccountOwnerChange { account, from: before.owner, to: after.owner });
     }
@@ -181,11 +181,11 @@ mod tests {
 
     const ME: u8 = 1;
 
-    fn wallet(lamports: u64) -> AccountState {
-        AccountState { lamports, owner: Pubkey::default(), held: Held::Plain }
+    fn wallet(lamports: u64) -> AccountSnapshot {
+        AccountSnapshot { lamports, owner: Pubkey::default(), held: Held::Plain }
     }
 
-    fn token(address: u8, owner: u8, amount: u64, delegate: Option<u8>) -> AccountState {
+    fn token(address: u8, owner: u8, amount: u64, delegate: Option<u8>) -> AccountSnapshot {
         let t = TokenAccount {
             address: key(address),
             mint: key(90),
@@ -201,10 +201,10 @@ mod tests {
             lamports: 2_039_280,
             extensions: Vec::new(),
         };
-        AccountState { lamports: 2_039_280, owner: key(80), held: Held::Token(t) }
+        AccountSnapshot { lamports: 2_039_280, owner: key(80), held: Held::Token(t) }
     }
 
-    fn states(list: Vec<(u8, AccountState)>) -> States {
+    fn states(list: Vec<(u8, AccountSnapshot)>) -> States {
         list.into_iter().map(|(k, s)| (key(k), s)).collect()
     }
 
@@ -225,12 +225,12 @@ mod tests {
 
     #[test]
     fn approvals_closings_creations_and_authorities_are_listed_in_a_fixed_order() {
-        let nonce = |authority: u8| AccountState {
+        let nonce = |authority: u8| AccountSnapshot {
             lamports: 1_447_680,
             owner: Pubkey::default(),
             held: Held::Nonce(NonceAccount { address: key(4), authority: key(authority), lamports: 1_447_680 }),
         };
-        let stake = |staker: u8, withdrawer: u8| AccountState {
+        let stake = |staker: u8, withdrawer: u8| AccountSnapshot {
             lamports: 5_000_000_000,
             owner: key(81),
             held: Held::Stake(StakeAccount {

@@ -10,8 +10,9 @@
 //! kind, then subject, so equal input gives byte-identical output.
 //! Invariant: a finding is about the signer: an instruction that moves nothing of the signer's
 //! and changes none of its authorities yields none, whatever else it does.
-//! Deliberately absent: what only execution tells (CPIs, balances after fees, mints' extensions
-//! of received tokens): the simulation's findings, added by the caller.
+//! `received` adds what only execution tells — tokens received of a Token-2022 mint with a
+//! permanent delegate or a transfer hook — from the simulation's states.
+//! Deliberately absent: CPIs (their effects are in the simulation's states, not here).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,7 +25,9 @@ use crate::labels::{Category, Labels};
 use crate::ledger::instruction::{
     ids, Instruction, InstructionKind as K, Program, StakeAuthorityType, TokenAuthorityType,
 };
-use crate::ledger::model::TokenProgram;
+use crate::ledger::model::{MintExtension, TokenProgram};
+use super::effects::Effect;
+use super::state::{Held, States};
 use crate::pubkey::Pubkey;
 
 /// What a scan concludes: the worst finding's severity, in the three words a wallet shows.
@@ -90,7 +93,60 @@ pub fn judge(tx: &Decoded, ctx: &Context<'_>) -> Vec<Finding> {
     for ix in &tx.instructions {
         judge_one(ix, tx, ctx, &mut out);
     }
-    out.sort_by(|a, b| (a.instruction, a.kind, &a.facts).cmp(&(b.instruction, b.kind, &b.facts)));
+    sort(&mut out);
+    out
+}
+
+/// The findings' order: by instruction, then kind, then facts.
+pub fn sort(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| (a.instruction, a.kind, &a.facts).cmp(&(b.instruction, b.kind, &b.facts)));
+}
+
+/// What only the simulation tells: tokens the signer receives of a Token-2022 mint that keeps
+/// control over them — a permanent delegate can take them back at any time; a transfer hook's
+/// program runs on (and can refuse) every later transfer. Read from the mint as the accounts
+/// before or after hold it (a mint the transaction does not name is not read).
+pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, ctx: &Context<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for effect in effects {
+        let Effect::Token { mint, delta, program: "spl-token-2022", .. } = effect else { continue };
+        if delta.starts_with('-') {
+            continue;
+        }
+        let Some(Held::Mint(info)) = post.get(mint).or_else(|| pre.get(mint)).map(|s| &s.held) else { continue };
+        let instruction = tx.instructions.iter().find(|ix| ix.accounts.contains(mint)).map(|ix| ix.index.outer);
+        for extension in &info.extensions {
+            match extension {
+                MintExtension::PermanentDelegate { delegate: Some(delegate) } => out.push(Finding {
+                    kind: "token2022_permanent_delegate",
+                    severity: if is_bad(delegate, ctx.labels) { Severity::Critical } else { Severity::High },
+                    title: format!("Receives tokens of {mint}, which {delegate} can take back at any time"),
+                    detail: format!(
+                        "Mint {mint} has a permanent delegate, {delegate}{}: it can transfer or burn these tokens \
+                         from any account, this wallet's included, without its signature.",
+                        named(delegate, ctx.labels)
+                    ),
+                    instruction,
+                    facts: facts([("mint", mint.to_string()), ("delegate", delegate.to_string()), ("amount", delta.clone())]),
+                    fix_instructions: Vec::new(),
+                }),
+                MintExtension::TransferHook { program_id: Some(program), .. } => out.push(Finding {
+                    kind: "token2022_transfer_hook",
+                    severity: Severity::Medium,
+                    title: format!("Receives tokens of {mint}, whose transfers run program {program}"),
+                    detail: format!(
+                        "Mint {mint} has a transfer hook: program {program}{} runs on every transfer of these tokens \
+                         and can refuse it — tokens that can be received but not sold are a common trap.",
+                        named(program, ctx.labels)
+                    ),
+                    instruction,
+                    facts: facts([("mint", mint.to_string()), ("hookProgram", program.to_string()), ("amount", delta.clone())]),
+                    fix_instructions: Vec::new(),
+                }),
+                _ => {}
+            }
+        }
+    }
     out
 }
 
@@ -186,6 +242,10 @@ fn token_authority_moved(
     new_authority: Option<&Pubkey>,
     ctx: &Context<'_>,
 ) -> Option<Finding> {
+    // Removing the close authority gives closing back to the owner: nothing is handed away.
+    if *which == TokenAuthorityType::CloseAccount && new_authority.is_none() {
+        return None;
+    }
     let (kind, severity, what) = match which {
         TokenAuthorityType::AccountOwner => ("token_owner_change", Severity::Critical, "ownership of token account"),
         TokenAuthorityType::CloseAccount => ("token_close_authority_change", Severity::High, "the close authority of"),

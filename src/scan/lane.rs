@@ -3,43 +3,59 @@
 //! waits on the ledger and a scan never waits behind a batch analysis (design.md, "two lanes").
 //!
 //! Owns: `Lane` (the handle listener threads share), its thread `xray-scan` (a current-thread
-//! tokio runtime with its own `ledger::Source`), the bound on reads in flight and the lookup
-//! table cache. Called from listener threads: `tables` and `observe` return futures any
+//! tokio runtime with its own `ledger::Source`), the bound on reads in flight and its caches
+//! (lookup tables; the signers' counterparties, `counterparties`). Called from listener threads: `tables` and `observe` return futures any
 //! executor awaits (monoio does, without blocking).
 //!
-//! Invariant: at most `SCAN_LANE_IN_FLIGHT_MAX` scans wait on the lane; past it `Busy` comes
-//! back at once (the endpoint answers 503 `SERVICE_BUSY`), nothing queues unbounded.
+//! Invariant: at most `SCAN_LANE_IN_FLIGHT_MAX` scans are on the lane, at most
+//! `SCAN_LANE_PER_ACCOUNT_MAX` of one account; past either `Busy` comes back at once (the
+//! endpoint answers 503 `SERVICE_BUSY`), nothing queues unbounded. A scan counts until its
+//! work on the lane ends, even when its client has hung up.
 //! Invariant: every upstream read ends within `SCAN_UPSTREAM_TIMEOUT_MS` (a timed-out
-//! simulation is reported as such, never waited out); the pre-state and the simulation are
-//! asked concurrently, so a scan costs one round trip of wall time (two with lookup tables).
+//! simulation is reported as such, never waited out); the pre-state, the simulation and the
+//! counterparties are asked concurrently, so a scan costs one round trip of wall time (two
+//! with lookup tables; two more the first time a signer's history is read in a minute).
 //! Deliberately absent: judging anything (the listener does, with `scan::report`) and retries
 //! beyond the source's own.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(test)]
+use std::time::Instant;
 
 use simd_json::prelude::*;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::config::{SCAN_LANE_IN_FLIGHT_MAX, SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS, SCAN_UPSTREAM_TIMEOUT_MS};
+use crate::config::{
+    SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX, SCAN_RPC_CONCURRENCY_MAX, SCAN_RPC_RESPONSE_BYTES_MAX,
+    SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS, SCAN_UPSTREAM_TIMEOUT_MS,
+};
+use super::counterparties::{self, Counterparties};
+use super::ttl_cache::TtlCache;
 use crate::config::SourceSpec;
 use crate::ledger::read::{LedgerSource, Simulated};
 use crate::ledger::wire::{SimulateValue, UiAccount, WithContext};
+use crate::ledger::rpc::RpcOptions;
 use crate::ledger::{LedgerError, Source};
 use crate::pubkey::Pubkey;
 
 /// Why the lane did not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaneError {
-    #[error("more than {SCAN_LANE_IN_FLIGHT_MAX} scans are waiting for the ledger")]
+    #[error("the scan lane is full ({SCAN_LANE_IN_FLIGHT_MAX} scans, {SCAN_LANE_PER_ACCOUNT_MAX} of one account)")]
     Busy,
     #[error("the scan lane stopped")]
     Stopped,
     #[error("{0}")]
     Upstream(String),
+    /// The ledger answered, and what it holds is not what the transaction says (a lookup
+    /// table that is none, or does not exist): the transaction's fault, not the ledger's.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// What the simulation came to.
@@ -52,43 +68,70 @@ pub enum SimulationOutcome {
     TimedOut,
 }
 
-/// The ledger's view of a transaction: its accounts before, and the simulation.
+/// What the lane learned of the signer's counterparties.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CounterpartiesOutcome {
+    /// The transaction sends and approves nothing of the signer's.
+    NotAsked,
+    Known(Arc<Counterparties>),
+    Unavailable(String),
+}
+
+/// The ledger's view of a transaction: its accounts before, the simulation and, when asked,
+/// the signer's counterparties.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {
     /// The accounts asked for, in order (`Err`: why they could not be read).
     pub pre: Result<WithContext<Vec<Option<UiAccount>>>, String>,
     pub simulation: SimulationOutcome,
+    pub counterparties: CounterpartiesOutcome,
 }
 
 enum Work {
     Tables(Vec<Pubkey>),
-    Observe { transaction: Vec<u8>, accounts: Vec<Pubkey> },
+    Observe { transaction: Vec<u8>, accounts: Vec<Pubkey>, history_of: Option<Pubkey> },
 }
 
 enum Answer {
-    Tables(Result<Vec<Vec<Pubkey>>, String>),
+    Tables(Result<Vec<Vec<Pubkey>>, LaneError>),
     Observed(Observed),
 }
 
 struct Job {
     work: Work,
     reply: oneshot::Sender<Answer>,
+    /// Held by the lane's task until its work ends (the waiter may be gone by then: a client
+    /// that hung up does not free the lane of the work it started).
+    _slot: Slot,
 }
 
 /// The listener threads' handle on the lane.
 pub struct Lane {
     jobs: mpsc::UnboundedSender<Job>,
     in_flight: Arc<AtomicUsize>,
+    /// Scans waiting per account (entries removed at zero): at most `SCAN_LANE_PER_ACCOUNT_MAX`.
+    by_account: Arc<parking_lot::Mutex<HashMap<String, usize>>>,
     stop: parking_lot::Mutex<Option<oneshot::Sender<()>>>,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// Counts a job from its submission until its answer is taken (or dropped).
-struct Slot(Arc<AtomicUsize>);
+/// Counts a job, in all and for its account, from its submission until its work ends.
+struct Slot {
+    in_flight: Arc<AtomicUsize>,
+    by_account: Arc<parking_lot::Mutex<HashMap<String, usize>>>,
+    account: String,
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        let mut counts = self.by_account.lock();
+        if let Some(n) = counts.get_mut(&self.account) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.remove(&self.account);
+            }
+        }
     }
 }
 
@@ -107,6 +150,7 @@ impl Lane {
         Ok(Lane {
             jobs,
             in_flight: Arc::new(AtomicUsize::new(0)),
+            by_account: Arc::new(parking_lot::Mutex::new(HashMap::new())),
             stop: parking_lot::Mutex::new(Some(stop)),
             thread: parking_lot::Mutex::new(Some(thread)),
         })
@@ -117,35 +161,51 @@ impl Lane {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// The addresses held by each lookup table, in order (cached briefly).
-    pub async fn tables(&self, tables: Vec<Pubkey>) -> Result<Vec<Vec<Pubkey>>, LaneError> {
-        match self.submit(Work::Tables(tables))?.await {
-            Ok(Answer::Tables(answer)) => answer.map_err(LaneError::Upstream),
+    /// The addresses held by each lookup table, in order (cached briefly), for `account`.
+    pub async fn tables(&self, account: &str, tables: Vec<Pubkey>) -> Result<Vec<Vec<Pubkey>>, LaneError> {
+        match self.submit(account, Work::Tables(tables))?.await {
+            Ok(Answer::Tables(answer)) => answer,
             _ => Err(LaneError::Stopped),
         }
     }
 
-    /// The pre-state of `accounts` and the simulation of `transaction`, asked together.
-    pub async fn observe(&self, transaction: Vec<u8>, accounts: Vec<Pubkey>) -> Result<Observed, LaneError> {
-        match self.submit(Work::Observe { transaction, accounts })?.await {
+    /// The pre-state of `accounts`, the simulation of `transaction` and — for `history_of` —
+    /// the counterparties of that wallet (cached, or read from its recent history), asked
+    /// together.
+    pub async fn observe(
+        &self,
+        account: &str,
+        transaction: Vec<u8>,
+        accounts: Vec<Pubkey>,
+        history_of: Option<Pubkey>,
+    ) -> Result<Observed, LaneError> {
+        match self.submit(account, Work::Observe { transaction, accounts, history_of })?.await {
             Ok(Answer::Observed(observed)) => Ok(observed),
             _ => Err(LaneError::Stopped),
         }
     }
 
-    fn submit(&self, work: Work) -> Result<impl std::future::Future<Output = Result<Answer, ()>>, LaneError> {
-        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= SCAN_LANE_IN_FLIGHT_MAX {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
-            return Err(LaneError::Busy);
+    fn submit(&self, account: &str, work: Work) -> Result<oneshot::Receiver<Answer>, LaneError> {
+        {
+            let mut counts = self.by_account.lock();
+            let mine = counts.get(account).copied().unwrap_or(0);
+            if mine >= SCAN_LANE_PER_ACCOUNT_MAX {
+                return Err(LaneError::Busy);
+            }
+            if self.in_flight.fetch_add(1, Ordering::AcqRel) >= SCAN_LANE_IN_FLIGHT_MAX {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                return Err(LaneError::Busy);
+            }
+            counts.insert(account.to_owned(), mine + 1);
         }
-        let slot = Slot(Arc::clone(&self.in_flight));
+        let _slot = Slot {
+            in_flight: Arc::clone(&self.in_flight),
+            by_account: Arc::clone(&self.by_account),
+            account: account.to_owned(),
+        };
         let (reply, answer) = oneshot::channel();
-        self.jobs.send(Job { work, reply }).map_err(|_| LaneError::Stopped)?;
-        Ok(async move {
-            let answer = answer.await.map_err(|_| ());
-            drop(slot);
-            answer
-        })
+        self.jobs.send(Job { work, reply, _slot }).map_err(|_| LaneError::Stopped)?;
+        Ok(answer)
     }
 
     /// Stops the lane (scans waiting get `Stopped`) and joins its thread.
@@ -172,12 +232,20 @@ fn run(spec: &SourceSpec, mut jobs: mpsc::UnboundedReceiver<Job>, mut stopped: o
         Ok(runtime) => runtime,
         Err(e) => return drop(opened.send(Err(e))),
     };
-    let source = match Source::open(spec, Default::default()) {
+    let options = RpcOptions {
+        concurrency_max: SCAN_RPC_CONCURRENCY_MAX,
+        response_bytes_max: SCAN_RPC_RESPONSE_BYTES_MAX,
+        ..RpcOptions::default()
+    };
+    let source = match Source::open(spec, options) {
         Ok(source) => Rc::new(source),
         Err(e) => return drop(opened.send(Err(format!("scan lane source: {e}")))),
     };
     let _ = opened.send(Ok(()));
-    let tables = Rc::new(RefCell::new(TableCache::new()));
+    let caches = Rc::new(Caches {
+        tables: RefCell::new(TtlCache::new(SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS)),
+        counterparties: RefCell::new(counterparties::cache()),
+    });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async move {
         loop {
@@ -188,15 +256,17 @@ fn run(spec: &SourceSpec, mut jobs: mpsc::UnboundedReceiver<Job>, mut stopped: o
                 },
                 _ = &mut stopped => break,
             };
-            let (source, tables) = (Rc::clone(&source), Rc::clone(&tables));
+            let (source, caches) = (Rc::clone(&source), Rc::clone(&caches));
             tokio::task::spawn_local(async move {
-                let answer = match job.work {
-                    Work::Tables(addresses) => Answer::Tables(read_tables(&source, &tables, &addresses).await),
-                    Work::Observe { transaction, accounts } => {
-                        Answer::Observed(observe(&source, &transaction, &accounts).await)
+                let Job { work, reply, _slot } = job;
+                let answer = match work {
+                    Work::Tables(addresses) => Answer::Tables(read_tables(&source, &caches.tables, &addresses).await),
+                    Work::Observe { transaction, accounts, history_of } => {
+                        Answer::Observed(observe(&source, &caches, &transaction, &accounts, history_of).await)
                     }
                 };
-                let _ = job.reply.send(answer);
+                let _ = reply.send(answer);
+                drop(_slot);
             });
         }
     });
@@ -206,7 +276,19 @@ fn deadline() -> Duration {
     Duration::from_millis(SCAN_UPSTREAM_TIMEOUT_MS)
 }
 
-async fn observe(source: &Source, transaction: &[u8], accounts: &[Pubkey]) -> Observed {
+/// What the lane keeps between scans (its thread's only state).
+struct Caches {
+    tables: RefCell<TtlCache<Vec<Pubkey>>>,
+    counterparties: RefCell<counterparties::Cache>,
+}
+
+async fn observe(
+    source: &Source,
+    caches: &Caches,
+    transaction: &[u8],
+    accounts: &[Pubkey],
+    history_of: Option<Pubkey>,
+) -> Observed {
     let pre = async {
         match tokio::time::timeout(deadline(), source.get_multiple_accounts(accounts)).await {
             Ok(answer) => answer.map_err(|e| e.to_string()),
@@ -221,26 +303,45 @@ async fn observe(source: &Source, transaction: &[u8], accounts: &[Pubkey]) -> Ob
             Err(_) => SimulationOutcome::TimedOut,
         }
     };
-    let (pre, simulation) = tokio::join!(pre, simulation);
-    Observed { pre, simulation }
+    let history = async {
+        let Some(wallet) = history_of else { return CounterpartiesOutcome::NotAsked };
+        if let Some(known) = caches.counterparties.borrow_mut().get(&wallet) {
+            return CounterpartiesOutcome::Known(known);
+        }
+        match tokio::time::timeout(deadline(), counterparties::read(source, &wallet)).await {
+            Ok(Ok(read)) => {
+                let known = Arc::new(read);
+                caches.counterparties.borrow_mut().put(wallet, Arc::clone(&known));
+                CounterpartiesOutcome::Known(known)
+            }
+            Ok(Err(e)) => CounterpartiesOutcome::Unavailable(e.to_string()),
+            Err(_) => CounterpartiesOutcome::Unavailable(format!("no answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")),
+        }
+    };
+    let (pre, simulation, counterparties) = tokio::join!(pre, simulation, history);
+    Observed { pre, simulation, counterparties }
 }
 
-async fn read_tables(source: &Source, cache: &RefCell<TableCache>, tables: &[Pubkey]) -> Result<Vec<Vec<Pubkey>>, String> {
+async fn read_tables(
+    source: &Source,
+    cache: &RefCell<TtlCache<Vec<Pubkey>>>,
+    tables: &[Pubkey],
+) -> Result<Vec<Vec<Pubkey>>, LaneError> {
     let missing: Vec<Pubkey> = tables.iter().filter(|t| cache.borrow_mut().get(t).is_none()).copied().collect();
     if !missing.is_empty() {
         let read = tokio::time::timeout(deadline(), source.get_multiple_accounts(&missing))
             .await
-            .map_err(|_| format!("the ledger did not answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms"))?
-            .map_err(|e: LedgerError| e.to_string())?;
+            .map_err(|_| LaneError::Upstream(format!("no answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")))?
+            .map_err(|e: LedgerError| LaneError::Upstream(e.to_string()))?;
         for (address, account) in missing.iter().zip(read.value) {
-            let addresses = table_addresses(address, account.as_ref())?;
+            let addresses = table_addresses(address, account.as_ref()).map_err(LaneError::Invalid)?;
             cache.borrow_mut().put(*address, addresses);
         }
     }
     let mut cache = cache.borrow_mut();
     tables
         .iter()
-        .map(|t| cache.get(t).ok_or_else(|| format!("lookup table {t} was not read")))
+        .map(|t| cache.get(t).ok_or_else(|| LaneError::Upstream(format!("lookup table {t} was not read"))))
         .collect()
 }
 
@@ -264,27 +365,44 @@ fn table_addresses(address: &Pubkey, account: Option<&UiAccount>) -> Result<Vec<
         .collect()
 }
 
-/// Lookup tables read recently, at most `SCAN_TABLE_CACHE_LEN`, each for
-/// `SCAN_TABLE_CACHE_TTL_MS`.
-struct TableCache {
-    entries: lru::LruCache<Pubkey, (Instant, Vec<Pubkey>)>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl TableCache {
-    fn new() -> TableCache {
-        let len = std::num::NonZeroUsize::new(SCAN_TABLE_CACHE_LEN).unwrap_or(std::num::NonZeroUsize::MIN);
-        TableCache { entries: lru::LruCache::new(len) }
+    /// A node that accepts connections and never answers: every read waits for its deadline.
+    fn black_hole() -> String {
+        let hole = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", hole.local_addr().expect("addr"));
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in hole.incoming() {
+                held.push(conn);
+            }
+        });
+        url
     }
 
-    fn get(&mut self, table: &Pubkey) -> Option<Vec<Pubkey>> {
-        let ttl = Duration::from_millis(SCAN_TABLE_CACHE_TTL_MS);
-        match self.entries.get(table) {
-            Some((read_at, addresses)) if read_at.elapsed() < ttl => Some(addresses.clone()),
-            _ => None,
+    fn observe() -> Work {
+        Work::Observe { transaction: Vec::new(), accounts: vec![Pubkey::default()], history_of: None }
+    }
+
+    #[test]
+    fn one_account_cannot_take_the_whole_lane_and_a_hang_up_does_not_free_its_work() {
+        let lane = Lane::start(&SourceSpec::Rpc { url: black_hole() }).expect("lane");
+        let mut waiting: Vec<_> =
+            (0..SCAN_LANE_PER_ACCOUNT_MAX).map(|_| lane.submit("acct_a", observe()).expect("room")).collect();
+        assert_eq!(lane.submit("acct_a", observe()).err(), Some(LaneError::Busy));
+        waiting.push(lane.submit("acct_b", observe()).expect("another account still gets in"));
+        assert_eq!(lane.in_flight(), SCAN_LANE_PER_ACCOUNT_MAX + 1);
+        // The waiters leave; their reads still run until the deadline, and still count.
+        drop(waiting);
+        assert_eq!(lane.submit("acct_a", observe()).err(), Some(LaneError::Busy));
+        let deadline = Instant::now() + Duration::from_millis(SCAN_UPSTREAM_TIMEOUT_MS + 5_000);
+        while lane.in_flight() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
         }
-    }
-
-    fn put(&mut self, table: Pubkey, addresses: Vec<Pubkey>) {
-        self.entries.put(table, (Instant::now(), addresses));
+        assert_eq!(lane.in_flight(), 0, "every read ended at its deadline");
+        assert!(lane.by_account.lock().is_empty(), "no account left counted");
+        assert!(lane.submit("acct_a", observe()).is_ok());
     }
 }

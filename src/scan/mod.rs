@@ -17,11 +17,13 @@
 //! Deliberately absent: signing, and any wait on the ledger on a listener thread.
 
 pub mod catalogue;
+pub mod counterparties;
 pub mod effects;
 pub mod findings;
 pub mod lane;
 pub mod report;
 pub mod state;
+pub mod ttl_cache;
 
 use thiserror::Error;
 
@@ -57,13 +59,35 @@ pub fn decode(parsed: &Parsed, tables: &[Vec<Pubkey>]) -> Result<Decoded, ScanEr
 }
 
 /// The wallet the scan is for: `asked` when it signs the transaction, else the fee payer.
-pub fn signer(decoded: &Decoded, asked: Option<Pubkey>) -> Result<Pubkey, ScanError> {
+/// Signers are always static keys (a lookup table never loads one), so this needs no read.
+pub fn signer(parsed: &Parsed, asked: Option<Pubkey>) -> Result<Pubkey, ScanError> {
+    let signers = &parsed.static_keys[..usize::from(parsed.required_signatures).min(parsed.static_keys.len())];
+    let fee_payer = signers.first().copied().ok_or_else(|| {
+        ScanError::Transaction(TransactionError::malformed("the message names no fee payer".into()))
+    })?;
     match asked {
-        Some(signer) if decoded.resolved.is_signer(&signer) => Ok(signer),
+        Some(signer) if signers.contains(&signer) => Ok(signer),
         Some(signer) => Err(ScanError::UnknownSigner(signer)),
-        None => Ok(decoded.fee_payer()),
+        None => Ok(fee_payer),
     }
 }
+
+/// The sysvars a transaction may name (never anyone's: not read).
+const SYSVARS: &[&str] = &[
+    "SysvarC1ock11111111111111111111111111111111",
+    "SysvarRent111111111111111111111111111111111",
+    "SysvarRecentB1ockHashes11111111111111111111",
+    "SysvarEpochSchedu1e111111111111111111111111",
+    "SysvarFees111111111111111111111111111111111",
+    "SysvarRewards111111111111111111111111111111",
+    "SysvarS1otHashes111111111111111111111111111",
+    "SysvarS1otHistory11111111111111111111111111",
+    "SysvarStakeHistory1111111111111111111111111",
+    "Sysvar1nstructions1111111111111111111111111",
+    "SysvarEpochRewards1111111111111111111111111",
+    "SysvarLastRestartS1ot1111111111111111111111",
+    "StakeConfig11111111111111111111111111111111",
+];
 
 /// The accounts whose state before and after the scan compares: every account of the message
 /// but the programs it invokes and the sysvars — the signer first, then writable accounts,
@@ -71,9 +95,8 @@ pub fn signer(decoded: &Decoded, asked: Option<Pubkey>) -> Result<Pubkey, ScanEr
 pub fn accounts_to_read(decoded: &Decoded, signer: &Pubkey) -> Vec<Pubkey> {
     let invoked: Vec<Pubkey> = decoded.instructions.iter().map(|ix| ix.program_id).collect();
     let readable = |address: &Pubkey| {
-        !invoked.contains(address)
-            && !address.to_string().starts_with("Sysvar")
-            && Program::from_id(&address.to_string()) == Program::Other
+        let text = address.to_string();
+        !invoked.contains(address) && !SYSVARS.contains(&text.as_str()) && Program::from_id(&text) == Program::Other
     };
     let mut out = vec![*signer];
     for writable in [true, false] {

@@ -19,8 +19,9 @@ use serde::Serialize;
 
 use super::effects::{self, Effect};
 use super::findings::{self, Context, Finding, Verdict};
-use super::lane::{Observed, SimulationOutcome};
-use super::state;
+use super::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
+use super::state::{self, States};
+use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
 use crate::ledger::transaction::Decoded;
@@ -42,14 +43,19 @@ pub struct ScanReport {
     pub simulation: SimulationView,
     pub counterparties: CounterpartiesView,
     pub engine_versions: BTreeMap<&'static str, &'static str>,
+    /// A ledger read the scan needed failed (the simulation, the accounts before or after it,
+    /// the signer's history): the answer stands on what was read, and is not charged.
+    #[serde(skip)]
+    pub upstream_failed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TransactionInfo {
-    /// `legacy` or `0`.
+    /// `legacy` or `v0`.
     pub version: &'static str,
-    /// Whether every required signature is present (a scan reads unsigned messages too).
+    /// Whether every signature is present (a scan reads unsigned and partly signed messages
+    /// too: those are `false`).
     pub signed: bool,
     pub fee_payer: Pubkey,
     pub accounts: usize,
@@ -92,10 +98,13 @@ pub struct SimulationView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CounterpartiesView {
-    /// Whether recipients were compared with the signer's earlier counterparties.
+    /// Whether recipients and delegates were compared with the signer's earlier counterparties.
     pub checked: bool,
+    /// Transactions of the signer's they were read from (its newest), when checked.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'static str>,
+    pub transactions: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What the report is built from.
@@ -109,10 +118,25 @@ pub struct Inputs<'a> {
 }
 
 pub fn build(inputs: &Inputs<'_>) -> ScanReport {
-    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: None };
-    let findings = findings::judge(inputs.decoded, &ctx);
-    let (effects, simulation) = simulated(inputs);
+    let known = match &inputs.observed.counterparties {
+        CounterpartiesOutcome::Known(known) => Some(&known.addresses),
+        _ => None,
+    };
+    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known };
+    let mut findings = findings::judge(inputs.decoded, &ctx);
+    let (diff, simulation) = simulated(inputs);
+    let effects = match &diff {
+        Some((pre, post)) => {
+            let effects = effects::effects(&inputs.signer, pre, post);
+            findings.extend(findings::received(inputs.decoded, &effects, pre, post, &ctx));
+            findings::sort(&mut findings);
+            effects
+        }
+        None => Vec::new(),
+    };
     let decoded = inputs.decoded;
+    let upstream_failed = matches!(simulation.status, "unavailable" | "timed_out")
+        || matches!(inputs.observed.counterparties, CounterpartiesOutcome::Unavailable(_));
     ScanReport {
         verdict: findings::verdict(&findings),
         signer: inputs.signer,
@@ -128,11 +152,25 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         effects,
         instructions: decoded.instructions.iter().map(|ix| instruction_view(ix, inputs.labels)).collect(),
         simulation,
-        counterparties: CounterpartiesView {
-            checked: false,
-            reason: Some("the signer's earlier counterparties are not read by this version: look-alike recipients are not checked"),
-        },
+        counterparties: counterparties_view(&inputs.observed.counterparties),
         engine_versions: BTreeMap::from([("scan", SCAN_VERSION), ("signals", crate::engine::SIGNALS_VERSION)]),
+        upstream_failed,
+    }
+}
+
+fn counterparties_view(outcome: &CounterpartiesOutcome) -> CounterpartiesView {
+    let unchecked = |reason: String| CounterpartiesView { checked: false, transactions: None, reason: Some(reason) };
+    match outcome {
+        CounterpartiesOutcome::Known(known) => {
+            CounterpartiesView { checked: true, transactions: Some(known.transactions), reason: None }
+        }
+        CounterpartiesOutcome::NotAsked => {
+            unchecked("the transaction sends and approves nothing of the signer's: no recipient to compare".into())
+        }
+        CounterpartiesOutcome::Unavailable(detail) => unchecked(unavailable(
+            "the signer's history could not be read: look-alike recipients and never-seen delegates are not judged",
+            detail,
+        )),
     }
 }
 
@@ -154,15 +192,42 @@ fn status(status: &'static str, reason: Option<String>) -> SimulationView {
     SimulationView { status, reason, error: None, slot: None, units_consumed: None }
 }
 
-/// The effects and the simulation's account, from what the lane observed.
-fn simulated(inputs: &Inputs<'_>) -> (Vec<Effect>, SimulationView) {
+/// An upstream's own words, logged whole and never repeated: they may name the provider's
+/// project or key.
+fn unavailable(what: &'static str, detail: &str) -> String {
+    tracing::warn!(%detail, "scan: {what}");
+    what.to_owned()
+}
+
+/// The runtime's error value as the node sent it, or — past `SCAN_UPSTREAM_TEXT_BYTES_MAX`
+/// bytes of JSON — its first bytes as text.
+fn bounded_error(error: &Value) -> Value {
+    let text = error.to_string();
+    if text.len() <= SCAN_UPSTREAM_TEXT_BYTES_MAX {
+        return error.clone();
+    }
+    let mut end = SCAN_UPSTREAM_TEXT_BYTES_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Value::from(format!("{}… (cut)", &text[..end]))
+}
+
+/// The accounts before and after the transaction, when the simulation ran and both read.
+type Diff = (States, States);
+
+/// The simulation's account and, when it ran and every account read, the states it compares.
+fn simulated(inputs: &Inputs<'_>) -> (Option<Diff>, SimulationView) {
     let answer = match &inputs.observed.simulation {
         SimulationOutcome::Ran(answer) => answer,
-        SimulationOutcome::Skipped(reason) => return (Vec::new(), status("skipped", Some(reason.clone()))),
-        SimulationOutcome::Unavailable(reason) => return (Vec::new(), status("unavailable", Some(reason.clone()))),
+        SimulationOutcome::Skipped(reason) => return (None, status("skipped", Some(reason.clone()))),
+        SimulationOutcome::Unavailable(detail) => {
+            let reason = unavailable("the ledger source did not simulate it", detail);
+            return (None, status("unavailable", Some(reason)));
+        }
         SimulationOutcome::TimedOut => {
             let reason = format!("no answer within {} ms", crate::config::SCAN_UPSTREAM_TIMEOUT_MS);
-            return (Vec::new(), status("timed_out", Some(reason)));
+            return (None, status("timed_out", Some(reason)));
         }
     };
     let (slot, value) = (answer.context.slot, &answer.value);
@@ -175,21 +240,21 @@ fn simulated(inputs: &Inputs<'_>) -> (Vec<Effect>, SimulationView) {
     };
     if let Some(error) = &value.err {
         view.status = "failed";
-        view.error = Some(error.clone());
-        view.reason = Some("the transaction would fail: nothing but the fee would change".to_owned());
-        return (Vec::new(), view);
+        view.error = Some(bounded_error(error));
+        view.reason = Some("the transaction would fail: it would still pay its fee, and nothing else would change".to_owned());
+        return (None, view);
     }
     let pre = match &inputs.observed.pre {
         Ok(pre) => state::read_all(inputs.accounts, &pre.value),
-        Err(e) => Err(format!("the accounts before it could not be read: {e}")),
+        Err(e) => Err(e.clone()),
     };
     let post = state::read_all(inputs.accounts, value.accounts.as_deref().unwrap_or_default());
     match (pre, post) {
-        (Ok(pre), Ok(post)) => (effects::effects(&inputs.signer, &pre, &post), view),
+        (Ok(pre), Ok(post)) => (Some((pre, post)), view),
         (Err(e), _) | (_, Err(e)) => {
             view.status = "unavailable";
-            view.reason = Some(e);
-            (Vec::new(), view)
+            view.reason = Some(unavailable("the accounts before or after it could not be read", &e));
+            (None, view)
         }
     }
 }

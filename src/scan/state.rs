@@ -2,7 +2,7 @@
 //! `getMultipleAccounts`) and after it (the simulation's post-state), read from the one wire
 //! format every source answers in (jsonParsed `UiAccount`) with the ledger model's readers.
 //!
-//! Owns: `AccountState`, `Held` and `States` (accounts by address). Pure; called on listener
+//! Owns: `AccountSnapshot`, `Held` and `States` (accounts by address). Pure; called on listener
 //! threads.
 //!
 //! Invariant: an account with 0 lamports does not exist (a closed account is reported by a
@@ -27,7 +27,7 @@ pub enum Held {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccountState {
+pub struct AccountSnapshot {
     pub lamports: u64,
     /// The program that owns it.
     pub owner: Pubkey,
@@ -35,11 +35,11 @@ pub struct AccountState {
 }
 
 /// Existing accounts by address; an address absent here does not exist.
-pub type States = BTreeMap<Pubkey, AccountState>;
+pub type States = BTreeMap<Pubkey, AccountSnapshot>;
 
 /// `account` at `address`, or `None` when it does not exist; `Err` when its owner is not an
 /// address (the source is not speaking Solana).
-pub fn read(address: Pubkey, account: Option<&UiAccount>) -> Result<Option<AccountState>, String> {
+pub fn read(address: Pubkey, account: Option<&UiAccount>) -> Result<Option<AccountSnapshot>, String> {
     let Some(account) = account.filter(|a| a.lamports > 0) else { return Ok(None) };
     let owner = Pubkey::parse(&account.owner).map_err(|_| format!("account {address} has owner {:?}", account.owner))?;
     let held = if let Some(t) = TokenAccount::from_wire(address, account) {
@@ -53,7 +53,7 @@ pub fn read(address: Pubkey, account: Option<&UiAccount>) -> Result<Option<Accou
     } else {
         Held::Plain
     };
-    Ok(Some(AccountState { lamports: account.lamports, owner, held }))
+    Ok(Some(AccountSnapshot { lamports: account.lamports, owner, held }))
 }
 
 /// The states of `addresses` from a source's answer (`accounts[i]` for `addresses[i]`).
@@ -70,7 +70,7 @@ pub fn read_all(addresses: &[Pubkey], accounts: &[Option<UiAccount>]) -> Result<
     Ok(states)
 }
 
-impl AccountState {
+impl AccountSnapshot {
     /// True when this account is `signer`'s: its own address, or a token account it owns, a
     /// nonce account it is the authority of, a stake account it stakes or withdraws.
     pub fn belongs_to(&self, address: &Pubkey, signer: &Pubkey) -> bool {

@@ -6,9 +6,21 @@ cannot state, taught to the generator so that its positive cases are truly valid
   program-derived address, `422 ACCOUNT_NOT_ELIGIBLE` by contract).
 - A comparison's two wallets differ (`400 INVALID_REQUEST` by contract): JSON Schema has no
   keyword comparing two properties, so a case naming the same wallet twice is not generated.
+- `format: solana-transaction` (the scan's `transaction`): base64 of a serialized Solana
+  transaction. Drawn from real ones — every `xray ledger demo-tx` case (run.sh lists them in the
+  file `XRAY_DEMO_TXS`), each also as a v0 message — so the demo ledger decodes and simulates
+  them, and the scan answers 200 with findings and effects.
+- The scan's `signer` signs the transaction (`400 INVALID_REQUEST` otherwise): a case — generated,
+  or put together from the document's examples — whose `transaction` decodes and whose `signer`
+  is an address names one of that transaction's signers instead. A `signer` that is not an
+  address is left as it is (a negative case stays negative: `400 INVALID_ADDRESS`).
 
 Nothing here relaxes a check: every response is still checked against the document.
 """
+
+import base64
+import os
+import re
 
 import schemathesis
 from hypothesis import strategies as st
@@ -38,6 +50,71 @@ def on_curve(raw: bytes) -> bool:
 
 schemathesis.openapi.format("solana-address", st.binary(min_size=32, max_size=32).filter(on_curve).map(base58))
 
+ADDRESS = re.compile(r"[1-9A-HJ-NP-Za-km-z]{32,44}")
+
+
+def compact_u16(raw: bytes, at: int) -> tuple[int, int]:
+    """Solana's short vector length at `at`: (value, offset after it)."""
+    value = shift = 0
+    while True:
+        byte = raw[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def signers(raw: bytes) -> list[str]:
+    """The addresses that sign a serialized transaction: its first `num_required_signatures` keys."""
+    count, at = compact_u16(raw, 0)
+    at += 64 * count
+    if raw[at] & 0x80:  # a versioned message's prefix
+        at += 1
+    required = raw[at]
+    keys, at = compact_u16(raw, at + 3)
+    found = [raw[at + 32 * i : at + 32 * (i + 1)] for i in range(min(required, keys))]
+    return [base58(key) for key in found if len(key) == 32]
+
+
+def signers_of(text) -> list[str]:
+    """The signers of a base64 transaction; none when `text` is not one (a negative case)."""
+    if not isinstance(text, str):
+        return []
+    if text in DEMO_TRANSACTIONS:
+        return DEMO_TRANSACTIONS[text]
+    try:
+        return signers(base64.b64decode(text, validate=True))
+    except (ValueError, IndexError):
+        return []
+
+
+def as_v0(raw: bytes) -> bytes:
+    """The same transaction as a v0 message: the version prefix, and no lookup table."""
+    count, at = compact_u16(raw, 0)
+    at += 64 * count
+    return raw[:at] + b"\x80" + raw[at:] + b"\x00"
+
+
+def demo_transactions() -> dict[str, list[str]]:
+    """Base64 transaction → its signers, for every line of `XRAY_DEMO_TXS` and its v0 form."""
+    path = os.environ.get("XRAY_DEMO_TXS")
+    if not path:
+        raise RuntimeError("XRAY_DEMO_TXS is not set: run tests/schemathesis/run.sh, which writes it")
+    pool = {}
+    with open(path) as lines:
+        for line in filter(None, map(str.strip, lines)):
+            raw = base64.b64decode(line)
+            for form in (raw, as_v0(raw)):
+                pool[base64.b64encode(form).decode()] = signers(form)
+    if not pool:
+        raise RuntimeError(f"{path} holds no transaction")
+    return pool
+
+
+DEMO_TRANSACTIONS = demo_transactions()
+schemathesis.openapi.format("solana-transaction", st.sampled_from(sorted(DEMO_TRANSACTIONS)))
+
 
 @schemathesis.hook
 def filter_case(context, case):
@@ -45,3 +122,30 @@ def filter_case(context, case):
     if isinstance(body, dict) and "walletA" in body and "walletB" in body:
         return body["walletA"] != body["walletB"]
     return True
+
+
+def with_its_signer(case):
+    """`case` naming, as the scan's `signer`, one of its transaction's signers (see above)."""
+    body = case.body
+    if not isinstance(body, dict) or "transaction" not in body:
+        return case
+    signer = body.get("signer")
+    if not isinstance(signer, str) or not ADDRESS.fullmatch(signer):
+        return case
+    known = signers_of(body["transaction"])
+    if known and signer not in known:
+        # Deterministic: the same generated case always names the same signer.
+        case.body = {**body, "signer": known[len(signer) % len(known)]}
+    return case
+
+
+@schemathesis.hook
+def map_case(context, case):
+    return with_its_signer(case)
+
+
+@schemathesis.hook
+def before_add_examples(context, examples):
+    # The Examples phase combines property examples (an `Address` example as `signer`) without
+    # `map_case`.
+    examples[:] = [with_its_signer(case) for case in examples]

@@ -4,8 +4,11 @@
 # loopback, driven by docs/openapi.json. Exits non-zero on any failure; prints the seed, so a
 # failure replays with SEED=<seed>.
 #
-# Bounded: MAX_EXAMPLES per operation and phase (about 1,000 cases in all at the default) and
-# TIME_LIMIT_S for the whole run (about 20 s here; the limit is a guard, not the plan).
+# Bounded: MAX_EXAMPLES per operation and phase (about 1,400 cases in all at the default) and
+# TIME_LIMIT_S for the whole run (about 25 s here; the limit is a guard, not the plan).
+#
+# The key holds every scope, `transaction:scan` included, so the pre-sign scan is driven with
+# the real transactions of `xray ledger demo-tx` (see hooks.py) as well as with broken ones.
 #
 # Environment (defaults in brackets):
 #   MAX_EXAMPLES [100]  TIME_LIMIT_S [300]  SEED [random]  PORT [18095]  ADMIN_PORT [18096]
@@ -30,7 +33,15 @@ fi
 use_demo_workdir "$XRAY_BIN" "$WORK"
 
 start_demo_server "$XRAY_BIN" "$WORK/data" "$PORT" "$ADMIN_PORT" "$WORK/serve.out"
-API_KEY=$(demo_key "$XRAY_BIN" "$WORK/data" schemathesis wallet:analyze,wallet:compare,analysis:read,usage:read)
+API_KEY=$(demo_key "$XRAY_BIN" "$WORK/data" schemathesis \
+  wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan)
+# Real transactions for the scan's positive cases (hooks.py draws `format: solana-transaction`
+# from them): every `xray ledger demo-tx` case, one base64 transaction a line.
+export XRAY_DEMO_TXS="$WORK/demo-tx.txt"
+"$XRAY_BIN" ledger demo-tx --list | while read -r demo_case _; do
+  "$XRAY_BIN" ledger demo-tx "$demo_case"
+done >"$XRAY_DEMO_TXS"
+[ -s "$XRAY_DEMO_TXS" ] || { echo "xray ledger demo-tx gave no transaction" >&2; exit 1; }
 
 cd "$WORK"
 seed_args=()

@@ -23,7 +23,8 @@ use crate::api::wire::DataBody;
 use crate::api::ApiError;
 use crate::http::ApiResponse;
 use crate::jobs::admission::AdmitError;
-use crate::limits::quota::{Operation, ReleaseCause, Reservation};
+use crate::ledger::transaction::message::Parsed;
+use crate::limits::quota::{period_end_ms, Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::Pubkey;
 use crate::scan::lane::LaneError;
 use crate::scan::report::{self, Inputs, ScanReport};
@@ -39,9 +40,41 @@ fn scan_error(e: ScanError) -> ApiError {
 
 fn lane_error(e: LaneError) -> ApiError {
     match e {
-        LaneError::Busy => ApiError::ServiceBusy,
-        LaneError::Stopped => ApiError::ServiceBusy,
-        LaneError::Upstream(message) => ApiError::LedgerUnavailable { message },
+        LaneError::Busy | LaneError::Stopped => ApiError::ServiceBusy,
+        LaneError::Upstream(detail) => {
+            // The node's own words stay in the log: they may name the provider's project.
+            tracing::warn!(%detail, "a scan's lookup tables could not be read");
+            ApiError::LedgerUnavailable { message: "its lookup tables could not be read".into() }
+        }
+        LaneError::Invalid(message) => ApiError::InvalidTransaction { message },
+    }
+}
+
+/// A reserved quota unit, given back when dropped unless it was charged: every early return
+/// and a client that hangs up mid-scan (hyper drops the handler's future) release it.
+struct ReservedUnit<'k> {
+    key: &'k crate::auth::table::KeyEntry,
+    reservation: Option<Reservation>,
+}
+
+impl ReservedUnit<'_> {
+    /// The unit, now charged durably: settled in memory as used.
+    fn commit(mut self) {
+        if let Some(reservation) = self.reservation.take() {
+            if let Err(e) = self.key.quota.commit(reservation) {
+                tracing::warn!(error = %e, "a scan's quota unit could not be settled in memory");
+            }
+        }
+    }
+}
+
+impl Drop for ReservedUnit<'_> {
+    fn drop(&mut self) {
+        if let Some(reservation) = self.reservation.take() {
+            if let Err(e) = self.key.quota.release(reservation, ReleaseCause::NotAdmitted) {
+                tracing::warn!(error = %e, "a scan's quota unit could not be released");
+            }
+        }
     }
 }
 
@@ -64,90 +97,71 @@ impl Endpoints<'_> {
             None => None,
         };
         let parsed = scan::parse(&bytes).map_err(scan_error)?;
+        let signer = scan::signer(&parsed, asked).map_err(scan_error)?;
         self.check_accepting()?;
         let key = &self.caller.key;
+        let now_ms = self.caller.now_ms;
         let reservation = key
             .quota
-            .reserve(Operation::TransactionScan, self.caller.now_ms)
-            .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms: self.caller.now_ms }))?;
-        match self.scan(&parsed, &bytes, asked).await {
-            Ok(report) => self.charged(reservation, &report).await,
-            Err(e) => {
-                self.release(reservation);
-                Err(e)
-            }
+            .reserve(Operation::TransactionScan, now_ms)
+            .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
+        let unit = ReservedUnit { key, reservation: Some(reservation) };
+        let report = self.scan(&parsed, &bytes, signer).await?;
+        let body = json_bytes(&DataBody { data: &report })?;
+        if report.upstream_failed {
+            // The ledger did not answer: the findings stand, the unit is given back (dropped).
+            return Ok(ApiResponse::json(200, body));
         }
+        self.charged(unit).await?;
+        Ok(ApiResponse::json(200, body))
     }
 
     /// The scan itself: decoding, the lane's reads, the report.
-    async fn scan(
-        &self,
-        parsed: &crate::ledger::transaction::message::Parsed,
-        bytes: &[u8],
-        asked: Option<Pubkey>,
-    ) -> Result<ScanReport, ApiError> {
+    async fn scan(&self, parsed: &Parsed, bytes: &[u8], signer: Pubkey) -> Result<ScanReport, ApiError> {
         let lane = &self.app.scan;
+        let account = self.account();
         let tables = scan::lookup_tables(parsed);
         let tables = match tables.is_empty() {
             true => Vec::new(),
-            false => lane.tables(tables).await.map_err(lane_error)?,
+            false => lane.tables(account, tables).await.map_err(lane_error)?,
         };
         let decoded = scan::decode(parsed, &tables).map_err(scan_error)?;
-        let signer = scan::signer(&decoded, asked).map_err(scan_error)?;
         let accounts = scan::accounts_to_read(&decoded, &signer);
-        let observed = lane.observe(bytes.to_vec(), accounts.clone()).await.map_err(lane_error)?;
+        let history_of = scan::counterparties::wanted(&decoded, &signer).then_some(signer);
+        let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
         let labels = self.app.labels.clone();
-        Ok(report::build(&Inputs { decoded: &decoded, signer, accounts: &accounts, observed: &observed, labels: &labels }))
+        let inputs = Inputs { decoded: &decoded, signer, accounts: &accounts, observed: &observed, labels: &labels };
+        Ok(report::build(&inputs))
     }
 
-    fn release(&self, reservation: Reservation) {
-        if let Err(e) = self.caller.key.quota.release(reservation, ReleaseCause::NotAdmitted) {
-            tracing::warn!(error = %e, "a scan's quota unit could not be released");
-        }
-    }
-
-    /// Charges the unit durably, then answers the report.
-    async fn charged(&self, reservation: Reservation, report: &ScanReport) -> Result<ApiResponse, ApiError> {
-        let body = json_bytes(&DataBody { data: report })?;
+    /// Charges the unit durably (the store; on a cluster, etcd at the shared limit).
+    async fn charged(&self, unit: ReservedUnit<'_>) -> Result<(), ApiError> {
         let key = &self.caller.key;
-        let (key_id, period_start_ms, limit) = (key.id().as_str(), reservation.period_start_ms, key.quota.limit());
+        let period_start_ms = unit.reservation.as_ref().map_or(0, |r| r.period_start_ms);
+        let (key_id, limit) = (key.id().as_str(), key.quota.limit());
         let charged = match self.app.admission.cluster() {
             Some(etcd) => etcd.charge_now_async(key_id.to_owned(), period_start_ms, limit).await,
             None => self.app.store.charge_now(key_id, period_start_ms, limit),
         };
-        let charged = match charged {
-            Ok(charged) => charged,
-            Err(e) => {
-                self.release(reservation);
-                return Err(ApiError::from_store(&e));
-            }
-        };
-        match charged {
-            Charged::Done { usage } => {
-                if let Err(e) = key.quota.commit(reservation) {
-                    tracing::warn!(error = %e, "a scan's quota unit could not be settled in memory");
-                }
-                if let Some(usage) = usage {
-                    key.quota.restore(period_start_ms, &usage, self.caller.now_ms);
-                }
-            }
+        match charged.map_err(|e| ApiError::from_store(&e))? {
+            Charged::Done { .. } => unit.commit(),
             Charged::Exhausted { usage } => {
-                self.release(reservation);
-                key.quota.restore(period_start_ms, &usage, self.caller.now_ms);
-                let refusal = key.quota.reserve(Operation::TransactionScan, self.caller.now_ms);
-                return Err(match refusal {
-                    Err(refusal) => ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms: self.caller.now_ms }),
-                    Ok(unit) => {
-                        self.release(unit);
-                        ApiError::ServiceBusy
-                    }
-                });
+                // The shared limit refused it (other nodes charged the key meanwhile): the
+                // unit is given back (dropped) and the refusal says what etcd holds.
+                let now_ms = self.caller.now_ms;
+                let refusal = QuotaExhausted {
+                    limit,
+                    used: u64::try_from(usage.used).unwrap_or(0),
+                    reserved: u64::try_from(usage.reserved).unwrap_or(0),
+                    resets_at_ms: period_end_ms(now_ms, key.quota.period()),
+                };
+                return Err(ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }));
             }
         }
         if let Err(e) = self.covered(true).await {
             // The unit is written and charged; only its fsync is unconfirmed. The answer stands.
             tracing::warn!(error = %e, "a scan's charge is written but not yet fsynced");
         }
-        Ok(ApiResponse::json(200, body))
+        Ok(())
     }
 }

@@ -102,6 +102,9 @@ fn token_program_name(program: TokenProgram) -> &'static str {
     }
 }
 
+/// The most zero bytes an uninitialized account is emitted with (the runtime's 10 MiB).
+const UNINITIALIZED_BYTES_MAX: usize = 10 * 1024 * 1024;
+
 /// An account as `getAccountInfo` (jsonParsed) returns it.
 pub fn account(a: &Acct) -> UiAccount {
     let space = a.space();
@@ -110,7 +113,10 @@ pub fn account(a: &Acct) -> UiAccount {
     let token_program = token_program_of(&a.owner);
     let data = match (&a.data, token_program) {
         (Data::Empty, _) => binary(&[]),
-        (Data::Uninitialized { space }, _) => binary(&vec![0; usize::try_from(*space).unwrap_or(0)]),
+        // Bounded: a simulated `createAccount` is refused past 10 MiB before it gets here.
+        (Data::Uninitialized { space }, _) => {
+            binary(&vec![0; usize::try_from(*space).unwrap_or(0).min(UNINITIALIZED_BYTES_MAX)])
+        }
         (Data::Token(t), Some(p)) => parsed_data(token_program_name(p), "account", token_account_info(t, p), space),
         (Data::Mint(m), Some(p)) => parsed_data(token_program_name(p), "mint", mint_info(m, p), space),
         (Data::Nonce { authority, blockhash }, _) => {

@@ -28,6 +28,9 @@ use crate::ledger::wire::{RpcContext, SimulateValue, Value, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::Pubkey;
 
+/// The most data an account may hold (the runtime's `MAX_PERMITTED_DATA_LENGTH`, 10 MiB).
+const ACCOUNT_DATA_BYTES_MAX: u64 = 10 * 1024 * 1024;
+
 /// The slot a simulation runs in: the one after the demo's last.
 const SIMULATION_SLOT: u64 = AS_OF_SLOT + 1;
 
@@ -100,6 +103,14 @@ fn ops(parsed: &Parsed, decoded: &Decoded, state: &State) -> Result<Vec<Ix>, Str
         let program = || TokenProgram::of(ix.program).ok_or_else(|| unsupported(ix));
         let op = match &ix.kind {
             K::SystemTransfer { from, to, lamports } => Op::Transfer { from: *from, to: *to, lamports: *lamports },
+            // The runtime refuses more than 10 MiB of account data; the demo must not hold it.
+            K::SystemCreateAccount { space, .. } if *space > ACCOUNT_DATA_BYTES_MAX => {
+                return Err(format!(
+                    "instruction {} creates an account of {space} bytes; the runtime allows at most \
+                     {ACCOUNT_DATA_BYTES_MAX}: it would fail",
+                    ix.index.outer
+                ))
+            }
             K::SystemCreateAccount { funder, account, lamports, space, owner } => Op::CreateAccount {
                 funder: *funder,
                 account: *account,

@@ -259,8 +259,9 @@ impl TxSpec {
     /// Base fee per signature plus the priority fee the compute-budget instructions ask for.
     pub fn fee(&self) -> u64 {
         let (limit, price) = self.compute_budget();
-        let priority = (limit * price).div_ceil(MICRO_LAMPORTS_PER_LAMPORT);
-        LAMPORTS_PER_SIGNATURE * self.signers.len() as u64 + priority
+        // Saturating: a simulated transaction's limit and price are a client's numbers.
+        let priority = limit.saturating_mul(price).div_ceil(MICRO_LAMPORTS_PER_LAMPORT);
+        LAMPORTS_PER_SIGNATURE.saturating_mul(self.signers.len() as u64).saturating_add(priority)
     }
 
     /// The memo text of the first memo instruction, as `getSignaturesForAddress` reports it.
@@ -574,7 +575,7 @@ fn apply(op: &Op, state: &mut State, slot: u64, seed: u64, errors: &mut Vec<Exec
             debit(state, funder, *lamports, errors);
             let prior = state.get(account).map_or(0, |a| a.lamports);
             let data = if *space == 0 { Data::Empty } else { Data::Uninitialized { space: *space } };
-            state.insert(*account, Acct { lamports: prior + lamports, owner: *owner, data });
+            state.insert(*account, Acct { lamports: prior.saturating_add(*lamports), owner: *owner, data });
         }
         Op::Assign { account, owner } => {
             if let Some(a) = existing(state, account, errors) {

@@ -59,12 +59,13 @@ pub fn signatures_for_address_params(address: &Pubkey, before: Option<&Signature
 
 /// `simulateTransaction` as a pre-sign scan asks it: no signature check (the user has not
 /// signed yet), the blockhash replaced (an old one must not fail the simulation), and the
-/// post-state of `accounts` in the same encoding as every account read.
+/// post-state of `accounts` in the same encoding and at the same (the node's default)
+/// commitment as the account read it is compared with.
 pub fn simulate_params(transaction: &[u8], accounts: &[Pubkey]) -> Value {
     use base64::Engine as _;
     let addresses: Vec<String> = accounts.iter().map(Pubkey::to_string).collect();
     json!([base64::engine::general_purpose::STANDARD.encode(transaction), {
-        "encoding": "base64", "sigVerify": false, "replaceRecentBlockhash": true, "commitment": "confirmed",
+        "encoding": "base64", "sigVerify": false, "replaceRecentBlockhash": true,
         "accounts": {"addresses": addresses, "encoding": "jsonParsed"}
     }])
 }

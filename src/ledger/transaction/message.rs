@@ -123,7 +123,8 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, TransactionError> {
         .deserialize(bytes)
         .map_err(|e| TransactionError::malformed(format!("not a serialized transaction ({e})")))?;
     tx.sanitize().map_err(|e| TransactionError::malformed(format!("the message is inconsistent ({e})")))?;
-    let signed = tx.signatures.iter().any(|s| s.as_ref().iter().any(|&b| b != 0));
+    // Signed when every signature is there (a wallet adds its own last: partly signed is not).
+    let signed = !tx.signatures.is_empty() && tx.signatures.iter().all(|s| s.as_ref().iter().any(|&b| b != 0));
     let (version, lookups) = match &tx.message {
         VersionedMessage::Legacy(_) => (MessageVersion::Legacy, Vec::new()),
         VersionedMessage::V0(m) => (MessageVersion::V0, m.address_table_lookups.iter().map(table_lookup).collect()),
@@ -173,6 +174,13 @@ fn table_lookup(l: &solana_message::v0::MessageAddressTableLookup) -> TableLooku
 impl Parsed {
     /// The full account list, `tables[i]` holding the addresses of `lookups[i]`'s table.
     pub fn resolve(&self, tables: &[Vec<Pubkey>]) -> Result<Resolved, TransactionError> {
+        if tables.len() != self.lookups.len() {
+            return Err(TransactionError::malformed(format!(
+                "{} lookup tables given for {} lookups",
+                tables.len(),
+                self.lookups.len()
+            )));
+        }
         let mut accounts: Vec<AccountRef> = (0..self.static_keys.len()).map(|i| self.static_ref(i)).collect();
         for writable in [true, false] {
             for (lookup, addresses) in self.lookups.iter().zip(tables) {

@@ -6,6 +6,7 @@
 
 use serde_json::json;
 use xray::config::{SourceSpec, TRANSACTION_BYTES_MAX};
+use xray::pubkey::Pubkey;
 
 use super::support::*;
 
@@ -29,7 +30,8 @@ fn expected() -> Vec<(&'static str, &'static str, Vec<(&'static str, Option<u64>
     vec![
         ("sol-transfer", "benign", vec![], vec!["sol"]),
         ("token-transfer", "benign", vec![], vec!["sol", "token"]),
-        ("approve", "warning", vec![("token_approval", Some(0))], vec!["sol", "token_delegate_change"]),
+        // Unlimited, to an address the wallet never dealt with (its history is read): critical.
+        ("approve", "malicious", vec![("token_approval", Some(0))], vec!["sol", "token_delegate_change"]),
         ("revoke", "benign", vec![], vec!["sol", "token_delegate_change"]),
         ("set-owner", "malicious", vec![("token_owner_change", Some(0))], vec!["sol", "token", "token_owner_change"]),
         (
@@ -48,6 +50,7 @@ fn expected() -> Vec<(&'static str, &'static str, Vec<(&'static str, Option<u64>
             vec![("token_approval", Some(0)), ("token_owner_change", Some(1)), ("flagged_recipient", Some(2))],
             vec!["sol", "token", "token_owner_change"],
         ),
+        ("lookalike-send", "malicious", vec![("lookalike_recipient", Some(0))], vec!["sol"]),
     ]
 }
 
@@ -65,6 +68,11 @@ fn check_cases(server: &TestServer, key: &str) -> Vec<Vec<u8>> {
         assert_eq!(findings(&reply), want, "{case}");
         assert_eq!(effect_kinds(&reply), effects, "{case}: {reply:?}");
         assert_eq!(data["simulation"]["status"], "ok", "{case}: {reply:?}");
+        if ["sol-transfer", "drain", "lookalike-send"].contains(&case) {
+            // It sends the signer's SOL: the recipient was compared with its counterparties.
+            assert_eq!(data["counterparties"]["checked"], true, "{case}: {reply:?}");
+            assert!(data["counterparties"]["transactions"].as_u64() > Some(0), "{case}: {reply:?}");
+        }
         assert_eq!(data["engineVersions"]["scan"], "1.0.0");
         // The fee (and every SOL movement) is the signer's: 5,000 lamports per signature.
         let sol = data["effects"][0]["deltaLamports"].as_i64().expect("sol delta");
@@ -199,3 +207,60 @@ fn base64_encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+
+#[test]
+fn an_account_of_absurd_size_is_refused_by_the_demo_simulation_and_the_server_stays_up() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let me = Pubkey::parse(CLEAN).expect("address");
+    let new = Pubkey([77; 32]);
+    let sdk = xray::ledger::transaction::message::sdk_address;
+    // 2^46 bytes: the demo would try to hold it were the size not refused first.
+    let create = solana_system_interface::instruction::create_account(&sdk(&me), &sdk(&new), 1, 1 << 46, &sdk(&me));
+    let parts = xray::instruction_parts!(create);
+    let mut parts = parts;
+    parts.metas.iter_mut().for_each(|m| m.1 |= m.0 == new);
+    let bytes = xray::ledger::transaction::message::compile(me, &[parts], [3; 32], false).expect("compiles");
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&bytes), None));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.data()["simulation"]["status"], "skipped", "{reply:?}");
+    let reason = reply.data()["simulation"]["reason"].as_str().expect("reason");
+    assert!(reason.contains("10485760"), "{reason}");
+    assert_eq!(scan(&server, &key.secret, &scan_body(&demo_tx("sol-transfer"), None)).status, 200);
+}
+
+#[test]
+fn a_client_that_hangs_up_mid_scan_is_not_charged() {
+    // Every ledger answer takes 800 ms: the client leaves while the lane waits.
+    let server = serve_slow(800, |_| {});
+    let key = server.key(KeyOptions::default());
+    // A set-owner scan sends nothing: no history is read, so its one round trip of 800 ms
+    // fits the upstream deadline and the scan is charged once answered.
+    let body = scan_body(&demo_tx("set-owner"), None);
+    let mut conn = Conn::open(server.addr);
+    let request = format!(
+        "POST {SCAN_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        key.secret,
+        body.len()
+    );
+    std::io::Write::write_all(&mut conn.stream, request.as_bytes()).expect("sent");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    drop(conn);
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (0, 0, 0), "{usage:?}");
+    // And a scan that waits for its answer is charged once.
+    let reply = scan(&server, &key.secret, &body);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (1, 0, 1), "{usage:?}");
+    // An approval needs the signer's history: two round trips of 800 ms pass the 1,500 ms
+    // deadline, so the scan is answered on its findings, says why, and is not charged.
+    let reply = scan(&server, &key.secret, &scan_body(&demo_tx("approve"), None));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.data()["counterparties"]["checked"], false, "{reply:?}");
+    assert_eq!(reply.data()["findings"][0]["kind"], "token_approval", "{reply:?}");
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (1, 0, 1), "{usage:?}");
+}

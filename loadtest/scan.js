@@ -1,0 +1,131 @@
+// k6 load test of the pre-sign scan (open model): integrators' backends scanning the
+// transactions their users are about to sign — `POST /v1/developer/intelligence/transaction`
+// with `{"transaction": "<base64>"}`, answered synchronously with a verdict, findings and effects.
+//
+// Open model: `constant-arrival-rate` starts RATE scans per second whatever the latency, so a
+// slow server shows as latency and dropped iterations, not as a politely lower rate. Each
+// iteration scans one transaction of the mix, in turn. Loopback targets only; every scan is
+// one bounded request (TIMEOUT).
+//
+// The mix: CASES_FILE, one transaction per line, `<case> <base64>` — what `xray ledger demo-tx`
+// prints for each of its cases (`loadtest/flows.sh` writes it; by hand:
+//   X=${CARGO_TARGET_DIR:-/var/tmp/xray-target}/release/xray
+//   $X ledger demo-tx --list | while read -r c _; do echo "$c $($X ledger demo-tx "$c")"; done > cases.txt
+// ). `setup()` scans each case once; then every answer under load must be 200 with the same
+// verdict as that first one (a scan is a pure function of the transaction and the ledger's
+// state, which the demo ledger does not change), with `findings` and `effects` lists and a
+// simulation that ran (`simulation.status` "ok": not timed out, not skipped). Two cases are
+// anchored whatever the first answer says: `drain` is `malicious`, `sol-transfer` `benign`.
+//
+// Environment:
+//   BASE_URL    service root                         (default http://127.0.0.1:8080)
+//   API_KEY     a key with transaction:scan (required); each 200 costs one quota unit, so
+//               give it a quota and a rate limit above what the run offers, or it measures 429s
+//   CASES_FILE  the mix, as above (required; an absolute path, or relative to this script)
+//   RATE        scans started per second            (default 50)
+//   DURATION    test length                          (default 20s)
+//   VUS / MAX_VUS  pre-allocated / maximum virtual users (default 8 / 64)
+//   TIMEOUT     one scan's request timeout           (default 10s)
+//   P99_MS      p99 threshold of a scan, ms          (default 50)
+import http from 'k6/http';
+import { check } from 'k6';
+import exec from 'k6/execution';
+import { Counter, Trend } from 'k6/metrics';
+
+const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
+const API_KEY = __ENV.API_KEY || '';
+const URL = `${BASE_URL}/v1/developer/intelligence/transaction`;
+const TIMEOUT = __ENV.TIMEOUT || '10s';
+const P99_MS = parseFloat(__ENV.P99_MS || '50');
+const VERDICTS = ['benign', 'warning', 'malicious'];
+// Cases whose verdict the scan exists to get right.
+const ANCHORS = { drain: 'malicious', 'sol-transfer': 'benign' };
+
+if (!__ENV.CASES_FILE) {
+  throw new Error('CASES_FILE is required: lines of `<case> <base64>` (see the top of scan.js)');
+}
+const CASES = open(__ENV.CASES_FILE)
+  .split('\n')
+  .map((line) => line.trim().split(/\s+/))
+  .filter((words) => words.length >= 2 && words[0] !== '')
+  .map(([name, transaction]) => ({ name, body: JSON.stringify({ transaction }) }));
+if (CASES.length === 0) {
+  throw new Error(`${__ENV.CASES_FILE} holds no transaction`);
+}
+
+export const options = {
+  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(99)', 'p(99.9)', 'max'],
+  scenarios: {
+    scan: {
+      executor: 'constant-arrival-rate',
+      rate: parseInt(__ENV.RATE || '50', 10),
+      timeUnit: '1s',
+      duration: __ENV.DURATION || '20s',
+      preAllocatedVUs: parseInt(__ENV.VUS || '8', 10),
+      maxVUs: parseInt(__ENV.MAX_VUS || '64', 10),
+    },
+  },
+  thresholds: {
+    checks: ['rate>0.99'],
+    http_req_failed: ['rate<0.01'],
+    xray_scan_ms: [`p(99)<${P99_MS}`],
+    // Always met: they make the summary list the scans by verdict.
+    ...Object.fromEntries([...VERDICTS, 'error'].map((v) => [`xray_scans{verdict:${v}}`, ['count>=0']])),
+  },
+};
+
+// One scan's latency (ms), tagged with its case.
+const scanMs = new Trend('xray_scan_ms', true);
+// Scans by the verdict answered (`error`: not a 200 with a verdict).
+const scans = new Counter('xray_scans');
+
+const params = {
+  headers: { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/json' },
+  timeout: TIMEOUT,
+};
+
+function scan(c) {
+  const res = http.post(URL, c.body, { ...params, tags: { name: 'scan', case: c.name } });
+  let data = null;
+  if (res.status === 200) {
+    try {
+      data = res.json('data');
+    } catch (e) {
+      data = null;
+    }
+  }
+  return { res, data };
+}
+
+// The verdict of each case, as the server answers it with nothing else running.
+export function setup() {
+  if (!API_KEY) {
+    throw new Error('API_KEY is required (a key with transaction:scan)');
+  }
+  const verdicts = {};
+  for (const c of CASES) {
+    const { res, data } = scan(c);
+    if (!data || !VERDICTS.includes(data.verdict)) {
+      throw new Error(`${c.name}: the first scan answered ${res.status} ${String(res.body).slice(0, 300)}`);
+    }
+    if (ANCHORS[c.name] && data.verdict !== ANCHORS[c.name]) {
+      throw new Error(`${c.name}: verdict ${data.verdict}, expected ${ANCHORS[c.name]}`);
+    }
+    verdicts[c.name] = data.verdict;
+  }
+  return { verdicts };
+}
+
+export default function (state) {
+  const c = CASES[exec.scenario.iterationInTest % CASES.length];
+  const { res, data } = scan(c);
+  scanMs.add(res.timings.duration, { case: c.name });
+  const verdict = data && VERDICTS.includes(data.verdict) ? data.verdict : 'error';
+  scans.add(1, { verdict });
+  check(res, {
+    'status 200': (r) => r.status === 200,
+    'verdict as first answered': () => verdict === state.verdicts[c.name],
+    'findings and effects listed': () => data !== null && Array.isArray(data.findings) && Array.isArray(data.effects),
+    'simulation ran': () => data !== null && data.simulation && data.simulation.status === 'ok',
+  });
+}
