@@ -184,7 +184,8 @@ enum LabelsCommand {
     /// downloaded by the operator) and print a labels file (docs/labels.md) listing each as
     /// `sanctioned`, with the list's name and date as provenance. A summary goes to stderr.
     Import {
-        /// `ofac-csv` (sdn.csv) or `ofac-xml` (sdn.xml).
+        /// `ofac-csv` (sdn.csv), `ofac-xml` (sdn.xml), or `phishing-json` (a phishing-domain
+        /// list in eth-phishing-detect's `config.json` format: its domains as `[[domain]]`).
         #[arg(long)]
         format: String,
         /// The list file.
@@ -213,10 +214,19 @@ fn run_labels(command: LabelsCommand) -> Result<(), String> {
         return Err(format!("{}: larger than {} bytes", input.display(), config::SANCTIONS_FILE_BYTES_MAX));
     }
     let text = std::fs::read_to_string(&input).map_err(|e| format!("{}: {e}", input.display()))?;
+    if format == "phishing-json" {
+        let import = crate::labels::domains::read_phishing_list(&text, &list)?;
+        eprintln!("labels import: {} domains, {} entries skipped (not host names)", import.labels.len(), import.skipped);
+        let labels = crate::labels::domains::labels_toml(&import);
+        return match &out {
+            Some(path) => std::fs::write(path, &labels).map_err(|e| format!("{}: {e}", path.display())),
+            None => write_stdout(labels.as_bytes()),
+        };
+    }
     let import = match format.as_str() {
         "ofac-csv" => ofac::read_sdn_csv(&text)?,
         "ofac-xml" => ofac::read_sdn_xml(&text)?,
-        other => return Err(format!("--format {other:?}: expected ofac-csv or ofac-xml")),
+        other => return Err(format!("--format {other:?}: expected ofac-csv, ofac-xml or phishing-json")),
     };
     // Not parsed again here: `labels_toml` writes only addresses that parsed and quoted text
     // (a unit test loads what it writes), and parsing a list of 10⁶ entries back took most of

@@ -151,6 +151,12 @@ pub const IDEMPOTENCY_EVICTIONS_PER_WRITE_MAX: usize = 16;
 pub const IDEMPOTENCY_PURGE_BATCH_LEN: usize = 1_000;
 /// Largest sanctions list file `xray labels import` reads (OFAC's sdn.xml is ~20 MB).
 pub const SANCTIONS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
+/// Domains the labels may hold (`[[domain]]`: phishing and trusted dApp sites).
+pub const LABEL_DOMAINS_LEN_MAX: usize = 1_000_000;
+/// Trusted domains a scan's `origin` is compared with for look-alikes (one edit distance each).
+pub const TRUSTED_DOMAINS_COMPARED_MAX: usize = 10_000;
+/// Longest host name (RFC 1035).
+pub const DOMAIN_LEN_MAX: usize = 253;
 /// Longest DNS name (RFC 1035: 253 characters written out).
 pub const HOST_NAME_BYTES_MAX: usize = 253;
 /// Hosts an operator may allow as webhook targets whatever their address (`webhook_allow_hosts`).

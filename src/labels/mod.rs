@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::config::{LABELS_FILE_BYTES_MAX, LABELS_LEN_MAX};
 use crate::pubkey::Pubkey;
 
+pub mod domains;
 pub mod ofac;
 
 /// The default labels file, shipped inside the binary.
@@ -66,6 +67,17 @@ struct FileFormat {
     version: u32,
     #[serde(default)]
     label: Vec<FileLabel>,
+    #[serde(default)]
+    domain: Vec<FileDomain>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDomain {
+    domain: String,
+    category: domains::DomainCategory,
+    #[serde(default)]
+    source: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -91,6 +103,7 @@ pub struct Labels {
     /// asks per wallet).
     sanctioned_len: usize,
     sanctioned_demo_len: usize,
+    domains: domains::Domains,
 }
 
 impl Labels {
@@ -125,7 +138,7 @@ impl Labels {
         if by_address.len() > LABELS_LEN_MAX {
             return Err(format!("more than {LABELS_LEN_MAX} labels once merged"));
         }
-        Ok(Labels::of(by_address))
+        Ok(Labels { domains: self.domains.merged(&other.domains)?, ..Labels::of(by_address) })
     }
 
     /// Loads a labels file, or the builtin labels when `path` is `None`.
@@ -157,7 +170,12 @@ impl Labels {
                 return Err(format!("label #{} ({}): address listed twice", i + 1, entry.address));
             }
         }
-        Ok(Labels::of(by_address))
+        let mut domains = domains::Domains::default();
+        for (i, entry) in file.domain.into_iter().enumerate() {
+            let label = domains::DomainLabel { domain: entry.domain, category: entry.category, source: entry.source };
+            domains.insert(label).map_err(|e| format!("domain #{}: {e}", i + 1))?;
+        }
+        Ok(Labels { domains, ..Labels::of(by_address) })
     }
 
     /// The table of these labels, with its sanctioned entries counted once.
@@ -165,7 +183,12 @@ impl Labels {
         let sanctioned = by_address.values().filter(|l| l.category == Category::Sanctioned);
         let (demo, listed): (Vec<&Label>, Vec<&Label>) = sanctioned.partition(|l| l.has_tag(DEMO_TAG));
         let (sanctioned_len, sanctioned_demo_len) = (listed.len(), demo.len());
-        Labels { by_address, sanctioned_len, sanctioned_demo_len }
+        Labels { by_address, sanctioned_len, sanctioned_demo_len, domains: domains::Domains::default() }
+    }
+
+    /// The dApp domains (phishing and trusted sites) the labels list.
+    pub fn domains(&self) -> &domains::Domains {
+        &self.domains
     }
 
     pub fn get(&self, address: &Pubkey) -> Option<&Label> {

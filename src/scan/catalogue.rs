@@ -87,6 +87,18 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
         "none",
     ),
     (
+        "phishing_origin",
+        "critical",
+        "`origin` (the dApp that asked for the signature) is, or is a subdomain of, a phishing site the labels list (`[[domain]]`, e.g. imported from a phishing-domain list)",
+        "none",
+    ),
+    (
+        "lookalike_origin",
+        "high",
+        "`origin` imitates a trusted dApp domain: within two edits of it, or wearing it as the first labels of another domain (`phantom.app.claim-now.io`)",
+        "none",
+    ),
+    (
         "flagged_program",
         "critical",
         "an instruction of a flagged program",

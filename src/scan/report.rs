@@ -115,6 +115,8 @@ pub struct Inputs<'a> {
     pub accounts: &'a [Pubkey],
     pub observed: &'a Observed,
     pub labels: &'a Labels,
+    /// The host of the request's `origin`, when given.
+    pub origin: Option<&'a str>,
 }
 
 pub fn build(inputs: &Inputs<'_>) -> ScanReport {
@@ -122,7 +124,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         CounterpartiesOutcome::Known(known) => Some(&known.addresses),
         _ => None,
     };
-    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known };
+    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known, origin: inputs.origin };
     let mut findings = findings::judge(inputs.decoded, &ctx);
     let (diff, simulation) = simulated(inputs);
     let effects = match &diff {

@@ -45,7 +45,7 @@ fn judge(payer: Pubkey, ixs: &[Ix]) -> (Decoded, Vec<findings::Finding>) {
     let tx = decoded(&serialize(payer, ixs, false));
     let labels = Labels::builtin();
     let seen = BTreeSet::from([addr(50)]);
-    let found = findings::judge(&tx, &Context { signer: payer, labels: &labels, counterparties: Some(&seen) });
+    let found = findings::judge(&tx, &Context { signer: payer, labels: &labels, counterparties: Some(&seen), origin: None });
     (tx, found)
 }
 

@@ -96,6 +96,13 @@ impl Endpoints<'_> {
             ),
             None => None,
         };
+        let origin = match &body.origin {
+            Some(text) => Some(crate::labels::domains::host_of(text).ok_or(ApiError::InvalidRequest {
+                field: "origin",
+                message: "origin must be the dApp's URL or host name (https://app.example.com)",
+            })?),
+            None => None,
+        };
         let parsed = scan::parse(&bytes).map_err(scan_error)?;
         let signer = scan::signer(&parsed, asked).map_err(scan_error)?;
         self.check_accepting()?;
@@ -106,7 +113,7 @@ impl Endpoints<'_> {
             .reserve(Operation::TransactionScan, now_ms)
             .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
         let unit = ReservedUnit { key, reservation: Some(reservation) };
-        let report = self.scan(&parsed, &bytes, signer).await?;
+        let report = self.scan(&parsed, &bytes, signer, origin.as_deref()).await?;
         let body = json_bytes(&DataBody { data: &report })?;
         if report.upstream_failed {
             // The ledger did not answer: the findings stand, the unit is given back (dropped).
@@ -117,7 +124,13 @@ impl Endpoints<'_> {
     }
 
     /// The scan itself: decoding, the lane's reads, the report.
-    async fn scan(&self, parsed: &Parsed, bytes: &[u8], signer: Pubkey) -> Result<ScanReport, ApiError> {
+    async fn scan(
+        &self,
+        parsed: &Parsed,
+        bytes: &[u8],
+        signer: Pubkey,
+        origin: Option<&str>,
+    ) -> Result<ScanReport, ApiError> {
         let lane = &self.app.scan;
         let account = self.account();
         let tables = scan::lookup_tables(parsed);
@@ -130,7 +143,8 @@ impl Endpoints<'_> {
         let history_of = scan::counterparties::wanted(&decoded, &signer).then_some(signer);
         let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
         let labels = self.app.labels.clone();
-        let inputs = Inputs { decoded: &decoded, signer, accounts: &accounts, observed: &observed, labels: &labels };
+        let inputs =
+            Inputs { decoded: &decoded, signer, accounts: &accounts, observed: &observed, labels: &labels, origin };
         Ok(report::build(&inputs))
     }
 

@@ -264,3 +264,24 @@ fn a_client_that_hangs_up_mid_scan_is_not_charged() {
     let usage = server.usage(&key.secret);
     assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (1, 0, 1), "{usage:?}");
 }
+
+#[test]
+fn the_origin_is_judged_against_the_domain_labels() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let tx = demo_tx("set-owner");
+    let with_origin = |origin: &str| json!({"transaction": tx, "origin": origin}).to_string();
+    let kinds = |reply: &Reply| findings(reply).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    // The builtin labels list a demo phishing site (and its subdomains) and trusted dApps.
+    let phishing = scan(&server, &key.secret, &with_origin("https://app.claim-sol-airdrop.example/claim"));
+    assert_eq!(kinds(&phishing), ["phishing_origin", "token_owner_change"], "{phishing:?}");
+    let origin_finding = &phishing.data()["findings"][0];
+    assert_eq!((origin_finding["severity"].as_str(), origin_finding.get("instruction")), (Some("critical"), None));
+    let lookalike = scan(&server, &key.secret, &with_origin("phantorn.app"));
+    assert_eq!(kinds(&lookalike), ["lookalike_origin", "token_owner_change"], "{lookalike:?}");
+    assert_eq!(lookalike.data()["findings"][0]["facts"]["imitates"], "phantom.app");
+    let trusted = scan(&server, &key.secret, &with_origin("https://www.phantom.app"));
+    assert_eq!(kinds(&trusted), ["token_owner_change"], "{trusted:?}");
+    let refused = scan(&server, &key.secret, &with_origin("not a site"));
+    assert_error_details(&refused, 400, "INVALID_REQUEST", &json!({"field": "origin"}));
+}

@@ -1,0 +1,257 @@
+//! Domains of dApps: known phishing sites and the trusted sites they imitate, for the scan's
+//! `origin` (the dApp that asked the wallet to sign). Read from the labels file's `[[domain]]`
+//! entries, which `xray labels import --format phishing-json` writes from the public
+//! phishing-list format of eth-phishing-detect (`{"blacklist": [...], "fuzzylist": [...],
+//! "whitelist": [...]}`).
+//!
+//! Owns: `DomainCategory`, `DomainLabel`, `Domains` (lookups by host, parent domains
+//! included, and the look-alike check), `host_of` (an origin → its host) and the importer.
+//! Pure; loaded with the labels, read from every thread.
+//!
+//! Invariant: bounded — at most `LABEL_DOMAINS_LEN_MAX` domains; the look-alike check compares
+//! with at most `TRUSTED_DOMAINS_COMPARED_MAX` trusted domains, each one edit-distance
+//! computation on at most `DOMAIN_LEN_MAX` bytes.
+//! Deliberately absent: fetching lists (the operator downloads them) and IDN homoglyph
+//! tables (an internationalized host is compared in its punycode form, as the URL parser
+//! gives it).
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::config::{DOMAIN_LEN_MAX, LABEL_DOMAINS_LEN_MAX, TRUSTED_DOMAINS_COMPARED_MAX};
+
+/// Edits (insertions, deletions, substitutions) within which a host imitates a trusted domain.
+pub const LOOKALIKE_EDITS_MAX: usize = 2;
+/// Trusted domains shorter than this are not compared (any short name is a few edits from
+/// another).
+const LOOKALIKE_DOMAIN_LEN_MIN: usize = 6;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DomainCategory {
+    /// A known phishing or drainer site (and every subdomain of it).
+    Phishing,
+    /// A known-good site: never flagged, and what look-alikes are compared with.
+    Trusted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainLabel {
+    pub domain: String,
+    pub category: DomainCategory,
+    pub source: Option<String>,
+}
+
+/// What the labels say of a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DomainVerdict<'a> {
+    Phishing(&'a DomainLabel),
+    Trusted(&'a DomainLabel),
+    /// Close to a trusted domain without being it (or one of its subdomains).
+    Lookalike { imitates: &'a DomainLabel },
+    Unknown,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Domains {
+    by_domain: HashMap<String, DomainLabel>,
+    /// Trusted domains in file order, the first `TRUSTED_DOMAINS_COMPARED_MAX` compared.
+    trusted: Vec<String>,
+}
+
+impl Domains {
+    pub fn len(&self) -> usize {
+        self.by_domain.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_domain.is_empty()
+    }
+
+    /// Adds `label` (a later label of the same domain replaces the earlier).
+    pub fn insert(&mut self, label: DomainLabel) -> Result<(), String> {
+        let domain = normalize(&label.domain).ok_or_else(|| format!("domain {:?} is not a host name", label.domain))?;
+        if label.category == DomainCategory::Trusted && !self.trusted.contains(&domain) {
+            self.trusted.push(domain.clone());
+        }
+        self.by_domain.insert(domain.clone(), DomainLabel { domain, ..label });
+        if self.by_domain.len() > LABEL_DOMAINS_LEN_MAX {
+            return Err(format!("more than {LABEL_DOMAINS_LEN_MAX} domains"));
+        }
+        Ok(())
+    }
+
+    pub fn merged(&self, other: &Domains) -> Result<Domains, String> {
+        let mut out = self.clone();
+        for label in other.by_domain.values() {
+            out.insert(label.clone())?;
+        }
+        Ok(out)
+    }
+
+    /// The labels' verdict on `host` (already normalized by `host_of`): its own label or the
+    /// nearest parent domain's; else a look-alike of a trusted domain; else unknown.
+    pub fn verdict(&self, host: &str) -> DomainVerdict<'_> {
+        let mut at = Some(host);
+        while let Some(domain) = at {
+            if let Some(label) = self.by_domain.get(domain) {
+                return match label.category {
+                    DomainCategory::Phishing => DomainVerdict::Phishing(label),
+                    DomainCategory::Trusted => DomainVerdict::Trusted(label),
+                };
+            }
+            at = domain.split_once('.').map(|(_, parent)| parent).filter(|p| p.contains('.'));
+        }
+        for trusted in self.trusted.iter().take(TRUSTED_DOMAINS_COMPARED_MAX) {
+            if imitates(host, trusted) {
+                if let Some(label) = self.by_domain.get(trusted) {
+                    return DomainVerdict::Lookalike { imitates: label };
+                }
+            }
+        }
+        DomainVerdict::Unknown
+    }
+}
+
+/// True when `host` looks like `trusted` without being it: a few edits away, or `trusted`
+/// worn as the first labels of another domain (`phantom.app.claim-now.io`).
+fn imitates(host: &str, trusted: &str) -> bool {
+    if trusted.len() < LOOKALIKE_DOMAIN_LEN_MIN || host == trusted {
+        return false;
+    }
+    if host.starts_with(&format!("{trusted}.")) {
+        return true;
+    }
+    let distance = strsim::levenshtein(host, trusted);
+    distance > 0 && distance <= LOOKALIKE_EDITS_MAX
+}
+
+/// A host name lowercased, without a trailing dot or a leading `www.`; `None` when it is not
+/// one (empty, too long, or with characters a host cannot hold).
+pub fn normalize(text: &str) -> Option<String> {
+    let host = text.trim().trim_end_matches('.').to_ascii_lowercase();
+    let host = host.strip_prefix("www.").unwrap_or(&host).to_owned();
+    let valid = !host.is_empty()
+        && host.len() <= DOMAIN_LEN_MAX
+        && host.contains('.')
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+    valid.then_some(host)
+}
+
+/// The host of an `origin` — a URL (`https://app.example.com/path`) or a bare host name.
+pub fn host_of(origin: &str) -> Option<String> {
+    let with_scheme = if origin.contains("://") { origin.to_owned() } else { format!("https://{origin}") };
+    let url = url::Url::parse(&with_scheme).ok()?;
+    normalize(url.host_str()?)
+}
+
+/// The eth-phishing-detect list format (the fields this importer reads).
+#[derive(Deserialize)]
+struct PhishingList {
+    #[serde(default)]
+    blacklist: Vec<String>,
+    #[serde(default)]
+    fuzzylist: Vec<String>,
+    #[serde(default)]
+    whitelist: Vec<String>,
+}
+
+/// What an import found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainImport {
+    pub labels: Vec<DomainLabel>,
+    /// Entries that are not host names (kept out, counted).
+    pub skipped: usize,
+}
+
+/// Reads a phishing list (eth-phishing-detect's `config.json` format): `blacklist` entries
+/// become `phishing`, `fuzzylist` (the sites look-alikes imitate) and `whitelist` entries
+/// `trusted`.
+pub fn read_phishing_list(text: &str, list: &str) -> Result<DomainImport, String> {
+    let file: PhishingList = serde_json::from_str(text).map_err(|e| format!("not a phishing list: {e}"))?;
+    let mut labels = Vec::new();
+    let mut skipped = 0;
+    let entries = [(file.blacklist, DomainCategory::Phishing), (file.fuzzylist, DomainCategory::Trusted), (file.whitelist, DomainCategory::Trusted)];
+    for (domains, category) in entries {
+        for domain in domains {
+            match normalize(&domain) {
+                Some(domain) => labels.push(DomainLabel { domain, category, source: Some(list.to_owned()) }),
+                None => skipped += 1,
+            }
+            if labels.len() > LABEL_DOMAINS_LEN_MAX {
+                return Err(format!("more than {LABEL_DOMAINS_LEN_MAX} domains"));
+            }
+        }
+    }
+    Ok(DomainImport { labels, skipped })
+}
+
+/// A labels file (format version 1) of `import`'s domains.
+pub fn labels_toml(import: &DomainImport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("# Domains imported by `xray labels import --format phishing-json`.\nversion = 1\n");
+    for label in &import.labels {
+        let category = match label.category {
+            DomainCategory::Phishing => "phishing",
+            DomainCategory::Trusted => "trusted",
+        };
+        let _ = write!(out, "\n[[domain]]\ndomain = {:?}\ncategory = \"{category}\"\n", label.domain);
+        if let Some(source) = &label.source {
+            let _ = writeln!(out, "source = {source:?}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn domains() -> Domains {
+        let mut d = Domains::default();
+        for (domain, category) in [
+            ("phantom.app", DomainCategory::Trusted),
+            ("jup.ag", DomainCategory::Trusted),
+            ("x.io", DomainCategory::Trusted),
+            ("claim-sol-drop.example", DomainCategory::Phishing),
+        ] {
+            d.insert(DomainLabel { domain: domain.into(), category, source: None }).unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn hosts_are_read_from_urls_and_bare_names() {
+        assert_eq!(host_of("https://WWW.Phantom.App/x?y").as_deref(), Some("phantom.app"));
+        assert_eq!(host_of("app.phantom.app").as_deref(), Some("app.phantom.app"));
+        assert_eq!(host_of("localhost"), None);
+        assert_eq!(host_of("not a url"), None);
+    }
+
+    #[test]
+    fn phishing_covers_subdomains_and_lookalikes_are_close_to_a_trusted_domain() {
+        let d = domains();
+        assert!(matches!(d.verdict("claim-sol-drop.example"), DomainVerdict::Phishing(_)));
+        assert!(matches!(d.verdict("app.claim-sol-drop.example"), DomainVerdict::Phishing(_)));
+        assert!(matches!(d.verdict("app.phantom.app"), DomainVerdict::Trusted(_)));
+        for fake in ["phantorn.app", "phantom.apps", "phanton.app", "phantom.app.claim-now.io"] {
+            assert!(matches!(d.verdict(fake), DomainVerdict::Lookalike { .. }), "{fake}");
+        }
+        assert!(matches!(d.verdict("jap.ag"), DomainVerdict::Lookalike { imitates } if imitates.domain == "jup.ag"));
+        // Names under six characters are not compared: every short name is two edits from another.
+        assert_eq!(d.verdict("y.io"), DomainVerdict::Unknown);
+        assert_eq!(d.verdict("example.org"), DomainVerdict::Unknown);
+    }
+
+    #[test]
+    fn a_phishing_list_imports_and_loads_back() {
+        let text = r#"{"version":2,"tolerance":2,"fuzzylist":["phantom.app"],"whitelist":["phantom.com"],
+                       "blacklist":["phantom-claim.xyz","not a domain"]}"#;
+        let import = read_phishing_list(text, "eth-phishing-detect 2026-11-20").unwrap();
+        assert_eq!((import.labels.len(), import.skipped), (3, 1));
+        let labels = crate::labels::Labels::from_toml(&labels_toml(&import)).unwrap();
+        assert!(matches!(labels.domains().verdict("phantom-claim.xyz"), DomainVerdict::Phishing(l) if l.source.is_some()));
+        assert!(matches!(labels.domains().verdict("phantom.com"), DomainVerdict::Trusted(_)));
+    }
+}
