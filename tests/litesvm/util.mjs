@@ -144,14 +144,7 @@ export function seededKeypair(name) {
 /** {lamports, owner, data, executable, rentEpoch} or null. */
 export function rawAccount(svm, address) {
   const a = svm.inner.getAccount(pk(address).toBytes());
-  if (!a) return null;
-  return {
-    lamports: a.lamports(),
-    owner: keyString(a.owner()),
-    data: Buffer.from(a.data()),
-    executable: a.executable(),
-    rentEpoch: a.rentEpoch(),
-  };
+  return a ? fromInner(a) : null;
 }
 
 export function fromInner(a) {
