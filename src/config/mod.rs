@@ -153,8 +153,11 @@ pub const IDEMPOTENCY_PURGE_BATCH_LEN: usize = 1_000;
 pub const SANCTIONS_FILE_BYTES_MAX: u64 = 256 * 1024 * 1024;
 /// Domains the labels may hold (`[[domain]]`: phishing and trusted dApp sites).
 pub const LABEL_DOMAINS_LEN_MAX: usize = 1_000_000;
-/// Trusted domains a scan's `origin` is compared with for look-alikes (one edit distance each).
-pub const TRUSTED_DOMAINS_COMPARED_MAX: usize = 10_000;
+/// Trusted domains a scan's `origin` is compared with for look-alikes, and the longest one
+/// compared: at most 1,000 edit distances of 64 × 66 cells on a listener thread (well under a
+/// millisecond), and only for domains within two characters of the host's length.
+pub const TRUSTED_DOMAINS_COMPARED_MAX: usize = 1_000;
+pub const TRUSTED_DOMAIN_COMPARED_LEN_MAX: usize = 64;
 /// Longest host name (RFC 1035).
 pub const DOMAIN_LEN_MAX: usize = 253;
 /// Longest DNS name (RFC 1035: 253 characters written out).

@@ -9,8 +9,9 @@
 //! Pure; loaded with the labels, read from every thread.
 //!
 //! Invariant: bounded — at most `LABEL_DOMAINS_LEN_MAX` domains; the look-alike check compares
-//! with at most `TRUSTED_DOMAINS_COMPARED_MAX` trusted domains, each one edit-distance
-//! computation on at most `DOMAIN_LEN_MAX` bytes.
+//! with at most `TRUSTED_DOMAINS_COMPARED_MAX` trusted domains of at most
+//! `TRUSTED_DOMAIN_COMPARED_LEN_MAX` bytes, computing an edit distance only when the lengths
+//! are within `LOOKALIKE_EDITS_MAX` of each other.
 //! Deliberately absent: fetching lists (the operator downloads them) and IDN homoglyph
 //! tables (an internationalized host is compared in its punycode form, as the URL parser
 //! gives it).
@@ -19,7 +20,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::config::{DOMAIN_LEN_MAX, LABEL_DOMAINS_LEN_MAX, TRUSTED_DOMAINS_COMPARED_MAX};
+use crate::config::{DOMAIN_LEN_MAX, LABEL_DOMAINS_LEN_MAX, TRUSTED_DOMAINS_COMPARED_MAX, TRUSTED_DOMAIN_COMPARED_LEN_MAX};
 
 /// Edits (insertions, deletions, substitutions) within which a host imitates a trusted domain.
 pub const LOOKALIKE_EDITS_MAX: usize = 2;
@@ -117,11 +118,15 @@ impl Domains {
 /// True when `host` looks like `trusted` without being it: a few edits away, or `trusted`
 /// worn as the first labels of another domain (`phantom.app.claim-now.io`).
 fn imitates(host: &str, trusted: &str) -> bool {
-    if trusted.len() < LOOKALIKE_DOMAIN_LEN_MIN || host == trusted {
+    if trusted.len() < LOOKALIKE_DOMAIN_LEN_MIN || trusted.len() > TRUSTED_DOMAIN_COMPARED_LEN_MAX || host == trusted {
         return false;
     }
-    if host.starts_with(&format!("{trusted}.")) {
+    if host.strip_prefix(trusted).is_some_and(|rest| rest.starts_with('.')) {
         return true;
+    }
+    // Bounded cost: the distance is at least the difference of the lengths.
+    if host.len().abs_diff(trusted.len()) > LOOKALIKE_EDITS_MAX {
+        return false;
     }
     let distance = strsim::levenshtein(host, trusted);
     distance > 0 && distance <= LOOKALIKE_EDITS_MAX
