@@ -334,12 +334,13 @@ pub const TRANSACTION_BYTES_MAX: usize = 1_232;
 /// Scans whose upstream reads (lookup tables, pre-state, simulation) may be waiting in the
 /// scan lane at once, every listener thread together; past it a scan answers 503 at once.
 pub const SCAN_LANE_IN_FLIGHT_MAX: usize = 256;
-/// Scans of one account that may wait on the lane at once: no account takes the whole lane.
-pub const SCAN_LANE_PER_ACCOUNT_MAX: usize = 16;
+/// Scans of one account that may wait on the lane at once: no account takes the whole lane,
+/// nor its upstream requests (8 scans × 3 reads stay well inside `SCAN_RPC_CONCURRENCY_MAX`).
+pub const SCAN_LANE_PER_ACCOUNT_MAX: usize = 8;
 /// The scan lane's own upstream limits: more requests in flight than a job's source (scans
 /// are many and small) and a smaller answer cap (a scan reads at most 100 accounts and one
 /// simulation; one page of 25 signatures and their transactions for counterparties).
-pub const SCAN_RPC_CONCURRENCY_MAX: usize = 32;
+pub const SCAN_RPC_CONCURRENCY_MAX: usize = 64;
 pub const SCAN_RPC_RESPONSE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Longest text of the ledger's a scan answer repeats (an upstream error, a simulation's
 /// error value); the rest is cut and the whole is logged.

@@ -35,6 +35,9 @@ pub enum DomainCategory {
     Phishing,
     /// A known-good site: never flagged, and what look-alikes are compared with.
     Trusted,
+    /// Never flagged, but not compared with (a list's exceptions: sites that merely resemble a
+    /// trusted one, such as eth-phishing-detect's `whitelist`).
+    Allowed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,8 +60,12 @@ pub enum DomainVerdict<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct Domains {
     by_domain: HashMap<String, DomainLabel>,
-    /// Trusted domains in file order, the first `TRUSTED_DOMAINS_COMPARED_MAX` compared.
+    /// Trusted domains in the order they were first listed (files in order, each in file
+    /// order): the first `TRUSTED_DOMAINS_COMPARED_MAX` are compared, the same on every node.
     trusted: Vec<String>,
+    trusted_set: std::collections::HashSet<String>,
+    /// Every label in insertion order, so that merging is deterministic.
+    order: Vec<String>,
 }
 
 impl Domains {
@@ -73,8 +80,11 @@ impl Domains {
     /// Adds `label` (a later label of the same domain replaces the earlier).
     pub fn insert(&mut self, label: DomainLabel) -> Result<(), String> {
         let domain = normalize(&label.domain).ok_or_else(|| format!("domain {:?} is not a host name", label.domain))?;
-        if label.category == DomainCategory::Trusted && !self.trusted.contains(&domain) {
+        if label.category == DomainCategory::Trusted && self.trusted_set.insert(domain.clone()) {
             self.trusted.push(domain.clone());
+        }
+        if !self.by_domain.contains_key(&domain) {
+            self.order.push(domain.clone());
         }
         self.by_domain.insert(domain.clone(), DomainLabel { domain, ..label });
         if self.by_domain.len() > LABEL_DOMAINS_LEN_MAX {
@@ -85,8 +95,10 @@ impl Domains {
 
     pub fn merged(&self, other: &Domains) -> Result<Domains, String> {
         let mut out = self.clone();
-        for label in other.by_domain.values() {
-            out.insert(label.clone())?;
+        for domain in &other.order {
+            if let Some(label) = other.by_domain.get(domain) {
+                out.insert(label.clone())?;
+            }
         }
         Ok(out)
     }
@@ -99,14 +111,15 @@ impl Domains {
             if let Some(label) = self.by_domain.get(domain) {
                 return match label.category {
                     DomainCategory::Phishing => DomainVerdict::Phishing(label),
-                    DomainCategory::Trusted => DomainVerdict::Trusted(label),
+                    DomainCategory::Trusted | DomainCategory::Allowed => DomainVerdict::Trusted(label),
                 };
             }
             at = domain.split_once('.').map(|(_, parent)| parent).filter(|p| p.contains('.'));
         }
         for trusted in self.trusted.iter().take(TRUSTED_DOMAINS_COMPARED_MAX) {
             if imitates(host, trusted) {
-                if let Some(label) = self.by_domain.get(trusted) {
+                // A domain a later file relabelled (as phishing, say) is no longer imitated.
+                if let Some(label) = self.by_domain.get(trusted).filter(|l| l.category == DomainCategory::Trusted) {
                     return DomainVerdict::Lookalike { imitates: label };
                 }
             }
@@ -144,11 +157,16 @@ pub fn normalize(text: &str) -> Option<String> {
     valid.then_some(host)
 }
 
-/// The host of an `origin` — a URL (`https://app.example.com/path`) or a bare host name.
-pub fn host_of(origin: &str) -> Option<String> {
+/// The host of an `origin` — a URL (`https://app.example.com/path`) or a bare host name:
+/// `Err` when it is neither; `Ok(None)` when it is one with no domain to judge (`localhost`,
+/// an IP address, a browser extension's id).
+pub fn host_of(origin: &str) -> Result<Option<String>, ()> {
     let with_scheme = if origin.contains("://") { origin.to_owned() } else { format!("https://{origin}") };
-    let url = url::Url::parse(&with_scheme).ok()?;
-    normalize(url.host_str()?)
+    let url = url::Url::parse(&with_scheme).map_err(|_| ())?;
+    Ok(match url.host() {
+        Some(url::Host::Domain(domain)) => normalize(domain),
+        _ => None,
+    })
 }
 
 /// The eth-phishing-detect list format (the fields this importer reads).
@@ -171,13 +189,17 @@ pub struct DomainImport {
 }
 
 /// Reads a phishing list (eth-phishing-detect's `config.json` format): `blacklist` entries
-/// become `phishing`, `fuzzylist` (the sites look-alikes imitate) and `whitelist` entries
-/// `trusted`.
+/// become `phishing`, `fuzzylist` entries (the sites look-alikes imitate) `trusted`, and
+/// `whitelist` entries (exceptions: sites that resemble a trusted one) `allowed`.
 pub fn read_phishing_list(text: &str, list: &str) -> Result<DomainImport, String> {
     let file: PhishingList = serde_json::from_str(text).map_err(|e| format!("not a phishing list: {e}"))?;
     let mut labels = Vec::new();
     let mut skipped = 0;
-    let entries = [(file.blacklist, DomainCategory::Phishing), (file.fuzzylist, DomainCategory::Trusted), (file.whitelist, DomainCategory::Trusted)];
+    let entries = [
+        (file.blacklist, DomainCategory::Phishing),
+        (file.fuzzylist, DomainCategory::Trusted),
+        (file.whitelist, DomainCategory::Allowed),
+    ];
     for (domains, category) in entries {
         for domain in domains {
             match normalize(&domain) {
@@ -200,6 +222,7 @@ pub fn labels_toml(import: &DomainImport) -> String {
         let category = match label.category {
             DomainCategory::Phishing => "phishing",
             DomainCategory::Trusted => "trusted",
+            DomainCategory::Allowed => "allowed",
         };
         let _ = write!(out, "\n[[domain]]\ndomain = {:?}\ncategory = \"{category}\"\n", label.domain);
         if let Some(source) = &label.source {
@@ -228,10 +251,12 @@ mod tests {
 
     #[test]
     fn hosts_are_read_from_urls_and_bare_names() {
-        assert_eq!(host_of("https://WWW.Phantom.App/x?y").as_deref(), Some("phantom.app"));
-        assert_eq!(host_of("app.phantom.app").as_deref(), Some("app.phantom.app"));
-        assert_eq!(host_of("localhost"), None);
-        assert_eq!(host_of("not a url"), None);
+        assert_eq!(host_of("https://WWW.Phantom.App/x?y"), Ok(Some("phantom.app".to_owned())));
+        assert_eq!(host_of("app.phantom.app"), Ok(Some("app.phantom.app".to_owned())));
+        assert_eq!(host_of("http://localhost:3000"), Ok(None));
+        assert_eq!(host_of("http://127.0.0.1:8080"), Ok(None));
+        assert_eq!(host_of("chrome-extension://bfnaelmomeimhlpmgjnjophhpkkoljpa/popup.html"), Ok(None));
+        assert_eq!(host_of("not a url"), Err(()));
     }
 
     #[test]
@@ -258,5 +283,22 @@ mod tests {
         let labels = crate::labels::Labels::from_toml(&labels_toml(&import)).unwrap();
         assert!(matches!(labels.domains().verdict("phantom-claim.xyz"), DomainVerdict::Phishing(l) if l.source.is_some()));
         assert!(matches!(labels.domains().verdict("phantom.com"), DomainVerdict::Trusted(_)));
+        // An exception is never flagged, and nothing is compared with it.
+        assert!(matches!(labels.domains().verdict("phantom.cow"), DomainVerdict::Unknown));
+    }
+
+    #[test]
+    fn a_merge_keeps_the_order_of_files_and_a_relabelled_domain_is_not_imitated() {
+        let mut base = domains();
+        let mut extra = Domains::default();
+        let label = |domain: &str, category| DomainLabel { domain: domain.into(), category, source: None };
+        extra.insert(label("phantom.app", DomainCategory::Phishing)).unwrap();
+        for n in 0..50 {
+            extra.insert(label(&format!("trusted-{n}.example"), DomainCategory::Trusted)).unwrap();
+        }
+        base = base.merged(&extra).unwrap();
+        assert_eq!(base.trusted[..3], ["phantom.app", "jup.ag", "x.io"]);
+        assert_eq!(base.trusted[3], "trusted-0.example", "the extra file's domains follow, in its order");
+        assert_eq!(base.verdict("phantorn.app"), DomainVerdict::Unknown, "phantom.app is a phishing site now");
     }
 }

@@ -43,10 +43,6 @@ pub struct ScanReport {
     pub simulation: SimulationView,
     pub counterparties: CounterpartiesView,
     pub engine_versions: BTreeMap<&'static str, &'static str>,
-    /// A ledger read the scan needed failed (the simulation, the accounts before or after it,
-    /// the signer's history): the answer stands on what was read, and is not charged.
-    #[serde(skip)]
-    pub upstream_failed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -137,8 +133,6 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         None => Vec::new(),
     };
     let decoded = inputs.decoded;
-    let upstream_failed = matches!(simulation.status, "unavailable" | "timed_out")
-        || matches!(inputs.observed.counterparties, CounterpartiesOutcome::Unavailable(_));
     ScanReport {
         verdict: findings::verdict(&findings),
         signer: inputs.signer,
@@ -156,7 +150,6 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         simulation,
         counterparties: counterparties_view(&inputs.observed.counterparties),
         engine_versions: BTreeMap::from([("scan", SCAN_VERSION), ("signals", crate::engine::SIGNALS_VERSION)]),
-        upstream_failed,
     }
 }
 
@@ -197,9 +190,16 @@ fn status(status: &'static str, reason: Option<String>) -> SimulationView {
 /// An upstream's own words, logged whole and never repeated: they may name the provider's
 /// project or key.
 fn unavailable(what: &'static str, detail: &str) -> String {
-    tracing::warn!(%detail, "scan: {what}");
+    let mut end = detail.len().min(LOGGED_DETAIL_BYTES_MAX);
+    while !detail.is_char_boundary(end) {
+        end -= 1;
+    }
+    tracing::warn!(detail = &detail[..end], "scan: {what}");
     what.to_owned()
 }
+
+/// The most of an upstream's message a log line keeps.
+const LOGGED_DETAIL_BYTES_MAX: usize = 1_024;
 
 /// The runtime's error value as the node sent it, or — past `SCAN_UPSTREAM_TEXT_BYTES_MAX`
 /// bytes of JSON — its first bytes as text.

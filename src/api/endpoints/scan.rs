@@ -6,10 +6,11 @@
 //! or a table cannot be read), the report built here, then the unit charged durably (the
 //! shared store may still refuse it at the shared limit: 429) — and the answer.
 //!
-//! Invariant: a scan is charged exactly when it is answered 200: every refusal and failure
-//! gives its reserved unit back, and the unit is written before the answer leaves (with
+//! Invariant: a scan is charged exactly when it is answered 200 — however its ledger reads
+//! went, which the answer says: every refusal gives its reserved unit back (`ReservedUnit`,
+//! also when the client hangs up), and the unit is written before the answer leaves (with
 //! `--sync-writes` the answer also waits for its fsync; a failed wait is logged and the answer
-//! stands — the user got the scan the unit pays for).
+//! stands). On a cluster a unit sent to etcd counts as used even if the client left meanwhile.
 //! Invariant: the listener thread never waits on the ledger (the lane does the I/O) or on
 //! etcd (awaited, as every cluster read).
 //! Deliberately absent: `Idempotency-Key` (a scan changes nothing but usage; a repeat is a new
@@ -55,11 +56,18 @@ fn lane_error(e: LaneError) -> ApiError {
 struct ReservedUnit<'k> {
     key: &'k crate::auth::table::KeyEntry,
     reservation: Option<Reservation>,
+    /// Set once the charge was sent to the shared store: from then on etcd may have counted
+    /// it, so a drop (the client hung up while etcd answered) settles it as used, not free.
+    sent: bool,
 }
 
 impl ReservedUnit<'_> {
     /// The unit, now charged durably: settled in memory as used.
     fn commit(mut self) {
+        self.settle_used();
+    }
+
+    fn settle_used(&mut self) {
         if let Some(reservation) = self.reservation.take() {
             if let Err(e) = self.key.quota.commit(reservation) {
                 tracing::warn!(error = %e, "a scan's quota unit could not be settled in memory");
@@ -70,6 +78,9 @@ impl ReservedUnit<'_> {
 
 impl Drop for ReservedUnit<'_> {
     fn drop(&mut self) {
+        if self.sent {
+            return self.settle_used();
+        }
         if let Some(reservation) = self.reservation.take() {
             if let Err(e) = self.key.quota.release(reservation, ReleaseCause::NotAdmitted) {
                 tracing::warn!(error = %e, "a scan's quota unit could not be released");
@@ -96,11 +107,12 @@ impl Endpoints<'_> {
             ),
             None => None,
         };
+        // A URL with no domain to judge (localhost, an IP address, an extension) is not judged.
         let origin = match &body.origin {
-            Some(text) => Some(crate::labels::domains::host_of(text).ok_or(ApiError::InvalidRequest {
+            Some(text) => crate::labels::domains::host_of(text).map_err(|()| ApiError::InvalidRequest {
                 field: "origin",
                 message: "origin must be the dApp's URL or host name (https://app.example.com)",
-            })?),
+            })?,
             None => None,
         };
         let parsed = scan::parse(&bytes).map_err(scan_error)?;
@@ -112,13 +124,12 @@ impl Endpoints<'_> {
             .quota
             .reserve(Operation::TransactionScan, now_ms)
             .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
-        let unit = ReservedUnit { key, reservation: Some(reservation) };
+        let unit = ReservedUnit { key, reservation: Some(reservation), sent: false };
         let report = self.scan(&parsed, &bytes, signer, origin.as_deref()).await?;
         let body = json_bytes(&DataBody { data: &report })?;
-        if report.upstream_failed {
-            // The ledger did not answer: the findings stand, the unit is given back (dropped).
-            return Ok(ApiResponse::json(200, body));
-        }
+        // Every answered scan is one unit, whatever the ledger's reads came to (the answer
+        // says how they went): a waiver would be a free scan a client could cause at will,
+        // naming accounts too large to read in time.
         self.charged(unit).await?;
         Ok(ApiResponse::json(200, body))
     }
@@ -149,17 +160,26 @@ impl Endpoints<'_> {
     }
 
     /// Charges the unit durably (the store; on a cluster, etcd at the shared limit).
-    async fn charged(&self, unit: ReservedUnit<'_>) -> Result<(), ApiError> {
+    async fn charged(&self, mut unit: ReservedUnit<'_>) -> Result<(), ApiError> {
         let key = &self.caller.key;
         let period_start_ms = unit.reservation.as_ref().map_or(0, |r| r.period_start_ms);
         let (key_id, limit) = (key.id().as_str(), key.quota.limit());
         let charged = match self.app.admission.cluster() {
-            Some(etcd) => etcd.charge_now_async(key_id.to_owned(), period_start_ms, limit).await,
+            Some(etcd) => {
+                unit.sent = true;
+                etcd.charge_now_async(key_id.to_owned(), period_start_ms, limit).await
+            }
             None => self.app.store.charge_now(key_id, period_start_ms, limit),
         };
+        if charged.is_err() {
+            // Not charged as far as this node can tell (etcd's count is read back with the
+            // next status or usage read).
+            unit.sent = false;
+        }
         match charged.map_err(|e| ApiError::from_store(&e))? {
             Charged::Done { .. } => unit.commit(),
             Charged::Exhausted { usage } => {
+                unit.sent = false;
                 // The shared limit refused it (other nodes charged the key meanwhile): the
                 // unit is given back (dropped) and the refusal says what etcd holds.
                 let now_ms = self.caller.now_ms;

@@ -102,8 +102,9 @@ fn token_program_name(program: TokenProgram) -> &'static str {
     }
 }
 
-/// The most zero bytes an uninitialized account is emitted with (the runtime's 10 MiB).
-const UNINITIALIZED_BYTES_MAX: usize = 10 * 1024 * 1024;
+/// The most zero bytes an uninitialized account is emitted with: the demo's own are small,
+/// and a simulated `createAccount` of megabytes must not make the lane build them.
+const UNINITIALIZED_BYTES_MAX: usize = 64 * 1024;
 
 /// An account as `getAccountInfo` (jsonParsed) returns it.
 pub fn account(a: &Acct) -> UiAccount {
@@ -113,7 +114,7 @@ pub fn account(a: &Acct) -> UiAccount {
     let token_program = token_program_of(&a.owner);
     let data = match (&a.data, token_program) {
         (Data::Empty, _) => binary(&[]),
-        // Bounded: a simulated `createAccount` is refused past 10 MiB before it gets here.
+        // Bounded: the data of an uninitialized account is zeros; past 64 KiB they are cut.
         (Data::Uninitialized { space }, _) => {
             binary(&vec![0; usize::try_from(*space).unwrap_or(0).min(UNINITIALIZED_BYTES_MAX)])
         }

@@ -256,13 +256,14 @@ fn a_client_that_hangs_up_mid_scan_is_not_charged() {
     let usage = server.usage(&key.secret);
     assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (1, 0, 1), "{usage:?}");
     // An approval needs the signer's history: two round trips of 800 ms pass the 1,500 ms
-    // deadline, so the scan is answered on its findings, says why, and is not charged.
+    // deadline, so the scan is answered on its findings and says why (and is charged: it was
+    // answered).
     let reply = scan(&server, &key.secret, &scan_body(&demo_tx("approve"), None));
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.data()["counterparties"]["checked"], false, "{reply:?}");
     assert_eq!(reply.data()["findings"][0]["kind"], "token_approval", "{reply:?}");
     let usage = server.usage(&key.secret);
-    assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (1, 0, 1), "{usage:?}");
+    assert_eq!((usage.used, usage.reserved, usage.transaction_scan), (2, 0, 2), "{usage:?}");
 }
 
 #[test]
@@ -282,6 +283,8 @@ fn the_origin_is_judged_against_the_domain_labels() {
     assert_eq!(lookalike.data()["findings"][0]["facts"]["imitates"], "phantom.app");
     let trusted = scan(&server, &key.secret, &with_origin("https://www.phantom.app"));
     assert_eq!(kinds(&trusted), ["token_owner_change"], "{trusted:?}");
+    let local = scan(&server, &key.secret, &with_origin("http://localhost:3000"));
+    assert_eq!(kinds(&local), ["token_owner_change"], "no domain, nothing to judge: {local:?}");
     let refused = scan(&server, &key.secret, &with_origin("not a site"));
     assert_error_details(&refused, 400, "INVALID_REQUEST", &json!({"field": "origin"}));
 }
