@@ -107,14 +107,9 @@ impl Endpoints<'_> {
             ),
             None => None,
         };
-        // A URL with no domain to judge (localhost, an IP address, an extension) is not judged.
-        let origin = match &body.origin {
-            Some(text) => crate::labels::domains::host_of(text).map_err(|()| ApiError::InvalidRequest {
-                field: "origin",
-                message: "origin must be the dApp's URL or host name (https://app.example.com)",
-            })?,
-            None => None,
-        };
+        // Advisory: an origin with no domain to judge (localhost, an IP address, an extension,
+        // text that is no URL) is not judged, and refuses nothing.
+        let origin = body.origin.as_deref().and_then(|text| crate::labels::domains::host_of(text).ok().flatten());
         let parsed = scan::parse(&bytes).map_err(scan_error)?;
         let signer = scan::signer(&parsed, asked).map_err(scan_error)?;
         self.check_accepting()?;

@@ -285,6 +285,8 @@ fn the_origin_is_judged_against_the_domain_labels() {
     assert_eq!(kinds(&trusted), ["token_owner_change"], "{trusted:?}");
     let local = scan(&server, &key.secret, &with_origin("http://localhost:3000"));
     assert_eq!(kinds(&local), ["token_owner_change"], "no domain, nothing to judge: {local:?}");
-    let refused = scan(&server, &key.secret, &with_origin("not a site"));
-    assert_error_details(&refused, 400, "INVALID_REQUEST", &json!({"field": "origin"}));
+    let text = scan(&server, &key.secret, &with_origin("not a site"));
+    assert_eq!(kinds(&text), ["token_owner_change"], "not a URL: not judged, nothing refused: {text:?}");
+    let typed = scan(&server, &key.secret, &json!({"transaction": tx, "origin": 7}).to_string());
+    assert_error_details(&typed, 400, "INVALID_REQUEST", &json!({"field": "origin"}));
 }
