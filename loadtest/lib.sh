@@ -20,11 +20,22 @@ wait_http() { # url
   echo "nothing answers at $1" >&2; return 1
 }
 
-# lua FILE METHOD KEY [BODY]: a wrk script sending one fixed request.
+# lua FILE METHOD KEY [BODY]: a wrk script sending one fixed request. KEY `@KEYFILE` (one key
+# a line): each request takes the next key of the file in turn, so the requests in flight are
+# spread evenly over the keys (and their accounts).
 lua() {
   {
     echo "wrk.method = \"$2\""
-    [ -n "$3" ] && echo "wrk.headers[\"Authorization\"] = \"Bearer $3\""
+    case $3 in
+      @*) echo "local keys = {"; sed 's/.*/  "&",/' "${3#@}"; echo "}"
+        echo "local sent = 0"
+        echo "request = function()"
+        echo "  sent = sent + 1"
+        echo "  wrk.headers[\"Authorization\"] = \"Bearer \" .. keys[sent % #keys + 1]"
+        echo "  return wrk.format()"
+        echo "end" ;;
+      ?*) echo "wrk.headers[\"Authorization\"] = \"Bearer $3\"" ;;
+    esac
     if [ -n "${4:-}" ]; then
       echo "wrk.headers[\"Content-Type\"] = \"application/json\""
       echo "wrk.body = '$4'"
@@ -52,10 +63,12 @@ cpu_per_request() {
   awk -v tick="$TICK_US" '{ n += $2; u += $3; s += $4 } END { if (n > 0) printf "%.1f/%.1f", u * tick / n, s * tick / n; else print "n/a" }'
 }
 
-# status_and_bytes SCRIPT_ARGS…: what one request answers (status, body bytes), with curl.
-probe() { # method url key body
-  local args=(-s -o /dev/null -w '%{http_code} %{size_download}' -X "$1" "$2")
-  [ -n "$3" ] && args+=(-H "Authorization: Bearer $3")
+# probe METHOD URL KEY [BODY]: what one request answers (status, body bytes), with curl (KEY
+# `@KEYFILE`: its first key).
+probe() {
+  local args=(-s -o /dev/null -w '%{http_code} %{size_download}' -X "$1" "$2") key=$3
+  [ "${key#@}" = "$key" ] || key=$(head -1 "${key#@}")
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
   [ -n "${4:-}" ] && args+=(-H "Content-Type: application/json" -d "$4")
   curl "${args[@]}"
 }

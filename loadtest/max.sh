@@ -13,7 +13,8 @@
 # Server and reference run one listener thread pinned to core 0, wrk one thread pinned to
 # core 1 (where the machine has two cores; otherwise unpinned, and the figures say so).
 # Environment: ROUNDS [3], DURATION [4s], CONNECTIONS [64], PORT_BASE [18400], XRAY_BIN_DIR,
-# SCAN_LATENCY_MS [50], SCAN_RPC_CONNECTIONS [8], SCAN_RPC_OPEN_DURATION_S [30; smoke: 2].
+# SCAN_ACCOUNTS [32], SCAN_LATENCY_MS [50], SCAN_RPC_CONNECTIONS [CONNECTIONS],
+# SCAN_RPC_OPEN_DURATION_S [30; smoke: 2], ONLY.
 # What is measured, on which server:
 #   main   `xray serve`, demo ledger, 1 listener + 1 compute thread, queue 1 Mi: healthz,
 #          status, usage, READY polls, POST answered by a fresh READY result, POST creating
@@ -21,14 +22,15 @@
 #   slow   `xray serve` over a local JSON-RPC server that answers after 60 s, queue 1 and one
 #          job in flight, so jobs stay live (a fresh instance per row): poll of a live job, POST
 #          deduplicated onto it, 503 SERVICE_BUSY;
-#   scan   the pre-sign scan (POST …/intelligence/transaction, a key of scope transaction:scan
-#          only, rate limit 1 M/s, 1e9 quota units: nothing a run sends is throttled, and the run
-#          fails if any scan is answered other than 200) on `main` — its upstream reads on the
-#          scan lane thread, in process (demo source) — of a malicious (`xray ledger demo-tx
-#          drain`) and a benign (`sol-transfer`) transaction; and the drain on `scanrpc`, an
-#          `xray serve` whose ledger is a local JSON-RPC server answering after SCAN_LATENCY_MS
-#          [50] ms, closed loop on SCAN_RPC_CONNECTIONS [8] connections (the ceiling is the RPC
-#          source's 4 HTTP requests in flight, ~40 scans/s at 50 ms, not the listener).
+#   scan   the pre-sign scan (POST …/intelligence/transaction; SCAN_ACCOUNTS [32] keys of scope
+#          transaction:scan, each of its own account, taken in turn — the lane holds 8 scans of
+#          one account at most; rate limit 1 M/s, 1e9 quota units: nothing a run sends is
+#          throttled, and the run fails if any scan is answered other than 200) on `main` — its
+#          upstream reads on the scan lane thread, in process (demo source) — of a malicious
+#          (`xray ledger demo-tx drain`) and a benign (`sol-transfer`) transaction; and the drain
+#          on `scanrpc`, an `xray serve` whose ledger is a local JSON-RPC server answering after
+#          SCAN_LATENCY_MS [50] ms (the ceiling there is the lane's 64 upstream requests in
+#          flight, two a scan: ~600 scans/s at 50 ms, not the listener).
 # Then the open model: examples/openload.rs (constant arrival rate, latency from each request's
 # scheduled instant, so no coordinated omission; k6 on one core tops out near 6-8k req/s here,
 # far below half of what the server serves) offers 50 % of the measured maximum of status and
@@ -46,13 +48,14 @@ export XRAY_LOG=${XRAY_LOG:-warn}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/xray-target}
 if [ -n "${SMOKE:-}" ]; then ROUNDS=1; DURATION=1s; OPEN_DURATION_S=2; SCAN_RPC_OPEN_DURATION_S=2; fi
 SCAN_LATENCY_MS=${SCAN_LATENCY_MS:-50}
-SCAN_RPC_CONNECTIONS=${SCAN_RPC_CONNECTIONS:-8}
 SCAN_RPC_OPEN_DURATION_S=${SCAN_RPC_OPEN_DURATION_S:-30}
+SCAN_ACCOUNTS=${SCAN_ACCOUNTS:-32}
 OPEN_DURATION_S=${OPEN_DURATION_S:-10}
 OPEN_BACKLOG_MAX=${OPEN_BACKLOG_MAX:-1024}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-4s}
 CONNECTIONS=${CONNECTIONS:-64}
+SCAN_RPC_CONNECTIONS=${SCAN_RPC_CONNECTIONS:-$CONNECTIONS}
 PORT_BASE=${PORT_BASE:-18400}
 ONLY=${ONLY:-}
 BIN=${XRAY_BIN_DIR:-$CARGO_TARGET_DIR/release}
@@ -79,10 +82,16 @@ start_xray() {
   wait_http "http://127.0.0.1:$port/healthz"
 }
 
-# new_key DATA_DIR SCOPES RATE BURST: a key's secret, made through the admin API.
+# new_key DATA_DIR SCOPES RATE BURST: a key's secret (of a new account), made through the admin API.
 new_key() {
   "$BIN/xray" keys create --data-dir "$1" --name "load" --scopes "$2" --rate-per-second "$3" --burst "$4" \
     --quota 1000000000 | sed -n 's/.*"key": *"\(svc_live_[^"]*\)".*/\1/p'
+}
+# new_keys DATA_DIR SCOPES N FILE: N such keys, each of its own account, one a line in FILE;
+# prints `@FILE`, which measure and open_row take as "each request the next key in turn".
+new_keys() {
+  for _ in $(seq 1 "$3"); do new_key "$1" "$2" 1000000 1000000; done >"$4"
+  echo "@$4"
 }
 
 BARE_PORT=$((PORT_BASE + 9))
@@ -204,34 +213,38 @@ measure "429 RATE_LIMITED" 429 GET "$API/status" "$SLOWKEY"
 fresh_slow_server
 measure "503 SERVICE_BUSY" 503 POST "$SAPI/intelligence/wallet" "$SKEY" "{\"wallet\":\"$WALLET\",\"refresh\":true}"
 
-# The scan. Its key may scan only; its rate limit and quota are far above what a run sends
-# (about 10^5 scans a full run; each 200 charges one unit, durably), and every answer that is
-# not 200 is counted from the server's own metrics below, so a throttled row cannot pass.
-SCANKEY=$(new_key "$WORK/main" transaction:scan 1000000 1000000)
+# The scan, as many integrators send it: SCAN_ACCOUNTS keys, each of its own account, taken in
+# turn, since the lane holds at most 8 scans of one account at once (more are 503 at once) —
+# so one account alone could not keep 64 connections busy. The keys may scan only; their rate
+# limit and quota are far above what a run sends (~10^5 scans a full run; each 200 charges
+# one unit), and every answer that is not 200 is counted from the server's own metrics below,
+# so a throttled row cannot pass.
+SCANKEY=$(new_keys "$WORK/main" transaction:scan "$SCAN_ACCOUNTS" "$WORK/main-scan.keys")
 scan_body() { printf '{"transaction":"%s"}' "$("$BIN/xray" ledger demo-tx "$1")"; }
 DRAIN=$(scan_body drain); BENIGN=$(scan_body sol-transfer)
 SCAN_PATH=/v1/developer/intelligence/transaction
 measure "POST scan (drain: malicious)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$DRAIN"
 measure "POST scan (sol-transfer: benign)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$BENIGN"
-# The scan over JSON-RPC: the local server answers every call after SCAN_LATENCY_MS. The RPC
-# source sends at most 4 HTTP requests at once and a scan makes two (pre-state, simulation,
-# concurrently), so SCAN_RPC_CONNECTIONS keep it saturated without a scan waiting past the
-# 1.5 s upstream timeout (64 would hold scans ~1.5 s in that queue: answered 200 `timed_out`,
-# without effects, and cheap to make).
+# The scan over JSON-RPC: the local server answers every call after SCAN_LATENCY_MS. The lane
+# sends at most 64 upstream requests at once and a scan makes two (pre-state and simulation,
+# concurrently; its signer's history once a minute per wallet), so 64 connections saturate it
+# with a scan waiting ~2 round trips, far from the 1.5 s upstream timeout (a read past it is
+# answered 200 `timed_out`, without effects, and cheap to make: the checks below fail the run).
 SCAN_RPC=$((PORT_BASE + 5)); SCAN_SRV=$((PORT_BASE + 6))
 $SERVER_CPU "$BIN/xray" ledger serve --ledger demo --listen "127.0.0.1:$SCAN_RPC" --latency-ms "$SCAN_LATENCY_MS" \
   2>/dev/null &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$SCAN_RPC/"
 start_xray scanrpc "$SCAN_SRV" $((SCAN_SRV + 1)) --ledger "rpc:http://127.0.0.1:$SCAN_RPC"
-RPCKEY=$(new_key "$WORK/scanrpc" transaction:scan 1000000 1000000)
+RPCKEY=$(new_keys "$WORK/scanrpc" transaction:scan "$SCAN_ACCOUNTS" "$WORK/scanrpc-scan.keys")
 SCAN_RPC_ROW="POST scan (drain), rpc +${SCAN_LATENCY_MS} ms"
 CONNECTIONS=$SCAN_RPC_CONNECTIONS measure "$SCAN_RPC_ROW, c$SCAN_RPC_CONNECTIONS" 200 POST \
   "http://127.0.0.1:$SCAN_SRV$SCAN_PATH" "$RPCKEY" "$DRAIN"
 # open_row NAME URL KEY RATE [BODY [DURATION_S]]: one open-model run (a POST of BODY when
 # given, else a GET); prints its table row.
 open_row() {
-  local auth=() post=(); [ -n "$3" ] && auth=(--header "Authorization: Bearer $3")
+  local auth=() post=()
+  case $3 in @*) auth=(--bearers "${3#@}") ;; ?*) auth=(--header "Authorization: Bearer $3") ;; esac
   [ -n "${5:-}" ] && post=(--method POST --header "Content-Type: application/json" --body "$5")
   $LOAD_CPU "$BIN/examples/openload" --url "$2" "${auth[@]}" "${post[@]}" --rate "$4" \
     --duration-s "${6:-$OPEN_DURATION_S}" --connections "$CONNECTIONS" --backlog-max "$OPEN_BACKLOG_MAX" >"$WORK/open.json"
@@ -260,9 +273,9 @@ open_model "GET analysis (READY)" "http://127.0.0.1:$MAIN" "/v1/developer/intell
 open_model "GET usage" "http://127.0.0.1:$MAIN" /v1/developer/usage "$KEY"
 open_model "GET comparison (READY)" "http://127.0.0.1:$MAIN" "/v1/developer/intelligence/comparison/$PAIR" "$KEY"
 open_model "POST scan (drain: malicious)" "http://127.0.0.1:$MAIN" "$SCAN_PATH" "$SCANKEY" "$DRAIN"
-# Over JSON-RPC, the endpoint alone (a reference answering at ~20/s says nothing), for longer
-# (at ~20 scans/s, 10 s would put the p99.9 on the 10th-worst of 200). The upstream's answers
-# are counted from the server's metrics around the run: a read that timed out is not counted.
+# Over JSON-RPC, the endpoint alone (its latency is the upstream's: a reference answering in
+# µs says nothing), for SCAN_RPC_OPEN_DURATION_S. The upstream's answers are counted from the
+# server's metrics around the run: a read that timed out is not counted.
 rpc_calls() { metric_sum scanrpc $((SCAN_SRV + 1)) "xray_ledger_calls_total{method=\"$1\",outcome=\"ok\"}"; }
 rpc_scans() { metric_sum scanrpc $((SCAN_SRV + 1)) xray_http_requests_total 'route="transaction"'; }
 # Only after its saturation row (ONLY may have skipped it): half of that ceiling.
