@@ -216,7 +216,11 @@ fn run_labels(command: LabelsCommand) -> Result<(), String> {
     let text = std::fs::read_to_string(&input).map_err(|e| format!("{}: {e}", input.display()))?;
     if format == "phishing-json" {
         let import = crate::labels::domains::read_phishing_list(&text, &list)?;
-        eprintln!("labels import: {} domains, {} entries skipped (not host names)", import.labels.len(), import.skipped);
+        eprintln!(
+            "labels import: {} domains, {} entries skipped (not host names)",
+            import.labels.len(),
+            import.skipped
+        );
         let labels = crate::labels::domains::labels_toml(&import);
         return match &out {
             Some(path) => std::fs::write(path, &labels).map_err(|e| format!("{}: {e}", path.display())),

@@ -51,8 +51,10 @@ fn token_program(program: TokenProgram) -> solana_address::Address {
 /// The base64 of `case`'s unsigned transaction on the demo ledger of `seed`.
 pub async fn build(case: &str, seed: u64) -> Result<String, String> {
     let ledger = DemoLedger::new(seed);
-    let (_, archetype, _) =
-        CASES.iter().find(|(name, ..)| *name == case).ok_or_else(|| format!("unknown case {case:?}; the cases: {}", names()))?;
+    let (_, archetype, _) = CASES
+        .iter()
+        .find(|(name, ..)| *name == case)
+        .ok_or_else(|| format!("unknown case {case:?}; the cases: {}", names()))?;
     let signer = ledger.archetype(archetype).ok_or_else(|| format!("the demo has no archetype {archetype}"))?;
     let ixs = instructions(&ledger, case, signer).await?;
     let bytes = compile(signer, &ixs, [9; 32], false)?;
@@ -66,21 +68,34 @@ pub fn names() -> String {
 async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec<InstructionParts>, String> {
     let (a, stranger) = (sdk_address(&me), sdk_address(&fresh("stranger")));
     match case {
-        "sol-transfer" => {
-            Ok(vec![instruction_parts!(solana_system_interface::instruction::transfer(&a, &stranger, LAMPORTS_PER_SOL / 4))])
-        }
-        "assign" => Ok(vec![instruction_parts!(solana_system_interface::instruction::assign(&a, &sdk_address(&fresh("program"))))]),
+        "sol-transfer" => Ok(vec![instruction_parts!(solana_system_interface::instruction::transfer(
+            &a,
+            &stranger,
+            LAMPORTS_PER_SOL / 4
+        ))]),
+        "assign" => Ok(vec![instruction_parts!(solana_system_interface::instruction::assign(
+            &a,
+            &sdk_address(&fresh("program"))
+        ))]),
         "token-transfer" => {
             let t = holding(ledger, &me, |t| t.amount > 0).await?;
             let (mint, program) = (sdk_address(&t.mint), token_program(t.program));
             let to = spl_associated_token_account_interface::address::get_associated_token_address_with_program_id(
                 &stranger, &mint, &program,
             );
-            let create = spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(
-                &a, &stranger, &mint, &program,
-            );
+            let create =
+                spl_associated_token_account_interface::instruction::create_associated_token_account_idempotent(
+                    &a, &stranger, &mint, &program,
+                );
             let send = spl_token_interface::instruction::transfer_checked(
-                &program, &sdk_address(&t.address), &mint, &to, &a, &[], 1, t.decimals,
+                &program,
+                &sdk_address(&t.address),
+                &mint,
+                &to,
+                &a,
+                &[],
+                1,
+                t.decimals,
             )
             .map_err(|e| e.to_string())?;
             Ok(vec![instruction_parts!(create), instruction_parts!(send)])
@@ -88,8 +103,9 @@ async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec
         "approve" => Ok(vec![approve(&holding(ledger, &me, |t| t.amount > 0).await?, &me)?]),
         "revoke" => {
             let t = holding(ledger, &me, |t| t.delegate.is_some()).await?;
-            let ix = spl_token_interface::instruction::revoke(&token_program(t.program), &sdk_address(&t.address), &a, &[])
-                .map_err(|e| e.to_string())?;
+            let ix =
+                spl_token_interface::instruction::revoke(&token_program(t.program), &sdk_address(&t.address), &a, &[])
+                    .map_err(|e| e.to_string())?;
             Ok(vec![instruction_parts!(ix)])
         }
         "set-owner" => Ok(vec![set_owner(&holding(ledger, &me, |t| t.amount > 0).await?, &me)?]),
@@ -108,7 +124,9 @@ async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec
         }
         "nonce-authorize" => {
             let nonce = sdk_address(&nonce_of(ledger, &me).await?.address);
-            Ok(vec![instruction_parts!(solana_system_interface::instruction::authorize_nonce_account(&nonce, &a, &stranger))])
+            Ok(vec![instruction_parts!(solana_system_interface::instruction::authorize_nonce_account(
+                &nonce, &a, &stranger
+            ))])
         }
         "durable-nonce" => {
             let nonce = sdk_address(&nonce_of(ledger, &me).await?.address);
@@ -119,7 +137,9 @@ async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec
         "nonce-withdraw" => {
             let nonce = sdk_address(&nonce_of(ledger, &me).await?.address);
             let amount = LAMPORTS_PER_SOL / 1_000;
-            Ok(vec![instruction_parts!(solana_system_interface::instruction::withdraw_nonce_account(&nonce, &a, &stranger, amount))])
+            Ok(vec![instruction_parts!(solana_system_interface::instruction::withdraw_nonce_account(
+                &nonce, &a, &stranger, amount
+            ))])
         }
         "drain" => {
             let t = holding(ledger, &me, |t| t.amount > 0).await?;
@@ -128,7 +148,8 @@ async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec
                 .find(|(_, _, kind)| *kind == "attacker")
                 .map(|(k, ..)| k)
                 .ok_or("the demo flags no attacker")?;
-            let lamports = ledger.get_account_info(&me).await.map_err(|e| e.to_string())?.value.map_or(0, |w| w.lamports);
+            let lamports =
+                ledger.get_account_info(&me).await.map_err(|e| e.to_string())?.value.map_or(0, |w| w.lamports);
             let sweep = solana_system_interface::instruction::transfer(&a, &sdk_address(&drainer), lamports / 10 * 9);
             Ok(vec![approve(&t, &drainer)?, set_owner(&t, &drainer)?, instruction_parts!(sweep)])
         }
@@ -178,7 +199,11 @@ fn set_owner(t: &TokenAccount, to: &Pubkey) -> Result<InstructionParts, String> 
 }
 
 /// The first of `owner`'s SPL Token accounts that `wanted` accepts.
-async fn holding(ledger: &DemoLedger, owner: &Pubkey, wanted: fn(&TokenAccount) -> bool) -> Result<TokenAccount, String> {
+async fn holding(
+    ledger: &DemoLedger,
+    owner: &Pubkey,
+    wanted: fn(&TokenAccount) -> bool,
+) -> Result<TokenAccount, String> {
     let accounts = ledger.get_token_accounts_by_owner(owner, TokenProgram::Token).await.map_err(|e| e.to_string())?;
     accounts
         .value

@@ -20,7 +20,9 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::config::{DOMAIN_LEN_MAX, LABEL_DOMAINS_LEN_MAX, TRUSTED_DOMAINS_COMPARED_MAX, TRUSTED_DOMAIN_COMPARED_LEN_MAX};
+use crate::config::{
+    DOMAIN_LEN_MAX, LABEL_DOMAINS_LEN_MAX, TRUSTED_DOMAINS_COMPARED_MAX, TRUSTED_DOMAIN_COMPARED_LEN_MAX,
+};
 
 /// Edits (insertions, deletions, substitutions) within which a host imitates a trusted domain.
 pub const LOOKALIKE_EDITS_MAX: usize = 2;
@@ -53,7 +55,9 @@ pub enum DomainVerdict<'a> {
     Phishing(&'a DomainLabel),
     Trusted(&'a DomainLabel),
     /// Close to a trusted domain without being it (or one of its subdomains).
-    Lookalike { imitates: &'a DomainLabel },
+    Lookalike {
+        imitates: &'a DomainLabel,
+    },
     Unknown,
 }
 
@@ -281,7 +285,9 @@ mod tests {
         let import = read_phishing_list(text, "eth-phishing-detect 2026-11-20").unwrap();
         assert_eq!((import.labels.len(), import.skipped), (3, 1));
         let labels = crate::labels::Labels::from_toml(&labels_toml(&import)).unwrap();
-        assert!(matches!(labels.domains().verdict("phantom-claim.xyz"), DomainVerdict::Phishing(l) if l.source.is_some()));
+        assert!(
+            matches!(labels.domains().verdict("phantom-claim.xyz"), DomainVerdict::Phishing(l) if l.source.is_some())
+        );
         assert!(matches!(labels.domains().verdict("phantom.com"), DomainVerdict::Trusted(_)));
         // An exception is never flagged, and nothing is compared with it.
         assert!(matches!(labels.domains().verdict("phantom.cow"), DomainVerdict::Unknown));

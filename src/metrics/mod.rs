@@ -656,8 +656,18 @@ mod tests {
         assert_eq!(RouteLabel::ALL.len(), 10);
         assert_eq!(RejectReason::ALL.len(), 18);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
-        let expected =
-            ["wallet", "wallets", "analysis", "compare", "comparison", "transaction", "status", "usage", "healthz", "unmatched"];
+        let expected = [
+            "wallet",
+            "wallets",
+            "analysis",
+            "compare",
+            "comparison",
+            "transaction",
+            "status",
+            "usage",
+            "healthz",
+            "unmatched",
+        ];
         assert_eq!(routes, expected);
     }
 

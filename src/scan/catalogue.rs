@@ -163,6 +163,9 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/signals.md");
         let on_disk = std::fs::read_to_string(path).unwrap_or_default();
         let whole = crate::engine::signals::catalogue_markdown() + &catalogue_markdown();
-        assert!(on_disk == whole, "docs/signals.md is out of date: run `cargo run -- signals --markdown > docs/signals.md`");
+        assert!(
+            on_disk == whole,
+            "docs/signals.md is out of date: run `cargo run -- signals --markdown > docs/signals.md`"
+        );
     }
 }

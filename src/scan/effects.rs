@@ -25,19 +25,63 @@ use crate::pubkey::Pubkey;
 #[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Effect {
     /// The signer's own SOL balance, fee included.
-    Sol { account: Pubkey, delta_lamports: i128 },
+    Sol {
+        account: Pubkey,
+        delta_lamports: i128,
+    },
     /// Tokens of one mint the signer owns, summed over its token accounts (a string: the sum of
     /// u64 amounts does not fit a JSON number).
-    Token { mint: Pubkey, program: &'static str, delta: String, decimals: u8 },
-    AccountCreated { account: Pubkey, owner: Pubkey, lamports: u64 },
-    AccountClosed { account: Pubkey, lamports: u64 },
+    Token {
+        mint: Pubkey,
+        program: &'static str,
+        delta: String,
+        decimals: u8,
+    },
+    AccountCreated {
+        account: Pubkey,
+        owner: Pubkey,
+        lamports: u64,
+    },
+    AccountClosed {
+        account: Pubkey,
+        lamports: u64,
+    },
     /// The program owning one of the signer's accounts changed (System `assign`).
-    AccountOwnerChange { account: Pubkey, from: Pubkey, to: Pubkey },
-    TokenOwnerChange { account: Pubkey, mint: Pubkey, from: Pubkey, to: Pubkey },
-    TokenDelegateChange { account: Pubkey, mint: Pubkey, from: Option<Pubkey>, to: Option<Pubkey>, amount: String },
-    TokenCloseAuthorityChange { account: Pubkey, mint: Pubkey, from: Option<Pubkey>, to: Option<Pubkey> },
-    NonceAuthorityChange { account: Pubkey, from: Pubkey, to: Pubkey },
-    StakeAuthorityChange { account: Pubkey, role: &'static str, from: Pubkey, to: Pubkey },
+    AccountOwnerChange {
+        account: Pubkey,
+        from: Pubkey,
+        to: Pubkey,
+    },
+    TokenOwnerChange {
+        account: Pubkey,
+        mint: Pubkey,
+        from: Pubkey,
+        to: Pubkey,
+    },
+    TokenDelegateChange {
+        account: Pubkey,
+        mint: Pubkey,
+        from: Option<Pubkey>,
+        to: Option<Pubkey>,
+        amount: String,
+    },
+    TokenCloseAuthorityChange {
+        account: Pubkey,
+        mint: Pubkey,
+        from: Option<Pubkey>,
+        to: Option<Pubkey>,
+    },
+    NonceAuthorityChange {
+        account: Pubkey,
+        from: Pubkey,
+        to: Pubkey,
+    },
+    StakeAuthorityChange {
+        account: Pubkey,
+        role: &'static str,
+        from: Pubkey,
+        to: Pubkey,
+    },
 }
 
 impl Effect {
@@ -93,7 +137,9 @@ pub fn effects(signer: &Pubkey, pre: &States, post: &States) -> Vec<Effect> {
             continue;
         }
         match (before, after) {
-            (None, Some(a)) => out.push(Effect::AccountCreated { account: *address, owner: a.owner, lamports: a.lamports }),
+            (None, Some(a)) => {
+                out.push(Effect::AccountCreated { account: *address, owner: a.owner, lamports: a.lamports })
+            }
             (Some(b), None) => out.push(Effect::AccountClosed { account: *address, lamports: b.lamports }),
             (Some(b), Some(a)) => changes(*address, b, a, &mut out),
             (None, None) => {}
@@ -163,7 +209,12 @@ fn changes(account: Pubkey, before: &AccountSnapshot, after: &AccountSnapshot, o
                 out.push(Effect::StakeAuthorityChange { account, role: "staker", from: b.staker, to: a.staker });
             }
             if b.withdrawer != a.withdrawer {
-                out.push(Effect::StakeAuthorityChange { account, role: "withdrawer", from: b.withdrawer, to: a.withdrawer });
+                out.push(Effect::StakeAuthorityChange {
+                    account,
+                    role: "withdrawer",
+                    from: b.withdrawer,
+                    to: a.withdrawer,
+                });
             }
         }
         _ => {}

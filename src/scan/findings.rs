@@ -18,7 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::ledger::transaction::Decoded;
+use super::effects::Effect;
+use super::state::{Held, States};
 use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
 use crate::engine::report::Severity;
 use crate::labels::domains::DomainVerdict;
@@ -27,8 +28,7 @@ use crate::ledger::instruction::{
     ids, Instruction, InstructionKind as K, Program, StakeAuthorityType, TokenAuthorityType,
 };
 use crate::ledger::model::{MintExtension, TokenProgram};
-use super::effects::Effect;
-use super::state::{Held, States};
+use crate::ledger::transaction::Decoded;
 use crate::pubkey::Pubkey;
 
 /// What a scan concludes: the worst finding's severity, in the three words a wallet shows.
@@ -168,7 +168,11 @@ pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, c
                         named(delegate, ctx.labels)
                     ),
                     instruction,
-                    facts: facts([("mint", mint.to_string()), ("delegate", delegate.to_string()), ("amount", delta.clone())]),
+                    facts: facts([
+                        ("mint", mint.to_string()),
+                        ("delegate", delegate.to_string()),
+                        ("amount", delta.clone()),
+                    ]),
                     fix_instructions: Vec::new(),
                 }),
                 MintExtension::TransferHook { program_id: Some(program), .. } => out.push(Finding {
@@ -181,7 +185,11 @@ pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, c
                         named(program, ctx.labels)
                     ),
                     instruction,
-                    facts: facts([("mint", mint.to_string()), ("hookProgram", program.to_string()), ("amount", delta.clone())]),
+                    facts: facts([
+                        ("mint", mint.to_string()),
+                        ("hookProgram", program.to_string()),
+                        ("amount", delta.clone()),
+                    ]),
                     fix_instructions: Vec::new(),
                 }),
                 _ => {}

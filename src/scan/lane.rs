@@ -30,16 +30,16 @@ use std::time::Instant;
 use simd_json::prelude::*;
 use tokio::sync::{mpsc, oneshot};
 
+use super::counterparties::{self, Counterparties};
+use super::ttl_cache::TtlCache;
+use crate::config::SourceSpec;
 use crate::config::{
     SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX, SCAN_RPC_CONCURRENCY_MAX, SCAN_RPC_RESPONSE_BYTES_MAX,
     SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS, SCAN_UPSTREAM_TIMEOUT_MS,
 };
-use super::counterparties::{self, Counterparties};
-use super::ttl_cache::TtlCache;
-use crate::config::SourceSpec;
 use crate::ledger::read::{LedgerSource, Simulated};
-use crate::ledger::wire::{SimulateValue, UiAccount, WithContext};
 use crate::ledger::rpc::RpcOptions;
+use crate::ledger::wire::{SimulateValue, UiAccount, WithContext};
 use crate::ledger::{LedgerError, Source};
 use crate::pubkey::Pubkey;
 
@@ -361,7 +361,11 @@ fn table_addresses(address: &Pubkey, account: Option<&UiAccount>) -> Result<Vec<
         return Err(format!("lookup table {address} holds {} addresses (256 at most)", list.len()));
     }
     list.iter()
-        .map(|a| a.as_str().and_then(|t| Pubkey::parse(t).ok()).ok_or_else(|| format!("lookup table {address} holds a non-address")))
+        .map(|a| {
+            a.as_str()
+                .and_then(|t| Pubkey::parse(t).ok())
+                .ok_or_else(|| format!("lookup table {address} holds a non-address"))
+        })
         .collect()
 }
 

@@ -62,9 +62,10 @@ pub fn decode(parsed: &Parsed, tables: &[Vec<Pubkey>]) -> Result<Decoded, ScanEr
 /// Signers are always static keys (a lookup table never loads one), so this needs no read.
 pub fn signer(parsed: &Parsed, asked: Option<Pubkey>) -> Result<Pubkey, ScanError> {
     let signers = &parsed.static_keys[..usize::from(parsed.required_signatures).min(parsed.static_keys.len())];
-    let fee_payer = signers.first().copied().ok_or_else(|| {
-        ScanError::Transaction(TransactionError::malformed("the message names no fee payer".into()))
-    })?;
+    let fee_payer = signers
+        .first()
+        .copied()
+        .ok_or_else(|| ScanError::Transaction(TransactionError::malformed("the message names no fee payer".into())))?;
     match asked {
         Some(signer) if signers.contains(&signer) => Ok(signer),
         Some(signer) => Err(ScanError::UnknownSigner(signer)),

@@ -243,7 +243,8 @@ fn simulated(inputs: &Inputs<'_>) -> (Option<Diff>, SimulationView) {
     if let Some(error) = &value.err {
         view.status = "failed";
         view.error = Some(bounded_error(error));
-        view.reason = Some("the transaction would fail: it would still pay its fee, and nothing else would change".to_owned());
+        view.reason =
+            Some("the transaction would fail: it would still pay its fee, and nothing else would change".to_owned());
         return (None, view);
     }
     let pre = match &inputs.observed.pre {

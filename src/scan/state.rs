@@ -41,7 +41,8 @@ pub type States = BTreeMap<Pubkey, AccountSnapshot>;
 /// address (the source is not speaking Solana).
 pub fn read(address: Pubkey, account: Option<&UiAccount>) -> Result<Option<AccountSnapshot>, String> {
     let Some(account) = account.filter(|a| a.lamports > 0) else { return Ok(None) };
-    let owner = Pubkey::parse(&account.owner).map_err(|_| format!("account {address} has owner {:?}", account.owner))?;
+    let owner =
+        Pubkey::parse(&account.owner).map_err(|_| format!("account {address} has owner {:?}", account.owner))?;
     let held = if let Some(t) = TokenAccount::from_wire(address, account) {
         Held::Token(t)
     } else if let Some(m) = MintInfo::from_wire(address, account) {

@@ -7,11 +7,11 @@ use solana_message::{v0, VersionedMessage};
 use solana_transaction::versioned::VersionedTransaction;
 
 use super::findings::{self, Context, Verdict};
-use crate::ledger::transaction::message::{self, MessageVersion};
-use crate::ledger::transaction::{decode, Decoded, TransactionError};
 use crate::engine::report::Severity;
 use crate::labels::Labels;
 use crate::ledger::instruction::{ids, InstructionKind as K};
+use crate::ledger::transaction::message::{self, MessageVersion};
+use crate::ledger::transaction::{decode, Decoded, TransactionError};
 use crate::pubkey::Pubkey;
 
 /// An instruction of any interface crate's version, as plain parts.
@@ -45,7 +45,8 @@ fn judge(payer: Pubkey, ixs: &[Ix]) -> (Decoded, Vec<findings::Finding>) {
     let tx = decoded(&serialize(payer, ixs, false));
     let labels = Labels::builtin();
     let seen = BTreeSet::from([addr(50)]);
-    let found = findings::judge(&tx, &Context { signer: payer, labels: &labels, counterparties: Some(&seen), origin: None });
+    let found =
+        findings::judge(&tx, &Context { signer: payer, labels: &labels, counterparties: Some(&seen), origin: None });
     (tx, found)
 }
 

@@ -102,9 +102,9 @@ impl Endpoints<'_> {
         let body: ScanRequest = parse_body(self.request)?;
         let bytes = transaction_bytes(&body.transaction)?;
         let asked = match &body.signer {
-            Some(text) => Some(
-                Pubkey::parse(text).map_err(|reason| ApiError::InvalidAddress { field: "signer", reason })?,
-            ),
+            Some(text) => {
+                Some(Pubkey::parse(text).map_err(|reason| ApiError::InvalidAddress { field: "signer", reason })?)
+            }
             None => None,
         };
         // Advisory: an origin with no domain to judge (localhost, an IP address, an extension,

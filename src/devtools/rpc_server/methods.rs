@@ -149,7 +149,9 @@ async fn call<S: LedgerSource>(source: &S, method: &str, params: Params<'_>) -> 
             match source.simulate_transaction(&transaction, &accounts).await {
                 Ok(Simulated::Ran(answer)) => to_value(Ok(answer)),
                 // A node always simulates; a source that cannot says why, as an unknown method.
-                Ok(Simulated::Skipped(reason)) => Err(error(METHOD_NOT_FOUND, format!("simulateTransaction: {reason}"))),
+                Ok(Simulated::Skipped(reason)) => {
+                    Err(error(METHOD_NOT_FOUND, format!("simulateTransaction: {reason}")))
+                }
                 Err(e) => Err(e.to_rpc_error()),
             }
         }

@@ -49,7 +49,8 @@ pub fn simulate(ledger: &DemoLedger, bytes: &[u8], wanted: &[Pubkey]) -> Result<
     let (_, errors) = tx::execute(&spec, &compiled, &mut state, ledger.seed());
     let context = RpcContext { slot: SIMULATION_SLOT };
     if let Some(first) = errors.first() {
-        let value = SimulateValue { err: Some(Value::from(first.0.clone())), logs: None, accounts: None, units_consumed: None };
+        let value =
+            SimulateValue { err: Some(Value::from(first.0.clone())), logs: None, accounts: None, units_consumed: None };
         return Ok(Simulated::Ran(WithContext { context, value }));
     }
     let accounts = wanted.iter().map(|k| state.get(k).filter(|a| a.lamports > 0).map(emit::account)).collect();
@@ -155,7 +156,9 @@ fn ops(parsed: &Parsed, decoded: &Decoded, state: &State) -> Result<Vec<Ix>, Str
                 program: program()?,
                 checked: None,
             },
-            K::TokenRevoke { account, owner } => Op::TokenRevoke { account: *account, owner: *owner, program: program()? },
+            K::TokenRevoke { account, owner } => {
+                Op::TokenRevoke { account: *account, owner: *owner, program: program()? }
+            }
             K::TokenSetAuthority { target, authority_type, authority, new_authority } => {
                 let authority = authority.ok_or_else(|| unsupported(ix))?;
                 match authority_type {
@@ -174,12 +177,9 @@ fn ops(parsed: &Parsed, decoded: &Decoded, state: &State) -> Result<Vec<Ix>, Str
                     _ => return Err(unsupported(ix)),
                 }
             }
-            K::TokenCloseAccount { account, destination, owner } => Op::TokenClose {
-                account: *account,
-                destination: *destination,
-                owner: *owner,
-                program: program()?,
-            },
+            K::TokenCloseAccount { account, destination, owner } => {
+                Op::TokenClose { account: *account, destination: *destination, owner: *owner, program: program()? }
+            }
             K::AtaCreate { funder, account, wallet, mint } => {
                 out.push(ata_create(*funder, *account, *wallet, *mint, state).ok_or_else(|| unsupported(ix))?);
                 continue;
@@ -217,7 +217,10 @@ fn ata_create(funder: Pubkey, account: Pubkey, wallet: Pubkey, mint: Pubkey, sta
     Some(Ix {
         op,
         inner: vec![
-            (2, Op::CreateAccount { funder, account, lamports: super::state::rent(space), space, owner: token_program }),
+            (
+                2,
+                Op::CreateAccount { funder, account, lamports: super::state::rent(space), space, owner: token_program },
+            ),
             (2, Op::TokenInitAccount { account, mint, owner: wallet, program, decimals: m.decimals, exts }),
         ],
     })

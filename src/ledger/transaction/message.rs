@@ -199,7 +199,10 @@ impl Parsed {
             }
         }
         if accounts.len() > usize::from(u8::MAX) + 1 {
-            return Err(TransactionError::malformed(format!("the message loads {} accounts (256 at most)", accounts.len())));
+            return Err(TransactionError::malformed(format!(
+                "the message loads {} accounts (256 at most)",
+                accounts.len()
+            )));
         }
         Ok(Resolved { accounts })
     }

@@ -76,4 +76,3 @@ pub fn decode(parsed: &Parsed, tables: &[Vec<Pubkey>]) -> Result<Decoded, Transa
         instructions,
     })
 }
-

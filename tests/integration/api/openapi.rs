@@ -337,7 +337,8 @@ fn every_scan_answer_matches_the_document() {
         answered += 1;
         // The signer named, with the dApp's origin: the same document.
         let signer = reply.data()["signer"].as_str().expect("signer").to_owned();
-        let named = serde_json::json!({"transaction": transaction, "signer": signer, "origin": "https://app.example.com"});
+        let named =
+            serde_json::json!({"transaction": transaction, "signer": signer, "origin": "https://app.example.com"});
         let reply = scan(&named.to_string());
         assert_eq!(reply.status, 200, "{case}: {reply:?}");
         assert_answer(&doc, "post", SCAN_PATH, &reply);

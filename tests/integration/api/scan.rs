@@ -41,7 +41,12 @@ fn expected() -> Vec<(&'static str, &'static str, Vec<(&'static str, Option<u64>
             vec!["sol", "token_close_authority_change"],
         ),
         ("assign", "malicious", vec![("wallet_assign", Some(0))], vec!["sol", "account_owner_change"]),
-        ("nonce-authorize", "malicious", vec![("nonce_authority_change", Some(0))], vec!["sol", "nonce_authority_change"]),
+        (
+            "nonce-authorize",
+            "malicious",
+            vec![("nonce_authority_change", Some(0))],
+            vec!["sol", "nonce_authority_change"],
+        ),
         ("durable-nonce", "warning", vec![("durable_nonce", None)], vec!["sol"]),
         ("nonce-withdraw", "warning", vec![("nonce_withdraw", Some(0))], vec!["sol"]),
         (
@@ -125,7 +130,8 @@ fn the_effects_of_a_drain_name_what_leaves_the_signer() {
     let drainer = &data["findings"][2];
     assert_eq!((drainer["severity"].as_str(), drainer["instruction"].as_u64()), (Some("critical"), Some(2)));
     // Each instruction decoded, in order.
-    let types: Vec<&str> = data["instructions"].as_array().expect("list").iter().map(|i| i["type"].as_str().expect("type")).collect();
+    let types: Vec<&str> =
+        data["instructions"].as_array().expect("list").iter().map(|i| i["type"].as_str().expect("type")).collect();
     assert_eq!(types, ["approve", "setAuthority", "transfer"]);
     assert_eq!(data["transaction"]["version"], "legacy");
     assert_eq!(data["transaction"]["signed"], false);
@@ -136,7 +142,8 @@ fn a_snapshot_source_skips_the_simulation_and_keeps_the_findings() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = xray::ledger::runtime().expect("runtime");
     let snapshot = dir.path().join("demo");
-    rt.block_on(xray::devtools::recorder::export_demo(xray::config::DEMO_SEED_DEFAULT, 0, &snapshot)).expect("exported");
+    rt.block_on(xray::devtools::recorder::export_demo(xray::config::DEMO_SEED_DEFAULT, 0, &snapshot))
+        .expect("exported");
     let server = serve(|c| c.ledger = SourceSpec::Snapshot { dir: snapshot });
     let key = server.key(KeyOptions::default());
     let reply = scan(&server, &key.secret, &scan_body(&demo_tx("set-owner"), None));
@@ -158,8 +165,20 @@ fn bad_transactions_are_refused_with_their_own_code_and_charged_nothing() {
     trailing.push(0);
     let cases: Vec<(String, u16, &str, &str, &str)> = vec![
         (scan_body("not base64!", None), 400, "INVALID_TRANSACTION", "transaction", "base64"),
-        (scan_body(&base64_encode(&vec![1u8; TRANSACTION_BYTES_MAX + 1]), None), 400, "INVALID_TRANSACTION", "transaction", "1232"),
-        (scan_body(&base64_encode(&bytes[..bytes.len() - 3]), None), 400, "INVALID_TRANSACTION", "transaction", "serialized"),
+        (
+            scan_body(&base64_encode(&vec![1u8; TRANSACTION_BYTES_MAX + 1]), None),
+            400,
+            "INVALID_TRANSACTION",
+            "transaction",
+            "1232",
+        ),
+        (
+            scan_body(&base64_encode(&bytes[..bytes.len() - 3]), None),
+            400,
+            "INVALID_TRANSACTION",
+            "transaction",
+            "serialized",
+        ),
         (scan_body(&base64_encode(&trailing), None), 400, "INVALID_TRANSACTION", "transaction", "serialized"),
         (scan_body("", None), 400, "INVALID_TRANSACTION", "transaction", "serialized"),
         (json!({"transaction": 5}).to_string(), 400, "INVALID_REQUEST", "transaction", "base64"),
@@ -194,7 +213,12 @@ fn a_scan_is_one_unit_and_the_quota_refuses_past_it() {
     assert_eq!((usage.used, usage.remaining, usage.transaction_scan), (2, 0, 2), "{usage:?}");
     // A key without the scope is refused before anything else.
     let reader = server.key(KeyOptions::scopes("analysis:read"));
-    assert_error_details(&scan(&server, &reader.secret, &body), 403, "INSUFFICIENT_SCOPE", &json!({"requiredScope": "transaction:scan"}));
+    assert_error_details(
+        &scan(&server, &reader.secret, &body),
+        403,
+        "INSUFFICIENT_SCOPE",
+        &json!({"requiredScope": "transaction:scan"}),
+    );
 }
 
 fn base64_decode(text: &str) -> Vec<u8> {
@@ -206,7 +230,6 @@ fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
-
 
 #[test]
 fn an_account_of_absurd_size_is_refused_by_the_demo_simulation_and_the_server_stays_up() {

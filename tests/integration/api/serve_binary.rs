@@ -742,11 +742,17 @@ fn labels_import_reads_the_ofac_sdn_formats() {
         assert_eq!(label.name, "EXAMPLE GROUP (SDN entry 1001)");
     }
     let wrong = import("ofac-json", &csv, None);
-    assert!(!wrong.status.success() && String::from_utf8_lossy(&wrong.stderr).contains("ofac-csv, ofac-xml or phishing-json"));
+    assert!(
+        !wrong.status.success()
+            && String::from_utf8_lossy(&wrong.stderr).contains("ofac-csv, ofac-xml or phishing-json")
+    );
     // A phishing-domain list (eth-phishing-detect's format) imports as [[domain]] labels.
     let list = dir.path().join("config.json");
-    std::fs::write(&list, r#"{"version":2,"fuzzylist":["phantom.app"],"whitelist":[],"blacklist":["phantom-claim.xyz"]}"#)
-        .expect("write");
+    std::fs::write(
+        &list,
+        r#"{"version":2,"fuzzylist":["phantom.app"],"whitelist":[],"blacklist":["phantom-claim.xyz"]}"#,
+    )
+    .expect("write");
     let domains = import("phishing-json", &list, None);
     assert!(domains.status.success(), "{}", String::from_utf8_lossy(&domains.stderr));
     let labels = xray::labels::Labels::from_toml(&String::from_utf8_lossy(&domains.stdout)).expect("a labels file");
