@@ -156,7 +156,7 @@ impl Lane {
         })
     }
 
-    /// Scans waiting on the lane now (for `/metrics`).
+    /// Scans on the lane now (not yet exported to `/metrics`: a gauge is a leftover of #29).
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
     }

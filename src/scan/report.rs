@@ -190,12 +190,17 @@ fn status(status: &'static str, reason: Option<String>) -> SimulationView {
 /// An upstream's own words, logged whole and never repeated: they may name the provider's
 /// project or key.
 fn unavailable(what: &'static str, detail: &str) -> String {
-    let mut end = detail.len().min(LOGGED_DETAIL_BYTES_MAX);
-    while !detail.is_char_boundary(end) {
+    tracing::warn!(detail = cut(detail, LOGGED_DETAIL_BYTES_MAX), "scan: {what}");
+    what.to_owned()
+}
+
+/// The first `bytes_max` bytes of `text`, cut back to a character boundary.
+fn cut(text: &str, bytes_max: usize) -> &str {
+    let mut end = text.len().min(bytes_max);
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    tracing::warn!(detail = &detail[..end], "scan: {what}");
-    what.to_owned()
+    &text[..end]
 }
 
 /// The most of an upstream's message a log line keeps.
@@ -208,11 +213,7 @@ fn bounded_error(error: &Value) -> Value {
     if text.len() <= SCAN_UPSTREAM_TEXT_BYTES_MAX {
         return error.clone();
     }
-    let mut end = SCAN_UPSTREAM_TEXT_BYTES_MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    Value::from(format!("{}… (cut)", &text[..end]))
+    Value::from(format!("{}… (cut)", cut(&text, SCAN_UPSTREAM_TEXT_BYTES_MAX)))
 }
 
 /// The accounts before and after the transaction, when the simulation ran and both read.
