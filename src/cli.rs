@@ -105,7 +105,7 @@ pub struct LedgerArgs {
 impl LedgerArgs {
     fn open(&self) -> Result<(Source, crate::ledger::view::ViewOptions), String> {
         let source = Source::open(&self.ledger, one_shot_rpc()).map_err(|e| e.to_string())?;
-        Ok((source, crate::ledger::view::ViewOptions { history_depth: self.history_depth }))
+        Ok((source, crate::ledger::view::ViewOptions::deep(self.history_depth)))
     }
 }
 
@@ -510,6 +510,9 @@ pub struct ServeArgs {
     /// Seconds a READY result is reused for an equal request.
     #[arg(long, env = "XRAY_FRESHNESS_WINDOW_S")]
     pub freshness_window_s: Option<u64>,
+    /// Bytes of the ledger cache (finalized transactions and histories read over `rpc:`); 0: off.
+    #[arg(long, env = "XRAY_LEDGER_CACHE_BYTES")]
+    pub ledger_cache_bytes: Option<u64>,
     /// Days finished jobs and their results are kept (then purged hourly).
     #[arg(long, env = "XRAY_RETENTION_DAYS")]
     pub retention_days: Option<u32>,
@@ -579,7 +582,7 @@ impl ServeArgs {
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
         layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max, log_format, access_log);
-        layer!(webhook_allow_hosts);
+        layer!(webhook_allow_hosts, ledger_cache_bytes);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }
@@ -645,6 +648,7 @@ fn serve_defaults() -> Vec<(&'static str, String)> {
         ("job_deadline_s", d.job_deadline_s.to_string()),
         ("job_ledger_bytes_max", d.job_ledger_bytes_max.to_string()),
         ("freshness_window_s", d.freshness_window_s.to_string()),
+        ("ledger_cache_bytes", format!("{} (0: off; rpc: sources only)", d.ledger_cache_bytes)),
         ("retention_days", d.retention_days.to_string()),
         ("sync_writes", d.sync_writes.to_string()),
         ("long_poll_waiters_max", d.long_poll_waiters_max.to_string()),

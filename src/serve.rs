@@ -31,7 +31,7 @@ use crate::auth::record::{KeyRecord, KeySpec};
 use crate::auth::scope::Scopes;
 use crate::auth::table::KeyTable;
 use crate::clock::{now_unix_ms, MonotonicClock};
-use crate::config::{self, ServeConfig, StoreSpec, STORE_PAGE_LEN_MAX};
+use crate::config::{self, ServeConfig, SourceSpec, StoreSpec, STORE_PAGE_LEN_MAX};
 use crate::http::{ProxyTrust, ServerConfig, ServerHandle, ThreadContext};
 use crate::jobs::admission::Admission;
 use crate::jobs::adoption::Adoption;
@@ -41,6 +41,7 @@ use crate::jobs::pool::{ComputePool, JobBudget, PoolConfig};
 use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery, Upkeep};
 use crate::jobs::sink::{Failing, StoreSink};
 use crate::labels::Labels;
+use crate::ledger::cache::{CacheOptions, Cached, LedgerCache};
 use crate::ledger::source::Source;
 use crate::ledger::view::ViewOptions;
 use crate::limits::ip::IpFailureLimiter;
@@ -54,6 +55,8 @@ use crate::webhooks::{Deliveries, Render, TargetPolicy, WebhookSettings};
 
 /// Sub-directory of the data directory holding RocksDB.
 pub const DB_DIR_NAME: &str = "db";
+/// The ledger cache's directory under the data directory (`ledger::cache`).
+pub const LEDGER_CACHE_DIR_NAME: &str = "ledger-cache";
 
 /// The running server, for `run` and for tests that start it in-process.
 pub struct Running {
@@ -305,14 +308,34 @@ fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -
         queue_capacity: config.queue_capacity,
         jobs_in_flight_max: config.jobs_in_flight_per_thread,
         pin: true,
-        view: ViewOptions { history_depth: config.history_depth },
+        view: ViewOptions::deep(config.history_depth),
         budget: JobBudget {
             deadline: Duration::from_secs(config.job_deadline_s),
             ledger_bytes_max: config.job_ledger_bytes_max,
         },
     };
-    let make_source = move |_| Source::open(&spec, Default::default()).map_err(|e| e.to_string());
+    let cache = open_ledger_cache(config)?;
+    let make_source = move |_| {
+        Source::open(&spec, Default::default()).map(|s| Cached::new(s, cache.clone())).map_err(|e| e.to_string())
+    };
     ComputePool::start(pool_config, labels, make_source, sink)
+}
+
+/// The node's ledger cache, for an `rpc:` source with a non-zero `ledger_cache_bytes` (the
+/// demo and snapshots are read locally: nothing to save). Its own directory in the data
+/// directory, on a cluster node too: a cache, never shared.
+fn open_ledger_cache(config: &ServeConfig) -> Result<Option<Arc<LedgerCache>>, String> {
+    let SourceSpec::Rpc { url } = &config.ledger else { return Ok(None) };
+    if config.ledger_cache_bytes == 0 {
+        return Ok(None);
+    }
+    let dir = config.data_dir.join(LEDGER_CACHE_DIR_NAME);
+    let options = CacheOptions { bytes_max: config.ledger_cache_bytes };
+    // The whole URL names the source (only its digest is kept): histories of one endpoint
+    // are never read as another's.
+    let cache = LedgerCache::open(&dir, url, options)?;
+    tracing::info!(dir = %dir.display(), bytes_max = config.ledger_cache_bytes, "ledger cache open");
+    Ok(Some(Arc::new(cache)))
 }
 
 fn start_api(config: &ServeConfig, app: &Arc<App>) -> Result<ServerHandle, String> {

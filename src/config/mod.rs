@@ -53,6 +53,27 @@ pub const OUTSIDER_NONCE_SIGNATURES_MAX: u32 = 10;
 /// page and this many `getTransaction`s per wallet.
 pub const FUNDER_HOP_SIGNATURES_MAX: u32 = 25;
 
+/// Bytes the node's ledger cache (`ledger::cache`: finalized transactions and address
+/// histories, `<data-dir>/ledger-cache`) may hold on disk; the oldest files go first past it.
+/// 0 turns the cache off. Only the `rpc:` source uses it (the demo and snapshots are local).
+pub const LEDGER_CACHE_BYTES_DEFAULT: u64 = 1024 * 1024 * 1024;
+/// The smallest non-zero cache: below a few memtables FIFO compaction would drop files as
+/// soon as they are flushed.
+pub const LEDGER_CACHE_BYTES_MIN: u64 = 64 * 1024 * 1024;
+pub const LEDGER_CACHE_BYTES_MAX: u64 = 1024 * 1024 * 1024 * 1024;
+/// Share of the cache's bytes given to address histories (the rest holds transactions), in
+/// percent: a history of 1,000 signatures is ~150 KB, a transaction ~3 KB.
+pub const LEDGER_CACHE_HISTORY_PERCENT: u64 = 20;
+/// Memtable of each of the cache's column families: data is on disk (and counted against the
+/// bound) once one fills.
+pub const LEDGER_CACHE_WRITE_BUFFER_BYTES: usize = 8 * 1024 * 1024;
+/// Signatures looked up in the cache at once (one `multi_get`), before the misses are fetched
+/// together: bounds what a job holds between its cache reads and the node's answers.
+pub const LEDGER_CACHE_LOOKUP_LEN: usize = 200;
+/// Accounts a wallet's last read named beyond its own (mints, nonce and stake accounts),
+/// remembered to be read in the same `getMultipleAccounts` call as the wallet next time.
+pub const LEDGER_CACHE_ACCOUNT_HINTS_MAX: usize = MULTIPLE_ACCOUNTS_LEN_MAX - 1;
+
 /// JSON-RPC requests in one batch for `getTransaction`.
 pub const RPC_BATCH_LEN_MAX: usize = 50;
 /// Batches in flight at once per RPC source.

@@ -48,6 +48,9 @@ pub struct ServeConfig {
     /// Ledger bytes one job may read before it ends FAILED (`ANALYSIS_FAILED`), refunded.
     pub job_ledger_bytes_max: u64,
     pub freshness_window_s: u64,
+    /// Bytes of the node's ledger cache (finalized transactions and address histories read
+    /// from an `rpc:` source, `<data-dir>/ledger-cache`); 0 turns it off.
+    pub ledger_cache_bytes: u64,
     pub retention_days: u32,
     /// fsync the WAL on every durable write (power-loss durability; group-committed).
     pub sync_writes: bool,
@@ -102,6 +105,7 @@ impl Default for ServeConfig {
             job_deadline_s: JOB_DEADLINE_S_DEFAULT,
             job_ledger_bytes_max: JOB_LEDGER_BYTES_MAX_DEFAULT,
             freshness_window_s: FRESHNESS_WINDOW_S_DEFAULT,
+            ledger_cache_bytes: LEDGER_CACHE_BYTES_DEFAULT,
             retention_days: RETENTION_DAYS_DEFAULT,
             sync_writes: false,
             long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
@@ -171,6 +175,14 @@ impl ServeConfig {
             ));
         }
         in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
+        if self.ledger_cache_bytes != 0
+            && !(LEDGER_CACHE_BYTES_MIN..=LEDGER_CACHE_BYTES_MAX).contains(&self.ledger_cache_bytes)
+        {
+            return Err(format!(
+                "ledger_cache_bytes must be 0 (off) or {LEDGER_CACHE_BYTES_MIN}..={LEDGER_CACHE_BYTES_MAX} bytes, got {}",
+                self.ledger_cache_bytes
+            ));
+        }
         in_range("long_poll_waiters_max", self.long_poll_waiters_max, 1_000_000)?;
         in_range("ip_failures_per_s", self.ip_failures_per_s as usize, 1_000_000)?;
         in_range(
@@ -243,7 +255,7 @@ impl ServeConfig {
             "listen={} admin_listen={} data_dir={} store={} etcd_prefix={} ledger={} labels={} listener_threads={} compute_threads={} \
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
              job_deadline_s={} job_ledger_bytes_max={} \
-             freshness_window_s={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
+             freshness_window_s={} ledger_cache_bytes={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
              trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={} webhook_allow_hosts=[{}] webhook_proxy={}",
             self.listen,
@@ -267,6 +279,7 @@ impl ServeConfig {
             self.job_deadline_s,
             self.job_ledger_bytes_max,
             self.freshness_window_s,
+            self.ledger_cache_bytes,
             self.retention_days,
             self.sync_writes,
             self.long_poll_waiters_max,

@@ -505,7 +505,7 @@ async fn record_into<S: LedgerSource>(
         // The first funder's hop too, whatever the labels: a job replaying the snapshot reads it
         // when its labels list sanctioned addresses, and then finds what the node answered.
         // A failed hop read is logged and skipped, as a job skips it.
-        let view = build_view(&recording, wallet, ViewOptions { history_depth: depth }).await;
+        let view = build_view(&recording, wallet, ViewOptions::deep(depth)).await;
         let view = match view {
             Ok(view) => view,
             Err(e) => {

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::engine::evidence::EvidenceBook;
 use crate::engine::flows::{self, Asset, Direction, Transfer};
-use crate::engine::report::{Evidence, Score, XRay};
+use crate::engine::report::{Evidence, Score};
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, InstructionKind};
 use crate::ledger::model::{Transaction, WalletView};
@@ -69,10 +69,13 @@ pub struct Comparison {
     pub engine_versions: BTreeMap<&'static str, &'static str>,
 }
 
-/// One side of a comparison: the view, its X-Ray and (when the server has one) analysis id.
+/// One side of a comparison: the view, the score of its X-Ray and (when the server has one)
+/// the id of the analysis that score comes from. Linking reads the view only (its
+/// transactions and token accounts), so a side whose score comes from a stored analysis needs
+/// no more of the wallet than that (`ledger::view::Detail::Links`).
 pub struct Side<'a> {
     pub view: &'a WalletView,
-    pub xray: &'a XRay,
+    pub score: &'a Score,
     pub analysis_id: Option<String>,
 }
 
@@ -129,12 +132,12 @@ pub fn compare(a: Side<'_>, b: Side<'_>, labels: &Labels) -> Comparison {
         wallet_a: WalletSummary {
             address: a.view.address.to_string(),
             analysis_id: a.analysis_id,
-            score: a.xray.score.clone(),
+            score: a.score.clone(),
         },
         wallet_b: WalletSummary {
             address: b.view.address.to_string(),
             analysis_id: b.analysis_id,
-            score: b.xray.score.clone(),
+            score: b.score.clone(),
         },
         similarity,
         relationship,

@@ -11,12 +11,12 @@
 //! never carries an RPC URL or other internals.
 
 use crate::eligibility;
-use crate::engine::report::{Score, XRay};
+use crate::engine::report::Score;
 use crate::engine::{self, compare};
 use crate::error_code::ErrorCode;
 use crate::labels::Labels;
 use crate::ledger::read::LedgerSource;
-use crate::ledger::view::{build_view_unless, read_hop, ViewOptions};
+use crate::ledger::view::{build_view_unless, read_hop, Detail, ViewOptions};
 use crate::ledger::{LedgerError, WalletView};
 use crate::pubkey::Pubkey;
 
@@ -142,7 +142,9 @@ async fn eligible_view<S: LedgerSource>(
     eligibility::classify_ledger(&view).map_err(|i| {
         Outcome::failed(FailCode::AccountNotEligible, format!("{wallet}: {} ({})", i.message(), i.reason()))
     })?;
-    add_funder_hop(source, &mut view, labels).await;
+    if options.detail == Detail::Full {
+        add_funder_hop(source, &mut view, labels).await;
+    }
     Ok(view)
 }
 
@@ -171,22 +173,19 @@ fn payload<T: serde::Serialize>(value: &T) -> Outcome {
     }
 }
 
-/// The X-Ray of one comparison side, with the score and id of a reused analysis when there
-/// is one (so `analysisId` and `score` always describe the same analysis).
-fn side_xray(
-    view: &WalletView,
-    labels: &Labels,
-    reuse: Option<&str>,
-    scores: &dyn ReusedScores,
-) -> (XRay, Option<String>) {
-    let mut xray = engine::analyze(view, labels);
-    match reuse.and_then(|id| scores.score_of(id).map(|score| (id, score))) {
-        Some((id, score)) => {
-            xray.score = score;
-            (xray, Some(id.to_owned()))
-        }
-        None => (xray, None),
+/// A comparison side's score and the id of the analysis it comes from: a reused analysis's
+/// when the store still has it (`reused`), else a fresh X-Ray's of `view`.
+fn side_score(view: &WalletView, labels: &Labels, reused: Option<(String, Score)>) -> (Score, Option<String>) {
+    match reused {
+        Some((id, score)) => (score, Some(id)),
+        None => (engine::analyze(view, labels).score, None),
     }
+}
+
+/// The fetch plan of a comparison side: a side whose score comes from a stored analysis reads
+/// only what linking needs (`Detail::Links`: no nonce search, mints or funder hop).
+fn side_options(options: ViewOptions, reused: &Option<(String, Score)>) -> ViewOptions {
+    ViewOptions { detail: if reused.is_some() { Detail::Links } else { options.detail }, ..options }
 }
 
 /// Runs one job to its outcome.
@@ -203,18 +202,21 @@ pub async fn execute<S: LedgerSource>(
             Err(failed) => failed,
         },
         JobSpec::Comparison { wallet_a, wallet_b, reuse } => {
+            // The reused scores are read before the ledger: they decide how much of it to read.
+            let [reused_a, reused_b] =
+                reuse.clone().map(|id| id.and_then(|id| scores.score_of(&id).map(|score| (id, score))));
             let (a, b) = tokio::join!(
-                eligible_view(source, wallet_a, options, labels),
-                eligible_view(source, wallet_b, options, labels)
+                eligible_view(source, wallet_a, side_options(options, &reused_a), labels),
+                eligible_view(source, wallet_b, side_options(options, &reused_b), labels)
             );
             let (a, b) = match (a, b) {
                 (Ok(a), Ok(b)) => (a, b),
                 (Err(failed), _) | (_, Err(failed)) => return failed,
             };
-            let (xa, id_a) = side_xray(&a, labels, reuse[0].as_deref(), scores);
-            let (xb, id_b) = side_xray(&b, labels, reuse[1].as_deref(), scores);
-            let side_a = compare::Side { view: &a, xray: &xa, analysis_id: id_a };
-            let side_b = compare::Side { view: &b, xray: &xb, analysis_id: id_b };
+            let (score_a, id_a) = side_score(&a, labels, reused_a);
+            let (score_b, id_b) = side_score(&b, labels, reused_b);
+            let side_a = compare::Side { view: &a, score: &score_a, analysis_id: id_a };
+            let side_b = compare::Side { view: &b, score: &score_b, analysis_id: id_b };
             payload(&compare::compare(side_a, side_b, labels))
         }
     }

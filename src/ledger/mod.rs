@@ -16,6 +16,7 @@
 
 pub mod bounded;
 pub mod budget;
+pub mod cache;
 pub mod demo;
 pub mod fields;
 pub mod instruction;

@@ -67,6 +67,26 @@ pub trait LedgerSource {
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError>;
 
+    /// `getSignaturesForAddress` with `until`: the page `get_signatures_for_address` answers,
+    /// cut just before `until` (exclusive) — only what is newer than a signature already seen.
+    /// A node stops there itself; the default cuts the page it was given, which answers the
+    /// same entries for the same calls (sources that talk to a node override it to send
+    /// `until`, so the node does not send what is cut).
+    async fn get_signatures_until(
+        &self,
+        address: &Pubkey,
+        until: &Signature,
+        before: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        let mut page = self.get_signatures_for_address(address, before, limit).await?;
+        let until = until.to_string();
+        if let Some(at) = page.iter().position(|info| info.signature == until) {
+            page.truncate(at);
+        }
+        Ok(page)
+    }
+
     /// `getTransaction` (jsonParsed, `maxSupportedTransactionVersion: 0`) for each signature,
     /// in order; `None` where the node does not have it. Sources batch as they see fit.
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError>;
@@ -80,6 +100,31 @@ pub trait LedgerSource {
         Ok(Simulated::Skipped(format!("the {} source does not simulate transactions", self.name())))
     }
 
+    /// The finalized signature list of `address` a cache kept from an earlier read, if any
+    /// (`ledger::cache`); a plain source remembers nothing.
+    fn remembered_history(&self, address: &Pubkey) -> Option<History> {
+        let _ = address;
+        None
+    }
+
+    /// Keeps what a read of `address`'s history found, for `remembered_history`.
+    fn remember_history(&self, address: &Pubkey, history: &History) {
+        let _ = (address, history);
+    }
+
+    /// Accounts the last read of wallet `address` read beside it (mints, nonce and stake
+    /// accounts): read in the wallet's own `getMultipleAccounts` next time. Only a hint — what
+    /// the read needs is decided afresh, and anything missing is read then.
+    fn remembered_accounts(&self, address: &Pubkey) -> Vec<Pubkey> {
+        let _ = address;
+        Vec::new()
+    }
+
+    /// Keeps the accounts a read of wallet `address` read beside it.
+    fn remember_accounts(&self, address: &Pubkey, accounts: &[Pubkey]) {
+        let _ = (address, accounts);
+    }
+
     /// `get_transactions`, each result handed to `each` in order as soon as its batch is read,
     /// so a caller that converts as it goes never holds every answer at once (the fetch plan
     /// does). Sources that read over a network override it; the default reads all first.
@@ -90,6 +135,29 @@ pub trait LedgerSource {
     ) -> Result<(), LedgerError> {
         self.get_transactions(signatures).await?.into_iter().for_each(each);
         Ok(())
+    }
+}
+
+/// An address's finalized signature list as a read left it: the newest `entries` (newest
+/// first), read `depth` deep, and whether that depth cut it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct History {
+    pub depth: u32,
+    pub truncated: bool,
+    pub entries: Vec<SignatureInfo>,
+}
+
+impl History {
+    /// Whether this list answers a read `depth` deep once what is newer is put before it: it is
+    /// the whole history, or it was read at least as deep.
+    pub fn covers(&self, depth: u32) -> bool {
+        !self.truncated || self.depth >= depth
+    }
+
+    /// Whether every entry is final (a node answers `confirmationStatus` only when asked at a
+    /// lower commitment; none means the `finalized` the request asked for).
+    pub fn is_final(&self) -> bool {
+        self.entries.iter().all(|e| e.confirmation_status.as_deref().is_none_or(|s| s == "finalized"))
     }
 }
 

@@ -89,6 +89,16 @@ impl LedgerSource for Source {
         dispatch!(self, s => s.get_signatures_for_address(address, before, limit).await)
     }
 
+    async fn get_signatures_until(
+        &self,
+        address: &Pubkey,
+        until: &Signature,
+        before: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        dispatch!(self, s => s.get_signatures_until(address, until, before, limit).await)
+    }
+
     async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
         dispatch!(self, s => s.simulate_transaction(transaction, accounts).await)
     }

@@ -21,7 +21,7 @@ use crate::ledger::model::{
     AccountState, Coverage, MintInfo, NonceAccount, NonceSearch, OutsiderNonce, StakeAccount, TokenAccount,
     TokenProgram, Transaction, WalletView,
 };
-use crate::ledger::read::LedgerSource;
+use crate::ledger::read::{History, LedgerSource};
 use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
@@ -31,11 +31,44 @@ use crate::pubkey::{Pubkey, Signature};
 pub struct ViewOptions {
     /// Signatures read at most; more means `history_truncated`.
     pub history_depth: u32,
+    pub detail: Detail,
 }
 
 impl Default for ViewOptions {
     fn default() -> Self {
-        ViewOptions { history_depth: config::HISTORY_DEPTH_DEFAULT }
+        ViewOptions { history_depth: config::HISTORY_DEPTH_DEFAULT, detail: Detail::Full }
+    }
+}
+
+impl ViewOptions {
+    /// The whole view, `history_depth` signatures deep.
+    pub const fn deep(history_depth: u32) -> ViewOptions {
+        ViewOptions { history_depth, detail: Detail::Full }
+    }
+}
+
+/// Which parts of a wallet a view holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything the X-Ray reads.
+    Full,
+    /// What linking two wallets reads (`engine::compare`): the account, token accounts and
+    /// history — no nonce search, related accounts, mints or outsider nonces. For a side of a
+    /// comparison whose score comes from an analysis already made.
+    Links,
+}
+
+/// Accounts read in the wallet's own `getMultipleAccounts` call (the source's hints), by
+/// address, with the slot they were read at.
+#[derive(Default)]
+struct Prefetched {
+    slot: u64,
+    accounts: Vec<(Pubkey, Option<UiAccount>)>,
+}
+
+impl Prefetched {
+    fn get(&self, address: &Pubkey) -> Option<&Option<UiAccount>> {
+        self.accounts.iter().find(|(a, _)| a == address).map(|(_, account)| account)
     }
 }
 
@@ -59,12 +92,19 @@ pub async fn build_view_unless<S: LedgerSource>(
     enough: fn(&AccountState) -> bool,
 ) -> Result<WalletView, LedgerError> {
     let depth = options.history_depth.clamp(1, config::HISTORY_DEPTH_MAX);
-    let mut account = std::pin::pin!(source.get_account_info(wallet));
+    let full = options.detail == Detail::Full;
+    let hints = if full { source.remembered_accounts(wallet) } else { Vec::new() };
+    let mut account = std::pin::pin!(read_wallet_account(source, wallet, &hints));
     let mut rest = std::pin::pin!(async {
         tokio::join!(
             source.get_token_accounts_by_owner(wallet, TokenProgram::Token),
             source.get_token_accounts_by_owner(wallet, TokenProgram::Token2022),
-            source.get_nonce_accounts_by_authority(wallet),
+            async {
+                match full {
+                    true => Some(source.get_nonce_accounts_by_authority(wallet).await),
+                    false => None,
+                }
+            },
             read_history(source, wallet, depth),
         )
     });
@@ -78,6 +118,7 @@ pub async fn build_view_unless<S: LedgerSource>(
             read = &mut rest, if rest_read.is_none() => rest_read = Some(read),
         }
     };
+    let (account, prefetched) = account;
     let state = account.value.as_ref().and_then(AccountState::from_wire);
     let mut coverage =
         Coverage { source: source.name().to_owned(), synthetic: source.synthetic(), ..Coverage::default() };
@@ -90,8 +131,8 @@ pub async fn build_view_unless<S: LedgerSource>(
         None => rest.await,
     };
     let (classic, t22) = (classic?, t22?);
-    let (signatures, history_truncated) = history?;
-    coverage.history_truncated = history_truncated;
+    let history = history?;
+    coverage.history_truncated = history.truncated;
     coverage.as_of_slot = coverage.as_of_slot.max(classic.context.slot).max(t22.context.slot);
 
     let mut token_accounts = Vec::new();
@@ -105,9 +146,24 @@ pub async fn build_view_unless<S: LedgerSource>(
     }
     token_accounts.sort_by_key(|t| t.address);
 
-    let transactions = read_transactions(source, &signatures, &mut coverage).await?;
-    let (mut nonce_accounts, stake_accounts) = read_related(source, wallet, &transactions, &mut coverage).await?;
-    let mints = read_mints(source, &token_accounts, &mut coverage).await?;
+    let transactions = read_transactions(source, &history.entries, &mut coverage).await?;
+    let Some(named) = named else {
+        return Ok(WalletView {
+            address: *wallet,
+            account: state,
+            token_accounts,
+            transactions,
+            coverage,
+            ..WalletView::default()
+        });
+    };
+    let mut read_beside = Vec::new();
+    let (mut nonce_accounts, stake_accounts) =
+        read_related(source, wallet, &transactions, &prefetched, &mut read_beside, &mut coverage).await?;
+    let mints = read_mints(source, &token_accounts, &prefetched, &mut read_beside, &mut coverage).await?;
+    if read_beside != hints {
+        source.remember_accounts(wallet, &read_beside);
+    }
     let named = named_nonces(named, &mut coverage);
     let created = created_by(wallet, &transactions);
     let outsider_nonces =
@@ -125,6 +181,33 @@ pub async fn build_view_unless<S: LedgerSource>(
         coverage,
         funder_hop: None,
     })
+}
+
+/// The wallet's account — alone (`getAccountInfo`), or, when the source remembers what the
+/// last read of this wallet read beside it (`hints`), in one `getMultipleAccounts` with those
+/// accounts, which the rest of the plan then takes from `Prefetched` instead of asking again.
+async fn read_wallet_account<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    hints: &[Pubkey],
+) -> Result<(WithContext<Option<UiAccount>>, Prefetched), LedgerError> {
+    if hints.is_empty() {
+        return Ok((source.get_account_info(wallet).await?, Prefetched::default()));
+    }
+    let hints = &hints[..hints.len().min(config::MULTIPLE_ACCOUNTS_LEN_MAX - 1)];
+    let addresses: Vec<Pubkey> = std::iter::once(*wallet).chain(hints.iter().copied()).collect();
+    let page = source.get_multiple_accounts(&addresses).await?;
+    if page.value.len() != addresses.len() {
+        return Err(LedgerError::Malformed(format!(
+            "getMultipleAccounts returned {} accounts for {} addresses",
+            page.value.len(),
+            addresses.len()
+        )));
+    }
+    let mut accounts = addresses.into_iter().zip(page.value);
+    let own = accounts.next().and_then(|(_, account)| account);
+    let prefetched = Prefetched { slot: page.context.slot, accounts: accounts.collect() };
+    Ok((WithContext { context: page.context, value: own }, prefetched))
 }
 
 /// The nonce accounts the search listed, by address, at most `NAMED_NONCE_ACCOUNTS_MAX`. A
@@ -216,9 +299,9 @@ async fn read_outsider_nonces<S: LedgerSource>(
 /// The transaction that created `address`, when its newest `OUTSIDER_NONCE_SIGNATURES_MAX`
 /// transactions reach back to it.
 async fn read_creation<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<Option<Transaction>, LedgerError> {
-    let (signatures, _) = read_history(source, address, config::OUTSIDER_NONCE_SIGNATURES_MAX).await?;
+    let signatures = read_history(source, address, config::OUTSIDER_NONCE_SIGNATURES_MAX).await?;
     let mut ignored = Coverage::default();
-    let history = read_transactions(source, &signatures, &mut ignored).await?;
+    let history = read_transactions(source, &signatures.entries, &mut ignored).await?;
     // Newest first: the creation, when read, is the oldest transaction that creates it.
     let creates = |tx: &Transaction| {
         tx.instructions
@@ -242,18 +325,67 @@ pub async fn read_hop<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<W
 pub async fn read_recent<S: LedgerSource>(source: &S, address: &Pubkey, depth: u32) -> Result<WalletView, LedgerError> {
     let mut coverage =
         Coverage { source: source.name().to_owned(), synthetic: source.synthetic(), ..Coverage::default() };
-    let (signatures, history_truncated) = read_history(source, address, depth).await?;
-    coverage.history_truncated = history_truncated;
-    let transactions = read_transactions(source, &signatures, &mut coverage).await?;
+    let history = read_history(source, address, depth).await?;
+    coverage.history_truncated = history.truncated;
+    let transactions = read_transactions(source, &history.entries, &mut coverage).await?;
     Ok(WalletView { address: *address, transactions, coverage, ..WalletView::default() })
 }
 
-/// Pages through `getSignaturesForAddress` up to `depth`. Returns the signatures and whether
-/// the depth limit cut the list.
-async fn read_history<S: LedgerSource>(
+/// `address`'s newest `depth` signatures and whether the depth cut them. When the source
+/// remembers an earlier read that covers `depth` (`ledger::cache`), only what is newer than its
+/// newest signature is asked for (`until`) and put before it — the same list a full read
+/// gives, since finalized history only grows at its head; otherwise the pages are read whole.
+/// Either way the result is remembered for next time.
+async fn read_history<S: LedgerSource>(source: &S, wallet: &Pubkey, depth: u32) -> Result<History, LedgerError> {
+    let known = source.remembered_history(wallet).filter(|h| h.covers(depth) && !h.entries.is_empty());
+    let cursor = match known {
+        Some(known) => read_newer(source, wallet, known, depth).await?,
+        None => None,
+    };
+    let history = match cursor {
+        Some(history) => history,
+        None => {
+            let (entries, truncated) = read_pages(source, wallet, depth, None).await?;
+            History { depth, truncated, entries }
+        }
+    };
+    source.remember_history(wallet, &history);
+    Ok(history)
+}
+
+/// `known` with what is newer put before it, cut to `depth`; `None` when the node's answer
+/// does not continue `known` (its newest signature was not where `until` stopped: another
+/// node, or a list that changed) — then the caller reads the whole list.
+async fn read_newer<S: LedgerSource>(
+    source: &S,
+    wallet: &Pubkey,
+    known: History,
+    depth: u32,
+) -> Result<Option<History>, LedgerError> {
+    let Some(Ok(until)) = known.entries.first().map(|e| Signature::parse(&e.signature)) else { return Ok(None) };
+    let (mut entries, more) = read_pages(source, wallet, depth, Some(&until)).await?;
+    if more {
+        return Ok(Some(History { depth, truncated: true, entries }));
+    }
+    let seen: std::collections::HashSet<&str> = known.entries.iter().map(|e| e.signature.as_str()).collect();
+    if entries.iter().any(|e| seen.contains(e.signature.as_str())) {
+        return Ok(None);
+    }
+    let total = entries.len() + known.entries.len();
+    // `covers` holds: a cut `known` is at least `depth` long, so past `depth` means cut.
+    let truncated = total > depth as usize || (total == depth as usize && known.truncated);
+    entries.extend(known.entries);
+    entries.truncate(depth as usize);
+    Ok(Some(History { depth, truncated, entries }))
+}
+
+/// Pages through `getSignaturesForAddress` up to `depth` (newer than `until` when given).
+/// Returns the signatures and whether the depth limit cut the list.
+async fn read_pages<S: LedgerSource>(
     source: &S,
     wallet: &Pubkey,
     depth: u32,
+    until: Option<&Signature>,
 ) -> Result<(Vec<SignatureInfo>, bool), LedgerError> {
     let mut out: Vec<SignatureInfo> = Vec::new();
     let mut before: Option<Signature> = None;
@@ -261,7 +393,10 @@ async fn read_history<S: LedgerSource>(
         let remaining = depth - out.len() as u32;
         // Ask for one more than needed on the last page, to learn whether more exist.
         let limit = (remaining + 1).min(config::SIGNATURES_PAGE_LEN_MAX);
-        let page = source.get_signatures_for_address(wallet, before.as_ref(), limit).await?;
+        let page = match until {
+            Some(until) => source.get_signatures_until(wallet, until, before.as_ref(), limit).await?,
+            None => source.get_signatures_for_address(wallet, before.as_ref(), limit).await?,
+        };
         let page_len = page.len() as u32;
         for info in page {
             if out.len() as u32 == depth {
@@ -311,6 +446,8 @@ async fn read_related<S: LedgerSource>(
     source: &S,
     wallet: &Pubkey,
     transactions: &[Transaction],
+    prefetched: &Prefetched,
+    read_beside: &mut Vec<Pubkey>,
     coverage: &mut Coverage,
 ) -> Result<(Vec<NonceAccount>, Vec<StakeAccount>), LedgerError> {
     let mut candidates = BTreeSet::new();
@@ -330,7 +467,8 @@ async fn read_related<S: LedgerSource>(
     }
     candidates.remove(wallet);
     let candidates: Vec<Pubkey> = candidates.into_iter().take(config::RELATED_ACCOUNTS_MAX).collect();
-    let accounts = read_accounts(source, &candidates, coverage).await?;
+    let accounts = read_accounts(source, &candidates, prefetched, coverage).await?;
+    read_beside.extend(&candidates);
     let mut nonces = Vec::new();
     let mut stakes = Vec::new();
     for (address, account) in candidates.iter().zip(&accounts) {
@@ -347,6 +485,8 @@ async fn read_related<S: LedgerSource>(
 async fn read_mints<S: LedgerSource>(
     source: &S,
     token_accounts: &[TokenAccount],
+    prefetched: &Prefetched,
+    read_beside: &mut Vec<Pubkey>,
     coverage: &mut Coverage,
 ) -> Result<Vec<MintInfo>, LedgerError> {
     let addresses: Vec<Pubkey> = token_accounts
@@ -356,7 +496,8 @@ async fn read_mints<S: LedgerSource>(
         .into_iter()
         .take(config::RELATED_ACCOUNTS_MAX)
         .collect();
-    let accounts = read_accounts(source, &addresses, coverage).await?;
+    let accounts = read_accounts(source, &addresses, prefetched, coverage).await?;
+    read_beside.extend(&addresses);
     let mut mints: Vec<MintInfo> = Vec::new();
     for (address, account) in addresses.iter().zip(&accounts) {
         match account.as_ref().and_then(|a| MintInfo::from_wire(*address, a)) {
@@ -369,8 +510,31 @@ async fn read_mints<S: LedgerSource>(
     Ok(mints)
 }
 
-/// `getMultipleAccounts` in chunks of the node's limit, in order.
+/// The accounts at `addresses`, in order: those `prefetched` holds from it, the others by
+/// `getMultipleAccounts` in chunks of the node's limit.
 async fn read_accounts<S: LedgerSource>(
+    source: &S,
+    addresses: &[Pubkey],
+    prefetched: &Prefetched,
+    coverage: &mut Coverage,
+) -> Result<Vec<Option<UiAccount>>, LedgerError> {
+    let missing: Vec<Pubkey> = addresses.iter().filter(|a| prefetched.get(a).is_none()).copied().collect();
+    if missing.len() < addresses.len() {
+        coverage.as_of_slot = coverage.as_of_slot.max(prefetched.slot);
+    }
+    let mut fetched = read_missing(source, &missing, coverage).await?.into_iter();
+    let mut out = Vec::with_capacity(addresses.len());
+    for address in addresses {
+        out.push(match prefetched.get(address) {
+            Some(account) => account.clone(),
+            None => fetched.next().flatten(),
+        });
+    }
+    Ok(out)
+}
+
+/// `getMultipleAccounts` in chunks of the node's limit, in order.
+async fn read_missing<S: LedgerSource>(
     source: &S,
     addresses: &[Pubkey],
     coverage: &mut Coverage,

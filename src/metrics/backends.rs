@@ -1,7 +1,8 @@
 //! What the back ends behind a job cost: the ledger source's JSON-RPC calls (by method and
 //! outcome, their duration with retries, the retries, the transactions read, the calls waiting
 //! out a backoff now), the store's writes (duration by
-//! operation, WAL fsyncs of the group commit) and webhook delivery attempts (by outcome).
+//! operation, WAL fsyncs of the group commit), the ledger cache's hits, misses and bytes, and
+//! webhook delivery attempts (by outcome).
 //!
 //! Owns: the process-wide registries `LEDGER` and `STORE`, their label enums and buckets, and
 //! `write_backends`. Recorded by the rpc transport (compute threads), the RocksDB store (every
@@ -156,6 +157,57 @@ impl WebhookMetrics {
     }
 }
 
+label_enum! {
+    /// What the ledger cache was asked for (`kind` label).
+    pub enum CacheKind {
+        /// A finalized transaction, by signature.
+        Transaction => "transaction",
+        /// An address's finalized signature list (a hit still asks the node for what is newer).
+        History => "history",
+    }
+}
+
+/// The ledger cache of this process (`ledger::cache`): lookups by kind and outcome, and its
+/// size on disk as last read after a write.
+pub struct LedgerCacheMetrics {
+    hits: [AtomicU64; CacheKind::COUNT],
+    misses: [AtomicU64; CacheKind::COUNT],
+    bytes: AtomicU64,
+}
+
+/// The ledger cache of this process.
+pub static LEDGER_CACHE: LedgerCacheMetrics = LedgerCacheMetrics {
+    hits: [const { AtomicU64::new(0) }; CacheKind::COUNT],
+    misses: [const { AtomicU64::new(0) }; CacheKind::COUNT],
+    bytes: AtomicU64::new(0),
+};
+
+impl LedgerCacheMetrics {
+    pub fn hit(&self, kind: CacheKind, count: u64) {
+        self.hits[kind.slot()].fetch_add(count, Ordering::Relaxed);
+    }
+
+    pub fn miss(&self, kind: CacheKind, count: u64) {
+        self.misses[kind.slot()].fetch_add(count, Ordering::Relaxed);
+    }
+
+    pub fn set_bytes(&self, bytes: u64) {
+        self.bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    pub fn hits(&self, kind: CacheKind) -> u64 {
+        self.hits[kind.slot()].load(Ordering::Relaxed)
+    }
+
+    pub fn misses(&self, kind: CacheKind) -> u64 {
+        self.misses[kind.slot()].load(Ordering::Relaxed)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+}
+
 /// The store writes of this process.
 pub static STORE: StoreMetrics =
     StoreMetrics { writes: [const { Histogram::new() }; StoreWrite::COUNT], wal_syncs: AtomicU64::new(0) };
@@ -246,6 +298,19 @@ pub(super) fn write_backends(out: &mut String, disk: Option<StoreDisk>) -> fmt::
     let name = "xray_ledger_transactions_read_total";
     family(out, name, "counter", "Transactions read from getTransaction answers (null answers not counted).")?;
     writeln!(out, "{name} {}", LEDGER.transactions.load(Ordering::Relaxed))?;
+    let name = "xray_ledger_cache_hits_total";
+    family(out, name, "counter", "Ledger cache lookups answered from the cache, by kind.")?;
+    for kind in CacheKind::ALL {
+        writeln!(out, "{name}{{kind=\"{}\"}} {}", kind.as_str(), LEDGER_CACHE.hits(*kind))?;
+    }
+    let name = "xray_ledger_cache_misses_total";
+    family(out, name, "counter", "Ledger cache lookups the node had to answer, by kind.")?;
+    for kind in CacheKind::ALL {
+        writeln!(out, "{name}{{kind=\"{}\"}} {}", kind.as_str(), LEDGER_CACHE.misses(*kind))?;
+    }
+    let name = "xray_ledger_cache_bytes";
+    family(out, name, "gauge", "Bytes the ledger cache holds (SST files and memtables), as of its last write.")?;
+    writeln!(out, "{name} {}", LEDGER_CACHE.bytes())?;
     let name = "xray_ledger_retry_waits";
     family(out, name, "gauge", "Ledger calls waiting out a retry's backoff now.")?;
     writeln!(out, "{name} {}", LEDGER.waiting.load(Ordering::Relaxed))?;

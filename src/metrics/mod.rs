@@ -95,7 +95,8 @@ mod backends;
 mod process;
 
 pub use backends::{
-    CallOutcome, LedgerMethod, LedgerTotals, RetryWait, StoreDisk, StoreWrite, WebhookOutcome, LEDGER, STORE, WEBHOOKS,
+    CacheKind, CallOutcome, LedgerCacheMetrics, LedgerMethod, LedgerTotals, RetryWait, StoreDisk, StoreWrite,
+    WebhookOutcome, LEDGER, LEDGER_CACHE, STORE, WEBHOOKS,
 };
 
 label_enum! {
@@ -820,6 +821,9 @@ mod tests {
             ("xray_ledger_calls_total", "counter"),
             ("xray_ledger_retries_total", "counter"),
             ("xray_ledger_transactions_read_total", "counter"),
+            ("xray_ledger_cache_hits_total", "counter"),
+            ("xray_ledger_cache_misses_total", "counter"),
+            ("xray_ledger_cache_bytes", "gauge"),
             ("xray_ledger_retry_waits", "gauge"),
             ("xray_ledger_call_duration_seconds", "histogram"),
             ("xray_store_write_duration_seconds", "histogram"),

@@ -43,9 +43,32 @@ type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 pub struct ServerStats {
     requests: AtomicU64,
     faults: AtomicU64,
+    /// JSON-RPC calls answered, by method, a batch's items one by one (what a provider bills).
+    calls: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl ServerStats {
+    /// JSON-RPC calls answered so far, by method (a batch of 50 counts 50).
+    pub fn calls(&self) -> std::collections::BTreeMap<String, u64> {
+        self.calls.lock().clone()
+    }
+
+    /// JSON-RPC calls answered so far, every method together.
+    pub fn calls_total(&self) -> u64 {
+        self.calls.lock().values().sum()
+    }
+
+    pub(super) fn count_call(&self, method: &str) {
+        let mut calls = self.calls.lock();
+        match calls.get_mut(method) {
+            Some(count) => *count += 1,
+            // Bounded: only methods the server answers reach here (see `methods::call`).
+            None => {
+                calls.insert(method.to_owned(), 1);
+            }
+        }
+    }
+
     /// HTTP requests received (a batch is one).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
@@ -177,7 +200,7 @@ async fn handle<S: LedgerSource>(
     match fault {
         None if shared.refuse_batches && methods::is_batch(&body) => Ok(json_response(methods::batch_refusal())),
         None => {
-            let answer = methods::answer(&*shared.source, body).await;
+            let answer = methods::answer(&*shared.source, body, &shared.stats).await;
             Ok(match shared.hostile {
                 None => json_response(answer),
                 Some(hostile) => hostile.rewrite(answer).map_or_else(endless_response, json_response),
@@ -187,7 +210,9 @@ async fn handle<S: LedgerSource>(
         Some(FaultKind::TooManyRequests) => Ok(too_many_requests(shared.retry_after_s)),
         Some(FaultKind::ServerError) => Ok(status_response(StatusCode::INTERNAL_SERVER_ERROR, "internal error")),
         Some(FaultKind::Malformed) => Ok(json_response(br#"{"jsonrpc":"2.0","result":{"context":{"slot":"#.to_vec())),
-        Some(FaultKind::Truncated) => Ok(truncated_response(methods::answer(&*shared.source, body).await)),
+        Some(FaultKind::Truncated) => {
+            Ok(truncated_response(methods::answer(&*shared.source, body, &shared.stats).await))
+        }
     }
 }
 

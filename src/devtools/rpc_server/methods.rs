@@ -12,7 +12,7 @@
 //! `simulateTransaction` runs the source's own simulation (the demo's executor; a snapshot
 //! cannot, and says so as an unknown method would).
 //! Deliberately absent: encodings other than jsonParsed (account data is only held parsed),
-//! `getTokenAccountsByOwner`'s `mint` filter, `until` and `minContextSlot`, and any
+//! `getTokenAccountsByOwner`'s `mint` filter, `minContextSlot`, and any
 //! `getProgramAccounts` search but the nonce-account one the ledger layer makes.
 
 use simd_json::prelude::*;
@@ -26,19 +26,25 @@ use crate::ledger::wire::{self, RpcErrorObject, RpcRequest, RpcResponse, Value, 
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
+use super::http::ServerStats;
+
+/// `before`, `until` and `limit` of a `getSignaturesForAddress` call.
+type SignaturesConfig = (Option<Signature>, Option<Signature>, u32);
+
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 
 /// The response body for a request body.
-pub async fn answer<S: LedgerSource>(source: &S, mut body: Vec<u8>) -> Vec<u8> {
+/// Each call the source answers is counted in `stats` by method.
+pub async fn answer<S: LedgerSource>(source: &S, mut body: Vec<u8>, stats: &ServerStats) -> Vec<u8> {
     let request = match simd_json::to_owned_value(&mut body) {
         Ok(value) => value,
         Err(e) => return error_body(Value::null(), error(PARSE_ERROR, format!("Parse error: {e}"))),
     };
     let Value::Array(items) = request else {
-        return answer_one(source, request).await;
+        return answer_one(source, request, stats).await;
     };
     if items.is_empty() || items.len() > RPC_SERVER_BATCH_LEN_MAX {
         let message = format!("Invalid request: a batch holds 1 to {RPC_SERVER_BATCH_LEN_MAX} requests");
@@ -49,7 +55,7 @@ pub async fn answer<S: LedgerSource>(source: &S, mut body: Vec<u8>) -> Vec<u8> {
         if i > 0 {
             out.push(b',');
         }
-        out.extend(answer_one(source, item).await);
+        out.extend(answer_one(source, item, stats).await);
     }
     out.push(b']');
     out
@@ -65,13 +71,17 @@ pub fn batch_refusal() -> Vec<u8> {
     error_body(Value::null(), error(INVALID_REQUEST, "batch requests are not supported on this endpoint".into()))
 }
 
-async fn answer_one<S: LedgerSource>(source: &S, item: Value) -> Vec<u8> {
+async fn answer_one<S: LedgerSource>(source: &S, item: Value, stats: &ServerStats) -> Vec<u8> {
     let id = item.get("id").cloned().unwrap_or_else(Value::null);
     let request: RpcRequest = match simd_json::serde::from_owned_value(item) {
         Ok(request) => request,
         Err(_) => return error_body(id, error(INVALID_REQUEST, "Invalid request".into())),
     };
-    match call(source, &request.method, Params(&request.params)).await {
+    let answered = call(source, &request.method, Params(&request.params)).await;
+    if !matches!(&answered, Err(e) if e.code == METHOD_NOT_FOUND) {
+        stats.count_call(&request.method);
+    }
+    match answered {
         Ok(result) => wire::to_vec(&RpcResponse::ok(request.id.clone(), result))
             .unwrap_or_else(|e| error_body(request.id, e.to_rpc_error())),
         Err(e) => error_body(request.id, e),
@@ -134,8 +144,12 @@ async fn call<S: LedgerSource>(source: &S, method: &str, params: Params<'_>) -> 
         }
         "getSignaturesForAddress" => {
             params.len_max(2)?;
-            let (before, limit) = params.signatures_config(1)?;
-            to_value(source.get_signatures_for_address(&params.pubkey(0)?, before.as_ref(), limit).await)
+            let (before, until, limit) = params.signatures_config(1)?;
+            let address = params.pubkey(0)?;
+            to_value(match until {
+                Some(until) => source.get_signatures_until(&address, &until, before.as_ref(), limit).await,
+                None => source.get_signatures_for_address(&address, before.as_ref(), limit).await,
+            })
         }
         "getTransaction" => {
             params.len_max(2)?;
@@ -283,12 +297,13 @@ impl<'a> Params<'a> {
         Ok((authority, with_context))
     }
 
-    fn signatures_config(&self, index: usize) -> Result<(Option<Signature>, u32), RpcErrorObject> {
+    /// `before`, `until` and `limit` of a `getSignaturesForAddress` config.
+    fn signatures_config(&self, index: usize) -> Result<SignaturesConfig, RpcErrorObject> {
         let Some(config) = self.config(index)? else {
-            return Ok((None, config::SIGNATURES_PAGE_LEN_MAX));
+            return Ok((None, None, config::SIGNATURES_PAGE_LEN_MAX));
         };
-        if ["until", "minContextSlot"].iter().any(|k| config.get(*k).is_some_and(|v| !v.is_null())) {
-            return Err(invalid_params("until and minContextSlot are not served"));
+        if config.get("minContextSlot").is_some_and(|v| !v.is_null()) {
+            return Err(invalid_params("minContextSlot is not served"));
         }
         let limit = match config.get("limit").filter(|v| !v.is_null()) {
             None => config::SIGNATURES_PAGE_LEN_MAX,
@@ -298,14 +313,14 @@ impl<'a> Params<'a> {
                 .map(|l| l as u32)
                 .ok_or_else(|| invalid_params(format!("limit must be 1 to {}", config::SIGNATURES_PAGE_LEN_MAX)))?,
         };
-        let before = match config.get("before").filter(|v| !v.is_null()) {
-            None => None,
+        let signature = |name: &str| match config.get(name).filter(|v| !v.is_null()) {
+            None => Ok(None),
             Some(v) => {
-                let text = v.as_str().ok_or_else(|| invalid_params("before must be a signature"))?;
-                Some(Signature::parse(text).map_err(|e| invalid_params(format!("before: {e}")))?)
+                let text = v.as_str().ok_or_else(|| invalid_params(format!("{name} must be a signature")))?;
+                Signature::parse(text).map(Some).map_err(|e| invalid_params(format!("{name}: {e}")))
             }
         };
-        Ok((before, limit))
+        Ok((signature("before")?, signature("until")?, limit))
     }
 }
 
@@ -319,7 +334,7 @@ mod tests {
     fn ask(body: &str) -> Value {
         let source = DemoLedger::new(1);
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let mut out = runtime.block_on(answer(&source, body.as_bytes().to_vec()));
+        let mut out = runtime.block_on(answer(&source, body.as_bytes().to_vec(), &ServerStats::default()));
         simd_json::to_owned_value(&mut out).unwrap()
     }
 

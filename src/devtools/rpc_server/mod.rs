@@ -82,6 +82,16 @@ impl RunningServer {
         self.stats.requests()
     }
 
+    /// JSON-RPC calls answered so far, by method, a batch's items one by one.
+    pub fn calls(&self) -> std::collections::BTreeMap<String, u64> {
+        self.stats.calls()
+    }
+
+    /// JSON-RPC calls answered so far, every method together.
+    pub fn calls_total(&self) -> u64 {
+        self.stats.calls_total()
+    }
+
     /// Requests answered with a fault so far.
     pub fn faults(&self) -> u64 {
         self.stats.faults()

@@ -180,6 +180,24 @@ impl RpcSource {
         }
     }
 
+    /// One `getSignaturesForAddress` page, `until` a signature already seen when given.
+    async fn signatures_page(
+        &self,
+        address: &Pubkey,
+        before: Option<&Signature>,
+        until: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        // A node refuses 0 and anything over its page limit.
+        let limit = limit.clamp(1, config::SIGNATURES_PAGE_LEN_MAX);
+        let params = request::signatures_for_address_params(address, before, until, limit);
+        let page: Vec<SignatureInfo> = self.call_some(request::GET_SIGNATURES_FOR_ADDRESS, params).await?;
+        if page.len() > limit as usize {
+            return Err(LedgerError::Malformed(format!("asked {limit} signatures, got {}", page.len())));
+        }
+        Ok(page)
+    }
+
     async fn transactions_one_by_one(
         &self,
         signatures: &[Signature],
@@ -286,14 +304,17 @@ impl LedgerSource for RpcSource {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        // A node refuses 0 and anything over its page limit.
-        let limit = limit.clamp(1, config::SIGNATURES_PAGE_LEN_MAX);
-        let params = request::signatures_for_address_params(address, before, limit);
-        let page: Vec<SignatureInfo> = self.call_some(request::GET_SIGNATURES_FOR_ADDRESS, params).await?;
-        if page.len() > limit as usize {
-            return Err(LedgerError::Malformed(format!("asked {limit} signatures, got {}", page.len())));
-        }
-        Ok(page)
+        self.signatures_page(address, before, None, limit).await
+    }
+
+    async fn get_signatures_until(
+        &self,
+        address: &Pubkey,
+        until: &Signature,
+        before: Option<&Signature>,
+        limit: u32,
+    ) -> Result<Vec<SignatureInfo>, LedgerError> {
+        self.signatures_page(address, before, Some(until), limit).await
     }
 
     async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {

@@ -7,7 +7,10 @@
 //! Invariant: every account read asks for `jsonParsed`, and `getTransaction` also sends
 //! `maxSupportedTransactionVersion: 0` (without it a node refuses v0 transactions). The
 //! `params` shapes here are the ones the local server (`rpc_server`) accepts. Deliberately
-//! absent: `until`, `minContextSlot` and `dataSlice` (the fetch plan never needs them).
+//! absent: `minContextSlot` and `dataSlice` (the fetch plan never needs them).
+//! Invariant: `getSignaturesForAddress` and `getTransaction` ask for `finalized` commitment
+//! (a node's default, said outright): what they answer never changes, which is what lets
+//! `ledger::cache` keep it.
 
 use simd_json::json;
 
@@ -50,11 +53,22 @@ pub fn nonce_accounts_by_authority_params(authority: &Pubkey) -> Value {
     }])
 }
 
-pub fn signatures_for_address_params(address: &Pubkey, before: Option<&Signature>, limit: u32) -> Value {
-    match before {
-        Some(before) => json!([address.to_string(), {"limit": limit, "before": before.to_string()}]),
-        None => json!([address.to_string(), {"limit": limit}]),
-    }
+/// `until`: only signatures newer than it (a cursor of what was already seen).
+pub fn signatures_for_address_params(
+    address: &Pubkey,
+    before: Option<&Signature>,
+    until: Option<&Signature>,
+    limit: u32,
+) -> Value {
+    let config = match (before, until) {
+        (None, None) => json!({"limit": limit, "commitment": "finalized"}),
+        (Some(b), None) => json!({"limit": limit, "commitment": "finalized", "before": b.to_string()}),
+        (None, Some(u)) => json!({"limit": limit, "commitment": "finalized", "until": u.to_string()}),
+        (Some(b), Some(u)) => {
+            json!({"limit": limit, "commitment": "finalized", "before": b.to_string(), "until": u.to_string()})
+        }
+    };
+    json!([address.to_string(), config])
 }
 
 /// `simulateTransaction` as a pre-sign scan asks it: no signature check (the user has not
@@ -71,7 +85,7 @@ pub fn simulate_params(transaction: &[u8], accounts: &[Pubkey]) -> Value {
 }
 
 pub fn transaction_params(signature: &Signature) -> Value {
-    json!([signature.to_string(), {"encoding": "jsonParsed", "maxSupportedTransactionVersion": 0}])
+    json!([signature.to_string(), {"encoding": "jsonParsed", "maxSupportedTransactionVersion": 0, "commitment": "finalized"}])
 }
 
 fn request(id: u64, method: &str, params: Value) -> RpcRequest {
@@ -127,12 +141,23 @@ mod tests {
             json!(["11111111111111111111111111111111", {"encoding": "jsonParsed", "withContext": true,
                 "filters": [{"dataSize": 80}, {"memcmp": {"offset": 8, "bytes": WALLET}}]}])
         );
-        assert_eq!(signatures_for_address_params(&w, None, 10), json!([WALLET, {"limit": 10}]));
+        let finalized = "finalized";
+        assert_eq!(
+            signatures_for_address_params(&w, None, None, 10),
+            json!([WALLET, {"limit": 10, "commitment": finalized}])
+        );
         let sig = Signature::parse(SIG).unwrap();
-        assert_eq!(signatures_for_address_params(&w, Some(&sig), 3), json!([WALLET, {"limit": 3, "before": SIG}]));
+        assert_eq!(
+            signatures_for_address_params(&w, Some(&sig), None, 3),
+            json!([WALLET, {"limit": 3, "commitment": finalized, "before": SIG}])
+        );
+        assert_eq!(
+            signatures_for_address_params(&w, Some(&sig), Some(&sig), 3),
+            json!([WALLET, {"limit": 3, "commitment": finalized, "before": SIG, "until": SIG}])
+        );
         assert_eq!(
             transaction_params(&sig),
-            json!([SIG, {"encoding": "jsonParsed", "maxSupportedTransactionVersion": 0}])
+            json!([SIG, {"encoding": "jsonParsed", "maxSupportedTransactionVersion": 0, "commitment": finalized}])
         );
     }
 

@@ -6,6 +6,7 @@ pub mod contract;
 mod hostile;
 mod idempotency;
 mod jobs;
+mod ledger_cache;
 mod limits;
 mod openapi;
 mod scan;

@@ -238,8 +238,8 @@ fn every_demo_xray_and_comparison_matches_the_document() {
     let pair = |a: &str, b: &str| {
         let (va, vb) = (view(&demo.archetype(a).expect(a)), view(&demo.archetype(b).expect(b)));
         let (xa, xb) = (engine::analyze(&va, &labels), engine::analyze(&vb, &labels));
-        let side_a = compare::Side { view: &va, xray: &xa, analysis_id: Some("an_1111".into()) };
-        let side_b = compare::Side { view: &vb, xray: &xb, analysis_id: None };
+        let side_a = compare::Side { view: &va, score: &xa.score, analysis_id: Some("an_1111".into()) };
+        let side_b = compare::Side { view: &vb, score: &xb.score, analysis_id: None };
         serde_json::to_value(compare::compare(side_a, side_b, &labels)).expect("json")
     };
     for (a, b) in [("sybil_a", "sybil_b"), ("sybil_c", "sybil_d"), ("clean", "busy_trader")] {

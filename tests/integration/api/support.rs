@@ -517,6 +517,12 @@ impl TestServer {
         self.ledger.as_ref().map_or(0, RunningServer::requests)
     }
 
+    /// JSON-RPC calls the local ledger server has answered so far, by method (a batch's items
+    /// one by one, as a provider bills them).
+    pub fn ledger_calls(&self) -> std::collections::BTreeMap<String, u64> {
+        self.ledger.as_ref().map(RunningServer::calls).unwrap_or_default()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }

@@ -27,6 +27,11 @@ fn demo() -> DemoLedger {
 }
 
 /// The evidence items a signal cites, in its order.
+/// One side of a comparison with no stored analysis.
+fn side<'a>(view: &'a WalletView, xray: &'a XRay) -> compare::Side<'a> {
+    compare::Side { view, score: &xray.score, analysis_id: None }
+}
+
 fn cited_by<'a>(xray: &'a XRay, signal: &Signal) -> Vec<&'a Evidence> {
     signal.evidence_ids.iter().map(|id| xray.evidence.iter().find(|e| e.id() == id).unwrap()).collect()
 }
@@ -145,7 +150,6 @@ fn demo_pairs_have_their_relationship() {
     for (a, b, expected) in pairs {
         let (va, vb) = (view(&demo, &a), view(&demo, &b));
         let (xa, xb) = (engine::analyze(&va, &labels), engine::analyze(&vb, &labels));
-        let side = |view, xray| compare::Side { view, xray, analysis_id: None };
         let ab = compare::compare(side(&va, &xa), side(&vb, &xb), &labels);
         let ba = compare::compare(side(&vb, &xb), side(&va, &xa), &labels);
         let rel = serde_json::to_value(ab.relationship).unwrap();
@@ -432,7 +436,6 @@ fn farm_wallets_link_by_fee_payer_sweep_and_rent_destination_without_a_shared_fu
     let (a, b) = (demo.archetype("farm_a").unwrap(), demo.archetype("farm_b").unwrap());
     let (va, vb) = (view(&demo, &a), view(&demo, &b));
     let (xa, xb) = (engine::analyze(&va, &labels), engine::analyze(&vb, &labels));
-    let side = |view, xray| compare::Side { view, xray, analysis_id: None };
     let ab = compare::compare(side(&va, &xa), side(&vb, &xb), &labels);
     let kinds: BTreeSet<&str> = ab.links.iter().map(|l| l.kind).collect();
     for kind in ["shared_fee_payer", "shared_sweep_destination", "shared_rent_destination"] {

@@ -372,8 +372,8 @@ proptest! {
         b.address = pool()[1];
         let (xa, xb) = (engine::analyze(&a, &labels), engine::analyze(&b, &labels));
         let c = compare::compare(
-            compare::Side { view: &a, xray: &xa, analysis_id: None },
-            compare::Side { view: &b, xray: &xb, analysis_id: None },
+            compare::Side { view: &a, score: &xa.score, analysis_id: None },
+            compare::Side { view: &b, score: &xb.score, analysis_id: None },
             &labels,
         );
         prop_assert!((0.0..=1.0).contains(&c.similarity));

@@ -239,7 +239,7 @@ fn client(server: &RunningServer, options: RpcOptions) -> RpcSource {
     RpcSource::new(&server.url(), options).unwrap()
 }
 
-const DEPTH: ViewOptions = ViewOptions { history_depth: 100 };
+const DEPTH: ViewOptions = ViewOptions::deep(100);
 
 async fn view<S: LedgerSource>(source: &S, address: &Pubkey) -> WalletView {
     let mut view = build_view(source, address, DEPTH).await.unwrap();

@@ -464,7 +464,7 @@ fn fake_node() -> FakeNode {
 }
 
 async fn view<S: LedgerSource>(source: &S, wallet: &Pubkey, history_depth: u32) -> WalletView {
-    build_view(source, wallet, ViewOptions { history_depth }).await.unwrap()
+    build_view(source, wallet, ViewOptions::deep(history_depth)).await.unwrap()
 }
 
 fn same_but_source(mut replayed: WalletView, original: &WalletView) {
