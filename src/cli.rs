@@ -513,6 +513,15 @@ pub struct ServeArgs {
     /// Bytes of the ledger cache (finalized transactions and histories read over `rpc:`); 0: off.
     #[arg(long, env = "XRAY_LEDGER_CACHE_BYTES")]
     pub ledger_cache_bytes: Option<u64>,
+    /// Seconds between two checks of one watched wallet (monitors; at least 1).
+    #[arg(long, env = "XRAY_MONITOR_INTERVAL_S")]
+    pub monitor_interval_s: Option<u64>,
+    /// Monitor checks in flight at once on this node.
+    #[arg(long, env = "XRAY_MONITOR_CHECKS_IN_FLIGHT_MAX")]
+    pub monitor_checks_in_flight_max: Option<usize>,
+    /// Watched wallets (monitor × wallet) this node checks at most.
+    #[arg(long, env = "XRAY_MONITOR_WATCHES_PER_NODE_MAX")]
+    pub monitor_watches_per_node_max: Option<usize>,
     /// Days finished jobs and their results are kept (then purged hourly).
     #[arg(long, env = "XRAY_RETENTION_DAYS")]
     pub retention_days: Option<u32>,
@@ -583,6 +592,7 @@ impl ServeArgs {
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
         layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max, log_format, access_log);
         layer!(webhook_allow_hosts, ledger_cache_bytes);
+        layer!(monitor_interval_s, monitor_checks_in_flight_max, monitor_watches_per_node_max);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }
@@ -649,6 +659,9 @@ fn serve_defaults() -> Vec<(&'static str, String)> {
         ("job_ledger_bytes_max", d.job_ledger_bytes_max.to_string()),
         ("freshness_window_s", d.freshness_window_s.to_string()),
         ("ledger_cache_bytes", format!("{} (0: off; rpc: sources only)", d.ledger_cache_bytes)),
+        ("monitor_interval_s", d.monitor_interval_s.to_string()),
+        ("monitor_checks_in_flight_max", d.monitor_checks_in_flight_max.to_string()),
+        ("monitor_watches_per_node_max", d.monitor_watches_per_node_max.to_string()),
         ("retention_days", d.retention_days.to_string()),
         ("sync_writes", d.sync_writes.to_string()),
         ("long_poll_waiters_max", d.long_poll_waiters_max.to_string()),

@@ -30,6 +30,9 @@ pub enum ErrorCode {
     IdempotencyKeyReused,
     /// An extension of the contract: the key's first request is still being admitted.
     IdempotencyKeyInProgress,
+    /// An extension of the contract (monitors): the request conflicts with what the account
+    /// holds — its maximum of monitors, or an event still being delivered.
+    Conflict,
     ServiceBusy,
     Internal,
     /// Ends a job only (contract §7): the ledger source failed after bounded retries.
@@ -56,6 +59,7 @@ impl ErrorCode {
             ErrorCode::TooManyJobs => "TOO_MANY_JOBS",
             ErrorCode::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             ErrorCode::IdempotencyKeyInProgress => "IDEMPOTENCY_KEY_IN_PROGRESS",
+            ErrorCode::Conflict => "CONFLICT",
             ErrorCode::ServiceBusy => "SERVICE_BUSY",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
@@ -76,7 +80,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::AccountNotEligible => 422,
-            ErrorCode::IdempotencyKeyReused | ErrorCode::IdempotencyKeyInProgress => 409,
+            ErrorCode::IdempotencyKeyReused | ErrorCode::IdempotencyKeyInProgress | ErrorCode::Conflict => 409,
             ErrorCode::RateLimited | ErrorCode::QuotaExhausted | ErrorCode::TooManyJobs => 429,
             ErrorCode::ServiceBusy => 503,
             ErrorCode::Internal | ErrorCode::UpstreamUnavailable | ErrorCode::AnalysisFailed => 500,

@@ -33,6 +33,7 @@ pub mod store;
 pub mod http;
 pub mod jobs;
 pub mod webhooks;
+pub mod monitors;
 pub mod api;
 
 // Operations and the process: the admin listener, start-up and shutdown, dev tools, the CLI.

@@ -48,6 +48,7 @@ use crate::limits::ip::IpFailureLimiter;
 use crate::limits::quota::QuotaPeriod;
 use crate::limits::rate::RateLimit;
 use crate::metrics::Metrics;
+use crate::monitors::{Registry, Scheduler, SchedulerDeps, SchedulerSettings};
 use crate::store::etcd::{EtcdStore, KeyChange};
 use crate::store::group_commit::GroupCommit;
 use crate::store::{RocksStore, Store, StoreOptions};
@@ -68,6 +69,7 @@ pub struct Running {
     pub cluster: Option<Arc<EtcdStore>>,
     housekeeping: Option<Housekeeping>,
     webhooks: Option<Deliveries>,
+    monitors: Option<Scheduler>,
     /// The key printed at first start, if this start created it.
     pub first_key: Option<FirstKey>,
 }
@@ -119,7 +121,8 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         metrics.clone(),
         failing,
     ));
-    let pool = Arc::new(start_pool(config, labels.clone(), sink.clone())?);
+    let ledger_cache = open_ledger_cache(config)?;
+    let pool = Arc::new(start_pool(config, labels.clone(), sink.clone(), ledger_cache.clone())?);
     // After the pool: a start that fails on its ledger source must not have created (and so
     // never shown) the first key.
     let first_key =
@@ -157,6 +160,8 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         access_log: config.access_log,
         webhook_policy: crate::webhooks::TargetPolicy::new(&config.webhook_allow_hosts),
         scan: Arc::new(crate::scan::lane::Lane::start(&config.ledger)?),
+        monitors: Arc::new(Registry::new(store.clone())),
+        monitor_interval_ms: config.monitor_interval_s.saturating_mul(1_000),
     });
     let upkeep = match &cluster {
         Some(etcd) => Upkeep::Adopt(Adoption::new(etcd.clone(), app.keys.clone())),
@@ -174,7 +179,25 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let admin = start_admin(config, admin_state).inspect_err(stop_group_commit)?;
     let housekeeping = Some(spawn_housekeeping(admission, sink, upkeep, config.retention_days)?);
     let webhooks = Some(start_webhooks(config, &store)?);
-    Ok(Running { api, admin, app, store, cluster, housekeeping, webhooks, first_key })
+    let monitors = Some(start_monitors(config, &app, ledger_cache)?);
+    Ok(Running { api, admin, app, store, cluster, housekeeping, webhooks, monitors, first_key })
+}
+
+/// The monitor scheduler (`xray-monitors`): checks watched wallets, admits their re-analyses.
+fn start_monitors(config: &ServeConfig, app: &Arc<App>, cache: Option<Arc<LedgerCache>>) -> Result<Scheduler, String> {
+    let deps = SchedulerDeps {
+        registry: app.monitors.clone(),
+        admission: app.admission.clone(),
+        keys: app.keys.clone(),
+        ledger: config.ledger.clone(),
+        cache,
+    };
+    let settings = SchedulerSettings {
+        interval: Duration::from_secs(config.monitor_interval_s),
+        checks_in_flight_max: config.monitor_checks_in_flight_max,
+        watches_max: config.monitor_watches_per_node_max,
+    };
+    Scheduler::start(deps, settings)
 }
 
 /// The webhook delivery thread, rendering each document as a poll would answer it.
@@ -189,7 +212,7 @@ fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>) -> Result<Delive
         retry_window: Duration::from_millis(config::WEBHOOK_RETRY_WINDOW_MS),
     };
     let render: Render =
-        Arc::new(|record, payload| crate::api::finished_document(record, payload).map_err(|e| e.to_string()));
+        Arc::new(|record, payload| crate::api::webhook_document(record, payload).map_err(|e| e.to_string()));
     Deliveries::start(store.clone(), settings, render)
 }
 
@@ -301,7 +324,12 @@ fn issue_first_key(keys: &KeyAdmin, now_ms: u64) -> Result<FirstKey, String> {
     Ok(FirstKey { secret, account: view.account })
 }
 
-fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -> Result<ComputePool, String> {
+fn start_pool(
+    config: &ServeConfig,
+    labels: Arc<Labels>,
+    sink: Arc<StoreSink>,
+    cache: Option<Arc<LedgerCache>>,
+) -> Result<ComputePool, String> {
     let spec = config.ledger.clone();
     let pool_config = PoolConfig {
         threads: config.compute_threads,
@@ -314,7 +342,6 @@ fn start_pool(config: &ServeConfig, labels: Arc<Labels>, sink: Arc<StoreSink>) -
             ledger_bytes_max: config.job_ledger_bytes_max,
         },
     };
-    let cache = open_ledger_cache(config)?;
     let make_source = move |_| {
         Source::open(&spec, Default::default()).map(|s| Cached::new(s, cache.clone())).map_err(|e| e.to_string())
     };
@@ -377,6 +404,11 @@ impl Running {
     /// The graceful stop: refuse new work, finish in-flight jobs, close listeners, sync.
     pub fn shutdown(mut self) -> Result<(), String> {
         self.api.start_draining();
+        // No new re-analyses: a check in flight is dropped, its cursor unmoved (checked again
+        // after the next start).
+        if let Some(monitors) = self.monitors.take() {
+            monitors.stop();
+        }
         if let Some(housekeeping) = self.housekeeping.take() {
             housekeeping.stop();
         }

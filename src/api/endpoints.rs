@@ -38,6 +38,7 @@ use crate::store::{self, Callback, CallbackStatus, JobKind, JobRecord, JobState}
 
 mod batch;
 mod cluster;
+pub mod monitors;
 mod scan;
 
 pub(crate) struct Endpoints<'r> {
@@ -223,6 +224,7 @@ impl Endpoints<'_> {
             callback_url: asked.callback_url,
             now_ms: self.caller.now_ms,
             idempotency,
+            monitor: None,
         }
     }
 
@@ -533,6 +535,15 @@ pub fn finished_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<V
     // A READY job always carries its payload (`StoredJob`'s invariant).
     let payload = payload.ok_or_else(|| ApiError::internal(&"READY job without payload"))?;
     Ok(splice(body, payload_field(record), payload))
+}
+
+/// The body of a finished job's webhook: a monitor's event for a re-analysis that caused one
+/// (its webhook is the monitor's), else the document a poll answers (`finished_document`).
+pub fn webhook_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
+    if record.event().is_some() {
+        return monitors::event_webhook(record, payload);
+    }
+    finished_document(record, payload)
 }
 
 /// A poll document with the job's webhook state as its last `data` member.

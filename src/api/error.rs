@@ -47,6 +47,18 @@ pub enum ApiError {
         field: &'static str,
         reason: AddressError,
     },
+    /// A field whose refusal needs words made for it (a monitor's wallets, thresholds): 400
+    /// `INVALID_REQUEST` naming the field.
+    InvalidField {
+        field: &'static str,
+        message: String,
+    },
+    /// 409 `CONFLICT` (monitors: the account's maximum of monitors, `limit`; an event whose
+    /// delivery is still pending).
+    Conflict {
+        message: String,
+        limit: Option<u64>,
+    },
     /// The scan's `transaction` is not a Solana transaction (too large, not base64, not a
     /// legacy or v0 message, inconsistent); the message says what is wrong.
     InvalidTransaction {
@@ -240,6 +252,12 @@ impl ApiError {
                 format!("{field} is not a base58 string of 32 bytes").into(),
                 Details { field: Some(field), reason: Some(reason.reason()), ..d() },
             ),
+            ApiError::InvalidField { field, message } => {
+                (ErrorCode::InvalidRequest, format!("{field}: {message}").into(), Details { field: Some(field), ..d() })
+            }
+            ApiError::Conflict { message, limit } => {
+                (ErrorCode::Conflict, message.clone().into(), Details { limit: *limit, ..d() })
+            }
             ApiError::InvalidTransaction { message } => (
                 ErrorCode::InvalidTransaction,
                 format!("transaction: {message}").into(),

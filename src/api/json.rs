@@ -99,6 +99,90 @@ impl JsonRequest for BatchRequest {
     }
 }
 
+/// `POST /v1/developer/monitors`: wallets to watch, where events go, what makes one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorRequest {
+    pub wallets: Vec<String>,
+    pub callback_url: String,
+    pub min_severity: Option<String>,
+    pub score_drop: Option<u8>,
+}
+
+/// `PATCH /v1/developer/monitors/:id`: what to change (absent: unchanged; `scoreDrop: null`
+/// clears the score threshold).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorPatchRequest {
+    pub add_wallets: Vec<String>,
+    pub remove_wallets: Vec<String>,
+    pub callback_url: Option<String>,
+    pub min_severity: Option<String>,
+    pub score_drop: Option<Option<u8>>,
+}
+
+const MONITOR_WALLETS_SHAPE: &str = "wallets is required and must be an array of 1 to 100 strings";
+const MONITOR_WALLET_LIST_SHAPE: &str = "must be an array of at most 100 strings";
+const SCORE_DROP_SHAPE: &str = "scoreDrop must be a whole number of points from 1 to 100, or null";
+const _: () = assert!(crate::config::MONITOR_WALLETS_MAX == 100, "the shapes name the limit");
+
+/// An optional array of at most `MONITOR_WALLETS_MAX` strings (absent or `null`: empty).
+fn optional_strings(
+    object: &Object<'_, '_>,
+    field: &'static str,
+    message: &'static str,
+) -> Result<Vec<String>, ApiError> {
+    let Some(value) = object.get(field).filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
+    let shape = || ApiError::InvalidRequest { field, message };
+    let array = value.as_array().ok_or_else(shape)?;
+    if array.len() > crate::config::MONITOR_WALLETS_MAX {
+        return Err(shape());
+    }
+    array.iter().map(|v| v.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>().ok_or_else(shape)
+}
+
+/// `scoreDrop`: absent → `None`; `null` → `Some(None)`; 1–100 → `Some(Some(n))`.
+fn score_drop(object: &Object<'_, '_>) -> Result<Option<Option<u8>>, ApiError> {
+    let Some(value) = object.get("scoreDrop") else { return Ok(None) };
+    if value.is_null() {
+        return Ok(Some(None));
+    }
+    let invalid = ApiError::InvalidRequest { field: "scoreDrop", message: SCORE_DROP_SHAPE };
+    match value.as_u64() {
+        Some(points @ 1..=100) => Ok(Some(Some(points as u8))),
+        _ => Err(invalid),
+    }
+}
+
+impl JsonRequest for MonitorRequest {
+    const BODY_BYTES_MAX: usize = BATCH_BODY_BYTES_MAX;
+
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        let wallets = optional_strings(object, "wallets", MONITOR_WALLETS_SHAPE)?;
+        if wallets.is_empty() {
+            return Err(ApiError::InvalidRequest { field: "wallets", message: MONITOR_WALLETS_SHAPE });
+        }
+        Ok(MonitorRequest {
+            wallets,
+            callback_url: required_str(object, "callbackUrl", "callbackUrl is required: where events are sent")?,
+            min_severity: optional_str(object, "minSeverity", "minSeverity must be a string")?,
+            score_drop: score_drop(object)?.flatten(),
+        })
+    }
+}
+
+impl JsonRequest for MonitorPatchRequest {
+    const BODY_BYTES_MAX: usize = BATCH_BODY_BYTES_MAX;
+
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        Ok(MonitorPatchRequest {
+            add_wallets: optional_strings(object, "addWallets", MONITOR_WALLET_LIST_SHAPE)?,
+            remove_wallets: optional_strings(object, "removeWallets", MONITOR_WALLET_LIST_SHAPE)?,
+            callback_url: optional_str(object, "callbackUrl", "callbackUrl must be a string")?,
+            min_severity: optional_str(object, "minSeverity", "minSeverity must be a string")?,
+            score_drop: score_drop(object)?,
+        })
+    }
+}
+
 impl JsonRequest for WalletRequest {
     fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
         Ok(WalletRequest {

@@ -32,7 +32,7 @@ pub mod json;
 pub mod router;
 pub mod wire;
 
-pub use endpoints::finished_document;
+pub use endpoints::{finished_document, webhook_document};
 pub use error::ApiError;
 pub use router::Route;
 
@@ -86,6 +86,9 @@ pub struct App {
     pub webhook_policy: crate::webhooks::TargetPolicy,
     /// The scan lane: the pre-sign scan's upstream reads, on their own thread.
     pub scan: Arc<crate::scan::lane::Lane>,
+    /// The monitors (`monitors::Registry`) and the interval their wallets are checked at.
+    pub monitors: Arc<crate::monitors::Registry>,
+    pub monitor_interval_ms: u64,
 }
 
 impl App {
@@ -261,6 +264,13 @@ impl ApiHandler {
             Route::Analysis { id } => endpoints.poll_analysis(id).await,
             Route::Comparison { pair_id } => endpoints.poll_comparison(pair_id).await,
             Route::ScanTransaction => endpoints.scan_transaction().await,
+            Route::CreateMonitor => endpoints.create_monitor().await,
+            Route::ListMonitors => endpoints.list_monitors().await,
+            Route::GetMonitor { id } => endpoints.get_monitor(id).await,
+            Route::ChangeMonitor { id } => endpoints.change_monitor(id).await,
+            Route::DeleteMonitor { id } => endpoints.delete_monitor(id).await,
+            Route::MonitorEvents { id } => endpoints.monitor_events(id).await,
+            Route::RedeliverEvent { id, event_id } => endpoints.redeliver_event(id, event_id).await,
             Route::Status => endpoints.status().await,
             Route::Usage => endpoints.usage().await,
             Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
@@ -299,6 +309,12 @@ fn route_label(route: &Route<'_>) -> RouteLabel {
         Route::Compare => RouteLabel::Compare,
         Route::Comparison { .. } => RouteLabel::Comparison,
         Route::ScanTransaction => RouteLabel::Transaction,
+        Route::CreateMonitor
+        | Route::ListMonitors
+        | Route::GetMonitor { .. }
+        | Route::ChangeMonitor { .. }
+        | Route::DeleteMonitor { .. } => RouteLabel::Monitors,
+        Route::MonitorEvents { .. } | Route::RedeliverEvent { .. } => RouteLabel::MonitorEvents,
         Route::Status => RouteLabel::Status,
         Route::Usage => RouteLabel::Usage,
         Route::Healthz => RouteLabel::Healthz,

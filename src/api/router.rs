@@ -41,6 +41,20 @@ pub enum Route<'a> {
     Comparison { pair_id: &'a str },
     /// `POST /v1/developer/intelligence/transaction` (the pre-sign scan: an extension)
     ScanTransaction,
+    /// `POST /v1/developer/monitors` (monitors: an extension, as are the six below)
+    CreateMonitor,
+    /// `GET /v1/developer/monitors`
+    ListMonitors,
+    /// `GET /v1/developer/monitors/:id`
+    GetMonitor { id: &'a str },
+    /// `PATCH /v1/developer/monitors/:id`
+    ChangeMonitor { id: &'a str },
+    /// `DELETE /v1/developer/monitors/:id`
+    DeleteMonitor { id: &'a str },
+    /// `GET /v1/developer/monitors/:id/events`
+    MonitorEvents { id: &'a str },
+    /// `POST /v1/developer/monitors/:id/events/:eventId/redeliver`
+    RedeliverEvent { id: &'a str, event_id: &'a str },
     /// `GET /v1/developer/status`
     Status,
     /// `GET /v1/developer/usage`
@@ -49,16 +63,26 @@ pub enum Route<'a> {
 
 const GET: &[Method] = &[Method::Get];
 const POST: &[Method] = &[Method::Post];
+const MONITORS: &[Method] = &[Method::Get, Method::Post];
+const MONITOR: &[Method] = &[Method::Get, Method::Patch, Method::Delete];
+const MONITORS_PATH: &str = "monitors";
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 9] = [
+    pub const PATHS: [&'static str; 16] = [
         "POST /v1/developer/intelligence/wallet",
         "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
         "POST /v1/developer/intelligence/compare",
         "GET /v1/developer/intelligence/comparison/:pairId",
         "POST /v1/developer/intelligence/transaction",
+        "POST /v1/developer/monitors",
+        "GET /v1/developer/monitors",
+        "GET /v1/developer/monitors/:id",
+        "PATCH /v1/developer/monitors/:id",
+        "DELETE /v1/developer/monitors/:id",
+        "GET /v1/developer/monitors/:id/events",
+        "POST /v1/developer/monitors/:id/events/:eventId/redeliver",
         "GET /v1/developer/status",
         "GET /v1/developer/usage",
         "GET /healthz",
@@ -67,8 +91,24 @@ impl Route<'_> {
     /// The methods this route answers (the `Allow` list of a 405).
     pub fn methods(&self) -> &'static [Method] {
         match self {
-            Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare | Route::ScanTransaction => POST,
+            Route::AnalyzeWallet
+            | Route::AnalyzeWallets
+            | Route::Compare
+            | Route::ScanTransaction
+            | Route::RedeliverEvent { .. } => POST,
+            Route::CreateMonitor | Route::ListMonitors => MONITORS,
+            Route::GetMonitor { .. } | Route::ChangeMonitor { .. } | Route::DeleteMonitor { .. } => MONITOR,
             _ => GET,
+        }
+    }
+
+    /// The route of `method` on this route's path (paths that several methods share).
+    fn with_method(self, method: Method) -> Self {
+        match (self, method) {
+            (Route::ListMonitors, Method::Post) => Route::CreateMonitor,
+            (Route::GetMonitor { id }, Method::Patch) => Route::ChangeMonitor { id },
+            (Route::GetMonitor { id }, Method::Delete) => Route::DeleteMonitor { id },
+            (route, _) => route,
         }
     }
 
@@ -79,6 +119,12 @@ impl Route<'_> {
             Route::AnalyzeWallet | Route::AnalyzeWallets => Some(Scope::WalletAnalyze),
             Route::Compare => Some(Scope::WalletCompare),
             Route::ScanTransaction => Some(Scope::TransactionScan),
+            Route::CreateMonitor
+            | Route::ChangeMonitor { .. }
+            | Route::DeleteMonitor { .. }
+            | Route::RedeliverEvent { .. } => Some(Scope::MonitorWrite),
+            // Events also need `analysis:read` (the endpoint checks it): they carry changes.
+            Route::ListMonitors | Route::GetMonitor { .. } | Route::MonitorEvents { .. } => Some(Scope::MonitorRead),
             Route::Analysis { .. } | Route::Comparison { .. } => Some(Scope::AnalysisRead),
             Route::Usage => Some(Scope::UsageRead),
             Route::Status | Route::Healthz => None,
@@ -92,7 +138,15 @@ impl Route<'_> {
 
     /// Whether the route reads a JSON body.
     pub fn has_body(&self) -> bool {
-        matches!(self, Route::AnalyzeWallet | Route::AnalyzeWallets | Route::Compare | Route::ScanTransaction)
+        matches!(
+            self,
+            Route::AnalyzeWallet
+                | Route::AnalyzeWallets
+                | Route::Compare
+                | Route::ScanTransaction
+                | Route::CreateMonitor
+                | Route::ChangeMonitor { .. }
+        )
     }
 }
 
@@ -114,14 +168,36 @@ fn match_path(path: &str) -> Option<Route<'_>> {
     if let Some(id) = rest.strip_prefix(ANALYSIS_PREFIX).filter(|s| is_segment(s)) {
         return Some(Route::Analysis { id });
     }
+    if let Some(monitors) = rest.strip_prefix(MONITORS_PATH) {
+        return match_monitors(monitors);
+    }
     rest.strip_prefix(COMPARISON_PREFIX).filter(|s| is_segment(s)).map(|pair_id| Route::Comparison { pair_id })
 }
 
-/// The largest body a request to `path` may carry: the batch's 16 KiB, else the contract's
-/// 4 KiB (the edge stops reading past it; `api::json` answers the 413).
+/// The monitors' paths after `…/monitors`: ``, `/:id`, `/:id/events`,
+/// `/:id/events/:eventId/redeliver`.
+fn match_monitors(rest: &str) -> Option<Route<'_>> {
+    if rest.is_empty() {
+        return Some(Route::ListMonitors);
+    }
+    let mut parts = rest.strip_prefix('/')?.split('/');
+    let id = parts.next().filter(|s| !s.is_empty())?;
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (None, ..) => Some(Route::GetMonitor { id }),
+        (Some("events"), None, ..) => Some(Route::MonitorEvents { id }),
+        (Some("events"), Some(event_id), Some("redeliver"), None) if !event_id.is_empty() => {
+            Some(Route::RedeliverEvent { id, event_id })
+        }
+        _ => None,
+    }
+}
+
+/// The largest body a request to `path` may carry: the batch's and a monitor's 16 KiB (up to
+/// 100 wallets), else the contract's 4 KiB (the edge stops reading past it; `api::json`
+/// answers the 413).
 pub fn body_bytes_max(path: &str) -> usize {
     match match_path(path) {
-        Some(Route::AnalyzeWallets) => BATCH_BODY_BYTES_MAX,
+        Some(Route::AnalyzeWallets | Route::ListMonitors | Route::GetMonitor { .. }) => BATCH_BODY_BYTES_MAX,
         _ => BODY_BYTES_MAX,
     }
 }
@@ -143,7 +219,7 @@ fn is_segment(s: &str) -> bool {
 
 /// Contract §3 step 1: unknown path → 404; known path, wrong method → 405 with `Allow`.
 pub fn route(method: Method, path: &str) -> Result<Route<'_>, ApiError> {
-    let route = match_path(path).ok_or(ApiError::NotFound)?;
+    let route = match_path(path).ok_or(ApiError::NotFound)?.with_method(method);
     let allow = route.methods();
     if allow.contains(&method) {
         Ok(route)
@@ -184,9 +260,9 @@ mod tests {
     fn every_contract_route_matches() {
         for line in Route::PATHS {
             let (method, path) = line.split_once(' ').unwrap();
-            let path = path.replace(":id", "an_1").replace(":pairId", "pair_1");
+            let path = path.replace(":id", "an_1").replace(":pairId", "pair_1").replace(":eventId", "evt_1");
             let route = route(Method::from_token(method), &path).unwrap_or_else(|e| panic!("{line}: {e}"));
-            assert_eq!(route.methods()[0].as_str(), method);
+            assert!(route.methods().iter().any(|m| m.as_str() == method), "{line}");
         }
         assert_eq!(
             route(Method::Get, "/v1/developer/intelligence/analysis/an_X").unwrap(),
@@ -196,6 +272,33 @@ mod tests {
             route(Method::Get, "/v1/developer/intelligence/comparison/pair_Y").unwrap(),
             Route::Comparison { pair_id: "pair_Y" }
         );
+    }
+
+    #[test]
+    fn monitor_paths_pick_their_route_by_method() {
+        let p = "/v1/developer/monitors/mon_1";
+        assert_eq!(route(Method::Get, p).unwrap(), Route::GetMonitor { id: "mon_1" });
+        assert_eq!(route(Method::Patch, p).unwrap(), Route::ChangeMonitor { id: "mon_1" });
+        assert_eq!(route(Method::Delete, p).unwrap(), Route::DeleteMonitor { id: "mon_1" });
+        assert_eq!(route(Method::Post, p).unwrap_err(), ApiError::MethodNotAllowed { allow: MONITOR });
+        assert_eq!(route(Method::Post, "/v1/developer/monitors").unwrap(), Route::CreateMonitor);
+        assert_eq!(
+            route(Method::Post, "/v1/developer/monitors/mon_1/events/evt_2/redeliver").unwrap(),
+            Route::RedeliverEvent { id: "mon_1", event_id: "evt_2" }
+        );
+        for bad in [
+            "/v1/developer/monitors/",
+            "/v1/developer/monitors//events",
+            "/v1/developer/monitors/mon_1/",
+            "/v1/developer/monitors/mon_1/events/",
+            "/v1/developer/monitors/mon_1/events/evt_2",
+            "/v1/developer/monitors/mon_1/events//redeliver",
+            "/v1/developer/monitors/mon_1/events/evt_2/redeliver/x",
+            "/v1/developer/monitorsx",
+        ] {
+            assert_eq!(route(Method::Get, bad), Err(ApiError::NotFound), "{bad}");
+        }
+        assert_eq!(body_bytes_max("/v1/developer/monitors"), BATCH_BODY_BYTES_MAX);
     }
 
     #[test]

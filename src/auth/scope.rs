@@ -24,14 +24,26 @@ pub enum Scope {
     WalletCompare,
     AnalysisRead,
     UsageRead,
-    /// The pre-sign transaction scan (issue #29): an extension of the contract, listed last.
+    /// The pre-sign transaction scan (issue #29): an extension of the contract.
     TransactionScan,
+    /// Monitors (issue #30): create, change and delete them.
+    MonitorWrite,
+    /// Monitors: read them; their events also need `analysis:read` (an event carries an
+    /// analysis' changes).
+    MonitorRead,
 }
 
 impl Scope {
     /// Every scope, in the contract's order.
-    pub const ALL: [Scope; 5] =
-        [Scope::WalletAnalyze, Scope::WalletCompare, Scope::AnalysisRead, Scope::UsageRead, Scope::TransactionScan];
+    pub const ALL: [Scope; 7] = [
+        Scope::WalletAnalyze,
+        Scope::WalletCompare,
+        Scope::AnalysisRead,
+        Scope::UsageRead,
+        Scope::TransactionScan,
+        Scope::MonitorWrite,
+        Scope::MonitorRead,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -40,6 +52,8 @@ impl Scope {
             Scope::AnalysisRead => "analysis:read",
             Scope::UsageRead => "usage:read",
             Scope::TransactionScan => "transaction:scan",
+            Scope::MonitorWrite => "monitor:write",
+            Scope::MonitorRead => "monitor:read",
         }
     }
 
@@ -59,6 +73,17 @@ impl Scope {
             }
             Scope::UsageRead => &["GET /v1/developer/usage"],
             Scope::TransactionScan => &["POST /v1/developer/intelligence/transaction"],
+            Scope::MonitorWrite => &[
+                "POST /v1/developer/monitors",
+                "PATCH /v1/developer/monitors/:id",
+                "DELETE /v1/developer/monitors/:id",
+                "POST /v1/developer/monitors/:id/events/:eventId/redeliver",
+            ],
+            Scope::MonitorRead => &[
+                "GET /v1/developer/monitors",
+                "GET /v1/developer/monitors/:id",
+                "GET /v1/developer/monitors/:id/events",
+            ],
         }
     }
 
@@ -90,7 +115,7 @@ pub struct Scopes(u8);
 
 impl Scopes {
     pub const NONE: Scopes = Scopes(0);
-    pub const ALL: Scopes = Scopes(0b1_1111);
+    pub const ALL: Scopes = Scopes(0b111_1111);
 
     pub fn contains(self, scope: Scope) -> bool {
         self.0 & scope.bit() != 0
@@ -192,13 +217,21 @@ impl<'de> Visitor<'de> for ScopesVisitor {
     }
 }
 
-const SCOPE_NAMES: [&str; 5] = ["wallet:analyze", "wallet:compare", "analysis:read", "usage:read", "transaction:scan"];
+const SCOPE_NAMES: [&str; 7] = [
+    "wallet:analyze",
+    "wallet:compare",
+    "analysis:read",
+    "usage:read",
+    "transaction:scan",
+    "monitor:write",
+    "monitor:read",
+];
 
 /// Every scope name, as the refusals of a scope list say them: a literal, so that messages built
 /// with it stay `&'static str` (a test keeps it equal to `Scope::ALL`).
 macro_rules! scope_list {
     () => {
-        "wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan"
+        "wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan, monitor:write, monitor:read"
     };
 }
 

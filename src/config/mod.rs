@@ -74,6 +74,43 @@ pub const LEDGER_CACHE_LOOKUP_LEN: usize = 200;
 /// remembered to be read in the same `getMultipleAccounts` call as the wallet next time.
 pub const LEDGER_CACHE_ACCOUNT_HINTS_MAX: usize = MULTIPLE_ACCOUNTS_LEN_MAX - 1;
 
+/// Monitors one account may hold (`monitors`).
+pub const MONITORS_PER_ACCOUNT_MAX: usize = 100;
+/// Wallets one monitor watches.
+pub const MONITOR_WALLETS_MAX: usize = 100;
+/// Wallets (monitor × wallet) one node checks; past it the node checks the first ones and
+/// `/metrics` says how many it left out.
+pub const MONITOR_WATCHES_PER_NODE_MAX_DEFAULT: usize = 10_000;
+pub const MONITOR_WATCHES_PER_NODE_MAX_MAX: usize = 1_000_000;
+/// Checks (one `getSignaturesForAddress` each, then maybe an admission) in flight at once.
+pub const MONITOR_CHECKS_IN_FLIGHT_MAX_DEFAULT: usize = 32;
+pub const MONITOR_CHECKS_IN_FLIGHT_MAX_MAX: usize = 4_096;
+/// Seconds between two checks of one watched wallet, and the floor an operator may set.
+pub const MONITOR_INTERVAL_S_DEFAULT: u64 = 60;
+pub const MONITOR_INTERVAL_S_MIN: u64 = 1;
+pub const MONITOR_INTERVAL_S_MAX: u64 = 86_400;
+/// How often a node reads the monitors from the store again (created, changed, deleted on any
+/// node), in milliseconds.
+pub const MONITOR_RELOAD_MS: u64 = 1_000;
+/// The scheduler's tick: due checks are started at most this late, in milliseconds.
+pub const MONITOR_TICK_MS: u64 = 100;
+/// A check's upstream read gives up after this long (the next interval tries again).
+pub const MONITOR_CHECK_TIMEOUT_MS: u64 = 10_000;
+/// Events one page of `GET …/monitors/:id/events` holds at most (and its default).
+pub const MONITOR_EVENTS_PAGE_LEN_MAX: usize = 100;
+pub const MONITOR_EVENTS_PAGE_LEN_DEFAULT: usize = 50;
+/// Monitors one page of `GET …/monitors` holds at most.
+pub const MONITORS_PAGE_LEN_MAX: usize = MONITORS_PER_ACCOUNT_MAX;
+/// Attempts of a monitor write that lost a race with another (compare-and-set), before 503.
+pub const MONITOR_WRITE_ATTEMPTS_MAX: usize = 4;
+
+/// A feature record's key (`store::docs`), in bytes.
+pub const DOC_KEY_BYTES_MAX: usize = 512;
+/// A feature record's value, in bytes (a monitor of `MONITOR_WALLETS_MAX` wallets fits).
+pub const DOC_VALUE_BYTES_MAX: usize = 64 * 1024;
+/// Writes in one batch of feature records.
+pub const DOC_BATCH_LEN_MAX: usize = 256;
+
 /// JSON-RPC requests in one batch for `getTransaction`.
 pub const RPC_BATCH_LEN_MAX: usize = 50;
 /// Batches in flight at once per RPC source.

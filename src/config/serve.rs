@@ -51,6 +51,13 @@ pub struct ServeConfig {
     /// Bytes of the node's ledger cache (finalized transactions and address histories read
     /// from an `rpc:` source, `<data-dir>/ledger-cache`); 0 turns it off.
     pub ledger_cache_bytes: u64,
+    /// Seconds between two checks of one watched wallet (monitors), at least
+    /// `MONITOR_INTERVAL_S_MIN`.
+    pub monitor_interval_s: u64,
+    /// Monitor checks in flight at once on this node.
+    pub monitor_checks_in_flight_max: usize,
+    /// Watched wallets (monitor × wallet) this node checks at most.
+    pub monitor_watches_per_node_max: usize,
     pub retention_days: u32,
     /// fsync the WAL on every durable write (power-loss durability; group-committed).
     pub sync_writes: bool,
@@ -106,6 +113,9 @@ impl Default for ServeConfig {
             job_ledger_bytes_max: JOB_LEDGER_BYTES_MAX_DEFAULT,
             freshness_window_s: FRESHNESS_WINDOW_S_DEFAULT,
             ledger_cache_bytes: LEDGER_CACHE_BYTES_DEFAULT,
+            monitor_interval_s: MONITOR_INTERVAL_S_DEFAULT,
+            monitor_checks_in_flight_max: MONITOR_CHECKS_IN_FLIGHT_MAX_DEFAULT,
+            monitor_watches_per_node_max: MONITOR_WATCHES_PER_NODE_MAX_DEFAULT,
             retention_days: RETENTION_DAYS_DEFAULT,
             sync_writes: false,
             long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
@@ -175,6 +185,14 @@ impl ServeConfig {
             ));
         }
         in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
+        if !(MONITOR_INTERVAL_S_MIN..=MONITOR_INTERVAL_S_MAX).contains(&self.monitor_interval_s) {
+            return Err(format!(
+                "monitor_interval_s must be {MONITOR_INTERVAL_S_MIN}..={MONITOR_INTERVAL_S_MAX} seconds, got {}",
+                self.monitor_interval_s
+            ));
+        }
+        in_range("monitor_checks_in_flight_max", self.monitor_checks_in_flight_max, MONITOR_CHECKS_IN_FLIGHT_MAX_MAX)?;
+        in_range("monitor_watches_per_node_max", self.monitor_watches_per_node_max, MONITOR_WATCHES_PER_NODE_MAX_MAX)?;
         if self.ledger_cache_bytes != 0
             && !(LEDGER_CACHE_BYTES_MIN..=LEDGER_CACHE_BYTES_MAX).contains(&self.ledger_cache_bytes)
         {
@@ -255,7 +273,8 @@ impl ServeConfig {
             "listen={} admin_listen={} data_dir={} store={} etcd_prefix={} ledger={} labels={} listener_threads={} compute_threads={} \
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
              job_deadline_s={} job_ledger_bytes_max={} \
-             freshness_window_s={} ledger_cache_bytes={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
+             freshness_window_s={} ledger_cache_bytes={} monitor_interval_s={} monitor_checks_in_flight_max={} \
+             monitor_watches_per_node_max={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
              trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={} webhook_allow_hosts=[{}] webhook_proxy={}",
             self.listen,
@@ -280,6 +299,9 @@ impl ServeConfig {
             self.job_ledger_bytes_max,
             self.freshness_window_s,
             self.ledger_cache_bytes,
+            self.monitor_interval_s,
+            self.monitor_checks_in_flight_max,
+            self.monitor_watches_per_node_max,
             self.retention_days,
             self.sync_writes,
             self.long_poll_waiters_max,

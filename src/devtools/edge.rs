@@ -69,6 +69,13 @@ impl DemoHandler {
                 parse_wait(request.query.as_deref())?;
                 Err(ApiError::NotFound)
             }
+            Route::CreateMonitor
+            | Route::ListMonitors
+            | Route::GetMonitor { .. }
+            | Route::ChangeMonitor { .. }
+            | Route::DeleteMonitor { .. }
+            | Route::MonitorEvents { .. }
+            | Route::RedeliverEvent { .. } => Err(ApiError::ServiceBusy),
             Route::Status | Route::Usage | Route::Healthz => Err(ApiError::ServiceBusy),
         }
     }

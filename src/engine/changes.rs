@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::engine::report::Severity;
 use crate::pubkey::Pubkey;
 
 /// The previous analysis a new one is compared with.
@@ -43,6 +44,17 @@ pub struct Changes {
     pub appeared: Vec<SignalRef>,
     pub disappeared: Vec<SignalRef>,
     pub changed: Vec<SignalChange>,
+}
+
+impl Changes {
+    /// Whether these changes cross a monitor's thresholds: a signal appeared at or above
+    /// `min_severity`, or — when `score_drop` is set — the score fell by at least that many
+    /// points. Signals that disappeared or only changed their facts never do.
+    pub fn crosses(&self, min_severity: Severity, score_drop: Option<u8>) -> bool {
+        let severe = |s: &SignalRef| Severity::parse(&s.severity).is_some_and(|s| s >= min_severity);
+        let dropped = score_drop.is_some_and(|drop| -self.score.delta >= i64::from(drop.max(1)));
+        self.appeared.iter().any(severe) || dropped
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

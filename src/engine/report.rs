@@ -37,6 +37,15 @@ impl Severity {
         }
     }
 
+    /// Every severity, least severe first.
+    pub const ALL: [Severity; 5] =
+        [Severity::Info, Severity::Low, Severity::Medium, Severity::High, Severity::Critical];
+
+    /// The severity named `text` (`info` … `critical`), if any.
+    pub fn parse(text: &str) -> Option<Severity> {
+        Severity::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
     /// One step more severe (`Critical` stays).
     pub fn raised(self) -> Severity {
         match self {

@@ -21,6 +21,9 @@ use super::request_id::RequestId;
 pub enum Method {
     Get,
     Post,
+    /// Monitors' changes (an extension of the contract).
+    Patch,
+    Delete,
     Other,
 }
 
@@ -30,6 +33,8 @@ impl Method {
         match token {
             "GET" => Method::Get,
             "POST" => Method::Post,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
             _ => Method::Other,
         }
     }
@@ -39,6 +44,8 @@ impl Method {
         match self {
             Method::Get => "GET",
             Method::Post => "POST",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
             Method::Other => "OTHER",
         }
     }

@@ -48,7 +48,7 @@ use crate::jobs::pool::{ComputePool, Ticket};
 use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::etcd::EtcdStore;
-use crate::store::{Callback, JobKind, JobRecord, JobState, Store, StoreError, Subject};
+use crate::store::{Callback, JobKind, JobRecord, JobState, MonitorLink, Store, StoreError, Subject};
 
 mod callback;
 mod idempotency;
@@ -118,8 +118,8 @@ pub fn is_id_shaped(text: &str, prefix: &str) -> bool {
         .is_some_and(|digits| (1..=ID_BASE58_LEN_MAX).contains(&digits.len()) && digits.bytes().all(is_base58_byte))
 }
 
-/// A fresh job id: `prefix` + base58 of 16 random bytes.
-fn job_id(prefix: &str) -> Result<String, AdmitError> {
+/// A fresh id (a job's, a monitor's): `prefix` + base58 of 16 random bytes.
+pub fn job_id(prefix: &str) -> Result<String, AdmitError> {
     let mut bytes = [0u8; JOB_ID_RANDOM_BYTES];
     getrandom::fill(&mut bytes).map_err(|e| AdmitError::Random(e.to_string()))?;
     Ok(format!("{prefix}{}", bs58::encode(bytes).into_string()))
@@ -174,6 +174,9 @@ pub struct AdmitRequest<'a> {
     pub now_ms: u64,
     /// The request's `Idempotency-Key`, held in flight by the caller (`Admission::enter`).
     pub idempotency: Option<&'a IdempotencyKey>,
+    /// A monitor's re-analysis: the monitor, its thresholds and callback (`monitors`), kept
+    /// in the job's record for its completion to decide on an event.
+    pub monitor: Option<&'a MonitorLink>,
 }
 
 /// What admission decided.
@@ -437,6 +440,7 @@ impl Admission {
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
         record.callback = request.callback_url.map(|url| Callback::pending(url.to_owned()));
+        record.monitor = request.monitor.cloned();
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         self.store.admit(&record, answer.as_ref())?;
         let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };

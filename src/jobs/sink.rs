@@ -43,8 +43,7 @@ use crate::auth::table::KeyTable;
 use crate::clock::now_unix_ms;
 use crate::config;
 use crate::engine::changes::{changes, Changes, Previous};
-use crate::engine::report::with_last_member;
-use crate::engine::report::Score;
+use crate::engine::report::{with_last_member, Score, Severity};
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::{FailCode, JobSpec, Outcome, ReusedScores};
 use crate::jobs::finished::{FinishedJobs, StoredJob};
@@ -53,7 +52,9 @@ use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::ReleaseCause;
 use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics, WEBHOOKS};
 use crate::pubkey::Pubkey;
-use crate::store::{self, CallbackStatus, Completion, JobKind, JobRecord, Store, StoreError, Subject};
+use crate::store::{
+    self, CallbackStatus, Completion, EventRecord, JobKind, JobRecord, MonitorLink, Store, StoreError, Subject,
+};
 
 /// The sink of the running server.
 pub struct StoreSink {
@@ -249,10 +250,11 @@ pub struct Failing {
     pub store: Arc<AtomicBool>,
 }
 
-fn store_outcome(outcome: Outcome) -> Completion {
+/// The store's completion of `outcome`, with the monitor `event` a READY re-analysis caused.
+fn store_outcome(outcome: Outcome, event: Option<EventRecord>) -> Completion {
     match outcome {
         Outcome::Ready { payload } => {
-            Completion::Ready { payload_json: payload, engine_version: ENGINE_VERSION_TAG.to_owned() }
+            Completion::Ready { payload_json: payload, engine_version: ENGINE_VERSION_TAG.to_owned(), event }
         }
         Outcome::Failed { code, message } => Completion::Failed { code: code.as_str().to_owned(), message },
     }
@@ -283,23 +285,26 @@ impl JobSink for StoreSink {
     fn finished(&self, ticket: Ticket, outcome: Outcome) {
         let upstream_failed = matches!(outcome, Outcome::Failed { code: FailCode::UpstreamUnavailable, .. });
         self.ledger_failing.store(upstream_failed, Ordering::Relaxed);
-        let outcome = match outcome {
-            Outcome::Ready { payload } => Outcome::Ready { payload: self.with_changes(&ticket, payload) },
-            failed => failed,
+        let (outcome, event) = match outcome {
+            Outcome::Ready { payload } => {
+                let (payload, event) = self.with_changes(&ticket, payload);
+                (Outcome::Ready { payload }, event)
+            }
+            failed => (failed, None),
         };
-        self.complete(ticket.id, outcome);
+        self.complete(ticket.id, outcome, event);
     }
 
     fn finished_plainly(&self, id: &str, outcome: Outcome) {
-        self.complete(id.to_owned(), outcome);
+        self.complete(id.to_owned(), outcome, None);
     }
 }
 
 impl StoreSink {
     /// Settles the job with `outcome`, or keeps the completion for a retry when the store
     /// refuses it.
-    fn complete(&self, id: String, outcome: Outcome) {
-        if let Some(unsettled) = self.settle(id, store_outcome(outcome)) {
+    fn complete(&self, id: String, outcome: Outcome, event: Option<EventRecord>) {
+        if let Some(unsettled) = self.settle(id, store_outcome(outcome, event)) {
             self.keep_unsettled(unsettled);
         }
     }
@@ -307,39 +312,63 @@ impl StoreSink {
 
 impl StoreSink {
     /// An analysis' payload with its `changes` against the account's previous READY analysis of
-    /// the wallet (`null` when there is none, or it was made by other engine versions). Never
-    /// fails the job: a previous analysis that cannot be read or compared gives `null`, logged.
-    fn with_changes(&self, ticket: &Ticket, payload: Vec<u8>) -> Vec<u8> {
-        let JobSpec::Analysis { wallet } = &ticket.spec else { return payload };
+    /// the wallet (`null` when there is none, or it was made by other engine versions), and —
+    /// for a monitor's re-analysis whose changes cross the monitor's thresholds — its event.
+    /// Never fails the job: a previous analysis that cannot be read or compared gives `null`
+    /// (and no event), logged.
+    fn with_changes(&self, ticket: &Ticket, payload: Vec<u8>) -> (Vec<u8>, Option<EventRecord>) {
+        let JobSpec::Analysis { wallet } = &ticket.spec else { return (payload, None) };
         // The engine always makes an object; anything else is left for the store to judge.
         if !(payload.starts_with(b"{") && payload.ends_with(b"}") && payload.len() > 2) {
-            return payload;
+            return (payload, None);
         }
-        let changes = self.changes(&ticket.id, wallet, &payload).unwrap_or_else(|e| {
+        let found = self.changes(&ticket.id, wallet, &payload).unwrap_or_else(|e| {
             tracing::warn!(job = %ticket.id, error = %e, "changes since the previous analysis not computed");
-            None
+            (None, None)
         });
+        let (changes, monitor) = found;
+        let event = match (&changes, monitor) {
+            (Some(changes), Some(link)) => event_of(&ticket.id, changes, &link),
+            _ => None,
+        };
         let member = match changes.map(|c| serde_json::to_vec(&c)) {
             Some(Ok(json)) => json,
             _ => b"null".to_vec(),
         };
-        with_last_member(payload, 1, "changes", &member)
+        (with_last_member(payload, 1, "changes", &member), event)
     }
 
-    fn changes(&self, id: &str, wallet: &Pubkey, payload: &[u8]) -> Result<Option<Changes>, String> {
-        let account = match self.index.get(id) {
-            Some(live) => live.record.account.clone(),
-            None => self.store.get_job(id).map_err(|e| e.to_string())?.ok_or("the job is gone")?.account,
+    /// The changes of job `id` against the account's previous READY analysis of `wallet`, and
+    /// the job's monitor link (a monitor's re-analysis has one).
+    fn changes(
+        &self,
+        id: &str,
+        wallet: &Pubkey,
+        payload: &[u8],
+    ) -> Result<(Option<Changes>, Option<MonitorLink>), String> {
+        let record = match self.index.get(id) {
+            Some(live) => live.record.clone(),
+            None => self.store.get_job(id).map_err(|e| e.to_string())?.ok_or("the job is gone")?,
         };
+        let (account, monitor) = (record.account, record.monitor);
         let wallet = wallet.to_base58();
         let newest = self.store.latest_ready_for(&account, Subject::Wallet(&wallet)).map_err(|e| e.to_string())?;
-        let Some(previous) = newest.filter(|job| job.id != id) else { return Ok(None) };
+        let Some(previous) = newest.filter(|job| job.id != id) else { return Ok((None, monitor)) };
         let stored = self.finished.job(&*self.store, &previous.id).map_err(|e| e.to_string())?;
-        let Some(previous_payload) = stored.as_ref().and_then(|job| job.payload.clone()) else { return Ok(None) };
+        let Some(previous_payload) = stored.as_ref().and_then(|job| job.payload.clone()) else {
+            return Ok((None, monitor));
+        };
         let completed_at = crate::clock::rfc3339_ms(previous.completed_at_ms.unwrap_or(previous.created_at_ms));
         let previous = Previous { analysis_id: &previous.id, completed_at: &completed_at, payload: &previous_payload };
-        changes(previous, payload)
+        Ok((changes(previous, payload)?, monitor))
     }
+}
+
+/// The event of a monitor's re-analysis `job_id` whose `changes` cross the thresholds its link
+/// carries; `None` when they do not.
+fn event_of(job_id: &str, changes: &Changes, link: &MonitorLink) -> Option<EventRecord> {
+    let min_severity = Severity::parse(&link.min_severity).unwrap_or(Severity::High);
+    changes.crosses(min_severity, link.score_drop).then(|| EventRecord::of_job(job_id, now_unix_ms()))
 }
 
 /// The `score` member of a stored X-Ray.

@@ -70,6 +70,8 @@ label_enum! {
         Purge => "purge",
         Answer => "answer",
         Callback => "callback",
+        /// Feature records: monitors and their cursors (`Store::write_docs`).
+        Docs => "docs",
     }
 }
 
@@ -208,6 +210,61 @@ impl LedgerCacheMetrics {
     }
 }
 
+label_enum! {
+    /// How a monitor's check of one wallet ended (`outcome` label).
+    pub enum CheckOutcome {
+        /// Nothing new since the last check: one `getSignaturesForAddress`.
+        Quiet => "quiet",
+        /// New activity: a re-analysis admitted (or the first check's baseline).
+        Active => "active",
+        /// New activity, but admission refused (quota, full queue): checked again next interval.
+        Refused => "refused",
+        /// The ledger read or the store failed: checked again next interval.
+        Failed => "failed",
+    }
+}
+
+/// The monitor scheduler of this process (`monitors::scheduler`).
+pub struct MonitorMetrics {
+    checks: [AtomicU64; CheckOutcome::COUNT],
+    watches: AtomicU64,
+    watches_left_out: AtomicU64,
+    lag_ms: AtomicU64,
+}
+
+/// The monitor checks of this process.
+pub static MONITORS: MonitorMetrics = MonitorMetrics {
+    checks: [const { AtomicU64::new(0) }; CheckOutcome::COUNT],
+    watches: AtomicU64::new(0),
+    watches_left_out: AtomicU64::new(0),
+    lag_ms: AtomicU64::new(0),
+};
+
+impl MonitorMetrics {
+    pub fn checked(&self, outcome: CheckOutcome) {
+        self.checks[outcome.slot()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn checks(&self, outcome: CheckOutcome) -> u64 {
+        self.checks[outcome.slot()].load(Ordering::Relaxed)
+    }
+
+    /// The wallets this node watches now, and those past its bound it left out.
+    pub fn set_watches(&self, watched: u64, left_out: u64) {
+        self.watches.store(watched, Ordering::Relaxed);
+        self.watches_left_out.store(left_out, Ordering::Relaxed);
+    }
+
+    /// How late the most overdue check is now.
+    pub fn set_lag_ms(&self, lag_ms: u64) {
+        self.lag_ms.store(lag_ms, Ordering::Relaxed);
+    }
+
+    pub fn lag_ms(&self) -> u64 {
+        self.lag_ms.load(Ordering::Relaxed)
+    }
+}
+
 /// The store writes of this process.
 pub static STORE: StoreMetrics =
     StoreMetrics { writes: [const { Histogram::new() }; StoreWrite::COUNT], wal_syncs: AtomicU64::new(0) };
@@ -311,6 +368,20 @@ pub(super) fn write_backends(out: &mut String, disk: Option<StoreDisk>) -> fmt::
     let name = "xray_ledger_cache_bytes";
     family(out, name, "gauge", "Bytes the ledger cache holds (SST files and memtables), as of its last write.")?;
     writeln!(out, "{name} {}", LEDGER_CACHE.bytes())?;
+    let name = "xray_monitor_checks_total";
+    family(out, name, "counter", "Monitor checks of one watched wallet, by outcome.")?;
+    for outcome in CheckOutcome::ALL {
+        writeln!(out, "{name}{{outcome=\"{}\"}} {}", outcome.as_str(), MONITORS.checks(*outcome))?;
+    }
+    let name = "xray_monitor_watches";
+    family(out, name, "gauge", "Wallets (monitor × wallet) this node checks.")?;
+    writeln!(out, "{name} {}", MONITORS.watches.load(Ordering::Relaxed))?;
+    let name = "xray_monitor_watches_left_out";
+    family(out, name, "gauge", "Watched wallets past this node's bound (monitor_watches_per_node_max), not checked.")?;
+    writeln!(out, "{name} {}", MONITORS.watches_left_out.load(Ordering::Relaxed))?;
+    let name = "xray_monitor_lag_seconds";
+    family(out, name, "gauge", "How late this node's most overdue monitor check is (0: every check on time).")?;
+    writeln!(out, "{name} {:.3}", MONITORS.lag_ms() as f64 / 1_000.0)?;
     let name = "xray_ledger_retry_waits";
     family(out, name, "gauge", "Ledger calls waiting out a retry's backoff now.")?;
     writeln!(out, "{name} {}", LEDGER.waiting.load(Ordering::Relaxed))?;

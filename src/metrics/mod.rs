@@ -95,8 +95,8 @@ mod backends;
 mod process;
 
 pub use backends::{
-    CacheKind, CallOutcome, LedgerCacheMetrics, LedgerMethod, LedgerTotals, RetryWait, StoreDisk, StoreWrite,
-    WebhookOutcome, LEDGER, LEDGER_CACHE, STORE, WEBHOOKS,
+    CacheKind, CallOutcome, CheckOutcome, LedgerCacheMetrics, LedgerMethod, LedgerTotals, MonitorMetrics, RetryWait,
+    StoreDisk, StoreWrite, WebhookOutcome, LEDGER, LEDGER_CACHE, MONITORS, STORE, WEBHOOKS,
 };
 
 label_enum! {
@@ -126,6 +126,8 @@ label_enum! {
         Compare => "compare",
         Comparison => "comparison",
         Transaction => "transaction",
+        Monitors => "monitors",
+        MonitorEvents => "monitor_events",
         Status => "status",
         Usage => "usage",
         Healthz => "healthz",
@@ -155,6 +157,7 @@ label_enum! {
         TooManyJobs => "too_many_jobs",
         IdempotencyKeyReused => "idempotency_key_reused",
         IdempotencyKeyInProgress => "idempotency_key_in_progress",
+        Conflict => "conflict",
         ServiceBusy => "service_busy",
         Internal => "internal",
     }
@@ -207,6 +210,7 @@ impl RejectReason {
             ErrorCode::TooManyJobs => RejectReason::TooManyJobs,
             ErrorCode::IdempotencyKeyReused => RejectReason::IdempotencyKeyReused,
             ErrorCode::IdempotencyKeyInProgress => RejectReason::IdempotencyKeyInProgress,
+            ErrorCode::Conflict => RejectReason::Conflict,
             ErrorCode::ServiceBusy => RejectReason::ServiceBusy,
             ErrorCode::Internal => RejectReason::Internal,
             // Codes that end a job, never a request: nothing is refused with them.
@@ -824,6 +828,10 @@ mod tests {
             ("xray_ledger_cache_hits_total", "counter"),
             ("xray_ledger_cache_misses_total", "counter"),
             ("xray_ledger_cache_bytes", "gauge"),
+            ("xray_monitor_checks_total", "counter"),
+            ("xray_monitor_watches", "gauge"),
+            ("xray_monitor_watches_left_out", "gauge"),
+            ("xray_monitor_lag_seconds", "gauge"),
             ("xray_ledger_retry_waits", "gauge"),
             ("xray_ledger_call_duration_seconds", "histogram"),
             ("xray_store_write_duration_seconds", "histogram"),

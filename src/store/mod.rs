@@ -147,6 +147,7 @@
 //! filters (retention is an explicit, bounded purge the server schedules), and any cache above
 //! RocksDB's block cache (the server's in-memory indexes are that cache).
 
+pub mod docs;
 mod encoding;
 pub mod etcd;
 pub mod group_commit;
@@ -154,9 +155,10 @@ mod record;
 mod rocks;
 mod usage;
 
+pub use docs::{Doc, DocKind, DocWrite, Expect};
 pub use record::{
-    Attached, Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobKind, JobPage, JobRecord,
-    JobState, LiveState, Subject, WebhookSecret,
+    Attached, Callback, CallbackStatus, Completion, EventRecord, IdempotentAnswer, JobCursor, JobError, JobKind,
+    JobPage, JobRecord, JobState, LiveState, MonitorLink, Subject, WebhookSecret,
 };
 pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 
@@ -170,13 +172,15 @@ use crate::limits::quota::UsageRecord;
 
 /// Version of the on-disk layout this build reads and writes (the `meta` record).
 /// 2: usage values carry a sixth counter, `transaction_scan` (49 bytes, `usage::USAGE_FORMAT_V2`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: the `docs` column family (feature records: monitors, their cursors and event index) and
+/// a job's `monitor` link.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Older versions a store is upgraded from in place when opened: only the version record is
 /// rewritten, because this build reads their data as it is (schema 1's 41-byte usage values).
 /// After the upgrade a build of the older schema refuses the store (it could not read the new
 /// usage values), so every node of a cluster is upgraded together.
-pub const SCHEMA_VERSIONS_UPGRADED: &[u32] = &[1];
+pub const SCHEMA_VERSIONS_UPGRADED: &[u32] = &[1, 2];
 
 /// What came of `Store::charge_now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,6 +259,10 @@ pub enum StoreError {
     /// A state transition that the job's current state does not allow (or an unknown job).
     #[error("job {id}: cannot {op} in state {state}")]
     State { id: String, op: &'static str, state: String },
+    /// A record write expected a revision (or absence) the record no longer has: another
+    /// writer won (`Store::write_docs`). Read it again and decide again.
+    #[error("write conflict: {0}")]
+    Conflict(String),
 }
 
 impl StoreError {
@@ -379,7 +387,8 @@ pub trait Store: Send + Sync {
     /// so entries it cannot take now (an account at its in-flight cap) never hide the rest.
     fn due_callbacks(&self, now_ms: u64, after: Option<&DueCursor>, limit: usize) -> StoreResult<DuePage>;
     /// Records a delivery attempt: the finished job's callback, if it is still `expected`,
-    /// becomes `callback` (a `Pending` one is due again at its `next_attempt_ms`), durably — a
+    /// becomes `callback` (a `Pending` one is due again at its `next_attempt_ms`; a settled one
+    /// made `Pending` again — a monitor event redelivered — re-enters the outbox), durably — a
     /// compare-and-set, so of two attempts that read the same callback one records. Else
     /// `StoreError::State`, also when the job is not finished, has no callback or is gone.
     /// Returns the updated record.
@@ -425,6 +434,15 @@ pub trait Store: Send + Sync {
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()>;
     /// The account's webhook secret, if one was made.
     fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>>;
+
+    /// Writes a batch of feature records (`docs`): all or nothing, durably, each write's
+    /// expectation checked as the batch commits — `StoreError::Conflict` when one fails.
+    fn write_docs(&self, writes: &[DocWrite]) -> StoreResult<()>;
+    /// The record of `kind` at `key`, if any.
+    fn get_doc(&self, kind: DocKind, key: &[u8]) -> StoreResult<Option<Doc>>;
+    /// Records of `kind` whose keys start with `prefix`, in key order, after `after` (a key a
+    /// previous page ended on), at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]).
+    fn scan_docs(&self, kind: DocKind, prefix: &[u8], after: Option<&[u8]>, limit: usize) -> StoreResult<Vec<Doc>>;
 
     /// Forces everything written so far to stable storage (fsync of the WAL).
     fn sync(&self) -> StoreResult<()>;

@@ -162,6 +162,52 @@ pub struct JobRecord {
     /// on a finished job, the store's callback index names the job at `next_attempt_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback: Option<Callback>,
+    /// The monitor whose check admitted this re-analysis (`monitors`), with the thresholds and
+    /// callback it had then, and — once the job completed — the event it caused, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<MonitorLink>,
+}
+
+/// What a monitor's re-analysis carries from the check that admitted it. Thresholds and the
+/// callback are copied at admission, so a later `PATCH` never races a completion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MonitorLink {
+    pub monitor_id: String,
+    pub callback_url: String,
+    /// The lowest severity of a new signal that makes an event (`info` … `critical`).
+    pub min_severity: String,
+    /// A score drop of at least this many points makes an event; `None`: score drops alone
+    /// make none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_drop: Option<u8>,
+    /// The event the completed re-analysis caused: written in the completion's batch (with its
+    /// index entry and its webhook in the outbox), never afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<EventRecord>,
+}
+
+/// A monitor's event: the re-analysis `job` of a watched wallet whose `changes` crossed the
+/// monitor's thresholds. Its id is derived from the job's, so one job makes at most one event
+/// and every delivery of it carries the same id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventRecord {
+    pub id: String,
+    pub created_at_ms: u64,
+}
+
+impl EventRecord {
+    /// The event of the analysis job `job_id` (`an_…` → `evt_…`).
+    pub fn of_job(job_id: &str, created_at_ms: u64) -> EventRecord {
+        EventRecord { id: format!("evt_{}", job_id.strip_prefix("an_").unwrap_or(job_id)), created_at_ms }
+    }
+
+    /// The job id an event id names (`evt_…` → `an_…`); `None` for text that is no event id.
+    pub fn job_id_of(event_id: &str) -> Option<String> {
+        let rest = event_id.strip_prefix("evt_")?;
+        (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| format!("an_{rest}"))
+    }
 }
 
 /// Where a finished job's document is delivered (its webhook) and how that went so far.
@@ -320,6 +366,22 @@ impl JobRecord {
         }
     }
 
+    /// This finished job with the `event` its completion caused: kept in its monitor link,
+    /// and its webhook — the monitor's callback — pending from `completed_at_ms`. A job that is
+    /// no monitor's re-analysis has no event to keep (the completion's event is ignored). Pure:
+    /// both stores write what it returns, with the event's index entry, in the completion.
+    pub(crate) fn with_event(mut self, event: Option<&EventRecord>) -> JobRecord {
+        let (Some(event), Some(link)) = (event, self.monitor.as_mut()) else { return self };
+        link.event = Some(event.clone());
+        self.callback = Some(Callback::pending(link.callback_url.clone()));
+        self
+    }
+
+    /// The event this job caused, if any.
+    pub fn event(&self) -> Option<&EventRecord> {
+        self.monitor.as_ref().and_then(|m| m.event.as_ref())
+    }
+
     /// The unit of quota this job holds, as memory counts it (for a charged job).
     pub fn unit(&self) -> Reservation {
         Reservation::recovered(self.quota_period_start_ms, self.kind.operation())
@@ -355,6 +417,7 @@ impl JobRecord {
             starts: 0,
             idempotency_digest: None,
             callback: None,
+            monitor: None,
         }
     }
 }
@@ -403,8 +466,11 @@ impl IdempotentAnswer {
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completion {
-    /// The payload JSON exactly as the API serves it, and the engine version that made it.
-    Ready { payload_json: Vec<u8>, engine_version: String },
+    /// The payload JSON exactly as the API serves it, and the engine version that made it;
+    /// for a monitor's re-analysis whose changes crossed its thresholds, the event (the store
+    /// writes it into the job's `MonitorLink`, indexes it and puts its webhook in the outbox,
+    /// all in the completion's batch).
+    Ready { payload_json: Vec<u8>, engine_version: String, event: Option<EventRecord> },
     /// A contract error code (`ACCOUNT_NOT_ELIGIBLE`, `UPSTREAM_UNAVAILABLE`, …) and message.
     Failed { code: String, message: String },
 }
@@ -480,8 +546,11 @@ impl JobError {
 impl Completion {
     pub(crate) fn validate(&self) -> StoreResult<()> {
         match self {
-            Completion::Ready { payload_json, engine_version } => {
+            Completion::Ready { payload_json, engine_version, event } => {
                 check_len("engine version", engine_version, ENGINE_VERSION_BYTES_MAX)?;
+                if let Some(event) = event {
+                    check_id("event id", &event.id)?;
+                }
                 if payload_json.len() > RESULT_BYTES_MAX {
                     return Err(StoreError::Invalid(format!("payload larger than {RESULT_BYTES_MAX} bytes")));
                 }

@@ -39,6 +39,7 @@ use rocksdb::{
     WriteBatch, WriteOptions, DB,
 };
 
+use super::docs::{self, Doc, DocKind, DocWrite};
 use super::encoding::{self as enc, AnswerTally};
 use super::record::{
     self, check_id, Attached, Callback, CallbackStatus, Completion, IdempotentAnswer, JobCursor, JobError, JobPage,
@@ -82,6 +83,9 @@ const CF_WEBHOOK_SECRETS: &str = "webhook_secrets";
 /// database gets it, empty, at open — its pending webhooks are then outside the per-account
 /// bound until delivered or given up, which they are within the retry window.
 const CF_CALLBACKS_BY_ACCOUNT: &str = "callbacks_by_account";
+/// Feature records (`store::docs`): kind byte ‖ key → revision u64 BE ‖ value. Added with
+/// schema 3 (monitors).
+const CF_DOCS: &str = "docs";
 
 /// Every column family of schema version 1 (RocksDB's `default` is unused). Families added
 /// later come last and are created empty when an older database is opened.
@@ -102,6 +106,7 @@ pub const COLUMN_FAMILIES: &[&str] = &[
     CF_ANSWERS_BY_ACCOUNT,
     CF_ANSWER_TALLIES,
     CF_CALLBACKS_BY_ACCOUNT,
+    CF_DOCS,
 ];
 /// Key of the schema version in the `meta` column family (value: u32 big-endian).
 pub const META_SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
@@ -181,6 +186,11 @@ pub struct RocksStore {
     /// No `callbacks_due` entry is older than this (ms): where the outbox scan starts.
     outbox_floor_ms: AtomicU64,
     answers_max: usize,
+    /// Held by `write_docs` from its reads to its write: expectations are checked against what
+    /// the batch replaces.
+    docs_lock: Mutex<()>,
+    /// The last revision given to a feature record.
+    doc_revision: AtomicU64,
 }
 
 /// Creates `dir` and its missing parents readable by the owner only (0700): the store holds key
@@ -220,6 +230,9 @@ impl RocksStore {
             done_floor_ms: AtomicU64::new(0),
             outbox_floor_ms: AtomicU64::new(0),
             answers_max: options.answers_per_account_max,
+            docs_lock: Mutex::new(()),
+            // Microseconds of the wall clock at open: revisions keep rising across restarts.
+            doc_revision: AtomicU64::new(crate::clock::now_unix_ms().saturating_mul(1_000)),
         };
         match found {
             None => store.init_schema()?,
@@ -541,6 +554,24 @@ impl RocksStore {
 
     /// Puts a finished job's pending webhook in the outbox, due at `due_ms`: both entries. The
     /// caller lowers the outbox floor under the index gate before it writes the batch.
+    /// A feature record's stored value: a new revision, then `value`.
+    fn doc_value(&self, value: &[u8]) -> Vec<u8> {
+        let revision = self.doc_revision.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut out = Vec::with_capacity(8 + value.len());
+        out.extend_from_slice(&revision.to_be_bytes());
+        out.extend_from_slice(value);
+        out
+    }
+
+    /// The event index entry of a completed job that caused an event (in its completion's batch).
+    fn put_event_index(&self, batch: &mut WriteBatch, job: &JobRecord) -> StoreResult<()> {
+        if let (Some(link), Some(event)) = (&job.monitor, job.event()) {
+            let key = docs::event_key(&link.monitor_id, event.created_at_ms, &job.id);
+            batch.put_cf(self.cf(CF_DOCS)?, doc_key(DocKind::Event, &key), self.doc_value(&[]));
+        }
+        Ok(())
+    }
+
     fn put_outbox_entries(&self, batch: &mut WriteBatch, job: &JobRecord, due_ms: u64) -> StoreResult<()> {
         batch.put_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(due_ms, &job.id), []);
         let by_account = enc::outbox_account_key(&job.account, job.outbox_entered_ms(), &job.id);
@@ -717,6 +748,26 @@ fn cf_options(name: &str, cache: &Cache) -> Options {
     opts
 }
 
+/// A feature record's key in `docs`: its kind's byte, then its own key.
+fn doc_key(kind: DocKind, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(kind.byte());
+    out.extend_from_slice(key);
+    out
+}
+
+fn doc_revision_of(value: &[u8]) -> StoreResult<u64> {
+    let bytes: [u8; 8] = value
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| StoreError::Corruption(format!("a record value of {} bytes", value.len())))?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+fn read_doc(key: Vec<u8>, value: &[u8]) -> StoreResult<Doc> {
+    Ok(Doc { key, revision: doc_revision_of(value)?, value: value[8..].to_vec() })
+}
+
 /// The stripe of `key` in `locks`. The mutexes guard no data, so a poisoned one (a panic
 /// elsewhere) is still usable.
 fn stripe_lock<'l>(locks: &'l [Mutex<()>], key: &[u8]) -> MutexGuard<'l, ()> {
@@ -878,11 +929,13 @@ impl Store for RocksStore {
         batch.put_cf(self.cf(CF_DONE)?, enc::done_key(completed_at_ms, &job.id), []);
         let mut done = JobRecord { completed_at_ms: Some(completed_at_ms), ..job };
         match outcome {
-            Completion::Ready { payload_json, engine_version } => {
+            Completion::Ready { payload_json, engine_version, event } => {
                 batch.put_cf(self.payload_cf(&done)?, done.id.as_bytes(), enc::encode_raw(payload_json));
                 done.state = JobState::Ready;
                 done.engine_version = engine_version.clone();
                 self.settle_usage(&mut batch, &done, true)?;
+                done = done.with_event(event.as_ref());
+                self.put_event_index(&mut batch, &done)?;
             }
             Completion::Failed { code, message } => {
                 done.state = JobState::Failed;
@@ -1001,6 +1054,10 @@ impl Store for RocksStore {
                     batch.delete_cf(self.cf(CF_CALLBACKS_DUE)?, enc::done_key(callback.next_attempt_ms, &job.id));
                     self.delete_outbox_account_entry(&mut batch, &job)?;
                 }
+                if let (Some(link), Some(event)) = (&job.monitor, job.event()) {
+                    let key = docs::event_key(&link.monitor_id, event.created_at_ms, &job.id);
+                    batch.delete_cf(self.cf(CF_DOCS)?, doc_key(DocKind::Event, &key));
+                }
             }
         }
         self.write(batch, &self.relaxed, StoreWrite::Purge)?;
@@ -1042,6 +1099,10 @@ impl Store for RocksStore {
             self.delete_outbox_account_entry(&mut batch, &job)?;
         }
         let updated = JobRecord { callback: Some(callback.clone()), ..job };
+        // A settled webhook sent again (a monitor event's redelivery) re-enters the outbox.
+        if was.status != CallbackStatus::Pending && callback.status == CallbackStatus::Pending {
+            self.put_outbox_entries(&mut batch, &updated, callback.next_attempt_ms)?;
+        }
         self.put_job(&mut batch, &updated)?;
         // Shared gate: the outbox scan cannot raise its floor past the new entry meanwhile.
         let _gate = self.index_gate.read();
@@ -1100,6 +1161,53 @@ impl Store for RocksStore {
             Some(value) => Ok(Some(enc::decode_json(&value)?)),
             None => Ok(None),
         }
+    }
+
+    fn write_docs(&self, writes: &[DocWrite]) -> StoreResult<()> {
+        docs::validate(writes)?;
+        let _guard = self.docs_lock.lock();
+        let cf = self.cf(CF_DOCS)?;
+        let mut batch = WriteBatch::default();
+        for write in writes {
+            let key = doc_key(write.kind, &write.key);
+            let current = self.db.get_pinned_cf(cf, &key)?.map(|v| doc_revision_of(&v)).transpose()?;
+            if !docs::meets(write.expect, current) {
+                return Err(docs::conflict(write));
+            }
+            match &write.value {
+                Some(value) => batch.put_cf(cf, &key, self.doc_value(value)),
+                None => batch.delete_cf(cf, &key),
+            }
+        }
+        self.write(batch, &self.durable, StoreWrite::Docs)
+    }
+
+    fn get_doc(&self, kind: DocKind, key: &[u8]) -> StoreResult<Option<Doc>> {
+        if docs::check_key(key).is_err() {
+            return Ok(None);
+        }
+        match self.db.get_pinned_cf(self.cf(CF_DOCS)?, doc_key(kind, key))? {
+            Some(value) => Ok(Some(read_doc(key.to_vec(), &value)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn scan_docs(&self, kind: DocKind, prefix: &[u8], after: Option<&[u8]>, limit: usize) -> StoreResult<Vec<Doc>> {
+        let limit = docs::page_len(limit);
+        let start = doc_key(kind, prefix);
+        let from = match after {
+            Some(after) => enc::successor(&doc_key(kind, after)),
+            None => start.clone(),
+        };
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        self.scan(self.cf(CF_DOCS)?, &from, enc::prefix_end(&start), |key, value| {
+            out.push(read_doc(key[1..].to_vec(), value)?);
+            Ok(out.len() < limit)
+        })?;
+        Ok(out)
     }
 
     fn sync(&self) -> StoreResult<()> {

@@ -105,6 +105,7 @@ impl Admission {
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
         record.callback = request.callback_url.map(|url| Callback::pending(url.to_owned()));
+        record.monitor = request.monitor.cloned();
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         let admitted = {
             let _one_per_account = match &self.cluster {

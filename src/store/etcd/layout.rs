@@ -24,6 +24,7 @@
 //! | `P c/<next attempt BE ‖ job id>` | empty | the webhook outbox: finished jobs whose callback is pending (completion, attach, delivery attempts) |
 //! | `P q/<lp(account) ‖ entered BE ‖ job id>` | empty | the outbox by account: its pending webhooks, oldest first by when they entered it (completion or attach, attempts that settle, `trim_outbox`) |
 //! | `P w/<account>` | `v1` ‖ JSON webhook secret | the admin API / CLI |
+//! | `P g/<kind byte ‖ key>` | the record's bytes (its revision is etcd's mod revision) | feature records (`store::docs`: monitors, cursors; the event index by completions) |
 //! | `P m/schema_version` | u32 BE | the first node to start |
 //! | `P m/first_key` | node id | the node that issued the cluster's first key |
 //!
@@ -154,6 +155,14 @@ impl Layout {
 
     pub fn webhook_secret(&self, account: &str) -> Vec<u8> {
         self.key(b'w', account.as_bytes())
+    }
+
+    /// A feature record (`store::docs`): its kind's byte, then its key.
+    pub fn doc(&self, kind: crate::store::DocKind, key: &[u8]) -> Vec<u8> {
+        let mut tail = Vec::with_capacity(1 + key.len());
+        tail.push(kind.byte());
+        tail.extend_from_slice(key);
+        self.key(b'g', &tail)
     }
 
     pub fn owner(&self, id: &str) -> Vec<u8> {

@@ -38,8 +38,8 @@ pub use watch::KeyChange;
 use ops::Db;
 
 use super::{
-    Attached, Callback, Charged, Completion, DueCursor, DuePage, IdempotentAnswer, JobCursor, JobPage, JobRecord,
-    LiveState, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
+    Attached, Callback, Charged, Completion, Doc, DocKind, DocWrite, DueCursor, DuePage, IdempotentAnswer, JobCursor,
+    JobPage, JobRecord, LiveState, Store, StoreError, StoreResult, Subject, UsageCarry, WebhookSecret, SCHEMA_VERSION,
 };
 use crate::auth::record::KeyRecord;
 use crate::limits::quota::UsageRecord;
@@ -356,6 +356,21 @@ impl Store for EtcdStore {
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {
         let secret = secret.clone();
         self.run(|db| async move { db.put_webhook_secret(secret).await })
+    }
+
+    fn write_docs(&self, writes: &[DocWrite]) -> StoreResult<()> {
+        let writes = writes.to_vec();
+        self.run(|db| async move { db.write_docs(writes).await })
+    }
+
+    fn get_doc(&self, kind: DocKind, key: &[u8]) -> StoreResult<Option<Doc>> {
+        let key = key.to_vec();
+        self.run(|db| async move { db.get_doc(kind, key).await })
+    }
+
+    fn scan_docs(&self, kind: DocKind, prefix: &[u8], after: Option<&[u8]>, limit: usize) -> StoreResult<Vec<Doc>> {
+        let (prefix, after) = (prefix.to_vec(), after.map(<[u8]>::to_vec));
+        self.run(|db| async move { db.scan_docs(kind, prefix, after, limit).await })
     }
 
     fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>> {

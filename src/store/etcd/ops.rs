@@ -44,6 +44,7 @@ use crate::config::{
     KEY_SUCCESSION_HOPS_MAX, RESULT_BYTES_MAX, STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX,
 };
 use crate::limits::quota::UsageRecord;
+use crate::store::docs::{self, Doc, DocKind, DocWrite, Expect};
 use crate::store::encoding as enc;
 use crate::store::record::{attachable, check_id, validate_key};
 use crate::store::usage::{self, UsageDelta};
@@ -685,9 +686,10 @@ impl Db {
             let (read, job) = self.live_job(&id, "complete", &[JobState::Queued, JobState::Running]).await?;
             let mut done = JobRecord { completed_at_ms: Some(completed_at_ms), ..job.clone() };
             let ready = match &outcome {
-                Completion::Ready { engine_version, .. } => {
+                Completion::Ready { engine_version, event, .. } => {
                     done.state = JobState::Ready;
                     done.engine_version = engine_version.clone();
+                    done = done.with_event(event.as_ref());
                     true
                 }
                 Completion::Failed { code, message } => {
@@ -712,6 +714,9 @@ impl Db {
             }
             if let Some(packed) = &packed {
                 ops.push(TxnOp::put(self.layout.payload(&job.id), packed.clone(), None));
+            }
+            if let Some(key) = self.event_index(&done) {
+                ops.push(TxnOp::put(key, Vec::new(), None));
             }
             // The webhook enters the outbox with the completion: due at once.
             if let Some(callback) = done.callback.as_mut().filter(|c| c.status == CallbackStatus::Pending) {
@@ -926,6 +931,7 @@ impl Db {
                     ops.push(TxnOp::delete(self.layout.callback_due(callback.next_attempt_ms, &job.id), None));
                     ops.push(TxnOp::delete(self.layout.callback_of_account(job), None));
                 }
+                ops.extend(self.event_index(job).map(|key| TxnOp::delete(key, None)));
             }
             self.commit(Vec::new(), ops).await?;
         }
@@ -934,6 +940,73 @@ impl Db {
 }
 
 impl Db {
+    // --- feature records ---
+
+    /// The event index key of a job that caused an event.
+    fn event_index(&self, job: &JobRecord) -> Option<Vec<u8>> {
+        let (link, event) = (job.monitor.as_ref()?, job.event()?);
+        Some(self.layout.doc(DocKind::Event, &docs::event_key(&link.monitor_id, event.created_at_ms, &job.id)))
+    }
+
+    /// One transaction: every write's expectation a compare on its key's mod revision.
+    pub async fn write_docs(&self, writes: Vec<DocWrite>) -> StoreResult<()> {
+        docs::validate(&writes)?;
+        let mut when = Vec::new();
+        let mut ops = Vec::with_capacity(writes.len());
+        for write in &writes {
+            let key = self.layout.doc(write.kind, &write.key);
+            match write.expect {
+                Expect::Any => {}
+                Expect::Absent => when.push(Compare::mod_revision(key.clone(), CompareOp::Equal, 0)),
+                Expect::Revision(r) => {
+                    let r = i64::try_from(r).map_err(|_| docs::conflict(write))?;
+                    when.push(Compare::mod_revision(key.clone(), CompareOp::Equal, r))
+                }
+            }
+            ops.push(match &write.value {
+                Some(value) => TxnOp::put(key, value.clone(), None),
+                None => TxnOp::delete(key, None),
+            });
+        }
+        match self.commit(when, ops).await? {
+            true => Ok(()),
+            false => Err(StoreError::Conflict("a record changed meanwhile".into())),
+        }
+    }
+
+    pub async fn get_doc(&self, kind: DocKind, key: Vec<u8>) -> StoreResult<Option<Doc>> {
+        if docs::check_key(&key).is_err() {
+            return Ok(None);
+        }
+        let read = self.read_one(self.layout.doc(kind, &key)).await?;
+        Ok(read.kv.map(|kv| Doc { key, value: kv.value().to_vec(), revision: kv.mod_revision() as u64 }))
+    }
+
+    pub async fn scan_docs(
+        &self,
+        kind: DocKind,
+        prefix: Vec<u8>,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> StoreResult<Vec<Doc>> {
+        let start = self.layout.doc(kind, &prefix);
+        let from = match &after {
+            Some(after) => enc::successor(&self.layout.doc(kind, after)),
+            None => start.clone(),
+        };
+        let Some(to) = enc::prefix_end(&start) else { return Ok(Vec::new()) };
+        let kvs = self.range(from, to, docs::page_len(limit), false).await?;
+        let family_len = self.layout.doc(kind, &[]).len();
+        Ok(kvs
+            .into_iter()
+            .map(|kv| Doc {
+                key: kv.key()[family_len..].to_vec(),
+                value: kv.value().to_vec(),
+                revision: kv.mod_revision() as u64,
+            })
+            .collect())
+    }
+
     // --- webhooks ---
 
     pub async fn due_callbacks(&self, now_ms: u64, after: Option<DueCursor>, limit: usize) -> StoreResult<DuePage> {
@@ -972,13 +1045,18 @@ impl Db {
             if callback.status != CallbackStatus::Pending || moved {
                 ops.push(TxnOp::delete(was_due, None));
             }
-            if callback.status == CallbackStatus::Pending && moved {
+            // A settled webhook sent again (a monitor event's redelivery) re-enters the outbox.
+            let revived = was.status != CallbackStatus::Pending && callback.status == CallbackStatus::Pending;
+            if callback.status == CallbackStatus::Pending && (moved || revived) {
                 ops.push(TxnOp::put(now_due, Vec::new(), None));
             }
             if callback.status != CallbackStatus::Pending {
                 ops.push(TxnOp::delete(self.layout.callback_of_account(&job), None));
             }
             let updated = JobRecord { callback: Some(callback.clone()), ..job };
+            if revived {
+                ops.push(TxnOp::put(self.layout.callback_of_account(&updated), Vec::new(), None));
+            }
             ops.push(TxnOp::put(read.key.clone(), enc::encode_json(&updated)?, None));
             if self.commit(vec![read.unchanged()], ops).await? {
                 return Ok(updated);

@@ -7,6 +7,7 @@ mod hostile;
 mod idempotency;
 mod jobs;
 mod ledger_cache;
+mod monitors;
 mod limits;
 mod openapi;
 mod scan;

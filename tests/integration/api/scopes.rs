@@ -54,9 +54,10 @@ fn scope_matrix() {
             body: Some(scan_body(&demo_tx("sol-transfer"), None)),
             needs: Some("transaction:scan"),
         },
+        Endpoint { method: "GET", path: "/v1/developer/monitors".into(), body: None, needs: Some("monitor:read") },
     ];
-    // Every subset of the five scopes, the empty one included.
-    for mask in 0..32u32 {
+    // Every subset of the scopes, the empty one included.
+    for mask in 0..(1u32 << ALL_SCOPES.len()) {
         let granted: Vec<&str> =
             ALL_SCOPES.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, s)| *s).collect();
         let key = server.key(KeyOptions::scopes(&granted.join(",")).in_account(&owner.account));

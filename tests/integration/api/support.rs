@@ -35,8 +35,15 @@ pub const USAGE_PATH: &str = "/v1/developer/usage";
 pub const SCAN_PATH: &str = "/v1/developer/intelligence/transaction";
 
 /// Every scope, in the order the status endpoint lists them.
-pub const ALL_SCOPES: [&str; 5] =
-    ["wallet:analyze", "wallet:compare", "analysis:read", "usage:read", "transaction:scan"];
+pub const ALL_SCOPES: [&str; 7] = [
+    "wallet:analyze",
+    "wallet:compare",
+    "analysis:read",
+    "usage:read",
+    "transaction:scan",
+    "monitor:write",
+    "monitor:read",
+];
 
 // ---- demo archetypes (README table) ----
 

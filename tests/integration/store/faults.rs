@@ -154,6 +154,21 @@ impl Store for FaultyStore {
     fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>> {
         self.inner.get_webhook_secret(account)
     }
+    fn write_docs(&self, writes: &[xray::store::DocWrite]) -> StoreResult<()> {
+        self.inner.write_docs(writes)
+    }
+    fn get_doc(&self, kind: xray::store::DocKind, key: &[u8]) -> StoreResult<Option<xray::store::Doc>> {
+        self.inner.get_doc(kind, key)
+    }
+    fn scan_docs(
+        &self,
+        kind: xray::store::DocKind,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> StoreResult<Vec<xray::store::Doc>> {
+        self.inner.scan_docs(kind, prefix, after, limit)
+    }
     fn sync(&self) -> StoreResult<()> {
         std::thread::sleep(Duration::from_millis(self.sync_delay_ms.load(Ordering::SeqCst)));
         match take_one(&self.fail_syncs) {
@@ -236,8 +251,15 @@ fn admission_over(rig: &Rig, pool: &Arc<ComputePool>) -> Admission {
 fn admit_archetype(admission: &Admission, key: &KeyEntry, archetype: &str) -> JobRecord {
     let demo = DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
     let work = Work::Analysis { wallet: demo.archetype(archetype).expect("archetype") };
-    let request =
-        AdmitRequest { key, work: &work, refresh: false, callback_url: None, now_ms: now_unix_ms(), idempotency: None };
+    let request = AdmitRequest {
+        key,
+        work: &work,
+        refresh: false,
+        callback_url: None,
+        now_ms: now_unix_ms(),
+        idempotency: None,
+        monitor: None,
+    };
     match admission.admit(&request).expect("admitted") {
         Decision::Admitted(record) => *record,
         other => panic!("a new job: {other:?}"),

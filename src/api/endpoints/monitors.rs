@@ -1,0 +1,350 @@
+//! The monitors' endpoints (issue #30, an extension of the contract): create, list, read,
+//! change and delete monitors; page through a monitor's events; send one again. And the event
+//! document, which both the events page and the event's webhook carry.
+//!
+//! Owns: the wire form of a monitor (with its watches' state and lag on `GET` one), of an
+//! event, and of their pages; the mapping of `monitors::RegistryError` to the contract's codes.
+//! Runs on listener threads; each call is a few store reads and at most one write.
+//!
+//! Invariant: a monitor or event of another account is a `404`, from the same path as an
+//! unknown one. Reading events needs `analysis:read` besides `monitor:read` (an event carries
+//! an analysis' changes); creating a monitor needs it too (its webhook delivers them).
+//! Invariant: pages are bounded (`MONITORS_PAGE_LEN_MAX`, `MONITOR_EVENTS_PAGE_LEN_MAX`).
+//! Deliberately absent: on a cluster node these store calls block the listener thread for an
+//! etcd round trip (the monitors' registry has no awaitable path yet).
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use super::{json_bytes, ApiError, Endpoints};
+use crate::api::json::{parse_body, MonitorPatchRequest, MonitorRequest};
+use crate::api::router::query_param;
+use crate::api::wire::CallbackBody;
+use crate::auth::scope::Scope;
+use crate::clock::rfc3339_ms;
+use crate::config::{MONITORS_PAGE_LEN_MAX, MONITOR_EVENTS_PAGE_LEN_DEFAULT, MONITOR_EVENTS_PAGE_LEN_MAX};
+use crate::engine::report::with_last_member;
+use crate::http::ApiResponse;
+use crate::jobs::admission::{is_id_shaped, job_id};
+use crate::monitors::record::MIN_SEVERITY_DEFAULT;
+use crate::monitors::{EventView, MonitorChange, MonitorRecord, RegistryError, WatchCursor};
+use crate::store::{JobKind, JobRecord};
+
+/// Prefix of a monitor's id.
+pub const MONITOR_ID_PREFIX: &str = "mon_";
+/// Prefix of an event's id.
+pub const EVENT_ID_PREFIX: &str = "evt_";
+
+#[derive(Serialize)]
+struct DataBody<T: Serialize> {
+    data: T,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MonitorBody<'a> {
+    id: &'a str,
+    wallets: &'a [String],
+    callback_url: &'a str,
+    min_severity: &'a str,
+    score_drop: Option<u8>,
+    interval_seconds: u64,
+    created_at: String,
+    updated_at: String,
+    /// `GET` one only: where each wallet's checks stand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watches: Option<Vec<WatchBody<'a>>>,
+    /// `GET` one only: whether a wallet's check is later than an interval past its due time
+    /// (the node cannot keep the interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lagging: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WatchBody<'a> {
+    wallet: &'a str,
+    last_checked_at: Option<String>,
+    last_signature: Option<String>,
+    last_analysis_id: Option<String>,
+    /// Seconds past the interval since the last check (0: on time).
+    lag_seconds: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MonitorsPage<'a> {
+    monitors: Vec<MonitorBody<'a>>,
+    next_after: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeletedBody<'a> {
+    id: &'a str,
+    deleted: bool,
+}
+
+/// An event without its `changes` (spliced in from the analysis' payload) and delivery.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventHead<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    monitor_id: &'a str,
+    wallet: &'a str,
+    analysis_id: &'a str,
+    created_at: String,
+}
+
+/// The type of every event today.
+const EVENT_TYPE_RISK_CHANGED: &str = "risk_changed";
+
+fn registry_error(e: RegistryError) -> ApiError {
+    match e {
+        RegistryError::NotFound => ApiError::NotFound,
+        RegistryError::Invalid(why) => ApiError::InvalidField { field: why.field, message: why.message },
+        RegistryError::TooMany { limit } => ApiError::Conflict {
+            message: format!("this account holds its maximum of {limit} monitors: delete one first"),
+            limit: Some(limit as u64),
+        },
+        RegistryError::StillPending => ApiError::Conflict {
+            message: "the event's delivery is still pending: it is sent again only once delivered or given up".into(),
+            limit: None,
+        },
+        RegistryError::Busy => ApiError::ServiceBusy,
+        RegistryError::Store(e) => ApiError::from_store(&e),
+    }
+}
+
+fn monitor_body<'a>(monitor: &'a MonitorRecord, interval_ms: u64) -> MonitorBody<'a> {
+    MonitorBody {
+        id: &monitor.id,
+        wallets: &monitor.wallets,
+        callback_url: &monitor.callback_url,
+        min_severity: &monitor.min_severity,
+        score_drop: monitor.score_drop,
+        interval_seconds: interval_ms / 1_000,
+        created_at: rfc3339_ms(monitor.created_at_ms),
+        updated_at: rfc3339_ms(monitor.updated_at_ms),
+        watches: None,
+        lagging: None,
+    }
+}
+
+/// Seconds a wallet's check is overdue at `now_ms`: past `checked_at + interval` (or, never
+/// checked, past the monitor's last change + interval).
+fn lag_s(cursor: Option<&WatchCursor>, since_ms: u64, interval_ms: u64, now_ms: u64) -> u64 {
+    let last_ms = cursor.map_or(since_ms, |c| c.checked_at_ms.max(since_ms));
+    now_ms.saturating_sub(last_ms.saturating_add(interval_ms)) / 1_000
+}
+
+/// The event document (`data.event`): what the events page lists (with `delivery`) and what
+/// the event's webhook carries (without). `changes` is the re-analysis' own.
+pub fn event_document(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
+    let (Some(link), Some(event)) = (job.monitor.as_ref(), job.event()) else {
+        return Err(ApiError::internal(&"an event document of a job with no event"));
+    };
+    let wallet = match &job.kind {
+        JobKind::Analysis { wallet } => wallet.as_str(),
+        JobKind::Comparison { .. } => return Err(ApiError::internal(&"an event of a comparison")),
+    };
+    let head = EventHead {
+        id: &event.id,
+        kind: EVENT_TYPE_RISK_CHANGED,
+        monitor_id: &link.monitor_id,
+        wallet,
+        analysis_id: &job.id,
+        created_at: rfc3339_ms(event.created_at_ms),
+    };
+    let changes = payload.and_then(changes_of).unwrap_or_else(|| b"null".to_vec());
+    Ok(with_last_member(json_bytes(&head)?, 1, "changes", &changes))
+}
+
+/// The webhook body of an event: `{"data":{"event":{…}}}`.
+pub fn event_webhook(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
+    let event = event_document(job, payload)?;
+    Ok(format!(r#"{{"data":{{"event":{}}}}}"#, String::from_utf8_lossy(&event)).into_bytes())
+}
+
+/// The `changes` member of a stored X-Ray, as its JSON bytes.
+fn changes_of(payload: &[u8]) -> Option<Vec<u8>> {
+    let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    serde_json::to_vec(value.get("changes")?).ok()
+}
+
+/// `limit=` of a page: absent → `default`; 1..=`max` → it; anything else → 400.
+fn page_limit(query: Option<&str>, default: usize, max: usize) -> Result<usize, ApiError> {
+    let Some(text) = query_param(query, "limit") else { return Ok(default) };
+    match text.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) && text.len() <= 4 => Ok(n),
+        _ => Err(ApiError::InvalidRequest { field: "limit", message: "limit must be a whole number from 1 to 100" }),
+    }
+}
+
+impl Endpoints<'_> {
+    fn account_str(&self) -> &str {
+        self.caller.key.account().as_str()
+    }
+
+    fn monitor_answer(&self, status: u16, monitor: &MonitorRecord) -> Result<ApiResponse, ApiError> {
+        let body = json_bytes(&DataBody { data: monitor_body(monitor, self.app.monitor_interval_ms) })?;
+        Ok(ApiResponse::json(status, Bytes::from(body)))
+    }
+
+    /// `POST /v1/developer/monitors`
+    pub async fn create_monitor(&self) -> Result<ApiResponse, ApiError> {
+        let body: MonitorRequest = parse_body(self.request)?;
+        self.checked_callback(Some(&body.callback_url))?;
+        let now_ms = self.caller.now_ms;
+        let monitor = MonitorRecord {
+            id: job_id(MONITOR_ID_PREFIX).map_err(|e| ApiError::internal(&e))?,
+            account: self.account_str().to_owned(),
+            key_id: self.caller.key.id().as_str().to_owned(),
+            wallets: body.wallets,
+            callback_url: body.callback_url,
+            min_severity: body.min_severity.unwrap_or_else(|| MIN_SEVERITY_DEFAULT.as_str().to_owned()),
+            score_drop: body.score_drop,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+        };
+        self.app.monitors.create(&monitor).map_err(registry_error)?;
+        self.monitor_answer(201, &monitor)
+    }
+
+    /// `GET /v1/developer/monitors?after=&limit=`
+    pub async fn list_monitors(&self) -> Result<ApiResponse, ApiError> {
+        let query = self.request.query.as_deref();
+        let limit = page_limit(query, MONITORS_PAGE_LEN_MAX, MONITORS_PAGE_LEN_MAX)?;
+        let after = query_param(query, "after").filter(|a| is_id_shaped(a, MONITOR_ID_PREFIX));
+        let monitors = self.app.monitors.list(self.account_str(), after, limit).map_err(registry_error)?;
+        let next_after = monitors.last().filter(|_| monitors.len() == limit).map(|m| m.id.as_str());
+        let interval_ms = self.app.monitor_interval_ms;
+        let page =
+            MonitorsPage { monitors: monitors.iter().map(|m| monitor_body(m, interval_ms)).collect(), next_after };
+        Ok(ApiResponse::json(200, Bytes::from(json_bytes(&DataBody { data: page })?)))
+    }
+
+    fn own_monitor(&self, id: &str) -> Result<MonitorRecord, ApiError> {
+        if !is_id_shaped(id, MONITOR_ID_PREFIX) {
+            return Err(ApiError::NotFound);
+        }
+        self.app.monitors.get(self.account_str(), id).map_err(registry_error)
+    }
+
+    /// `GET /v1/developer/monitors/:id`: the monitor, each wallet's checks and the lag.
+    pub async fn get_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
+        let monitor = self.own_monitor(id)?;
+        let (interval_ms, now_ms) = (self.app.monitor_interval_ms, self.caller.now_ms);
+        let mut watches = Vec::with_capacity(monitor.wallets.len());
+        for (wallet, key) in monitor.wallets.iter().zip(monitor.pubkeys()) {
+            let cursor = self.app.monitors.cursor(&monitor.id, &key).map_err(registry_error)?;
+            watches.push(WatchBody {
+                wallet,
+                last_checked_at: cursor.as_ref().filter(|c| c.checked_at_ms > 0).map(|c| rfc3339_ms(c.checked_at_ms)),
+                last_signature: cursor.as_ref().and_then(|c| c.last_signature.clone()),
+                last_analysis_id: cursor.as_ref().and_then(|c| c.last_analysis_id.clone()),
+                lag_seconds: lag_s(cursor.as_ref(), monitor.updated_at_ms, interval_ms, now_ms),
+            });
+        }
+        let lagging = watches.iter().any(|w| w.lag_seconds * 1_000 > interval_ms);
+        let body =
+            MonitorBody { watches: Some(watches), lagging: Some(lagging), ..monitor_body(&monitor, interval_ms) };
+        Ok(ApiResponse::json(200, Bytes::from(json_bytes(&DataBody { data: body })?)))
+    }
+
+    /// `PATCH /v1/developer/monitors/:id`
+    pub async fn change_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
+        let body: MonitorPatchRequest = parse_body(self.request)?;
+        self.own_monitor(id)?;
+        if let Some(url) = &body.callback_url {
+            self.checked_callback(Some(url))?;
+        }
+        let change = MonitorChange {
+            add_wallets: body.add_wallets,
+            remove_wallets: body.remove_wallets,
+            min_severity: body.min_severity,
+            score_drop: body.score_drop,
+            callback_url: body.callback_url,
+        };
+        let changed =
+            self.app.monitors.change(self.account_str(), id, &change, self.caller.now_ms).map_err(registry_error)?;
+        self.monitor_answer(200, &changed)
+    }
+
+    /// `DELETE /v1/developer/monitors/:id`
+    pub async fn delete_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
+        self.own_monitor(id)?;
+        self.app.monitors.delete(self.account_str(), id).map_err(registry_error)?;
+        let body = json_bytes(&DataBody { data: DeletedBody { id, deleted: true } })?;
+        Ok(ApiResponse::json(200, Bytes::from(body)))
+    }
+
+    /// Events carry an analysis' changes: `analysis:read` too.
+    fn may_read_events(&self) -> Result<(), ApiError> {
+        match self.caller.key.scopes().contains(Scope::AnalysisRead) {
+            true => Ok(()),
+            false => Err(ApiError::InsufficientScope { required_scope: Scope::AnalysisRead, field: None }),
+        }
+    }
+
+    /// One event with its delivery, as the events page lists it.
+    fn event_with_delivery(&self, view: &EventView) -> Result<Vec<u8>, ApiError> {
+        let payload = self.app.store.get_result(&view.job).map_err(|e| ApiError::from_store(&e))?;
+        let event = event_document(&view.job, payload.as_deref())?;
+        let delivery = match &view.job.callback {
+            Some(c) => json_bytes(&CallbackBody {
+                url: &c.url,
+                status: c.status.as_str(),
+                attempts: c.attempts,
+                last_error: c.last_error.as_deref(),
+            })?,
+            None => b"null".to_vec(),
+        };
+        Ok(with_last_member(event, 1, "delivery", &delivery))
+    }
+
+    /// `GET /v1/developer/monitors/:id/events?after=<eventId>&limit=`: oldest first.
+    pub async fn monitor_events(&self, id: &str) -> Result<ApiResponse, ApiError> {
+        self.may_read_events()?;
+        self.own_monitor(id)?;
+        let query = self.request.query.as_deref();
+        let limit = page_limit(query, MONITOR_EVENTS_PAGE_LEN_DEFAULT, MONITOR_EVENTS_PAGE_LEN_MAX)?;
+        let after = match query_param(query, "after") {
+            Some(after) if is_id_shaped(after, EVENT_ID_PREFIX) => Some(after),
+            Some(_) => {
+                return Err(ApiError::InvalidRequest { field: "after", message: "after must be an event id (evt_…)" })
+            }
+            None => None,
+        };
+        let views = self.app.monitors.events(self.account_str(), id, after, limit).map_err(registry_error)?;
+        let mut events = Vec::from(*b"[");
+        for (i, view) in views.iter().enumerate() {
+            if i > 0 {
+                events.push(b',');
+            }
+            events.extend(self.event_with_delivery(view)?);
+        }
+        events.push(b']');
+        let next_after = views.last().filter(|_| views.len() == limit).map(|v| v.event.id.as_str());
+        let next_after = serde_json::to_string(&next_after).map_err(|e| ApiError::internal(&e))?;
+        let body = format!(r#"{{"data":{{"events":{},"nextAfter":{next_after}}}}}"#, String::from_utf8_lossy(&events));
+        Ok(ApiResponse::json(200, Bytes::from(body.into_bytes())))
+    }
+
+    /// `POST /v1/developer/monitors/:id/events/:eventId/redeliver`: 202, due now.
+    pub async fn redeliver_event(&self, id: &str, event_id: &str) -> Result<ApiResponse, ApiError> {
+        self.may_read_events()?;
+        if !is_id_shaped(id, MONITOR_ID_PREFIX) || !is_id_shaped(event_id, EVENT_ID_PREFIX) {
+            return Err(ApiError::NotFound);
+        }
+        let view = self
+            .app
+            .monitors
+            .redeliver(self.account_str(), id, event_id, self.caller.now_ms)
+            .map_err(registry_error)?;
+        let body = format!(r#"{{"data":{{"event":{}}}}}"#, String::from_utf8_lossy(&self.event_with_delivery(&view)?));
+        Ok(ApiResponse::json(202, Bytes::from(body.into_bytes())))
+    }
+}

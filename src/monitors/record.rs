@@ -1,0 +1,202 @@
+//! A monitor and its watch cursors as the store keeps them (`store::docs` records), their keys,
+//! and the checks every monitor passes before it is written.
+//!
+//! Owns: `MonitorRecord`, `WatchCursor`, `Thresholds`, the key layout of the `Monitor`,
+//! `MonitorOfAccount` and `Watch` records, `MonitorError` (why a monitor is refused). Pure.
+//!
+//! Invariant: a record that passed `MonitorRecord::validate` names 1..=`MONITOR_WALLETS_MAX`
+//! distinct wallets that parse, a severity the engine knows and a score drop of 1..=100, and
+//! encodes within `DOC_VALUE_BYTES_MAX`.
+//! Invariant: the serde names are the stored format; renaming a field is a schema change.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::MONITOR_WALLETS_MAX;
+use crate::engine::report::Severity;
+use crate::pubkey::Pubkey;
+use crate::store::docs::push_lp;
+use crate::store::MonitorLink;
+
+/// The severity a new signal needs to make an event when a monitor names none.
+pub const MIN_SEVERITY_DEFAULT: Severity = Severity::High;
+
+/// What makes an event: a new signal at or above `min_severity`, or a score drop of at least
+/// `score_drop` points (when set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thresholds {
+    pub min_severity: Severity,
+    pub score_drop: Option<u8>,
+}
+
+/// One monitor, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MonitorRecord {
+    /// `mon_…`.
+    pub id: String,
+    pub account: String,
+    /// The key that made it: its re-analyses are charged to it (or to its successor after a
+    /// rotation), and it must still hold the scopes an event needs when one is sent.
+    pub key_id: String,
+    /// Base58 addresses, distinct, in the order they were added.
+    pub wallets: Vec<String>,
+    pub callback_url: String,
+    pub min_severity: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_drop: Option<u8>,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+}
+
+/// Why a monitor (or a change to one) is refused: the field, and what it must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn refuse(field: &'static str, message: impl Into<String>) -> MonitorError {
+    MonitorError { field, message: message.into() }
+}
+
+impl MonitorRecord {
+    pub fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            min_severity: Severity::parse(&self.min_severity).unwrap_or(MIN_SEVERITY_DEFAULT),
+            score_drop: self.score_drop,
+        }
+    }
+
+    /// What a re-analysis of one of its wallets carries (thresholds and callback as they are now).
+    pub fn link(&self) -> MonitorLink {
+        MonitorLink {
+            monitor_id: self.id.clone(),
+            callback_url: self.callback_url.clone(),
+            min_severity: self.min_severity.clone(),
+            score_drop: self.score_drop,
+            event: None,
+        }
+    }
+
+    /// The wallets, parsed (a stored record passed `validate`; one that does not parse is left out).
+    pub fn pubkeys(&self) -> Vec<Pubkey> {
+        self.wallets.iter().filter_map(|w| Pubkey::parse(w).ok()).collect()
+    }
+
+    pub fn validate(&self) -> Result<(), MonitorError> {
+        check_wallets(&self.wallets)?;
+        if Severity::parse(&self.min_severity).is_none() {
+            return Err(refuse("minSeverity", "must be one of info, low, medium, high, critical"));
+        }
+        if self.score_drop.is_some_and(|d| d == 0 || d > 100) {
+            return Err(refuse("scoreDrop", "must be a number of points from 1 to 100"));
+        }
+        Ok(())
+    }
+}
+
+/// Checks a wallet list: 1..=`MONITOR_WALLETS_MAX` distinct addresses that parse.
+pub fn check_wallets(wallets: &[String]) -> Result<(), MonitorError> {
+    if wallets.is_empty() || wallets.len() > MONITOR_WALLETS_MAX {
+        return Err(refuse("wallets", format!("must list 1 to {MONITOR_WALLETS_MAX} wallets")));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(wallets.len());
+    for (i, wallet) in wallets.iter().enumerate() {
+        if let Err(e) = Pubkey::parse(wallet) {
+            return Err(refuse("wallets", format!("wallets[{i}] is not a Solana address ({})", e.reason())));
+        }
+        if !seen.insert(wallet.as_str()) {
+            return Err(refuse("wallets", format!("wallets[{i}] is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// Where a monitor's checks of one wallet stand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchCursor {
+    /// The newest signature the last check saw (and handed to a re-analysis); `None` before
+    /// the first check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_signature: Option<String>,
+    /// The re-analysis the last new activity admitted (or joined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_analysis_id: Option<String>,
+    pub checked_at_ms: u64,
+}
+
+/// Key of a `Monitor` record: its id.
+pub fn monitor_key(id: &str) -> Vec<u8> {
+    id.as_bytes().to_vec()
+}
+
+/// Prefix of an account's `MonitorOfAccount` records: lp(account).
+pub fn account_prefix(account: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + account.len());
+    push_lp(&mut key, account);
+    key
+}
+
+/// Key of a `MonitorOfAccount` record: lp(account) ‖ monitor id.
+pub fn account_key(account: &str, id: &str) -> Vec<u8> {
+    let mut key = account_prefix(account);
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+/// Prefix of a monitor's `Watch` records: lp(monitor id).
+pub fn watch_prefix(id: &str) -> Vec<u8> {
+    account_prefix(id)
+}
+
+/// Key of a `Watch` record: lp(monitor id) ‖ the wallet's 32 bytes.
+pub fn watch_key(id: &str, wallet: &Pubkey) -> Vec<u8> {
+    let mut key = watch_prefix(id);
+    key.extend_from_slice(wallet.as_bytes());
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W1: &str = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z";
+    const W2: &str = "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ";
+
+    fn monitor() -> MonitorRecord {
+        MonitorRecord {
+            id: "mon_1".into(),
+            account: "acct_1".into(),
+            key_id: "key_1".into(),
+            wallets: vec![W1.into(), W2.into()],
+            callback_url: "https://example.com/hook".into(),
+            min_severity: "high".into(),
+            score_drop: Some(10),
+            created_at_ms: 1,
+            updated_at_ms: 1,
+        }
+    }
+
+    #[test]
+    fn validates_wallets_severity_and_drop() {
+        assert!(monitor().validate().is_ok());
+        let field = |m: MonitorRecord| m.validate().unwrap_err().field;
+        assert_eq!(field(MonitorRecord { wallets: vec![], ..monitor() }), "wallets");
+        assert_eq!(field(MonitorRecord { wallets: vec![W1.into(), W1.into()], ..monitor() }), "wallets");
+        assert_eq!(field(MonitorRecord { wallets: vec!["nope".into()], ..monitor() }), "wallets");
+        let many = (0..=MONITOR_WALLETS_MAX).map(|i| Pubkey::new([i as u8; 32]).to_base58()).collect();
+        assert_eq!(field(MonitorRecord { wallets: many, ..monitor() }), "wallets");
+        assert_eq!(field(MonitorRecord { min_severity: "severe".into(), ..monitor() }), "minSeverity");
+        assert_eq!(field(MonitorRecord { score_drop: Some(0), ..monitor() }), "scoreDrop");
+        assert_eq!(field(MonitorRecord { score_drop: Some(101), ..monitor() }), "scoreDrop");
+    }
+
+    #[test]
+    fn keys_group_by_account_and_monitor() {
+        assert!(account_key("acct_1", "mon_9").starts_with(&account_prefix("acct_1")));
+        assert!(!account_key("acct_12", "mon_9").starts_with(&account_prefix("acct_1")));
+        let w = Pubkey::new([7; 32]);
+        assert_eq!(watch_key("mon_1", &w).len(), 1 + 5 + 32);
+    }
+}

@@ -1,0 +1,329 @@
+//! The monitors of every account, over the store's feature records: create, read, list,
+//! change (compare-and-set), delete; the watch cursors; a monitor's events, page by page; and
+//! an event's redelivery.
+//!
+//! Owns: `Registry` — the only writer of `Monitor`, `MonitorOfAccount` and `Watch` records.
+//! Called from listener threads (the API) and the `xray-monitors` thread (cursors, listing).
+//! Every call is a few blocking store calls (RocksDB point reads; etcd round trips on a cluster).
+//!
+//! Invariant: tenant isolation — every read or write by id checks the record's account; a
+//! monitor of another account is `NotFound`, never told apart from one that does not exist.
+//! Invariant: an account holds at most `MONITORS_PER_ACCOUNT_MAX` monitors (checked before a
+//! create; creations racing on two threads may pass it by one each, bounded by the threads).
+//! Invariant: a change is read, applied and written with the read revision (`Expect::Revision`);
+//! a lost race reads again, at most `MONITOR_WRITE_ATTEMPTS_MAX` times, then `Busy`.
+//! Deliberately absent: deleting a monitor's events with it — they are its analyses' (kept for
+//! `retention_days`, purged with them); a deleted monitor's id is never reused, so they are
+//! never listed again.
+
+use std::sync::Arc;
+
+use crate::config::{
+    MONITORS_PAGE_LEN_MAX, MONITORS_PER_ACCOUNT_MAX, MONITOR_EVENTS_PAGE_LEN_MAX, MONITOR_WALLETS_MAX,
+    MONITOR_WRITE_ATTEMPTS_MAX,
+};
+use crate::pubkey::Pubkey;
+use crate::store::docs::{event_job_id, event_key, events_prefix};
+use crate::store::{
+    Callback, CallbackStatus, DocKind, DocWrite, EventRecord, Expect, JobRecord, JobState, Store, StoreError,
+};
+
+use super::record::{
+    account_key, account_prefix, check_wallets, monitor_key, watch_key, watch_prefix, MonitorError, MonitorRecord,
+    WatchCursor,
+};
+
+/// Why a registry call was refused.
+#[derive(Debug)]
+pub enum RegistryError {
+    /// No such monitor (or event) of this account.
+    NotFound,
+    /// The monitor, or the change, is not valid.
+    Invalid(MonitorError),
+    /// The account holds `MONITORS_PER_ACCOUNT_MAX` monitors already.
+    TooMany {
+        limit: usize,
+    },
+    /// The event is being delivered now (its webhook is due or in flight): nothing to send again.
+    StillPending,
+    /// Lost every compare-and-set race: try again.
+    Busy,
+    Store(StoreError),
+}
+
+impl From<StoreError> for RegistryError {
+    fn from(e: StoreError) -> Self {
+        RegistryError::Store(e)
+    }
+}
+
+/// A change to a monitor (`PATCH`): wallets to add and remove, thresholds, callback.
+#[derive(Debug, Clone, Default)]
+pub struct MonitorChange {
+    pub add_wallets: Vec<String>,
+    pub remove_wallets: Vec<String>,
+    pub min_severity: Option<String>,
+    /// `Some(None)` clears it.
+    pub score_drop: Option<Option<u8>>,
+    pub callback_url: Option<String>,
+}
+
+/// One event as a page lists it: the event, and the re-analysis that caused it.
+#[derive(Debug, Clone)]
+pub struct EventView {
+    pub event: EventRecord,
+    pub job: JobRecord,
+}
+
+/// The monitors over one store.
+pub struct Registry {
+    store: Arc<dyn Store>,
+}
+
+impl Registry {
+    pub fn new(store: Arc<dyn Store>) -> Registry {
+        Registry { store }
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    /// Records a new monitor (its id chosen by the caller, new).
+    pub fn create(&self, monitor: &MonitorRecord) -> Result<(), RegistryError> {
+        monitor.validate().map_err(RegistryError::Invalid)?;
+        let held = self.store.scan_docs(
+            DocKind::MonitorOfAccount,
+            &account_prefix(&monitor.account),
+            None,
+            MONITORS_PER_ACCOUNT_MAX,
+        )?;
+        if held.len() >= MONITORS_PER_ACCOUNT_MAX {
+            return Err(RegistryError::TooMany { limit: MONITORS_PER_ACCOUNT_MAX });
+        }
+        let value = serde_json::to_vec(monitor).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        self.store.write_docs(&[
+            DocWrite::put(DocKind::Monitor, monitor_key(&monitor.id), value, Expect::Absent),
+            DocWrite::put(
+                DocKind::MonitorOfAccount,
+                account_key(&monitor.account, &monitor.id),
+                vec![],
+                Expect::Absent,
+            ),
+        ])?;
+        Ok(())
+    }
+
+    /// The monitor `id` with its revision, if it exists (any account's: for the scheduler).
+    fn read(&self, id: &str) -> Result<Option<(MonitorRecord, u64)>, RegistryError> {
+        let Some(doc) = self.store.get_doc(DocKind::Monitor, &monitor_key(id))? else { return Ok(None) };
+        let monitor = serde_json::from_slice(&doc.value).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        Ok(Some((monitor, doc.revision)))
+    }
+
+    /// The monitor `id` of `account`.
+    pub fn get(&self, account: &str, id: &str) -> Result<MonitorRecord, RegistryError> {
+        match self.read(id)? {
+            Some((monitor, _)) if monitor.account == account => Ok(monitor),
+            _ => Err(RegistryError::NotFound),
+        }
+    }
+
+    /// The account's monitors in id order, after `after`, at most `limit`.
+    pub fn list(&self, account: &str, after: Option<&str>, limit: usize) -> Result<Vec<MonitorRecord>, RegistryError> {
+        let after_key = after.map(|id| account_key(account, id));
+        let prefix = account_prefix(account);
+        let page = self.store.scan_docs(
+            DocKind::MonitorOfAccount,
+            &prefix,
+            after_key.as_deref(),
+            limit.min(MONITORS_PAGE_LEN_MAX),
+        )?;
+        let mut out = Vec::with_capacity(page.len());
+        for doc in page {
+            let id = String::from_utf8_lossy(&doc.key[prefix.len()..]).into_owned();
+            match self.read(&id)? {
+                Some((monitor, _)) if monitor.account == account => out.push(monitor),
+                // Index and record are written together; a gap is a deletion in between.
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every monitor of every account, in id order, after `after`, at most `limit` (the
+    /// scheduler's reload).
+    pub fn all(&self, after: Option<&str>, limit: usize) -> Result<Vec<MonitorRecord>, RegistryError> {
+        let after_key = after.map(monitor_key);
+        let page = self.store.scan_docs(DocKind::Monitor, &[], after_key.as_deref(), limit)?;
+        let mut out = Vec::with_capacity(page.len());
+        for doc in page {
+            match serde_json::from_slice::<MonitorRecord>(&doc.value) {
+                Ok(monitor) => out.push(monitor),
+                Err(e) => tracing::error!(error = %e, "a monitor record does not read; skipped"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Applies `change` to the monitor `id` of `account` at `now_ms`; returns it as written.
+    pub fn change(
+        &self,
+        account: &str,
+        id: &str,
+        change: &MonitorChange,
+        now_ms: u64,
+    ) -> Result<MonitorRecord, RegistryError> {
+        for _ in 0..MONITOR_WRITE_ATTEMPTS_MAX {
+            let Some((monitor, revision)) = self.read(id)?.filter(|(m, _)| m.account == account) else {
+                return Err(RegistryError::NotFound);
+            };
+            let changed = apply(monitor, change, now_ms)?;
+            let value = serde_json::to_vec(&changed).map_err(|e| StoreError::Encoding(e.to_string()))?;
+            match self.store.write_docs(&[DocWrite::put(
+                DocKind::Monitor,
+                monitor_key(id),
+                value,
+                Expect::Revision(revision),
+            )]) {
+                Ok(()) => return Ok(changed),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(RegistryError::Busy)
+    }
+
+    /// Deletes the monitor `id` of `account` and its cursors.
+    pub fn delete(&self, account: &str, id: &str) -> Result<(), RegistryError> {
+        let Some((_, revision)) = self.read(id)?.filter(|(m, _)| m.account == account) else {
+            return Err(RegistryError::NotFound);
+        };
+        let mut writes = vec![
+            DocWrite::delete(DocKind::Monitor, monitor_key(id), Expect::Revision(revision)),
+            DocWrite::delete(DocKind::MonitorOfAccount, account_key(account, id), Expect::Any),
+        ];
+        let watches = self.store.scan_docs(DocKind::Watch, &watch_prefix(id), None, MONITOR_WALLETS_MAX)?;
+        writes.extend(watches.into_iter().map(|w| DocWrite::delete(DocKind::Watch, w.key, Expect::Any)));
+        match self.store.write_docs(&writes) {
+            Ok(()) => Ok(()),
+            // Changed meanwhile: the caller may delete again (it still exists).
+            Err(StoreError::Conflict(_)) => Err(RegistryError::Busy),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Where the monitor's checks of `wallet` stand.
+    pub fn cursor(&self, id: &str, wallet: &Pubkey) -> Result<Option<WatchCursor>, RegistryError> {
+        let Some(doc) = self.store.get_doc(DocKind::Watch, &watch_key(id, wallet))? else { return Ok(None) };
+        Ok(serde_json::from_slice(&doc.value).ok())
+    }
+
+    /// Keeps where the monitor's checks of `wallet` stand. (A check that ends just after its
+    /// monitor was deleted may leave one cursor behind: at most one per wallet, never read.)
+    pub fn keep_cursor(&self, id: &str, wallet: &Pubkey, cursor: &WatchCursor) -> Result<(), RegistryError> {
+        let value = serde_json::to_vec(cursor).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        self.store.write_docs(&[DocWrite::put(DocKind::Watch, watch_key(id, wallet), value, Expect::Any)])?;
+        Ok(())
+    }
+
+    /// The monitor's events, oldest first, after the event `after`, at most `limit`.
+    pub fn events(
+        &self,
+        account: &str,
+        id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<EventView>, RegistryError> {
+        self.get(account, id)?;
+        let after_key = match after {
+            None => None,
+            Some(event_id) => {
+                let view = self.event(account, id, event_id)?;
+                Some(event_key(id, view.event.created_at_ms, &view.job.id))
+            }
+        };
+        let prefix = events_prefix(id);
+        let page = self.store.scan_docs(
+            DocKind::Event,
+            &prefix,
+            after_key.as_deref(),
+            limit.min(MONITOR_EVENTS_PAGE_LEN_MAX),
+        )?;
+        let mut out = Vec::with_capacity(page.len());
+        for doc in page {
+            let Some(job_id) = event_job_id(&doc.key, prefix.len()) else { continue };
+            if let Some(view) = self.store.get_job(job_id)?.and_then(|job| event_view(job, account, id)) {
+                out.push(view);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The event `event_id` of the monitor `id` of `account`.
+    pub fn event(&self, account: &str, id: &str, event_id: &str) -> Result<EventView, RegistryError> {
+        let job_id = EventRecord::job_id_of(event_id).ok_or(RegistryError::NotFound)?;
+        let job = self.store.get_job(&job_id)?.ok_or(RegistryError::NotFound)?;
+        event_view(job, account, id).filter(|v| v.event.id == event_id).ok_or(RegistryError::NotFound)
+    }
+
+    /// Sends the event again: its webhook, settled (delivered or given up), becomes due now
+    /// with a fresh retry window — the same event id, a new signature.
+    pub fn redeliver(&self, account: &str, id: &str, event_id: &str, now_ms: u64) -> Result<EventView, RegistryError> {
+        self.get(account, id)?;
+        for _ in 0..MONITOR_WRITE_ATTEMPTS_MAX {
+            let view = self.event(account, id, event_id)?;
+            let Some(was) = view.job.callback.clone() else { return Err(RegistryError::NotFound) };
+            if was.status == CallbackStatus::Pending {
+                return Err(RegistryError::StillPending);
+            }
+            let again = Callback {
+                status: CallbackStatus::Pending,
+                attempts: 0,
+                last_error: None,
+                next_attempt_ms: now_ms,
+                attached_at_ms: Some(now_ms),
+                ..was.clone()
+            };
+            match self.store.record_callback(&view.job.id, &was, &again) {
+                Ok(job) => return Ok(EventView { event: view.event, job }),
+                Err(StoreError::State { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(RegistryError::Busy)
+    }
+}
+
+/// The event view of `job` when it is an event of monitor `id` of `account`.
+fn event_view(job: JobRecord, account: &str, id: &str) -> Option<EventView> {
+    let link = job.monitor.as_ref()?;
+    if job.account != account || link.monitor_id != id || job.state != JobState::Ready {
+        return None;
+    }
+    let event = link.event.clone()?;
+    Some(EventView { event, job })
+}
+
+/// `monitor` with `change` applied at `now_ms`, checked whole.
+fn apply(mut monitor: MonitorRecord, change: &MonitorChange, now_ms: u64) -> Result<MonitorRecord, RegistryError> {
+    monitor.wallets.retain(|w| !change.remove_wallets.contains(w));
+    for wallet in &change.add_wallets {
+        if !monitor.wallets.contains(wallet) {
+            monitor.wallets.push(wallet.clone());
+        }
+    }
+    if let Some(severity) = &change.min_severity {
+        monitor.min_severity = severity.clone();
+    }
+    if let Some(drop) = change.score_drop {
+        monitor.score_drop = drop;
+    }
+    if let Some(url) = &change.callback_url {
+        monitor.callback_url = url.clone();
+    }
+    check_wallets(&monitor.wallets).map_err(RegistryError::Invalid)?;
+    monitor.validate().map_err(RegistryError::Invalid)?;
+    monitor.updated_at_ms = now_ms;
+    Ok(monitor)
+}
