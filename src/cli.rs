@@ -513,6 +513,9 @@ pub struct ServeArgs {
     /// Bytes of the ledger cache (finalized transactions and histories read over `rpc:`); 0: off.
     #[arg(long, env = "XRAY_LEDGER_CACHE_BYTES")]
     pub ledger_cache_bytes: Option<u64>,
+    /// Delivery attempts of one webhook before it is given up (1 to 10).
+    #[arg(long, env = "XRAY_WEBHOOK_ATTEMPTS_MAX")]
+    pub webhook_attempts_max: Option<u32>,
     /// Seconds between two checks of one watched wallet (monitors; at least 1).
     #[arg(long, env = "XRAY_MONITOR_INTERVAL_S")]
     pub monitor_interval_s: Option<u64>,
@@ -592,7 +595,7 @@ impl ServeArgs {
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
         layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max, log_format, access_log);
         layer!(webhook_allow_hosts, ledger_cache_bytes);
-        layer!(monitor_interval_s, monitor_checks_in_flight_max, monitor_watches_per_node_max);
+        layer!(monitor_interval_s, monitor_checks_in_flight_max, monitor_watches_per_node_max, webhook_attempts_max);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
         }
@@ -659,6 +662,7 @@ fn serve_defaults() -> Vec<(&'static str, String)> {
         ("job_ledger_bytes_max", d.job_ledger_bytes_max.to_string()),
         ("freshness_window_s", d.freshness_window_s.to_string()),
         ("ledger_cache_bytes", format!("{} (0: off; rpc: sources only)", d.ledger_cache_bytes)),
+        ("webhook_attempts_max", d.webhook_attempts_max.to_string()),
         ("monitor_interval_s", d.monitor_interval_s.to_string()),
         ("monitor_checks_in_flight_max", d.monitor_checks_in_flight_max.to_string()),
         ("monitor_watches_per_node_max", d.monitor_watches_per_node_max.to_string()),

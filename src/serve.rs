@@ -191,6 +191,7 @@ fn start_monitors(config: &ServeConfig, app: &Arc<App>, cache: Option<Arc<Ledger
         keys: app.keys.clone(),
         ledger: config.ledger.clone(),
         cache,
+        cluster: app.admission.cluster().cloned(),
     };
     let settings = SchedulerSettings {
         interval: Duration::from_secs(config.monitor_interval_s),
@@ -208,7 +209,7 @@ fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>) -> Result<Delive
         in_flight_per_account_max: config::WEBHOOK_IN_FLIGHT_PER_ACCOUNT_MAX,
         proxy: config.webhook_proxy.clone(),
         timeout: Duration::from_millis(config::WEBHOOK_TIMEOUT_MS),
-        attempts_max: config::WEBHOOK_ATTEMPTS_MAX,
+        attempts_max: config.webhook_attempts_max,
         retry_window: Duration::from_millis(config::WEBHOOK_RETRY_WINDOW_MS),
     };
     let render: Render =

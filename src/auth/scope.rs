@@ -317,13 +317,15 @@ mod tests {
             (AnalysisRead, false),
             (UsageRead, true),
             (TransactionScan, false),
+            (MonitorWrite, false),
+            (MonitorRead, false),
         ];
         assert_eq!(grants, want);
         assert_eq!(Scope::ALL.into_iter().collect::<Scopes>(), Scopes::ALL);
         assert!(Scopes::NONE.is_empty());
         assert_eq!(
             format!("{:?}", Scopes::ALL),
-            "Scopes(wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan)"
+            "Scopes(wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan,monitor:write,monitor:read)"
         );
     }
 

@@ -94,6 +94,10 @@ pub const MONITOR_INTERVAL_S_MAX: u64 = 86_400;
 pub const MONITOR_RELOAD_MS: u64 = 1_000;
 /// The scheduler's tick: due checks are started at most this late, in milliseconds.
 pub const MONITOR_TICK_MS: u64 = 100;
+/// A check's claim on a wallet's cursor (made before it admits a re-analysis) older than this
+/// is a check that died mid-way (a kill, a lost node): the next check finishes or redoes it.
+/// Longer than any admission takes; shorter than an operator would wait for an event.
+pub const MONITOR_CLAIM_TTL_MS: u64 = 30_000;
 /// A check's upstream read gives up after this long (the next interval tries again).
 pub const MONITOR_CHECK_TIMEOUT_MS: u64 = 10_000;
 /// Events one page of `GET …/monitors/:id/events` holds at most (and its default).

@@ -86,6 +86,10 @@ pub struct ServeConfig {
     /// name is still resolved and checked before the request is handed to the proxy, which
     /// resolves it again: the proxy must refuse private and metadata addresses itself.
     pub webhook_proxy: Option<String>,
+    /// Delivery attempts of one webhook (a job's callback, a monitor's event) before it is
+    /// given up (`FAILED`: the dead letter a monitor's events page shows), at most
+    /// `WEBHOOK_ATTEMPTS_MAX`.
+    pub webhook_attempts_max: u32,
 }
 
 impl Default for ServeConfig {
@@ -129,6 +133,7 @@ impl Default for ServeConfig {
             access_log: true,
             webhook_allow_hosts: Vec::new(),
             webhook_proxy: None,
+            webhook_attempts_max: WEBHOOK_ATTEMPTS_MAX,
         }
     }
 }
@@ -193,6 +198,7 @@ impl ServeConfig {
         }
         in_range("monitor_checks_in_flight_max", self.monitor_checks_in_flight_max, MONITOR_CHECKS_IN_FLIGHT_MAX_MAX)?;
         in_range("monitor_watches_per_node_max", self.monitor_watches_per_node_max, MONITOR_WATCHES_PER_NODE_MAX_MAX)?;
+        in_range("webhook_attempts_max", self.webhook_attempts_max as usize, WEBHOOK_ATTEMPTS_MAX as usize)?;
         if self.ledger_cache_bytes != 0
             && !(LEDGER_CACHE_BYTES_MIN..=LEDGER_CACHE_BYTES_MAX).contains(&self.ledger_cache_bytes)
         {
@@ -274,7 +280,7 @@ impl ServeConfig {
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
              job_deadline_s={} job_ledger_bytes_max={} \
              freshness_window_s={} ledger_cache_bytes={} monitor_interval_s={} monitor_checks_in_flight_max={} \
-             monitor_watches_per_node_max={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
+             monitor_watches_per_node_max={} webhook_attempts_max={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
              trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={} webhook_allow_hosts=[{}] webhook_proxy={}",
             self.listen,
@@ -302,6 +308,7 @@ impl ServeConfig {
             self.monitor_interval_s,
             self.monitor_checks_in_flight_max,
             self.monitor_watches_per_node_max,
+            self.webhook_attempts_max,
             self.retention_days,
             self.sync_writes,
             self.long_poll_waiters_max,

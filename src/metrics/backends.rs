@@ -221,6 +221,8 @@ label_enum! {
         Refused => "refused",
         /// The ledger read or the store failed: checked again next interval.
         Failed => "failed",
+        /// Another check (on this or another node) holds the wallet's claim: left to it.
+        Claimed => "claimed",
     }
 }
 

@@ -538,7 +538,7 @@ mod tests {
 
     use super::*;
 
-    const ALL_CODES: [ErrorCode; 17] = [
+    const ALL_CODES: [ErrorCode; 18] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidAddress,
         ErrorCode::InvalidTransaction,
@@ -554,6 +554,7 @@ mod tests {
         ErrorCode::TooManyJobs,
         ErrorCode::IdempotencyKeyReused,
         ErrorCode::IdempotencyKeyInProgress,
+        ErrorCode::Conflict,
         ErrorCode::ServiceBusy,
         ErrorCode::Internal,
     ];
@@ -658,8 +659,8 @@ mod tests {
         for (i, reason) in RejectReason::ALL.iter().enumerate() {
             assert_eq!(reason.slot(), i);
         }
-        assert_eq!(RouteLabel::ALL.len(), 10);
-        assert_eq!(RejectReason::ALL.len(), 18);
+        assert_eq!(RouteLabel::ALL.len(), 12);
+        assert_eq!(RejectReason::ALL.len(), 19);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = [
             "wallet",
@@ -668,6 +669,8 @@ mod tests {
             "compare",
             "comparison",
             "transaction",
+            "monitors",
+            "monitor_events",
             "status",
             "usage",
             "healthz",
@@ -852,7 +855,7 @@ mod tests {
             assert_eq!(types.get(name).map(String::as_str), Some(kind), "{name}");
         }
         assert!(!samples.iter().any(|s| s.name.starts_with("xray_http_")), "no request seen, no request series");
-        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 18);
+        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 19);
         assert_eq!(value(&samples, "xray_queue_depth", &[]), 3.0);
         assert_eq!(value(&samples, "xray_queue_capacity", &[]), 1024.0);
         assert_eq!(value(&samples, "xray_live_jobs", &[]), 5.0);

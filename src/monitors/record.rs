@@ -124,6 +124,20 @@ pub struct WatchCursor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_analysis_id: Option<String>,
     pub checked_at_ms: u64,
+    /// A check that saw new activity and is admitting its re-analysis now (possibly on
+    /// another node): the signature it will move to, and when it claimed it. A claim older
+    /// than `MONITOR_CLAIM_TTL_MS` is the mark of a check that died: the next one finishes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingCheck>,
+}
+
+/// The claim of a check admitting a re-analysis (`WatchCursor::pending`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCheck {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    pub claimed_at_ms: u64,
 }
 
 /// Key of a `Monitor` record: its id.

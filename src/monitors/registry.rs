@@ -215,16 +215,33 @@ impl Registry {
 
     /// Where the monitor's checks of `wallet` stand.
     pub fn cursor(&self, id: &str, wallet: &Pubkey) -> Result<Option<WatchCursor>, RegistryError> {
-        let Some(doc) = self.store.get_doc(DocKind::Watch, &watch_key(id, wallet))? else { return Ok(None) };
-        Ok(serde_json::from_slice(&doc.value).ok())
+        Ok(self.cursor_at(id, wallet)?.0)
     }
 
-    /// Keeps where the monitor's checks of `wallet` stand. (A check that ends just after its
-    /// monitor was deleted may leave one cursor behind: at most one per wallet, never read.)
-    pub fn keep_cursor(&self, id: &str, wallet: &Pubkey, cursor: &WatchCursor) -> Result<(), RegistryError> {
+    /// The cursor and what a write replacing it must expect (its revision, or its absence).
+    pub fn cursor_at(&self, id: &str, wallet: &Pubkey) -> Result<(Option<WatchCursor>, Expect), RegistryError> {
+        let Some(doc) = self.store.get_doc(DocKind::Watch, &watch_key(id, wallet))? else {
+            return Ok((None, Expect::Absent));
+        };
+        Ok((serde_json::from_slice(&doc.value).ok(), Expect::Revision(doc.revision)))
+    }
+
+    /// Writes where the monitor's checks of `wallet` stand, if the cursor is as `expect` says;
+    /// false when another check moved it first. (A check that ends just after its monitor was
+    /// deleted may leave one cursor behind: at most one per wallet, never read.)
+    pub fn write_cursor(
+        &self,
+        id: &str,
+        wallet: &Pubkey,
+        cursor: &WatchCursor,
+        expect: Expect,
+    ) -> Result<bool, RegistryError> {
         let value = serde_json::to_vec(cursor).map_err(|e| StoreError::Encoding(e.to_string()))?;
-        self.store.write_docs(&[DocWrite::put(DocKind::Watch, watch_key(id, wallet), value, Expect::Any)])?;
-        Ok(())
+        match self.store.write_docs(&[DocWrite::put(DocKind::Watch, watch_key(id, wallet), value, expect)]) {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The monitor's events, oldest first, after the event `after`, at most `limit`.

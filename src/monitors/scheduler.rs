@@ -13,14 +13,19 @@
 //! of them per account (fair: the most overdue check of an account under its share goes
 //! first), each upstream read within `MONITOR_CHECK_TIMEOUT_MS`.
 //! Invariant: a cursor moves only after the re-analysis of what it passed was admitted (or
-//! found live): a crash in between makes the next check see the same activity again, and its
-//! re-analysis finds no new change against the first one's, so no event is made twice.
+//! found live).
 //! Charging: each re-analysis is one quota unit of the monitor's key (`walletAnalysis`, as a
 //! `refresh` would be); a quiet check is free. The first check of a wallet makes its baseline:
 //! an analysis unless the account has a fresh one.
-//! Deliberately absent (next): cluster ownership by lease — on `--store etcd:` every node
-//! checks every monitor today, which is correct (admission of a refresh on each node makes
-//! equal jobs, and only changes make events) but not yet economical.
+//! Cluster: on `--store etcd:` a node checks the monitors it owns — rendezvous hashing of the
+//! monitor's id over the live nodes (their leases), read at every reload — so a node that dies
+//! has its monitors adopted by the others once its lease expires. In a hand-over two nodes may
+//! check one wallet at once: the claim (a compare-and-set on the cursor) lets one admit.
+//! Invariant: a claim (`WatchCursor::pending`) is made before a re-analysis is admitted and
+//! cleared once the cursor moved past it; a claim older than `MONITOR_CLAIM_TTL_MS` belongs to a
+//! check that died, and the next check moves the cursor past its re-analysis if it was admitted
+//! (the account's newest job of the wallet is the monitor's and no older than the claim), else
+//! checks again — so a kill at any point neither loses activity nor admits it twice.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -34,7 +39,9 @@ use crate::auth::key::KeyId;
 use crate::auth::record::KeyState;
 use crate::auth::table::{KeyEntry, KeyTable};
 use crate::clock::now_unix_ms;
-use crate::config::{self, SourceSpec, MONITOR_CHECK_TIMEOUT_MS, MONITOR_RELOAD_MS, MONITOR_TICK_MS};
+use crate::config::{
+    self, SourceSpec, MONITOR_CHECK_TIMEOUT_MS, MONITOR_CLAIM_TTL_MS, MONITOR_RELOAD_MS, MONITOR_TICK_MS,
+};
 use crate::jobs::admission::{Admission, AdmitRequest, Decision, Work};
 use crate::ledger::cache::{Cached, LedgerCache};
 use crate::ledger::read::LedgerSource;
@@ -42,8 +49,10 @@ use crate::ledger::rpc::RpcOptions;
 use crate::ledger::source::Source;
 use crate::metrics::{CheckOutcome, MONITORS};
 use crate::pubkey::{Pubkey, Signature};
+use crate::store::etcd::EtcdStore;
+use crate::store::{Expect, Subject};
 
-use super::record::{MonitorRecord, WatchCursor};
+use super::record::{MonitorRecord, PendingCheck, WatchCursor};
 use super::registry::Registry;
 
 /// Checks of one account in flight at once, at most (fairness across accounts).
@@ -64,6 +73,9 @@ pub struct SchedulerDeps {
     pub keys: Arc<KeyTable>,
     pub ledger: SourceSpec,
     pub cache: Option<Arc<LedgerCache>>,
+    /// On a cluster node, the cluster: this node checks the monitors it owns (rendezvous
+    /// hashing over the live nodes), and adopts a dead node's at the next reload.
+    pub cluster: Option<Arc<EtcdStore>>,
 }
 
 /// The running scheduler; `stop` ends its thread.
@@ -171,6 +183,20 @@ async fn run(context: Rc<Context>) {
 /// Reads every monitor again: new watches are due at once, kept ones keep their schedule,
 /// removed ones go (a check in flight ends on its own).
 fn reload(context: &Context, watches: &mut Watches, now_ms: u64) {
+    let owners = match &context.deps.cluster {
+        None => None,
+        Some(etcd) => match etcd.live_node_ids() {
+            Ok(nodes) => Some((nodes, etcd.node_id().to_owned())),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the live nodes failed; the watches stay as they were");
+                return;
+            }
+        },
+    };
+    let owned = |monitor: &MonitorRecord| match &owners {
+        None => true,
+        Some((nodes, me)) => owner_of(&monitor.id, nodes).is_none_or(|owner| owner == me),
+    };
     let mut fresh: Watches = HashMap::with_capacity(watches.len());
     let (mut after, mut left_out) = (None::<String>, 0u64);
     loop {
@@ -183,7 +209,7 @@ fn reload(context: &Context, watches: &mut Watches, now_ms: u64) {
         };
         let full = page.len() == config::STORE_PAGE_LEN_MAX;
         after = page.last().map(|m| m.id.clone());
-        for monitor in page {
+        for monitor in page.into_iter().filter(|m| owned(m)) {
             let monitor = Arc::new(monitor);
             for wallet in monitor.pubkeys() {
                 if fresh.len() >= context.settings.watches_max {
@@ -201,6 +227,21 @@ fn reload(context: &Context, watches: &mut Watches, now_ms: u64) {
     }
     MONITORS.set_watches(fresh.len() as u64, left_out);
     *watches = fresh;
+}
+
+/// The node that checks `monitor_id` among `nodes`: the one with the highest hash of (node,
+/// monitor) — rendezvous hashing, so a node that leaves moves only its own monitors.
+/// `None` when no node is listed (this node then checks everything it sees).
+fn owner_of<'n>(monitor_id: &str, nodes: &'n [String]) -> Option<&'n String> {
+    use sha2::{Digest, Sha256};
+    nodes.iter().max_by_key(|node| {
+        let digest = Sha256::new()
+            .chain_update(node.as_bytes())
+            .chain_update([0])
+            .chain_update(monitor_id.as_bytes())
+            .finalize();
+        u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]))
+    })
 }
 
 /// The watches to check now: due, not in flight, their account under its share — the most
@@ -242,57 +283,134 @@ fn due(
     out
 }
 
-/// One check of `wallet` for `monitor`.
+/// One check of `wallet` for `monitor`: read the cursor; finish a claim a dead check left;
+/// read what is newer than the cursor's signature; on new activity claim the cursor
+/// (compare-and-set: of two checks — two nodes in a hand-over — one wins), admit the
+/// re-analysis, then move the cursor past it.
 async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> CheckOutcome {
     let registry = &context.deps.registry;
-    let cursor = match registry.cursor(&monitor.id, wallet) {
-        Ok(cursor) => cursor,
+    let (cursor, expect) = match registry.cursor_at(&monitor.id, wallet) {
+        Ok(found) => found,
         Err(e) => {
             tracing::warn!(monitor = %monitor.id, error = ?e, "reading a watch cursor failed");
             return CheckOutcome::Failed;
         }
     };
-    let baseline = cursor.as_ref().is_none_or(|c| c.last_analysis_id.is_none());
-    let since = cursor.as_ref().and_then(|c| c.last_signature.as_deref()).and_then(|s| Signature::parse(s).ok());
+    let now_ms = now_unix_ms();
+    let cursor =
+        cursor.unwrap_or(WatchCursor { last_signature: None, last_analysis_id: None, checked_at_ms: 0, pending: None });
+    if let Some(pending) = &cursor.pending {
+        if now_ms.saturating_sub(pending.claimed_at_ms) < MONITOR_CLAIM_TTL_MS {
+            return CheckOutcome::Claimed;
+        }
+        if let Some(outcome) = finish_dead_claim(context, monitor, wallet, &cursor, pending, expect) {
+            return outcome;
+        }
+    }
+    let baseline = cursor.last_analysis_id.is_none();
+    let newest = match newest_signature(context, wallet, cursor.last_signature.as_deref()).await {
+        Ok(newest) => newest,
+        Err(outcome) => return outcome,
+    };
+    let written = |c: &WatchCursor, expect| registry.write_cursor(&monitor.id, wallet, c, expect);
+    if !baseline && newest.is_none() {
+        let quiet = WatchCursor { checked_at_ms: now_ms, pending: None, ..cursor };
+        return match written(&quiet, expect) {
+            Ok(true) => CheckOutcome::Quiet,
+            Ok(false) => CheckOutcome::Claimed,
+            Err(_) => CheckOutcome::Failed,
+        };
+    }
+    let claim = WatchCursor {
+        pending: Some(PendingCheck { signature: newest.clone(), claimed_at_ms: now_ms }),
+        ..cursor.clone()
+    };
+    match written(&claim, expect) {
+        Ok(true) => {}
+        Ok(false) => return CheckOutcome::Claimed,
+        Err(_) => return CheckOutcome::Failed,
+    }
+    let admitted = reanalyze(context, monitor, wallet, !baseline, now_ms).await;
+    let settled = match &admitted {
+        Some(id) => WatchCursor {
+            last_signature: newest.or(cursor.last_signature),
+            last_analysis_id: Some(id.clone()),
+            checked_at_ms: now_ms,
+            pending: None,
+        },
+        // Not admitted (quota, a full queue): the claim goes, the activity is seen again.
+        None => WatchCursor { pending: None, ..cursor },
+    };
+    // The claim is this check's: nothing else moves the cursor meanwhile but a check that
+    // found the claim dead, which only happens after `MONITOR_CLAIM_TTL_MS`.
+    if let Err(e) = written(&settled, Expect::Any) {
+        tracing::warn!(monitor = %monitor.id, error = ?e, "moving a watch cursor failed; its claim is finished by a later check");
+        return CheckOutcome::Failed;
+    }
+    match admitted {
+        Some(_) => CheckOutcome::Active,
+        None => CheckOutcome::Refused,
+    }
+}
+
+/// The signature newer than `since` (all of history when `None`) the node has now, if any.
+async fn newest_signature(
+    context: &Context,
+    wallet: &Pubkey,
+    since: Option<&str>,
+) -> Result<Option<String>, CheckOutcome> {
+    let since = since.and_then(|s| Signature::parse(s).ok());
     let read = async {
         match &since {
             Some(since) => context.source.get_signatures_until(wallet, since, None, 1).await,
             None => context.source.get_signatures_for_address(wallet, None, 1).await,
         }
     };
-    let newest = match tokio::time::timeout(Duration::from_millis(MONITOR_CHECK_TIMEOUT_MS), read).await {
-        Ok(Ok(page)) => page.into_iter().next().map(|info| info.signature),
+    match tokio::time::timeout(Duration::from_millis(MONITOR_CHECK_TIMEOUT_MS), read).await {
+        Ok(Ok(page)) => Ok(page.into_iter().next().map(|info| info.signature)),
         Ok(Err(e)) => {
-            tracing::warn!(monitor = %monitor.id, error = %e, "a monitor check's ledger read failed");
-            return CheckOutcome::Failed;
+            tracing::warn!(error = %e, "a monitor check's ledger read failed");
+            Err(CheckOutcome::Failed)
         }
-        Err(_) => return CheckOutcome::Failed,
-    };
-    let now_ms = now_unix_ms();
-    let previous =
-        cursor.clone().unwrap_or(WatchCursor { last_signature: None, last_analysis_id: None, checked_at_ms: 0 });
-    if !baseline && newest.is_none() {
-        let quiet = WatchCursor { checked_at_ms: now_ms, ..previous };
-        return match registry.keep_cursor(&monitor.id, wallet, &quiet) {
-            Ok(()) => CheckOutcome::Quiet,
-            Err(_) => CheckOutcome::Failed,
-        };
+        Err(_) => Err(CheckOutcome::Failed),
     }
-    let Some(analysis_id) = reanalyze(context, monitor, wallet, !baseline, now_ms).await else {
-        return CheckOutcome::Refused;
-    };
-    let moved = WatchCursor {
-        last_signature: newest.or(previous.last_signature),
-        last_analysis_id: Some(analysis_id),
-        checked_at_ms: now_ms,
-    };
-    match registry.keep_cursor(&monitor.id, wallet, &moved) {
-        Ok(()) => CheckOutcome::Active,
+}
+
+/// A claim whose check died (killed between its claim and its cursor's move): when the
+/// re-analysis it claimed for was admitted — the account's newest job of the wallet is this
+/// monitor's and no older than the claim — the cursor moves past it now (no second
+/// re-analysis, so no second event). `None` when it was not: the check goes on as if there
+/// were no claim (its own claim replaces the dead one).
+fn finish_dead_claim(
+    context: &Context,
+    monitor: &MonitorRecord,
+    wallet: &Pubkey,
+    cursor: &WatchCursor,
+    pending: &PendingCheck,
+    expect: Expect,
+) -> Option<CheckOutcome> {
+    let text = wallet.to_base58();
+    let newest = match context.deps.registry.store().latest_for(&monitor.account, Subject::Wallet(&text)) {
+        Ok(newest) => newest,
         Err(e) => {
-            tracing::warn!(monitor = %monitor.id, error = ?e, "keeping a watch cursor failed; the next check sees the activity again");
-            CheckOutcome::Failed
+            tracing::warn!(monitor = %monitor.id, error = %e, "reading a wallet's newest job failed");
+            return Some(CheckOutcome::Failed);
         }
-    }
+    };
+    let admitted = newest.filter(|job| {
+        job.created_at_ms >= pending.claimed_at_ms && job.monitor.as_ref().is_some_and(|m| m.monitor_id == monitor.id)
+    })?;
+    let moved = WatchCursor {
+        last_signature: pending.signature.clone().or(cursor.last_signature.clone()),
+        last_analysis_id: Some(admitted.id),
+        checked_at_ms: now_unix_ms(),
+        pending: None,
+    };
+    Some(match context.deps.registry.write_cursor(&monitor.id, wallet, &moved, expect) {
+        Ok(true) => CheckOutcome::Active,
+        Ok(false) => CheckOutcome::Claimed,
+        Err(_) => CheckOutcome::Failed,
+    })
 }
 
 /// Admits the re-analysis of `wallet` for `monitor` (`refresh`: always new work; the baseline
@@ -333,4 +451,28 @@ fn key_of(keys: &KeyTable, monitor: &MonitorRecord, now_ms: u64) -> Option<Arc<K
     let id = KeyId::parse(&monitor.key_id).ok()?;
     let key = keys.successor_of(&keys.get(&id)?);
     (key.state_at(now_ms) == KeyState::Active).then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_spread_and_move_only_what_a_leaving_node_held() {
+        let nodes: Vec<String> = (0..3).map(|i| format!("node-{i}")).collect();
+        let monitors: Vec<String> = (0..300).map(|i| format!("mon_{i}")).collect();
+        let before: Vec<&String> = monitors.iter().map(|m| owner_of(m, &nodes).expect("an owner")).collect();
+        for node in &nodes {
+            let held = before.iter().filter(|o| **o == node).count();
+            assert!((60..=140).contains(&held), "{node} holds {held} of 300");
+        }
+        let left: Vec<String> = nodes[..2].to_vec();
+        for (monitor, was) in monitors.iter().zip(&before) {
+            let now = owner_of(monitor, &left).expect("an owner");
+            if *was != &nodes[2] {
+                assert_eq!(now, *was, "{monitor} moved though its node stayed");
+            }
+        }
+        assert_eq!(owner_of("mon_1", &[]), None);
+    }
 }

@@ -588,7 +588,11 @@ mod tests {
         let mut j = job();
         j.account.clear();
         assert!(j.validate().is_err());
-        let big = Completion::Ready { payload_json: vec![b' '; RESULT_BYTES_MAX + 1], engine_version: "1".into() };
+        let big = Completion::Ready {
+            payload_json: vec![b' '; RESULT_BYTES_MAX + 1],
+            engine_version: "1".into(),
+            event: None,
+        };
         assert!(big.validate().is_err());
         let long = Completion::Failed { code: "X".into(), message: "m".repeat(ERROR_MESSAGE_BYTES_MAX + 1) };
         assert!(long.validate().is_err());

@@ -398,7 +398,9 @@ impl Worker {
             .post(attempt.claim.url.as_str())
             .header("content-type", "application/json")
             .header(SIGNATURE_HEADER, attempt.signature.as_str())
-            .header("xray-webhook-id", attempt.job.id.as_str())
+            // A monitor's event is named by its event id, the same on every attempt and
+            // redelivery; a job's callback by the job's id.
+            .header("xray-webhook-id", attempt.job.event().map_or(attempt.job.id.as_str(), |e| e.id.as_str()))
             .header("xray-delivery-attempt", attempt.claim.attempts.to_string())
             .body(attempt.body.clone());
         match request.send().await {
@@ -493,6 +495,7 @@ mod tests {
             starts: 1,
             idempotency_digest: None,
             callback: Some(Callback::pending(format!("https://hooks.example/{id}"))),
+            monitor: None,
         }
     }
 

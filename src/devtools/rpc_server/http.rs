@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,53 +32,12 @@ use tokio::sync::Semaphore;
 use super::faults::{FaultKind, FaultPlan, FaultSchedule};
 use super::hostile::Hostile;
 use super::methods;
+use super::stats::ServerStats;
 use crate::config;
 use crate::config::{RPC_SERVER_ACCEPT_RETRY_DELAY_MS, RPC_SERVER_HEADER_READ_TIMEOUT_MS};
 use crate::ledger::read::LedgerSource;
 
 type Body = UnsyncBoxBody<Bytes, std::io::Error>;
-
-/// Counters a test (or an operator) can read from any thread.
-#[derive(Debug, Default)]
-pub struct ServerStats {
-    requests: AtomicU64,
-    faults: AtomicU64,
-    /// JSON-RPC calls answered, by method, a batch's items one by one (what a provider bills).
-    calls: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
-}
-
-impl ServerStats {
-    /// JSON-RPC calls answered so far, by method (a batch of 50 counts 50).
-    pub fn calls(&self) -> std::collections::BTreeMap<String, u64> {
-        self.calls.lock().clone()
-    }
-
-    /// JSON-RPC calls answered so far, every method together.
-    pub fn calls_total(&self) -> u64 {
-        self.calls.lock().values().sum()
-    }
-
-    pub(super) fn count_call(&self, method: &str) {
-        let mut calls = self.calls.lock();
-        match calls.get_mut(method) {
-            Some(count) => *count += 1,
-            // Bounded: only methods the server answers reach here (see `methods::call`).
-            None => {
-                calls.insert(method.to_owned(), 1);
-            }
-        }
-    }
-
-    /// HTTP requests received (a batch is one).
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
-    }
-
-    /// Requests that were answered with a fault.
-    pub fn faults(&self) -> u64 {
-        self.faults.load(Ordering::Relaxed)
-    }
-}
 
 /// What every connection of one server shares.
 struct Shared<S> {

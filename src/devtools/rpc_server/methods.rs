@@ -26,7 +26,7 @@ use crate::ledger::wire::{self, RpcErrorObject, RpcRequest, RpcResponse, Value, 
 use crate::ledger::LedgerError;
 use crate::pubkey::{Pubkey, Signature};
 
-use super::http::ServerStats;
+use super::stats::ServerStats;
 
 /// `before`, `until` and `limit` of a `getSignaturesForAddress` call.
 type SignaturesConfig = (Option<Signature>, Option<Signature>, u32);

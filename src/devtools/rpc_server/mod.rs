@@ -17,6 +17,7 @@ mod faults;
 mod hostile;
 mod http;
 mod methods;
+mod stats;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -29,8 +30,9 @@ use tokio::sync::oneshot;
 
 pub use faults::{FaultKind, FaultPlan, FaultSchedule, FAULT_LATENCY_MS_MAX, FAULT_RETRY_AFTER_S_MAX};
 pub use hostile::Hostile;
-pub use http::{serve, ServerStats};
+pub use http::serve;
 pub use methods::{answer, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+pub use stats::ServerStats;
 
 use crate::config::SourceSpec;
 use crate::ledger::rpc::RpcOptions;

@@ -177,6 +177,23 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
         description: "Not a wallet: a DEX pool state account owned by a program, with data, at a program-derived address: off the curve, so refused before the ledger is read (which would say program_owned).",
         expected_signals: &["not_eligible:off_curve"],
     },
+    // The timeline wallets: ordinary until their event, which only a timeline ledger has
+    // (`demo+timeline`; see `timeline`). Their expected signals are the plain demo's.
+    ArchetypeDef {
+        name: "timeline_delegate",
+        description: "Ordinary wallet (SOL and DUSD from its funder, payments to a merchant) until 60 s after a demo+timeline ledger starts: then it approves an unlimited delegate, an unknown address, on its DUSD account (open_token_delegation from then on).",
+        expected_signals: &[],
+    },
+    ArchetypeDef {
+        name: "timeline_dust",
+        description: "Ordinary wallet that pays a friend, until 90 s after a demo+timeline ledger starts: then a look-alike of the friend (same first and last 4 characters) sends it dust, SOL and one DUSD base unit (address_poisoning_received from then on).",
+        expected_signals: &[],
+    },
+    ArchetypeDef {
+        name: "timeline_quiet",
+        description: "Ordinary wallet (SOL and DUSD from its funder, payments to a merchant) that stays quiet on every timeline: nothing new ever happens to it.",
+        expected_signals: &[],
+    },
 ];
 
 /// `(name, label, kind)` of every flagged address; the name derives the address.
@@ -309,6 +326,10 @@ pub struct Cast {
     pub busy_trader: Pubkey,
     pub new_wallet: Pubkey,
     pub dormant_woke: Pubkey,
+    // Timeline archetype wallets (`timeline`).
+    pub timeline_delegate: Pubkey,
+    pub timeline_dust: Pubkey,
+    pub timeline_quiet: Pubkey,
     // Counterparties.
     pub exchanges: [Pubkey; 3],
     pub alice: Pubkey,
@@ -345,6 +366,14 @@ pub struct Cast {
     /// The trader peers' DUSD accounts.
     pub peer_atas: [Pubkey; 2],
     pub dex_admin: Pubkey,
+    /// The timeline wallets' own counterparties (none of them ever meets the rest of the
+    /// cast, so the timeline leaves every other history as it is): funder, merchant, the
+    /// friend `timeline_dust` pays, its look-alike, and the unknown delegate.
+    pub timeline_funder: Pubkey,
+    pub timeline_merchant: Pubkey,
+    pub timeline_friend: Pubkey,
+    pub timeline_lookalike: Pubkey,
+    pub timeline_unknown_delegate: Pubkey,
     // Flagged.
     pub drainer_a: DemoProgram,
     pub drainer_b: DemoProgram,
@@ -386,6 +415,7 @@ impl Cast {
         let friend = aux("friend");
         let busy_trader = wallet("busy_trader");
         let trader_peers = [aux("trader-peer-1"), aux("trader-peer-2")];
+        let timeline_friend = aux("timeline-friend");
         Cast {
             clean: wallet("clean"),
             open_delegation: wallet("open_delegation"),
@@ -410,6 +440,9 @@ impl Cast {
             busy_trader,
             new_wallet: wallet("new_wallet"),
             dormant_woke: wallet("dormant_woke"),
+            timeline_delegate: wallet("timeline_delegate"),
+            timeline_dust: wallet("timeline_dust"),
+            timeline_quiet: wallet("timeline_quiet"),
             exchanges: [aux("exchange-1"), aux("exchange-2"), aux("exchange-3")],
             alice: aux("alice"),
             bob: aux("bob"),
@@ -442,6 +475,12 @@ impl Cast {
             trader_atas: [&dusd, &demo, &dbonk].map(|m| m.ata(&busy_trader)),
             peer_atas: trader_peers.map(|p| dusd.ata(&p)),
             dex_admin: aux("dex-admin"),
+            timeline_funder: aux("timeline-funder"),
+            timeline_merchant: aux("timeline-merchant"),
+            timeline_friend,
+            timeline_lookalike: keys::lookalike(&timeline_friend, "lookalike:timeline-friend")
+                .unwrap_or_else(|| aux("timeline-lookalike")),
+            timeline_unknown_delegate: aux("timeline-unknown-delegate"),
             drainer_a: DemoProgram::new(flagged("drainer-program-a")),
             drainer_b: DemoProgram::new(flagged("drainer-program-b")),
             attacker: flagged("attacker"),
@@ -499,6 +538,9 @@ impl Cast {
             "busy_trader" => self.busy_trader,
             "new_wallet" => self.new_wallet,
             "dormant_woke" => self.dormant_woke,
+            "timeline_delegate" => self.timeline_delegate,
+            "timeline_dust" => self.timeline_dust,
+            "timeline_quiet" => self.timeline_quiet,
             "token_mint" => self.dusd.key,
             "token_account" => self.dusd.ata(&self.clean),
             "drainer_program" => self.drainer_a.id,
@@ -569,6 +611,15 @@ mod tests {
         let (f, l) = (cast.friend.to_string(), cast.lookalike.to_string());
         assert_ne!(f, l);
         assert_eq!((&f[..4], &f[f.len() - 4..]), (&l[..4], &l[l.len() - 4..]));
+    }
+
+    #[test]
+    fn timeline_lookalike_shares_both_ends_with_its_friend() {
+        let cast = Cast::new();
+        let (f, l) = (cast.timeline_friend.to_string(), cast.timeline_lookalike.to_string());
+        assert_ne!(f, l);
+        assert_eq!((&f[..4], &f[f.len() - 4..]), (&l[..4], &l[l.len() - 4..]));
+        assert!(cast.timeline_lookalike.is_on_curve());
     }
 
     #[test]

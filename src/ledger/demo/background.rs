@@ -197,7 +197,7 @@ impl Background {
         match id {
             TxId::BgPair { round, low } => self.pair_event(round, low),
             TxId::BgFund { child } => self.fund_event(child),
-            TxId::World(_) | TxId::Busy(_) => None,
+            TxId::World(_) | TxId::Busy(_) | TxId::Timeline { .. } => None,
         }
     }
 

@@ -196,32 +196,41 @@ pub enum TxId {
     BgPair { round: u8, low: u32 },
     /// The funding of background wallet `child` by its hub.
     BgFund { child: u32 },
+    /// The `n`-th transaction of the timeline wallets, oldest first: their ordinary history
+    /// (`action` 0, `at_s` 0), then the timeline's events (`action` and `at_s` say which and
+    /// when, so another script's event `n` has another signature).
+    Timeline { n: u32, action: u8, at_s: u64 },
 }
 
 const PAYLOAD_LEN: usize = 16;
 
 impl TxId {
     fn payload(self) -> [u8; PAYLOAD_LEN] {
-        let (kind, round, a) = match self {
-            TxId::World(n) => (1u8, 0u8, n),
-            TxId::Busy(n) => (2, 0, n),
-            TxId::BgPair { round, low } => (3, round, low),
-            TxId::BgFund { child } => (4, 0, child),
+        // Bytes 8..16 are zero for every kind but `Timeline`, so older ids keep their bytes.
+        let (kind, round, a, b) = match self {
+            TxId::World(n) => (1u8, 0u8, n, 0u64),
+            TxId::Busy(n) => (2, 0, n, 0),
+            TxId::BgPair { round, low } => (3, round, low, 0),
+            TxId::BgFund { child } => (4, 0, child, 0),
+            TxId::Timeline { n, action, at_s } => (5, action, n, at_s),
         };
         let mut p = [0u8; PAYLOAD_LEN];
         p[0] = kind;
         p[1] = round;
         p[4..8].copy_from_slice(&a.to_le_bytes());
+        p[8..16].copy_from_slice(&b.to_le_bytes());
         p
     }
 
     fn from_payload(p: &[u8; PAYLOAD_LEN]) -> Option<TxId> {
         let a = u32::from_le_bytes([p[4], p[5], p[6], p[7]]);
+        let b = u64::from_le_bytes([p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]]);
         Some(match p[0] {
             1 => TxId::World(a),
             2 => TxId::Busy(a),
             3 => TxId::BgPair { round: p[1], low: a },
             4 => TxId::BgFund { child: a },
+            5 => TxId::Timeline { n: a, action: p[1], at_s: b },
             _ => return None,
         })
     }
@@ -367,6 +376,7 @@ mod tests {
             TxId::Busy(3_599),
             TxId::BgPair { round: 23, low: 131_071 },
             TxId::BgFund { child: 1_024 },
+            TxId::Timeline { n: 3, action: 2, at_s: 86_400 },
         ];
         for id in ids {
             let sig = id.signature(7);
@@ -375,6 +385,16 @@ mod tests {
         }
         assert_eq!(TxId::decode(&Signature([9; 64]), 7), None);
         assert_ne!(TxId::World(1).signature(7), TxId::World(2).signature(7));
+        let event = |at_s| TxId::Timeline { n: 20, action: 1, at_s }.signature(7);
+        assert_ne!(event(1), event(2), "another time is another transaction");
+    }
+
+    /// The signatures of the existing kinds are what they were before `Timeline` widened the
+    /// payload (pinned: a demo's signatures never change).
+    #[test]
+    fn older_signatures_keep_their_bytes() {
+        let pinned = "3jnoPQTw3kAZFevzHswhLzchRH6itwXjmqfNHVb27pc17YaLL4Au4fVkv2aZ2N7f2jE9ineoJqYy5UxmDTFfvn5T";
+        assert_eq!(TxId::World(0).signature(1).to_string(), pinned);
     }
 
     #[test]

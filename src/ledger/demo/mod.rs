@@ -3,18 +3,24 @@
 //!
 //! Owns: `DemoLedger` — the named archetype wallets (built eagerly by `new`, a few hundred
 //! transactions), the busy trader's thousands of trades (a compact table, rendered on
-//! demand) and the background population of `config::DEMO_POPULATION_LEN` wallets (nothing
-//! kept; derived per address) — and the catalog `xray demo list` prints. Constructed on any
-//! thread (the CLI's or a compute thread's) and then only read; `&self` methods are pure.
+//! demand), the background population of `config::DEMO_POPULATION_LEN` wallets (nothing
+//! kept; derived per address) and the timeline wallets (`timeline`: ordinary histories, and
+//! under `demo+timeline` or `demo+script=<file>` the events that happen to them as time
+//! passes) — and the catalog `xray demo list` prints. Constructed on any thread (the CLI's or
+//! a compute thread's) and then only read; `&self` methods are pure, except that a timeline
+//! ledger's calls read the wall clock once each, to know which events have happened.
 //!
-//! Invariant: same seed → byte-identical responses. Archetype, flagged, mint and auxiliary
+//! Invariant: same seed → byte-identical responses (a timeline ledger's: same seed, same
+//! events and the same events happened). Archetype, flagged, mint and auxiliary
 //! addresses come from fixed names and never depend on the seed (see `actors`); the seed
 //! drives amounts, timing jitter, the busy trader's trades and the background population.
 //! Invariant: a transaction appears, with the same signature and content, in the history of
 //! every non-builtin account it names; pre/post balances chain from one transaction to the
 //! next and end at the current account state.
-//! Invariant: an address that is neither an archetype, an auxiliary account nor a background
-//! account does not exist (account `null`, no history, no token accounts).
+//! Invariant: an address that is neither an archetype, an auxiliary account, a background
+//! account nor one of the timeline's counterparties does not exist (account `null`, no
+//! history, no token accounts); the timeline's unknown delegate has no account, only the
+//! approve naming it in its history once that has happened.
 //! Deliberately absent: histories of real program ids and sysvars (a node's would be the whole
 //! chain), program-data accounts of the synthetic programs, `rewards` and `status` in
 //! transaction meta (the wire types do not carry them), and background transactions in the
@@ -28,12 +34,13 @@ pub mod emit;
 pub mod keys;
 pub mod simulate;
 pub mod state;
+pub mod timeline;
 pub mod tx;
 pub mod world;
 
 use serde::Serialize;
 
-use crate::config;
+use crate::config::{self, SourceSpec};
 use crate::ledger::model::TokenProgram;
 use crate::ledger::read::LedgerSource;
 use crate::ledger::wire::{KeyedAccount, RpcContext, SignatureInfo, TransactionResult, UiAccount, WithContext};
@@ -46,6 +53,7 @@ use background::{Background, BgAccount};
 use busy::Busy;
 use keys::TxId;
 use state::{token_program_of, Acct, State};
+use timeline::{Timeline, TimelineMoment, TimelinePlan, TIMELINE_ARCHETYPES};
 use tx::TxFailure;
 use world::World;
 
@@ -57,6 +65,20 @@ pub struct ArchetypeInfo {
     pub address: String,
     pub description: &'static str,
     pub expected_signals: Vec<&'static str>,
+    /// A timeline archetype's event under the built-in timeline (`demo+timeline`); absent for
+    /// the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline_event: Option<TimelineEventInfo>,
+}
+
+/// When a timeline archetype's event happens under `demo+timeline` and what its X-Ray gains.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEventInfo {
+    /// Seconds after the timeline's start.
+    pub at_s: u64,
+    /// Signal kinds the X-Ray has from then on besides `expected_signals`.
+    pub signals_after: Vec<&'static str>,
 }
 
 /// One entry of an address's history before it is rendered.
@@ -75,12 +97,22 @@ pub struct DemoLedger {
     world: World,
     busy: Busy,
     background: Background,
+    timeline: Timeline,
 }
 
 impl DemoLedger {
-    /// Builds the archetype world and the busy trader's table; the background population is
-    /// not materialized.
+    /// Builds the archetype world, the busy trader's table and the timeline; the background
+    /// population is not materialized. `seed` is a demo seed, or a seed a timeline spec
+    /// (`demo+timeline`, `demo+script=<file>`) stands for (`SourceSpec::demo_timeline`): then
+    /// the ledger is that timeline's, of the seed it names.
     pub fn new(seed: u64) -> DemoLedger {
+        let (seed, plan) = match SourceSpec::demo_timeline(seed) {
+            None => (seed, TimelinePlan::none()),
+            Some(timeline) => match &timeline.script {
+                None => (timeline.seed, TimelinePlan::builtin()),
+                Some(script) => (timeline.seed, TimelinePlan::script(script.start_unix_ms, &script.events)),
+            },
+        };
         let cast = Box::new(Cast::new());
         let mut world = World::build(seed, &cast);
         let setup_slot = world
@@ -91,11 +123,18 @@ impl DemoLedger {
             .map_or(0, |t| t.spec.slot);
         let busy = Busy::build(seed, &cast, &mut world.state, setup_slot);
         let background = Background::new(seed, &cast);
-        DemoLedger { seed, cast, world, busy, background }
+        let timeline = Timeline::build(seed, &cast, &world.state, plan);
+        world.errors.extend(timeline.errors.iter().cloned());
+        DemoLedger { seed, cast, world, busy, background, timeline }
     }
 
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// The instant (Unix ms) a timeline ledger's events count from; `None` without events.
+    pub fn timeline_start_unix_ms(&self) -> Option<u64> {
+        self.timeline.start_unix_ms()
     }
 
     /// Every archetype with its address, description and expected signals.
@@ -107,6 +146,9 @@ impl DemoLedger {
                 address: self.cast.archetype(a.name).map(|k| k.to_string()).unwrap_or_default(),
                 description: a.description,
                 expected_signals: a.expected_signals.to_vec(),
+                timeline_event: TIMELINE_ARCHETYPES.iter().find(|d| d.name == a.name).and_then(|d| {
+                    Some(TimelineEventInfo { at_s: d.builtin_at_s?, signals_after: d.signals_after.to_vec() })
+                }),
             })
             .collect()
     }
@@ -155,24 +197,32 @@ impl DemoLedger {
         self.cast.auxiliary()
     }
 
-    /// Effects the archetype scripts could not apply as written; empty for a sound world.
+    /// Effects the archetype scripts (and the timeline) could not apply as written; empty for
+    /// a sound world.
     pub fn inconsistencies(&self) -> &[String] {
         &self.world.errors
     }
 
+    /// The account at `key` now (the simulation's view).
     fn account(&self, key: &Pubkey) -> Option<Acct> {
+        self.account_at(key, self.timeline.moment())
+    }
+
+    fn account_at(&self, key: &Pubkey, m: TimelineMoment) -> Option<Acct> {
         match self.world.state.get(key) {
             Some(a) if a.lamports > 0 => Some(a.clone()),
             Some(_) => None,
+            None if self.timeline.owns(key) => self.timeline.account(key, m),
             None => self.background.account(key),
         }
     }
 
-    fn token_accounts(&self, owner: &Pubkey, program: TokenProgram) -> Vec<(Pubkey, Acct)> {
+    fn token_accounts(&self, owner: &Pubkey, program: TokenProgram, m: TimelineMoment) -> Vec<(Pubkey, Acct)> {
         let world = self.world.state.iter().filter(|(_, a)| {
             token_program_of(&a.owner) == Some(program) && a.token().is_some_and(|t| t.owner == *owner)
         });
         let mut out: Vec<(Pubkey, Acct)> = world.map(|(k, a)| (*k, a.clone())).collect();
+        out.extend(self.timeline.token_accounts(owner, program, m));
         if let (Some(BgAccount::Wallet(i)), TokenProgram::Token) = (self.background.identify(owner), program) {
             out.extend(self.background.token_accounts(i));
         }
@@ -188,17 +238,18 @@ impl DemoLedger {
         world.map(|(k, a)| (*k, a.clone())).collect()
     }
 
-    /// The slot of one of this ledger's transactions.
-    fn slot_of(&self, signature: &Signature) -> Option<u64> {
+    /// The slot of one of this ledger's transactions (that exists at `m`).
+    fn slot_of(&self, signature: &Signature, m: TimelineMoment) -> Option<u64> {
         match TxId::decode(signature, self.seed)? {
             TxId::World(n) => self.world.txs.get(n as usize).map(|t| t.spec.slot),
             TxId::Busy(j) => self.busy.slot(j),
             id @ (TxId::BgPair { .. } | TxId::BgFund { .. }) => self.background.event(id).map(|e| e.slot),
+            id @ TxId::Timeline { .. } => self.timeline.transaction(id, m).map(|t| t.spec.slot),
         }
     }
 
-    /// Every transaction naming `key`, newest first (slot, then signature, descending).
-    fn history(&self, key: &Pubkey) -> Vec<Entry> {
+    /// Every transaction naming `key` at `m`, newest first (slot, then signature, descending).
+    fn history(&self, key: &Pubkey, m: TimelineMoment) -> Vec<Entry> {
         let mut out: Vec<Entry> = Vec::new();
         for &n in self.world.index.get(key).map(Vec::as_slice).unwrap_or(&[]) {
             if let Some(t) = self.world.txs.get(n as usize) {
@@ -228,6 +279,9 @@ impl DemoLedger {
                 out.push(Entry { slot: e.slot, signature, failure: None, memo: self.background.memo(&e) });
             }
         }
+        for t in self.timeline.history(key, m) {
+            out.push(Entry { slot: t.spec.slot, signature: t.signature, failure: t.spec.failure, memo: t.spec.memo() });
+        }
         out.sort_by_key(|e| std::cmp::Reverse((e.slot, e.signature)));
         out
     }
@@ -238,11 +292,15 @@ impl DemoLedger {
         compiled.keys.iter().filter_map(|k| self.world.state.get(&k.pubkey).map(|a| (k.pubkey, a.clone()))).collect()
     }
 
-    fn transaction(&self, signature: &Signature) -> Option<TransactionResult> {
+    fn transaction(&self, signature: &Signature, m: TimelineMoment) -> Option<TransactionResult> {
         let id = TxId::decode(signature, self.seed)?;
         let (spec, compiled, exec) = match id {
             TxId::World(n) => {
                 let t = self.world.txs.get(n as usize)?;
+                return Some(emit::transaction(&t.spec, &t.compiled, &t.exec, &t.signature, self.seed));
+            }
+            TxId::Timeline { .. } => {
+                let t = self.timeline.transaction(id, m)?;
                 return Some(emit::transaction(&t.spec, &t.compiled, &t.exec, &t.signature, self.seed));
             }
             TxId::Busy(j) => {
@@ -271,8 +329,11 @@ fn keyed(accounts: Vec<(Pubkey, Acct)>) -> Vec<KeyedAccount> {
     accounts.into_iter().map(|(k, a)| KeyedAccount { pubkey: k.to_string(), account: emit::account(&a) }).collect()
 }
 
-fn ctx<T>(value: T) -> WithContext<T> {
-    WithContext { context: RpcContext { slot: clock::AS_OF_SLOT }, value }
+impl DemoLedger {
+    /// `value` as read at `m`: at the as-of slot, or at the last visible timeline event's.
+    fn ctx<T>(&self, value: T, m: TimelineMoment) -> WithContext<T> {
+        WithContext { context: RpcContext { slot: self.timeline.context_slot(m) }, value }
+    }
 }
 
 impl LedgerSource for DemoLedger {
@@ -285,7 +346,8 @@ impl LedgerSource for DemoLedger {
     }
 
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
-        Ok(ctx(self.account(address).as_ref().map(emit::account)))
+        let m = self.timeline.moment();
+        Ok(self.ctx(self.account_at(address, m).as_ref().map(emit::account), m))
     }
 
     async fn simulate_transaction(
@@ -302,7 +364,8 @@ impl LedgerSource for DemoLedger {
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
         crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
-        Ok(ctx(addresses.iter().map(|a| self.account(a).as_ref().map(emit::account)).collect()))
+        let m = self.timeline.moment();
+        Ok(self.ctx(addresses.iter().map(|a| self.account_at(a, m).as_ref().map(emit::account)).collect(), m))
     }
 
     async fn get_token_accounts_by_owner(
@@ -310,14 +373,16 @@ impl LedgerSource for DemoLedger {
         owner: &Pubkey,
         program: TokenProgram,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
-        Ok(ctx(keyed(self.token_accounts(owner, program))))
+        let m = self.timeline.moment();
+        Ok(self.ctx(keyed(self.token_accounts(owner, program, m)), m))
     }
 
     async fn get_nonce_accounts_by_authority(
         &self,
         authority: &Pubkey,
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
-        Ok(ctx(keyed(self.nonce_accounts(authority))))
+        let m = self.timeline.moment();
+        Ok(self.ctx(keyed(self.nonce_accounts(authority)), m))
     }
 
     async fn get_signatures_for_address(
@@ -327,16 +392,17 @@ impl LedgerSource for DemoLedger {
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
         crate::ledger::read::check_signatures_limit(limit)?;
+        let m = self.timeline.moment();
         // As a node does: a `before` signature it does not know yields an empty page.
         let start = match before {
             None => None,
-            Some(sig) => match self.slot_of(sig) {
+            Some(sig) => match self.slot_of(sig, m) {
                 Some(slot) => Some((slot, *sig)),
                 None => return Ok(Vec::new()),
             },
         };
         Ok(self
-            .history(address)
+            .history(address, m)
             .into_iter()
             .filter(|e| start.is_none_or(|s| (e.slot, e.signature) < s))
             .take(limit as usize)
@@ -352,6 +418,7 @@ impl LedgerSource for DemoLedger {
                 signatures.len()
             )));
         }
-        Ok(signatures.iter().map(|s| self.transaction(s)).collect())
+        let m = self.timeline.moment();
+        Ok(signatures.iter().map(|s| self.transaction(s, m)).collect())
     }
 }

@@ -189,6 +189,11 @@ impl EtcdStore {
         self.run(|db| async move { db.live_nodes().await })
     }
 
+    /// The ids of the nodes whose lease is alive (this one's included).
+    pub fn live_node_ids(&self) -> StoreResult<Vec<String>> {
+        self.run(|db| async move { db.live_node_ids().await })
+    }
+
     /// Up to `limit` live jobs and their owners.
     pub fn owners(&self, limit: usize) -> StoreResult<Vec<Owned>> {
         self.run(|db| async move { db.owners(limit).await })

@@ -97,6 +97,20 @@ impl Db {
         Ok(usize::try_from(response.count()).unwrap_or(0).max(1))
     }
 
+    /// The ids of the nodes whose lease is alive (this one included), at most
+    /// `STORE_PAGE_LEN_MAX`, in key order.
+    pub async fn live_node_ids(&self) -> StoreResult<Vec<String>> {
+        let family = self.layout.family(b'n');
+        let to = enc::prefix_end(&family).unwrap_or_default();
+        let options = GetOptions::new().with_range(to).with_keys_only().with_limit(STORE_PAGE_LEN_MAX as i64);
+        let response = self.get(family, Some(options)).await?;
+        let mut ids = Vec::with_capacity(response.kvs().len());
+        for kv in response.kvs() {
+            ids.push(String::from_utf8_lossy(self.layout.tail(b'n', kv.key())?).into_owned());
+        }
+        Ok(ids)
+    }
+
     /// Up to `limit` live jobs (running first, then queued, oldest first) with their owners.
     pub async fn owners(&self, limit: usize) -> StoreResult<Vec<Owned>> {
         let limit = limit.min(STORE_PAGE_LEN_MAX);

@@ -7,6 +7,7 @@ mod hostile;
 mod idempotency;
 mod jobs;
 mod ledger_cache;
+mod monitor_events;
 mod monitors;
 mod limits;
 mod openapi;

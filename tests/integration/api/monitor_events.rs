@@ -1,0 +1,211 @@
+//! Monitor events over real loopback HTTP against a demo ledger that moves (a timeline script:
+//! one wallet approves an unknown delegate, one receives dust from a look-alike, one stays
+//! quiet): exactly the expected events, signed, with one id on every delivery; none for the
+//! quiet wallet; a restart between two events loses and repeats nothing; a receiver that keeps
+//! failing sees the retries and then the dead letter, and a redelivery sends the same event.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::monitors::{checked_once, create};
+use super::support::*;
+use super::webhooks::Receiver;
+use xray::webhooks::signature::verify;
+
+/// The timeline's wallets, by the names a script uses.
+fn timeline_wallet(name: &str) -> String {
+    let demo = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
+    demo.archetype(name).unwrap_or_else(|| panic!("archetype {name}")).to_base58()
+}
+
+/// A server over a demo timeline whose events happen `at_s` seconds after `start_ms`.
+fn timeline_server(
+    dir: &Path,
+    start_ms: u64,
+    events: &[(&str, u64)],
+    tweak: impl FnOnce(&mut xray::config::ServeConfig),
+) -> TestServer {
+    let mut script = format!("start_unix_ms = {start_ms}\n");
+    for (wallet, at_s) in events {
+        script.push_str(&format!("[[event]]\nwallet = \"{wallet}\"\nat_s = {at_s}\n"));
+    }
+    let path = dir.join("timeline.toml");
+    std::fs::write(&path, script).expect("script written");
+    let ledger = format!("demo+script={}", path.display()).parse().expect("a timeline spec");
+    serve(|c| {
+        c.ledger = ledger;
+        c.monitor_interval_s = 1;
+        c.webhook_allow_hosts = vec!["127.0.0.1".into()];
+        tweak(c)
+    })
+}
+
+fn secret_for(server: &TestServer, key: &TestKey) -> String {
+    let reply = server.admin("POST", &format!("/v1/admin/accounts/{}/webhook-secret", key.account));
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["secret"].as_str().expect("secret").to_owned()
+}
+
+/// The monitor's events (every page), after waiting until there are at least `n` (bounded).
+fn events_at_least(server: &TestServer, key: &str, id: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let events = all_events(server, key, id);
+        if events.len() >= n {
+            return events;
+        }
+        assert!(Instant::now() < deadline, "{} of {n} events within 30 s: {events:?}", events.len());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn all_events(server: &TestServer, key: &str, id: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let path = match &after {
+            Some(a) => format!("/v1/developer/monitors/{id}/events?limit=1&after={a}"),
+            None => format!("/v1/developer/monitors/{id}/events?limit=1"),
+        };
+        let reply = get(server.addr, &path, key);
+        assert_eq!(reply.status, 200, "{reply:?}");
+        out.extend(reply.data()["events"].as_array().expect("events").iter().cloned());
+        match reply.data()["nextAfter"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => return out,
+        }
+    }
+}
+
+fn wallets_of(events: &[Value]) -> BTreeSet<String> {
+    events.iter().map(|e| e["wallet"].as_str().expect("wallet").to_owned()).collect()
+}
+
+#[test]
+fn a_moving_ledger_makes_exactly_the_expected_events_signed_once_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 4_000;
+    let server = timeline_server(dir.path(), start_ms, &[("timeline_delegate", 1), ("timeline_dust", 2)], |_| {});
+    let key = server.key(KeyOptions::default());
+    let secret = secret_for(&server, &key);
+    let receiver = Receiver::start(&[200]);
+    let (delegate, dust, quiet) =
+        (timeline_wallet("timeline_delegate"), timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
+    let body = json!({"wallets": [delegate, dust, quiet], "callbackUrl": receiver.url(), "minSeverity": "low"});
+    let created = create(&server, &key.secret, &body);
+    assert_eq!(created.status, 201, "{created:?}");
+    let id = created.data()["id"].as_str().expect("id").to_owned();
+    checked_once(&server, &key.secret, &id);
+    assert!(xray::clock::now_unix_ms() < start_ms + 1_000, "the baselines took too long for the script");
+
+    let events = events_at_least(&server, &key.secret, &id, 2);
+    // A few intervals more: nothing else happens.
+    std::thread::sleep(Duration::from_secs(3));
+    let events_after = all_events(&server, &key.secret, &id);
+    assert_eq!(events_after.len(), 2, "{events_after:?}");
+    assert_eq!(wallets_of(&events), BTreeSet::from([delegate.clone(), dust.clone()]), "none for the quiet wallet");
+    for event in &events_after {
+        assert_eq!(event["type"], "risk_changed");
+        assert_eq!(event["monitorId"], id.as_str());
+        let analysis = event["analysisId"].as_str().expect("analysisId");
+        assert!(event["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{event}");
+        // The event's changes are its analysis' own.
+        let polled = server.finish(&analysis_path(analysis), &key.secret);
+        assert_eq!(polled.data()["xray"]["changes"], event["changes"], "{event}");
+    }
+    let got = receiver.wait_for(2);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(receiver.got.lock().expect("log").len(), 2, "one delivery per event");
+    for request in &got {
+        let signature = request.header("xray-signature").expect("Xray-Signature");
+        let now_s = xray::clock::now_unix_ms() / 1_000;
+        assert!(verify(&secret, signature, &request.body, now_s, 300).is_ok(), "{signature}");
+        let sent: Value = serde_json::from_slice(&request.body).expect("JSON");
+        let event_id = sent["data"]["event"]["id"].as_str().expect("event id");
+        assert_eq!(request.header("xray-webhook-id"), Some(event_id));
+        let listed = events_after.iter().find(|e| e["id"] == event_id).expect("a listed event");
+        let mut without_delivery = listed.clone();
+        without_delivery.as_object_mut().expect("event").remove("delivery");
+        assert_eq!(sent["data"]["event"], without_delivery);
+    }
+    let events = all_events(&server, &key.secret, &id);
+    assert!(events.iter().all(|e| e["delivery"]["status"] == "DELIVERED"), "{events:?}");
+}
+
+#[test]
+fn a_restart_between_two_events_loses_and_repeats_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 3_000;
+    let mut server = timeline_server(dir.path(), start_ms, &[("timeline_delegate", 1), ("timeline_dust", 6)], |_| {});
+    let key = server.key(KeyOptions::default());
+    let receiver = Receiver::start(&[200]);
+    secret_for(&server, &key);
+    let (delegate, dust) = (timeline_wallet("timeline_delegate"), timeline_wallet("timeline_dust"));
+    let body = json!({"wallets": [delegate, dust], "callbackUrl": receiver.url(), "minSeverity": "low"});
+    let id = create(&server, &key.secret, &body).data()["id"].as_str().expect("id").to_owned();
+    checked_once(&server, &key.secret, &id);
+    let first = events_at_least(&server, &key.secret, &id, 1);
+    server.restart();
+    events_at_least(&server, &key.secret, &id, 2);
+    std::thread::sleep(Duration::from_secs(3));
+    let events = all_events(&server, &key.secret, &id);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["id"], first[0]["id"], "the first event kept its id across the restart");
+    assert_eq!(wallets_of(&events), BTreeSet::from([delegate, dust]));
+    let got = receiver.wait_for(2);
+    let ids: BTreeSet<&str> = got.iter().filter_map(|r| r.header("xray-webhook-id")).collect();
+    assert_eq!(ids.len(), 2, "each event delivered, none twice: {ids:?}");
+}
+
+#[test]
+fn a_failing_receiver_sees_retries_then_a_dead_letter_and_a_redelivery_sends_the_same_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 2_500;
+    let server = timeline_server(dir.path(), start_ms, &[("timeline_delegate", 1)], |c| c.webhook_attempts_max = 3);
+    let key = server.key(KeyOptions::default());
+    secret_for(&server, &key);
+    // Three failures (the attempts allowed), then a receiver that answers.
+    let receiver = Receiver::start(&[500, 503, 500, 200]);
+    let body =
+        json!({"wallets": [timeline_wallet("timeline_delegate")], "callbackUrl": receiver.url(), "minSeverity": "low"});
+    let id = create(&server, &key.secret, &body).data()["id"].as_str().expect("id").to_owned();
+    let event = events_at_least(&server, &key.secret, &id, 1).remove(0);
+    let event_id = event["id"].as_str().expect("id").to_owned();
+    let got = receiver.wait_for(3);
+    assert!(got.iter().all(|r| r.header("xray-webhook-id") == Some(event_id.as_str())), "one id on every retry");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let dead = loop {
+        let event = all_events(&server, &key.secret, &id).remove(0);
+        if event["delivery"]["status"] == "FAILED" {
+            break event;
+        }
+        assert!(Instant::now() < deadline, "no dead letter within 20 s: {event}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(dead["delivery"]["attempts"], 3, "{dead}");
+    assert!(dead["delivery"]["lastError"].is_string(), "{dead}");
+
+    let path = format!("/v1/developer/monitors/{id}/events/{event_id}/redeliver");
+    let again = post(server.addr, &path, &key.secret, "");
+    assert_eq!(again.status, 202, "{again:?}");
+    assert_eq!(again.data()["event"]["id"], event_id.as_str());
+    let got = receiver.wait_for(4);
+    assert_eq!(got[3].header("xray-webhook-id"), Some(event_id.as_str()));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let event = all_events(&server, &key.secret, &id).remove(0);
+        if event["delivery"]["status"] == "DELIVERED" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not delivered again within 20 s: {event}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Another account cannot send it, nor an unknown event be sent.
+    let stranger = server.key(KeyOptions::default()).secret;
+    assert_eq!(post(server.addr, &path, &stranger, "").status, 404);
+    let unknown = format!("/v1/developer/monitors/{id}/events/evt_4vJ9JU1bJJE96FWSJKvHsm/redeliver");
+    assert_eq!(post(server.addr, &unknown, &key.secret, "").status, 404);
+}
