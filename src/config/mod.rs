@@ -98,6 +98,11 @@ pub const MONITOR_TICK_MS: u64 = 100;
 /// is a check that died mid-way (a kill, a lost node): the next check finishes or redoes it.
 /// Longer than any admission takes; shorter than an operator would wait for an event.
 pub const MONITOR_CLAIM_TTL_MS: u64 = 30_000;
+/// A check's admission of its re-analysis gives up after this long (its claim is dropped and
+/// the activity seen again next interval): well under `MONITOR_CLAIM_TTL_MS`.
+pub const MONITOR_ADMIT_TIMEOUT_MS: u64 = 10_000;
+/// Monitors read per page when a node reloads them.
+pub const MONITOR_RELOAD_PAGE_LEN: usize = 256;
 /// A check's upstream read gives up after this long (the next interval tries again).
 pub const MONITOR_CHECK_TIMEOUT_MS: u64 = 10_000;
 /// Events one page of `GET …/monitors/:id/events` holds at most (and its default).

@@ -218,6 +218,19 @@ impl Registry {
         Ok(self.cursor_at(id, wallet)?.0)
     }
 
+    /// Every cursor of the monitor (one scan), by wallet.
+    pub fn cursors(&self, id: &str) -> Result<Vec<(Pubkey, WatchCursor)>, RegistryError> {
+        let prefix = watch_prefix(id);
+        let docs = self.store.scan_docs(DocKind::Watch, &prefix, None, MONITOR_WALLETS_MAX)?;
+        Ok(docs
+            .into_iter()
+            .filter_map(|doc| {
+                let wallet = <[u8; 32]>::try_from(doc.key.get(prefix.len()..)?).ok().map(Pubkey::new)?;
+                Some((wallet, serde_json::from_slice(&doc.value).ok()?))
+            })
+            .collect())
+    }
+
     /// The cursor and what a write replacing it must expect (its revision, or its absence).
     pub fn cursor_at(&self, id: &str, wallet: &Pubkey) -> Result<(Option<WatchCursor>, Expect), RegistryError> {
         let Some(doc) = self.store.get_doc(DocKind::Watch, &watch_key(id, wallet))? else {
@@ -303,7 +316,11 @@ impl Registry {
                 ..was.clone()
             };
             match self.store.record_callback(&view.job.id, &was, &again) {
-                Ok(job) => return Ok(EventView { event: view.event, job }),
+                Ok(job) => {
+                    // Back in the outbox: the account's bound applies to it as to any webhook.
+                    crate::jobs::sink::trim_outbox(&*self.store, account);
+                    return Ok(EventView { event: view.event, job });
+                }
                 Err(StoreError::State { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }

@@ -40,7 +40,8 @@ use crate::auth::record::KeyState;
 use crate::auth::table::{KeyEntry, KeyTable};
 use crate::clock::now_unix_ms;
 use crate::config::{
-    self, SourceSpec, MONITOR_CHECK_TIMEOUT_MS, MONITOR_CLAIM_TTL_MS, MONITOR_RELOAD_MS, MONITOR_TICK_MS,
+    SourceSpec, MONITOR_ADMIT_TIMEOUT_MS, MONITOR_CHECK_TIMEOUT_MS, MONITOR_CLAIM_TTL_MS, MONITOR_RELOAD_MS,
+    MONITOR_RELOAD_PAGE_LEN, MONITOR_TICK_MS,
 };
 use crate::jobs::admission::{Admission, AdmitRequest, Decision, Work};
 use crate::ledger::cache::{Cached, LedgerCache};
@@ -197,34 +198,45 @@ fn reload(context: &Context, watches: &mut Watches, now_ms: u64) {
         None => true,
         Some((nodes, me)) => owner_of(&monitor.id, nodes).is_none_or(|owner| owner == me),
     };
-    let mut fresh: Watches = HashMap::with_capacity(watches.len());
-    let (mut after, mut left_out) = (None::<String>, 0u64);
+    // Every owned watch, grouped by account; then taken round-robin across accounts up to
+    // `watches_max`, so one account's monitors cannot crowd out the others'.
+    let mut by_account: std::collections::BTreeMap<String, Vec<(Arc<MonitorRecord>, Pubkey)>> = Default::default();
+    let mut after = None::<String>;
     loop {
-        let page = match context.deps.registry.all(after.as_deref(), config::STORE_PAGE_LEN_MAX) {
+        let page = match context.deps.registry.all(after.as_deref(), MONITOR_RELOAD_PAGE_LEN) {
             Ok(page) => page,
             Err(e) => {
                 tracing::warn!(error = ?e, "reading the monitors failed; the watches stay as they were");
                 return;
             }
         };
-        let full = page.len() == config::STORE_PAGE_LEN_MAX;
+        let full = page.len() == MONITOR_RELOAD_PAGE_LEN;
         after = page.last().map(|m| m.id.clone());
         for monitor in page.into_iter().filter(|m| owned(m)) {
             let monitor = Arc::new(monitor);
-            for wallet in monitor.pubkeys() {
-                if fresh.len() >= context.settings.watches_max {
-                    left_out += 1;
-                    continue;
-                }
-                let key = (monitor.id.clone(), wallet);
-                let (due_ms, busy) = watches.get(&key).map_or((now_ms, false), |w| (w.due_ms, w.busy));
-                fresh.insert(key, Watch { monitor: monitor.clone(), due_ms, busy });
-            }
+            let list = by_account.entry(monitor.account.clone()).or_default();
+            list.extend(monitor.pubkeys().into_iter().map(|wallet| (monitor.clone(), wallet)));
         }
         if !full {
             break;
         }
     }
+    let total: usize = by_account.values().map(Vec::len).sum();
+    let mut fresh: Watches = HashMap::with_capacity(total.min(context.settings.watches_max));
+    let mut lists: Vec<std::vec::IntoIter<(Arc<MonitorRecord>, Pubkey)>> =
+        by_account.into_values().map(Vec::into_iter).collect();
+    while fresh.len() < context.settings.watches_max && !lists.is_empty() {
+        lists.retain_mut(|list| match list.next() {
+            Some((monitor, wallet)) if fresh.len() < context.settings.watches_max => {
+                let key = (monitor.id.clone(), wallet);
+                let (due_ms, busy) = watches.get(&key).map_or((now_ms, false), |w| (w.due_ms, w.busy));
+                fresh.insert(key, Watch { monitor, due_ms, busy });
+                true
+            }
+            _ => false,
+        });
+    }
+    let left_out = total.saturating_sub(fresh.len()) as u64;
     MONITORS.set_watches(fresh.len() as u64, left_out);
     *watches = fresh;
 }
@@ -307,9 +319,14 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
             return outcome;
         }
     }
+    // A monitor whose key can no longer be charged costs nothing: no read, no write.
+    if key_of(&context.deps.keys, monitor, now_ms).is_none() {
+        return CheckOutcome::Refused;
+    }
     let baseline = cursor.last_analysis_id.is_none();
     let newest = match newest_signature(context, wallet, cursor.last_signature.as_deref()).await {
-        Ok(newest) => newest,
+        // The signature the cursor already holds is nothing new (a node that ignored `until`).
+        Ok(newest) => newest.filter(|n| cursor.last_signature.as_deref() != Some(n.as_str())),
         Err(outcome) => return outcome,
     };
     let written = |c: &WatchCursor, expect| registry.write_cursor(&monitor.id, wallet, c, expect);
@@ -330,7 +347,10 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
         Ok(false) => return CheckOutcome::Claimed,
         Err(_) => return CheckOutcome::Failed,
     }
-    let admitted = reanalyze(context, monitor, wallet, !baseline, now_ms).await;
+    // Bounded well under the claim's life, so no other check takes this claim for dead.
+    let admission = reanalyze(context, monitor, wallet, !baseline, now_ms);
+    let admitted =
+        tokio::time::timeout(Duration::from_millis(MONITOR_ADMIT_TIMEOUT_MS), admission).await.ok().flatten();
     let settled = match &admitted {
         Some(id) => WatchCursor {
             last_signature: newest.or(cursor.last_signature),

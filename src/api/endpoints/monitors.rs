@@ -178,7 +178,7 @@ fn changes_of(payload: &[u8]) -> Option<Vec<u8>> {
 fn page_limit(query: Option<&str>, default: usize, max: usize) -> Result<usize, ApiError> {
     let Some(text) = query_param(query, "limit") else { return Ok(default) };
     match text.parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) && text.len() <= 4 => Ok(n),
+        Ok(n) if (1..=max).contains(&n) && text.len() <= 4 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
         _ => Err(ApiError::InvalidRequest { field: "limit", message: "limit must be a whole number from 1 to 100" }),
     }
 }
@@ -193,9 +193,25 @@ impl Endpoints<'_> {
         Ok(ApiResponse::json(status, Bytes::from(body)))
     }
 
+    /// Watching wallets analyzes them (charged to this key): `wallet:analyze` too.
+    fn may_analyze(&self) -> Result<(), ApiError> {
+        match self.caller.key.scopes().contains(Scope::WalletAnalyze) {
+            true => Ok(()),
+            false => Err(ApiError::InsufficientScope { required_scope: Scope::WalletAnalyze, field: None }),
+        }
+    }
+
+    /// Steps 6 and 7 of every wallet a monitor is to watch, as `POST …/wallet` checks one:
+    /// `400 INVALID_ADDRESS` or `422 ACCOUNT_NOT_ELIGIBLE` (a mint, a program) naming `wallets`.
+    fn checked_wallets(&self, wallets: &[String]) -> Result<(), ApiError> {
+        wallets.iter().try_for_each(|w| super::checked_address("wallets", w, self.app).map(drop))
+    }
+
     /// `POST /v1/developer/monitors`
     pub async fn create_monitor(&self) -> Result<ApiResponse, ApiError> {
+        self.may_analyze()?;
         let body: MonitorRequest = parse_body(self.request)?;
+        self.checked_wallets(&body.wallets)?;
         self.checked_callback(Some(&body.callback_url))?;
         let now_ms = self.caller.now_ms;
         let monitor = MonitorRecord {
@@ -237,9 +253,10 @@ impl Endpoints<'_> {
     pub async fn get_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
         let monitor = self.own_monitor(id)?;
         let (interval_ms, now_ms) = (self.app.monitor_interval_ms, self.caller.now_ms);
+        let cursors = self.app.monitors.cursors(&monitor.id).map_err(registry_error)?;
         let mut watches = Vec::with_capacity(monitor.wallets.len());
         for (wallet, key) in monitor.wallets.iter().zip(monitor.pubkeys()) {
-            let cursor = self.app.monitors.cursor(&monitor.id, &key).map_err(registry_error)?;
+            let cursor = cursors.iter().find(|(w, _)| *w == key).map(|(_, c)| c.clone());
             watches.push(WatchBody {
                 wallet,
                 last_checked_at: cursor.as_ref().filter(|c| c.checked_at_ms > 0).map(|c| rfc3339_ms(c.checked_at_ms)),
@@ -257,6 +274,10 @@ impl Endpoints<'_> {
     /// `PATCH /v1/developer/monitors/:id`
     pub async fn change_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
         let body: MonitorPatchRequest = parse_body(self.request)?;
+        if !body.add_wallets.is_empty() {
+            self.may_analyze()?;
+            self.checked_wallets(&body.add_wallets)?;
+        }
         self.own_monitor(id)?;
         if let Some(url) = &body.callback_url {
             self.checked_callback(Some(url))?;

@@ -164,6 +164,17 @@ fn scope_listing(granted: &[&str]) -> Value {
             json!(["GET /v1/developer/intelligence/analysis/:id", "GET /v1/developer/intelligence/comparison/:pairId"])
         }
         "usage:read" => json!(["GET /v1/developer/usage"]),
+        "monitor:write" => json!([
+            "POST /v1/developer/monitors",
+            "PATCH /v1/developer/monitors/:id",
+            "DELETE /v1/developer/monitors/:id",
+            "POST /v1/developer/monitors/:id/events/:eventId/redeliver"
+        ]),
+        "monitor:read" => json!([
+            "GET /v1/developer/monitors",
+            "GET /v1/developer/monitors/:id",
+            "GET /v1/developer/monitors/:id/events"
+        ]),
         _ => json!(["POST /v1/developer/intelligence/transaction"]),
     };
     ALL_SCOPES

@@ -152,11 +152,19 @@ fn monitors_need_their_scopes_and_stay_in_their_account() {
     // Events carry an analysis' changes: analysis:read too.
     let events = get(server.addr, &format!("{path}/events"), &reader);
     assert_eq!((events.status, events.error()["details"]["requiredScope"].as_str()), (403, Some("analysis:read")));
-    // A monitor's webhook delivers changes: its creator needs analysis:read.
-    let writer = server.key(KeyOptions::scopes("monitor:write")).secret;
+    // Watching analyzes (charged): wallet:analyze. A monitor's webhook delivers changes: its
+    // creator needs analysis:read.
+    let watcher = server.key(KeyOptions::scopes("monitor:write,analysis:read")).secret;
+    let refused = create(&server, &watcher, &monitor_body(&[CLEAN]));
+    assert_eq!((refused.status, refused.error()["details"]["requiredScope"].as_str()), (403, Some("wallet:analyze")));
+    let writer = server.key(KeyOptions::scopes("monitor:write,wallet:analyze")).secret;
     let refused = create(&server, &writer, &monitor_body(&[CLEAN]));
     assert_eq!(refused.status, 403, "{refused:?}");
     assert_eq!(refused.error()["details"]["field"], "callbackUrl");
+    // A mint is no wallet to watch: refused as POST …/wallet refuses it.
+    let key = owner.as_str();
+    let mint = create(&server, key, &monitor_body(&[TOKEN_MINT]));
+    assert_eq!((mint.status, mint.error()["details"]["field"].as_str()), (422, Some("wallets")), "{mint:?}");
     let none = server.key(KeyOptions::scopes("wallet:analyze")).secret;
     assert_eq!(get(server.addr, MONITORS, &none).status, 403);
 }

@@ -1,8 +1,8 @@
 //! `docs/openapi.json` against the code: the document lists exactly the public routes and
 //! error codes, and real payloads of every demo archetype (X-Rays, comparisons), of every demo
 //! transaction scanned (`xray ledger demo-tx`) and of the running server (accepted, polls,
-//! status, usage, refusals) validate against its schemas — so the published description cannot
-//! drift from what the server sends.
+//! status, usage, monitors and their events' pages, refusals) validate against its schemas — so
+//! the published description cannot drift from what the server sends.
 //!
 //! The validator is a small subset of JSON Schema, enough for this document: `$ref`, `oneOf`,
 //! `type` (one or a list), `const`, `required`, `properties`, `additionalProperties`, `items`,
@@ -174,8 +174,10 @@ fn the_document_names_every_route_and_error_code() {
             item.keys().filter(|k| *k != "parameters").map(move |m| format!("{} {path}", m.to_uppercase()))
         })
         .collect();
-    let routes: BTreeSet<String> =
-        xray::api::Route::PATHS.iter().map(|r| r.replace(":id", "{id}").replace(":pairId", "{pairId}")).collect();
+    let routes: BTreeSet<String> = xray::api::Route::PATHS
+        .iter()
+        .map(|r| r.replace(":id", "{id}").replace(":pairId", "{pairId}").replace(":eventId", "{eventId}"))
+        .collect();
     assert_eq!(operations, routes);
     let codes: BTreeSet<&str> = schema(&doc, "ErrorObject")["properties"]["code"]["x-extensible-enum"]
         .as_array()
@@ -203,6 +205,8 @@ fn the_document_names_every_route_and_error_code() {
         "IDEMPOTENCY_KEY_IN_PROGRESS",
         // The transaction scan's (issue #29).
         "INVALID_TRANSACTION",
+        // The monitors' (issue #30).
+        "CONFLICT",
     ]);
     assert_eq!(codes, contract);
 }
@@ -375,6 +379,263 @@ fn every_scan_answer_matches_the_document() {
     let usage = get(server.addr, USAGE_PATH, k);
     assert_eq!(usage.data()["byOperation"]["transactionScan"], answered, "{usage:?}");
     assert_answer(&doc, "get", USAGE_PATH, &usage);
+}
+
+const MONITORS_PATH: &str = "/v1/developer/monitors";
+/// The document's templates of the monitors' paths.
+const MONITOR_T: &str = "/v1/developer/monitors/{id}";
+const EVENTS_T: &str = "/v1/developer/monitors/{id}/events";
+const REDELIVER_T: &str = "/v1/developer/monitors/{id}/events/{eventId}/redeliver";
+
+/// One request with a bearer key and, when given, a JSON body (any method: `PATCH`, `DELETE`).
+fn call(server: &TestServer, method: &str, path: &str, key: &str, body: Option<&Value>) -> Reply {
+    let auth = format!("Bearer {key}");
+    let mut headers = vec![("authorization", auth.as_str())];
+    if body.is_some() {
+        headers.push(("content-type", "application/json"));
+    }
+    raw(server.addr, method, path, &headers, &body.map(Value::to_string).unwrap_or_default())
+}
+
+/// `reply` has `status` and validates against the document's schema of that status.
+fn assert_documented(doc: &Value, method: &str, template: &str, reply: &Reply, status: u16) {
+    assert_eq!(reply.status, status, "{method} {template}: {reply:?}");
+    assert_answer(doc, method, template, reply);
+}
+
+#[test]
+fn the_monitors_answers_match_the_document() {
+    use serde_json::json;
+    let doc = document();
+    let server = serve(|c| {
+        c.monitor_interval_s = 1;
+        c.webhook_allow_hosts = vec!["127.0.0.1".into()];
+    });
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let hook = "http://127.0.0.1:9/hooks";
+    let monitor_path = |id: &str| format!("{MONITORS_PATH}/{id}");
+
+    // Create: one with thresholds, one with the defaults.
+    let body = json!({"wallets": [CLEAN, OPEN_DELEGATION], "callbackUrl": hook, "scoreDrop": 10});
+    let created = call(&server, "POST", MONITORS_PATH, k, Some(&body));
+    assert_documented(&doc, "post", MONITORS_PATH, &created, 201);
+    assert_eq!(created.data()["minSeverity"], "high", "the default: {created:?}");
+    assert!(created.data().get("watches").is_none(), "watches on GET one only: {created:?}");
+    let id = created.data_str("id");
+    let plain = call(&server, "POST", MONITORS_PATH, k, Some(&json!({"wallets": [SYBIL_A], "callbackUrl": hook})));
+    assert_documented(&doc, "post", MONITORS_PATH, &plain, 201);
+    assert_eq!(plain.data()["scoreDrop"], Value::Null, "{plain:?}");
+    let plain_id = plain.data_str("id");
+
+    // List: all on one page, then one per page.
+    let listed = get(server.addr, MONITORS_PATH, k);
+    assert_documented(&doc, "get", MONITORS_PATH, &listed, 200);
+    let mut ids: Vec<&str> =
+        listed.data()["monitors"].as_array().expect("monitors").iter().filter_map(|m| m["id"].as_str()).collect();
+    ids.sort_unstable();
+    let mut expected = vec![id.as_str(), plain_id.as_str()];
+    expected.sort_unstable();
+    assert_eq!((ids, &listed.data()["nextAfter"]), (expected.clone(), &Value::Null), "{listed:?}");
+    let first = get(server.addr, &format!("{MONITORS_PATH}?limit=1"), k);
+    assert_documented(&doc, "get", MONITORS_PATH, &first, 200);
+    assert_eq!(first.data()["nextAfter"], expected[0], "a full page names the next one's start: {first:?}");
+    let second = get(server.addr, &format!("{MONITORS_PATH}?limit=1&after={}", expected[0]), k);
+    assert_documented(&doc, "get", MONITORS_PATH, &second, 200);
+    assert_eq!(second.data()["monitors"][0]["id"], expected[1], "{second:?}");
+
+    // Read one once each wallet was checked (an interval of 1 s: the first check is at once).
+    let checked = eventually(
+        "every wallet checked once",
+        || get(server.addr, &monitor_path(&id), k),
+        |r| {
+            r.status != 200
+                || r.data()["watches"].as_array().is_some_and(|w| {
+                    w.len() == 2 && w.iter().all(|w| w["lastCheckedAt"].is_string() && w["lastAnalysisId"].is_string())
+                })
+        },
+    );
+    assert_documented(&doc, "get", MONITOR_T, &checked, 200);
+    assert!(checked.data()["lagging"].is_boolean(), "{checked:?}");
+    // The baselines are analyses of the account, in the documented shape.
+    let baseline = checked.data()["watches"][0]["lastAnalysisId"].as_str().expect("analysis id").to_owned();
+    let poll = server.finish(&analysis_path(&baseline), k);
+    assert_documented(&doc, "get", "/v1/developer/intelligence/analysis/{id}", &poll, 200);
+    // Each baseline is one charged walletAnalysis; the quiet checks after them are free.
+    let baselines = |u: &Usage| u.wallet_analysis == 3 && u.reserved == 0;
+    eventually("the three baselines are charged", || server.usage(k), baselines);
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let usage = get(server.addr, USAGE_PATH, k);
+    assert_documented(&doc, "get", USAGE_PATH, &usage, 200);
+    assert!(baselines(&Usage::of(usage.data())), "quiet checks are free: {usage:?}");
+
+    // Change: thresholds, wallets, scoreDrop cleared.
+    let change = json!({"minSeverity": "medium", "scoreDrop": null, "addWallets": [SYBIL_B], "removeWallets": [CLEAN]});
+    let changed = call(&server, "PATCH", &monitor_path(&id), k, Some(&change));
+    assert_documented(&doc, "patch", MONITOR_T, &changed, 200);
+    assert_eq!(changed.data()["wallets"], json!([OPEN_DELEGATION, SYBIL_B]), "{changed:?}");
+    assert_eq!((&changed.data()["minSeverity"], &changed.data()["scoreDrop"]), (&json!("medium"), &Value::Null));
+    let nothing = call(&server, "PATCH", &monitor_path(&id), k, Some(&json!({})));
+    assert_documented(&doc, "patch", MONITOR_T, &nothing, 200);
+
+    // Events: none on a ledger that does not move — an empty page, in the documented shape.
+    let events = get(server.addr, &format!("{}/events", monitor_path(&id)), k);
+    assert_documented(&doc, "get", EVENTS_T, &events, 200);
+    assert_eq!(events.data(), &json!({"events": [], "nextAfter": null}), "{events:?}");
+    let paged = get(server.addr, &format!("{}/events?limit=100", monitor_path(&id)), k);
+    assert_documented(&doc, "get", EVENTS_T, &paged, 200);
+
+    // Refusals, each against the schema of its own status.
+    let create = |body: Value| call(&server, "POST", MONITORS_PATH, k, Some(&body));
+    let change = |body: Value| call(&server, "PATCH", &monitor_path(&id), k, Some(&body));
+    let events_at = |query: &str| get(server.addr, &format!("{}/events{query}", monitor_path(&id)), k);
+    let redeliver =
+        |event: &str| call(&server, "POST", &format!("{}/events/{event}/redeliver", monitor_path(&id)), k, None);
+    let refusals = [
+        ("post", MONITORS_PATH, create(json!({"wallets": [], "callbackUrl": hook})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN, CLEAN], "callbackUrl": hook})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": ["nope"], "callbackUrl": hook})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": hook, "minSeverity": "severe"})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": hook, "scoreDrop": 0})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN]})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": "http://10.0.0.1/x"})), 400),
+        ("get", MONITORS_PATH, get(server.addr, &format!("{MONITORS_PATH}?limit=0"), k), 400),
+        ("patch", MONITOR_T, change(json!({"removeWallets": [OPEN_DELEGATION, SYBIL_B]})), 400),
+        ("patch", MONITOR_T, change(json!({"addWallets": "nope"})), 400),
+        ("get", EVENTS_T, events_at("?after=nope"), 400),
+        ("get", EVENTS_T, events_at("?limit=101"), 400),
+        ("get", EVENTS_T, events_at("?after=evt_1111"), 404),
+        ("get", MONITOR_T, get(server.addr, &monitor_path("mon_1111"), k), 404),
+        ("get", MONITOR_T, get(server.addr, &monitor_path("an_1111"), k), 404),
+        ("post", REDELIVER_T, redeliver("evt_1111"), 404),
+        ("post", REDELIVER_T, redeliver("nope"), 404),
+    ];
+    for (method, template, reply, status) in refusals {
+        assert_documented(&doc, method, template, &reply, status);
+    }
+    let empty = create(json!({"wallets": [], "callbackUrl": hook}));
+    assert_eq!(empty.error()["details"]["field"], "wallets", "{empty:?}");
+    // Another account's monitor is unknown to it, on every route; its list is empty.
+    let stranger = server.key(KeyOptions::default());
+    let s = stranger.secret.as_str();
+    for (method, template, reply) in [
+        ("get", MONITOR_T, get(server.addr, &monitor_path(&id), s)),
+        ("patch", MONITOR_T, call(&server, "PATCH", &monitor_path(&id), s, Some(&json!({"minSeverity": "low"})))),
+        ("delete", MONITOR_T, call(&server, "DELETE", &monitor_path(&id), s, None)),
+        ("get", EVENTS_T, get(server.addr, &format!("{}/events", monitor_path(&id)), s)),
+    ] {
+        assert_documented(&doc, method, template, &reply, 404);
+    }
+    let theirs = get(server.addr, MONITORS_PATH, s);
+    assert_documented(&doc, "get", MONITORS_PATH, &theirs, 200);
+    assert_eq!(theirs.data()["monitors"], json!([]), "{theirs:?}");
+    // Scopes: `monitor:read` alone reads monitors but not events; creating needs `analysis:read`.
+    let reader = server.key(KeyOptions::scopes("monitor:read").in_account(&key.account));
+    let r = reader.secret.as_str();
+    assert_documented(&doc, "get", MONITOR_T, &get(server.addr, &monitor_path(&id), r), 200);
+    let no_events = get(server.addr, &format!("{}/events", monitor_path(&id)), r);
+    assert_documented(&doc, "get", EVENTS_T, &no_events, 403);
+    assert_eq!(no_events.error()["details"]["requiredScope"], "analysis:read", "{no_events:?}");
+    let writer = server.key(KeyOptions::scopes("monitor:write,wallet:analyze").in_account(&key.account));
+    let no_read =
+        call(&server, "POST", MONITORS_PATH, &writer.secret, Some(&json!({"wallets": [CLEAN], "callbackUrl": hook})));
+    assert_documented(&doc, "post", MONITORS_PATH, &no_read, 403);
+    assert_eq!(no_read.error()["details"]["field"], "callbackUrl", "{no_read:?}");
+    assert_documented(&doc, "delete", MONITOR_T, &call(&server, "DELETE", &monitor_path(&id), r, None), 403);
+    // A method the path does not have: 405 with the documented `Allow`.
+    let wrong = call(&server, "POST", &monitor_path(&id), k, Some(&json!({})));
+    assert_eq!((wrong.status, wrong.header("allow")), (405, Some("GET, PATCH, DELETE")), "{wrong:?}");
+    assert_answer(&doc, "get", MONITOR_T, &wrong);
+    let wrong = call(&server, "PUT", MONITORS_PATH, k, None);
+    assert_eq!((wrong.status, wrong.header("allow")), (405, Some("GET, POST")), "{wrong:?}");
+    assert_answer(&doc, "get", MONITORS_PATH, &wrong);
+
+    // Delete: the answer, then the monitor is gone.
+    let deleted = call(&server, "DELETE", &monitor_path(&id), k, None);
+    assert_documented(&doc, "delete", MONITOR_T, &deleted, 200);
+    assert_eq!(deleted.data(), &json!({"id": id, "deleted": true}), "{deleted:?}");
+    assert_documented(&doc, "get", MONITOR_T, &get(server.addr, &monitor_path(&id), k), 404);
+    assert_documented(&doc, "delete", MONITOR_T, &call(&server, "DELETE", &monitor_path(&id), k, None), 404);
+    let left = get(server.addr, MONITORS_PATH, k);
+    assert_documented(&doc, "get", MONITORS_PATH, &left, 200);
+    assert_eq!(left.data()["monitors"].as_array().map(Vec::len), Some(1), "{left:?}");
+}
+
+/// A timeline wallet of the demo (README): it approves an unknown delegate at its event.
+const TIMELINE_DELEGATE: &str = "6hD3Hvruapb9hfnN31Nj7JmsTE6XnPuV1pnzhX19XF4k";
+
+#[test]
+fn a_monitors_event_its_page_redelivery_and_webhook_match_the_document() {
+    use serde_json::json;
+    use xray::webhooks::signature::verify;
+    let doc = document();
+    // A demo ledger on which the delegate wallet approves 4 s from now: after its baseline.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("timeline.toml");
+    let start_ms = xray::clock::now_unix_ms();
+    let text = format!("start_unix_ms = {start_ms}\n[[event]]\nwallet = \"timeline_delegate\"\nat_s = 4\n");
+    std::fs::write(&script, text).expect("script written");
+    let ledger = format!("demo+script={}", script.display()).parse().expect("ledger spec");
+    let server = serve(|c| {
+        c.monitor_interval_s = 1;
+        c.webhook_allow_hosts = vec!["127.0.0.1".into()];
+        c.ledger = ledger;
+    });
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let made = server.admin("POST", &format!("/v1/admin/accounts/{}/webhook-secret", key.account));
+    assert_eq!(made.status, 201, "{made:?}");
+    let secret = made.body["secret"].as_str().expect("secret").to_owned();
+    // Two failed attempts, then delivered: the delivery stays PENDING about 3 s.
+    let receiver = super::webhooks::Receiver::start(&[500, 500, 200]);
+    let body = json!({"wallets": [TIMELINE_DELEGATE], "callbackUrl": receiver.url(), "minSeverity": "low"});
+    let created = call(&server, "POST", MONITORS_PATH, k, Some(&body));
+    assert_documented(&doc, "post", MONITORS_PATH, &created, 201);
+    let events_path = format!("{MONITORS_PATH}/{}/events", created.data_str("id"));
+    let events = || get(server.addr, &events_path, k);
+    let first = eventually("an event", events, |r| r.status != 200 || r.data()["events"][0].is_object());
+    assert_documented(&doc, "get", EVENTS_T, &first, 200);
+    let event = first.data()["events"][0].clone();
+    let event_id = event["id"].as_str().expect("event id").to_owned();
+    assert!(event["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{first:?}");
+    // The event's changes are its re-analysis' own.
+    let analysis = server.finish(&analysis_path(event["analysisId"].as_str().expect("analysisId")), k);
+    assert_eq!(analysis.data()["xray"]["changes"], event["changes"], "{analysis:?}");
+    let redeliver_path = format!("{events_path}/{event_id}/redeliver");
+    // Being delivered: nothing to send again yet.
+    let pending = call(&server, "POST", &redeliver_path, k, None);
+    assert_documented(&doc, "post", REDELIVER_T, &pending, 409);
+    let delivered = eventually("delivered", events, |r| r.data()["events"][0]["delivery"]["status"] == "DELIVERED");
+    assert_documented(&doc, "get", EVENTS_T, &delivered, 200);
+    assert_eq!(delivered.data()["events"][0]["delivery"]["attempts"], 3, "{delivered:?}");
+    // Paging: a full page names the next one's start; the page after the last is empty.
+    let one = get(server.addr, &format!("{events_path}?limit=1"), k);
+    assert_documented(&doc, "get", EVENTS_T, &one, 200);
+    assert_eq!(one.data()["nextAfter"], event_id.as_str(), "{one:?}");
+    let after = get(server.addr, &format!("{events_path}?after={event_id}"), k);
+    assert_documented(&doc, "get", EVENTS_T, &after, 200);
+    assert_eq!(after.data(), &json!({"events": [], "nextAfter": null}), "{after:?}");
+    // Settled: sent again, at once, from attempt 1.
+    let again = call(&server, "POST", &redeliver_path, k, None);
+    assert_documented(&doc, "post", REDELIVER_T, &again, 202);
+    let delivery = &again.data()["event"]["delivery"];
+    assert_eq!((&delivery["status"], &delivery["attempts"]), (&json!("PENDING"), &json!(0)), "{again:?}");
+    // Every attempt and the redelivery: the documented body, signed, with the same event id.
+    let received = receiver.wait_for(4);
+    let mut expected = event.clone();
+    expected.as_object_mut().expect("event").remove("delivery");
+    for got in &received {
+        let body: Value = serde_json::from_slice(&got.body).expect("JSON body");
+        assert_valid(&doc, "MonitorEventWebhook", &body);
+        assert_eq!(body["data"]["event"], expected, "the same event on every delivery");
+        assert_eq!(got.header("content-type"), Some("application/json"), "{got:?}");
+        assert_eq!(got.header("xray-webhook-id"), Some(event_id.as_str()), "{got:?}");
+        let signature = got.header("xray-signature").expect("Xray-Signature");
+        let now_s = xray::clock::now_unix_ms() / 1_000;
+        verify(&secret, signature, &got.body, now_s, 300).unwrap_or_else(|e| panic!("{e}: {got:?}"));
+    }
+    let attempts: Vec<_> = received.iter().map(|r| r.header("xray-delivery-attempt").unwrap_or("")).collect();
+    assert_eq!(attempts, ["1", "2", "3", "1"], "a redelivery starts from attempt 1 again");
 }
 
 #[test]
