@@ -79,12 +79,8 @@ pub trait LedgerSource {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        let mut page = self.get_signatures_for_address(address, before, limit).await?;
-        let until = until.to_string();
-        if let Some(at) = page.iter().position(|info| info.signature == until) {
-            page.truncate(at);
-        }
-        Ok(page)
+        let page = self.get_signatures_for_address(address, before, limit).await?;
+        Ok(cut_at(page, until))
     }
 
     /// `getTransaction` (jsonParsed, `maxSupportedTransactionVersion: 0`) for each signature,
@@ -166,6 +162,15 @@ impl History {
 pub enum Simulated {
     Ran(WithContext<SimulateValue>),
     Skipped(String),
+}
+
+/// A signatures page cut just before `until` (exclusive): what a node answers with `until`.
+pub fn cut_at(mut page: Vec<SignatureInfo>, until: &Signature) -> Vec<SignatureInfo> {
+    let until = until.to_string();
+    if let Some(at) = page.iter().position(|info| info.signature == until) {
+        page.truncate(at);
+    }
+    page
 }
 
 /// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.

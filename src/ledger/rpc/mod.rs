@@ -314,13 +314,9 @@ impl LedgerSource for RpcSource {
         before: Option<&Signature>,
         limit: u32,
     ) -> Result<Vec<SignatureInfo>, LedgerError> {
-        let mut page = self.signatures_page(address, before, Some(until), limit).await?;
+        let page = self.signatures_page(address, before, Some(until), limit).await?;
         // Cut here too: a node (or a proxy) that ignores `until` must not make old activity look new.
-        let until = until.to_string();
-        if let Some(at) = page.iter().position(|info| info.signature == until) {
-            page.truncate(at);
-        }
-        Ok(page)
+        Ok(crate::ledger::read::cut_at(page, until))
     }
 
     async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
