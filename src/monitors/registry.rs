@@ -178,14 +178,18 @@ impl Registry {
             let Some((monitor, revision)) = self.read(id)?.filter(|(m, _)| m.account == account) else {
                 return Err(RegistryError::NotFound);
             };
+            let removed: Vec<Pubkey> = monitor
+                .wallets
+                .iter()
+                .filter(|w| change.remove_wallets.contains(w))
+                .filter_map(|w| Pubkey::parse(w).ok())
+                .collect();
             let changed = apply(monitor, change, now_ms)?;
             let value = serde_json::to_vec(&changed).map_err(|e| StoreError::Encoding(e.to_string()))?;
-            match self.store.write_docs(&[DocWrite::put(
-                DocKind::Monitor,
-                monitor_key(id),
-                value,
-                Expect::Revision(revision),
-            )]) {
+            // The removed wallets' cursors go with the change (a wallet added again starts over).
+            let mut writes = vec![DocWrite::put(DocKind::Monitor, monitor_key(id), value, Expect::Revision(revision))];
+            writes.extend(removed.iter().map(|w| DocWrite::delete(DocKind::Watch, watch_key(id, w), Expect::Any)));
+            match self.store.write_docs(&writes) {
                 Ok(()) => return Ok(changed),
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),

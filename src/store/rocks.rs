@@ -1087,6 +1087,10 @@ impl Store for RocksStore {
 
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
         let _guard = self.lock(id);
+        // Shared gate, taken before the read (as `attach_callback` does): the retention purge
+        // cannot delete the job between the read and the write, which would write it back; nor
+        // can the outbox scan raise its floor past the new entry meanwhile.
+        let _gate = self.index_gate.read();
         let job = self.live_job(id, "record a callback", &[JobState::Ready, JobState::Failed])?;
         let Some(was) = job.callback.as_ref().filter(|was| *was == expected) else {
             return Err(record::callback_moved(id, job.callback.as_ref()));
@@ -1104,8 +1108,6 @@ impl Store for RocksStore {
             self.put_outbox_entries(&mut batch, &updated, callback.next_attempt_ms)?;
         }
         self.put_job(&mut batch, &updated)?;
-        // Shared gate: the outbox scan cannot raise its floor past the new entry meanwhile.
-        let _gate = self.index_gate.read();
         if callback.status == CallbackStatus::Pending {
             self.outbox_floor_ms.fetch_min(callback.next_attempt_ms, Ordering::AcqRel);
         }

@@ -91,6 +91,12 @@ fn a_monitor_is_created_read_listed_changed_and_deleted() {
     let changed = request(&server, "PATCH", &path, &key, Some(&patch));
     assert_eq!(changed.status, 200, "{changed:?}");
     assert_eq!(changed.data()["wallets"], json!([OPEN_DELEGATION, SYBIL_A]));
+    // The removed wallet's cursor went with it (a wallet added again starts over).
+    let registry = xray::monitors::Registry::new(server.running().store.clone());
+    let clean = xray::pubkey::Pubkey::parse(CLEAN).expect("address");
+    assert_eq!(registry.cursor(&id, &clean).expect("store"), None, "the removed wallet's cursor");
+    let kept = xray::pubkey::Pubkey::parse(OPEN_DELEGATION).expect("address");
+    assert!(registry.cursor(&id, &kept).expect("store").is_some(), "a kept wallet's cursor");
     assert_eq!((changed.data()["minSeverity"].as_str(), &changed.data()["scoreDrop"]), (Some("medium"), &Value::Null));
 
     let deleted = request(&server, "DELETE", &path, &key, None);
