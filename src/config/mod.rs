@@ -551,6 +551,9 @@ pub const ETCD_PURGE_JOBS_PER_TXN: usize = 24;
 /// Calls waiting on one node's etcd client at once; past it a call fails `Unavailable` (503)
 /// instead of queueing without bound.
 pub const ETCD_CALLS_IN_FLIGHT_MAX: usize = 4096;
+/// Blocking sequences of store calls a node runs off its listener threads at once (the
+/// monitors' registry on a cluster: each a few etcd round trips); past it `503 SERVICE_BUSY`.
+pub const ETCD_BLOCKING_IN_FLIGHT_MAX: usize = 32;
 /// Sends of one etcd request that never reached a member (a refused connection: the client's
 /// balancer picked a dead member), and the pause between them.
 pub const ETCD_UNSENT_ATTEMPTS_MAX: usize = 8;

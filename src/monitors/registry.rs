@@ -270,12 +270,13 @@ impl Registry {
         limit: usize,
     ) -> Result<Vec<EventView>, RegistryError> {
         self.get(account, id)?;
-        let after_key = match after {
-            None => None,
-            Some(event_id) => {
-                let view = self.event(account, id, event_id)?;
-                Some(event_key(id, view.event.created_at_ms, &view.job.id))
-            }
+        // A cursor naming an event no longer kept (purged with its analysis, oldest first:
+        // every event still kept is newer) pages from the oldest kept — not a 404 that would
+        // strand a client that paged slower than retention.
+        let after_key = match after.map(|event_id| self.event(account, id, event_id)) {
+            None | Some(Err(RegistryError::NotFound)) => None,
+            Some(Err(e)) => return Err(e),
+            Some(Ok(view)) => Some(event_key(id, view.event.created_at_ms, &view.job.id)),
         };
         let prefix = events_prefix(id);
         let page = self.store.scan_docs(

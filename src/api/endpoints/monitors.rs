@@ -4,14 +4,17 @@
 //!
 //! Owns: the wire form of a monitor (with its watches' state and lag on `GET` one), of an
 //! event, and of their pages; the mapping of `monitors::RegistryError` to the contract's codes.
-//! Runs on listener threads; each call is a few store reads and at most one write.
+//! Runs on listener threads; each call is a few store reads and at most one write, made inline
+//! over RocksDB and on the etcd runtime's blocking pool on a cluster (awaited, bounded by
+//! `ETCD_BLOCKING_IN_FLIGHT_MAX`).
 //!
 //! Invariant: a monitor or event of another account is a `404`, from the same path as an
 //! unknown one. Reading events needs `analysis:read` besides `monitor:read` (an event carries
 //! an analysis' changes); creating a monitor needs it too (its webhook delivers them).
 //! Invariant: pages are bounded (`MONITORS_PAGE_LEN_MAX`, `MONITOR_EVENTS_PAGE_LEN_MAX`).
-//! Deliberately absent: on a cluster node these store calls block the listener thread for an
-//! etcd round trip (the monitors' registry has no awaitable path yet).
+//! Invariant: a listener thread never waits on etcd here (`registry_work`).
+//! Deliberately absent: an async registry — its calls are short sequences of the blocking
+//! `Store` trait, shared with the `xray-monitors` thread; moving them off the listener is enough.
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -27,8 +30,8 @@ use crate::engine::report::with_last_member;
 use crate::http::ApiResponse;
 use crate::jobs::admission::{is_id_shaped, job_id};
 use crate::monitors::record::MIN_SEVERITY_DEFAULT;
-use crate::monitors::{EventView, MonitorChange, MonitorRecord, RegistryError, WatchCursor};
-use crate::store::{JobKind, JobRecord};
+use crate::monitors::{EventView, MonitorChange, MonitorRecord, Registry, RegistryError, WatchCursor};
+use crate::store::{JobKind, JobRecord, Store};
 
 /// Prefix of a monitor's id.
 pub const MONITOR_ID_PREFIX: &str = "mon_";
@@ -164,8 +167,7 @@ pub fn event_document(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>
 
 /// The webhook body of an event: `{"data":{"event":{…}}}`.
 pub fn event_webhook(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
-    let event = event_document(job, payload)?;
-    Ok(format!(r#"{{"data":{{"event":{}}}}}"#, String::from_utf8_lossy(&event)).into_bytes())
+    Ok(data_object(&[("event", &event_document(job, payload)?)]))
 }
 
 /// The `changes` member of a stored X-Ray, as its JSON bytes.
@@ -183,9 +185,69 @@ fn page_limit(query: Option<&str>, default: usize, max: usize) -> Result<usize, 
     }
 }
 
+/// `{"data":{"<name>":<value>,…}}` around JSON members already serialized, in order.
+fn data_object(members: &[(&str, &[u8])]) -> Vec<u8> {
+    let len = members.iter().map(|(name, value)| name.len() + value.len() + 4).sum::<usize>();
+    let mut out = Vec::with_capacity(len + 12);
+    out.extend_from_slice(b"{\"data\":{");
+    for (i, (name, value)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(value);
+    }
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// One event with its delivery, as the events page lists it.
+fn event_with_delivery(store: &dyn Store, view: &EventView) -> Result<Vec<u8>, ApiError> {
+    let payload = store.get_result(&view.job).map_err(|e| ApiError::from_store(&e))?;
+    let event = event_document(&view.job, payload.as_deref())?;
+    let delivery = match &view.job.callback {
+        Some(c) => json_bytes(&CallbackBody {
+            url: &c.url,
+            status: c.status.as_str(),
+            attempts: c.attempts,
+            last_error: c.last_error.as_deref(),
+        })?,
+        None => b"null".to_vec(),
+    };
+    Ok(with_last_member(event, 1, "delivery", &delivery))
+}
+
+/// The account's monitor `id` (404 when the id is not a monitor's, or not this account's).
+fn own_monitor(registry: &Registry, account: &str, id: &str) -> Result<MonitorRecord, ApiError> {
+    if !is_id_shaped(id, MONITOR_ID_PREFIX) {
+        return Err(ApiError::NotFound);
+    }
+    registry.get(account, id).map_err(registry_error)
+}
+
 impl Endpoints<'_> {
     fn account_str(&self) -> &str {
         self.caller.key.account().as_str()
+    }
+
+    /// Runs registry work (blocking store calls) where it may block: inline over RocksDB (a
+    /// few point reads of local disk), on the etcd runtime's blocking pool on a cluster — the
+    /// listener thread awaits it and serves other requests meanwhile.
+    async fn registry_work<T, W>(&self, work: W) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        W: FnOnce(&Registry, &dyn Store) -> Result<T, ApiError> + Send + 'static,
+    {
+        let (registry, store) = (self.app.monitors.clone(), self.app.store.clone());
+        match self.app.admission.cluster() {
+            None => work(&registry, &*store),
+            Some(etcd) => {
+                let answer = etcd.blocking(move || Ok(work(&registry, &*store))).await;
+                answer.map_err(|e| ApiError::from_store(&e))?
+            }
+        }
     }
 
     fn monitor_answer(&self, status: u16, monitor: &MonitorRecord) -> Result<ApiResponse, ApiError> {
@@ -225,7 +287,9 @@ impl Endpoints<'_> {
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         };
-        self.app.monitors.create(&monitor).map_err(registry_error)?;
+        let monitor = self
+            .registry_work(move |registry, _| registry.create(&monitor).map(|()| monitor).map_err(registry_error))
+            .await?;
         self.monitor_answer(201, &monitor)
     }
 
@@ -233,8 +297,19 @@ impl Endpoints<'_> {
     pub async fn list_monitors(&self) -> Result<ApiResponse, ApiError> {
         let query = self.request.query.as_deref();
         let limit = page_limit(query, MONITORS_PAGE_LEN_MAX, MONITORS_PAGE_LEN_MAX)?;
-        let after = query_param(query, "after").filter(|a| is_id_shaped(a, MONITOR_ID_PREFIX));
-        let monitors = self.app.monitors.list(self.account_str(), after, limit).map_err(registry_error)?;
+        let after = match query_param(query, "after") {
+            Some(after) if is_id_shaped(after, MONITOR_ID_PREFIX) => Some(after.to_owned()),
+            Some(_) => {
+                return Err(ApiError::InvalidRequest {
+                    field: "after", message: "after must be a monitor id (mon_…)"
+                })
+            }
+            None => None,
+        };
+        let account = self.account_str().to_owned();
+        let monitors = self
+            .registry_work(move |registry, _| registry.list(&account, after.as_deref(), limit).map_err(registry_error))
+            .await?;
         let next_after = monitors.last().filter(|_| monitors.len() == limit).map(|m| m.id.as_str());
         let interval_ms = self.app.monitor_interval_ms;
         let page =
@@ -242,18 +317,17 @@ impl Endpoints<'_> {
         Ok(ApiResponse::json(200, Bytes::from(json_bytes(&DataBody { data: page })?)))
     }
 
-    fn own_monitor(&self, id: &str) -> Result<MonitorRecord, ApiError> {
-        if !is_id_shaped(id, MONITOR_ID_PREFIX) {
-            return Err(ApiError::NotFound);
-        }
-        self.app.monitors.get(self.account_str(), id).map_err(registry_error)
-    }
-
     /// `GET /v1/developer/monitors/:id`: the monitor, each wallet's checks and the lag.
     pub async fn get_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
-        let monitor = self.own_monitor(id)?;
+        let (account, id) = (self.account_str().to_owned(), id.to_owned());
+        let (monitor, cursors) = self
+            .registry_work(move |registry, _| {
+                let monitor = own_monitor(registry, &account, &id)?;
+                let cursors = registry.cursors(&monitor.id).map_err(registry_error)?;
+                Ok((monitor, cursors))
+            })
+            .await?;
         let (interval_ms, now_ms) = (self.app.monitor_interval_ms, self.caller.now_ms);
-        let cursors = self.app.monitors.cursors(&monitor.id).map_err(registry_error)?;
         let mut watches = Vec::with_capacity(monitor.wallets.len());
         for (wallet, key) in monitor.wallets.iter().zip(monitor.pubkeys()) {
             let cursor = cursors.iter().find(|(w, _)| *w == key).map(|(_, c)| c.clone());
@@ -278,7 +352,10 @@ impl Endpoints<'_> {
             self.may_analyze()?;
             self.checked_wallets(&body.add_wallets)?;
         }
-        self.own_monitor(id)?;
+        let (account, id) = (self.account_str().to_owned(), id.to_owned());
+        let account_of_read = account.clone();
+        let id_of_read = id.clone();
+        self.registry_work(move |registry, _| own_monitor(registry, &account_of_read, &id_of_read)).await?;
         if let Some(url) = &body.callback_url {
             self.checked_callback(Some(url))?;
         }
@@ -289,15 +366,21 @@ impl Endpoints<'_> {
             score_drop: body.score_drop,
             callback_url: body.callback_url,
         };
-        let changed =
-            self.app.monitors.change(self.account_str(), id, &change, self.caller.now_ms).map_err(registry_error)?;
+        let now_ms = self.caller.now_ms;
+        let changed = self
+            .registry_work(move |registry, _| registry.change(&account, &id, &change, now_ms).map_err(registry_error))
+            .await?;
         self.monitor_answer(200, &changed)
     }
 
     /// `DELETE /v1/developer/monitors/:id`
     pub async fn delete_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
-        self.own_monitor(id)?;
-        self.app.monitors.delete(self.account_str(), id).map_err(registry_error)?;
+        let (account, owned_id) = (self.account_str().to_owned(), id.to_owned());
+        self.registry_work(move |registry, _| {
+            own_monitor(registry, &account, &owned_id)?;
+            registry.delete(&account, &owned_id).map_err(registry_error)
+        })
+        .await?;
         let body = json_bytes(&DataBody { data: DeletedBody { id, deleted: true } })?;
         Ok(ApiResponse::json(200, Bytes::from(body)))
     }
@@ -310,48 +393,38 @@ impl Endpoints<'_> {
         }
     }
 
-    /// One event with its delivery, as the events page lists it.
-    fn event_with_delivery(&self, view: &EventView) -> Result<Vec<u8>, ApiError> {
-        let payload = self.app.store.get_result(&view.job).map_err(|e| ApiError::from_store(&e))?;
-        let event = event_document(&view.job, payload.as_deref())?;
-        let delivery = match &view.job.callback {
-            Some(c) => json_bytes(&CallbackBody {
-                url: &c.url,
-                status: c.status.as_str(),
-                attempts: c.attempts,
-                last_error: c.last_error.as_deref(),
-            })?,
-            None => b"null".to_vec(),
-        };
-        Ok(with_last_member(event, 1, "delivery", &delivery))
-    }
-
     /// `GET /v1/developer/monitors/:id/events?after=<eventId>&limit=`: oldest first.
     pub async fn monitor_events(&self, id: &str) -> Result<ApiResponse, ApiError> {
         self.may_read_events()?;
-        self.own_monitor(id)?;
         let query = self.request.query.as_deref();
         let limit = page_limit(query, MONITOR_EVENTS_PAGE_LEN_DEFAULT, MONITOR_EVENTS_PAGE_LEN_MAX)?;
         let after = match query_param(query, "after") {
-            Some(after) if is_id_shaped(after, EVENT_ID_PREFIX) => Some(after),
+            Some(after) if is_id_shaped(after, EVENT_ID_PREFIX) => Some(after.to_owned()),
             Some(_) => {
                 return Err(ApiError::InvalidRequest { field: "after", message: "after must be an event id (evt_…)" })
             }
             None => None,
         };
-        let views = self.app.monitors.events(self.account_str(), id, after, limit).map_err(registry_error)?;
-        let mut events = Vec::from(*b"[");
-        for (i, view) in views.iter().enumerate() {
-            if i > 0 {
-                events.push(b',');
-            }
-            events.extend(self.event_with_delivery(view)?);
-        }
-        events.push(b']');
-        let next_after = views.last().filter(|_| views.len() == limit).map(|v| v.event.id.as_str());
-        let next_after = serde_json::to_string(&next_after).map_err(|e| ApiError::internal(&e))?;
-        let body = format!(r#"{{"data":{{"events":{},"nextAfter":{next_after}}}}}"#, String::from_utf8_lossy(&events));
-        Ok(ApiResponse::json(200, Bytes::from(body.into_bytes())))
+        let (account, id) = (self.account_str().to_owned(), id.to_owned());
+        let (events, next_after) = self
+            .registry_work(move |registry, store| {
+                own_monitor(registry, &account, &id)?;
+                let views = registry.events(&account, &id, after.as_deref(), limit).map_err(registry_error)?;
+                let mut events = Vec::from(*b"[");
+                for (i, view) in views.iter().enumerate() {
+                    if i > 0 {
+                        events.push(b',');
+                    }
+                    events.extend(event_with_delivery(store, view)?);
+                }
+                events.push(b']');
+                let next_after = views.last().filter(|_| views.len() == limit).map(|v| v.event.id.clone());
+                Ok((events, next_after))
+            })
+            .await?;
+        let next_after = serde_json::to_vec(&next_after).map_err(|e| ApiError::internal(&e))?;
+        let body = data_object(&[("events", &events), ("nextAfter", &next_after)]);
+        Ok(ApiResponse::json(200, Bytes::from(body)))
     }
 
     /// `POST /v1/developer/monitors/:id/events/:eventId/redeliver`: 202, due now.
@@ -360,12 +433,14 @@ impl Endpoints<'_> {
         if !is_id_shaped(id, MONITOR_ID_PREFIX) || !is_id_shaped(event_id, EVENT_ID_PREFIX) {
             return Err(ApiError::NotFound);
         }
-        let view = self
-            .app
-            .monitors
-            .redeliver(self.account_str(), id, event_id, self.caller.now_ms)
-            .map_err(registry_error)?;
-        let body = format!(r#"{{"data":{{"event":{}}}}}"#, String::from_utf8_lossy(&self.event_with_delivery(&view)?));
-        Ok(ApiResponse::json(202, Bytes::from(body.into_bytes())))
+        let (account, id, event_id, now_ms) =
+            (self.account_str().to_owned(), id.to_owned(), event_id.to_owned(), self.caller.now_ms);
+        let event = self
+            .registry_work(move |registry, store| {
+                let view = registry.redeliver(&account, &id, &event_id, now_ms).map_err(registry_error)?;
+                event_with_delivery(store, &view)
+            })
+            .await?;
+        Ok(ApiResponse::json(202, Bytes::from(data_object(&[("event", &event)]))))
     }
 }

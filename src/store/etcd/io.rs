@@ -1,12 +1,13 @@
 //! The etcd client's own thread: a current-thread tokio runtime named `xray-etcd` that runs
-//! every etcd request of the process, and the two ways other threads hand it work.
+//! every etcd request of the process, and the three ways other threads hand it work.
 //!
 //! Owns: the runtime, the connected `etcd_client::Client`, the bound on calls in flight and the
 //! deadline of each call, and the mapping of etcd's errors to [`StoreError`]. Called from every
 //! thread: [`Io::call`] returns a future any executor can await (listener threads, on monoio,
 //! await it without blocking); [`Io::block`] parks the calling thread until the answer comes
 //! (compute, admin and housekeeping threads, behind the blocking [`Store`](super::super::Store)
-//! trait).
+//! trait); [`Io::blocking`] runs a sequence of such blocking calls on the runtime's blocking
+//! pool and returns a future (a listener thread's monitors registry call).
 //!
 //! Invariant: a listener thread never waits on the network: the request runs on `xray-etcd`,
 //! the listener awaits a oneshot channel.
@@ -25,8 +26,8 @@ use std::time::Duration;
 use etcd_client::{Client, ConnectOptions};
 
 use crate::config::{
-    ETCD_CALLS_IN_FLIGHT_MAX, ETCD_CONNECT_TIMEOUT_MS, ETCD_REQUEST_TIMEOUT_MS, ETCD_UNSENT_ATTEMPTS_MAX,
-    ETCD_UNSENT_PAUSE_MS,
+    ETCD_BLOCKING_IN_FLIGHT_MAX, ETCD_CALLS_IN_FLIGHT_MAX, ETCD_CONNECT_TIMEOUT_MS, ETCD_REQUEST_TIMEOUT_MS,
+    ETCD_UNSENT_ATTEMPTS_MAX, ETCD_UNSENT_PAUSE_MS,
 };
 use crate::store::{StoreError, StoreResult};
 
@@ -38,6 +39,8 @@ pub struct Io {
     handle: tokio::runtime::Handle,
     client: Client,
     in_flight: Arc<AtomicUsize>,
+    /// Blocking sequences running on the runtime's blocking pool (`Io::blocking`).
+    blocking_in_flight: Arc<AtomicUsize>,
     stop: parking_lot::Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -82,7 +85,8 @@ impl Io {
         let connect_deadline = Duration::from_millis(ETCD_CONNECT_TIMEOUT_MS + ETCD_REQUEST_TIMEOUT_MS);
         let client = pollster::block_on(spawn(&handle, &in_flight, connect_deadline, connect))?;
         let (stop, thread) = (parking_lot::Mutex::new(Some(stop_tx)), parking_lot::Mutex::new(Some(thread)));
-        Ok(Io { handle, client, in_flight, stop, thread })
+        let blocking_in_flight = Arc::new(AtomicUsize::new(0));
+        Ok(Io { handle, client, in_flight, blocking_in_flight, stop, thread })
     }
 
     /// A clone of the client (cheap: it shares the connection).
@@ -115,6 +119,31 @@ impl Io {
         F: Future<Output = StoreResult<T>> + Send + 'static,
     {
         pollster::block_on(self.call(work))
+    }
+
+    /// Runs `work` — a short sequence of blocking store calls (the monitors' registry) — on
+    /// the runtime's blocking pool; the returned future resolves to its answer, so a listener
+    /// thread awaits it without blocking. At most `ETCD_BLOCKING_IN_FLIGHT_MAX` run at once;
+    /// past it a call fails `Unavailable` at once. Each store call inside is bounded as usual.
+    pub fn blocking<T, W>(&self, work: W) -> Reply<T>
+    where
+        T: Send + 'static,
+        W: FnOnce() -> StoreResult<T> + Send + 'static,
+    {
+        let counter = Arc::clone(&self.blocking_in_flight);
+        if counter.fetch_add(1, Ordering::AcqRel) >= ETCD_BLOCKING_IN_FLIGHT_MAX {
+            counter.fetch_sub(1, Ordering::AcqRel);
+            let busy = format!("more than {ETCD_BLOCKING_IN_FLIGHT_MAX} blocking store sequences waiting");
+            return Box::pin(std::future::ready(Err(StoreError::Unavailable(busy))));
+        }
+        let task = self.handle.spawn_blocking(move || {
+            let answer = work();
+            counter.fetch_sub(1, Ordering::AcqRel);
+            answer
+        });
+        Box::pin(async move {
+            task.await.unwrap_or_else(|e| Err(StoreError::Io(format!("a blocking store sequence ended: {e}"))))
+        })
     }
 
     /// Spawns a task that lives as long as the runtime (watches, lease renewal).

@@ -190,6 +190,15 @@ impl EtcdStore {
     }
 
     /// The ids of the nodes whose lease is alive (this one's included).
+    /// Runs a sequence of blocking store calls off the calling thread (`io::Io::blocking`).
+    pub fn blocking<T, W>(&self, work: W) -> Reply<T>
+    where
+        T: Send + 'static,
+        W: FnOnce() -> StoreResult<T> + Send + 'static,
+    {
+        self.io.blocking(work)
+    }
+
     pub fn live_node_ids(&self) -> StoreResult<Vec<String>> {
         self.run(|db| async move { db.live_node_ids().await })
     }

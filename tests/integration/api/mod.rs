@@ -7,7 +7,7 @@ mod hostile;
 mod idempotency;
 mod jobs;
 mod ledger_cache;
-mod monitor_events;
+pub mod monitor_events;
 mod monitors;
 mod limits;
 mod openapi;

@@ -16,7 +16,7 @@ use super::webhooks::Receiver;
 use xray::webhooks::signature::verify;
 
 /// The timeline's wallets, by the names a script uses.
-fn timeline_wallet(name: &str) -> String {
+pub(crate) fn timeline_wallet(name: &str) -> String {
     let demo = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
     demo.archetype(name).unwrap_or_else(|| panic!("archetype {name}")).to_base58()
 }

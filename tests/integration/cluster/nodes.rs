@@ -32,9 +32,9 @@ const BATCH: &str = "/v1/developer/intelligence/wallets";
 const KEY_PROPAGATION_MAX: Duration = Duration::from_secs(2);
 
 /// One node of a test's cluster: its data directory (admin token, address) and its process.
-struct Node {
-    dir: tempfile::TempDir,
-    server: Server,
+pub(super) struct Node {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) server: Server,
 }
 
 fn node(prefix: &str, extra: &[&str]) -> Node {
@@ -54,7 +54,7 @@ fn start_node_on(endpoints: &[String], dir: &Path, prefix: &str, extra: &[&str])
 }
 
 /// Three nodes of a fresh keyspace; the first start printed the cluster's only first key.
-fn cluster(test: &str, extra: &[&str]) -> (Vec<Node>, String) {
+pub(super) fn cluster(test: &str, extra: &[&str]) -> (Vec<Node>, String) {
     let prefix = etcd::fresh_prefix(test);
     let nodes: Vec<Node> = (0..3).map(|_| node(&prefix, extra)).collect();
     let printed: Vec<&String> = nodes.iter().filter_map(|n| n.server.first_key.as_ref()).collect();
@@ -63,12 +63,12 @@ fn cluster(test: &str, extra: &[&str]) -> (Vec<Node>, String) {
     (nodes, key)
 }
 
-fn id_of(reply: &crate::api::support::Reply) -> String {
+pub(super) fn id_of(reply: &crate::api::support::Reply) -> String {
     reply.body["data"]["analysisId"].as_str().expect("analysisId").to_owned()
 }
 
 /// Polls `path` on `node` with `wait` until the job is finished (bounded).
-fn finished(node: &Node, path: &str, key: &str) -> Value {
+pub(super) fn finished(node: &Node, path: &str, key: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let reply = get(node.server.api, &format!("{path}?wait=10"), key);
@@ -80,7 +80,7 @@ fn finished(node: &Node, path: &str, key: &str) -> Value {
     }
 }
 
-fn usage(node: &Node, key: &str) -> Value {
+pub(super) fn usage(node: &Node, key: &str) -> Value {
     let reply = get(node.server.api, USAGE_PATH, key);
     assert_eq!(reply.status, 200, "{reply:?}");
     reply.body["data"]["quota"].clone()
@@ -470,7 +470,7 @@ fn admissions_over_http_resume_after_the_etcd_leader_is_killed_and_none_acknowle
 }
 
 /// A request to `node`'s admin listener with its token.
-fn admin(node: &Node, method: &str, path: &str) -> crate::api::support::Reply {
+pub(super) fn admin(node: &Node, method: &str, path: &str) -> crate::api::support::Reply {
     let read = |name: &str| std::fs::read_to_string(node.dir.path().join(name)).expect(name).trim().to_owned();
     let addr: std::net::SocketAddr = read("admin.addr").parse().expect("admin address");
     let bearer = format!("Bearer {}", read("admin.token"));
