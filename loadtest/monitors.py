@@ -16,6 +16,7 @@ Subcommands (settings come from the environment monitors.sh exports):
   report                  prints the tables from $RESULTS
 """
 import json
+import math
 import os
 import random
 import re
@@ -171,8 +172,13 @@ def by_label(m0: dict, m1: dict, name: str, label: str) -> dict:
 
 
 def ledger_calls(m0, m1) -> dict:
-    """JSON-RPC calls by method between two scrapes, every outcome (a batch's items one by one)."""
+    """JSON-RPC requests by method between two scrapes, every outcome (a batch is one)."""
     return by_label(m0, m1, "xray_ledger_calls_total", "method")
+
+
+def tx_read(m0, m1) -> int:
+    """Transactions read from getTransaction answers (the items of its batches)."""
+    return int(series(m1, "xray_ledger_transactions_read_total") - series(m0, "xray_ledger_transactions_read_total"))
 
 
 def checks(m0, m1) -> dict:
@@ -332,6 +338,7 @@ def phase_quiet() -> None:
     save("quiet", {
         "wallets": n, "with_history": with_history, "interval_s": interval, "seconds": measure,
         "baseline_s": round(baseline_s, 1), "baseline_calls": base_calls, "baseline_checks": checks(m_before, m0),
+        "baseline_tx_read": tx_read(m_before, m0), "tx_read": tx_read(m0, m1),
         "checks": c, "calls": ledger_calls(m0, m1), "call_outcomes": call_outcomes(m0, m1),
         "jobs": by_label(m0, m1, "xray_jobs_total", "outcome"),
         "quota_used": u1["used"] - u0["used"], "lag_max_s": max(lags, default=0.0),
@@ -366,6 +373,7 @@ def phase_active() -> None:
         "interval_s": interval, "events_per_wallet": int(env("ACTIVE_EVENTS")),
         "every_s": int(env("ACTIVE_EVERY_S")), "baseline_after_first_event": early,
         "baseline_calls": base_calls, "baseline_checks": checks(m_before, m0),
+        "baseline_tx_read": tx_read(m_before, m0), "tx_read": tx_read(m0, m1),
         "checks": checks(m0, m1), "calls": ledger_calls(m0, m1), "call_outcomes": call_outcomes(m0, m1),
         "jobs": by_label(m0, m1, "xray_jobs_total", "outcome"),
         "cache_hits": by_label(m0, m1, "xray_ledger_cache_hits_total", "kind"),
@@ -401,7 +409,7 @@ def phase_cap_setup() -> None:
         "accounts": accounts, "monitors": accounts * per, "wallets_per_monitor": size, "watches_asked": total,
         "watches": gauge("xray_monitor_watches", m0), "left_out": gauge("xray_monitor_watches_left_out", m0),
         "baseline_s": round(baseline_s, 1), "baseline_calls": ledger_calls(m_before, m0),
-        "baseline_checks": checks(m_before, m0),
+        "baseline_checks": checks(m_before, m0), "baseline_tx_read": tx_read(m_before, m0),
         "baseline_jobs": by_label(m_before, m0, "xray_jobs_total", "outcome"),
     })
 
@@ -469,8 +477,9 @@ def report() -> None:
     print(f"Machine: {e.get('MACHINE', '')}. Binary: {e.get('XRAY_BIN', '')} ({e.get('XRAY_VERSION', '')}).")
     print(f"Ledger: `xray ledger serve --latency-ms {e.get('LATENCY_MS')}` on loopback (one thread), the server "
           f"`xray serve --ledger rpc:…` (ledger cache on). Every figure below is a delta of the server's "
-          f"/metrics (xray_ledger_calls_total: a batch's items one by one; xray_monitor_checks_total) over the "
-          f"window named, or /proc CPU time.\n")
+          f"/metrics over the window named, or /proc CPU time. Calls are xray_ledger_calls_total: one per "
+          f"JSON-RPC request the server sent (a getTransaction batch of up to 50 counts once; the transactions "
+          f"it read are xray_ledger_transactions_read_total); checks are xray_monitor_checks_total.\n")
 
     q = r.get("quiet")
     q_vec, assumed = {"getSignaturesForAddress": 1.0}, True
@@ -494,6 +503,7 @@ def report() -> None:
         print(f"| **calls per watched wallet per hour at a 60 s interval** (= per check × 60) | **{fmt(per_check * 60 if per_check else None, 1)}** |")
         print(f"| … for 10,000 quiet wallets (the default per-node bound): per hour / per second | "
               f"{fmt(per_check * 60 * 10000 if per_check else None, 0)} / {fmt(per_check * 10000 / 60 if per_check else None, 1)} |")
+        print(f"| transactions read (getTransaction items) in the window | {q['tx_read']} |")
         print(f"| ledger call outcomes | {counts(q['call_outcomes'])} |")
         print(f"| jobs ended in the window; quota units charged to the key | {counts(q['jobs'])}; {q['quota_used']} |")
         print(f"| lag (xray_monitor_lag_seconds, max of 1 s samples) | {q['lag_max_s']:.3f} s |")
@@ -501,7 +511,7 @@ def report() -> None:
               f"{q['cpu']['server_pct']} / {q['cpu']['monitors_thread_pct']} / {q['cpu']['ledger_pct']} |")
         print(f"| first check of each wallet (its baseline analysis): calls per wallet, by method (the quiet "
               f"checks of the wallets already done taken off) | {per_method(base, q['wallets'])} "
-              f"(all: {fmt(sum(base.values()) / q['wallets'])}) |")
+              f"(all: {fmt(sum(base.values()) / q['wallets'])}); transactions read {q['baseline_tx_read']} in all |")
         print()
 
     a = r.get("active")
@@ -526,11 +536,12 @@ def report() -> None:
         print(f"| calls per active check, all methods | **{fmt(per_active)}** |")
         print(f"| **calls per hour, a wallet active at every check of a 60 s interval** (upper bound = per active check × 60) | "
               f"**{fmt(per_active * 60 if per_active else None, 1)}** |")
+        print(f"| transactions read (getTransaction items) per active check | {a['tx_read'] / active if active else 0:.2f} |")
         print(f"| ledger cache in the window: hits / misses, by kind | {counts(a['cache_hits'])} / {counts(a['cache_misses'])} |")
         print(f"| event webhooks received | {a['webhooks_received']} |")
         base = net_of_quiet(a["baseline_calls"], a.get("baseline_checks", {}), q_vec)
         print(f"| first check of each of the 2 wallets (baseline analysis): calls per wallet, by method | "
-              f"{per_method(base, 2)} |")
+              f"{per_method(base, 2)}; transactions read {a['baseline_tx_read']} in all |")
         if a["baseline_after_first_event"]:
             print("| warning | the baselines ended after the first scripted event: raise ACTIVE_LEAD_S |")
         print()
@@ -541,13 +552,20 @@ def report() -> None:
         tick = float(e.get("TICK_MS", "100")) / 1000
         base = net_of_quiet(s["baseline_calls"], s["baseline_checks"], q_vec)
         watched = s["watches"]
+        jobs_n = sum(s["baseline_jobs"].values())
+        rpcc, threads_n = int(e.get("RPC_CONCURRENCY", "4")), int(e.get("CAP_COMPUTE_THREADS", "2"))
         print("### 3. Capacity of one node\n")
         print(f"{s['accounts']} accounts × {s['monitors'] // s['accounts']} monitors × {s['wallets_per_monitor']} "
               f"never-funded wallets = {s['watches_asked']} watches asked; the node watches {int(watched)} "
               f"(`--monitor-watches-per-node-max {e.get('CAP_WATCHES_MAX')}`, {int(s['left_out'])} left out). "
-              f"Their baselines (one analysis each; `--jobs-in-flight-per-thread {e.get('CAP_JOBS_IN_FLIGHT')}`, "
-              f"admission queue and live jobs per account raised so that none is refused) took {s['baseline_s']} s "
-              f"from the first POST: {per_method(base, watched)} calls per wallet (quiet checks meanwhile taken off; "
+              f"Their baselines (one analysis each) ran on a server set up for them only — `--compute-threads "
+              f"{e.get('CAP_COMPUTE_THREADS')} --jobs-in-flight-per-thread {e.get('CAP_JOBS_IN_FLIGHT')}`, admission "
+              f"queue and live jobs per account raised so that none is refused: each compute thread's ledger source "
+              f"sends at most {rpcc} requests at once (RPC_CONCURRENCY_MAX), so {threads_n} threads allow "
+              f"{rpcc * threads_n} / {lat:.3f} s = {rpcc * threads_n / lat:,.0f} "
+              f"requests/s — and took {s['baseline_s']} s from the first POST ({jobs_n / s['baseline_s']:.1f} analyses/s, "
+              f"{sum(s['baseline_calls'].values()) / s['baseline_s']:,.0f} requests/s with the checks): "
+              f"{per_method(base, watched)} calls per wallet (quiet checks meanwhile taken off; "
               f"jobs {counts(s['baseline_jobs'])}). Each window below restarts the server on the same data "
               f"directory (cursors kept: no new baselines) with the interval and "
               f"`--monitor-checks-in-flight-max` shown (at most 8 per account: {s['accounts']} accounts allow "
@@ -556,7 +574,7 @@ def report() -> None:
               f"its capacity; the 60 s row is the default interval at the full watch bound.\n")
         print("| interval s | in flight max (usable) | warm-up + window s | demand: watches / interval /s | checks/s sustained "
               "| outcomes | getSignaturesForAddress per check | mean getSignaturesForAddress s | its calls in flight (checks/s × mean call) "
-              "| model: usable / latency | model: usable / tick | lag s mean / max / at end | **wallets per node at 60 s (= checks/s × 60)** "
+              "| model: usable / latency | model: usable / (tick × ⌈mean call / tick⌉) | lag s mean / max / at end | **wallets per node at 60 s (= checks/s × 60)** "
               "| CPU % of one core: server / xray-monitors thread / ledger |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for w in ws:
@@ -571,7 +589,8 @@ def report() -> None:
             cap = f"**{rate * 60:,.0f}**" if saturated else f"not saturated (kept up with {int(w['watches']):,})"
             print(f"| {w['interval_s']} | {w['in_flight']} ({usable}) | {w['warmup_s']:.0f} + {w['seconds']:.0f} | {demand:,.0f} "
                   f"| {rate:,.1f} | {counts(w['checks'])} | {gsfa / n if n else 0:.2f} | {fmt(mean, 4)} "
-                  f"| {fmt(rate * mean if mean else None, 1)} | {usable / lat:,.0f} | {usable / tick:,.0f} "
+                  f"| {fmt(rate * mean if mean else None, 1)} | {usable / lat:,.0f} "
+                  f"| {usable / (tick * max(1, math.ceil(mean / tick))) if mean else 0:,.0f} "
                   f"| {w['lag_mean_s']:.1f} / {w['lag_max_s']:.1f} / {w['lag_last_s']:.1f} | {cap} "
                   f"| {w['cpu']['server_pct']} / {w['cpu']['monitors_thread_pct']} / {w['cpu']['ledger_pct']} |")
         print()
@@ -585,9 +604,10 @@ def report() -> None:
         print()
         print(f"Models: usable in flight = min(--monitor-checks-in-flight-max, 8 × accounts). usable / latency = "
               f"the bound if a slot were refilled the moment its check ends (latency: the {lat * 1000:.0f} ms the "
-              f"ledger server adds); usable / tick = the bound when free slots are refilled once per scheduler "
-              f"tick (MONITOR_TICK_MS, {tick * 1000:.0f} ms in src/config/mod.rs; the loop sleeps a tick after each "
-              f"round of starts) and a check is shorter than a tick. CPU is per core (the machine has "
+              f"ledger server adds); usable / (tick × ⌈mean call / tick⌉) = the bound when a free slot is "
+              f"refilled only at the scheduler's next tick (MONITOR_TICK_MS, {tick * 1000:.0f} ms in src/config/mod.rs: "
+              f"the loop starts due checks, then sleeps a tick), so a check holds its slot for a whole number of ticks "
+              f"(the mean getSignaturesForAddress time stands for the check's). CPU is per core (the machine has "
               f"{os.cpu_count()}).")
 
 

@@ -22,7 +22,8 @@
 #     CAP_MEASURE_S (60 s) measured: checks/s, xray_monitor_lag_seconds (sampled each second),
 #     mean getSignaturesForAddress time, the CPU of the server, of its xray-monitors thread and
 #     of the ledger server (/proc utime+stime), and wallets per node at 60 s = checks/s × 60,
-#     next to two models: in-flight / latency and in-flight / scheduler tick (100 ms). Last, the
+#     next to two models: in-flight / latency, and in-flight / (scheduler tick × the ticks a check
+#     holds its slot: free slots are refilled only at a tick, every 100 ms). Last, the
 #     default interval at the full bound: CAP_VALIDATE_INTERVAL_S (60; 0 skips it), default in
 #     flight, CAP_VALIDATE_WARMUP_S (45 s: the restart's first round, every watch due at once,
 #     is over) and CAP_VALIDATE_MEASURE_S (60 s, a whole cycle): does the node keep up, with what
@@ -35,7 +36,10 @@
 # Environment: XRAY_BIN [${CARGO_TARGET_DIR:-/var/tmp/xray-target}/release/xray: nothing is
 # built], SECTIONS ["quiet active capacity"], PORT_BASE [18700: ledger, API, admin, webhook
 # receiver on +0..+3], LATENCY_MS [50], the sizes above, BASELINE_TIMEOUT_S [300],
-# CAP_JOBS_IN_FLIGHT [64: --jobs-in-flight-per-thread while the baselines run], KEEP_WORK=1
+# CAP_COMPUTE_THREADS [8] and CAP_JOBS_IN_FLIGHT [64]: --compute-threads and
+# --jobs-in-flight-per-thread of the server that makes the capacity baselines (only: the
+# windows run the defaults; with 2 compute threads, 4 JSON-RPC requests in flight each, 10,000
+# baselines take ~5 min against a 50 ms node), KEEP_WORK=1
 # keeps the scratch directory (logs, results.json). Everything listens on 127.0.0.1 and is
 # stopped on exit; every wait is bounded. The numbers are deltas of the server's /metrics
 # (admin listener, bearer <data-dir>/admin.token) and /proc: nothing in the report is typed in.
@@ -65,11 +69,13 @@ CAP_IN_FLIGHT=${CAP_IN_FLIGHT:-$(small "32 64" 32)}
 CAP_WARMUP_S=${CAP_WARMUP_S:-$(small 5 2)}
 CAP_MEASURE_S=${CAP_MEASURE_S:-$(small 60 8)}
 CAP_JOBS_IN_FLIGHT=${CAP_JOBS_IN_FLIGHT:-64}
+CAP_COMPUTE_THREADS=${CAP_COMPUTE_THREADS:-8}
 CAP_VALIDATE_INTERVAL_S=${CAP_VALIDATE_INTERVAL_S:-$(small 60 0)}
 CAP_VALIDATE_WARMUP_S=${CAP_VALIDATE_WARMUP_S:-45}
 CAP_VALIDATE_MEASURE_S=${CAP_VALIDATE_MEASURE_S:-60}
 BASELINE_TIMEOUT_S=${BASELINE_TIMEOUT_S:-$(small 300 60)}
-TICK_MS=100 # MONITOR_TICK_MS (src/config/mod.rs), for the report's model only
+TICK_MS=100        # MONITOR_TICK_MS (src/config/mod.rs), for the report's models only
+RPC_CONCURRENCY=4  # RPC_CONCURRENCY_MAX (src/config/mod.rs): a job source's requests in flight, likewise
 
 [ -x "$XRAY_BIN" ] || { echo "no xray binary at $XRAY_BIN (set XRAY_BIN; this script builds nothing)" >&2; exit 1; }
 [ "$ACTIVE_EVENTS" -ge 1 ] && [ "$ACTIVE_EVENTS" -le 16 ] || { echo "ACTIVE_EVENTS must be 1..16 (32 events a script)" >&2; exit 1; }
@@ -93,9 +99,9 @@ done
 
 export API="http://127.0.0.1:$API_PORT" ADMIN="http://127.0.0.1:$ADMIN_PORT"
 export HOOK_URL="http://127.0.0.1:$HOOK_PORT/hook" HOOK_FILE="$WORK/hooks.txt" RESULTS="$WORK/results.json"
-export DEMO_LIST="$WORK/demo.json" BASELINE_TIMEOUT_S LATENCY_MS TICK_MS
+export DEMO_LIST="$WORK/demo.json" BASELINE_TIMEOUT_S LATENCY_MS TICK_MS RPC_CONCURRENCY
 export QUIET_WALLETS QUIET_INTERVAL_S QUIET_MEASURE_S ACTIVE_INTERVAL_S ACTIVE_EVERY_S ACTIVE_EVENTS
-export CAP_ACCOUNTS CAP_MONITORS CAP_WALLETS CAP_WATCHES_MAX CAP_INTERVAL_S CAP_WARMUP_S CAP_MEASURE_S CAP_JOBS_IN_FLIGHT
+export CAP_ACCOUNTS CAP_MONITORS CAP_WALLETS CAP_WATCHES_MAX CAP_INTERVAL_S CAP_WARMUP_S CAP_MEASURE_S CAP_JOBS_IN_FLIGHT CAP_COMPUTE_THREADS
 export XRAY_BIN XRAY_VERSION="$("$XRAY_BIN" --version)" RUN_DATE="$(date -u +%Y-%m-%dT%H:%MZ)"
 export MACHINE="$(nproc) cores ($(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)), $(free -g | awk '/^Mem:/ { print $2 " GiB" }') RAM, $(uname -r)"
 export XRAY_LOG=${XRAY_LOG:-warn}
@@ -159,7 +165,8 @@ for section in $SECTIONS; do
       start_ledger demo capacity
       CAP_ARGS=(--monitor-watches-per-node-max "$CAP_WATCHES_MAX" --queue-capacity 65536 --live-jobs-per-account-max 65536)
       start_server "$WORK/cap-data" capacity "${CAP_ARGS[@]}" --monitor-interval-s "$CAP_INTERVAL_S" \
-        --monitor-checks-in-flight-max "$1" --jobs-in-flight-per-thread "$CAP_JOBS_IN_FLIGHT"
+        --monitor-checks-in-flight-max "$1" --jobs-in-flight-per-thread "$CAP_JOBS_IN_FLIGHT" \
+        --compute-threads "$CAP_COMPUTE_THREADS"
       python3 "$HERE/monitors.py" cap-setup
       stop "$SERVER_PID"
       for in_flight in "$@"; do

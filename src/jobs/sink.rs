@@ -338,24 +338,45 @@ impl StoreSink {
         (with_last_member(payload, 1, "changes", &member), event)
     }
 
-    /// The changes of job `id` against the account's previous READY analysis of `wallet`, and
-    /// the job's monitor link (a monitor's re-analysis has one).
+    /// The changes of job `id` against the account's previous READY analysis of `wallet` (a
+    /// monitor's re-analysis: against the watch's last READY one), and the job's monitor link
+    /// when it may make an event (a re-analysis that is no baseline).
     fn changes(
         &self,
         id: &str,
         wallet: &Pubkey,
         payload: &[u8],
     ) -> Result<(Option<Changes>, Option<MonitorLink>), String> {
-        let record = match self.index.get(id) {
-            Some(live) => live.record.clone(),
-            None => self.store.get_job(id).map_err(|e| e.to_string())?.ok_or("the job is gone")?,
+        let (account, monitor) = match self.index.get(id) {
+            Some(live) => (live.record.account.clone(), live.record.monitor.clone()),
+            None => {
+                let record = self.store.get_job(id).map_err(|e| e.to_string())?.ok_or("the job is gone")?;
+                (record.account, record.monitor)
+            }
         };
-        let (account, monitor) = (record.account, record.monitor);
         let wallet = wallet.to_base58();
-        let newest = self.store.latest_ready_for(&account, Subject::Wallet(&wallet)).map_err(|e| e.to_string())?;
-        let Some(previous) = newest.filter(|job| job.id != id) else { return Ok((None, monitor)) };
-        let stored = self.finished.job(&*self.store, &previous.id).map_err(|e| e.to_string())?;
-        let Some(previous_payload) = stored.as_ref().and_then(|job| job.payload.clone()) else {
+        let previous = match monitor.as_ref() {
+            // A monitor's re-analysis: against the watch's last READY analysis; a baseline
+            // (none) is compared as any analysis is, and makes no event.
+            Some(MonitorLink { previous_analysis_id: Some(previous), .. }) => {
+                let stored = self.finished.job(&*self.store, previous).map_err(|e| e.to_string())?;
+                stored.filter(|job| {
+                    job.record.account == account
+                        && matches!(&job.record.kind, JobKind::Analysis { wallet: w } if *w == wallet)
+                })
+            }
+            _ => {
+                let newest =
+                    self.store.latest_ready_for(&account, Subject::Wallet(&wallet)).map_err(|e| e.to_string())?;
+                match newest.filter(|job| job.id != id) {
+                    Some(job) => self.finished.job(&*self.store, &job.id).map_err(|e| e.to_string())?,
+                    None => None,
+                }
+            }
+        };
+        let monitor = monitor.filter(|link| link.previous_analysis_id.is_some());
+        let Some((previous, Some(previous_payload))) = previous.map(|job| (job.record.clone(), job.payload.clone()))
+        else {
             return Ok((None, monitor));
         };
         let completed_at = crate::clock::rfc3339_ms(previous.completed_at_ms.unwrap_or(previous.created_at_ms));

@@ -68,12 +68,15 @@ impl MonitorRecord {
     }
 
     /// What a re-analysis of one of its wallets carries (thresholds and callback as they are now).
-    pub fn link(&self) -> MonitorLink {
+    /// The link a re-analysis of one of its wallets carries; `previous_analysis_id`: the
+    /// watch's last READY analysis (`None`: a baseline).
+    pub fn link(&self, previous_analysis_id: Option<String>) -> MonitorLink {
         MonitorLink {
             monitor_id: self.id.clone(),
             callback_url: self.callback_url.clone(),
             min_severity: self.min_severity.clone(),
             score_drop: self.score_drop,
+            previous_analysis_id,
             event: None,
         }
     }
@@ -113,7 +116,7 @@ pub fn check_wallets(wallets: &[String]) -> Result<(), MonitorError> {
 }
 
 /// Where a monitor's checks of one wallet stand.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WatchCursor {
     /// The newest signature the last check saw (and handed to a re-analysis); `None` before
@@ -123,6 +126,11 @@ pub struct WatchCursor {
     /// The re-analysis the last new activity admitted (or joined).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_analysis_id: Option<String>,
+    /// The last of those seen READY: what the next re-analysis is compared with. While
+    /// `last_analysis_id` differs, each check reads that job once: READY confirms it, FAILED
+    /// (or gone) has it redone — its activity was never analyzed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed_analysis_id: Option<String>,
     pub checked_at_ms: u64,
     /// A check that saw new activity and is admitting its re-analysis now (possibly on
     /// another node): the signature it will move to, and when it claimed it. A claim older

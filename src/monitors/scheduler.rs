@@ -13,7 +13,9 @@
 //! of them per account (fair: the most overdue check of an account under its share goes
 //! first), each upstream read within `MONITOR_CHECK_TIMEOUT_MS`.
 //! Invariant: a cursor moves only after the re-analysis of what it passed was admitted (or
-//! found live).
+//! found live); that re-analysis is confirmed READY by a later check (one read of the job) or,
+//! FAILED, done again — activity is never passed over by a re-analysis that failed. Each
+//! re-analysis is compared with the watch's last confirmed one, not the account's newest.
 //! Charging: each re-analysis is one quota unit of the monitor's key (`walletAnalysis`, as a
 //! `refresh` would be); a quiet check is free. The first check of a wallet makes its baseline:
 //! an analysis unless the account has a fresh one.
@@ -51,7 +53,7 @@ use crate::ledger::source::Source;
 use crate::metrics::{CheckOutcome, MONITORS};
 use crate::pubkey::{Pubkey, Signature};
 use crate::store::etcd::EtcdStore;
-use crate::store::{Expect, Subject};
+use crate::store::{Expect, JobState, Subject};
 
 use super::record::{MonitorRecord, PendingCheck, WatchCursor};
 use super::registry::Registry;
@@ -296,9 +298,10 @@ fn due(
 }
 
 /// One check of `wallet` for `monitor`: read the cursor; finish a claim a dead check left;
-/// read what is newer than the cursor's signature; on new activity claim the cursor
-/// (compare-and-set: of two checks — two nodes in a hand-over — one wins), admit the
-/// re-analysis, then move the cursor past it.
+/// settle the last re-analysis (READY confirms it, FAILED has it redone); read what is newer
+/// than the cursor's signature; on new activity (or a redo) claim the cursor (compare-and-set:
+/// of two checks — two nodes in a hand-over — one wins), admit the re-analysis, then move the
+/// cursor past it.
 async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> CheckOutcome {
     let registry = &context.deps.registry;
     let (cursor, expect) = match registry.cursor_at(&monitor.id, wallet) {
@@ -309,8 +312,7 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
         }
     };
     let now_ms = now_unix_ms();
-    let cursor =
-        cursor.unwrap_or(WatchCursor { last_signature: None, last_analysis_id: None, checked_at_ms: 0, pending: None });
+    let cursor = cursor.unwrap_or_default();
     if let Some(pending) = &cursor.pending {
         if now_ms.saturating_sub(pending.claimed_at_ms) < MONITOR_CLAIM_TTL_MS {
             return CheckOutcome::Claimed;
@@ -323,14 +325,15 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
     if key_of(&context.deps.keys, monitor, now_ms).is_none() {
         return CheckOutcome::Refused;
     }
-    let baseline = cursor.last_analysis_id.is_none();
+    let Some((cursor, redo)) = settled_analysis(context, cursor) else { return CheckOutcome::Failed };
+    let baseline = cursor.confirmed_analysis_id.is_none() && (redo || cursor.last_analysis_id.is_none());
     let newest = match newest_signature(context, wallet, cursor.last_signature.as_deref()).await {
         // The signature the cursor already holds is nothing new (a node that ignored `until`).
         Ok(newest) => newest.filter(|n| cursor.last_signature.as_deref() != Some(n.as_str())),
         Err(outcome) => return outcome,
     };
     let written = |c: &WatchCursor, expect| registry.write_cursor(&monitor.id, wallet, c, expect);
-    if !baseline && newest.is_none() {
+    if !baseline && !redo && newest.is_none() {
         let quiet = WatchCursor { checked_at_ms: now_ms, pending: None, ..cursor };
         return match written(&quiet, expect) {
             Ok(true) => CheckOutcome::Quiet,
@@ -348,13 +351,15 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
         Err(_) => return CheckOutcome::Failed,
     }
     // Bounded well under the claim's life, so no other check takes this claim for dead.
-    let admission = reanalyze(context, monitor, wallet, !baseline, now_ms);
+    let previous = cursor.confirmed_analysis_id.clone();
+    let admission = reanalyze(context, monitor, wallet, !baseline, previous, now_ms);
     let admitted =
         tokio::time::timeout(Duration::from_millis(MONITOR_ADMIT_TIMEOUT_MS), admission).await.ok().flatten();
     let settled = match &admitted {
         Some(id) => WatchCursor {
             last_signature: newest.or(cursor.last_signature),
             last_analysis_id: Some(id.clone()),
+            confirmed_analysis_id: cursor.confirmed_analysis_id,
             checked_at_ms: now_ms,
             pending: None,
         },
@@ -371,6 +376,33 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
         Some(_) => CheckOutcome::Active,
         None => CheckOutcome::Refused,
     }
+}
+
+/// The cursor with its last re-analysis settled, and whether that re-analysis must be done
+/// again: one point read of the job while it is not yet confirmed — READY confirms it (the
+/// next re-analysis is compared with it), FAILED or gone (purged) redoes it (its activity was
+/// never analyzed; a failed job was refunded), live waits. `None` when the store fails.
+fn settled_analysis(context: &Context, mut cursor: WatchCursor) -> Option<(WatchCursor, bool)> {
+    let Some(last) = cursor.last_analysis_id.clone() else { return Some((cursor, false)) };
+    if cursor.confirmed_analysis_id.as_deref() == Some(last.as_str()) {
+        return Some((cursor, false));
+    }
+    let job = match context.deps.registry.store().get_job(&last) {
+        Ok(job) => job,
+        Err(e) => {
+            tracing::warn!(job = %last, error = %e, "reading a monitor's last re-analysis failed");
+            return None;
+        }
+    };
+    let redo = match job.map(|j| j.state) {
+        Some(JobState::Ready) => {
+            cursor.confirmed_analysis_id = Some(last);
+            false
+        }
+        Some(JobState::Queued | JobState::Running) => false,
+        Some(JobState::Failed) | None => true,
+    };
+    Some((cursor, redo))
 }
 
 /// The signature newer than `since` (all of history when `None`) the node has now, if any.
@@ -423,6 +455,7 @@ fn finish_dead_claim(
     let moved = WatchCursor {
         last_signature: pending.signature.clone().or(cursor.last_signature.clone()),
         last_analysis_id: Some(admitted.id),
+        confirmed_analysis_id: cursor.confirmed_analysis_id.clone(),
         checked_at_ms: now_unix_ms(),
         pending: None,
     };
@@ -434,16 +467,18 @@ fn finish_dead_claim(
 }
 
 /// Admits the re-analysis of `wallet` for `monitor` (`refresh`: always new work; the baseline
-/// takes a fresh analysis of the account when there is one); the id of the job that answers.
+/// takes a fresh analysis of the account when there is one), compared with `previous` (the
+/// watch's last READY analysis); the id of the job that answers.
 async fn reanalyze(
     context: &Context,
     monitor: &MonitorRecord,
     wallet: &Pubkey,
     refresh: bool,
+    previous: Option<String>,
     now_ms: u64,
 ) -> Option<String> {
     let key = key_of(&context.deps.keys, monitor, now_ms)?;
-    let (work, link) = (Work::Analysis { wallet: *wallet }, monitor.link());
+    let (work, link) = (Work::Analysis { wallet: *wallet }, monitor.link(previous));
     let request = AdmitRequest {
         key: &key,
         work: &work,

@@ -181,6 +181,12 @@ pub struct MonitorLink {
     /// make none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score_drop: Option<u8>,
+    /// The monitor's last READY analysis of the wallet, what this re-analysis' `changes` are
+    /// against (not the account's newest, which a request of the account's own may have made
+    /// in between and so hidden the change from the monitor). `None` for a baseline: the first
+    /// analysis of a watch makes no event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_analysis_id: Option<String>,
     /// The event the completed re-analysis caused: written in the completion's batch (with its
     /// index entry and its webhook in the outbox), never afterwards.
     #[serde(default, skip_serializing_if = "Option::is_none")]

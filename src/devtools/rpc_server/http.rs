@@ -156,6 +156,10 @@ async fn handle<S: LedgerSource>(
         Ok(body) => body,
         Err(refusal) => return Ok(refusal),
     };
+    if shared.stats.fails(&body) {
+        shared.stats.faults.fetch_add(1, Ordering::Relaxed);
+        return Ok(status_response(StatusCode::INTERNAL_SERVER_ERROR, "internal error"));
+    }
     match fault {
         None if shared.refuse_batches && methods::is_batch(&body) => Ok(json_response(methods::batch_refusal())),
         None => {

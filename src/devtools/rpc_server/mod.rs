@@ -94,6 +94,11 @@ impl RunningServer {
         self.stats.calls_total()
     }
 
+    /// Answers every request naming `method` with 500 from now on (`None`: none).
+    pub fn fail_method(&self, method: Option<&str>) {
+        self.stats.fail_method(method);
+    }
+
     /// Requests answered with a fault so far.
     pub fn faults(&self) -> u64 {
         self.stats.faults()

@@ -13,6 +13,9 @@ pub struct ServerStats {
     pub(super) faults: AtomicU64,
     /// JSON-RPC calls answered, by method, a batch's items one by one (what a provider bills).
     calls: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// While set, every request naming this method is answered 500 (an outage of one method,
+    /// switched on and off by a test).
+    failing_method: parking_lot::Mutex<Option<String>>,
 }
 
 impl ServerStats {
@@ -35,6 +38,18 @@ impl ServerStats {
                 calls.insert(method.to_owned(), 1);
             }
         }
+    }
+
+    /// Answers every request naming `method` with 500 from now on (`None`: none).
+    pub fn fail_method(&self, method: Option<&str>) {
+        *self.failing_method.lock() = method.map(|m| format!("\"{m}\""));
+    }
+
+    /// Whether `body` names the method that fails now.
+    pub(super) fn fails(&self, body: &[u8]) -> bool {
+        let failing = self.failing_method.lock();
+        let Some(quoted) = failing.as_deref() else { return false };
+        body.windows(quoted.len()).any(|w| w == quoted.as_bytes())
     }
 
     /// HTTP requests received (a batch is one).

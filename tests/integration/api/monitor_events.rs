@@ -13,12 +13,24 @@ use serde_json::{json, Value};
 use super::monitors::{checked_once, create};
 use super::support::*;
 use super::webhooks::Receiver;
+use xray::devtools::rpc_server::FaultPlan;
 use xray::webhooks::signature::verify;
 
 /// The timeline's wallets, by the names a script uses.
 pub(crate) fn timeline_wallet(name: &str) -> String {
     let demo = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
     demo.archetype(name).unwrap_or_else(|| panic!("archetype {name}")).to_base58()
+}
+
+/// The demo timeline whose events happen `at_s` seconds after `start_ms` (its script in `dir`).
+fn timeline_spec(dir: &Path, start_ms: u64, events: &[(&str, u64)]) -> xray::config::SourceSpec {
+    let mut script = format!("start_unix_ms = {start_ms}\n");
+    for (wallet, at_s) in events {
+        script.push_str(&format!("[[event]]\nwallet = \"{wallet}\"\nat_s = {at_s}\n"));
+    }
+    let path = dir.join("timeline.toml");
+    std::fs::write(&path, script).expect("script written");
+    format!("demo+script={}", path.display()).parse().expect("a timeline spec")
 }
 
 /// A server over a demo timeline whose events happen `at_s` seconds after `start_ms`.
@@ -28,13 +40,7 @@ fn timeline_server(
     events: &[(&str, u64)],
     tweak: impl FnOnce(&mut xray::config::ServeConfig),
 ) -> TestServer {
-    let mut script = format!("start_unix_ms = {start_ms}\n");
-    for (wallet, at_s) in events {
-        script.push_str(&format!("[[event]]\nwallet = \"{wallet}\"\nat_s = {at_s}\n"));
-    }
-    let path = dir.join("timeline.toml");
-    std::fs::write(&path, script).expect("script written");
-    let ledger = format!("demo+script={}", path.display()).parse().expect("a timeline spec");
+    let ledger = timeline_spec(dir, start_ms, events);
     serve(|c| {
         c.ledger = ledger;
         c.monitor_interval_s = 1;
@@ -208,4 +214,82 @@ fn a_failing_receiver_sees_retries_then_a_dead_letter_and_a_redelivery_sends_the
     assert_eq!(post(server.addr, &path, &stranger, "").status, 404);
     let unknown = format!("/v1/developer/monitors/{id}/events/evt_4vJ9JU1bJJE96FWSJKvHsm/redeliver");
     assert_eq!(post(server.addr, &unknown, &key.secret, "").status, 404);
+}
+
+/// The analysis id each of the monitor's wallets was last checked with (`GET` one).
+fn last_analyses(server: &TestServer, key: &str, id: &str) -> Vec<Option<String>> {
+    let reply = get(server.addr, &format!("/v1/developer/monitors/{id}"), key);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let watches = reply.data()["watches"].as_array().expect("watches").clone();
+    watches.iter().map(|w| w["lastAnalysisId"].as_str().map(str::to_owned)).collect()
+}
+
+#[test]
+fn the_accounts_own_refresh_between_two_checks_hides_no_change_from_the_monitor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 2_000;
+    // Checks 6 s apart: the account's own refresh lands between the baseline and the next.
+    let server = timeline_server(dir.path(), start_ms, &[("timeline_delegate", 1)], |c| c.monitor_interval_s = 6);
+    let key = server.key(KeyOptions::default());
+    let delegate = timeline_wallet("timeline_delegate");
+    let body = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "low"});
+    let id = create(&server, &key.secret, &body).data()["id"].as_str().expect("id").to_owned();
+    let baseline =
+        checked_once(&server, &key.secret, &id)["watches"][0]["lastAnalysisId"].as_str().expect("baseline").to_owned();
+    server.finish(&analysis_path(&baseline), &key.secret);
+    std::thread::sleep(Duration::from_millis((start_ms + 1_500).saturating_sub(xray::clock::now_unix_ms())));
+    // The account refreshes the wallet itself: its analysis already shows the new delegate.
+    let own = post(server.addr, WALLET_PATH, &key.secret, &refresh_body(&delegate));
+    let own_id = own.data()["analysisId"].as_str().expect("analysisId").to_owned();
+    let own = server.finish(&analysis_path(&own_id), &key.secret);
+    assert!(own.data()["xray"]["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{own:?}");
+    assert_eq!(last_analyses(&server, &key.secret, &id), vec![Some(baseline.clone())], "not checked again yet");
+
+    let events = events_at_least(&server, &key.secret, &id, 1);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["changes"]["previousAnalysisId"], baseline.as_str(), "against the monitor's baseline");
+    assert!(events[0]["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{events:?}");
+}
+
+#[test]
+fn a_re_analysis_that_fails_is_done_again_and_its_change_still_makes_one_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 2_000;
+    let spec = timeline_spec(dir.path(), start_ms, &[("timeline_delegate", 1)]);
+    let server = serve_rpc_spec(spec, FaultPlan::default(), |c| {
+        c.monitor_interval_s = 1;
+        c.webhook_allow_hosts = vec!["127.0.0.1".into()];
+    });
+    let key = server.key(KeyOptions::default());
+    let delegate = timeline_wallet("timeline_delegate");
+    let body = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "low"});
+    let created = create(&server, &key.secret, &body);
+    assert_eq!(created.status, 201, "{created:?}");
+    let id = created.data()["id"].as_str().expect("id").to_owned();
+    let baseline =
+        checked_once(&server, &key.secret, &id)["watches"][0]["lastAnalysisId"].as_str().expect("baseline").to_owned();
+    server.finish(&analysis_path(&baseline), &key.secret);
+    // The node loses getTransaction: the re-analysis of the new activity fails.
+    server.ledger_server().fail_method(Some("getTransaction"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let failed = loop {
+        let last = last_analyses(&server, &key.secret, &id).remove(0).expect("an analysis");
+        if last != baseline {
+            break last;
+        }
+        assert!(Instant::now() < deadline, "no re-analysis within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let polled = server.finish(&analysis_path(&failed), &key.secret);
+    assert_eq!(polled.data()["status"], "FAILED", "{polled:?}");
+    assert!(all_events(&server, &key.secret, &id).is_empty(), "a failed re-analysis makes no event");
+    server.ledger_server().fail_method(None);
+
+    let events = events_at_least(&server, &key.secret, &id, 1);
+    std::thread::sleep(Duration::from_secs(2));
+    let events_after = all_events(&server, &key.secret, &id);
+    assert_eq!(events_after.len(), 1, "one event for the one change: {events_after:?}");
+    assert_ne!(events[0]["analysisId"], failed.as_str(), "{events:?}");
+    assert_eq!(events[0]["changes"]["previousAnalysisId"], baseline.as_str());
+    assert!(events[0]["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{events:?}");
 }

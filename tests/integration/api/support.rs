@@ -363,7 +363,12 @@ pub fn serve_one_at_a_time() -> TestServer {
 /// A server whose ledger is the demo ledger behind the local JSON-RPC server, with the faults
 /// (and latency) of `plan`.
 pub fn serve_rpc(plan: FaultPlan, tweak: impl FnOnce(&mut ServeConfig)) -> TestServer {
-    let rpc = spawn_spec_in_thread("demo".parse().expect("spec"), plan).expect("JSON-RPC server starts");
+    serve_rpc_spec("demo".parse().expect("spec"), plan, tweak)
+}
+
+/// A server whose ledger is the local JSON-RPC server serving `spec` with `plan`'s faults.
+pub fn serve_rpc_spec(spec: SourceSpec, plan: FaultPlan, tweak: impl FnOnce(&mut ServeConfig)) -> TestServer {
+    let rpc = spawn_spec_in_thread(spec, plan).expect("JSON-RPC server starts");
     let ledger = SourceSpec::Rpc { url: rpc.url() };
     start_server(Some(rpc), |c| {
         c.ledger = ledger;
@@ -522,6 +527,11 @@ impl TestServer {
     /// Requests the local JSON-RPC server (the ledger) has answered so far.
     pub fn ledger_requests(&self) -> u64 {
         self.ledger.as_ref().map_or(0, RunningServer::requests)
+    }
+
+    /// The local JSON-RPC server (the ledger), when the test serves one.
+    pub fn ledger_server(&self) -> &RunningServer {
+        self.ledger.as_ref().expect("a server over the local JSON-RPC server")
     }
 
     /// JSON-RPC calls the local ledger server has answered so far, by method (a batch's items
