@@ -102,17 +102,31 @@ export HOOK_URL="http://127.0.0.1:$HOOK_PORT/hook" HOOK_FILE="$WORK/hooks.txt" R
 export DEMO_LIST="$WORK/demo.json" BASELINE_TIMEOUT_S LATENCY_MS TICK_MS RPC_CONCURRENCY
 export QUIET_WALLETS QUIET_INTERVAL_S QUIET_MEASURE_S ACTIVE_INTERVAL_S ACTIVE_EVERY_S ACTIVE_EVENTS
 export CAP_ACCOUNTS CAP_MONITORS CAP_WALLETS CAP_WATCHES_MAX CAP_INTERVAL_S CAP_WARMUP_S CAP_MEASURE_S CAP_JOBS_IN_FLIGHT CAP_COMPUTE_THREADS
-export XRAY_BIN XRAY_VERSION="$("$XRAY_BIN" --version)" RUN_DATE="$(date -u +%Y-%m-%dT%H:%MZ)"
+export XRAY_BIN RUN_DATE="$(date -u +%Y-%m-%dT%H:%MZ)"
+export XRAY_VERSION="$("$XRAY_BIN" --version), sha256 $(sha256sum "$XRAY_BIN" | cut -c1-12)…, modified $(date -u -r "$XRAY_BIN" +%Y-%m-%dT%H:%MZ)"
 export MACHINE="$(nproc) cores ($(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)), $(free -g | awk '/^Mem:/ { print $2 " GiB" }') RAM, $(uname -r)"
 export XRAY_LOG=${XRAY_LOG:-warn}
 "$XRAY_BIN" demo list >"$DEMO_LIST"
 
-stop() { # pid: stop one process this script started, and forget it
-  local pid=$1 kept=()
-  kill -TERM "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  for p in "${PIDS[@]}"; do [ "$p" = "$pid" ] || kept+=("$p"); done
+forget() { # pid: no longer one of PIDS
+  local p kept=()
+  for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || kept+=("$p"); done
   PIDS=("${kept[@]}")
+}
+
+stop() { # pid: stop one process this script started, and forget it
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  forget "$1"
+}
+
+py() { # monitors.py ARGS…, in the background so that a signal to this script stops it too
+  local pid rc=0
+  python3 "$HERE/monitors.py" "$@" &
+  pid=$!; PIDS+=("$pid")
+  wait "$pid" || rc=$?
+  forget "$pid"
+  return "$rc"
 }
 
 start_ledger() { # spec name
@@ -149,7 +163,7 @@ for section in $SECTIONS; do
       echo "1. quiet: $QUIET_WALLETS wallets every $QUIET_INTERVAL_S s, $QUIET_MEASURE_S s measured" >&2
       start_ledger demo+timeline quiet
       start_server "$WORK/quiet-data" quiet --monitor-interval-s "$QUIET_INTERVAL_S"
-      python3 "$HERE/monitors.py" quiet
+      py quiet
       stop "$SERVER_PID"; stop "$LEDGER_PID" ;;
     active)
       echo "2. active: $ACTIVE_EVENTS events each for 2 wallets, $ACTIVE_EVERY_S s apart, checks every $ACTIVE_INTERVAL_S s" >&2
@@ -157,7 +171,7 @@ for section in $SECTIONS; do
       export SCRIPT_START_MS
       start_ledger "demo+script=$WORK/timeline.toml" active
       start_server "$WORK/active-data" active --monitor-interval-s "$ACTIVE_INTERVAL_S"
-      python3 "$HERE/monitors.py" active
+      py active
       stop "$SERVER_PID"; stop "$LEDGER_PID" ;;
     capacity)
       set -- $CAP_IN_FLIGHT
@@ -167,19 +181,19 @@ for section in $SECTIONS; do
       start_server "$WORK/cap-data" capacity "${CAP_ARGS[@]}" --monitor-interval-s "$CAP_INTERVAL_S" \
         --monitor-checks-in-flight-max "$1" --jobs-in-flight-per-thread "$CAP_JOBS_IN_FLIGHT" \
         --compute-threads "$CAP_COMPUTE_THREADS"
-      python3 "$HERE/monitors.py" cap-setup
+      py cap-setup
       stop "$SERVER_PID"
       for in_flight in "$@"; do
         echo "   window: --monitor-interval-s $CAP_INTERVAL_S --monitor-checks-in-flight-max $in_flight" >&2
         start_server "$WORK/cap-data" capacity "${CAP_ARGS[@]}" --monitor-interval-s "$CAP_INTERVAL_S" \
           --monitor-checks-in-flight-max "$in_flight"
-        python3 "$HERE/monitors.py" cap-window "$in_flight" "$CAP_INTERVAL_S" "$CAP_WARMUP_S" "$CAP_MEASURE_S"
+        py cap-window "$in_flight" "$CAP_INTERVAL_S" "$CAP_WARMUP_S" "$CAP_MEASURE_S"
         stop "$SERVER_PID"
       done
       if [ "$CAP_VALIDATE_INTERVAL_S" -gt 0 ]; then
         echo "   window: --monitor-interval-s $CAP_VALIDATE_INTERVAL_S (default in flight)" >&2
         start_server "$WORK/cap-data" capacity "${CAP_ARGS[@]}" --monitor-interval-s "$CAP_VALIDATE_INTERVAL_S"
-        python3 "$HERE/monitors.py" cap-window 32 "$CAP_VALIDATE_INTERVAL_S" "$CAP_VALIDATE_WARMUP_S" "$CAP_VALIDATE_MEASURE_S"
+        py cap-window 32 "$CAP_VALIDATE_INTERVAL_S" "$CAP_VALIDATE_WARMUP_S" "$CAP_VALIDATE_MEASURE_S"
         stop "$SERVER_PID"
       fi
       stop "$LEDGER_PID" ;;

@@ -40,6 +40,7 @@ use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::{ComputePool, JobBudget, PoolConfig};
 use crate::jobs::recovery::{restore_quota, spawn_housekeeping, Housekeeping, Recovery, Upkeep};
 use crate::jobs::sink::{Failing, StoreSink};
+use crate::labels::live::LiveLabels;
 use crate::labels::Labels;
 use crate::ledger::cache::{CacheOptions, Cached, LedgerCache};
 use crate::ledger::source::Source;
@@ -105,6 +106,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let key_admin = KeyAdmin { keys, store: store.clone() };
     let keys = key_admin.keys.clone();
     let labels = Labels::load_with(config.labels.as_deref(), &config.labels_extra)?;
+    let labels = LiveLabels::new(labels, config.labels.clone(), config.labels_extra.clone());
     let metrics = Arc::new(Metrics::default());
     let index = Arc::new(StatusIndex::new(
         config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread,
@@ -131,7 +133,8 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
             false => None,
         };
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
-    let admission = Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms);
+    let admission = Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms)
+        .with_labels(labels.clone());
     let admission = Arc::new(match &cluster {
         Some(etcd) => admission.in_cluster(etcd.clone()),
         None => admission,
@@ -192,11 +195,13 @@ fn start_monitors(config: &ServeConfig, app: &Arc<App>, cache: Option<Arc<Ledger
         ledger: config.ledger.clone(),
         cache,
         cluster: app.admission.cluster().cloned(),
+        labels: app.labels.clone(),
     };
     let settings = SchedulerSettings {
         interval: Duration::from_secs(config.monitor_interval_s),
         checks_in_flight_max: config.monitor_checks_in_flight_max,
         watches_max: config.monitor_watches_per_node_max,
+        history_depth: config.history_depth,
     };
     Scheduler::start(deps, settings)
 }
@@ -327,7 +332,7 @@ fn issue_first_key(keys: &KeyAdmin, now_ms: u64) -> Result<FirstKey, String> {
 
 fn start_pool(
     config: &ServeConfig,
-    labels: Arc<Labels>,
+    labels: Arc<LiveLabels>,
     sink: Arc<StoreSink>,
     cache: Option<Arc<LedgerCache>>,
 ) -> Result<ComputePool, String> {

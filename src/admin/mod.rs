@@ -11,6 +11,9 @@
 //! - `POST /v1/admin/accounts/:account/webhook-secret` — a new webhook signing secret for the
 //!   account (shown once), replacing the one it had: deliveries are signed with it from then on.
 //!   Answers `{"secret","account","createdAt"}` (the key routes wrap theirs in `data`).
+//! - `POST /v1/admin/labels/reload` — read the labels files again (`--labels`, `--labels-extra`)
+//!   and put them in force (`labels::live`); a file that fails changes nothing (400 naming it).
+//!   Watched wallets that dealt with a newly listed address are re-screened at their next check.
 //!
 //! Runs on one listener thread of its own (`http::start` with one thread), separate from the
 //! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
@@ -48,6 +51,8 @@ pub const KEYS_PATH: &str = "/v1/admin/keys";
 pub const ACCOUNTS_PATH: &str = "/v1/admin/accounts";
 /// Path of the Prometheus scrape.
 pub const METRICS_PATH: &str = "/metrics";
+/// Reads the labels files again and puts them in force (`POST`).
+pub const LABELS_RELOAD_PATH: &str = "/v1/admin/labels/reload";
 /// Content type of the Prometheus text exposition format.
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -82,12 +87,16 @@ enum AdminRoute<'p> {
     Revoke(&'p str),
     Rotate(&'p str),
     WebhookSecret(&'p str),
+    LabelsReload,
 }
 
 impl AdminRoute<'_> {
     fn parse(path: &str) -> Option<AdminRoute<'_>> {
         if path == METRICS_PATH {
             return Some(AdminRoute::Metrics);
+        }
+        if path == LABELS_RELOAD_PATH {
+            return Some(AdminRoute::LabelsReload);
         }
         if let Some(rest) = path.strip_prefix(ACCOUNTS_PATH) {
             let account = rest.strip_prefix('/')?.strip_suffix("/webhook-secret")?;
@@ -109,7 +118,9 @@ impl AdminRoute<'_> {
         match self {
             AdminRoute::Metrics => GET,
             AdminRoute::Keys => GET_POST,
-            AdminRoute::Revoke(_) | AdminRoute::Rotate(_) | AdminRoute::WebhookSecret(_) => POST,
+            AdminRoute::Revoke(_) | AdminRoute::Rotate(_) | AdminRoute::WebhookSecret(_) | AdminRoute::LabelsReload => {
+                POST
+            }
         }
     }
 }
@@ -160,6 +171,19 @@ impl AdminHandler {
                 json_response(201, keys.create(&spec, now_ms)?)
             }
             (AdminRoute::Revoke(id), _) => json_response(200, keys.revoke(id, now_ms)?),
+            // A file that fails leaves the labels in force as they were.
+            (AdminRoute::LabelsReload, _) => match self.state.app.labels.reload(now_ms) {
+                Ok(report) => {
+                    tracing::info!(
+                        generation = report.generation,
+                        labels = report.labels,
+                        newly_listed = report.newly_listed,
+                        "labels reloaded"
+                    );
+                    json_response(200, report)
+                }
+                Err(message) => Err(ApiError::InvalidField { field: "labels", message }),
+            },
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
             (AdminRoute::WebhookSecret(account), _) => {
                 // `{"secret", "account", "createdAt"}` itself, as issue #15 specifies it (and the

@@ -60,12 +60,12 @@ fn json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
 
 /// Step 7 for an address already validated (step 6).
 fn classified(field: &'static str, address: &Pubkey, app: &App) -> Result<(), ApiError> {
-    classify_local(address, &app.labels).map_err(|reason| ApiError::AccountNotEligible { field, reason })
+    classify_local(address, &app.labels.current()).map_err(|reason| ApiError::AccountNotEligible { field, reason })
 }
 
 /// Steps 6 and 7 for one address field.
 fn checked_address(field: &'static str, text: &str, app: &App) -> Result<Pubkey, ApiError> {
-    check_local(text, &app.labels).map_err(|refusal| match refusal {
+    check_local(text, &app.labels.current()).map_err(|refusal| match refusal {
         LocalRefusal::Invalid(reason) => ApiError::InvalidAddress { field, reason },
         LocalRefusal::Ineligible(reason) => ApiError::AccountNotEligible { field, reason },
     })

@@ -49,7 +49,7 @@ use crate::http::{ApiRequest, ApiResponse, Handler, RequestId, StopState, Thread
 use crate::jobs::admission::Admission;
 use crate::jobs::index::StatusIndex;
 use crate::jobs::pool::ComputePool;
-use crate::labels::Labels;
+use crate::labels::live::LiveLabels;
 use crate::limits::headers::{policy_value, ratelimit_value, retry_after_rate_s};
 use crate::limits::ip::IpFailureLimiter;
 use crate::metrics::{Metrics, RejectReason, RouteLabel};
@@ -64,7 +64,8 @@ pub struct App {
     pub index: Arc<StatusIndex>,
     pub pool: Arc<ComputePool>,
     pub admission: Arc<Admission>,
-    pub labels: Arc<Labels>,
+    /// The labels in force (reloadable: `POST /v1/admin/labels/reload`).
+    pub labels: Arc<LiveLabels>,
     pub metrics: Arc<Metrics>,
     pub ip_failures: IpFailureLimiter,
     pub clock: MonotonicClock,

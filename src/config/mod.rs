@@ -92,6 +92,9 @@ pub const MONITOR_INTERVAL_S_MAX: u64 = 86_400;
 /// How often a node reads the monitors from the store again (created, changed, deleted on any
 /// node), in milliseconds.
 pub const MONITOR_RELOAD_MS: u64 = 1_000;
+/// Least time between two fills of the monitors' free check slots (a finished check wakes
+/// the scheduler; fills are batched this finely), in milliseconds.
+pub const MONITOR_REFILL_MS: u64 = 10;
 /// The scheduler's tick: due checks are started at most this late, in milliseconds.
 pub const MONITOR_TICK_MS: u64 = 100;
 /// A check's claim on a wallet's cursor (made before it admits a re-analysis) older than this

@@ -45,6 +45,7 @@ use crate::config::{ADMISSION_LOCK_STRIPES, STRANDED_TICKETS_MAX};
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
 use crate::jobs::pool::{ComputePool, Ticket};
+use crate::labels::live::LiveLabels;
 use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::etcd::EtcdStore;
@@ -211,6 +212,8 @@ pub struct Admission {
     /// Where fresh READY results are looked up (memory first, then the store).
     finished: Arc<FinishedJobs>,
     freshness_window_ms: u64,
+    /// The labels in force: a result made before their reload is not reused as fresh.
+    labels: Option<Arc<LiveLabels>>,
     subject_locks: SubjectLocks,
     /// True until the recovery backlog is drained: jobs a stopped process left live may then
     /// be in the store only (not yet indexed), and deduplication must find them there.
@@ -272,6 +275,7 @@ impl Admission {
             pool,
             finished,
             freshness_window_ms,
+            labels: None,
             subject_locks: SubjectLocks::new(),
             recovering: AtomicBool::new(true),
             stranded: parking_lot::Mutex::new(std::collections::VecDeque::new()),
@@ -282,6 +286,12 @@ impl Admission {
     }
 
     /// Admission through a cluster's etcd store (see `shared`); nothing is left to recover.
+    /// Reuses no result made before the labels in force were reloaded.
+    pub fn with_labels(mut self, labels: Arc<LiveLabels>) -> Admission {
+        self.labels = Some(labels);
+        self
+    }
+
     pub fn in_cluster(mut self, cluster: Arc<EtcdStore>) -> Admission {
         self.cluster = Some(shared::Cluster::new(cluster));
         self.recovering = AtomicBool::new(false);
@@ -414,8 +424,11 @@ impl Admission {
     }
 
     fn is_fresh(&self, job: &JobRecord, now_ms: u64) -> bool {
+        // A result finished before the labels in force were reloaded was made with others.
+        let labels_since_ms = self.labels.as_ref().map_or(0, |l| l.loaded_at_ms());
         job.state == JobState::Ready
             && job.engine_version == ENGINE_VERSION_TAG
+            && job.completed_at_ms.is_some_and(|done| done >= labels_since_ms)
             && job.completed_at_ms.is_some_and(|done| now_ms.saturating_sub(done) < self.freshness_window_ms)
     }
 

@@ -35,7 +35,7 @@ use tokio::sync::Notify;
 
 use super::execute::{execute, JobSpec, Outcome, ReusedScores};
 use crate::config::{COMPUTE_IDLE_POLL_MS, JOB_DEADLINE_S_DEFAULT, JOB_LEDGER_BYTES_MAX_DEFAULT};
-use crate::labels::Labels;
+use crate::labels::live::LiveLabels;
 use crate::ledger::budget::{self, ByteBudget};
 use crate::ledger::read::LedgerSource;
 use crate::ledger::view::ViewOptions;
@@ -98,7 +98,7 @@ struct Shared {
     queue: Arc<ArrayQueue<Ticket>>,
     wake: Arc<Notify>,
     stop: Arc<AtomicBool>,
-    labels: Arc<Labels>,
+    labels: Arc<LiveLabels>,
     sink: Arc<dyn JobSink>,
     config: PoolConfig,
 }
@@ -110,7 +110,7 @@ impl ComputePool {
     /// server whose jobs could never run must not start and admit them.
     pub fn start<S, F>(
         config: PoolConfig,
-        labels: Arc<Labels>,
+        labels: Arc<LiveLabels>,
         make_source: F,
         sink: Arc<dyn JobSink>,
     ) -> Result<ComputePool, String>
@@ -275,7 +275,9 @@ fn finish(sink: &dyn JobSink, ticket: Ticket, outcome: Outcome) {
 async fn run_within_budget<S: LedgerSource>(shared: &Shared, source: &S, ticket: &Ticket) -> Outcome {
     let limits = shared.config.budget;
     let scores: &dyn ReusedScores = &*shared.sink;
-    let run = execute(source, &shared.labels, &ticket.spec, shared.config.view, scores);
+    // One table for the whole job, even when a reload swaps the labels meanwhile.
+    let labels = shared.labels.current();
+    let run = execute(source, &labels, &ticket.spec, shared.config.view, scores);
     let run = budget::within(ByteBudget::new(limits.ledger_bytes_max), tokio::time::timeout(limits.deadline, run));
     // The run's own panics, caught here so the sink still gets the job (see `run_job`).
     match AssertUnwindSafe(run).catch_unwind().await {
@@ -308,6 +310,7 @@ impl Drop for InFlightSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::labels::Labels;
     use crate::ledger::demo::DemoLedger;
     use crate::ledger::model::TokenProgram;
     use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
@@ -358,11 +361,14 @@ mod tests {
             1 => Err("snapshot /missing: no such directory".to_owned()),
             _ => Ok(DemoLedger::new(seed)),
         };
-        let started = ComputePool::start(config(3, 8), Labels::builtin(), refuse_second, sink.clone());
+        let started =
+            ComputePool::start(config(3, 8), LiveLabels::fixed(Labels::builtin()), refuse_second, sink.clone());
         let error = started.err().expect("the start fails");
         assert!(error.contains("compute thread 1") && error.contains("/missing"), "{error}");
         let panics = |_: usize| -> Result<DemoLedger, String> { panic!("opening the source panicked") };
-        let error = ComputePool::start(config(1, 8), Labels::builtin(), panics, sink).err().expect("the start fails");
+        let error = ComputePool::start(config(1, 8), LiveLabels::fixed(Labels::builtin()), panics, sink)
+            .err()
+            .expect("the start fails");
         assert!(error.contains("before opening"), "{error}");
     }
 
@@ -372,7 +378,7 @@ mod tests {
         let seed = crate::config::DEMO_SEED_DEFAULT;
         let pool = ComputePool::start(
             config(2, 64),
-            Labels::builtin(),
+            LiveLabels::fixed(Labels::builtin()),
             move |_| Ok(DemoLedger::new(seed)),
             Arc::new(Collect(std::sync::Mutex::new(tx))),
         )
@@ -463,7 +469,7 @@ mod tests {
         let config = PoolConfig { jobs_in_flight_max: 1, ..config(1, 8) };
         let pool = ComputePool::start(
             config,
-            Labels::builtin(),
+            LiveLabels::fixed(Labels::builtin()),
             move |_| {
                 Ok(Hooked(DemoLedger::new(seed), move |a: &Pubkey| {
                     assert!(*a != bomb, "a bug in reading this account")
@@ -518,7 +524,9 @@ mod tests {
         // One job in flight at a time: a slot lost to a panic would stall the jobs after it.
         let config = PoolConfig { jobs_in_flight_max: 1, ..config(1, 8) };
         let sink = Arc::new(Panicky(Collect(std::sync::Mutex::new(tx))));
-        let pool = ComputePool::start(config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).unwrap();
+        let pool =
+            ComputePool::start(config, LiveLabels::fixed(Labels::builtin()), move |_| Ok(DemoLedger::new(seed)), sink)
+                .unwrap();
         let wallet = demo.archetype("clean").unwrap();
         for id in ["an_start", "an_finish", "an_next"] {
             pool.submit(Ticket { id: id.into(), spec: JobSpec::Analysis { wallet } }).unwrap();
@@ -550,8 +558,13 @@ mod tests {
             Ok(Hooked(DemoLedger::new(seed), move |_: &Pubkey| drop(gate.lock().map(|g| g.recv()))))
         };
         let config = PoolConfig { jobs_in_flight_max: 1, ..config(1, 2) };
-        let pool = ComputePool::start(config, Labels::builtin(), blocks, Arc::new(Collect(std::sync::Mutex::new(tx))))
-            .unwrap();
+        let pool = ComputePool::start(
+            config,
+            LiveLabels::fixed(Labels::builtin()),
+            blocks,
+            Arc::new(Collect(std::sync::Mutex::new(tx))),
+        )
+        .unwrap();
         let t =
             |id: &str| Ticket { id: id.into(), spec: JobSpec::Analysis { wallet: crate::pubkey::Pubkey::default() } };
         assert!(pool.submit(t("running")).is_ok());

@@ -2,8 +2,9 @@
 //! known entities and flagged (malicious) addresses. Labels are data, not code.
 //!
 //! Owns: the labels file format (TOML, version 1, documented in docs/labels.md), the default
-//! file compiled into the binary, loading another file, and address lookups. Loaded once at
-//! start; read from every thread afterwards (immutable, `Arc`-shared, no locks).
+//! file compiled into the binary, loading another file, and address lookups. A loaded table is
+//! immutable (`Arc`-shared, no locks); `live` holds the one in force and swaps it whole when an
+//! operator reloads the files at run time.
 //!
 //! Invariant: a loaded `Labels` is valid — every address is base58 of 32 bytes, every
 //! category known, no address listed twice, at most `LABELS_LEN_MAX` entries. A file that
@@ -19,6 +20,7 @@ use crate::config::{LABELS_FILE_BYTES_MAX, LABELS_LEN_MAX};
 use crate::pubkey::Pubkey;
 
 pub mod domains;
+pub mod live;
 pub mod ofac;
 
 /// The default labels file, shipped inside the binary.

@@ -33,6 +33,11 @@ impl Source {
             SourceSpec::Rpc { url } => Source::Rpc(RpcSource::new(url, rpc)?),
         })
     }
+
+    /// Whether a read goes over the network (a node): the demo and snapshots are in process.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Source::Rpc(_))
+    }
 }
 
 macro_rules! dispatch {

@@ -21,6 +21,7 @@ pub mod record;
 pub mod registry;
 pub mod scheduler;
 
+mod screen;
 pub use record::{MonitorRecord, Thresholds, WatchCursor};
 pub use registry::{EventView, MonitorChange, Registry, RegistryError};
 pub use scheduler::{Scheduler, SchedulerDeps, SchedulerSettings};

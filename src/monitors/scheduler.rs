@@ -29,7 +29,7 @@
 //! (the account's newest job of the wallet is the monitor's and no older than the claim), else
 //! checks again — so a kill at any point neither loses activity nor admits it twice.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,10 +42,11 @@ use crate::auth::record::KeyState;
 use crate::auth::table::{KeyEntry, KeyTable};
 use crate::clock::now_unix_ms;
 use crate::config::{
-    SourceSpec, MONITOR_ADMIT_TIMEOUT_MS, MONITOR_CHECK_TIMEOUT_MS, MONITOR_CLAIM_TTL_MS, MONITOR_RELOAD_MS,
-    MONITOR_RELOAD_PAGE_LEN, MONITOR_TICK_MS,
+    SourceSpec, MONITOR_ADMIT_TIMEOUT_MS, MONITOR_CHECK_TIMEOUT_MS, MONITOR_CLAIM_TTL_MS, MONITOR_REFILL_MS,
+    MONITOR_RELOAD_MS, MONITOR_RELOAD_PAGE_LEN, MONITOR_TICK_MS,
 };
 use crate::jobs::admission::{Admission, AdmitRequest, Decision, Work};
+use crate::labels::live::LiveLabels;
 use crate::ledger::cache::{Cached, LedgerCache};
 use crate::ledger::read::LedgerSource;
 use crate::ledger::rpc::RpcOptions;
@@ -57,6 +58,7 @@ use crate::store::{Expect, JobState, Subject};
 
 use super::record::{MonitorRecord, PendingCheck, WatchCursor};
 use super::registry::Registry;
+use super::screen::{self, Screen};
 
 /// Checks of one account in flight at once, at most (fairness across accounts).
 pub const CHECKS_PER_ACCOUNT_MAX: usize = 8;
@@ -67,6 +69,8 @@ pub struct SchedulerSettings {
     pub interval: Duration,
     pub checks_in_flight_max: usize,
     pub watches_max: usize,
+    /// How deep a re-screen looks into a wallet's held history (the analyses' depth).
+    pub history_depth: u32,
 }
 
 /// What the scheduler works with.
@@ -79,6 +83,8 @@ pub struct SchedulerDeps {
     /// On a cluster node, the cluster: this node checks the monitors it owns (rendezvous
     /// hashing over the live nodes), and adopts a dead node's at the next reload.
     pub cluster: Option<Arc<EtcdStore>>,
+    /// The labels in force: after a reload each watch is re-screened at its next check.
+    pub labels: Arc<LiveLabels>,
 }
 
 /// The running scheduler; `stop` ends its thread.
@@ -144,6 +150,9 @@ struct Watch {
     monitor: Arc<MonitorRecord>,
     due_ms: u64,
     busy: bool,
+    /// The labels generation this watch was last screened against (a new watch: the one in
+    /// force, which its baseline uses).
+    screened: u64,
 }
 
 type Watches = HashMap<(String, Pubkey), Watch>;
@@ -151,6 +160,9 @@ type Watches = HashMap<(String, Pubkey), Watch>;
 async fn run(context: Rc<Context>) {
     let watches: Rc<RefCell<Watches>> = Rc::new(RefCell::new(HashMap::new()));
     let in_flight: Rc<RefCell<HashMap<String, usize>>> = Rc::new(RefCell::new(HashMap::new()));
+    // A finished check wakes the loop, so its slot is filled at once rather than at the next
+    // tick (measured: waiting for the tick capped a node at half of in-flight ÷ latency).
+    let finished = Rc::new(tokio::sync::Notify::new());
     let mut next_reload_ms = 0;
     while !context.stop.load(Ordering::Acquire) {
         let now_ms = now_unix_ms();
@@ -161,14 +173,23 @@ async fn run(context: Rc<Context>) {
         let started = due(&context, &mut watches.borrow_mut(), &in_flight.borrow(), now_ms);
         for (key, account) in started {
             *in_flight.borrow_mut().entry(account.clone()).or_default() += 1;
-            let (context, watches, in_flight) = (context.clone(), watches.clone(), in_flight.clone());
+            let (context, watches, in_flight, finished) =
+                (context.clone(), watches.clone(), in_flight.clone(), finished.clone());
             tokio::task::spawn_local(async move {
-                let monitor = watches.borrow().get(&key).map(|w| w.monitor.clone());
-                if let Some(monitor) = monitor {
-                    MONITORS.checked(check(&context, &monitor, &key.1).await);
+                let found = watches.borrow().get(&key).map(|w| (w.monitor.clone(), w.screened));
+                let generation = context.deps.labels.generation();
+                let mut screened = None;
+                if let Some((monitor, last_screened)) = found {
+                    let screen = (last_screened < generation)
+                        .then(|| context.deps.labels.listed_since(last_screened).map_or(Screen::All, Screen::Since));
+                    let done = Cell::new(screen.is_none());
+                    let outcome = check(&context, &monitor, &key.1, screen.as_ref(), &done).await;
+                    screened = done.get().then_some(generation);
+                    MONITORS.checked(outcome);
                 }
                 if let Some(watch) = watches.borrow_mut().get_mut(&key) {
                     watch.busy = false;
+                    watch.screened = screened.unwrap_or(watch.screened);
                 }
                 let mut counts = in_flight.borrow_mut();
                 if let Some(count) = counts.get_mut(&account) {
@@ -177,9 +198,17 @@ async fn run(context: Rc<Context>) {
                         counts.remove(&account);
                     }
                 }
+                finished.notify_one();
             });
         }
-        tokio::time::sleep(Duration::from_millis(MONITOR_TICK_MS)).await;
+        // At most one fill per `MONITOR_REFILL_MS` (a fill sorts the due watches: not once
+        // per finished check).
+        let filled = tokio::time::Instant::now();
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(MONITOR_TICK_MS)) => {}
+            _ = finished.notified() => {}
+        }
+        tokio::time::sleep_until(filled + Duration::from_millis(MONITOR_REFILL_MS)).await;
     }
 }
 
@@ -224,6 +253,7 @@ fn reload(context: &Context, watches: &mut Watches, now_ms: u64) {
         }
     }
     let total: usize = by_account.values().map(Vec::len).sum();
+    let generation = context.deps.labels.generation();
     let mut fresh: Watches = HashMap::with_capacity(total.min(context.settings.watches_max));
     let mut lists: Vec<std::vec::IntoIter<(Arc<MonitorRecord>, Pubkey)>> =
         by_account.into_values().map(Vec::into_iter).collect();
@@ -231,8 +261,9 @@ fn reload(context: &Context, watches: &mut Watches, now_ms: u64) {
         lists.retain_mut(|list| match list.next() {
             Some((monitor, wallet)) if fresh.len() < context.settings.watches_max => {
                 let key = (monitor.id.clone(), wallet);
-                let (due_ms, busy) = watches.get(&key).map_or((now_ms, false), |w| (w.due_ms, w.busy));
-                fresh.insert(key, Watch { monitor, due_ms, busy });
+                let (due_ms, busy, screened) =
+                    watches.get(&key).map_or((now_ms, false, generation), |w| (w.due_ms, w.busy, w.screened));
+                fresh.insert(key, Watch { monitor, due_ms, busy, screened });
                 true
             }
             _ => false,
@@ -302,7 +333,16 @@ fn due(
 /// than the cursor's signature; on new activity (or a redo) claim the cursor (compare-and-set:
 /// of two checks — two nodes in a hand-over — one wins), admit the re-analysis, then move the
 /// cursor past it.
-async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> CheckOutcome {
+///
+/// `screen`: after a labels reload, what to re-screen the wallet against; `screened` is set
+/// once that is done — not exposed, or exposed and its re-analysis admitted.
+async fn check(
+    context: &Context,
+    monitor: &MonitorRecord,
+    wallet: &Pubkey,
+    screen: Option<&Screen>,
+    screened: &Cell<bool>,
+) -> CheckOutcome {
     let registry = &context.deps.registry;
     let (cursor, expect) = match registry.cursor_at(&monitor.id, wallet) {
         Ok(found) => found,
@@ -325,7 +365,21 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
     if key_of(&context.deps.keys, monitor, now_ms).is_none() {
         return CheckOutcome::Refused;
     }
-    let Some((cursor, redo)) = settled_analysis(context, cursor) else { return CheckOutcome::Failed };
+    let Some((cursor, mut redo)) = settled_analysis(context, cursor) else { return CheckOutcome::Failed };
+    // After a labels reload: a wallet that dealt with a newly listed address is re-analyzed
+    // with the labels now in force, from what the node holds (no ledger read for the screen).
+    if let (Some(screen), Some(_)) = (screen, &cursor.confirmed_analysis_id) {
+        let labels = context.deps.labels.current();
+        let depth = context.settings.history_depth;
+        match screen::exposed(&context.source, &labels, wallet, screen, depth).await {
+            Some(true) => {
+                tracing::info!(monitor = %monitor.id, wallet = %wallet.to_base58(), "a labels reload exposes a watched wallet: re-analyzed");
+                redo = true;
+            }
+            // Not exposed, or nothing held to screen.
+            Some(false) | None => screened.set(true),
+        }
+    }
     let baseline = cursor.confirmed_analysis_id.is_none() && (redo || cursor.last_analysis_id.is_none());
     let newest = match newest_signature(context, wallet, cursor.last_signature.as_deref()).await {
         // The signature the cursor already holds is nothing new (a node that ignored `until`).
@@ -373,7 +427,10 @@ async fn check(context: &Context, monitor: &MonitorRecord, wallet: &Pubkey) -> C
         return CheckOutcome::Failed;
     }
     match admitted {
-        Some(_) => CheckOutcome::Active,
+        Some(_) => {
+            screened.set(true);
+            CheckOutcome::Active
+        }
         None => CheckOutcome::Refused,
     }
 }

@@ -148,7 +148,7 @@ impl Endpoints<'_> {
         let accounts = scan::accounts_to_read(&decoded, &signer);
         let history_of = scan::counterparties::wanted(&decoded, &signer).then_some(signer);
         let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
-        let labels = self.app.labels.clone();
+        let labels = self.app.labels.current();
         let inputs =
             Inputs { decoded: &decoded, signer, accounts: &accounts, observed: &observed, labels: &labels, origin };
         Ok(report::build(&inputs))

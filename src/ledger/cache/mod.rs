@@ -52,6 +52,11 @@ impl<S: LedgerSource> Cached<S> {
         &self.inner
     }
 
+    /// The node's ledger cache, when it has one.
+    pub fn cache(&self) -> Option<&LedgerCache> {
+        self.cache.as_deref()
+    }
+
     /// Reads one chunk of signatures (at most `LEDGER_CACHE_LOOKUP_LEN`): the cached ones from
     /// the cache, the rest from the node (kept for next time), handed to `each` in order.
     async fn chunk(

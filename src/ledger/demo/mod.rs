@@ -158,6 +158,11 @@ impl DemoLedger {
         self.cast.archetype(name)
     }
 
+    /// The timeline's look-alike of a friend of `timeline_dust`: the dust's sender.
+    pub fn timeline_lookalike(&self) -> Pubkey {
+        self.cast.timeline_lookalike
+    }
+
     /// Background wallet `index` (< `config::DEMO_POPULATION_LEN`).
     pub fn background_wallet(&self, index: u32) -> Option<Pubkey> {
         (index < config::DEMO_POPULATION_LEN).then(|| self.background.wallet(index))

@@ -293,3 +293,79 @@ fn a_re_analysis_that_fails_is_done_again_and_its_change_still_makes_one_event()
     assert_eq!(events[0]["changes"]["previousAnalysisId"], baseline.as_str());
     assert!(events[0]["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{events:?}");
 }
+
+#[test]
+fn a_labels_reload_re_screens_watched_wallets_and_makes_events_only_for_the_exposed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The dust arrived before the monitor started: both wallets are quiet from then on.
+    let spec = timeline_spec(dir.path(), xray::clock::now_unix_ms() - 60_000, &[("timeline_dust", 1)]);
+    let extra = dir.path().join("sanctions.toml");
+    std::fs::write(&extra, "version = 1\n").expect("labels written");
+    let extra_path = extra.clone();
+    let server = serve_rpc_spec(spec, FaultPlan::default(), |c| {
+        c.monitor_interval_s = 1;
+        c.webhook_allow_hosts = vec!["127.0.0.1".into()];
+        c.labels_extra = vec![extra_path];
+    });
+    let key = server.key(KeyOptions::default());
+    let (dust, quiet) = (timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
+    let body = json!({"wallets": [dust, quiet], "callbackUrl": "http://127.0.0.1:9/hooks"});
+    let created = create(&server, &key.secret, &body);
+    assert_eq!(created.status, 201, "{created:?}");
+    let id = created.data()["id"].as_str().expect("id").to_owned();
+    let baselines = checked_once(&server, &key.secret, &id);
+    for watch in baselines["watches"].as_array().expect("watches") {
+        server.finish(&analysis_path(watch["lastAnalysisId"].as_str().expect("id")), &key.secret);
+    }
+    // A few checks: the baselines confirmed, nothing new.
+    std::thread::sleep(Duration::from_secs(3));
+    let before = last_analyses(&server, &key.secret, &id);
+    let used_before = server.usage(&key.secret).used;
+    let sanctions = |address: &str| {
+        let text = format!(
+            "version = 1\n[[label]]\naddress = \"{address}\"\nname = \"SDN test entry\"\ncategory = \"sanctioned\"\nsource = \"test list\"\n"
+        );
+        std::fs::write(&extra, text).expect("labels written");
+        let reloaded = server.admin("POST", "/v1/admin/labels/reload");
+        assert_eq!(reloaded.status, 200, "{reloaded:?}");
+        assert_eq!(reloaded.body["data"]["newlyListed"], 1, "{reloaded:?}");
+    };
+    // Everything but the checks' signature pages.
+    let reads = || {
+        let mut calls = server.ledger_calls();
+        calls.remove("getSignaturesForAddress");
+        calls
+    };
+
+    // A listed address neither wallet dealt with: the re-screen reads nothing from the
+    // ledger, re-analyzes nothing, charges nothing.
+    let reads_before = reads();
+    sanctions("ci1KGByUWzTiEVeKdJcu3JEftjfJgPhfK5zP6MSiHpp");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(reads(), reads_before, "the screen reads only what the node holds");
+    assert!(all_events(&server, &key.secret, &id).is_empty());
+    assert_eq!(last_analyses(&server, &key.secret, &id), before);
+    assert_eq!(server.usage(&key.secret).used, used_before);
+
+    // A sanctions import lists the dust's sender: only the wallet that dealt with it is
+    // re-analyzed (with the labels now in force), and its event says why.
+    let demo = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
+    sanctions(&demo.timeline_lookalike().to_base58());
+    events_at_least(&server, &key.secret, &id, 1);
+    std::thread::sleep(Duration::from_secs(3));
+    let events = all_events(&server, &key.secret, &id);
+    assert_eq!(wallets_of(&events), BTreeSet::from([dust.clone()]), "only the exposed wallet: {events:?}");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let appeared = events[0]["changes"]["appeared"].as_array().expect("appeared");
+    assert!(appeared.iter().any(|s| s["kind"] == "sanctioned_counterparty"), "{events:?}");
+    assert_eq!(events[0]["changes"]["previousAnalysisId"], before[0].as_deref().expect("baseline"));
+    let after = last_analyses(&server, &key.secret, &id);
+    assert_eq!(after[1], before[1], "the quiet, unexposed wallet was not re-analyzed");
+    assert_eq!(server.usage(&key.secret).used, used_before + 1, "one unit: the exposed wallet's re-analysis");
+
+    // A file that breaks changes nothing.
+    std::fs::write(&extra, "version = 7\n").expect("labels written");
+    let refused = server.admin("POST", "/v1/admin/labels/reload");
+    assert_eq!(refused.status, 400, "{refused:?}");
+    assert_eq!(refused.body["error"]["details"]["field"], "labels", "{refused:?}");
+}

@@ -277,7 +277,15 @@ fn one_job_at_a_time(sink: Arc<dyn JobSink>) -> Arc<ComputePool> {
         view: ViewOptions::default(),
         budget: Default::default(),
     };
-    Arc::new(ComputePool::start(config, Labels::builtin(), move |_| Ok(DemoLedger::new(seed)), sink).expect("pool"))
+    Arc::new(
+        ComputePool::start(
+            config,
+            xray::labels::live::LiveLabels::fixed(Labels::builtin()),
+            move |_| Ok(DemoLedger::new(seed)),
+            sink,
+        )
+        .expect("pool"),
+    )
 }
 
 impl Rig {
