@@ -9,7 +9,7 @@ export CARGO_TARGET_DIR
 LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./xray-data
 
-.PHONY: run test deps build bench fmt lint max
+.PHONY: run test deps build bench fmt lint max monitors
 
 deps:
 	@bash scripts/deps.sh
@@ -29,10 +29,15 @@ test: deps
 	SMOKE=1 bash loadtest/max.sh
 	bash tests/schemathesis/run.sh
 	SMOKE=1 bash loadtest/flows.sh
+	SMOKE=1 bash loadtest/monitors.sh
 
 # The saturation harness (loadtest/max.sh): every endpoint against the bare reference; ~8 min.
 max: deps
 	bash loadtest/max.sh
+
+# Monitors: JSON-RPC calls per watched wallet and checks per node (loadtest/monitors.sh); ~8 min.
+monitors: deps
+	bash loadtest/monitors.sh
 
 bench: deps
 	cargo bench --bench ledger

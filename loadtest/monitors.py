@@ -549,7 +549,7 @@ def report() -> None:
     s, ws = r.get("cap_setup"), r.get("cap_windows", [])
     if s:
         lat = float(e.get("LATENCY_MS", "50")) / 1000
-        tick = float(e.get("TICK_MS", "100")) / 1000
+        tick = float(e.get("TICK_MS", "10")) / 1000
         base = net_of_quiet(s["baseline_calls"], s["baseline_checks"], q_vec)
         watched = s["watches"]
         jobs_n = sum(s["baseline_jobs"].values())
@@ -574,7 +574,7 @@ def report() -> None:
               f"its capacity; the 60 s row is the default interval at the full watch bound.\n")
         print("| interval s | in flight max (usable) | warm-up + window s | demand: watches / interval /s | checks/s sustained "
               "| outcomes | getSignaturesForAddress per check | mean getSignaturesForAddress s | its calls in flight (checks/s × mean call) "
-              "| model: usable / latency | model: usable / (tick × ⌈mean call / tick⌉) | lag s mean / max / at end | **wallets per node at 60 s (= checks/s × 60)** "
+              "| model: usable / latency | model: usable / (refill × ⌈mean call / refill⌉) | lag s mean / max / at end | **wallets per node at 60 s (= checks/s × 60)** "
               "| CPU % of one core: server / xray-monitors thread / ledger |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for w in ws:
@@ -604,9 +604,9 @@ def report() -> None:
         print()
         print(f"Models: usable in flight = min(--monitor-checks-in-flight-max, 8 × accounts). usable / latency = "
               f"the bound if a slot were refilled the moment its check ends (latency: the {lat * 1000:.0f} ms the "
-              f"ledger server adds); usable / (tick × ⌈mean call / tick⌉) = the bound when a free slot is "
-              f"refilled only at the scheduler's next tick (MONITOR_TICK_MS, {tick * 1000:.0f} ms in src/config/mod.rs: "
-              f"the loop starts due checks, then sleeps a tick), so a check holds its slot for a whole number of ticks "
+              f"ledger server adds); usable / (refill × ⌈mean call / refill⌉) = the bound when a free slot is "
+              f"refilled at the scheduler's next fill (a finished check wakes it; fills at most every MONITOR_REFILL_MS, "
+              f"{tick * 1000:.0f} ms in src/config/mod.rs), so a check holds its slot for a whole number of refill steps "
               f"(the mean getSignaturesForAddress time stands for the check's). CPU is per core (the machine has "
               f"{os.cpu_count()}).")
 

@@ -22,8 +22,8 @@
 #     CAP_MEASURE_S (60 s) measured: checks/s, xray_monitor_lag_seconds (sampled each second),
 #     mean getSignaturesForAddress time, the CPU of the server, of its xray-monitors thread and
 #     of the ledger server (/proc utime+stime), and wallets per node at 60 s = checks/s × 60,
-#     next to two models: in-flight / latency, and in-flight / (scheduler tick × the ticks a check
-#     holds its slot: free slots are refilled only at a tick, every 100 ms). Last, the
+#     next to two models: in-flight / latency, and in-flight / (refill step × the steps a check
+#     holds its slot: a finished check wakes the scheduler, which refills at most every 10 ms). Last, the
 #     default interval at the full bound: CAP_VALIDATE_INTERVAL_S (60; 0 skips it), default in
 #     flight, CAP_VALIDATE_WARMUP_S (45 s: the restart's first round, every watch due at once,
 #     is over) and CAP_VALIDATE_MEASURE_S (60 s, a whole cycle): does the node keep up, with what
@@ -74,7 +74,7 @@ CAP_VALIDATE_INTERVAL_S=${CAP_VALIDATE_INTERVAL_S:-$(small 60 0)}
 CAP_VALIDATE_WARMUP_S=${CAP_VALIDATE_WARMUP_S:-45}
 CAP_VALIDATE_MEASURE_S=${CAP_VALIDATE_MEASURE_S:-60}
 BASELINE_TIMEOUT_S=${BASELINE_TIMEOUT_S:-$(small 300 60)}
-TICK_MS=100        # MONITOR_TICK_MS (src/config/mod.rs), for the report's models only
+TICK_MS=10         # MONITOR_REFILL_MS (src/config/mod.rs), for the report's models only
 RPC_CONCURRENCY=4  # RPC_CONCURRENCY_MAX (src/config/mod.rs): a job source's requests in flight, likewise
 
 [ -x "$XRAY_BIN" ] || { echo "no xray binary at $XRAY_BIN (set XRAY_BIN; this script builds nothing)" >&2; exit 1; }

@@ -138,7 +138,8 @@ enum KeysCommand {
         /// Account the key belongs to (acct_…); a new account when omitted.
         #[arg(long)]
         account: Option<String>,
-        /// Comma list of wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan.
+        /// Comma list of wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan,
+        /// monitor:write, monitor:read.
         #[arg(long)]
         scopes: String,
         /// Requests per second the key's token bucket refills (default: the server's).

@@ -146,7 +146,9 @@ fn score_drop(object: &Object<'_, '_>) -> Result<Option<Option<u8>>, ApiError> {
         return Ok(Some(None));
     }
     let invalid = ApiError::InvalidRequest { field: "scoreDrop", message: SCORE_DROP_SHAPE };
-    match value.as_u64() {
+    // JSON has one number type: `34.0` is the whole number 34 (as JSON Schema's `integer` says).
+    let whole = value.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=100.0).contains(f)).map(|f| f as u64);
+    match value.as_u64().or(whole) {
         Some(points @ 1..=100) => Ok(Some(Some(points as u8))),
         _ => Err(invalid),
     }
@@ -415,6 +417,20 @@ mod tests {
         let too_large = request(Some("application/json"), &" ".repeat(BATCH_BODY_BYTES_MAX + 1));
         let refused = ApiError::PayloadTooLarge { max_bytes: BATCH_BODY_BYTES_MAX };
         assert_eq!(parse_body::<BatchRequest>(&too_large).unwrap_err(), refused);
+    }
+
+    #[test]
+    fn a_score_drop_is_a_whole_number_whatever_its_spelling() {
+        let drop_of = |text: &str| {
+            let body = format!(r#"{{"scoreDrop":{text}}}"#);
+            parse_body::<MonitorPatchRequest>(&request(Some("application/json"), &body)).map(|r| r.score_drop)
+        };
+        assert_eq!(drop_of("34"), Ok(Some(Some(34))));
+        assert_eq!(drop_of("34.0"), Ok(Some(Some(34))));
+        assert_eq!(drop_of("null"), Ok(Some(None)));
+        for bad in ["34.5", "0", "0.0", "101", "100.5", "-1", "\"5\"", "1e300"] {
+            assert!(drop_of(bad).is_err_and(invalid("scoreDrop")), "{bad}");
+        }
     }
 
     #[test]
