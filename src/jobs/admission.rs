@@ -49,7 +49,7 @@ use crate::labels::live::LiveLabels;
 use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::etcd::EtcdStore;
-use crate::store::{Callback, JobKind, JobRecord, JobState, MonitorLink, Store, StoreError, Subject};
+use crate::store::{JobKind, JobRecord, JobState, MonitorLink, Store, StoreError, Subject};
 
 mod callback;
 mod idempotency;
@@ -452,8 +452,7 @@ impl Admission {
             ENGINE_VERSION_TAG.to_owned(),
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
-        record.callback = request.callback_url.map(|url| Callback::pending(url.to_owned()));
-        record.monitor = request.monitor.cloned();
+        let record = record.linked(request.callback_url, request.monitor);
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         self.store.admit(&record, answer.as_ref())?;
         let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };

@@ -355,17 +355,19 @@ impl StoreSink {
             }
         };
         let wallet = wallet.to_base58();
-        let previous = match monitor.as_ref() {
-            // A monitor's re-analysis: against the watch's last READY analysis; a baseline
-            // (none) is compared as any analysis is, and makes no event.
-            Some(MonitorLink { previous_analysis_id: Some(previous), .. }) => {
-                let stored = self.finished.job(&*self.store, previous).map_err(|e| e.to_string())?;
-                stored.filter(|job| {
-                    job.record.account == account
-                        && matches!(&job.record.kind, JobKind::Analysis { wallet: w } if *w == wallet)
-                })
-            }
-            _ => {
+        // A monitor's re-analysis: against the watch's last READY analysis (a baseline has
+        // none, and makes no event); any other, or one whose previous was purged meanwhile:
+        // against the account's newest READY analysis of the wallet.
+        let of_link = match monitor.as_ref().and_then(|link| link.previous_analysis_id.as_deref()) {
+            Some(previous) => self.finished.job(&*self.store, previous).map_err(|e| e.to_string())?.filter(|job| {
+                job.record.account == account
+                    && matches!(&job.record.kind, JobKind::Analysis { wallet: w } if *w == wallet)
+            }),
+            None => None,
+        };
+        let previous = match of_link {
+            Some(job) => Some(job),
+            None => {
                 let newest =
                     self.store.latest_ready_for(&account, Subject::Wallet(&wallet)).map_err(|e| e.to_string())?;
                 match newest.filter(|job| job.id != id) {

@@ -108,19 +108,15 @@ impl LiveLabels {
         ReloadReport { generation, labels, newly_listed }
     }
 
-    /// The addresses the reloads after `generation` newly listed; `None` when some of those
-    /// reloads are no longer kept.
-    pub fn listed_since(&self, generation: u64) -> Option<HashSet<Pubkey>> {
+    /// The addresses the reloads after `generation` newly listed, one set per reload (shared,
+    /// not copied); `None` when some of those reloads are no longer kept.
+    pub fn listed_since(&self, generation: u64) -> Option<Vec<Arc<HashSet<Pubkey>>>> {
         let listed = self.listed.lock();
         let oldest_kept = listed.front().map_or(self.generation() + 1, |(g, _)| *g);
         if generation + 1 < oldest_kept {
             return None;
         }
-        let mut out = HashSet::new();
-        for (_, set) in listed.iter().filter(|(g, _)| *g > generation) {
-            out.extend(set.iter().copied());
-        }
-        Some(out)
+        Some(listed.iter().filter(|(g, _)| *g > generation).map(|(_, set)| set.clone()).collect())
     }
 }
 
@@ -166,9 +162,12 @@ mod tests {
         let second = live.put(with_sanctioned(&[A, B]), 20);
         assert_eq!((second.generation, second.newly_listed), (2, 1), "A was listed already");
         let b = Pubkey::parse(B).expect("B");
-        assert_eq!(live.listed_since(0), Some(HashSet::from([a, b])));
-        assert_eq!(live.listed_since(1), Some(HashSet::from([b])));
-        assert_eq!(live.listed_since(2), Some(HashSet::new()));
+        let union = |since| -> Option<HashSet<Pubkey>> {
+            live.listed_since(since).map(|sets| sets.iter().flat_map(|s| s.iter().copied()).collect())
+        };
+        assert_eq!(union(0), Some(HashSet::from([a, b])));
+        assert_eq!(union(1), Some(HashSet::from([b])));
+        assert_eq!(union(2), Some(HashSet::new()));
     }
 
     #[test]
@@ -178,7 +177,7 @@ mod tests {
             live.put(Labels::builtin(), i);
         }
         assert_eq!(live.listed_since(0), None, "the first reloads are gone");
-        assert_eq!(live.listed_since(live.generation() - 1), Some(HashSet::new()));
+        assert!(live.listed_since(live.generation() - 1).is_some_and(|sets| sets.iter().all(|s| s.is_empty())));
     }
 
     #[test]

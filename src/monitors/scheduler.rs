@@ -365,7 +365,21 @@ async fn check(
     if key_of(&context.deps.keys, monitor, now_ms).is_none() {
         return CheckOutcome::Refused;
     }
-    let Some((cursor, mut redo)) = settled_analysis(context, cursor) else { return CheckOutcome::Failed };
+    let Some((cursor, settled)) = settled_analysis(context, cursor) else { return CheckOutcome::Failed };
+    // The last re-analysis still runs: nothing new is admitted until it settled (a second one
+    // would be compared with the same previous analysis and report its change again).
+    let mut redo = match settled {
+        Settled::Live => {
+            let quiet = WatchCursor { checked_at_ms: now_ms, pending: None, ..cursor };
+            return match registry.write_cursor(&monitor.id, wallet, &quiet, expect) {
+                Ok(true) => CheckOutcome::Quiet,
+                Ok(false) => CheckOutcome::Claimed,
+                Err(_) => CheckOutcome::Failed,
+            };
+        }
+        Settled::Redo => true,
+        Settled::Done => false,
+    };
     // After a labels reload: a wallet that dealt with a newly listed address is re-analyzed
     // with the labels now in force, from what the node holds (no ledger read for the screen).
     if let (Some(screen), Some(_)) = (screen, &cursor.confirmed_analysis_id) {
@@ -407,8 +421,12 @@ async fn check(
     // Bounded well under the claim's life, so no other check takes this claim for dead.
     let previous = cursor.confirmed_analysis_id.clone();
     let admission = reanalyze(context, monitor, wallet, !baseline, previous, now_ms);
-    let admitted =
-        tokio::time::timeout(Duration::from_millis(MONITOR_ADMIT_TIMEOUT_MS), admission).await.ok().flatten();
+    let admitted = match tokio::time::timeout(Duration::from_millis(MONITOR_ADMIT_TIMEOUT_MS), admission).await {
+        Ok(admitted) => admitted,
+        // The admission may have committed before it was cut short: the claim stays, and the
+        // check that finds it dead (after `MONITOR_CLAIM_TTL_MS`) moves past what it admitted.
+        Err(_) => return CheckOutcome::Failed,
+    };
     let settled = match &admitted {
         Some(id) => WatchCursor {
             last_signature: newest.or(cursor.last_signature),
@@ -420,9 +438,15 @@ async fn check(
         // Not admitted (quota, a full queue): the claim goes, the activity is seen again.
         None => WatchCursor { pending: None, ..cursor },
     };
-    // The claim is this check's: nothing else moves the cursor meanwhile but a check that
-    // found the claim dead, which only happens after `MONITOR_CLAIM_TTL_MS`.
-    if let Err(e) = written(&settled, Expect::Any) {
+    // Settled over the claim only while it is still this check's (read again: a DELETE or a
+    // wallet removed meanwhile deleted the cursor, which must not come back).
+    let ours = |c: &WatchCursor| c.pending == claim.pending;
+    let moved = match registry.cursor_at(&monitor.id, wallet) {
+        Ok((Some(current), revision)) if ours(&current) => written(&settled, revision),
+        Ok(_) => Ok(false),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = moved {
         tracing::warn!(monitor = %monitor.id, error = ?e, "moving a watch cursor failed; its claim is finished by a later check");
         return CheckOutcome::Failed;
     }
@@ -435,14 +459,23 @@ async fn check(
     }
 }
 
-/// The cursor with its last re-analysis settled, and whether that re-analysis must be done
-/// again: one point read of the job while it is not yet confirmed — READY confirms it (the
-/// next re-analysis is compared with it), FAILED or gone (purged) redoes it (its activity was
-/// never analyzed; a failed job was refunded), live waits. `None` when the store fails.
-fn settled_analysis(context: &Context, mut cursor: WatchCursor) -> Option<(WatchCursor, bool)> {
-    let Some(last) = cursor.last_analysis_id.clone() else { return Some((cursor, false)) };
+/// Where a watch's last re-analysis stands (`settled_analysis`).
+enum Settled {
+    /// None, or READY (confirmed): checks go on.
+    Done,
+    /// FAILED or gone: its activity was never analyzed — done again.
+    Redo,
+    /// Still QUEUED or RUNNING.
+    Live,
+}
+
+/// The cursor with its last re-analysis settled: one point read of the job while it is not yet
+/// confirmed — READY confirms it (the next re-analysis is compared with it), FAILED or gone
+/// (purged) redoes it (a failed job was refunded), live waits. `None` when the store fails.
+fn settled_analysis(context: &Context, mut cursor: WatchCursor) -> Option<(WatchCursor, Settled)> {
+    let Some(last) = cursor.last_analysis_id.clone() else { return Some((cursor, Settled::Done)) };
     if cursor.confirmed_analysis_id.as_deref() == Some(last.as_str()) {
-        return Some((cursor, false));
+        return Some((cursor, Settled::Done));
     }
     let job = match context.deps.registry.store().get_job(&last) {
         Ok(job) => job,
@@ -451,15 +484,15 @@ fn settled_analysis(context: &Context, mut cursor: WatchCursor) -> Option<(Watch
             return None;
         }
     };
-    let redo = match job.map(|j| j.state) {
+    let settled = match job.map(|j| j.state) {
         Some(JobState::Ready) => {
             cursor.confirmed_analysis_id = Some(last);
-            false
+            Settled::Done
         }
-        Some(JobState::Queued | JobState::Running) => false,
-        Some(JobState::Failed) | None => true,
+        Some(JobState::Queued | JobState::Running) => Settled::Live,
+        Some(JobState::Failed) | None => Settled::Redo,
     };
-    Some((cursor, redo))
+    Some((cursor, settled))
 }
 
 /// The signature newer than `since` (all of history when `None`) the node has now, if any.

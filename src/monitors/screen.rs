@@ -14,6 +14,7 @@
 //! history (their state is not kept): those surface at the wallet's next re-analysis.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::config::{LEDGER_CACHE_LOOKUP_LEN, SIGNATURES_PAGE_LEN_MAX};
 use crate::ledger::cache::Cached;
@@ -26,8 +27,8 @@ use crate::pubkey::{Pubkey, Signature};
 /// What a check re-screens its wallet against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Screen {
-    /// The addresses the reloads since the watch's last screen newly listed.
-    Since(HashSet<Pubkey>),
+    /// The addresses the reloads since the watch's last screen newly listed (one set each).
+    Since(Vec<Arc<HashSet<Pubkey>>>),
     /// Every listed address of the labels in force (the reloads since are no longer kept).
     All,
 }
@@ -42,11 +43,11 @@ pub async fn exposed(
     depth: u32,
 ) -> Option<bool> {
     let listed = |address: &Pubkey| match screen {
-        Screen::Since(set) => set.contains(address),
+        Screen::Since(sets) => sets.iter().any(|set| set.contains(address)),
         Screen::All => labels.is_listed(address),
     };
-    if let Screen::Since(set) = screen {
-        if set.is_empty() {
+    if let Screen::Since(sets) = screen {
+        if sets.iter().all(|set| set.is_empty()) {
             return Some(false);
         }
     }

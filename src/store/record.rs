@@ -372,14 +372,33 @@ impl JobRecord {
         }
     }
 
-    /// This finished job with the `event` its completion caused: kept in its monitor link,
-    /// and its webhook — the monitor's callback — pending from `completed_at_ms`. A job that is
-    /// no monitor's re-analysis has no event to keep (the completion's event is ignored). Pure:
-    /// both stores write what it returns, with the event's index entry, in the completion.
+    /// A new job's webhook and monitor link: the request's `callbackUrl`; for a monitor's
+    /// re-analysis, the monitor's callback, held for the event its completion may make — so a
+    /// request that joins the live job cannot take the slot (its URL is `Attached::Other`:
+    /// never replaced, nor replacing) — and let go at completion when there is none.
+    pub(crate) fn linked(mut self, callback_url: Option<&str>, monitor: Option<&MonitorLink>) -> JobRecord {
+        let held = monitor.map(|link| link.callback_url.as_str());
+        self.callback = callback_url.or(held).map(|url| Callback::pending(url.to_owned()));
+        self.monitor = monitor.cloned();
+        self
+    }
+
+    /// This finished job with the `event` its completion caused (READY only): kept in its
+    /// monitor link, its webhook — the monitor's callback, held since admission — pending from
+    /// `completed_at_ms`. A monitor's re-analysis without an event lets the held callback go
+    /// (the monitor's receiver gets events only); a job that is no monitor's is unchanged.
+    /// Pure: both stores write what it returns, with the event's index entry, in the completion.
     pub(crate) fn with_event(mut self, event: Option<&EventRecord>) -> JobRecord {
-        let (Some(event), Some(link)) = (event, self.monitor.as_mut()) else { return self };
-        link.event = Some(event.clone());
-        self.callback = Some(Callback::pending(link.callback_url.clone()));
+        let Some(link) = self.monitor.as_mut() else { return self };
+        let held = |c: &Callback| c.url == link.callback_url && c.attached_at_ms.is_none();
+        match event {
+            Some(event) => {
+                link.event = Some(event.clone());
+                self.callback = Some(Callback::pending(link.callback_url.clone()));
+            }
+            None if self.callback.as_ref().is_some_and(held) => self.callback = None,
+            None => {}
+        }
         self
     }
 

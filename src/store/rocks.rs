@@ -941,6 +941,7 @@ impl Store for RocksStore {
                 done.state = JobState::Failed;
                 done.error = Some(JobError { code: code.clone(), message: message.clone() });
                 self.settle_usage(&mut batch, &done, false)?;
+                done = done.with_event(None);
             }
         }
         // The webhook enters the outbox with the completion: due at once.

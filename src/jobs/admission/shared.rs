@@ -40,7 +40,7 @@ use crate::jobs::index::LiveJob;
 use crate::jobs::pool::Ticket;
 use crate::limits::quota::{period_end_ms, period_start_ms, QuotaExhausted, UsageRecord};
 use crate::store::etcd::{AdmitChecks, Admitted, EtcdStore, OwnedSubject, Reply};
-use crate::store::{Callback, IdempotentAnswer, JobKind, JobRecord, JobState, StoreError};
+use crate::store::{IdempotentAnswer, JobKind, JobRecord, JobState, StoreError};
 
 /// Sends of one admission transaction (the first and one repeat after a lost answer).
 const ADMIT_ATTEMPTS_MAX: usize = 2;
@@ -104,8 +104,7 @@ impl Admission {
             ENGINE_VERSION_TAG.to_owned(),
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
-        record.callback = request.callback_url.map(|url| Callback::pending(url.to_owned()));
-        record.monitor = request.monitor.cloned();
+        let record = record.linked(request.callback_url, request.monitor);
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         let admitted = {
             let _one_per_account = match &self.cluster {

@@ -110,6 +110,12 @@ impl LedgerCache {
         let mut batch = WriteBatch::default();
         for (signature, result) in answered {
             let Some(result) = result else { continue };
+            // Kept under a signature only when it is that transaction's (a node's wrong answer
+            // must not poison the cache).
+            if result.tx.transaction.signatures.first().map(String::as_str) != Some(signature.to_string().as_str()) {
+                tracing::warn!(signature = %signature, "a node answered a transaction under another signature: not kept");
+                continue;
+            }
             match wire::to_vec(result) {
                 Ok(body) => batch.put_cf(cf, signature.0, with_format(body)),
                 Err(e) => tracing::warn!(error = %e, "a transaction could not be encoded for the ledger cache"),
@@ -237,9 +243,9 @@ mod tests {
     use super::*;
     use crate::ledger::wire::SignatureInfo;
 
-    fn tx(slot: u64) -> TransactionResult {
+    fn tx(slot: u64, signature: &Signature) -> TransactionResult {
         let mut json = format!(
-            r#"{{"slot":{slot},"blockTime":7,"transaction":{{"signatures":["x"],"message":{{"accountKeys":[],
+            r#"{{"slot":{slot},"blockTime":7,"transaction":{{"signatures":["{signature}"],"message":{{"accountKeys":[],
             "recentBlockhash":"h","instructions":[]}}}},"meta":null}}"#
         )
         .into_bytes();
@@ -255,11 +261,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = open(dir.path(), "rpc:http://a");
         let (a, b) = (Signature([1; 64]), Signature([2; 64]));
-        cache.keep_transactions([(&a, &Some(tx(5))), (&b, &None)].into_iter());
-        let found = cache.transactions(&[b, a]);
+        let c = Signature([3; 64]);
+        // c's answer is another transaction's: not kept under c.
+        cache.keep_transactions([(&a, &Some(tx(5, &a))), (&b, &None), (&c, &Some(tx(6, &a)))].into_iter());
+        let found = cache.transactions(&[b, a, c]);
         assert!(found[0].is_none());
         assert_eq!(found[1].as_ref().map(|(t, _)| t.slot), Some(5));
         assert!(found[1].as_ref().is_some_and(|(_, len)| *len > 10));
+        assert!(found[2].is_none(), "a transaction answered under another signature is not kept");
     }
 
     #[test]

@@ -137,9 +137,9 @@ impl Io {
             return Box::pin(std::future::ready(Err(StoreError::Unavailable(busy))));
         }
         let task = self.handle.spawn_blocking(move || {
-            let answer = work();
-            counter.fetch_sub(1, Ordering::AcqRel);
-            answer
+            // Given back however `work` ends (a panic too).
+            let _slot = SlotGuard(counter);
+            work()
         });
         Box::pin(async move {
             task.await.unwrap_or_else(|e| Err(StoreError::Io(format!("a blocking store sequence ended: {e}"))))
@@ -165,6 +165,15 @@ impl Io {
 impl Drop for Io {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Gives a slot of `Io::blocking` back when dropped.
+struct SlotGuard(Arc<AtomicUsize>);
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -695,6 +695,7 @@ impl Db {
                 Completion::Failed { code, message } => {
                     done.state = JobState::Failed;
                     done.error = Some(JobError { code: code.clone(), message: message.clone() });
+                    done = done.with_event(None);
                     false
                 }
             };
