@@ -165,6 +165,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         scan: Arc::new(crate::scan::lane::Lane::start(&config.ledger)?),
         monitors: Arc::new(Registry::new(store.clone())),
         monitor_interval_ms: config.monitor_interval_s.saturating_mul(1_000),
+        registry_work: Default::default(),
     });
     let upkeep = match &cluster {
         Some(etcd) => Upkeep::Adopt(Adoption::new(etcd.clone(), app.keys.clone())),

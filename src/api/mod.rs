@@ -90,6 +90,10 @@ pub struct App {
     /// The monitors (`monitors::Registry`) and the interval their wallets are checked at.
     pub monitors: Arc<crate::monitors::Registry>,
     pub monitor_interval_ms: u64,
+    /// Monitors' registry calls of each account running off the listener threads now (on a
+    /// cluster), at most `REGISTRY_WORK_PER_ACCOUNT_MAX` each: one account's pages cannot take
+    /// every slot of the etcd runtime's blocking pool.
+    pub registry_work: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl App {

@@ -110,6 +110,9 @@ pub const MONITOR_RELOAD_PAGE_LEN: usize = 256;
 pub const MONITOR_CHECK_TIMEOUT_MS: u64 = 10_000;
 /// Events one page of `GET …/monitors/:id/events` holds at most (and its default).
 pub const MONITOR_EVENTS_PAGE_LEN_MAX: usize = 100;
+/// Bytes of analyses an events page reads (each event's `changes` comes from its analysis'
+/// payload) before it ends early, with `nextAfter` naming its last event.
+pub const MONITOR_EVENTS_PAGE_READ_BYTES_MAX: usize = 32 * 1024 * 1024;
 pub const MONITOR_EVENTS_PAGE_LEN_DEFAULT: usize = 50;
 /// Monitors one page of `GET …/monitors` holds at most.
 pub const MONITORS_PAGE_LEN_MAX: usize = MONITORS_PER_ACCOUNT_MAX;
@@ -557,6 +560,8 @@ pub const ETCD_CALLS_IN_FLIGHT_MAX: usize = 4096;
 /// Blocking sequences of store calls a node runs off its listener threads at once (the
 /// monitors' registry on a cluster: each a few etcd round trips); past it `503 SERVICE_BUSY`.
 pub const ETCD_BLOCKING_IN_FLIGHT_MAX: usize = 32;
+/// Of those, at most this many of one account (past it `503 SERVICE_BUSY` for that account).
+pub const REGISTRY_WORK_PER_ACCOUNT_MAX: usize = 4;
 /// Sends of one etcd request that never reached a member (a refused connection: the client's
 /// balancer picked a dead member), and the pause between them.
 pub const ETCD_UNSENT_ATTEMPTS_MAX: usize = 8;

@@ -50,12 +50,15 @@ pub struct LiveLabels {
     loaded_at_ms: AtomicU64,
     /// (generation, what that reload newly listed), oldest first, at most `RELOADS_KEPT`.
     listed: parking_lot::Mutex<VecDeque<(u64, Arc<HashSet<Pubkey>>)>>,
+    /// `listed_digest` of the labels in force.
+    digest: ArcSwap<String>,
 }
 
 impl LiveLabels {
     /// The labels loaded at start from `base` (builtin when `None`) and `extra`.
     pub fn new(labels: Arc<Labels>, base: Option<PathBuf>, extra: Vec<PathBuf>) -> Arc<LiveLabels> {
         Arc::new(LiveLabels {
+            digest: ArcSwap::from_pointee(listed_digest(&labels)),
             current: ArcSwap::new(labels),
             base,
             extra,
@@ -77,6 +80,12 @@ impl LiveLabels {
 
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
+    }
+
+    /// A digest of the flagged and sanctioned addresses in force (hex, 32 characters): what a
+    /// watch's cursor remembers, so a re-screen survives a restart or a hand-over.
+    pub fn listed_digest(&self) -> Arc<String> {
+        self.digest.load_full()
     }
 
     /// When the labels in force were loaded by a reload; 0 when they are the start's. A result
@@ -102,6 +111,7 @@ impl LiveLabels {
         while listed.len() > RELOADS_KEPT {
             listed.pop_front();
         }
+        self.digest.store(Arc::new(listed_digest(&fresh)));
         self.current.store(fresh);
         self.loaded_at_ms.store(now_ms, Ordering::Release);
         self.generation.store(generation, Ordering::Release);
@@ -118,6 +128,16 @@ impl LiveLabels {
         }
         Some(listed.iter().filter(|(g, _)| *g > generation).map(|(_, set)| set.clone()).collect())
     }
+}
+
+/// SHA-256 of the sorted flagged and sanctioned addresses, first 16 bytes in hex.
+fn listed_digest(labels: &Labels) -> String {
+    use sha2::{Digest, Sha256};
+    let mut listed: Vec<Pubkey> = labels.listed().collect();
+    listed.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let mut hasher = Sha256::new();
+    listed.iter().for_each(|a| hasher.update(a.as_bytes()));
+    hasher.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Labels {
@@ -154,7 +174,9 @@ mod tests {
     fn a_reload_swaps_whole_and_says_what_it_newly_listed() {
         let live = LiveLabels::fixed(Labels::builtin());
         assert_eq!((live.generation(), live.loaded_at_ms()), (0, 0));
+        let digest_before = live.listed_digest();
         let first = live.put(with_sanctioned(&[A]), 10);
+        assert_ne!(live.listed_digest(), digest_before, "the listed set changed");
         assert_eq!((first.generation, first.newly_listed), (1, 1));
         let a = Pubkey::parse(A).expect("A");
         assert!(live.current().is_sanctioned(&a));

@@ -131,6 +131,12 @@ pub struct WatchCursor {
     /// (or gone) has it redone — its activity was never analyzed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmed_analysis_id: Option<String>,
+    /// The flagged and sanctioned addresses (`LiveLabels::listed_digest`) its last re-analysis
+    /// or screen reflects: a check that finds another re-screens the wallet against all of them
+    /// (a node that restarted or adopted the watch does not know the reloads in between).
+    /// `None` (a cursor older than this field): taken as the labels in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<String>,
     pub checked_at_ms: u64,
     /// A check that saw new activity and is admitting its re-analysis now (possibly on
     /// another node): the signature it will move to, and when it claimed it. A claim older

@@ -365,7 +365,7 @@ async fn check(
     if key_of(&context.deps.keys, monitor, now_ms).is_none() {
         return CheckOutcome::Refused;
     }
-    let Some((cursor, settled)) = settled_analysis(context, cursor) else { return CheckOutcome::Failed };
+    let Some((mut cursor, settled)) = settled_analysis(context, cursor) else { return CheckOutcome::Failed };
     // The last re-analysis still runs: nothing new is admitted until it settled (a second one
     // would be compared with the same previous analysis and report its change again).
     let mut redo = match settled {
@@ -382,7 +382,14 @@ async fn check(
     };
     // After a labels reload: a wallet that dealt with a newly listed address is re-analyzed
     // with the labels now in force, from what the node holds (no ledger read for the screen).
-    if let (Some(screen), Some(_)) = (screen, &cursor.confirmed_analysis_id) {
+    // The cursor says which listed set its analyses and screens reflect: one the node does not
+    // know the reloads since (a restart, a hand-over) is screened against every listed address.
+    let listed_digest = String::clone(&context.deps.labels.listed_digest());
+    let unseen = cursor.labels.as_deref().is_some_and(|seen| seen != listed_digest.as_str());
+    // A cursor older than the field takes the labels in force as seen.
+    cursor.labels.get_or_insert_with(|| listed_digest.clone());
+    let screen = screen.cloned().or_else(|| unseen.then_some(Screen::All));
+    if let (Some(screen), Some(_)) = (&screen, &cursor.confirmed_analysis_id) {
         let labels = context.deps.labels.current();
         let depth = context.settings.history_depth;
         match screen::exposed(&context.source, &labels, wallet, screen, depth).await {
@@ -391,7 +398,10 @@ async fn check(
                 redo = true;
             }
             // Not exposed, or nothing held to screen.
-            Some(false) | None => screened.set(true),
+            Some(false) | None => {
+                screened.set(true);
+                cursor.labels = Some(listed_digest.clone());
+            }
         }
     }
     let baseline = cursor.confirmed_analysis_id.is_none() && (redo || cursor.last_analysis_id.is_none());
@@ -434,6 +444,8 @@ async fn check(
             confirmed_analysis_id: cursor.confirmed_analysis_id,
             checked_at_ms: now_ms,
             pending: None,
+            // Admitted now: it is analyzed with the labels in force.
+            labels: Some(listed_digest),
         },
         // Not admitted (quota, a full queue): the claim goes, the activity is seen again.
         None => WatchCursor { pending: None, ..cursor },
@@ -548,6 +560,7 @@ fn finish_dead_claim(
         confirmed_analysis_id: cursor.confirmed_analysis_id.clone(),
         checked_at_ms: now_unix_ms(),
         pending: None,
+        labels: cursor.labels.clone(),
     };
     Some(match context.deps.registry.write_cursor(&monitor.id, wallet, &moved, expect) {
         Ok(true) => CheckOutcome::Active,

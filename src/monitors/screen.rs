@@ -10,6 +10,9 @@
 //! source without a cache (`--ledger-cache-bytes 0`) holds nothing: nothing is re-screened.
 //! Invariant: bounded — at most the history depth's transactions of the wallet, looked up
 //! `LEDGER_CACHE_LOOKUP_LEN` at a time.
+//! Invariant: survives restarts and hand-overs — a cursor keeps the digest of the listed set its
+//! analyses reflect (`WatchCursor::labels`); a check that finds another screens against every
+//! listed address when the node does not know the reloads in between.
 //! Deliberately absent: the funder one hop out and token accounts' delegates older than the
 //! history (their state is not kept): those surface at the wallet's next re-analysis.
 

@@ -11,7 +11,8 @@
 //! Invariant: a monitor or event of another account is a `404`, from the same path as an
 //! unknown one. Reading events needs `analysis:read` besides `monitor:read` (an event carries
 //! an analysis' changes); creating a monitor needs it too (its webhook delivers them).
-//! Invariant: pages are bounded (`MONITORS_PAGE_LEN_MAX`, `MONITOR_EVENTS_PAGE_LEN_MAX`).
+//! Invariant: pages are bounded (`MONITORS_PAGE_LEN_MAX`, `MONITOR_EVENTS_PAGE_LEN_MAX`, and the
+//! analysis bytes an events page reads, `MONITOR_EVENTS_PAGE_READ_BYTES_MAX`).
 //! Invariant: a listener thread never waits on etcd here (`registry_work`).
 //! Deliberately absent: an async registry — its calls are short sequences of the blocking
 //! `Store` trait, shared with the `xray-monitors` thread; moving them off the listener is enough.
@@ -25,7 +26,10 @@ use crate::api::router::query_param;
 use crate::api::wire::CallbackBody;
 use crate::auth::scope::Scope;
 use crate::clock::rfc3339_ms;
-use crate::config::{MONITORS_PAGE_LEN_MAX, MONITOR_EVENTS_PAGE_LEN_DEFAULT, MONITOR_EVENTS_PAGE_LEN_MAX};
+use crate::config::{
+    MONITORS_PAGE_LEN_MAX, MONITOR_EVENTS_PAGE_LEN_DEFAULT, MONITOR_EVENTS_PAGE_LEN_MAX,
+    MONITOR_EVENTS_PAGE_READ_BYTES_MAX, REGISTRY_WORK_PER_ACCOUNT_MAX,
+};
 use crate::engine::report::with_last_member;
 use crate::http::ApiResponse;
 use crate::jobs::admission::{is_id_shaped, job_id};
@@ -203,9 +207,10 @@ fn data_object(members: &[(&str, &[u8])]) -> Vec<u8> {
     out
 }
 
-/// One event with its delivery, as the events page lists it.
-fn event_with_delivery(store: &dyn Store, view: &EventView) -> Result<Vec<u8>, ApiError> {
+/// One event with its delivery, as the events page lists it, and the bytes of analysis read.
+fn event_with_delivery(store: &dyn Store, view: &EventView) -> Result<(Vec<u8>, usize), ApiError> {
     let payload = store.get_result(&view.job).map_err(|e| ApiError::from_store(&e))?;
+    let read = payload.as_ref().map_or(0, Vec::len);
     let event = event_document(&view.job, payload.as_deref())?;
     let delivery = match &view.job.callback {
         Some(c) => json_bytes(&CallbackBody {
@@ -216,7 +221,40 @@ fn event_with_delivery(store: &dyn Store, view: &EventView) -> Result<Vec<u8>, A
         })?,
         None => b"null".to_vec(),
     };
-    Ok(with_last_member(event, 1, "delivery", &delivery))
+    Ok((with_last_member(event, 1, "delivery", &delivery), read))
+}
+
+/// One of an account's `REGISTRY_WORK_PER_ACCOUNT_MAX` slots, given back when dropped.
+struct AccountSlot<'a> {
+    counts: &'a parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+    account: String,
+}
+
+impl<'a> AccountSlot<'a> {
+    fn take(
+        counts: &'a parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+        account: &str,
+    ) -> Result<AccountSlot<'a>, ApiError> {
+        let mut held = counts.lock();
+        let count = held.entry(account.to_owned()).or_default();
+        if *count >= REGISTRY_WORK_PER_ACCOUNT_MAX {
+            return Err(ApiError::ServiceBusy);
+        }
+        *count += 1;
+        Ok(AccountSlot { counts, account: account.to_owned() })
+    }
+}
+
+impl Drop for AccountSlot<'_> {
+    fn drop(&mut self) {
+        let mut held = self.counts.lock();
+        if let Some(count) = held.get_mut(&self.account) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.account);
+            }
+        }
+    }
 }
 
 /// The account's monitor `id` (404 when the id is not a monitor's, or not this account's).
@@ -244,6 +282,7 @@ impl Endpoints<'_> {
         match self.app.admission.cluster() {
             None => work(&registry, &*store),
             Some(etcd) => {
+                let _slot = AccountSlot::take(&self.app.registry_work, self.account_str())?;
                 let answer = etcd.blocking(move || Ok(work(&registry, &*store))).await;
                 answer.map_err(|e| ApiError::from_store(&e))?
             }
@@ -410,15 +449,20 @@ impl Endpoints<'_> {
             .registry_work(move |registry, store| {
                 own_monitor(registry, &account, &id)?;
                 let views = registry.events(&account, &id, after.as_deref(), limit).map_err(registry_error)?;
-                let mut events = Vec::from(*b"[");
-                for (i, view) in views.iter().enumerate() {
-                    if i > 0 {
+                let (mut events, mut read, mut listed) = (Vec::from(*b"["), 0, 0);
+                // Bounded in bytes too: a page of large analyses ends early (`nextAfter` set).
+                while listed < views.len() && read < MONITOR_EVENTS_PAGE_READ_BYTES_MAX {
+                    if listed > 0 {
                         events.push(b',');
                     }
-                    events.extend(event_with_delivery(store, view)?);
+                    let (event, bytes) = event_with_delivery(store, &views[listed])?;
+                    events.extend(event);
+                    read += bytes;
+                    listed += 1;
                 }
                 events.push(b']');
-                let next_after = views.last().filter(|_| views.len() == limit).map(|v| v.event.id.clone());
+                let more = listed < views.len() || views.len() == limit;
+                let next_after = views[..listed].last().filter(|_| more).map(|v| v.event.id.clone());
                 Ok((events, next_after))
             })
             .await?;
@@ -438,7 +482,7 @@ impl Endpoints<'_> {
         let event = self
             .registry_work(move |registry, store| {
                 let view = registry.redeliver(&account, &id, &event_id, now_ms).map_err(registry_error)?;
-                event_with_delivery(store, &view)
+                event_with_delivery(store, &view).map(|(event, _)| event)
             })
             .await?;
         Ok(ApiResponse::json(202, Bytes::from(data_object(&[("event", &event)]))))

@@ -369,3 +369,40 @@ fn a_labels_reload_re_screens_watched_wallets_and_makes_events_only_for_the_expo
     assert_eq!(refused.status, 400, "{refused:?}");
     assert_eq!(refused.body["error"]["details"]["field"], "labels", "{refused:?}");
 }
+
+#[test]
+fn a_labels_change_across_a_restart_still_re_screens_the_watched_wallets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = timeline_spec(dir.path(), xray::clock::now_unix_ms() - 60_000, &[("timeline_dust", 1)]);
+    let extra = dir.path().join("sanctions.toml");
+    std::fs::write(&extra, "version = 1\n").expect("labels written");
+    let extra_path = extra.clone();
+    let mut server = serve_rpc_spec(spec, FaultPlan::default(), |c| {
+        c.monitor_interval_s = 1;
+        c.webhook_allow_hosts = vec!["127.0.0.1".into()];
+        c.labels_extra = vec![extra_path];
+    });
+    let key = server.key(KeyOptions::default());
+    let (dust, quiet) = (timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
+    let body = json!({"wallets": [dust, quiet], "callbackUrl": "http://127.0.0.1:9/hooks"});
+    let id = create(&server, &key.secret, &body).data()["id"].as_str().expect("id").to_owned();
+    for watch in checked_once(&server, &key.secret, &id)["watches"].as_array().expect("watches") {
+        server.finish(&analysis_path(watch["lastAnalysisId"].as_str().expect("id")), &key.secret);
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    // The operator adds the sanctions import and restarts instead of reloading: the new
+    // process knows no reload, but each cursor remembers which listed set it reflects.
+    let sender = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT).timeline_lookalike();
+    let listed = format!(
+        "version = 1\n[[label]]\naddress = \"{sender}\"\nname = \"SDN test entry\"\ncategory = \"sanctioned\"\n"
+    );
+    std::fs::write(&extra, listed).expect("labels written");
+    server.restart();
+    events_at_least(&server, &key.secret, &id, 1);
+    std::thread::sleep(Duration::from_secs(3));
+    let events = all_events(&server, &key.secret, &id);
+    assert_eq!(wallets_of(&events), BTreeSet::from([dust]), "only the exposed wallet: {events:?}");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let appeared = events[0]["changes"]["appeared"].as_array().expect("appeared");
+    assert!(appeared.iter().any(|s| s["kind"] == "sanctioned_counterparty"), "{events:?}");
+}
