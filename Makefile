@@ -30,6 +30,7 @@ test: deps
 	bash tests/schemathesis/run.sh
 	SMOKE=1 bash loadtest/flows.sh
 	SMOKE=1 bash loadtest/monitors.sh
+	bash clients/ts/run-tests.sh
 
 # The saturation harness (loadtest/max.sh): every endpoint against the bare reference; ~8 min.
 max: deps

@@ -1,0 +1,680 @@
+/**
+ * A thin `fetch` client for the Wallet X-Ray API.
+ *
+ * Every operation of `docs/openapi.json` is one method, named after its `operationId` and typed
+ * with the types `openapi-typescript` generates from that document (`./schema.d.ts`). The client
+ * adds only what the wire contract asks of a client:
+ *
+ * - an `Idempotency-Key` on the three job-creating POSTs (generated when not given), the same
+ *   key on every retry of one call;
+ * - bounded retries of refusals that made no work (`429 RATE_LIMITED`, `429 TOO_MANY_JOBS`,
+ *   `503 SERVICE_BUSY`, `409 IDEMPOTENCY_KEY_IN_PROGRESS`), waiting what `Retry-After` says;
+ * - the `RateLimit-Policy` / `RateLimit` headers parsed on every answer;
+ * - long polling with `wait` until a job is `READY` or `FAILED`;
+ * - errors as `XrayError` (the contract's `code`, `status`, `requestId`, `details`,
+ *   `retryAfterSeconds`);
+ * - `verifyWebhook`: the `Xray-Signature` check of a delivered webhook, in constant time.
+ */
+import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
+import type { components, operations, paths } from "./schema.js";
+
+export type { components, operations, paths };
+/** The schemas of the OpenAPI document (`Schemas["XRay"]`, `Schemas["Monitor"]`, …). */
+export type Schemas = components["schemas"];
+
+type JsonOf<R> = R extends { content: { "application/json": infer B } } ? B : never;
+type Responses<Op> = Op extends { responses: infer Rs } ? Rs : never;
+/** The JSON body of an operation's success answers (2xx). */
+export type SuccessBody<Op> = {
+  [K in keyof Responses<Op>]: K extends 200 | 201 | 202 | 204 ? JsonOf<Responses<Op>[K]> : never;
+}[keyof Responses<Op>];
+/** The JSON body an operation takes. */
+export type RequestBody<Op> = Op extends { requestBody?: infer B }
+  ? JsonOf<NonNullable<B>>
+  : never;
+/** The query parameters an operation takes. */
+export type QueryOf<Op> = Op extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
+
+export type WalletRequest = RequestBody<operations["analyzeWallet"]>;
+export type BatchRequest = RequestBody<operations["analyzeWallets"]>;
+export type CompareRequest = RequestBody<operations["compareWallets"]>;
+export type ScanRequest = RequestBody<operations["scanTransaction"]>;
+export type MonitorRequest = RequestBody<operations["createMonitor"]>;
+export type MonitorPatchRequest = RequestBody<operations["changeMonitor"]>;
+export type JobStatus = Schemas["JobStatus"];
+
+/** One item of a structured-field list such as `"rate";r=98;t=1`. */
+export type RateLimitItem = Record<string, number>;
+
+/** The rate-limit headers of an answer (absent fields: the header or item was absent). */
+export interface RateLimitState {
+  /** `RateLimit`, `"rate"`: whole tokens left in the key's bucket. */
+  rateRemaining?: number;
+  /** `RateLimit`, `"rate"`: seconds until the bucket is full. */
+  rateResetSeconds?: number;
+  /** `RateLimit`, `"quota"`: units left this period. */
+  quotaRemaining?: number;
+  /** `RateLimit`, `"quota"`: seconds until the period resets. */
+  quotaResetSeconds?: number;
+  /** `RateLimit-Policy`, `"rate"`: the bucket's size (burst). */
+  rateLimit?: number;
+  /** `RateLimit-Policy`, `"rate"`: its window in seconds. */
+  rateWindowSeconds?: number;
+  /** `RateLimit-Policy`, `"quota"`: units per period. */
+  quotaLimit?: number;
+  /** `RateLimit-Policy`, `"quota"`: the period in seconds. */
+  quotaWindowSeconds?: number;
+  /** Every item of both headers, by name, with all their numeric parameters. */
+  policy: Record<string, RateLimitItem>;
+  limit: Record<string, RateLimitItem>;
+}
+
+/**
+ * Parses a structured-field list of the RateLimit drafts (`"rate";q=100;w=2, "quota";q=10;w=60`)
+ * into `{rate: {q: 100, w: 2}, quota: {q: 10, w: 60}}`. Items or parameters that are not
+ * `name;key=integer` are skipped (extensible: new items or keys are kept when numeric).
+ */
+export function parseRateLimitList(value: string | null | undefined): Record<string, RateLimitItem> {
+  const out: Record<string, RateLimitItem> = {};
+  if (!value) return out;
+  for (const raw of value.split(",")) {
+    const parts = raw.trim().split(";");
+    const name = parts.shift()?.trim().replace(/^"(.*)"$/, "$1");
+    if (!name) continue;
+    const item: RateLimitItem = {};
+    for (const p of parts) {
+      const eq = p.indexOf("=");
+      if (eq < 0) continue;
+      const n = Number(p.slice(eq + 1).trim());
+      if (Number.isFinite(n)) item[p.slice(0, eq).trim()] = n;
+    }
+    out[name] = item;
+  }
+  return out;
+}
+
+/** The `RateLimit-Policy` and `RateLimit` headers of an answer. */
+export function parseRateLimit(headers: Headers): RateLimitState {
+  const policy = parseRateLimitList(headers.get("ratelimit-policy"));
+  const limit = parseRateLimitList(headers.get("ratelimit"));
+  return {
+    rateRemaining: limit.rate?.r,
+    rateResetSeconds: limit.rate?.t,
+    quotaRemaining: limit.quota?.r,
+    quotaResetSeconds: limit.quota?.t,
+    rateLimit: policy.rate?.q,
+    rateWindowSeconds: policy.rate?.w,
+    quotaLimit: policy.quota?.q,
+    quotaWindowSeconds: policy.quota?.w,
+    policy,
+    limit,
+  };
+}
+
+/** `Retry-After` as whole seconds (delta-seconds, or an HTTP date), else undefined. */
+export function parseRetryAfter(value: string | null | undefined, nowMs = Date.now()): number | undefined {
+  if (value == null || value.trim() === "") return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - nowMs) / 1000));
+}
+
+/** A successful answer: its body and what its headers said. */
+export interface XrayResponse<B> {
+  /** The JSON body, as the OpenAPI document types it (`{data: …}`). */
+  body: B;
+  status: number;
+  headers: Headers;
+  /** `X-Request-Id`. */
+  requestId: string | null;
+  rateLimit: RateLimitState;
+  /** `Retry-After` in seconds (on a `202`, or a poll of a job still running). */
+  retryAfterSeconds?: number;
+  /** `Location` (the job's `pollUrl` on the job-creating POSTs). */
+  location: string | null;
+  /** `Idempotent-Replayed: true`: the server replayed the first answer to this key. */
+  replayed: boolean;
+  /** The `Idempotency-Key` the request was sent with (the same on every attempt). */
+  idempotencyKey?: string;
+  /** Attempts the call took (1 without retries). */
+  attempts: number;
+}
+
+/** The contract's error object (`{"error": {...}}`), typed from the OpenAPI document. */
+export type ErrorObject = Schemas["ErrorObject"];
+
+/** A refusal: an answer that is not 2xx, or a network failure (`status` 0, `code` `NETWORK_ERROR`). */
+export class XrayError extends Error {
+  /** The contract's code (`INVALID_ADDRESS`, `RATE_LIMITED`, …); `HTTP_<status>` for a bare answer. */
+  readonly code: string;
+  readonly status: number;
+  readonly requestId: string | null;
+  readonly details: Record<string, unknown> | undefined;
+  /** `Retry-After`, else `details.retryAfterSeconds`, in seconds. */
+  readonly retryAfterSeconds: number | undefined;
+  readonly rateLimit: RateLimitState | undefined;
+  readonly headers: Headers | undefined;
+  /** The parsed body, or its text when it was not JSON. */
+  readonly body: unknown;
+  readonly attempts: number;
+
+  constructor(init: {
+    code: string;
+    message: string;
+    status: number;
+    requestId?: string | null;
+    details?: Record<string, unknown>;
+    retryAfterSeconds?: number;
+    rateLimit?: RateLimitState;
+    headers?: Headers;
+    body?: unknown;
+    attempts?: number;
+    cause?: unknown;
+  }) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = "XrayError";
+    this.code = init.code;
+    this.status = init.status;
+    this.requestId = init.requestId ?? null;
+    this.details = init.details;
+    this.retryAfterSeconds = init.retryAfterSeconds;
+    this.rateLimit = init.rateLimit;
+    this.headers = init.headers;
+    this.body = init.body;
+    this.attempts = init.attempts ?? 1;
+  }
+}
+
+/** Codes of refusals that made no work and say when to come back: retried by the client. */
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set([
+  "RATE_LIMITED",
+  "TOO_MANY_JOBS",
+  "SERVICE_BUSY",
+  "IDEMPOTENCY_KEY_IN_PROGRESS",
+]);
+
+export interface XrayClientOptions {
+  /** The service root before `/v1`, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** `svc_live_…` (omit for `getHealth` only). */
+  apiKey?: string;
+  /** A `fetch` implementation (default: the global one). */
+  fetch?: typeof fetch;
+  /** Retries of one call after a retryable refusal or a network failure (default 3). */
+  maxRetries?: number;
+  /** A `Retry-After` longer than this is not waited for: the error is thrown (default 30). */
+  maxRetryAfterSeconds?: number;
+  /** Headers sent with every request (e.g. a `User-Agent`). */
+  headers?: Record<string, string>;
+  /** Called before each retry (logging, metrics). */
+  onRetry?: (info: { attempt: number; delaySeconds: number; error: XrayError }) => void;
+}
+
+/** Per-call options. */
+export interface RequestOptions {
+  /** Sent as `X-Request-Id` (1–64 characters of `[A-Za-z0-9._-]` are echoed). */
+  requestId?: string;
+  signal?: AbortSignal;
+  /** Overrides the client's `maxRetries` for this call. */
+  maxRetries?: number;
+}
+
+/** Options of the job-creating POSTs. */
+export interface IdempotentOptions extends RequestOptions {
+  /** The `Idempotency-Key` (default: a random UUID); `false` sends none. */
+  idempotencyKey?: string | false;
+}
+
+export interface PollOptions extends RequestOptions {
+  /** Seconds the server holds the poll (0–30). */
+  wait?: number;
+}
+
+export interface WaitOptions extends RequestOptions {
+  /** Give up after this many seconds (default 120): throws `XrayError` code `WAIT_TIMEOUT`. */
+  timeoutSeconds?: number;
+  /** `wait` of each long poll (default 20, at most 30). */
+  waitSeconds?: number;
+}
+
+interface CallSpec {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  query?: Record<string, string | number | boolean | undefined | null>;
+  body?: unknown;
+  auth?: boolean;
+  idempotencyKey?: string;
+  /** Whether a 503 or a network failure may be retried (the request is idempotent). */
+  retrySafe: boolean;
+}
+
+const FINISHED = new Set(["READY", "FAILED"]);
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+
+const seg = (s: string) => encodeURIComponent(s);
+
+export class XrayClient {
+  readonly baseUrl: string;
+  private readonly apiKey?: string;
+  private readonly fetchImpl: typeof fetch;
+  private readonly maxRetries: number;
+  private readonly maxRetryAfterSeconds: number;
+  private readonly extraHeaders: Record<string, string>;
+  private readonly onRetry?: XrayClientOptions["onRetry"];
+
+  constructor(options: XrayClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.apiKey = options.apiKey;
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.maxRetries = options.maxRetries ?? 3;
+    this.maxRetryAfterSeconds = options.maxRetryAfterSeconds ?? 30;
+    this.extraHeaders = { ...(options.headers ?? {}) };
+    this.onRetry = options.onRetry;
+  }
+
+  // ---- wallet analysis ------------------------------------------------------------------
+
+  /** `POST /v1/developer/intelligence/wallet` — 202 (new or running job) or 200 (fresh result reused). */
+  analyzeWallet(body: WalletRequest, opts: IdempotentOptions = {}) {
+    return this.call<SuccessBody<operations["analyzeWallet"]>>(
+      { method: "POST", path: "/v1/developer/intelligence/wallet", body, ...this.idem(opts) },
+      opts,
+    );
+  }
+
+  /** `POST /v1/developer/intelligence/wallets` — a batch of up to 100 addresses (send at most `burst`). */
+  analyzeWallets(body: BatchRequest, opts: IdempotentOptions = {}) {
+    return this.call<SuccessBody<operations["analyzeWallets"]>>(
+      { method: "POST", path: "/v1/developer/intelligence/wallets", body, ...this.idem(opts) },
+      opts,
+    );
+  }
+
+  /** `GET /v1/developer/intelligence/analysis/{id}` — `wait` long-polls up to 30 s. */
+  getAnalysis(id: string, opts: PollOptions = {}) {
+    return this.call<SuccessBody<operations["getAnalysis"]>>(
+      {
+        method: "GET",
+        path: `/v1/developer/intelligence/analysis/${seg(id)}`,
+        query: { wait: opts.wait },
+        retrySafe: true,
+      },
+      opts,
+    );
+  }
+
+  /** Long-polls an analysis until it is `READY` or `FAILED` (a `FAILED` one is returned, not thrown). */
+  waitForAnalysis(id: string, opts: WaitOptions = {}) {
+    return this.waitFor((wait) => this.getAnalysis(id, { ...opts, wait }), opts);
+  }
+
+  /** `analyzeWallet`, then `waitForAnalysis` of its job. */
+  async analyzeWalletAndWait(body: WalletRequest, opts: IdempotentOptions & WaitOptions = {}) {
+    const accepted = await this.analyzeWallet(body, opts);
+    return this.waitForAnalysis(accepted.body.data.analysisId, opts);
+  }
+
+  // ---- comparison -------------------------------------------------------------------------
+
+  /** `POST /v1/developer/intelligence/compare`. */
+  compareWallets(body: CompareRequest, opts: IdempotentOptions = {}) {
+    return this.call<SuccessBody<operations["compareWallets"]>>(
+      { method: "POST", path: "/v1/developer/intelligence/compare", body, ...this.idem(opts) },
+      opts,
+    );
+  }
+
+  /** `GET /v1/developer/intelligence/comparison/{pairId}`. */
+  getComparison(pairId: string, opts: PollOptions = {}) {
+    return this.call<SuccessBody<operations["getComparison"]>>(
+      {
+        method: "GET",
+        path: `/v1/developer/intelligence/comparison/${seg(pairId)}`,
+        query: { wait: opts.wait },
+        retrySafe: true,
+      },
+      opts,
+    );
+  }
+
+  /** Long-polls a comparison until it is `READY` or `FAILED`. */
+  waitForComparison(pairId: string, opts: WaitOptions = {}) {
+    return this.waitFor((wait) => this.getComparison(pairId, { ...opts, wait }), opts);
+  }
+
+  /** `compareWallets`, then `waitForComparison` of its pair. */
+  async compareWalletsAndWait(body: CompareRequest, opts: IdempotentOptions & WaitOptions = {}) {
+    const accepted = await this.compareWallets(body, opts);
+    return this.waitForComparison(accepted.body.data.pairId, opts);
+  }
+
+  // ---- pre-sign scan ----------------------------------------------------------------------
+
+  /** `POST /v1/developer/intelligence/transaction` — synchronous; charged one unit. */
+  scanTransaction(body: ScanRequest, opts: RequestOptions = {}) {
+    // A refusal (429/503) made no scan; a network failure may have: not retried.
+    return this.call<SuccessBody<operations["scanTransaction"]>>(
+      { method: "POST", path: "/v1/developer/intelligence/transaction", body, retrySafe: false },
+      opts,
+    );
+  }
+
+  // ---- monitors ---------------------------------------------------------------------------
+
+  /** `POST /v1/developer/monitors` (201). */
+  createMonitor(body: MonitorRequest, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["createMonitor"]>>(
+      { method: "POST", path: "/v1/developer/monitors", body, retrySafe: false },
+      opts,
+    );
+  }
+
+  /** `GET /v1/developer/monitors` — one page (`data.nextAfter` names the next). */
+  listMonitors(query: QueryOf<operations["listMonitors"]> = {}, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["listMonitors"]>>(
+      { method: "GET", path: "/v1/developer/monitors", query, retrySafe: true },
+      opts,
+    );
+  }
+
+  /** Every monitor of the account, following `nextAfter`. */
+  async *allMonitors(limit = 100, opts: RequestOptions = {}) {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.listMonitors({ limit, ...(after ? { after } : {}) }, opts);
+      yield* page.body.data.monitors;
+      if (!page.body.data.nextAfter) return;
+      after = page.body.data.nextAfter;
+    }
+  }
+
+  /** `GET /v1/developer/monitors/{id}` — with its watches. */
+  getMonitor(id: string, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["getMonitor"]>>(
+      { method: "GET", path: `/v1/developer/monitors/${seg(id)}`, retrySafe: true },
+      opts,
+    );
+  }
+
+  /** `PATCH /v1/developer/monitors/{id}` (a 503 of a lost race is retried, as documented). */
+  changeMonitor(id: string, body: MonitorPatchRequest, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["changeMonitor"]>>(
+      { method: "PATCH", path: `/v1/developer/monitors/${seg(id)}`, body, retrySafe: true },
+      opts,
+    );
+  }
+
+  /** `DELETE /v1/developer/monitors/{id}` — not idempotent (again: 404), so not retried on 503. */
+  deleteMonitor(id: string, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["deleteMonitor"]>>(
+      { method: "DELETE", path: `/v1/developer/monitors/${seg(id)}`, retrySafe: false },
+      opts,
+    );
+  }
+
+  /** `GET /v1/developer/monitors/{id}/events` — oldest first. */
+  listMonitorEvents(
+    id: string,
+    query: QueryOf<operations["listMonitorEvents"]> = {},
+    opts: RequestOptions = {},
+  ) {
+    return this.call<SuccessBody<operations["listMonitorEvents"]>>(
+      { method: "GET", path: `/v1/developer/monitors/${seg(id)}/events`, query, retrySafe: true },
+      opts,
+    );
+  }
+
+  /** `POST /v1/developer/monitors/{id}/events/{eventId}/redeliver` (202; 409 while `PENDING`). */
+  redeliverMonitorEvent(id: string, eventId: string, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["redeliverMonitorEvent"]>>(
+      {
+        method: "POST",
+        path: `/v1/developer/monitors/${seg(id)}/events/${seg(eventId)}/redeliver`,
+        retrySafe: true,
+      },
+      opts,
+    );
+  }
+
+  // ---- account and service ----------------------------------------------------------------
+
+  /** `GET /v1/developer/status` — the key, its scopes, rate limit, quota, the service. */
+  getStatus(opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["getStatus"]>>(
+      { method: "GET", path: "/v1/developer/status", retrySafe: true },
+      opts,
+    );
+  }
+
+  /** `GET /v1/developer/usage`. */
+  getUsage(opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["getUsage"]>>(
+      { method: "GET", path: "/v1/developer/usage", retrySafe: true },
+      opts,
+    );
+  }
+
+  /** `GET /healthz` (no key). A draining server answers 503: thrown as `XrayError`. */
+  getHealth(opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["getHealth"]>>(
+      { method: "GET", path: "/healthz", auth: false, retrySafe: false },
+      { ...opts, maxRetries: opts.maxRetries ?? 0 },
+    );
+  }
+
+  // ---- machinery --------------------------------------------------------------------------
+
+  private idem(opts: IdempotentOptions): { idempotencyKey?: string; retrySafe: boolean } {
+    if (opts.idempotencyKey === false) return { retrySafe: false };
+    return { idempotencyKey: opts.idempotencyKey ?? randomUUID(), retrySafe: true };
+  }
+
+  private async waitFor<B extends { data: { status: string } }>(
+    poll: (wait: number) => Promise<XrayResponse<B>>,
+    opts: WaitOptions,
+  ): Promise<XrayResponse<B>> {
+    const deadline = Date.now() + (opts.timeoutSeconds ?? 120) * 1000;
+    const waitMax = Math.min(30, Math.max(0, Math.floor(opts.waitSeconds ?? 20)));
+    for (;;) {
+      const left = Math.floor((deadline - Date.now()) / 1000);
+      const wait = Math.max(0, Math.min(waitMax, left));
+      const started = Date.now();
+      const res = await poll(wait);
+      if (FINISHED.has(res.body.data.status)) return res;
+      if (Date.now() >= deadline) {
+        throw new XrayError({
+          code: "WAIT_TIMEOUT",
+          message: `still ${res.body.data.status} after ${opts.timeoutSeconds ?? 120} s`,
+          status: res.status,
+          requestId: res.requestId,
+          headers: res.headers,
+          rateLimit: res.rateLimit,
+          body: res.body,
+        });
+      }
+      // The server answers a long poll early when it holds its maximum of waiters: then honour
+      // Retry-After instead of polling again at once.
+      const heldMs = Date.now() - started;
+      if (heldMs < wait * 1000 - 250 || wait === 0) {
+        const pause = Math.min((res.retryAfterSeconds ?? 1) * 1000, Math.max(0, deadline - Date.now()));
+        await sleep(pause, opts.signal);
+      }
+    }
+  }
+
+  private async call<B>(spec: CallSpec, opts: RequestOptions): Promise<XrayResponse<B>> {
+    const url = new URL(this.baseUrl + spec.path);
+    for (const [k, v] of Object.entries(spec.query ?? {})) {
+      if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
+    }
+    const headers: Record<string, string> = { Accept: "application/json", ...this.extraHeaders };
+    if (spec.auth !== false && this.apiKey) headers.Authorization = `Bearer ${this.apiKey}`;
+    if (spec.body !== undefined) headers["Content-Type"] = "application/json";
+    if (spec.idempotencyKey) headers["Idempotency-Key"] = spec.idempotencyKey;
+    if (opts.requestId) headers["X-Request-Id"] = opts.requestId;
+    const payload = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+    const maxRetries = opts.maxRetries ?? this.maxRetries;
+
+    for (let attempt = 1; ; attempt++) {
+      let error: XrayError;
+      let res: Response;
+      try {
+        res = await this.fetchImpl(url, { method: spec.method, headers, body: payload, signal: opts.signal });
+      } catch (cause) {
+        if (opts.signal?.aborted) throw cause;
+        error = new XrayError({
+          code: "NETWORK_ERROR",
+          message: `${spec.method} ${url.pathname}: ${(cause as Error)?.message ?? String(cause)}`,
+          status: 0,
+          attempts: attempt,
+          cause,
+        });
+        if (!spec.retrySafe || attempt > maxRetries) throw error;
+        const delay = Math.min(0.25 * 2 ** (attempt - 1), 4);
+        this.onRetry?.({ attempt, delaySeconds: delay, error });
+        await sleep(delay * 1000, opts.signal);
+        continue;
+      }
+
+      const text = await res.text();
+      let parsed: unknown = text;
+      if (text !== "") {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          /* a bare answer (431, 400 of a broken request): keep the text */
+        }
+      }
+      const rateLimit = parseRateLimit(res.headers);
+      const retryAfterHeader = parseRetryAfter(res.headers.get("retry-after"));
+      if (res.ok) {
+        return {
+          body: parsed as B,
+          status: res.status,
+          headers: res.headers,
+          requestId: res.headers.get("x-request-id"),
+          rateLimit,
+          retryAfterSeconds: retryAfterHeader,
+          location: res.headers.get("location"),
+          replayed: res.headers.get("idempotent-replayed")?.toLowerCase() === "true",
+          idempotencyKey: spec.idempotencyKey,
+          attempts: attempt,
+        };
+      }
+
+      const obj = (parsed as { error?: ErrorObject } | null)?.error;
+      const details = (obj?.details ?? undefined) as Record<string, unknown> | undefined;
+      const detailRetry = typeof details?.retryAfterSeconds === "number" ? details.retryAfterSeconds : undefined;
+      error = new XrayError({
+        code: obj?.code ?? `HTTP_${res.status}`,
+        message: obj?.message ?? `${spec.method} ${url.pathname}: HTTP ${res.status}`,
+        status: res.status,
+        requestId: obj?.requestId ?? res.headers.get("x-request-id"),
+        details,
+        retryAfterSeconds: retryAfterHeader ?? detailRetry,
+        rateLimit,
+        headers: res.headers,
+        body: parsed,
+        attempts: attempt,
+      });
+
+      // RATE_LIMITED and TOO_MANY_JOBS refuse before any work, whatever the method; 503 and
+      // IDEMPOTENCY_KEY_IN_PROGRESS only where a repeat is harmless.
+      const retryable =
+        error.code === "RATE_LIMITED" ||
+        error.code === "TOO_MANY_JOBS" ||
+        (spec.retrySafe && RETRYABLE_CODES.has(error.code));
+      const delay = error.retryAfterSeconds ?? 1;
+      if (!retryable || attempt > maxRetries || delay > this.maxRetryAfterSeconds) throw error;
+      this.onRetry?.({ attempt, delaySeconds: delay, error });
+      await sleep(delay * 1000, opts.signal);
+    }
+  }
+}
+
+// ---- webhooks -------------------------------------------------------------------------------
+
+/** The header a webhook delivery's signature travels in. */
+export const SIGNATURE_HEADER = "Xray-Signature";
+
+/** Why `verifyWebhook` refused a delivery. */
+export class WebhookVerificationError extends Error {
+  constructor(
+    readonly reason: "malformed_header" | "no_timestamp" | "no_signature" | "outside_tolerance" | "signature_mismatch",
+    message: string,
+  ) {
+    super(message);
+    this.name = "WebhookVerificationError";
+  }
+}
+
+export interface VerifyWebhookOptions {
+  /** Seconds the signing time may differ from now (default 300). */
+  toleranceSeconds?: number;
+  /** Now, in Unix seconds (default: the clock). */
+  nowSeconds?: number;
+}
+
+const toBytes = (body: string | Uint8Array) =>
+  typeof body === "string" ? Buffer.from(body, "utf8") : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+
+/**
+ * The `Xray-Signature` value for `body` signed at `timestampSeconds`:
+ * `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>`. For tests of a receiver.
+ */
+export function signWebhook(secret: string, timestampSeconds: number, rawBody: string | Uint8Array): string {
+  const mac = createHmac("sha256", secret).update(`${timestampSeconds}.`).update(toBytes(rawBody)).digest("hex");
+  return `t=${timestampSeconds},v1=${mac}`;
+}
+
+/**
+ * Checks a webhook delivery: `signatureHeader` is its `Xray-Signature` value, `rawBody` the bytes
+ * received (before any JSON parsing), `secret` the account's `whsec_…`. The signature is compared
+ * in constant time and the signing time must be within the tolerance of now (a replay older than
+ * that is refused). Returns the signing time (Unix seconds); throws `WebhookVerificationError`.
+ * Several `v1=` entries are accepted (any that matches).
+ */
+export function verifyWebhook(
+  secret: string,
+  signatureHeader: string | null | undefined,
+  rawBody: string | Uint8Array,
+  options: VerifyWebhookOptions = {},
+): number {
+  if (!signatureHeader) throw new WebhookVerificationError("malformed_header", "no Xray-Signature header");
+  let t: number | undefined;
+  const candidates: Buffer[] = [];
+  for (const part of signatureHeader.split(",")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    const k = part.slice(0, eq).trim();
+    const v = part.slice(eq + 1).trim();
+    if (k === "t" && /^\d{1,15}$/.test(v)) t = Number(v);
+    else if (k === "v1" && /^[0-9a-fA-F]{64}$/.test(v)) candidates.push(Buffer.from(v, "hex"));
+  }
+  if (t === undefined) throw new WebhookVerificationError("no_timestamp", "Xray-Signature has no t=");
+  if (candidates.length === 0) throw new WebhookVerificationError("no_signature", "Xray-Signature has no valid v1=");
+  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+  const tolerance = options.toleranceSeconds ?? 300;
+  if (Math.abs(now - t) > tolerance) {
+    throw new WebhookVerificationError("outside_tolerance", `signed at ${t}, more than ${tolerance} s from ${now}`);
+  }
+  const expected = createHmac("sha256", secret).update(`${t}.`).update(toBytes(rawBody)).digest();
+  let ok = false;
+  for (const c of candidates) ok = timingSafeEqual(expected, c) || ok;
+  if (!ok) throw new WebhookVerificationError("signature_mismatch", "the signature is not this secret's for this body");
+  return t;
+}

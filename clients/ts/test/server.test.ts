@@ -1,0 +1,228 @@
+// Tests against the real server (`xray serve --ledger demo`), started by run-tests.sh, which
+// exports XRAY_BASE_URL, XRAY_API_KEY (every scope), XRAY_NARROW_KEY (usage:read only),
+// XRAY_SLOW_KEY (usage:read, a bucket of one token), XRAY_WEBHOOK_SECRET (the main key's
+// account) and XRAY_DEMO_TX_* (base64 transactions of `xray ledger demo-tx`).
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { verifyWebhook, WebhookVerificationError, XrayClient, XrayError } from "../src/index.js";
+
+const env = (name: string) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the tests with clients/ts/run-tests.sh`);
+  return v;
+};
+const baseUrl = env("XRAY_BASE_URL");
+const client = new XrayClient({ baseUrl, apiKey: env("XRAY_API_KEY") });
+
+// Demo ledger archetypes (README / `xray demo`).
+const OPEN_DELEGATION = "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ";
+const CLEAN = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z";
+const OUTSIDER_NONCE = "35ze1eichArCaQ3iD7t1KaQKvw7cYksCc8G5PBdVUiVX";
+const POISONING_VICTIM = "6oHJpEthxJ7d9zeu9SCgR1rPEXdhLpTsZmpQc6roQr8H";
+const TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
+
+const expectError = async (p: Promise<unknown>, code: string, status: number) => {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof XrayError, `not an XrayError: ${e}`);
+    assert.equal(e.code, code, e.message);
+    assert.equal(e.status, status);
+    assert.match(e.requestId ?? "", /\S/);
+    return e;
+  }
+  assert.fail(`expected ${status} ${code}`);
+};
+
+describe("the real server", () => {
+  it("health and status", async () => {
+    const health = await new XrayClient({ baseUrl }).getHealth();
+    assert.equal(health.body.status, "ok");
+    const status = await client.getStatus({ requestId: "ts-client.status-1" });
+    assert.equal(status.requestId, "ts-client.status-1");
+    assert.ok(status.body.data.scopes.some((s) => s.scope === "wallet:analyze" && s.granted));
+    assert.equal(status.rateLimit.rateLimit, 100000);
+    assert.equal(typeof status.rateLimit.rateRemaining, "number");
+  });
+
+  it("analyzes a demo wallet and long-polls it to READY", async () => {
+    const accepted = await client.analyzeWallet({ wallet: OPEN_DELEGATION, refresh: true });
+    assert.equal(accepted.status, 202);
+    assert.match(accepted.body.data.analysisId, /^an_/);
+    assert.equal(accepted.location, accepted.body.data.pollUrl);
+    assert.equal(accepted.retryAfterSeconds, 1);
+    assert.equal(typeof accepted.rateLimit.quotaRemaining, "number");
+    const done = await client.waitForAnalysis(accepted.body.data.analysisId, { waitSeconds: 10, timeoutSeconds: 60 });
+    assert.equal(done.body.data.status, "READY");
+    const xray = done.body.data.xray!;
+    assert.equal(xray.wallet, OPEN_DELEGATION);
+    assert.ok(xray.score.value >= 0 && xray.score.value <= 100);
+    assert.ok(xray.signals.length > 0);
+    // a poll of a finished job answers at once, without Retry-After
+    const again = await client.getAnalysis(accepted.body.data.analysisId, { wait: 30 });
+    assert.equal(again.body.data.status, "READY");
+    assert.equal(again.retryAfterSeconds, undefined);
+  });
+
+  it("compares two wallets", async () => {
+    const done = await client.compareWalletsAndWait({ walletA: OPEN_DELEGATION, walletB: CLEAN }, { timeoutSeconds: 60 });
+    assert.equal(done.body.data.status, "READY");
+    const c = done.body.data.comparison!;
+    assert.ok(c.similarity >= 0 && c.similarity <= 1);
+    assert.ok([c.walletA.address, c.walletB.address].includes(CLEAN));
+    const again = await client.getComparison(done.body.data.pairId);
+    assert.equal(again.body.data.pairId, done.body.data.pairId);
+  });
+
+  it("analyzes a batch", async () => {
+    const res = await client.analyzeWallets({ wallets: [OUTSIDER_NONCE, POISONING_VICTIM, "not-an-address"] });
+    assert.equal(res.status, 200);
+    const items = res.body.data.items;
+    assert.equal(items.length, 3);
+    assert.ok("analysisId" in items[0] && items[0].analysisId.startsWith("an_"));
+    assert.ok("error" in items[2] && items[2].error.code === "INVALID_ADDRESS");
+  });
+
+  it("replays an idempotent request (same key → Idempotent-Replayed: true, same job)", async () => {
+    const idempotencyKey = `ts-${randomUUID()}`;
+    const first = await client.analyzeWallet({ wallet: CLEAN, refresh: true }, { idempotencyKey });
+    assert.equal(first.replayed, false);
+    assert.equal(first.idempotencyKey, idempotencyKey);
+    const second = await client.analyzeWallet({ wallet: CLEAN, refresh: true }, { idempotencyKey });
+    assert.equal(second.replayed, true);
+    assert.equal(second.headers.get("idempotent-replayed"), "true");
+    assert.equal(second.body.data.analysisId, first.body.data.analysisId);
+    // the same key with another request is refused
+    await expectError(client.analyzeWallet({ wallet: OPEN_DELEGATION }, { idempotencyKey }), "IDEMPOTENCY_KEY_REUSED", 409);
+  });
+
+  it("maps 4xx answers to XrayError with the contract's code", async () => {
+    const bad = await expectError(client.analyzeWallet({ wallet: "0OIl" }), "INVALID_ADDRESS", 400);
+    assert.equal(bad.details?.field, "wallet");
+    const ineligible = await expectError(client.analyzeWallet({ wallet: TOKEN_PROGRAM }), "ACCOUNT_NOT_ELIGIBLE", 422);
+    assert.equal(ineligible.details?.field, "wallet");
+    await expectError(client.getAnalysis("an_1111111111111111111111"), "NOT_FOUND", 404);
+    await expectError(client.compareWallets({ walletA: CLEAN, walletB: CLEAN }), "INVALID_REQUEST", 400);
+    const narrow = new XrayClient({ baseUrl, apiKey: env("XRAY_NARROW_KEY") });
+    const scope = await expectError(narrow.analyzeWallet({ wallet: CLEAN }), "INSUFFICIENT_SCOPE", 403);
+    assert.equal(scope.details?.requiredScope, "wallet:analyze");
+    assert.equal(scope.rateLimit?.rateLimit, 100000);
+    const nobody = new XrayClient({ baseUrl, apiKey: "svc_live_nope" });
+    const unauth = await expectError(nobody.getStatus(), "UNAUTHENTICATED", 401);
+    assert.equal(unauth.details?.reason, "malformed");
+  });
+
+  it("honours Retry-After on 429 RATE_LIMITED (a key with a bucket of one token)", async () => {
+    const retries: number[] = [];
+    const slow = new XrayClient({
+      baseUrl,
+      apiKey: env("XRAY_SLOW_KEY"),
+      onRetry: ({ delaySeconds, error }) => {
+        assert.equal(error.code, "RATE_LIMITED");
+        retries.push(delaySeconds);
+      },
+    });
+    await slow.getUsage();
+    const t0 = Date.now();
+    const res = await slow.getUsage();
+    assert.equal(res.status, 200);
+    assert.ok(retries.length >= 1, "the second request was rate limited and retried");
+    assert.ok(Date.now() - t0 >= 900, "waited for Retry-After");
+    // without retries the refusal surfaces as an XrayError that says when to come back
+    const e = await expectError(slow.getUsage({ maxRetries: 0 }), "RATE_LIMITED", 429);
+    assert.ok((e.retryAfterSeconds ?? 0) >= 1);
+    assert.equal(e.rateLimit?.rateRemaining, 0);
+  });
+
+  it("reports usage", async () => {
+    const usage = await client.getUsage();
+    assert.ok(usage.body.data.quota.used + usage.body.data.quota.reserved >= 1);
+    assert.ok(usage.body.data.byOperation.walletAnalysis >= 1);
+    assert.equal(usage.rateLimit.quotaLimit, 1000000);
+  });
+
+  it("scans real transactions of the demo ledger", async () => {
+    const approve = await client.scanTransaction({ transaction: env("XRAY_DEMO_TX_APPROVE"), signer: CLEAN });
+    assert.equal(approve.status, 200);
+    assert.equal(approve.body.data.signer, CLEAN);
+    assert.ok(approve.body.data.findings.some((f) => f.kind === "token_approval"));
+    assert.notEqual(approve.body.data.verdict, "looks_safe");
+    const transfer = await client.scanTransaction({ transaction: env("XRAY_DEMO_TX_SOL"), signer: CLEAN });
+    assert.ok(transfer.body.data.effects.length >= 1);
+    await expectError(client.scanTransaction({ transaction: "%%%" }), "INVALID_TRANSACTION", 400);
+  });
+
+  it("creates, reads, lists, changes and deletes a monitor", async () => {
+    const created = await client.createMonitor({
+      wallets: [OPEN_DELEGATION, CLEAN],
+      callbackUrl: "https://hooks.example.com/xray",
+      minSeverity: "high",
+    });
+    assert.equal(created.status, 201);
+    const id = created.body.data.id;
+    assert.match(id, /^mon_/);
+    const got = await client.getMonitor(id);
+    assert.deepEqual([...got.body.data.wallets].sort(), [OPEN_DELEGATION, CLEAN].sort());
+    assert.ok(Array.isArray(got.body.data.watches));
+    const ids: string[] = [];
+    for await (const m of client.allMonitors(1)) ids.push(m.id);
+    assert.ok(ids.includes(id));
+    const changed = await client.changeMonitor(id, { removeWallets: [CLEAN], addWallets: [OUTSIDER_NONCE], scoreDrop: 10 });
+    assert.deepEqual([...changed.body.data.wallets].sort(), [OPEN_DELEGATION, OUTSIDER_NONCE].sort());
+    assert.equal(changed.body.data.scoreDrop, 10);
+    const events = await client.listMonitorEvents(id, { limit: 10 });
+    assert.ok(Array.isArray(events.body.data.events));
+    await expectError(client.redeliverMonitorEvent(id, "evt_1111111111111111111111"), "NOT_FOUND", 404);
+    const deleted = await client.deleteMonitor(id);
+    assert.equal(deleted.body.data.deleted, true);
+    await expectError(client.getMonitor(id), "NOT_FOUND", 404);
+    await expectError(client.deleteMonitor(id), "NOT_FOUND", 404);
+  });
+
+  describe("a webhook the server delivers", () => {
+    const deliveries: { headers: IncomingMessage["headers"]; body: Buffer }[] = [];
+    let waiters: (() => void)[] = [];
+    const hook = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        deliveries.push({ headers: req.headers, body: Buffer.concat(chunks) });
+        res.writeHead(204).end();
+        waiters.forEach((w) => w());
+        waiters = [];
+      });
+    });
+    before(() => new Promise<void>((resolve) => hook.listen(0, "127.0.0.1", resolve)));
+    after(() => new Promise<void>((resolve) => hook.close(() => resolve())));
+
+    it("is signed with the account's secret (verifyWebhook), and a tampered byte is refused", async () => {
+      const { port } = hook.address() as AddressInfo;
+      const accepted = await client.analyzeWallet({
+        wallet: POISONING_VICTIM,
+        refresh: true,
+        callbackUrl: `http://127.0.0.1:${port}/hook`,
+      });
+      const deadline = Date.now() + 30_000;
+      while (!deliveries.some((d) => d.headers["xray-webhook-id"] === accepted.body.data.analysisId)) {
+        assert.ok(Date.now() < deadline, "no delivery within 30 s");
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          setTimeout(resolve, 500);
+        });
+      }
+      const d = deliveries.find((x) => x.headers["xray-webhook-id"] === accepted.body.data.analysisId)!;
+      const header = d.headers["xray-signature"] as string;
+      const secret = env("XRAY_WEBHOOK_SECRET");
+      const t = verifyWebhook(secret, header, d.body);
+      assert.ok(Math.abs(t - Date.now() / 1000) < 60);
+      assert.equal(JSON.parse(d.body.toString("utf8")).data.analysisId, accepted.body.data.analysisId);
+      const tampered = Buffer.from(d.body);
+      tampered[tampered.length - 2] ^= 0x20;
+      assert.throws(() => verifyWebhook(secret, header, tampered), (e: unknown) => e instanceof WebhookVerificationError && e.reason === "signature_mismatch");
+      assert.throws(() => verifyWebhook("whsec_wrong", header, d.body), WebhookVerificationError);
+    });
+  });
+});

@@ -1,0 +1,177 @@
+// Tests that need no server: header parsing, webhook signatures, the retry loop (a fake fetch),
+// and that the client has a method for every operation of docs/openapi.json.
+import { createHmac } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  parseRateLimit,
+  parseRateLimitList,
+  parseRetryAfter,
+  signWebhook,
+  verifyWebhook,
+  WebhookVerificationError,
+  XrayClient,
+  XrayError,
+} from "../src/index.js";
+
+describe("RateLimit headers", () => {
+  it("parses the contract's structured fields", () => {
+    const h = new Headers({
+      "RateLimit-Policy": '"rate";q=100;w=2, "quota";q=10000;w=2592000',
+      RateLimit: '"rate";r=98;t=1, "quota";r=9999;t=654180',
+    });
+    const rl = parseRateLimit(h);
+    assert.equal(rl.rateLimit, 100);
+    assert.equal(rl.rateWindowSeconds, 2);
+    assert.equal(rl.quotaLimit, 10000);
+    assert.equal(rl.quotaWindowSeconds, 2592000);
+    assert.equal(rl.rateRemaining, 98);
+    assert.equal(rl.rateResetSeconds, 1);
+    assert.equal(rl.quotaRemaining, 9999);
+    assert.equal(rl.quotaResetSeconds, 654180);
+  });
+  it("tolerates absent headers, unknown items and junk", () => {
+    assert.deepEqual(parseRateLimitList(null), {});
+    assert.deepEqual(parseRateLimitList('"burst";r=3;x=y, ;, "rate";r=1'), { burst: { r: 3 }, rate: { r: 1 } });
+    assert.equal(parseRateLimit(new Headers()).rateRemaining, undefined);
+  });
+  it("reads Retry-After as seconds or an HTTP date", () => {
+    assert.equal(parseRetryAfter("7"), 7);
+    assert.equal(parseRetryAfter(null), undefined);
+    assert.equal(parseRetryAfter("Thu, 01 Jan 1970 00:00:10 GMT", 0), 10);
+  });
+});
+
+describe("webhook signatures", () => {
+  // Known vectors, computed outside this package (Python's hmac module):
+  //   hmac.new(b"whsec_test", b"1.{}", hashlib.sha256).hexdigest()
+  const vector1 = "7500d5d4be4b3ef07af1fe56f7d522d135cdaa7530de557e67cc1049c52de094";
+  const secret2 = "whsec_HLSgtp5vhxj4619uz52h2AtUWJcrNDCSAH16JfEbzrfH";
+  const body2 = '{"data":{"analysisId":"an_x","status":"READY"}}';
+  const vector2 = "ef3fbc03213b56430e2fd51a30762a83043b4402bdebcba5efaa32f44e40cddc";
+
+  it("accepts the known vectors", () => {
+    assert.equal(verifyWebhook("whsec_test", `t=1,v1=${vector1}`, "{}", { nowSeconds: 100 }), 1);
+    assert.equal(
+      verifyWebhook(secret2, `t=1764151200,v1=${vector2}`, Buffer.from(body2), { nowSeconds: 1764151200 }),
+      1764151200,
+    );
+    assert.equal(signWebhook("whsec_test", 1, "{}"), `t=1,v1=${vector1}`);
+  });
+
+  it("agrees with an independent HMAC of `<t>.<body>`", () => {
+    const body = JSON.stringify({ data: { event: { id: "evt_1", type: "risk_changed" } } });
+    const t = 1_800_000_000;
+    const mac = createHmac("sha256", "whsec_abc").update(`${t}.${body}`).digest("hex");
+    assert.equal(verifyWebhook("whsec_abc", `t=${t},v1=${mac}`, body, { nowSeconds: t + 10 }), t);
+  });
+
+  it("refuses one tampered byte of the body, the signature, another secret, an old time", () => {
+    const header = `t=1764151200,v1=${vector2}`;
+    const now = { nowSeconds: 1764151200 };
+    const tampered = Buffer.from(body2);
+    tampered[10] ^= 0x01;
+    const reason = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (e) {
+        assert.ok(e instanceof WebhookVerificationError);
+        return e.reason;
+      }
+      assert.fail("accepted");
+    };
+    assert.equal(reason(() => verifyWebhook(secret2, header, tampered, now)), "signature_mismatch");
+    const badSig = `t=1764151200,v1=${(vector2[0] === "0" ? "1" : "0") + vector2.slice(1)}`;
+    assert.equal(reason(() => verifyWebhook(secret2, badSig, body2, now)), "signature_mismatch");
+    assert.equal(reason(() => verifyWebhook("whsec_other", header, body2, now)), "signature_mismatch");
+    assert.equal(
+      reason(() => verifyWebhook(secret2, header, body2, { nowSeconds: 1764151200 + 301 })),
+      "outside_tolerance",
+    );
+    assert.equal(reason(() => verifyWebhook(secret2, `v1=${vector2}`, body2, now)), "no_timestamp");
+    assert.equal(reason(() => verifyWebhook(secret2, "t=1764151200,v1=zz", body2, now)), "no_signature");
+    assert.equal(reason(() => verifyWebhook(secret2, undefined, body2, now)), "malformed_header");
+  });
+});
+
+describe("retries (a fake fetch)", () => {
+  const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+
+  it("retries 429 RATE_LIMITED after Retry-After with the same Idempotency-Key", async () => {
+    const seen: { key: string | null; at: number }[] = [];
+    const answers = [
+      json(429, { error: { code: "RATE_LIMITED", message: "slow down", requestId: "r1", details: { retryAfterSeconds: 1 } } }, { "Retry-After": "1" }),
+      json(503, { error: { code: "SERVICE_BUSY", message: "busy", requestId: "r2" } }, { "Retry-After": "1" }),
+      json(202, { data: { analysisId: "an_1", status: "QUEUED" } }, { RateLimit: '"rate";r=5;t=1' }),
+    ];
+    const client = new XrayClient({
+      baseUrl: "http://x.invalid/",
+      apiKey: "svc_live_x",
+      fetch: async (_url, init) => {
+        seen.push({ key: new Headers(init?.headers).get("idempotency-key"), at: Date.now() });
+        return answers.shift()!;
+      },
+    });
+    const res = await client.analyzeWallet({ wallet: "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ" });
+    assert.equal(res.status, 202);
+    assert.equal(res.attempts, 3);
+    assert.equal(res.rateLimit.rateRemaining, 5);
+    assert.equal(seen.length, 3);
+    assert.ok(seen[0].key && seen.every((s) => s.key === seen[0].key), "one key for every attempt");
+    assert.equal(res.idempotencyKey, seen[0].key);
+    assert.ok(seen[1].at - seen[0].at >= 950, "waited Retry-After");
+  });
+
+  it("gives up after maxRetries, and never waits a Retry-After longer than allowed", async () => {
+    let calls = 0;
+    const client = new XrayClient({
+      baseUrl: "http://x.invalid",
+      apiKey: "k",
+      maxRetries: 1,
+      maxRetryAfterSeconds: 5,
+      fetch: async () => {
+        calls++;
+        return json(429, { error: { code: "QUOTA_EXHAUSTED", message: "q", requestId: "r" } }, { "Retry-After": "86400" });
+      },
+    });
+    await assert.rejects(client.getUsage(), (e: unknown) => e instanceof XrayError && e.code === "QUOTA_EXHAUSTED" && e.retryAfterSeconds === 86400);
+    assert.equal(calls, 1);
+  });
+
+  it("does not retry a 503 of a request that is not idempotent", async () => {
+    let calls = 0;
+    const client = new XrayClient({
+      baseUrl: "http://x.invalid",
+      apiKey: "k",
+      fetch: async () => {
+        calls++;
+        return json(503, { error: { code: "SERVICE_BUSY", message: "b", requestId: "r" } }, { "Retry-After": "1" });
+      },
+    });
+    await assert.rejects(client.createMonitor({ wallets: ["958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ"], callbackUrl: "https://hooks.example.com/x" }), XrayError);
+    assert.equal(calls, 1);
+  });
+
+  it("maps a bare (non-JSON) answer to HTTP_<status>", async () => {
+    const client = new XrayClient({ baseUrl: "http://x.invalid", fetch: async () => new Response("", { status: 431 }) });
+    await assert.rejects(client.getStatus(), (e: unknown) => e instanceof XrayError && e.code === "HTTP_431" && e.status === 431);
+  });
+});
+
+describe("coverage of the OpenAPI document", () => {
+  it("has a method for every operationId", () => {
+    const doc = JSON.parse(readFileSync(new URL("../../../../docs/openapi.json", import.meta.url), "utf8"));
+    const ids: string[] = [];
+    for (const item of Object.values<Record<string, { operationId?: string }>>(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (["get", "post", "put", "patch", "delete"].includes(method) && op.operationId) ids.push(op.operationId);
+      }
+    }
+    assert.ok(ids.length >= 16, `${ids.length} operations`);
+    const proto = XrayClient.prototype as unknown as Record<string, unknown>;
+    const missing = ids.filter((id) => typeof proto[id] !== "function");
+    assert.deepEqual(missing, []);
+  });
+});
