@@ -305,7 +305,9 @@ impl Registry {
     /// Sends the event again: its webhook, settled (delivered or given up), becomes due now
     /// with a fresh retry window — the same event id, a new signature.
     pub fn redeliver(&self, account: &str, id: &str, event_id: &str, now_ms: u64) -> Result<EventView, RegistryError> {
-        self.get(account, id)?;
+        // To the monitor's callback as it is now: a dead letter is often a receiver that moved,
+        // and the fix is a PATCH of `callbackUrl`, then a redelivery.
+        let monitor = self.get(account, id)?;
         for _ in 0..MONITOR_WRITE_ATTEMPTS_MAX {
             let view = self.event(account, id, event_id)?;
             let Some(was) = view.job.callback.clone() else { return Err(RegistryError::NotFound) };
@@ -318,7 +320,7 @@ impl Registry {
                 last_error: None,
                 next_attempt_ms: now_ms,
                 attached_at_ms: Some(now_ms),
-                ..was.clone()
+                url: monitor.callback_url.clone(),
             };
             match self.store.record_callback(&view.job.id, &was, &again) {
                 Ok(job) => {

@@ -242,7 +242,7 @@ export interface paths {
         head?: never;
         /**
          * Change a monitor's wallets, thresholds or webhook
-         * @description Applies `removeWallets`, then `addWallets`, then the new `minSeverity`, `scoreDrop` (`null` clears it) and `callbackUrl`; what the body leaves out is unchanged. The result is checked whole (1–100 distinct addresses; else `400 INVALID_REQUEST` with `details.field: "wallets"`) and written with `updatedAt` now. A wallet new to the monitor is checked within about a second, its first check a baseline (see `createMonitor`'s charging). Thresholds and `callbackUrl` apply to re-analyses admitted from the next check on (one already running keeps those it was admitted with); events already made keep their delivery's URL. Concurrent changes are applied one after the other (a change that keeps losing the race is `503 SERVICE_BUSY`: retry). Free.
+         * @description Applies `removeWallets`, then `addWallets`, then the new `minSeverity`, `scoreDrop` (`null` clears it) and `callbackUrl`; what the body leaves out is unchanged. The result is checked whole (1–100 distinct addresses; else `400 INVALID_REQUEST` with `details.field: "wallets"`) and written with `updatedAt` now. A wallet new to the monitor is checked within about a second, its first check a baseline (see `createMonitor`'s charging). Thresholds and `callbackUrl` apply to re-analyses admitted from the next check on (one already running keeps those it was admitted with); events already made keep their delivery's URL until one is redelivered (`…/redeliver` sends to the monitor's `callbackUrl` as it is then: change the URL of a receiver that moved, then redeliver its dead letters). Concurrent changes are applied one after the other (a change that keeps losing the race is `503 SERVICE_BUSY`: retry). Free.
          *
          *     **Required scope:** `monitor:write`, and `analysis:read` when the body names a `callbackUrl` (else `403 INSUFFICIENT_SCOPE`).
          */
@@ -296,7 +296,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event's webhook again
-         * @description Makes the event's webhook, once settled (`DELIVERED` or `FAILED`), due again now, with a fresh retry window (`attempts` from 0, the same backoff): the same body and event `id`, signed anew (a new `t`), to the URL of its `delivery` (the monitor's `callbackUrl` when the event's re-analysis was admitted). For a receiver that lost an event, or an account that had no webhook secret yet. While the delivery is `PENDING` it is `409 CONFLICT`: it is already being sent. No body is read. Free.
+         * @description Makes the event's webhook, once settled (`DELIVERED` or `FAILED`), due again now, with a fresh retry window (`attempts` from 0, the same backoff): the same body and event `id`, signed anew (a new `t`), to the monitor's `callbackUrl` as it is now (its `delivery.url` says so from then on). For a receiver that lost an event or moved (change the monitor's `callbackUrl`, then redeliver), or an account that had no webhook secret yet. While the delivery is `PENDING` it is `409 CONFLICT`: it is already being sent. No body is read. Free.
          *
          *     **Required scopes:** `monitor:write` and `analysis:read` (else `403 INSUFFICIENT_SCOPE`): an event carries an analysis' changes.
          */

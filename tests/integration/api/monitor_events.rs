@@ -194,12 +194,22 @@ fn a_failing_receiver_sees_retries_then_a_dead_letter_and_a_redelivery_sends_the
     assert_eq!(dead["delivery"]["attempts"], 3, "{dead}");
     assert!(dead["delivery"]["lastError"].is_string(), "{dead}");
 
+    // The receiver moved: the monitor's callbackUrl is changed, and the redelivery goes there.
+    let moved = Receiver::start(&[200]);
+    let patch = json!({"callbackUrl": moved.url()}).to_string();
+    let monitor_path = format!("/v1/developer/monitors/{id}");
+    let auth = format!("Bearer {}", key.secret);
+    let headers = [("authorization", auth.as_str()), ("content-type", "application/json")];
+    let changed = raw(server.addr, "PATCH", &monitor_path, &headers, &patch);
+    assert_eq!(changed.status, 200, "{changed:?}");
     let path = format!("/v1/developer/monitors/{id}/events/{event_id}/redeliver");
     let again = post(server.addr, &path, &key.secret, "");
     assert_eq!(again.status, 202, "{again:?}");
     assert_eq!(again.data()["event"]["id"], event_id.as_str());
-    let got = receiver.wait_for(4);
-    assert_eq!(got[3].header("xray-webhook-id"), Some(event_id.as_str()));
+    assert_eq!(again.data()["event"]["delivery"]["url"], moved.url().as_str(), "{again:?}");
+    let got = moved.wait_for(1);
+    assert_eq!(got[0].header("xray-webhook-id"), Some(event_id.as_str()));
+    assert_eq!(receiver.got.lock().expect("log").len(), 3, "nothing more to the old receiver");
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let event = all_events(&server, &key.secret, &id).remove(0);
