@@ -304,12 +304,19 @@ fn a_re_analysis_that_fails_is_done_again_and_its_change_still_makes_one_event()
     assert!(events[0]["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{events:?}");
 }
 
-#[test]
-fn a_labels_reload_re_screens_watched_wallets_and_makes_events_only_for_the_exposed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    // The dust arrived before the monitor started: both wallets are quiet from then on.
-    let spec = timeline_spec(dir.path(), xray::clock::now_unix_ms() - 60_000, &[("timeline_dust", 1)]);
-    let extra = dir.path().join("sanctions.toml");
+/// A labels file listing `address` as sanctioned, as an import would.
+fn write_sanctions(path: &Path, address: &str) {
+    let text = format!(
+        "version = 1\n[[label]]\naddress = \"{address}\"\nname = \"SDN test entry\"\ncategory = \"sanctioned\"\nsource = \"test list\"\n"
+    );
+    std::fs::write(path, text).expect("labels written");
+}
+
+/// A server over a timeline whose dust arrived a minute ago, with an (empty) extra labels file
+/// the test rewrites, and a monitor of the dust and quiet wallets whose baselines are READY.
+fn labels_monitor(dir: &Path) -> (TestServer, TestKey, String, std::path::PathBuf) {
+    let spec = timeline_spec(dir, xray::clock::now_unix_ms() - 60_000, &[("timeline_dust", 1)]);
+    let extra = dir.join("sanctions.toml");
     std::fs::write(&extra, "version = 1\n").expect("labels written");
     let extra_path = extra.clone();
     let server = serve_rpc_spec(spec, FaultPlan::default(), |c| {
@@ -323,19 +330,23 @@ fn a_labels_reload_re_screens_watched_wallets_and_makes_events_only_for_the_expo
     let created = create(&server, &key.secret, &body);
     assert_eq!(created.status, 201, "{created:?}");
     let id = created.data()["id"].as_str().expect("id").to_owned();
-    let baselines = checked_once(&server, &key.secret, &id);
-    for watch in baselines["watches"].as_array().expect("watches") {
+    for watch in checked_once(&server, &key.secret, &id)["watches"].as_array().expect("watches") {
         server.finish(&analysis_path(watch["lastAnalysisId"].as_str().expect("id")), &key.secret);
     }
+    (server, key, id, extra)
+}
+
+#[test]
+fn a_labels_reload_re_screens_watched_wallets_and_makes_events_only_for_the_exposed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (server, key, id, extra) = labels_monitor(dir.path());
+    let dust = timeline_wallet("timeline_dust");
     // A few checks: the baselines confirmed, nothing new.
     std::thread::sleep(Duration::from_secs(3));
     let before = last_analyses(&server, &key.secret, &id);
     let used_before = server.usage(&key.secret).used;
     let sanctions = |address: &str| {
-        let text = format!(
-            "version = 1\n[[label]]\naddress = \"{address}\"\nname = \"SDN test entry\"\ncategory = \"sanctioned\"\nsource = \"test list\"\n"
-        );
-        std::fs::write(&extra, text).expect("labels written");
+        write_sanctions(&extra, address);
         let reloaded = server.admin("POST", "/v1/admin/labels/reload");
         assert_eq!(reloaded.status, 200, "{reloaded:?}");
         assert_eq!(reloaded.body["data"]["newlyListed"], 1, "{reloaded:?}");
@@ -383,30 +394,13 @@ fn a_labels_reload_re_screens_watched_wallets_and_makes_events_only_for_the_expo
 #[test]
 fn a_labels_change_across_a_restart_still_re_screens_the_watched_wallets() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let spec = timeline_spec(dir.path(), xray::clock::now_unix_ms() - 60_000, &[("timeline_dust", 1)]);
-    let extra = dir.path().join("sanctions.toml");
-    std::fs::write(&extra, "version = 1\n").expect("labels written");
-    let extra_path = extra.clone();
-    let mut server = serve_rpc_spec(spec, FaultPlan::default(), |c| {
-        c.monitor_interval_s = 1;
-        c.webhook_allow_hosts = vec!["127.0.0.1".into()];
-        c.labels_extra = vec![extra_path];
-    });
-    let key = server.key(KeyOptions::default());
-    let (dust, quiet) = (timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
-    let body = json!({"wallets": [dust, quiet], "callbackUrl": "http://127.0.0.1:9/hooks"});
-    let id = create(&server, &key.secret, &body).data()["id"].as_str().expect("id").to_owned();
-    for watch in checked_once(&server, &key.secret, &id)["watches"].as_array().expect("watches") {
-        server.finish(&analysis_path(watch["lastAnalysisId"].as_str().expect("id")), &key.secret);
-    }
+    let (mut server, key, id, extra) = labels_monitor(dir.path());
+    let dust = timeline_wallet("timeline_dust");
     std::thread::sleep(Duration::from_secs(3));
     // The operator adds the sanctions import and restarts instead of reloading: the new
     // process knows no reload, but each cursor remembers which listed set it reflects.
     let sender = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT).timeline_lookalike();
-    let listed = format!(
-        "version = 1\n[[label]]\naddress = \"{sender}\"\nname = \"SDN test entry\"\ncategory = \"sanctioned\"\n"
-    );
-    std::fs::write(&extra, listed).expect("labels written");
+    write_sanctions(&extra, &sender.to_base58());
     server.restart();
     events_at_least(&server, &key.secret, &id, 1);
     std::thread::sleep(Duration::from_secs(3));
