@@ -3,8 +3,10 @@
 //! an event's redelivery.
 //!
 //! Owns: `Registry` — the only writer of `Monitor`, `MonitorOfAccount` and `Watch` records.
-//! Called from listener threads (the API) and the `xray-monitors` thread (cursors, listing).
-//! Every call is a few blocking store calls (RocksDB point reads; etcd round trips on a cluster).
+//! Called from the API (inline over RocksDB; on a cluster off the listener thread, on the etcd
+//! runtime's blocking pool: `api::endpoints::monitors::registry_work`) and the `xray-monitors`
+//! thread (cursors, listing). Every call is a few blocking store calls (RocksDB point reads;
+//! etcd round trips on a cluster).
 //!
 //! Invariant: tenant isolation — every read or write by id checks the record's account; a
 //! monitor of another account is `NotFound`, never told apart from one that does not exist.
