@@ -27,6 +27,7 @@ pub mod scan;
 pub mod limits;
 pub mod auth;
 pub mod store;
+pub mod policy;
 
 // One request, in data-flow order: the HTTP edge, a job's life, its webhook, the contract's
 // pipeline.

@@ -50,6 +50,7 @@ use crate::limits::quota::QuotaPeriod;
 use crate::limits::rate::RateLimit;
 use crate::metrics::Metrics;
 use crate::monitors::{Registry, Scheduler, SchedulerDeps, SchedulerSettings};
+use crate::policy::Policies;
 use crate::store::etcd::{EtcdStore, KeyChange};
 use crate::store::group_commit::GroupCommit;
 use crate::store::{RocksStore, Store, StoreOptions};
@@ -107,6 +108,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let keys = key_admin.keys.clone();
     let labels = Labels::load_with(config.labels.as_deref(), &config.labels_extra)?;
     let labels = LiveLabels::new(labels, config.labels.clone(), config.labels_extra.clone());
+    let policies = Policies::load(&*store).map_err(|e| format!("reading the policies: {e}"))?;
     let metrics = Arc::new(Metrics::default());
     let index = Arc::new(StatusIndex::new(
         config.queue_capacity + config.compute_threads * config.jobs_in_flight_per_thread,
@@ -134,7 +136,8 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         };
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
     let admission = Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms)
-        .with_labels(labels.clone());
+        .with_labels(labels.clone())
+        .with_policies(policies);
     let admission = Arc::new(match &cluster {
         Some(etcd) => admission.in_cluster(etcd.clone()),
         None => admission,

@@ -14,6 +14,8 @@
 //! - `POST /v1/admin/labels/reload` — read the labels files again (`--labels`, `--labels-extra`)
 //!   and put them in force (`labels::live`); a file that fails changes nothing (400 naming it).
 //!   Watched wallets that dealt with a newly listed address are re-screened at their next check.
+//! - `GET|PUT /v1/admin/accounts/:account/policy` — an account's policy (issue #31), the same
+//!   document and rules as the API's `/v1/developer/policy` (a `PUT` is recorded as by `admin`).
 //!
 //! Runs on one listener thread of its own (`http::start` with one thread), separate from the
 //! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
@@ -33,12 +35,13 @@ use bytes::Bytes;
 use serde::Serialize;
 use subtle::ConstantTimeEq;
 
-use crate::api::json::check_content_type;
+use crate::api::json::{check_content_type, parse_body, PolicyRequest};
+use crate::api::{policy_answer, policy_error};
 use crate::api::{ApiError, App};
 use crate::auth::key::AccountId;
 use crate::auth::table::{bearer_token, AuthFailure};
 use crate::clock::now_unix_ms;
-use crate::config::BODY_BYTES_MAX;
+use crate::config::{BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX};
 use crate::http::{ApiRequest, ApiResponse, Body, Handler, Method, RequestId, StopState};
 use crate::metrics::Gauges;
 use crate::store::WebhookSecret;
@@ -59,6 +62,7 @@ const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const GET: &[Method] = &[Method::Get];
 const POST: &[Method] = &[Method::Post];
 const GET_POST: &[Method] = &[Method::Get, Method::Post];
+const GET_PUT: &[Method] = &[Method::Get, Method::Put];
 
 /// What the admin listener needs: the app (keys, store, metrics, queue) and the public
 /// listeners' stop state (for the draining gauge).
@@ -87,6 +91,8 @@ enum AdminRoute<'p> {
     Revoke(&'p str),
     Rotate(&'p str),
     WebhookSecret(&'p str),
+    /// `:account/policy`: an account's policy (issue #31), read or replaced by the operator.
+    Policy(&'p str),
     LabelsReload,
 }
 
@@ -99,8 +105,15 @@ impl AdminRoute<'_> {
             return Some(AdminRoute::LabelsReload);
         }
         if let Some(rest) = path.strip_prefix(ACCOUNTS_PATH) {
-            let account = rest.strip_prefix('/')?.strip_suffix("/webhook-secret")?;
-            return (!account.is_empty() && !account.contains('/')).then_some(AdminRoute::WebhookSecret(account));
+            let (account, what) = rest.strip_prefix('/')?.split_once('/')?;
+            if account.is_empty() {
+                return None;
+            }
+            return match what {
+                "webhook-secret" => Some(AdminRoute::WebhookSecret(account)),
+                "policy" => Some(AdminRoute::Policy(account)),
+                _ => None,
+            };
         }
         let rest = path.strip_prefix(KEYS_PATH)?;
         if rest.is_empty() {
@@ -118,6 +131,7 @@ impl AdminRoute<'_> {
         match self {
             AdminRoute::Metrics => GET,
             AdminRoute::Keys => GET_POST,
+            AdminRoute::Policy(_) => GET_PUT,
             AdminRoute::Revoke(_) | AdminRoute::Rotate(_) | AdminRoute::WebhookSecret(_) | AdminRoute::LabelsReload => {
                 POST
             }
@@ -152,6 +166,14 @@ impl Handler for AdminHandler {
     fn internal_error(&self, request_id: &RequestId, cause: &str) -> ApiResponse {
         ApiError::internal(&cause).to_response(request_id)
     }
+
+    /// A policy's body may carry two lists of addresses; every other admin body is small.
+    fn body_bytes_max(&self, path: &str) -> usize {
+        match AdminRoute::parse(path) {
+            Some(AdminRoute::Policy(_)) => POLICY_BODY_BYTES_MAX,
+            _ => BODY_BYTES_MAX,
+        }
+    }
 }
 
 impl AdminHandler {
@@ -185,6 +207,7 @@ impl AdminHandler {
                 Err(message) => Err(ApiError::InvalidField { field: "labels", message }),
             },
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
+            (AdminRoute::Policy(account), method) => self.policy(request, account, method, now_ms),
             (AdminRoute::WebhookSecret(account), _) => {
                 // `{"secret", "account", "createdAt"}` itself, as issue #15 specifies it (and the
                 // CLI prints it), not wrapped in `data`.
@@ -198,11 +221,7 @@ impl AdminHandler {
     /// A new webhook secret for `account` (one some key belongs to: else 404), stored
     /// (replacing its last one) and shown this once.
     fn webhook_secret(&self, account: &str, now_ms: u64) -> Result<WebhookSecretBody, ApiError> {
-        let account = AccountId::parse(account)
-            .map_err(|_| ApiError::InvalidRequest { field: "account", message: "not an account id (acct_…)" })?;
-        if !self.state.app.keys.list().iter().any(|key| key.account == account) {
-            return Err(ApiError::NotFound);
-        }
+        let account = self.known_account(account)?;
         let secret = new_secret().map_err(|e| ApiError::internal(&e))?;
         let record = WebhookSecret { account: account.as_str().to_owned(), secret, created_at_ms: now_ms };
         self.state.app.store.put_webhook_secret(&record).map_err(|e| ApiError::from_store(&e))?;
@@ -212,6 +231,37 @@ impl AdminHandler {
             secret: record.secret,
             created_at: crate::clock::rfc3339_ms(now_ms),
         })
+    }
+
+    /// An account's policy (one some key belongs to: else 404): read, or replaced as the API's
+    /// `PUT` does (by `admin`). The admin thread may wait on the store.
+    fn policy(
+        &self,
+        request: &ApiRequest,
+        account: &str,
+        method: Method,
+        now_ms: u64,
+    ) -> Result<ApiResponse, ApiError> {
+        let account = self.known_account(account)?;
+        let policies = self.state.app.admission.policies();
+        if method == Method::Get {
+            return policy_answer(200, policies.record(account.as_str()));
+        }
+        let PolicyRequest(draft) = parse_body(request)?;
+        let record =
+            policies.put(&*self.state.app.store, account.as_str(), draft, "admin", now_ms).map_err(policy_error)?;
+        tracing::info!(account = %account, version = record.version, "policy replaced by the operator");
+        policy_answer(200, Some(record))
+    }
+
+    /// `account` parsed, and held by some key (else 404).
+    fn known_account(&self, account: &str) -> Result<AccountId, ApiError> {
+        let account = AccountId::parse(account)
+            .map_err(|_| ApiError::InvalidRequest { field: "account", message: "not an account id (acct_…)" })?;
+        if !self.state.app.keys.list().iter().any(|key| key.account == account) {
+            return Err(ApiError::NotFound);
+        }
+        Ok(account)
     }
 
     fn authenticate(&self, request: &ApiRequest) -> Result<(), ApiError> {

@@ -39,6 +39,7 @@ use crate::store::{self, Callback, CallbackStatus, JobKind, JobRecord, JobState}
 mod batch;
 mod cluster;
 pub mod monitors;
+pub mod policy;
 mod scan;
 
 pub(crate) struct Endpoints<'r> {

@@ -13,7 +13,7 @@
 //! Invariant: a body is accepted only if it is a JSON object whose required fields are strings
 //! and whose optional fields have their type; the error's `details.field` names the first
 //! offending field (`body` when the document itself is not JSON or not an object). Unknown
-//! fields are ignored; `null` for an optional field means absent. `CompareRequest::addresses`
+//! fields are ignored (a policy's excepted: `PolicyRequest`); `null` for an optional field means absent. `CompareRequest::addresses`
 //! parses both addresses and applies the pair rule (`eligibility::check_pair`), so the API and
 //! its stand-in refuse an equal pair the same way. Deliberately absent: classification (the
 //! caller's, with `eligibility`).
@@ -24,9 +24,12 @@ use simd_json::prelude::*;
 use simd_json::tape::{Object, Tape};
 
 use super::ApiError;
-use crate::config::{BATCH_BODY_BYTES_MAX, BATCH_WALLETS_MAX, BODY_BYTES_MAX, REQUEST_BODY_BYTES_MAX};
+use crate::config::{
+    BATCH_BODY_BYTES_MAX, BATCH_WALLETS_MAX, BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX, REQUEST_BODY_BYTES_MAX,
+};
 use crate::eligibility::{check_pair, SameWallet};
 use crate::http::{ApiRequest, Body};
+use crate::policy::PolicyDraft;
 use crate::pubkey::Pubkey;
 
 /// A typed request body read from a JSON object.
@@ -183,6 +186,86 @@ impl JsonRequest for MonitorPatchRequest {
             score_drop: score_drop(object)?,
         })
     }
+}
+
+/// `PUT /v1/developer/policy`: the account's whole policy (`policy::PolicyDraft`). Unlike the
+/// other bodies, an unknown member is refused: a misspelt `denyList` would otherwise leave a
+/// policy that silently does less than its author meant.
+pub struct PolicyRequest(pub PolicyDraft);
+
+const POLICY_MEMBERS: [&str; 5] = ["version", "severityOverrides", "weights", "allowList", "denyList"];
+const POLICY_LIST_SHAPE: &str = "must be an array of at most 500 address strings";
+const _: () = assert!(crate::config::POLICY_LIST_LEN_MAX == 500, "the shape names the limit");
+
+impl JsonRequest for PolicyRequest {
+    const BODY_BYTES_MAX: usize = POLICY_BODY_BYTES_MAX;
+
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        if let Some(unknown) = object.keys().find(|k| !POLICY_MEMBERS.contains(k)) {
+            let message = format!("unknown member {unknown:?} (a policy has {})", POLICY_MEMBERS.join(", "));
+            return Err(ApiError::InvalidField { field: "body", message });
+        }
+        let version = match object.get("version").filter(|v| !v.is_null()) {
+            None => None,
+            Some(v) => Some(v.as_u64().ok_or(ApiError::InvalidRequest {
+                field: "version",
+                message: "version must be the whole number of the version read (0: none yet)",
+            })?),
+        };
+        let overrides = string_map(
+            object,
+            "severityOverrides",
+            |v| v.as_str().map(str::to_owned),
+            "values must be ignore, info, low, medium, high or critical",
+        )?;
+        let weights = match object.get("weights").filter(|v| !v.is_null()) {
+            None => None,
+            Some(_) => Some(string_map(object, "weights", number, "values must be numbers from 0 to 1")?),
+        };
+        Ok(PolicyRequest(PolicyDraft {
+            expected_version: version,
+            severity_overrides: overrides,
+            weights,
+            allow_list: address_list(object, "allowList")?,
+            deny_list: address_list(object, "denyList")?,
+        }))
+    }
+}
+
+/// A JSON number as `f64` (JSON has one number type: `1` is `1.0`).
+fn number(value: simd_json::tape::Value<'_, '_>) -> Option<f64> {
+    value.as_f64().or_else(|| value.as_u64().map(|n| n as f64)).or_else(|| value.as_i64().map(|n| n as f64))
+}
+
+/// An optional object of `name → T` (absent or `null`: empty), at most
+/// `POLICY_OVERRIDES_LEN_MAX` members.
+fn string_map<T>(
+    object: &Object<'_, '_>,
+    field: &'static str,
+    value: impl Fn(simd_json::tape::Value<'_, '_>) -> Option<T>,
+    message: &'static str,
+) -> Result<Vec<(String, T)>, ApiError> {
+    let Some(member) = object.get(field).filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
+    let shape = || ApiError::InvalidField { field, message: format!("{field} must be an object: {message}") };
+    let map = member.as_object().ok_or_else(shape)?;
+    if map.len() > crate::config::POLICY_OVERRIDES_LEN_MAX {
+        return Err(ApiError::InvalidField {
+            field,
+            message: format!("more than {} members", crate::config::POLICY_OVERRIDES_LEN_MAX),
+        });
+    }
+    map.iter().map(|(name, v)| value(v).map(|v| (name.to_owned(), v)).ok_or_else(shape)).collect()
+}
+
+/// An optional list of strings (absent or `null`: empty), at most `POLICY_LIST_LEN_MAX`.
+fn address_list(object: &Object<'_, '_>, field: &'static str) -> Result<Vec<String>, ApiError> {
+    let Some(value) = object.get(field).filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
+    let shape = || ApiError::InvalidRequest { field, message: POLICY_LIST_SHAPE };
+    let array = value.as_array().ok_or_else(shape)?;
+    if array.len() > crate::config::POLICY_LIST_LEN_MAX {
+        return Err(shape());
+    }
+    array.iter().map(|v| v.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>().ok_or_else(shape)
 }
 
 impl JsonRequest for WalletRequest {

@@ -32,6 +32,7 @@ pub mod json;
 pub mod router;
 pub mod wire;
 
+pub use endpoints::policy::{policy_answer, policy_error};
 pub use endpoints::{finished_document, webhook_document};
 pub use error::ApiError;
 pub use router::Route;
@@ -278,6 +279,8 @@ impl ApiHandler {
             Route::RedeliverEvent { id, event_id } => endpoints.redeliver_event(id, event_id).await,
             Route::Status => endpoints.status().await,
             Route::Usage => endpoints.usage().await,
+            Route::GetPolicy => endpoints.get_policy().await,
+            Route::PutPolicy => endpoints.put_policy().await,
             Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
         }
     }
@@ -322,6 +325,7 @@ fn route_label(route: &Route<'_>) -> RouteLabel {
         Route::MonitorEvents { .. } | Route::RedeliverEvent { .. } => RouteLabel::MonitorEvents,
         Route::Status => RouteLabel::Status,
         Route::Usage => RouteLabel::Usage,
+        Route::GetPolicy | Route::PutPolicy => RouteLabel::Policy,
         Route::Healthz => RouteLabel::Healthz,
     }
 }

@@ -17,7 +17,7 @@
 
 use super::ApiError;
 use crate::auth::scope::Scope;
-use crate::config::{BATCH_BODY_BYTES_MAX, BODY_BYTES_MAX, WAIT_S_MAX};
+use crate::config::{BATCH_BODY_BYTES_MAX, BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX, WAIT_S_MAX};
 use crate::http::Method;
 
 const V1: &str = "/v1/developer/";
@@ -55,6 +55,10 @@ pub enum Route<'a> {
     MonitorEvents { id: &'a str },
     /// `POST /v1/developer/monitors/:id/events/:eventId/redeliver`
     RedeliverEvent { id: &'a str, event_id: &'a str },
+    /// `GET /v1/developer/policy` (the account's policy, issue #31: an extension)
+    GetPolicy,
+    /// `PUT /v1/developer/policy`
+    PutPolicy,
     /// `GET /v1/developer/status`
     Status,
     /// `GET /v1/developer/usage`
@@ -65,11 +69,12 @@ const GET: &[Method] = &[Method::Get];
 const POST: &[Method] = &[Method::Post];
 const MONITORS: &[Method] = &[Method::Get, Method::Post];
 const MONITOR: &[Method] = &[Method::Get, Method::Patch, Method::Delete];
+const POLICY: &[Method] = &[Method::Get, Method::Put];
 const MONITORS_PATH: &str = "monitors";
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 16] = [
+    pub const PATHS: [&'static str; 18] = [
         "POST /v1/developer/intelligence/wallet",
         "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
@@ -83,6 +88,8 @@ impl Route<'_> {
         "DELETE /v1/developer/monitors/:id",
         "GET /v1/developer/monitors/:id/events",
         "POST /v1/developer/monitors/:id/events/:eventId/redeliver",
+        "GET /v1/developer/policy",
+        "PUT /v1/developer/policy",
         "GET /v1/developer/status",
         "GET /v1/developer/usage",
         "GET /healthz",
@@ -98,6 +105,7 @@ impl Route<'_> {
             | Route::RedeliverEvent { .. } => POST,
             Route::CreateMonitor | Route::ListMonitors => MONITORS,
             Route::GetMonitor { .. } | Route::ChangeMonitor { .. } | Route::DeleteMonitor { .. } => MONITOR,
+            Route::GetPolicy | Route::PutPolicy => POLICY,
             _ => GET,
         }
     }
@@ -108,6 +116,7 @@ impl Route<'_> {
             (Route::ListMonitors, Method::Post) => Route::CreateMonitor,
             (Route::GetMonitor { id }, Method::Patch) => Route::ChangeMonitor { id },
             (Route::GetMonitor { id }, Method::Delete) => Route::DeleteMonitor { id },
+            (Route::GetPolicy, Method::Put) => Route::PutPolicy,
             (route, _) => route,
         }
     }
@@ -127,6 +136,8 @@ impl Route<'_> {
             Route::ListMonitors | Route::GetMonitor { .. } | Route::MonitorEvents { .. } => Some(Scope::MonitorRead),
             Route::Analysis { .. } | Route::Comparison { .. } => Some(Scope::AnalysisRead),
             Route::Usage => Some(Scope::UsageRead),
+            Route::GetPolicy => Some(Scope::PolicyRead),
+            Route::PutPolicy => Some(Scope::PolicyWrite),
             Route::Status | Route::Healthz => None,
         }
     }
@@ -146,6 +157,7 @@ impl Route<'_> {
                 | Route::ScanTransaction
                 | Route::CreateMonitor
                 | Route::ChangeMonitor { .. }
+                | Route::PutPolicy
         )
     }
 }
@@ -163,6 +175,7 @@ fn match_path(path: &str) -> Option<Route<'_>> {
         "intelligence/transaction" => return Some(Route::ScanTransaction),
         "status" => return Some(Route::Status),
         "usage" => return Some(Route::Usage),
+        "policy" => return Some(Route::GetPolicy),
         _ => {}
     }
     if let Some(id) = rest.strip_prefix(ANALYSIS_PREFIX).filter(|s| is_segment(s)) {
@@ -193,11 +206,12 @@ fn match_monitors(rest: &str) -> Option<Route<'_>> {
 }
 
 /// The largest body a request to `path` may carry: the batch's and a monitor's 16 KiB (up to
-/// 100 wallets), else the contract's 4 KiB (the edge stops reading past it; `api::json`
+/// 100 wallets), a policy's 64 KiB (two lists of 500 addresses), else the contract's 4 KiB (the edge stops reading past it; `api::json`
 /// answers the 413).
 pub fn body_bytes_max(path: &str) -> usize {
     match match_path(path) {
         Some(Route::AnalyzeWallets | Route::ListMonitors | Route::GetMonitor { .. }) => BATCH_BODY_BYTES_MAX,
+        Some(Route::GetPolicy) => POLICY_BODY_BYTES_MAX,
         _ => BODY_BYTES_MAX,
     }
 }

@@ -1,4 +1,5 @@
-//! The four scopes of an API key and the endpoints each grants (contract §2).
+//! The scopes of an API key and the endpoints each grants (contract §2: its four, then the
+//! extensions' own).
 //!
 //! Owns: `Scope`, `Scopes` (a bitset), parsing from a comma list, and the endpoint strings the
 //! status endpoint lists. Called from listener threads (scope check, status endpoint) and the
@@ -31,11 +32,15 @@ pub enum Scope {
     /// Monitors: read them; their events also need `analysis:read` (an event carries an
     /// analysis' changes).
     MonitorRead,
+    /// The account's policy (issue #31): read it.
+    PolicyRead,
+    /// The account's policy: replace it.
+    PolicyWrite,
 }
 
 impl Scope {
     /// Every scope, in the contract's order.
-    pub const ALL: [Scope; 7] = [
+    pub const ALL: [Scope; 9] = [
         Scope::WalletAnalyze,
         Scope::WalletCompare,
         Scope::AnalysisRead,
@@ -43,6 +48,8 @@ impl Scope {
         Scope::TransactionScan,
         Scope::MonitorWrite,
         Scope::MonitorRead,
+        Scope::PolicyRead,
+        Scope::PolicyWrite,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -54,6 +61,8 @@ impl Scope {
             Scope::TransactionScan => "transaction:scan",
             Scope::MonitorWrite => "monitor:write",
             Scope::MonitorRead => "monitor:read",
+            Scope::PolicyRead => "policy:read",
+            Scope::PolicyWrite => "policy:write",
         }
     }
 
@@ -84,11 +93,13 @@ impl Scope {
                 "GET /v1/developer/monitors/:id",
                 "GET /v1/developer/monitors/:id/events",
             ],
+            Scope::PolicyRead => &["GET /v1/developer/policy"],
+            Scope::PolicyWrite => &["PUT /v1/developer/policy"],
         }
     }
 
-    fn bit(self) -> u8 {
-        1 << (self as u8)
+    fn bit(self) -> u16 {
+        1 << (self as u16)
     }
 }
 
@@ -111,11 +122,11 @@ pub enum ScopeError {
 
 /// A set of scopes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Scopes(u8);
+pub struct Scopes(u16);
 
 impl Scopes {
     pub const NONE: Scopes = Scopes(0);
-    pub const ALL: Scopes = Scopes(0b111_1111);
+    pub const ALL: Scopes = Scopes(0b1_1111_1111);
 
     pub fn contains(self, scope: Scope) -> bool {
         self.0 & scope.bit() != 0
@@ -217,7 +228,7 @@ impl<'de> Visitor<'de> for ScopesVisitor {
     }
 }
 
-const SCOPE_NAMES: [&str; 7] = [
+const SCOPE_NAMES: [&str; 9] = [
     "wallet:analyze",
     "wallet:compare",
     "analysis:read",
@@ -225,13 +236,15 @@ const SCOPE_NAMES: [&str; 7] = [
     "transaction:scan",
     "monitor:write",
     "monitor:read",
+    "policy:read",
+    "policy:write",
 ];
 
 /// Every scope name, as the refusals of a scope list say them: a literal, so that messages built
 /// with it stay `&'static str` (a test keeps it equal to `Scope::ALL`).
 macro_rules! scope_list {
     () => {
-        "wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan, monitor:write, monitor:read"
+        "wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan, monitor:write, monitor:read, policy:read, policy:write"
     };
 }
 
@@ -319,13 +332,15 @@ mod tests {
             (TransactionScan, false),
             (MonitorWrite, false),
             (MonitorRead, false),
+            (PolicyRead, false),
+            (PolicyWrite, false),
         ];
         assert_eq!(grants, want);
         assert_eq!(Scope::ALL.into_iter().collect::<Scopes>(), Scopes::ALL);
         assert!(Scopes::NONE.is_empty());
         assert_eq!(
             format!("{:?}", Scopes::ALL),
-            "Scopes(wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan,monitor:write,monitor:read)"
+            "Scopes(wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan,monitor:write,monitor:read,policy:read,policy:write)"
         );
     }
 

@@ -357,10 +357,19 @@ pub const BATCH_WALLETS_MAX: usize = 100;
 /// Largest body of a batch: 100 addresses of at most 44 characters, quoted and separated, are
 /// 4.7 KB; the rest is room for whitespace and the flags.
 pub const BATCH_BODY_BYTES_MAX: usize = 16 * 1024;
-/// Largest body the edge reads for any route (the batch's); each route then applies its own
+/// How often a cluster node reads every policy again (another node may have written one).
+pub const POLICY_RELOAD_INTERVAL_MS: u64 = 1_000;
+/// Most addresses on each of a policy's lists (allow, deny; issue #31).
+pub const POLICY_LIST_LEN_MAX: usize = 500;
+/// Most severity overrides in a policy (more than the catalogue has kinds).
+pub const POLICY_OVERRIDES_LEN_MAX: usize = 64;
+/// Largest body of a policy: two full lists of 44-character addresses, quoted and separated,
+/// are 47 KB; the rest is room for overrides, weights and whitespace.
+pub const POLICY_BODY_BYTES_MAX: usize = 64 * 1024;
+/// Largest body the edge reads for any route (the policy's); each route then applies its own
 /// bound (`api::json`), so a single-work request over 4 KiB is still a 413.
-pub const REQUEST_BODY_BYTES_MAX: usize = BATCH_BODY_BYTES_MAX;
-const _: () = assert!(BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX);
+pub const REQUEST_BODY_BYTES_MAX: usize = POLICY_BODY_BYTES_MAX;
+const _: () = assert!(BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX && BATCH_BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX);
 /// Longest `wait` of a long poll (contract §4).
 pub const WAIT_S_MAX: u32 = 30;
 /// Longest client-supplied `X-Request-Id` that is echoed (contract §1).
@@ -477,8 +486,8 @@ pub const RPC_SERVER_ACCEPT_RETRY_DELAY_MS: u64 = 50;
 // ---- Storage (`store`): record bounds and RocksDB tuning -------------------------------------
 /// Longest id, account, key id, wallet address or pair id accepted (bytes).
 pub const STORE_ID_BYTES_MAX: usize = 64;
-/// Longest engine version string (bytes).
-pub const ENGINE_VERSION_BYTES_MAX: usize = 64;
+/// Longest engine version string (bytes): the engines' tag and a policy's `+<id>@<version>`.
+pub const ENGINE_VERSION_BYTES_MAX: usize = 96;
 /// Longest error code of a failed job (bytes).
 pub const ERROR_CODE_BYTES_MAX: usize = 64;
 /// Longest error message of a failed job (bytes).

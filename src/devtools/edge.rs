@@ -75,7 +75,9 @@ impl DemoHandler {
             | Route::ChangeMonitor { .. }
             | Route::DeleteMonitor { .. }
             | Route::MonitorEvents { .. }
-            | Route::RedeliverEvent { .. } => Err(ApiError::ServiceBusy),
+            | Route::RedeliverEvent { .. }
+            | Route::GetPolicy
+            | Route::PutPolicy => Err(ApiError::ServiceBusy),
             Route::Status | Route::Usage | Route::Healthz => Err(ApiError::ServiceBusy),
         }
     }

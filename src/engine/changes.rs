@@ -11,8 +11,8 @@
 //! whose balance moved is `changed` (the facts that differ are named), not gone and back.
 //! Signals with equal identities pair in order. Lists follow the current X-Ray's signal order
 //! (`disappeared`: the previous one's), so equal inputs always give equal bytes.
-//! Invariant: payloads made by other engine versions are not compared (`None`): a new rule or
-//! weight would show as a change of the wallet.
+//! Invariant: payloads made by other engine versions or policies are not compared (`None`): a
+//! new rule, weight or override would show as a change of the wallet.
 //! Deliberately absent: changes of evidence, dimensions or attack paths (they follow from the
 //! signals), and any store access (the caller finds the previous analysis).
 
@@ -94,6 +94,7 @@ struct Parsed {
     score: i64,
     risk_level: String,
     engine_versions: Value,
+    policy: Value,
     signals: Vec<Value>,
 }
 
@@ -104,6 +105,7 @@ fn parse(payload: &[u8]) -> Result<Parsed, String> {
         score: value["score"]["value"].as_i64().ok_or("X-Ray payload without a score")?,
         risk_level: text(&value["score"]["riskLevel"]),
         engine_versions: value["engineVersions"].clone(),
+        policy: value["policy"].clone(),
         signals: value["signals"].as_array().cloned().unwrap_or_default(),
     })
 }
@@ -141,11 +143,11 @@ fn differing_facts(previous: &Value, current: &Value) -> Vec<String> {
 }
 
 /// The changes from `previous` to `current` (a new X-Ray payload of the same wallet), or
-/// `None` when the two were made by different engine versions. `Err` when a payload is not an
+/// `None` when the two were made by different engine versions or policies (or versions of one). `Err` when a payload is not an
 /// X-Ray.
 pub fn changes(previous: Previous<'_>, current: &[u8]) -> Result<Option<Changes>, String> {
     let (before, after) = (parse(previous.payload)?, parse(current)?);
-    if before.engine_versions != after.engine_versions {
+    if before.engine_versions != after.engine_versions || before.policy != after.policy {
         return Ok(None);
     }
     // Previous signals by identity, in order; each current signal takes the first unpaired.

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::engine::evidence::EvidenceBook;
 use crate::engine::flows::{self, Asset, Direction, Transfer};
+use crate::engine::policy::{Policy, PolicyRef};
 use crate::engine::report::{Evidence, Score};
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, InstructionKind};
@@ -67,6 +68,8 @@ pub struct Comparison {
     pub links: Vec<Link>,
     pub evidence: Vec<Evidence>,
     pub engine_versions: BTreeMap<&'static str, &'static str>,
+    /// The account's policy that made it (issue #31).
+    pub policy: PolicyRef,
 }
 
 /// One side of a comparison: the view, the score of its X-Ray and (when the server has one)
@@ -107,6 +110,12 @@ struct Pair<'a> {
 }
 
 pub fn compare(a: Side<'_>, b: Side<'_>, labels: &Labels) -> Comparison {
+    compare_with(a, b, labels, Policy::default_policy().reference())
+}
+
+/// Compares two wallets for an account under `policy` (`labels` are the account's, and each
+/// side's score was made under the same policy).
+pub fn compare_with(a: Side<'_>, b: Side<'_>, labels: &Labels, policy: &PolicyRef) -> Comparison {
     let mut pair = Pair {
         a: a.view,
         b: b.view,
@@ -144,6 +153,7 @@ pub fn compare(a: Side<'_>, b: Side<'_>, labels: &Labels) -> Comparison {
         links: pair.links,
         evidence: pair.book.into_items(),
         engine_versions: BTreeMap::from([("compare", super::COMPARE_VERSION), ("xray", super::XRAY_VERSION)]),
+        policy: policy.clone(),
     }
 }
 

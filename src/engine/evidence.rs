@@ -7,9 +7,9 @@
 //! Invariant: an id handed out always names an item in the book, so signals never cite a
 //! dangling id; ids depend only on the order of citation, which the engine keeps deterministic.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use crate::engine::report::Evidence;
+use crate::engine::report::{Evidence, Signal};
 use crate::ledger::instruction::Instruction;
 use crate::ledger::model::Transaction;
 use crate::pubkey::Pubkey;
@@ -89,4 +89,41 @@ impl EvidenceBook {
     pub fn into_items(self) -> Vec<Evidence> {
         self.items
     }
+
+    /// Keeps only the items `signals` cite, renumbered `ev_1…` in their order here, and
+    /// rewrites the signals' citations to match (a policy dropped signals: the contract's
+    /// evidence is what signals rest on, nothing more).
+    pub fn retain_cited(self, signals: &mut [Signal]) -> EvidenceBook {
+        let cited: HashSet<&str> = signals.iter().flat_map(|s| s.evidence_ids.iter().map(String::as_str)).collect();
+        let mut renamed: HashMap<String, String> = HashMap::with_capacity(cited.len());
+        let mut book = EvidenceBook::default();
+        let mut items: Vec<Option<Evidence>> = self.items.into_iter().map(Some).collect();
+        for (key, i) in ordered(self.index) {
+            let Some(mut item) = items.get_mut(i).and_then(Option::take) else { continue };
+            let old = item.id().to_owned();
+            if !cited.contains(old.as_str()) {
+                continue;
+            }
+            let new = format!("ev_{}", book.items.len() + 1);
+            item.set_id(new.clone());
+            book.index.insert(key, book.items.len());
+            book.items.push(item);
+            renamed.insert(old, new);
+        }
+        for signal in signals.iter_mut() {
+            for id in &mut signal.evidence_ids {
+                if let Some(new) = renamed.get(id) {
+                    id.clone_from(new);
+                }
+            }
+        }
+        book
+    }
+}
+
+/// The book's keys in the order their items were cited.
+fn ordered(index: HashMap<Key, usize>) -> Vec<(Key, usize)> {
+    let mut keys: Vec<(Key, usize)> = index.into_iter().collect();
+    keys.sort_unstable_by_key(|&(_, i)| i);
+    keys
 }

@@ -15,6 +15,7 @@ pub mod compare;
 pub mod evidence;
 pub mod fixes;
 pub mod flows;
+pub mod policy;
 pub mod report;
 pub mod scoring;
 pub mod signals;
@@ -23,19 +24,20 @@ use std::collections::BTreeMap;
 
 use crate::labels::Labels;
 use crate::ledger::model::{NonceSearch, WalletView};
+use policy::Policy;
 use report::{CoverageReport, HopCoverage, XRay};
 
 /// Semantic versions of each engine.
-pub const XRAY_VERSION: &str = "1.0.0";
+pub const XRAY_VERSION: &str = "1.1.0";
 pub const SIGNALS_VERSION: &str = "1.6.0";
-pub const SCORING_VERSION: &str = "1.1.0";
+pub const SCORING_VERSION: &str = "1.2.0";
 pub const ATTACK_PATHS_VERSION: &str = "1.3.0";
-pub const COMPARE_VERSION: &str = "1.1.0";
+pub const COMPARE_VERSION: &str = "1.2.0";
 
 /// Every engine version above as one tag, stored with each result: a cached result whose tag
 /// differs from this build's is not reused (a test keeps it in step with the constants).
 /// Order: xray/signals/scoring/attackPaths/compare.
-pub const ENGINE_VERSION_TAG: &str = "1.0.0/1.6.0/1.1.0/1.3.0/1.1.0";
+pub const ENGINE_VERSION_TAG: &str = "1.1.0/1.6.0/1.2.0/1.3.0/1.2.0";
 
 /// `engineVersions` of an X-Ray.
 pub fn xray_versions() -> BTreeMap<&'static str, &'static str> {
@@ -54,11 +56,17 @@ pub fn all_versions() -> BTreeMap<&'static str, &'static str> {
     versions
 }
 
-/// Analyzes one wallet.
+/// Analyzes one wallet under the default policy.
 pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
+    analyze_with(view, labels, &Policy::default_policy())
+}
+
+/// Analyzes one wallet under `policy` (`labels` are the account's: `Policy::labels`).
+pub fn analyze_with(view: &WalletView, labels: &Labels, policy: &Policy) -> XRay {
     let (signals, book) = signals::detect(view, labels);
+    let (signals, book) = policy.apply(signals, book);
     let attack_paths = attack_paths::compose(&signals, view);
-    let (score, dimensions) = scoring::score(&signals, &view.coverage);
+    let (score, dimensions) = scoring::score(&signals, &view.coverage, policy.weights_hundredths());
     let xray = XRay {
         wallet: view.address.to_string(),
         score,
@@ -67,6 +75,7 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
         evidence: book.into_items(),
         attack_paths,
         engine_versions: xray_versions(),
+        policy: policy.reference().clone(),
         coverage: CoverageReport {
             ledger_source: view.coverage.source.clone(),
             // The hop's transactions are cited as evidence too, so the slot covers them.

@@ -230,6 +230,12 @@ impl Evidence {
             Evidence::Transaction { id, .. } | Evidence::Account { id, .. } => id,
         }
     }
+
+    pub fn set_id(&mut self, new: String) {
+        match self {
+            Evidence::Transaction { id, .. } | Evidence::Account { id, .. } => *id = new,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -303,6 +309,8 @@ pub struct XRay {
     pub evidence: Vec<Evidence>,
     pub attack_paths: Vec<AttackPath>,
     pub engine_versions: BTreeMap<&'static str, &'static str>,
+    /// The account's policy that made it (issue #31).
+    pub policy: crate::engine::policy::PolicyRef,
     pub coverage: CoverageReport,
 }
 

@@ -59,27 +59,37 @@ pub fn severity_cap(severity: Severity) -> u8 {
 /// Lowest confidence reported, however poor the coverage.
 pub const CONFIDENCE_MIN: f64 = 0.2;
 
-/// Dimension scores and the overall score for a set of signals.
-pub fn score(signals: &[Signal], coverage: &Coverage) -> (Score, Vec<Dimension>) {
+/// Dimension scores and the overall score for a set of signals, with the dimensions weighted
+/// in hundredths (`DIMENSIONS`' order, summing to 100: a policy's or the defaults).
+pub fn score(
+    signals: &[Signal],
+    coverage: &Coverage,
+    weights_hundredths: &[u16; DIMENSIONS.len()],
+) -> (Score, Vec<Dimension>) {
+    debug_assert_eq!(weights_hundredths.iter().sum::<u16>(), 100);
     let dimensions: Vec<Dimension> = DIMENSIONS
         .iter()
-        .map(|&(id, weight)| {
+        .zip(weights_hundredths)
+        .map(|(&(id, _), &hundredths)| {
             let mine: Vec<&Signal> = signals.iter().filter(|s| s.dimension == id).collect();
             let penalty: u32 = mine.iter().map(|s| penalty_points(s.severity)).sum();
             let score = 100u32.saturating_sub(penalty) as u8;
             Dimension {
                 id,
                 score,
-                weight,
+                // Correctly rounded: 30 hundredths is exactly the literal 0.3.
+                weight: f64::from(hundredths) / 100.0,
                 risk_level: risk_level(score),
                 signal_ids: mine.iter().map(|s| s.id.clone()).collect(),
             }
         })
         .collect();
-    let weighted: f64 = dimensions.iter().map(|d| f64::from(d.score) * d.weight).sum();
+    // Whole numbers: exact on every machine. Rounded down so a weighted 74.6 stays in the band
+    // its dimensions earned.
+    let weighted: u32 =
+        dimensions.iter().zip(weights_hundredths).map(|(d, &h)| u32::from(d.score) * u32::from(h)).sum();
     let cap = signals.iter().map(|s| severity_cap(s.severity)).min().unwrap_or(100);
-    // Rounded down so a weighted 74.6 stays in the band its dimensions earned.
-    let value = (weighted.floor() as u8).min(cap);
+    let value = u8::try_from(weighted / 100).unwrap_or(100).min(cap);
     let score = Score { value, risk_level: risk_level(value), confidence: confidence(coverage) };
     (score, dimensions)
 }
@@ -108,6 +118,12 @@ pub fn confidence(coverage: &Coverage) -> f64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    const DEFAULT: [u16; 5] = [30, 20, 30, 15, 5];
+
+    fn score(signals: &[Signal], coverage: &Coverage) -> (Score, Vec<Dimension>) {
+        super::score(signals, coverage, &DEFAULT)
+    }
 
     fn signal(i: usize, severity: Severity, dimension: &'static str) -> Signal {
         Signal {
@@ -142,6 +158,7 @@ mod tests {
     fn weights_sum_to_one() {
         let sum: f64 = DIMENSIONS.iter().map(|d| d.1).sum();
         assert!((sum - 1.0).abs() < 1e-9);
+        assert_eq!(crate::engine::policy::default_weights_hundredths(), DEFAULT);
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub enum Method {
     /// Monitors' changes (an extension of the contract).
     Patch,
     Delete,
+    /// A policy's replacement (an extension of the contract).
+    Put,
     Other,
 }
 
@@ -35,6 +37,7 @@ impl Method {
             "POST" => Method::Post,
             "PATCH" => Method::Patch,
             "DELETE" => Method::Delete,
+            "PUT" => Method::Put,
             _ => Method::Other,
         }
     }
@@ -46,6 +49,7 @@ impl Method {
             Method::Post => "POST",
             Method::Patch => "PATCH",
             Method::Delete => "DELETE",
+            Method::Put => "PUT",
             Method::Other => "OTHER",
         }
     }

@@ -42,11 +42,11 @@ use super::finished::{FinishedJobs, StoredJob};
 use super::index::{IndexFull, LiveJob, StatusIndex};
 use crate::auth::table::KeyEntry;
 use crate::config::{ADMISSION_LOCK_STRIPES, STRANDED_TICKETS_MAX};
-use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
 use crate::jobs::pool::{ComputePool, Ticket};
 use crate::labels::live::LiveLabels;
 use crate::limits::quota::{Operation, QuotaExhausted, ReleaseCause, Reservation};
+use crate::policy::Policies;
 use crate::pubkey::{is_base58_byte, Pubkey};
 use crate::store::etcd::EtcdStore;
 use crate::store::{JobKind, JobRecord, JobState, MonitorLink, Store, StoreError, Subject};
@@ -214,6 +214,9 @@ pub struct Admission {
     freshness_window_ms: u64,
     /// The labels in force: a result made before their reload is not reused as fresh.
     labels: Option<Arc<LiveLabels>>,
+    /// Every account's policy: a job runs under its account's, and a result made under
+    /// another policy (or version of it) is not reused as fresh.
+    policies: Arc<Policies>,
     subject_locks: SubjectLocks,
     /// True until the recovery backlog is drained: jobs a stopped process left live may then
     /// be in the store only (not yet indexed), and deduplication must find them there.
@@ -276,6 +279,7 @@ impl Admission {
             finished,
             freshness_window_ms,
             labels: None,
+            policies: Arc::default(),
             subject_locks: SubjectLocks::new(),
             recovering: AtomicBool::new(true),
             stranded: parking_lot::Mutex::new(std::collections::VecDeque::new()),
@@ -290,6 +294,16 @@ impl Admission {
     pub fn with_labels(mut self, labels: Arc<LiveLabels>) -> Admission {
         self.labels = Some(labels);
         self
+    }
+
+    /// Runs each account's jobs under its policy (without: the default policy for all).
+    pub fn with_policies(mut self, policies: Arc<Policies>) -> Admission {
+        self.policies = policies;
+        self
+    }
+
+    pub fn policies(&self) -> &Arc<Policies> {
+        &self.policies
     }
 
     pub fn in_cluster(mut self, cluster: Arc<EtcdStore>) -> Admission {
@@ -427,7 +441,7 @@ impl Admission {
         // A result finished before the labels in force were reloaded was made with others.
         let labels_since_ms = self.labels.as_ref().map_or(0, |l| l.loaded_at_ms());
         job.state == JobState::Ready
-            && job.engine_version == ENGINE_VERSION_TAG
+            && job.engine_version == self.policies.version_tag(&job.account)
             && job.completed_at_ms.is_some_and(|done| done >= labels_since_ms)
             && job.completed_at_ms.is_some_and(|done| now_ms.saturating_sub(done) < self.freshness_window_ms)
     }
@@ -440,6 +454,7 @@ impl Admission {
         reservation: &Reservation,
     ) -> Result<JobRecord, AdmitError> {
         let AdmitRequest { key, work, refresh, now_ms, idempotency, .. } = *request;
+        let policy = self.policies.policy(key.account().as_str());
         let mut record = JobRecord::queued(
             job_id(work.id_prefix())?,
             kind,
@@ -449,13 +464,14 @@ impl Admission {
             refresh,
             true,
             reservation.period_start_ms,
-            ENGINE_VERSION_TAG.to_owned(),
+            policy.version_tag(),
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
         let record = record.linked(request.callback_url, request.monitor);
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         self.store.admit(&record, answer.as_ref())?;
-        let ticket = Ticket { id: record.id.clone(), spec: self.spec(work, key.account().as_str(), now_ms) };
+        let spec = self.spec(work, key.account().as_str(), now_ms);
+        let ticket = Ticket::new(record.id.clone(), spec).under(policy);
         let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
         let undone = self.store.cancel_admission(&record.id);
         self.settle_refusal(record, refused, undone)
@@ -590,7 +606,8 @@ impl Admission {
         if self.index.insert_recovered(Arc::new(LiveJob::new(record.clone()))).is_err() {
             return Err(record);
         }
-        if self.pool.submit(Ticket { id: id.clone(), spec }).is_err() {
+        let policy = self.policies.policy(&record.account);
+        if self.pool.submit(Ticket::new(id.clone(), spec).under(policy)).is_err() {
             self.index.remove(&id);
             return Err(record);
         }

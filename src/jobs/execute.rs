@@ -11,6 +11,7 @@
 //! never carries an RPC URL or other internals.
 
 use crate::eligibility;
+use crate::engine::policy::Policy;
 use crate::engine::report::Score;
 use crate::engine::{self, compare};
 use crate::error_code::ErrorCode;
@@ -175,10 +176,15 @@ fn payload<T: serde::Serialize>(value: &T) -> Outcome {
 
 /// A comparison side's score and the id of the analysis it comes from: a reused analysis's
 /// when the store still has it (`reused`), else a fresh X-Ray's of `view`.
-fn side_score(view: &WalletView, labels: &Labels, reused: Option<(String, Score)>) -> (Score, Option<String>) {
+fn side_score(
+    view: &WalletView,
+    labels: &Labels,
+    policy: &Policy,
+    reused: Option<(String, Score)>,
+) -> (Score, Option<String>) {
     match reused {
         Some((id, score)) => (score, Some(id)),
-        None => (engine::analyze(view, labels).score, None),
+        None => (engine::analyze_with(view, labels, policy).score, None),
     }
 }
 
@@ -188,7 +194,7 @@ fn side_options(options: ViewOptions, reused: &Option<(String, Score)>) -> ViewO
     ViewOptions { detail: if reused.is_some() { Detail::Links } else { options.detail }, ..options }
 }
 
-/// Runs one job to its outcome.
+/// Runs one job to its outcome under the default policy (the CLI, tests).
 pub async fn execute<S: LedgerSource>(
     source: &S,
     labels: &Labels,
@@ -196,9 +202,23 @@ pub async fn execute<S: LedgerSource>(
     options: ViewOptions,
     scores: &dyn ReusedScores,
 ) -> Outcome {
+    execute_with(source, labels, &Policy::default_policy(), spec, options, scores).await
+}
+
+/// Runs one job to its outcome under its account's `policy` (`labels`: the labels in force,
+/// which the policy's lists are laid over).
+pub async fn execute_with<S: LedgerSource>(
+    source: &S,
+    labels: &Labels,
+    policy: &Policy,
+    spec: &JobSpec,
+    options: ViewOptions,
+    scores: &dyn ReusedScores,
+) -> Outcome {
+    let labels = &*policy.labels(labels);
     match spec {
         JobSpec::Analysis { wallet } => match eligible_view(source, wallet, options, labels).await {
-            Ok(view) => payload(&engine::analyze(&view, labels)),
+            Ok(view) => payload(&engine::analyze_with(&view, labels, policy)),
             Err(failed) => failed,
         },
         JobSpec::Comparison { wallet_a, wallet_b, reuse } => {
@@ -213,11 +233,11 @@ pub async fn execute<S: LedgerSource>(
                 (Ok(a), Ok(b)) => (a, b),
                 (Err(failed), _) | (_, Err(failed)) => return failed,
             };
-            let (score_a, id_a) = side_score(&a, labels, reused_a);
-            let (score_b, id_b) = side_score(&b, labels, reused_b);
+            let (score_a, id_a) = side_score(&a, labels, policy, reused_a);
+            let (score_b, id_b) = side_score(&b, labels, policy, reused_b);
             let side_a = compare::Side { view: &a, score: &score_a, analysis_id: id_a };
             let side_b = compare::Side { view: &b, score: &score_b, analysis_id: id_b };
-            payload(&compare::compare(side_a, side_b, labels))
+            payload(&compare::compare_with(side_a, side_b, labels, policy.reference()))
         }
     }
 }

@@ -33,8 +33,9 @@ use crossbeam_queue::ArrayQueue;
 use futures_util::FutureExt;
 use tokio::sync::Notify;
 
-use super::execute::{execute, JobSpec, Outcome, ReusedScores};
+use super::execute::{execute_with, JobSpec, Outcome, ReusedScores};
 use crate::config::{COMPUTE_IDLE_POLL_MS, JOB_DEADLINE_S_DEFAULT, JOB_LEDGER_BYTES_MAX_DEFAULT};
+use crate::engine::policy::Policy;
 use crate::labels::live::LiveLabels;
 use crate::ledger::budget::{self, ByteBudget};
 use crate::ledger::read::LedgerSource;
@@ -45,6 +46,20 @@ use crate::ledger::view::ViewOptions;
 pub struct Ticket {
     pub id: String,
     pub spec: JobSpec,
+    /// The account's policy when the job was admitted (or recovered): the job runs under it
+    /// and its result carries its version tag.
+    pub policy: Arc<Policy>,
+}
+
+impl Ticket {
+    /// A ticket under the default policy.
+    pub fn new(id: impl Into<String>, spec: JobSpec) -> Ticket {
+        Ticket { id: id.into(), spec, policy: Policy::default_policy() }
+    }
+
+    pub fn under(self, policy: Arc<Policy>) -> Ticket {
+        Ticket { policy, ..self }
+    }
 }
 
 /// Where compute threads report progress (the store, the status index, long-poll waiters), and
@@ -277,7 +292,7 @@ async fn run_within_budget<S: LedgerSource>(shared: &Shared, source: &S, ticket:
     let scores: &dyn ReusedScores = &*shared.sink;
     // One table for the whole job, even when a reload swaps the labels meanwhile.
     let labels = shared.labels.current();
-    let run = execute(source, &labels, &ticket.spec, shared.config.view, scores);
+    let run = execute_with(source, &labels, &ticket.policy, &ticket.spec, shared.config.view, scores);
     let run = budget::within(ByteBudget::new(limits.ledger_bytes_max), tokio::time::timeout(limits.deadline, run));
     // The run's own panics, caught here so the sink still gets the job (see `run_job`).
     match AssertUnwindSafe(run).catch_unwind().await {
@@ -336,7 +351,7 @@ mod tests {
             }
         }
         fn finished_plainly(&self, id: &str, outcome: Outcome) {
-            let ticket = Ticket { id: id.to_owned(), spec: JobSpec::Analysis { wallet: Pubkey::default() } };
+            let ticket = Ticket::new(id, JobSpec::Analysis { wallet: Pubkey::default() });
             self.finished(ticket, outcome);
         }
     }
@@ -387,15 +402,11 @@ mod tests {
         let names = ["clean", "open_delegation", "poisoning_victim", "token_mint", "busy_trader"];
         for (i, name) in names.iter().enumerate() {
             let wallet = demo.archetype(name).unwrap();
-            pool.submit(Ticket { id: format!("an_{i}"), spec: JobSpec::Analysis { wallet } }).unwrap();
+            pool.submit(Ticket::new(format!("an_{i}"), JobSpec::Analysis { wallet })).unwrap();
         }
         let a = demo.archetype("sybil_a").unwrap();
         let b = demo.archetype("sybil_b").unwrap();
-        pool.submit(Ticket {
-            id: "cmp".into(),
-            spec: JobSpec::Comparison { wallet_a: a, wallet_b: b, reuse: [None, None] },
-        })
-        .unwrap();
+        pool.submit(Ticket::new("cmp", JobSpec::Comparison { wallet_a: a, wallet_b: b, reuse: [None, None] })).unwrap();
         let mut done: Vec<(Ticket, Outcome)> =
             (0..6).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
         done.sort_by(|x, y| x.0.id.cmp(&y.0.id));
@@ -480,7 +491,7 @@ mod tests {
         .unwrap();
         let other = demo.archetype("open_delegation").unwrap();
         for (id, wallet) in [("an_bomb", bomb), ("an_next", other)] {
-            pool.submit(Ticket { id: id.into(), spec: JobSpec::Analysis { wallet } }).unwrap();
+            pool.submit(Ticket::new(id, JobSpec::Analysis { wallet })).unwrap();
         }
         let first = rx.recv_timeout(Duration::from_secs(30)).unwrap();
         let second = rx.recv_timeout(Duration::from_secs(30)).unwrap();
@@ -529,7 +540,7 @@ mod tests {
                 .unwrap();
         let wallet = demo.archetype("clean").unwrap();
         for id in ["an_start", "an_finish", "an_next"] {
-            pool.submit(Ticket { id: id.into(), spec: JobSpec::Analysis { wallet } }).unwrap();
+            pool.submit(Ticket::new(id, JobSpec::Analysis { wallet })).unwrap();
         }
         let done: Vec<(Ticket, Outcome)> = (0..3).map(|_| rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
         assert!(pool.shutdown().is_empty());
@@ -565,8 +576,7 @@ mod tests {
             Arc::new(Collect(std::sync::Mutex::new(tx))),
         )
         .unwrap();
-        let t =
-            |id: &str| Ticket { id: id.into(), spec: JobSpec::Analysis { wallet: crate::pubkey::Pubkey::default() } };
+        let t = |id: &str| Ticket::new(id, JobSpec::Analysis { wallet: crate::pubkey::Pubkey::default() });
         assert!(pool.submit(t("running")).is_ok());
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while pool.depth() > 0 {

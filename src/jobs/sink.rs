@@ -250,12 +250,11 @@ pub struct Failing {
     pub store: Arc<AtomicBool>,
 }
 
-/// The store's completion of `outcome`, with the monitor `event` a READY re-analysis caused.
-fn store_outcome(outcome: Outcome, event: Option<EventRecord>) -> Completion {
+/// The store's completion of `outcome`, with the monitor `event` a READY re-analysis caused;
+/// a result carries the version tag of the policy it was made under (`engine_version`).
+fn store_outcome(outcome: Outcome, event: Option<EventRecord>, engine_version: String) -> Completion {
     match outcome {
-        Outcome::Ready { payload } => {
-            Completion::Ready { payload_json: payload, engine_version: ENGINE_VERSION_TAG.to_owned(), event }
-        }
+        Outcome::Ready { payload } => Completion::Ready { payload_json: payload, engine_version, event },
         Outcome::Failed { code, message } => Completion::Failed { code: code.as_str().to_owned(), message },
     }
 }
@@ -292,19 +291,21 @@ impl JobSink for StoreSink {
             }
             failed => (failed, None),
         };
-        self.complete(ticket.id, outcome, event);
+        let engine_version = ticket.policy.version_tag();
+        self.complete(ticket.id, outcome, event, engine_version);
     }
 
     fn finished_plainly(&self, id: &str, outcome: Outcome) {
-        self.complete(id.to_owned(), outcome, None);
+        // Only FAILED outcomes come here (a panic's): they carry no result, so no version tag.
+        self.complete(id.to_owned(), outcome, None, ENGINE_VERSION_TAG.to_owned());
     }
 }
 
 impl StoreSink {
     /// Settles the job with `outcome`, or keeps the completion for a retry when the store
     /// refuses it.
-    fn complete(&self, id: String, outcome: Outcome, event: Option<EventRecord>) {
-        if let Some(unsettled) = self.settle(id, store_outcome(outcome, event)) {
+    fn complete(&self, id: String, outcome: Outcome, event: Option<EventRecord>, engine_version: String) {
+        if let Some(unsettled) = self.settle(id, store_outcome(outcome, event, engine_version)) {
             self.keep_unsettled(unsettled);
         }
     }

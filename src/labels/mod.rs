@@ -10,7 +10,7 @@
 //! category known, no address listed twice, at most `LABELS_LEN_MAX` entries. A file that
 //! breaks any of these is refused whole with a message naming the entry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -97,15 +97,73 @@ struct FileLabel {
 /// The tag of labels that describe the demo ledger's synthetic actors (not the chain).
 pub const DEMO_TAG: &str = "demo";
 
+/// The tag of the labels an account's allow-list gives (`Lists`).
+pub const POLICY_TAG: &str = "policy";
+
+/// An account's own lists over the labels (its policy's allow- and deny-list), laid over a
+/// table by `Labels::with_lists` for that account's jobs only — never merged into the table.
+///
+/// Invariant: no address is on both lists (the policy's validation refuses it).
+/// - An allow-listed address reads as a known-good entity (`Category::Entity`, tag `policy`)
+///   unless the labels name it sanctioned, a program, builtin, sysvar or mint: those always win.
+/// - A deny-listed address is flagged (`is_flagged`) and keeps its label otherwise, so rules
+///   that fire on *unlabelled* addresses still fire: denying never hides a finding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lists {
+    allow: HashMap<Pubkey, Label>,
+    deny: HashSet<Pubkey>,
+}
+
+impl Lists {
+    /// The lists; `Err` names an address on both.
+    pub fn new(allow: impl IntoIterator<Item = Pubkey>, deny: HashSet<Pubkey>) -> Result<Lists, Pubkey> {
+        let mut allowed = HashMap::new();
+        for address in allow {
+            if deny.contains(&address) {
+                return Err(address);
+            }
+            let label = Label {
+                address,
+                name: "allow-listed by the account's policy".to_owned(),
+                category: Category::Entity,
+                tags: vec![POLICY_TAG.to_owned()],
+                source: Some("policy".to_owned()),
+            };
+            allowed.insert(address, label);
+        }
+        Ok(Lists { allow: allowed, deny })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+
+    pub fn allowed(&self) -> impl Iterator<Item = &Pubkey> {
+        self.allow.keys()
+    }
+
+    pub fn denied(&self) -> impl Iterator<Item = &Pubkey> {
+        self.deny.iter()
+    }
+}
+
+/// Categories an account's allow-list cannot turn into an entity.
+fn outranks_allow(category: Category) -> bool {
+    matches!(category, Category::Sanctioned | Category::Builtin | Category::Sysvar | Category::Program | Category::Mint)
+}
+
 /// An immutable address → label table.
 #[derive(Debug, Clone, Default)]
 pub struct Labels {
-    by_address: HashMap<Pubkey, Label>,
+    /// Shared, so laying an account's lists over the table copies no label.
+    by_address: Arc<HashMap<Pubkey, Label>>,
     /// Labels of category `sanctioned`, those tagged `demo` apart (counted once at load: the job
     /// asks per wallet).
     sanctioned_len: usize,
     sanctioned_demo_len: usize,
-    domains: domains::Domains,
+    domains: Arc<domains::Domains>,
+    /// The lists of the account whose job reads these labels (`with_lists`).
+    lists: Option<Arc<Lists>>,
 }
 
 impl Labels {
@@ -135,12 +193,12 @@ impl Labels {
     /// These labels with `other`'s added (`other` wins for an address both list), bounded by
     /// `LABELS_LEN_MAX` like one file.
     pub fn merged(&self, other: &Labels) -> Result<Labels, String> {
-        let mut by_address = self.by_address.clone();
+        let mut by_address = (*self.by_address).clone();
         by_address.extend(other.by_address.iter().map(|(address, label)| (*address, label.clone())));
         if by_address.len() > LABELS_LEN_MAX {
             return Err(format!("more than {LABELS_LEN_MAX} labels once merged"));
         }
-        Ok(Labels { domains: self.domains.merged(&other.domains)?, ..Labels::of(by_address) })
+        Ok(Labels { domains: Arc::new(self.domains.merged(&other.domains)?), ..Labels::of(by_address) })
     }
 
     /// Loads a labels file, or the builtin labels when `path` is `None`.
@@ -177,7 +235,7 @@ impl Labels {
             let label = domains::DomainLabel { domain: entry.domain, category: entry.category, source: entry.source };
             domains.insert(label).map_err(|e| format!("domain #{}: {e}", i + 1))?;
         }
-        Ok(Labels { domains, ..Labels::of(by_address) })
+        Ok(Labels { domains: Arc::new(domains), ..Labels::of(by_address) })
     }
 
     /// The table of these labels, with its sanctioned entries counted once.
@@ -185,7 +243,19 @@ impl Labels {
         let sanctioned = by_address.values().filter(|l| l.category == Category::Sanctioned);
         let (demo, listed): (Vec<&Label>, Vec<&Label>) = sanctioned.partition(|l| l.has_tag(DEMO_TAG));
         let (sanctioned_len, sanctioned_demo_len) = (listed.len(), demo.len());
-        Labels { by_address, sanctioned_len, sanctioned_demo_len, domains: domains::Domains::default() }
+        Labels {
+            by_address: Arc::new(by_address),
+            sanctioned_len,
+            sanctioned_demo_len,
+            domains: Arc::default(),
+            lists: None,
+        }
+    }
+
+    /// These labels as one account's jobs read them: with its allow- and deny-list laid over
+    /// (see `Lists`). Copies no label.
+    pub fn with_lists(&self, lists: Arc<Lists>) -> Labels {
+        Labels { lists: (!lists.is_empty()).then_some(lists), ..self.clone() }
     }
 
     /// The dApp domains (phishing and trusted sites) the labels list.
@@ -194,7 +264,12 @@ impl Labels {
     }
 
     pub fn get(&self, address: &Pubkey) -> Option<&Label> {
-        self.by_address.get(address)
+        let label = self.by_address.get(address);
+        let Some(lists) = &self.lists else { return label };
+        match lists.allow.get(address) {
+            Some(allowed) if !label.is_some_and(|l| outranks_allow(l.category)) => Some(allowed),
+            _ => label,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -221,8 +296,11 @@ impl Labels {
         self.sanctioned_len > 0 || (demo && self.sanctioned_demo_len > 0)
     }
 
+    /// Flagged by the labels (unless the account's allow-list says otherwise), or on the
+    /// account's deny-list.
     pub fn is_flagged(&self, address: &Pubkey) -> bool {
         self.category(address) == Some(Category::Flagged)
+            || self.lists.as_ref().is_some_and(|l| l.deny.contains(address))
     }
 
     /// Programs, loaders and precompiles: never a counterparty in the personal sense.

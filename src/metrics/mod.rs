@@ -130,6 +130,7 @@ label_enum! {
         MonitorEvents => "monitor_events",
         Status => "status",
         Usage => "usage",
+        Policy => "policy",
         Healthz => "healthz",
         Unmatched => "unmatched",
     }
@@ -659,7 +660,7 @@ mod tests {
         for (i, reason) in RejectReason::ALL.iter().enumerate() {
             assert_eq!(reason.slot(), i);
         }
-        assert_eq!(RouteLabel::ALL.len(), 12);
+        assert_eq!(RouteLabel::ALL.len(), 13);
         assert_eq!(RejectReason::ALL.len(), 19);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = [
@@ -673,6 +674,7 @@ mod tests {
             "monitor_events",
             "status",
             "usage",
+            "policy",
             "healthz",
             "unmatched",
         ];

@@ -28,6 +28,8 @@ pub enum DocKind {
     Watch,
     /// An event of a monitor, written by the completion that caused it: `event_key`, empty.
     Event,
+    /// An account's policy (issue #31), by account: `policy::PolicyRecord` as JSON.
+    Policy,
 }
 
 impl DocKind {
@@ -37,6 +39,7 @@ impl DocKind {
             DocKind::MonitorOfAccount => 2,
             DocKind::Watch => 3,
             DocKind::Event => 4,
+            DocKind::Policy => 5,
         }
     }
 
@@ -46,6 +49,7 @@ impl DocKind {
             DocKind::MonitorOfAccount => "monitor_of_account",
             DocKind::Watch => "watch",
             DocKind::Event => "event",
+            DocKind::Policy => "policy",
         }
     }
 }

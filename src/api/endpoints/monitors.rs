@@ -270,23 +270,34 @@ impl Endpoints<'_> {
         self.caller.key.account().as_str()
     }
 
-    /// Runs registry work (blocking store calls) where it may block: inline over RocksDB (a
-    /// few point reads of local disk), on the etcd runtime's blocking pool on a cluster — the
-    /// listener thread awaits it and serves other requests meanwhile.
+    /// Runs blocking store calls where they may block: inline over RocksDB (a few point reads
+    /// of local disk), on the etcd runtime's blocking pool on a cluster — the listener thread
+    /// awaits it and serves other requests meanwhile (at most `REGISTRY_WORK_PER_ACCOUNT_MAX`
+    /// calls of one account at once).
+    pub(super) async fn store_work<T, W>(&self, work: W) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        W: FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
+    {
+        let store = self.app.store.clone();
+        match self.app.admission.cluster() {
+            None => work(&*store),
+            Some(etcd) => {
+                let _slot = AccountSlot::take(&self.app.registry_work, self.account_str())?;
+                let answer = etcd.blocking(move || Ok(work(&*store))).await;
+                answer.map_err(|e| ApiError::from_store(&e))?
+            }
+        }
+    }
+
+    /// Registry work (blocking store calls), run by `store_work`.
     async fn registry_work<T, W>(&self, work: W) -> Result<T, ApiError>
     where
         T: Send + 'static,
         W: FnOnce(&Registry, &dyn Store) -> Result<T, ApiError> + Send + 'static,
     {
-        let (registry, store) = (self.app.monitors.clone(), self.app.store.clone());
-        match self.app.admission.cluster() {
-            None => work(&registry, &*store),
-            Some(etcd) => {
-                let _slot = AccountSlot::take(&self.app.registry_work, self.account_str())?;
-                let answer = etcd.blocking(move || Ok(work(&registry, &*store))).await;
-                answer.map_err(|e| ApiError::from_store(&e))?
-            }
-        }
+        let registry = self.app.monitors.clone();
+        self.store_work(move |store| work(&registry, store)).await
     }
 
     fn monitor_answer(&self, status: u16, monitor: &MonitorRecord) -> Result<ApiResponse, ApiError> {

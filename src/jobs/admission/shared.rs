@@ -33,7 +33,6 @@ use std::sync::Arc;
 
 use super::{Admission, AdmitError, AdmitRequest, Decision, Work};
 use crate::auth::table::KeyEntry;
-use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::JobSpec;
 use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
@@ -92,6 +91,7 @@ impl Admission {
         if self.queue_room() == 0 {
             return Err(AdmitError::Busy);
         }
+        let policy = self.policies.policy(account);
         let mut record = JobRecord::queued(
             super::job_id(work.id_prefix())?,
             kind,
@@ -101,7 +101,7 @@ impl Admission {
             refresh,
             true,
             period_start_ms(now_ms, key.quota.period()),
-            ENGINE_VERSION_TAG.to_owned(),
+            policy.version_tag(),
         );
         record.idempotency_digest = idempotency.map(|k| k.key_digest);
         let record = record.linked(request.callback_url, request.monitor);
@@ -175,7 +175,8 @@ impl Admission {
         record: JobRecord,
         work: &Work,
     ) -> Result<JobRecord, AdmitError> {
-        let ticket = Ticket { id: record.id.clone(), spec: spec_without_reuse(work) };
+        let policy = self.policies.policy(&record.account);
+        let ticket = Ticket::new(record.id.clone(), spec_without_reuse(work)).under(policy);
         let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
         let undone = etcd.cancel_admission_async(record.id.clone()).await;
         self.settle_refusal(record, refused, undone)

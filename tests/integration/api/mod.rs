@@ -11,6 +11,7 @@ pub mod monitor_events;
 mod monitors;
 mod limits;
 mod openapi;
+mod policy;
 mod scan;
 pub mod readme;
 mod scopes;

@@ -55,6 +55,7 @@ fn scope_matrix() {
             needs: Some("transaction:scan"),
         },
         Endpoint { method: "GET", path: "/v1/developer/monitors".into(), body: None, needs: Some("monitor:read") },
+        Endpoint { method: "GET", path: "/v1/developer/policy".into(), body: None, needs: Some("policy:read") },
     ];
     // Every subset of the scopes, the empty one included.
     for mask in 0..(1u32 << ALL_SCOPES.len()) {

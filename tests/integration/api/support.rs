@@ -35,7 +35,7 @@ pub const USAGE_PATH: &str = "/v1/developer/usage";
 pub const SCAN_PATH: &str = "/v1/developer/intelligence/transaction";
 
 /// Every scope, in the order the status endpoint lists them.
-pub const ALL_SCOPES: [&str; 7] = [
+pub const ALL_SCOPES: [&str; 9] = [
     "wallet:analyze",
     "wallet:compare",
     "analysis:read",
@@ -43,6 +43,8 @@ pub const ALL_SCOPES: [&str; 7] = [
     "transaction:scan",
     "monitor:write",
     "monitor:read",
+    "policy:read",
+    "policy:write",
 ];
 
 // ---- demo archetypes (README table) ----
@@ -512,9 +514,19 @@ impl TestServer {
 
     /// A request to the admin listener with the data dir's admin token.
     pub fn admin(&self, method: &str, path: &str) -> Reply {
+        self.admin_json(method, path, None)
+    }
+
+    /// `admin` with a JSON body.
+    pub fn admin_json(&self, method: &str, path: &str, body: Option<&Value>) -> Reply {
         let token = std::fs::read_to_string(self.config.data_dir.join(xray::admin::files::TOKEN_FILE_NAME));
         let bearer = format!("Bearer {}", token.expect("admin token").trim());
-        raw(self.running().admin.local_addr(), method, path, &[("authorization", &bearer)], "")
+        let mut headers = vec![("authorization", bearer.as_str())];
+        if body.is_some() {
+            headers.push(("content-type", "application/json"));
+        }
+        let text = body.map(Value::to_string).unwrap_or_default();
+        raw(self.running().admin.local_addr(), method, path, &headers, &text)
     }
 
     /// The admin listener's `/metrics` text.

@@ -2,9 +2,13 @@
 //! mainnet fixtures (every account of every transaction taken as "the wallet") and on
 //! arbitrary generated views (property tests). Output is deterministic.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
+use xray::engine::policy::{default_weights_hundredths, Policy, PolicyRef, SeverityRule};
+use xray::engine::report::Severity;
+use xray::engine::signals::CATALOGUE;
 use xray::engine::{self, compare};
 use xray::labels::Labels;
 use xray::ledger::instruction::{
@@ -382,5 +386,108 @@ proptest! {
             prop_assert!(!l.evidence_ids.is_empty());
             prop_assert!(l.evidence_ids.iter().all(|e| ids.contains(&e.as_str())));
         }
+    }
+}
+
+// ---- policies (issue #31) ----------------------------------------------------------------
+
+/// The pool's addresses whose bit is set in `mask`.
+fn chosen(mask: u8) -> Vec<Pubkey> {
+    pool().into_iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, a)| a).collect()
+}
+
+fn reference() -> PolicyRef {
+    PolicyRef { id: "pol_prop".into(), version: 1 }
+}
+
+fn lists_policy(allow: &[Pubkey], deny: &[Pubkey]) -> Policy {
+    Policy::new(reference(), &BTreeMap::new(), default_weights_hundredths(), allow, deny).unwrap()
+}
+
+/// An X-Ray under `policy`, with the account's labels as the job builds them.
+fn analyze_under(v: &WalletView, labels: &Labels, policy: &Policy) -> engine::report::XRay {
+    engine::analyze_with(v, &policy.labels(labels), policy)
+}
+
+fn rule() -> impl Strategy<Value = SeverityRule> {
+    prop_oneof![
+        Just(SeverityRule::Ignore),
+        Just(SeverityRule::Set(Severity::Info)),
+        Just(SeverityRule::Set(Severity::Low)),
+        Just(SeverityRule::Set(Severity::Medium)),
+        Just(SeverityRule::Set(Severity::High)),
+        Just(SeverityRule::Set(Severity::Critical)),
+    ]
+}
+
+/// Five weights in hundredths that sum to 100 (four cut points on 0..=100).
+fn weights() -> impl Strategy<Value = [u16; 5]> {
+    prop::collection::vec(0u16..=100, 4).prop_map(|mut cuts| {
+        cuts.sort_unstable();
+        [cuts[0], cuts[1] - cuts[0], cuts[2] - cuts[1], cuts[3] - cuts[2], 100 - cuts[3]]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn an_allow_listed_counterparty_never_raises_risk(v in view(), mask in 0u8..64) {
+        let labels = labels();
+        let base = engine::analyze(&v, &labels);
+        let allowed = analyze_under(&v, &labels, &lists_policy(&chosen(mask), &[]));
+        prop_assert_eq!(allowed.check(), Ok(()));
+        prop_assert!(allowed.score.value >= base.score.value, "{} < {}", allowed.score.value, base.score.value);
+        for (a, b) in allowed.dimensions.iter().zip(&base.dimensions) {
+            prop_assert!(a.score >= b.score, "{}: {} < {}", a.id, a.score, b.score);
+        }
+    }
+
+    #[test]
+    fn a_deny_listed_counterparty_never_lowers_risk(v in view(), mask in 0u8..64) {
+        let labels = labels();
+        let base = engine::analyze(&v, &labels);
+        let denied = analyze_under(&v, &labels, &lists_policy(&[], &chosen(mask)));
+        prop_assert_eq!(denied.check(), Ok(()));
+        prop_assert!(denied.score.value <= base.score.value, "{} > {}", denied.score.value, base.score.value);
+        for (d, b) in denied.dimensions.iter().zip(&base.dimensions) {
+            prop_assert!(d.score <= b.score, "{}: {} > {}", d.id, d.score, b.score);
+        }
+    }
+
+    #[test]
+    fn any_policy_keeps_scores_in_range_and_ids_dense(
+        v in view(),
+        rules in prop::collection::vec(rule(), CATALOGUE.len()),
+        picked in prop::collection::vec(any::<bool>(), CATALOGUE.len()),
+        weights in weights(),
+        allow in 0u8..64,
+        deny in 0u8..64,
+    ) {
+        let severities: BTreeMap<String, SeverityRule> = CATALOGUE
+            .iter()
+            .zip(rules.iter().zip(&picked))
+            .filter(|(_, (_, on))| **on)
+            .map(|(spec, (rule, _))| (spec.kind.to_owned(), *rule))
+            .collect();
+        let (allow, deny) = (chosen(allow & !deny), chosen(deny));
+        let policy = Policy::new(reference(), &severities, weights, &allow, &deny).unwrap();
+        let xray = analyze_under(&v, &labels(), &policy);
+        prop_assert_eq!(xray.check(), Ok(()));
+        prop_assert!(xray.score.value <= 100);
+        prop_assert_eq!(&xray.policy, policy.reference());
+        for (i, s) in xray.signals.iter().enumerate() {
+            prop_assert_eq!(&s.id, &format!("sig_{}", i + 1));
+            prop_assert_ne!(severities.get(s.kind), Some(&SeverityRule::Ignore));
+            if let Some(SeverityRule::Set(severity)) = severities.get(s.kind) {
+                prop_assert_eq!(s.severity, *severity);
+            }
+        }
+        for (i, e) in xray.evidence.iter().enumerate() {
+            prop_assert_eq!(e.id(), format!("ev_{}", i + 1));
+            prop_assert!(xray.signals.iter().any(|s| s.evidence_ids.iter().any(|c| c == e.id())), "{} cited by none", e.id());
+        }
+        let total: f64 = xray.dimensions.iter().map(|d| d.weight).sum();
+        prop_assert!((total - 1.0).abs() < 1e-9);
     }
 }

@@ -291,7 +291,7 @@ fn one_job_at_a_time(sink: Arc<dyn JobSink>) -> Arc<ComputePool> {
 impl Rig {
     fn ticket(&self) -> Ticket {
         let wallet = Pubkey::parse(WALLET).expect("address");
-        Ticket { id: self.job.id.clone(), spec: JobSpec::Analysis { wallet } }
+        Ticket::new(self.job.id.clone(), JobSpec::Analysis { wallet })
     }
 
     /// The key's usage of the job's period, on disk and in memory.

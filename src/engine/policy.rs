@@ -1,0 +1,226 @@
+//! An account's policy as the engine applies it (issue #31): severity overrides per signal kind
+//! (`ignore` drops the kind), dimension weights, and the allow- and deny-list laid over the
+//! labels (`labels::Lists`).
+//!
+//! Owns: `Policy`, `PolicyRef` (the `policy` member of every X-Ray and comparison), the engine
+//! version tag a result made under a policy carries, and `apply` (overrides on detected
+//! signals, then the evidence nothing cites any more dropped and every id renumbered). Pure;
+//! built by `policy::` (the stored form and its validation) and read by compute threads.
+//!
+//! Invariants: a policy is valid once built — every kind it names is in the catalogue, its
+//! weights are in hundredths and sum to 100, no address is on both lists (`Policy::new` is the
+//! only constructor); the default policy changes nothing, so the default X-Ray is the engine's
+//! own; ids (`sig_N`, `ev_N`) stay dense and in detection order after overrides.
+//! Deliberately absent: storage, wire parsing and any notion of accounts (see `crate::policy`).
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+
+use crate::engine::evidence::EvidenceBook;
+use crate::engine::report::{Severity, Signal};
+use crate::engine::scoring::DIMENSIONS;
+use crate::engine::ENGINE_VERSION_TAG;
+use crate::labels::{Labels, Lists};
+use crate::pubkey::Pubkey;
+
+/// Weights are whole hundredths: exact, so equal policies score byte-identically everywhere.
+pub const WEIGHT_HUNDREDTHS_TOTAL: u16 = 100;
+
+/// The id of the policy of an account that never set one.
+pub const DEFAULT_POLICY_ID: &str = "default";
+
+/// Which policy made a result (`policy` of an X-Ray or comparison).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct PolicyRef {
+    pub id: String,
+    pub version: u64,
+}
+
+/// What an override does to a signal kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeverityRule {
+    /// The kind is not reported (nor scored, nor in attack paths).
+    Ignore,
+    /// The kind is reported at this severity, whatever the rule decided.
+    Set(Severity),
+}
+
+/// An account's policy, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    reference: PolicyRef,
+    severities: BTreeMap<&'static str, SeverityRule>,
+    weights_hundredths: [u16; DIMENSIONS.len()],
+    lists: Arc<Lists>,
+}
+
+/// Why a policy was refused: the field and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl Invalid {
+    fn new(field: &'static str, message: impl Into<String>) -> Invalid {
+        Invalid { field, message: message.into() }
+    }
+}
+
+/// The default weights in hundredths (`scoring::DIMENSIONS`).
+pub fn default_weights_hundredths() -> [u16; DIMENSIONS.len()] {
+    std::array::from_fn(|i| (DIMENSIONS[i].1 * f64::from(WEIGHT_HUNDREDTHS_TOTAL)).round() as u16)
+}
+
+impl Policy {
+    /// The policy of an account that never set one: changes nothing.
+    pub fn default_policy() -> Arc<Policy> {
+        static DEFAULT: OnceLock<Arc<Policy>> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| {
+                Arc::new(Policy {
+                    reference: PolicyRef { id: DEFAULT_POLICY_ID.to_owned(), version: 0 },
+                    severities: BTreeMap::new(),
+                    weights_hundredths: default_weights_hundredths(),
+                    lists: Arc::default(),
+                })
+            })
+            .clone()
+    }
+
+    /// A policy; `Err` names the first field that breaks an invariant.
+    /// `severities` maps signal kinds to rules, `weights_hundredths` follows `DIMENSIONS`' order.
+    pub fn new(
+        reference: PolicyRef,
+        severities: &BTreeMap<String, SeverityRule>,
+        weights_hundredths: [u16; DIMENSIONS.len()],
+        allow: &[Pubkey],
+        deny: &[Pubkey],
+    ) -> Result<Policy, Invalid> {
+        let mut known = BTreeMap::new();
+        for (kind, rule) in severities {
+            let Some(spec) = crate::engine::signals::spec(kind) else {
+                return Err(Invalid::new("severityOverrides", format!("unknown signal kind {kind:?}")));
+            };
+            known.insert(spec.kind, *rule);
+        }
+        let total: u16 = weights_hundredths.iter().sum();
+        if total != WEIGHT_HUNDREDTHS_TOTAL {
+            return Err(Invalid::new("weights", format!("the weights sum to {:.2}, not 1", f64::from(total) / 100.0)));
+        }
+        let deny: HashSet<Pubkey> = deny.iter().copied().collect();
+        let lists = Lists::new(allow.iter().copied(), deny)
+            .map_err(|both| Invalid::new("allowList", format!("{both} is on both the allow-list and the deny-list")))?;
+        Ok(Policy { reference, severities: known, weights_hundredths, lists: Arc::new(lists) })
+    }
+
+    pub fn reference(&self) -> &PolicyRef {
+        &self.reference
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.reference.id == DEFAULT_POLICY_ID
+    }
+
+    pub fn severities(&self) -> &BTreeMap<&'static str, SeverityRule> {
+        &self.severities
+    }
+
+    pub fn weights_hundredths(&self) -> &[u16; DIMENSIONS.len()] {
+        &self.weights_hundredths
+    }
+
+    pub fn lists(&self) -> &Lists {
+        &self.lists
+    }
+
+    /// The engine version tag a result made under this policy carries: the engine's own for
+    /// the default policy, else the engine's with `+<id>@<version>` — so a result of another
+    /// policy (or version of it) is not reused as fresh, as for another engine version.
+    pub fn version_tag(&self) -> String {
+        version_tag(&self.reference)
+    }
+
+    /// The labels this policy's account reads: `base` with the allow- and deny-list laid over
+    /// (no label is copied).
+    pub fn labels<'a>(&self, base: &'a Labels) -> Cow<'a, Labels> {
+        if self.lists.is_empty() {
+            return Cow::Borrowed(base);
+        }
+        Cow::Owned(base.with_lists(Arc::clone(&self.lists)))
+    }
+
+    /// Applies the severity overrides to detected signals: ignored kinds are dropped, others
+    /// take their set severity; then the evidence no kept signal cites is dropped and the
+    /// `sig_N` and `ev_N` ids are renumbered densely, in their original order.
+    pub fn apply(&self, signals: Vec<Signal>, book: EvidenceBook) -> (Vec<Signal>, EvidenceBook) {
+        if self.severities.is_empty() {
+            return (signals, book);
+        }
+        let mut kept: Vec<Signal> = Vec::with_capacity(signals.len());
+        for mut signal in signals {
+            match self.severities.get(signal.kind) {
+                Some(SeverityRule::Ignore) => continue,
+                Some(SeverityRule::Set(severity)) => signal.severity = *severity,
+                None => {}
+            }
+            signal.id = format!("sig_{}", kept.len() + 1);
+            kept.push(signal);
+        }
+        let book = book.retain_cited(&mut kept);
+        (kept, book)
+    }
+}
+
+/// The version tag of results made under `policy` (see `Policy::version_tag`).
+pub fn version_tag(policy: &PolicyRef) -> String {
+    if policy.id == DEFAULT_POLICY_ID {
+        return ENGINE_VERSION_TAG.to_owned();
+    }
+    format!("{ENGINE_VERSION_TAG}+{}@{}", policy.id, policy.version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference() -> PolicyRef {
+        PolicyRef { id: "pol_test".into(), version: 1 }
+    }
+
+    #[test]
+    fn the_default_policy_changes_nothing_and_keeps_the_engine_tag() {
+        let policy = Policy::default_policy();
+        assert!(policy.is_default());
+        assert_eq!(policy.version_tag(), ENGINE_VERSION_TAG);
+        assert_eq!(policy.weights_hundredths().iter().sum::<u16>(), 100);
+        let labels = Labels::builtin();
+        assert!(matches!(policy.labels(&labels), Cow::Borrowed(_)), "no lists: the same table");
+    }
+
+    #[test]
+    fn refuses_unknown_kinds_bad_weights_and_addresses_on_both_lists() {
+        let weights = default_weights_hundredths();
+        let unknown = BTreeMap::from([("no_such_kind".to_owned(), SeverityRule::Ignore)]);
+        let err = Policy::new(reference(), &unknown, weights, &[], &[]).unwrap_err();
+        assert_eq!(err.field, "severityOverrides");
+        assert!(err.message.contains("no_such_kind"), "{err:?}");
+        let mut heavy = weights;
+        heavy[0] += 1;
+        let err = Policy::new(reference(), &BTreeMap::new(), heavy, &[], &[]).unwrap_err();
+        assert_eq!((err.field, err.message.as_str()), ("weights", "the weights sum to 1.01, not 1"));
+        let both = Pubkey::new([9; 32]);
+        let err = Policy::new(reference(), &BTreeMap::new(), weights, &[both], &[both]).unwrap_err();
+        assert_eq!(err.field, "allowList");
+    }
+
+    #[test]
+    fn a_custom_policy_has_its_own_tag() {
+        let policy = Policy::new(reference(), &BTreeMap::new(), default_weights_hundredths(), &[], &[]).unwrap();
+        assert_eq!(policy.version_tag(), format!("{ENGINE_VERSION_TAG}+pol_test@1"));
+        assert!(policy.version_tag().len() <= crate::config::ENGINE_VERSION_BYTES_MAX);
+    }
+}

@@ -1,0 +1,188 @@
+//! Per-account policies (issue #31): the one each account's jobs run under, kept in memory for
+//! every thread, and written through the store with a compare-and-set on its version.
+//!
+//! Owns: `Policies` — the table of every account's policy (an `ArcSwap` map: compute threads,
+//! admission and the API read it lock-free), the writes (`put`), and the reload from the store
+//! that keeps a cluster's nodes in step (`reload`, each second on the housekeeping thread).
+//! The stored form and its validation are `record`; what a policy does is `engine::policy`.
+//! Threads: read everywhere; written from listener threads (the API), the admin thread and
+//! housekeeping (reload). A write is a few blocking store calls (on a cluster the API runs it
+//! off the listener thread, as the monitors' calls).
+//!
+//! Invariant: an account without a record runs under `Policy::default_policy()`; a record that
+//! does not build is logged and treated the same, so a bad record never fails jobs.
+//! Invariant: versions grow by one per write and a write that names the version it read
+//! (`expected_version`) lands only over that version (`Expect::Revision` of the record read),
+//! so two writers never both win. The id is made at the first write and kept.
+//! Invariant: bounded — one record per account, each ≤ `DOC_VALUE_BYTES_MAX`; the reload reads
+//! pages of `POLICY_RELOAD_PAGE_LEN`.
+//! Deliberately absent: history of older versions (results carry `{id, version}`; the record
+//! says who wrote the current one and when) and per-key policies (a policy is the account's).
+
+pub mod record;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::engine::policy::{Invalid, Policy};
+use crate::store::{DocKind, DocWrite, Expect, Store, StoreError};
+pub use record::{PolicyDraft, PolicyRecord};
+
+/// Prefix of a policy's id.
+pub const POLICY_ID_PREFIX: &str = "pol_";
+/// Records read per page when the table is loaded.
+pub const POLICY_RELOAD_PAGE_LEN: usize = 256;
+
+/// An account's policy in force: its record (absent: the default) and the engine's policy.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub record: Option<PolicyRecord>,
+    pub policy: Arc<Policy>,
+}
+
+/// Why a write was refused.
+#[derive(Debug)]
+pub enum PolicyError {
+    Invalid(Invalid),
+    /// The policy is at another version than the one the write named.
+    VersionMismatch {
+        current: u64,
+    },
+    Store(StoreError),
+    /// No id could be made (the system's random source failed).
+    Random(String),
+}
+
+impl From<StoreError> for PolicyError {
+    fn from(e: StoreError) -> Self {
+        PolicyError::Store(e)
+    }
+}
+
+/// Every account's policy.
+#[derive(Default)]
+pub struct Policies {
+    by_account: ArcSwap<HashMap<String, Arc<Entry>>>,
+}
+
+impl Policies {
+    /// The table of every policy the store holds.
+    pub fn load(store: &dyn Store) -> Result<Arc<Policies>, StoreError> {
+        let policies = Arc::new(Policies::default());
+        policies.reload(store)?;
+        Ok(policies)
+    }
+
+    /// The policy `account`'s jobs run under now.
+    pub fn policy(&self, account: &str) -> Arc<Policy> {
+        match self.by_account.load().get(account) {
+            Some(entry) => entry.policy.clone(),
+            None => Policy::default_policy(),
+        }
+    }
+
+    /// `account`'s record, if it wrote one.
+    pub fn record(&self, account: &str) -> Option<PolicyRecord> {
+        self.by_account.load().get(account).and_then(|e| e.record.clone())
+    }
+
+    /// The engine version tag of results `account` may reuse now (`Policy::version_tag`).
+    pub fn version_tag(&self, account: &str) -> String {
+        self.policy(account).version_tag()
+    }
+
+    /// Reads every record again and swaps the table whole (a cluster's other nodes wrote).
+    pub fn reload(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let mut table = HashMap::new();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let page = store.scan_docs(DocKind::Policy, b"", after.as_deref(), POLICY_RELOAD_PAGE_LEN)?;
+            let full = page.len() == POLICY_RELOAD_PAGE_LEN;
+            for doc in &page {
+                let Ok(account) = std::str::from_utf8(&doc.key) else { continue };
+                if let Some(entry) = entry_of(account, &doc.value) {
+                    table.insert(account.to_owned(), Arc::new(entry));
+                }
+            }
+            after = page.last().map(|doc| doc.key.clone());
+            if !full {
+                break;
+            }
+        }
+        self.by_account.store(Arc::new(table));
+        Ok(())
+    }
+
+    /// Writes `account`'s policy from `draft` (by key `by`, or `admin`) as its next version.
+    pub fn put(
+        &self,
+        store: &dyn Store,
+        account: &str,
+        draft: PolicyDraft,
+        by: &str,
+        now_ms: u64,
+    ) -> Result<PolicyRecord, PolicyError> {
+        let key = account.as_bytes().to_vec();
+        let stored = store.get_doc(DocKind::Policy, &key)?;
+        let current: Option<PolicyRecord> = stored.as_ref().and_then(|doc| serde_json::from_slice(&doc.value).ok());
+        let current_version = current.as_ref().map_or(0, |r| r.version);
+        if draft.expected_version.is_some_and(|v| v != current_version) {
+            return Err(PolicyError::VersionMismatch { current: current_version });
+        }
+        let id = match &current {
+            Some(record) => record.id.clone(),
+            None => new_id()?,
+        };
+        let record = draft.into_record(id, current_version + 1, now_ms, by).map_err(PolicyError::Invalid)?;
+        let value = serde_json::to_vec(&record).map_err(|e| PolicyError::Store(StoreError::Invalid(e.to_string())))?;
+        let expect = match &stored {
+            Some(doc) => Expect::Revision(doc.revision),
+            None => Expect::Absent,
+        };
+        match store.write_docs(&[DocWrite::put(DocKind::Policy, key, value.clone(), expect)]) {
+            Ok(()) => {}
+            // Another write landed between the read and this one: its version is the current.
+            Err(StoreError::Conflict(_)) => return Err(PolicyError::VersionMismatch { current: current_version + 1 }),
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(entry) = entry_of(account, &value) {
+            self.set(account, entry);
+        }
+        Ok(record)
+    }
+
+    fn set(&self, account: &str, entry: Entry) {
+        let entry = Arc::new(entry);
+        self.by_account.rcu(|table| {
+            let mut table = HashMap::clone(table);
+            table.insert(account.to_owned(), entry.clone());
+            table
+        });
+    }
+}
+
+/// The entry of a stored record; `None` (logged) when it does not parse or build.
+fn entry_of(account: &str, value: &[u8]) -> Option<Entry> {
+    let record: PolicyRecord = match serde_json::from_slice(value) {
+        Ok(record) => record,
+        Err(e) => {
+            tracing::warn!(%account, error = %e, "an unreadable policy record: the account runs under the default policy");
+            return None;
+        }
+    };
+    match record.policy() {
+        Ok(policy) => Some(Entry { policy: Arc::new(policy), record: Some(record) }),
+        Err(e) => {
+            tracing::warn!(%account, field = e.field, error = %e.message, "a policy that no longer builds: the account runs under the default policy");
+            None
+        }
+    }
+}
+
+fn new_id() -> Result<String, PolicyError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| PolicyError::Random(e.to_string()))?;
+    Ok(format!("{POLICY_ID_PREFIX}{}", bs58::encode(bytes).into_string()))
+}
