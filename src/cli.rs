@@ -139,7 +139,7 @@ enum KeysCommand {
         #[arg(long)]
         account: Option<String>,
         /// Comma list of wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan,
-        /// monitor:write, monitor:read.
+        /// monitor:write, monitor:read, policy:read, policy:write.
         #[arg(long)]
         scopes: String,
         /// Requests per second the key's token bucket refills (default: the server's).

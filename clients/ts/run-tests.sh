@@ -52,7 +52,7 @@ ADMIN_PORT=$(free_port)
 start_demo_server "$XRAY_BIN" "$WORK/data" "$PORT" "$ADMIN_PORT" "$WORK/serve.out" \
   --webhook-allow-hosts 127.0.0.1 --freshness-window-s 300
 
-ALL=wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan,monitor:write,monitor:read
+ALL=wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan,monitor:write,monitor:read,policy:read,policy:write
 key_json() { # BIN DATA NAME SCOPES [extra keys-create options…]
   "$1" keys create --data-dir "$2" --name "$3" --scopes "$4" "${@:5}"
 }

@@ -17,9 +17,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
-
 use crate::engine::evidence::EvidenceBook;
+pub use crate::engine::report::PolicyRef;
 use crate::engine::report::{Severity, Signal};
 use crate::engine::scoring::DIMENSIONS;
 use crate::engine::ENGINE_VERSION_TAG;
@@ -31,13 +30,6 @@ pub const WEIGHT_HUNDREDTHS_TOTAL: u16 = 100;
 
 /// The id of the policy of an account that never set one.
 pub const DEFAULT_POLICY_ID: &str = "default";
-
-/// Which policy made a result (`policy` of an X-Ray or comparison).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct PolicyRef {
-    pub id: String,
-    pub version: u64,
-}
 
 /// What an override does to a signal kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -67,6 +67,14 @@ impl Severity {
     }
 }
 
+/// Which account policy made a result (`policy` of an X-Ray, comparison or scan; issue #31):
+/// `default` at version 0 for an account that never wrote one (`engine::policy`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct PolicyRef {
+    pub id: String,
+    pub version: u64,
+}
+
 /// The band a 0–100 safety score falls in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -310,7 +318,7 @@ pub struct XRay {
     pub attack_paths: Vec<AttackPath>,
     pub engine_versions: BTreeMap<&'static str, &'static str>,
     /// The account's policy that made it (issue #31).
-    pub policy: crate::engine::policy::PolicyRef,
+    pub policy: PolicyRef,
     pub coverage: CoverageReport,
 }
 

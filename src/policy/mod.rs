@@ -37,7 +37,7 @@ pub const POLICY_RELOAD_PAGE_LEN: usize = 256;
 
 /// An account's policy in force: its record (absent: the default) and the engine's policy.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub struct PolicyEntry {
     pub record: Option<PolicyRecord>,
     pub policy: Arc<Policy>,
 }
@@ -64,7 +64,7 @@ impl From<StoreError> for PolicyError {
 /// Every account's policy.
 #[derive(Default)]
 pub struct Policies {
-    by_account: ArcSwap<HashMap<String, Arc<Entry>>>,
+    by_account: ArcSwap<HashMap<String, Arc<PolicyEntry>>>,
 }
 
 impl Policies {
@@ -153,7 +153,7 @@ impl Policies {
         Ok(record)
     }
 
-    fn set(&self, account: &str, entry: Entry) {
+    fn set(&self, account: &str, entry: PolicyEntry) {
         let entry = Arc::new(entry);
         self.by_account.rcu(|table| {
             let mut table = HashMap::clone(table);
@@ -164,7 +164,7 @@ impl Policies {
 }
 
 /// The entry of a stored record; `None` (logged) when it does not parse or build.
-fn entry_of(account: &str, value: &[u8]) -> Option<Entry> {
+fn entry_of(account: &str, value: &[u8]) -> Option<PolicyEntry> {
     let record: PolicyRecord = match serde_json::from_slice(value) {
         Ok(record) => record,
         Err(e) => {
@@ -173,7 +173,7 @@ fn entry_of(account: &str, value: &[u8]) -> Option<Entry> {
         }
     };
     match record.policy() {
-        Ok(policy) => Some(Entry { policy: Arc::new(policy), record: Some(record) }),
+        Ok(policy) => Some(PolicyEntry { policy: Arc::new(policy), record: Some(record) }),
         Err(e) => {
             tracing::warn!(%account, field = e.field, error = %e.message, "a policy that no longer builds: the account runs under the default policy");
             None

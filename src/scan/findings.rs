@@ -246,7 +246,8 @@ fn named(address: &Pubkey, labels: &Labels) -> String {
 
 /// Flagged or sanctioned: the labels' verdict on a counterparty.
 fn is_bad(address: &Pubkey, labels: &Labels) -> bool {
-    matches!(labels.category(address), Some(Category::Flagged | Category::Sanctioned))
+    // `is_flagged` counts the account's deny-list (a category does not).
+    labels.is_flagged(address) || labels.is_sanctioned(address)
 }
 
 fn durable_nonce(first: &Instruction) -> Finding {
@@ -454,7 +455,8 @@ fn stake_authorized_away(
 /// its counterparties (address poisoning: first and last four characters equal, not the address).
 fn transfer_to(ix: &Instruction, to: &Pubkey, amount: &str, ctx: &Context<'_>) -> Option<Finding> {
     let labels = ctx.labels;
-    let (kind, title, why) = match labels.category(to) {
+    let flagged = labels.is_flagged(to).then_some(Category::Flagged);
+    let (kind, title, why) = match labels.category(to).filter(|c| *c == Category::Sanctioned).or(flagged) {
         Some(Category::Sanctioned) => {
             ("sanctioned_recipient", "Sends to a sanctioned address", "is on a sanctions list")
         }

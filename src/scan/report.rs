@@ -22,6 +22,7 @@ use super::findings::{self, Context, Finding, Verdict};
 use super::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
 use super::state::{self, States};
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
+use crate::engine::policy::PolicyRef;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
 use crate::ledger::transaction::Decoded;
@@ -43,6 +44,8 @@ pub struct ScanReport {
     pub simulation: SimulationView,
     pub counterparties: CounterpartiesView,
     pub engine_versions: BTreeMap<&'static str, &'static str>,
+    /// The account's policy whose allow- and deny-list the findings read (issue #31).
+    pub policy: PolicyRef,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -110,7 +113,9 @@ pub struct Inputs<'a> {
     /// The accounts the lane was asked about, in order.
     pub accounts: &'a [Pubkey],
     pub observed: &'a Observed,
+    /// The labels in force with the account's lists laid over (`Policy::labels`).
     pub labels: &'a Labels,
+    pub policy: &'a PolicyRef,
     /// The host of the request's `origin`, when given.
     pub origin: Option<&'a str>,
 }
@@ -150,6 +155,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         simulation,
         counterparties: counterparties_view(&inputs.observed.counterparties),
         engine_versions: BTreeMap::from([("scan", SCAN_VERSION), ("signals", crate::engine::SIGNALS_VERSION)]),
+        policy: inputs.policy.clone(),
     }
 }
 

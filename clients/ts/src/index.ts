@@ -41,6 +41,7 @@ export type CompareRequest = RequestBody<operations["compareWallets"]>;
 export type ScanRequest = RequestBody<operations["scanTransaction"]>;
 export type MonitorRequest = RequestBody<operations["createMonitor"]>;
 export type MonitorPatchRequest = RequestBody<operations["changeMonitor"]>;
+export type PolicyRequest = RequestBody<operations["putPolicy"]>;
 export type JobStatus = Schemas["JobStatus"];
 
 /** One item of a structured-field list such as `"rate";r=98;t=1`. */
@@ -239,7 +240,7 @@ export interface WaitOptions extends RequestOptions {
 }
 
 interface CallSpec {
-  method: "GET" | "POST" | "PATCH" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
   query?: Record<string, string | number | boolean | undefined | null>;
   body?: unknown;
@@ -464,6 +465,25 @@ export class XrayClient {
   getUsage(opts: RequestOptions = {}) {
     return this.call<SuccessBody<operations["getUsage"]>>(
       { method: "GET", path: "/v1/developer/usage", retrySafe: true },
+      opts,
+    );
+  }
+
+  /** `GET /v1/developer/policy` — the account's policy (`default`, version 0, if never written). */
+  getPolicy(opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["getPolicy"]>>(
+      { method: "GET", path: "/v1/developer/policy", retrySafe: true },
+      opts,
+    );
+  }
+
+  /**
+   * `PUT /v1/developer/policy` — the whole policy, as its next version. A PUT is idempotent, so a
+   * 503 is retried; with `version` set, a retry after a lost answer that had landed is a 409.
+   */
+  putPolicy(body: PolicyRequest, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["putPolicy"]>>(
+      { method: "PUT", path: "/v1/developer/policy", body, retrySafe: true },
       opts,
     );
   }

@@ -307,6 +307,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/developer/policy": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's policy
+         * @description The policy every analysis and comparison of the key's account runs under (issue #31: an extension of the contract): severity overrides per signal kind, dimension weights, an allow-list and a deny-list. An account that never wrote one has the default policy (`id: "default"`, `version: 0`, `updatedAt: null`), which changes nothing. Read from memory. Free.
+         *
+         *     **Required scope:** `policy:read` (else `403 INSUFFICIENT_SCOPE`).
+         */
+        get: operations["getPolicy"];
+        /**
+         * Replace the account's policy
+         * @description Writes the account's whole policy as its next version (the id is made at the first write and kept). It applies to work admitted from then on: a fresh result made under another policy or version is not reused (a new analysis is admitted and charged), results already made keep the `policy` they name, and `changes` are `null` against an analysis of another policy. With `version`, a compare-and-set: `409 CONFLICT` when the policy is at another version. Every mistake is a `400 INVALID_REQUEST` naming its field and writes nothing. Free.
+         *
+         *     **Required scope:** `policy:write` (else `403 INSUFFICIENT_SCOPE`).
+         */
+        put: operations["putPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/developer/status": {
         parameters: {
             query?: never;
@@ -1000,9 +1031,13 @@ export interface components {
          *       ],
          *       "engineVersions": {
          *         "attackPaths": "1.3.0",
-         *         "scoring": "1.1.0",
+         *         "scoring": "1.2.0",
          *         "signals": "1.6.0",
-         *         "xray": "1.0.0"
+         *         "xray": "1.1.0"
+         *       },
+         *       "policy": {
+         *         "id": "default",
+         *         "version": 0
          *       },
          *       "coverage": {
          *         "ledgerSource": "demo",
@@ -1021,6 +1056,7 @@ export interface components {
             evidence: components["schemas"]["Evidence"][];
             attackPaths: components["schemas"]["AttackPath"][];
             engineVersions: components["schemas"]["EngineVersions"];
+            policy: components["schemas"]["PolicyRef"];
             coverage: components["schemas"]["Coverage"];
             /** @description In API answers (absent from the CLI's `xray analyze`, which knows no history): what changed since the account's previous READY analysis of this wallet by the same engine versions, or `null` when there is none. */
             changes?: components["schemas"]["Changes"] | null;
@@ -1110,8 +1146,12 @@ export interface components {
          *         }
          *       ],
          *       "engineVersions": {
-         *         "compare": "1.1.0",
-         *         "xray": "1.0.0"
+         *         "compare": "1.2.0",
+         *         "xray": "1.1.0"
+         *       },
+         *       "policy": {
+         *         "id": "default",
+         *         "version": 0
          *       }
          *     }
          */
@@ -1124,6 +1164,7 @@ export interface components {
             links: components["schemas"]["Link"][];
             evidence: components["schemas"]["Evidence"][];
             engineVersions: components["schemas"]["EngineVersions"];
+            policy: components["schemas"]["PolicyRef"];
         };
         /** @description The key's token bucket. */
         RateLimitInfo: {
@@ -1781,6 +1822,7 @@ export interface components {
             simulation: components["schemas"]["ScanSimulation"];
             counterparties: components["schemas"]["ScanCounterparties"];
             engineVersions: components["schemas"]["ScanEngineVersions"];
+            policy: components["schemas"]["PolicyRef"];
         };
         /** @description Body of a `200` of `POST /v1/developer/intelligence/transaction`. */
         TransactionScan: {
@@ -2038,6 +2080,60 @@ export interface components {
         MonitorEventWebhook: {
             data: {
                 event: components["schemas"]["MonitorEvent"];
+            };
+        };
+        /** @description The account's policy that made the result (issue #31): `{"id": "default", "version": 0}` for an account that never set one. A result of another policy, or another version of it, is not reused as fresh, and `changes` are `null` across policies. */
+        PolicyRef: {
+            /** @description `default`, or `pol_` + base58 of 16 random bytes (made at the account's first write, kept after). */
+            id: string;
+            /** @description Grows by one per write; 0 for the default policy. */
+            version: number;
+        };
+        /** @description An account's whole policy, as `PUT` writes it (every member optional; an absent one is empty or the default). Unlike other bodies, an unknown member is refused (`400`, `details.field: "body"`): a misspelt list would otherwise silently do nothing. */
+        PolicyRequest: {
+            /** @description The version the client read (0: none yet). When given, the write lands only over that version, else `409 CONFLICT` naming the current one; absent, it replaces whatever is there. */
+            version?: number | null;
+            /** @description Signal kind (docs/signals.md) → `ignore` (the kind is not reported, scored or used in attack paths; evidence only it cited is dropped and ids renumbered) or the severity it is reported at. At most 64; an unknown kind is a `400`. */
+            severityOverrides?: {
+                [key: string]: "ignore" | "info" | "low" | "medium" | "high" | "critical";
+            } | null;
+            /** @description The five dimensions' weights, each a multiple of 0.01 from 0 to 1, summing to 1 (else `400`, `details.field: "weights"`); absent: the defaults. */
+            weights?: {
+                authority_exposure: number;
+                asset_risk: number;
+                counterparty_risk: number;
+                behaviour: number;
+                data_quality: number;
+            } | null;
+            /** @description Addresses this account treats as known-good (its own hot wallets, partners): a flagged or unlabelled address on it reads as a known entity for this account's analyses. Sanctioned addresses, programs, sysvars and mints keep their labels. At most 500; an address on both lists is a `400`. */
+            allowList?: components["schemas"]["Address"][] | null;
+            /** @description Addresses this account treats as flagged (at most 500): every rule that escalates on a flagged address does; nothing a rule finds about an unlabelled address is hidden. */
+            denyList?: components["schemas"]["Address"][] | null;
+        };
+        /** @description The account's policy in force (`GET`, and the answer of a `PUT`). */
+        Policy: {
+            id: string;
+            version: number;
+            severityOverrides: {
+                [key: string]: "ignore" | "info" | "low" | "medium" | "high" | "critical";
+            };
+            weights: {
+                authority_exposure: number;
+                asset_risk: number;
+                counterparty_risk: number;
+                behaviour: number;
+                data_quality: number;
+            };
+            /** @description Sorted, without duplicates. */
+            allowList: components["schemas"]["Address"][];
+            /** @description Sorted, without duplicates. */
+            denyList: components["schemas"]["Address"][];
+            /** @description When it was last written; `null` for the default policy. */
+            updatedAt: string | null;
+        };
+        PolicyAnswer: {
+            data: {
+                policy: components["schemas"]["Policy"];
             };
         };
     };
@@ -2850,6 +2946,78 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceBusy"];
+        };
+    };
+    getPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyAnswer"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    putPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description `Content-Type: application/json` (else 415), at most 64 KiB (else 413). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyRequest"];
+            };
+        };
+        responses: {
+            /** @description OK: the policy as written. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceBusy"];

@@ -182,6 +182,18 @@ describe("the real server", () => {
     await expectError(client.deleteMonitor(id), "NOT_FOUND", 404);
   });
 
+  it("reads and replaces the account's policy, with a compare-and-set", async () => {
+    const first = await client.getPolicy();
+    const before = first.body.data.policy.version;
+    const written = await client.putPolicy({ version: before, severityOverrides: { new_wallet: "ignore" } });
+    assert.equal(written.body.data.policy.version, before + 1);
+    assert.match(written.body.data.policy.id, /^pol_/);
+    assert.deepEqual(written.body.data.policy.severityOverrides, { new_wallet: "ignore" });
+    assert.deepEqual((await client.getPolicy()).body.data.policy, written.body.data.policy);
+    await expectError(client.putPolicy({ version: before, denyList: [] }), "CONFLICT", 409);
+    await expectError(client.putPolicy({ weights: { authority_exposure: 1, asset_risk: 1, counterparty_risk: 0, behaviour: 0, data_quality: 0 } }), "INVALID_REQUEST", 400);
+  });
+
   describe("a webhook the server delivers", () => {
     const deliveries: { headers: IncomingMessage["headers"]; body: Buffer }[] = [];
     let waiters: (() => void)[] = [];

@@ -148,9 +148,18 @@ impl Endpoints<'_> {
         let accounts = scan::accounts_to_read(&decoded, &signer);
         let history_of = scan::counterparties::wanted(&decoded, &signer).then_some(signer);
         let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
-        let labels = self.app.labels.current();
-        let inputs =
-            Inputs { decoded: &decoded, signer, accounts: &accounts, observed: &observed, labels: &labels, origin };
+        // The account's allow- and deny-list apply to the findings as to its analyses.
+        let (labels, policy) = (self.app.labels.current(), self.app.admission.policies().policy(account));
+        let labels = policy.labels(&labels);
+        let inputs = Inputs {
+            decoded: &decoded,
+            signer,
+            accounts: &accounts,
+            observed: &observed,
+            labels: &labels,
+            policy: policy.reference(),
+            origin,
+        };
         Ok(report::build(&inputs))
     }
 

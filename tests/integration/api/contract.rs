@@ -175,6 +175,8 @@ fn scope_listing(granted: &[&str]) -> Value {
             "GET /v1/developer/monitors/:id",
             "GET /v1/developer/monitors/:id/events"
         ]),
+        "policy:read" => json!(["GET /v1/developer/policy"]),
+        "policy:write" => json!(["PUT /v1/developer/policy"]),
         _ => json!(["POST /v1/developer/intelligence/transaction"]),
     };
     ALL_SCOPES

@@ -297,6 +297,23 @@ fn the_servers_answers_match_the_document() {
     assert_valid(&doc, "BatchAccepted", &batch.body);
     assert_valid(&doc, "Status", &get(server.addr, STATUS_PATH, k).body);
     assert_valid(&doc, "Usage", &get(server.addr, USAGE_PATH, k).body);
+    // The account's policy: the default one, then one written, and a stale write's refusal.
+    assert_documented(&doc, "get", "/v1/developer/policy", &call(&server, "GET", "/v1/developer/policy", k, None), 200);
+    let policy = serde_json::json!({"version": 0, "severityOverrides": {"new_wallet": "ignore"}, "denyList": [CLEAN]});
+    let written = call(&server, "PUT", "/v1/developer/policy", k, Some(&policy));
+    assert_documented(&doc, "put", "/v1/developer/policy", &written, 200);
+    assert_documented(&doc, "get", "/v1/developer/policy", &call(&server, "GET", "/v1/developer/policy", k, None), 200);
+    assert_documented(
+        &doc,
+        "put",
+        "/v1/developer/policy",
+        &call(&server, "PUT", "/v1/developer/policy", k, Some(&policy)),
+        409,
+    );
+    let under_policy = submit(&server, k, WALLET_PATH, &wallet_body(OPEN_DELEGATION));
+    let under_policy = server.finish(&under_policy.poll_path(), k);
+    assert_eq!(under_policy.data()["xray"]["policy"]["version"], 1, "{under_policy:?}");
+    assert_valid(&doc, "AnalysisPoll", &under_policy.body);
     for error in [
         get(server.addr, STATUS_PATH, "svc_live_nope").body,
         post(server.addr, WALLET_PATH, k, r#"{"wallet":"abc"}"#).body,

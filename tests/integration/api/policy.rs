@@ -196,3 +196,29 @@ fn a_policy_is_its_accounts_and_needs_its_scopes() {
     assert_eq!(wrong_method.status, 405, "{wrong_method:?}");
     assert_eq!(wrong_method.header("allow"), Some("GET, PUT"));
 }
+
+#[test]
+fn a_scan_reads_the_accounts_lists_and_names_its_policy() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let scan = |key: &str| post(server.addr, SCAN_PATH, key, &scan_body(&demo_tx("sol-transfer"), None));
+    let kinds = |reply: &Reply| -> Vec<String> {
+        reply.data()["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap().to_owned()).collect()
+    };
+    let before = scan(&key.secret);
+    assert_eq!(before.status, 200, "{before:?}");
+    assert_eq!(before.data()["policy"], json!({"id": "default", "version": 0}));
+    assert!(!kinds(&before).contains(&"flagged_recipient".to_owned()), "{before:?}");
+    // The system transfer's recipient (its second account), deny-listed by this account only.
+    let recipient = before.data()["instructions"][0]["accounts"][1].as_str().unwrap().to_owned();
+    let written = put(&server, &key.secret, &json!({"denyList": [recipient]}));
+    assert_eq!(written.status, 200, "{written:?}");
+    let after = scan(&key.secret);
+    assert!(kinds(&after).contains(&"flagged_recipient".to_owned()), "a deny-listed recipient is flagged: {after:?}");
+    assert_eq!(after.data()["policy"]["version"], json!(1));
+    let stranger = server.key(KeyOptions::default());
+    assert!(
+        !kinds(&scan(&stranger.secret)).contains(&"flagged_recipient".to_owned()),
+        "another account's lists are its own"
+    );
+}

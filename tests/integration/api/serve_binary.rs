@@ -170,7 +170,7 @@ fn first_start_prints_one_key_and_a_restart_prints_none() {
     assert_eq!(status.status, 200, "{status:?}");
     let granted: Vec<bool> =
         status.body["data"]["scopes"].as_array().expect("scopes").iter().map(|s| s["granted"] == true).collect();
-    assert_eq!(granted, [true; 7], "the first key holds every scope");
+    assert_eq!(granted, [true; 9], "the first key holds every scope");
     let account = server.first_account.clone().expect("the notice names the account");
     assert!(account.starts_with("acct_"), "{account}");
     assert_eq!(status.body["data"]["key"]["account"], account.as_str(), "the status names the same account");

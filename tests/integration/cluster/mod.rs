@@ -1,10 +1,11 @@
 //! Scale-out on etcd (issue #14) against a real etcd cluster on loopback: the etcd store
 //! (`store`), then three real `xray` processes sharing it (`nodes`), and monitors handed over
-//! when their node is killed (`monitors`). Needs Debian's
+//! when their node is killed (`monitors`), and policies in force on every node (`policy`). Needs Debian's
 //! `etcd-server` (`scripts/deps.sh` installs it). One shared 3-member cluster serves most
 //! tests, each in a keyspace of its own; the leader-kill and full-database tests start their own.
 
 pub mod etcd;
 mod monitors;
 mod nodes;
+mod policy;
 mod store;
