@@ -27,6 +27,8 @@ pub mod scan;
 pub mod limits;
 pub mod auth;
 pub mod store;
+// Feedback on analyses: records over the store, purged by housekeeping (`jobs`), written by `api`.
+pub mod feedback;
 
 // One request, in data-flow order: the HTTP edge, a job's life, its webhook, the contract's
 // pipeline.

@@ -32,6 +32,7 @@ pub mod json;
 pub mod router;
 pub mod wire;
 
+pub use endpoints::feedback::FeedbackBody;
 pub use endpoints::{finished_document, webhook_document};
 pub use error::ApiError;
 pub use router::Route;
@@ -94,6 +95,8 @@ pub struct App {
     /// cluster), at most `REGISTRY_WORK_PER_ACCOUNT_MAX` each: one account's pages cannot take
     /// every slot of the etcd runtime's blocking pool.
     pub registry_work: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+    /// Feedback on analyses (`POST …/feedback`, the admin listing, its counters).
+    pub feedback: Arc<crate::feedback::Book>,
 }
 
 impl App {
@@ -276,6 +279,7 @@ impl ApiHandler {
             Route::DeleteMonitor { id } => endpoints.delete_monitor(id).await,
             Route::MonitorEvents { id } => endpoints.monitor_events(id).await,
             Route::RedeliverEvent { id, event_id } => endpoints.redeliver_event(id, event_id).await,
+            Route::Feedback => endpoints.feedback().await,
             Route::Status => endpoints.status().await,
             Route::Usage => endpoints.usage().await,
             Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
@@ -320,6 +324,7 @@ fn route_label(route: &Route<'_>) -> RouteLabel {
         | Route::ChangeMonitor { .. }
         | Route::DeleteMonitor { .. } => RouteLabel::Monitors,
         Route::MonitorEvents { .. } | Route::RedeliverEvent { .. } => RouteLabel::MonitorEvents,
+        Route::Feedback => RouteLabel::Feedback,
         Route::Status => RouteLabel::Status,
         Route::Usage => RouteLabel::Usage,
         Route::Healthz => RouteLabel::Healthz,

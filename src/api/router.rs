@@ -55,6 +55,8 @@ pub enum Route<'a> {
     MonitorEvents { id: &'a str },
     /// `POST /v1/developer/monitors/:id/events/:eventId/redeliver`
     RedeliverEvent { id: &'a str, event_id: &'a str },
+    /// `POST /v1/developer/feedback` (feedback on an analysis: an extension)
+    Feedback,
     /// `GET /v1/developer/status`
     Status,
     /// `GET /v1/developer/usage`
@@ -69,7 +71,7 @@ const MONITORS_PATH: &str = "monitors";
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 16] = [
+    pub const PATHS: [&'static str; 17] = [
         "POST /v1/developer/intelligence/wallet",
         "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
@@ -83,6 +85,7 @@ impl Route<'_> {
         "DELETE /v1/developer/monitors/:id",
         "GET /v1/developer/monitors/:id/events",
         "POST /v1/developer/monitors/:id/events/:eventId/redeliver",
+        "POST /v1/developer/feedback",
         "GET /v1/developer/status",
         "GET /v1/developer/usage",
         "GET /healthz",
@@ -95,6 +98,7 @@ impl Route<'_> {
             | Route::AnalyzeWallets
             | Route::Compare
             | Route::ScanTransaction
+            | Route::Feedback
             | Route::RedeliverEvent { .. } => POST,
             Route::CreateMonitor | Route::ListMonitors => MONITORS,
             Route::GetMonitor { .. } | Route::ChangeMonitor { .. } | Route::DeleteMonitor { .. } => MONITOR,
@@ -125,7 +129,7 @@ impl Route<'_> {
             | Route::RedeliverEvent { .. } => Some(Scope::MonitorWrite),
             // Events also need `analysis:read` (the endpoint checks it): they carry changes.
             Route::ListMonitors | Route::GetMonitor { .. } | Route::MonitorEvents { .. } => Some(Scope::MonitorRead),
-            Route::Analysis { .. } | Route::Comparison { .. } => Some(Scope::AnalysisRead),
+            Route::Analysis { .. } | Route::Comparison { .. } | Route::Feedback => Some(Scope::AnalysisRead),
             Route::Usage => Some(Scope::UsageRead),
             Route::Status | Route::Healthz => None,
         }
@@ -144,6 +148,7 @@ impl Route<'_> {
                 | Route::AnalyzeWallets
                 | Route::Compare
                 | Route::ScanTransaction
+                | Route::Feedback
                 | Route::CreateMonitor
                 | Route::ChangeMonitor { .. }
         )
@@ -161,6 +166,7 @@ fn match_path(path: &str) -> Option<Route<'_>> {
         "intelligence/wallets" => return Some(Route::AnalyzeWallets),
         "intelligence/compare" => return Some(Route::Compare),
         "intelligence/transaction" => return Some(Route::ScanTransaction),
+        "feedback" => return Some(Route::Feedback),
         "status" => return Some(Route::Status),
         "usage" => return Some(Route::Usage),
         _ => {}
@@ -341,6 +347,10 @@ mod tests {
         assert!(!Route::Healthz.needs_key());
         assert!(Route::Status.needs_key());
         assert!(Route::Compare.has_body());
+        assert_eq!(Route::Feedback.required_scope(), Some(Scope::AnalysisRead));
+        assert!(Route::Feedback.has_body());
+        assert_eq!(route(Method::Post, "/v1/developer/feedback"), Ok(Route::Feedback));
+        assert_eq!(route(Method::Get, "/v1/developer/feedback"), Err(ApiError::MethodNotAllowed { allow: POST }));
     }
 
     #[test]

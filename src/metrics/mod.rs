@@ -128,6 +128,7 @@ label_enum! {
         Transaction => "transaction",
         Monitors => "monitors",
         MonitorEvents => "monitor_events",
+        Feedback => "feedback",
         Status => "status",
         Usage => "usage",
         Healthz => "healthz",
@@ -659,7 +660,7 @@ mod tests {
         for (i, reason) in RejectReason::ALL.iter().enumerate() {
             assert_eq!(reason.slot(), i);
         }
-        assert_eq!(RouteLabel::ALL.len(), 12);
+        assert_eq!(RouteLabel::ALL.len(), 13);
         assert_eq!(RejectReason::ALL.len(), 19);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = [
@@ -671,6 +672,7 @@ mod tests {
             "transaction",
             "monitors",
             "monitor_events",
+            "feedback",
             "status",
             "usage",
             "healthz",

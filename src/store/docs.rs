@@ -28,6 +28,12 @@ pub enum DocKind {
     Watch,
     /// An event of a monitor, written by the completion that caused it: `event_key`, empty.
     Event,
+    /// Feedback on an analysis (`feedback::record`): lp(account) ‖ lp(analysis id) ‖ signal
+    /// id; and lp(account) alone: the account's tally of records.
+    Feedback,
+    /// Feedback of an account by the time it was last written (`feedback::record`):
+    /// lp(account) ‖ updated_at_ms BE ‖ lp(analysis id) ‖ signal id, the record's copy.
+    FeedbackByTime,
 }
 
 impl DocKind {
@@ -37,6 +43,9 @@ impl DocKind {
             DocKind::MonitorOfAccount => 2,
             DocKind::Watch => 3,
             DocKind::Event => 4,
+            // 5 and 6 are taken by work on other branches.
+            DocKind::Feedback => 7,
+            DocKind::FeedbackByTime => 8,
         }
     }
 
@@ -46,6 +55,8 @@ impl DocKind {
             DocKind::MonitorOfAccount => "monitor_of_account",
             DocKind::Watch => "watch",
             DocKind::Event => "event",
+            DocKind::Feedback => "feedback",
+            DocKind::FeedbackByTime => "feedback_by_time",
         }
     }
 }

@@ -273,7 +273,7 @@ impl Endpoints<'_> {
     /// Runs registry work (blocking store calls) where it may block: inline over RocksDB (a
     /// few point reads of local disk), on the etcd runtime's blocking pool on a cluster — the
     /// listener thread awaits it and serves other requests meanwhile.
-    async fn registry_work<T, W>(&self, work: W) -> Result<T, ApiError>
+    pub(super) async fn registry_work<T, W>(&self, work: W) -> Result<T, ApiError>
     where
         T: Send + 'static,
         W: FnOnce(&Registry, &dyn Store) -> Result<T, ApiError> + Send + 'static,
