@@ -258,7 +258,7 @@ impl AdminHandler {
 fn feedback_page(app: &App, account: &str, query: Option<&str>) -> Result<ApiResponse, ApiError> {
     use crate::api::router::query_param;
     use crate::config::{FEEDBACK_PAGE_LEN_DEFAULT, FEEDBACK_PAGE_LEN_MAX};
-    use crate::feedback::{Filter, Verdict};
+    use crate::feedback::{FeedbackVerdict, Filter};
     let account = AccountId::parse(account)
         .map_err(|_| ApiError::InvalidRequest { field: "account", message: "not an account id (acct_…)" })?;
     let limit = match query_param(query, "limit") {
@@ -285,7 +285,7 @@ fn feedback_page(app: &App, account: &str, query: Option<&str>) -> Result<ApiRes
     };
     let verdict = match query_param(query, "verdict") {
         None => None,
-        Some(text) => Some(Verdict::parse(text).ok_or(ApiError::InvalidRequest {
+        Some(text) => Some(FeedbackVerdict::parse(text).ok_or(ApiError::InvalidRequest {
             field: "verdict",
             message: "verdict must be false_positive, confirmed or missed",
         })?),

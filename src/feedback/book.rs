@@ -25,7 +25,7 @@ use crate::store::{Doc, DocKind, DocWrite, Expect, Store, StoreError, StoreResul
 
 use super::metrics::{FeedbackMetrics, KIND_NONE};
 use super::record::{
-    account_prefix, prefix_of, record_key_of_time_key, tally_of, tally_value, time_of, FeedbackRecord, Verdict,
+    account_prefix, prefix_of, record_key_of_time_key, tally_of, tally_value, time_of, FeedbackRecord, FeedbackVerdict,
 };
 
 /// Why a write was refused.
@@ -58,7 +58,7 @@ pub struct Written {
 /// Which records a page lists.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
-    pub verdict: Option<Verdict>,
+    pub verdict: Option<FeedbackVerdict>,
     /// A signal kind, or `none` for records that name no signal.
     pub kind: Option<String>,
 }
@@ -331,8 +331,8 @@ mod tests {
         assert_eq!(changed.previous_verdict.as_deref(), Some("false_positive"));
         assert_eq!((changed.record.verdict.as_str(), changed.record.created_at_ms), ("confirmed", 10));
         let kind = Some("open_token_delegation");
-        assert_eq!(book.metrics.count(kind, Verdict::FalsePositive), 1);
-        assert_eq!(book.metrics.count(kind, Verdict::Confirmed), 1);
+        assert_eq!(book.metrics.count(kind, FeedbackVerdict::FalsePositive), 1);
+        assert_eq!(book.metrics.count(kind, FeedbackVerdict::Confirmed), 1);
         assert_eq!(book.held("acct_1").unwrap(), 1);
         let page = book.page("acct_1", None, 10, &Filter::default()).unwrap();
         assert_eq!(page.records.len(), 1, "the index moved with the record");
@@ -375,7 +375,7 @@ mod tests {
         let second = book.page("acct_1", Some(&after), 4, &Filter::default()).unwrap();
         assert_eq!(second.records.len(), 2);
         assert_eq!(second.next_after, None);
-        let fp = Filter { verdict: Some(Verdict::FalsePositive), kind: None };
+        let fp = Filter { verdict: Some(FeedbackVerdict::FalsePositive), kind: None };
         assert_eq!(book.page("acct_1", None, 100, &fp).unwrap().records.len(), 3);
         let none = Filter { verdict: None, kind: Some("none".into()) };
         assert_eq!(book.page("acct_1", None, 100, &none).unwrap().records[0].analysis_id, "an_9");

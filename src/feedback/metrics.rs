@@ -17,7 +17,7 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::record::Verdict;
+use super::record::FeedbackVerdict;
 use crate::engine::signals::CATALOGUE;
 
 /// The `kind` label of a verdict that names no signal.
@@ -25,7 +25,7 @@ pub const KIND_NONE: &str = "none";
 /// The `kind` label of a kind the catalogue does not list.
 pub const KIND_OTHER: &str = "other";
 
-/// Verdict counts by kind, and evictions.
+/// FeedbackVerdict counts by kind, and evictions.
 pub struct FeedbackMetrics {
     /// `[kind slot][verdict]`: the catalogue's kinds in order, then `other`, then `none`.
     given: Box<[[AtomicU64; 3]]>,
@@ -42,11 +42,11 @@ impl Default for FeedbackMetrics {
     }
 }
 
-fn verdict_slot(verdict: Verdict) -> usize {
+fn verdict_slot(verdict: FeedbackVerdict) -> usize {
     match verdict {
-        Verdict::FalsePositive => 0,
-        Verdict::Confirmed => 1,
-        Verdict::Missed => 2,
+        FeedbackVerdict::FalsePositive => 0,
+        FeedbackVerdict::Confirmed => 1,
+        FeedbackVerdict::Missed => 2,
     }
 }
 
@@ -67,7 +67,7 @@ impl FeedbackMetrics {
     }
 
     /// Counts a verdict given on a signal of `kind` (`None`: no signal).
-    pub fn given(&self, kind: Option<&str>, verdict: Verdict) {
+    pub fn given(&self, kind: Option<&str>, verdict: FeedbackVerdict) {
         self.given[self.kind_slot(kind)][verdict_slot(verdict)].fetch_add(1, Ordering::Relaxed);
     }
 
@@ -76,7 +76,7 @@ impl FeedbackMetrics {
     }
 
     /// The count of `verdict` on `kind` (`None`: no signal) — for tests.
-    pub fn count(&self, kind: Option<&str>, verdict: Verdict) -> u64 {
+    pub fn count(&self, kind: Option<&str>, verdict: FeedbackVerdict) -> u64 {
         self.given[self.kind_slot(kind)][verdict_slot(verdict)].load(Ordering::Relaxed)
     }
 
@@ -90,7 +90,7 @@ impl FeedbackMetrics {
         );
         for (slot, counts) in self.given.iter().enumerate() {
             let kind = Self::label(slot);
-            for verdict in Verdict::ALL {
+            for verdict in FeedbackVerdict::ALL {
                 if verdict.names_a_signal() == (kind == KIND_NONE) {
                     continue;
                 }
@@ -114,10 +114,10 @@ mod tests {
     fn counts_render_with_closed_labels() {
         let m = FeedbackMetrics::default();
         let kind = CATALOGUE[0].kind;
-        m.given(Some(kind), Verdict::FalsePositive);
-        m.given(Some(kind), Verdict::FalsePositive);
-        m.given(Some("not_a_kind_anyone_knows"), Verdict::Confirmed);
-        m.given(None, Verdict::Missed);
+        m.given(Some(kind), FeedbackVerdict::FalsePositive);
+        m.given(Some(kind), FeedbackVerdict::FalsePositive);
+        m.given(Some("not_a_kind_anyone_knows"), FeedbackVerdict::Confirmed);
+        m.given(None, FeedbackVerdict::Missed);
         m.evicted(3);
         let mut text = String::new();
         m.render(&mut text);

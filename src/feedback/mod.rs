@@ -30,4 +30,4 @@ pub mod record;
 
 pub use book::{Book, BookError, FeedbackPage, Filter, Written};
 pub use metrics::FeedbackMetrics;
-pub use record::{FeedbackError, FeedbackRecord, Verdict};
+pub use record::{FeedbackError, FeedbackRecord, FeedbackVerdict};

@@ -1,7 +1,7 @@
 //! One feedback record as the store keeps it, its keys, the verdicts, the checks a submission
 //! passes and the lookup of a signal's kind in an analysis' stored payload.
 //!
-//! Owns: `FeedbackRecord`, `Verdict`, `FeedbackError` (the field a submission is refused on, and
+//! Owns: `FeedbackRecord`, `FeedbackVerdict`, `FeedbackError` (the field a submission is refused on, and
 //! why), the key layout of the `Feedback` and `FeedbackByTime` records, `feedback_id`. Pure;
 //! any thread.
 //!
@@ -28,7 +28,7 @@ pub const SIGNAL_ID_BYTES_MAX: usize = 64;
 
 /// What the caller says about an analysis or one of its signals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Verdict {
+pub enum FeedbackVerdict {
     /// The signal is wrong about this wallet.
     FalsePositive,
     /// The signal is right.
@@ -37,24 +37,25 @@ pub enum Verdict {
     Missed,
 }
 
-impl Verdict {
-    pub const ALL: [Verdict; 3] = [Verdict::FalsePositive, Verdict::Confirmed, Verdict::Missed];
+impl FeedbackVerdict {
+    pub const ALL: [FeedbackVerdict; 3] =
+        [FeedbackVerdict::FalsePositive, FeedbackVerdict::Confirmed, FeedbackVerdict::Missed];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::FalsePositive => "false_positive",
-            Verdict::Confirmed => "confirmed",
-            Verdict::Missed => "missed",
+            FeedbackVerdict::FalsePositive => "false_positive",
+            FeedbackVerdict::Confirmed => "confirmed",
+            FeedbackVerdict::Missed => "missed",
         }
     }
 
-    pub fn parse(text: &str) -> Option<Verdict> {
-        Verdict::ALL.into_iter().find(|v| v.as_str() == text)
+    pub fn parse(text: &str) -> Option<FeedbackVerdict> {
+        FeedbackVerdict::ALL.into_iter().find(|v| v.as_str() == text)
     }
 
     /// Whether the verdict is about one signal (and so must name one).
     pub fn names_a_signal(self) -> bool {
-        !matches!(self, Verdict::Missed)
+        !matches!(self, FeedbackVerdict::Missed)
     }
 }
 
@@ -84,7 +85,7 @@ pub struct FeedbackRecord {
     /// The signal's kind as the analysis' payload named it (kept when the analysis is purged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_kind: Option<String>,
-    /// `Verdict::as_str`.
+    /// `FeedbackVerdict::as_str`.
     pub verdict: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -93,8 +94,8 @@ pub struct FeedbackRecord {
 }
 
 impl FeedbackRecord {
-    pub fn verdict(&self) -> Option<Verdict> {
-        Verdict::parse(&self.verdict)
+    pub fn verdict(&self) -> Option<FeedbackVerdict> {
+        FeedbackVerdict::parse(&self.verdict)
     }
 
     /// Key of the record: lp(account) ‖ lp(analysis id) ‖ signal id.
@@ -114,9 +115,9 @@ impl FeedbackRecord {
 
 /// Checks what a submission says, before the analysis is read: the verdict, whether it names a
 /// signal as it must, the note. Returns the verdict.
-pub fn check(verdict: &str, signal_id: Option<&str>, note: Option<&str>) -> Result<Verdict, FeedbackError> {
-    let verdict =
-        Verdict::parse(verdict).ok_or_else(|| refuse("verdict", "must be one of false_positive, confirmed, missed"))?;
+pub fn check(verdict: &str, signal_id: Option<&str>, note: Option<&str>) -> Result<FeedbackVerdict, FeedbackError> {
+    let verdict = FeedbackVerdict::parse(verdict)
+        .ok_or_else(|| refuse("verdict", "must be one of false_positive, confirmed, missed"))?;
     match (verdict.names_a_signal(), signal_id) {
         (true, None) => {
             return Err(refuse(
@@ -243,9 +244,9 @@ mod tests {
 
     #[test]
     fn verdicts_and_signals_go_together() {
-        assert_eq!(check("false_positive", Some("sig_1"), None), Ok(Verdict::FalsePositive));
-        assert_eq!(check("confirmed", Some("sig_2"), Some("yes\nreally")), Ok(Verdict::Confirmed));
-        assert_eq!(check("missed", None, Some("a drainer approval")), Ok(Verdict::Missed));
+        assert_eq!(check("false_positive", Some("sig_1"), None), Ok(FeedbackVerdict::FalsePositive));
+        assert_eq!(check("confirmed", Some("sig_2"), Some("yes\nreally")), Ok(FeedbackVerdict::Confirmed));
+        assert_eq!(check("missed", None, Some("a drainer approval")), Ok(FeedbackVerdict::Missed));
         let field = |v, s, n| check(v, s, n).unwrap_err().field;
         assert_eq!(field("wrong", Some("sig_1"), None), "verdict");
         assert_eq!(field("FALSE_POSITIVE", Some("sig_1"), None), "verdict");

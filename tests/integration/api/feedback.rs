@@ -125,7 +125,7 @@ fn feedback_is_recorded_replaced_refused_isolated_counted_and_listed() {
     assert_eq!(metric(&metrics, &kind, "false_positive"), 1, "{metrics}");
     assert_eq!(metric(&metrics, &kind, "confirmed"), 1, "{metrics}");
     assert_eq!(metric(&metrics, "none", "missed"), 1, "{metrics}");
-    assert!(metrics.contains("xray_requests_total{route=\"feedback\""), "{metrics}");
+    assert!(metrics.contains("xray_http_requests_total{route=\"feedback\""), "{metrics}");
 
     // The admin listing: the account's two records, least recently written first.
     let page = admin_page(&server, &owner.account, "");
