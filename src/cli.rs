@@ -37,6 +37,9 @@ enum Command {
     /// Accounts: their webhook signing secrets, through the admin listener of a running server.
     #[command(subcommand)]
     Accounts(AccountsCommand),
+    /// Feedback on analyses (false positives, confirmations, misses), through the admin listener.
+    #[command(subcommand)]
+    Feedback(FeedbackCommand),
     /// Ledger tools: inspect fixtures, record and serve snapshots.
     #[command(subcommand)]
     Ledger(LedgerCommand),
@@ -260,6 +263,49 @@ enum AccountsCommand {
         #[arg(long)]
         account: String,
     },
+}
+
+#[derive(Subcommand)]
+enum FeedbackCommand {
+    /// One page of an account's feedback, least recently written first, as JSON
+    /// ({"account","feedback":[…],"nextAfter"}); pass `nextAfter` as --after for the next page.
+    List {
+        #[command(flatten)]
+        admin: AdminArgs,
+        /// The account (acct_…).
+        #[arg(long)]
+        account: String,
+        /// The page's `nextAfter` of the previous page.
+        #[arg(long)]
+        after: Option<String>,
+        /// Records on the page (1 to 1000; default 100).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Only this verdict: false_positive, confirmed or missed.
+        #[arg(long)]
+        verdict: Option<String>,
+        /// Only this signal kind (`none`: records that name no signal).
+        #[arg(long)]
+        kind: Option<String>,
+    },
+}
+
+/// Runs one `xray feedback` command against the admin listener and prints its answer.
+fn run_feedback(command: FeedbackCommand) -> Result<(), String> {
+    use crate::admin::client::AdminClient;
+    let FeedbackCommand::List { admin, account, after, limit, verdict, kind } = command;
+    let mut query = Vec::new();
+    for (name, value) in
+        [("after", after), ("limit", limit.map(|n| n.to_string())), ("verdict", verdict), ("kind", kind)]
+    {
+        if let Some(value) = value {
+            query.push(format!("{name}={value}"));
+        }
+    }
+    let answer = runtime()?.block_on(async {
+        AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref())?.feedback(&account, &query.join("&")).await
+    })?;
+    print_json(&answer)
 }
 
 /// Runs one `xray accounts` command against the admin listener and prints its answer.
@@ -761,6 +807,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Serve(args) => crate::serve::run(&args.to_config()?),
         Command::Keys(command) => run_keys(command),
         Command::Accounts(command) => run_accounts(command),
+        Command::Feedback(command) => run_feedback(command),
         Command::Labels(command) => run_labels(command),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::devtools::inspect::inspect_file(&file).map_err(|e| e.to_string())?;

@@ -28,6 +28,8 @@ pub mod limits;
 pub mod auth;
 pub mod store;
 pub mod policy;
+// Feedback on analyses: records over the store, purged by housekeeping (`jobs`), written by `api`.
+pub mod feedback;
 
 // One request, in data-flow order: the HTTP edge, a job's life, its webhook, the contract's
 // pipeline.

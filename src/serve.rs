@@ -169,6 +169,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         monitors: Arc::new(Registry::new(store.clone())),
         monitor_interval_ms: config.monitor_interval_s.saturating_mul(1_000),
         registry_work: Default::default(),
+        feedback: Arc::new(crate::feedback::Book::new(store.clone())),
     });
     let upkeep = match &cluster {
         Some(etcd) => Upkeep::Adopt(Adoption::new(etcd.clone(), app.keys.clone())),

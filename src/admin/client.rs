@@ -1,4 +1,5 @@
-//! The admin API's client, used by `xray keys create|list|revoke|rotate`: finds the admin
+//! The admin API's client, used by `xray keys create|list|revoke|rotate`, `xray accounts` and
+//! `xray feedback list`: finds the admin
 //! address and token in the data directory (or takes `--admin-url`), sends one request and
 //! returns the answer's `data`, or the server's error code and message.
 //!
@@ -59,6 +60,18 @@ impl AdminClient {
             return Err(format!("{account:?} is not an account id (acct_…)"));
         }
         self.call(reqwest::Method::POST, format!("{ACCOUNTS_PATH}/{account}/webhook-secret"), None).await
+    }
+
+    /// One page of an account's feedback; `query` is the page's query string (without `?`).
+    pub async fn feedback(&self, account: &str, query: &str) -> Result<Value, String> {
+        if account.is_empty() || !account.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(format!("{account:?} is not an account id (acct_…)"));
+        }
+        if !query.bytes().all(|b| b.is_ascii_alphanumeric() || b"_=&".contains(&b)) {
+            return Err("--after, --verdict and --kind take letters, digits and _ only".into());
+        }
+        let sep = if query.is_empty() { "" } else { "?" };
+        self.call(reqwest::Method::GET, format!("{ACCOUNTS_PATH}/{account}/feedback{sep}{query}"), None).await
     }
 
     async fn call(&self, method: reqwest::Method, path: String, body: Option<&Value>) -> Result<Value, String> {

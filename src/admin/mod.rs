@@ -11,6 +11,8 @@
 //! - `POST /v1/admin/accounts/:account/webhook-secret` — a new webhook signing secret for the
 //!   account (shown once), replacing the one it had: deliveries are signed with it from then on.
 //!   Answers `{"secret","account","createdAt"}` (the key routes wrap theirs in `data`).
+//! - `GET  /v1/admin/accounts/:account/feedback?after=&limit=&verdict=&kind=` — the account's
+//!   feedback (`feedback::Book::page`), least recently written first, paged (`nextAfter`).
 //! - `POST /v1/admin/labels/reload` — read the labels files again (`--labels`, `--labels-extra`)
 //!   and put them in force (`labels::live`); a file that fails changes nothing (400 naming it).
 //!   Watched wallets that dealt with a newly listed address are re-screened at their next check.
@@ -93,6 +95,7 @@ enum AdminRoute<'p> {
     WebhookSecret(&'p str),
     /// `:account/policy`: an account's policy (issue #31), read or replaced by the operator.
     Policy(&'p str),
+    Feedback(&'p str),
     LabelsReload,
 }
 
@@ -112,6 +115,7 @@ impl AdminRoute<'_> {
             return match what {
                 "webhook-secret" => Some(AdminRoute::WebhookSecret(account)),
                 "policy" => Some(AdminRoute::Policy(account)),
+                "feedback" => Some(AdminRoute::Feedback(account)),
                 _ => None,
             };
         }
@@ -129,7 +133,7 @@ impl AdminRoute<'_> {
 
     fn methods(&self) -> &'static [Method] {
         match self {
-            AdminRoute::Metrics => GET,
+            AdminRoute::Metrics | AdminRoute::Feedback(_) => GET,
             AdminRoute::Keys => GET_POST,
             AdminRoute::Policy(_) => GET_PUT,
             AdminRoute::Revoke(_) | AdminRoute::Rotate(_) | AdminRoute::WebhookSecret(_) | AdminRoute::LabelsReload => {
@@ -208,6 +212,7 @@ impl AdminHandler {
             },
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
             (AdminRoute::Policy(account), method) => self.policy(request, account, method, now_ms),
+            (AdminRoute::Feedback(account), _) => feedback_page(&self.state.app, account, request.query.as_deref()),
             (AdminRoute::WebhookSecret(account), _) => {
                 // `{"secret", "account", "createdAt"}` itself, as issue #15 specifies it (and the
                 // CLI prints it), not wrapped in `data`.
@@ -284,9 +289,77 @@ impl AdminHandler {
             draining: self.state.api_stop.is_draining(),
             store_disk: app.store.disk_usage().inspect_err(|e| tracing::warn!(error = %e, "store size unread")).ok(),
         };
-        ApiResponse::json(200, Bytes::from(app.metrics.render(&gauges)))
-            .with_header("content-type", METRICS_CONTENT_TYPE)
+        let mut text = app.metrics.render(&gauges);
+        app.feedback.metrics.render(&mut text);
+        ApiResponse::json(200, Bytes::from(text)).with_header("content-type", METRICS_CONTENT_TYPE)
     }
+}
+
+/// One page of an account's feedback: `{"data":{"account","feedback":[…],"nextAfter"}}`, least
+/// recently written first; `after` is an opaque cursor (a page's `nextAfter`), `limit` 1 to
+/// `FEEDBACK_PAGE_LEN_MAX` (default `FEEDBACK_PAGE_LEN_DEFAULT`), `verdict` and `kind` filter
+/// (`kind=none`: records that name no signal).
+fn feedback_page(app: &App, account: &str, query: Option<&str>) -> Result<ApiResponse, ApiError> {
+    use crate::api::router::query_param;
+    use crate::config::{FEEDBACK_PAGE_LEN_DEFAULT, FEEDBACK_PAGE_LEN_MAX};
+    use crate::feedback::{FeedbackVerdict, Filter};
+    let account = AccountId::parse(account)
+        .map_err(|_| ApiError::InvalidRequest { field: "account", message: "not an account id (acct_…)" })?;
+    let limit = match query_param(query, "limit") {
+        None => FEEDBACK_PAGE_LEN_DEFAULT,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=FEEDBACK_PAGE_LEN_MAX).contains(&n) && text.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => {
+                return Err(ApiError::InvalidRequest {
+                    field: "limit",
+                    message: "limit must be a whole number from 1 to 1000",
+                })
+            }
+        },
+    };
+    let after = match query_param(query, "after") {
+        None | Some("") => None,
+        Some(text) => Some(
+            bs58::decode(text)
+                .into_vec()
+                .ok()
+                .filter(|key| key.len() <= crate::config::DOC_KEY_BYTES_MAX)
+                .ok_or(ApiError::InvalidRequest { field: "after", message: "after must be a page's nextAfter" })?,
+        ),
+    };
+    let verdict = match query_param(query, "verdict") {
+        None => None,
+        Some(text) => Some(FeedbackVerdict::parse(text).ok_or(ApiError::InvalidRequest {
+            field: "verdict",
+            message: "verdict must be false_positive, confirmed or missed",
+        })?),
+    };
+    let kind = query_param(query, "kind").map(str::to_owned);
+    if kind
+        .as_deref()
+        .is_some_and(|k| k.is_empty() || k.len() > 64 || !k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+    {
+        return Err(ApiError::InvalidRequest { field: "kind", message: "kind must be a signal kind, or none" });
+    }
+    let page = app
+        .feedback
+        .page(account.as_str(), after.as_deref(), limit, &Filter { verdict, kind })
+        .map_err(|e| ApiError::from_store(&e))?;
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Page<'a> {
+        account: &'a str,
+        feedback: Vec<crate::api::FeedbackBody<'a>>,
+        next_after: Option<String>,
+    }
+    json_response(
+        200,
+        Page {
+            account: account.as_str(),
+            feedback: page.records.iter().map(crate::api::FeedbackBody::of).collect(),
+            next_after: page.next_after.map(|key| bs58::encode(key).into_string()),
+        },
+    )
 }
 
 /// The create body: JSON, at most `BODY_BYTES_MAX` bytes, with `name` and `scopes`.
@@ -312,7 +385,23 @@ mod tests {
         assert!(matches!(AdminRoute::parse("/v1/admin/keys"), Some(AdminRoute::Keys)));
         assert!(matches!(AdminRoute::parse("/v1/admin/keys/key_1/revoke"), Some(AdminRoute::Revoke("key_1"))));
         assert!(matches!(AdminRoute::parse("/v1/admin/keys/key_1/rotate"), Some(AdminRoute::Rotate("key_1"))));
-        for path in ["/", "/metrics/", "/v1/admin/keys/", "/v1/admin/keys/key_1", "/v1/admin/keys/key_1/delete"] {
+        assert!(matches!(
+            AdminRoute::parse("/v1/admin/accounts/acct_1/feedback"),
+            Some(AdminRoute::Feedback("acct_1"))
+        ));
+        assert!(matches!(
+            AdminRoute::parse("/v1/admin/accounts/acct_1/webhook-secret"),
+            Some(AdminRoute::WebhookSecret("acct_1"))
+        ));
+        for path in [
+            "/",
+            "/metrics/",
+            "/v1/admin/keys/",
+            "/v1/admin/keys/key_1",
+            "/v1/admin/keys/key_1/delete",
+            "/v1/admin/accounts//feedback",
+            "/v1/admin/accounts/a/b/feedback",
+        ] {
             assert!(AdminRoute::parse(path).is_none(), "{path}");
         }
     }

@@ -38,6 +38,7 @@ use crate::store::{self, Callback, CallbackStatus, JobKind, JobRecord, JobState}
 
 mod batch;
 mod cluster;
+pub mod feedback;
 pub mod monitors;
 pub mod policy;
 mod scan;

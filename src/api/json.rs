@@ -313,6 +313,26 @@ impl JsonRequest for CompareRequest {
     }
 }
 
+/// `POST /v1/developer/feedback`: a verdict on an analysis or one of its signals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedbackRequest {
+    pub analysis_id: String,
+    pub signal_id: Option<String>,
+    pub verdict: String,
+    pub note: Option<String>,
+}
+
+impl JsonRequest for FeedbackRequest {
+    fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        Ok(FeedbackRequest {
+            analysis_id: required_str(object, "analysisId", "analysisId is required: the id of a READY analysis")?,
+            signal_id: optional_str(object, "signalId", "signalId must be a string (a signal id of the analysis)")?,
+            verdict: required_str(object, "verdict", "verdict is required: false_positive, confirmed or missed")?,
+            note: optional_str(object, "note", "note must be a string")?,
+        })
+    }
+}
+
 fn required_str(object: &Object<'_, '_>, field: &'static str, message: &'static str) -> Result<String, ApiError> {
     match object.get(field).and_then(|v| v.as_str().map(str::to_owned)) {
         Some(text) => Ok(text),

@@ -32,6 +32,7 @@ pub mod json;
 pub mod router;
 pub mod wire;
 
+pub use endpoints::feedback::FeedbackBody;
 pub use endpoints::policy::{policy_answer, policy_error};
 pub use endpoints::{finished_document, webhook_document};
 pub use error::ApiError;
@@ -95,6 +96,8 @@ pub struct App {
     /// cluster), at most `REGISTRY_WORK_PER_ACCOUNT_MAX` each: one account's pages cannot take
     /// every slot of the etcd runtime's blocking pool.
     pub registry_work: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+    /// Feedback on analyses (`POST …/feedback`, the admin listing, its counters).
+    pub feedback: Arc<crate::feedback::Book>,
 }
 
 impl App {
@@ -277,6 +280,7 @@ impl ApiHandler {
             Route::DeleteMonitor { id } => endpoints.delete_monitor(id).await,
             Route::MonitorEvents { id } => endpoints.monitor_events(id).await,
             Route::RedeliverEvent { id, event_id } => endpoints.redeliver_event(id, event_id).await,
+            Route::Feedback => endpoints.feedback().await,
             Route::Status => endpoints.status().await,
             Route::Usage => endpoints.usage().await,
             Route::GetPolicy => endpoints.get_policy().await,
@@ -323,6 +327,7 @@ fn route_label(route: &Route<'_>) -> RouteLabel {
         | Route::ChangeMonitor { .. }
         | Route::DeleteMonitor { .. } => RouteLabel::Monitors,
         Route::MonitorEvents { .. } | Route::RedeliverEvent { .. } => RouteLabel::MonitorEvents,
+        Route::Feedback => RouteLabel::Feedback,
         Route::Status => RouteLabel::Status,
         Route::Usage => RouteLabel::Usage,
         Route::GetPolicy | Route::PutPolicy => RouteLabel::Policy,

@@ -59,6 +59,8 @@ pub enum Route<'a> {
     GetPolicy,
     /// `PUT /v1/developer/policy`
     PutPolicy,
+    /// `POST /v1/developer/feedback` (feedback on an analysis: an extension)
+    Feedback,
     /// `GET /v1/developer/status`
     Status,
     /// `GET /v1/developer/usage`
@@ -74,7 +76,7 @@ const MONITORS_PATH: &str = "monitors";
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 18] = [
+    pub const PATHS: [&'static str; 19] = [
         "POST /v1/developer/intelligence/wallet",
         "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
@@ -90,6 +92,7 @@ impl Route<'_> {
         "POST /v1/developer/monitors/:id/events/:eventId/redeliver",
         "GET /v1/developer/policy",
         "PUT /v1/developer/policy",
+        "POST /v1/developer/feedback",
         "GET /v1/developer/status",
         "GET /v1/developer/usage",
         "GET /healthz",
@@ -102,6 +105,7 @@ impl Route<'_> {
             | Route::AnalyzeWallets
             | Route::Compare
             | Route::ScanTransaction
+            | Route::Feedback
             | Route::RedeliverEvent { .. } => POST,
             Route::CreateMonitor | Route::ListMonitors => MONITORS,
             Route::GetMonitor { .. } | Route::ChangeMonitor { .. } | Route::DeleteMonitor { .. } => MONITOR,
@@ -134,7 +138,7 @@ impl Route<'_> {
             | Route::RedeliverEvent { .. } => Some(Scope::MonitorWrite),
             // Events also need `analysis:read` (the endpoint checks it): they carry changes.
             Route::ListMonitors | Route::GetMonitor { .. } | Route::MonitorEvents { .. } => Some(Scope::MonitorRead),
-            Route::Analysis { .. } | Route::Comparison { .. } => Some(Scope::AnalysisRead),
+            Route::Analysis { .. } | Route::Comparison { .. } | Route::Feedback => Some(Scope::AnalysisRead),
             Route::Usage => Some(Scope::UsageRead),
             Route::GetPolicy => Some(Scope::PolicyRead),
             Route::PutPolicy => Some(Scope::PolicyWrite),
@@ -155,6 +159,7 @@ impl Route<'_> {
                 | Route::AnalyzeWallets
                 | Route::Compare
                 | Route::ScanTransaction
+                | Route::Feedback
                 | Route::CreateMonitor
                 | Route::ChangeMonitor { .. }
                 | Route::PutPolicy
@@ -173,6 +178,7 @@ fn match_path(path: &str) -> Option<Route<'_>> {
         "intelligence/wallets" => return Some(Route::AnalyzeWallets),
         "intelligence/compare" => return Some(Route::Compare),
         "intelligence/transaction" => return Some(Route::ScanTransaction),
+        "feedback" => return Some(Route::Feedback),
         "status" => return Some(Route::Status),
         "usage" => return Some(Route::Usage),
         "policy" => return Some(Route::GetPolicy),
@@ -355,6 +361,10 @@ mod tests {
         assert!(!Route::Healthz.needs_key());
         assert!(Route::Status.needs_key());
         assert!(Route::Compare.has_body());
+        assert_eq!(Route::Feedback.required_scope(), Some(Scope::AnalysisRead));
+        assert!(Route::Feedback.has_body());
+        assert_eq!(route(Method::Post, "/v1/developer/feedback"), Ok(Route::Feedback));
+        assert_eq!(route(Method::Get, "/v1/developer/feedback"), Err(ApiError::MethodNotAllowed { allow: POST }));
     }
 
     #[test]

@@ -583,6 +583,27 @@ pub const ADOPTION_PAGE_LEN: usize = 512;
 /// timeouts: an admission still in progress is never mistaken for a lost one).
 pub const ADOPTION_OWN_AGE_MIN_MS: u64 = 2 * ETCD_REQUEST_TIMEOUT_MS;
 
+// ---- Feedback on analyses (`feedback/`, issue #31 item 2) ----
+
+/// Feedback records one account keeps at most (records); past it a new record evicts the
+/// account's least recently written one, in the same batch.
+pub const FEEDBACK_PER_ACCOUNT_MAX: usize = 10_000;
+/// A record not written for this long is deleted by the hourly retention purge (days).
+pub const FEEDBACK_RETENTION_DAYS: u32 = 365;
+/// A feedback `note`, in characters (Unicode scalar values); the contract's 4 KiB body bounds
+/// its bytes.
+pub const FEEDBACK_NOTE_CHARS_MAX: usize = 1_000;
+/// Attempts of a feedback write that lost a compare-and-set race with another, before 503.
+pub const FEEDBACK_WRITE_ATTEMPTS_MAX: usize = 4;
+/// Records one page of the admin listing holds at most (and its default: 100).
+pub const FEEDBACK_PAGE_LEN_MAX: usize = 1_000;
+pub const FEEDBACK_PAGE_LEN_DEFAULT: usize = 100;
+/// Records one admin page reads at most while filtering (`verdict=`, `kind=`) before it ends
+/// early with `nextAfter`: a filter that matches little never walks an account whole.
+pub const FEEDBACK_PAGE_SCAN_MAX: usize = 5_000;
+/// Records the retention purge deletes in one batch (two writes each, and the tally: within etcd's default 128 operations of a transaction).
+pub const FEEDBACK_PURGE_BATCH_LEN: usize = 40;
+
 mod serve;
 mod values;
 

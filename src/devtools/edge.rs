@@ -65,6 +65,10 @@ impl DemoHandler {
                 let _: ScanRequest = parse_body(request)?;
                 Err(ApiError::ServiceBusy)
             }
+            Route::Feedback => {
+                let _: crate::api::json::FeedbackRequest = parse_body(request)?;
+                Err(ApiError::NotFound)
+            }
             Route::Analysis { .. } | Route::Comparison { .. } => {
                 parse_wait(request.query.as_deref())?;
                 Err(ApiError::NotFound)

@@ -201,8 +201,8 @@ pub fn spawn_housekeeping(
     Ok(Housekeeping { stop, handle })
 }
 
-/// Deletes finished jobs older than the retention, and idempotent answers older than their
-/// window: everything past its cutoff, in bounded pages or batches, however much accumulated
+/// Deletes finished jobs older than the retention, feedback not written for
+/// `FEEDBACK_RETENTION_DAYS`, and idempotent answers older than their window: everything past its cutoff, in bounded pages or batches, however much accumulated
 /// (a sweep that stopped at a page cap could fall behind for good).
 fn purge_expired(store: &dyn Store, finished: &FinishedJobs, retention_days: u32) {
     let now_ms = now_unix_ms();
@@ -212,6 +212,13 @@ fn purge_expired(store: &dyn Store, finished: &FinishedJobs, retention_days: u32
     let purged = purge_pages("finished jobs", |limit| store.purge_finished_before(cutoff_ms, limit));
     if purged > 0 {
         tracing::info!(purged, "purged finished jobs past their retention");
+    }
+    // Feedback outlives its analysis (it carries the signal's kind): its own retention.
+    let feedback_cutoff_ms = now_ms.saturating_sub(u64::from(config::FEEDBACK_RETENTION_DAYS) * 86_400_000);
+    match crate::feedback::book::purge_before(store, feedback_cutoff_ms) {
+        Ok(0) => {}
+        Ok(purged) => tracing::info!(purged, "purged feedback past its retention"),
+        Err(e) => tracing::error!(error = %e, what = "feedback", "retention purge"),
     }
     let answers_cutoff_ms = now_ms.saturating_sub(config::IDEMPOTENCY_TTL_MS);
     match store.purge_answers_before(answers_cutoff_ms, config::IDEMPOTENCY_PURGE_BATCH_LEN) {

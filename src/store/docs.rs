@@ -30,6 +30,12 @@ pub enum DocKind {
     Event,
     /// An account's policy (issue #31), by account: `policy::PolicyRecord` as JSON.
     Policy,
+    /// Feedback on an analysis (`feedback::record`): lp(account) ‖ lp(analysis id) ‖ signal
+    /// id; and lp(account) alone: the account's tally of records.
+    Feedback,
+    /// Feedback of an account by the time it was last written (`feedback::record`):
+    /// lp(account) ‖ updated_at_ms BE ‖ lp(analysis id) ‖ signal id, the record's copy.
+    FeedbackByTime,
 }
 
 impl DocKind {
@@ -40,6 +46,8 @@ impl DocKind {
             DocKind::Watch => 3,
             DocKind::Event => 4,
             DocKind::Policy => 5,
+            DocKind::Feedback => 7,
+            DocKind::FeedbackByTime => 8,
         }
     }
 
@@ -50,6 +58,8 @@ impl DocKind {
             DocKind::Watch => "watch",
             DocKind::Event => "event",
             DocKind::Policy => "policy",
+            DocKind::Feedback => "feedback",
+            DocKind::FeedbackByTime => "feedback_by_time",
         }
     }
 }

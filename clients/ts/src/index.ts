@@ -42,6 +42,7 @@ export type ScanRequest = RequestBody<operations["scanTransaction"]>;
 export type MonitorRequest = RequestBody<operations["createMonitor"]>;
 export type MonitorPatchRequest = RequestBody<operations["changeMonitor"]>;
 export type PolicyRequest = RequestBody<operations["putPolicy"]>;
+export type FeedbackRequest = RequestBody<operations["submitFeedback"]>;
 export type JobStatus = Schemas["JobStatus"];
 
 /** One item of a structured-field list such as `"rate";r=98;t=1`. */
@@ -447,6 +448,20 @@ export class XrayClient {
         path: `/v1/developer/monitors/${seg(id)}/events/${seg(eventId)}/redeliver`,
         retrySafe: true,
       },
+      opts,
+    );
+  }
+
+  // ---- feedback ---------------------------------------------------------------------------
+
+  /**
+   * `POST /v1/developer/feedback` — a verdict on a READY analysis or one of its signals: 201
+   * the first time, 200 when it replaces the record (one per analysis and signal), so a retry
+   * is safe. Not charged.
+   */
+  submitFeedback(body: FeedbackRequest, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["submitFeedback"]>>(
+      { method: "POST", path: "/v1/developer/feedback", body, retrySafe: true },
       opts,
     );
   }

@@ -338,6 +338,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/developer/feedback": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report a false positive, confirm a signal, or report a risk an analysis missed
+         * @description Records the caller's verdict on a `READY` analysis of its account (an extension of the contract): `false_positive` or `confirmed` on one of its signals (`signalId`, as in `xray.signals[].id`), or `missed` for a risk the analysis has no signal for (no `signalId`; say what in `note`). The counts of verdicts by signal kind are what the engine is tuned with.
+         *
+         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 4 KiB (413), shape (400 `INVALID_REQUEST`: `analysisId` and `verdict` strings, `signalId` and `note` strings or absent) → `verdict` one of the three (400, `details.field: "verdict"`) → `signalId` present with `false_positive` and `confirmed`, absent with `missed` (400, `details.field: "signalId"`) → `note` at most 1,000 characters without control characters other than tab and newline (400, `details.field: "note"`) → the analysis: a malformed id, an unknown one or another account's → `404 NOT_FOUND`, exactly as a poll answers it; `QUEUED`, `RUNNING` or `FAILED` → `409 CONFLICT` (the message names its status; send feedback once it is `READY`) → `signalId` not a signal of its X-Ray → 400, `details.field: "signalId"`.
+         *
+         *     **Idempotent by construction.** There is one record per (account, `analysisId`, `signalId` or none): the first request creates it (`201`), a repeat replaces its `verdict`, `note` and `updatedAt` (`200`); `feedbackId` and `createdAt` stay. Any key of the account with `analysis:read` may write it.
+         *
+         *     **Kept.** An account keeps at most 10,000 records; past that a new one evicts the account's least recently written record. A record not written for 365 days is deleted; it outlives its analysis (it holds the signal's `kind`). Operators list an account's feedback with the admin API (`GET /v1/admin/accounts/{account}/feedback`, `xray feedback list`), and `/metrics` counts verdicts by signal kind (`xray_feedback_total{kind,verdict}`).
+         *
+         *     **Charging.** None: feedback costs no quota unit (it counts against the key's rate limit like every request).
+         *
+         *     **Required scope:** `analysis:read` (else `403 INSUFFICIENT_SCOPE`).
+         */
+        post: operations["submitFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/developer/status": {
         parameters: {
             query?: never;
@@ -2136,6 +2169,57 @@ export interface components {
                 policy: components["schemas"]["Policy"];
             };
         };
+        /**
+         * @description `false_positive`: the signal is wrong about this wallet; `confirmed`: it is right; `missed`: the analysis has no signal for a risk the wallet has.
+         * @enum {string}
+         */
+        FeedbackVerdict: "false_positive" | "confirmed" | "missed";
+        /** @description Body of `POST /v1/developer/feedback`: a verdict on one signal (`false_positive`, `confirmed`: `signalId` required) or on the analysis (`missed`: no `signalId`). A `signalId` missing where required, or present with `missed`, is `400 INVALID_REQUEST` with `details.field: "signalId"`. Unknown fields are ignored. */
+        FeedbackRequest: {
+            /** @description A `READY` analysis of the caller's account (`an_…`; anything else is 404, and 409 while it is not `READY`). */
+            analysisId: string;
+            /** @description A signal of the analysis (`xray.signals[].id`, `sig_…`); another is `400 INVALID_REQUEST` with `details.field: "signalId"`. */
+            signalId: string;
+            /** @enum {string} */
+            verdict: "false_positive" | "confirmed";
+            /** @description Optional: at most 1,000 characters, no control characters but tab and newline (else 400, `details.field: "note"`). */
+            note?: string | null;
+        } | {
+            /** @description A `READY` analysis of the caller's account (`an_…`; anything else is 404, and 409 while it is not `READY`). */
+            analysisId: string;
+            /** @description Absent (or `null`): `missed` names no signal. */
+            signalId?: null;
+            /** @constant */
+            verdict: "missed";
+            /** @description Optional: at most 1,000 characters, no control characters but tab and newline (else 400, `details.field: "note"`). */
+            note?: string | null;
+        };
+        /** @description One feedback record. */
+        Feedback: {
+            /** @description `fb_` + base58 of 16 bytes, derived from the account, `analysisId` and `signalId`: the same on every repeat. */
+            feedbackId: string;
+            analysisId: string;
+            /** @description `null` for `missed`. */
+            signalId: string | null;
+            /** @description The signal's `kind` as the analysis named it (see docs/signals.md); `null` for `missed`. */
+            signalKind: string | null;
+            verdict: components["schemas"]["FeedbackVerdict"];
+            note: string | null;
+            /**
+             * Format: date-time
+             * @description When the record was first written.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was last written.
+             */
+            updatedAt: string;
+        };
+        /** @description Body of `201` and `200` to `POST /v1/developer/feedback`. */
+        FeedbackAnswer: {
+            data: components["schemas"]["Feedback"];
+        };
     };
     responses: {
         /** @description `INVALID_REQUEST` (malformed JSON, not an object, a missing or mistyped field, a bad `wait` value, a bad page `limit` or `after`, a monitor that would not be valid, equal compare addresses; `details.field`) or `INVALID_ADDRESS` (not base58, or not 32 bytes; `details.field`, `details.reason`). */
@@ -2282,7 +2366,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `CONFLICT` (monitors; an extension of the contract's codes): the account already holds its maximum of monitors (100; `details.limit`) — delete one first —, or the event's delivery is still `PENDING` (due or in flight): it can be sent again only once `DELIVERED` or `FAILED`. Nothing was changed. */
+        /** @description `CONFLICT` (monitors; an extension of the contract's codes): the account already holds its maximum of monitors (100; `details.limit`) — delete one first —, or the event's delivery is still `PENDING` (due or in flight): it can be sent again only once `DELIVERED` or `FAILED`. Feedback: the analysis is not `READY` (`QUEUED`, `RUNNING` or `FAILED`; the message says which). Nothing was changed. */
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3014,6 +3098,60 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceBusy"];
+        };
+    };
+    submitFeedback: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description `Content-Type: application/json` (else 415), at most 4 KiB (else 413). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackRequest"];
+            };
+        };
+        responses: {
+            /** @description Replaced: the record existed; its verdict, note and `updatedAt` are the request's. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackAnswer"];
+                };
+            };
+            /** @description Created: the first feedback of this account on this analysis and signal (or on the analysis as `missed`). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];

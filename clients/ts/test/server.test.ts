@@ -67,6 +67,23 @@ describe("the real server", () => {
     assert.equal(again.retryAfterSeconds, undefined);
   });
 
+  it("sends feedback on a signal (201, then 200 replacing it) and a miss", async () => {
+    const done = await client.analyzeWalletAndWait({ wallet: OPEN_DELEGATION }, { waitSeconds: 10, timeoutSeconds: 60 });
+    const analysisId = done.body.data.analysisId;
+    const signalId = done.body.data.xray!.signals[0].id;
+    const first = await client.submitFeedback({ analysisId, signalId, verdict: "false_positive" });
+    assert.ok(first.status === 201 || first.status === 200);
+    assert.equal(first.body.data.signalId, signalId);
+    assert.match(first.body.data.feedbackId, /^fb_/);
+    const again = await client.submitFeedback({ analysisId, signalId, verdict: "confirmed", note: "on reflection" });
+    assert.equal(again.status, 200);
+    assert.equal(again.body.data.feedbackId, first.body.data.feedbackId);
+    assert.equal(again.body.data.verdict, "confirmed");
+    const missed = await client.submitFeedback({ analysisId, verdict: "missed" });
+    assert.equal(missed.body.data.signalKind, null);
+    await expectError(client.submitFeedback({ analysisId: "an_nope", verdict: "missed" }), "NOT_FOUND", 404);
+  });
+
   it("compares two wallets", async () => {
     const done = await client.compareWalletsAndWait({ walletA: OPEN_DELEGATION, walletB: CLEAN }, { timeoutSeconds: 60 });
     assert.equal(done.body.data.status, "READY");

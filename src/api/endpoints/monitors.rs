@@ -291,7 +291,7 @@ impl Endpoints<'_> {
     }
 
     /// Registry work (blocking store calls), run by `store_work`.
-    async fn registry_work<T, W>(&self, work: W) -> Result<T, ApiError>
+    pub(super) async fn registry_work<T, W>(&self, work: W) -> Result<T, ApiError>
     where
         T: Send + 'static,
         W: FnOnce(&Registry, &dyn Store) -> Result<T, ApiError> + Send + 'static,

@@ -2,6 +2,7 @@
 //! limits, jobs, the OpenAPI document, and the real binary (first key, SIGTERM, kill -9).
 
 mod batch;
+pub mod feedback;
 pub mod contract;
 mod hostile;
 mod idempotency;

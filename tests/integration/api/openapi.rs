@@ -687,3 +687,25 @@ fn the_validator_catches_drift() {
         assert!(!violations(&doc, schema(&doc, "ScanEffect"), &value, "e").is_empty(), "{value}");
     }
 }
+
+#[test]
+fn the_feedback_answers_match_the_document() {
+    use serde_json::json;
+    let doc = document();
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default()).secret;
+    let (analysis, signal, _) = super::feedback::ready_analysis(&server, &key, OPEN_DELEGATION);
+    let path = "/v1/developer/feedback";
+    let post_it = |body: Value| call(&server, "POST", path, &key, Some(&body));
+    let on_signal = json!({"analysisId": analysis, "signalId": signal, "verdict": "false_positive", "note": "ours"});
+    assert_documented(&doc, "post", path, &post_it(on_signal.clone()), 201);
+    assert_documented(&doc, "post", path, &post_it(on_signal), 200);
+    assert_documented(&doc, "post", path, &post_it(json!({"analysisId": analysis, "verdict": "missed"})), 201);
+    let unknown = json!({"analysisId": analysis, "signalId": "sig_404", "verdict": "confirmed"});
+    assert_documented(&doc, "post", path, &post_it(unknown), 400);
+    let gone = json!({"analysisId": "an_1111111111111111111111", "verdict": "missed"});
+    assert_documented(&doc, "post", path, &post_it(gone), 404);
+    let reader = server.key(KeyOptions::scopes("usage:read")).secret;
+    let refused = call(&server, "POST", path, &reader, Some(&json!({"analysisId": analysis, "verdict": "missed"})));
+    assert_documented(&doc, "post", path, &refused, 403);
+}

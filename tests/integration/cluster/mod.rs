@@ -5,6 +5,7 @@
 //! tests, each in a keyspace of its own; the leader-kill and full-database tests start their own.
 
 pub mod etcd;
+mod feedback;
 mod monitors;
 mod nodes;
 mod policy;

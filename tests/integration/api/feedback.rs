@@ -1,0 +1,205 @@
+//! Feedback over real loopback HTTP (issue #31 item 2): a verdict on a READY analysis' signal,
+//! replaced by a repeat; `missed` without a signal; every refusal with its code and field; the
+//! tenant boundary; the counters in `/metrics`; the admin listing, its pages and filters; the
+//! account's cap and the retention purge on the server's own RocksDB.
+
+use serde_json::{json, Value};
+
+use super::support::*;
+
+pub const FEEDBACK_PATH: &str = "/v1/developer/feedback";
+
+pub fn send(server: &TestServer, key: &str, body: &Value) -> Reply {
+    post(server.addr, FEEDBACK_PATH, key, &body.to_string())
+}
+
+/// A READY analysis of `wallet` and the id and kind of its first signal.
+pub fn ready_analysis(server: &TestServer, key: &str, wallet: &str) -> (String, String, String) {
+    let accepted = submit(server, key, WALLET_PATH, &wallet_body(wallet));
+    let done = server.finish(&accepted.poll_path(), key);
+    assert_eq!(done.job_status(), "READY", "{done:?}");
+    let signal = &done.data()["xray"]["signals"][0];
+    let id = |v: &Value| v.as_str().expect("string").to_owned();
+    (done.data_str("analysisId"), id(&signal["id"]), id(&signal["kind"]))
+}
+
+fn admin_page(server: &TestServer, account: &str, query: &str) -> Value {
+    let reply = server.admin("GET", &format!("/v1/admin/accounts/{account}/feedback{query}"));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply.data().clone()
+}
+
+fn metric(text: &str, kind: &str, verdict: &str) -> u64 {
+    let series = format!("xray_feedback_total{{kind=\"{kind}\",verdict=\"{verdict}\"}} ");
+    let line = text.lines().find(|l| l.starts_with(&series)).unwrap_or_else(|| panic!("no {series}"));
+    line[series.len()..].parse().expect("a count")
+}
+
+#[test]
+fn feedback_is_recorded_replaced_refused_isolated_counted_and_listed() {
+    let server = serve(|_| {});
+    let owner = server.key(KeyOptions::default());
+    let k = owner.secret.as_str();
+    let (analysis, signal, kind) = ready_analysis(&server, k, OPEN_DELEGATION);
+    let before = server.usage(k);
+
+    // A false positive on one signal: 201, the record.
+    let first = send(&server, k, &json!({"analysisId": analysis, "signalId": signal, "verdict": "false_positive"}));
+    assert_eq!(first.status, 201, "{first:?}");
+    let data = first.data().clone();
+    assert!(data["feedbackId"].as_str().is_some_and(|id| id.starts_with("fb_")), "{data}");
+    assert_eq!((data["analysisId"].as_str(), data["signalId"].as_str()), (Some(&*analysis), Some(&*signal)));
+    assert_eq!((data["signalKind"].as_str(), data["verdict"].as_str()), (Some(&*kind), Some("false_positive")));
+    assert!(data["note"].is_null(), "{data}");
+    assert!(is_timestamp(&data["createdAt"]) && data["createdAt"] == data["updatedAt"], "{data}");
+    assert!(first.header("ratelimit").is_some(), "{first:?}");
+
+    // A repeat replaces it: 200, the same id and createdAt, the new verdict and note.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let again =
+        json!({"analysisId": analysis, "signalId": signal, "verdict": "confirmed", "note": "on reflection\nit is"});
+    let again = send(&server, k, &again);
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!((&again.data()["feedbackId"], &again.data()["createdAt"]), (&data["feedbackId"], &data["createdAt"]));
+    assert_eq!(
+        (again.data()["verdict"].as_str(), again.data()["note"].as_str()),
+        (Some("confirmed"), Some("on reflection\nit is"))
+    );
+    assert_ne!(again.data()["updatedAt"], data["createdAt"], "{again:?}");
+    let same = send(&server, k, &json!({"analysisId": analysis, "signalId": signal, "verdict": "confirmed"}));
+    assert_eq!(same.status, 200, "{same:?}");
+
+    // `missed` names no signal.
+    let missed = send(&server, k, &json!({"analysisId": analysis, "verdict": "missed", "note": "a drainer"}));
+    assert_eq!(missed.status, 201, "{missed:?}");
+    assert!(missed.data()["signalId"].is_null() && missed.data()["signalKind"].is_null(), "{missed:?}");
+    assert_ne!(missed.data()["feedbackId"], data["feedbackId"]);
+
+    // No quota unit was charged.
+    assert_eq!(server.usage(k).units(), before.units());
+
+    // Refusals: each with its code and field.
+    let field = |body: Value, field: &str| {
+        let reply = send(&server, k, &body);
+        assert_error_details(&reply, 400, "INVALID_REQUEST", &json!({ "field": field }));
+    };
+    field(json!({"analysisId": analysis, "signalId": "sig_999", "verdict": "false_positive"}), "signalId");
+    field(json!({"analysisId": analysis, "verdict": "confirmed"}), "signalId");
+    field(json!({"analysisId": analysis, "signalId": signal, "verdict": "missed"}), "signalId");
+    field(json!({"analysisId": analysis, "signalId": signal, "verdict": "wrong"}), "verdict");
+    field(json!({"analysisId": analysis, "signalId": signal}), "verdict");
+    field(json!({"signalId": signal, "verdict": "confirmed"}), "analysisId");
+    field(json!({"analysisId": 7, "verdict": "missed"}), "analysisId");
+    field(json!({"analysisId": analysis, "verdict": "missed", "note": "x".repeat(1_001)}), "note");
+    field(json!({"analysisId": analysis, "verdict": "missed", "note": "bell\u{7}"}), "note");
+    field(json!({"analysisId": analysis, "verdict": "missed", "note": 5}), "note");
+    let unknown = send(&server, k, &json!({"analysisId": "an_1111111111111111111111", "verdict": "missed"}));
+    assert_error(&unknown, 404, "NOT_FOUND");
+    assert_error(&send(&server, k, &json!({"analysisId": "nope", "verdict": "missed"})), 404, "NOT_FOUND");
+    let auth = format!("Bearer {k}");
+    let text =
+        raw(server.addr, "POST", FEEDBACK_PATH, &[("authorization", &auth), ("content-type", "text/plain")], "{}");
+    assert_error(&text, 415, "UNSUPPORTED_MEDIA_TYPE");
+    let big = json!({"analysisId": analysis, "verdict": "missed", "note": "x".repeat(5_000)});
+    assert_error(&send(&server, k, &big), 413, "PAYLOAD_TOO_LARGE");
+    assert_error(&get(server.addr, FEEDBACK_PATH, k), 405, "METHOD_NOT_ALLOWED");
+
+    // Scope: analysis:read.
+    let no_read = server.key(KeyOptions::scopes("wallet:analyze").in_account(&owner.account)).secret;
+    let refused = send(&server, &no_read, &json!({"analysisId": analysis, "verdict": "missed"}));
+    assert_error_details(&refused, 403, "INSUFFICIENT_SCOPE", &json!({"requiredScope": "analysis:read"}));
+
+    // Another account: our analysis is unknown to it (404, as its poll is).
+    let other = server.key(KeyOptions::default()).secret;
+    let theirs =
+        send(&server, &other, &json!({"analysisId": analysis, "signalId": signal, "verdict": "false_positive"}));
+    assert_error(&theirs, 404, "NOT_FOUND");
+    assert_error(&get(server.addr, &analysis_path(&analysis), &other), 404, "NOT_FOUND");
+    // A second key of the owner's account may: the analysis is the account's.
+    let colleague = server.key(KeyOptions::scopes("analysis:read").in_account(&owner.account)).secret;
+    let joined = send(&server, &colleague, &json!({"analysisId": analysis, "verdict": "missed", "note": "a drainer"}));
+    assert_eq!(joined.status, 200, "{joined:?}");
+
+    // The counters: the false positive, its change to confirmed (a transition counts once), the miss.
+    let metrics = server.metrics_text();
+    assert_eq!(metric(&metrics, &kind, "false_positive"), 1, "{metrics}");
+    assert_eq!(metric(&metrics, &kind, "confirmed"), 1, "{metrics}");
+    assert_eq!(metric(&metrics, "none", "missed"), 1, "{metrics}");
+    assert!(metrics.contains("xray_http_requests_total{route=\"feedback\""), "{metrics}");
+
+    // The admin listing: the account's two records, least recently written first.
+    let page = admin_page(&server, &owner.account, "");
+    let listed = page["feedback"].as_array().expect("feedback").clone();
+    assert_eq!(listed.len(), 2, "{page}");
+    assert_eq!(listed[0]["verdict"], "confirmed", "{page}");
+    assert_eq!(listed[1]["verdict"], "missed", "{page}");
+    assert!(page["nextAfter"].is_null(), "{page}");
+    let first_page = admin_page(&server, &owner.account, "?limit=1");
+    assert_eq!(first_page["feedback"].as_array().map(Vec::len), Some(1));
+    let after = first_page["nextAfter"].as_str().expect("nextAfter").to_owned();
+    let second = admin_page(&server, &owner.account, &format!("?limit=1&after={after}"));
+    assert_eq!(second["feedback"][0]["verdict"], "missed", "{second}");
+    let filtered = admin_page(&server, &owner.account, &format!("?verdict=confirmed&kind={kind}"));
+    assert_eq!(filtered["feedback"].as_array().map(Vec::len), Some(1), "{filtered}");
+    let none = admin_page(&server, &owner.account, "?kind=none");
+    assert_eq!(none["feedback"][0]["verdict"], "missed", "{none}");
+    assert_eq!(admin_page(&server, "acct_nobody", "")["feedback"], json!([]));
+    let bad = server.admin("GET", &format!("/v1/admin/accounts/{}/feedback?limit=0", owner.account));
+    assert_error_details(&bad, 400, "INVALID_REQUEST", &json!({"field": "limit"}));
+}
+
+#[test]
+fn feedback_on_an_analysis_not_ready_is_a_conflict() {
+    let server = serve_slow(800, |_| {});
+    let key = server.key(KeyOptions::default()).secret;
+    let running = submit_running(&server, &key, CLEAN);
+    let id = running.data_str("analysisId");
+    let reply = send(&server, &key, &json!({"analysisId": id, "verdict": "missed"}));
+    assert_error(&reply, 409, "CONFLICT");
+    assert!(reply.error()["message"].as_str().is_some_and(|m| m.contains("RUNNING")), "{reply:?}");
+    // Another account sees a 404 for it, not its state.
+    let other = server.key(KeyOptions::default()).secret;
+    assert_error(&send(&server, &other, &json!({"analysisId": id, "verdict": "missed"})), 404, "NOT_FOUND");
+}
+
+#[test]
+fn the_cap_evicts_the_oldest_and_the_purge_removes_what_is_past_retention() {
+    use xray::feedback::{book::purge_before, Book, FeedbackRecord};
+    let server = serve(|_| {});
+    let store = server.running().store.clone();
+    let small = Book::with_cap(store.clone(), 3);
+    let record = |analysis: &str, at_ms: u64| FeedbackRecord {
+        id: xray::feedback::record::feedback_id("acct_capped", analysis, None),
+        account: "acct_capped".into(),
+        key_id: "key_1".into(),
+        analysis_id: analysis.into(),
+        signal_id: None,
+        signal_kind: None,
+        verdict: "missed".into(),
+        note: None,
+        created_at_ms: at_ms,
+        updated_at_ms: at_ms,
+    };
+    let now = xray::clock::now_unix_ms();
+    for (i, analysis) in ["an_a", "an_b", "an_c", "an_d"].iter().enumerate() {
+        let written = small.put(&record(analysis, now - 1_000 + i as u64)).expect("written");
+        assert_eq!(written.evicted, usize::from(i == 3), "{analysis}");
+    }
+    let listed = |server: &TestServer| -> Vec<String> {
+        let page = admin_page(server, "acct_capped", "");
+        let items = page["feedback"].as_array().expect("feedback").clone();
+        items.iter().map(|f| f["analysisId"].as_str().expect("id").to_owned()).collect()
+    };
+    assert_eq!(listed(&server), ["an_b", "an_c", "an_d"]);
+    assert_eq!(small.held("acct_capped").expect("tally"), 3);
+
+    // An old record (written 400 days ago) is purged; the rest stay.
+    small.put(&record("an_old", now - 400 * 86_400_000)).expect("written");
+    let retention_ms = u64::from(xray::config::FEEDBACK_RETENTION_DAYS) * 86_400_000;
+    assert_eq!(listed(&server), ["an_old", "an_c", "an_d"], "an_b evicted for it");
+    assert_eq!(purge_before(&*store, now - retention_ms).expect("purge"), 1, "an_old");
+    assert_eq!(listed(&server), ["an_c", "an_d"]);
+    assert_eq!(purge_before(&*store, now + 1).expect("purge"), 2);
+    assert!(listed(&server).is_empty());
+    assert_eq!(small.held("acct_capped").expect("tally"), 0);
+}
