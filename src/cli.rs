@@ -37,6 +37,9 @@ enum Command {
     /// Accounts: their webhook signing secrets, through the admin listener of a running server.
     #[command(subcommand)]
     Accounts(AccountsCommand),
+    /// The report-signing keys (signed reports), through the admin listener of a running server.
+    #[command(subcommand)]
+    SigningKeys(SigningKeysCommand),
     /// Ledger tools: inspect fixtures, record and serve snapshots.
     #[command(subcommand)]
     Ledger(LedgerCommand),
@@ -260,6 +263,31 @@ enum AccountsCommand {
         #[arg(long)]
         account: String,
     },
+}
+
+/// `xray signing-keys …`.
+#[derive(Subcommand)]
+enum SigningKeysCommand {
+    /// A new report-signing key; the old one's public key stays published as retired (at
+    /// /.well-known/xray-keys.json), so reports it signed still verify. Prints
+    /// {"keyId","retiredKeyId","createdAt"}.
+    Rotate {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+/// Runs one `xray signing-keys` command against the admin listener and prints its answer.
+fn run_signing_keys(command: SigningKeysCommand) -> Result<(), String> {
+    use crate::admin::client::AdminClient;
+    let answer = runtime()?.block_on(async {
+        match command {
+            SigningKeysCommand::Rotate { admin } => {
+                AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref())?.rotate_signing_key().await
+            }
+        }
+    })?;
+    print_json(&answer)
 }
 
 /// Runs one `xray accounts` command against the admin listener and prints its answer.
@@ -761,6 +789,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Serve(args) => crate::serve::run(&args.to_config()?),
         Command::Keys(command) => run_keys(command),
         Command::Accounts(command) => run_accounts(command),
+        Command::SigningKeys(command) => run_signing_keys(command),
         Command::Labels(command) => run_labels(command),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::devtools::inspect::inspect_file(&file).map_err(|e| e.to_string())?;

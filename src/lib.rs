@@ -27,6 +27,8 @@ pub mod scan;
 pub mod limits;
 pub mod auth;
 pub mod store;
+// Signed reports: the server's Ed25519 key ring (kept in a file or the store) and JCS.
+pub mod signing;
 
 // One request, in data-flow order: the HTTP edge, a job's life, its webhook, the contract's
 // pipeline.

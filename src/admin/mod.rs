@@ -14,6 +14,8 @@
 //! - `POST /v1/admin/labels/reload` — read the labels files again (`--labels`, `--labels-extra`)
 //!   and put them in force (`labels::live`); a file that fails changes nothing (400 naming it).
 //!   Watched wallets that dealt with a newly listed address are re-screened at their next check.
+//! - `POST /v1/admin/signing-keys/rotate` — a new report-signing key (`signing`); the old one's
+//!   public key stays published as retired. Answers `{"data":{"keyId","retiredKeyId","createdAt"}}`.
 //!
 //! Runs on one listener thread of its own (`http::start` with one thread), separate from the
 //! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
@@ -53,6 +55,8 @@ pub const ACCOUNTS_PATH: &str = "/v1/admin/accounts";
 pub const METRICS_PATH: &str = "/metrics";
 /// Reads the labels files again and puts them in force (`POST`).
 pub const LABELS_RELOAD_PATH: &str = "/v1/admin/labels/reload";
+/// Rotates the report-signing key (`POST`).
+pub const SIGNING_KEYS_ROTATE_PATH: &str = "/v1/admin/signing-keys/rotate";
 /// Content type of the Prometheus text exposition format.
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -88,6 +92,7 @@ enum AdminRoute<'p> {
     Rotate(&'p str),
     WebhookSecret(&'p str),
     LabelsReload,
+    SigningKeysRotate,
 }
 
 impl AdminRoute<'_> {
@@ -97,6 +102,9 @@ impl AdminRoute<'_> {
         }
         if path == LABELS_RELOAD_PATH {
             return Some(AdminRoute::LabelsReload);
+        }
+        if path == SIGNING_KEYS_ROTATE_PATH {
+            return Some(AdminRoute::SigningKeysRotate);
         }
         if let Some(rest) = path.strip_prefix(ACCOUNTS_PATH) {
             let account = rest.strip_prefix('/')?.strip_suffix("/webhook-secret")?;
@@ -118,9 +126,11 @@ impl AdminRoute<'_> {
         match self {
             AdminRoute::Metrics => GET,
             AdminRoute::Keys => GET_POST,
-            AdminRoute::Revoke(_) | AdminRoute::Rotate(_) | AdminRoute::WebhookSecret(_) | AdminRoute::LabelsReload => {
-                POST
-            }
+            AdminRoute::Revoke(_)
+            | AdminRoute::Rotate(_)
+            | AdminRoute::WebhookSecret(_)
+            | AdminRoute::LabelsReload
+            | AdminRoute::SigningKeysRotate => POST,
         }
     }
 }
@@ -185,6 +195,9 @@ impl AdminHandler {
                 Err(message) => Err(ApiError::InvalidField { field: "labels", message }),
             },
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
+            (AdminRoute::SigningKeysRotate, _) => {
+                json_response(201, self.state.app.signer.rotate(now_ms).map_err(|e| ApiError::internal(&e))?)
+            }
             (AdminRoute::WebhookSecret(account), _) => {
                 // `{"secret", "account", "createdAt"}` itself, as issue #15 specifies it (and the
                 // CLI prints it), not wrapped in `data`.

@@ -76,7 +76,7 @@ impl DemoHandler {
             | Route::DeleteMonitor { .. }
             | Route::MonitorEvents { .. }
             | Route::RedeliverEvent { .. } => Err(ApiError::ServiceBusy),
-            Route::Status | Route::Usage | Route::Healthz => Err(ApiError::ServiceBusy),
+            Route::Status | Route::Usage | Route::Healthz | Route::SigningKeys => Err(ApiError::ServiceBusy),
         }
     }
 }

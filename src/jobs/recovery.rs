@@ -176,6 +176,7 @@ pub fn spawn_housekeeping(
             while !stopped.load(Ordering::Acquire) {
                 upkeep.run(&admission);
                 sink.retry_unsettled();
+                sink.reload_signing_keys();
                 admission.submit_stranded();
                 admission.trim_grown_outboxes();
                 let due =

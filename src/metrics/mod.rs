@@ -131,6 +131,7 @@ label_enum! {
         Status => "status",
         Usage => "usage",
         Healthz => "healthz",
+        SigningKeys => "signing_keys",
         Unmatched => "unmatched",
     }
 }

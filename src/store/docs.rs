@@ -28,6 +28,8 @@ pub enum DocKind {
     Watch,
     /// An event of a monitor, written by the completion that caused it: `event_key`, empty.
     Event,
+    /// The report-signing keys a cluster shares (`signing`): one record, key `signing-keys`.
+    SigningKeys,
 }
 
 impl DocKind {
@@ -37,6 +39,7 @@ impl DocKind {
             DocKind::MonitorOfAccount => 2,
             DocKind::Watch => 3,
             DocKind::Event => 4,
+            DocKind::SigningKeys => 5,
         }
     }
 
@@ -46,6 +49,7 @@ impl DocKind {
             DocKind::MonitorOfAccount => "monitor_of_account",
             DocKind::Watch => "watch",
             DocKind::Event => "event",
+            DocKind::SigningKeys => "signing_keys",
         }
     }
 }

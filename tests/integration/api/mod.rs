@@ -14,6 +14,7 @@ mod openapi;
 mod scan;
 pub mod readme;
 mod scopes;
+mod signing;
 pub mod serve_binary;
 pub mod support;
 pub mod webhooks;

@@ -297,6 +297,9 @@ fn the_servers_answers_match_the_document() {
     assert_valid(&doc, "BatchAccepted", &batch.body);
     assert_valid(&doc, "Status", &get(server.addr, STATUS_PATH, k).body);
     assert_valid(&doc, "Usage", &get(server.addr, USAGE_PATH, k).body);
+    let keys = raw(server.addr, "GET", xray::signing::KEY_SET_PATH, &[], "");
+    assert_valid(&doc, "SigningKeySet", &keys.body);
+    assert!(hooked.data()["signature"].is_object(), "a READY report is signed: {hooked:?}");
     for error in [
         get(server.addr, STATUS_PATH, "svc_live_nope").body,
         post(server.addr, WALLET_PATH, k, r#"{"wallet":"abc"}"#).body,

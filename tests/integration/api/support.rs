@@ -540,6 +540,11 @@ impl TestServer {
         self.ledger.as_ref().map(RunningServer::calls).unwrap_or_default()
     }
 
+    /// The data directory it serves from.
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.config.data_dir
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }

@@ -7,4 +7,5 @@
 pub mod etcd;
 mod monitors;
 mod nodes;
+mod signing;
 mod store;
