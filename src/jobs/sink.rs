@@ -140,8 +140,11 @@ impl StoreSink {
         };
         let signature = match (&self.signer, kind) {
             (Some(signer), Some(kind)) => {
-                match crate::signing::report_members(id, &kind, completed_at_ms, &payload_json) {
-                    Ok(members) => Some(signer.sign(members)),
+                let signed = crate::signing::report_members(id, &kind, completed_at_ms, &payload_json)
+                    .map(|members| signer.sign(members))
+                    .and_then(|signature| signature.validate().map(|()| signature).map_err(|e| e.to_string()));
+                match signed {
+                    Ok(signature) => Some(signature),
                     Err(e) => {
                         tracing::error!(job = %id, error = %e, "the report is stored unsigned");
                         None

@@ -46,10 +46,8 @@ use crate::config::SIGNING_KEYS_RELOAD_MS;
 use crate::store::{JobKind, ReportSignature};
 use ring::{KeyHome, Ring};
 
-pub use ring::KEY_FILE_NAME;
+pub use ring::{ALG, KEY_FILE_NAME};
 
-/// `alg` of every signature: Ed25519 (RFC 8037's JOSE name).
-pub const ALG: &str = "EdDSA";
 /// `canon` of every signature: the signed bytes are RFC 8785 JCS.
 pub const CANON: &str = "JCS";
 /// Public path of the key set (no API key needed).
@@ -80,7 +78,7 @@ impl std::fmt::Debug for ReportSigner {
 /// What a rotation did: the new current key and the one it retired.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Rotation {
+pub struct KeyRotation {
     pub key_id: String,
     pub retired_key_id: String,
     pub created_at: String,
@@ -141,7 +139,7 @@ impl ReportSigner {
     /// `SIGNING_KEYS_RETIRED_MAX` dropped), its private half erased. On a cluster, written by
     /// compare-and-set on the shared record, so two concurrent rotations both take effect in
     /// turn and no node's key is lost.
-    pub fn rotate(&self, now_ms: u64) -> Result<Rotation, String> {
+    pub fn rotate(&self, now_ms: u64) -> Result<KeyRotation, String> {
         let _one = self.rotating.lock();
         for _ in 0..ROTATION_ATTEMPTS_MAX {
             let (stored, revision) = self.home.load()?.ok_or("the signing keys are gone from their store")?;
@@ -150,7 +148,7 @@ impl ReportSigner {
             if self.home.replace(&next, revision)? {
                 let ring = self.home.load_or_create(now_ms)?;
                 let rotation =
-                    Rotation { key_id: ring.kid().to_owned(), retired_key_id, created_at: rfc3339_ms(now_ms) };
+                    KeyRotation { key_id: ring.kid().to_owned(), retired_key_id, created_at: rfc3339_ms(now_ms) };
                 self.ring.store(Arc::new(ring));
                 tracing::info!(key_id = %rotation.key_id, retired = %rotation.retired_key_id, "report signing key rotated");
                 return Ok(rotation);
@@ -311,6 +309,8 @@ mod tests {
         let (_dir, signer) = signer();
         let data = report(&signer);
         assert_eq!(verify_report(&data, &key_set(&signer)), Ok(signer.key_id()));
+        let stored: ReportSignature = serde_json::from_value(data["signature"].clone()).expect("signature");
+        assert!(stored.validate().is_ok(), "the store takes it: {stored:?}");
         let mut covers = ANALYSIS_COVERS.to_vec();
         covers.sort_unstable();
         assert_eq!(data["signature"]["covers"], serde_json::json!(covers));

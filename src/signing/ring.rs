@@ -40,6 +40,8 @@ pub const KEY_FILE_NAME: &str = "signing-keys.json";
 const KEY_FILE_MODE: u32 = 0o600;
 /// The shared record's key (`DocKind::SigningKeys`).
 const SHARED_KEY: &[u8] = b"signing-keys";
+/// `alg` of every signature and key: Ed25519 (RFC 8037's JOSE name).
+pub const ALG: &str = "EdDSA";
 /// Version of the stored form.
 const STORED_VERSION: u32 = 1;
 
@@ -199,7 +201,7 @@ impl Ring {
             crv: "Ed25519",
             x: URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes()),
             kid: &stored.current.kid,
-            alg: super::ALG,
+            alg: ALG,
             use_: "sig",
             status: "current",
             created_at: rfc3339_ms(stored.current.created_at_ms),
@@ -210,7 +212,7 @@ impl Ring {
             crv: "Ed25519",
             x: r.x.clone(),
             kid: &r.kid,
-            alg: super::ALG,
+            alg: ALG,
             use_: "sig",
             status: "retired",
             created_at: rfc3339_ms(r.created_at_ms),

@@ -192,7 +192,8 @@ impl ReportSignature {
         check_id("signature key id", &self.key_id)?;
         check_id("signature alg", &self.alg)?;
         check_id("signature canon", &self.canon)?;
-        check_id("signature value", &self.value)?;
+        // 86 characters for Ed25519's 64 bytes; room for a longer algorithm.
+        check_len("signature value", &self.value, 4 * STORE_ID_BYTES_MAX)?;
         if self.covers.len() > 16 {
             return Err(StoreError::Invalid("a signature covering more than 16 members".to_owned()));
         }
