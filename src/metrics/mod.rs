@@ -660,7 +660,7 @@ mod tests {
         for (i, reason) in RejectReason::ALL.iter().enumerate() {
             assert_eq!(reason.slot(), i);
         }
-        assert_eq!(RouteLabel::ALL.len(), 12);
+        assert_eq!(RouteLabel::ALL.len(), 13);
         assert_eq!(RejectReason::ALL.len(), 19);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = [
@@ -675,6 +675,7 @@ mod tests {
             "status",
             "usage",
             "healthz",
+            "signing_keys",
             "unmatched",
         ];
         assert_eq!(routes, expected);
