@@ -194,7 +194,8 @@ impl Reply {
     }
 
     /// The exact bytes of a finished poll's payload (`data.xray` or `data.comparison`), which
-    /// the server splices in last: `{"data":{…,"<field>":<payload>}}`.
+    /// the server splices in after the job's members and before its `signature`:
+    /// `{"data":{…,"<field>":<payload>[,"signature":{"keyId":…}]}}`.
     pub fn payload_bytes(&self, field: &str) -> &[u8] {
         let marker = format!(",\"{field}\":");
         let body = &self.raw_body;
@@ -203,7 +204,10 @@ impl Reply {
         let at = body.windows(marker.len()).position(|w| w == marker.as_bytes());
         let at = at.unwrap_or_else(|| panic!("no {field} in {self:?}"));
         assert!(body.ends_with(b"}}"), "{self:?}");
-        &body[at + marker.len()..body.len() - 2]
+        // The signature, when there is one, is the last member (no payload holds this text).
+        let signature: &[u8] = b",\"signature\":{\"keyId\":";
+        let end = body.windows(signature.len()).rposition(|w| w == signature).filter(|e| *e > at);
+        &body[at + marker.len()..end.unwrap_or(body.len() - 2)]
     }
 
     /// A string field of `data`.
