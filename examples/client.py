@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A Wallet X-Ray client, as an integrator's backend would write one (Python 3, standard
-library only). It analyzes one wallet, or scans one transaction before it is signed
+library only, but for ``verify``). It analyzes one wallet, or scans one transaction before it is signed
 (``scan``), and prints a JSON summary.
 
 Analyzing a wallet, it:
@@ -28,6 +28,17 @@ the scan may have been charged). ``--signer`` scans for another signer than the 
 
   xray ledger demo-tx drain | python3 examples/client.py --api http://127.0.0.1:8080 \\
       --key svc_live_... scan -
+
+Verifying a signed report (``verify``): every READY analysis and comparison (and every scan)
+carries ``data.signature`` (``keyId``, ``alg`` EdDSA, ``canon`` JCS, ``covers``, ``value``), an
+Ed25519 signature over the RFC 8785 canonical JSON of the members of ``data`` that ``covers``
+names. ``verify`` reads a saved report (a poll's or webhook's body, or its ``data``), takes the
+key set from ``--keys FILE`` or fetches ``<api>/.well-known/xray-keys.json`` (no API key), and
+prints ``{"verified": true|false, "keyId": …}`` (exit 1 when not verified). It needs the
+``cryptography`` and ``rfc8785`` packages (``pip install -r tests/signing/requirements.txt``);
+the other commands use the standard library only.
+
+  python3 examples/client.py --api http://127.0.0.1:8080 verify report.json
 
 A test (``tests/integration/api/webhooks.rs``) runs it against the real server, and
 ``loadtest/flows.sh`` (in ``make test``) its scan, so it cannot rot. Every wait is bounded
@@ -61,6 +72,35 @@ def verify_signature(secret, header, body, now_s=None):
         return False
     expected = hmac.new(secret.encode(), parts["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, parts["v1"])
+
+
+def verify_report(data, key_set):
+    """The ``keyId`` that signed ``data`` (a report's ``data`` object) when its signature
+    verifies with a key of ``key_set`` (a JWK set, current or retired keys), else ``None``."""
+    import base64
+
+    import rfc8785
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    def b64url(text):
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+    signature = data.get("signature") or {}
+    if signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
+        return None
+    covers = signature.get("covers") or []
+    if "signature" in covers or any(name not in data for name in covers):
+        return None
+    jwk = next((k for k in key_set.get("keys", []) if k.get("kid") == signature.get("keyId")), None)
+    if jwk is None or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+        return None
+    message = rfc8785.dumps({name: data[name] for name in covers})
+    try:
+        Ed25519PublicKey.from_public_bytes(b64url(jwk["x"])).verify(b64url(signature["value"]), message)
+    except (InvalidSignature, ValueError):
+        return None
+    return signature["keyId"]
 
 
 def rate_wait_s(headers):
@@ -183,8 +223,8 @@ def scan_summary(data):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--api", required=True, help="service root, e.g. http://127.0.0.1:8080")
-    parser.add_argument("--key", required=True)
+    parser.add_argument("--api", help="service root, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--key")
     parser.add_argument("--wallet", help="the wallet to analyze (without a command)")
     parser.add_argument("--webhook-secret", help="the account's webhook secret: receive and verify the webhook")
     parser.add_argument("--receiver-host", default="127.0.0.1")
@@ -193,7 +233,29 @@ def main():
     scan = commands.add_parser("scan", help="scan an unsigned transaction before signing it")
     scan.add_argument("transaction", help="the serialized transaction, base64 (- reads it from stdin)")
     scan.add_argument("--signer", help="the signer to scan for (default: the fee payer)")
+    verify = commands.add_parser("verify", help="verify a saved report's signature")
+    verify.add_argument("report", help="a report's JSON file (a poll's or webhook's body, or its data)")
+    verify.add_argument("--keys", help="the key set's JSON file (default: fetched from --api)")
     args = parser.parse_args()
+    if args.command == "verify":
+        with open(args.report, encoding="utf-8") as f:
+            report = json.load(f)
+        data = report.get("data", report)
+        if args.keys:
+            with open(args.keys, encoding="utf-8") as f:
+                key_set = json.load(f)
+        elif args.api:
+            url = args.api.rstrip("/") + "/.well-known/xray-keys.json"
+            with urllib.request.urlopen(url, timeout=15) as answer:
+                key_set = json.load(answer)
+        else:
+            parser.error("verify needs --keys FILE or --api URL")
+        key_id = verify_report(data, key_set)
+        json.dump({"verified": key_id is not None, "keyId": key_id}, sys.stdout)
+        print()
+        sys.exit(0 if key_id else 1)
+    if not args.api or not args.key:
+        parser.error("--api and --key are required")
     deadline = time.monotonic() + args.timeout_s
     api = Api(args.api, args.key, timeout_s=15)
     if args.command == "scan":

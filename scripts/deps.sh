@@ -22,6 +22,12 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
 
+# The independent verifier of signed reports (Python: cryptography + rfc8785, pinned).
+if ! python3 -c 'import cryptography, rfc8785' >/dev/null 2>&1; then
+  echo "installing: tests/signing/requirements.txt (pip)" >&2
+  pip install --quiet -r "$(dirname "$0")/../tests/signing/requirements.txt"
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: install the Rust toolchain (https://rustup.rs) and retry" >&2
   exit 1

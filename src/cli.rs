@@ -40,6 +40,9 @@ enum Command {
     /// Feedback on analyses (false positives, confirmations, misses), through the admin listener.
     #[command(subcommand)]
     Feedback(FeedbackCommand),
+    /// The report-signing keys (signed reports), through the admin listener of a running server.
+    #[command(subcommand)]
+    SigningKeys(SigningKeysCommand),
     /// Ledger tools: inspect fixtures, record and serve snapshots.
     #[command(subcommand)]
     Ledger(LedgerCommand),
@@ -304,6 +307,31 @@ fn run_feedback(command: FeedbackCommand) -> Result<(), String> {
     }
     let answer = runtime()?.block_on(async {
         AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref())?.feedback(&account, &query.join("&")).await
+    })?;
+    print_json(&answer)
+}
+
+/// `xray signing-keys …`.
+#[derive(Subcommand)]
+enum SigningKeysCommand {
+    /// A new report-signing key; the old one's public key stays published as retired (at
+    /// /.well-known/xray-keys.json), so reports it signed still verify. Prints
+    /// {"keyId","retiredKeyId","createdAt"}.
+    Rotate {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+}
+
+/// Runs one `xray signing-keys` command against the admin listener and prints its answer.
+fn run_signing_keys(command: SigningKeysCommand) -> Result<(), String> {
+    use crate::admin::client::AdminClient;
+    let answer = runtime()?.block_on(async {
+        match command {
+            SigningKeysCommand::Rotate { admin } => {
+                AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref())?.rotate_signing_key().await
+            }
+        }
     })?;
     print_json(&answer)
 }
@@ -808,6 +836,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Keys(command) => run_keys(command),
         Command::Accounts(command) => run_accounts(command),
         Command::Feedback(command) => run_feedback(command),
+        Command::SigningKeys(command) => run_signing_keys(command),
         Command::Labels(command) => run_labels(command),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::devtools::inspect::inspect_file(&file).map_err(|e| e.to_string())?;

@@ -30,6 +30,8 @@ pub mod store;
 pub mod policy;
 // Feedback on analyses: records over the store, purged by housekeeping (`jobs`), written by `api`.
 pub mod feedback;
+// Signed reports: the server's Ed25519 key ring (kept in a file or the store) and JCS.
+pub mod signing;
 
 // One request, in data-flow order: the HTTP edge, a job's life, its webhook, the contract's
 // pipeline.

@@ -51,6 +51,7 @@ use crate::limits::rate::RateLimit;
 use crate::metrics::Metrics;
 use crate::monitors::{Registry, Scheduler, SchedulerDeps, SchedulerSettings};
 use crate::policy::Policies;
+use crate::signing::ReportSigner;
 use crate::store::etcd::{EtcdStore, KeyChange};
 use crate::store::group_commit::GroupCommit;
 use crate::store::{RocksStore, Store, StoreOptions};
@@ -100,6 +101,11 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let started_ms = now_unix_ms();
     let (store, cluster) = open_store(config, started_ms)?;
     let admin_token = admin_files::load_or_create_token(&config.data_dir)?;
+    // Signed reports: the key ring, created on the first start (a cluster's shared by its nodes).
+    let signer = Arc::new(match &cluster {
+        Some(_) => ReportSigner::open_shared(store.clone(), started_ms)?,
+        None => ReportSigner::open_file(&config.data_dir, started_ms)?,
+    });
     let keys = match &cluster {
         Some(etcd) => follow_keys(etcd, started_ms)?,
         None => Arc::new(load_keys(&*store, started_ms)?),
@@ -117,14 +123,10 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let (ledger_failing, store_failing) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let finished = Arc::new(FinishedJobs::new(config::FINISHED_CACHE_BYTES, config::FINISHED_CACHE_ENTRIES_MAX));
     let failing = Failing { ledger: ledger_failing.clone(), store: store_failing.clone() };
-    let sink = Arc::new(StoreSink::new(
-        store.clone(),
-        index.clone(),
-        finished.clone(),
-        keys.clone(),
-        metrics.clone(),
-        failing,
-    ));
+    let sink = Arc::new(
+        StoreSink::new(store.clone(), index.clone(), finished.clone(), keys.clone(), metrics.clone(), failing)
+            .with_signer(signer.clone()),
+    );
     let ledger_cache = open_ledger_cache(config)?;
     let pool = Arc::new(start_pool(config, labels.clone(), sink.clone(), ledger_cache.clone())?);
     // After the pool: a start that fails on its ledger source must not have created (and so
@@ -170,6 +172,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         monitor_interval_ms: config.monitor_interval_s.saturating_mul(1_000),
         registry_work: Default::default(),
         feedback: Arc::new(crate::feedback::Book::new(store.clone())),
+        signer,
     });
     let upkeep = match &cluster {
         Some(etcd) => Upkeep::Adopt(Adoption::new(etcd.clone(), app.keys.clone())),

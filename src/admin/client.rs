@@ -74,6 +74,11 @@ impl AdminClient {
         self.call(reqwest::Method::GET, format!("{ACCOUNTS_PATH}/{account}/feedback{sep}{query}"), None).await
     }
 
+    /// Rotates the report-signing key (`xray signing-keys rotate`).
+    pub async fn rotate_signing_key(&self) -> Result<Value, String> {
+        self.call(reqwest::Method::POST, super::SIGNING_KEYS_ROTATE_PATH.to_owned(), None).await
+    }
+
     async fn call(&self, method: reqwest::Method, path: String, body: Option<&Value>) -> Result<Value, String> {
         let url = format!("{}{path}", self.base_url);
         let mut request = self.http.request(method, &url).bearer_auth(&self.token);

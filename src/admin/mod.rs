@@ -18,6 +18,8 @@
 //!   Watched wallets that dealt with a newly listed address are re-screened at their next check.
 //! - `GET|PUT /v1/admin/accounts/:account/policy` — an account's policy (issue #31), the same
 //!   document and rules as the API's `/v1/developer/policy` (a `PUT` is recorded as by `admin`).
+//! - `POST /v1/admin/signing-keys/rotate` — a new report-signing key (`signing`); the old one's
+//!   public key stays published as retired. Answers `{"data":{"keyId","retiredKeyId","createdAt"}}`.
 //!
 //! Runs on one listener thread of its own (`http::start` with one thread), separate from the
 //! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
@@ -58,6 +60,8 @@ pub const ACCOUNTS_PATH: &str = "/v1/admin/accounts";
 pub const METRICS_PATH: &str = "/metrics";
 /// Reads the labels files again and puts them in force (`POST`).
 pub const LABELS_RELOAD_PATH: &str = "/v1/admin/labels/reload";
+/// Rotates the report-signing key (`POST`).
+pub const SIGNING_KEYS_ROTATE_PATH: &str = "/v1/admin/signing-keys/rotate";
 /// Content type of the Prometheus text exposition format.
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -97,6 +101,7 @@ enum AdminRoute<'p> {
     Policy(&'p str),
     Feedback(&'p str),
     LabelsReload,
+    SigningKeysRotate,
 }
 
 impl AdminRoute<'_> {
@@ -106,6 +111,9 @@ impl AdminRoute<'_> {
         }
         if path == LABELS_RELOAD_PATH {
             return Some(AdminRoute::LabelsReload);
+        }
+        if path == SIGNING_KEYS_ROTATE_PATH {
+            return Some(AdminRoute::SigningKeysRotate);
         }
         if let Some(rest) = path.strip_prefix(ACCOUNTS_PATH) {
             let (account, what) = rest.strip_prefix('/')?.split_once('/')?;
@@ -136,9 +144,11 @@ impl AdminRoute<'_> {
             AdminRoute::Metrics | AdminRoute::Feedback(_) => GET,
             AdminRoute::Keys => GET_POST,
             AdminRoute::Policy(_) => GET_PUT,
-            AdminRoute::Revoke(_) | AdminRoute::Rotate(_) | AdminRoute::WebhookSecret(_) | AdminRoute::LabelsReload => {
-                POST
-            }
+            AdminRoute::Revoke(_)
+            | AdminRoute::Rotate(_)
+            | AdminRoute::WebhookSecret(_)
+            | AdminRoute::LabelsReload
+            | AdminRoute::SigningKeysRotate => POST,
         }
     }
 }
@@ -213,6 +223,9 @@ impl AdminHandler {
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
             (AdminRoute::Policy(account), method) => self.policy(request, account, method, now_ms),
             (AdminRoute::Feedback(account), _) => feedback_page(&self.state.app, account, request.query.as_deref()),
+            (AdminRoute::SigningKeysRotate, _) => {
+                json_response(201, self.state.app.signer.rotate(now_ms).map_err(|e| ApiError::internal(&e))?)
+            }
             (AdminRoute::WebhookSecret(account), _) => {
                 // `{"secret", "account", "createdAt"}` itself, as issue #15 specifies it (and the
                 // CLI prints it), not wrapped in `data`.

@@ -536,7 +536,12 @@ pub fn finished_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<V
     }
     // A READY job always carries its payload (`StoredJob`'s invariant).
     let payload = payload.ok_or_else(|| ApiError::internal(&"READY job without payload"))?;
-    Ok(splice(body, payload_field(record), payload))
+    let body = splice(body, payload_field(record), payload);
+    // Its signature, as stored when it completed (none for jobs completed before signing).
+    Ok(match &record.signature {
+        Some(signature) => splice(body, "signature", &json_bytes(signature)?),
+        None => body,
+    })
 }
 
 /// The body of a finished job's webhook: a monitor's event for a re-analysis that caused one

@@ -98,6 +98,8 @@ pub struct App {
     pub registry_work: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
     /// Feedback on analyses (`POST …/feedback`, the admin listing, its counters).
     pub feedback: Arc<crate::feedback::Book>,
+    /// Signs scans as they are answered, and publishes the key set (`signing`).
+    pub signer: Arc<crate::signing::ReportSigner>,
 }
 
 impl App {
@@ -189,6 +191,13 @@ pub fn health(stop: &StopState, store_failing: bool) -> ApiResponse {
     }
 }
 
+/// `GET /.well-known/xray-keys.json`: the report-signing keys, current and retired, as a JWK
+/// set (`signing`), cacheable for `SIGNING_KEYS_MAX_AGE_S`.
+pub fn signing_keys(signer: &crate::signing::ReportSigner) -> ApiResponse {
+    let max_age = format!("public, max-age={}", crate::config::SIGNING_KEYS_MAX_AGE_S);
+    ApiResponse::json(200, signer.key_set()).with_header("cache-control", max_age)
+}
+
 impl ApiHandler {
     async fn respond(&self, request: &ApiRequest) -> Answered {
         let app = &*self.app;
@@ -199,6 +208,9 @@ impl ApiHandler {
         let label = route_label(&route);
         if route == Route::Healthz {
             return Answered::anonymous(label, health(&self.stop, app.store_failing.load(Ordering::Relaxed)));
+        }
+        if route == Route::SigningKeys {
+            return Answered::anonymous(label, signing_keys(&app.signer));
         }
         let now_ns = app.clock.now_ns();
         let now_ms = now_unix_ms();
@@ -286,6 +298,7 @@ impl ApiHandler {
             Route::GetPolicy => endpoints.get_policy().await,
             Route::PutPolicy => endpoints.put_policy().await,
             Route::Healthz => Ok(health(&self.stop, self.app.store_failing.load(Ordering::Relaxed))),
+            Route::SigningKeys => Ok(signing_keys(&self.app.signer)),
         }
     }
 }
@@ -332,5 +345,6 @@ fn route_label(route: &Route<'_>) -> RouteLabel {
         Route::Usage => RouteLabel::Usage,
         Route::GetPolicy | Route::PutPolicy => RouteLabel::Policy,
         Route::Healthz => RouteLabel::Healthz,
+        Route::SigningKeys => RouteLabel::SigningKeys,
     }
 }

@@ -29,6 +29,8 @@ const COMPARISON_PREFIX: &str = "intelligence/comparison/";
 pub enum Route<'a> {
     /// `GET /healthz` (no authentication).
     Healthz,
+    /// `GET /.well-known/xray-keys.json`: the report-signing keys (no authentication).
+    SigningKeys,
     /// `POST /v1/developer/intelligence/wallet`
     AnalyzeWallet,
     /// `POST /v1/developer/intelligence/wallets` (a batch: an extension of the contract)
@@ -76,7 +78,7 @@ const MONITORS_PATH: &str = "monitors";
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 19] = [
+    pub const PATHS: [&'static str; 20] = [
         "POST /v1/developer/intelligence/wallet",
         "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
@@ -96,6 +98,7 @@ impl Route<'_> {
         "GET /v1/developer/status",
         "GET /v1/developer/usage",
         "GET /healthz",
+        "GET /.well-known/xray-keys.json",
     ];
 
     /// The methods this route answers (the `Allow` list of a 405).
@@ -142,13 +145,13 @@ impl Route<'_> {
             Route::Usage => Some(Scope::UsageRead),
             Route::GetPolicy => Some(Scope::PolicyRead),
             Route::PutPolicy => Some(Scope::PolicyWrite),
-            Route::Status | Route::Healthz => None,
+            Route::Status | Route::Healthz | Route::SigningKeys => None,
         }
     }
 
-    /// Whether the route needs an API key (all but `/healthz`).
+    /// Whether the route needs an API key (all but `/healthz` and the signing keys).
     pub fn needs_key(&self) -> bool {
-        !matches!(self, Route::Healthz)
+        !matches!(self, Route::Healthz | Route::SigningKeys)
     }
 
     /// Whether the route reads a JSON body.
@@ -171,6 +174,9 @@ impl Route<'_> {
 fn match_path(path: &str) -> Option<Route<'_>> {
     if path == "/healthz" {
         return Some(Route::Healthz);
+    }
+    if path == crate::signing::KEY_SET_PATH {
+        return Some(Route::SigningKeys);
     }
     let rest = path.strip_prefix(V1)?;
     match rest {
@@ -330,6 +336,8 @@ mod tests {
             "/v1/developer/",
             "/v1/developer/status/",
             "/healthz/",
+            "/.well-known/xray-keys.json/",
+            "/.well-known/",
             "/v1/developer/intelligence/analysis/",
             "/v1/developer/intelligence/analysis",
             "/v1/developer/intelligence/analysis/a/b",

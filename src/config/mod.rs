@@ -126,6 +126,19 @@ pub const DOC_VALUE_BYTES_MAX: usize = 64 * 1024;
 /// Writes in one batch of feature records.
 pub const DOC_BATCH_LEN_MAX: usize = 256;
 
+// --- Signed reports (src/signing/) ---
+/// Retired public keys the key set keeps published (`GET /.well-known/xray-keys.json`); a
+/// rotation past it drops the oldest, and reports signed by a dropped key can no longer be
+/// verified from the endpoint.
+pub const SIGNING_KEYS_RETIRED_MAX: usize = 16;
+/// How often a cluster node reads the shared signing keys again (a rotation on another node
+/// reaches it within this), in milliseconds.
+pub const SIGNING_KEYS_RELOAD_MS: u64 = 1_000;
+/// `Cache-Control: max-age` of the published key set, in seconds.
+pub const SIGNING_KEYS_MAX_AGE_S: u32 = 60;
+/// The signing-key file (`<data-dir>/signing-keys.json`), in bytes: larger is refused unread.
+pub const SIGNING_KEYS_FILE_BYTES_MAX: u64 = 64 * 1024;
+
 /// JSON-RPC requests in one batch for `getTransaction`.
 pub const RPC_BATCH_LEN_MAX: usize = 50;
 /// Batches in flight at once per RPC source.

@@ -82,7 +82,7 @@ impl DemoHandler {
             | Route::RedeliverEvent { .. }
             | Route::GetPolicy
             | Route::PutPolicy => Err(ApiError::ServiceBusy),
-            Route::Status | Route::Usage | Route::Healthz => Err(ApiError::ServiceBusy),
+            Route::Status | Route::Usage | Route::Healthz | Route::SigningKeys => Err(ApiError::ServiceBusy),
         }
     }
 }

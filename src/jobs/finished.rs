@@ -401,7 +401,12 @@ mod tests {
         store.admit(&analysis(id, created_at_ms), None).unwrap();
         let payload = format!(r#"{{"job":"{id}"}}"#).into_bytes();
         let outcome = if ready {
-            Completion::Ready { payload_json: payload.clone(), engine_version: "v".into(), event: None }
+            Completion::Ready {
+                payload_json: payload.clone(),
+                engine_version: "v".into(),
+                event: None,
+                signature: None,
+            }
         } else {
             Completion::Failed { code: "ANALYSIS_FAILED".into(), message: "m".into() }
         };

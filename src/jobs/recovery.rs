@@ -186,6 +186,7 @@ pub fn spawn_housekeeping(
                     last_policy_reload = Instant::now();
                 }
                 sink.retry_unsettled();
+                sink.reload_signing_keys();
                 admission.submit_stranded();
                 admission.trim_grown_outboxes();
                 let due =

@@ -14,6 +14,9 @@
 //! say `RUNNING` and an equal POST deduplicates onto it instead of admitting a second charged
 //! job — and the housekeeping thread retries it (`retry_unsettled`) until the store takes it;
 //! meanwhile `store_failing` makes the service `degraded`.
+//! Signs a READY report (`signing`) just before (1), over the members its poll will show with
+//! the `completedAt` (1) stores, and stores the signature with it (a store that refused is
+//! retried with a fresh signature: the time is the attempt's).
 //! Also reads the scores of analyses a comparison reuses, and — before (1) — adds to a READY
 //! analysis its `changes` against the account's previous READY analysis of the wallet
 //! (`engine::changes`; `null` when there is none or it cannot be read: never a failed job).
@@ -52,6 +55,7 @@ use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::ReleaseCause;
 use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics, WEBHOOKS};
 use crate::pubkey::Pubkey;
+use crate::signing::ReportSigner;
 use crate::store::{
     self, CallbackStatus, Completion, EventRecord, JobKind, JobRecord, MonitorLink, Store, StoreError, Subject,
 };
@@ -71,6 +75,8 @@ pub struct StoreSink {
     started: papaya::HashMap<String, Instant>,
     /// Completions the store did not take yet, and their payload bytes.
     unsettled: parking_lot::Mutex<(Vec<Unsettled>, usize)>,
+    /// Signs each READY report once, as it is stored (`with_signer`); `None`: unsigned.
+    signer: Option<Arc<ReportSigner>>,
 }
 
 /// A completion the store has not taken yet, and why (its last refusal).
@@ -106,16 +112,59 @@ impl StoreSink {
     ) -> StoreSink {
         let Failing { ledger: ledger_failing, store: store_failing } = failing;
         let (started, unsettled) = (papaya::HashMap::new(), parking_lot::Mutex::new((Vec::new(), 0)));
-        StoreSink { store, index, finished, keys, metrics, ledger_failing, store_failing, started, unsettled }
+        let signer = None;
+        StoreSink { store, index, finished, keys, metrics, ledger_failing, store_failing, started, unsettled, signer }
+    }
+
+    /// The sink that signs every READY report with `signer` as it stores it.
+    pub fn with_signer(mut self, signer: Arc<ReportSigner>) -> StoreSink {
+        self.signer = Some(signer);
+        self
+    }
+
+    /// The report signer's periodic upkeep (a cluster node reads the shared keys again).
+    pub fn reload_signing_keys(&self) {
+        if let Some(signer) = &self.signer {
+            signer.reload_if_due();
+        }
+    }
+
+    /// `completion` with its report's signature over the members a poll will show, completed at
+    /// `completed_at_ms` (signed at every attempt to store it: the time is the attempt's). A
+    /// report that cannot be signed is stored unsigned, logged — never a failed job.
+    fn signed(&self, id: &str, completion: Completion, completed_at_ms: u64) -> Completion {
+        let Completion::Ready { payload_json, engine_version, event, .. } = completion else { return completion };
+        let kind = match self.index.get(id) {
+            Some(live) => Some(live.record.kind.clone()),
+            None => self.store.get_job(id).ok().flatten().map(|record| record.kind),
+        };
+        let signature = match (&self.signer, kind) {
+            (Some(signer), Some(kind)) => {
+                let signed = crate::signing::report_members(id, &kind, completed_at_ms, &payload_json)
+                    .map(|members| signer.sign(members))
+                    .and_then(|signature| signature.validate().map(|()| signature).map_err(|e| e.to_string()));
+                match signed {
+                    Ok(signature) => Some(signature),
+                    Err(e) => {
+                        tracing::error!(job = %id, error = %e, "the report is stored unsigned");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        Completion::Ready { payload_json, engine_version, event, signature }
     }
 
     /// Writes a job's completion and, once the store took it, settles memory: quota, finished
     /// cache, index (in that order). Returns the completion when the store could not take it.
     fn settle(&self, id: String, completion: Completion) -> Option<Unsettled> {
+        let completed_at_ms = now_unix_ms();
+        let completion = self.signed(&id, completion, completed_at_ms);
         let written = {
             // The store and memory settle on the same key even if it is being rotated.
             let _gate = self.keys.settlement_gate();
-            let written = self.store.complete(&id, now_unix_ms(), &completion);
+            let written = self.store.complete(&id, completed_at_ms, &completion);
             if let Ok(record) = &written {
                 self.settle_quota(record);
             }
@@ -254,7 +303,9 @@ pub struct Failing {
 /// a result carries the version tag of the policy it was made under (`engine_version`).
 fn store_outcome(outcome: Outcome, event: Option<EventRecord>, engine_version: String) -> Completion {
     match outcome {
-        Outcome::Ready { payload } => Completion::Ready { payload_json: payload, engine_version, event },
+        Outcome::Ready { payload } => {
+            Completion::Ready { payload_json: payload, engine_version, event, signature: None }
+        }
         Outcome::Failed { code, message } => Completion::Failed { code: code.as_str().to_owned(), message },
     }
 }

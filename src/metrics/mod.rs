@@ -133,6 +133,7 @@ label_enum! {
         Usage => "usage",
         Policy => "policy",
         Healthz => "healthz",
+        SigningKeys => "signing_keys",
         Unmatched => "unmatched",
     }
 }
@@ -678,6 +679,7 @@ mod tests {
             "usage",
             "policy",
             "healthz",
+            "signing_keys",
             "unmatched",
         ];
         assert_eq!(routes, expected);

@@ -36,6 +36,8 @@ pub enum DocKind {
     /// Feedback of an account by the time it was last written (`feedback::record`):
     /// lp(account) ‖ updated_at_ms BE ‖ lp(analysis id) ‖ signal id, the record's copy.
     FeedbackByTime,
+    /// The report-signing keys a cluster shares (`signing`): one record, key `signing-keys`.
+    SigningKeys,
 }
 
 impl DocKind {
@@ -48,6 +50,7 @@ impl DocKind {
             DocKind::Policy => 5,
             DocKind::Feedback => 7,
             DocKind::FeedbackByTime => 8,
+            DocKind::SigningKeys => 6,
         }
     }
 
@@ -60,6 +63,7 @@ impl DocKind {
             DocKind::Policy => "policy",
             DocKind::Feedback => "feedback",
             DocKind::FeedbackByTime => "feedback_by_time",
+            DocKind::SigningKeys => "signing_keys",
         }
     }
 }

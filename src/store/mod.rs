@@ -158,7 +158,7 @@ mod usage;
 pub use docs::{Doc, DocKind, DocWrite, Expect};
 pub use record::{
     Attached, Callback, CallbackStatus, Completion, EventRecord, IdempotentAnswer, JobCursor, JobError, JobKind,
-    JobPage, JobRecord, JobState, LiveState, MonitorLink, Subject, WebhookSecret,
+    JobPage, JobRecord, JobState, LiveState, MonitorLink, ReportSignature, Subject, WebhookSecret,
 };
 pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 

@@ -166,6 +166,39 @@ pub struct JobRecord {
     /// callback it had then, and — once the job completed — the event it caused, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<MonitorLink>,
+    /// The signature of a READY job's report (`signing`), made once when it completed and
+    /// served with every poll and webhook of it. Absent in FAILED jobs and in jobs completed
+    /// before reports were signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<ReportSignature>,
+}
+
+/// A report's detached signature, stored as the wire's `data.signature` member: the key that
+/// made it (`keyId`), the algorithm (`EdDSA`, Ed25519), the canonical form of the signed bytes
+/// (`JCS`, RFC 8785), the members of `data` it covers, and the signature (base64url, unpadded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportSignature {
+    pub key_id: String,
+    pub alg: String,
+    pub canon: String,
+    pub covers: Vec<String>,
+    pub value: String,
+}
+
+impl ReportSignature {
+    /// Bounded like every stored string (a signature is ~90 bytes; `covers` names ≤ 16 members).
+    pub(crate) fn validate(&self) -> StoreResult<()> {
+        check_id("signature key id", &self.key_id)?;
+        check_id("signature alg", &self.alg)?;
+        check_id("signature canon", &self.canon)?;
+        // 86 characters for Ed25519's 64 bytes; room for a longer algorithm.
+        check_len("signature value", &self.value, 4 * STORE_ID_BYTES_MAX)?;
+        if self.covers.len() > 16 {
+            return Err(StoreError::Invalid("a signature covering more than 16 members".to_owned()));
+        }
+        self.covers.iter().try_for_each(|c| check_id("signature member", c))
+    }
 }
 
 /// What a monitor's re-analysis carries from the check that admitted it. Thresholds and the
@@ -443,6 +476,7 @@ impl JobRecord {
             idempotency_digest: None,
             callback: None,
             monitor: None,
+            signature: None,
         }
     }
 }
@@ -495,7 +529,13 @@ pub enum Completion {
     /// for a monitor's re-analysis whose changes crossed its thresholds, the event (the store
     /// writes it into the job's `MonitorLink`, indexes it and puts its webhook in the outbox,
     /// all in the completion's batch).
-    Ready { payload_json: Vec<u8>, engine_version: String, event: Option<EventRecord> },
+    /// `signature`: the report's (`signing`), stored into the record's `signature`.
+    Ready {
+        payload_json: Vec<u8>,
+        engine_version: String,
+        event: Option<EventRecord>,
+        signature: Option<ReportSignature>,
+    },
     /// A contract error code (`ACCOUNT_NOT_ELIGIBLE`, `UPSTREAM_UNAVAILABLE`, …) and message.
     Failed { code: String, message: String },
 }
@@ -571,8 +611,11 @@ impl JobError {
 impl Completion {
     pub(crate) fn validate(&self) -> StoreResult<()> {
         match self {
-            Completion::Ready { payload_json, engine_version, event } => {
+            Completion::Ready { payload_json, engine_version, event, signature } => {
                 check_len("engine version", engine_version, ENGINE_VERSION_BYTES_MAX)?;
+                if let Some(signature) = signature {
+                    signature.validate()?;
+                }
                 if let Some(event) = event {
                     check_id("event id", &event.id)?;
                 }
@@ -617,6 +660,7 @@ mod tests {
             payload_json: vec![b' '; RESULT_BYTES_MAX + 1],
             engine_version: "1".into(),
             event: None,
+            signature: None,
         };
         assert!(big.validate().is_err());
         let long = Completion::Failed { code: "X".into(), message: "m".repeat(ERROR_MESSAGE_BYTES_MAX + 1) };

@@ -929,9 +929,10 @@ impl Store for RocksStore {
         batch.put_cf(self.cf(CF_DONE)?, enc::done_key(completed_at_ms, &job.id), []);
         let mut done = JobRecord { completed_at_ms: Some(completed_at_ms), ..job };
         match outcome {
-            Completion::Ready { payload_json, engine_version, event } => {
+            Completion::Ready { payload_json, engine_version, event, signature } => {
                 batch.put_cf(self.payload_cf(&done)?, done.id.as_bytes(), enc::encode_raw(payload_json));
                 done.state = JobState::Ready;
+                done.signature = signature.clone();
                 done.engine_version = engine_version.clone();
                 self.settle_usage(&mut batch, &done, true)?;
                 done = done.with_event(event.as_ref());

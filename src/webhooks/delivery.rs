@@ -496,6 +496,7 @@ mod tests {
             idempotency_digest: None,
             callback: Some(Callback::pending(format!("https://hooks.example/{id}"))),
             monitor: None,
+            signature: None,
         }
     }
 

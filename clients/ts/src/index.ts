@@ -13,9 +13,11 @@
  * - long polling with `wait` until a job is `READY` or `FAILED`;
  * - errors as `XrayError` (the contract's `code`, `status`, `requestId`, `details`,
  *   `retryAfterSeconds`);
- * - `verifyWebhook`: the `Xray-Signature` check of a delivered webhook, in constant time.
+ * - `verifyWebhook`: the `Xray-Signature` check of a delivered webhook, in constant time;
+ * - `verifyReport`: the Ed25519 check of a signed report (`data.signature`) against the published
+ *   key set (`getSigningKeys`), over its RFC 8785 (JCS) canonical form (`canonicalJson`).
  */
-import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
+import { createHmac, createPublicKey, randomUUID, timingSafeEqual, verify as verifySignature } from "node:crypto";
 import type { components, operations, paths } from "./schema.js";
 
 export type { components, operations, paths };
@@ -511,6 +513,14 @@ export class XrayClient {
     );
   }
 
+  /** `GET /.well-known/xray-keys.json` (no key): the report-signing keys, current and retired. */
+  getSigningKeys(opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["getSigningKeys"]>>(
+      { method: "GET", path: "/.well-known/xray-keys.json", auth: false, retrySafe: true },
+      opts,
+    );
+  }
+
   // ---- machinery --------------------------------------------------------------------------
 
   private idem(opts: IdempotentOptions): { idempotencyKey?: string; retrySafe: boolean } {
@@ -712,4 +722,71 @@ export function verifyWebhook(
   for (const c of candidates) ok = timingSafeEqual(expected, c) || ok;
   if (!ok) throw new WebhookVerificationError("signature_mismatch", "the signature is not this secret's for this body");
   return t;
+}
+
+// ---- signed reports -------------------------------------------------------------------------
+
+export type SigningKeySet = Schemas["SigningKeySet"];
+export type ReportSignature = Schemas["ReportSignature"];
+
+/** Why `verifyReport` refused a report. */
+export class ReportVerificationError extends Error {
+  constructor(
+    readonly reason: "unsigned" | "malformed" | "unknown_key" | "signature_mismatch",
+    message: string,
+  ) {
+    super(message);
+    this.name = "ReportVerificationError";
+  }
+}
+
+/**
+ * RFC 8785 (JCS): `value` as canonical JSON — object members sorted by their names' UTF-16 code
+ * units (`Array.prototype.sort`'s default order), no whitespace, strings and numbers as
+ * `JSON.stringify` writes them (ECMAScript number formatting is what JCS prescribes).
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value === "boolean" || typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new TypeError("JCS has no NaN or Infinity");
+    return JSON.stringify(value);
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (typeof value === "object") {
+    const object = value as Record<string, unknown>;
+    const members = Object.keys(object)
+      .filter((k) => object[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(object[k])}`);
+    return `{${members.join(",")}}`;
+  }
+  throw new TypeError(`not JSON: ${typeof value}`);
+}
+
+/**
+ * Checks a report's `data` (a poll's or webhook's `data`, or a scan's): the members its
+ * `signature.covers` names, canonicalized (JCS), against the Ed25519 key `signature.keyId` of
+ * `keySet` (current or retired). Returns the key id; throws `ReportVerificationError`.
+ */
+export function verifyReport(data: Record<string, unknown>, keySet: SigningKeySet): string {
+  const signature = data.signature as ReportSignature | undefined;
+  if (!signature || typeof signature !== "object") throw new ReportVerificationError("unsigned", "no data.signature");
+  if (signature.alg !== "EdDSA" || signature.canon !== "JCS" || !Array.isArray(signature.covers)) {
+    throw new ReportVerificationError("malformed", "not an EdDSA signature over JCS");
+  }
+  const covered: Record<string, unknown> = {};
+  for (const name of signature.covers) {
+    if (name === "signature" || !(name in data)) {
+      throw new ReportVerificationError("malformed", `covered member ${name} is missing`);
+    }
+    covered[name] = data[name];
+  }
+  const jwk = keySet.keys.find((k) => k.kid === signature.keyId);
+  if (!jwk) throw new ReportVerificationError("unknown_key", `no published key ${signature.keyId}`);
+  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519") throw new ReportVerificationError("malformed", "not an Ed25519 key");
+  const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwk.x }, format: "jwk" });
+  const message = Buffer.from(canonicalJson(covered), "utf8");
+  const ok = verifySignature(null, message, key, Buffer.from(signature.value, "base64url"));
+  if (!ok) throw new ReportVerificationError("signature_mismatch", "the signature does not match the report");
+  return signature.keyId;
 }

@@ -444,6 +444,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/xray-keys.json": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Report-signing keys
+         * @description No authentication. The public keys that sign reports (`data.signature` of READY analyses and comparisons, their webhooks, and scans), current and retired, as a JWK set; `Cache-Control: public, max-age=60`. The operator rotates the key with `xray signing-keys rotate` (admin API `POST /v1/admin/signing-keys/rotate`); the old key stays here as `retired`. No rate-limit headers.
+         */
+        get: operations["getSigningKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -635,7 +658,7 @@ export interface components {
             /** @description Human-readable explanation. */
             message: string;
         };
-        /** @description An analysis job. `xray` is present only when `status` is `READY`; `error` only when `FAILED`. */
+        /** @description An analysis job. `xray` is present only when `status` is `READY`; `error` only when `FAILED`. `signature` (with `xray`) signs the report: see `ReportSignature`. */
         AnalysisPollData: {
             analysisId: components["schemas"]["AnalysisId"];
             wallet: components["schemas"]["Address"];
@@ -661,12 +684,13 @@ export interface components {
             error?: components["schemas"]["JobError"];
             xray?: components["schemas"]["XRay"];
             callback?: components["schemas"]["CallbackState"];
+            signature?: components["schemas"]["ReportSignature"];
         };
         /** @description Body of `GET /v1/developer/intelligence/analysis/{id}`. */
         AnalysisPoll: {
             data: components["schemas"]["AnalysisPollData"];
         };
-        /** @description The account's latest comparison job of the pair. `comparison` is present only when `READY`; `error` only when `FAILED`. `walletA`/`walletB` are in the order of the request that created the job. */
+        /** @description The account's latest comparison job of the pair. `comparison` is present only when `READY`; `error` only when `FAILED`. `walletA`/`walletB` are in the order of the request that created the job. `signature` (with `comparison`) signs the report: see `ReportSignature`. */
         ComparisonPollData: {
             pairId: components["schemas"]["PairId"];
             walletA: components["schemas"]["Address"];
@@ -693,6 +717,7 @@ export interface components {
             error?: components["schemas"]["JobError"];
             comparison?: components["schemas"]["Comparison"];
             callback?: components["schemas"]["CallbackState"];
+            signature?: components["schemas"]["ReportSignature"];
         };
         /** @description Body of `GET /v1/developer/intelligence/comparison/{pairId}`. */
         ComparisonPoll: {
@@ -1837,7 +1862,7 @@ export interface components {
              */
             signals: string;
         };
-        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer and ledger state give byte-identical JSON. */
+        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer and ledger state give byte-identical JSON. `signature` signs the answer: see `ReportSignature`. */
         ScanReport: {
             verdict: components["schemas"]["Verdict"];
             /**
@@ -1856,6 +1881,7 @@ export interface components {
             counterparties: components["schemas"]["ScanCounterparties"];
             engineVersions: components["schemas"]["ScanEngineVersions"];
             policy: components["schemas"]["PolicyRef"];
+            signature?: components["schemas"]["ReportSignature"];
         };
         /** @description Body of a `200` of `POST /v1/developer/intelligence/transaction`. */
         TransactionScan: {
@@ -2219,6 +2245,66 @@ export interface components {
         /** @description Body of `201` and `200` to `POST /v1/developer/feedback`. */
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
+        };
+        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names. To verify: parse the report, take those members of `data`, canonicalize them with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`. An analysis covers `analysisId`, `wallet`, `completedAt` and `xray`; a comparison `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; a scan every member of its `data`. Absent from jobs completed before the server signed reports. */
+        ReportSignature: {
+            /**
+             * @description The signing key's `kid`: the first 16 hex digits of SHA-256 of its 32-byte public key.
+             * @example 3f9a1c0b7d2e4f61
+             */
+            keyId: string;
+            /**
+             * @description `EdDSA` (Ed25519).
+             * @example EdDSA
+             */
+            alg: string;
+            /**
+             * @description `JCS` (RFC 8785).
+             * @example JCS
+             */
+            canon: string;
+            /**
+             * @description The members of `data` the signature covers, sorted.
+             * @example [
+             *       "analysisId",
+             *       "completedAt",
+             *       "wallet",
+             *       "xray"
+             *     ]
+             */
+            covers: string[];
+            /** @description The 64-byte signature, base64url without padding. */
+            value: string;
+        };
+        /** @description One report-signing public key as a JWK (RFC 8037): `kty` `OKP`, `crv` `Ed25519`, `x` the public key (base64url, unpadded), `kid` its id, with its status: `current` (signs new reports) or `retired` (signed reports before a rotation; kept so they still verify). */
+        SigningKey: {
+            /** @example OKP */
+            kty: string;
+            /** @example Ed25519 */
+            crv: string;
+            x: string;
+            kid: string;
+            /** @example EdDSA */
+            alg: string;
+            /** @example sig */
+            use: string;
+            /**
+             * @description `current` or `retired` (extensible).
+             * @example current
+             * @example retired
+             */
+            status: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a rotation retired it; `null` for the current key.
+             */
+            retiredAt: string | null;
+        };
+        /** @description The report-signing keys (a JWK set): the current key first, then the retired ones, newest first, at most 16 (a rotation past that drops the oldest, and reports it signed can no longer be verified from here). */
+        SigningKeySet: {
+            keys: components["schemas"]["SigningKey"][];
         };
     };
     responses: {
@@ -3255,6 +3341,31 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+        };
+    };
+    getSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key set. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningKeySet"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
         };
     };
 }

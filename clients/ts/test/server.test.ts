@@ -7,7 +7,14 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { verifyWebhook, WebhookVerificationError, XrayClient, XrayError } from "../src/index.js";
+import {
+  ReportVerificationError,
+  verifyReport,
+  verifyWebhook,
+  WebhookVerificationError,
+  XrayClient,
+  XrayError,
+} from "../src/index.js";
 
 const env = (name: string) => {
   const v = process.env[name];
@@ -38,6 +45,22 @@ const expectError = async (p: Promise<unknown>, code: string, status: number) =>
 };
 
 describe("the real server", () => {
+  it("signs reports: verifyReport accepts them with the published keys and refuses a change", async () => {
+    const keys = await new XrayClient({ baseUrl }).getSigningKeys();
+    assert.equal(keys.status, 200);
+    const current = keys.body.keys.find((k) => k.status === "current");
+    assert.ok(current, "a current key");
+    const accepted = await client.analyzeWallet({ wallet: CLEAN, refresh: true });
+    const done = await client.waitForAnalysis(accepted.body.data.analysisId, { waitSeconds: 10, timeoutSeconds: 60 });
+    const data = done.body.data as unknown as Record<string, unknown>;
+    assert.equal(verifyReport(data, keys.body), current.kid);
+    const changed = JSON.parse(JSON.stringify(data));
+    changed.xray.score.value = changed.xray.score.value === 1 ? 2 : 1;
+    assert.throws(() => verifyReport(changed, keys.body), (e) => e instanceof ReportVerificationError && e.reason === "signature_mismatch");
+    const unsigned = { ...data, signature: undefined };
+    assert.throws(() => verifyReport(unsigned, keys.body), (e) => e instanceof ReportVerificationError && e.reason === "unsigned");
+  });
+
   it("health and status", async () => {
     const health = await new XrayClient({ baseUrl }).getHealth();
     assert.equal(health.body.status, "ok");

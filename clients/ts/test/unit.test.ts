@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
+  canonicalJson,
   parseRateLimit,
   parseRateLimitList,
   parseRetryAfter,
@@ -40,6 +41,22 @@ describe("RateLimit headers", () => {
     assert.equal(parseRetryAfter("7"), 7);
     assert.equal(parseRetryAfter(null), undefined);
     assert.equal(parseRetryAfter("Thu, 01 Jan 1970 00:00:10 GMT", 0), 10);
+  });
+});
+
+describe("JCS (RFC 8785)", () => {
+  it("canonicalizes the RFC's own examples", () => {
+    const input = {
+      numbers: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001],
+      string: "\u20ac$\u000f\nA'B\"\\\\\"/",
+      literals: [null, true, false],
+    };
+    assert.equal(
+      canonicalJson(input),
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+    );
+    const names = { "\u20ac": 1, "\r": 2, "\ufb33": 3, "1": 4, "\ud83d\ude00": 5, "\u0080": 6, "\u00f6": 7 };
+    assert.equal(canonicalJson(names), '{"\\r":2,"1":4,"\u0080":6,"\u00f6":7,"\u20ac":1,"\ud83d\ude00":5,"\ufb33":3}');
   });
 });
 

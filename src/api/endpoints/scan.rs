@@ -122,6 +122,11 @@ impl Endpoints<'_> {
         let unit = ReservedUnit { key, reservation: Some(reservation), sent: false };
         let report = self.scan(&parsed, &bytes, signer, origin.as_deref()).await?;
         let body = json_bytes(&DataBody { data: &report })?;
+        // Signed as answered, over every member of its `data` (`signing`).
+        let members = serde_json::to_value(&report).map_err(|e| ApiError::internal(&e))?;
+        let members = crate::signing::scan_members(members).map_err(|e| ApiError::internal(&e))?;
+        let signature = json_bytes(&self.app.signer.sign(members))?;
+        let body = crate::api::wire::splice(body, "signature", &signature);
         // Every answered scan is one unit, whatever the ledger's reads came to (the answer
         // says how they went): a waiver would be a free scan a client could cause at will,
         // naming accounts too large to read in time.

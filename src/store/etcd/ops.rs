@@ -686,8 +686,9 @@ impl Db {
             let (read, job) = self.live_job(&id, "complete", &[JobState::Queued, JobState::Running]).await?;
             let mut done = JobRecord { completed_at_ms: Some(completed_at_ms), ..job.clone() };
             let ready = match &outcome {
-                Completion::Ready { engine_version, event, .. } => {
+                Completion::Ready { engine_version, event, signature, .. } => {
                     done.state = JobState::Ready;
+                    done.signature = signature.clone();
                     done.engine_version = engine_version.clone();
                     done = done.with_event(event.as_ref());
                     true

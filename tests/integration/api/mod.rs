@@ -16,6 +16,7 @@ mod policy;
 mod scan;
 pub mod readme;
 mod scopes;
+mod signing;
 pub mod serve_binary;
 pub mod support;
 pub mod webhooks;

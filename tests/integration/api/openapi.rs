@@ -314,6 +314,9 @@ fn the_servers_answers_match_the_document() {
     let under_policy = server.finish(&under_policy.poll_path(), k);
     assert_eq!(under_policy.data()["xray"]["policy"]["version"], 1, "{under_policy:?}");
     assert_valid(&doc, "AnalysisPoll", &under_policy.body);
+    let keys = raw(server.addr, "GET", xray::signing::KEY_SET_PATH, &[], "");
+    assert_valid(&doc, "SigningKeySet", &keys.body);
+    assert!(hooked.data()["signature"].is_object(), "a READY report is signed: {hooked:?}");
     for error in [
         get(server.addr, STATUS_PATH, "svc_live_nope").body,
         post(server.addr, WALLET_PATH, k, r#"{"wallet":"abc"}"#).body,

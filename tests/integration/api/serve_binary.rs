@@ -137,7 +137,7 @@ pub(crate) fn keys(data: &Path, args: &[&str]) -> Result<Value, String> {
 }
 
 /// Runs `xray <command> <args> --data-dir <data>`: its JSON on success, else its stderr.
-fn cli(data: &Path, command: &str, args: &[&str]) -> Result<Value, String> {
+pub(crate) fn cli(data: &Path, command: &str, args: &[&str]) -> Result<Value, String> {
     let output = Command::new(BIN)
         .arg(command)
         .args(args)

@@ -196,7 +196,8 @@ impl Reply {
     }
 
     /// The exact bytes of a finished poll's payload (`data.xray` or `data.comparison`), which
-    /// the server splices in last: `{"data":{…,"<field>":<payload>}}`.
+    /// the server splices in after the job's members and before its `signature`:
+    /// `{"data":{…,"<field>":<payload>[,"signature":{"keyId":…}]}}`.
     pub fn payload_bytes(&self, field: &str) -> &[u8] {
         let marker = format!(",\"{field}\":");
         let body = &self.raw_body;
@@ -205,7 +206,10 @@ impl Reply {
         let at = body.windows(marker.len()).position(|w| w == marker.as_bytes());
         let at = at.unwrap_or_else(|| panic!("no {field} in {self:?}"));
         assert!(body.ends_with(b"}}"), "{self:?}");
-        &body[at + marker.len()..body.len() - 2]
+        // The signature, when there is one, is the last member (no payload holds this text).
+        let signature: &[u8] = b",\"signature\":{\"keyId\":";
+        let end = body.windows(signature.len()).rposition(|w| w == signature).filter(|e| *e > at);
+        &body[at + marker.len()..end.unwrap_or(body.len() - 2)]
     }
 
     /// A string field of `data`.
@@ -550,6 +554,11 @@ impl TestServer {
     /// one by one, as a provider bills them).
     pub fn ledger_calls(&self) -> std::collections::BTreeMap<String, u64> {
         self.ledger.as_ref().map(RunningServer::calls).unwrap_or_default()
+    }
+
+    /// The data directory it serves from.
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.config.data_dir
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -9,4 +9,5 @@ mod feedback;
 mod monitors;
 mod nodes;
 mod policy;
+mod signing;
 mod store;

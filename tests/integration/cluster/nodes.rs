@@ -37,7 +37,7 @@ pub(super) struct Node {
     pub(super) server: Server,
 }
 
-fn node(prefix: &str, extra: &[&str]) -> Node {
+pub(super) fn node(prefix: &str, extra: &[&str]) -> Node {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = start_node(dir.path(), prefix, extra);
     Node { dir, server }

@@ -44,7 +44,7 @@ macro_rules! every_test {
 pub(crate) use every_test;
 
 pub fn ready(id: &str) -> Completion {
-    Completion::Ready { payload_json: payload(id), engine_version: "1.1.0".into(), event: None }
+    Completion::Ready { payload_json: payload(id), engine_version: "1.1.0".into(), event: None, signature: None }
 }
 
 pub fn failed() -> Completion {

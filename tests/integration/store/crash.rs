@@ -47,7 +47,12 @@ fn crash_child() {
         }
         for i in 0..ABORT_JOBS / 2 {
             let outcome = if i % 2 == 0 {
-                Completion::Ready { payload_json: payload("x"), engine_version: ENGINE.into(), event: None }
+                Completion::Ready {
+                    payload_json: payload("x"),
+                    engine_version: ENGINE.into(),
+                    event: None,
+                    signature: None,
+                }
             } else {
                 Completion::Failed { code: "ANALYSIS_FAILED".into(), message: "boom".into() }
             };

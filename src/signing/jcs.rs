@@ -1,0 +1,191 @@
+//! RFC 8785, the JSON Canonicalization Scheme (JCS): the bytes a report's signature covers.
+//!
+//! Owns: `canonicalize`, a `serde_json::Value` written as JCS — object members sorted by their
+//! names' UTF-16 code units, no whitespace, strings with the minimal escapes of ECMAScript's
+//! `JSON.stringify`, and every number as the IEEE-754 double it denotes written as ECMAScript's
+//! `Number.prototype.toString` does (`ryu-js`). Pure; called on compute threads (the sink), on
+//! listener threads (scans) and by verifiers.
+//!
+//! Invariant: a verifier that parses the served JSON and canonicalizes it (Python's `rfc8785`,
+//! JavaScript's `JSON.stringify` over sorted members, this function) gets these exact bytes —
+//! the crate parses floats exactly (`serde_json`'s `float_roundtrip`), so a parse of the
+//! served text gives the same double here as there.
+//! Deliberately absent: integers outside ±(2^53 − 1) kept exact. JCS defines numbers as
+//! doubles, so such an integer is written as the double it rounds to (as a JavaScript verifier
+//! sees it); Python's `rfc8785` refuses them, so a report holding one (a balance above about
+//! 9 million SOL in lamports) cannot be verified by it. Serde's `Value` has no NaN or infinity.
+//! (`serde_jcs` was looked at: it canonicalizes through a serializer of its own, with a larger
+//! surface to trust than this page; the RFC's own examples are the tests below.)
+
+use serde_json::Value;
+
+/// The JCS bytes of `value`.
+pub fn canonicalize(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write_value(&mut out, value);
+    out
+}
+
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(members) => {
+            let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
+            sorted.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push(b'{');
+            for (i, (name, member)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(out, name);
+                out.push(b':');
+                write_value(out, member);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// A number as ECMAScript writes the double it denotes (RFC 8785 §3.2.2.3).
+fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
+    let double = match (n.as_i64(), n.as_u64()) {
+        // Exact below 2^53; above, the rounding JCS prescribes.
+        (Some(i), _) => i as f64,
+        (None, Some(u)) => u as f64,
+        (None, None) => n.as_f64().unwrap_or(0.0),
+    };
+    if double == 0.0 || !double.is_finite() {
+        // -0 is written "0"; a `Value` never holds NaN or infinity.
+        out.push(b'0');
+        return;
+    }
+    let mut buffer = ryu_js::Buffer::new();
+    out.extend_from_slice(buffer.format_finite(double).as_bytes());
+}
+
+/// A string with JSON.stringify's escapes: `"`, `\`, and control characters (`\b \t \n \f \r`
+/// or `\u00xx`, lowercase hex); everything else as its UTF-8 bytes.
+fn write_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    for &byte in s.as_bytes() {
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            0x00..=0x1f => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(byte >> 4)]);
+                out.push(HEX[usize::from(byte & 0x0f)]);
+            }
+            _ => out.push(byte),
+        }
+    }
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jcs(text: &str) -> String {
+        let value: Value = serde_json::from_str(text).expect("json");
+        String::from_utf8(canonicalize(&value)).expect("utf-8")
+    }
+
+    #[test]
+    fn rfc8785_section_3_2_2_example() {
+        let input = r#"{
+          "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+          "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+          "literals": [null, true, false]
+        }"#;
+        let expected = r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#;
+        assert_eq!(jcs(input), expected);
+    }
+
+    #[test]
+    fn rfc8785_section_3_2_3_sorting_by_utf16_code_units() {
+        let input = r#"{
+          "\u20ac": "Euro Sign",
+          "\r": "Carriage Return",
+          "\ufb33": "Hebrew Letter Dalet With Dagesh",
+          "1": "One",
+          "\ud83d\ude00": "Emoji: Grinning Face",
+          "\u0080": "Control",
+          "\u00f6": "Latin Small Letter O With Diaeresis"
+        }"#;
+        // (serde_json's own map sorts by UTF-8 bytes: the order is read off the text.)
+        let text = jcs(input);
+        let names = ["\\r", "1", "\u{80}", "\u{f6}", "\u{20ac}", "\u{1f600}", "\u{fb33}"];
+        let positions: Vec<usize> =
+            names.iter().map(|n| text.find(&format!("\"{n}\":")).expect("member present")).collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
+    }
+
+    #[test]
+    fn rfc8785_appendix_b_numbers() {
+        let cases: [(u64, &str); 24] = [
+            (0x0000000000000000, "0"),
+            (0x8000000000000000, "0"),
+            (0x0000000000000001, "5e-324"),
+            (0x8000000000000001, "-5e-324"),
+            (0x7fefffffffffffff, "1.7976931348623157e+308"),
+            (0xffefffffffffffff, "-1.7976931348623157e+308"),
+            (0x4340000000000000, "9007199254740992"),
+            (0xc340000000000000, "-9007199254740992"),
+            (0x4430000000000000, "295147905179352830000"),
+            (0x44b52d02c7e14af5, "9.999999999999997e+22"),
+            (0x44b52d02c7e14af6, "1e+23"),
+            (0x44b52d02c7e14af7, "1.0000000000000001e+23"),
+            (0x444b1ae4d6e2ef4e, "999999999999999700000"),
+            (0x444b1ae4d6e2ef4f, "999999999999999900000"),
+            (0x444b1ae4d6e2ef50, "1e+21"),
+            (0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"),
+            (0x3eb0c6f7a0b5ed8d, "0.000001"),
+            (0x41b3de4355555553, "333333333.3333332"),
+            (0x41b3de4355555554, "333333333.33333325"),
+            (0x41b3de4355555555, "333333333.3333333"),
+            (0x41b3de4355555556, "333333333.3333334"),
+            (0x41b3de4355555557, "333333333.33333343"),
+            (0xbecbf647612f3696, "-0.0000033333333333333333"),
+            (0x43143ff3c1cb0959, "1424953923781206.2"),
+        ];
+        for (bits, expected) in cases {
+            let double = f64::from_bits(bits);
+            let value = serde_json::Number::from_f64(double).map_or(Value::Null, Value::Number);
+            assert_eq!(String::from_utf8(canonicalize(&value)).expect("utf-8"), expected, "{bits:#x}");
+            // And through a parse of its own text, as a verifier reads it.
+            assert_eq!(jcs(expected), expected, "{bits:#x} reparsed");
+        }
+    }
+
+    #[test]
+    fn integers_are_written_as_doubles() {
+        assert_eq!(jcs("[1, -1, 1.0, 100, 1e2, 9007199254740993]"), "[1,-1,1,100,100,9007199254740992]");
+    }
+
+    #[test]
+    fn nested_objects_are_sorted_and_whitespace_goes() {
+        let text = jcs(r#"{ "b": {"z": 1, "a": [ {"y":2,"x":1} ]}, "a": "\u0000\u001f\u007f/" }"#);
+        assert_eq!(text, "{\"a\":\"\\u0000\\u001f\u{7f}/\",\"b\":{\"a\":[{\"x\":1,\"y\":2}],\"z\":1}}");
+    }
+}

@@ -1,0 +1,199 @@
+//! Signed reports over real loopback HTTP (issue #31 item 3): a READY analysis, a comparison,
+//! a scan and a webhook body carry `data.signature`, which verifies with the key set published
+//! at `/.well-known/xray-keys.json` (fetched over HTTP, no key); a changed byte fails; a
+//! rotation through the admin API keeps old reports verifiable with the retired key and signs
+//! new ones with the new key; the key file is 0600 and a restart keeps the key. Also the
+//! independent verifier (`tests/signing/verify_report.py`: Python's `cryptography` + `rfc8785`)
+//! and `examples/client.py verify`.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::{json, Value};
+use xray::signing::{verify_report, VerifyError, ANALYSIS_COVERS, COMPARISON_COVERS, KEY_FILE_NAME, KEY_SET_PATH};
+
+use super::support::*;
+use super::webhooks::Receiver;
+
+/// The published key set, fetched as any client would: no API key.
+fn key_set(server: &TestServer) -> Value {
+    let reply = raw(server.addr, "GET", KEY_SET_PATH, &[], "");
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert_eq!(reply.header("cache-control"), Some("public, max-age=60"));
+    assert!(reply.header("ratelimit").is_none(), "no key, no rate-limit headers");
+    reply.body
+}
+
+fn current_kid(keys: &Value) -> String {
+    let current: Vec<&Value> =
+        keys["keys"].as_array().expect("keys").iter().filter(|k| k["status"] == "current").collect();
+    assert_eq!(current.len(), 1, "{keys}");
+    current[0]["kid"].as_str().expect("kid").to_owned()
+}
+
+fn sorted(names: &[&str]) -> Value {
+    let mut names = names.to_vec();
+    names.sort_unstable();
+    json!(names)
+}
+
+/// A copy of `data` with one character of the string at `pointer` changed.
+fn with_changed_char(data: &Value, pointer: &str) -> Value {
+    let mut changed = data.clone();
+    let text = changed.pointer(pointer).and_then(Value::as_str).expect("a string member").to_owned();
+    let mut bytes = text.into_bytes();
+    bytes[1] = if bytes[1] == b'A' { b'B' } else { b'A' };
+    *changed.pointer_mut(pointer).expect("member") = Value::String(String::from_utf8(bytes).expect("ascii"));
+    changed
+}
+
+fn analyze(server: &TestServer, key: &str, wallet: &str) -> Value {
+    let accepted = submit(server, key, WALLET_PATH, &refresh_body(wallet));
+    let reply = server.finish(&accepted.poll_path(), key);
+    assert_eq!(reply.job_status(), "READY", "{reply:?}");
+    reply.data().clone()
+}
+
+fn rotate(server: &TestServer) -> Value {
+    let reply = server.admin("POST", "/v1/admin/signing-keys/rotate");
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["data"].clone()
+}
+
+#[test]
+fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
+    let mut server = serve(|c| c.webhook_allow_hosts = vec!["127.0.0.1".into()]);
+    let key = server.key(KeyOptions::default());
+    let k = key.secret.as_str();
+    let secret = server.admin("POST", &format!("/v1/admin/accounts/{}/webhook-secret", key.account));
+    assert_eq!(secret.status, 201, "{secret:?}");
+    let keys = key_set(&server);
+    let first_kid = current_kid(&keys);
+    assert_eq!(first_kid.len(), 16);
+    let jwk = &keys["keys"][0];
+    assert_eq!(
+        (&jwk["kty"], &jwk["crv"], &jwk["alg"], &jwk["use"]),
+        (&json!("OKP"), &json!("Ed25519"), &json!("EdDSA"), &json!("sig"))
+    );
+    assert!(is_timestamp(&jwk["createdAt"]) && jwk["retiredAt"].is_null(), "{jwk}");
+
+    // The key file: 0600 in the data directory.
+    let file = server.running().app.signer.key_id();
+    assert_eq!(file, first_kid);
+    let data_dir = key_file_dir(&server);
+    let mode = std::fs::metadata(data_dir.join(KEY_FILE_NAME)).expect("key file").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // An analysis, with a webhook: the poll and the callback carry the same signature.
+    let receiver = Receiver::start(&[200]);
+    let body = json!({ "wallet": OPEN_DELEGATION, "refresh": true, "callbackUrl": receiver.url() }).to_string();
+    let accepted = submit(&server, k, WALLET_PATH, &body);
+    let analysis = server.finish(&accepted.poll_path(), k).data().clone();
+    let signature = &analysis["signature"];
+    assert_eq!(signature["keyId"], first_kid.as_str());
+    assert_eq!((&signature["alg"], &signature["canon"]), (&json!("EdDSA"), &json!("JCS")));
+    assert_eq!(signature["covers"], sorted(&ANALYSIS_COVERS));
+    assert_eq!(verify_report(&analysis, &keys), Ok(first_kid.clone()));
+    let delivered: Value = serde_json::from_slice(&receiver.wait_for(1)[0].body).expect("webhook JSON");
+    assert_eq!(delivered["data"]["signature"], *signature, "the webhook carries the poll's signature");
+    assert_eq!(verify_report(&delivered["data"], &keys), Ok(first_kid.clone()));
+
+    // Any changed byte of what it covers fails: the document, the wallet, the time.
+    let mut changed = analysis.clone();
+    let score = changed["xray"]["score"]["value"].as_u64().expect("score");
+    changed["xray"]["score"]["value"] = json!(score ^ 1);
+    assert_eq!(verify_report(&changed, &keys), Err(VerifyError::Mismatch));
+    for pointer in ["/wallet", "/analysisId", "/completedAt", "/xray/signals/0/kind"] {
+        assert_eq!(
+            verify_report(&with_changed_char(&analysis, pointer), &keys),
+            Err(VerifyError::Mismatch),
+            "{pointer}"
+        );
+    }
+    let mut bad_signature = analysis.clone();
+    let text = signature["value"].as_str().expect("value");
+    let flipped = if text.starts_with('A') { format!("B{}", &text[1..]) } else { format!("A{}", &text[1..]) };
+    bad_signature["signature"]["value"] = json!(flipped);
+    assert_eq!(verify_report(&bad_signature, &keys), Err(VerifyError::Mismatch));
+
+    // A comparison.
+    let accepted = submit(&server, k, COMPARE_PATH, &compare_body(SYBIL_A, SYBIL_B));
+    let comparison = server.finish(&accepted.poll_path(), k).data().clone();
+    assert_eq!(comparison["signature"]["covers"], sorted(&COMPARISON_COVERS));
+    assert_eq!(verify_report(&comparison, &keys), Ok(first_kid.clone()));
+    assert_eq!(verify_report(&with_changed_char(&comparison, "/walletB"), &keys), Err(VerifyError::Mismatch));
+
+    // A scan, signed as answered, over every member of its `data`.
+    let scan = post(server.addr, SCAN_PATH, k, &scan_body(&demo_tx("drain"), None));
+    assert_eq!(scan.status, 200, "{scan:?}");
+    let scan = scan.data().clone();
+    assert!(scan["signature"]["covers"].as_array().expect("covers").iter().any(|c| c == "verdict"), "{scan}");
+    assert_eq!(verify_report(&scan, &keys), Ok(first_kid.clone()));
+    let mut changed = scan.clone();
+    changed["verdict"] = json!("safe-looking");
+    assert_eq!(verify_report(&changed, &keys), Err(VerifyError::Mismatch));
+
+    // The independent verifier (Python) and the example client accept the real report.
+    python_verifier_accepts(&server, &analysis, &keys);
+
+    // Rotation through the admin API: the old key stays published, retired.
+    let rotation = rotate(&server);
+    assert_eq!(rotation["retiredKeyId"], first_kid.as_str());
+    let second_kid = rotation["keyId"].as_str().expect("keyId").to_owned();
+    assert_ne!(second_kid, first_kid);
+    let keys = key_set(&server);
+    assert_eq!(current_kid(&keys), second_kid);
+    let retired = keys["keys"].as_array().expect("keys").iter().find(|k| k["kid"] == first_kid.as_str()).expect("kept");
+    assert_eq!(retired["status"], "retired");
+    assert!(is_timestamp(&retired["retiredAt"]), "{retired}");
+    // The report signed before keeps its signature, and verifies with the retired key.
+    let again = get(server.addr, &analysis_path(analysis["analysisId"].as_str().expect("id")), k).data().clone();
+    assert_eq!(again["signature"], analysis["signature"]);
+    assert_eq!(verify_report(&again, &keys), Ok(first_kid.clone()));
+    // A new report is signed with the new key.
+    let fresh = analyze(&server, k, CLEAN);
+    assert_eq!(verify_report(&fresh, &keys), Ok(second_kid.clone()));
+
+    // A restart keeps the ring: same current key, same retired key, same reports.
+    server.restart();
+    let keys_after = key_set(&server);
+    assert_eq!(keys_after, keys);
+    let again = get(server.addr, &analysis_path(analysis["analysisId"].as_str().expect("id")), k).data().clone();
+    assert_eq!(verify_report(&again, &keys_after), Ok(first_kid));
+}
+
+/// The data directory of the running server (where the key file is).
+fn key_file_dir(server: &TestServer) -> std::path::PathBuf {
+    server.data_dir().to_owned()
+}
+
+/// `tests/signing/verify_report.py` (Python's `cryptography` + `rfc8785`, written from the docs
+/// alone) verifies the real report against the server's key set and refuses a one-byte change;
+/// `examples/client.py verify` agrees.
+fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("report.json");
+    let key_file = dir.path().join("keys.json");
+    std::fs::write(&report, serde_json::to_vec_pretty(&json!({ "data": data })).expect("json")).expect("written");
+    std::fs::write(&key_file, keys.to_string()).expect("written");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/signing/verify_report.py");
+    let out = std::process::Command::new("python3")
+        .args(["-B", script, "--keys-url", &server.url(KEY_SET_PATH)])
+        .arg(&report)
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "verify_report.py: {stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("verified") && stdout.contains("tampered copy refused"), "{stdout}");
+    let client = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/client.py");
+    let out = std::process::Command::new("python3")
+        .args(["-B", client, "verify", "--keys"])
+        .arg(&key_file)
+        .arg(&report)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "client.py verify: {}", String::from_utf8_lossy(&out.stderr));
+    let verdict: Value = serde_json::from_slice(&out.stdout).expect("JSON verdict");
+    assert_eq!(verdict["verified"], true, "{verdict}");
+    assert_eq!(verdict["keyId"], data["signature"]["keyId"]);
+}
