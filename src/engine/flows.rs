@@ -158,7 +158,9 @@ pub fn hop_funder(view: &WalletView, labels: &Labels) -> Option<Pubkey> {
     if !labels.has_sanctioned(view.coverage.synthetic) {
         return None;
     }
-    first_funder_address(view).filter(|f| labels.get(f).is_none() && *f != view.address)
+    // The labels' own entry, not an account's allow-list: trusting a funder must not stop the
+    // search for sanctions exposure one hop out (a compliance finding no policy turns off).
+    first_funder_address(view).filter(|f| labels.get_ignoring_lists(f).is_none() && *f != view.address)
 }
 
 /// True when two different addresses share their first and last `n` base58 characters: what

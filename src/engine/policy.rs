@@ -28,6 +28,10 @@ use crate::pubkey::Pubkey;
 /// Weights are whole hundredths: exact, so equal policies score byte-identically everywhere.
 pub const WEIGHT_HUNDREDTHS_TOTAL: u16 = 100;
 
+/// Kinds a policy may raise but never lower or ignore: sanctions exposure is a compliance
+/// finding, not a preference (an allow-list cannot hide it either: `labels::Lists`).
+pub const UNLOWERABLE_KINDS: [&str; 2] = ["sanctioned_counterparty", "sanctioned_funder_exposure"];
+
 /// The id of the policy of an account that never set one.
 pub const DEFAULT_POLICY_ID: &str = "default";
 
@@ -97,6 +101,14 @@ impl Policy {
             let Some(spec) = crate::engine::signals::spec(kind) else {
                 return Err(Invalid::new("severityOverrides", format!("unknown signal kind {kind:?}")));
             };
+            let lowers = match rule {
+                SeverityRule::Ignore => true,
+                SeverityRule::Set(severity) => *severity < spec.severity,
+            };
+            if lowers && UNLOWERABLE_KINDS.contains(&spec.kind) {
+                let message = format!("{kind} may be raised but not lowered or ignored (a sanctions finding)");
+                return Err(Invalid::new("severityOverrides", message));
+            }
             known.insert(spec.kind, *rule);
         }
         let total: u16 = weights_hundredths.iter().sum();
@@ -204,6 +216,13 @@ mod tests {
         heavy[0] += 1;
         let err = Policy::new(reference(), &BTreeMap::new(), heavy, &[], &[]).unwrap_err();
         assert_eq!((err.field, err.message.as_str()), ("weights", "the weights sum to 1.01, not 1"));
+        for rule in [SeverityRule::Ignore, SeverityRule::Set(Severity::High)] {
+            let sanctions = BTreeMap::from([("sanctioned_counterparty".to_owned(), rule)]);
+            let err = Policy::new(reference(), &sanctions, weights, &[], &[]).unwrap_err();
+            assert!(err.message.contains("may be raised but not lowered"), "{err:?}");
+        }
+        let raised = BTreeMap::from([("sanctioned_funder_exposure".to_owned(), SeverityRule::Set(Severity::Critical))]);
+        assert!(Policy::new(reference(), &raised, weights, &[], &[]).is_ok(), "raising is the account's call");
         let both = Pubkey::new([9; 32]);
         let err = Policy::new(reference(), &BTreeMap::new(), weights, &[both], &[both]).unwrap_err();
         assert_eq!(err.field, "allowList");

@@ -272,6 +272,11 @@ impl Labels {
         }
     }
 
+    /// The labels' own entry for `address`, whatever the account's lists say (`Lists`).
+    pub fn get_ignoring_lists(&self, address: &Pubkey) -> Option<&Label> {
+        self.by_address.get(address)
+    }
+
     pub fn len(&self) -> usize {
         self.by_address.len()
     }

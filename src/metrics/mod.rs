@@ -662,7 +662,7 @@ mod tests {
         for (i, reason) in RejectReason::ALL.iter().enumerate() {
             assert_eq!(reason.slot(), i);
         }
-        assert_eq!(RouteLabel::ALL.len(), 13);
+        assert_eq!(RouteLabel::ALL.len(), 15);
         assert_eq!(RejectReason::ALL.len(), 19);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = [

@@ -153,11 +153,16 @@ impl Policies {
         Ok(record)
     }
 
+    /// Puts `entry` in force unless a newer version already is (two writes of one account on
+    /// two threads finish in either order; the store holds the newer, so must memory).
     fn set(&self, account: &str, entry: PolicyEntry) {
         let entry = Arc::new(entry);
+        let version = |e: &PolicyEntry| e.record.as_ref().map_or(0, |r| r.version);
         self.by_account.rcu(|table| {
             let mut table = HashMap::clone(table);
-            table.insert(account.to_owned(), entry.clone());
+            if table.get(account).is_none_or(|held| version(held) < version(&entry)) {
+                table.insert(account.to_owned(), entry.clone());
+            }
             table
         });
     }

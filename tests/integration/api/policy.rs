@@ -127,6 +127,8 @@ fn each_mistake_is_a_400_naming_its_field_and_changes_nothing() {
         (json!({"severityOverrides": {"no_such_kind": "ignore"}}), "severityOverrides"),
         (json!({"severityOverrides": {"new_wallet": "loud"}}), "severityOverrides"),
         (json!({"severityOverrides": ["new_wallet"]}), "severityOverrides"),
+        (json!({"severityOverrides": {"sanctioned_counterparty": "ignore"}}), "severityOverrides"),
+        (json!({"severityOverrides": {"sanctioned_funder_exposure": "low"}}), "severityOverrides"),
         (json!({"weights": {"authority_exposure": 1.0}}), "weights"),
         (
             json!({"weights": {"authority_exposure": 0.3, "asset_risk": 0.3, "counterparty_risk": 0.3, "behaviour": 0.15, "data_quality": 0.05}}),

@@ -693,3 +693,21 @@ fn the_demo_fixes_name_the_exposed_accounts_and_amounts() {
     let note = path.fix_note.as_deref().unwrap();
     assert!(note.contains("already happened") && note.contains(&new_owner), "{note}");
 }
+
+#[test]
+fn an_allow_listed_funder_still_shows_its_sanctions_exposure_one_hop_out() {
+    use xray::engine::policy::{default_weights_hundredths, Policy, PolicyRef};
+    let demo = demo();
+    let wallet = demo.archetype("sanctioned_hop").unwrap();
+    let funder = view(&demo, &wallet).funder_hop.as_ref().expect("the hop is read").address;
+    let reference = PolicyRef { id: "pol_trusting".into(), version: 1 };
+    let policy =
+        Policy::new(reference, &std::collections::BTreeMap::new(), default_weights_hundredths(), &[funder], &[])
+            .unwrap();
+    let labels = Labels::builtin();
+    let account_labels = policy.labels(&labels);
+    let v = view_under(&demo, &wallet, &account_labels);
+    assert!(v.funder_hop.is_some(), "an allow-listed funder's history is still read one hop out");
+    let xray = engine::analyze_with(&v, &account_labels, &policy);
+    assert!(xray.signals.iter().any(|s| s.kind == "sanctioned_funder_exposure"), "{:?}", xray.signals);
+}

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
-use xray::engine::policy::{default_weights_hundredths, Policy, PolicyRef, SeverityRule};
+use xray::engine::policy::{default_weights_hundredths, Policy, PolicyRef, SeverityRule, UNLOWERABLE_KINDS};
 use xray::engine::report::Severity;
 use xray::engine::signals::CATALOGUE;
 use xray::engine::{self, compare};
@@ -468,6 +468,10 @@ proptest! {
             .iter()
             .zip(rules.iter().zip(&picked))
             .filter(|(_, (_, on))| **on)
+            // Sanctions findings may only be raised (refused by `Policy::new` otherwise).
+            .filter(|(spec, (rule, _))| {
+                !UNLOWERABLE_KINDS.contains(&spec.kind) || matches!(rule, SeverityRule::Set(s) if *s >= spec.severity)
+            })
             .map(|(spec, (rule, _))| (spec.kind.to_owned(), *rule))
             .collect();
         let (allow, deny) = (chosen(allow & !deny), chosen(deny));
