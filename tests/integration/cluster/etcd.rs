@@ -2,18 +2,32 @@
 //! `etcd-server`, installed by `scripts/deps.sh`), data on tmpfs (`/dev/shm`) where it exists,
 //! short heartbeats so an election takes about a second. Killed (and its data removed) on drop.
 //!
+//! Invariant: no data directory outlives its test process. tmpfs is memory, and one cluster's
+//! directory holds ~370 MB of it (three members' preallocated WAL segments): directories left
+//! by earlier runs once filled `/dev/shm` until a build starved. So each directory is owned by
+//! an exclusive lock on its `owner.lock` for as long as its cluster lives (the kernel drops the
+//! lock with the process, a `kill -9` included), every new cluster first removes the
+//! directories whose owner is gone, and the shared cluster is removed at process exit.
+//!
 //! `shared()` is one 3-member cluster for every test of the binary that only needs a working
 //! etcd (each test writes under its own key prefix); tests that kill members or fill the
 //! database start their own.
 
+use std::fs::File;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Longest wait for a started cluster to elect a leader and answer.
 const READY_TIMEOUT_S: u64 = 30;
+/// Name prefix of every cluster's data directory (what the sweep looks for).
+const DATA_DIR_PREFIX: &str = "xray-etcd-";
+/// The file whose exclusive lock marks a data directory as in use.
+const OWNER_LOCK_FILE: &str = "owner.lock";
+/// A directory younger than this is never swept: its maker may not have taken its lock yet.
+const ABANDONED_AGE_S: u64 = 60;
 
 pub struct Member {
     pub name: String,
@@ -28,6 +42,8 @@ pub struct EtcdCluster {
     initial_cluster: String,
     _dir: tempfile::TempDir,
     dir_path: PathBuf,
+    /// Holds the lock on `owner.lock` while the cluster lives.
+    _owner: File,
 }
 
 /// A loopback port for an etcd member to listen on. Taken below the kernel's ephemeral range
@@ -58,15 +74,63 @@ fn free_port() -> u16 {
     panic!("no free loopback port below the ephemeral range")
 }
 
-/// Where member data lives: tmpfs when the machine has it (fsync is then cheap).
-fn data_root() -> tempfile::TempDir {
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(dir) = tempfile::Builder::new().prefix("xray-etcd-").tempdir_in(shm) {
-            return dir;
+/// Where member data lives: tmpfs when the machine has it (fsync is then cheap), after the
+/// directories of finished test processes are removed; locked as this process's own.
+fn data_root() -> (tempfile::TempDir, File) {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        sweep_abandoned(shm);
+        tempfile::Builder::new().prefix(DATA_DIR_PREFIX).tempdir_in(shm).ok()
+    } else {
+        None
+    };
+    let dir = dir.unwrap_or_else(|| tempfile::Builder::new().prefix(DATA_DIR_PREFIX).tempdir().expect("tempdir"));
+    let owner = File::create(dir.path().join(OWNER_LOCK_FILE)).expect("etcd data owner lock file");
+    owner.try_lock().expect("a new etcd data directory is locked by nobody else");
+    (dir, owner)
+}
+
+/// Removes the etcd data directories under `root` whose owner process has ended.
+fn sweep_abandoned(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_name().to_string_lossy().starts_with(DATA_DIR_PREFIX) && is_abandoned(&path) {
+            let _ = std::fs::remove_dir_all(&path);
         }
     }
-    tempfile::tempdir().expect("tempdir")
+}
+
+/// A directory is abandoned when it is older than `ABANDONED_AGE_S` and its lock is free (its
+/// owner ended) or absent (left by a build before the locks).
+fn is_abandoned(dir: &Path) -> bool {
+    let age = dir.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+    if age.is_none_or(|age| age < Duration::from_secs(ABANDONED_AGE_S)) {
+        return false;
+    }
+    match File::open(dir.join(OWNER_LOCK_FILE)) {
+        Ok(lock) => lock.try_lock().is_ok(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// The shared cluster's members and directory, for `remove_shared_at_exit`.
+static SHARED_AT_EXIT: OnceLock<(Vec<libc::pid_t>, PathBuf)> = OnceLock::new();
+
+/// Registered with `atexit` once the shared cluster runs: it is never dropped (it lives as long
+/// as the process), so its members are killed and its data removed as the process exits.
+extern "C" fn remove_shared_at_exit() {
+    if let Some((pids, dir)) = SHARED_AT_EXIT.get() {
+        for &pid in pids {
+            // SAFETY: `pid` is a child of this process that nothing has waited for (its
+            // `Child` is leaked with the cluster), so it is still ours to kill and reap.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 impl EtcdCluster {
@@ -80,7 +144,7 @@ impl EtcdCluster {
     /// A cluster whose ports are chosen but whose members are not started yet
     /// (`spawn_all`): what a node started before its etcd is pointed at.
     pub fn planned(members: usize, args: &[&str]) -> EtcdCluster {
-        let dir = data_root();
+        let (dir, owner) = data_root();
         let dir_path = dir.path().to_path_buf();
         let members: Vec<Member> = (0..members)
             .map(|i| Member {
@@ -93,7 +157,7 @@ impl EtcdCluster {
         let initial_cluster =
             members.iter().map(|m| format!("{}={}", m.name, m.peer_url)).collect::<Vec<_>>().join(",");
         let args = args.iter().map(|a| a.to_string()).collect();
-        EtcdCluster { members, args, initial_cluster, _dir: dir, dir_path }
+        EtcdCluster { members, args, initial_cluster, _dir: dir, dir_path, _owner: owner }
     }
 
     /// Starts every member and waits until they answer.
@@ -239,6 +303,11 @@ pub fn shared() -> &'static EtcdCluster {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let cluster: &'static EtcdCluster = Box::leak(Box::new(EtcdCluster::start(3, &[])));
+            let pids = cluster.members.iter().filter_map(|m| m.child.as_ref()).map(|c| c.id() as libc::pid_t).collect();
+            if SHARED_AT_EXIT.set((pids, cluster.dir_path.clone())).is_ok() {
+                // SAFETY: registers a plain `extern "C" fn` with no captured state.
+                unsafe { libc::atexit(remove_shared_at_exit) };
+            }
             let _ = tx.send(cluster);
             loop {
                 std::thread::park();
