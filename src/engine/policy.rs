@@ -148,6 +148,19 @@ impl Policy {
         version_tag(&self.reference)
     }
 
+    /// Whether `tag` is this policy's `version_tag` (compared in place: admission asks this of
+    /// every job it might reuse, and builds no string to do it).
+    pub fn has_tag(&self, tag: &str) -> bool {
+        let Some(rest) = tag.strip_prefix(ENGINE_VERSION_TAG) else { return false };
+        if self.is_default() {
+            return rest.is_empty();
+        }
+        let Some(rest) = rest.strip_prefix('+').and_then(|r| r.strip_prefix(self.reference.id.as_str())) else {
+            return false;
+        };
+        rest.strip_prefix('@') == Some(itoa::Buffer::new().format(self.reference.version))
+    }
+
     /// The labels this policy's account reads: `base` with the allow- and deny-list laid over
     /// (no label is copied).
     pub fn labels<'a>(&self, base: &'a Labels) -> Cow<'a, Labels> {
@@ -233,5 +246,32 @@ mod tests {
         let policy = Policy::new(reference(), &BTreeMap::new(), default_weights_hundredths(), &[], &[]).unwrap();
         assert_eq!(policy.version_tag(), format!("{ENGINE_VERSION_TAG}+pol_test@1"));
         assert!(policy.version_tag().len() <= crate::config::ENGINE_VERSION_BYTES_MAX);
+    }
+
+    #[test]
+    fn has_tag_is_version_tag_compared_in_place() {
+        let weights = default_weights_hundredths();
+        let at = |id: &str, version| {
+            Policy::new(PolicyRef { id: id.into(), version }, &BTreeMap::new(), weights, &[], &[]).unwrap()
+        };
+        let policies =
+            [Policy::clone(&Policy::default_policy()), at("pol_test", 1), at("pol_test", 10), at("pol_tes", 1)];
+        for policy in &policies {
+            for other in &policies {
+                let same = policy.version_tag() == other.version_tag();
+                assert_eq!(
+                    policy.has_tag(&other.version_tag()),
+                    same,
+                    "{} vs {}",
+                    policy.version_tag(),
+                    other.version_tag()
+                );
+            }
+            let tag = policy.version_tag();
+            for bad in [format!("{tag}0"), format!("x{tag}"), tag[..tag.len() - 1].to_owned(), String::new()] {
+                assert!(!policy.has_tag(&bad), "{bad}");
+            }
+        }
+        assert!(!at("pol_test", 1).has_tag(&format!("{ENGINE_VERSION_TAG}+pol_test@01")));
     }
 }

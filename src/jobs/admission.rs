@@ -42,6 +42,7 @@ use super::finished::{FinishedJobs, StoredJob};
 use super::index::{IndexFull, LiveJob, StatusIndex};
 use crate::auth::table::KeyEntry;
 use crate::config::{ADMISSION_LOCK_STRIPES, STRANDED_TICKETS_MAX};
+use crate::engine::policy::Policy;
 use crate::jobs::execute::JobSpec;
 use crate::jobs::pool::{ComputePool, Ticket};
 use crate::labels::live::LiveLabels;
@@ -345,14 +346,19 @@ impl Admission {
         let kind = work.kind();
         let account = key.account().as_str();
         let _one_at_a_time = self.subject_locks.lock(account, kind.subject());
+        // The one policy this request is decided and run under: read once, so a PUT landing
+        // meanwhile cannot make its job and its deduplication disagree.
+        let policy = self.policies.policy(account);
         if !refresh {
-            if let Some(live) = self.index.live_for(account, kind.subject()) {
+            if let Some(live) =
+                self.index.live_for(account, kind.subject()).filter(|j| policy.has_tag(&j.record.engine_version))
+            {
                 return Ok(Decision::live(live));
             }
-            if let Some(waiting) = self.recovered_live(account, kind.subject())? {
+            if let Some(waiting) = self.recovered_live(account, kind.subject(), &policy)? {
                 return Ok(Decision::live(waiting));
             }
-            if let Some(fresh) = self.fresh_ready(account, kind.subject(), now_ms)? {
+            if let Some(fresh) = self.fresh_ready(account, kind.subject(), &policy, now_ms)? {
                 return Ok(Decision::Fresh(fresh));
             }
         }
@@ -369,7 +375,7 @@ impl Admission {
         let admitted = if self.queue_room() == 0 {
             Err(AdmitError::Busy)
         } else {
-            self.record_and_queue(request, kind, &reservation)
+            self.record_and_queue(request, kind, policy, &reservation)
         };
         match admitted {
             Ok(record) => Ok(Decision::Admitted(Box::new(record))),
@@ -415,33 +421,43 @@ impl Admission {
         }
     }
 
-    /// While recovering: the subject's newest job in the store when it is still live — a job
-    /// waiting in the recovery backlog, which an equal request must be deduplicated onto.
-    fn recovered_live(&self, account: &str, subject: Subject<'_>) -> Result<Option<Arc<LiveJob>>, AdmitError> {
+    /// While recovering: the subject's newest job in the store when it is still live (and runs
+    /// under `policy`) — a job waiting in the recovery backlog, which an equal request must be
+    /// deduplicated onto.
+    fn recovered_live(
+        &self,
+        account: &str,
+        subject: Subject<'_>,
+        policy: &Policy,
+    ) -> Result<Option<Arc<LiveJob>>, AdmitError> {
         if !self.is_recovering() {
             return Ok(None);
         }
         let newest = self.store.latest_for(account, subject)?;
-        let live = newest.filter(|job| matches!(job.state, JobState::Queued | JobState::Running));
+        let live = newest.filter(|job| {
+            matches!(job.state, JobState::Queued | JobState::Running) && policy.has_tag(&job.engine_version)
+        });
         Ok(live.map(|job| Arc::new(LiveJob::new(job))))
     }
 
-    /// The newest READY job of the account and subject if this build made it and it is fresh.
+    /// The newest READY job of the account and subject if this build made it under `policy`
+    /// and it is fresh.
     fn fresh_ready(
         &self,
         account: &str,
         subject: Subject<'_>,
+        policy: &Policy,
         now_ms: u64,
     ) -> Result<Option<Arc<StoredJob>>, AdmitError> {
         let ready = self.finished.latest_ready(&*self.store, account, subject)?;
-        Ok(ready.filter(|job| self.is_fresh(&job.record, now_ms)))
+        Ok(ready.filter(|job| self.is_fresh(&job.record, policy, now_ms)))
     }
 
-    fn is_fresh(&self, job: &JobRecord, now_ms: u64) -> bool {
+    fn is_fresh(&self, job: &JobRecord, policy: &Policy, now_ms: u64) -> bool {
         // A result finished before the labels in force were reloaded was made with others.
         let labels_since_ms = self.labels.as_ref().map_or(0, |l| l.loaded_at_ms());
         job.state == JobState::Ready
-            && job.engine_version == self.policies.version_tag(&job.account)
+            && policy.has_tag(&job.engine_version)
             && job.completed_at_ms.is_some_and(|done| done >= labels_since_ms)
             && job.completed_at_ms.is_some_and(|done| now_ms.saturating_sub(done) < self.freshness_window_ms)
     }
@@ -451,10 +467,10 @@ impl Admission {
         &self,
         request: &AdmitRequest<'_>,
         kind: JobKind,
+        policy: Arc<Policy>,
         reservation: &Reservation,
     ) -> Result<JobRecord, AdmitError> {
         let AdmitRequest { key, work, refresh, now_ms, idempotency, .. } = *request;
-        let policy = self.policies.policy(key.account().as_str());
         let mut record = JobRecord::queued(
             job_id(work.id_prefix())?,
             kind,
@@ -470,7 +486,7 @@ impl Admission {
         let record = record.linked(request.callback_url, request.monitor);
         let answer = idempotency.map(|k| k.answer(&record, JobState::Queued, false, now_ms));
         self.store.admit(&record, answer.as_ref())?;
-        let spec = self.spec(work, key.account().as_str(), now_ms);
+        let spec = self.spec(work, key.account().as_str(), &policy, now_ms);
         let ticket = Ticket::new(record.id.clone(), spec).under(policy);
         let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
         let undone = self.store.cancel_admission(&record.id);
@@ -569,14 +585,15 @@ impl Admission {
         }
     }
 
-    /// The compute spec; a comparison names fresh analyses of its wallets to reuse.
-    fn spec(&self, work: &Work, account: &str, now_ms: u64) -> JobSpec {
+    /// The compute spec; a comparison names fresh analyses of its wallets, made under `policy`
+    /// (the one its ticket carries), to reuse.
+    fn spec(&self, work: &Work, account: &str, policy: &Policy, now_ms: u64) -> JobSpec {
         match work {
             Work::Analysis { wallet } => JobSpec::Analysis { wallet: *wallet },
             Work::Comparison { wallet_a, wallet_b } => {
                 let reuse = |w: &Pubkey| {
                     let text = w.to_base58();
-                    self.fresh_ready(account, Subject::Wallet(&text), now_ms)
+                    self.fresh_ready(account, Subject::Wallet(&text), policy, now_ms)
                         .ok()
                         .flatten()
                         .map(|job| job.record.id.clone())

@@ -36,14 +36,15 @@ pub enum JobSpec {
     },
 }
 
-/// Reads the score of a stored READY analysis (`None`: gone or unreadable; compute afresh).
+/// Reads the score of a stored READY analysis made under `policy` (`None`: gone, unreadable
+/// or made under another policy or engine: compute afresh).
 pub trait ReusedScores {
-    fn score_of(&self, analysis_id: &str) -> Option<Score>;
+    fn score_of(&self, analysis_id: &str, policy: &Policy) -> Option<Score>;
 }
 
 /// No reuse (the CLI, tests).
 impl ReusedScores for () {
-    fn score_of(&self, _: &str) -> Option<Score> {
+    fn score_of(&self, _: &str, _: &Policy) -> Option<Score> {
         None
     }
 }
@@ -224,7 +225,7 @@ pub async fn execute_with<S: LedgerSource>(
         JobSpec::Comparison { wallet_a, wallet_b, reuse } => {
             // The reused scores are read before the ledger: they decide how much of it to read.
             let [reused_a, reused_b] =
-                reuse.clone().map(|id| id.and_then(|id| scores.score_of(&id).map(|score| (id, score))));
+                reuse.clone().map(|id| id.and_then(|id| scores.score_of(&id, policy).map(|score| (id, score))));
             let (a, b) = tokio::join!(
                 eligible_view(source, wallet_a, side_options(options, &reused_a), labels),
                 eligible_view(source, wallet_b, side_options(options, &reused_b), labels)

@@ -336,7 +336,7 @@ mod tests {
     struct Collect(std::sync::Mutex<mpsc::Sender<(Ticket, Outcome)>>);
 
     impl ReusedScores for Collect {
-        fn score_of(&self, _: &str) -> Option<crate::engine::report::Score> {
+        fn score_of(&self, _: &str, _: &crate::engine::policy::Policy) -> Option<crate::engine::report::Score> {
             None
         }
     }
@@ -508,7 +508,7 @@ mod tests {
     struct Panicky(Collect);
 
     impl ReusedScores for Panicky {
-        fn score_of(&self, _: &str) -> Option<crate::engine::report::Score> {
+        fn score_of(&self, _: &str, _: &crate::engine::policy::Policy) -> Option<crate::engine::report::Score> {
             None
         }
     }

@@ -173,17 +173,11 @@ pub fn spawn_housekeeping(
         .name("xray-housekeeping".into())
         .spawn(move || {
             let mut last_sweep: Option<Instant> = None;
-            let mut last_policy_reload = Instant::now();
             while !stopped.load(Ordering::Acquire) {
                 upkeep.run(&admission);
-                // A cluster's other nodes write policies too: read them again, each second.
-                let reload_due =
-                    last_policy_reload.elapsed() >= Duration::from_millis(config::POLICY_RELOAD_INTERVAL_MS);
-                if admission.cluster().is_some() && reload_due {
-                    if let Err(e) = admission.policies().reload(admission.store()) {
-                        tracing::warn!(error = %e, "reloading the policies failed: the last ones read stay in force");
-                    }
-                    last_policy_reload = Instant::now();
+                // A cluster's other nodes write policies too.
+                if admission.cluster().is_some() {
+                    admission.policies().reload_if_due(admission.store());
                 }
                 sink.retry_unsettled();
                 sink.reload_signing_keys();

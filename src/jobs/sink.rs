@@ -46,6 +46,7 @@ use crate::auth::table::KeyTable;
 use crate::clock::now_unix_ms;
 use crate::config;
 use crate::engine::changes::{changes, Changes, Previous};
+use crate::engine::policy::Policy;
 use crate::engine::report::{with_last_member, Score, Severity};
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::jobs::execute::{FailCode, JobSpec, Outcome, ReusedScores};
@@ -453,8 +454,11 @@ struct StoredScore {
 }
 
 impl ReusedScores for StoreSink {
-    fn score_of(&self, analysis_id: &str) -> Option<Score> {
+    fn score_of(&self, analysis_id: &str, policy: &Policy) -> Option<Score> {
         let job = self.finished.job(&*self.store, analysis_id).ok().flatten()?;
+        if !policy.has_tag(&job.record.engine_version) {
+            return None;
+        }
         serde_json::from_slice::<StoredScore>(job.payload.as_ref()?).ok().map(|s| s.score)
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Owns: `Policies` — the table of every account's policy (an `ArcSwap` map: compute threads,
 //! admission and the API read it lock-free), the writes (`put`), and the reload from the store
-//! that keeps a cluster's nodes in step (`reload`, each second on the housekeeping thread).
+//! that keeps a cluster's nodes in step (`reload_if_due`, each second on the housekeeping
+//! thread: one small read of the generation record, and the table only when it moved).
 //! The stored form and its validation are `record`; what a policy does is `engine::policy`.
 //! Threads: read everywhere; written from listener threads (the API), the admin thread and
 //! housekeeping (reload). A write is a few blocking store calls (on a cluster the API runs it
@@ -15,14 +16,19 @@
 //! (`expected_version`) lands only over that version (`Expect::Revision` of the record read),
 //! so two writers never both win. The id is made at the first write and kept.
 //! Invariant: bounded — one record per account, each ≤ `DOC_VALUE_BYTES_MAX`; the reload reads
-//! pages of `POLICY_RELOAD_PAGE_LEN`.
+//! pages of `POLICY_RELOAD_PAGE_LEN` (≤ 2 MiB a page, well within a gRPC message), and only
+//! after a write: every write moves the generation record (`DocKind::PolicyGeneration`) in
+//! the same batch, and a node reads the table again only when that record's revision is not
+//! the one it last read at. So an idle cluster costs each node one key read a second.
 //! Deliberately absent: history of older versions (results carry `{id, version}`; the record
 //! says who wrote the current one and when) and per-key policies (a policy is the account's).
 
 pub mod record;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
@@ -32,8 +38,10 @@ pub use record::{PolicyDraft, PolicyRecord};
 
 /// Prefix of a policy's id.
 pub const POLICY_ID_PREFIX: &str = "pol_";
-/// Records read per page when the table is loaded.
-pub const POLICY_RELOAD_PAGE_LEN: usize = 256;
+/// Records read per page when the table is loaded (each ≤ `DOC_VALUE_BYTES_MAX`: ≤ 2 MiB).
+pub const POLICY_RELOAD_PAGE_LEN: usize = 32;
+/// The key of the one generation record (`DocKind::PolicyGeneration`).
+const GENERATION_KEY: &[u8] = b"generation";
 
 /// An account's policy in force: its record (absent: the default) and the engine's policy.
 #[derive(Debug, Clone)]
@@ -62,9 +70,22 @@ impl From<StoreError> for PolicyError {
 }
 
 /// Every account's policy.
-#[derive(Default)]
 pub struct Policies {
     by_account: ArcSwap<HashMap<String, Arc<PolicyEntry>>>,
+    /// The generation record's revision when the table was last read whole (0: absent).
+    generation_read: AtomicU64,
+    /// When `reload_if_due` last looked at the generation record.
+    checked: parking_lot::Mutex<Instant>,
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Policies {
+            by_account: ArcSwap::default(),
+            generation_read: AtomicU64::new(0),
+            checked: parking_lot::Mutex::new(Instant::now()),
+        }
+    }
 }
 
 impl Policies {
@@ -88,13 +109,37 @@ impl Policies {
         self.by_account.load().get(account).and_then(|e| e.record.clone())
     }
 
-    /// The engine version tag of results `account` may reuse now (`Policy::version_tag`).
-    pub fn version_tag(&self, account: &str) -> String {
-        self.policy(account).version_tag()
+    /// On a cluster node (housekeeping): when `POLICY_RELOAD_INTERVAL_MS` passed since the last
+    /// look, reads the generation record, and the whole table when another write moved it.
+    /// A failed read keeps the table in force (logged) and is tried again at the next tick.
+    pub fn reload_if_due(&self, store: &dyn Store) {
+        {
+            let mut checked = self.checked.lock();
+            if checked.elapsed() < Duration::from_millis(crate::config::POLICY_RELOAD_INTERVAL_MS) {
+                return;
+            }
+            *checked = Instant::now();
+        }
+        if let Err(e) = self.reload_if_moved(store) {
+            tracing::warn!(error = %e, "reloading the policies failed: the last ones read stay in force");
+        }
     }
 
-    /// Reads every record again and swaps the table whole (a cluster's other nodes wrote).
+    /// Reads the whole table again when the generation record moved since the last read;
+    /// returns whether it did.
+    pub fn reload_if_moved(&self, store: &dyn Store) -> Result<bool, StoreError> {
+        if generation(store)? == self.generation_read.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.reload(store)?;
+        Ok(true)
+    }
+
+    /// Reads every record again and swaps the table whole (at start, and when a cluster's
+    /// other nodes wrote). The generation is read first: a write landing during the pages
+    /// moves it past the one kept, so the next look reads again.
     pub fn reload(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let generation = generation(store)?;
         let mut table = HashMap::new();
         let mut after: Option<Vec<u8>> = None;
         loop {
@@ -112,6 +157,7 @@ impl Policies {
             }
         }
         self.by_account.store(Arc::new(table));
+        self.generation_read.store(generation, Ordering::Release);
         Ok(())
     }
 
@@ -141,7 +187,13 @@ impl Policies {
             Some(doc) => Expect::Revision(doc.revision),
             None => Expect::Absent,
         };
-        match store.write_docs(&[DocWrite::put(DocKind::Policy, key, value.clone(), expect)]) {
+        let moved = DocWrite::put(
+            DocKind::PolicyGeneration,
+            GENERATION_KEY.to_vec(),
+            now_ms.to_be_bytes().to_vec(),
+            Expect::Any,
+        );
+        match store.write_docs(&[DocWrite::put(DocKind::Policy, key, value.clone(), expect), moved]) {
             Ok(()) => {}
             // Another write landed between the read and this one: its version is the current.
             Err(StoreError::Conflict(_)) => return Err(PolicyError::VersionMismatch { current: current_version + 1 }),
@@ -168,6 +220,11 @@ impl Policies {
     }
 }
 
+/// The generation record's revision (0: no policy was ever written).
+fn generation(store: &dyn Store) -> Result<u64, StoreError> {
+    Ok(store.get_doc(DocKind::PolicyGeneration, GENERATION_KEY)?.map_or(0, |doc| doc.revision))
+}
+
 /// The entry of a stored record; `None` (logged) when it does not parse or build.
 fn entry_of(account: &str, value: &[u8]) -> Option<PolicyEntry> {
     let record: PolicyRecord = match serde_json::from_slice(value) {
@@ -190,4 +247,39 @@ fn new_id() -> Result<String, PolicyError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| PolicyError::Random(e.to_string()))?;
     Ok(format!("{POLICY_ID_PREFIX}{}", bs58::encode(bytes).into_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{RocksStore, StoreOptions};
+
+    fn draft() -> PolicyDraft {
+        PolicyDraft { severity_overrides: vec![("new_wallet".into(), "ignore".into())], ..PolicyDraft::default() }
+    }
+
+    #[test]
+    fn another_node_reads_the_table_only_when_a_write_moved_the_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RocksStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        let (writer, reader) = (Policies::load(&store).unwrap(), Policies::load(&store).unwrap());
+        assert!(!reader.reload_if_moved(&store).unwrap(), "nothing written: nothing read");
+
+        let record = writer.put(&store, "acct_a", draft(), "key_1", 1_000).unwrap();
+        assert!(reader.record("acct_a").is_none(), "not read yet");
+        assert!(reader.reload_if_moved(&store).unwrap());
+        assert_eq!(reader.record("acct_a").map(|r| r.version), Some(record.version));
+        assert!(!reader.reload_if_moved(&store).unwrap(), "idle: the table is not read again");
+
+        // A record that arrives without moving the generation (no write path does this) is
+        // not seen: proof that an idle look reads one record, not the table.
+        let value = serde_json::to_vec(&record).unwrap();
+        store.write_docs(&[DocWrite::put(DocKind::Policy, b"acct_b".to_vec(), value, Expect::Any)]).unwrap();
+        assert!(!reader.reload_if_moved(&store).unwrap());
+        assert!(reader.record("acct_b").is_none());
+        writer.put(&store, "acct_a", draft(), "key_1", 2_000).unwrap();
+        assert!(reader.reload_if_moved(&store).unwrap());
+        assert_eq!(reader.record("acct_a").map(|r| r.version), Some(2));
+        assert!(reader.record("acct_b").is_some(), "the whole table was read");
+    }
 }

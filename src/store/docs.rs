@@ -38,6 +38,9 @@ pub enum DocKind {
     FeedbackByTime,
     /// The report-signing keys a cluster shares (`signing`): one record, key `signing-keys`.
     SigningKeys,
+    /// Moved by every policy write, in its batch (`policy`): one record, key `generation`,
+    /// whose revision tells a cluster node whether to read the policies again.
+    PolicyGeneration,
 }
 
 impl DocKind {
@@ -51,6 +54,7 @@ impl DocKind {
             DocKind::Feedback => 7,
             DocKind::FeedbackByTime => 8,
             DocKind::SigningKeys => 6,
+            DocKind::PolicyGeneration => 9,
         }
     }
 
@@ -64,6 +68,7 @@ impl DocKind {
             DocKind::Feedback => "feedback",
             DocKind::FeedbackByTime => "feedback_by_time",
             DocKind::SigningKeys => "signing_keys",
+            DocKind::PolicyGeneration => "policy_generation",
         }
     }
 }

@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use super::{Admission, AdmitError, AdmitRequest, Decision, Work};
 use crate::auth::table::KeyEntry;
+use crate::engine::policy::Policy;
 use crate::jobs::execute::JobSpec;
 use crate::jobs::finished::StoredJob;
 use crate::jobs::index::LiveJob;
@@ -73,25 +74,35 @@ impl Admission {
         let AdmitRequest { key, work, refresh, now_ms, idempotency, .. } = *request;
         let kind = work.kind();
         let account = key.account().as_str();
+        // One read of the policy decides and runs this request (as on one node).
+        let policy = self.policies.policy(account);
+        // A live job under another version of the policy is not joined: its result would not
+        // be this policy's. (A job etcd admits meanwhile under the same policy still is.)
+        let mut dedup = !refresh;
         if !refresh {
-            if let Some(live) = self.index.live_for(account, kind.subject()) {
+            if let Some(live) =
+                self.index.live_for(account, kind.subject()).filter(|j| policy.has_tag(&j.record.engine_version))
+            {
                 return Ok(Decision::live(live));
             }
             // The subject's live job on any node before its fresh result: a job that finishes
             // between the two reads is found by the second (read the other way round, it could
             // be missed by both, and the transaction, finding no live job, would admit anew).
             let subject = OwnedSubject::of(kind.subject());
-            if let Some(job) = etcd.live_of_subject_async(account.to_owned(), subject).await? {
-                return Ok(Decision::live(Arc::new(LiveJob::new(job))));
+            match etcd.live_of_subject_async(account.to_owned(), subject).await? {
+                Some(job) if policy.has_tag(&job.engine_version) => {
+                    return Ok(Decision::live(Arc::new(LiveJob::new(job))))
+                }
+                Some(_) => dedup = false,
+                None => {}
             }
-            if let Some(fresh) = self.fresh_in_cluster(etcd, account, &kind, now_ms).await? {
+            if let Some(fresh) = self.fresh_in_cluster(etcd, account, &kind, &policy, now_ms).await? {
                 return Ok(Decision::Fresh(fresh));
             }
         }
         if self.queue_room() == 0 {
             return Err(AdmitError::Busy);
         }
-        let policy = self.policies.policy(account);
         let mut record = JobRecord::queued(
             super::job_id(work.id_prefix())?,
             kind,
@@ -112,7 +123,7 @@ impl Admission {
                 None => None,
             };
             let live_max = Some(self.index.per_account_max() as u64);
-            let checks = AdmitChecks { quota_limit: Some(key.quota.limit()), live_max, dedup: !refresh };
+            let checks = AdmitChecks { quota_limit: Some(key.quota.limit()), live_max, dedup };
             admit_once(etcd, &record, checks, answer).await?
         };
         let admitted = match admitted {
@@ -120,13 +131,13 @@ impl Admission {
             // It stood, but etcd's usage of the key was not read: memory's view is refreshed
             // by the next status or usage read (the cluster's quota is etcd's, not this view).
             Sent::Stood => {
-                return self.queue_in_cluster(etcd, record, work).await.map(|r| Decision::Admitted(Box::new(r)))
+                return self.queue_in_cluster(etcd, record, work, policy).await.map(|r| Decision::Admitted(Box::new(r)))
             }
         };
         match admitted {
             Admitted::New { usage } => {
                 key.quota.restore(record.quota_period_start_ms, &usage, now_ms);
-                self.queue_in_cluster(etcd, record, work).await.map(|r| Decision::Admitted(Box::new(r)))
+                self.queue_in_cluster(etcd, record, work, policy).await.map(|r| Decision::Admitted(Box::new(r)))
             }
             Admitted::Live(job) => Ok(Decision::live(Arc::new(LiveJob::new(*job)))),
             Admitted::Exhausted { usage } => {
@@ -156,11 +167,12 @@ impl Admission {
         etcd: &EtcdStore,
         account: &str,
         kind: &JobKind,
+        policy: &Policy,
         now_ms: u64,
     ) -> Result<Option<Arc<StoredJob>>, AdmitError> {
         let subject = OwnedSubject::of(kind.subject());
         let newest_ready = etcd.newest_async(account.to_owned(), subject, true).await?;
-        let Some(record) = newest_ready.filter(|job| self.is_fresh(job, now_ms)) else { return Ok(None) };
+        let Some(record) = newest_ready.filter(|job| self.is_fresh(job, policy, now_ms)) else { return Ok(None) };
         if let Some(kept) = self.finished.cached(&record.id) {
             return Ok(Some(kept));
         }
@@ -174,8 +186,8 @@ impl Admission {
         etcd: &EtcdStore,
         record: JobRecord,
         work: &Work,
+        policy: Arc<Policy>,
     ) -> Result<JobRecord, AdmitError> {
-        let policy = self.policies.policy(&record.account);
         let ticket = Ticket::new(record.id.clone(), spec_without_reuse(work)).under(policy);
         let Err(refused) = self.enqueue(&record, ticket) else { return Ok(record) };
         let undone = etcd.cancel_admission_async(record.id.clone()).await;

@@ -119,6 +119,35 @@ fn a_policy_is_read_replaced_and_changes_the_next_analysis_not_the_last() {
 }
 
 #[test]
+fn a_live_job_of_an_earlier_policy_version_is_not_joined() {
+    // Every ledger call takes 400 ms: the first job is still live when the policy changes.
+    let server = serve_slow(400, |_| {});
+    let key = server.key(KeyOptions::default());
+    let first = post(server.addr, WALLET_PATH, &key.secret, &wallet_body(OPEN_DELEGATION));
+    assert_eq!(first.status, 202, "{first:?}");
+    let joined = post(server.addr, WALLET_PATH, &key.secret, &wallet_body(OPEN_DELEGATION));
+    assert_eq!(joined.data_str("analysisId"), first.data_str("analysisId"), "same policy: joined");
+
+    let body = json!({"severityOverrides": {"new_wallet": "ignore"}});
+    let written = put(&server, &key.secret, &body);
+    assert_eq!(written.status, 200, "{written:?}");
+    let policy = json!({"id": written.data()["policy"]["id"], "version": 1});
+
+    // The live job runs under version 0: a request now is a job of its own, under version 1,
+    // and a repeat joins that one.
+    let second = post(server.addr, WALLET_PATH, &key.secret, &wallet_body(OPEN_DELEGATION));
+    assert_eq!(second.status, 202, "{second:?}");
+    assert_ne!(second.data_str("analysisId"), first.data_str("analysisId"), "not joined across policies");
+    let repeat = post(server.addr, WALLET_PATH, &key.secret, &wallet_body(OPEN_DELEGATION));
+    assert_eq!(repeat.data_str("analysisId"), second.data_str("analysisId"), "{repeat:?}");
+
+    let old = server.finish(&first.poll_path(), &key.secret);
+    assert_eq!(old.data()["xray"]["policy"], json!({"id": "default", "version": 0}), "{old:?}");
+    let new = server.finish(&second.poll_path(), &key.secret);
+    assert_eq!(new.data()["xray"]["policy"], policy, "{new:?}");
+}
+
+#[test]
 fn each_mistake_is_a_400_naming_its_field_and_changes_nothing() {
     let server = serve(|_| {});
     let key = server.key(KeyOptions::default());

@@ -380,8 +380,12 @@ impl PanickingSink {
 }
 
 impl ReusedScores for PanickingSink {
-    fn score_of(&self, analysis_id: &str) -> Option<xray::engine::report::Score> {
-        self.inner.score_of(analysis_id)
+    fn score_of(
+        &self,
+        analysis_id: &str,
+        policy: &xray::engine::policy::Policy,
+    ) -> Option<xray::engine::report::Score> {
+        self.inner.score_of(analysis_id, policy)
     }
 }
 
@@ -532,8 +536,12 @@ impl GatedSink {
 }
 
 impl xray::jobs::execute::ReusedScores for GatedSink {
-    fn score_of(&self, analysis_id: &str) -> Option<xray::engine::report::Score> {
-        self.inner.score_of(analysis_id)
+    fn score_of(
+        &self,
+        analysis_id: &str,
+        policy: &xray::engine::policy::Policy,
+    ) -> Option<xray::engine::report::Score> {
+        self.inner.score_of(analysis_id, policy)
     }
 }
 
