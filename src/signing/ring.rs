@@ -12,10 +12,17 @@
 //!
 //! Key id: the first 16 hex digits of SHA-256 of the 32-byte public key.
 //! Invariant: a private key is only in `Stored::current` and the `SigningKey` of a `Ring` —
-//! both wiped on drop, neither printed by `Debug`; an existing key file others may read is
-//! refused (chmod 600 it), as the admin token is.
+//! both wiped on drop, neither printed by `Debug` — and, in transit, in the JSON buffers this
+//! module makes, each wiped after use (`Zeroizing`, moved into the store write and taken back,
+//! never copied). An existing key file is opened without following a symbolic link and judged
+//! on the open handle: a regular file, owned by this process's user, that others cannot read
+//! (chmod 600 it), as the admin token is.
 //! Deliberately absent: encryption of the key at rest (the data directory is 0700, the file
-//! 0600; on a cluster, whoever can read etcd can read the key — guard etcd as the data dir).
+//! 0600; on a cluster, whoever can read etcd can read the key — guard etcd as the data dir),
+//! and wiping the copies the store's own clients make (RocksDB's write batch, etcd's gRPC
+//! buffers) or etcd's history: a rotated-out key stays in etcd's older revisions until its
+//! compaction (`--auto-compaction-retention`), so a retired key is not secret from etcd's
+//! readers — rotate because a key leaked only together with compacting etcd.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -282,19 +289,15 @@ impl KeyHome {
     pub fn load(&self) -> Result<Option<(Stored, u64)>, String> {
         match self {
             KeyHome::File(path) => {
-                let mode = match std::fs::metadata(path) {
-                    Ok(meta) => meta.permissions().mode(),
+                // O_NOFOLLOW: a link planted in the data directory is refused, not read.
+                let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path);
+                let file = match opened {
+                    Ok(file) => file,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                    Err(e) => return Err(format!("{}: {e}", path.display())),
+                    Err(e) => return Err(format!("{}: {e} (it must be a regular file, not a link)", path.display())),
                 };
-                if mode & 0o077 != 0 {
-                    return Err(format!(
-                        "{}: permissions {:o} let others read it; chmod 600 it",
-                        path.display(),
-                        mode & 0o777
-                    ));
-                }
-                let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let meta = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
+                key_file_is_private(&meta).map_err(|why| format!("{}: {why}", path.display()))?;
                 let mut bytes = Zeroizing::new(Vec::new());
                 file.take(SIGNING_KEYS_FILE_BYTES_MAX + 1)
                     .read_to_end(&mut bytes)
@@ -324,15 +327,7 @@ impl KeyHome {
                 }
                 write_file(path, &stored.to_json()?).map(|()| true)
             }
-            KeyHome::Shared(store) => {
-                let write = DocWrite::put(
-                    DocKind::SigningKeys,
-                    SHARED_KEY.to_vec(),
-                    stored.to_json()?.to_vec(),
-                    Expect::Absent,
-                );
-                shared_write(&**store, write)
-            }
+            KeyHome::Shared(store) => shared_write(&**store, stored.to_json()?, Expect::Absent),
         }
     }
 
@@ -341,27 +336,41 @@ impl KeyHome {
     pub fn replace(&self, stored: &Stored, revision: u64) -> Result<bool, String> {
         match self {
             KeyHome::File(path) => write_file(path, &stored.to_json()?).map(|()| true),
-            KeyHome::Shared(store) => {
-                let write = DocWrite::put(
-                    DocKind::SigningKeys,
-                    SHARED_KEY.to_vec(),
-                    stored.to_json()?.to_vec(),
-                    Expect::Revision(revision),
-                );
-                shared_write(&**store, write)
-            }
+            KeyHome::Shared(store) => shared_write(&**store, stored.to_json()?, Expect::Revision(revision)),
         }
     }
 }
 
-fn shared_write(store: &dyn Store, write: DocWrite) -> Result<bool, String> {
-    let mut value = write.value.clone().unwrap_or_default();
-    let written = match store.write_docs(&[write]) {
+/// Why a key file's metadata (of the open handle) makes it unfit to hold a private key.
+fn key_file_is_private(meta: &std::fs::Metadata) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    if !meta.file_type().is_file() {
+        return Err("not a regular file".to_owned());
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(format!("permissions {:o} let others read it; chmod 600 it", mode & 0o777));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!("owned by user {}, not by this process's user {me}; chown it", meta.uid()));
+    }
+    Ok(())
+}
+
+/// Writes the shared record from `json`, moved into the write (no copy) and wiped after it.
+fn shared_write(store: &dyn Store, mut json: Zeroizing<Vec<u8>>, expect: Expect) -> Result<bool, String> {
+    let value = std::mem::take(&mut *json);
+    let mut writes = [DocWrite::put(DocKind::SigningKeys, SHARED_KEY.to_vec(), value, expect)];
+    let written = match store.write_docs(&writes) {
         Ok(()) => Ok(true),
         Err(StoreError::Conflict(_)) => Ok(false),
         Err(e) => Err(format!("writing the shared signing keys: {e}")),
     };
-    value.zeroize();
+    if let Some(value) = writes[0].value.as_mut() {
+        value.zeroize();
+    }
     written
 }
 
@@ -405,6 +414,24 @@ mod tests {
         KeyHome::File(path.clone()).load_or_create(1).expect("created");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         assert!(KeyHome::File(path).load().expect_err("refused").contains("chmod 600"));
+    }
+
+    #[test]
+    fn a_linked_or_foreign_key_file_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("elsewhere.json");
+        KeyHome::File(real.clone()).load_or_create(1).expect("created");
+        let link = dir.path().join(KEY_FILE_NAME);
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let refused = KeyHome::File(link).load().expect_err("a link is not followed");
+        assert!(refused.contains("not a link"), "{refused}");
+        // Another user's file (only root can make one here).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&real, Some(65_534), None).expect("chown");
+            let refused = KeyHome::File(real).load().expect_err("not ours");
+            assert!(refused.contains("owned by user 65534"), "{refused}");
+        }
     }
 
     #[test]

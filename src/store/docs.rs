@@ -74,8 +74,9 @@ impl DocKind {
 }
 
 /// One record as read: its key (without the kind), value and revision (changes on every
-/// write; 0 is never a revision).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// write; 0 is never a revision). `Debug` shows the value's length, never its bytes: some
+/// records hold secrets (the signing keys).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Doc {
     pub key: Vec<u8>,
     pub value: Vec<u8>,
@@ -93,13 +94,43 @@ pub enum Expect {
     Revision(u64),
 }
 
-/// One write of a batch: `value` `None` deletes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One write of a batch: `value` `None` deletes. `Debug` shows the value's length only (`Doc`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct DocWrite {
     pub kind: DocKind,
     pub key: Vec<u8>,
     pub value: Option<Vec<u8>>,
     pub expect: Expect,
+}
+
+/// A record's value in `Debug` output: its length.
+struct Redacted(usize);
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.0)
+    }
+}
+
+impl std::fmt::Debug for Doc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Doc")
+            .field("key", &String::from_utf8_lossy(&self.key))
+            .field("value", &Redacted(self.value.len()))
+            .field("revision", &self.revision)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for DocWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DocWrite")
+            .field("kind", &self.kind)
+            .field("key", &String::from_utf8_lossy(&self.key))
+            .field("value", &self.value.as_ref().map(|v| Redacted(v.len())))
+            .field("expect", &self.expect)
+            .finish()
+    }
 }
 
 impl DocWrite {
@@ -194,6 +225,17 @@ mod tests {
         assert!(a < b);
         assert!(a.starts_with(&events_prefix("mon_1")) && !a.starts_with(&events_prefix("mon_12")));
         assert_eq!(event_job_id(&b, events_prefix("mon_1").len()), Some("an_a"));
+    }
+
+    #[test]
+    fn debug_output_shows_a_records_length_not_its_bytes() {
+        let secret = b"{\"privateKey\":\"s3cr3t\"}".to_vec();
+        let write = DocWrite::put(DocKind::SigningKeys, b"signing-keys".to_vec(), secret.clone(), Expect::Absent);
+        let doc = Doc { key: b"signing-keys".to_vec(), value: secret.clone(), revision: 7 };
+        for text in [format!("{write:?}"), format!("{doc:?}"), format!("{:?}", [write.clone()])] {
+            assert!(!text.contains("s3cr3t") && text.contains(&format!("<{} bytes>", secret.len())), "{text}");
+            assert!(text.contains("signing-keys"), "{text}");
+        }
     }
 
     #[test]
