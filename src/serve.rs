@@ -189,7 +189,7 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
     let admin = start_admin(config, admin_state).inspect_err(stop_group_commit)?;
     let housekeeping = Some(spawn_housekeeping(admission, sink, upkeep, config.retention_days)?);
-    let webhooks = Some(start_webhooks(config, &store)?);
+    let webhooks = Some(start_webhooks(config, &store, &app.keys)?);
     let monitors = Some(start_monitors(config, &app, ledger_cache)?);
     Ok(Running { api, admin, app, store, cluster, housekeeping, webhooks, monitors, first_key })
 }
@@ -215,7 +215,7 @@ fn start_monitors(config: &ServeConfig, app: &Arc<App>, cache: Option<Arc<Ledger
 }
 
 /// The webhook delivery thread, rendering each document as a poll would answer it.
-fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>) -> Result<Deliveries, String> {
+fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>, keys: &Arc<KeyTable>) -> Result<Deliveries, String> {
     let settings = WebhookSettings {
         policy: TargetPolicy::new(&config.webhook_allow_hosts),
         in_flight_max: config::WEBHOOK_IN_FLIGHT_MAX,
@@ -227,7 +227,7 @@ fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>) -> Result<Delive
     };
     let render: Render =
         Arc::new(|record, payload| crate::api::webhook_document(record, payload).map_err(|e| e.to_string()));
-    Deliveries::start(store.clone(), settings, render)
+    Deliveries::start(store.clone(), keys.clone(), settings, render)
 }
 
 /// The store every component uses, and the cluster's etcd when it is that store.

@@ -19,7 +19,14 @@
 //! or `FAILED` once `attempts_max` attempts were made or `retry_window` passed since the
 //! webhook entered the outbox (the job finished, or a later request attached it to the
 //! finished job) — or at once when no attempt can ever succeed (the URL is refused by the policy,
-//! the account has no webhook secret). A freed slot wakes the loop at once.
+//! the account has no webhook secret, the key that asked for it can no longer read it). A freed
+//! slot wakes the loop at once.
+//!
+//! A webhook delivers what a poll would, to whom a poll would: before each attempt, the key
+//! that asked for it (the job's key, or its successor after a rotation; a monitor's event: the
+//! monitor's key, whose re-analysis made it) must still be active and hold `analysis:read`, the
+//! scope that reads the document and that naming a `callbackUrl` (or making a monitor) needed —
+//! else the delivery ends `FAILED`, `key_cannot_read`.
 //!
 //! `lastError` is one of a closed set of reasons (`Failure::reason`: `timeout`, `refused`,
 //! `connect_failed`, `no_public_address`, `tls`, `http_<status>`, …): never a
@@ -56,6 +63,8 @@ use tokio::sync::Notify;
 use super::failure::{classify, Failure};
 use super::signature::{sign, SIGNATURE_HEADER};
 use super::target::{GuardedResolver, TargetPolicy};
+use crate::auth::table::KeyTable;
+use crate::auth::{KeyId, KeyState, Scope};
 use crate::clock::now_unix_ms;
 use crate::config::{
     WEBHOOK_BACKOFF_MS_BASE, WEBHOOK_BACKOFF_MS_MAX, WEBHOOK_DUE_PAGES_PER_CYCLE, WEBHOOK_DUE_PAGE_LEN,
@@ -95,14 +104,19 @@ pub struct Deliveries {
 }
 
 impl Deliveries {
-    pub fn start(store: Arc<dyn Store>, settings: WebhookSettings, render: Render) -> Result<Deliveries, String> {
+    pub fn start(
+        store: Arc<dyn Store>,
+        keys: Arc<KeyTable>,
+        settings: WebhookSettings,
+        render: Render,
+    ) -> Result<Deliveries, String> {
         let client = client(&settings)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("webhook runtime: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let worker = Worker { store, settings, render, client, stop: Arc::clone(&stop) };
+        let worker = Worker { store, keys, settings, render, client, stop: Arc::clone(&stop) };
         let thread = std::thread::Builder::new()
             .name("xray-webhooks".into())
             .spawn(move || worker.run(runtime))
@@ -138,6 +152,8 @@ pub fn client(settings: &WebhookSettings) -> Result<reqwest::Client, String> {
 
 struct Worker {
     store: Arc<dyn Store>,
+    /// The keys in force (a cluster node's follows etcd): who may still read a document.
+    keys: Arc<KeyTable>,
     settings: WebhookSettings,
     render: Render,
     client: reqwest::Client,
@@ -353,6 +369,7 @@ impl Worker {
         if self.settings.policy.check_url(&claim.url).is_err() {
             return Err(Failure::UrlRefused);
         }
+        self.asker_may_read(job, now_ms)?;
         let not_now = |what: &str, e: StoreError| {
             tracing::warn!(job = %job.id, error = %e, "reading the webhook's {what} failed; the attempt is retried");
             Failure::ServerBusy
@@ -375,6 +392,19 @@ impl Worker {
         })?;
         let signature = sign(&secret.secret, now_ms / 1_000, &body);
         Ok((body, signature))
+    }
+
+    /// Whether the key that asked for `job`'s webhook (or its successor) may still read what it
+    /// delivers. A key this node does not know yet (a cluster's key table follows etcd) is
+    /// tried again later; keys are revoked, never removed.
+    fn asker_may_read(&self, job: &JobRecord, now_ms: u64) -> Result<(), Failure> {
+        let id = KeyId::parse(&job.key_id).map_err(|_| Failure::KeyCannotRead)?;
+        let key = self.keys.get(&id).ok_or(Failure::ServerBusy)?;
+        let key = self.keys.successor_of(&key);
+        match key.state_at(now_ms) == KeyState::Active && key.scopes().contains(Scope::AnalysisRead) {
+            true => Ok(()),
+            false => Err(Failure::KeyCannotRead),
+        }
     }
 
     /// One attempt, bounded as a whole by `timeout` (a proxied one's name lookup included), so

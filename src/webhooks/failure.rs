@@ -36,6 +36,9 @@ pub enum Failure {
     NoWebhookSecret,
     /// The URL is refused by the policy now (it changed since the request): final.
     UrlRefused,
+    /// The key that asked for the webhook (or its successor) is revoked or expired, or no
+    /// longer holds the scopes that read the document: final, as a poll would be refused.
+    KeyCannotRead,
     /// The server could not read what the delivery needs just now (retried).
     ServerBusy,
     /// The document could not be made (a bug; final).
@@ -63,6 +66,7 @@ impl Failure {
             Failure::Http(_) => "http",
             Failure::NoWebhookSecret => "no_webhook_secret",
             Failure::UrlRefused => "url_refused",
+            Failure::KeyCannotRead => "key_cannot_read",
             Failure::ServerBusy => "server_busy",
             Failure::Internal => "internal",
             Failure::Failed => "failed",
@@ -71,7 +75,7 @@ impl Failure {
 
     /// True when no later attempt can succeed: the delivery is given up at once.
     pub fn is_final(self) -> bool {
-        matches!(self, Failure::NoWebhookSecret | Failure::UrlRefused | Failure::Internal)
+        matches!(self, Failure::NoWebhookSecret | Failure::UrlRefused | Failure::KeyCannotRead | Failure::Internal)
     }
 }
 

@@ -273,6 +273,27 @@ fn a_callback_needs_the_scope_that_reads_what_it_delivers() {
     assert!(receiver.got.lock().expect("log").is_empty(), "no document delivered to a key that cannot read it");
 }
 
+/// A webhook delivers what a poll would, to whom a poll would: once the key that asked for it
+/// is revoked, its next attempt ends `FAILED` (`key_cannot_read`) and nothing more is sent.
+#[test]
+fn a_revoked_keys_webhook_is_not_sent_again() {
+    let server = allowing_loopback();
+    let (key, _) = key_with_secret(&server);
+    let reader = server.key(KeyOptions::default().in_account(&key.account));
+    // Every attempt fails: the webhook stays due, retried after a backoff of about a second.
+    let receiver = Receiver::start(&[500]);
+    let body = json!({ "wallet": CLEAN, "callbackUrl": receiver.url() }).to_string();
+    let accepted = submit(&server, &key.secret, WALLET_PATH, &body);
+    receiver.wait_for(1);
+    server.revoke(&key);
+    let data = settled(&server, &accepted.poll_path(), &reader.secret);
+    assert_eq!(data["callback"]["status"], "FAILED", "{data}");
+    assert_eq!(data["callback"]["lastError"], "key_cannot_read", "{data}");
+    let sent = receiver.got.lock().expect("log").len();
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(receiver.got.lock().expect("log").len(), sent, "nothing sent after the revocation was seen");
+}
+
 /// A receiver that accepts connections and never answers: each delivery to it holds its slot
 /// until the attempt's timeout. Counts the connections it holds.
 struct Tarpit {
