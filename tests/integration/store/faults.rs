@@ -15,6 +15,8 @@ use xray::auth::record::{KeyRecord, KeySpec};
 use xray::auth::scope::Scopes;
 use xray::auth::table::{KeyEntry, KeyTable};
 use xray::clock::now_unix_ms;
+use xray::engine::policy::Policy;
+use xray::engine::report::Score;
 use xray::jobs::admission::{Admission, AdmitRequest, Decision, Work};
 use xray::jobs::execute::{JobSpec, Outcome, ReusedScores};
 use xray::jobs::finished::FinishedJobs;
@@ -380,11 +382,7 @@ impl PanickingSink {
 }
 
 impl ReusedScores for PanickingSink {
-    fn score_of(
-        &self,
-        analysis_id: &str,
-        policy: &xray::engine::policy::Policy,
-    ) -> Option<xray::engine::report::Score> {
+    fn score_of(&self, analysis_id: &str, policy: &Policy) -> Option<Score> {
         self.inner.score_of(analysis_id, policy)
     }
 }
@@ -535,12 +533,8 @@ impl GatedSink {
     }
 }
 
-impl xray::jobs::execute::ReusedScores for GatedSink {
-    fn score_of(
-        &self,
-        analysis_id: &str,
-        policy: &xray::engine::policy::Policy,
-    ) -> Option<xray::engine::report::Score> {
+impl ReusedScores for GatedSink {
+    fn score_of(&self, analysis_id: &str, policy: &Policy) -> Option<Score> {
         self.inner.score_of(analysis_id, policy)
     }
 }
