@@ -30,15 +30,21 @@ the scan may have been charged). ``--signer`` scans for another signer than the 
       --key svc_live_... scan -
 
 Verifying a signed report (``verify``): every READY analysis and comparison (and every scan)
-carries ``data.signature`` (``keyId``, ``alg`` EdDSA, ``canon`` JCS, ``covers``, ``value``), an
-Ed25519 signature over the RFC 8785 canonical JSON of the members of ``data`` that ``covers``
-names. ``verify`` reads a saved report (a poll's or webhook's body, or its ``data``), takes the
-key set from ``--keys FILE`` or fetches ``<api>/.well-known/xray-keys.json`` (no API key), and
-prints ``{"verified": true|false, "keyId": …}`` (exit 1 when not verified). It needs the
-``cryptography`` and ``rfc8785`` packages (``pip install -r tests/signing/requirements.txt``);
-the other commands use the standard library only.
+carries ``data.signature`` (``keyId``, ``alg`` EdDSA, ``canon`` JCS, ``type``, ``covers``,
+``value``), an Ed25519 signature over the RFC 8785 canonical JSON of the members of ``data``
+that ``covers`` names plus a member ``"type"`` holding the signature's type. ``verify`` reads a
+saved report (a poll's, webhook's or scan's body, or its ``data``) and the type you expect it to
+be — ``--type analysis|comparison|scan`` (or ``xray.analysis.v1`` …), required: a report cannot
+be trusted to say what it is — takes the key set from ``--keys FILE`` or fetches
+``<api>/.well-known/xray-keys.json`` (no API key), and checks that ``type`` is the expected one
+and ``covers`` exactly that type's members before it checks the signature. It prints
+``{"verified": true|false, "keyId": …, "type": …, "data": {…}}`` (exit 1 when not verified),
+where ``data`` holds the signed members only: read those, not the file, which may carry members
+nobody signed. Integers past ±(2^53 − 1) are canonicalized as doubles, as JCS prescribes. It
+needs the ``cryptography`` and ``rfc8785`` packages (``pip install -r
+tests/signing/requirements.txt``); the other commands use the standard library only.
 
-  python3 examples/client.py --api http://127.0.0.1:8080 verify report.json
+  python3 examples/client.py --api http://127.0.0.1:8080 verify --type analysis report.json
 
 A test (``tests/integration/api/webhooks.rs``) runs it against the real server, and
 ``loadtest/flows.sh`` (in ``make test``) its scan, so it cannot rot. Every wait is bounded
@@ -74,9 +80,40 @@ def verify_signature(secret, header, body, now_s=None):
     return hmac.compare_digest(expected, parts["v1"])
 
 
-def verify_report(data, key_set):
-    """The ``keyId`` that signed ``data`` (a report's ``data`` object) when its signature
-    verifies with a key of ``key_set`` (a JWK set, current or retired keys), else ``None``."""
+# The members a signed report's signature covers, by its type, exactly (README, "Signed reports").
+REPORT_COVERS = {
+    "xray.analysis.v1": ("analysisId", "wallet", "completedAt", "xray"),
+    "xray.comparison.v1": ("pairId", "walletA", "walletB", "completedAt", "comparison"),
+    "xray.scan.v1": (
+        "verdict", "signer", "transaction", "findings", "effects", "instructions", "simulation",
+        "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
+    ),
+}
+# ``verify --type`` short names.
+REPORT_TYPES = {"analysis": "xray.analysis.v1", "comparison": "xray.comparison.v1", "scan": "xray.scan.v1"}
+# The largest integer a double (JCS's numbers) holds exactly.
+SAFE_INTEGER_MAX = 2**53 - 1
+
+
+def as_jcs_numbers(value):
+    """``value`` with each integer outside ±(2^53 − 1) as the double JCS reads it as
+    (``rfc8785`` refuses such integers; the server signs them so)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) > SAFE_INTEGER_MAX:
+        return float(value)
+    if isinstance(value, dict):
+        return {k: as_jcs_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_jcs_numbers(v) for v in value]
+    return value
+
+
+def verify_report(data, key_set, expected_type):
+    """``(keyId, covered)`` when ``data`` (a report's ``data`` object) is signed as a report of
+    ``expected_type`` (``xray.analysis.v1`` …) with a key of ``key_set`` (a JWK set, current or
+    retired keys): ``covered`` holds the signed members alone. ``None`` otherwise — a ``type``
+    other than expected, ``covers`` other than exactly that type's members, a bad signature."""
     import base64
 
     import rfc8785
@@ -86,21 +123,27 @@ def verify_report(data, key_set):
     def b64url(text):
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
+    expected = REPORT_COVERS[expected_type]
     signature = data.get("signature") or {}
     if signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
         return None
-    covers = signature.get("covers") or []
-    if "signature" in covers or any(name not in data for name in covers):
+    if signature.get("type") != expected_type:
+        return None
+    covers = signature.get("covers")
+    if not isinstance(covers, list) or not all(isinstance(name, str) for name in covers):
+        return None
+    if len(covers) != len(expected) or set(covers) != set(expected) or any(n not in data for n in expected):
         return None
     jwk = next((k for k in key_set.get("keys", []) if k.get("kid") == signature.get("keyId")), None)
     if jwk is None or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         return None
-    message = rfc8785.dumps({name: data[name] for name in covers})
+    covered = {name: data[name] for name in expected}
+    message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
     try:
         Ed25519PublicKey.from_public_bytes(b64url(jwk["x"])).verify(b64url(signature["value"]), message)
-    except (InvalidSignature, ValueError):
+    except (InvalidSignature, TypeError, ValueError):
         return None
-    return signature["keyId"]
+    return signature["keyId"], covered
 
 
 def rate_wait_s(headers):
@@ -233,8 +276,21 @@ def main():
     scan = commands.add_parser("scan", help="scan an unsigned transaction before signing it")
     scan.add_argument("transaction", help="the serialized transaction, base64 (- reads it from stdin)")
     scan.add_argument("--signer", help="the signer to scan for (default: the fee payer)")
-    verify = commands.add_parser("verify", help="verify a saved report's signature")
-    verify.add_argument("report", help="a report's JSON file (a poll's or webhook's body, or its data)")
+    verify = commands.add_parser(
+        "verify",
+        help="verify a saved report's signature as the type you expect; prints its signed members",
+        description="Verifies a saved report as a report of --type (required: a report's own claim of "
+        "what it is is not trusted) and prints {verified, keyId, type, data}, data holding the signed "
+        "members only.",
+    )
+    verify.add_argument("report", help="a report's JSON file (a poll's, webhook's or scan's body, or its data)")
+    verify.add_argument(
+        "--type",
+        required=True,
+        choices=sorted(REPORT_TYPES) + sorted(REPORT_TYPES.values()),
+        help="what the report must be: analysis (a wallet poll or its webhook), comparison, or scan "
+        "(or the full type, xray.analysis.v1 …); any other signature type is refused",
+    )
     verify.add_argument("--keys", help="the key set's JSON file (default: fetched from --api)")
     args = parser.parse_args()
     if args.command == "verify":
@@ -250,8 +306,10 @@ def main():
                 key_set = json.load(answer)
         else:
             parser.error("verify needs --keys FILE or --api URL")
-        key_id = verify_report(data, key_set)
-        json.dump({"verified": key_id is not None, "keyId": key_id}, sys.stdout)
+        expected_type = REPORT_TYPES.get(args.type, args.type)
+        key_id, covered = verify_report(data, key_set, expected_type) or (None, None)
+        verdict = {"verified": key_id is not None, "keyId": key_id, "type": expected_type, "data": covered}
+        json.dump(verdict, sys.stdout)
         print()
         sys.exit(0 if key_id else 1)
     if not args.api or not args.key:

@@ -537,10 +537,11 @@ pub fn finished_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<V
     // A READY job always carries its payload (`StoredJob`'s invariant).
     let payload = payload.ok_or_else(|| ApiError::internal(&"READY job without payload"))?;
     let body = splice(body, payload_field(record), payload);
-    // Its signature, as stored when it completed (none for jobs completed before signing).
+    // Its signature, as stored when it completed (none for jobs completed before signing; one
+    // stored before signatures were typed is left out: no verifier accepts it).
     Ok(match &record.signature {
-        Some(signature) => splice(body, "signature", &json_bytes(signature)?),
-        None => body,
+        Some(signature) if signature.report_type.is_some() => splice(body, "signature", &json_bytes(signature)?),
+        _ => body,
     })
 }
 

@@ -141,8 +141,9 @@ impl StoreSink {
         };
         let signature = match (&self.signer, kind) {
             (Some(signer), Some(kind)) => {
+                let report_type = crate::signing::ReportType::of_job(&kind);
                 let signed = crate::signing::report_members(id, &kind, completed_at_ms, &payload_json)
-                    .map(|members| signer.sign(members))
+                    .and_then(|members| signer.sign(report_type, members))
                     .and_then(|signature| signature.validate().map(|()| signature).map_err(|e| e.to_string()));
                 match signed {
                     Ok(signature) => Some(signature),

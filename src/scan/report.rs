@@ -3,12 +3,14 @@
 //! versions that produced it.
 //!
 //! Owns: `ScanReport` and its parts, serialized as they are (camelCase), and `build` (decoded
-//! transaction + what the lane observed + labels → the report). Pure; called on listener
-//! threads.
+//! transaction + what the lane observed + labels + when and for which request → the report).
+//! Pure; called on listener threads.
 //!
 //! Invariant: deterministic — findings and effects are sorted by their modules, instructions
 //! are in message order, maps are ordered; the same transaction and ledger state give
-//! byte-identical bytes.
+//! byte-identical bytes but for `scannedAt` and `requestId` (the answer's time and request).
+//! Invariant: `ScanReport`'s members are exactly `signing::SCAN_COVERS`, what a scan's
+//! signature covers (the signer refuses any other set; a test in `signing` checks it).
 //! Invariant: a simulation that did not run (skipped, failed, timed out, unreadable) empties
 //! `effects` and says why in `simulation`; it never removes a finding (findings come from the
 //! decoded instructions alone).
@@ -46,6 +48,10 @@ pub struct ScanReport {
     pub engine_versions: BTreeMap<&'static str, &'static str>,
     /// The account's policy whose allow- and deny-list the findings read (issue #31).
     pub policy: PolicyRef,
+    /// When it was scanned (`clock::rfc3339_ms`): signed, so a signed verdict says its time.
+    pub scanned_at: String,
+    /// The request's id (its `X-Request-Id`): signed, so a signed verdict names its request.
+    pub request_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -118,6 +124,9 @@ pub struct Inputs<'a> {
     pub policy: &'a PolicyRef,
     /// The host of the request's `origin`, when given.
     pub origin: Option<&'a str>,
+    /// When the request came (Unix ms) and its id.
+    pub scanned_at_ms: u64,
+    pub request_id: &'a str,
 }
 
 pub fn build(inputs: &Inputs<'_>) -> ScanReport {
@@ -156,6 +165,8 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         counterparties: counterparties_view(&inputs.observed.counterparties),
         engine_versions: BTreeMap::from([("scan", SCAN_VERSION), ("signals", crate::engine::SIGNALS_VERSION)]),
         policy: inputs.policy.clone(),
+        scanned_at: crate::clock::rfc3339_ms(inputs.scanned_at_ms),
+        request_id: inputs.request_id.to_owned(),
     }
 }
 

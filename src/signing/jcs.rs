@@ -1,8 +1,9 @@
 //! RFC 8785, the JSON Canonicalization Scheme (JCS): the bytes a report's signature covers.
 //!
-//! Owns: `canonicalize`, a `serde_json::Value` written as JCS — object members sorted by their
-//! names' UTF-16 code units, no whitespace, strings with the minimal escapes of ECMAScript's
-//! `JSON.stringify`, and every number as the IEEE-754 double it denotes written as ECMAScript's
+//! Owns: `canonicalize` (and `canonicalize_members`, of an object's members), a
+//! `serde_json::Value` written as JCS — object members sorted by their names' UTF-16 code
+//! units, no whitespace, strings with the minimal escapes of ECMAScript's `JSON.stringify`, and
+//! every number as the IEEE-754 double it denotes written as ECMAScript's
 //! `Number.prototype.toString` does (`ryu-js`). Pure; called on compute threads (the sink), on
 //! listener threads (scans) and by verifiers.
 //!
@@ -11,18 +12,26 @@
 //! the crate parses floats exactly (`serde_json`'s `float_roundtrip`), so a parse of the
 //! served text gives the same double here as there.
 //! Deliberately absent: integers outside ±(2^53 − 1) kept exact. JCS defines numbers as
-//! doubles, so such an integer is written as the double it rounds to (as a JavaScript verifier
-//! sees it); Python's `rfc8785` refuses them, so a report holding one (a balance above about
-//! 9 million SOL in lamports) cannot be verified by it. Serde's `Value` has no NaN or infinity.
+//! doubles, so such an integer (a balance above about 9 million SOL in lamports) is written as
+//! the double it rounds to, as a JavaScript verifier sees it; Python's `rfc8785` refuses such
+//! integers, so the Python verifiers turn them into floats first (JCS's own rule) and agree.
+//! Serde's `Value` has no NaN or infinity.
 //! (`serde_jcs` was looked at: it canonicalizes through a serializer of its own, with a larger
 //! surface to trust than this page; the RFC's own examples are the tests below.)
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The JCS bytes of `value`.
 pub fn canonicalize(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     write_value(&mut out, value);
+    out
+}
+
+/// The JCS bytes of the object made of `members`.
+pub fn canonicalize_members(members: &Map<String, Value>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write_object(&mut out, members);
     out
 }
 
@@ -43,21 +52,24 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
             }
             out.push(b']');
         }
-        Value::Object(members) => {
-            let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
-            sorted.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
-            out.push(b'{');
-            for (i, (name, member)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_string(out, name);
-                out.push(b':');
-                write_value(out, member);
-            }
-            out.push(b'}');
-        }
+        Value::Object(members) => write_object(out, members),
     }
+}
+
+/// An object, its members sorted by their names' UTF-16 code units.
+fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) {
+    let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
+    sorted.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+    out.push(b'{');
+    for (i, (name, member)) in sorted.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(out, name);
+        out.push(b':');
+        write_value(out, member);
+    }
+    out.push(b'}');
 }
 
 /// A number as ECMAScript writes the double it denotes (RFC 8785 §3.2.2.3).

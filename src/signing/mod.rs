@@ -3,20 +3,30 @@
 //! signing key; the public keys, current and retired, are published as a JWK set.
 //!
 //! Owns: `ReportSigner` (the key ring in force, signing, rotation, the published key set),
-//! `report_members` (what a job's signature covers), `verify_report` (the verifier the tests
-//! and the docs describe), `jcs` (RFC 8785) and `ring` (key material, its stored form and where
-//! it is kept: `<data-dir>/signing-keys.json`, 0600, or — on a cluster — one store record every
-//! node reads). Threads: signing runs on compute threads (the job sink, once per READY job) and
-//! listener threads (scans); the key set is read by listener threads; rotation runs on the
-//! admin listener; a cluster node's reload on the housekeeping thread.
+//! `ReportType` (what a report is, and the fixed members its signature covers),
+//! `report_members` / `scan_members` (those members of a job's and a scan's `data`),
+//! `verify_report` (the verifier the tests and the docs describe), `jcs` (RFC 8785) and `ring`
+//! (key material, its stored form and where it is kept: `<data-dir>/signing-keys.json`, 0600,
+//! or — on a cluster — one store record every node reads). Threads: signing runs on compute
+//! threads (the job sink, once per READY job) and listener threads (scans); the key set is read
+//! by listener threads; rotation runs on the admin listener; a cluster node's reload on the
+//! housekeeping thread.
 //!
-//! Wire shape: `data.signature = {keyId, alg: "EdDSA", canon: "JCS", covers, value}` beside the
-//! document in `data`. The signed bytes are the JCS form of the object made of exactly the
-//! members of `data` that `covers` names (a verifier parses the report, picks those members,
-//! canonicalizes, verifies), so a report stored or forwarded as JSON — keys reordered, spaces
-//! changed — still verifies. A field and not a header: `Xray-Signature` is already the webhook
-//! HMAC header, and a poll's envelope (`status`, `callback`) changes over a job's life.
+//! Wire shape: `data.signature = {keyId, alg: "EdDSA", canon: "JCS", type, covers, value}`
+//! beside the document in `data`. `type` is the report's (`xray.analysis.v1`,
+//! `xray.comparison.v1`, `xray.scan.v1`) and `covers` exactly that type's member list
+//! (`ReportType::covers`). The signed bytes are the JCS form of the object made of exactly the
+//! covered members of `data` plus a member `"type"` holding the type (a verifier parses the
+//! report, checks `type` and `covers` against the type it expects, picks those members, adds
+//! `type`, canonicalizes, verifies), so a report stored or forwarded as JSON — keys reordered,
+//! spaces changed — still verifies, and a signature of one type never passes for another.
+//! A field and not a header: `Xray-Signature` is already the webhook HMAC header, and a poll's
+//! envelope (`status`, `callback`) changes over a job's life.
 //!
+//! Invariant: a verifier trusts nothing the signature says about itself — `verify_report`
+//! takes the expected type, refuses any other `type` and any `covers` but that type's list, and
+//! returns only the covered members, so a member added to a signed `data` is never read as
+//! signed. No covered member is named `type` or `signature` (checked at compile time).
 //! Invariant: a job is signed once, by the sink, with the key current then; the signature is
 //! stored with the result and served as stored (polls and webhooks never sign), so a report
 //! signed before a rotation keeps its `keyId` and verifies with the published retired key.
@@ -25,7 +35,8 @@
 //! erased at the rotation that retires it.
 //! Deliberately absent: signing FAILED jobs and live polls (nothing final to attest); key ids
 //! chosen by the operator; a retired key kept past `SIGNING_KEYS_RETIRED_MAX` (reports it made
-//! can no longer be verified from the endpoint).
+//! can no longer be verified from the endpoint); serving signatures made before `type` existed
+//! (no verifier accepts them: such reports are served unsigned).
 
 pub mod jcs;
 pub mod ring;
@@ -56,8 +67,124 @@ pub const KEY_SET_PATH: &str = "/.well-known/xray-keys.json";
 pub const ANALYSIS_COVERS: [&str; 4] = ["analysisId", "wallet", "completedAt", "xray"];
 /// What a comparison's signature covers.
 pub const COMPARISON_COVERS: [&str; 5] = ["pairId", "walletA", "walletB", "completedAt", "comparison"];
+/// What a scan's signature covers: every member of `ScanReport` (`scan::report`), among them
+/// when it was scanned and the request's id.
+pub const SCAN_COVERS: [&str; 12] = [
+    "verdict",
+    "signer",
+    "transaction",
+    "findings",
+    "effects",
+    "instructions",
+    "simulation",
+    "counterparties",
+    "engineVersions",
+    "policy",
+    "scannedAt",
+    "requestId",
+];
+/// `type` of an analysis' signature.
+pub const ANALYSIS_TYPE: &str = "xray.analysis.v1";
+/// `type` of a comparison's signature.
+pub const COMPARISON_TYPE: &str = "xray.comparison.v1";
+/// `type` of a scan's signature.
+pub const SCAN_TYPE: &str = "xray.scan.v1";
+/// The member of the signed object that holds the signature's `type` (never a covered member).
+pub const TYPE_MEMBER: &str = "type";
+/// The member of `data` that holds the signature (never a covered member).
+pub const SIGNATURE_MEMBER: &str = "signature";
 /// Attempts of a rotation that lost a compare-and-set to another node's, before it gives up.
 const ROTATION_ATTEMPTS_MAX: usize = 4;
+
+/// What a signed report is: its signature's `type`, which fixes the members it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReportType {
+    Analysis,
+    Comparison,
+    Scan,
+}
+
+impl ReportType {
+    /// Every type.
+    pub const ALL: [ReportType; 3] = [ReportType::Analysis, ReportType::Comparison, ReportType::Scan];
+
+    /// The signature's `type`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReportType::Analysis => ANALYSIS_TYPE,
+            ReportType::Comparison => COMPARISON_TYPE,
+            ReportType::Scan => SCAN_TYPE,
+        }
+    }
+
+    /// The members of `data` a signature of this type covers, exactly.
+    pub const fn covers(self) -> &'static [&'static str] {
+        match self {
+            ReportType::Analysis => &ANALYSIS_COVERS,
+            ReportType::Comparison => &COMPARISON_COVERS,
+            ReportType::Scan => &SCAN_COVERS,
+        }
+    }
+
+    /// The type of a job's report.
+    pub fn of_job(kind: &JobKind) -> ReportType {
+        match kind {
+            JobKind::Analysis { .. } => ReportType::Analysis,
+            JobKind::Comparison { .. } => ReportType::Comparison,
+        }
+    }
+
+    /// The type named `name` (`xray.scan.v1`, …).
+    pub fn parse(name: &str) -> Option<ReportType> {
+        ReportType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Whether `names` are exactly this type's covered members, each once.
+    fn covered_by(self, names: &[&str]) -> bool {
+        let expected = self.covers();
+        // Equal lengths, and every expected name present: no duplicate, none missing or extra
+        // (the expected names are distinct: `well_formed`, checked when compiling).
+        names.len() == expected.len() && expected.iter().all(|e| names.contains(e))
+    }
+}
+
+/// Byte equality of two names, usable in a constant.
+const fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// A covers list names each member once and never `type` or `signature`.
+const fn well_formed(covers: &[&str]) -> bool {
+    let mut i = 0;
+    while i < covers.len() {
+        if same_name(covers[i], TYPE_MEMBER) || same_name(covers[i], SIGNATURE_MEMBER) {
+            return false;
+        }
+        let mut j = i + 1;
+        while j < covers.len() {
+            if same_name(covers[i], covers[j]) {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+// Checked when compiling: every type's covers list is well formed.
+const _: () = assert!(well_formed(&ANALYSIS_COVERS) && well_formed(&COMPARISON_COVERS) && well_formed(&SCAN_COVERS));
 
 /// The server's report signer: the key ring in force, where it is kept, and its key set.
 pub struct ReportSigner {
@@ -118,21 +245,33 @@ impl ReportSigner {
         self.ring.load().key_set()
     }
 
-    /// The signature of the object made of `members` (name, value), with the current key;
-    /// `covers` lists their names (sorted: the order JCS signs them in).
-    pub fn sign<N: Into<String>>(&self, members: Vec<(N, Value)>) -> ReportSignature {
-        let object: Map<String, Value> = members.into_iter().map(|(name, value)| (name.into(), value)).collect();
-        let covers: Vec<String> = object.keys().cloned().collect();
-        let message = jcs::canonicalize(&Value::Object(object));
+    /// The signature of a `report_type` report whose covered members are `members` (name,
+    /// value): over the JCS form of those members plus `"type"`, with the current key; `covers`
+    /// lists their names, sorted. Refused when the names are not exactly the type's list.
+    pub fn sign<N: Into<String>>(
+        &self,
+        report_type: ReportType,
+        members: Vec<(N, Value)>,
+    ) -> Result<ReportSignature, String> {
+        let count = members.len();
+        let mut object: Map<String, Value> = members.into_iter().map(|(name, value)| (name.into(), value)).collect();
+        let mut covers: Vec<String> = object.keys().cloned().collect();
+        covers.sort_unstable();
+        let names: Vec<&str> = covers.iter().map(String::as_str).collect();
+        if count != covers.len() || !report_type.covered_by(&names) {
+            return Err(format!("{} covers {:?}, not {names:?}", report_type.name(), report_type.covers()));
+        }
+        let message = signed_bytes(report_type, &mut object);
         let ring = self.ring.load();
         let signature = ring.signing_key().sign(&message);
-        ReportSignature {
+        Ok(ReportSignature {
             key_id: ring.kid().to_owned(),
             alg: ALG.to_owned(),
             canon: CANON.to_owned(),
+            report_type: Some(report_type.name().to_owned()),
             covers,
             value: URL_SAFE_NO_PAD.encode(signature.to_bytes()),
-        }
+        })
     }
 
     /// A new current key; the old one's public half joins the retired keys (the oldest past
@@ -186,7 +325,8 @@ impl ReportSigner {
     }
 }
 
-/// The members of a scan's `data` (the whole report) its signature covers: all of them.
+/// The members of a scan's `data` (the whole report, `ScanReport`) its signature covers: all
+/// of them, which `ReportSigner::sign` checks are exactly `SCAN_COVERS`.
 pub fn scan_members(report: Value) -> Result<Vec<(String, Value)>, String> {
     match report {
         Value::Object(members) => Ok(members.into_iter().collect()),
@@ -230,18 +370,32 @@ pub enum VerifyError {
     Unsigned,
     #[error("the report's signature is malformed: {0}")]
     Malformed(&'static str),
+    #[error("the signature is of a {found:?} report, not of the expected {expected}")]
+    WrongType { expected: &'static str, found: String },
+    #[error("the signature's covers are not exactly those of a {0}")]
+    WrongCovers(&'static str),
     #[error("no published key {0}")]
     UnknownKey(String),
     #[error("the signature does not match the report")]
     Mismatch,
 }
 
+/// A verified report: the key that signed it and its covered members — the only part of its
+/// `data` the signature attests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verified {
+    pub key_id: String,
+    pub covered: Map<String, Value>,
+}
+
 /// Verifies a report's `data` object (a poll's `data`, a webhook body's `data`, a scan's
-/// `data`) against a published key set (`{"keys":[JWK…]}`): the members its signature covers,
-/// canonicalized (JCS), checked with the key its `keyId` names (current or retired). Returns
-/// the key id.
-pub fn verify_report(data: &Value, key_set: &Value) -> Result<String, VerifyError> {
-    let signature = data.get("signature").ok_or(VerifyError::Unsigned)?;
+/// `data`) as a report of type `expected`, against a published key set (`{"keys":[JWK…]}`):
+/// the signature's `type` must be `expected`'s and its `covers` exactly that type's list; the
+/// covered members plus `"type"`, canonicalized (JCS), are checked with the key its `keyId`
+/// names (current or retired). Returns the key id and the covered members alone: read those,
+/// never `data`, which may carry members nobody signed.
+pub fn verify_report(data: &Value, key_set: &Value, expected: ReportType) -> Result<Verified, VerifyError> {
+    let signature = data.get(SIGNATURE_MEMBER).ok_or(VerifyError::Unsigned)?;
     let field = |name: &'static str| signature.get(name).and_then(Value::as_str).ok_or(VerifyError::Malformed(name));
     if field("alg")? != ALG {
         return Err(VerifyError::Malformed("alg"));
@@ -249,19 +403,45 @@ pub fn verify_report(data: &Value, key_set: &Value) -> Result<String, VerifyErro
     if field("canon")? != CANON {
         return Err(VerifyError::Malformed("canon"));
     }
-    let key_id = field("keyId")?;
-    let covers = signature.get("covers").and_then(Value::as_array).ok_or(VerifyError::Malformed("covers"))?;
-    let mut object = Map::new();
-    for name in covers {
-        let name = name.as_str().filter(|n| *n != "signature").ok_or(VerifyError::Malformed("covers"))?;
-        let member = data.get(name).ok_or(VerifyError::Malformed("a covered member is missing"))?;
-        object.insert(name.to_owned(), member.clone());
+    let found = field(TYPE_MEMBER)?;
+    if found != expected.name() {
+        return Err(VerifyError::WrongType { expected: expected.name(), found: found.to_owned() });
     }
+    let mut covered = covered_members(data, signature, expected)?;
+    let key_id = field("keyId")?;
     let value = URL_SAFE_NO_PAD.decode(field("value")?).map_err(|_| VerifyError::Malformed("value"))?;
     let signature = Signature::from_slice(&value).map_err(|_| VerifyError::Malformed("value"))?;
     let key = published_key(key_set, key_id)?;
-    key.verify_strict(&jcs::canonicalize(&Value::Object(object)), &signature).map_err(|_| VerifyError::Mismatch)?;
-    Ok(key_id.to_owned())
+    let message = signed_bytes(expected, &mut covered);
+    key.verify_strict(&message, &signature).map_err(|_| VerifyError::Mismatch)?;
+    Ok(Verified { key_id: key_id.to_owned(), covered })
+}
+
+/// The members of `data` that `signature.covers` names, once it is exactly `expected`'s list.
+fn covered_members(data: &Value, signature: &Value, expected: ReportType) -> Result<Map<String, Value>, VerifyError> {
+    let covers = signature.get("covers").and_then(Value::as_array).ok_or(VerifyError::Malformed("covers"))?;
+    let names: Option<Vec<&str>> = covers.iter().map(Value::as_str).collect();
+    let names = names.ok_or(VerifyError::Malformed("covers"))?;
+    if !expected.covered_by(&names) {
+        return Err(VerifyError::WrongCovers(expected.name()));
+    }
+    names
+        .into_iter()
+        .map(|name| match data.get(name) {
+            Some(member) => Ok((name.to_owned(), member.clone())),
+            None => Err(VerifyError::Malformed("a covered member is missing")),
+        })
+        .collect()
+}
+
+/// The signed bytes of a `report_type` report whose covered members are `covered`: the JCS
+/// form of those members plus `"type"` (added for the call, so a large covered document is
+/// never copied; `covered` is as it was on return).
+fn signed_bytes(report_type: ReportType, covered: &mut Map<String, Value>) -> Vec<u8> {
+    covered.insert(TYPE_MEMBER.to_owned(), Value::String(report_type.name().to_owned()));
+    let message = jcs::canonicalize_members(covered);
+    covered.remove(TYPE_MEMBER);
+    message
 }
 
 /// The Ed25519 public key `key_id` of a JWK set.
@@ -282,6 +462,10 @@ fn published_key(key_set: &Value, key_id: &str) -> Result<VerifyingKey, VerifyEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// Lamports past 2^53 (about 18.4 billion SOL): canonicalized as the double it rounds to.
+    const LAMPORTS_PAST_2_53: u64 = u64::MAX;
 
     fn signer() -> (tempfile::TempDir, ReportSigner) {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -289,14 +473,28 @@ mod tests {
         (dir, signer)
     }
 
-    fn report(signer: &ReportSigner) -> Value {
-        let payload = br#"{"wallet":"W","score":{"value":82,"riskLevel":"low","confidence":0.9},"signals":[]}"#;
+    /// A READY analysis' poll `data` with `payload` as its document, signed by `signer`.
+    fn report_of(signer: &ReportSigner, payload: &[u8]) -> Value {
         let kind = JobKind::Analysis { wallet: "W".into() };
         let members = report_members("an_1", &kind, 1_700_000_000_123, payload).expect("members");
         let mut data: Map<String, Value> = members.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
         data.insert("status".into(), Value::String("READY".into()));
-        let signature = signer.sign(members);
-        data.insert("signature".into(), serde_json::to_value(signature).expect("json"));
+        let signature = signer.sign(ReportType::of_job(&kind), members).expect("signed");
+        data.insert(SIGNATURE_MEMBER.into(), serde_json::to_value(signature).expect("json"));
+        Value::Object(data)
+    }
+
+    fn report(signer: &ReportSigner) -> Value {
+        report_of(signer, br#"{"wallet":"W","score":{"value":82,"riskLevel":"low","confidence":0.9},"signals":[]}"#)
+    }
+
+    /// A scan's `data` (every member of `SCAN_COVERS`, values made up), signed by `signer`.
+    fn scan(signer: &ReportSigner) -> Value {
+        let members: Vec<(String, Value)> =
+            SCAN_COVERS.iter().enumerate().map(|(i, name)| ((*name).to_owned(), json!({ "n": i }))).collect();
+        let mut data: Map<String, Value> = members.iter().cloned().collect();
+        let signature = signer.sign(ReportType::Scan, members).expect("signed");
+        data.insert(SIGNATURE_MEMBER.into(), serde_json::to_value(signature).expect("json"));
         Value::Object(data)
     }
 
@@ -304,17 +502,54 @@ mod tests {
         serde_json::from_slice(&signer.key_set()).expect("key set")
     }
 
+    fn key_id(verified: Result<Verified, VerifyError>) -> Result<String, VerifyError> {
+        verified.map(|v| v.key_id)
+    }
+
+    /// A copy of `data`, signed again by `signer` with `covers` and `type` as given (the members
+    /// named taken from `data`): what a forger holding the key could not make, here to check
+    /// that a verifier refuses a signature whatever its own claims are.
+    fn resigned(signer: &ReportSigner, data: &Value, covers: &[&str], type_name: &str) -> Value {
+        let mut object: Map<String, Value> = covers.iter().map(|n| ((*n).to_owned(), data[*n].clone())).collect();
+        object.insert(TYPE_MEMBER.into(), Value::String(type_name.into()));
+        let ring = signer.ring.load();
+        let value = ring.signing_key().sign(&jcs::canonicalize(&Value::Object(object)));
+        let mut changed = data.clone();
+        changed[SIGNATURE_MEMBER]["covers"] = json!(covers);
+        changed[SIGNATURE_MEMBER][TYPE_MEMBER] = json!(type_name);
+        changed[SIGNATURE_MEMBER]["value"] = json!(URL_SAFE_NO_PAD.encode(value.to_bytes()));
+        changed
+    }
+
     #[test]
-    fn a_signed_report_verifies_and_names_its_key() {
+    fn a_signed_report_verifies_names_its_key_and_returns_the_covered_members() {
         let (_dir, signer) = signer();
         let data = report(&signer);
-        assert_eq!(verify_report(&data, &key_set(&signer)), Ok(signer.key_id()));
-        let stored: ReportSignature = serde_json::from_value(data["signature"].clone()).expect("signature");
+        let verified = verify_report(&data, &key_set(&signer), ReportType::Analysis).expect("verified");
+        assert_eq!(verified.key_id, signer.key_id());
+        let covered: Map<String, Value> = ANALYSIS_COVERS.iter().map(|n| ((*n).to_owned(), data[*n].clone())).collect();
+        assert_eq!(verified.covered, covered, "the covered members, and only they (no status)");
+        let stored: ReportSignature = serde_json::from_value(data[SIGNATURE_MEMBER].clone()).expect("signature");
         assert!(stored.validate().is_ok(), "the store takes it: {stored:?}");
         let mut covers = ANALYSIS_COVERS.to_vec();
         covers.sort_unstable();
-        assert_eq!(data["signature"]["covers"], serde_json::json!(covers));
+        assert_eq!(data[SIGNATURE_MEMBER]["covers"], json!(covers));
+        assert_eq!(data[SIGNATURE_MEMBER][TYPE_MEMBER], ANALYSIS_TYPE);
         assert_eq!(signer.key_id().len(), 16);
+    }
+
+    #[test]
+    fn the_signed_bytes_are_the_covered_members_plus_the_type() {
+        let (_dir, signer) = signer();
+        let data = report(&signer);
+        let key = published_key(&key_set(&signer), &signer.key_id()).expect("key");
+        let value = URL_SAFE_NO_PAD.decode(data[SIGNATURE_MEMBER]["value"].as_str().expect("value")).expect("b64");
+        let signature = Signature::from_slice(&value).expect("signature");
+        let mut object: Map<String, Value> =
+            ANALYSIS_COVERS.iter().map(|n| ((*n).to_owned(), data[*n].clone())).collect();
+        assert!(key.verify_strict(&jcs::canonicalize(&Value::Object(object.clone())), &signature).is_err());
+        object.insert("type".into(), json!("xray.analysis.v1"));
+        assert!(key.verify_strict(&jcs::canonicalize(&Value::Object(object)), &signature).is_ok());
     }
 
     #[test]
@@ -323,10 +558,11 @@ mod tests {
         let data = report(&signer);
         let keys = key_set(&signer);
         // Every byte of the canonical message, flipped in turn (through the raw check).
-        let members: Map<String, Value> = ANALYSIS_COVERS.iter().map(|n| ((*n).to_owned(), data[*n].clone())).collect();
-        let message = jcs::canonicalize(&Value::Object(members));
+        let mut members: Map<String, Value> =
+            ANALYSIS_COVERS.iter().map(|n| ((*n).to_owned(), data[*n].clone())).collect();
+        let message = signed_bytes(ReportType::Analysis, &mut members);
         let key = published_key(&keys, &signer.key_id()).expect("key");
-        let value = URL_SAFE_NO_PAD.decode(data["signature"]["value"].as_str().expect("value")).expect("b64");
+        let value = URL_SAFE_NO_PAD.decode(data[SIGNATURE_MEMBER]["value"].as_str().expect("value")).expect("b64");
         let signature = Signature::from_slice(&value).expect("signature");
         assert!(key.verify_strict(&message, &signature).is_ok());
         for i in 0..message.len() {
@@ -342,20 +578,192 @@ mod tests {
         }
         // And through the report: a changed score, wallet or time fails; an uncovered member
         // (status) may change.
+        let verify = |data: &Value| key_id(verify_report(data, &keys, ReportType::Analysis));
         for (pointer, new) in [("/xray/score/value", 83), ("/xray/score/confidence", 1)] {
             let mut changed = data.clone();
             *changed.pointer_mut(pointer).expect("member") = Value::from(new);
-            assert_eq!(verify_report(&changed, &keys), Err(VerifyError::Mismatch), "{pointer}");
+            assert_eq!(verify(&changed), Err(VerifyError::Mismatch), "{pointer}");
         }
         let mut changed = data.clone();
         changed["completedAt"] = Value::String("2023-11-14T22:13:20.124Z".into());
-        assert_eq!(verify_report(&changed, &keys), Err(VerifyError::Mismatch));
+        assert_eq!(verify(&changed), Err(VerifyError::Mismatch));
         let mut changed = data.clone();
         changed["status"] = Value::String("FAILED".into());
-        assert!(verify_report(&changed, &keys).is_ok());
+        assert!(verify(&changed).is_ok());
         let mut unsigned = data;
-        unsigned.as_object_mut().expect("object").remove("signature");
-        assert_eq!(verify_report(&unsigned, &keys), Err(VerifyError::Unsigned));
+        unsigned.as_object_mut().expect("object").remove(SIGNATURE_MEMBER);
+        assert_eq!(verify(&unsigned), Err(VerifyError::Unsigned));
+    }
+
+    #[test]
+    fn an_unsigned_member_added_to_a_signed_scan_is_not_returned_as_verified() {
+        let (_dir, signer) = signer();
+        let keys = key_set(&signer);
+        let mut data = scan(&signer);
+        data["xray"] = json!({ "score": { "value": 100 } });
+        data["verdictOverride"] = json!("benign");
+        let verified = verify_report(&data, &keys, ReportType::Scan).expect("the signed members still verify");
+        let names: Vec<&str> = verified.covered.keys().map(String::as_str).collect();
+        let mut expected = SCAN_COVERS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "only the covered members");
+        assert!(!verified.covered.contains_key("xray") && !verified.covered.contains_key("verdictOverride"));
+    }
+
+    #[test]
+    fn a_signature_of_another_type_or_other_covers_is_refused() {
+        let (_dir, signer) = signer();
+        let keys = key_set(&signer);
+        let scan = scan(&signer);
+        let analysis = report(&signer);
+        let wrong_type = |found: &str, expected: ReportType| -> Result<String, VerifyError> {
+            Err(VerifyError::WrongType { expected: expected.name(), found: found.to_owned() })
+        };
+        // A scan presented as an analysis (or a comparison), and the other way round.
+        assert_eq!(
+            key_id(verify_report(&scan, &keys, ReportType::Analysis)),
+            wrong_type(SCAN_TYPE, ReportType::Analysis)
+        );
+        assert_eq!(
+            key_id(verify_report(&scan, &keys, ReportType::Comparison)),
+            wrong_type(SCAN_TYPE, ReportType::Comparison)
+        );
+        assert_eq!(
+            key_id(verify_report(&analysis, &keys, ReportType::Scan)),
+            wrong_type(ANALYSIS_TYPE, ReportType::Scan)
+        );
+        // A type changed in the signature object alone: refused for the expected type, and as
+        // the type it now names it does not match the signed bytes.
+        let mut relabeled = analysis.clone();
+        relabeled[SIGNATURE_MEMBER][TYPE_MEMBER] = json!(COMPARISON_TYPE);
+        assert!(matches!(verify_report(&relabeled, &keys, ReportType::Analysis), Err(VerifyError::WrongType { .. })));
+        let mut untyped = analysis.clone();
+        untyped[SIGNATURE_MEMBER].as_object_mut().expect("object").remove(TYPE_MEMBER);
+        assert_eq!(key_id(verify_report(&untyped, &keys, ReportType::Analysis)), Err(VerifyError::Malformed("type")));
+        // Covers a subset, a superset, with a duplicate: refused even when the key signed them.
+        let subset = resigned(&signer, &scan, &SCAN_COVERS[..SCAN_COVERS.len() - 1], SCAN_TYPE);
+        let mut with_extra = scan.clone();
+        with_extra["extra"] = json!(1);
+        let mut superset = SCAN_COVERS.to_vec();
+        superset.push("extra");
+        let superset = resigned(&signer, &with_extra, &superset, SCAN_TYPE);
+        let mut doubled = SCAN_COVERS[..SCAN_COVERS.len() - 1].to_vec();
+        doubled.push(SCAN_COVERS[0]);
+        let doubled = resigned(&signer, &scan, &doubled, SCAN_TYPE);
+        for forged in [subset, superset, doubled] {
+            assert_eq!(
+                key_id(verify_report(&forged, &keys, ReportType::Scan)),
+                Err(VerifyError::WrongCovers(SCAN_TYPE)),
+                "{}",
+                forged[SIGNATURE_MEMBER]
+            );
+        }
+        // The same covers, re-signed under another type's name: refused as that type's covers.
+        let as_analysis = resigned(&signer, &scan, &SCAN_COVERS, ANALYSIS_TYPE);
+        assert_eq!(
+            key_id(verify_report(&as_analysis, &keys, ReportType::Analysis)),
+            Err(VerifyError::WrongCovers(ANALYSIS_TYPE))
+        );
+        // Sanity: re-signing with the right covers and type verifies.
+        let same = resigned(&signer, &scan, &SCAN_COVERS, SCAN_TYPE);
+        assert_eq!(key_id(verify_report(&same, &keys, ReportType::Scan)), Ok(signer.key_id()));
+    }
+
+    #[test]
+    fn the_signer_refuses_members_other_than_its_types() {
+        let (_dir, signer) = signer();
+        let member = |name: &str| (name.to_owned(), json!(1));
+        let analysis: Vec<(String, Value)> = ANALYSIS_COVERS.iter().map(|n| member(*n)).collect();
+        assert!(signer.sign(ReportType::Analysis, analysis.clone()).is_ok());
+        assert!(signer.sign(ReportType::Scan, analysis.clone()).is_err(), "another type's members");
+        assert!(signer.sign(ReportType::Analysis, analysis[1..].to_vec()).is_err(), "one missing");
+        let mut extra = analysis.clone();
+        extra.push(member("status"));
+        assert!(signer.sign(ReportType::Analysis, extra).is_err(), "one more");
+        for reserved in [TYPE_MEMBER, SIGNATURE_MEMBER] {
+            let mut named = analysis[1..].to_vec();
+            named.push(member(reserved));
+            assert!(signer.sign(ReportType::Analysis, named).is_err(), "{reserved}");
+        }
+        let mut doubled = analysis.clone();
+        doubled.push(analysis[0].clone());
+        assert!(signer.sign(ReportType::Analysis, doubled).is_err(), "a duplicate");
+        for report_type in ReportType::ALL {
+            assert!(well_formed(report_type.covers()), "{report_type:?}");
+            assert_eq!(ReportType::parse(report_type.name()), Some(report_type));
+        }
+        assert!(!well_formed(&["a", "type"]) && !well_formed(&["signature"]) && !well_formed(&["a", "b", "a"]));
+    }
+
+    #[test]
+    fn a_scan_report_has_exactly_the_covered_members_with_its_time_and_request() {
+        use crate::engine::report::PolicyRef;
+        use crate::ledger::transaction::{decode, message};
+        use crate::pubkey::Pubkey;
+        use crate::scan::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
+        use crate::scan::report::{build, Inputs};
+
+        let me = Pubkey([1; 32]);
+        let call = message::InstructionParts { program: Pubkey([9; 32]), metas: vec![(me, true, true)], data: vec![] };
+        let bytes = message::compile(me, &[call], [7; 32], false).expect("compiles");
+        let tx = decode(&message::parse(&bytes).expect("parses"), &[]).expect("decodes");
+        let observed = Observed {
+            pre: Err("not read".to_owned()),
+            simulation: SimulationOutcome::Skipped("a test".to_owned()),
+            counterparties: CounterpartiesOutcome::NotAsked,
+        };
+        let (labels, policy) = (crate::labels::Labels::builtin(), PolicyRef { id: "default".to_owned(), version: 0 });
+        let inputs = Inputs {
+            decoded: &tx,
+            signer: me,
+            accounts: &[me],
+            observed: &observed,
+            labels: &labels,
+            policy: &policy,
+            origin: None,
+            scanned_at_ms: 1_700_000_000_123,
+            request_id: "req-1",
+        };
+        let report = serde_json::to_value(build(&inputs)).expect("json");
+        let mut names: Vec<&str> = report.as_object().expect("object").keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let mut expected = SCAN_COVERS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "ScanReport's members are SCAN_COVERS");
+        assert_eq!(report["scannedAt"], "2023-11-14T22:13:20.123Z");
+        assert_eq!(report["requestId"], "req-1");
+        // So the signer takes it, and it verifies as a scan.
+        let (_dir, signer) = signer();
+        let signature = signer.sign(ReportType::Scan, scan_members(report.clone()).expect("members")).expect("signed");
+        let mut data = report;
+        data[SIGNATURE_MEMBER] = serde_json::to_value(signature).expect("json");
+        let verified = verify_report(&data, &key_set(&signer), ReportType::Scan).expect("verified");
+        assert_eq!(verified.covered["requestId"], "req-1");
+    }
+
+    #[test]
+    fn integers_past_2_53_sign_and_verify_at_double_precision() {
+        let (_dir, signer) = signer();
+        let payload = format!(
+            r#"{{"wallet":"W","balances":{{"lamports":{LAMPORTS_PAST_2_53},"delta":-9007199254740993}},"signals":[]}}"#
+        );
+        let data = report_of(&signer, payload.as_bytes());
+        // As a client reads it: the served text, parsed again.
+        let served: Value = serde_json::from_str(&data.to_string()).expect("json");
+        assert_eq!(served["xray"]["balances"]["lamports"], json!(LAMPORTS_PAST_2_53), "served exact");
+        let verified = verify_report(&served, &key_set(&signer), ReportType::Analysis).expect("verified");
+        assert_eq!(verified.key_id, signer.key_id());
+        assert_eq!(verified.covered["xray"]["balances"]["lamports"], json!(LAMPORTS_PAST_2_53));
+        // Attested at double precision: the nearest double is the same signed number.
+        let mut rounded = served.clone();
+        rounded["xray"]["balances"]["lamports"] = json!(LAMPORTS_PAST_2_53 as f64);
+        assert!(verify_report(&rounded, &key_set(&signer), ReportType::Analysis).is_ok());
+        let mut changed = served;
+        changed["xray"]["balances"]["lamports"] = json!(LAMPORTS_PAST_2_53 / 2);
+        assert_eq!(
+            key_id(verify_report(&changed, &key_set(&signer), ReportType::Analysis)),
+            Err(VerifyError::Mismatch)
+        );
     }
 
     #[test]
@@ -367,9 +775,9 @@ mod tests {
         assert_eq!(rotation.retired_key_id, old);
         assert_ne!(signer.key_id(), old);
         let keys = key_set(&signer);
-        assert_eq!(verify_report(&before, &keys), Ok(old.clone()));
+        assert_eq!(key_id(verify_report(&before, &keys, ReportType::Analysis)), Ok(old.clone()));
         let after = report(&signer);
-        assert_eq!(verify_report(&after, &keys), Ok(rotation.key_id.clone()));
+        assert_eq!(key_id(verify_report(&after, &keys, ReportType::Analysis)), Ok(rotation.key_id.clone()));
         let statuses: Vec<(&str, &str)> = keys["keys"]
             .as_array()
             .expect("keys")
@@ -380,7 +788,7 @@ mod tests {
         // A restart reads the same ring.
         let again = ReportSigner::open_file(dir.path(), 1_700_000_200_000).expect("reopened");
         assert_eq!(again.key_id(), rotation.key_id);
-        assert_eq!(verify_report(&before, &key_set(&again)), Ok(old));
+        assert_eq!(key_id(verify_report(&before, &key_set(&again), ReportType::Analysis)), Ok(old));
     }
 
     #[test]

@@ -175,13 +175,18 @@ pub struct JobRecord {
 
 /// A report's detached signature, stored as the wire's `data.signature` member: the key that
 /// made it (`keyId`), the algorithm (`EdDSA`, Ed25519), the canonical form of the signed bytes
-/// (`JCS`, RFC 8785), the members of `data` it covers, and the signature (base64url, unpadded).
+/// (`JCS`, RFC 8785), the report's type (`type`, signed with it), the members of `data` it
+/// covers, and the signature (base64url, unpadded).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportSignature {
     pub key_id: String,
     pub alg: String,
     pub canon: String,
+    /// `xray.analysis.v1`, … (`signing::ReportType`). `None` only in signatures stored before
+    /// reports were typed, which no verifier accepts: they are served unsigned.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub report_type: Option<String>,
     pub covers: Vec<String>,
     pub value: String,
 }
@@ -192,6 +197,9 @@ impl ReportSignature {
         check_id("signature key id", &self.key_id)?;
         check_id("signature alg", &self.alg)?;
         check_id("signature canon", &self.canon)?;
+        if let Some(report_type) = &self.report_type {
+            check_id("signature type", report_type)?;
+        }
         // 86 characters for Ed25519's 64 bytes; room for a longer algorithm.
         check_len("signature value", &self.value, 4 * STORE_ID_BYTES_MAX)?;
         if self.covers.len() > 16 {

@@ -14,8 +14,9 @@
  * - errors as `XrayError` (the contract's `code`, `status`, `requestId`, `details`,
  *   `retryAfterSeconds`);
  * - `verifyWebhook`: the `Xray-Signature` check of a delivered webhook, in constant time;
- * - `verifyReport`: the Ed25519 check of a signed report (`data.signature`) against the published
- *   key set (`getSigningKeys`), over its RFC 8785 (JCS) canonical form (`canonicalJson`).
+ * - `verifyReport`: the Ed25519 check of a signed report (`data.signature`) as the report type the
+ *   caller expects, against the published key set (`getSigningKeys`), over its RFC 8785 (JCS)
+ *   canonical form (`canonicalJson`); it returns the signed members alone.
  */
 import { createHmac, createPublicKey, randomUUID, timingSafeEqual, verify as verifySignature } from "node:crypto";
 import type { components, operations, paths } from "./schema.js";
@@ -728,11 +729,39 @@ export function verifyWebhook(
 
 export type SigningKeySet = Schemas["SigningKeySet"];
 export type ReportSignature = Schemas["ReportSignature"];
+/** What a signed report is: its signature's `type` (`xray.analysis.v1`, …). */
+export type ReportType = ReportSignature["type"];
+
+/** The members of `data` each report type's signature covers, exactly (README, "Signed reports"). */
+export const REPORT_COVERS: Readonly<Record<ReportType, readonly string[]>> = {
+  "xray.analysis.v1": ["analysisId", "wallet", "completedAt", "xray"],
+  "xray.comparison.v1": ["pairId", "walletA", "walletB", "completedAt", "comparison"],
+  "xray.scan.v1": [
+    "verdict",
+    "signer",
+    "transaction",
+    "findings",
+    "effects",
+    "instructions",
+    "simulation",
+    "counterparties",
+    "engineVersions",
+    "policy",
+    "scannedAt",
+    "requestId",
+  ],
+};
+
+/** A verified report: the key that signed it and its signed members — read these, not `data`. */
+export interface VerifiedReport {
+  keyId: string;
+  covered: Record<string, unknown>;
+}
 
 /** Why `verifyReport` refused a report. */
 export class ReportVerificationError extends Error {
   constructor(
-    readonly reason: "unsigned" | "malformed" | "unknown_key" | "signature_mismatch",
+    readonly reason: "unsigned" | "malformed" | "wrong_type" | "wrong_covers" | "unknown_key" | "signature_mismatch",
     message: string,
   ) {
     super(message);
@@ -764,29 +793,53 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * Checks a report's `data` (a poll's or webhook's `data`, or a scan's): the members its
- * `signature.covers` names, canonicalized (JCS), against the Ed25519 key `signature.keyId` of
- * `keySet` (current or retired). Returns the key id; throws `ReportVerificationError`.
+ * Checks a report's `data` (a poll's or webhook's `data`, or a scan's) as a report of type
+ * `expected`: its `signature.type` must be `expected` and `signature.covers` exactly that type's
+ * members (`REPORT_COVERS`) — nothing the report says about itself is trusted — and the Ed25519
+ * key `signature.keyId` of `keySet` (current or retired) must have signed the JCS form of those
+ * members plus `"type"`. Returns the key id and the covered members alone (a member added to
+ * `data` is not among them); throws `ReportVerificationError`.
  */
-export function verifyReport(data: Record<string, unknown>, keySet: SigningKeySet): string {
+export function verifyReport(
+  data: Record<string, unknown>,
+  keySet: SigningKeySet,
+  expected: ReportType,
+): VerifiedReport {
   const signature = data.signature as ReportSignature | undefined;
   if (!signature || typeof signature !== "object") throw new ReportVerificationError("unsigned", "no data.signature");
-  if (signature.alg !== "EdDSA" || signature.canon !== "JCS" || !Array.isArray(signature.covers)) {
+  if (signature.alg !== "EdDSA" || signature.canon !== "JCS") {
     throw new ReportVerificationError("malformed", "not an EdDSA signature over JCS");
   }
-  const covered: Record<string, unknown> = {};
-  for (const name of signature.covers) {
-    if (name === "signature" || !(name in data)) {
-      throw new ReportVerificationError("malformed", `covered member ${name} is missing`);
-    }
-    covered[name] = data[name];
+  if (signature.type !== expected) {
+    throw new ReportVerificationError("wrong_type", `a ${String(signature.type)} signature, not ${expected}`);
   }
+  const covered = coveredMembers(data, signature, expected);
   const jwk = keySet.keys.find((k) => k.kid === signature.keyId);
   if (!jwk) throw new ReportVerificationError("unknown_key", `no published key ${signature.keyId}`);
   if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519") throw new ReportVerificationError("malformed", "not an Ed25519 key");
   const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwk.x }, format: "jwk" });
-  const message = Buffer.from(canonicalJson(covered), "utf8");
+  const message = Buffer.from(canonicalJson({ ...covered, type: expected }), "utf8");
   const ok = verifySignature(null, message, key, Buffer.from(signature.value, "base64url"));
   if (!ok) throw new ReportVerificationError("signature_mismatch", "the signature does not match the report");
-  return signature.keyId;
+  return { keyId: signature.keyId, covered };
+}
+
+/** The members of `data` a signature of type `expected` covers, once its `covers` is exactly that list. */
+function coveredMembers(
+  data: Record<string, unknown>,
+  signature: ReportSignature,
+  expected: ReportType,
+): Record<string, unknown> {
+  const names: readonly string[] = REPORT_COVERS[expected];
+  const covers: unknown = signature.covers;
+  const exact = Array.isArray(covers) && covers.length === names.length && names.every((n) => covers.includes(n));
+  if (!exact) throw new ReportVerificationError("wrong_covers", `the covers are not exactly those of ${expected}`);
+  const covered: Record<string, unknown> = {};
+  for (const name of names) {
+    if (!Object.prototype.hasOwnProperty.call(data, name)) {
+      throw new ReportVerificationError("malformed", `covered member ${name} is missing`);
+    }
+    covered[name] = data[name];
+  }
+  return covered;
 }

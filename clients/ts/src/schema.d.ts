@@ -161,7 +161,7 @@ export interface paths {
          *
          *     **Charging.** One quota unit per `200` (`byOperation.transactionScan` in `GET /v1/developer/usage`), however the ledger's reads went — `simulation.status` and `counterparties` say (a waiver would be a free scan a client could cause by naming accounts too large to read in time). Every refusal is free. The unit is reserved before the ledger is read, given back on any failure (and when the client hangs up), and written before the answer leaves.
          *
-         *     **Deterministic.** The same transaction, signer and ledger state give byte-identical answers. A scan changes nothing but usage: there is no `Idempotency-Key` (a repeat is a new, charged scan) and no `callbackUrl` (the answer is the result).
+         *     **Deterministic.** The same transaction, signer and ledger state give byte-identical answers, but for `scannedAt` (when it was asked), `requestId` (the `X-Request-Id` of the answer) and `signature` (`xray.scan.v1`, which covers both: see `ReportSignature`). A scan changes nothing but usage: there is no `Idempotency-Key` (a repeat is a new, charged scan) and no `callbackUrl` (the answer is the result).
          *
          *     **Required scope:** `transaction:scan` (else `403 INSUFFICIENT_SCOPE`).
          */
@@ -1849,7 +1849,7 @@ export interface components {
             /** @description With `checked: false`: why not — nothing of the signer's is sent, approved or withdrawn, or its history could not be read. */
             reason?: string;
         };
-        /** @description The versions that made the answer: equal versions, transaction and ledger state give byte-identical answers. */
+        /** @description The versions that made the answer: equal versions, transaction and ledger state give byte-identical answers (but for `scannedAt`, `requestId` and `signature`). */
         ScanEngineVersions: {
             /**
              * @description The scan's rules (findings and effects).
@@ -1862,7 +1862,7 @@ export interface components {
              */
             signals: string;
         };
-        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer and ledger state give byte-identical JSON. `signature` signs the answer: see `ReportSignature`. */
+        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer and ledger state give byte-identical JSON but for `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v1`) signs every other member, `scannedAt` and `requestId` among them, so a signed verdict says when and for which request it was made: see `ReportSignature`. */
         ScanReport: {
             verdict: components["schemas"]["Verdict"];
             /**
@@ -1881,6 +1881,17 @@ export interface components {
             counterparties: components["schemas"]["ScanCounterparties"];
             engineVersions: components["schemas"]["ScanEngineVersions"];
             policy: components["schemas"]["PolicyRef"];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds. When the scan was asked (the request's arrival). Signed: check it against your own clock before trusting a signed verdict, so an old answer is not replayed as a fresh one.
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            scannedAt: string;
+            /**
+             * @description The request's id: the `X-Request-Id` response header of this answer (the client's own when it sent a valid one, else `req_…`). Signed: send your own id to bind a signed verdict to your request.
+             * @example req_5HueCGU8rMjxEXxiP
+             */
+            requestId: string;
             signature?: components["schemas"]["ReportSignature"];
         };
         /** @description Body of a `200` of `POST /v1/developer/intelligence/transaction`. */
@@ -2246,7 +2257,7 @@ export interface components {
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
         };
-        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names. To verify: parse the report, take those members of `data`, canonicalize them with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`. An analysis covers `analysisId`, `wallet`, `completedAt` and `xray`; a comparison `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; a scan every member of its `data`. Absent from jobs completed before the server signed reports. */
+        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v1` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction`, `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `scannedAt` and `requestId`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. */
         ReportSignature: {
             /**
              * @description The signing key's `kid`: the first 16 hex digits of SHA-256 of its 32-byte public key.
@@ -2264,7 +2275,13 @@ export interface components {
              */
             canon: string;
             /**
-             * @description The members of `data` the signature covers, sorted.
+             * @description What the report is, which fixes what `covers` must be. Signed: the signed object holds it as its member `type`. A verifier requires the type it expects.
+             * @example xray.analysis.v1
+             * @enum {string}
+             */
+            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v1";
+            /**
+             * @description The members of `data` the signature covers, sorted: exactly the list of its `type` (see above).
              * @example [
              *       "analysisId",
              *       "completedAt",

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import {
   ReportVerificationError,
   verifyReport,
+  type ReportType,
   verifyWebhook,
   WebhookVerificationError,
   XrayClient,
@@ -53,12 +54,29 @@ describe("the real server", () => {
     const accepted = await client.analyzeWallet({ wallet: CLEAN, refresh: true });
     const done = await client.waitForAnalysis(accepted.body.data.analysisId, { waitSeconds: 10, timeoutSeconds: 60 });
     const data = done.body.data as unknown as Record<string, unknown>;
-    assert.equal(verifyReport(data, keys.body), current.kid);
+    const verified = verifyReport(data, keys.body, "xray.analysis.v1");
+    assert.equal(verified.keyId, current.kid);
+    assert.deepEqual(Object.keys(verified.covered).sort(), ["analysisId", "completedAt", "wallet", "xray"]);
     const changed = JSON.parse(JSON.stringify(data));
     changed.xray.score.value = changed.xray.score.value === 1 ? 2 : 1;
-    assert.throws(() => verifyReport(changed, keys.body), (e) => e instanceof ReportVerificationError && e.reason === "signature_mismatch");
-    const unsigned = { ...data, signature: undefined };
-    assert.throws(() => verifyReport(unsigned, keys.body), (e) => e instanceof ReportVerificationError && e.reason === "unsigned");
+    const refused = (d: Record<string, unknown>, type: ReportType, reason: string) =>
+      assert.throws(() => verifyReport(d, keys.body, type), (e) => e instanceof ReportVerificationError && e.reason === reason);
+    refused(changed, "xray.analysis.v1", "signature_mismatch");
+    refused({ ...data, signature: undefined }, "xray.analysis.v1", "unsigned");
+    refused(data, "xray.scan.v1", "wrong_type");
+  });
+
+  it("signs scans with their time and request id: verifyReport returns those, never an added member", async () => {
+    const keys = await new XrayClient({ baseUrl }).getSigningKeys();
+    const scan = await client.scanTransaction({ transaction: env("XRAY_DEMO_TX_APPROVE"), signer: CLEAN }, { requestId: "ts-client.scan-signed" });
+    const data = scan.body.data as unknown as Record<string, unknown>;
+    assert.equal(data.requestId, "ts-client.scan-signed");
+    assert.equal(scan.requestId, data.requestId);
+    const verified = verifyReport({ ...data, xray: { score: { value: 100 } } }, keys.body, "xray.scan.v1");
+    assert.equal(verified.covered.requestId, "ts-client.scan-signed");
+    assert.match(String(verified.covered.scannedAt), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.ok(!("xray" in verified.covered));
+    assert.throws(() => verifyReport(data, keys.body, "xray.analysis.v1"), (e) => e instanceof ReportVerificationError && e.reason === "wrong_type");
   });
 
   it("health and status", async () => {

@@ -1,11 +1,16 @@
 // Tests that need no server: header parsing, webhook signatures, the retry loop (a fake fetch),
 // and that the client has a method for every operation of docs/openapi.json.
-import { createHmac } from "node:crypto";
+import { createHmac, generateKeyPairSync, sign as ed25519Sign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
   canonicalJson,
+  REPORT_COVERS,
+  ReportVerificationError,
+  verifyReport,
+  type ReportType,
+  type SigningKeySet,
   parseRateLimit,
   parseRateLimitList,
   parseRetryAfter,
@@ -57,6 +62,72 @@ describe("JCS (RFC 8785)", () => {
     );
     const names = { "\u20ac": 1, "\r": 2, "\ufb33": 3, "1": 4, "\ud83d\ude00": 5, "\u0080": 6, "\u00f6": 7 };
     assert.equal(canonicalJson(names), '{"\\r":2,"1":4,"\u0080":6,"\u00f6":7,"\u20ac":1,"\ud83d\ude00":5,"\ufb33":3}');
+  });
+});
+
+describe("signed reports (a key made here)", () => {
+  const { publicKey, privateKey } = generateKeyPairSync("ed25519");
+  const kid = "0123456789abcdef";
+  const x = publicKey.export({ format: "jwk" }).x!;
+  const keySet = { keys: [{ kty: "OKP", crv: "Ed25519", alg: "EdDSA", use: "sig", kid, x, status: "current" }] } as unknown as SigningKeySet;
+  /** `data` signed as the server signs: JCS of the covered members plus `type`. */
+  const signed = (data: Record<string, unknown>, type: string, covers: readonly string[]) => {
+    const members: Record<string, unknown> = { type };
+    for (const name of covers) members[name] = data[name];
+    const value = ed25519Sign(null, Buffer.from(canonicalJson(members)), privateKey).toString("base64url");
+    return { ...data, signature: { keyId: kid, alg: "EdDSA", canon: "JCS", type, covers: [...covers].sort(), value } };
+  };
+  const scanData = () => {
+    const data: Record<string, unknown> = {};
+    REPORT_COVERS["xray.scan.v1"].forEach((name, i) => (data[name] = { n: i }));
+    return data;
+  };
+  const reason = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (e) {
+      assert.ok(e instanceof ReportVerificationError, `${e}`);
+      return e.reason;
+    }
+    assert.fail("accepted");
+  };
+
+  it("verifies a report as its type and returns its signed members only", () => {
+    const data = signed(scanData(), "xray.scan.v1", REPORT_COVERS["xray.scan.v1"]);
+    const verified = verifyReport(data, keySet, "xray.scan.v1");
+    assert.equal(verified.keyId, kid);
+    assert.deepEqual(Object.keys(verified.covered).sort(), [...REPORT_COVERS["xray.scan.v1"]].sort());
+    // An unsigned member added to the signed data: still verifies, and is not returned.
+    const grafted = { ...data, xray: { score: { value: 100 } } };
+    const again = verifyReport(grafted, keySet, "xray.scan.v1");
+    assert.ok(!("xray" in again.covered), "the added member is not verified");
+    assert.equal(reason(() => verifyReport({ ...data, verdict: "benign" }, keySet, "xray.scan.v1")), "signature_mismatch");
+  });
+
+  it("refuses another type, and covers that are a subset, a superset or doubled", () => {
+    const scan = signed(scanData(), "xray.scan.v1", REPORT_COVERS["xray.scan.v1"]);
+    for (const other of ["xray.analysis.v1", "xray.comparison.v1"] as ReportType[]) {
+      assert.equal(reason(() => verifyReport(scan, keySet, other)), "wrong_type", other);
+    }
+    const covers = REPORT_COVERS["xray.scan.v1"];
+    const forged = [
+      signed(scanData(), "xray.scan.v1", covers.slice(1)),
+      signed({ ...scanData(), extra: 1 }, "xray.scan.v1", [...covers, "extra"]),
+      signed(scanData(), "xray.scan.v1", [...covers.slice(1), covers[2]]),
+      // A scan's members signed under an analysis' type: as an analysis its covers are wrong.
+      signed(scanData(), "xray.analysis.v1", covers),
+    ];
+    const expected: ReportType[] = ["xray.scan.v1", "xray.scan.v1", "xray.scan.v1", "xray.analysis.v1"];
+    forged.forEach((data, i) => assert.equal(reason(() => verifyReport(data, keySet, expected[i])), "wrong_covers", `${i}`));
+    const analysis = signed(
+      { analysisId: "an_1", wallet: "W", completedAt: "2025-01-01T00:00:00.000Z", xray: { lamports: 2 ** 64 }, status: "READY" },
+      "xray.analysis.v1",
+      REPORT_COVERS["xray.analysis.v1"],
+    );
+    assert.equal(verifyReport(analysis, keySet, "xray.analysis.v1").keyId, kid);
+    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.scan.v1")), "wrong_type");
+    const untyped = { ...analysis, signature: { ...analysis.signature, type: undefined } };
+    assert.equal(reason(() => verifyReport(untyped, keySet, "xray.analysis.v1")), "wrong_type");
   });
 });
 

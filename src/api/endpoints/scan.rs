@@ -4,7 +4,8 @@
 //! `INVALID_TRANSACTION`), the signer (400 naming it), a quota unit reserved in memory first
 //! (429), lookup tables and the ledger's view through the scan lane (503 when the lane is full
 //! or a table cannot be read), the report built here, then the unit charged durably (the
-//! shared store may still refuse it at the shared limit: 429) — and the answer.
+//! shared store may still refuse it at the shared limit: 429) — and the answer, signed
+//! (`xray.scan.v1`, covering its time and request id).
 //!
 //! Invariant: a scan is charged exactly when it is answered 200 — however its ledger reads
 //! went, which the answer says: every refusal gives its reserved unit back (`ReservedUnit`,
@@ -30,6 +31,7 @@ use crate::pubkey::Pubkey;
 use crate::scan::lane::LaneError;
 use crate::scan::report::{self, Inputs, ScanReport};
 use crate::scan::{self, ScanError};
+use crate::signing::{ReportType, SIGNATURE_MEMBER};
 use crate::store::Charged;
 
 fn scan_error(e: ScanError) -> ApiError {
@@ -122,11 +124,12 @@ impl Endpoints<'_> {
         let unit = ReservedUnit { key, reservation: Some(reservation), sent: false };
         let report = self.scan(&parsed, &bytes, signer, origin.as_deref()).await?;
         let body = json_bytes(&DataBody { data: &report })?;
-        // Signed as answered, over every member of its `data` (`signing`).
+        // Signed as answered, over every member of its `data` (`signing::SCAN_COVERS`: its
+        // time and request id among them) and its type.
         let members = serde_json::to_value(&report).map_err(|e| ApiError::internal(&e))?;
         let members = crate::signing::scan_members(members).map_err(|e| ApiError::internal(&e))?;
-        let signature = json_bytes(&self.app.signer.sign(members))?;
-        let body = crate::api::wire::splice(body, "signature", &signature);
+        let signature = self.app.signer.sign(ReportType::Scan, members).map_err(|e| ApiError::internal(&e))?;
+        let body = crate::api::wire::splice(body, SIGNATURE_MEMBER, &json_bytes(&signature)?);
         // Every answered scan is one unit, whatever the ledger's reads came to (the answer
         // says how they went): a waiver would be a free scan a client could cause at will,
         // naming accounts too large to read in time.
@@ -164,6 +167,8 @@ impl Endpoints<'_> {
             labels: &labels,
             policy: policy.reference(),
             origin,
+            scanned_at_ms: self.caller.now_ms,
+            request_id: self.request.request_id.as_str(),
         };
         Ok(report::build(&inputs))
     }

@@ -1,12 +1,14 @@
 //! The pre-sign transaction scan over real loopback HTTP (`POST …/intelligence/transaction`):
 //! every demo case (`xray ledger demo-tx`) judged and simulated by the demo ledger and — the
 //! same transactions — through the local JSON-RPC server, whose `simulateTransaction` the
-//! rpc source calls; byte-identical answers; every refusal with its code, charged nothing;
-//! one quota unit per answered scan, counted apart in `byOperation`.
+//! rpc source calls; byte-identical answers (but for the scan's time, request id and signature,
+//! which covers both); every refusal with its code, charged nothing; one quota unit per
+//! answered scan, counted apart in `byOperation`.
 
 use serde_json::json;
 use xray::config::{SourceSpec, TRANSACTION_BYTES_MAX};
 use xray::pubkey::Pubkey;
+use xray::signing::SCAN_COVERS;
 
 use super::support::*;
 
@@ -23,6 +25,30 @@ fn findings(reply: &Reply) -> Vec<(String, Option<u64>)> {
 fn effect_kinds(reply: &Reply) -> Vec<String> {
     let list = reply.data()["effects"].as_array().unwrap_or_else(|| panic!("effects: {reply:?}"));
     list.iter().map(|e| e["kind"].as_str().expect("kind").to_owned()).collect()
+}
+
+/// An answer's bytes before the members that differ from scan to scan: `scannedAt`, `requestId`
+/// (serialized last) and the `signature` after them.
+fn without_time_request_and_signature(body: &[u8]) -> Vec<u8> {
+    let marker: &[u8] = b",\"scannedAt\":\"";
+    let cut = body.windows(marker.len()).rposition(|w| w == marker).expect("an answer with its time");
+    [&body[..cut], &b"}}"[..]].concat()
+}
+
+/// The answer's `scannedAt` and `requestId`: present, the signature covers them, and the
+/// request id is the response's `X-Request-Id`.
+fn assert_time_and_request_signed(reply: &Reply) {
+    let data = reply.data();
+    assert!(is_timestamp(&data["scannedAt"]), "{reply:?}");
+    let request_id = data["requestId"].as_str().unwrap_or_else(|| panic!("requestId: {reply:?}"));
+    assert!(is_request_id(request_id), "{request_id:?}");
+    if let Some(header) = reply.header("x-request-id") {
+        assert_eq!(request_id, header, "{reply:?}");
+    }
+    let covers = data["signature"]["covers"].as_array().expect("covers");
+    assert!(["scannedAt", "requestId"].iter().all(|m| covers.iter().any(|c| c == m)), "{covers:?}");
+    assert_eq!(covers.len(), SCAN_COVERS.len(), "{covers:?}");
+    assert_eq!(data["signature"]["type"], "xray.scan.v1");
 }
 
 /// `(case, verdict, findings, effect kinds)` the demo ledger must give.
@@ -60,7 +86,8 @@ fn expected() -> Vec<(&'static str, &'static str, Vec<(&'static str, Option<u64>
 }
 
 /// Every case through `server`: the verdict, the findings naming their instructions, the
-/// effects, a simulation that ran; the same request answers the same bytes.
+/// effects, a simulation that ran, its time and request signed; the same request answers the
+/// same bytes but for those and the signature (returned cut there).
 fn check_cases(server: &TestServer, key: &str) -> Vec<Vec<u8>> {
     let mut answers = Vec::new();
     for (case, verdict, kinds, effects) in expected() {
@@ -82,9 +109,13 @@ fn check_cases(server: &TestServer, key: &str) -> Vec<Vec<u8>> {
         // The fee (and every SOL movement) is the signer's: 5,000 lamports per signature.
         let sol = data["effects"][0]["deltaLamports"].as_i64().expect("sol delta");
         assert!(sol <= -5_000, "{case}: {sol}");
+        assert_time_and_request_signed(&reply);
         let again = scan(server, key, &body);
-        assert_eq!(again.raw_body, reply.raw_body, "{case}: the same scan answers the same bytes");
-        answers.push(reply.raw_body);
+        assert_ne!(again.data()["requestId"], data["requestId"], "{case}: each answer names its own request");
+        let (first, second) =
+            (without_time_request_and_signature(&reply.raw_body), without_time_request_and_signature(&again.raw_body));
+        assert_eq!(second, first, "{case}: the same scan answers the same bytes");
+        answers.push(first);
     }
     answers
 }
@@ -107,14 +138,10 @@ fn the_rpc_source_simulates_through_the_node_and_answers_as_the_demo_does() {
     let direct_key = direct.key(KeyOptions::default());
     let over_rpc = serve_rpc(Default::default(), |_| {});
     let rpc_key = over_rpc.key(KeyOptions::default());
-    // Each server signs with its own key: the answers are compared without their signature.
-    let unsigned = |bodies: Vec<Vec<u8>>| -> Vec<Vec<u8>> {
-        let marker: &[u8] = b",\"signature\":{\"keyId\":";
-        let cut = |b: &[u8]| b.windows(marker.len()).rposition(|w| w == marker).expect("signed answer");
-        bodies.into_iter().map(|b| [&b[..cut(&b)], &b"}}"[..]].concat()).collect()
-    };
-    let one = unsigned(check_cases(&direct, &direct_key.secret));
-    let two = unsigned(check_cases(&over_rpc, &rpc_key.secret));
+    // Each server signs with its own key: the answers are compared without their signature
+    // (nor their time and request id, which `check_cases` cuts off).
+    let one = check_cases(&direct, &direct_key.secret);
+    let two = check_cases(&over_rpc, &rpc_key.secret);
     assert_eq!(one, two, "the rpc source answers byte for byte as the demo source");
 }
 

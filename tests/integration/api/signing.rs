@@ -1,15 +1,21 @@
 //! Signed reports over real loopback HTTP (issue #31 item 3): a READY analysis, a comparison,
-//! a scan and a webhook body carry `data.signature`, which verifies with the key set published
-//! at `/.well-known/xray-keys.json` (fetched over HTTP, no key); a changed byte fails; a
-//! rotation through the admin API keeps old reports verifiable with the retired key and signs
-//! new ones with the new key; the key file is 0600 and a restart keeps the key. Also the
-//! independent verifier (`tests/signing/verify_report.py`: Python's `cryptography` + `rfc8785`)
-//! and `examples/client.py verify`.
+//! a scan and a webhook body carry `data.signature`, typed (`xray.analysis.v1`, …) and over
+//! exactly its type's members, which verifies with the key set published at
+//! `/.well-known/xray-keys.json` (fetched over HTTP, no key) as the type expected and as no
+//! other; a changed byte fails; a member added to a signed scan is not returned as verified; a
+//! scan's signature covers its time and request id; a rotation through the admin API keeps old
+//! reports verifiable with the retired key and signs new ones with the new key; the key file
+//! is 0600 and a restart keeps the key. Also the independent verifier
+//! (`tests/signing/verify_report.py`: Python's `cryptography` + `rfc8785`) and
+//! `examples/client.py verify`.
 
 use std::os::unix::fs::PermissionsExt;
 
 use serde_json::{json, Value};
-use xray::signing::{verify_report, VerifyError, ANALYSIS_COVERS, COMPARISON_COVERS, KEY_FILE_NAME, KEY_SET_PATH};
+use xray::signing::{
+    verify_report, ReportType, Verified, VerifyError, ANALYSIS_COVERS, COMPARISON_COVERS, KEY_FILE_NAME, KEY_SET_PATH,
+    SCAN_COVERS,
+};
 
 use super::support::*;
 use super::webhooks::Receiver;
@@ -29,6 +35,11 @@ fn current_kid(keys: &Value) -> String {
         keys["keys"].as_array().expect("keys").iter().filter(|k| k["status"] == "current").collect();
     assert_eq!(current.len(), 1, "{keys}");
     current[0]["kid"].as_str().expect("kid").to_owned()
+}
+
+/// The key id that signed `data` as a report of type `expected`.
+fn verified_by(data: &Value, keys: &Value, expected: ReportType) -> Result<String, VerifyError> {
+    verify_report(data, keys, expected).map(|Verified { key_id, .. }| key_id)
 }
 
 fn sorted(names: &[&str]) -> Value {
@@ -92,20 +103,23 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     let signature = &analysis["signature"];
     assert_eq!(signature["keyId"], first_kid.as_str());
     assert_eq!((&signature["alg"], &signature["canon"]), (&json!("EdDSA"), &json!("JCS")));
+    assert_eq!(signature["type"], "xray.analysis.v1");
     assert_eq!(signature["covers"], sorted(&ANALYSIS_COVERS));
-    assert_eq!(verify_report(&analysis, &keys), Ok(first_kid.clone()));
+    assert_eq!(verified_by(&analysis, &keys, ReportType::Analysis), Ok(first_kid.clone()));
     let delivered: Value = serde_json::from_slice(&receiver.wait_for(1)[0].body).expect("webhook JSON");
     assert_eq!(delivered["data"]["signature"], *signature, "the webhook carries the poll's signature");
-    assert_eq!(verify_report(&delivered["data"], &keys), Ok(first_kid.clone()));
+    assert_eq!(verified_by(&delivered["data"], &keys, ReportType::Analysis), Ok(first_kid.clone()));
+    // As another type it is refused.
+    assert!(matches!(verify_report(&analysis, &keys, ReportType::Scan), Err(VerifyError::WrongType { .. })));
 
     // Any changed byte of what it covers fails: the document, the wallet, the time.
     let mut changed = analysis.clone();
     let score = changed["xray"]["score"]["value"].as_u64().expect("score");
     changed["xray"]["score"]["value"] = json!(score ^ 1);
-    assert_eq!(verify_report(&changed, &keys), Err(VerifyError::Mismatch));
+    assert_eq!(verified_by(&changed, &keys, ReportType::Analysis), Err(VerifyError::Mismatch));
     for pointer in ["/wallet", "/analysisId", "/completedAt", "/xray/signals/0/kind"] {
         assert_eq!(
-            verify_report(&with_changed_char(&analysis, pointer), &keys),
+            verified_by(&with_changed_char(&analysis, pointer), &keys, ReportType::Analysis),
             Err(VerifyError::Mismatch),
             "{pointer}"
         );
@@ -114,27 +128,26 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     let text = signature["value"].as_str().expect("value");
     let flipped = if text.starts_with('A') { format!("B{}", &text[1..]) } else { format!("A{}", &text[1..]) };
     bad_signature["signature"]["value"] = json!(flipped);
-    assert_eq!(verify_report(&bad_signature, &keys), Err(VerifyError::Mismatch));
+    assert_eq!(verified_by(&bad_signature, &keys, ReportType::Analysis), Err(VerifyError::Mismatch));
 
     // A comparison.
     let accepted = submit(&server, k, COMPARE_PATH, &compare_body(SYBIL_A, SYBIL_B));
     let comparison = server.finish(&accepted.poll_path(), k).data().clone();
+    assert_eq!(comparison["signature"]["type"], "xray.comparison.v1");
     assert_eq!(comparison["signature"]["covers"], sorted(&COMPARISON_COVERS));
-    assert_eq!(verify_report(&comparison, &keys), Ok(first_kid.clone()));
-    assert_eq!(verify_report(&with_changed_char(&comparison, "/walletB"), &keys), Err(VerifyError::Mismatch));
+    assert_eq!(verified_by(&comparison, &keys, ReportType::Comparison), Ok(first_kid.clone()));
+    assert_eq!(
+        verified_by(&with_changed_char(&comparison, "/walletB"), &keys, ReportType::Comparison),
+        Err(VerifyError::Mismatch)
+    );
+    assert!(matches!(verify_report(&comparison, &keys, ReportType::Analysis), Err(VerifyError::WrongType { .. })));
 
-    // A scan, signed as answered, over every member of its `data`.
-    let scan = post(server.addr, SCAN_PATH, k, &scan_body(&demo_tx("drain"), None));
-    assert_eq!(scan.status, 200, "{scan:?}");
-    let scan = scan.data().clone();
-    assert!(scan["signature"]["covers"].as_array().expect("covers").iter().any(|c| c == "verdict"), "{scan}");
-    assert_eq!(verify_report(&scan, &keys), Ok(first_kid.clone()));
-    let mut changed = scan.clone();
-    changed["verdict"] = json!("safe-looking");
-    assert_eq!(verify_report(&changed, &keys), Err(VerifyError::Mismatch));
+    // A scan, signed as answered, over every member of its `data`, its time and request among them.
+    let scan = scan_is_signed_with_its_time_and_request(&server, k, &keys, &first_kid);
 
-    // The independent verifier (Python) and the example client accept the real report.
-    python_verifier_accepts(&server, &analysis, &keys);
+    // The independent verifier (Python) and the example client accept the real reports.
+    python_verifier_accepts(&server, &analysis, &keys, "xray.analysis.v1");
+    python_verifier_accepts(&server, &scan, &keys, "xray.scan.v1");
 
     // Rotation through the admin API: the old key stays published, retired.
     let rotation = rotate(&server);
@@ -149,17 +162,69 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     // The report signed before keeps its signature, and verifies with the retired key.
     let again = get(server.addr, &analysis_path(analysis["analysisId"].as_str().expect("id")), k).data().clone();
     assert_eq!(again["signature"], analysis["signature"]);
-    assert_eq!(verify_report(&again, &keys), Ok(first_kid.clone()));
+    assert_eq!(verified_by(&again, &keys, ReportType::Analysis), Ok(first_kid.clone()));
     // A new report is signed with the new key.
     let fresh = analyze(&server, k, CLEAN);
-    assert_eq!(verify_report(&fresh, &keys), Ok(second_kid.clone()));
+    assert_eq!(verified_by(&fresh, &keys, ReportType::Analysis), Ok(second_kid.clone()));
 
     // A restart keeps the ring: same current key, same retired key, same reports.
     server.restart();
     let keys_after = key_set(&server);
     assert_eq!(keys_after, keys);
     let again = get(server.addr, &analysis_path(analysis["analysisId"].as_str().expect("id")), k).data().clone();
-    assert_eq!(verify_report(&again, &keys_after), Ok(first_kid));
+    assert_eq!(verified_by(&again, &keys_after, ReportType::Analysis), Ok(first_kid));
+}
+
+/// A scan's answer: signed `xray.scan.v1` over exactly `SCAN_COVERS`, `scannedAt` and
+/// `requestId` (the response's `X-Request-Id`) among them; a changed verdict fails; a member
+/// added to the signed `data` is not in what verifies; presented as an analysis it is refused.
+fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys: &Value, kid: &str) -> Value {
+    let reply = post(server.addr, SCAN_PATH, key, &scan_body(&demo_tx("drain"), None));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let scan = reply.data().clone();
+    assert_eq!(scan["signature"]["type"], "xray.scan.v1");
+    assert_eq!(scan["signature"]["covers"], sorted(&SCAN_COVERS));
+    assert!(is_timestamp(&scan["scannedAt"]), "{scan}");
+    let request_id = scan["requestId"].as_str().expect("requestId");
+    assert!(is_request_id(request_id), "{request_id}");
+    if let Some(header) = reply.header("x-request-id") {
+        assert_eq!(request_id, header, "the signed request id is the answer's");
+    }
+    let verified = verify_report(&scan, keys, ReportType::Scan).expect("verified");
+    assert_eq!(verified.key_id, kid);
+    assert_eq!(
+        (&verified.covered["scannedAt"], &verified.covered["requestId"]),
+        (&scan["scannedAt"], &scan["requestId"])
+    );
+    for member in ["verdict", "scannedAt", "requestId"] {
+        let mut changed = scan.clone();
+        changed[member] = json!("2000-01-01T00:00:00.000Z");
+        assert_eq!(verified_by(&changed, keys, ReportType::Scan), Err(VerifyError::Mismatch), "{member}");
+    }
+    // An unsigned member added (an X-Ray, as if the scan carried one): still verifies — the
+    // signed members are intact — but is not among the verified members.
+    let mut grafted = scan.clone();
+    grafted["xray"] = json!({ "score": { "value": 100, "riskLevel": "low" } });
+    let verified = verify_report(&grafted, keys, ReportType::Scan).expect("the signed members verify");
+    assert!(!verified.covered.contains_key("xray"), "{:?}", verified.covered.keys());
+    assert_eq!(verified.covered.len(), SCAN_COVERS.len());
+    // A scan's signature is no analysis' nor comparison's.
+    for expected in [ReportType::Analysis, ReportType::Comparison] {
+        let refused = verify_report(&grafted, keys, expected);
+        assert_eq!(
+            refused,
+            Err(VerifyError::WrongType { expected: expected.name(), found: "xray.scan.v1".to_owned() })
+        );
+    }
+    // Its covers claiming one member more or less: refused before any key is tried.
+    let mut superset = grafted.clone();
+    superset["signature"]["covers"].as_array_mut().expect("covers").push(json!("xray"));
+    let mut subset = scan.clone();
+    subset["signature"]["covers"].as_array_mut().expect("covers").pop();
+    for forged in [superset, subset] {
+        assert_eq!(verified_by(&forged, keys, ReportType::Scan), Err(VerifyError::WrongCovers("xray.scan.v1")));
+    }
+    scan
 }
 
 /// The data directory of the running server (where the key file is).
@@ -168,9 +233,10 @@ fn key_file_dir(server: &TestServer) -> std::path::PathBuf {
 }
 
 /// `tests/signing/verify_report.py` (Python's `cryptography` + `rfc8785`, written from the docs
-/// alone) verifies the real report against the server's key set and refuses a one-byte change;
-/// `examples/client.py verify` agrees.
-fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value) {
+/// alone) verifies the real report of type `report_type` against the server's key set, refuses
+/// a one-byte change, refuses it as another type and leaves an added member out of what it
+/// verified; `examples/client.py verify` agrees and refuses it as another type.
+fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value, report_type: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let report = dir.path().join("report.json");
     let key_file = dir.path().join("keys.json");
@@ -178,22 +244,35 @@ fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value) {
     std::fs::write(&key_file, keys.to_string()).expect("written");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/signing/verify_report.py");
     let out = std::process::Command::new("python3")
-        .args(["-B", script, "--keys-url", &server.url(KEY_SET_PATH)])
+        .args(["-B", script, "--keys-url", &server.url(KEY_SET_PATH), "--type", report_type])
         .arg(&report)
         .output()
         .expect("python3 runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "verify_report.py: {stdout} {}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("verified") && stdout.contains("tampered copy refused"), "{stdout}");
-    let client = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/client.py");
-    let out = std::process::Command::new("python3")
-        .args(["-B", client, "verify", "--keys"])
-        .arg(&key_file)
-        .arg(&report)
-        .output()
-        .expect("python3 runs");
-    assert!(out.status.success(), "client.py verify: {}", String::from_utf8_lossy(&out.stderr));
-    let verdict: Value = serde_json::from_slice(&out.stdout).expect("JSON verdict");
-    assert_eq!(verdict["verified"], true, "{verdict}");
+    for says in ["verified", "tampered copy refused", "as another type refused", "added member not verified"] {
+        assert!(stdout.contains(says), "{says:?} not in {stdout}");
+    }
+    let client = |as_type: &str| {
+        let client = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/client.py");
+        let out = std::process::Command::new("python3")
+            .args(["-B", client, "verify", "--type", as_type, "--keys"])
+            .arg(&key_file)
+            .arg(&report)
+            .output()
+            .expect("python3 runs");
+        let verdict: Value = serde_json::from_slice(&out.stdout).expect("JSON verdict");
+        (out.status.success(), verdict)
+    };
+    let (ok, verdict) = client(report_type);
+    assert!(ok, "client.py verify: {verdict}");
+    assert_eq!((&verdict["verified"], &verdict["type"]), (&json!(true), &json!(report_type)), "{verdict}");
     assert_eq!(verdict["keyId"], data["signature"]["keyId"]);
+    let covered = verdict["data"].as_object().expect("the verified members");
+    let names: Vec<&Value> = data["signature"]["covers"].as_array().expect("covers").iter().collect();
+    assert_eq!(covered.len(), names.len(), "{verdict}");
+    assert!(names.iter().all(|n| covered.contains_key(n.as_str().expect("name"))), "{verdict}");
+    let other = if report_type == "xray.scan.v1" { "analysis" } else { "scan" };
+    let (ok, verdict) = client(other);
+    assert!(!ok && verdict["verified"] == json!(false), "as {other}: {verdict}");
 }

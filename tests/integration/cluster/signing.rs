@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use xray::signing::{verify_report, KEY_SET_PATH};
+use xray::signing::{verify_report, ReportType, Verified, VerifyError, KEY_SET_PATH};
 
 use super::etcd;
 use super::nodes::{finished, id_of, node, Node};
@@ -30,6 +30,11 @@ fn current_kid(keys: &Value) -> String {
     current["kid"].as_str().expect("kid").to_owned()
 }
 
+/// The key id that signed the analysis `data`.
+fn verified_by(data: &Value, keys: &Value) -> Result<String, VerifyError> {
+    verify_report(data, keys, ReportType::Analysis).map(|Verified { key_id, .. }| key_id)
+}
+
 fn report(node: &Node, key: &str, wallet: &str) -> Value {
     let admitted = post(node.server.api, WALLET, key, &refresh_body(wallet));
     assert!(matches!(admitted.status, 200 | 202), "{admitted:?}");
@@ -48,7 +53,7 @@ fn nodes_share_one_signing_key_and_a_rotation_on_one_reaches_the_other() {
     let first_kid = current_kid(&first);
     // Made on A, verified with B's keys.
     let before = report(&a, &key, READY_WALLETS[0]);
-    assert_eq!(verify_report(&before, &key_set(&b)), Ok(first_kid.clone()));
+    assert_eq!(verified_by(&before, &key_set(&b)), Ok(first_kid.clone()));
 
     let rotation = cli(a.dir.path(), "signing-keys", &["rotate"]).expect("rotated on A");
     assert_eq!(rotation["retiredKeyId"], first_kid.as_str());
@@ -69,7 +74,7 @@ fn nodes_share_one_signing_key_and_a_rotation_on_one_reaches_the_other() {
     eprintln!("the rotation reached the other node after {:?}", rotated_at.elapsed());
     assert_eq!(on_b, key_set(&a), "the same key set on both nodes after the rotation");
     // The report signed before still verifies (retired key); B now signs with the new key.
-    assert_eq!(verify_report(&before, &on_b), Ok(first_kid));
+    assert_eq!(verified_by(&before, &on_b), Ok(first_kid));
     let after = report(&b, &key, READY_WALLETS[1]);
-    assert_eq!(verify_report(&after, &key_set(&a)), Ok(new_kid));
+    assert_eq!(verified_by(&after, &key_set(&a)), Ok(new_kid));
 }
