@@ -299,8 +299,8 @@ impl Endpoints<'_> {
     /// undone: it may still deliver, and the retry with the same URL is `attached: true`.
     async fn callback_of(&self, decision: &Decision, url: Option<&str>) -> Result<Option<CallbackAnswer>, ApiError> {
         let Some(url) = url else { return Ok(None) };
-        let account = self.caller.key.account().as_str();
-        let answer = self.app.admission.callback_of(decision, account, url, self.caller.now_ms).await?;
+        let (account, key_id) = (self.caller.key.account().as_str(), self.caller.key.id().as_str());
+        let answer = self.app.admission.callback_of(decision, account, key_id, url, self.caller.now_ms).await?;
         self.covered(answer.wrote).await.map_err(|e| ApiError::from_store(&e))?;
         Ok(Some(answer))
     }

@@ -370,8 +370,12 @@ pub const BATCH_WALLETS_MAX: usize = 100;
 /// Largest body of a batch: 100 addresses of at most 44 characters, quoted and separated, are
 /// 4.7 KB; the rest is room for whitespace and the flags.
 pub const BATCH_BODY_BYTES_MAX: usize = 16 * 1024;
-/// How often a cluster node reads every policy again (another node may have written one).
+/// How often a cluster node looks at the policies' generation record, and reads them all again
+/// when another node wrote one (`policy`).
 pub const POLICY_RELOAD_INTERVAL_MS: u64 = 1_000;
+/// A cluster node reads every policy at least this often, whatever the generation record says
+/// (`policy`: a backstop for writes that did not move it, made by an older build).
+pub const POLICY_FULL_RELOAD_INTERVAL_MS: u64 = 60_000;
 /// Most addresses on each of a policy's lists (allow, deny; issue #31).
 pub const POLICY_LIST_LEN_MAX: usize = 500;
 /// Most severity overrides in a policy (more than the catalogue has kinds).

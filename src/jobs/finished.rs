@@ -436,7 +436,7 @@ mod tests {
         let done = finish(&store, "an_1", T0, true);
         let cache = FinishedJobs::new(1 << 20, 64);
         let Ok(crate::store::Attached::New(hooked)) =
-            store.attach_callback("an_1", "acct_a", "https://h.example/x", T0)
+            store.attach_callback("an_1", "acct_a", "key_1", "https://h.example/x", T0)
         else {
             panic!("a job without a webhook takes one")
         };

@@ -322,6 +322,8 @@ impl Registry {
                 last_error: None,
                 next_attempt_ms: now_ms,
                 attached_at_ms: Some(now_ms),
+                // Still the monitor's key (the job's) that must read it, whoever asks again.
+                attached_by: None,
                 url: monitor.callback_url.clone(),
             };
             match self.store.record_callback(&view.job.id, &was, &again) {

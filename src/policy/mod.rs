@@ -19,7 +19,11 @@
 //! pages of `POLICY_RELOAD_PAGE_LEN` (≤ 2 MiB a page, well within a gRPC message), and only
 //! after a write: every write moves the generation record (`DocKind::PolicyGeneration`) in
 //! the same batch, and a node reads the table again only when that record's revision is not
-//! the one it last read at. So an idle cluster costs each node one key read a second.
+//! the one it last read at — or, as a backstop (a write by a build without the generation
+//! record, during a rolling upgrade), once every `POLICY_FULL_RELOAD_INTERVAL_MS`. So an idle
+//! cluster costs each node one key read a second and one table read a minute.
+//! Invariant: a reload never puts an older version of a policy back in force (it merges,
+//! keeping each account's newer version: a local write may land while the pages are read).
 //! Deliberately absent: history of older versions (results carry `{id, version}`; the record
 //! says who wrote the current one and when) and per-key policies (a policy is the account's).
 
@@ -76,6 +80,8 @@ pub struct Policies {
     generation_read: AtomicU64,
     /// When `reload_if_due` last looked at the generation record.
     checked: parking_lot::Mutex<Instant>,
+    /// When the table was last read whole.
+    read_whole: parking_lot::Mutex<Instant>,
 }
 
 impl Default for Policies {
@@ -84,6 +90,7 @@ impl Default for Policies {
             by_account: ArcSwap::default(),
             generation_read: AtomicU64::new(0),
             checked: parking_lot::Mutex::new(Instant::now()),
+            read_whole: parking_lot::Mutex::new(Instant::now()),
         }
     }
 }
@@ -125,10 +132,12 @@ impl Policies {
         }
     }
 
-    /// Reads the whole table again when the generation record moved since the last read;
-    /// returns whether it did.
+    /// Reads the whole table again when the generation record moved since the last read, or
+    /// when `POLICY_FULL_RELOAD_INTERVAL_MS` passed since then; returns whether it did.
     pub fn reload_if_moved(&self, store: &dyn Store) -> Result<bool, StoreError> {
-        if generation(store)? == self.generation_read.load(Ordering::Acquire) {
+        let backstop = Duration::from_millis(crate::config::POLICY_FULL_RELOAD_INTERVAL_MS);
+        let due = self.read_whole.lock().elapsed() >= backstop;
+        if !due && generation(store)? == self.generation_read.load(Ordering::Acquire) {
             return Ok(false);
         }
         self.reload(store)?;
@@ -156,9 +165,25 @@ impl Policies {
                 break;
             }
         }
-        self.by_account.store(Arc::new(table));
+        self.merge(table);
         self.generation_read.store(generation, Ordering::Release);
+        *self.read_whole.lock() = Instant::now();
         Ok(())
+    }
+
+    /// Puts a table read from the store in force, keeping each account's newer version where
+    /// memory already holds one (a write on this node that landed after its record was read).
+    fn merge(&self, read: HashMap<String, Arc<PolicyEntry>>) {
+        self.by_account.rcu(|held| {
+            let mut table = read.clone();
+            for (account, entry) in held.iter() {
+                let newer = table.get(account).is_none_or(|r| version(r) < version(entry));
+                if newer {
+                    table.insert(account.clone(), Arc::clone(entry));
+                }
+            }
+            table
+        });
     }
 
     /// Writes `account`'s policy from `draft` (by key `by`, or `admin`) as its next version.
@@ -209,7 +234,6 @@ impl Policies {
     /// two threads finish in either order; the store holds the newer, so must memory).
     fn set(&self, account: &str, entry: PolicyEntry) {
         let entry = Arc::new(entry);
-        let version = |e: &PolicyEntry| e.record.as_ref().map_or(0, |r| r.version);
         self.by_account.rcu(|table| {
             let mut table = HashMap::clone(table);
             if table.get(account).is_none_or(|held| version(held) < version(&entry)) {
@@ -218,6 +242,11 @@ impl Policies {
             table
         });
     }
+}
+
+/// An entry's version (0: the default policy).
+fn version(entry: &PolicyEntry) -> u64 {
+    entry.record.as_ref().map_or(0, |r| r.version)
 }
 
 /// The generation record's revision (0: no policy was ever written).

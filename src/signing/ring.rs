@@ -22,7 +22,8 @@
 //! and wiping the copies the store's own clients make (RocksDB's write batch, etcd's gRPC
 //! buffers) or etcd's history: a rotated-out key stays in etcd's older revisions until its
 //! compaction (`--auto-compaction-retention`), so a retired key is not secret from etcd's
-//! readers — rotate because a key leaked only together with compacting etcd.
+//! readers. Also absent: withdrawing a published key — a retired key keeps verifying whatever
+//! its private half signs, so rotation is hygiene, not a remedy for a leak (README says so).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -289,8 +290,10 @@ impl KeyHome {
     pub fn load(&self) -> Result<Option<(Stored, u64)>, String> {
         match self {
             KeyHome::File(path) => {
-                // O_NOFOLLOW: a link planted in the data directory is refused, not read.
-                let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path);
+                // O_NOFOLLOW: a link planted in the data directory is refused, not read;
+                // O_NONBLOCK: a FIFO planted there cannot hold the start (it fails the check below).
+                let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+                let opened = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path);
                 let file = match opened {
                     Ok(file) => file,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -423,8 +426,14 @@ mod tests {
         KeyHome::File(real.clone()).load_or_create(1).expect("created");
         let link = dir.path().join(KEY_FILE_NAME);
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
-        let refused = KeyHome::File(link).load().expect_err("a link is not followed");
+        let refused = KeyHome::File(link.clone()).load().expect_err("a link is not followed");
         assert!(refused.contains("not a link"), "{refused}");
+        std::fs::remove_file(&link).expect("unlink");
+        let fifo = std::ffi::CString::new(link.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+        let refused = KeyHome::File(link).load().expect_err("a FIFO does not hold the start");
+        assert!(refused.contains("not a regular file"), "{refused}");
         // Another user's file (only root can make one here).
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {

@@ -429,7 +429,7 @@ pub trait Store: Send + Sync {
     /// URL ([`Attached::Other`]) is left as it is. `StoreError::State` when the job is gone
     /// (purged, or its admission undone) or is another account's. The caller trims the
     /// account's outbox afterwards (`trim_outbox`), as after a completion.
-    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached>;
+    fn attach_callback(&self, id: &str, account: &str, key_id: &str, url: &str, now_ms: u64) -> StoreResult<Attached>;
     /// Writes (creates or replaces) an account's webhook secret, durably.
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()>;
     /// The account's webhook secret, if one was made.

@@ -275,6 +275,11 @@ pub struct Callback {
     /// already finished enters the outbox then, not at the completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attached_at_ms: Option<u64>,
+    /// The key of the request that attached it (`attached_at_ms`); absent for the request that
+    /// made the job: its key is the job's. Delivery checks that this key (or its successor)
+    /// may still read the document (`webhooks::delivery`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_by: Option<String>,
 }
 
 /// A webhook's delivery state.
@@ -310,6 +315,7 @@ impl Callback {
             last_error: None,
             next_attempt_ms: 0,
             attached_at_ms: None,
+            attached_by: None,
         }
     }
 
@@ -317,6 +323,9 @@ impl Callback {
         check_len("callback url", &self.url, crate::config::CALLBACK_URL_BYTES_MAX)?;
         if self.last_error.as_ref().is_some_and(|e| e.len() > ERROR_MESSAGE_BYTES_MAX) {
             return Err(StoreError::Invalid(format!("callback error longer than {ERROR_MESSAGE_BYTES_MAX} bytes")));
+        }
+        if let Some(key_id) = &self.attached_by {
+            check_id("callback key id", key_id)?;
         }
         Ok(())
     }
@@ -398,16 +407,20 @@ impl JobRecord {
         self.completed_at_ms.unwrap_or(0).max(attached_ms)
     }
 
-    /// This job with `url` attached as its webhook at `now_ms`, if it has none; a finished
-    /// job's is due at once. Pure: the store writes what `Attached::New` holds.
-    pub(crate) fn attach_callback(self, url: &str, now_ms: u64) -> Attached {
+    /// This job with `url` attached as its webhook at `now_ms` by key `key_id`, if it has none;
+    /// a finished job's is due at once. Pure: the store writes what `Attached::New` holds.
+    pub(crate) fn attach_callback(self, key_id: &str, url: &str, now_ms: u64) -> Attached {
         match &self.callback {
             Some(callback) if callback.url == url => Attached::Same(self),
             Some(_) => Attached::Other(self),
             None => {
                 let due_ms = if self.state.is_finished() { now_ms } else { 0 };
-                let callback =
-                    Callback { attached_at_ms: Some(now_ms), next_attempt_ms: due_ms, ..Callback::pending(url.into()) };
+                let callback = Callback {
+                    attached_at_ms: Some(now_ms),
+                    attached_by: Some(key_id.to_owned()),
+                    next_attempt_ms: due_ms,
+                    ..Callback::pending(url.into())
+                };
                 Attached::New(JobRecord { callback: Some(callback), ..self })
             }
         }

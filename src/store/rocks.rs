@@ -1117,13 +1117,13 @@ impl Store for RocksStore {
         Ok(updated)
     }
 
-    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
+    fn attach_callback(&self, id: &str, account: &str, key_id: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
         let _guard = self.lock(id);
         // Shared gate, taken before the read: the retention purge (which holds it exclusively,
         // without the job's lock) cannot delete the job between the read and the write, which
         // would write it back; nor can the outbox scan raise its floor past the new entry.
         let _gate = self.index_gate.read();
-        let attached = record::attachable(id, account, self.read_job(id)?)?.attach_callback(url, now_ms);
+        let attached = record::attachable(id, account, self.read_job(id)?)?.attach_callback(key_id, url, now_ms);
         let Attached::New(job) = &attached else { return Ok(attached) };
         job.validate()?;
         let mut batch = WriteBatch::default();

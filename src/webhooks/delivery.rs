@@ -369,7 +369,7 @@ impl Worker {
         if self.settings.policy.check_url(&claim.url).is_err() {
             return Err(Failure::UrlRefused);
         }
-        self.asker_may_read(job, now_ms)?;
+        self.asker_may_read(job, claim, now_ms)?;
         let not_now = |what: &str, e: StoreError| {
             tracing::warn!(job = %job.id, error = %e, "reading the webhook's {what} failed; the attempt is retried");
             Failure::ServerBusy
@@ -394,11 +394,13 @@ impl Worker {
         Ok((body, signature))
     }
 
-    /// Whether the key that asked for `job`'s webhook (or its successor) may still read what it
-    /// delivers. A key this node does not know yet (a cluster's key table follows etcd) is
-    /// tried again later; keys are revoked, never removed.
-    fn asker_may_read(&self, job: &JobRecord, now_ms: u64) -> Result<(), Failure> {
-        let id = KeyId::parse(&job.key_id).map_err(|_| Failure::KeyCannotRead)?;
+    /// Whether the key that asked for `job`'s webhook — the request's that attached it, else
+    /// the job's own — or its successor may still read what it delivers. A key this node does
+    /// not know yet (a cluster's key table follows etcd) is tried again later; keys are
+    /// revoked, never removed.
+    fn asker_may_read(&self, job: &JobRecord, callback: &Callback, now_ms: u64) -> Result<(), Failure> {
+        let asker = callback.attached_by.as_deref().unwrap_or(&job.key_id);
+        let id = KeyId::parse(asker).map_err(|_| Failure::KeyCannotRead)?;
         let key = self.keys.get(&id).ok_or(Failure::ServerBusy)?;
         let key = self.keys.successor_of(&key);
         match key.state_at(now_ms) == KeyState::Active && key.scopes().contains(Scope::AnalysisRead) {

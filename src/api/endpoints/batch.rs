@@ -160,10 +160,11 @@ impl Endpoints<'_> {
     /// One item's outcome of a decision: its job, with the batch's `callbackUrl` (if any)
     /// attached to it (`Admission::callback_of`); an attach the store refused refuses the item.
     async fn item_of(&self, decision: &Decision, url: Option<&str>) -> Outcome {
-        let account = self.caller.key.account().as_str();
+        let (account, key_id) = (self.caller.key.account().as_str(), self.caller.key.id().as_str());
         let callback = match url {
             None => None,
-            Some(url) => match self.app.admission.callback_of(decision, account, url, self.caller.now_ms).await {
+            Some(url) => match self.app.admission.callback_of(decision, account, key_id, url, self.caller.now_ms).await
+            {
                 Ok(answer) => Some(answer),
                 Err(refusal) => return Outcome::Refused(refusal.into()),
             },

@@ -57,11 +57,13 @@ impl Admission {
     /// The webhook of the job `decision` names, with `url` — the request's `callbackUrl` —
     /// attached when the job existed before this request (a new job was admitted with it).
     /// `account` is the caller's: the store refuses the attach to another account's job (the
-    /// job's own account would make that check compare the job with itself).
+    /// job's own account would make that check compare the job with itself). `key_id` is the
+    /// caller's key, recorded with the attach: delivery checks it may still read the document.
     pub async fn callback_of(
         &self,
         decision: &Decision,
         account: &str,
+        key_id: &str,
         url: &str,
         now_ms: u64,
     ) -> Result<CallbackAnswer, AdmitError> {
@@ -74,10 +76,10 @@ impl Admission {
         };
         let attached = match self.cluster() {
             Some(etcd) => {
-                let (id, account) = (record.id.clone(), account.to_owned());
-                etcd.attach_callback_async(id, account, url.to_owned(), now_ms).await
+                let (id, account, key_id) = (record.id.clone(), account.to_owned(), key_id.to_owned());
+                etcd.attach_callback_async(id, account, key_id, url.to_owned(), now_ms).await
             }
-            None => self.store.attach_callback(&record.id, account, url, now_ms),
+            None => self.store.attach_callback(&record.id, account, key_id, url, now_ms),
         };
         let attached = attached.map_err(job_gone)?;
         self.remember(&attached).await;

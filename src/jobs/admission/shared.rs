@@ -77,7 +77,9 @@ impl Admission {
         // One read of the policy decides and runs this request (as on one node).
         let policy = self.policies.policy(account);
         // A live job under another version of the policy is not joined: its result would not
-        // be this policy's. (A job etcd admits meanwhile under the same policy still is.)
+        // be this policy's. Once one is seen, etcd's own deduplication is off for this request
+        // (it would join that job): for the moments both versions' jobs are live, two nodes
+        // may each admit one under the new version, each charged to its own request.
         let mut dedup = !refresh;
         if !refresh {
             if let Some(live) =

@@ -131,8 +131,15 @@ impl EtcdStore {
     }
 
     /// `Store::attach_callback` for a listener thread.
-    pub fn attach_callback_async(&self, id: String, account: String, url: String, now_ms: u64) -> Reply<Attached> {
-        self.call(|db| async move { db.attach_callback(id, account, url, now_ms).await })
+    pub fn attach_callback_async(
+        &self,
+        id: String,
+        account: String,
+        key_id: String,
+        url: String,
+        now_ms: u64,
+    ) -> Reply<Attached> {
+        self.call(|db| async move { db.attach_callback(id, account, key_id, url, now_ms).await })
     }
 
     pub fn get_job_async(&self, id: String) -> Reply<Option<JobRecord>> {
@@ -362,9 +369,9 @@ impl Store for EtcdStore {
         self.run(|db| async move { db.record_callback(id, expected, callback).await })
     }
 
-    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
-        let (id, account, url) = (id.to_owned(), account.to_owned(), url.to_owned());
-        self.run(|db| async move { db.attach_callback(id, account, url, now_ms).await })
+    fn attach_callback(&self, id: &str, account: &str, key_id: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
+        let (id, account, key_id, url) = (id.to_owned(), account.to_owned(), key_id.to_owned(), url.to_owned());
+        self.run(|db| async move { db.attach_callback(id, account, key_id, url, now_ms).await })
     }
 
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {

@@ -1082,13 +1082,14 @@ impl Db {
         &self,
         id: String,
         account: String,
+        key_id: String,
         url: String,
         now_ms: u64,
     ) -> StoreResult<Attached> {
         check_id("job id", &id)?;
         for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
             let read = self.read_one(self.layout.job(&id)).await?;
-            let attached = attachable(&id, &account, read.job()?)?.attach_callback(&url, now_ms);
+            let attached = attachable(&id, &account, read.job()?)?.attach_callback(&key_id, &url, now_ms);
             let Attached::New(job) = &attached else { return Ok(attached) };
             job.validate()?;
             let mut ops = vec![TxnOp::put(read.key.clone(), enc::encode_json(job)?, None)];

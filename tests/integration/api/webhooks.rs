@@ -273,20 +273,32 @@ fn a_callback_needs_the_scope_that_reads_what_it_delivers() {
     assert!(receiver.got.lock().expect("log").is_empty(), "no document delivered to a key that cannot read it");
 }
 
-/// A webhook delivers what a poll would, to whom a poll would: once the key that asked for it
-/// is revoked, its next attempt ends `FAILED` (`key_cannot_read`) and nothing more is sent.
+/// A webhook delivers what a poll would, to whom a poll would: the key that asked for it — the
+/// one whose request attached it, not the job's — must still read the document at each attempt.
+/// Revoking the job's key changes nothing; once the attaching key is revoked, the next attempt
+/// ends `FAILED` (`key_cannot_read`) and nothing more is sent.
 #[test]
-fn a_revoked_keys_webhook_is_not_sent_again() {
+fn a_webhook_stops_when_the_key_that_asked_for_it_is_revoked() {
     let server = allowing_loopback();
-    let (key, _) = key_with_secret(&server);
-    let reader = server.key(KeyOptions::default().in_account(&key.account));
-    // Every attempt fails: the webhook stays due, retried after a backoff of about a second.
+    let (maker, _) = key_with_secret(&server);
+    let asker = server.key(KeyOptions::default().in_account(&maker.account));
+    let reader = server.key(KeyOptions::default().in_account(&maker.account));
+    let made = submit(&server, &maker.secret, WALLET_PATH, &wallet_body(CLEAN));
+    server.finish(&made.poll_path(), &reader.secret);
+    // Every attempt fails: the webhook stays due, retried after a backoff of a second or two.
     let receiver = Receiver::start(&[500]);
     let body = json!({ "wallet": CLEAN, "callbackUrl": receiver.url() }).to_string();
-    let accepted = submit(&server, &key.secret, WALLET_PATH, &body);
+    let attached = post(server.addr, WALLET_PATH, &asker.secret, &body);
+    assert_eq!(attached.data_str("analysisId"), made.data_str("analysisId"), "joined: {attached:?}");
     receiver.wait_for(1);
-    server.revoke(&key);
-    let data = settled(&server, &accepted.poll_path(), &reader.secret);
+
+    server.revoke(&maker);
+    receiver.wait_for(2);
+    let data = server.finish(&made.poll_path(), &reader.secret).data().clone();
+    assert_eq!(data["callback"]["status"], "PENDING", "the job's key is not the asker: {data}");
+
+    server.revoke(&asker);
+    let data = settled(&server, &made.poll_path(), &reader.secret);
     assert_eq!(data["callback"]["status"], "FAILED", "{data}");
     assert_eq!(data["callback"]["lastError"], "key_cannot_read", "{data}");
     let sent = receiver.got.lock().expect("log").len();

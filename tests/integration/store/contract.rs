@@ -554,7 +554,7 @@ pub fn a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished(
     store.complete("an_4", 200, &failed()).unwrap();
     let before = usage(store);
     // A READY job without a webhook: attached, due at once, in its account's outbox as of now.
-    let Attached::New(job) = store.attach_callback("an_1", ACCOUNT, &url("a"), 1_000).unwrap() else {
+    let Attached::New(job) = store.attach_callback("an_1", ACCOUNT, "key_1", &url("a"), 1_000).unwrap() else {
         panic!("a job without a webhook takes one")
     };
     let attached = job.callback.clone().unwrap();
@@ -570,15 +570,18 @@ pub fn a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished(
     assert_eq!(due(store, 1_000), ["an_4", "an_1"]);
     assert_eq!(store.pending_callbacks(ACCOUNT, 10).unwrap(), ["an_4", "an_1"], "it entered the outbox last");
     // The same URL again changes nothing; another URL never replaces it.
-    assert_eq!(store.attach_callback("an_1", ACCOUNT, &url("a"), 2_000).unwrap(), Attached::Same(job.clone()));
-    assert_eq!(store.attach_callback("an_1", ACCOUNT, &url("b"), 2_000).unwrap(), Attached::Other(job.clone()));
+    assert_eq!(store.attach_callback("an_1", ACCOUNT, "key_1", &url("a"), 2_000).unwrap(), Attached::Same(job.clone()));
+    assert_eq!(
+        store.attach_callback("an_1", ACCOUNT, "key_1", &url("b"), 2_000).unwrap(),
+        Attached::Other(job.clone())
+    );
     let creators = store.get_job("an_4").unwrap().unwrap();
     assert!(
-        matches!(store.attach_callback("an_4", ACCOUNT, &url("b"), 2_000).unwrap(), Attached::Other(j) if j == creators)
+        matches!(store.attach_callback("an_4", ACCOUNT, "key_1", &url("b"), 2_000).unwrap(), Attached::Other(j) if j == creators)
     );
     assert_eq!(due(store, u64::MAX), ["an_4", "an_1"], "one outbox entry each");
     // A live job: set now, in the outbox once it completes — due at the completion.
-    let Attached::New(live) = store.attach_callback("an_2", ACCOUNT, &url("c"), 300).unwrap() else {
+    let Attached::New(live) = store.attach_callback("an_2", ACCOUNT, "key_1", &url("c"), 300).unwrap() else {
         panic!("a live job without a webhook takes one")
     };
     assert_eq!(live.state, JobState::Queued);
@@ -593,12 +596,18 @@ pub fn a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished(
     store.record_callback("an_1", &attached, &delivered).unwrap();
     assert_eq!(store.pending_callbacks(ACCOUNT, 10).unwrap(), ["an_4", "an_2"]);
     // Gone, unknown, or another account's: refused alike; nothing was ever charged.
-    assert!(matches!(store.attach_callback("an_3", "acc_2", &url("d"), 500), Err(StoreError::State { .. })));
-    assert!(matches!(store.attach_callback("an_missing", ACCOUNT, &url("d"), 500), Err(StoreError::State { .. })));
-    assert!(store.attach_callback("an_3", ACCOUNT, &"u".repeat(5_000), 500).is_err(), "an over-long URL");
+    assert!(matches!(store.attach_callback("an_3", "acc_2", "key_1", &url("d"), 500), Err(StoreError::State { .. })));
+    assert!(matches!(
+        store.attach_callback("an_missing", ACCOUNT, "key_1", &url("d"), 500),
+        Err(StoreError::State { .. })
+    ));
+    assert!(store.attach_callback("an_3", ACCOUNT, "key_1", &"u".repeat(5_000), 500).is_err(), "an over-long URL");
     assert_eq!(store.get_job("an_3").unwrap().and_then(|j| j.callback), None);
     store.purge_finished_before(u64::MAX, 10).unwrap();
-    assert!(matches!(store.attach_callback("an_1", ACCOUNT, &url("a"), 600), Err(StoreError::State { .. })), "purged");
+    assert!(
+        matches!(store.attach_callback("an_1", ACCOUNT, "key_1", &url("a"), 600), Err(StoreError::State { .. })),
+        "purged"
+    );
     assert!(due(store, u64::MAX).is_empty() && store.pending_callbacks(ACCOUNT, 10).unwrap().is_empty());
     let after = usage(store);
     assert_eq!((after.used, after.refunded), (before.used + 1, before.refunded), "only an_2's completion counted");

@@ -147,8 +147,8 @@ impl Store for FaultyStore {
     fn record_callback(&self, id: &str, expected: &Callback, callback: &Callback) -> StoreResult<JobRecord> {
         self.inner.record_callback(id, expected, callback)
     }
-    fn attach_callback(&self, id: &str, account: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
-        self.inner.attach_callback(id, account, url, now_ms)
+    fn attach_callback(&self, id: &str, account: &str, key_id: &str, url: &str, now_ms: u64) -> StoreResult<Attached> {
+        self.inner.attach_callback(id, account, key_id, url, now_ms)
     }
     fn put_webhook_secret(&self, secret: &WebhookSecret) -> StoreResult<()> {
         self.inner.put_webhook_secret(secret)
@@ -623,12 +623,14 @@ fn a_caller_of_another_account_cannot_attach_a_webhook_to_a_job() {
     let url = "https://hooks.example/attach";
     let other = AccountId::generate().expect("random");
 
-    let refused = pollster::block_on(admission.callback_of(&decision, other.as_str(), url, now_unix_ms()));
+    let refused =
+        pollster::block_on(admission.callback_of(&decision, other.as_str(), rig.key.id.as_str(), url, now_unix_ms()));
     assert!(refused.is_err(), "another account's caller attached: {refused:?}");
     assert_eq!(rig.store.get_job(&rig.job.id).unwrap().unwrap().callback, None, "nothing written");
 
     let own = rig.key.account.as_str();
-    let answer = pollster::block_on(admission.callback_of(&decision, own, url, now_unix_ms())).expect("attached");
+    let answer = pollster::block_on(admission.callback_of(&decision, own, rig.key.id.as_str(), url, now_unix_ms()))
+        .expect("attached");
     assert!(answer.attached && answer.wrote, "the job's own account attaches: {answer:?}");
     assert!(pool.shutdown().is_empty());
 }
