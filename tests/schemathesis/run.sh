@@ -7,7 +7,7 @@
 # Bounded: MAX_EXAMPLES per operation and phase (about 1,400 cases in all at the default) and
 # TIME_LIMIT_S for the whole run (about 25 s here; the limit is a guard, not the plan).
 #
-# The key holds every scope, `transaction:scan` and the monitors' included, so the pre-sign scan
+# The key holds every scope (`transaction:scan`, the monitors' and the policy's included), so the pre-sign scan
 # is driven with the real transactions of `xray ledger demo-tx` (see hooks.py) as well as with
 # broken ones, and the monitors' routes are driven too.
 #
@@ -36,7 +36,7 @@ use_demo_workdir "$XRAY_BIN" "$WORK"
 
 start_demo_server "$XRAY_BIN" "$WORK/data" "$PORT" "$ADMIN_PORT" "$WORK/serve.out"
 API_KEY=$(demo_key "$XRAY_BIN" "$WORK/data" schemathesis \
-  wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan,monitor:write,monitor:read)
+  wallet:analyze,wallet:compare,analysis:read,usage:read,transaction:scan,monitor:write,monitor:read,policy:read,policy:write)
 # Real transactions for the scan's positive cases (hooks.py draws `format: solana-transaction`
 # from them): every `xray ledger demo-tx` case, one base64 transaction a line.
 export XRAY_DEMO_TXS="$WORK/demo-tx.txt"
