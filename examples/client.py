@@ -115,16 +115,22 @@ def verify_report(data, key_set, expected_type):
     retired keys): ``covered`` holds the signed members alone. ``None`` otherwise — a ``type``
     other than expected, ``covers`` other than exactly that type's members, a bad signature."""
     import base64
+    import re
 
     import rfc8785
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     def b64url(text):
+        # Unpadded base64url only, as the Rust and TypeScript verifiers read it.
+        if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text):
+            raise ValueError("not unpadded base64url")
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
     expected = REPORT_COVERS[expected_type]
-    signature = data.get("signature") or {}
+    signature = data.get("signature") if isinstance(data, dict) else None
+    if not isinstance(signature, dict) or not isinstance(key_set, dict):
+        return None
     if signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
         return None
     if signature.get("type") != expected_type:
@@ -134,14 +140,16 @@ def verify_report(data, key_set, expected_type):
         return None
     if len(covers) != len(expected) or set(covers) != set(expected) or any(n not in data for n in expected):
         return None
-    jwk = next((k for k in key_set.get("keys", []) if k.get("kid") == signature.get("keyId")), None)
+    keys = key_set.get("keys")
+    keys = [k for k in keys if isinstance(k, dict)] if isinstance(keys, list) else []
+    jwk = next((k for k in keys if k.get("kid") == signature.get("keyId")), None)
     if jwk is None or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         return None
     covered = {name: data[name] for name in expected}
-    message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
     try:
-        Ed25519PublicKey.from_public_bytes(b64url(jwk["x"])).verify(b64url(signature["value"]), message)
-    except (InvalidSignature, TypeError, ValueError):
+        message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
+        Ed25519PublicKey.from_public_bytes(b64url(jwk.get("x"))).verify(b64url(signature.get("value")), message)
+    except (InvalidSignature, TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError):
         return None
     return signature["keyId"], covered
 

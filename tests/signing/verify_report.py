@@ -52,6 +52,9 @@ SAFE_INTEGER_MAX = 2**53 - 1
 
 
 def b64url(text):
+    # Unpadded base64url only, as the Rust and TypeScript verifiers read it.
+    if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text):
+        raise ValueError("not unpadded base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
@@ -71,7 +74,9 @@ def as_jcs_numbers(value):
 def verified(data, key_set, expected_type):
     """The covered members of ``data`` (a dict) when it is a signed report of ``expected_type``
     that verifies with a key of ``key_set``, else ``None``."""
-    signature = data.get("signature") or {}
+    signature = data.get("signature") if isinstance(data, dict) else None
+    if not isinstance(signature, dict) or not isinstance(key_set, dict):
+        return None
     if signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
         return None
     if signature.get("type") != expected_type:
@@ -85,14 +90,17 @@ def verified(data, key_set, expected_type):
     if any(name not in data for name in expected):
         return None
     covered = {name: data[name] for name in expected}
-    jwks = [k for k in key_set["keys"] if k.get("kid") == signature.get("keyId")]
-    if len(jwks) != 1 or jwks[0].get("kty") != "OKP" or jwks[0].get("crv") != "Ed25519":
+    keys = key_set.get("keys")
+    keys = [k for k in keys if isinstance(k, dict)] if isinstance(keys, list) else []
+    # The first key of that id, as the other verifiers take it.
+    jwk = next((k for k in keys if k.get("kid") == signature.get("keyId")), None)
+    if jwk is None or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         return None
-    key = Ed25519PublicKey.from_public_bytes(b64url(jwks[0]["x"]))
-    message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
     try:
-        key.verify(b64url(signature["value"]), message)
-    except (InvalidSignature, TypeError, ValueError):
+        key = Ed25519PublicKey.from_public_bytes(b64url(jwk.get("x")))
+        message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
+        key.verify(b64url(signature.get("value")), message)
+    except (InvalidSignature, TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError):
         return None
     return covered
 

@@ -19,6 +19,7 @@
  *   canonical form (`canonicalJson`); it returns the signed members alone.
  */
 import { createHmac, createPublicKey, randomUUID, timingSafeEqual, verify as verifySignature } from "node:crypto";
+import type { KeyObject } from "node:crypto";
 import type { components, operations, paths } from "./schema.js";
 
 export type { components, operations, paths };
@@ -805,7 +806,10 @@ export function verifyReport(
   keySet: SigningKeySet,
   expected: ReportType,
 ): VerifiedReport {
-  const signature = data.signature as ReportSignature | undefined;
+  if (!Object.prototype.hasOwnProperty.call(REPORT_COVERS, expected)) {
+    throw new ReportVerificationError("wrong_type", `${String(expected)} is no report type`);
+  }
+  const signature = data?.signature as ReportSignature | undefined;
   if (!signature || typeof signature !== "object") throw new ReportVerificationError("unsigned", "no data.signature");
   if (signature.alg !== "EdDSA" || signature.canon !== "JCS") {
     throw new ReportVerificationError("malformed", "not an EdDSA signature over JCS");
@@ -814,14 +818,31 @@ export function verifyReport(
     throw new ReportVerificationError("wrong_type", `a ${String(signature.type)} signature, not ${expected}`);
   }
   const covered = coveredMembers(data, signature, expected);
-  const jwk = keySet.keys.find((k) => k.kid === signature.keyId);
-  if (!jwk) throw new ReportVerificationError("unknown_key", `no published key ${signature.keyId}`);
+  const keys: unknown = keySet?.keys;
+  if (!Array.isArray(keys)) throw new ReportVerificationError("malformed", "the key set has no keys");
+  const jwk = (keys as SigningKeySet["keys"]).find((k) => k?.kid === signature.keyId);
+  if (!jwk) throw new ReportVerificationError("unknown_key", `no published key ${String(signature.keyId)}`);
   if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519") throw new ReportVerificationError("malformed", "not an Ed25519 key");
-  const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwk.x }, format: "jwk" });
+  const key = publicKeyOf(jwk.x);
   const message = Buffer.from(canonicalJson({ ...covered, type: expected }), "utf8");
-  const ok = verifySignature(null, message, key, Buffer.from(signature.value, "base64url"));
+  const ok = verifySignature(null, message, key, base64urlBytes(signature.value, "value"));
   if (!ok) throw new ReportVerificationError("signature_mismatch", "the signature does not match the report");
   return { keyId: signature.keyId, covered };
+}
+
+/** Unpadded base64url text as bytes; anything else (padding, other characters, not text) is malformed. */
+function base64urlBytes(text: unknown, what: string): Buffer {
+  if (typeof text !== "string" || !/^[A-Za-z0-9_-]*$/.test(text)) {
+    throw new ReportVerificationError("malformed", `${what} is not unpadded base64url`);
+  }
+  return Buffer.from(text, "base64url");
+}
+
+/** The Ed25519 public key of a JWK's `x`. */
+function publicKeyOf(x: unknown): KeyObject {
+  const bytes = base64urlBytes(x, "the key's x");
+  if (bytes.length !== 32) throw new ReportVerificationError("malformed", "the key's x is not 32 bytes");
+  return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: x as string }, format: "jwk" });
 }
 
 /** The members of `data` a signature of type `expected` covers, once its `covers` is exactly that list. */

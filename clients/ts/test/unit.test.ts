@@ -128,6 +128,19 @@ describe("signed reports (a key made here)", () => {
     assert.equal(reason(() => verifyReport(analysis, keySet, "xray.scan.v1")), "wrong_type");
     const untyped = { ...analysis, signature: { ...analysis.signature, type: undefined } };
     assert.equal(reason(() => verifyReport(untyped, keySet, "xray.analysis.v1")), "wrong_type");
+    // Malformed input is a refusal with a reason, never a TypeError: as the Rust verifier.
+    const sig = analysis.signature as Record<string, unknown>;
+    const malformed: [Record<string, unknown>, unknown][] = [
+      [{ ...analysis, signature: { ...sig, value: `${String(sig.value)}==` } }, keySet],
+      [{ ...analysis, signature: { ...sig, value: 7 } }, keySet],
+      [analysis, { keys: "none" }],
+      [analysis, { keys: [{ ...keySet.keys[0], x: 7 }] }],
+      [analysis, { keys: [{ ...keySet.keys[0], x: "AAAA" }] }],
+    ];
+    for (const [data, keys] of malformed) {
+      assert.equal(reason(() => verifyReport(data, keys as typeof keySet, "xray.analysis.v1")), "malformed");
+    }
+    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.nothing.v1" as ReportType)), "wrong_type");
   });
 });
 
