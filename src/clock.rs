@@ -4,13 +4,14 @@
 //! Owns: `MonotonicClock` (nanoseconds since a process-wide origin, for token buckets),
 //! `now_unix_ms` (wall time, for quota periods, expiry and timestamps), and RFC 3339 with
 //! milliseconds (`rfc3339_ms`, `parse_rfc3339_ms`) with the range they accept. Created once at server
-//! start and shared by every thread (it is `Copy`).
+//! start and shared by every thread (it is `Copy`). Also `Every`: a period on the monotonic
+//! clock that background threads ask "is it time again?" (the cluster's periodic reloads).
 //!
 //! Invariant: `MonotonicClock::now_ns` never goes backwards for a given clock and starts near 0,
 //! so a fresh GCRA cell (theoretical arrival time 0) is a full bucket.
 //! Deliberately absent: any caching of "now"; the callers read it once per request.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use time::OffsetDateTime;
 
@@ -34,6 +35,39 @@ impl MonotonicClock {
 impl Default for MonotonicClock {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// A period on the monotonic clock, started when made: `due` answers true once each time it
+/// has passed, and starts it again. Shared by threads (a lock held for one comparison).
+#[derive(Debug)]
+pub struct Every {
+    period: Duration,
+    started: parking_lot::Mutex<Instant>,
+}
+
+impl Every {
+    pub fn new(period: Duration) -> Every {
+        Every { period, started: parking_lot::Mutex::new(Instant::now()) }
+    }
+
+    /// True when the period has passed since it last started; it then starts again.
+    pub fn due(&self) -> bool {
+        let mut started = self.started.lock();
+        if started.elapsed() < self.period {
+            return false;
+        }
+        *started = Instant::now();
+        true
+    }
+
+    /// Whether the period has passed, without starting it again (`restart` does).
+    pub fn has_passed(&self) -> bool {
+        self.started.lock().elapsed() >= self.period
+    }
+
+    pub fn restart(&self) {
+        *self.started.lock() = Instant::now();
     }
 }
 
@@ -112,6 +146,21 @@ mod tests {
     use super::*;
 
     const NOV_22: u64 = 1_795_342_530_123;
+
+    #[test]
+    fn every_is_due_once_per_period_and_restarts() {
+        let hourly = Every::new(Duration::from_secs(3_600));
+        assert!(!hourly.due() && !hourly.has_passed(), "not before its period");
+        let always = Every::new(Duration::ZERO);
+        assert!(always.has_passed() && always.due() && always.due());
+        let short = Every::new(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(short.has_passed() && short.has_passed(), "asking does not restart it");
+        short.restart();
+        assert!(!short.has_passed() && !short.due());
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(short.due() && !short.due(), "due once, then started again");
+    }
 
     #[test]
     fn monotonic_clock_starts_near_zero_and_advances() {

@@ -32,10 +32,12 @@ pub mod record;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
+use crate::clock::Every;
+use crate::config::{POLICY_FULL_RELOAD_INTERVAL_MS, POLICY_RELOAD_INTERVAL_MS};
 use crate::engine::policy::{Invalid, Policy};
 use crate::store::{DocKind, DocWrite, Expect, Store, StoreError};
 pub use record::{PolicyDraft, PolicyRecord};
@@ -78,10 +80,10 @@ pub struct Policies {
     by_account: ArcSwap<HashMap<String, Arc<PolicyEntry>>>,
     /// The generation record's revision when the table was last read whole (0: absent).
     generation_read: AtomicU64,
-    /// When `reload_if_due` last looked at the generation record.
-    checked: parking_lot::Mutex<Instant>,
-    /// When the table was last read whole.
-    read_whole: parking_lot::Mutex<Instant>,
+    /// When `reload_if_due` looks at the generation record again.
+    look: Every,
+    /// When the table is read whole whatever the generation says (restarted by every read).
+    backstop: Every,
 }
 
 impl Default for Policies {
@@ -89,8 +91,8 @@ impl Default for Policies {
         Policies {
             by_account: ArcSwap::default(),
             generation_read: AtomicU64::new(0),
-            checked: parking_lot::Mutex::new(Instant::now()),
-            read_whole: parking_lot::Mutex::new(Instant::now()),
+            look: Every::new(Duration::from_millis(POLICY_RELOAD_INTERVAL_MS)),
+            backstop: Every::new(Duration::from_millis(POLICY_FULL_RELOAD_INTERVAL_MS)),
         }
     }
 }
@@ -120,12 +122,8 @@ impl Policies {
     /// look, reads the generation record, and the whole table when another write moved it.
     /// A failed read keeps the table in force (logged) and is tried again at the next tick.
     pub fn reload_if_due(&self, store: &dyn Store) {
-        {
-            let mut checked = self.checked.lock();
-            if checked.elapsed() < Duration::from_millis(crate::config::POLICY_RELOAD_INTERVAL_MS) {
-                return;
-            }
-            *checked = Instant::now();
+        if !self.look.due() {
+            return;
         }
         if let Err(e) = self.reload_if_moved(store) {
             tracing::warn!(error = %e, "reloading the policies failed: the last ones read stay in force");
@@ -135,9 +133,7 @@ impl Policies {
     /// Reads the whole table again when the generation record moved since the last read, or
     /// when `POLICY_FULL_RELOAD_INTERVAL_MS` passed since then; returns whether it did.
     pub fn reload_if_moved(&self, store: &dyn Store) -> Result<bool, StoreError> {
-        let backstop = Duration::from_millis(crate::config::POLICY_FULL_RELOAD_INTERVAL_MS);
-        let due = self.read_whole.lock().elapsed() >= backstop;
-        if !due && generation(store)? == self.generation_read.load(Ordering::Acquire) {
+        if !self.backstop.has_passed() && generation(store)? == self.generation_read.load(Ordering::Acquire) {
             return Ok(false);
         }
         self.reload(store)?;
@@ -167,7 +163,7 @@ impl Policies {
         }
         self.merge(table);
         self.generation_read.store(generation, Ordering::Release);
-        *self.read_whole.lock() = Instant::now();
+        self.backstop.restart();
         Ok(())
     }
 

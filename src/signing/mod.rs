@@ -42,7 +42,7 @@ pub mod jcs;
 pub mod ring;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -52,7 +52,7 @@ use ed25519_dalek::{Signature, Signer as _, VerifyingKey};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::clock::rfc3339_ms;
+use crate::clock::{rfc3339_ms, Every};
 use crate::config::SIGNING_KEYS_RELOAD_MS;
 use crate::store::{JobKind, ReportSignature};
 use ring::{KeyHome, Ring};
@@ -190,8 +190,8 @@ const _: () = assert!(well_formed(&ANALYSIS_COVERS) && well_formed(&COMPARISON_C
 pub struct ReportSigner {
     home: KeyHome,
     ring: ArcSwap<Ring>,
-    /// When a cluster node last read the shared ring (`reload_if_due`).
-    reloaded: parking_lot::Mutex<Instant>,
+    /// When a cluster node reads the shared ring again (`reload_if_due`).
+    reload: Every,
     /// One rotation at a time in this process.
     rotating: parking_lot::Mutex<()>,
 }
@@ -230,7 +230,7 @@ impl ReportSigner {
         Ok(ReportSigner {
             home,
             ring: ArcSwap::from_pointee(ring),
-            reloaded: parking_lot::Mutex::new(Instant::now()),
+            reload: Every::new(Duration::from_millis(SIGNING_KEYS_RELOAD_MS)),
             rotating: parking_lot::Mutex::new(()),
         })
     }
@@ -300,15 +300,8 @@ impl ReportSigner {
     /// the last read, and put in force when another node changed it (housekeeping thread).
     /// A failed read keeps the ring in force (logged).
     pub fn reload_if_due(&self) {
-        if !self.home.is_shared() {
+        if !self.home.is_shared() || !self.reload.due() {
             return;
-        }
-        {
-            let mut last = self.reloaded.lock();
-            if last.elapsed() < Duration::from_millis(SIGNING_KEYS_RELOAD_MS) {
-                return;
-            }
-            *last = Instant::now();
         }
         match self.home.load() {
             Ok(Some((stored, revision))) if revision != self.ring.load().revision() => match Ring::of(stored, revision)
