@@ -16,9 +16,18 @@
  * - `verifyWebhook`: the `Xray-Signature` check of a delivered webhook, in constant time;
  * - `verifyReport`: the Ed25519 check of a signed report (`data.signature`) as the report type the
  *   caller expects, against the published key set (`getSigningKeys`), over its RFC 8785 (JCS)
- *   canonical form (`canonicalJson`); it returns the signed members alone.
+ *   canonical form (`canonicalJson`); it returns the signed members alone. For a scan it also
+ *   checks, when asked, that the signed answer is about the caller's transaction (`messageSha256`),
+ *   account and origin.
  */
-import { createHmac, createPublicKey, randomUUID, timingSafeEqual, verify as verifySignature } from "node:crypto";
+import {
+  createHash,
+  createHmac,
+  createPublicKey,
+  randomUUID,
+  timingSafeEqual,
+  verify as verifySignature,
+} from "node:crypto";
 import type { KeyObject } from "node:crypto";
 import type { components, operations, paths } from "./schema.js";
 
@@ -730,16 +739,25 @@ export function verifyWebhook(
 
 export type SigningKeySet = Schemas["SigningKeySet"];
 export type ReportSignature = Schemas["ReportSignature"];
-/** What a signed report is: its signature's `type` (`xray.analysis.v1`, …). */
-export type ReportType = ReportSignature["type"];
+/**
+ * What a signed report is: its signature's `type` — the types whose covers this verifier knows.
+ * Listed here, not taken from the generated `ReportSignature["type"]`, so that the client builds
+ * on either side of a change of the schema's list; a unit test checks that docs/openapi.json
+ * names exactly these.
+ */
+export type ReportType = "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2";
+/** The type of a scan's answer, the one report a `ScanBinding` applies to. */
+const SCAN_TYPE: ReportType = "xray.scan.v2";
 
 /** The members of `data` each report type's signature covers, exactly (README, "Signed reports"). */
 export const REPORT_COVERS: Readonly<Record<ReportType, readonly string[]>> = {
   "xray.analysis.v1": ["analysisId", "wallet", "completedAt", "xray"],
   "xray.comparison.v1": ["pairId", "walletA", "walletB", "completedAt", "comparison"],
-  "xray.scan.v1": [
+  "xray.scan.v2": [
     "verdict",
     "signer",
+    "account",
+    "origin",
     "transaction",
     "findings",
     "effects",
@@ -759,10 +777,40 @@ export interface VerifiedReport {
   covered: Record<string, unknown>;
 }
 
+/**
+ * What a scan's signed answer must be about, on top of its signature (`verifyReport`'s
+ * `binding`): each member given is compared with a covered member; one left out is not checked.
+ */
+export interface ScanBinding {
+  /**
+   * The transaction sent to the scan — its serialized bytes, or their base64 as sent — signed
+   * since or not: `messageSha256` of it must be the signed `transaction.messageSha256`.
+   */
+  transaction?: Uint8Array | string;
+  /** The account whose key asked for the scan (`getStatus()`'s `data.key.account`): the signed `account`. */
+  account?: string;
+  /**
+   * The host of the `origin` the scan was sent with, as the scan reports it (a lowercase domain,
+   * or an IP literal, IPv6 in brackets): the signed `origin`; `null` when the scan was sent none.
+   */
+  origin?: string | null;
+}
+
+const BINDING_MEMBERS: readonly (keyof ScanBinding)[] = ["transaction", "account", "origin"];
+
 /** Why `verifyReport` refused a report. */
 export class ReportVerificationError extends Error {
   constructor(
-    readonly reason: "unsigned" | "malformed" | "wrong_type" | "wrong_covers" | "unknown_key" | "signature_mismatch",
+    readonly reason:
+      | "unsigned"
+      | "malformed"
+      | "wrong_type"
+      | "wrong_covers"
+      | "unknown_key"
+      | "signature_mismatch"
+      | "digest_mismatch"
+      | "account_mismatch"
+      | "origin_mismatch",
     message: string,
   ) {
     super(message);
@@ -798,16 +846,27 @@ export function canonicalJson(value: unknown): string {
  * `expected`: its `signature.type` must be `expected` and `signature.covers` exactly that type's
  * members (`REPORT_COVERS`) — nothing the report says about itself is trusted — and the Ed25519
  * key `signature.keyId` of `keySet` (current or retired) must have signed the JCS form of those
- * members plus `"type"`. Returns the key id and the covered members alone (a member added to
- * `data` is not among them); throws `ReportVerificationError`.
+ * members plus `"type"`. Then, for a scan (`xray.scan.v2`) with a `binding`, the signed members
+ * must be about the caller's own request: its transaction's message (`digest_mismatch`), account
+ * (`account_mismatch`) and origin (`origin_mismatch`); a binding for another type is `malformed`.
+ * Returns the key id and the covered members alone (a member added to `data` is not among them);
+ * throws `ReportVerificationError`.
  */
 export function verifyReport(
   data: Record<string, unknown>,
   keySet: SigningKeySet,
   expected: ReportType,
+  binding?: ScanBinding,
 ): VerifiedReport {
   if (!Object.prototype.hasOwnProperty.call(REPORT_COVERS, expected)) {
     throw new ReportVerificationError("wrong_type", `${String(expected)} is no report type`);
+  }
+  // A member the binding does not know (a misspelt `acount`) would silently check nothing.
+  const unknown = Object.keys(binding ?? {}).filter((k) => !BINDING_MEMBERS.includes(k as keyof ScanBinding));
+  if (unknown.length > 0) throw new ReportVerificationError("malformed", `no binding member ${unknown.join(", ")}`);
+  const bound = binding != null && BINDING_MEMBERS.some((k) => binding[k] !== undefined);
+  if (bound && expected !== SCAN_TYPE) {
+    throw new ReportVerificationError("malformed", `a binding applies to ${SCAN_TYPE} only, not ${expected}`);
   }
   const signature = data?.signature as ReportSignature | undefined;
   if (!signature || typeof signature !== "object") throw new ReportVerificationError("unsigned", "no data.signature");
@@ -827,7 +886,78 @@ export function verifyReport(
   const message = Buffer.from(canonicalJson({ ...covered, type: expected }), "utf8");
   const ok = verifySignature(null, message, key, base64urlBytes(signature.value, "value"));
   if (!ok) throw new ReportVerificationError("signature_mismatch", "the signature does not match the report");
+  if (bound) checkBinding(covered, binding);
   return { keyId: signature.keyId, covered };
+}
+
+/** Refuses a scan's verified members that are not about `binding`'s transaction, account or origin. */
+function checkBinding(covered: Record<string, unknown>, binding: ScanBinding): void {
+  if (binding.transaction !== undefined) {
+    const signed = (covered.transaction as { messageSha256?: unknown } | null | undefined)?.messageSha256;
+    if (messageSha256(binding.transaction) !== signed) {
+      throw new ReportVerificationError("digest_mismatch", "the scan judged another transaction message");
+    }
+  }
+  if (binding.account !== undefined && covered.account !== binding.account) {
+    throw new ReportVerificationError("account_mismatch", `the scan was asked by ${String(covered.account)}`);
+  }
+  if (binding.origin !== undefined && covered.origin !== binding.origin) {
+    throw new ReportVerificationError("origin_mismatch", `the scan judged the origin ${String(covered.origin)}`);
+  }
+}
+
+/** Bytes of a signature in a serialized transaction. */
+const SIGNATURE_BYTES = 64;
+
+/**
+ * The SHA-256 (64 lowercase hex digits) of a serialized transaction's message — its bytes after
+ * the signatures: a compact-u16 count `n`, then `n` × 64 bytes — as a scan signs it in
+ * `transaction.messageSha256`. Signatures added or changed after the scan leave it unchanged.
+ * `transaction` is the bytes or their base64 (standard alphabet, padding optional). Throws
+ * `ReportVerificationError` (`malformed`) for text that is not base64, a count that is not
+ * canonical compact-u16, or more signatures than the bytes hold.
+ */
+export function messageSha256(transaction: Uint8Array | string): string {
+  const bytes = typeof transaction === "string" ? base64Bytes(transaction) : transaction;
+  if (!(bytes instanceof Uint8Array)) throw new ReportVerificationError("malformed", "the transaction is not bytes");
+  const [count, length] = compactU16(bytes);
+  const start = length + count * SIGNATURE_BYTES;
+  if (start > bytes.length) {
+    throw new ReportVerificationError("malformed", `${count} signatures do not fit in ${bytes.length} bytes`);
+  }
+  return createHash("sha256").update(bytes.subarray(start)).digest("hex");
+}
+
+/** Standard base64 as the scan endpoint reads it: padding optional, no other character, no stray bits. */
+function base64Bytes(text: string): Buffer {
+  const digits = text.replace(/=+$/, "");
+  const bytes = Buffer.from(digits, "base64");
+  // Buffer skips what is not base64; encoding back shows whether anything was skipped.
+  if (!/^[A-Za-z0-9+/]*$/.test(digits) || bytes.toString("base64").replace(/=+$/, "") !== digits) {
+    throw new ReportVerificationError("malformed", "the transaction is not base64");
+  }
+  return bytes;
+}
+
+/**
+ * Solana's compact-u16 ("shortvec") at the start of `bytes`: [its value, its length]. 7 bits a
+ * byte, least significant first, 0x80 when a byte follows; at most 3 bytes and 0xffff, and
+ * canonical as Solana decodes it — a last byte 0 after the first is a value written longer
+ * than it needs.
+ */
+function compactU16(bytes: Uint8Array): [number, number] {
+  let value = 0;
+  for (let i = 0; i < 3; i++) {
+    if (i >= bytes.length) throw new ReportVerificationError("malformed", "the signature count is cut short");
+    const byte = bytes[i];
+    if (byte === 0 && i > 0) throw new ReportVerificationError("malformed", "the signature count is not canonical");
+    value |= (byte & 0x7f) << (7 * i);
+    if ((byte & 0x80) === 0) {
+      if (value > 0xffff) throw new ReportVerificationError("malformed", "the signature count is past 0xffff");
+      return [value, i + 1];
+    }
+  }
+  throw new ReportVerificationError("malformed", "the signature count is longer than 3 bytes");
 }
 
 /** Unpadded base64url text as bytes; anything else (padding, other characters, not text) is malformed. */

@@ -63,7 +63,7 @@ describe("the real server", () => {
       assert.throws(() => verifyReport(d, keys.body, type), (e) => e instanceof ReportVerificationError && e.reason === reason);
     refused(changed, "xray.analysis.v1", "signature_mismatch");
     refused({ ...data, signature: undefined }, "xray.analysis.v1", "unsigned");
-    refused(data, "xray.scan.v1", "wrong_type");
+    refused(data, "xray.scan.v2", "wrong_type");
   });
 
   it("signs scans with their time and request id: verifyReport returns those, never an added member", async () => {
@@ -72,11 +72,28 @@ describe("the real server", () => {
     const data = scan.body.data as unknown as Record<string, unknown>;
     assert.equal(data.requestId, "ts-client.scan-signed");
     assert.equal(scan.requestId, data.requestId);
-    const verified = verifyReport({ ...data, xray: { score: { value: 100 } } }, keys.body, "xray.scan.v1");
+    const verified = verifyReport({ ...data, xray: { score: { value: 100 } } }, keys.body, "xray.scan.v2");
     assert.equal(verified.covered.requestId, "ts-client.scan-signed");
     assert.match(String(verified.covered.scannedAt), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.ok(!("xray" in verified.covered));
     assert.throws(() => verifyReport(data, keys.body, "xray.analysis.v1"), (e) => e instanceof ReportVerificationError && e.reason === "wrong_type");
+  });
+
+  it("binds a signed scan to the transaction it was sent, the key's account and its origin (none)", async () => {
+    const keys = await new XrayClient({ baseUrl }).getSigningKeys();
+    const account = (await client.getStatus()).body.data.key.account;
+    const sent = env("XRAY_DEMO_TX_APPROVE");
+    const scan = await client.scanTransaction({ transaction: sent, signer: CLEAN });
+    const data = scan.body.data as unknown as Record<string, unknown>;
+    const verified = verifyReport(data, keys.body, "xray.scan.v2", { transaction: sent, account, origin: null });
+    assert.match(String((verified.covered.transaction as Record<string, unknown>).messageSha256), /^[0-9a-f]{64}$/);
+    // The same transaction with one byte of its message changed (its last): another transaction.
+    const changed = Buffer.from(sent, "base64");
+    changed[changed.length - 1] ^= 0x01;
+    assert.throws(
+      () => verifyReport(data, keys.body, "xray.scan.v2", { transaction: changed, account, origin: null }),
+      (e) => e instanceof ReportVerificationError && e.reason === "digest_mismatch",
+    );
   });
 
   it("health and status", async () => {

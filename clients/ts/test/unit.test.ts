@@ -1,15 +1,18 @@
-// Tests that need no server: header parsing, webhook signatures, the retry loop (a fake fetch),
-// and that the client has a method for every operation of docs/openapi.json.
-import { createHmac, generateKeyPairSync, sign as ed25519Sign } from "node:crypto";
+// Tests that need no server: header parsing, webhook signatures, signed reports and a scan's
+// binding (a key made here), the retry loop (a fake fetch), and that the client has a method for
+// every operation of docs/openapi.json and knows its report types.
+import { createHash, createHmac, generateKeyPairSync, randomBytes, sign as ed25519Sign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
   canonicalJson,
+  messageSha256,
   REPORT_COVERS,
   ReportVerificationError,
   verifyReport,
   type ReportType,
+  type ScanBinding,
   type SigningKeySet,
   parseRateLimit,
   parseRateLimitList,
@@ -79,7 +82,7 @@ describe("signed reports (a key made here)", () => {
   };
   const scanData = () => {
     const data: Record<string, unknown> = {};
-    REPORT_COVERS["xray.scan.v1"].forEach((name, i) => (data[name] = { n: i }));
+    REPORT_COVERS["xray.scan.v2"].forEach((name, i) => (data[name] = { n: i }));
     return data;
   };
   const reason = (fn: () => unknown) => {
@@ -93,31 +96,31 @@ describe("signed reports (a key made here)", () => {
   };
 
   it("verifies a report as its type and returns its signed members only", () => {
-    const data = signed(scanData(), "xray.scan.v1", REPORT_COVERS["xray.scan.v1"]);
-    const verified = verifyReport(data, keySet, "xray.scan.v1");
+    const data = signed(scanData(), "xray.scan.v2", REPORT_COVERS["xray.scan.v2"]);
+    const verified = verifyReport(data, keySet, "xray.scan.v2");
     assert.equal(verified.keyId, kid);
-    assert.deepEqual(Object.keys(verified.covered).sort(), [...REPORT_COVERS["xray.scan.v1"]].sort());
+    assert.deepEqual(Object.keys(verified.covered).sort(), [...REPORT_COVERS["xray.scan.v2"]].sort());
     // An unsigned member added to the signed data: still verifies, and is not returned.
     const grafted = { ...data, xray: { score: { value: 100 } } };
-    const again = verifyReport(grafted, keySet, "xray.scan.v1");
+    const again = verifyReport(grafted, keySet, "xray.scan.v2");
     assert.ok(!("xray" in again.covered), "the added member is not verified");
-    assert.equal(reason(() => verifyReport({ ...data, verdict: "benign" }, keySet, "xray.scan.v1")), "signature_mismatch");
+    assert.equal(reason(() => verifyReport({ ...data, verdict: "benign" }, keySet, "xray.scan.v2")), "signature_mismatch");
   });
 
   it("refuses another type, and covers that are a subset, a superset or doubled", () => {
-    const scan = signed(scanData(), "xray.scan.v1", REPORT_COVERS["xray.scan.v1"]);
+    const scan = signed(scanData(), "xray.scan.v2", REPORT_COVERS["xray.scan.v2"]);
     for (const other of ["xray.analysis.v1", "xray.comparison.v1"] as ReportType[]) {
       assert.equal(reason(() => verifyReport(scan, keySet, other)), "wrong_type", other);
     }
-    const covers = REPORT_COVERS["xray.scan.v1"];
+    const covers = REPORT_COVERS["xray.scan.v2"];
     const forged = [
-      signed(scanData(), "xray.scan.v1", covers.slice(1)),
-      signed({ ...scanData(), extra: 1 }, "xray.scan.v1", [...covers, "extra"]),
-      signed(scanData(), "xray.scan.v1", [...covers.slice(1), covers[2]]),
+      signed(scanData(), "xray.scan.v2", covers.slice(1)),
+      signed({ ...scanData(), extra: 1 }, "xray.scan.v2", [...covers, "extra"]),
+      signed(scanData(), "xray.scan.v2", [...covers.slice(1), covers[2]]),
       // A scan's members signed under an analysis' type: as an analysis its covers are wrong.
       signed(scanData(), "xray.analysis.v1", covers),
     ];
-    const expected: ReportType[] = ["xray.scan.v1", "xray.scan.v1", "xray.scan.v1", "xray.analysis.v1"];
+    const expected: ReportType[] = ["xray.scan.v2", "xray.scan.v2", "xray.scan.v2", "xray.analysis.v1"];
     forged.forEach((data, i) => assert.equal(reason(() => verifyReport(data, keySet, expected[i])), "wrong_covers", `${i}`));
     const analysis = signed(
       { analysisId: "an_1", wallet: "W", completedAt: "2025-01-01T00:00:00.000Z", xray: { lamports: 2 ** 64 }, status: "READY" },
@@ -125,7 +128,7 @@ describe("signed reports (a key made here)", () => {
       REPORT_COVERS["xray.analysis.v1"],
     );
     assert.equal(verifyReport(analysis, keySet, "xray.analysis.v1").keyId, kid);
-    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.scan.v1")), "wrong_type");
+    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.scan.v2")), "wrong_type");
     const untyped = { ...analysis, signature: { ...analysis.signature, type: undefined } };
     assert.equal(reason(() => verifyReport(untyped, keySet, "xray.analysis.v1")), "wrong_type");
     // Malformed input is a refusal with a reason, never a TypeError: as the Rust verifier.
@@ -141,6 +144,119 @@ describe("signed reports (a key made here)", () => {
       assert.equal(reason(() => verifyReport(data, keys as typeof keySet, "xray.analysis.v1")), "malformed");
     }
     assert.equal(reason(() => verifyReport(analysis, keySet, "xray.nothing.v1" as ReportType)), "wrong_type");
+  });
+
+  // A serialized transaction as the scan reads it: compact-u16 n, n signatures, the message.
+  const transaction = (signatures: Buffer[], message: Buffer) =>
+    Buffer.concat([Buffer.from([signatures.length]), ...signatures, message]);
+  const message = randomBytes(200);
+  const unsigned = transaction([Buffer.alloc(64), Buffer.alloc(64)], message);
+  const ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd";
+  /** A scan's answer for `unsigned`, asked by ACCOUNT from `origin`, signed as the server signs it. */
+  const scan = (origin: string | null) => {
+    const data = scanData();
+    data.account = ACCOUNT;
+    data.origin = origin;
+    data.transaction = {
+      version: "legacy",
+      signed: false,
+      messageSha256: createHash("sha256").update(message).digest("hex"),
+      signatures: [
+        { signer: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", status: "missing" },
+        { signer: "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ", status: "missing" },
+      ],
+    };
+    return signed(data, "xray.scan.v2", REPORT_COVERS["xray.scan.v2"]);
+  };
+
+  it("message digest: a known vector, the bytes after the signatures whatever their count", () => {
+    // hashlib.sha256(b"xray").hexdigest() of one (zero) signature then the message b"xray"
+    const vector = "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB4cmF5";
+    const digest = "1a46e6a68c37e8f969bab5d6fe6ce7b4deda2a17d80e1a7142e9c005b108f608";
+    assert.equal(messageSha256(vector), digest);
+    assert.equal(messageSha256(`${vector}=`), digest, "a trailing = is ignored, as the scan endpoint reads base64");
+    assert.equal(messageSha256(Buffer.from(vector, "base64")), digest);
+    assert.equal(messageSha256(Buffer.concat([Buffer.from([0xee]), Buffer.from(vector, "base64")]).subarray(1)), digest);
+    // 128 signatures: a two-byte count (0x80 0x01)
+    const many = Buffer.concat([Buffer.from([0x80, 0x01]), Buffer.alloc(128 * 64), Buffer.from("xray")]);
+    assert.equal(messageSha256(many), digest);
+    // No signature at all: the message is everything after the count.
+    assert.equal(messageSha256(Buffer.from([0x00, 0x2a])), createHash("sha256").update(Buffer.from([0x2a])).digest("hex"));
+  });
+
+  it("message digest: malformed counts and text are refused", () => {
+    const malformed: [string, Uint8Array | string][] = [
+      ["empty", Buffer.alloc(0)],
+      ["cut short", Buffer.from([0x80])],
+      ["not canonical (0x80 0x00 for 0)", Buffer.concat([Buffer.from([0x80, 0x00]), Buffer.alloc(64)])],
+      ["not canonical (0x81 0x80 0x00 for 1)", Buffer.concat([Buffer.from([0x81, 0x80, 0x00]), Buffer.alloc(64)])],
+      ["a third byte that continues", Buffer.concat([Buffer.from([0x80, 0x80, 0x81, 0x00]), Buffer.alloc(64)])],
+      ["past 0xffff", Buffer.from([0xff, 0xff, 0x04])],
+      ["0xffff signatures in 3 bytes", Buffer.from([0xff, 0xff, 0x03])],
+      ["2 signatures in 64 bytes", Buffer.concat([Buffer.from([0x02]), Buffer.alloc(64), Buffer.from("message")])],
+      ["not base64", "%%%"],
+      ["base64url", "AQ_-"],
+      ["stray bits", "AB"],
+      ["a length no base64 has", "AQAAA"],
+    ];
+    for (const [what, bytes] of malformed) {
+      assert.equal(reason(() => messageSha256(bytes)), "malformed", what);
+    }
+  });
+
+  it("binds a scan to the caller's transaction, account and origin", () => {
+    const data = scan("phantom.app");
+    const binding = { transaction: unsigned.toString("base64"), account: ACCOUNT, origin: "phantom.app" };
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", binding).covered.account, ACCOUNT);
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", { ...binding, transaction: unsigned }).keyId, kid);
+    // Signed after the scan (other signature bytes): the same message, so the same scan.
+    const signedSince = transaction([randomBytes(64), randomBytes(64)], message);
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", { transaction: signedSince }).keyId, kid);
+    // One byte changed anywhere in the message: another transaction.
+    for (let i = 0; i < message.length; i++) {
+      const changed = Buffer.from(unsigned);
+      changed[1 + 128 + i] ^= 0x01;
+      assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { transaction: changed })), "digest_mismatch", `${i}`);
+    }
+    // A changed count moves where the message starts.
+    const recounted = Buffer.from(unsigned);
+    recounted[0] = 1;
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { transaction: recounted })), "digest_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { ...binding, account: "acct_other" })), "account_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { ...binding, origin: "phantom.app.claim-now.io" })), "origin_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { origin: null })), "origin_mismatch");
+    // Members left out of the binding are not checked.
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", { account: ACCOUNT }).keyId, kid);
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", {}).keyId, kid);
+  });
+
+  it("binds a scan sent without an origin to origin null only", () => {
+    const data = scan(null);
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", { transaction: unsigned, origin: null }).covered.origin, null);
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { origin: "phantom.app" })), "origin_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { origin: "" })), "origin_mismatch");
+  });
+
+  it("checks the signature before the binding, and refuses a binding it cannot check", () => {
+    const data = scan("phantom.app");
+    // A forged account fails as a forgery, whatever the binding expects.
+    const forged = { ...data, account: "acct_other" };
+    assert.equal(reason(() => verifyReport(forged, keySet, "xray.scan.v2", { account: "acct_other" })), "signature_mismatch");
+    // The binding's transaction is malformed: no digest to compare.
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { transaction: Buffer.from([0x80, 0x00]) })), "malformed");
+    // A binding of another type's report, or a member no binding has (it would check nothing).
+    const analysis = signed(
+      { analysisId: "an_1", wallet: "W", completedAt: "2025-01-01T00:00:00.000Z", xray: {} },
+      "xray.analysis.v1",
+      REPORT_COVERS["xray.analysis.v1"],
+    );
+    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.analysis.v1", { account: ACCOUNT })), "malformed");
+    assert.equal(verifyReport(analysis, keySet, "xray.analysis.v1", {}).keyId, kid);
+    const misspelt = { acount: "acct_other" } as unknown as ScanBinding;
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", misspelt)), "malformed");
+    // A scan signed as v1 (no account, origin nor digest covered) is not a v2 scan.
+    const v1 = REPORT_COVERS["xray.scan.v2"].filter((n) => n !== "account" && n !== "origin");
+    assert.equal(reason(() => verifyReport(signed(scanData(), "xray.scan.v1", v1), keySet, "xray.scan.v2")), "wrong_type");
   });
 });
 
@@ -274,5 +390,11 @@ describe("coverage of the OpenAPI document", () => {
     const proto = XrayClient.prototype as unknown as Record<string, unknown>;
     const missing = ids.filter((id) => typeof proto[id] !== "function");
     assert.deepEqual(missing, []);
+  });
+
+  it("names exactly the report types whose covers the verifier knows", () => {
+    const doc = JSON.parse(readFileSync(new URL("../../../../docs/openapi.json", import.meta.url), "utf8"));
+    const types: string[] = doc.components.schemas.ReportSignature.properties.type.enum;
+    assert.deepEqual([...types].sort(), Object.keys(REPORT_COVERS).sort());
   });
 });
