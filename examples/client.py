@@ -37,14 +37,23 @@ saved report (a poll's, webhook's or scan's body, or its ``data``) and the type 
 be — ``--type analysis|comparison|scan`` (or ``xray.analysis.v1`` …), required: a report cannot
 be trusted to say what it is — takes the key set from ``--keys FILE`` or fetches
 ``<api>/.well-known/xray-keys.json`` (no API key), and checks that ``type`` is the expected one
-and ``covers`` exactly that type's members before it checks the signature. It prints
-``{"verified": true|false, "keyId": …, "type": …, "data": {…}}`` (exit 1 when not verified),
-where ``data`` holds the signed members only: read those, not the file, which may carry members
-nobody signed. Integers past ±(2^53 − 1) are canonicalized as doubles, as JCS prescribes. It
-needs the ``cryptography`` and ``rfc8785`` packages (``pip install -r
+and ``covers`` exactly that type's members before it checks the signature. A scan
+(``xray.scan.v2``) can then be bound to the request that asked for it, each option checked
+against a signed member: ``--transaction BASE64|@FILE`` (what was scanned, signed since or not:
+the SHA-256 of its message — the bytes after its signatures — must be
+``transaction.messageSha256``), ``--account acct_…`` (``account``: the key's account) and
+``--origin HOST`` (``origin``: the host the scan judged; ``--origin none`` when the scan was sent
+no origin). It prints ``{"verified": true|false, "keyId": …, "type": …, "data": {…}}`` and, when
+refused, ``"reason"`` (``wrong_type``, ``signature_mismatch``, ``digest_mismatch``,
+``account_mismatch``, ``origin_mismatch`` …; exit 1; a binding option with another type is a
+usage error, exit 2), where ``data`` holds the signed members only: read those, not the file,
+which may carry members nobody signed. Integers past ±(2^53 − 1) are canonicalized as doubles,
+as JCS prescribes. It needs the ``cryptography`` and ``rfc8785`` packages (``pip install -r
 tests/signing/requirements.txt``); the other commands use the standard library only.
 
   python3 examples/client.py --api http://127.0.0.1:8080 verify --type analysis report.json
+  python3 examples/client.py --api http://127.0.0.1:8080 verify --type scan scan.json \\
+      --transaction @tx.b64 --account acct_... --origin none
 
 A test (``tests/integration/api/webhooks.rs``) runs it against the real server, and
 ``loadtest/flows.sh`` (in ``make test``) its scan, so it cannot rot. Every wait is bounded
@@ -52,11 +61,13 @@ A test (``tests/integration/api/webhooks.rs``) runs it against the real server, 
 """
 
 import argparse
+import base64
 import hashlib
 import hmac
 import http.server
 import json
 import queue
+import re
 import sys
 import threading
 import time
@@ -84,13 +95,15 @@ def verify_signature(secret, header, body, now_s=None):
 REPORT_COVERS = {
     "xray.analysis.v1": ("analysisId", "wallet", "completedAt", "xray"),
     "xray.comparison.v1": ("pairId", "walletA", "walletB", "completedAt", "comparison"),
-    "xray.scan.v1": (
-        "verdict", "signer", "transaction", "findings", "effects", "instructions", "simulation",
-        "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
+    "xray.scan.v2": (
+        "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
+        "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
     ),
 }
 # ``verify --type`` short names.
-REPORT_TYPES = {"analysis": "xray.analysis.v1", "comparison": "xray.comparison.v1", "scan": "xray.scan.v1"}
+REPORT_TYPES = {"analysis": "xray.analysis.v1", "comparison": "xray.comparison.v1", "scan": "xray.scan.v2"}
+# What a scan's answer can be bound to (``verify_report``'s ``binding``).
+BINDING_MEMBERS = ("transaction", "account", "origin")
 # The largest integer a double (JCS's numbers) holds exactly.
 SAFE_INTEGER_MAX = 2**53 - 1
 
@@ -109,14 +122,28 @@ def as_jcs_numbers(value):
     return value
 
 
-def verify_report(data, key_set, expected_type):
+class ReportRefused(Exception):
+    """Why ``verify_report`` refused a report: ``reason`` is ``unsigned``, ``malformed``,
+    ``wrong_type``, ``wrong_covers``, ``unknown_key``, ``signature_mismatch`` (the TypeScript
+    client's words), or for a scan's binding ``digest_mismatch``, ``account_mismatch``,
+    ``origin_mismatch``."""
+
+    def __init__(self, reason, message):
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+
+
+def verify_report(data, key_set, expected_type, binding=None):
     """``(keyId, covered)`` when ``data`` (a report's ``data`` object) is signed as a report of
     ``expected_type`` (``xray.analysis.v1`` …) with a key of ``key_set`` (a JWK set, current or
-    retired keys): ``covered`` holds the signed members alone. ``None`` otherwise — a ``type``
-    other than expected, ``covers`` other than exactly that type's members, a bad signature."""
-    import base64
-    import re
+    retired keys): ``covered`` holds the signed members alone. Raises ``ReportRefused``
+    otherwise — a ``type`` other than expected, ``covers`` other than exactly that type's
+    members, a bad signature.
 
+    ``binding`` (a scan's only) is a dict of what the signed answer must be about, each key
+    given checked once the signature is: ``transaction`` (what was scanned, bytes or base64,
+    signed since or not: ``message_sha256`` of it is ``transaction.messageSha256``),
+    ``account`` (``acct_…``) and ``origin`` (the host the scan judged, ``None`` for no origin)."""
     import rfc8785
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -127,31 +154,98 @@ def verify_report(data, key_set, expected_type):
             raise ValueError("not unpadded base64url")
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
+    binding = binding or {}
+    # A key no binding has (a misspelt "acount") would silently check nothing.
+    if not isinstance(binding, dict) or any(name not in BINDING_MEMBERS for name in binding):
+        raise ReportRefused("malformed", f"a binding has only {', '.join(BINDING_MEMBERS)}")
+    if binding and expected_type != REPORT_TYPES["scan"]:
+        raise ReportRefused("malformed", f"a binding applies to {REPORT_TYPES['scan']} only")
     expected = REPORT_COVERS[expected_type]
     signature = data.get("signature") if isinstance(data, dict) else None
-    if not isinstance(signature, dict) or not isinstance(key_set, dict):
-        return None
+    if not isinstance(signature, dict):
+        raise ReportRefused("unsigned", "no data.signature")
+    if not isinstance(key_set, dict):
+        raise ReportRefused("malformed", "the key set is not an object")
     if signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
-        return None
+        raise ReportRefused("malformed", "not an EdDSA signature over JCS")
     if signature.get("type") != expected_type:
-        return None
+        raise ReportRefused("wrong_type", f"a {signature.get('type')} signature, not {expected_type}")
     covers = signature.get("covers")
     if not isinstance(covers, list) or not all(isinstance(name, str) for name in covers):
-        return None
-    if len(covers) != len(expected) or set(covers) != set(expected) or any(n not in data for n in expected):
-        return None
+        raise ReportRefused("malformed", "covers is not a list of names")
+    if len(covers) != len(expected) or set(covers) != set(expected):
+        raise ReportRefused("wrong_covers", f"the covers are not exactly those of {expected_type}")
+    if any(n not in data for n in expected):
+        raise ReportRefused("malformed", "a covered member is missing")
     keys = key_set.get("keys")
     keys = [k for k in keys if isinstance(k, dict)] if isinstance(keys, list) else []
     jwk = next((k for k in keys if k.get("kid") == signature.get("keyId")), None)
-    if jwk is None or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
-        return None
+    if jwk is None:
+        raise ReportRefused("unknown_key", f"no published key {signature.get('keyId')}")
+    if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+        raise ReportRefused("malformed", "not an Ed25519 key")
     covered = {name: data[name] for name in expected}
     try:
         message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
         Ed25519PublicKey.from_public_bytes(b64url(jwk.get("x"))).verify(b64url(signature.get("value")), message)
-    except (InvalidSignature, TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError):
-        return None
+    except InvalidSignature:
+        raise ReportRefused("signature_mismatch", "the signature does not match the report") from None
+    except (TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError) as error:
+        raise ReportRefused("malformed", str(error)) from None
+    if "transaction" in binding:
+        try:
+            digest = message_sha256(binding["transaction"])
+        except ValueError as error:
+            raise ReportRefused("malformed", f"the transaction: {error}") from None
+        signed = covered["transaction"].get("messageSha256") if isinstance(covered["transaction"], dict) else None
+        if digest != signed:
+            raise ReportRefused("digest_mismatch", "the scan judged another transaction message")
+    if "account" in binding and covered["account"] != binding["account"]:
+        raise ReportRefused("account_mismatch", f"the scan was asked by {covered['account']}")
+    if "origin" in binding and covered["origin"] != binding["origin"]:
+        raise ReportRefused("origin_mismatch", f"the scan judged the origin {covered['origin']}")
     return signature["keyId"], covered
+
+
+def message_sha256(transaction):
+    """The SHA-256 (hex) of a serialized transaction's message — its bytes after the signatures
+    (a compact-u16 count ``n``, then ``n`` × 64 bytes) — as a scan signs it in
+    ``transaction.messageSha256``; signatures added after the scan leave it unchanged.
+    ``transaction`` is bytes or their base64 (standard, padding optional). Raises ``ValueError``
+    for text that is not base64, a count that is not canonical compact-u16, or more signatures
+    than the bytes hold."""
+    if isinstance(transaction, str):
+        digits = transaction.rstrip("=")
+        if not re.fullmatch(r"[A-Za-z0-9+/]*", digits):
+            raise ValueError("not base64")
+        transaction = base64.b64decode(digits + "=" * (-len(digits) % 4))
+        # Decoding drops stray bits of the last digit: encoding back shows them.
+        if base64.b64encode(transaction).decode().rstrip("=") != digits:
+            raise ValueError("not base64")
+    if not isinstance(transaction, (bytes, bytearray)):
+        raise ValueError("not bytes")
+    count, length = compact_u16(transaction)
+    start = length + 64 * count
+    if start > len(transaction):
+        raise ValueError(f"{count} signatures do not fit in {len(transaction)} bytes")
+    return hashlib.sha256(transaction[start:]).hexdigest()
+
+
+def compact_u16(data):
+    """Solana's compact-u16 ("shortvec") at the start of ``data``: (its value, its length). 7 bits
+    a byte, least significant first, 0x80 when a byte follows; at most 3 bytes and 0xffff, and
+    canonical as Solana decodes it — a last byte 0 after the first is a value written longer than
+    it needs."""
+    value = 0
+    for i, byte in enumerate(data[:3]):
+        if byte == 0 and i > 0:
+            raise ValueError("the signature count is not canonical")
+        value |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            if value > 0xFFFF:
+                raise ValueError("the signature count is past 0xffff")
+            return value, i + 1
+    raise ValueError("the signature count is " + ("cut short" if len(data) < 3 else "longer than 3 bytes"))
 
 
 def rate_wait_s(headers):
@@ -288,8 +382,8 @@ def main():
         "verify",
         help="verify a saved report's signature as the type you expect; prints its signed members",
         description="Verifies a saved report as a report of --type (required: a report's own claim of "
-        "what it is is not trusted) and prints {verified, keyId, type, data}, data holding the signed "
-        "members only.",
+        "what it is is not trusted) and prints {verified, keyId, type, data} (and reason when refused), data "
+        "holding the signed members only; a scan can be bound to its transaction, account and origin.",
     )
     verify.add_argument("report", help="a report's JSON file (a poll's, webhook's or scan's body, or its data)")
     verify.add_argument(
@@ -300,8 +394,31 @@ def main():
         "(or the full type, xray.analysis.v1 …); any other signature type is refused",
     )
     verify.add_argument("--keys", help="the key set's JSON file (default: fetched from --api)")
+    verify.add_argument(
+        "--transaction",
+        help="a scan only: the transaction scanned, base64 (@FILE: read from FILE), signed since or not; "
+        "the signed transaction.messageSha256 must be its message's",
+    )
+    verify.add_argument("--account", help="a scan only: the signed account must be this one (acct_…)")
+    verify.add_argument(
+        "--origin", help="a scan only: the signed origin must be this host ('none': the scan was sent no origin)"
+    )
     args = parser.parse_args()
     if args.command == "verify":
+        expected_type = REPORT_TYPES.get(args.type, args.type)
+        binding = {}
+        if args.transaction is not None:
+            transaction = args.transaction
+            if transaction.startswith("@"):
+                with open(transaction[1:], encoding="utf-8") as f:
+                    transaction = f.read()
+            binding["transaction"] = transaction.strip()
+        if args.account is not None:
+            binding["account"] = args.account
+        if args.origin is not None:
+            binding["origin"] = None if args.origin == "none" else args.origin
+        if binding and expected_type != REPORT_TYPES["scan"]:
+            parser.error("--transaction, --account and --origin bind a scan only")
         with open(args.report, encoding="utf-8") as f:
             report = json.load(f)
         data = report.get("data", report)
@@ -314,12 +431,14 @@ def main():
                 key_set = json.load(answer)
         else:
             parser.error("verify needs --keys FILE or --api URL")
-        expected_type = REPORT_TYPES.get(args.type, args.type)
-        key_id, covered = verify_report(data, key_set, expected_type) or (None, None)
-        verdict = {"verified": key_id is not None, "keyId": key_id, "type": expected_type, "data": covered}
+        try:
+            key_id, covered = verify_report(data, key_set, expected_type, binding)
+            verdict = {"verified": True, "keyId": key_id, "type": expected_type, "data": covered}
+        except ReportRefused as refused:
+            verdict = {"verified": False, "keyId": None, "type": expected_type, "data": None, "reason": refused.reason}
         json.dump(verdict, sys.stdout)
         print()
-        sys.exit(0 if key_id else 1)
+        sys.exit(0 if verdict["verified"] else 1)
     if not args.api or not args.key:
         parser.error("--api and --key are required")
     deadline = time.monotonic() + args.timeout_s

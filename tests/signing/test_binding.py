@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""The scan binding of both Python verifiers, without a server: a scan's answer (``xray.scan.v2``)
+signed here with a fresh Ed25519 key, as the server signs it (JCS of the covered members plus
+``"type"``), and its JWK set in a file. Checks that ``examples/client.py`` — its ``verify_report``
+and ``message_sha256``, imported, and its ``verify`` command — and ``tests/signing/verify_report.py``
+(run with ``--keys-url file://…``) accept the scan bound to its transaction (signed since or not),
+account and origin, and refuse it for a one-byte change of the message, another account, another
+origin, ``none`` against a host, a malformed signature count, and a binding of another type.
+
+Prints one line per case and ``N passed, M failed``; exits 1 when a case failed. Needs what the
+verifiers need (``pip install -r tests/signing/requirements.txt``).
+
+  python3 tests/signing/test_binding.py
+"""
+
+import base64
+import hashlib
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CLIENT = ROOT / "examples" / "client.py"
+VERIFIER = ROOT / "tests" / "signing" / "verify_report.py"
+SCAN = "xray.scan.v2"
+# A scan's covers (README, "Signed reports"), written here so that a verifier's own table is tested.
+SCAN_COVERS = [
+    "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
+    "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
+]
+ANALYSIS_COVERS = ["analysisId", "wallet", "completedAt", "xray"]
+ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd"
+SIGNER = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z"
+# One (zero) signature, then the message b"xray": hashlib.sha256(b"xray").hexdigest(). The
+# TypeScript client's unit tests hold the same vector.
+VECTOR = "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB4cmF5"
+VECTOR_DIGEST = "1a46e6a68c37e8f969bab5d6fe6ce7b4deda2a17d80e1a7142e9c005b108f608"
+
+KEY = Ed25519PrivateKey.generate()
+PUBLIC = KEY.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+KID = hashlib.sha256(PUBLIC).hexdigest()[:16]
+KEY_SET = {
+    "keys": [
+        {
+            "kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": KID,
+            "x": base64.urlsafe_b64encode(PUBLIC).decode().rstrip("="), "status": "current",
+            "createdAt": "2026-11-28T10:00:00.000Z", "retiredAt": None,
+        }
+    ]
+}
+# A legacy transaction as sent to the scan: two signature slots, unsigned, then its message.
+MESSAGE = os.urandom(180)
+UNSIGNED = bytes([2]) + bytes(128) + MESSAGE
+SENT = base64.b64encode(UNSIGNED).decode()
+
+
+def signed(data, report_type, covers):
+    """``data`` with the signature the server would give it."""
+    members = {name: data[name] for name in covers}
+    value = KEY.sign(rfc8785.dumps({**members, "type": report_type}))
+    signature = {
+        "keyId": KID, "alg": "EdDSA", "canon": "JCS", "type": report_type, "covers": sorted(covers),
+        "value": base64.urlsafe_b64encode(value).decode().rstrip("="),
+    }
+    return {**data, "signature": signature}
+
+
+def scan(origin):
+    """A scan's answer for UNSIGNED, asked by ACCOUNT from ``origin`` (``None``: no origin)."""
+    data = {
+        "verdict": "warning",
+        "signer": SIGNER,
+        "account": ACCOUNT,
+        "origin": origin,
+        "transaction": {
+            "version": "legacy", "signed": False, "feePayer": SIGNER, "accounts": 4, "lookupTables": [],
+            "accountsRead": 3, "messageSha256": hashlib.sha256(MESSAGE).hexdigest(),
+            "signatures": [{"signer": SIGNER, "status": "missing"}, {"signer": SIGNER, "status": "missing"}],
+        },
+        "findings": [{"kind": "token_approval", "severity": "high", "instruction": 0}],
+        "effects": [{"kind": "sol", "lamports": -5000}],
+        "instructions": [{"index": 0, "program": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"}],
+        "simulation": {"status": "skipped", "reason": "a fixture"},
+        "counterparties": {"status": "read", "transactions": 25},
+        "engineVersions": {"scan": "1"},
+        "policy": {"id": "default", "version": 0},
+        "scannedAt": "2026-11-28T10:00:00.123Z",
+        "requestId": "test-binding.1",
+    }
+    return signed(data, SCAN, SCAN_COVERS)
+
+
+def load_client():
+    spec = importlib.util.spec_from_file_location("xray_example_client", CLIENT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+client = load_client()
+
+
+def expect(actual, wanted, what):
+    if actual != wanted:
+        raise AssertionError(f"{what}: {actual!r}, not {wanted!r}")
+
+
+def refusal(data, report_type=SCAN, binding=None):
+    """``client.verify_report``'s reason for refusing, or ``None`` when it accepts."""
+    try:
+        client.verify_report(data, KEY_SET, report_type, binding)
+    except client.ReportRefused as refused:
+        return refused.reason
+    return None
+
+
+def resigned():
+    """UNSIGNED with both signature slots filled: as signed after the scan."""
+    return bytes([2]) + os.urandom(128) + MESSAGE
+
+
+def changed_at(i):
+    """UNSIGNED with byte ``i`` changed."""
+    transaction = bytearray(UNSIGNED)
+    transaction[i] ^= 0x01
+    return bytes(transaction)
+
+
+MALFORMED = {
+    "empty": b"",
+    "count cut short": bytes([0x80]),
+    "count 0 in two bytes": bytes([0x80, 0x00]) + bytes(64),
+    "count 1 in three bytes": bytes([0x81, 0x80, 0x00]) + bytes(64),
+    "a third count byte that continues": bytes([0x80, 0x80, 0x81, 0x00]) + bytes(64),
+    "count past 0xffff": bytes([0xFF, 0xFF, 0x04]),
+    "0xffff signatures in 3 bytes": bytes([0xFF, 0xFF, 0x03]),
+    "2 signatures in 64 bytes": bytes([0x02]) + bytes(64) + b"message",
+}
+MALFORMED_TEXT = {"not base64": "%%%", "base64url": "AQ_-", "stray bits": "AB", "a length no base64 has": "AQAAA"}
+
+CASES = []
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+@case
+def message_digest_vectors():
+    expect(client.message_sha256(VECTOR), VECTOR_DIGEST, "the vector")
+    expect(client.message_sha256(VECTOR + "="), VECTOR_DIGEST, "padded")
+    expect(client.message_sha256(base64.b64decode(VECTOR)), VECTOR_DIGEST, "as bytes")
+    many = bytes([0x80, 0x01]) + bytes(128 * 64) + b"xray"
+    expect(client.message_sha256(many), VECTOR_DIGEST, "128 signatures (a two-byte count)")
+    expect(client.message_sha256(UNSIGNED), hashlib.sha256(MESSAGE).hexdigest(), "the fixture")
+
+
+@case
+def message_digest_refuses_malformed():
+    for what, transaction in [*MALFORMED.items(), *MALFORMED_TEXT.items()]:
+        try:
+            client.message_sha256(transaction)
+        except ValueError:
+            continue
+        raise AssertionError(f"{what}: accepted")
+
+
+@case
+def client_accepts_bound_scan():
+    data = scan("phantom.app")
+    key_id, covered = client.verify_report(data, KEY_SET, SCAN, {"transaction": SENT, "account": ACCOUNT, "origin": "phantom.app"})
+    expect((key_id, covered["account"], covered["origin"]), (KID, ACCOUNT, "phantom.app"), "verified")
+    expect(refusal(data, binding={"transaction": UNSIGNED}), None, "bytes")
+    expect(refusal(data, binding={"transaction": resigned()}), None, "signed after the scan")
+    expect(refusal(data, binding={"account": ACCOUNT}), None, "the account alone")
+    expect(refusal(data, binding={}), None, "no binding")
+    expect(refusal(scan(None), binding={"transaction": SENT, "origin": None}), None, "no origin")
+
+
+@case
+def client_refuses_other_request():
+    data = scan("phantom.app")
+    for i in range(129, len(UNSIGNED)):
+        expect(refusal(data, binding={"transaction": changed_at(i)}), "digest_mismatch", f"message byte {i - 129}")
+    recounted = bytes([1]) + UNSIGNED[1:]
+    expect(refusal(data, binding={"transaction": recounted}), "digest_mismatch", "another count")
+    expect(refusal(data, binding={"account": "acct_other"}), "account_mismatch", "another account")
+    expect(refusal(data, binding={"origin": "phantom.app.claim-now.io"}), "origin_mismatch", "another origin")
+    expect(refusal(data, binding={"origin": None}), "origin_mismatch", "no origin expected")
+    expect(refusal(scan(None), binding={"origin": "phantom.app"}), "origin_mismatch", "an origin expected")
+
+
+@case
+def client_checks_signature_first_and_refuses_unusable_binding():
+    data = scan("phantom.app")
+    forged = {**data, "account": "acct_other"}
+    expect(refusal(forged, binding={"account": "acct_other"}), "signature_mismatch", "a forged account")
+    for what, transaction in [*MALFORMED.items(), *MALFORMED_TEXT.items()]:
+        expect(refusal(data, binding={"transaction": transaction}), "malformed", what)
+    expect(refusal(data, binding={"acount": ACCOUNT}), "malformed", "a misspelt member")
+    analysis = signed(
+        {"analysisId": "an_1", "wallet": SIGNER, "completedAt": "2026-11-28T10:00:00.000Z", "xray": {}},
+        "xray.analysis.v1",
+        ANALYSIS_COVERS,
+    )
+    expect(refusal(analysis, "xray.analysis.v1"), None, "an analysis")
+    expect(refusal(analysis, "xray.analysis.v1", {"account": ACCOUNT}), "malformed", "an analysis bound")
+    v1 = signed(scan("phantom.app"), "xray.scan.v1", [n for n in SCAN_COVERS if n not in ("account", "origin")])
+    expect(refusal(v1), "wrong_type", "a v1 scan")
+
+
+def run(*args):
+    """(exit code, stdout) of a Python script."""
+    done = subprocess.run([sys.executable, "-B", *map(str, args)], capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout
+
+
+def client_verify(report, *options):
+    code, out = run(CLIENT, "verify", "--type", "scan", "--keys", WORK / "keys.json", report, *options)
+    return code, json.loads(out) if out.strip() else None
+
+
+@case
+def client_command():
+    code, verdict = client_verify(WORK / "scan.json", "--transaction", f"@{WORK / 'tx.b64'}", "--account", ACCOUNT, "--origin", "phantom.app")
+    expect((code, verdict["verified"], "reason" in verdict), (0, True, False), f"bound {verdict}")
+    expect(verdict["data"]["account"], ACCOUNT, "the signed account")
+    refused = {
+        "account_mismatch": ["--account", "acct_other"],
+        "digest_mismatch": ["--transaction", base64.b64encode(changed_at(len(UNSIGNED) - 1)).decode()],
+        "origin_mismatch": ["--origin", "none"],
+        "malformed": ["--transaction", base64.b64encode(MALFORMED["count 0 in two bytes"]).decode()],
+    }
+    for reason, options in refused.items():
+        code, verdict = client_verify(WORK / "scan.json", *options)
+        expect((code, verdict["verified"], verdict.get("reason")), (1, False, reason), " ".join(options))
+    code, verdict = client_verify(WORK / "scan-no-origin.json", "--origin", "none", "--transaction", SENT)
+    expect((code, verdict["verified"]), (0, True), "no origin")
+    code, _ = run(CLIENT, "verify", "--type", "analysis", "--keys", WORK / "keys.json", "--account", ACCOUNT, WORK / "scan.json")
+    expect(code, 2, "a binding of an analysis")
+
+
+def independent(report, *options):
+    return run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", SCAN, *options, report)
+
+
+@case
+def independent_verifier():
+    code, out = independent(WORK / "scan.json", "--transaction", f"@{WORK / 'tx.b64'}", "--account", ACCOUNT, "--origin", "phantom.app")
+    expect(code, 0, out)
+    for says in [
+        f"verified {KID}", "bound to transaction, account, origin", "changed message refused",
+        "re-signed transaction still bound", "tampered copy refused", "as another type refused",
+        "added member not verified",
+    ]:
+        expect(says in out, True, f"{says!r} in {out!r}")
+    code, out = independent(WORK / "scan.json")
+    expect((code, "bound" in out), (0, False), f"without a binding: {out}")
+    code, out = independent(WORK / "scan.json", "--transaction", base64.b64encode(resigned()).decode())
+    expect(code, 0, f"signed after the scan: {out}")
+    refused = {
+        "account_mismatch": ["--account", "acct_other"],
+        "digest_mismatch": ["--transaction", base64.b64encode(changed_at(200)).decode()],
+        "origin_mismatch": ["--origin", "none"],
+        "malformed": ["--transaction", base64.b64encode(MALFORMED["count 1 in three bytes"]).decode()],
+    }
+    for reason, options in refused.items():
+        code, out = independent(WORK / "scan.json", *options)
+        expect((code, f"NOT bound: {reason}" in out), (1, True), f"{options}: {out}")
+    code, out = independent(WORK / "scan-no-origin.json", "--origin", "none")
+    expect(code, 0, f"no origin: {out}")
+    code, out = independent(WORK / "scan-no-origin.json", "--origin", "phantom.app")
+    expect((code, "NOT bound: origin_mismatch" in out), (1, True), f"an origin expected: {out}")
+    code, _ = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", "xray.analysis.v1", "--account", ACCOUNT, WORK / "scan.json")
+    expect(code, 2, "a binding of an analysis")
+
+
+def main():
+    global WORK
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="xray-binding.") as work:
+        WORK = pathlib.Path(work)
+        (WORK / "keys.json").write_text(json.dumps(KEY_SET))
+        (WORK / "scan.json").write_text(json.dumps({"data": scan("phantom.app")}, indent=2))
+        (WORK / "scan-no-origin.json").write_text(json.dumps({"data": scan(None)}, indent=2))
+        (WORK / "tx.b64").write_text(SENT + "\n")
+        for fn in CASES:
+            try:
+                fn()
+                print(f"ok {fn.__name__}")
+            except Exception as error:  # a case's failure, whatever it raised, is reported, not fatal
+                failed += 1
+                print(f"FAILED {fn.__name__}: {error!r}")
+    print(f"{len(CASES) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
