@@ -25,6 +25,7 @@ run: build
 test: deps
 	cargo test --release --all-targets
 	cargo test --release --doc --quiet
+	python3 -B tests/signing/test_binding.py
 	bash tests/litesvm/run.sh
 	SMOKE=1 bash loadtest/max.sh
 	bash tests/schemathesis/run.sh

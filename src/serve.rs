@@ -167,7 +167,10 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         group_commit,
         access_log: config.access_log,
         webhook_policy: crate::webhooks::TargetPolicy::new(&config.webhook_allow_hosts),
-        scan: Arc::new(crate::scan::lane::Lane::start(&config.ledger)?),
+        scan: Arc::new(crate::scan::lane::Lane::start(
+            &config.ledger,
+            crate::scan::lane::LaneLimits { buffered_bytes_max: config.scan_buffered_bytes_max },
+        )?),
         monitors: Arc::new(Registry::new(store.clone())),
         monitor_interval_ms: config.monitor_interval_s.saturating_mul(1_000),
         registry_work: Default::default(),

@@ -93,6 +93,11 @@ pub enum ApiError {
     RateLimited {
         retry_after_s: u64,
     },
+    /// The account's minute of lookup-table reads that found no table is spent (a scan's): 429
+    /// `RATE_LIMITED` until it ends.
+    TableMissesLimited {
+        retry_after_s: u64,
+    },
     /// The per-client-IP limit of failed authentications (contract §3): a failure past it. No
     /// key authenticated, so no key's `RateLimit` headers go with it.
     FailedAuthLimited {
@@ -319,6 +324,15 @@ impl ApiError {
                 "rate limit exceeded".into(),
                 Details { retry_after_seconds: Some((*retry_after_s).max(1)), ..d() },
             ),
+            ApiError::TableMissesLimited { retry_after_s } => (
+                ErrorCode::RateLimited,
+                format!(
+                    "this account's scans named more than {} lookup tables that do not exist this minute",
+                    crate::config::SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE
+                )
+                .into(),
+                Details { retry_after_seconds: Some((*retry_after_s).max(1)), ..d() },
+            ),
             ApiError::FailedAuthLimited { retry_after_s } => (
                 ErrorCode::RateLimited,
                 "too many failed authentications from this client address".into(),
@@ -384,6 +398,7 @@ impl ApiError {
             }
             ApiError::RateLimited { retry_after_s }
             | ApiError::FailedAuthLimited { retry_after_s }
+            | ApiError::TableMissesLimited { retry_after_s }
             | ApiError::QuotaExhausted { retry_after_s, .. } => {
                 vec![("retry-after", (*retry_after_s).max(1).to_string())]
             }
@@ -536,6 +551,10 @@ mod tests {
         let list = v.get("error").unwrap().get("details").unwrap().get("allow").unwrap().as_array().unwrap().len();
         assert_eq!(list, 2);
         assert_eq!(header(ApiError::RateLimited { retry_after_s: 0 }, "retry-after").unwrap(), "1");
+        assert_eq!(header(ApiError::TableMissesLimited { retry_after_s: 40 }, "retry-after").unwrap(), "40");
+        let (response, v) = body_of(&ApiError::TableMissesLimited { retry_after_s: 40 });
+        assert_eq!(response.status, 429);
+        assert_eq!(v.get("error").unwrap().get_str("code"), Some("RATE_LIMITED"));
         assert_eq!(header(all_errors()[12].clone(), "retry-after").unwrap(), "3600");
         assert_eq!(header(ApiError::ServiceBusy, "retry-after").unwrap(), "1");
         assert_eq!(header(ApiError::NotFound, "retry-after"), None);

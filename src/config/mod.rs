@@ -451,6 +451,18 @@ pub const SCAN_UPSTREAM_TIMEOUT_MS: u64 = 1_500;
 /// is trusted briefly; a burst of scans of one dApp's transactions reads it once.
 pub const SCAN_TABLE_CACHE_LEN: usize = 1_024;
 pub const SCAN_TABLE_CACHE_TTL_MS: u64 = 2_000;
+/// Lookup-table reads that find no table (the address holds nothing, or something else) one
+/// account may cause in a minute: such a scan is refused 400 and not charged, so without a
+/// budget it would be a free upstream read at will. Past it: 429 until the minute ends.
+pub const SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE: u32 = 30;
+/// Accounts whose table misses the lane remembers (least recently seen out first).
+pub const SCAN_TABLE_MISS_ACCOUNTS_LEN: usize = 4_096;
+/// Bytes of upstream answers the scan lane may hold at once, every scan on it together
+/// (`--scan-buffered-bytes-max`): 256 scans × 8 MiB answers would otherwise buffer 2 GiB.
+/// A read past it fails and its scan is answered 503 `SERVICE_BUSY`.
+pub const SCAN_BUFFERED_BYTES_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
+pub const SCAN_BUFFERED_BYTES_MIN: u64 = 16 * 1024;
+pub const SCAN_BUFFERED_BYTES_MAX_MAX: u64 = 4 * 1024 * 1024 * 1024;
 /// A scan that sends or approves something of the signer's compares the recipient with the
 /// signer's counterparties: those of its newest transactions (one signatures page and one
 /// batch of transactions), at most this many addresses, kept per wallet for a minute.

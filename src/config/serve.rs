@@ -47,6 +47,8 @@ pub struct ServeConfig {
     pub job_deadline_s: u64,
     /// Ledger bytes one job may read before it ends FAILED (`ANALYSIS_FAILED`), refunded.
     pub job_ledger_bytes_max: u64,
+    /// Bytes of upstream answers the scan lane may hold at once, every scan together.
+    pub scan_buffered_bytes_max: u64,
     pub freshness_window_s: u64,
     /// Bytes of the node's ledger cache (finalized transactions and address histories read
     /// from an `rpc:` source, `<data-dir>/ledger-cache`); 0 turns it off.
@@ -115,6 +117,7 @@ impl Default for ServeConfig {
             history_depth: HISTORY_DEPTH_DEFAULT,
             job_deadline_s: JOB_DEADLINE_S_DEFAULT,
             job_ledger_bytes_max: JOB_LEDGER_BYTES_MAX_DEFAULT,
+            scan_buffered_bytes_max: SCAN_BUFFERED_BYTES_MAX_DEFAULT,
             freshness_window_s: FRESHNESS_WINDOW_S_DEFAULT,
             ledger_cache_bytes: LEDGER_CACHE_BYTES_DEFAULT,
             monitor_interval_s: MONITOR_INTERVAL_S_DEFAULT,
@@ -187,6 +190,12 @@ impl ServeConfig {
             return Err(format!(
                 "job_ledger_bytes_max must be {JOB_LEDGER_BYTES_MIN}..={JOB_LEDGER_BYTES_MAX_MAX} bytes, got {}",
                 self.job_ledger_bytes_max
+            ));
+        }
+        if !(SCAN_BUFFERED_BYTES_MIN..=SCAN_BUFFERED_BYTES_MAX_MAX).contains(&self.scan_buffered_bytes_max) {
+            return Err(format!(
+                "scan_buffered_bytes_max must be {SCAN_BUFFERED_BYTES_MIN}..={SCAN_BUFFERED_BYTES_MAX_MAX} bytes, got {}",
+                self.scan_buffered_bytes_max
             ));
         }
         in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
@@ -278,7 +287,7 @@ impl ServeConfig {
         format!(
             "listen={} admin_listen={} data_dir={} store={} etcd_prefix={} ledger={} labels={} listener_threads={} compute_threads={} \
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
-             job_deadline_s={} job_ledger_bytes_max={} \
+             job_deadline_s={} job_ledger_bytes_max={} scan_buffered_bytes_max={} \
              freshness_window_s={} ledger_cache_bytes={} monitor_interval_s={} monitor_checks_in_flight_max={} \
              monitor_watches_per_node_max={} webhook_attempts_max={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
@@ -303,6 +312,7 @@ impl ServeConfig {
             self.history_depth,
             self.job_deadline_s,
             self.job_ledger_bytes_max,
+            self.scan_buffered_bytes_max,
             self.freshness_window_s,
             self.ledger_cache_bytes,
             self.monitor_interval_s,

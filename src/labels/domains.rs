@@ -5,7 +5,7 @@
 //! "whitelist": [...]}`).
 //!
 //! Owns: `DomainCategory`, `DomainLabel`, `Domains` (lookups by host, parent domains
-//! included, and the look-alike check), `host_of` (an origin → its host) and the importer.
+//! included, and the look-alike check), `origin_of` (an origin → the host a scan binds and the domain it judges) and the importer.
 //! Pure; loaded with the labels, read from every thread.
 //!
 //! Invariant: bounded — at most `LABEL_DOMAINS_LEN_MAX` domains; the look-alike check compares
@@ -107,7 +107,7 @@ impl Domains {
         Ok(out)
     }
 
-    /// The labels' verdict on `host` (already normalized by `host_of`): its own label or the
+    /// The labels' verdict on `host` (already normalized by `origin_of`): its own label or the
     /// nearest parent domain's; else a look-alike of a trusted domain; else unknown.
     pub fn verdict(&self, host: &str) -> DomainVerdict<'_> {
         let mut at = Some(host);
@@ -161,16 +161,31 @@ pub fn normalize(text: &str) -> Option<String> {
     valid.then_some(host)
 }
 
-/// The host of an `origin` — a URL (`https://app.example.com/path`) or a bare host name:
-/// `Err` when it is neither; `Ok(None)` when it is one with no domain to judge (`localhost`,
-/// an IP address, a browser extension's id).
-pub fn host_of(origin: &str) -> Result<Option<String>, ()> {
+/// What a scan's `origin` names: the host it binds to its answer, and the domain it judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The domain as judged (`normalize`d) when it is one, else the host as the URL gives it:
+    /// an IP literal (`203.0.113.7`, `[::1]`), `localhost`, an extension's id.
+    pub host: String,
+    /// The domain judged against the `[[domain]]` labels (`None`: no domain to judge).
+    pub domain: Option<String>,
+}
+
+/// The `Origin` of a URL (`https://app.example.com/path`) or a bare host name; `Err` when it is
+/// neither or names no host.
+pub fn origin_of(origin: &str) -> Result<Origin, ()> {
     let with_scheme = if origin.contains("://") { origin.to_owned() } else { format!("https://{origin}") };
     let url = url::Url::parse(&with_scheme).map_err(|_| ())?;
-    Ok(match url.host() {
+    let domain = match url.host() {
         Some(url::Host::Domain(domain)) => normalize(domain),
-        _ => None,
-    })
+        Some(_) => None,
+        None => return Err(()),
+    };
+    let host = match &domain {
+        Some(domain) => domain.clone(),
+        None => url.host_str().ok_or(())?.to_ascii_lowercase(),
+    };
+    Ok(Origin { host, domain })
 }
 
 /// The eth-phishing-detect list format (the fields this importer reads).
@@ -255,12 +270,20 @@ mod tests {
 
     #[test]
     fn hosts_are_read_from_urls_and_bare_names() {
-        assert_eq!(host_of("https://WWW.Phantom.App/x?y"), Ok(Some("phantom.app".to_owned())));
-        assert_eq!(host_of("app.phantom.app"), Ok(Some("app.phantom.app".to_owned())));
-        assert_eq!(host_of("http://localhost:3000"), Ok(None));
-        assert_eq!(host_of("http://127.0.0.1:8080"), Ok(None));
-        assert_eq!(host_of("chrome-extension://bfnaelmomeimhlpmgjnjophhpkkoljpa/popup.html"), Ok(None));
-        assert_eq!(host_of("not a url"), Err(()));
+        let origin = |text: &str| origin_of(text).map(|o| (o.host, o.domain));
+        let domain = |d: &str| Ok((d.to_owned(), Some(d.to_owned())));
+        let host = |h: &str| Ok((h.to_owned(), None));
+        assert_eq!(origin("https://WWW.Phantom.App/x?y"), domain("phantom.app"));
+        assert_eq!(origin("app.phantom.app"), domain("app.phantom.app"));
+        assert_eq!(origin("http://localhost:3000"), host("localhost"));
+        assert_eq!(origin("http://127.0.0.1:8080"), host("127.0.0.1"));
+        assert_eq!(origin("http://[::1]:8080/"), host("[::1]"));
+        assert_eq!(
+            origin("chrome-extension://bfnaelmomeimhlpmgjnjophhpkkoljpa/popup.html"),
+            host("bfnaelmomeimhlpmgjnjophhpkkoljpa")
+        );
+        assert_eq!(origin("not a url"), Err(()));
+        assert_eq!(origin("data:text/plain,hi"), Err(()));
     }
 
     #[test]

@@ -210,6 +210,34 @@ impl LedgerCacheMetrics {
     }
 }
 
+/// The scan lane of this process (`scan::lane`): work dropped because its client hung up,
+/// and scans refused for the lane's byte budget.
+pub struct ScanMetrics {
+    abandoned: AtomicU64,
+    over_bytes: AtomicU64,
+}
+
+/// The scan lane of this process.
+pub static SCAN: ScanMetrics = ScanMetrics { abandoned: AtomicU64::new(0), over_bytes: AtomicU64::new(0) };
+
+impl ScanMetrics {
+    pub fn abandoned(&self) {
+        self.abandoned.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn over_bytes(&self) {
+        self.over_bytes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn abandoned_total(&self) -> u64 {
+        self.abandoned.load(Ordering::Relaxed)
+    }
+
+    pub fn over_bytes_total(&self) -> u64 {
+        self.over_bytes.load(Ordering::Relaxed)
+    }
+}
+
 label_enum! {
     /// How a monitor's check of one wallet ended (`outcome` label).
     pub enum CheckOutcome {
@@ -370,6 +398,12 @@ pub(super) fn write_backends(out: &mut String, disk: Option<StoreDisk>) -> fmt::
     let name = "xray_ledger_cache_bytes";
     family(out, name, "gauge", "Bytes the ledger cache holds (SST files and memtables), as of its last write.")?;
     writeln!(out, "{name} {}", LEDGER_CACHE.bytes())?;
+    let name = "xray_scan_abandoned_total";
+    family(out, name, "counter", "Scans whose lane work was dropped because their client hung up.")?;
+    writeln!(out, "{name} {}", SCAN.abandoned_total())?;
+    let name = "xray_scan_over_bytes_total";
+    family(out, name, "counter", "Scans refused 503: the scan lane held its limit of upstream answer bytes.")?;
+    writeln!(out, "{name} {}", SCAN.over_bytes_total())?;
     let name = "xray_monitor_checks_total";
     family(out, name, "counter", "Monitor checks of one watched wallet, by outcome.")?;
     for outcome in CheckOutcome::ALL {

@@ -96,7 +96,7 @@ mod process;
 
 pub use backends::{
     CacheKind, CallOutcome, CheckOutcome, LedgerCacheMetrics, LedgerMethod, LedgerTotals, MonitorMetrics, RetryWait,
-    StoreDisk, StoreWrite, WebhookOutcome, LEDGER, LEDGER_CACHE, MONITORS, STORE, WEBHOOKS,
+    ScanMetrics, StoreDisk, StoreWrite, WebhookOutcome, LEDGER, LEDGER_CACHE, MONITORS, SCAN, STORE, WEBHOOKS,
 };
 
 label_enum! {
@@ -837,6 +837,8 @@ mod tests {
             ("xray_ledger_cache_hits_total", "counter"),
             ("xray_ledger_cache_misses_total", "counter"),
             ("xray_ledger_cache_bytes", "gauge"),
+            ("xray_scan_abandoned_total", "counter"),
+            ("xray_scan_over_bytes_total", "counter"),
             ("xray_monitor_checks_total", "counter"),
             ("xray_monitor_watches", "gauge"),
             ("xray_monitor_watches_left_out", "gauge"),

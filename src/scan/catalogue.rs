@@ -99,6 +99,12 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
         "none",
     ),
     (
+        "invalid_signature",
+        "critical",
+        "a signature slot holds bytes that are not its signer's Ed25519 signature of this message (`transaction.signatures`): the message was changed after signing, or the signature is someone else's",
+        "none",
+    ),
+    (
         "flagged_program",
         "critical",
         "an instruction of a flagged program",
@@ -117,7 +123,7 @@ const INTRO: &str = "## Scan findings (`POST /v1/developer/intelligence/transact
 A pre-sign scan judges a transaction the user has not signed yet, from its decoded\n\
 instructions alone (`src/scan/findings.rs`, version `engineVersions.scan`); the simulation adds\n\
 the `effects` and never removes a finding. Each finding names the outer instruction it is about\n\
-(`instruction`; absent for `durable_nonce`, which concerns the whole transaction). The verdict\n\
+(`instruction`; absent for the transaction-wide `durable_nonce`, `invalid_signature` and the origin's). The verdict\n\
 is the worst finding's: critical → `malicious`; high or medium → `warning`; otherwise `benign`.\n\
 A finding is about the signer: an instruction that moves nothing of the signer's and changes\n\
 none of its authorities yields none.\n\

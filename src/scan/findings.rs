@@ -6,7 +6,7 @@
 //! `verdict` (the worst finding's). Pure; called on listener threads.
 //!
 //! Invariant: every finding names the instruction it is about (`instruction`, the outer index)
-//! except the transaction-wide ones (`durable_nonce`); findings are sorted by instruction, then
+//! except the transaction-wide ones (`durable_nonce`, the origin's, `invalid_signature`); findings are sorted by instruction, then
 //! kind, then subject, so equal input gives byte-identical output.
 //! Invariant: a finding is about the signer: an instruction that moves nothing of the signer's
 //! and changes none of its authorities yields none, whatever else it does.
@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::effects::Effect;
+use super::signatures::{SignatureCheck, SignatureStatus};
 use super::state::{Held, States};
 use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
 use crate::engine::report::Severity;
@@ -99,6 +100,26 @@ pub fn judge(tx: &Decoded, ctx: &Context<'_>) -> Vec<Finding> {
     out.extend(ctx.origin.and_then(|host| origin_finding(host, ctx.labels)));
     sort(&mut out);
     out
+}
+
+/// A signature slot that holds bytes which are not its signer's signature of this message: the
+/// message was changed after it was signed (or the slot was filled by someone else). One
+/// finding per such signer.
+pub fn invalid_signatures(checks: &[SignatureCheck]) -> impl Iterator<Item = Finding> + '_ {
+    checks.iter().filter(|c| c.status == SignatureStatus::Invalid).map(|c| Finding {
+        kind: "invalid_signature",
+        severity: Severity::Critical,
+        title: format!("The signature of {} does not match this transaction", c.signer),
+        detail: format!(
+            "The transaction carries a signature for {} that is not a valid signature of this message: it was \
+             changed after it was signed, or the signature was never the signer's. Do not sign or send it; ask \
+             for the transaction again.",
+            c.signer
+        ),
+        instruction: None,
+        facts: facts([("signer", c.signer.to_string())]),
+        fix_instructions: Vec::new(),
+    })
 }
 
 /// The dApp that asked is a listed phishing site, or imitates a trusted one.

@@ -10,7 +10,18 @@
 //! Invariant: at most `SCAN_LANE_IN_FLIGHT_MAX` scans are on the lane, at most
 //! `SCAN_LANE_PER_ACCOUNT_MAX` of one account; past either `Busy` comes back at once (the
 //! endpoint answers 503 `SERVICE_BUSY`), nothing queues unbounded. A scan counts until its
-//! work on the lane ends, even when its client has hung up.
+//! work on the lane ends.
+//! Invariant: a scan whose client hung up (the endpoint's future dropped, and with it the
+//! answer's receiver) has its lane work dropped at once — reads in flight abandoned, none
+//! started after — so hang-ups cost the upstream no more than what had started before them
+//! (`xray_scan_abandoned_total` counts them).
+//! Invariant: the upstream answers the lane holds are bounded in bytes, every scan together:
+//! each scan's reads draw on one `SharedBytes` of `LaneLimits::buffered_bytes_max` (charged
+//! as chunks arrive, given back when the scan's work ends); a read past it fails and the scan
+//! is refused `OverBytes` (503), never answered on part of its reads.
+//! Invariant: a table read that finds no table (the transaction's fault: 400, not charged) is
+//! counted against its account, at most `SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE` a minute;
+//! past it the account's scans that need an uncached table are refused (429) before any read.
 //! Invariant: every upstream read ends within `SCAN_UPSTREAM_TIMEOUT_MS` (a timed-out
 //! simulation is reported as such, never waited out); the pre-state, the simulation and the
 //! counterparties are asked concurrently, so a scan costs one round trip of wall time (two
@@ -18,13 +29,12 @@
 //! Deliberately absent: judging anything (the listener does, with `scan::report`) and retries
 //! beyond the source's own.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-#[cfg(test)]
 use std::time::Instant;
 
 use simd_json::prelude::*;
@@ -34,9 +44,11 @@ use super::counterparties::{self, Counterparties};
 use super::ttl_cache::TtlCache;
 use crate::config::SourceSpec;
 use crate::config::{
-    SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX, SCAN_RPC_CONCURRENCY_MAX, SCAN_RPC_RESPONSE_BYTES_MAX,
-    SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS, SCAN_UPSTREAM_TIMEOUT_MS,
+    SCAN_BUFFERED_BYTES_MAX_DEFAULT, SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX, SCAN_RPC_CONCURRENCY_MAX,
+    SCAN_RPC_RESPONSE_BYTES_MAX, SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS,
+    SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE, SCAN_TABLE_MISS_ACCOUNTS_LEN, SCAN_UPSTREAM_TIMEOUT_MS,
 };
+use crate::ledger::budget::{self, ByteBudget, SharedBytes};
 use crate::ledger::read::{LedgerSource, Simulated};
 use crate::ledger::rpc::RpcOptions;
 use crate::ledger::wire::{SimulateValue, UiAccount, WithContext};
@@ -56,6 +68,25 @@ pub enum LaneError {
     /// table that is none, or does not exist): the transaction's fault, not the ledger's.
     #[error("{0}")]
     Invalid(String),
+    /// The account used up its minute's budget of table reads that found no table.
+    #[error("more than {SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE} lookup-table reads that found no table this minute")]
+    TableMisses { retry_after_s: u64 },
+    /// The lane holds its limit of upstream answer bytes (`LaneLimits::buffered_bytes_max`).
+    #[error("the scan lane holds its limit of upstream answer bytes")]
+    OverBytes,
+}
+
+/// The lane's limits an operator sets (`ServeConfig`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneLimits {
+    /// Bytes of upstream answers every scan on the lane may hold together.
+    pub buffered_bytes_max: u64,
+}
+
+impl Default for LaneLimits {
+    fn default() -> Self {
+        LaneLimits { buffered_bytes_max: SCAN_BUFFERED_BYTES_MAX_DEFAULT }
+    }
 }
 
 /// What the simulation came to.
@@ -95,9 +126,13 @@ enum Work {
 enum Answer {
     Tables(Result<Vec<Vec<Pubkey>>, LaneError>),
     Observed(Observed),
+    /// A read was refused for the lane's byte budget.
+    OverBytes,
 }
 
 struct Job {
+    /// The account whose scan it is (its budget of table misses).
+    account: String,
     work: Work,
     reply: oneshot::Sender<Answer>,
     /// Held by the lane's task until its work ends (the waiter may be gone by then: a client
@@ -137,14 +172,14 @@ impl Drop for Slot {
 
 impl Lane {
     /// Starts the `xray-scan` thread on its own source of `spec`.
-    pub fn start(spec: &SourceSpec) -> Result<Lane, String> {
+    pub fn start(spec: &SourceSpec, limits: LaneLimits) -> Result<Lane, String> {
         let (jobs, receiver) = mpsc::unbounded_channel();
         let (opened_tx, opened_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = oneshot::channel();
         let spec = spec.clone();
         let thread = std::thread::Builder::new()
             .name("xray-scan".into())
-            .spawn(move || run(&spec, receiver, stopped, &opened_tx))
+            .spawn(move || run(&spec, limits, receiver, stopped, &opened_tx))
             .map_err(|e| format!("scan lane thread: {e}"))?;
         opened_rx.recv().map_err(|_| "the scan lane ended at start".to_owned())??;
         Ok(Lane {
@@ -165,6 +200,7 @@ impl Lane {
     pub async fn tables(&self, account: &str, tables: Vec<Pubkey>) -> Result<Vec<Vec<Pubkey>>, LaneError> {
         match self.submit(account, Work::Tables(tables))?.await {
             Ok(Answer::Tables(answer)) => answer,
+            Ok(Answer::OverBytes) => Err(LaneError::OverBytes),
             _ => Err(LaneError::Stopped),
         }
     }
@@ -181,6 +217,7 @@ impl Lane {
     ) -> Result<Observed, LaneError> {
         match self.submit(account, Work::Observe { transaction, accounts, history_of })?.await {
             Ok(Answer::Observed(observed)) => Ok(observed),
+            Ok(Answer::OverBytes) => Err(LaneError::OverBytes),
             _ => Err(LaneError::Stopped),
         }
     }
@@ -204,7 +241,7 @@ impl Lane {
             account: account.to_owned(),
         };
         let (reply, answer) = oneshot::channel();
-        self.jobs.send(Job { work, reply, _slot }).map_err(|_| LaneError::Stopped)?;
+        self.jobs.send(Job { account: account.to_owned(), work, reply, _slot }).map_err(|_| LaneError::Stopped)?;
         Ok(answer)
     }
 
@@ -227,7 +264,13 @@ impl Drop for Lane {
 
 type Opened = std::sync::mpsc::Sender<Result<(), String>>;
 
-fn run(spec: &SourceSpec, mut jobs: mpsc::UnboundedReceiver<Job>, mut stopped: oneshot::Receiver<()>, opened: &Opened) {
+fn run(
+    spec: &SourceSpec,
+    limits: LaneLimits,
+    mut jobs: mpsc::UnboundedReceiver<Job>,
+    mut stopped: oneshot::Receiver<()>,
+    opened: &Opened,
+) {
     let runtime = match crate::ledger::runtime() {
         Ok(runtime) => runtime,
         Err(e) => return drop(opened.send(Err(e))),
@@ -245,7 +288,9 @@ fn run(spec: &SourceSpec, mut jobs: mpsc::UnboundedReceiver<Job>, mut stopped: o
     let caches = Rc::new(Caches {
         tables: RefCell::new(TtlCache::new(SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS)),
         counterparties: RefCell::new(counterparties::cache()),
+        table_misses: RefCell::new(TableMisses::new()),
     });
+    let pool = Arc::new(SharedBytes::new(limits.buffered_bytes_max));
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async move {
         loop {
@@ -256,16 +301,41 @@ fn run(spec: &SourceSpec, mut jobs: mpsc::UnboundedReceiver<Job>, mut stopped: o
                 },
                 _ = &mut stopped => break,
             };
-            let (source, caches) = (Rc::clone(&source), Rc::clone(&caches));
+            let (source, caches, pool) = (Rc::clone(&source), Rc::clone(&caches), Arc::clone(&pool));
             tokio::task::spawn_local(async move {
-                let Job { work, reply, _slot } = job;
-                let answer = match work {
-                    Work::Tables(addresses) => Answer::Tables(read_tables(&source, &caches.tables, &addresses).await),
-                    Work::Observe { transaction, accounts, history_of } => {
-                        Answer::Observed(observe(&source, &caches, &transaction, &accounts, history_of).await)
+                let Job { account, work, mut reply, _slot } = job;
+                let refused = Rc::new(Cell::new(false));
+                let budget = ByteBudget::pooled(u64::MAX, pool, Rc::clone(&refused));
+                let work = budget::within(budget, async {
+                    let answer = match work {
+                        Work::Tables(addresses) => {
+                            Answer::Tables(read_tables(&source, &caches, &account, &addresses).await)
+                        }
+                        Work::Observe { transaction, accounts, history_of } => {
+                            Answer::Observed(observe(&source, &caches, &transaction, &accounts, history_of).await)
+                        }
+                    };
+                    // A read the pool refused makes the whole answer a refusal (503), never a
+                    // scan answered on part of its reads for want of room.
+                    if refused.get() {
+                        crate::metrics::SCAN.over_bytes();
+                        return Answer::OverBytes;
                     }
+                    answer
+                });
+                // The waiter gone (its client hung up), the work is dropped where it stands:
+                // reads in flight are abandoned and no further read starts — a hang-up is
+                // never a free scan's worth of upstream work. `biased`: a waiter gone before
+                // the work began starts none.
+                let answer = tokio::select! {
+                    biased;
+                    () = reply.closed() => None,
+                    answer = work => Some(answer),
                 };
-                let _ = reply.send(answer);
+                match answer {
+                    Some(answer) => drop(reply.send(answer)),
+                    None => crate::metrics::SCAN.abandoned(),
+                }
                 drop(_slot);
             });
         }
@@ -280,6 +350,48 @@ fn deadline() -> Duration {
 struct Caches {
     tables: RefCell<TtlCache<Vec<Pubkey>>>,
     counterparties: RefCell<counterparties::Cache>,
+    table_misses: RefCell<TableMisses>,
+}
+
+/// Each account's table reads that found no table, in the current minute of its own (the
+/// minute starts at its first miss). Bounded: `SCAN_TABLE_MISS_ACCOUNTS_LEN` accounts, least
+/// recently seen out first (an account pushed out starts a new minute: its count is lost, the
+/// bound per account within a minute holds while it is remembered).
+struct TableMisses {
+    by_account: lru::LruCache<String, (Instant, u32)>,
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+impl TableMisses {
+    fn new() -> TableMisses {
+        let len = std::num::NonZeroUsize::new(SCAN_TABLE_MISS_ACCOUNTS_LEN).unwrap_or(std::num::NonZeroUsize::MIN);
+        TableMisses { by_account: lru::LruCache::new(len) }
+    }
+
+    /// `Err` (seconds until its minute ends) when `account` used up its budget.
+    fn check(&mut self, account: &str, now: Instant) -> Result<(), LaneError> {
+        match self.by_account.get(account) {
+            Some(&(since, count))
+                if count >= SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE && now.duration_since(since) < MINUTE =>
+            {
+                let left = MINUTE.saturating_sub(now.duration_since(since));
+                Err(LaneError::TableMisses { retry_after_s: left.as_secs().max(1) })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn spend(&mut self, account: &str, misses: u32, now: Instant) {
+        if misses == 0 {
+            return;
+        }
+        let entry = self.by_account.get_or_insert_mut(account.to_owned(), || (now, 0));
+        if now.duration_since(entry.0) >= MINUTE {
+            *entry = (now, 0);
+        }
+        entry.1 = entry.1.saturating_add(misses);
+    }
 }
 
 async fn observe(
@@ -324,18 +436,27 @@ async fn observe(
 
 async fn read_tables(
     source: &Source,
-    cache: &RefCell<TtlCache<Vec<Pubkey>>>,
+    caches: &Caches,
+    account: &str,
     tables: &[Pubkey],
 ) -> Result<Vec<Vec<Pubkey>>, LaneError> {
+    let cache = &caches.tables;
     let missing: Vec<Pubkey> = tables.iter().filter(|t| cache.borrow_mut().get(t).is_none()).copied().collect();
     if !missing.is_empty() {
+        caches.table_misses.borrow_mut().check(account, Instant::now())?;
         let read = tokio::time::timeout(deadline(), source.get_multiple_accounts(&missing))
             .await
             .map_err(|_| LaneError::Upstream(format!("no answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")))?
             .map_err(|e: LedgerError| LaneError::Upstream(e.to_string()))?;
-        for (address, account) in missing.iter().zip(read.value) {
-            let addresses = table_addresses(address, account.as_ref()).map_err(LaneError::Invalid)?;
-            cache.borrow_mut().put(*address, addresses);
+        let found: Vec<_> = missing
+            .iter()
+            .zip(read.value)
+            .map(|(address, held)| (address, table_addresses(address, held.as_ref())))
+            .collect();
+        let misses = found.iter().filter(|(_, read)| read.is_err()).count();
+        caches.table_misses.borrow_mut().spend(account, u32::try_from(misses).unwrap_or(u32::MAX), Instant::now());
+        for (address, read) in found {
+            cache.borrow_mut().put(*address, read.map_err(LaneError::Invalid)?);
         }
     }
     let mut cache = cache.borrow_mut();
@@ -347,10 +468,12 @@ async fn read_tables(
 
 /// The addresses of a lookup table as the node parses it (jsonParsed `lookupTable`).
 fn table_addresses(address: &Pubkey, account: Option<&UiAccount>) -> Result<Vec<Pubkey>, String> {
+    let account = account.ok_or_else(|| format!("lookup table {address} does not exist on the ledger"))?;
     let parsed = account
-        .and_then(|a| a.data.parsed())
+        .data
+        .parsed()
         .filter(|p| p.program == "address-lookup-table")
-        .ok_or_else(|| format!("{address} is not an address lookup table"))?;
+        .ok_or_else(|| format!("{address} is an account of {}, not an address lookup table", account.owner))?;
     let list = parsed
         .parsed
         .get("info")
@@ -392,7 +515,7 @@ mod tests {
 
     #[test]
     fn one_account_cannot_take_the_whole_lane_and_a_hang_up_does_not_free_its_work() {
-        let lane = Lane::start(&SourceSpec::Rpc { url: black_hole() }).expect("lane");
+        let lane = Lane::start(&SourceSpec::Rpc { url: black_hole() }, LaneLimits::default()).expect("lane");
         let mut waiting: Vec<_> =
             (0..SCAN_LANE_PER_ACCOUNT_MAX).map(|_| lane.submit("acct_a", observe()).expect("room")).collect();
         assert_eq!(lane.submit("acct_a", observe()).err(), Some(LaneError::Busy));
@@ -408,5 +531,23 @@ mod tests {
         assert_eq!(lane.in_flight(), 0, "every read ended at its deadline");
         assert!(lane.by_account.lock().is_empty(), "no account left counted");
         assert!(lane.submit("acct_a", observe()).is_ok());
+    }
+
+    #[test]
+    fn table_misses_are_budgeted_per_account_and_minute() {
+        let mut misses = TableMisses::new();
+        let start = Instant::now();
+        misses.spend("acct_a", SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE - 1, start);
+        assert_eq!(misses.check("acct_a", start), Ok(()));
+        misses.spend("acct_a", 1, start + Duration::from_secs(20));
+        assert_eq!(
+            misses.check("acct_a", start + Duration::from_secs(20)),
+            Err(LaneError::TableMisses { retry_after_s: 40 }),
+            "the budget is spent: refused until the minute that began at the first miss ends"
+        );
+        assert_eq!(misses.check("acct_b", start), Ok(()), "another account has its own");
+        assert_eq!(misses.check("acct_a", start + MINUTE), Ok(()), "a new minute");
+        misses.spend("acct_a", 1, start + MINUTE);
+        assert_eq!(misses.check("acct_a", start + MINUTE), Ok(()), "counted from zero again");
     }
 }

@@ -7,8 +7,9 @@
 //! Pure; called on listener threads.
 //!
 //! Invariant: deterministic — findings and effects are sorted by their modules, instructions
-//! are in message order, maps are ordered; the same transaction and ledger state give
-//! byte-identical bytes but for `scannedAt` and `requestId` (the answer's time and request).
+//! are in message order, maps are ordered; the same transaction, origin and ledger state give
+//! byte-identical bytes but for `account`, `scannedAt` and `requestId` (who asked, the
+//! answer's time and request), serialized last in that order.
 //! Invariant: `ScanReport`'s members are exactly `signing::SCAN_COVERS`, what a scan's
 //! signature covers (the signer refuses any other set; a test in `signing` checks it).
 //! Invariant: a simulation that did not run (skipped, failed, timed out, unreadable) empties
@@ -22,9 +23,11 @@ use serde::Serialize;
 use super::effects::{self, Effect};
 use super::findings::{self, Context, Finding, Verdict};
 use super::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
+use super::signatures::{self, SignatureCheck};
 use super::state::{self, States};
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
 use crate::engine::policy::PolicyRef;
+use crate::labels::domains::Origin;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
 use crate::ledger::transaction::Decoded;
@@ -32,7 +35,7 @@ use crate::ledger::wire::Value;
 use crate::pubkey::Pubkey;
 
 /// Version of the scan's rules (findings and effects); in `engineVersions.scan`.
-pub const SCAN_VERSION: &str = "1.0.0";
+pub const SCAN_VERSION: &str = "1.1.0";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -48,6 +51,11 @@ pub struct ScanReport {
     pub engine_versions: BTreeMap<&'static str, &'static str>,
     /// The account's policy whose allow- and deny-list the findings read (issue #31).
     pub policy: PolicyRef,
+    /// The host of the request's `origin` as judged (`None`: no origin was sent). Signed, so a
+    /// verdict made without the phishing origin cannot pass for one made with it.
+    pub origin: Option<String>,
+    /// The account whose key asked (signed: a verdict names who it was made for).
+    pub account: String,
     /// When it was scanned (`clock::rfc3339_ms`): signed, so a signed verdict says its time.
     pub scanned_at: String,
     /// The request's id (its `X-Request-Id`): signed, so a signed verdict names its request.
@@ -59,9 +67,14 @@ pub struct ScanReport {
 pub struct TransactionInfo {
     /// `legacy` or `v0`.
     pub version: &'static str,
-    /// Whether every signature is present (a scan reads unsigned and partly signed messages
-    /// too: those are `false`).
+    /// Whether every required signature is there and verifies over this message (a scan reads
+    /// unsigned and partly signed messages too: those are `false`).
     pub signed: bool,
+    /// Each required signer's slot: `valid`, `missing` (zeros) or `invalid`.
+    pub signatures: Vec<SignatureCheck>,
+    /// SHA-256 of the message judged (the transaction after its signature section), lowercase
+    /// hex: binds the signed verdict to these bytes and no others.
+    pub message_sha256: String,
     pub fee_payer: Pubkey,
     pub accounts: usize,
     pub lookup_tables: Vec<Pubkey>,
@@ -122,8 +135,13 @@ pub struct Inputs<'a> {
     /// The labels in force with the account's lists laid over (`Policy::labels`).
     pub labels: &'a Labels,
     pub policy: &'a PolicyRef,
-    /// The host of the request's `origin`, when given.
-    pub origin: Option<&'a str>,
+    /// The request's `origin`, when given.
+    pub origin: Option<&'a Origin>,
+    /// Each required signer's slot (`signatures::check`) and the message's digest.
+    pub signatures: &'a [SignatureCheck],
+    pub message_sha256: &'a str,
+    /// The account whose key asked.
+    pub account: &'a str,
     /// When the request came (Unix ms) and its id.
     pub scanned_at_ms: u64,
     pub request_id: &'a str,
@@ -134,8 +152,11 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         CounterpartiesOutcome::Known(known) => Some(&known.addresses),
         _ => None,
     };
-    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known, origin: inputs.origin };
+    let origin = inputs.origin.and_then(|o| o.domain.as_deref());
+    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known, origin };
     let mut findings = findings::judge(inputs.decoded, &ctx);
+    findings.extend(findings::invalid_signatures(inputs.signatures));
+    findings::sort(&mut findings);
     let (diff, simulation) = simulated(inputs);
     let effects = match &diff {
         Some((pre, post)) => {
@@ -152,7 +173,9 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         signer: inputs.signer,
         transaction: TransactionInfo {
             version: decoded.version.as_str(),
-            signed: decoded.signed,
+            signed: signatures::all_valid(inputs.signatures),
+            signatures: inputs.signatures.to_vec(),
+            message_sha256: inputs.message_sha256.to_owned(),
             fee_payer: decoded.fee_payer(),
             accounts: decoded.resolved.accounts.len(),
             lookup_tables: decoded.lookup_tables.clone(),
@@ -165,6 +188,8 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         counterparties: counterparties_view(&inputs.observed.counterparties),
         engine_versions: BTreeMap::from([("scan", SCAN_VERSION), ("signals", crate::engine::SIGNALS_VERSION)]),
         policy: inputs.policy.clone(),
+        origin: inputs.origin.map(|o| o.host.clone()),
+        account: inputs.account.to_owned(),
         scanned_at: crate::clock::rfc3339_ms(inputs.scanned_at_ms),
         request_id: inputs.request_id.to_owned(),
     }

@@ -14,7 +14,7 @@
 //!
 //! Wire shape: `data.signature = {keyId, alg: "EdDSA", canon: "JCS", type, covers, value}`
 //! beside the document in `data`. `type` is the report's (`xray.analysis.v1`,
-//! `xray.comparison.v1`, `xray.scan.v1`) and `covers` exactly that type's member list
+//! `xray.comparison.v1`, `xray.scan.v2`) and `covers` exactly that type's member list
 //! (`ReportType::covers`). The signed bytes are the JCS form of the object made of exactly the
 //! covered members of `data` plus a member `"type"` holding the type (a verifier parses the
 //! report, checks `type` and `covers` against the type it expects, picks those members, adds
@@ -68,8 +68,9 @@ pub const ANALYSIS_COVERS: [&str; 4] = ["analysisId", "wallet", "completedAt", "
 /// What a comparison's signature covers.
 pub const COMPARISON_COVERS: [&str; 5] = ["pairId", "walletA", "walletB", "completedAt", "comparison"];
 /// What a scan's signature covers: every member of `ScanReport` (`scan::report`), among them
-/// when it was scanned and the request's id.
-pub const SCAN_COVERS: [&str; 12] = [
+/// when it was scanned, the request's id, the asking account, the origin judged and (inside
+/// `transaction`) the digest of the message judged.
+pub const SCAN_COVERS: [&str; 14] = [
     "verdict",
     "signer",
     "transaction",
@@ -80,6 +81,8 @@ pub const SCAN_COVERS: [&str; 12] = [
     "counterparties",
     "engineVersions",
     "policy",
+    "origin",
+    "account",
     "scannedAt",
     "requestId",
 ];
@@ -88,7 +91,7 @@ pub const ANALYSIS_TYPE: &str = "xray.analysis.v1";
 /// `type` of a comparison's signature.
 pub const COMPARISON_TYPE: &str = "xray.comparison.v1";
 /// `type` of a scan's signature.
-pub const SCAN_TYPE: &str = "xray.scan.v1";
+pub const SCAN_TYPE: &str = "xray.scan.v2";
 /// The member of the signed object that holds the signature's `type` (never a covered member).
 pub const TYPE_MEMBER: &str = "type";
 /// The member of `data` that holds the signature (never a covered member).
@@ -134,7 +137,7 @@ impl ReportType {
         }
     }
 
-    /// The type named `name` (`xray.scan.v1`, …).
+    /// The type named `name` (`xray.scan.v2`, …).
     pub fn parse(name: &str) -> Option<ReportType> {
         ReportType::ALL.into_iter().find(|t| t.name() == name)
     }
@@ -371,6 +374,60 @@ pub enum VerifyError {
     UnknownKey(String),
     #[error("the signature does not match the report")]
     Mismatch,
+    /// The scan was of another message than the transaction the verifier holds.
+    #[error("the scan judged another message (messageSha256 {signed}, the transaction's {held})")]
+    DigestMismatch { signed: String, held: String },
+    #[error("the scan was made for another account")]
+    AccountMismatch,
+    #[error("the scan judged another origin")]
+    OriginMismatch,
+}
+
+/// What a verifier holds of the scan it asked for, checked against a verified scan's covered
+/// members (`verify_scan`). `None`: not checked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScanBinding<'a> {
+    /// The serialized transaction it sent (signed since, or not: the digest is the message's).
+    pub transaction: Option<&'a [u8]>,
+    /// The account it asked as.
+    pub account: Option<&'a str>,
+    /// The origin host it sent (`Some(None)`: it sent none).
+    pub origin: Option<Option<&'a str>>,
+}
+
+/// `verify_report` of a scan, then its binding: the message digest of `binding.transaction`
+/// (SHA-256 of the bytes after its signature section), the account and the origin must be
+/// those signed.
+pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> Result<Verified, VerifyError> {
+    let verified = verify_report(data, key_set, ReportType::Scan)?;
+    let covered = &verified.covered;
+    if let Some(transaction) = binding.transaction {
+        let held = message_sha256(transaction).ok_or(VerifyError::Malformed("the transaction held"))?;
+        let signed = covered.get("transaction").and_then(|t| t.get("messageSha256")).and_then(Value::as_str);
+        let signed = signed.ok_or(VerifyError::Malformed("transaction.messageSha256"))?;
+        if signed != held {
+            return Err(VerifyError::DigestMismatch { signed: signed.to_owned(), held });
+        }
+    }
+    if let Some(account) = binding.account {
+        if covered.get("account").and_then(Value::as_str) != Some(account) {
+            return Err(VerifyError::AccountMismatch);
+        }
+    }
+    if let Some(origin) = binding.origin {
+        let signed = covered.get("origin").ok_or(VerifyError::Malformed("origin"))?;
+        if signed.as_str() != origin || (origin.is_none() && !signed.is_null()) {
+            return Err(VerifyError::OriginMismatch);
+        }
+    }
+    Ok(verified)
+}
+
+/// SHA-256 (lowercase hex) of a serialized transaction's message — the bytes after its
+/// signature section — read by the scan's own parser; `None` when the bytes are no transaction.
+pub fn message_sha256(transaction: &[u8]) -> Option<String> {
+    let parsed = crate::ledger::transaction::message::parse(transaction).ok()?;
+    Some(crate::scan::signatures::message_sha256(&parsed, transaction))
 }
 
 /// A verified report: the key that signed it and its covered members — the only part of its
@@ -714,6 +771,9 @@ mod tests {
             labels: &labels,
             policy: &policy,
             origin: None,
+            signatures: &[],
+            message_sha256: &"0".repeat(64),
+            account: "acct_test",
             scanned_at_ms: 1_700_000_000_123,
             request_id: "req-1",
         };

@@ -161,7 +161,11 @@ export interface paths {
          *
          *     **Charging.** One quota unit per `200` (`byOperation.transactionScan` in `GET /v1/developer/usage`), however the ledger's reads went — `simulation.status` and `counterparties` say (a waiver would be a free scan a client could cause by naming accounts too large to read in time). Every refusal is free. The unit is reserved before the ledger is read, given back on any failure (and when the client hangs up), and written before the answer leaves.
          *
-         *     **Deterministic.** The same transaction, signer and ledger state give byte-identical answers, but for `scannedAt` (when it was asked), `requestId` (the `X-Request-Id` of the answer) and `signature` (`xray.scan.v1`, which covers both: see `ReportSignature`). A scan changes nothing but usage: there is no `Idempotency-Key` (a repeat is a new, charged scan) and no `callbackUrl` (the answer is the result).
+         *     **Deterministic.** The same transaction, signer, origin and ledger state give byte-identical answers, but for `account` (who asked), `scannedAt` (when it was asked), `requestId` (the `X-Request-Id` of the answer) and `signature` (`xray.scan.v2`, which covers them, the origin judged and the digest of the message judged, `transaction.messageSha256`: see `ReportSignature`).
+         *
+         *     **Signatures.** Each required signer's slot is verified (Ed25519, strict, as the runtime does): `transaction.signatures` says `valid`, `missing` (zeros) or `invalid`, `transaction.signed` is true when every one is valid, and an invalid one is a critical `invalid_signature` finding.
+         *
+         *     **Hang-ups.** A client that hangs up is not charged, and its scan's upstream work is dropped at once: reads in flight are abandoned and none starts after it. A scan changes nothing but usage: there is no `Idempotency-Key` (a repeat is a new, charged scan) and no `callbackUrl` (the answer is the result).
          *
          *     **Required scope:** `transaction:scan` (else `403 INSUFFICIENT_SCOPE`).
          */
@@ -1527,7 +1531,7 @@ export interface components {
              */
             signer?: components["schemas"]["Address"] | null;
             /**
-             * @description The URL (or host name) of the dApp that asked for the signature, as the wallet saw it. Optional. Its host is judged against the labels' domains: a listed phishing site or its subdomain gives `phishing_origin`, a look-alike of a trusted dApp `lookalike_origin`. A non-string is `400 INVALID_REQUEST` (`details.field`: `origin`); a string without a domain to judge (not a URL, `localhost`, an IP address, a browser extension) is not judged and refuses nothing.
+             * @description The URL (or host name) of the dApp that asked for the signature, as the wallet saw it. Optional. Its host is bound to the answer (`origin`, signed) and, when it is a domain, judged against the labels' domains: a listed phishing site or its subdomain gives `phishing_origin`, a look-alike of a trusted dApp `lookalike_origin`. A host that is no domain (`localhost`, an IP address, a browser extension's id) is bound and not judged. A non-string, or text that is no URL with a host, is `400 INVALID_REQUEST` (`details.field`: `origin`).
              * @example https://app.example.com
              */
             origin?: string | null;
@@ -1537,7 +1541,7 @@ export interface components {
         /** @description One thing the transaction would do that puts the signer at risk. Most are judged from its decoded instructions, the labels and the signer's counterparties, without the simulation — so they stand when it could not run; the `token2022_*` ones come from the simulation (tokens it shows the signer receiving). An instruction that moves nothing of the signer's and changes none of its authorities yields none, whatever else it does. Sorted by `instruction` (transaction-wide ones first), then `kind`, then `facts`. */
         ScanFinding: {
             /**
-             * @description What the finding is about. `durable_nonce`: the transaction starts by advancing a nonce, so its signature never expires. `wallet_assign`: System `assign` hands the wallet account to a program. `token_owner_change`, `token_close_authority_change`: Token `setAuthority` gives a token account, or the right to close it, to another key. `token_approval`: Token `approve` makes a delegate. `nonce_authority_change`, `nonce_withdraw`: a nonce account the signer is the authority of is handed over or emptied to another address. `stake_authority_change`: a stake account's staker or withdrawer is handed over. `sanctioned_recipient`, `flagged_recipient`: a transfer of the signer's to a labelled address. `lookalike_recipient`: a transfer to an address that imitates one of the signer's counterparties — same first and last four characters — the mark of address poisoning (never produced while `counterparties.checked` is `false`). `token2022_permanent_delegate`, `token2022_transfer_hook`: the signer receives tokens of a Token-2022 mint whose permanent delegate can take them back, or whose transfer hook program runs on (and can refuse) every later transfer. `flagged_program`: an instruction calls a flagged program. `unknown_program_writable`: a program the labels do not know gets the wallet as a writable account. Extensible enumeration — clients must tolerate new values. `phishing_origin`: `origin` is a phishing site the labels list, or a subdomain of one (no `instruction`: it concerns the whole request). `lookalike_origin`: `origin` imitates a trusted dApp domain (within two edits of it, or wearing it as the first labels of another domain).
+             * @description What the finding is about. `durable_nonce`: the transaction starts by advancing a nonce, so its signature never expires. `wallet_assign`: System `assign` hands the wallet account to a program. `token_owner_change`, `token_close_authority_change`: Token `setAuthority` gives a token account, or the right to close it, to another key. `token_approval`: Token `approve` makes a delegate. `nonce_authority_change`, `nonce_withdraw`: a nonce account the signer is the authority of is handed over or emptied to another address. `stake_authority_change`: a stake account's staker or withdrawer is handed over. `sanctioned_recipient`, `flagged_recipient`: a transfer of the signer's to a labelled address. `lookalike_recipient`: a transfer to an address that imitates one of the signer's counterparties — same first and last four characters — the mark of address poisoning (never produced while `counterparties.checked` is `false`). `token2022_permanent_delegate`, `token2022_transfer_hook`: the signer receives tokens of a Token-2022 mint whose permanent delegate can take them back, or whose transfer hook program runs on (and can refuse) every later transfer. `flagged_program`: an instruction calls a flagged program. `invalid_signature`: a signature slot holds bytes that are not its signer's signature of this message (tampered after signing). `unknown_program_writable`: a program the labels do not know gets the wallet as a writable account. Extensible enumeration — clients must tolerate new values. `phishing_origin`: `origin` is a phishing site the labels list, or a subdomain of one (no `instruction`: it concerns the whole request). `lookalike_origin`: `origin` imitates a trusted dApp domain (within two edits of it, or wearing it as the first labels of another domain).
              * @example token_approval
              */
             kind: string;
@@ -1813,8 +1817,12 @@ export interface components {
         ScanTransactionInfo: {
             /** @description The message format. Extensible enumeration — currently `enum` [`legacy`, `v0`]; clients must tolerate new values. */
             version: string;
-            /** @description `true` when the transaction carries a signature (a signature slot not all zeros). Signatures are not verified: a scan reads unsigned transactions as well. */
+            /** @description `true` when every required signature is present and verifies (Ed25519, strict, over this message); `false` when one is missing (zeros: still to be signed) or invalid. See `signatures`. A scan reads unsigned transactions as well. */
             signed: boolean;
+            /** @description Each required signer's signature slot, in message order. */
+            signatures: components["schemas"]["ScanSignatureCheck"][];
+            /** @description SHA-256, lowercase hex, of the message judged: the serialized transaction's bytes after its signature section (the compact-u16 signature count and 64 bytes a signature) — exactly what every signature signs. A one-byte change anywhere in the message changes it; signing the transaction does not. Covered by the scan's signature: a verifier holding the transaction recomputes it and compares. */
+            messageSha256: string;
             /**
              * Format: solana-address
              * @description The first signer: pays the fee, and is the scan's `signer` unless another is named.
@@ -1826,6 +1834,15 @@ export interface components {
             lookupTables: components["schemas"]["Address"][];
             /** @description Accounts whose state before and after was read — the signer, then the writable accounts, then the read-only ones, leaving out invoked programs and sysvars, at most 100 (one `getMultipleAccounts`). `effects` covers these accounts only. */
             accountsRead: number;
+        };
+        /** @description One required signer's signature slot. */
+        ScanSignatureCheck: {
+            signer: components["schemas"]["Address"];
+            /**
+             * @description `valid`: a signature of this signer over exactly this message. `missing`: 64 zero bytes (still to be signed). `invalid`: bytes that are not this signer's signature of this message — the message was changed after it was signed, or the slot holds someone else's signature; a critical `invalid_signature` finding.
+             * @enum {string}
+             */
+            status: "valid" | "missing" | "invalid";
         };
         /** @description How the simulation went, against the ledger state the scan read (no signature check, the blockhash replaced so that an old one does not fail it). `effects` is non-empty only with `status: ok`; every other status says why it is empty, and the findings stand either way. `ok`: `slot`, and `unitsConsumed` when the source reports it. `failed`: the transaction would fail — `error`, `reason`, `slot`; signed as it is, it would change nothing but the fee. `skipped`: the source does not simulate (a recorded snapshot) — `reason`. `timed_out`: the source did not answer in time (1.5 s) — `reason`. `unavailable`: the source's answer could not be used — `reason` (and `slot` when the simulation ran but the accounts before it could not be read). */
         ScanSimulation: {
@@ -1862,7 +1879,7 @@ export interface components {
              */
             signals: string;
         };
-        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer and ledger state give byte-identical JSON but for `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v1`) signs every other member, `scannedAt` and `requestId` among them, so a signed verdict says when and for which request it was made: see `ReportSignature`. */
+        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer, origin and ledger state give byte-identical JSON but for `account`, `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v2`) signs every other member — `transaction.messageSha256` (the message judged), `origin`, `account`, `scannedAt` and `requestId` among them — so a signed verdict says which bytes it judged, for whom, from which origin, when and for which request: see `ReportSignature`. Before trusting a signed verdict, check the digest against the transaction you hold, `account` against your own account id, `origin` against the origin you sent (`null` if none), and `scannedAt` and `requestId`. */
         ScanReport: {
             verdict: components["schemas"]["Verdict"];
             /**
@@ -1881,6 +1898,16 @@ export interface components {
             counterparties: components["schemas"]["ScanCounterparties"];
             engineVersions: components["schemas"]["ScanEngineVersions"];
             policy: components["schemas"]["PolicyRef"];
+            /**
+             * @description The host of the request's `origin` as the scan judged it: the domain (lowercase, a leading `www.` dropped), else the host as the URL gives it (an IP literal such as `203.0.113.7` or `[::1]`, `localhost`, an extension's id); `null` when the request sent no origin. Signed: a verdict made without a phishing origin cannot pass for one made with it.
+             * @example phantom.app
+             */
+            origin: string | null;
+            /**
+             * @description The account whose key asked for the scan. Signed: check it is your own account before acting on a signed verdict.
+             * @example acct_3Jq7ZfUoE1WbTq8sY4xk2N
+             */
+            account: string;
             /**
              * Format: date-time
              * @description RFC 3339 UTC with milliseconds. When the scan was asked (the request's arrival). Signed: check it against your own clock before trusting a signed verdict, so an old answer is not replayed as a fresh one.
@@ -2257,7 +2284,7 @@ export interface components {
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
         };
-        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v1` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction`, `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `scannedAt` and `requestId`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. */
+        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. */
         ReportSignature: {
             /**
              * @description The signing key's `kid`: the first 16 hex digits of SHA-256 of its 32-byte public key.
@@ -2279,7 +2306,7 @@ export interface components {
              * @example xray.analysis.v1
              * @enum {string}
              */
-            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v1";
+            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2";
             /**
              * @description The members of `data` the signature covers, sorted: exactly the list of its `type` (see above).
              * @example [
@@ -2831,7 +2858,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `RATE_LIMITED`: the key's token bucket is empty (`details.retryAfterSeconds`), or too many failed authentications from this client IP (then without rate-limit headers). `QUOTA_EXHAUSTED`: no quota left this period (`details.limit`, `details.used`, `details.resetsAt`) — checked before the ledger is read, and again when the unit is charged (in a cluster, the shared count may refuse it then). Not charged. */
+            /** @description `RATE_LIMITED`: the key's token bucket is empty (`details.retryAfterSeconds`), or too many failed authentications from this client IP (then without rate-limit headers). A scan that needs a lookup table the ledger does not hold, past 30 such reads in a minute for the account (`SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE`; those scans are `400` and free, so they are budgeted): `RATE_LIMITED` until the minute ends (`details.retryAfterSeconds`). `QUOTA_EXHAUSTED`: no quota left this period (`details.limit`, `details.used`, `details.resetsAt`) — checked before the ledger is read, and again when the unit is charged (in a cluster, the shared count may refuse it then). Not charged. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2845,7 +2872,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
-            /** @description `SERVICE_BUSY` (`details.retryAfterSeconds`): 256 scans — or 8 of this account — are already waiting for the ledger, the ledger did not answer for the transaction's lookup tables (without them its accounts are unknown), the server is shutting down, or the store could not record the charge. Retry after `Retry-After`. Not charged. A simulation, a read of the accounts or of the signer's history that fails is not a 503: the scan answers `200` (charged: it was answered) with the findings, and `simulation.status` saying why `effects` is empty. */
+            /** @description `SERVICE_BUSY` (`details.retryAfterSeconds`): 256 scans — or 8 of this account — are already waiting for the ledger, the ledger did not answer for the transaction's lookup tables (without them its accounts are unknown), the scan lane holds its limit of upstream answer bytes in flight (`--scan-buffered-bytes-max`, 64 MiB by default), the server is shutting down, or the store could not record the charge. Retry after `Retry-After`. Not charged. A simulation, a read of the accounts or of the signer's history that fails is not a 503: the scan answers `200` (charged: it was answered) with the findings, and `simulation.status` saying why `effects` is empty. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -5,7 +5,8 @@
 //! (429), lookup tables and the ledger's view through the scan lane (503 when the lane is full
 //! or a table cannot be read), the report built here, then the unit charged durably (the
 //! shared store may still refuse it at the shared limit: 429) — and the answer, signed
-//! (`xray.scan.v1`, covering its time and request id).
+//! (`xray.scan.v2`, covering its time, request id, the asking account, the origin judged and —
+//! in `transaction.messageSha256` — the digest of the message judged).
 //!
 //! Invariant: a scan is charged exactly when it is answered 200 — however its ledger reads
 //! went, which the answer says: every refusal gives its reserved unit back (`ReservedUnit`,
@@ -25,6 +26,7 @@ use crate::api::wire::DataBody;
 use crate::api::ApiError;
 use crate::http::ApiResponse;
 use crate::jobs::admission::AdmitError;
+use crate::labels::domains::Origin;
 use crate::ledger::transaction::message::Parsed;
 use crate::limits::quota::{period_end_ms, Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::Pubkey;
@@ -50,6 +52,10 @@ fn lane_error(e: LaneError) -> ApiError {
             ApiError::LedgerUnavailable { message: "its lookup tables could not be read".into() }
         }
         LaneError::Invalid(message) => ApiError::InvalidTransaction { message },
+        LaneError::TableMisses { retry_after_s } => ApiError::TableMissesLimited { retry_after_s },
+        LaneError::OverBytes => ApiError::LedgerUnavailable {
+            message: "the scan lane holds its limit of upstream answers in flight: retry shortly".into(),
+        },
     }
 }
 
@@ -109,9 +115,16 @@ impl Endpoints<'_> {
             }
             None => None,
         };
-        // Advisory: an origin with no domain to judge (localhost, an IP address, an extension,
-        // text that is no URL) is not judged, and refuses nothing.
-        let origin = body.origin.as_deref().and_then(|text| crate::labels::domains::host_of(text).ok().flatten());
+        // Bound to the answer as its host; judged when it names a domain (an IP address,
+        // localhost or an extension's id is bound and not judged). Text that is no URL with a
+        // host is refused: a verdict must say exactly which origin it judged.
+        let origin = match body.origin.as_deref() {
+            Some(text) => Some(crate::labels::domains::origin_of(text).map_err(|()| ApiError::InvalidRequest {
+                field: "origin",
+                message: "origin must be a URL with a host (https://app.example.com) or a bare host name",
+            })?),
+            None => None,
+        };
         let parsed = scan::parse(&bytes).map_err(scan_error)?;
         let signer = scan::signer(&parsed, asked).map_err(scan_error)?;
         self.check_accepting()?;
@@ -122,7 +135,7 @@ impl Endpoints<'_> {
             .reserve(Operation::TransactionScan, now_ms)
             .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
         let unit = ReservedUnit { key, reservation: Some(reservation), sent: false };
-        let report = self.scan(&parsed, &bytes, signer, origin.as_deref()).await?;
+        let report = self.scan(&parsed, &bytes, signer, origin.as_ref()).await?;
         let body = json_bytes(&DataBody { data: &report })?;
         // Signed as answered, over every member of its `data` (`signing::SCAN_COVERS`: its
         // time and request id among them) and its type.
@@ -143,7 +156,7 @@ impl Endpoints<'_> {
         parsed: &Parsed,
         bytes: &[u8],
         signer: Pubkey,
-        origin: Option<&str>,
+        origin: Option<&Origin>,
     ) -> Result<ScanReport, ApiError> {
         let lane = &self.app.scan;
         let account = self.account();
@@ -159,6 +172,8 @@ impl Endpoints<'_> {
         // The account's allow- and deny-list apply to the findings as to its analyses.
         let (labels, policy) = (self.app.labels.current(), self.app.admission.policies().policy(account));
         let labels = policy.labels(&labels);
+        let signatures = scan::signatures::check(parsed, bytes);
+        let message_sha256 = scan::signatures::message_sha256(parsed, bytes);
         let inputs = Inputs {
             decoded: &decoded,
             signer,
@@ -167,6 +182,9 @@ impl Endpoints<'_> {
             labels: &labels,
             policy: policy.reference(),
             origin,
+            signatures: &signatures,
+            message_sha256: &message_sha256,
+            account,
             scanned_at_ms: self.caller.now_ms,
             request_id: self.request.request_id.as_str(),
         };

@@ -13,8 +13,11 @@
 //! size) and rejects trailing bytes, so every length it allocates is bounded by the input.
 //! Invariant: every index an instruction holds is checked against the resolved key list before
 //! use (`Resolved::key`): a malformed message is an error, never a panic or a guess.
-//! Deliberately absent: signature verification (a scan runs before signing; the client may
-//! send an unsigned message) and the runtime's demotion of reserved accounts to read-only.
+//! Invariant: `Parsed::message_offset` is where the message starts in the bytes read, so
+//! `bytes[message_offset..]` is exactly what every signature signs (and what a scan digests).
+//! Deliberately absent: signature verification (`scan::signatures` does it: a scan runs
+//! before signing, and the client may send an unsigned message) and the runtime's demotion of
+//! reserved accounts to read-only.
 
 use bincode::Options;
 use solana_message::VersionedMessage;
@@ -60,8 +63,11 @@ pub struct MessageInstruction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parsed {
     pub version: MessageVersion,
-    /// Any signature not all zeros (wallets send zeros for signatures still to be made).
-    pub signed: bool,
+    /// The signature slots, in signer order (all zeros: a signature still to be made).
+    pub signatures: Vec<[u8; 64]>,
+    /// Where the message starts in the bytes `parse` read: after the signature section
+    /// (its compact-u16 count and 64 bytes a signature). What every signature signs.
+    pub message_offset: usize,
     pub required_signatures: u8,
     readonly_signed: u8,
     readonly_unsigned: u8,
@@ -123,8 +129,11 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, TransactionError> {
         .deserialize(bytes)
         .map_err(|e| TransactionError::malformed(format!("not a serialized transaction ({e})")))?;
     tx.sanitize().map_err(|e| TransactionError::malformed(format!("the message is inconsistent ({e})")))?;
-    // Signed when every signature is there (a wallet adds its own last: partly signed is not).
-    let signed = !tx.signatures.is_empty() && tx.signatures.iter().all(|s| s.as_ref().iter().any(|&b| b != 0));
+    let signatures: Vec<[u8; 64]> = tx.signatures.iter().map(|s| <[u8; 64]>::from(*s)).collect();
+    let message_offset = signature_section_len(signatures.len());
+    if message_offset > bytes.len() {
+        return Err(TransactionError::malformed("the signature section runs past the bytes".into()));
+    }
     let (version, lookups) = match &tx.message {
         VersionedMessage::Legacy(_) => (MessageVersion::Legacy, Vec::new()),
         VersionedMessage::V0(m) => (MessageVersion::V0, m.address_table_lookups.iter().map(table_lookup).collect()),
@@ -135,7 +144,8 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, TransactionError> {
     let header = tx.message.header();
     Ok(Parsed {
         version,
-        signed,
+        signatures,
+        message_offset,
         required_signatures: header.num_required_signatures,
         readonly_signed: header.num_readonly_signed_accounts,
         readonly_unsigned: header.num_readonly_unsigned_accounts,
@@ -153,6 +163,18 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, TransactionError> {
             })
             .collect(),
     })
+}
+
+/// Bytes of a signature section of `count` signatures: the compact-u16 count (7 bits a byte;
+/// Solana's `short_vec` refuses any longer encoding, so this is the one the bytes hold) and
+/// 64 bytes each.
+fn signature_section_len(count: usize) -> usize {
+    let count_len = match count {
+        0..=0x7f => 1,
+        0x80..=0x3fff => 2,
+        _ => 3,
+    };
+    count_len + count * 64
 }
 
 /// Solana's wire encoding: bincode with fixed-width integers, at most a packet, nothing after.

@@ -41,7 +41,6 @@ impl TransactionError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
     pub version: MessageVersion,
-    pub signed: bool,
     pub resolved: Resolved,
     pub recent_blockhash: [u8; 32],
     /// The address lookup tables it loads accounts from, in message order.
@@ -69,7 +68,6 @@ pub fn decode(parsed: &Parsed, tables: &[Vec<Pubkey>]) -> Result<Decoded, Transa
     }
     Ok(Decoded {
         version: parsed.version,
-        signed: parsed.signed,
         resolved,
         recent_blockhash: parsed.recent_blockhash,
         lookup_tables: parsed.lookups.iter().map(|l| l.table).collect(),

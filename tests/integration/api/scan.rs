@@ -5,7 +5,7 @@
 //! which covers both); every refusal with its code, charged nothing; one quota unit per
 //! answered scan, counted apart in `byOperation`.
 
-use serde_json::json;
+use serde_json::{json, Value};
 use xray::config::{SourceSpec, TRANSACTION_BYTES_MAX};
 use xray::pubkey::Pubkey;
 use xray::signing::SCAN_COVERS;
@@ -27,10 +27,11 @@ fn effect_kinds(reply: &Reply) -> Vec<String> {
     list.iter().map(|e| e["kind"].as_str().expect("kind").to_owned()).collect()
 }
 
-/// An answer's bytes before the members that differ from scan to scan: `scannedAt`, `requestId`
-/// (serialized last) and the `signature` after them.
+/// An answer's bytes before the members that differ from scan to scan: `account` (two servers'
+/// keys are two accounts), `scannedAt`, `requestId` (serialized last) and the `signature` after
+/// them.
 fn without_time_request_and_signature(body: &[u8]) -> Vec<u8> {
-    let marker: &[u8] = b",\"scannedAt\":\"";
+    let marker: &[u8] = b",\"account\":\"";
     let cut = body.windows(marker.len()).rposition(|w| w == marker).expect("an answer with its time");
     [&body[..cut], &b"}}"[..]].concat()
 }
@@ -48,7 +49,7 @@ fn assert_time_and_request_signed(reply: &Reply) {
     let covers = data["signature"]["covers"].as_array().expect("covers");
     assert!(["scannedAt", "requestId"].iter().all(|m| covers.iter().any(|c| c == m)), "{covers:?}");
     assert_eq!(covers.len(), SCAN_COVERS.len(), "{covers:?}");
-    assert_eq!(data["signature"]["type"], "xray.scan.v1");
+    assert_eq!(data["signature"]["type"], "xray.scan.v2");
 }
 
 /// `(case, verdict, findings, effect kinds)` the demo ledger must give.
@@ -341,8 +342,260 @@ fn the_origin_is_judged_against_the_domain_labels() {
     assert_eq!(kinds(&trusted), ["token_owner_change"], "{trusted:?}");
     let local = scan(&server, &key.secret, &with_origin("http://localhost:3000"));
     assert_eq!(kinds(&local), ["token_owner_change"], "no domain, nothing to judge: {local:?}");
+    assert_eq!(local.data()["origin"], "localhost", "bound all the same: {local:?}");
+    assert_eq!(trusted.data()["origin"], "phantom.app");
+    // Text that names no host: refused, so that no verdict is bound to an origin nobody judged.
     let text = scan(&server, &key.secret, &with_origin("not a site"));
-    assert_eq!(kinds(&text), ["token_owner_change"], "not a URL: not judged, nothing refused: {text:?}");
+    assert_error_details(&text, 400, "INVALID_REQUEST", &json!({"field": "origin"}));
     let typed = scan(&server, &key.secret, &json!({"transaction": tx, "origin": 7}).to_string());
     assert_error_details(&typed, 400, "INVALID_REQUEST", &json!({"field": "origin"}));
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.transaction_scan), (4, 4), "refusals are not charged: {usage:?}");
+}
+
+/// The value of an unlabelled series in the server's `/metrics`.
+fn metric(server: &TestServer, name: &str) -> u64 {
+    let text = server.metrics_text();
+    let line = text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("{name} in {text}"));
+    line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+}
+
+/// What a verifier holds: the transaction it sent, the account it asked as, the origin it sent.
+fn bound<'a>(transaction: &'a [u8], account: &'a str, origin: Option<&'a str>) -> xray::signing::ScanBinding<'a> {
+    xray::signing::ScanBinding { transaction: Some(transaction), account: Some(account), origin: Some(origin) }
+}
+
+fn sdk(key: &Pubkey) -> solana_address::Address {
+    xray::ledger::transaction::message::sdk_address(key)
+}
+
+/// `instruction` compiled into an unsigned legacy transaction paid by `payer`.
+fn compile_one(payer: Pubkey, instruction: &solana_instruction::Instruction) -> Vec<u8> {
+    let parts = xray::instruction_parts!(instruction.clone());
+    xray::ledger::transaction::message::compile(payer, &[parts], [3; 32], false).expect("compiles")
+}
+
+/// A signed scan names the message it judged, who asked and the origin judged, so a verdict
+/// about one transaction cannot pass for another's (issue #40 item 1): the demo's `set-owner`
+/// with its AuthorityType byte changed (2 → 0: a harmless mint-authority change) is answered
+/// benign, the original malicious — and neither report verifies for the other's bytes, nor
+/// for another account, nor for another origin.
+#[test]
+fn a_signed_scan_is_bound_to_its_message_account_and_origin() {
+    use xray::signing::{verify_scan, ScanBinding, VerifyError};
+    let server = serve(|_| {});
+    let (alice, mallory) = (server.key(KeyOptions::default()), server.key(KeyOptions::default()));
+    let keys = raw(server.addr, "GET", xray::signing::KEY_SET_PATH, &[], "").body;
+    let original = base64_decode(&demo_tx("set-owner"));
+    // The instruction's data is the message's last bytes: [6 (SetAuthority), type, 1, new owner].
+    let at = original.len() - 34;
+    assert_eq!(original[at], 2, "AuthorityType::AccountOwner");
+    let mut harmless = original.clone();
+    harmless[at] = 0;
+    let body = |tx: &[u8], origin: Option<&str>| match origin {
+        Some(origin) => json!({"transaction": base64_encode(tx), "origin": origin}).to_string(),
+        None => scan_body(&base64_encode(tx), None),
+    };
+    let dangerous = scan(&server, &alice.secret, &body(&original, Some("https://www.phantom.app/swap")));
+    let benign = scan(&server, &mallory.secret, &body(&harmless, None));
+    assert_eq!(
+        (dangerous.data()["verdict"].as_str(), benign.data()["verdict"].as_str()),
+        (Some("malicious"), Some("benign"))
+    );
+    let (dangerous, benign) = (dangerous.data().clone(), benign.data().clone());
+    assert_eq!(benign["origin"], Value::Null);
+    assert_eq!(
+        (dangerous["account"].as_str(), benign["account"].as_str()),
+        (Some(&*alice.account), Some(&*mallory.account))
+    );
+    let digest = |data: &Value| data["transaction"]["messageSha256"].as_str().expect("digest").to_owned();
+    assert_ne!(digest(&dangerous), digest(&benign), "one byte apart, two digests");
+    assert_eq!(digest(&dangerous).len(), 64);
+    let (alice_account, mallory_account) = (alice.account.as_str(), mallory.account.as_str());
+    // Each verifies for exactly what it judged.
+    assert!(verify_scan(&dangerous, &keys, &bound(&original, alice_account, Some("phantom.app"))).is_ok());
+    assert!(verify_scan(&benign, &keys, &bound(&harmless, mallory_account, None)).is_ok());
+    // The benign report presented for the dangerous transaction: another message.
+    let refused = verify_scan(&benign, &keys, &bound(&original, mallory_account, None));
+    assert!(matches!(refused, Err(VerifyError::DigestMismatch { .. })), "{refused:?}");
+    // … by another account than the one holding it, or without the origin it was asked from.
+    let as_alice = ScanBinding { transaction: Some(&harmless), account: Some(alice_account), origin: Some(None) };
+    assert_eq!(verify_scan(&benign, &keys, &as_alice).err(), Some(VerifyError::AccountMismatch));
+    let with_origin = bound(&harmless, mallory_account, Some("phantom.app"));
+    assert_eq!(verify_scan(&benign, &keys, &with_origin).err(), Some(VerifyError::OriginMismatch));
+    let without_origin = bound(&original, alice_account, None);
+    assert_eq!(verify_scan(&dangerous, &keys, &without_origin).err(), Some(VerifyError::OriginMismatch));
+    // The digest is the message's: the same transaction signed since still matches.
+    let mut signed_since = original.to_vec();
+    signed_since[1..65].fill(7);
+    assert!(verify_scan(&dangerous, &keys, &bound(&signed_since, alice_account, Some("phantom.app"))).is_ok());
+}
+
+/// `transaction.signed` is a checked claim (issue #40 item 3): zeros are `missing`, bytes that
+/// are no signature of this message are `invalid` — a critical finding — and a real signature
+/// of the fee payer's key is `valid`.
+#[test]
+fn signatures_are_verified_and_an_invalid_one_is_a_finding() {
+    use ed25519_dalek::{Signer as _, SigningKey};
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let unsigned = base64_decode(&demo_tx("sol-transfer"));
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&unsigned), None));
+    let tx = &reply.data()["transaction"];
+    assert_eq!(
+        (tx["signed"].as_bool(), tx["signatures"][0]["status"].as_str()),
+        (Some(false), Some("missing")),
+        "{reply:?}"
+    );
+    assert_eq!(tx["signatures"][0]["signer"], CLEAN);
+    // 0x41 bytes: "signed" by the old rule, and no signature.
+    let mut forged = unsigned.clone();
+    forged[1..65].fill(0x41);
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&forged), None));
+    let data = reply.data();
+    assert_eq!(
+        (data["transaction"]["signed"].as_bool(), data["verdict"].as_str()),
+        (Some(false), Some("malicious")),
+        "{reply:?}"
+    );
+    assert_eq!(data["transaction"]["signatures"][0]["status"], "invalid");
+    assert_eq!(findings(&reply), [("invalid_signature".to_owned(), None)]);
+    assert_eq!(data["findings"][0]["facts"]["signer"], CLEAN);
+    // A real signature: a message built for a key the test holds (the demo's wallets' keys are
+    // nobody's), transferring to the clean wallet.
+    let payer = SigningKey::from_bytes(&[42; 32]);
+    let from = Pubkey(payer.verifying_key().to_bytes());
+    let transfer =
+        solana_system_interface::instruction::transfer(&sdk(&from), &sdk(&Pubkey::parse(CLEAN).expect("key")), 1);
+    let mut bytes = compile_one(from, &transfer);
+    let signature = payer.sign(&bytes[65..]).to_bytes();
+    bytes[1..65].copy_from_slice(&signature);
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&bytes), None));
+    let tx = &reply.data()["transaction"];
+    assert_eq!(
+        (tx["signed"].as_bool(), tx["signatures"][0]["status"].as_str()),
+        (Some(true), Some("valid")),
+        "{reply:?}"
+    );
+    assert!(!findings(&reply).iter().any(|(k, _)| k == "invalid_signature"), "{reply:?}");
+}
+
+/// A client that hangs up costs the upstream nothing more (issue #40 item 2): scans that need
+/// the signer's history (a round trip, then its transactions) hung up during the first round
+/// trip start none of the second — before, each hang-up went on to read 25 transactions.
+#[test]
+fn hang_ups_start_no_upstream_work_after_the_client_left() {
+    let server = serve_slow(600, |_| {});
+    let key = server.key(KeyOptions::default());
+    let body = scan_body(&demo_tx("approve"), None);
+    let request = format!(
+        "POST {SCAN_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        key.secret,
+        body.len()
+    );
+    const HANG_UPS: u64 = 6;
+    for _ in 0..HANG_UPS {
+        let mut conn = Conn::open(server.addr);
+        std::io::Write::write_all(&mut conn.stream, request.as_bytes()).expect("sent");
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        drop(conn);
+    }
+    // Long enough for a lane that kept going to finish both round trips.
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    let calls = server.ledger_calls();
+    let total: u64 = calls.values().sum();
+    assert_eq!(calls.get("getTransaction").copied().unwrap_or(0), 0, "no read started after a hang-up: {calls:?}");
+    // What had started before each hang-up: the pre-state, the simulation, the signatures page.
+    assert!(total <= 3 * HANG_UPS, "{calls:?}");
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved), (0, 0), "{usage:?}");
+    // The counter is the process's (tests share it): at least these hang-ups.
+    assert!(metric(&server, "xray_scan_abandoned_total") >= HANG_UPS);
+}
+
+/// The lane's upstream answers are bounded in bytes, every scan together (issue #40 item 4):
+/// with a budget of 16 KiB a scan that reads the signer's history is refused 503, not charged,
+/// and one that reads less is answered.
+#[test]
+fn the_lanes_buffered_answers_are_bounded_and_past_the_bound_a_scan_is_503() {
+    let server = serve_rpc(Default::default(), |c| c.scan_buffered_bytes_max = 16 * 1024);
+    let key = server.key(KeyOptions::default());
+    let reply = scan(&server, &key.secret, &scan_body(&demo_tx("approve"), None));
+    assert_error_details(&reply, 503, "SERVICE_BUSY", &json!({}));
+    assert!(reply.error()["message"].as_str().expect("message").contains("upstream answers"), "{reply:?}");
+    assert!(reply.header("retry-after").is_some());
+    let reply = scan(&server, &key.secret, &scan_body(&demo_tx("set-owner"), None));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved), (1, 0), "{usage:?}");
+    assert!(metric(&server, "xray_scan_over_bytes_total") >= 1);
+}
+
+/// A v0 transaction of `payer` loading account 0 of lookup table `table` as writable.
+fn v0_with_table(payer: Pubkey, table: Pubkey) -> Vec<u8> {
+    use solana_message::compiled_instruction::CompiledInstruction;
+    use solana_message::v0::{Message, MessageAddressTableLookup};
+    use solana_message::{MessageHeader, VersionedMessage};
+    let message = Message {
+        header: MessageHeader {
+            num_required_signatures: 1,
+            num_readonly_signed_accounts: 0,
+            num_readonly_unsigned_accounts: 1,
+        },
+        account_keys: vec![sdk(&payer), sdk(&Pubkey::default())],
+        recent_blockhash: solana_message::Hash::new_from_array([1; 32]),
+        instructions: vec![CompiledInstruction {
+            program_id_index: 1,
+            accounts: vec![0, 2],
+            data: vec![2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+        }],
+        address_table_lookups: vec![MessageAddressTableLookup {
+            account_key: sdk(&table),
+            writable_indexes: vec![0],
+            readonly_indexes: vec![],
+        }],
+    };
+    let tx = solana_transaction::versioned::VersionedTransaction {
+        signatures: vec![solana_transaction::Signature::default()],
+        message: VersionedMessage::V0(message),
+    };
+    bincode::serialize(&tx).expect("serialized")
+}
+
+/// A table that does not exist and an account that is no table are two messages naming the
+/// address; such reads (400, not charged) are budgeted per account and minute, then 429.
+#[test]
+fn missing_lookup_tables_are_named_and_budgeted() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let payer = Pubkey::parse(CLEAN).expect("key");
+    let absent = Pubkey([201; 32]);
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&v0_with_table(payer, absent)), None));
+    assert_error_details(&reply, 400, "INVALID_TRANSACTION", &json!({"field": "transaction"}));
+    let message = reply.error()["message"].as_str().expect("message").to_owned();
+    assert!(message.contains(&format!("lookup table {absent} does not exist")), "{message}");
+    // The clean wallet is a System account, not a table.
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&v0_with_table(payer, payer)), None));
+    let message = reply.error()["message"].as_str().expect("message").to_owned();
+    assert!(
+        message.contains(&format!(
+            "{payer} is an account of 11111111111111111111111111111111, not an address lookup table"
+        )),
+        "{message}"
+    );
+    let budget = u64::from(xray::config::SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE);
+    for _ in 2..budget {
+        let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&v0_with_table(payer, absent)), None));
+        assert_eq!(reply.status, 400, "{reply:?}");
+    }
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&v0_with_table(payer, absent)), None));
+    assert_error_details(&reply, 429, "RATE_LIMITED", &json!({}));
+    assert!(reply.header("retry-after").is_some(), "{reply:?}");
+    // Another account has its own budget; nothing was charged.
+    let other = server.key(KeyOptions::default());
+    let reply = scan(&server, &other.secret, &scan_body(&base64_encode(&v0_with_table(payer, absent)), None));
+    assert_eq!(reply.status, 400, "{reply:?}");
+    let usage = server.usage(&key.secret);
+    assert_eq!((usage.used, usage.reserved), (0, 0), "{usage:?}");
 }

@@ -146,8 +146,9 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     let scan = scan_is_signed_with_its_time_and_request(&server, k, &keys, &first_kid);
 
     // The independent verifier (Python) and the example client accept the real reports.
-    python_verifier_accepts(&server, &analysis, &keys, "xray.analysis.v1");
-    python_verifier_accepts(&server, &scan, &keys, "xray.scan.v1");
+    python_verifier_accepts(&server, &analysis, &keys, "xray.analysis.v1", None);
+    let binding = ScanHeld { transaction: demo_tx("drain"), account: key.account.clone() };
+    python_verifier_accepts(&server, &scan, &keys, "xray.scan.v2", Some(&binding));
 
     // Rotation through the admin API: the old key stays published, retired.
     let rotation = rotate(&server);
@@ -175,14 +176,14 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     assert_eq!(verified_by(&again, &keys_after, ReportType::Analysis), Ok(first_kid));
 }
 
-/// A scan's answer: signed `xray.scan.v1` over exactly `SCAN_COVERS`, `scannedAt` and
+/// A scan's answer: signed `xray.scan.v2` over exactly `SCAN_COVERS`, `scannedAt` and
 /// `requestId` (the response's `X-Request-Id`) among them; a changed verdict fails; a member
 /// added to the signed `data` is not in what verifies; presented as an analysis it is refused.
 fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys: &Value, kid: &str) -> Value {
     let reply = post(server.addr, SCAN_PATH, key, &scan_body(&demo_tx("drain"), None));
     assert_eq!(reply.status, 200, "{reply:?}");
     let scan = reply.data().clone();
-    assert_eq!(scan["signature"]["type"], "xray.scan.v1");
+    assert_eq!(scan["signature"]["type"], "xray.scan.v2");
     assert_eq!(scan["signature"]["covers"], sorted(&SCAN_COVERS));
     assert!(is_timestamp(&scan["scannedAt"]), "{scan}");
     let request_id = scan["requestId"].as_str().expect("requestId");
@@ -213,7 +214,7 @@ fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys
         let refused = verify_report(&grafted, keys, expected);
         assert_eq!(
             refused,
-            Err(VerifyError::WrongType { expected: expected.name(), found: "xray.scan.v1".to_owned() })
+            Err(VerifyError::WrongType { expected: expected.name(), found: "xray.scan.v2".to_owned() })
         );
     }
     // Its covers claiming one member more or less: refused before any key is tried.
@@ -222,7 +223,7 @@ fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys
     let mut subset = scan.clone();
     subset["signature"]["covers"].as_array_mut().expect("covers").pop();
     for forged in [superset, subset] {
-        assert_eq!(verified_by(&forged, keys, ReportType::Scan), Err(VerifyError::WrongCovers("xray.scan.v1")));
+        assert_eq!(verified_by(&forged, keys, ReportType::Scan), Err(VerifyError::WrongCovers("xray.scan.v2")));
     }
     scan
 }
@@ -236,7 +237,26 @@ fn key_file_dir(server: &TestServer) -> std::path::PathBuf {
 /// alone) verifies the real report of type `report_type` against the server's key set, refuses
 /// a one-byte change, refuses it as another type and leaves an added member out of what it
 /// verified; `examples/client.py verify` agrees and refuses it as another type.
-fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value, report_type: &str) {
+/// What the client of a scan holds: the transaction it sent (base64) and its account (it sent
+/// no origin).
+struct ScanHeld {
+    transaction: String,
+    account: String,
+}
+
+impl ScanHeld {
+    fn args(&self) -> Vec<&str> {
+        vec!["--transaction", &self.transaction, "--account", &self.account, "--origin", "none"]
+    }
+}
+
+fn python_verifier_accepts(
+    server: &TestServer,
+    data: &Value,
+    keys: &Value,
+    report_type: &str,
+    held: Option<&ScanHeld>,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let report = dir.path().join("report.json");
     let key_file = dir.path().join("keys.json");
@@ -245,6 +265,7 @@ fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value, repo
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/signing/verify_report.py");
     let out = std::process::Command::new("python3")
         .args(["-B", script, "--keys-url", &server.url(KEY_SET_PATH), "--type", report_type])
+        .args(held.map(ScanHeld::args).unwrap_or_default())
         .arg(&report)
         .output()
         .expect("python3 runs");
@@ -253,11 +274,17 @@ fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value, repo
     for says in ["verified", "tampered copy refused", "as another type refused", "added member not verified"] {
         assert!(stdout.contains(says), "{says:?} not in {stdout}");
     }
+    if held.is_some() {
+        for says in ["bound to", "changed message refused", "re-signed transaction still bound"] {
+            assert!(stdout.contains(says), "{says:?} not in {stdout}");
+        }
+    }
     let client = |as_type: &str| {
         let client = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/client.py");
         let out = std::process::Command::new("python3")
             .args(["-B", client, "verify", "--type", as_type, "--keys"])
             .arg(&key_file)
+            .args(held.filter(|_| as_type == "xray.scan.v2").map(ScanHeld::args).unwrap_or_default())
             .arg(&report)
             .output()
             .expect("python3 runs");
@@ -272,7 +299,7 @@ fn python_verifier_accepts(server: &TestServer, data: &Value, keys: &Value, repo
     let names: Vec<&Value> = data["signature"]["covers"].as_array().expect("covers").iter().collect();
     assert_eq!(covered.len(), names.len(), "{verdict}");
     assert!(names.iter().all(|n| covered.contains_key(n.as_str().expect("name"))), "{verdict}");
-    let other = if report_type == "xray.scan.v1" { "analysis" } else { "scan" };
+    let other = if report_type == "xray.scan.v2" { "analysis" } else { "scan" };
     let (ok, verdict) = client(other);
     assert!(!ok && verdict["verified"] == json!(false), "as {other}: {verdict}");
 }
