@@ -1958,7 +1958,7 @@ export interface components {
             wallet: components["schemas"]["Address"];
             /**
              * Format: date-time
-             * @description RFC 3339 UTC with milliseconds: the last check that completed (a quiet one, or one whose re-analysis was admitted); `null` before the first. A check whose re-analysis was refused (no quota left, the account's live jobs at their maximum, the key revoked) or whose ledger read failed does not count.
+             * @description RFC 3339 UTC with milliseconds: the last check that completed (a quiet one, one whose re-analysis was admitted, one that found only dust, or one that held new activity past the monitor's budget); `null` before the first. A check whose re-analysis was refused (no quota left, the account's live jobs at their maximum, the key revoked) or whose ledger read failed does not count.
              * @example 2026-11-23T10:21:00.402Z
              */
             lastCheckedAt: string | null;
