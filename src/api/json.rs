@@ -109,10 +109,12 @@ pub struct MonitorRequest {
     pub callback_url: String,
     pub min_severity: Option<String>,
     pub score_drop: Option<u8>,
+    pub reanalyses_per_day: Option<u32>,
+    pub dust_lamports: Option<u64>,
 }
 
 /// `PATCH /v1/developer/monitors/:id`: what to change (absent: unchanged; `scoreDrop: null`
-/// clears the score threshold).
+/// clears the score threshold, `reanalysesPerDay: null` goes back to the default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MonitorPatchRequest {
     pub add_wallets: Vec<String>,
@@ -120,11 +122,17 @@ pub struct MonitorPatchRequest {
     pub callback_url: Option<String>,
     pub min_severity: Option<String>,
     pub score_drop: Option<Option<u8>>,
+    pub reanalyses_per_day: Option<Option<u32>>,
+    pub dust_lamports: Option<Option<u64>>,
 }
 
 const MONITOR_WALLETS_SHAPE: &str = "wallets is required and must be an array of 1 to 100 strings";
 const MONITOR_WALLET_LIST_SHAPE: &str = "must be an array of at most 100 strings";
 const SCORE_DROP_SHAPE: &str = "scoreDrop must be a whole number of points from 1 to 100, or null";
+const REANALYSES_PER_DAY_SHAPE: &str = "reanalysesPerDay must be a whole number from 1 to 100000, or null";
+const _: () = assert!(crate::config::MONITOR_REANALYSES_PER_DAY_MAX == 100_000, "the shape names the limit");
+const DUST_LAMPORTS_SHAPE: &str = "dustLamports must be a whole number of lamports from 0 to 1000000000, or null";
+const _: () = assert!(crate::config::MONITOR_DUST_LAMPORTS_MAX == 1_000_000_000, "the shape names the limit");
 const _: () = assert!(crate::config::MONITOR_WALLETS_MAX == 100, "the shapes name the limit");
 
 /// An optional array of at most `MONITOR_WALLETS_MAX` strings (absent or `null`: empty).
@@ -144,17 +152,45 @@ fn optional_strings(
 
 /// `scoreDrop`: absent → `None`; `null` → `Some(None)`; 1–100 → `Some(Some(n))`.
 fn score_drop(object: &Object<'_, '_>) -> Result<Option<Option<u8>>, ApiError> {
-    let Some(value) = object.get("scoreDrop") else { return Ok(None) };
+    let points = optional_whole(object, "scoreDrop", (1, 100), SCORE_DROP_SHAPE)?;
+    Ok(points.map(|p| p.map(|p| u8::try_from(p).unwrap_or(u8::MAX))))
+}
+
+/// A JSON number that is a whole number from 0 to `max` (`34.0` is the whole number 34, as
+/// JSON Schema's `integer` says: JSON has one number type).
+fn whole_number(value: &simd_json::tape::Value<'_, '_>, max: u64) -> Option<u64> {
+    let whole = value.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=max as f64).contains(f)).map(|f| f as u64);
+    value.as_u64().or(whole).filter(|n| *n <= max)
+}
+
+/// A whole-number member from `min` to `max`: absent → `None`; `null` → `Some(None)`; in range
+/// → `Some(Some(n))`; anything else → 400 naming it with `message`.
+fn optional_whole(
+    object: &Object<'_, '_>,
+    field: &'static str,
+    (min, max): (u64, u64),
+    message: &'static str,
+) -> Result<Option<Option<u64>>, ApiError> {
+    let Some(value) = object.get(field) else { return Ok(None) };
     if value.is_null() {
         return Ok(Some(None));
     }
-    let invalid = ApiError::InvalidRequest { field: "scoreDrop", message: SCORE_DROP_SHAPE };
-    // JSON has one number type: `34.0` is the whole number 34 (as JSON Schema's `integer` says).
-    let whole = value.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=100.0).contains(f)).map(|f| f as u64);
-    match value.as_u64().or(whole) {
-        Some(points @ 1..=100) => Ok(Some(Some(points as u8))),
-        _ => Err(invalid),
+    match whole_number(&value, max) {
+        Some(n) if n >= min => Ok(Some(Some(n))),
+        _ => Err(ApiError::InvalidRequest { field, message }),
     }
+}
+
+/// `reanalysesPerDay`: 1 to `MONITOR_REANALYSES_PER_DAY_MAX` (see `optional_whole`).
+fn reanalyses_per_day(object: &Object<'_, '_>) -> Result<Option<Option<u32>>, ApiError> {
+    let range = (1, u64::from(crate::config::MONITOR_REANALYSES_PER_DAY_MAX));
+    let n = optional_whole(object, "reanalysesPerDay", range, REANALYSES_PER_DAY_SHAPE)?;
+    Ok(n.map(|n| n.map(|n| u32::try_from(n).unwrap_or(u32::MAX))))
+}
+
+/// `dustLamports`: 0 to `MONITOR_DUST_LAMPORTS_MAX` (see `optional_whole`).
+fn dust_lamports(object: &Object<'_, '_>) -> Result<Option<Option<u64>>, ApiError> {
+    optional_whole(object, "dustLamports", (0, crate::config::MONITOR_DUST_LAMPORTS_MAX), DUST_LAMPORTS_SHAPE)
 }
 
 impl JsonRequest for MonitorRequest {
@@ -170,6 +206,8 @@ impl JsonRequest for MonitorRequest {
             callback_url: required_str(object, "callbackUrl", "callbackUrl is required: where events are sent")?,
             min_severity: optional_str(object, "minSeverity", "minSeverity must be a string")?,
             score_drop: score_drop(object)?.flatten(),
+            reanalyses_per_day: reanalyses_per_day(object)?.flatten(),
+            dust_lamports: dust_lamports(object)?.flatten(),
         })
     }
 }
@@ -184,6 +222,8 @@ impl JsonRequest for MonitorPatchRequest {
             callback_url: optional_str(object, "callbackUrl", "callbackUrl must be a string")?,
             min_severity: optional_str(object, "minSeverity", "minSeverity must be a string")?,
             score_drop: score_drop(object)?,
+            reanalyses_per_day: reanalyses_per_day(object)?,
+            dust_lamports: dust_lamports(object)?,
         })
     }
 }
@@ -533,6 +573,36 @@ mod tests {
         assert_eq!(drop_of("null"), Ok(Some(None)));
         for bad in ["34.5", "0", "0.0", "101", "100.5", "-1", "\"5\"", "1e300"] {
             assert!(drop_of(bad).is_err_and(invalid("scoreDrop")), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_budget_and_a_dust_threshold_are_bounded_whole_numbers() {
+        let patch = |text: &str| {
+            let body = format!(r#"{{"reanalysesPerDay":{text},"dustLamports":{text}}}"#);
+            parse_body::<MonitorPatchRequest>(&request(Some("application/json"), &body))
+                .map(|r| (r.reanalyses_per_day, r.dust_lamports))
+        };
+        assert_eq!(patch("24"), Ok((Some(Some(24)), Some(Some(24)))));
+        assert_eq!(patch("24.0"), Ok((Some(Some(24)), Some(Some(24)))));
+        assert_eq!(patch("null"), Ok((Some(None), Some(None))));
+        assert_eq!(patch("100000"), Ok((Some(Some(100_000)), Some(Some(100_000)))));
+        let per_day = |text: &str| {
+            let body = format!(r#"{{"wallets":["a"],"callbackUrl":"https://x","reanalysesPerDay":{text}}}"#);
+            parse_body::<MonitorRequest>(&request(Some("application/json"), &body)).map(|r| r.reanalyses_per_day)
+        };
+        assert_eq!(per_day("1"), Ok(Some(1)));
+        for bad in ["0", "100001", "2.5", "-1", "\"5\"", "1e300"] {
+            assert!(per_day(bad).is_err_and(invalid("reanalysesPerDay")), "{bad}");
+        }
+        let dust = |text: &str| {
+            let body = format!(r#"{{"dustLamports":{text}}}"#);
+            parse_body::<MonitorPatchRequest>(&request(Some("application/json"), &body)).map(|r| r.dust_lamports)
+        };
+        assert_eq!(dust("0"), Ok(Some(Some(0))), "0 turns the dust filter off");
+        assert_eq!(dust("1000000000"), Ok(Some(Some(1_000_000_000))));
+        for bad in ["1000000001", "0.5", "-1", "true"] {
+            assert!(dust(bad).is_err_and(invalid("dustLamports")), "{bad}");
         }
     }
 

@@ -118,6 +118,26 @@ pub const MONITOR_EVENTS_PAGE_LEN_DEFAULT: usize = 50;
 pub const MONITORS_PAGE_LEN_MAX: usize = MONITORS_PER_ACCOUNT_MAX;
 /// Attempts of a monitor write that lost a race with another (compare-and-set), before 503.
 pub const MONITOR_WRITE_ATTEMPTS_MAX: usize = 4;
+/// Re-analyses one monitor's wallets may trigger per budget period when the monitor names no
+/// `reanalysesPerDay` (activity and the redo of a failed re-analysis count; baselines and
+/// labels re-screens do not), in re-analyses per UTC day. Past it a check records
+/// `budget_exhausted` and charges nothing until the period ends.
+pub const MONITOR_REANALYSES_PER_DAY_DEFAULT: u32 = 100;
+/// The largest `reanalysesPerDay` a monitor may set (the least is 1), re-analyses per UTC day.
+pub const MONITOR_REANALYSES_PER_DAY_MAX: u32 = 100_000;
+/// The monitors' budget period: a UTC day (from 00:00:00.000 UTC), in milliseconds.
+pub const MONITOR_BUDGET_PERIOD_MS: u64 = 86_400_000;
+/// SOL a watched wallet may receive in new activity that is still dust (not re-analyzed),
+/// in lamports: strictly less than this (100_000 lamports = 0.0001 SOL).
+pub const MONITOR_DUST_LAMPORTS_DEFAULT: u64 = 100_000;
+/// The largest `dustLamports` a monitor may set (0 turns its dust filter off), in lamports (1 SOL).
+pub const MONITOR_DUST_LAMPORTS_MAX: u64 = 1_000_000_000;
+/// Tokens a watched wallet may receive of one mint in new activity that are still dust: strictly
+/// less than one whole token (10^decimals base units) divided by this (1/10_000 of a token).
+pub const MONITOR_DUST_TOKEN_FRACTION_DEFAULT: u64 = 10_000;
+/// New signatures a check reads (one `getSignaturesForAddress` page) and then at most reads the
+/// transactions of, to decide whether the activity is dust; a longer activity is re-analyzed.
+pub const MONITOR_DUST_SIGNATURES_MAX: u32 = 20;
 
 /// A feature record's key (`store::docs`), in bytes.
 pub const DOC_KEY_BYTES_MAX: usize = 512;

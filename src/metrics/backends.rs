@@ -251,6 +251,11 @@ label_enum! {
         Failed => "failed",
         /// Another check (on this or another node) holds the wallet's claim: left to it.
         Claimed => "claimed",
+        /// New activity, all of it dust: the cursor moved past it, nothing re-analyzed or charged.
+        Dust => "dust",
+        /// New activity, but the monitor's re-analyses for the day are spent: held (nothing
+        /// charged, the cursor stays before it) until the budget resets.
+        BudgetExhausted => "budget_exhausted",
     }
 }
 

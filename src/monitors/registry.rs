@@ -2,7 +2,8 @@
 //! change (compare-and-set), delete; the watch cursors; a monitor's events, page by page; and
 //! an event's redelivery.
 //!
-//! Owns: `Registry` — the only writer of `Monitor`, `MonitorOfAccount` and `Watch` records.
+//! Owns: `Registry` — the only writer of `Monitor`, `MonitorOfAccount` and `Watch` records
+//! (the watch cursors and each monitor's `MonitorBudget`).
 //! Called from the API (inline over RocksDB; on a cluster off the listener thread, on the etcd
 //! runtime's blocking pool: `api::endpoints::monitors::registry_work`) and the `xray-monitors`
 //! thread (cursors, listing). Every call is a few blocking store calls (RocksDB point reads;
@@ -14,6 +15,9 @@
 //! create; creations racing on two threads may pass it by one each, bounded by the threads).
 //! Invariant: a change is read, applied and written with the read revision (`Expect::Revision`);
 //! a lost race reads again, at most `MONITOR_WRITE_ATTEMPTS_MAX` times, then `Busy`.
+//! Invariant: a monitor's budget is counted in the same batch as the claim of the cursor whose
+//! re-analysis it counts (`claim`, compare-and-set on both), so two checks of one monitor (two
+//! wallets, two nodes) never count past its `reanalysesPerDay`.
 //! Deliberately absent: deleting a monitor's events with it — they are its analyses' (kept for
 //! `retention_days`, purged with them); a deleted monitor's id is never reused, so they are
 //! never listed again.
@@ -31,9 +35,12 @@ use crate::store::{
 };
 
 use super::record::{
-    account_key, account_prefix, check_wallets, monitor_key, watch_key, watch_prefix, MonitorError, MonitorRecord,
-    WatchCursor,
+    account_key, account_prefix, budget_key, check_wallets, monitor_key, watch_key, watch_prefix, MonitorBudget,
+    MonitorError, MonitorRecord, WatchCursor,
 };
+
+/// A monitor's watch records: a cursor per wallet and its budget.
+const WATCH_RECORDS_MAX: usize = MONITOR_WALLETS_MAX + 1;
 
 /// Why a registry call was refused.
 #[derive(Debug)]
@@ -68,6 +75,10 @@ pub struct MonitorChange {
     /// `Some(None)` clears it.
     pub score_drop: Option<Option<u8>>,
     pub callback_url: Option<String>,
+    /// `Some(None)` goes back to the default.
+    pub reanalyses_per_day: Option<Option<u32>>,
+    /// `Some(None)` goes back to the default.
+    pub dust_lamports: Option<Option<u64>>,
 }
 
 /// One event as a page lists it: the event, and the re-analysis that caused it.
@@ -209,7 +220,7 @@ impl Registry {
             DocWrite::delete(DocKind::Monitor, monitor_key(id), Expect::Revision(revision)),
             DocWrite::delete(DocKind::MonitorOfAccount, account_key(account, id), Expect::Any),
         ];
-        let watches = self.store.scan_docs(DocKind::Watch, &watch_prefix(id), None, MONITOR_WALLETS_MAX)?;
+        let watches = self.store.scan_docs(DocKind::Watch, &watch_prefix(id), None, WATCH_RECORDS_MAX)?;
         writes.extend(watches.into_iter().map(|w| DocWrite::delete(DocKind::Watch, w.key, Expect::Any)));
         match self.store.write_docs(&writes) {
             Ok(()) => Ok(()),
@@ -224,10 +235,60 @@ impl Registry {
         Ok(self.cursor_at(id, wallet)?.0)
     }
 
+    /// The monitor's budget (counted nothing yet: the default) and what a write replacing it
+    /// must expect.
+    pub fn budget_at(&self, id: &str) -> Result<(MonitorBudget, Expect), RegistryError> {
+        let Some(doc) = self.store.get_doc(DocKind::Watch, &budget_key(id))? else {
+            return Ok((MonitorBudget::default(), Expect::Absent));
+        };
+        // A budget that does not read counts from nothing (it is rewritten whole at the next count).
+        Ok((serde_json::from_slice(&doc.value).unwrap_or_default(), Expect::Revision(doc.revision)))
+    }
+
+    /// Claims `wallet`'s cursor (writes `cursor` if it is as `expect` says) and, when `budget` is
+    /// given, writes the monitor's budget in the same batch (if it is as its `Expect` says);
+    /// false when another writer changed either first.
+    pub fn claim(
+        &self,
+        id: &str,
+        wallet: &Pubkey,
+        cursor: &WatchCursor,
+        expect: Expect,
+        budget: Option<(&MonitorBudget, Expect)>,
+    ) -> Result<bool, RegistryError> {
+        let value = serde_json::to_vec(cursor).map_err(|e| StoreError::Encoding(e.to_string()))?;
+        let mut writes = vec![DocWrite::put(DocKind::Watch, watch_key(id, wallet), value, expect)];
+        if let Some((budget, expect)) = budget {
+            let value = serde_json::to_vec(budget).map_err(|e| StoreError::Encoding(e.to_string()))?;
+            writes.push(DocWrite::put(DocKind::Watch, budget_key(id), value, expect));
+        }
+        match self.store.write_docs(&writes) {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Gives back the re-analysis a claim at `taken_ms` counted (it was not admitted); nothing
+    /// once that period is over or the monitor is gone.
+    pub fn give_back(&self, id: &str, taken_ms: u64) -> Result<(), RegistryError> {
+        for _ in 0..MONITOR_WRITE_ATTEMPTS_MAX {
+            let (budget, expect) = self.budget_at(id)?;
+            let Some(back) = budget.give_back(taken_ms).filter(|_| expect != Expect::Absent) else { return Ok(()) };
+            let value = serde_json::to_vec(&back).map_err(|e| StoreError::Encoding(e.to_string()))?;
+            match self.store.write_docs(&[DocWrite::put(DocKind::Watch, budget_key(id), value, expect)]) {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(RegistryError::Busy)
+    }
+
     /// Every cursor of the monitor (one scan), by wallet.
     pub fn cursors(&self, id: &str) -> Result<Vec<(Pubkey, WatchCursor)>, RegistryError> {
         let prefix = watch_prefix(id);
-        let docs = self.store.scan_docs(DocKind::Watch, &prefix, None, MONITOR_WALLETS_MAX)?;
+        let docs = self.store.scan_docs(DocKind::Watch, &prefix, None, WATCH_RECORDS_MAX)?;
         Ok(docs
             .into_iter()
             .filter_map(|doc| {
@@ -366,6 +427,12 @@ fn apply(mut monitor: MonitorRecord, change: &MonitorChange, now_ms: u64) -> Res
     }
     if let Some(url) = &change.callback_url {
         monitor.callback_url = url.clone();
+    }
+    if let Some(per_day) = change.reanalyses_per_day {
+        monitor.reanalyses_per_day = per_day;
+    }
+    if let Some(dust) = change.dust_lamports {
+        monitor.dust_lamports = dust;
     }
     check_wallets(&monitor.wallets).map_err(RegistryError::Invalid)?;
     monitor.validate().map_err(RegistryError::Invalid)?;

@@ -19,6 +19,22 @@
 //! Charging: each re-analysis is one quota unit of the monitor's key (`walletAnalysis`, as a
 //! `refresh` would be); a quiet check is free. The first check of a wallet makes its baseline:
 //! an analysis unless the account has a fresh one.
+//! Budget: the re-analyses a monitor's wallets trigger are at most its `reanalysesPerDay` per
+//! UTC day (`MonitorBudget`, one record per monitor, counted in the claim's batch and given
+//! back when the re-analysis was not admitted and charged). Counted: a re-analysis of new
+//! activity and the redo of a failed one; not counted: a baseline (one per wallet added) and a
+//! labels reload's re-screen (one per reload that exposes the wallet). A check that would
+//! re-analyze past it records `budget_exhausted` (with the next period's start) on the cursor,
+//! charges nothing and leaves the cursor before the activity: the first check after the reset
+//! sees it again. A check killed between its claim and its admission may have counted a
+//! re-analysis that never ran: the budget errs toward fewer re-analyses, never more.
+//! Dust: new activity (no redo, no exposure) whose every transaction is dust (`dust`: the
+//! wallet signed none, nothing left it, what arrived is below the monitor's `dustLamports` and
+//! `MONITOR_DUST_TOKEN_FRACTION_DEFAULT`) moves the
+//! cursor past it with no re-analysis and no charge. Deciding reads the new transactions (at
+//! most `MONITOR_DUST_SIGNATURES_MAX`, the check's one signatures page, through the ledger
+//! cache); what cannot be read is not dust. The budget is asked first: while it is spent no
+//! transaction is read.
 //! Cluster: on `--store etcd:` a node checks the monitors it owns — rendezvous hashing of the
 //! monitor's id over the live nodes (their leases), read at every reload — so a node that dies
 //! has its monitors adopted by the others once its lease expires. In a hand-over two nodes may
@@ -42,21 +58,26 @@ use crate::auth::record::KeyState;
 use crate::auth::table::{KeyEntry, KeyTable};
 use crate::clock::now_unix_ms;
 use crate::config::{
-    SourceSpec, MONITOR_ADMIT_TIMEOUT_MS, MONITOR_CHECK_TIMEOUT_MS, MONITOR_CLAIM_TTL_MS, MONITOR_REFILL_MS,
-    MONITOR_RELOAD_MS, MONITOR_RELOAD_PAGE_LEN, MONITOR_TICK_MS,
+    SourceSpec, MONITOR_ADMIT_TIMEOUT_MS, MONITOR_CHECK_TIMEOUT_MS, MONITOR_CLAIM_TTL_MS, MONITOR_DUST_SIGNATURES_MAX,
+    MONITOR_REFILL_MS, MONITOR_RELOAD_MS, MONITOR_RELOAD_PAGE_LEN, MONITOR_TICK_MS, MONITOR_WRITE_ATTEMPTS_MAX,
 };
 use crate::jobs::admission::{Admission, AdmitRequest, Decision, Work};
 use crate::labels::live::LiveLabels;
 use crate::ledger::cache::{Cached, LedgerCache};
-use crate::ledger::read::LedgerSource;
+use crate::ledger::read::{cut_at, LedgerSource};
 use crate::ledger::rpc::RpcOptions;
 use crate::ledger::source::Source;
+use crate::ledger::wire::SignatureInfo;
 use crate::metrics::{CheckOutcome, MONITORS};
 use crate::pubkey::{Pubkey, Signature};
 use crate::store::etcd::EtcdStore;
 use crate::store::{Expect, JobState, Subject};
 
-use super::record::{MonitorRecord, PendingCheck, WatchCursor};
+use super::dust::{activity_is_dust, DustRule};
+use super::record::{
+    ActivityOutcome, MonitorBudget, MonitorRecord, PendingCheck, WatchCursor, ACTIVITY_BUDGET_EXHAUSTED, ACTIVITY_DUST,
+    ACTIVITY_REANALYZED,
+};
 use super::registry::Registry;
 use super::screen::{self, Screen};
 
@@ -389,6 +410,7 @@ async fn check(
     // A cursor older than the field takes the labels in force as seen.
     cursor.labels.get_or_insert_with(|| listed_digest.clone());
     let screen = screen.cloned().or_else(|| unseen.then_some(Screen::All));
+    let mut exposed = false;
     if let (Some(screen), Some(_)) = (&screen, &cursor.confirmed_analysis_id) {
         let labels = context.deps.labels.current();
         let depth = context.settings.history_depth;
@@ -396,6 +418,7 @@ async fn check(
             Some(true) => {
                 tracing::info!(monitor = %monitor.id, wallet = %wallet.to_base58(), "a labels reload exposes a watched wallet: re-analyzed");
                 redo = true;
+                exposed = true;
             }
             // Not exposed, or nothing held to screen.
             Some(false) | None => {
@@ -405,28 +428,62 @@ async fn check(
         }
     }
     let baseline = cursor.confirmed_analysis_id.is_none() && (redo || cursor.last_analysis_id.is_none());
-    let newest = match newest_signature(context, wallet, cursor.last_signature.as_deref()).await {
-        // The signature the cursor already holds is nothing new (a node that ignored `until`).
-        Ok(newest) => newest.filter(|n| cursor.last_signature.as_deref() != Some(n.as_str())),
+    let activity = match new_activity(context, wallet, cursor.last_signature.as_deref(), baseline).await {
+        Ok(activity) => activity,
         Err(outcome) => return outcome,
     };
+    let newest = activity.page.first().map(|info| info.signature.clone());
     let written = |c: &WatchCursor, expect| registry.write_cursor(&monitor.id, wallet, c, expect);
+    let ended = |written: Result<bool, super::RegistryError>, outcome| match written {
+        Ok(true) => outcome,
+        Ok(false) => CheckOutcome::Claimed,
+        Err(_) => CheckOutcome::Failed,
+    };
     if !baseline && !redo && newest.is_none() {
         let quiet = WatchCursor { checked_at_ms: now_ms, pending: None, ..cursor };
-        return match written(&quiet, expect) {
-            Ok(true) => CheckOutcome::Quiet,
-            Ok(false) => CheckOutcome::Claimed,
-            Err(_) => CheckOutcome::Failed,
+        return ended(written(&quiet, expect), CheckOutcome::Quiet);
+    }
+    // Past the budget: held, the cursor before the activity (asked before reading any of it).
+    let counted = !baseline && !exposed;
+    let held = |cursor: WatchCursor, expect| {
+        let until = MonitorBudget::resets_at_ms(now_ms);
+        let last_activity = Some(ActivityOutcome::new(ACTIVITY_BUDGET_EXHAUSTED, now_ms, Some(until)));
+        let held = WatchCursor { checked_at_ms: now_ms, pending: None, last_activity, ..cursor };
+        ended(written(&held, expect), CheckOutcome::BudgetExhausted)
+    };
+    if counted {
+        match registry.budget_at(&monitor.id) {
+            Ok((budget, _)) if budget.take(now_ms, monitor.reanalyses_per_day()).is_none() => {
+                return held(cursor, expect)
+            }
+            Ok(_) => {}
+            Err(_) => return CheckOutcome::Failed,
+        }
+    }
+    // New activity alone, all of it dust: the cursor moves past it, nothing is admitted.
+    let dust_rule = DustRule::with_lamports(monitor.dust_lamports());
+    if !baseline
+        && !redo
+        && activity_is_dust(&context.source, wallet, &activity.page, activity.complete, &dust_rule).await
+    {
+        let last_activity = Some(ActivityOutcome::new(ACTIVITY_DUST, now_ms, None));
+        let moved = WatchCursor {
+            last_signature: newest.or(cursor.last_signature.clone()),
+            checked_at_ms: now_ms,
+            pending: None,
+            last_activity,
+            ..cursor
         };
+        return ended(written(&moved, expect), CheckOutcome::Dust);
     }
     let claim = WatchCursor {
         pending: Some(PendingCheck { signature: newest.clone(), claimed_at_ms: now_ms }),
         ..cursor.clone()
     };
-    match written(&claim, expect) {
+    match claim_counted(context, monitor, wallet, &claim, expect, counted, now_ms) {
         Ok(true) => {}
-        Ok(false) => return CheckOutcome::Claimed,
-        Err(_) => return CheckOutcome::Failed,
+        Ok(false) => return held(cursor, expect),
+        Err(outcome) => return outcome,
     }
     // Bounded well under the claim's life, so no other check takes this claim for dead.
     let previous = cursor.confirmed_analysis_id.clone();
@@ -437,8 +494,14 @@ async fn check(
         // check that finds it dead (after `MONITOR_CLAIM_TTL_MS`) moves past what it admitted.
         Err(_) => return CheckOutcome::Failed,
     };
+    // Counted but not charged (joined a live job, or not admitted): given back.
+    if counted && !admitted.as_ref().is_some_and(|(_, charged)| *charged) {
+        if let Err(e) = registry.give_back(&monitor.id, now_ms) {
+            tracing::warn!(monitor = %monitor.id, error = ?e, "giving back a monitor's budget failed; counted once too many today");
+        }
+    }
     let settled = match &admitted {
-        Some(id) => WatchCursor {
+        Some((id, _)) => WatchCursor {
             last_signature: newest.or(cursor.last_signature),
             last_analysis_id: Some(id.clone()),
             confirmed_analysis_id: cursor.confirmed_analysis_id,
@@ -446,6 +509,10 @@ async fn check(
             pending: None,
             // Admitted now: it is analyzed with the labels in force.
             labels: Some(listed_digest),
+            last_activity: match baseline {
+                true => cursor.last_activity,
+                false => Some(ActivityOutcome::new(ACTIVITY_REANALYZED, now_ms, None)),
+            },
         },
         // Not admitted (quota, a full queue): the claim goes, the activity is seen again.
         None => WatchCursor { pending: None, ..cursor },
@@ -507,21 +574,80 @@ fn settled_analysis(context: &Context, mut cursor: WatchCursor) -> Option<(Watch
     Some((cursor, settled))
 }
 
-/// The signature newer than `since` (all of history when `None`) the node has now, if any.
-async fn newest_signature(
+/// Claims the cursor (`claim`, if it is as `expect` says) and, when `counted`, counts the
+/// re-analysis in the monitor's budget in the same batch. `Ok(false)`: the budget is spent.
+/// A lost race on the budget alone (another wallet of the monitor counted first) is tried
+/// again, at most `MONITOR_WRITE_ATTEMPTS_MAX` times; on the cursor it is `Claimed`.
+fn claim_counted(
+    context: &Context,
+    monitor: &MonitorRecord,
+    wallet: &Pubkey,
+    claim: &WatchCursor,
+    expect: Expect,
+    counted: bool,
+    now_ms: u64,
+) -> Result<bool, CheckOutcome> {
+    let registry = &context.deps.registry;
+    for _ in 0..MONITOR_WRITE_ATTEMPTS_MAX {
+        let budget = match counted {
+            false => None,
+            true => {
+                let (budget, budget_expect) = registry.budget_at(&monitor.id).map_err(|_| CheckOutcome::Failed)?;
+                match budget.take(now_ms, monitor.reanalyses_per_day()) {
+                    Some(taken) => Some((taken, budget_expect)),
+                    None => return Ok(false),
+                }
+            }
+        };
+        match registry.claim(&monitor.id, wallet, claim, expect, budget.as_ref().map(|(b, e)| (b, *e))) {
+            Ok(true) => return Ok(true),
+            Ok(false) if budget.is_some() => match registry.cursor_at(&monitor.id, wallet) {
+                Ok((_, now)) if now == expect => continue,
+                Ok(_) => return Err(CheckOutcome::Claimed),
+                Err(_) => return Err(CheckOutcome::Failed),
+            },
+            Ok(false) => return Err(CheckOutcome::Claimed),
+            Err(_) => return Err(CheckOutcome::Failed),
+        }
+    }
+    Err(CheckOutcome::Claimed)
+}
+
+/// What a check found newer than the cursor's signature: the signatures (newest first) and
+/// whether the page holds all of them (it may not when it is full).
+struct NewActivity {
+    page: Vec<SignatureInfo>,
+    complete: bool,
+}
+
+/// The signatures newer than `since` (all of history when `None`: a wallet that had none) the
+/// node has now: one page of at most `MONITOR_DUST_SIGNATURES_MAX`, or of the newest only when
+/// a `baseline` follows whatever it finds.
+async fn new_activity(
     context: &Context,
     wallet: &Pubkey,
     since: Option<&str>,
-) -> Result<Option<String>, CheckOutcome> {
+    baseline: bool,
+) -> Result<NewActivity, CheckOutcome> {
     let since = since.and_then(|s| Signature::parse(s).ok());
+    let limit = if baseline { 1 } else { MONITOR_DUST_SIGNATURES_MAX };
     let read = async {
         match &since {
-            Some(since) => context.source.get_signatures_until(wallet, since, None, 1).await,
-            None => context.source.get_signatures_for_address(wallet, None, 1).await,
+            Some(since) => context.source.get_signatures_until(wallet, since, None, limit).await,
+            None => context.source.get_signatures_for_address(wallet, None, limit).await,
         }
     };
     match tokio::time::timeout(Duration::from_millis(MONITOR_CHECK_TIMEOUT_MS), read).await {
-        Ok(Ok(page)) => Ok(page.into_iter().next().map(|info| info.signature)),
+        Ok(Ok(page)) => {
+            let read_len = page.len();
+            // What the cursor already holds is nothing new (a node that ignored `until`).
+            let page = match &since {
+                Some(since) => cut_at(page, since),
+                None => page,
+            };
+            let complete = !baseline && (read_len < limit as usize || page.len() < read_len);
+            Ok(NewActivity { page, complete })
+        }
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "a monitor check's ledger read failed");
             Err(CheckOutcome::Failed)
@@ -561,6 +687,7 @@ fn finish_dead_claim(
         checked_at_ms: now_unix_ms(),
         pending: None,
         labels: cursor.labels.clone(),
+        last_activity: cursor.last_activity.clone(),
     };
     Some(match context.deps.registry.write_cursor(&monitor.id, wallet, &moved, expect) {
         Ok(true) => CheckOutcome::Active,
@@ -571,7 +698,8 @@ fn finish_dead_claim(
 
 /// Admits the re-analysis of `wallet` for `monitor` (`refresh`: always new work; the baseline
 /// takes a fresh analysis of the account when there is one), compared with `previous` (the
-/// watch's last READY analysis); the id of the job that answers.
+/// watch's last READY analysis); the id of the job that answers, and whether it was admitted
+/// now (charged) rather than joined or reused.
 async fn reanalyze(
     context: &Context,
     monitor: &MonitorRecord,
@@ -579,7 +707,7 @@ async fn reanalyze(
     refresh: bool,
     previous: Option<String>,
     now_ms: u64,
-) -> Option<String> {
+) -> Option<(String, bool)> {
     let key = key_of(&context.deps.keys, monitor, now_ms)?;
     let (work, link) = (Work::Analysis { wallet: *wallet }, monitor.link(previous));
     let request = AdmitRequest {
@@ -592,9 +720,9 @@ async fn reanalyze(
         monitor: Some(&link),
     };
     match context.deps.admission.decide(&request).await {
-        Ok(Decision::Admitted(record)) => Some(record.id),
-        Ok(Decision::Live(job, _)) => Some(job.record.id.clone()),
-        Ok(Decision::Fresh(job)) => Some(job.record.id.clone()),
+        Ok(Decision::Admitted(record)) => Some((record.id, true)),
+        Ok(Decision::Live(job, _)) => Some((job.record.id.clone(), false)),
+        Ok(Decision::Fresh(job)) => Some((job.record.id.clone(), false)),
         Ok(Decision::Replayed(_)) => None,
         Err(e) => {
             tracing::info!(monitor = %monitor.id, error = %e, "a monitor's re-analysis was not admitted; checked again next interval");

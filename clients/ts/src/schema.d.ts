@@ -200,9 +200,9 @@ export interface paths {
          *
          *     **Events.** A re-analysis whose `changes` (against the monitor's own previous `READY` analysis of the wallet — not the account's newest, so a refresh of the account's own in between hides nothing; a re-analysis that ends `FAILED` is done again at the next check) cross the monitor's thresholds — a signal that appeared with a severity of at least `minSeverity`, or, when `scoreDrop` is set, a score that fell by at least that many points — makes one event (`MonitorEvent`, type `risk_changed`), written with the analysis. It is POSTed to `callbackUrl` as a **signed webhook**, exactly as a job's webhook is (see `CallbackUrl` and `MonitorEventWebhook`): the **same `Xray-Signature` scheme** (HMAC-SHA256 of `"<t>.<body>"` under the account's webhook secret), the same retries, at least once — **the event's `id` is the same on every retry and every redelivery**, deduplicate on it. The account needs a webhook secret (else the delivery ends `FAILED`, `no_webhook_secret`; send it again with `…/redeliver` once one is set). **An event is kept as long as its analysis** (`retention_days`, default 30 days) and purged with it; `GET …/monitors/{id}/events` lists them.
          *
-         *     **Charging.** Monitors' own requests (create, list, read, change, delete, events, redelivery) are free; each takes a rate-limit token as every request does. What is charged is the re-analyses: **one quota unit of the monitor's key** (the key that created it, or its successor after a rotation) **per re-analysis**, counted as `walletAnalysis` in `GET /v1/developer/usage` (as a `refresh: true` analysis would be) and refunded when it ends `FAILED`. **A quiet check** — no new signature since the last one — **is free.** **The first check of each wallet makes its baseline**, the analysis later ones are compared with: a new, charged analysis **unless the account has a fresh `READY` analysis of the wallet** (younger than the freshness window, default 300 s), which stands for it free of charge. When a re-analysis cannot be admitted (no quota left, the account's live jobs at their maximum, the key revoked or expired) nothing moves: the wallet is checked again at the next interval and its `lagSeconds` grows. Re-analyses are ordinary analysis jobs of the account (`watches[].lastAnalysisId`; pollable, counted among its live jobs).
+         *     **Charging.** Monitors' own requests (create, list, read, change, delete, events, redelivery) are free; each takes a rate-limit token as every request does. What is charged is the re-analyses: **one quota unit of the monitor's key** (the key that created it, or its successor after a rotation) **per re-analysis**, counted as `walletAnalysis` in `GET /v1/developer/usage` (as a `refresh: true` analysis would be) and refunded when it ends `FAILED`. **A quiet check** — no new signature since the last one — **is free.** **The first check of each wallet makes its baseline**, the analysis later ones are compared with: a new, charged analysis **unless the account has a fresh `READY` analysis of the wallet** (younger than the freshness window, default 300 s), which stands for it free of charge. **Budget.** The re-analyses a monitor's wallets trigger are at most its `reanalysesPerDay` per UTC day (default 100; 1–100000, set on create and `PATCH`), counted across all its wallets: a re-analysis of new activity and the redo of one that ended `FAILED` count, a baseline and a labels reload's re-screen do not. Past it a check records `budget_exhausted` on the wallet's watch (`watches[].lastActivity`, with `budgetResetsAt`; `budget` shows the day's count) and **charges nothing**; the wallet's `lastSignature` stays before the activity, so the first check after the reset (00:00 UTC) re-analyzes it — nothing is lost. **Dust is free.** New activity whose every transaction is dust — the wallet signed none of them, nothing left the wallet (no SOL or token balance of it went down; no authority, owner, delegate, nonce or stake instruction), and all of them together brought less than the monitor's `dustLamports` (default 100000 lamports, 0.0001 SOL; 0 turns the filter off) and less than 1/10000 of one whole token of each mint (a token of 0 decimals is never dust); a failed transaction it did not sign is dust too — is not re-analyzed: the check moves `lastSignature` past it and records `dust` (1-lamport transfers and address-poisoning look-alikes cost nothing). To decide, a check reads at most 20 new transactions (more is never dust); one it cannot read is never dust. Dust shows in the wallet's next re-analysis, with its history. When a re-analysis cannot be admitted (no quota left, the account's live jobs at their maximum, the key revoked or expired) nothing moves: the wallet is checked again at the next interval and its `lagSeconds` grows. Re-analyses are ordinary analysis jobs of the account (`watches[].lastAnalysisId`; pollable, counted among its live jobs).
          *
-         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 16 KiB (413), shape (400 `INVALID_REQUEST`: `wallets`, `callbackUrl`, `minSeverity`, `scoreDrop` of the wrong type) → `analysis:read` (403, `details.field: "callbackUrl"`) → `callbackUrl` refused (400) → the monitor: wallets, severity, score drop (400, `details.field` naming the field) → the account's monitors, at most 100 (409 `CONFLICT`, `details.limit`). No `Idempotency-Key`: a repeat makes another monitor.
+         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 16 KiB (413), shape (400 `INVALID_REQUEST`: `wallets`, `callbackUrl`, `minSeverity`, `scoreDrop`, `reanalysesPerDay`, `dustLamports` of the wrong type or range) → `analysis:read` (403, `details.field: "callbackUrl"`) → `callbackUrl` refused (400) → the monitor: wallets, severity, score drop (400, `details.field` naming the field) → the account's monitors, at most 100 (409 `CONFLICT`, `details.limit`). No `Idempotency-Key`: a repeat makes another monitor.
          *
          *     **Required scopes:** `monitor:write` and `analysis:read` (else `403 INSUFFICIENT_SCOPE`): the monitor's webhook delivers an analysis' changes.
          */
@@ -228,7 +228,7 @@ export interface paths {
         };
         /**
          * Read a monitor and where each wallet's checks stand
-         * @description The monitor with `watches` — each wallet's last check, the newest signature seen, the analysis the last activity admitted and how late its check is (`lagSeconds`) — and `lagging`, `true` when a check is more than an interval late (the server cannot keep up, or re-analyses are being refused: see `createMonitor`'s charging). Any key of the account may read it; another account gets `404`. Free.
+         * @description The monitor with `watches` — each wallet's last check, the newest signature seen, the analysis the last activity admitted, how late its check is (`lagSeconds`) and what its last new activity came to (`lastActivity`: `reanalyzed`, `dust` or `budget_exhausted`) — `budget`, the re-analyses counted today against `reanalysesPerDay`; and `lagging`, `true` when a check is more than an interval late (the server cannot keep up, or re-analyses are being refused: see `createMonitor`'s charging). Any key of the account may read it; another account gets `404`. Free.
          *
          *     **Required scope:** `monitor:read` (else `403 INSUFFICIENT_SCOPE`).
          */
@@ -246,7 +246,7 @@ export interface paths {
         head?: never;
         /**
          * Change a monitor's wallets, thresholds or webhook
-         * @description Applies `removeWallets`, then `addWallets`, then the new `minSeverity`, `scoreDrop` (`null` clears it) and `callbackUrl`; what the body leaves out is unchanged. The result is checked whole (1–100 distinct addresses; else `400 INVALID_REQUEST` with `details.field: "wallets"`) and written with `updatedAt` now. A wallet new to the monitor is checked within about a second, its first check a baseline (see `createMonitor`'s charging). Thresholds and `callbackUrl` apply to re-analyses admitted from the next check on (one already running keeps those it was admitted with); events already made keep their delivery's URL until one is redelivered (`…/redeliver` sends to the monitor's `callbackUrl` as it is then: change the URL of a receiver that moved, then redeliver its dead letters). Concurrent changes are applied one after the other (a change that keeps losing the race is `503 SERVICE_BUSY`: retry). Free.
+         * @description Applies `removeWallets`, then `addWallets`, then the new `minSeverity`, `scoreDrop` (`null` clears it), `reanalysesPerDay` and `dustLamports` (`null`: the default) and `callbackUrl`; what the body leaves out is unchanged. The result is checked whole (1–100 distinct addresses; else `400 INVALID_REQUEST` with `details.field: "wallets"`) and written with `updatedAt` now. A wallet new to the monitor is checked within about a second, its first check a baseline (see `createMonitor`'s charging). Thresholds and `callbackUrl` apply to re-analyses admitted from the next check on (one already running keeps those it was admitted with); events already made keep their delivery's URL until one is redelivered (`…/redeliver` sends to the monitor's `callbackUrl` as it is then: change the URL of a receiver that moved, then redeliver its dead letters). Concurrent changes are applied one after the other (a change that keeps losing the race is `503 SERVICE_BUSY`: retry). Free.
          *
          *     **Required scope:** `monitor:write`, and `analysis:read` when the body names a `callbackUrl` (else `403 INSUFFICIENT_SCOPE`).
          */
@@ -1949,6 +1949,16 @@ export interface components {
             minSeverity?: "info" | "low" | "medium" | "high" | "critical" | null;
             /** @description When set, a re-analysis whose score fell by at least this many points (`changes.score.delta ≤ −scoreDrop`) also makes an event. Absent or `null`: score drops alone make none. Anything but a whole number 1–100 is `400 INVALID_REQUEST` with `details.field: "scoreDrop"`. */
             scoreDrop?: number | null;
+            /**
+             * @description Re-analyses this monitor's wallets may trigger per UTC day (the budget, counted from 00:00 UTC): a whole number from 1 to 100000. Absent or `null`: 100 (the server's `MONITOR_REANALYSES_PER_DAY_DEFAULT`). Counted: each re-analysis of new activity and each redo of one that ended `FAILED`; not counted: a wallet's baseline and a re-analysis a labels reload's re-screen asks for. Past it a check records `budget_exhausted` (`watches[].lastActivity`, `budget` in `GET …/monitors/{id}`) and charges nothing; the activity is re-analyzed at the first check after the reset. Anything else is `400 INVALID_REQUEST` with `details.field: "reanalysesPerDay"`.
+             * @default 100
+             */
+            reanalysesPerDay?: number | null;
+            /**
+             * @description The dust threshold: new activity whose every transaction is dust is not re-analyzed (see `createMonitor`'s **Dust is free**) — dust brings, in all the new transactions together, less than this many lamports of SOL (and less than 1/10000 of one whole token of each mint). A whole number from 0 to 1000000000 (1 SOL); absent or `null`: 100000 (0.0001 SOL, the server's `MONITOR_DUST_LAMPORTS_DEFAULT`); **0 turns the filter off**: every new transaction is re-analyzed (an address-poisoning attempt then makes its own event). Anything else is `400 INVALID_REQUEST` with `details.field: "dustLamports"`.
+             * @default 100000
+             */
+            dustLamports?: number | null;
         };
         /** @description Body of `PATCH /v1/developer/monitors/{id}`: only what changes. Unknown fields are ignored; `{}` changes nothing but `updatedAt`. */
         MonitorPatchRequest: {
@@ -1965,13 +1975,17 @@ export interface components {
             minSeverity?: "info" | "low" | "medium" | "high" | "critical" | null;
             /** @description A new score-drop threshold; `null` clears it (score drops alone then make no event); absent: unchanged. */
             scoreDrop?: number | null;
+            /** @description A new budget of re-analyses per UTC day (1–100000); `null` goes back to the default (100); absent: unchanged. It applies from the next check on, to the count of the day so far (lowering it below what was used today holds new activity until the reset). */
+            reanalysesPerDay?: number | null;
+            /** @description A new dust threshold in lamports (0–1000000000; 0 turns the dust filter off); `null` goes back to the default (100000); absent: unchanged. */
+            dustLamports?: number | null;
         };
         /** @description Where the checks of one watched wallet stand. */
         MonitorWatch: {
             wallet: components["schemas"]["Address"];
             /**
              * Format: date-time
-             * @description RFC 3339 UTC with milliseconds: the last check that completed (a quiet one, or one whose re-analysis was admitted); `null` before the first. A check whose re-analysis was refused (no quota left, the account's live jobs at their maximum, the key revoked) or whose ledger read failed does not count.
+             * @description RFC 3339 UTC with milliseconds: the last check that completed (a quiet one, one whose re-analysis was admitted, one that found only dust, or one that held new activity past the monitor's budget); `null` before the first. A check whose re-analysis was refused (no quota left, the account's live jobs at their maximum, the key revoked) or whose ledger read failed does not count.
              * @example 2026-11-23T10:21:00.402Z
              */
             lastCheckedAt: string | null;
@@ -1990,6 +2004,23 @@ export interface components {
              * @example 0
              */
             lagSeconds: number;
+            /** @description What the last check that saw new activity of the wallet did with it (quiet checks after it leave it); `null` before any new activity past the baseline. */
+            lastActivity: {
+                /** @description `reanalyzed`: a re-analysis was admitted (`lastAnalysisId`). `dust`: every new transaction was dust — the wallet signed none, nothing left it (no SOL or token balance of it went down, no authority, owner, delegate, nonce or stake instruction) and what arrived was below the monitor's `dustLamports` (default 100000 lamports, 0.0001 SOL) and below 1/10000 of one whole token of each mint (a failed transaction it did not sign is dust too); `lastSignature` moved past it, nothing was re-analyzed or charged. Activity that cannot be read is never dust. `budget_exhausted`: the monitor's `reanalysesPerDay` were spent; nothing was charged and `lastSignature` stays before the activity, which the first check after `budgetResetsAt` re-analyzes. */
+                outcome: string;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 UTC with milliseconds: the check that decided it.
+                 * @example 2026-11-23T10:31:00.402Z
+                 */
+                at: string;
+                /**
+                 * Format: date-time
+                 * @description `budget_exhausted` only: when the budget resets (the next 00:00 UTC).
+                 * @example 2026-11-24T00:00:00.000Z
+                 */
+                budgetResetsAt?: string;
+            } | null;
         };
         /** @description A monitor, as `POST`, `PATCH` and the list answer it. `GET /v1/developer/monitors/{id}` answers `MonitorDetail`: the same with its watches. */
         Monitor: {
@@ -2005,6 +2036,16 @@ export interface components {
             minSeverity: string;
             /** @description A score drop of at least this many points makes an event; `null`: score drops alone make none. */
             scoreDrop: number | null;
+            /**
+             * @description Re-analyses its wallets may trigger per UTC day (its own, or the default 100); see `MonitorRequest.reanalysesPerDay`.
+             * @example 100
+             */
+            reanalysesPerDay: number;
+            /**
+             * @description Its dust threshold in lamports (its own, or the default 100000; 0: nothing is dust); see `MonitorRequest.dustLamports`.
+             * @example 100000
+             */
+            dustLamports: number;
             /**
              * @description How often each wallet is checked: the server's interval (`monitor_interval_s`, default 60), the same for every monitor.
              * @example 60
@@ -2038,6 +2079,16 @@ export interface components {
             /** @description A score drop of at least this many points makes an event; `null`: score drops alone make none. */
             scoreDrop: number | null;
             /**
+             * @description Re-analyses its wallets may trigger per UTC day (its own, or the default 100); see `MonitorRequest.reanalysesPerDay`.
+             * @example 100
+             */
+            reanalysesPerDay: number;
+            /**
+             * @description Its dust threshold in lamports (its own, or the default 100000; 0: nothing is dust); see `MonitorRequest.dustLamports`.
+             * @example 100000
+             */
+            dustLamports: number;
+            /**
              * @description How often each wallet is checked: the server's interval (`monitor_interval_s`, default 60), the same for every monitor.
              * @example 60
              */
@@ -2058,6 +2109,23 @@ export interface components {
             watches: components["schemas"]["MonitorWatch"][];
             /** @description `true` when a wallet's `lagSeconds` exceeds `intervalSeconds`: its checks are more than an interval late (the server cannot keep up with its watches, or the re-analyses are being refused — see `lastCheckedAt`). */
             lagging: boolean;
+            /** @description The re-analyses counted against `reanalysesPerDay` in the current UTC day, as of this answer. */
+            budget: {
+                /** @description `utc_day`: the count starts again at 00:00 UTC. */
+                period: string;
+                /** @description `reanalysesPerDay`. */
+                limit: number;
+                /** @description Re-analyses counted today (a re-analysis that was not admitted, or joined a job already running, is given back). */
+                used: number;
+                /** @description `used` ≥ `limit`: new activity is held (`budget_exhausted`) until `resetsAt`. */
+                exhausted: boolean;
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 UTC with milliseconds: the next 00:00 UTC.
+                 * @example 2026-11-24T00:00:00.000Z
+                 */
+                resetsAt: string;
+            };
         };
         /** @description Body of `201` to `POST /v1/developer/monitors` and of `200` to `PATCH /v1/developer/monitors/{id}`. */
         MonitorAnswer: {

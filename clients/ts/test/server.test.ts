@@ -242,12 +242,23 @@ describe("the real server", () => {
     const got = await client.getMonitor(id);
     assert.deepEqual([...got.body.data.wallets].sort(), [OPEN_DELEGATION, CLEAN].sort());
     assert.ok(Array.isArray(got.body.data.watches));
+    // The re-analysis budget of the day (issue #40): the defaults, nothing used yet.
+    assert.equal(got.body.data.reanalysesPerDay, 100);
+    assert.equal(got.body.data.dustLamports, 100_000);
+    assert.equal(got.body.data.budget.period, "utc_day");
+    assert.equal(got.body.data.budget.limit, 100);
     const ids: string[] = [];
     for await (const m of client.allMonitors(1)) ids.push(m.id);
     assert.ok(ids.includes(id));
-    const changed = await client.changeMonitor(id, { removeWallets: [CLEAN], addWallets: [OUTSIDER_NONCE], scoreDrop: 10 });
+    const changed = await client.changeMonitor(id, {
+      removeWallets: [CLEAN],
+      addWallets: [OUTSIDER_NONCE],
+      scoreDrop: 10,
+      reanalysesPerDay: 24,
+    });
     assert.deepEqual([...changed.body.data.wallets].sort(), [OPEN_DELEGATION, OUTSIDER_NONCE].sort());
     assert.equal(changed.body.data.scoreDrop, 10);
+    assert.equal(changed.body.data.reanalysesPerDay, 24);
     const events = await client.listMonitorEvents(id, { limit: 10 });
     assert.ok(Array.isArray(events.body.data.events));
     await expectError(client.redeliverMonitorEvent(id, "evt_1111111111111111111111"), "NOT_FOUND", 404);

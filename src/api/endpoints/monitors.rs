@@ -2,8 +2,8 @@
 //! change and delete monitors; page through a monitor's events; send one again. And the event
 //! document, which both the events page and the event's webhook carry.
 //!
-//! Owns: the wire form of a monitor (with its watches' state and lag on `GET` one), of an
-//! event, and of their pages; the mapping of `monitors::RegistryError` to the contract's codes.
+//! Owns: the wire form of a monitor (with its watches' state and lag, and its re-analysis
+//! budget of the day, on `GET` one), of an event, and of their pages; the mapping of `monitors::RegistryError` to the contract's codes.
 //! Runs on listener threads; each call is a few store reads and at most one write, made inline
 //! over RocksDB and on the etcd runtime's blocking pool on a cluster (awaited, bounded by
 //! `ETCD_BLOCKING_IN_FLIGHT_MAX`).
@@ -34,7 +34,9 @@ use crate::engine::report::with_last_member;
 use crate::http::ApiResponse;
 use crate::jobs::admission::{is_id_shaped, job_id};
 use crate::monitors::record::MIN_SEVERITY_DEFAULT;
-use crate::monitors::{EventView, MonitorChange, MonitorRecord, Registry, RegistryError, WatchCursor};
+use crate::monitors::{
+    ActivityOutcome, EventView, MonitorBudget, MonitorChange, MonitorRecord, Registry, RegistryError, WatchCursor,
+};
 use crate::store::{JobKind, JobRecord, Store};
 
 /// Prefix of a monitor's id.
@@ -55,6 +57,8 @@ struct MonitorBody<'a> {
     callback_url: &'a str,
     min_severity: &'a str,
     score_drop: Option<u8>,
+    reanalyses_per_day: u32,
+    dust_lamports: u64,
     interval_seconds: u64,
     created_at: String,
     updated_at: String,
@@ -65,6 +69,42 @@ struct MonitorBody<'a> {
     /// (the node cannot keep the interval).
     #[serde(skip_serializing_if = "Option::is_none")]
     lagging: Option<bool>,
+    /// `GET` one only: the re-analyses counted today against `reanalysesPerDay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<BudgetBody>,
+}
+
+/// A monitor's budget of the current UTC day.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BudgetBody {
+    /// `utc_day`: counts start at 00:00 UTC.
+    period: &'static str,
+    limit: u32,
+    used: u32,
+    exhausted: bool,
+    resets_at: String,
+}
+
+/// What the last check that saw new activity of a wallet did with it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ActivityBody {
+    outcome: String,
+    at: String,
+    /// `budget_exhausted`: when the budget resets and the held activity is re-analyzed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_resets_at: Option<String>,
+}
+
+impl ActivityBody {
+    fn of(activity: &ActivityOutcome) -> ActivityBody {
+        ActivityBody {
+            outcome: activity.outcome.clone(),
+            at: rfc3339_ms(activity.at_ms),
+            budget_resets_at: activity.until_ms.map(rfc3339_ms),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -76,6 +116,7 @@ struct WatchBody<'a> {
     last_analysis_id: Option<String>,
     /// Seconds past the interval since the last check (0: on time).
     lag_seconds: u64,
+    last_activity: Option<ActivityBody>,
 }
 
 #[derive(Serialize)]
@@ -132,11 +173,14 @@ fn monitor_body<'a>(monitor: &'a MonitorRecord, interval_ms: u64) -> MonitorBody
         callback_url: &monitor.callback_url,
         min_severity: &monitor.min_severity,
         score_drop: monitor.score_drop,
+        reanalyses_per_day: monitor.reanalyses_per_day(),
+        dust_lamports: monitor.dust_lamports(),
         interval_seconds: interval_ms / 1_000,
         created_at: rfc3339_ms(monitor.created_at_ms),
         updated_at: rfc3339_ms(monitor.updated_at_ms),
         watches: None,
         lagging: None,
+        budget: None,
     }
 }
 
@@ -334,6 +378,8 @@ impl Endpoints<'_> {
             callback_url: body.callback_url,
             min_severity: body.min_severity.unwrap_or_else(|| MIN_SEVERITY_DEFAULT.as_str().to_owned()),
             score_drop: body.score_drop,
+            reanalyses_per_day: body.reanalyses_per_day,
+            dust_lamports: body.dust_lamports,
             created_at_ms: now_ms,
             updated_at_ms: now_ms,
         };
@@ -367,14 +413,16 @@ impl Endpoints<'_> {
         Ok(ApiResponse::json(200, Bytes::from(json_bytes(&DataBody { data: page })?)))
     }
 
-    /// `GET /v1/developer/monitors/:id`: the monitor, each wallet's checks and the lag.
+    /// `GET /v1/developer/monitors/:id`: the monitor, each wallet's checks and the lag, and
+    /// its budget of the day.
     pub async fn get_monitor(&self, id: &str) -> Result<ApiResponse, ApiError> {
         let (account, id) = (self.account_str().to_owned(), id.to_owned());
-        let (monitor, cursors) = self
+        let (monitor, cursors, budget) = self
             .registry_work(move |registry, _| {
                 let monitor = own_monitor(registry, &account, &id)?;
                 let cursors = registry.cursors(&monitor.id).map_err(registry_error)?;
-                Ok((monitor, cursors))
+                let (budget, _) = registry.budget_at(&monitor.id).map_err(registry_error)?;
+                Ok((monitor, cursors, budget))
             })
             .await?;
         let (interval_ms, now_ms) = (self.app.monitor_interval_ms, self.caller.now_ms);
@@ -387,11 +435,24 @@ impl Endpoints<'_> {
                 last_signature: cursor.as_ref().and_then(|c| c.last_signature.clone()),
                 last_analysis_id: cursor.as_ref().and_then(|c| c.last_analysis_id.clone()),
                 lag_seconds: lag_s(cursor.as_ref(), monitor.updated_at_ms, interval_ms, now_ms),
+                last_activity: cursor.as_ref().and_then(|c| c.last_activity.as_ref()).map(ActivityBody::of),
             });
         }
         let lagging = watches.iter().any(|w| w.lag_seconds * 1_000 > interval_ms);
-        let body =
-            MonitorBody { watches: Some(watches), lagging: Some(lagging), ..monitor_body(&monitor, interval_ms) };
+        let (limit, used) = (monitor.reanalyses_per_day(), budget.used_at(now_ms));
+        let budget = BudgetBody {
+            period: "utc_day",
+            limit,
+            used,
+            exhausted: used >= limit,
+            resets_at: rfc3339_ms(MonitorBudget::resets_at_ms(now_ms)),
+        };
+        let body = MonitorBody {
+            watches: Some(watches),
+            lagging: Some(lagging),
+            budget: Some(budget),
+            ..monitor_body(&monitor, interval_ms)
+        };
         Ok(ApiResponse::json(200, Bytes::from(json_bytes(&DataBody { data: body })?)))
     }
 
@@ -415,6 +476,8 @@ impl Endpoints<'_> {
             min_severity: body.min_severity,
             score_drop: body.score_drop,
             callback_url: body.callback_url,
+            reanalyses_per_day: body.reanalyses_per_day,
+            dust_lamports: body.dust_lamports,
         };
         let now_ms = self.caller.now_ms;
         let changed = self

@@ -3,6 +3,9 @@
 //! quiet): exactly the expected events, signed, with one id on every delivery; none for the
 //! quiet wallet; a restart between two events loses and repeats nothing; a receiver that keeps
 //! failing sees the retries and then the dead letter, and a redelivery sends the same event.
+//! Issue #40 item 5: dust is moved past without a re-analysis (unless the monitor turned its
+//! dust filter off, as the tests of dust events do), and re-analyses past a monitor's daily
+//! budget are held, uncharged, until the budget allows them.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -100,7 +103,8 @@ fn a_moving_ledger_makes_exactly_the_expected_events_signed_once_each() {
     let receiver = Receiver::start(&[200]);
     let (delegate, dust, quiet) =
         (timeline_wallet("timeline_delegate"), timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
-    let body = json!({"wallets": [delegate, dust, quiet], "callbackUrl": receiver.url(), "minSeverity": "low"});
+    // The dust makes an event only with the monitor's dust filter off (`dustLamports: 0`).
+    let body = json!({"wallets": [delegate, dust, quiet], "callbackUrl": receiver.url(), "minSeverity": "low", "dustLamports": 0});
     let created = create(&server, &key.secret, &body);
     assert_eq!(created.status, 201, "{created:?}");
     let id = created.data()["id"].as_str().expect("id").to_owned();
@@ -150,7 +154,8 @@ fn a_restart_between_two_events_loses_and_repeats_nothing() {
     let receiver = Receiver::start(&[200]);
     secret_for(&server, &key);
     let (delegate, dust) = (timeline_wallet("timeline_delegate"), timeline_wallet("timeline_dust"));
-    let body = json!({"wallets": [delegate, dust], "callbackUrl": receiver.url(), "minSeverity": "low"});
+    let body =
+        json!({"wallets": [delegate, dust], "callbackUrl": receiver.url(), "minSeverity": "low", "dustLamports": 0});
     let id = create(&server, &key.secret, &body).data()["id"].as_str().expect("id").to_owned();
     checked_once(&server, &key.secret, &id);
     let first = events_at_least(&server, &key.secret, &id, 1);
@@ -409,4 +414,127 @@ fn a_labels_change_across_a_restart_still_re_screens_the_watched_wallets() {
     assert_eq!(events.len(), 1, "{events:?}");
     let appeared = events[0]["changes"]["appeared"].as_array().expect("appeared");
     assert!(appeared.iter().any(|s| s["kind"] == "sanctioned_counterparty"), "{events:?}");
+}
+
+/// The monitor's `GET` answer (`data`).
+fn monitor_data(server: &TestServer, key: &str, id: &str) -> Value {
+    let reply = get(server.addr, &format!("/v1/developer/monitors/{id}"), key);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply.data().clone()
+}
+
+/// Polls the monitor until `ready` holds of its `GET` answer (bounded).
+fn monitor_until(server: &TestServer, key: &str, id: &str, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let data = monitor_data(server, key, id);
+        if ready(&data) {
+            return data;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within 30 s: {data}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `xray_monitor_checks_total{outcome="<outcome>"}` of this process.
+fn checks_ended(server: &TestServer, outcome: &str) -> u64 {
+    let series = format!("xray_monitor_checks_total{{outcome=\"{outcome}\"}} ");
+    let text = server.metrics_text();
+    let line = text.lines().find_map(|l| l.strip_prefix(series.as_str())).unwrap_or_else(|| panic!("no {series}"));
+    line.trim().parse().expect("a count")
+}
+
+#[test]
+fn dust_sent_to_a_watched_wallet_is_moved_past_without_a_re_analysis_or_a_charge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 3_000;
+    // At 1 s: 1_000 lamports and one DUSD base unit from a look-alike of the wallet's friend.
+    let server = timeline_server(dir.path(), start_ms, &[("timeline_dust", 1)], |_| {});
+    let key = server.key(KeyOptions::default());
+    let dust = timeline_wallet("timeline_dust");
+    let body = json!({"wallets": [dust], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "low"});
+    let created = create(&server, &key.secret, &body);
+    assert_eq!(created.status, 201, "{created:?}");
+    assert_eq!(created.data()["dustLamports"], xray::config::MONITOR_DUST_LAMPORTS_DEFAULT, "{created:?}");
+    let id = created.data()["id"].as_str().expect("id").to_owned();
+    let checked = checked_once(&server, &key.secret, &id);
+    let baseline = checked["watches"][0]["lastAnalysisId"].as_str().expect("baseline").to_owned();
+    let before = checked["watches"][0]["lastSignature"].clone();
+    assert_eq!(checked["watches"][0]["lastActivity"], Value::Null, "a baseline is no activity: {checked}");
+    server.finish(&analysis_path(&baseline), &key.secret);
+    let used = server.usage(&key.secret).used;
+    let dust_checks = checks_ended(&server, "dust");
+
+    let data = monitor_until(&server, &key.secret, &id, "the dust recorded", |d| {
+        d["watches"][0]["lastActivity"]["outcome"] == "dust"
+    });
+    let watch = &data["watches"][0];
+    assert_ne!(watch["lastSignature"], before, "the cursor moved past the dust: {data}");
+    assert_eq!(watch["lastAnalysisId"], baseline.as_str(), "no re-analysis: {data}");
+    assert!(is_timestamp(&watch["lastActivity"]["at"]), "{data}");
+    assert!(checks_ended(&server, "dust") > dust_checks, "counted in /metrics");
+    // Checks go on: the dust is behind the cursor, nothing is re-analyzed, charged or counted.
+    std::thread::sleep(Duration::from_secs(3));
+    let data = monitor_data(&server, &key.secret, &id);
+    assert_eq!(data["watches"][0]["lastAnalysisId"], baseline.as_str(), "{data}");
+    assert_eq!(data["budget"]["used"], 0, "dust spends no budget: {data}");
+    assert_eq!(server.usage(&key.secret).used, used, "dust costs nothing");
+    assert!(all_events(&server, &key.secret, &id).is_empty());
+}
+
+#[test]
+fn re_analyses_past_a_monitors_daily_budget_are_held_uncharged_and_made_once_it_allows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 3_000;
+    // The wallet signs a new approval every 3 s: activity no dust rule skips.
+    let events =
+        [("timeline_delegate", 1), ("timeline_delegate", 4), ("timeline_delegate", 7), ("timeline_delegate", 10)];
+    let server = timeline_server(dir.path(), start_ms, &events, |_| {});
+    let key = server.key(KeyOptions::default());
+    let delegate = timeline_wallet("timeline_delegate");
+    let body = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "reanalysesPerDay": 2});
+    let created = create(&server, &key.secret, &body);
+    assert_eq!((created.status, &created.data()["reanalysesPerDay"]), (201, &json!(2)), "{created:?}");
+    let id = created.data()["id"].as_str().expect("id").to_owned();
+    checked_once(&server, &key.secret, &id);
+    let exhausted_checks = checks_ended(&server, "budget_exhausted");
+
+    let held = monitor_until(&server, &key.secret, &id, "the budget exhausted", |d| {
+        d["watches"][0]["lastActivity"]["outcome"] == "budget_exhausted"
+    });
+    let budget = &held["budget"];
+    assert_eq!((budget["period"].as_str(), &budget["limit"], &budget["used"]), (Some("utc_day"), &json!(2), &json!(2)));
+    assert_eq!(budget["exhausted"], true, "{held}");
+    let resets = budget["resetsAt"].as_str().expect("resetsAt");
+    assert!(is_timestamp(&budget["resetsAt"]) && resets.ends_with("T00:00:00.000Z"), "{held}");
+    assert_eq!(held["watches"][0]["lastActivity"]["budgetResetsAt"], budget["resetsAt"], "{held}");
+    let watch = held["watches"][0].clone();
+    let last = watch["lastAnalysisId"].as_str().expect("an analysis").to_owned();
+    server.finish(&analysis_path(&last), &key.secret);
+    let usage = server.usage(&key.secret);
+    assert_eq!(usage.wallet_analysis, 3, "the baseline and the two re-analyses the budget allows: {usage:?}");
+    assert!(checks_ended(&server, "budget_exhausted") > exhausted_checks, "counted in /metrics");
+
+    // More activity and more checks: nothing more is admitted or charged, the cursor stays
+    // before the held activity.
+    std::thread::sleep(Duration::from_secs(4));
+    let still = monitor_data(&server, &key.secret, &id);
+    assert_eq!(still["watches"][0]["lastAnalysisId"], watch["lastAnalysisId"], "{still}");
+    assert_eq!(still["watches"][0]["lastSignature"], watch["lastSignature"], "{still}");
+    assert_eq!(still["watches"][0]["lastActivity"]["outcome"], "budget_exhausted", "{still}");
+    assert_eq!(still["budget"]["used"], 2, "{still}");
+    assert_eq!(server.usage(&key.secret).units(), usage.units(), "usage does not grow past the budget");
+
+    // A larger budget (as the next UTC day would): the next check re-analyzes what was held.
+    let auth = format!("Bearer {}", key.secret);
+    let headers = [("authorization", auth.as_str()), ("content-type", "application/json")];
+    let path = format!("/v1/developer/monitors/{id}");
+    let changed = raw(server.addr, "PATCH", &path, &headers, &json!({"reanalysesPerDay": 3}).to_string());
+    assert_eq!((changed.status, &changed.data()["reanalysesPerDay"]), (200, &json!(3)), "{changed:?}");
+    let moved = monitor_until(&server, &key.secret, &id, "the held activity re-analyzed", |d| {
+        d["watches"][0]["lastAnalysisId"] != watch["lastAnalysisId"]
+    });
+    assert_eq!(moved["watches"][0]["lastActivity"]["outcome"], "reanalyzed", "{moved}");
+    assert_ne!(moved["watches"][0]["lastSignature"], watch["lastSignature"], "{moved}");
+    assert_eq!(moved["budget"]["used"], 3, "{moved}");
 }
