@@ -478,9 +478,13 @@ pub const SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE: u32 = 30;
 /// Accounts whose table misses the lane remembers (least recently seen out first).
 pub const SCAN_TABLE_MISS_ACCOUNTS_LEN: usize = 4_096;
 /// Bytes of upstream answers the scan lane may hold at once, every scan on it together
-/// (`--scan-buffered-bytes-max`): 256 scans × 8 MiB answers would otherwise buffer 2 GiB.
+/// (`--scan-buffered-bytes-max`): 256 scans × 2 × 8 MiB answers would otherwise buffer 4 GiB.
 /// A read past it fails and its scan is answered 503 `SERVICE_BUSY`.
-pub const SCAN_BUFFERED_BYTES_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
+pub const SCAN_BUFFERED_BYTES_MAX_DEFAULT: u64 = 128 * 1024 * 1024;
+/// Bytes of upstream answers one scan may read (its pre-state, simulation and the signer's
+/// history together): one account's `SCAN_LANE_PER_ACCOUNT_MAX` scans hold at most half of
+/// the default pool. Past it the read fails and the scan is answered without it.
+pub const SCAN_BYTES_PER_SCAN_MAX: u64 = 8 * 1024 * 1024;
 pub const SCAN_BUFFERED_BYTES_MIN: u64 = 16 * 1024;
 pub const SCAN_BUFFERED_BYTES_MAX_MAX: u64 = 4 * 1024 * 1024 * 1024;
 /// A scan that sends or approves something of the signer's compares the recipient with the

@@ -157,7 +157,7 @@ pub fn normalize(text: &str) -> Option<String> {
     let valid = !host.is_empty()
         && host.len() <= DOMAIN_LEN_MAX
         && host.contains('.')
-        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
     valid.then_some(host)
 }
 
@@ -177,7 +177,16 @@ pub fn origin_of(origin: &str) -> Result<Origin, ()> {
     let with_scheme = if origin.contains("://") { origin.to_owned() } else { format!("https://{origin}") };
     let url = url::Url::parse(&with_scheme).map_err(|_| ())?;
     let domain = match url.host() {
-        Some(url::Host::Domain(domain)) => normalize(domain),
+        // A web origin's host is judged, or refused: never signed as the origin of a verdict
+        // without having been judged (`localhost` names no site anyone else can serve).
+        Some(url::Host::Domain(domain)) if url.scheme() == "http" || url.scheme() == "https" => {
+            match normalize(domain) {
+                Some(domain) => Some(domain),
+                None if domain.eq_ignore_ascii_case("localhost") => None,
+                None => return Err(()),
+            }
+        }
+        // An extension's id (an opaque host) or an IP literal: bound, not judged.
         Some(_) => None,
         None => return Err(()),
     };
@@ -283,6 +292,10 @@ mod tests {
             host("bfnaelmomeimhlpmgjnjophhpkkoljpa")
         );
         assert_eq!(origin("not a url"), Err(()));
+        // Web hosts that are no judgeable domain are refused, not signed unjudged.
+        assert_eq!(origin("null"), Err(()), "a sandboxed frame's opaque origin");
+        assert_eq!(origin("https://intranet/x"), Err(()));
+        assert_eq!(origin("https://x_y.claim-sol-drop.example/"), domain("x_y.claim-sol-drop.example"));
         assert_eq!(origin("data:text/plain,hi"), Err(()));
     }
 

@@ -3,17 +3,20 @@
 //! transactions naming it) and would otherwise cost the wallet's owner one quota unit per check.
 //!
 //! Owns: `DustRule` (the thresholds: the monitor's `dustLamports`, by default
-//! `MONITOR_DUST_LAMPORTS_DEFAULT`, and `MONITOR_DUST_TOKEN_FRACTION_DEFAULT`), `is_dust` (the decision over the new transactions,
-//! pure) and `activity_is_dust` (reads them through the check's source — the ledger cache
-//! first — and decides). Runs on the `xray-monitors` thread, inside a check that saw new
-//! activity and has budget left.
+//! `MONITOR_DUST_LAMPORTS_DEFAULT`, and `MONITOR_DUST_TOKEN_FRACTION_DEFAULT`), `Activity` and
+//! `classify` (dust, inbound, or outbound — the decision over the new transactions, pure) and
+//! `activity_class` (reads them through the check's source — the ledger cache first — and
+//! classifies). Runs on the `xray-monitors` thread, inside a check that saw new activity,
+//! before the monitor's daily budget is asked: dust is free, inbound activity is counted, and
+//! outbound activity is never held by the budget (so a stranger's inflows, which can spend the
+//! budget, can never hide a drain).
 //!
 //! New activity is dust when every new transaction is, together: the wallet signed none of
 //! them; each either failed (it moved nothing but its own fee payer's fee) or only moved value
 //! in — its instructions (outer and inner) are transfers, account creations of other accounts,
 //! token-account initializations, mints to, memos, instructions the node parses but the model
-//! does not (`Other`) or of programs it does not parse (`Raw`, whose effect on the wallet shows
-//! in the balances); no SOL balance of the wallet and no token balance it owns went down; and
+//! does not (`Other`) or of programs it does not parse (`Raw`) that do not name the wallet; no
+//! SOL balance of the wallet and no token balance it owns went down; and
 //! what arrived in all of them together is below the rule: less than `lamports` of SOL and, for
 //! each mint, less than 1/`token_fraction` of one whole token (from the balance's decimals; a
 //! token of 0 decimals — an NFT — is never dust). A monitor's `dustLamports` of 0 turns it off:
@@ -60,39 +63,61 @@ impl DustRule {
     }
 }
 
-/// Whether `activity` — the new transactions of `wallet`, `None` where one could not be read —
-/// is all dust under `rule` (see the module header). Empty activity is not dust (nothing to
-/// decide on).
-pub fn is_dust(activity: &[Option<Transaction>], wallet: &Pubkey, rule: &DustRule) -> bool {
-    if activity.is_empty() {
-        return false;
-    }
+/// What a wallet's new activity is, for the monitor's daily budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// All dust: the cursor moves past it, nothing is admitted or charged.
+    Dust,
+    /// Value came in (above dust), or what happened cannot be told: re-analysed within the
+    /// monitor's daily budget.
+    Inbound,
+    /// Something of the wallet's may have left or changed hands — it signed, a balance of its
+    /// went down, an authority, owner, delegate, close, nonce or stake instruction, or an
+    /// instruction of a program the model does not read that names the wallet: always
+    /// re-analysed, never held by the budget (a drain must not wait for tomorrow).
+    Outbound,
+}
+
+/// The class of `activity` — the new transactions of `wallet`, `None` where one could not be
+/// read; `complete`: they are all of it — under `rule` (see the module header). Outbound wins
+/// over everything: one outbound transaction makes the whole activity outbound, whatever else
+/// could not be read.
+pub fn classify(activity: &[Option<Transaction>], complete: bool, wallet: &Pubkey, rule: &DustRule) -> Activity {
+    let mut known = complete && !activity.is_empty();
     let mut sol_in: u128 = 0;
     // Mint → (base units received, decimals).
     let mut tokens_in: HashMap<Pubkey, (u128, u8)> = HashMap::new();
     for tx in activity {
-        let Some(tx) = tx else { return false };
+        let Some(tx) = tx else {
+            known = false;
+            continue;
+        };
         if tx.is_signer(wallet) {
-            return false;
+            return Activity::Outbound;
         }
         if tx.failed() {
             continue;
         }
         if !tx.instructions.iter().all(|ix| moves_value_in(ix, wallet)) {
-            return false;
+            return Activity::Outbound;
+        }
+        // A landed transaction always changes its fee payer's balance: none recorded means no
+        // metadata, and what it did to the wallet cannot be told.
+        if tx.sol_changes.is_empty() {
+            known = false;
         }
         for change in tx.sol_changes.iter().filter(|c| c.account == *wallet) {
             match u128::try_from(change.delta()) {
                 Ok(received) => sol_in = sol_in.saturating_add(received),
-                Err(_) => return false,
+                Err(_) => return Activity::Outbound,
             }
         }
         for change in &tx.token_changes {
             match change.owner {
-                // Whose balance moved cannot be told: not dust.
-                None if change.delta() != 0 => return false,
+                // Whose balance moved cannot be told.
+                None if change.delta() != 0 => known = false,
                 Some(owner) if owner == *wallet => {
-                    let Ok(received) = u128::try_from(change.delta()) else { return false };
+                    let Ok(received) = u128::try_from(change.delta()) else { return Activity::Outbound };
                     let entry = tokens_in.entry(change.mint).or_insert((0, change.decimals));
                     entry.0 = entry.0.saturating_add(received);
                 }
@@ -100,8 +125,17 @@ pub fn is_dust(activity: &[Option<Transaction>], wallet: &Pubkey, rule: &DustRul
             }
         }
     }
-    sol_in < u128::from(rule.lamports)
-        && tokens_in.values().all(|(received, decimals)| below_token_fraction(*received, *decimals, rule))
+    let below = sol_in < u128::from(rule.lamports)
+        && tokens_in.values().all(|(received, decimals)| below_token_fraction(*received, *decimals, rule));
+    match known && below {
+        true => Activity::Dust,
+        false => Activity::Inbound,
+    }
+}
+
+/// Whether `activity` is all dust (`classify` of complete activity).
+pub fn is_dust(activity: &[Option<Transaction>], wallet: &Pubkey, rule: &DustRule) -> bool {
+    classify(activity, true, wallet, rule) == Activity::Dust
 }
 
 /// `received` base units < 10^`decimals` / `token_fraction`, without dividing.
@@ -121,43 +155,45 @@ fn moves_value_in(ix: &Instruction, wallet: &Pubkey) -> bool {
         | InstructionKind::TokenInitializeAccount { .. }
         | InstructionKind::AtaCreate { .. }
         | InstructionKind::TokenMintTo { .. }
-        | InstructionKind::Memo { .. }
-        | InstructionKind::Other
-        | InstructionKind::Raw { .. } => true,
+        | InstructionKind::Memo { .. } => true,
+        // What a program the model does not read did is seen only in the balances — and not
+        // at all for what balances do not show (a compressed NFT's leaf, a Core asset): one
+        // that names the wallet is not taken for dust.
+        InstructionKind::Other | InstructionKind::Raw { .. } => !ix.accounts.contains(wallet),
         InstructionKind::SystemCreateAccount { account, .. } => account != wallet,
         // Authorities, owners, delegates, nonces, stake, closes, burns, freezes: never dust.
         _ => false,
     }
 }
 
-/// Whether the new activity `page` lists (newest first; `complete`: the page holds all of it)
-/// is all dust, its transactions read through `source`. Not dust whenever that cannot be told.
-pub async fn activity_is_dust(
+/// The class of the new activity `page` lists (newest first; `complete`: the page holds all
+/// of it), its transactions read through `source`. `Inbound` whenever they cannot be read.
+pub async fn activity_class(
     source: &Cached<Source>,
     wallet: &Pubkey,
     page: &[SignatureInfo],
     complete: bool,
     rule: &DustRule,
-) -> bool {
-    if !complete || page.is_empty() {
-        return false;
+) -> Activity {
+    if page.is_empty() {
+        return Activity::Inbound;
     }
     let Some(signatures) = page.iter().map(|info| Signature::parse(&info.signature).ok()).collect::<Option<Vec<_>>>()
     else {
-        return false;
+        return Activity::Inbound;
     };
     let read = source.get_transactions(&signatures);
     let results = match tokio::time::timeout(Duration::from_millis(MONITOR_CHECK_TIMEOUT_MS), read).await {
         Ok(Ok(results)) if results.len() == signatures.len() => results,
-        Ok(Ok(_)) | Err(_) => return false,
+        Ok(Ok(_)) | Err(_) => return Activity::Inbound,
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "reading a watched wallet's new transactions failed: not dust");
-            return false;
+            return Activity::Inbound;
         }
     };
     let activity: Vec<Option<Transaction>> =
         results.iter().map(|r| r.as_ref().and_then(|r| Transaction::from_wire(&r.tx, r.slot, r.block_time))).collect();
-    is_dust(&activity, wallet, rule)
+    classify(&activity, complete, wallet, rule)
 }
 
 #[cfg(test)]
@@ -297,5 +333,29 @@ mod tests {
             owner: Pubkey([7; 32]),
         };
         assert!(!dust(vec![Some(Transaction { instructions: vec![instruction(assign)], ..sol_in(STRANGER, 1) })]));
+    }
+
+    #[test]
+    fn outbound_activity_is_told_apart_and_wins_over_what_cannot_be_read() {
+        let class =
+            |activity: Vec<Option<Transaction>>, complete| classify(&activity, complete, &WALLET, &DUST_RULE_DEFAULT);
+        assert_eq!(class(vec![Some(sol_in(STRANGER, 1))], true), Activity::Dust);
+        assert_eq!(class(vec![Some(sol_in(STRANGER, SOL))], true), Activity::Inbound);
+        // A page that may not hold all of it, or a transaction not read: inbound, never dust.
+        assert_eq!(class(vec![Some(sol_in(STRANGER, 1))], false), Activity::Inbound);
+        assert_eq!(class(vec![Some(sol_in(STRANGER, 1)), None], true), Activity::Inbound);
+        // Something of the wallet's left: outbound, whatever else could not be read.
+        let mut out = sol_in(STRANGER, 1);
+        out.sol_changes[1] = SolChange { account: WALLET, pre: SOL, post: SOL - 1 };
+        assert_eq!(class(vec![None, Some(out)], false), Activity::Outbound);
+        // No metadata (no balance changes at all): what it did cannot be told.
+        let bare = Transaction { sol_changes: vec![], ..sol_in(STRANGER, 1) };
+        assert_eq!(class(vec![Some(bare)], true), Activity::Inbound);
+        // A program the model does not read that names the wallet (a compressed NFT's transfer
+        // by a leaf delegate changes no balance): outbound.
+        let mut raw = instruction(InstructionKind::Other);
+        raw.accounts = vec![STRANGER, WALLET];
+        let leaf = Transaction { instructions: vec![raw], ..sol_in(STRANGER, 0) };
+        assert_eq!(class(vec![Some(leaf)], true), Activity::Outbound);
     }
 }

@@ -73,7 +73,7 @@ use crate::pubkey::{Pubkey, Signature};
 use crate::store::etcd::EtcdStore;
 use crate::store::{Expect, JobState, Subject};
 
-use super::dust::{activity_is_dust, DustRule};
+use super::dust::{activity_class, Activity, DustRule};
 use super::record::{
     ActivityOutcome, MonitorBudget, MonitorRecord, PendingCheck, WatchCursor, ACTIVITY_BUDGET_EXHAUSTED, ACTIVITY_DUST,
     ACTIVITY_REANALYZED,
@@ -443,8 +443,27 @@ async fn check(
         let quiet = WatchCursor { checked_at_ms: now_ms, pending: None, ..cursor };
         return ended(written(&quiet, expect), CheckOutcome::Quiet);
     }
-    // Past the budget: held, the cursor before the activity (asked before reading any of it).
-    let counted = !baseline && !exposed;
+    // The new activity classified first: dust is moved past for free, and activity that may
+    // have taken something of the wallet's is never held by the budget — inflows a stranger
+    // sends can spend the budget, and must not hide a drain until tomorrow.
+    let dust_rule = DustRule::with_lamports(monitor.dust_lamports());
+    let class = match baseline || redo {
+        true => Activity::Inbound,
+        false => activity_class(&context.source, wallet, &activity.page, activity.complete, &dust_rule).await,
+    };
+    if class == Activity::Dust {
+        let last_activity = Some(ActivityOutcome::new(ACTIVITY_DUST, now_ms, None));
+        let moved = WatchCursor {
+            last_signature: newest.or(cursor.last_signature.clone()),
+            checked_at_ms: now_ms,
+            pending: None,
+            last_activity,
+            ..cursor
+        };
+        return ended(written(&moved, expect), CheckOutcome::Dust);
+    }
+    // Past the budget: held, the cursor before the activity.
+    let counted = !baseline && !exposed && class == Activity::Inbound;
     let held = |cursor: WatchCursor, expect| {
         let until = MonitorBudget::resets_at_ms(now_ms);
         let last_activity = Some(ActivityOutcome::new(ACTIVITY_BUDGET_EXHAUSTED, now_ms, Some(until)));
@@ -459,22 +478,6 @@ async fn check(
             Ok(_) => {}
             Err(_) => return CheckOutcome::Failed,
         }
-    }
-    // New activity alone, all of it dust: the cursor moves past it, nothing is admitted.
-    let dust_rule = DustRule::with_lamports(monitor.dust_lamports());
-    if !baseline
-        && !redo
-        && activity_is_dust(&context.source, wallet, &activity.page, activity.complete, &dust_rule).await
-    {
-        let last_activity = Some(ActivityOutcome::new(ACTIVITY_DUST, now_ms, None));
-        let moved = WatchCursor {
-            last_signature: newest.or(cursor.last_signature.clone()),
-            checked_at_ms: now_ms,
-            pending: None,
-            last_activity,
-            ..cursor
-        };
-        return ended(written(&moved, expect), CheckOutcome::Dust);
     }
     let claim = WatchCursor {
         pending: Some(PendingCheck { signature: newest.clone(), claimed_at_ms: now_ms }),

@@ -18,9 +18,12 @@
 //! Invariant: the upstream answers the lane holds are bounded in bytes, every scan together:
 //! each scan's reads draw on one `SharedBytes` of `LaneLimits::buffered_bytes_max` (charged
 //! as chunks arrive, given back when the scan's work ends); a read past it fails and the scan
-//! is refused `OverBytes` (503), never answered on part of its reads.
+//! is refused `OverBytes` (503), never answered on part of its reads. A scan's own reads stop
+//! at `SCAN_BYTES_PER_SCAN_MAX`, so one account (`SCAN_LANE_PER_ACCOUNT_MAX` scans) holds at
+//! most half of the default pool.
 //! Invariant: a table read that finds no table (the transaction's fault: 400, not charged) is
-//! counted against its account, at most `SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE` a minute;
+//! counted against its account (each uncached table counted before the read, those found
+//! given back after it), at most `SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE` a minute;
 //! past it the account's scans that need an uncached table are refused (429) before any read.
 //! Invariant: every upstream read ends within `SCAN_UPSTREAM_TIMEOUT_MS` (a timed-out
 //! simulation is reported as such, never waited out); the pre-state, the simulation and the
@@ -44,8 +47,8 @@ use super::counterparties::{self, Counterparties};
 use super::ttl_cache::TtlCache;
 use crate::config::SourceSpec;
 use crate::config::{
-    SCAN_BUFFERED_BYTES_MAX_DEFAULT, SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX, SCAN_RPC_CONCURRENCY_MAX,
-    SCAN_RPC_RESPONSE_BYTES_MAX, SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS,
+    SCAN_BUFFERED_BYTES_MAX_DEFAULT, SCAN_BYTES_PER_SCAN_MAX, SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX,
+    SCAN_RPC_CONCURRENCY_MAX, SCAN_RPC_RESPONSE_BYTES_MAX, SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS,
     SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE, SCAN_TABLE_MISS_ACCOUNTS_LEN, SCAN_UPSTREAM_TIMEOUT_MS,
 };
 use crate::ledger::budget::{self, ByteBudget, SharedBytes};
@@ -305,7 +308,10 @@ fn run(
             tokio::task::spawn_local(async move {
                 let Job { account, work, mut reply, _slot } = job;
                 let refused = Rc::new(Cell::new(false));
-                let budget = ByteBudget::pooled(u64::MAX, pool, Rc::clone(&refused));
+                // Each scan also has its own cap, so one account's scans (at most
+                // `SCAN_LANE_PER_ACCOUNT_MAX`) hold at most half the default pool: a read past a
+                // scan's own cap fails that read alone (the scan is answered, and says so).
+                let budget = ByteBudget::pooled(SCAN_BYTES_PER_SCAN_MAX, pool, Rc::clone(&refused));
                 let work = budget::within(budget, async {
                     let answer = match work {
                         Work::Tables(addresses) => {
@@ -382,6 +388,13 @@ impl TableMisses {
         }
     }
 
+    /// Tables a read found after all (`spend` counted every one asked for).
+    fn give_back(&mut self, account: &str, found: u32) {
+        if let Some(entry) = self.by_account.peek_mut(account) {
+            entry.1 = entry.1.saturating_sub(found);
+        }
+    }
+
     fn spend(&mut self, account: &str, misses: u32, now: Instant) {
         if misses == 0 {
             return;
@@ -443,7 +456,11 @@ async fn read_tables(
     let cache = &caches.tables;
     let missing: Vec<Pubkey> = tables.iter().filter(|t| cache.borrow_mut().get(t).is_none()).copied().collect();
     if !missing.is_empty() {
+        // Every uncached table counts as a miss before the read, and those found are given
+        // back after it: a client that hangs up mid-read cannot make misses never counted.
+        let asked = u32::try_from(missing.len()).unwrap_or(u32::MAX);
         caches.table_misses.borrow_mut().check(account, Instant::now())?;
+        caches.table_misses.borrow_mut().spend(account, asked, Instant::now());
         let read = tokio::time::timeout(deadline(), source.get_multiple_accounts(&missing))
             .await
             .map_err(|_| LaneError::Upstream(format!("no answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")))?
@@ -453,8 +470,8 @@ async fn read_tables(
             .zip(read.value)
             .map(|(address, held)| (address, table_addresses(address, held.as_ref())))
             .collect();
-        let misses = found.iter().filter(|(_, read)| read.is_err()).count();
-        caches.table_misses.borrow_mut().spend(account, u32::try_from(misses).unwrap_or(u32::MAX), Instant::now());
+        let tables = found.iter().filter(|(_, read)| read.is_ok()).count();
+        caches.table_misses.borrow_mut().give_back(account, u32::try_from(tables).unwrap_or(u32::MAX));
         for (address, read) in found {
             cache.borrow_mut().put(*address, read.map_err(LaneError::Invalid)?);
         }
