@@ -1531,7 +1531,7 @@ export interface components {
              */
             signer?: components["schemas"]["Address"] | null;
             /**
-             * @description The URL (or host name) of the dApp that asked for the signature, as the wallet saw it. Optional. Its host is bound to the answer (`origin`, signed) and, when it is a domain, judged against the labels' domains: a listed phishing site or its subdomain gives `phishing_origin`, a look-alike of a trusted dApp `lookalike_origin`. A host that is no domain (`localhost`, an IP address, a browser extension's id) is bound and not judged. A non-string, or text that is no URL with a host, is `400 INVALID_REQUEST` (`details.field`: `origin`).
+             * @description The URL (or host name) of the dApp that asked for the signature, as the wallet saw it. Optional. Its host is bound to the answer (`origin`, signed) and judged or refused, never signed unjudged: a domain is judged against the labels' domains (a listed phishing site or its subdomain gives `phishing_origin`, a look-alike of a trusted dApp `lookalike_origin`); an IP literal, `localhost` or a browser extension's id is bound and not judged. A non-string, text that is no URL with a host, or an `http(s)` host that is no judgeable domain (a single label other than `localhost`, the opaque `null` origin) is `400 INVALID_REQUEST` (`details.field`: `origin`).
              * @example https://app.example.com
              */
             origin?: string | null;
@@ -1821,7 +1821,7 @@ export interface components {
             signed: boolean;
             /** @description Each required signer's signature slot, in message order. */
             signatures: components["schemas"]["ScanSignatureCheck"][];
-            /** @description SHA-256, lowercase hex, of the message judged: the serialized transaction's bytes after its signature section (the compact-u16 signature count and 64 bytes a signature) — exactly what every signature signs. A one-byte change anywhere in the message changes it; signing the transaction does not. Covered by the scan's signature: a verifier holding the transaction recomputes it and compares. */
+            /** @description SHA-256, lowercase hex, of the message judged: the serialized transaction's bytes after its signature section (the compact-u16 signature count and 64 bytes a signature) — exactly what every signature signs. A one-byte change anywhere in the message changes it; signing the transaction does not. Covered by the scan's signature: a verifier holding the transaction recomputes it and compares. Not covered by it: the signature slots (a copy with other signatures has the same digest; `signatures` describes the bytes that were sent) and the contents of the lookup tables a v0 message loads (read from the ledger; the resolved accounts are attested by the signed `instructions`). */
             messageSha256: string;
             /**
              * Format: solana-address
@@ -1950,7 +1950,7 @@ export interface components {
             /** @description When set, a re-analysis whose score fell by at least this many points (`changes.score.delta ≤ −scoreDrop`) also makes an event. Absent or `null`: score drops alone make none. Anything but a whole number 1–100 is `400 INVALID_REQUEST` with `details.field: "scoreDrop"`. */
             scoreDrop?: number | null;
             /**
-             * @description Re-analyses this monitor's wallets may trigger per UTC day (the budget, counted from 00:00 UTC): a whole number from 1 to 100000. Absent or `null`: 100 (the server's `MONITOR_REANALYSES_PER_DAY_DEFAULT`). Counted: each re-analysis of new activity and each redo of one that ended `FAILED`; not counted: a wallet's baseline and a re-analysis a labels reload's re-screen asks for. Past it a check records `budget_exhausted` (`watches[].lastActivity`, `budget` in `GET …/monitors/{id}`) and charges nothing; the activity is re-analyzed at the first check after the reset. Anything else is `400 INVALID_REQUEST` with `details.field: "reanalysesPerDay"`.
+             * @description Re-analyses this monitor's wallets may trigger per UTC day (the budget, counted from 00:00 UTC): a whole number from 1 to 100000. Absent or `null`: 100 (the server's `MONITOR_REANALYSES_PER_DAY_DEFAULT`). Counted: each re-analysis of new activity and each redo of one that ended `FAILED`; not counted: a wallet's baseline and a re-analysis a labels reload's re-screen asks for. Past it a check records `budget_exhausted` (`watches[].lastActivity`, `budget` in `GET …/monitors/{id}`) and charges nothing; the activity is re-analyzed at the first check after the reset. Anything else is `400 INVALID_REQUEST` with `details.field: "reanalysesPerDay"`. Counts re-analyses of inbound activity only: outbound activity (the wallet signed it, one of its balances went down, an authority, owner, delegate, nonce or stake changed, an account closed, or a program the service does not read names the wallet) is always re-analysed and never held by the budget.
              * @default 100
              */
             reanalysesPerDay?: number | null;
@@ -1975,7 +1975,7 @@ export interface components {
             minSeverity?: "info" | "low" | "medium" | "high" | "critical" | null;
             /** @description A new score-drop threshold; `null` clears it (score drops alone then make no event); absent: unchanged. */
             scoreDrop?: number | null;
-            /** @description A new budget of re-analyses per UTC day (1–100000); `null` goes back to the default (100); absent: unchanged. It applies from the next check on, to the count of the day so far (lowering it below what was used today holds new activity until the reset). */
+            /** @description A new budget of re-analyses per UTC day (1–100000); `null` goes back to the default (100); absent: unchanged. It applies from the next check on, to the count of the day so far (lowering it below what was used today holds new activity until the reset). Counts re-analyses of inbound activity only: outbound activity (the wallet signed it, one of its balances went down, an authority, owner, delegate, nonce or stake changed, an account closed, or a program the service does not read names the wallet) is always re-analysed and never held by the budget. */
             reanalysesPerDay?: number | null;
             /** @description A new dust threshold in lamports (0–1000000000; 0 turns the dust filter off); `null` goes back to the default (100000); absent: unchanged. */
             dustLamports?: number | null;
@@ -2037,7 +2037,7 @@ export interface components {
             /** @description A score drop of at least this many points makes an event; `null`: score drops alone make none. */
             scoreDrop: number | null;
             /**
-             * @description Re-analyses its wallets may trigger per UTC day (its own, or the default 100); see `MonitorRequest.reanalysesPerDay`.
+             * @description Re-analyses its wallets may trigger per UTC day (its own, or the default 100); see `MonitorRequest.reanalysesPerDay`. Counts re-analyses of inbound activity only: outbound activity (the wallet signed it, one of its balances went down, an authority, owner, delegate, nonce or stake changed, an account closed, or a program the service does not read names the wallet) is always re-analysed and never held by the budget.
              * @example 100
              */
             reanalysesPerDay: number;
@@ -2079,7 +2079,7 @@ export interface components {
             /** @description A score drop of at least this many points makes an event; `null`: score drops alone make none. */
             scoreDrop: number | null;
             /**
-             * @description Re-analyses its wallets may trigger per UTC day (its own, or the default 100); see `MonitorRequest.reanalysesPerDay`.
+             * @description Re-analyses its wallets may trigger per UTC day (its own, or the default 100); see `MonitorRequest.reanalysesPerDay`. Counts re-analyses of inbound activity only: outbound activity (the wallet signed it, one of its balances went down, an authority, owner, delegate, nonce or stake changed, an account closed, or a program the service does not read names the wallet) is always re-analysed and never held by the budget.
              * @example 100
              */
             reanalysesPerDay: number;
@@ -2940,7 +2940,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
-            /** @description `SERVICE_BUSY` (`details.retryAfterSeconds`): 256 scans — or 8 of this account — are already waiting for the ledger, the ledger did not answer for the transaction's lookup tables (without them its accounts are unknown), the scan lane holds its limit of upstream answer bytes in flight (`--scan-buffered-bytes-max`, 64 MiB by default), the server is shutting down, or the store could not record the charge. Retry after `Retry-After`. Not charged. A simulation, a read of the accounts or of the signer's history that fails is not a 503: the scan answers `200` (charged: it was answered) with the findings, and `simulation.status` saying why `effects` is empty. */
+            /** @description `SERVICE_BUSY` (`details.retryAfterSeconds`): 256 scans — or 8 of this account — are already waiting for the ledger, the ledger did not answer for the transaction's lookup tables (without them its accounts are unknown), the scan lane holds its limit of upstream answer bytes in flight (`--scan-buffered-bytes-max`, 128 MiB by default), the server is shutting down, or the store could not record the charge. Retry after `Retry-After`. Not charged. A simulation, a read of the accounts or of the signer's history that fails is not a 503: the scan answers `200` (charged: it was answered) with the findings, and `simulation.status` saying why `effects` is empty. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
