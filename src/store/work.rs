@@ -18,9 +18,10 @@
 //! a panic in one is logged and ends only that sequence (its caller's receiver reports it).
 //! Invariant: `stop` runs what is queued, then joins the threads; `run` refuses after it.
 //! Measured (`api::monitor_events::an_events_page_of_large_analyses_does_not_stall_its_listener`,
-//! one listener thread, 2 shared cores): while pages of 4 × 8 MiB analyses take 338–483 ms each,
-//! `/healthz` on the same listener answers in 0.12 ms (median), 10.7 ms at most (preemption);
-//! the figures and the machine are in ARCHITECTURE.md, "Threads".
+//! one listener thread, 2 shared busy cores): while pages of 4 × 8 MiB analyses take 335–469 ms,
+//! `/healthz` on the same listener answers in 0.12 ms (median; idle 0.14 ms), p99 3.6 ms, max
+//! 12.3 ms (preemption on 2 cores); read inline, the same pings waited 462–496 ms. The figures
+//! and the machine are in ARCHITECTURE.md, "Threads".
 //! Deliberately absent: priorities and fairness between accounts beyond the per-account bound
 //! (each sequence is short), and async store calls (the `Store` trait is blocking, shared with
 //! the compute and background threads).
