@@ -553,6 +553,9 @@ pub const ROCKSDB_BYTES_PER_SYNC: u64 = 1024 * 1024;
 /// monitors, events pages (up to `MONITOR_EVENTS_PAGE_READ_BYTES_MAX` read each), feedback,
 /// policy writes — off the listener threads; so at most this many pages' reads in memory at once.
 pub const STORE_WORK_THREADS: usize = 2;
+/// Niceness of those threads (Linux, per thread; 0 = the process's): a page's parse yields the
+/// core to a listener thread that wakes up, so the listener's answers are not held behind it.
+pub const STORE_WORK_NICE: i32 = 10;
 /// Sequences waiting for one of those threads (each account at most
 /// `REGISTRY_WORK_PER_ACCOUNT_MAX`, running or waiting); past it `503 SERVICE_BUSY`.
 pub const STORE_WORK_QUEUE_LEN_MAX: usize = 64;

@@ -17,11 +17,12 @@
 //! Invariant: a sequence runs to its end even when its caller went away (a client hung up);
 //! a panic in one is logged and ends only that sequence (its caller's receiver reports it).
 //! Invariant: `stop` runs what is queued, then joins the threads; `run` refuses after it.
+//! The threads run at niceness `STORE_WORK_NICE`: a listener that wakes up takes the core.
 //! Measured (`api::monitor_events::an_events_page_of_large_analyses_does_not_stall_its_listener`,
-//! one listener thread, 2 shared busy cores): while pages of 4 × 8 MiB analyses take 335–469 ms,
-//! `/healthz` on the same listener answers in 0.12 ms (median; idle 0.14 ms), p99 3.6 ms, max
-//! 12.3 ms (preemption on 2 cores); read inline, the same pings waited 462–496 ms. The figures
-//! and the machine are in ARCHITECTURE.md, "Threads".
+//! one listener thread, 2 shared overloaded cores): while pages of 4 × 8 MiB analyses take
+//! 345–686 ms, `/healthz` on the same listener answers in 0.13 ms (median), p99 0.21–0.26 ms as
+//! when idle, max 10–41 ms (idle max 3–5.5 ms: preemption); read inline, the pings waited
+//! 462–496 ms. The figures and the machine are in ARCHITECTURE.md, "Threads".
 //! Deliberately absent: priorities and fairness between accounts beyond the per-account bound
 //! (each sequence is short), and async store calls (the `Store` trait is blocking, shared with
 //! the compute and background threads).
@@ -34,6 +35,7 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 
 use super::Store;
+use crate::config::STORE_WORK_NICE;
 
 /// Why a sequence was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -111,6 +113,11 @@ impl Drop for StoreWorkPool {
 
 /// One thread's loop: the next sequence, until the sender is gone and the queue empty.
 fn work(store: &dyn Store, jobs: &parking_lot::Mutex<Receiver<Job>>) {
+    // On Linux a niceness is the calling thread's own (`who` 0); a refusal leaves it at 0.
+    // SAFETY: setpriority reads no memory of ours.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, STORE_WORK_NICE) } != 0 {
+        tracing::warn!("store-work thread: niceness {STORE_WORK_NICE} refused; it runs at the process's");
+    }
     loop {
         let job = jobs.lock().recv();
         match job {
