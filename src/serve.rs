@@ -6,11 +6,12 @@
 //! each thread with its ledger source (a source that cannot open fails the start, before any
 //! key exists); (5) on an empty key table, issue the first key (every scope) and print it once; (6)
 //! re-queue the jobs a stopped process left live (the rest waits in the recovery backlog);
-//! (7) start the public listeners, then the admin listener (its bearer token created on the
-//! first start, its bound address written to the data directory for `xray keys`); (8) the
+//! (7) start the store-work pool (over RocksDB: the API's blocking store sequences,
+//! `xray-store-work-i`) and the public listeners, then the admin listener (its bearer token
+//! created on the first start, its bound address written to the data directory for `xray keys`); (8) the
 //! housekeeping thread (backlog refill, retention purge). And the stop order on SIGINT/SIGTERM: health checks fail and new work is
 //! refused with 503 (draining), in-flight jobs finish, queued ones stay durable as `QUEUED`,
-//! listeners close, the WAL is synced.
+//! listeners close, the store-work pool runs what they queued and ends, the WAL is synced.
 //! Runs on the main thread; the threads it starts are listed in ARCHITECTURE.md.
 //!
 //! Invariant: the process prints the first key exactly once, on the start that created it,
@@ -54,6 +55,7 @@ use crate::policy::Policies;
 use crate::signing::ReportSigner;
 use crate::store::etcd::{EtcdStore, KeyChange};
 use crate::store::group_commit::GroupCommit;
+use crate::store::work::StoreWorkPool;
 use crate::store::{RocksStore, Store, StoreOptions};
 use crate::webhooks::{Deliveries, Render, TargetPolicy, WebhookSettings};
 
@@ -174,6 +176,12 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         monitors: Arc::new(Registry::new(store.clone())),
         monitor_interval_ms: config.monitor_interval_s.saturating_mul(1_000),
         registry_work: Default::default(),
+        store_work: match &cluster {
+            Some(_) => None,
+            None => {
+                Some(StoreWorkPool::start(store.clone(), config::STORE_WORK_THREADS, config::STORE_WORK_QUEUE_LEN_MAX)?)
+            }
+        },
         feedback: Arc::new(crate::feedback::Book::new(store.clone())),
         signer,
     });
@@ -436,6 +444,10 @@ impl Running {
         let left = self.app.pool.shutdown();
         tracing::info!(queued = left.len(), "compute stopped; queued jobs stay durable and run after the next start");
         let result = self.api.shutdown().map_err(|e| e.to_string());
+        // After the listeners: what they queued runs, then the threads end.
+        if let Some(store_work) = &self.app.store_work {
+            store_work.stop();
+        }
         let admin = self.admin.shutdown().map_err(|e| format!("admin listener: {e}"));
         if let Some(group) = &self.app.group_commit {
             group.stop();

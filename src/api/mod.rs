@@ -92,10 +92,13 @@ pub struct App {
     /// The monitors (`monitors::Registry`) and the interval their wallets are checked at.
     pub monitors: Arc<crate::monitors::Registry>,
     pub monitor_interval_ms: u64,
-    /// Monitors' registry calls of each account running off the listener threads now (on a
-    /// cluster), at most `REGISTRY_WORK_PER_ACCOUNT_MAX` each: one account's pages cannot take
-    /// every slot of the etcd runtime's blocking pool.
-    pub registry_work: parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+    /// Store work (monitors, events pages, feedback, policy writes) of each account running or
+    /// waiting off the listener threads now, at most `REGISTRY_WORK_PER_ACCOUNT_MAX` each: one
+    /// account's pages cannot take every slot of the store-work pool or the etcd runtime's.
+    pub registry_work: endpoints::monitors::AccountWork,
+    /// The threads that run that work over RocksDB (`None` on a cluster node: the etcd
+    /// runtime's blocking pool runs it); stopped by `serve` after the listeners.
+    pub store_work: Option<crate::store::work::StoreWorkPool>,
     /// Feedback on analyses (`POST …/feedback`, the admin listing, its counters).
     pub feedback: Arc<crate::feedback::Book>,
     /// Signs scans as they are answered, and publishes the key set (`signing`).

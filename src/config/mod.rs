@@ -585,6 +585,16 @@ pub const ROCKSDB_INFO_LOG_FILES_KEPT: usize = 4;
 pub const ROCKSDB_INFO_LOG_FILE_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// Background write-back of SST and WAL files, so no flush stalls on one large fsync.
 pub const ROCKSDB_BYTES_PER_SYNC: u64 = 1024 * 1024;
+/// Threads (`xray-store-work-i`) that run the API's blocking store sequences over RocksDB —
+/// monitors, events pages (up to `MONITOR_EVENTS_PAGE_READ_BYTES_MAX` read each), feedback,
+/// policy writes — off the listener threads; so at most this many pages' reads in memory at once.
+pub const STORE_WORK_THREADS: usize = 2;
+/// Niceness of those threads (Linux, per thread; 0 = the process's): a page's parse yields the
+/// core to a listener thread that wakes up, so the listener's answers are not held behind it.
+pub const STORE_WORK_NICE: i32 = 10;
+/// Sequences waiting for one of those threads (each account at most
+/// `REGISTRY_WORK_PER_ACCOUNT_MAX`, running or waiting); past it `503 SERVICE_BUSY`.
+pub const STORE_WORK_QUEUE_LEN_MAX: usize = 64;
 
 // --- the etcd store (`--store etcd:…`, issue #14) ---
 /// Endpoints one `--store etcd:` list may name.
@@ -622,7 +632,9 @@ pub const ETCD_CALLS_IN_FLIGHT_MAX: usize = 4096;
 /// Blocking sequences of store calls a node runs off its listener threads at once (the
 /// monitors' registry on a cluster: each a few etcd round trips); past it `503 SERVICE_BUSY`.
 pub const ETCD_BLOCKING_IN_FLIGHT_MAX: usize = 32;
-/// Of those, at most this many of one account (past it `503 SERVICE_BUSY` for that account).
+/// Of those (or of the store-work pool's, `STORE_WORK_THREADS` + `STORE_WORK_QUEUE_LEN_MAX`,
+/// over RocksDB), at most this many of one account, held until each sequence ends (past it
+/// `503 SERVICE_BUSY` for that account).
 pub const REGISTRY_WORK_PER_ACCOUNT_MAX: usize = 4;
 /// Sends of one etcd request that never reached a member (a refused connection: the client's
 /// balancer picked a dead member), and the pause between them.

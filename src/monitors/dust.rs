@@ -134,6 +134,7 @@ pub fn classify(activity: &[Option<Transaction>], complete: bool, wallet: &Pubke
 }
 
 /// Whether `activity` is all dust (`classify` of complete activity).
+#[cfg(test)]
 pub fn is_dust(activity: &[Option<Transaction>], wallet: &Pubkey, rule: &DustRule) -> bool {
     classify(activity, true, wallet, rule) == Activity::Dust
 }

@@ -4,8 +4,8 @@
 //!
 //! Owns: `Registry` — the only writer of `Monitor`, `MonitorOfAccount` and `Watch` records
 //! (the watch cursors and each monitor's `MonitorBudget`).
-//! Called from the API (inline over RocksDB; on a cluster off the listener thread, on the etcd
-//! runtime's blocking pool: `api::endpoints::monitors::registry_work`) and the `xray-monitors`
+//! Called from the API (off the listener thread: on the store-work pool over RocksDB, on the
+//! etcd runtime's blocking pool on a cluster: `api::endpoints::monitors::registry_work`) and the `xray-monitors`
 //! thread (cursors, listing). Every call is a few blocking store calls (RocksDB point reads;
 //! etcd round trips on a cluster).
 //!

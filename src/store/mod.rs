@@ -4,8 +4,9 @@
 //! Owns: the records the API server must not lose (API keys, job records, finished payloads,
 //! per-key usage counters, the schema version), their binary key layout and value encoding,
 //! and the atomicity rules between them. Called from listener threads (admission, polls, key
-//! lookups), compute threads (state transitions, results) and the server's start-up and
-//! housekeeping code (recovery paging, retention purge). Every call is blocking and short:
+//! lookups), the store-work pool (`work`: the API's longer sequences, off the listeners),
+//! compute threads (state transitions, results) and the server's start-up and housekeeping
+//! code (recovery paging, retention purge). Every call is blocking and short:
 //! RocksDB answers point lookups from its block cache and writes by appending to its WAL; no
 //! call waits on another call except through RocksDB's own write group (group commit).
 //!
@@ -154,6 +155,7 @@ pub mod group_commit;
 mod record;
 mod rocks;
 mod usage;
+pub mod work;
 
 pub use docs::{Doc, DocKind, DocWrite, Expect};
 pub use record::{

@@ -3,8 +3,9 @@
 //!
 //! Owns: the wire form of a feedback record (`data`), the order of its checks and the mapping
 //! of `feedback::BookError` to the contract's codes. Runs on listener threads; the analysis read
-//! and the write are a few store calls, made inline over RocksDB and on the etcd runtime's
-//! blocking pool on a cluster (`registry_work`, bounded per account as the monitors' are).
+//! and the write are a few store calls, made off the listener (`registry_work`: the store-work
+//! pool over RocksDB, the etcd runtime's blocking pool on a cluster; bounded per account as the
+//! monitors' are).
 //!
 //! Order: body (415/413/400) → the verdict, signal and note (400 naming the field) → the
 //! analysis: not an analysis id, unknown, or another account's → 404, from one path; live or

@@ -3,19 +3,27 @@
 //! document, which both the events page and the event's webhook carry.
 //!
 //! Owns: the wire form of a monitor (with its watches' state and lag, and its re-analysis
-//! budget of the day, on `GET` one), of an event, and of their pages; the mapping of `monitors::RegistryError` to the contract's codes.
-//! Runs on listener threads; each call is a few store reads and at most one write, made inline
-//! over RocksDB and on the etcd runtime's blocking pool on a cluster (awaited, bounded by
-//! `ETCD_BLOCKING_IN_FLIGHT_MAX`).
+//! budget of the day, on `GET` one), of an event, and of their pages; the mapping of
+//! `monitors::RegistryError` to the contract's codes.
+//! Runs on listener threads; each call's store reads (a page reads up to
+//! `MONITOR_EVENTS_PAGE_READ_BYTES_MAX` of analyses and parses them) and at most one write run
+//! off the listener (`store_work`, which the feedback and policy endpoints use too): on the
+//! store-work pool over RocksDB (`store::work`, bounded by `STORE_WORK_QUEUE_LEN_MAX`), on the
+//! etcd runtime's blocking pool on a cluster (bounded by `ETCD_BLOCKING_IN_FLIGHT_MAX`), each
+//! awaited; and at most `REGISTRY_WORK_PER_ACCOUNT_MAX` of one account at once.
 //!
 //! Invariant: a monitor or event of another account is a `404`, from the same path as an
 //! unknown one. Reading events needs `analysis:read` besides `monitor:read` (an event carries
 //! an analysis' changes); creating a monitor needs it too (its webhook delivers them).
 //! Invariant: pages are bounded (`MONITORS_PAGE_LEN_MAX`, `MONITOR_EVENTS_PAGE_LEN_MAX`, and the
 //! analysis bytes an events page reads, `MONITOR_EVENTS_PAGE_READ_BYTES_MAX`).
-//! Invariant: a listener thread never waits on etcd here (`registry_work`).
+//! Invariant: a listener thread never runs a store call here, nor waits on etcd
+//! (`store_work`): its longest stall while a 32 MiB page is read stays well under 1 ms
+//! (`an_events_page_of_large_analyses_does_not_stall_its_listener`).
 //! Deliberately absent: an async registry — its calls are short sequences of the blocking
 //! `Store` trait, shared with the `xray-monitors` thread; moving them off the listener is enough.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -268,28 +276,30 @@ fn event_with_delivery(store: &dyn Store, view: &EventView) -> Result<(Vec<u8>, 
     Ok((with_last_member(event, 1, "delivery", &delivery), read))
 }
 
-/// One of an account's `REGISTRY_WORK_PER_ACCOUNT_MAX` slots, given back when dropped.
-struct AccountSlot<'a> {
-    counts: &'a parking_lot::Mutex<std::collections::HashMap<String, usize>>,
+/// The store work of each account running or waiting now (entries removed at zero).
+pub type AccountWork = Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>;
+
+/// One of an account's `REGISTRY_WORK_PER_ACCOUNT_MAX` slots, given back when dropped — by the
+/// sequence it was taken for, when that ends (a client that hangs up does not free its slot
+/// while its work still runs).
+struct AccountSlot {
+    counts: AccountWork,
     account: String,
 }
 
-impl<'a> AccountSlot<'a> {
-    fn take(
-        counts: &'a parking_lot::Mutex<std::collections::HashMap<String, usize>>,
-        account: &str,
-    ) -> Result<AccountSlot<'a>, ApiError> {
+impl AccountSlot {
+    fn take(counts: &AccountWork, account: &str) -> Result<AccountSlot, ApiError> {
         let mut held = counts.lock();
         let count = held.entry(account.to_owned()).or_default();
         if *count >= REGISTRY_WORK_PER_ACCOUNT_MAX {
             return Err(ApiError::ServiceBusy);
         }
         *count += 1;
-        Ok(AccountSlot { counts, account: account.to_owned() })
+        Ok(AccountSlot { counts: counts.clone(), account: account.to_owned() })
     }
 }
 
-impl Drop for AccountSlot<'_> {
+impl Drop for AccountSlot {
     fn drop(&mut self) {
         let mut held = self.counts.lock();
         if let Some(count) = held.get_mut(&self.account) {
@@ -314,23 +324,32 @@ impl Endpoints<'_> {
         self.caller.key.account().as_str()
     }
 
-    /// Runs blocking store calls where they may block: inline over RocksDB (a few point reads
-    /// of local disk), on the etcd runtime's blocking pool on a cluster — the listener thread
-    /// awaits it and serves other requests meanwhile (at most `REGISTRY_WORK_PER_ACCOUNT_MAX`
-    /// calls of one account at once).
+    /// Runs a sequence of blocking store calls off the listener thread: on the store-work pool
+    /// over RocksDB (`store::work`), on the etcd runtime's blocking pool on a cluster. The
+    /// listener thread awaits the answer and serves other requests meanwhile; at most
+    /// `REGISTRY_WORK_PER_ACCOUNT_MAX` sequences of one account run or wait at once, and a full
+    /// pool answers `503 SERVICE_BUSY` at once.
     pub(super) async fn store_work<T, W>(&self, work: W) -> Result<T, ApiError>
     where
         T: Send + 'static,
         W: FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
     {
-        let store = self.app.store.clone();
-        match self.app.admission.cluster() {
-            None => work(&*store),
-            Some(etcd) => {
-                let _slot = AccountSlot::take(&self.app.registry_work, self.account_str())?;
+        let slot = AccountSlot::take(&self.app.registry_work, self.account_str())?;
+        let work = move |store: &dyn Store| {
+            let _slot = slot;
+            work(store)
+        };
+        match (self.app.admission.cluster(), &self.app.store_work) {
+            (Some(etcd), _) => {
+                let store = self.app.store.clone();
                 let answer = etcd.blocking(move || Ok(work(&*store))).await;
                 answer.map_err(|e| ApiError::from_store(&e))?
             }
+            (None, Some(pool)) => {
+                let answer = pool.run(work).map_err(|_| ApiError::ServiceBusy)?;
+                answer.await.map_err(|_| ApiError::internal(&"a store-work sequence ended without an answer"))?
+            }
+            (None, None) => Err(ApiError::internal(&"no store-work pool on an embedded store")),
         }
     }
 

@@ -4,7 +4,9 @@
 //! Owns: the wire form of a policy (`data.policy`: weights as decimals, the default policy's
 //! `updatedAt` null) and the mapping of `policy::PolicyError` to the contract's codes. Runs on
 //! listener threads: `GET` reads memory only; `PUT` is one read and one compare-and-set write of
-//! the store, made inline over RocksDB and on the etcd runtime's blocking pool on a cluster.
+//! the store, made off the listener (`store_work`: the store-work pool over RocksDB, the etcd
+//! runtime's blocking pool on a cluster), then one entry of the in-memory table replaced — O(1)
+//! in the number of accounts.
 //!
 //! Invariant: a key reads and writes its own account's policy only (the account comes from the
 //! key, never from the request).
