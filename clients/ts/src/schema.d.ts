@@ -2539,7 +2539,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `SERVICE_BUSY`: the admission queue is full, the server is shutting down, or the store is momentarily unavailable (`details.retryAfterSeconds`). Nothing is charged, and no job is recorded — but a `callbackUrl` attached to an existing job before the refusal (see `AcceptedCallback`) may stand and be delivered; the retry with the same URL is answered `attached: true`. */
+        /** @description `SERVICE_BUSY`: the admission queue is full, the server is shutting down, or the store is momentarily unavailable (`details.retryAfterSeconds`). Nothing is charged, and no job is recorded — but a `callbackUrl` attached to an existing job before the refusal (see `AcceptedCallback`) may stand and be delivered; the retry with the same URL is answered `attached: true`. On the embedded store, the monitors', policy and feedback routes' store work runs off the listener threads on a bounded pool (`STORE_WORK_QUEUE_LEN_MAX` = 64 waiting, 2 threads): past it, or past 4 such calls of one account at once, `SERVICE_BUSY` too. */
         ServiceBusy: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

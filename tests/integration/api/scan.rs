@@ -431,6 +431,12 @@ fn a_signed_scan_is_bound_to_its_message_account_and_origin() {
     assert!(verify_scan(&dangerous, &keys, &bound(&signed_since, alice_account, Some("phantom.app"))).is_ok());
 }
 
+/// `(transaction.signed, the first signature slot's status)` of a scan's answer.
+fn first_slot(reply: &Reply) -> (Option<bool>, Option<&str>) {
+    let tx = &reply.data()["transaction"];
+    (tx["signed"].as_bool(), tx["signatures"][0]["status"].as_str())
+}
+
 /// `transaction.signed` is a checked claim (issue #40 item 3): zeros are `missing`, bytes that
 /// are no signature of this message are `invalid` — a critical finding — and a real signature
 /// of the fee payer's key is `valid`.
@@ -441,13 +447,8 @@ fn signatures_are_verified_and_an_invalid_one_is_a_finding() {
     let key = server.key(KeyOptions::default());
     let unsigned = base64_decode(&demo_tx("sol-transfer"));
     let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&unsigned), None));
-    let tx = &reply.data()["transaction"];
-    assert_eq!(
-        (tx["signed"].as_bool(), tx["signatures"][0]["status"].as_str()),
-        (Some(false), Some("missing")),
-        "{reply:?}"
-    );
-    assert_eq!(tx["signatures"][0]["signer"], CLEAN);
+    assert_eq!(first_slot(&reply), (Some(false), Some("missing")), "{reply:?}");
+    assert_eq!(reply.data()["transaction"]["signatures"][0]["signer"], CLEAN);
     // 0x41 bytes: "signed" by the old rule, and no signature.
     let mut forged = unsigned.clone();
     forged[1..65].fill(0x41);
@@ -471,12 +472,7 @@ fn signatures_are_verified_and_an_invalid_one_is_a_finding() {
     let signature = payer.sign(&bytes[65..]).to_bytes();
     bytes[1..65].copy_from_slice(&signature);
     let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&bytes), None));
-    let tx = &reply.data()["transaction"];
-    assert_eq!(
-        (tx["signed"].as_bool(), tx["signatures"][0]["status"].as_str()),
-        (Some(true), Some("valid")),
-        "{reply:?}"
-    );
+    assert_eq!(first_slot(&reply), (Some(true), Some("valid")), "{reply:?}");
     assert!(!findings(&reply).iter().any(|(k, _)| k == "invalid_signature"), "{reply:?}");
 }
 
