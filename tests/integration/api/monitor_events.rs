@@ -486,13 +486,33 @@ fn dust_sent_to_a_watched_wallet_is_moved_past_without_a_re_analysis_or_a_charge
 fn re_analyses_past_a_monitors_daily_budget_are_held_uncharged_and_made_once_it_allows() {
     let dir = tempfile::tempdir().expect("tempdir");
     let start_ms = xray::clock::now_unix_ms() + 3_000;
-    // The wallet signs a new approval every 3 s: activity no dust rule skips.
-    let events =
-        [("timeline_delegate", 1), ("timeline_delegate", 4), ("timeline_delegate", 7), ("timeline_delegate", 10)];
+    // A stranger sends the watched wallet something every 3 s (the look-alike's transfers, with
+    // the monitor's dust filter off): inbound activity, which the budget counts. Beside it, a
+    // wallet that signs a new approval every 3 s: outbound, which the budget never holds.
+    let events = [
+        ("timeline_dust", 1),
+        ("timeline_dust", 4),
+        ("timeline_dust", 7),
+        ("timeline_dust", 10),
+        ("timeline_delegate", 1),
+        ("timeline_delegate", 4),
+        ("timeline_delegate", 7),
+        ("timeline_delegate", 10),
+    ];
     let server = timeline_server(dir.path(), start_ms, &events, |_| {});
     let key = server.key(KeyOptions::default());
-    let delegate = timeline_wallet("timeline_delegate");
-    let body = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "reanalysesPerDay": 2});
+    let (other, delegate) = (server.key(KeyOptions::default()), timeline_wallet("timeline_delegate"));
+    let outbound = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "reanalysesPerDay": 1});
+    let outbound = create(&server, &other.secret, &outbound);
+    assert_eq!(outbound.status, 201, "{outbound:?}");
+    let outbound_id = outbound.data()["id"].as_str().expect("id").to_owned();
+    let receiver = timeline_wallet("timeline_dust");
+    let body = json!({
+        "wallets": [receiver],
+        "callbackUrl": "http://127.0.0.1:9/hooks",
+        "reanalysesPerDay": 2,
+        "dustLamports": 0,
+    });
     let created = create(&server, &key.secret, &body);
     assert_eq!((created.status, &created.data()["reanalysesPerDay"]), (201, &json!(2)), "{created:?}");
     let id = created.data()["id"].as_str().expect("id").to_owned();
@@ -537,6 +557,13 @@ fn re_analyses_past_a_monitors_daily_budget_are_held_uncharged_and_made_once_it_
     assert_eq!(moved["watches"][0]["lastActivity"]["outcome"], "reanalyzed", "{moved}");
     assert_ne!(moved["watches"][0]["lastSignature"], watch["lastSignature"], "{moved}");
     assert_eq!(moved["budget"]["used"], 3, "{moved}");
+
+    // The wallet that signs its approvals: re-analyzed past a budget of one, never held, the
+    // budget untouched — a drain cannot be hidden behind a spent budget.
+    let signer = monitor_data(&server, &other.secret, &outbound_id);
+    assert_eq!(signer["budget"]["used"], 0, "{signer}");
+    assert_ne!(signer["watches"][0]["lastActivity"]["outcome"], "budget_exhausted", "{signer}");
+    assert!(server.usage(&other.secret).wallet_analysis >= 3, "the baseline and at least two re-analyses");
 }
 
 /// An analysis payload of about `bytes` whose `changes` a page parses out of the whole: many

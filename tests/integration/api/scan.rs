@@ -106,7 +106,7 @@ fn check_cases(server: &TestServer, key: &str) -> Vec<Vec<u8>> {
             assert_eq!(data["counterparties"]["checked"], true, "{case}: {reply:?}");
             assert!(data["counterparties"]["transactions"].as_u64() > Some(0), "{case}: {reply:?}");
         }
-        assert_eq!(data["engineVersions"]["scan"], "1.0.0");
+        assert_eq!(data["engineVersions"]["scan"], xray::scan::report::SCAN_VERSION);
         // The fee (and every SOL movement) is the signer's: 5,000 lamports per signature.
         let sol = data["effects"][0]["deltaLamports"].as_i64().expect("sol delta");
         assert!(sol <= -5_000, "{case}: {sol}");
