@@ -149,11 +149,15 @@ fn imitates(host: &str, trusted: &str) -> bool {
     distance > 0 && distance <= LOOKALIKE_EDITS_MAX
 }
 
-/// A host name lowercased, without a trailing dot or a leading `www.`; `None` when it is not
-/// one (empty, too long, or with characters a host cannot hold).
+/// A host name lowercased, without a trailing dot or a leading `www.` (kept when what follows
+/// is a single label: `www.com` is a site of its own); `None` when it is not one (empty, one
+/// label, too long, or with characters a host cannot hold).
 pub fn normalize(text: &str) -> Option<String> {
     let host = text.trim().trim_end_matches('.').to_ascii_lowercase();
-    let host = host.strip_prefix("www.").unwrap_or(&host).to_owned();
+    let host = match host.strip_prefix("www.") {
+        Some(rest) if rest.contains('.') => rest.to_owned(),
+        _ => host,
+    };
     let valid = !host.is_empty()
         && host.len() <= DOMAIN_LEN_MAX
         && host.contains('.')
@@ -297,6 +301,9 @@ mod tests {
         assert_eq!(origin("https://intranet/x"), Err(()));
         assert_eq!(origin("https://x_y.claim-sol-drop.example/"), domain("x_y.claim-sol-drop.example"));
         assert_eq!(origin("data:text/plain,hi"), Err(()));
+        // `www.` goes only when a domain is left: `www.com` is a site of its own.
+        assert_eq!(origin("https://www.com"), domain("www.com"));
+        assert_eq!(origin("www.www.io"), domain("www.io"));
     }
 
     #[test]

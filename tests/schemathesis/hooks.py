@@ -14,6 +14,9 @@ cannot state, taught to the generator so that its positive cases are truly valid
   or put together from the document's examples — whose `transaction` decodes and whose `signer`
   is an address names one of that transaction's signers instead. A `signer` that is not an
   address is left as it is (a negative case stays negative: `400 INVALID_ADDRESS`).
+- `format: dapp-origin` (the scan's `origin`): a URL or bare host the service can judge or bind —
+  a domain of at least two labels (with or without `https://`, a port and a path), `localhost`,
+  an IP literal or a browser extension's id. Anything else is `400 INVALID_REQUEST` by contract.
 
 Nothing here relaxes a check: every response is still checked against the document.
 """
@@ -111,6 +114,27 @@ def demo_transactions() -> dict[str, list[str]]:
         raise RuntimeError(f"{path} holds no transaction")
     return pool
 
+
+LABEL = st.from_regex(r"[a-z0-9](?:[a-z0-9-]{0,14}[a-z0-9])?", fullmatch=True)
+DOMAIN = st.builds(
+    lambda labels, tld: ".".join(labels + [tld]),
+    st.lists(LABEL, min_size=1, max_size=3),
+    st.sampled_from(["com", "io", "org", "xyz", "app", "fi", "so"]),
+)
+WEB_ORIGIN = st.builds(
+    lambda scheme, domain, port, path: f"{scheme}{domain}{port}{path}",
+    st.sampled_from(["", "https://", "http://"]),
+    DOMAIN,
+    st.sampled_from(["", ":443", ":8080"]),
+    st.sampled_from(["", "/", "/swap?from=SOL"]),
+)
+OTHER_ORIGIN = st.sampled_from([
+    "http://localhost:3000",
+    "https://127.0.0.1",
+    "http://[::1]:8080",
+    "chrome-extension://bfnaelmomeimhlpmgjnjophhpkkoljpa",
+])
+schemathesis.openapi.format("dapp-origin", st.one_of(WEB_ORIGIN, OTHER_ORIGIN))
 
 DEMO_TRANSACTIONS = demo_transactions()
 schemathesis.openapi.format("solana-transaction", st.sampled_from(sorted(DEMO_TRANSACTIONS)))

@@ -1531,7 +1531,8 @@ export interface components {
              */
             signer?: components["schemas"]["Address"] | null;
             /**
-             * @description The URL (or host name) of the dApp that asked for the signature, as the wallet saw it. Optional. Its host is bound to the answer (`origin`, signed) and judged or refused, never signed unjudged: a domain is judged against the labels' domains (a listed phishing site or its subdomain gives `phishing_origin`, a look-alike of a trusted dApp `lookalike_origin`); an IP literal, `localhost` or a browser extension's id is bound and not judged. A non-string, text that is no URL with a host, or an `http(s)` host that is no judgeable domain (a single label other than `localhost`, the opaque `null` origin) is `400 INVALID_REQUEST` (`details.field`: `origin`).
+             * Format: dapp-origin
+             * @description The URL (or host name) of the dApp that asked for the signature, as the wallet saw it. Optional. Its host is bound to the answer (`origin`, signed) and judged or refused, never signed unjudged: a domain is judged against the labels' domains (a listed phishing site or its subdomain gives `phishing_origin`, a look-alike of a trusted dApp `lookalike_origin`); an IP literal, `localhost` or a browser extension's id is bound and not judged. A non-string, text that is no URL with a host, or an `http(s)` host that is no judgeable domain (a single label other than `localhost`, the opaque `null` origin) is `400 INVALID_REQUEST` (`details.field`: `origin`). JSON Schema cannot state "a URL with a judgeable host": `format: dapp-origin` names it.
              * @example https://app.example.com
              */
             origin?: string | null;
