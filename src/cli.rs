@@ -191,10 +191,16 @@ enum LabelsCommand {
     /// downloaded by the operator) and print a labels file (docs/labels.md) listing each as
     /// `sanctioned`, with the list's name and date as provenance. A summary goes to stderr.
     Import {
-        /// `ofac-csv` (sdn.csv), `ofac-xml` (sdn.xml), or `phishing-json` (a phishing-domain
-        /// list in eth-phishing-detect's `config.json` format: its domains as `[[domain]]`).
+        /// `ofac-csv` (sdn.csv), `ofac-xml` (sdn.xml), `phishing-json` (a phishing-domain
+        /// list in eth-phishing-detect's `config.json` format: its domains as `[[domain]]`), or
+        /// `program-map` (a JSON object of program id → name, as Jupiter's
+        /// `program-id-to-label` list: each a `program` label tagged `--tag`).
         #[arg(long)]
         format: String,
+        /// For `program-map`: the registry category the list's programs are tagged with
+        /// (`dex`, `amm`, `lending`, … as docs/program-registry.md lists them).
+        #[arg(long, default_value = "dex")]
+        tag: String,
         /// The list file.
         #[arg(long)]
         input: PathBuf,
@@ -207,20 +213,35 @@ enum LabelsCommand {
     },
     /// Print the builtin labels file (the labels used without `--labels`): a start for your
     /// own, or what an import is added to with `--labels-extra`.
-    Builtin,
+    Builtin {
+        /// Print the builtin program registry instead (docs/program-registry.md), the second
+        /// half of the builtin labels.
+        #[arg(long)]
+        programs: bool,
+    },
 }
 
 /// Runs `xray labels import`.
 fn run_labels(command: LabelsCommand) -> Result<(), String> {
     use crate::labels::ofac;
-    let LabelsCommand::Import { format, input, list, out } = command else {
-        return write_stdout(crate::labels::DEFAULT_LABELS_TOML.as_bytes());
+    let (format, input, list, tag, out) = match command {
+        LabelsCommand::Import { format, input, list, tag, out } => (format, input, list, tag, out),
+        LabelsCommand::Builtin { programs: false } => {
+            return write_stdout(crate::labels::DEFAULT_LABELS_TOML.as_bytes())
+        }
+        LabelsCommand::Builtin { programs: true } => {
+            return write_stdout(crate::labels::PROGRAM_REGISTRY_TOML.as_bytes())
+        }
     };
     let size = std::fs::metadata(&input).map_err(|e| format!("{}: {e}", input.display()))?.len();
     if size > config::SANCTIONS_FILE_BYTES_MAX {
         return Err(format!("{}: larger than {} bytes", input.display(), config::SANCTIONS_FILE_BYTES_MAX));
     }
     let text = std::fs::read_to_string(&input).map_err(|e| format!("{}: {e}", input.display()))?;
+    let write = |labels: String| match &out {
+        Some(path) => std::fs::write(path, &labels).map_err(|e| format!("{}: {e}", path.display())),
+        None => write_stdout(labels.as_bytes()),
+    };
     if format == "phishing-json" {
         let import = crate::labels::domains::read_phishing_list(&text, &list)?;
         eprintln!(
@@ -228,25 +249,26 @@ fn run_labels(command: LabelsCommand) -> Result<(), String> {
             import.labels.len(),
             import.skipped
         );
-        let labels = crate::labels::domains::labels_toml(&import);
-        return match &out {
-            Some(path) => std::fs::write(path, &labels).map_err(|e| format!("{}: {e}", path.display())),
-            None => write_stdout(labels.as_bytes()),
-        };
+        return write(crate::labels::domains::labels_toml(&import));
+    }
+    if format == "program-map" {
+        let import = crate::labels::registry::read_program_map(&text)?;
+        eprintln!(
+            "labels import: {} programs tagged {tag:?}, {} entries skipped (no address, or no name)",
+            import.programs.len(),
+            import.skipped
+        );
+        return write(crate::labels::registry::labels_toml(&import, &list, &tag));
     }
     let import = match format.as_str() {
         "ofac-csv" => ofac::read_sdn_csv(&text)?,
         "ofac-xml" => ofac::read_sdn_xml(&text)?,
-        other => return Err(format!("--format {other:?}: expected ofac-csv, ofac-xml or phishing-json")),
+        other => return Err(format!("--format {other:?}: expected ofac-csv, ofac-xml, phishing-json or program-map")),
     };
     // Not parsed again here: `labels_toml` writes only addresses that parsed and quoted text
     // (a unit test loads what it writes), and parsing a list of 10⁶ entries back took most of
     // the command's time and memory.
-    let labels = ofac::labels_toml(&import, &list);
-    match &out {
-        Some(path) => std::fs::write(path, &labels).map_err(|e| format!("{}: {e}", path.display()))?,
-        None => write_stdout(labels.as_bytes())?,
-    }
+    write(ofac::labels_toml(&import, &list))?;
     eprintln!(
         "{} Solana addresses labelled sanctioned ({list}); {} SOL entries skipped (not base58 of 32 bytes)",
         import.addresses.len(),

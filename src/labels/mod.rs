@@ -22,9 +22,13 @@ use crate::pubkey::Pubkey;
 pub mod domains;
 pub mod live;
 pub mod ofac;
+pub mod registry;
 
 /// The default labels file, shipped inside the binary.
 pub const DEFAULT_LABELS_TOML: &str = include_str!("default.toml");
+/// The program registry (docs/program-registry.md): mainnet programs named by at least two
+/// independent public sources, each entry with its sources. Part of the builtin labels.
+pub const PROGRAM_REGISTRY_TOML: &str = include_str!("programs.toml");
 const FORMAT_VERSION: u32 = 1;
 
 /// What kind of address a label describes.
@@ -92,6 +96,21 @@ struct FileLabel {
     tags: Vec<String>,
     #[serde(default)]
     source: Option<String>,
+}
+
+/// One `[[label]]` entry of a labels file, as the importers write it. A JSON string is a TOML
+/// basic string (JSON's escapes are a subset of TOML's), so any text quotes safely.
+pub(crate) fn label_entry(address: &Pubkey, name: &str, category: &str, tags: &[&str], source: &str) -> String {
+    let quote = |text: &str| serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned());
+    let tags: Vec<String> = tags.iter().map(|t| quote(t)).collect();
+    format!(
+        "\n[[label]]\naddress = {}\nname = {}\ncategory = {}\ntags = [{}]\nsource = {}\n",
+        quote(&address.to_base58()),
+        quote(name),
+        quote(category),
+        tags.join(", "),
+        quote(source),
+    )
 }
 
 /// The tag of labels that describe the demo ledger's synthetic actors (not the chain).
@@ -167,13 +186,15 @@ pub struct Labels {
 }
 
 impl Labels {
-    /// The labels compiled into the binary.
+    /// The labels compiled into the binary: the default file with the program registry added.
     pub fn builtin() -> Arc<Labels> {
         static DEFAULT: OnceLock<Arc<Labels>> = OnceLock::new();
         DEFAULT
             .get_or_init(|| {
-                // A test parses the same text, so a broken default file fails the build's tests.
-                Arc::new(Labels::from_toml(DEFAULT_LABELS_TOML).unwrap_or_default())
+                // A test parses the same texts, so a broken builtin file fails the build's tests.
+                let base = Labels::from_toml(DEFAULT_LABELS_TOML).unwrap_or_default();
+                let registry = Labels::from_toml(PROGRAM_REGISTRY_TOML).unwrap_or_default();
+                Arc::new(base.merged(&registry).unwrap_or(base))
             })
             .clone()
     }
@@ -344,7 +365,22 @@ mod tests {
         assert!(labels.is_stablecoin(&usdc));
         let clock = Pubkey::parse("SysvarC1ock11111111111111111111111111111111").unwrap();
         assert_eq!(labels.category(&clock), Some(Category::Sysvar));
-        assert_eq!(Labels::builtin().len(), labels.len());
+        let registry = Labels::from_toml(PROGRAM_REGISTRY_TOML).unwrap();
+        assert_eq!(Labels::builtin().len(), labels.len() + registry.len(), "the registry repeats no default label");
+    }
+
+    #[test]
+    fn the_program_registry_names_programs_with_their_sources() {
+        let registry = Labels::from_toml(PROGRAM_REGISTRY_TOML).unwrap();
+        assert!(registry.len() >= 150, "{} programs", registry.len());
+        for label in registry.iter_sorted() {
+            assert_eq!(label.category, Category::Program, "{}", label.address);
+            assert_eq!(label.tags.len(), 1, "{}: one registry category", label.address);
+            let sources = label.source.as_deref().unwrap_or_default();
+            assert!(sources.split("; ").count() >= 2, "{}: two sources at least", label.address);
+        }
+        let raydium_clmm = Pubkey::parse("CAMMCzo5YL8w4VFF8KVHrK22GGUsp5VTaW7grrKgrWqK").unwrap();
+        assert_eq!(Labels::builtin().get(&raydium_clmm).map(|l| l.category), Some(Category::Program));
     }
 
     #[test]

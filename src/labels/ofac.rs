@@ -164,19 +164,11 @@ pub fn read_sdn_xml(text: &str) -> Result<Import, String> {
 /// A labels file (docs/labels.md) listing every address as `sanctioned`, named after its SDN,
 /// tagged `ofac` and with its programs, `source` = `list` (e.g. "OFAC SDN 2026-11-20").
 pub fn labels_toml(import: &Import, list: &str) -> String {
-    // A JSON string is a TOML basic string (JSON's escapes are a subset of TOML's).
-    let quote = |text: &str| serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned());
     let mut out = String::from("version = 1\n");
     for a in &import.addresses {
-        let tags: Vec<String> =
-            std::iter::once("ofac".to_owned()).chain(a.programs.iter().cloned()).map(|t| quote(&t)).collect();
-        out.push_str(&format!(
-            "\n[[label]]\naddress = {}\nname = {}\ncategory = \"sanctioned\"\ntags = [{}]\nsource = {}\n",
-            quote(&a.address.to_base58()),
-            quote(&format!("{} (SDN entry {})", a.name, a.entry)),
-            tags.join(", "),
-            quote(list),
-        ));
+        let tags: Vec<&str> = std::iter::once("ofac").chain(a.programs.iter().map(String::as_str)).collect();
+        let name = format!("{} (SDN entry {})", a.name, a.entry);
+        out.push_str(&super::label_entry(&a.address, &name, "sanctioned", &tags, list));
     }
     out
 }
