@@ -113,7 +113,19 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     (
         "unknown_program_writable",
         "medium",
-        "a program the labels do not know given the signer as a writable account",
+        "a program the labels do not know given the signer as a writable account, and no simulation to show what it does (skipped, failed, timed out or unavailable; the finding says which): when it ran, its effects are judged instead",
+        "none",
+    ),
+    (
+        "hidden_authority_change",
+        "critical",
+        "the simulation shows an authority over one of the signer's accounts (the wallet's owning program, a token account's owner, delegate or close authority, a nonce or stake authority) going to another key, and no instruction's finding names it: a program did it through a CPI, known or not",
+        "none",
+    ),
+    (
+        "asset_sweep",
+        "medium for one asset, high for more; critical when an `origin` was sent (a dApp asked) or the transaction also hands an authority away",
+        "the transaction moves at least 90 % of the signer's SOL (net of the fee), or at least 99 % of its balance of a token, to addresses it never dealt with (not a counterparty, not labelled) and the signer gains nothing beyond dust in return — from the simulation's balances, else from the decoded transfers applied to the accounts before",
         "none",
     ),
 ];

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::state::{AccountSnapshot, Held, States};
+use crate::engine::sweep::{self, Asset, Balance};
 use crate::pubkey::Pubkey;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,6 +37,19 @@ pub enum Effect {
         program: &'static str,
         delta: String,
         decimals: u8,
+    },
+    /// SOL the signer lost that `to` received (one per recipient: a transfer's recipient, the
+    /// account a closing's rent went to, the new holder of an account handed away).
+    SolSent {
+        to: Pubkey,
+        lamports: u64,
+    },
+    /// Tokens of `mint` the signer lost that `to` received (a recipient, a swap's pool, the
+    /// new owner of a token account handed away).
+    TokenSent {
+        to: Pubkey,
+        mint: Pubkey,
+        amount: String,
     },
     AccountCreated {
         account: Pubkey,
@@ -90,21 +104,25 @@ impl Effect {
         match self {
             Effect::Sol { .. } => 0,
             Effect::Token { .. } => 1,
-            Effect::AccountCreated { .. } => 2,
-            Effect::AccountClosed { .. } => 3,
-            Effect::AccountOwnerChange { .. } => 4,
-            Effect::TokenOwnerChange { .. } => 5,
-            Effect::TokenDelegateChange { .. } => 6,
-            Effect::TokenCloseAuthorityChange { .. } => 7,
-            Effect::NonceAuthorityChange { .. } => 8,
-            Effect::StakeAuthorityChange { .. } => 9,
+            Effect::SolSent { .. } => 2,
+            Effect::TokenSent { .. } => 3,
+            Effect::AccountCreated { .. } => 4,
+            Effect::AccountClosed { .. } => 5,
+            Effect::AccountOwnerChange { .. } => 6,
+            Effect::TokenOwnerChange { .. } => 7,
+            Effect::TokenDelegateChange { .. } => 8,
+            Effect::TokenCloseAuthorityChange { .. } => 9,
+            Effect::NonceAuthorityChange { .. } => 10,
+            Effect::StakeAuthorityChange { .. } => 11,
         }
     }
 
-    /// The address it is sorted by within its kind (the mint for token holdings).
+    /// The address it is sorted by within its kind (the mint for token holdings, the
+    /// recipient for what was sent; then the mint, by `minor`).
     fn address(&self) -> &Pubkey {
         match self {
             Effect::Token { mint, .. } => mint,
+            Effect::SolSent { to, .. } | Effect::TokenSent { to, .. } => to,
             Effect::Sol { account, .. }
             | Effect::AccountCreated { account, .. }
             | Effect::AccountClosed { account, .. }
@@ -116,10 +134,31 @@ impl Effect {
             | Effect::StakeAuthorityChange { account, .. } => account,
         }
     }
+
+    /// The second key within a kind: the mint of tokens sent.
+    fn minor(&self) -> Option<&Pubkey> {
+        match self {
+            Effect::TokenSent { mint, .. } => Some(mint),
+            _ => None,
+        }
+    }
 }
 
-/// `signer`'s effects of going from `pre` to `post`.
-pub fn effects(signer: &Pubkey, pre: &States, post: &States) -> Vec<Effect> {
+/// One effect per recipient and asset of what the signer lost (`sweep::outflows`).
+fn sent(signer: &Pubkey, balances: &[Balance], out: &mut Vec<Effect>) {
+    for received in sweep::outflows(signer, balances) {
+        out.push(match received.asset {
+            Asset::Sol => Effect::SolSent { to: received.recipient, lamports: received.amount },
+            Asset::Token(mint) => {
+                Effect::TokenSent { to: received.recipient, mint, amount: received.amount.to_string() }
+            }
+        });
+    }
+}
+
+/// `signer`'s effects of going from `pre` to `post`; `balances` are the same states' balances
+/// (`value::from_states`), for what others received.
+pub fn effects(signer: &Pubkey, pre: &States, post: &States, balances: &[Balance]) -> Vec<Effect> {
     let mut out = Vec::new();
     let lamports = |states: &States| states.get(signer).map_or(0, |a| a.lamports);
     let delta = i128::from(lamports(post)) - i128::from(lamports(pre));
@@ -127,6 +166,7 @@ pub fn effects(signer: &Pubkey, pre: &States, post: &States) -> Vec<Effect> {
         out.push(Effect::Sol { account: *signer, delta_lamports: delta });
     }
     token_holdings(signer, pre, post, &mut out);
+    sent(signer, balances, &mut out);
     let mut touched: Vec<&Pubkey> = pre.keys().chain(post.keys()).collect();
     touched.sort_unstable();
     touched.dedup();
@@ -146,7 +186,7 @@ pub fn effects(signer: &Pubkey, pre: &States, post: &States) -> Vec<Effect> {
         }
     }
     // Stable: two stake authority changes of one account keep staker before withdrawer.
-    out.sort_by_cached_key(|e| (e.rank(), e.address().to_string()));
+    out.sort_by_cached_key(|e| (e.rank(), e.address().to_string(), e.minor().map(Pubkey::to_string)));
     out
 }
 
@@ -263,12 +303,14 @@ mod tests {
     fn a_token_account_given_away_is_its_whole_balance_lost() {
         let pre = states(vec![(ME, wallet(10_000)), (2, token(2, ME, 500, None))]);
         let post = states(vec![(ME, wallet(5_000)), (2, token(2, 9, 500, None))]);
-        let got = effects(&key(ME), &pre, &post);
+        let got = effects(&key(ME), &pre, &post, &crate::scan::value::from_states(&key(ME), &pre, &post));
         assert_eq!(
             got,
             [
                 Effect::Sol { account: key(ME), delta_lamports: -5_000 },
                 Effect::Token { mint: key(90), program: "spl-token", delta: "-500".into(), decimals: 6 },
+                Effect::SolSent { to: key(9), lamports: 2_039_280 },
+                Effect::TokenSent { to: key(9), mint: key(90), amount: "500".into() },
                 Effect::TokenOwnerChange { account: key(2), mint: key(90), from: key(ME), to: key(9) },
             ]
         );
@@ -307,7 +349,7 @@ mod tests {
             (5, stake(9, 9)),
             (6, token(6, ME, 0, None)),
         ]);
-        let kinds: Vec<&str> = effects(&key(ME), &pre, &post)
+        let kinds: Vec<&str> = effects(&key(ME), &pre, &post, &crate::scan::value::from_states(&key(ME), &pre, &post))
             .iter()
             .map(|e| match e {
                 Effect::AccountCreated { .. } => "created",
@@ -315,16 +357,18 @@ mod tests {
                 Effect::TokenDelegateChange { .. } => "delegate",
                 Effect::NonceAuthorityChange { .. } => "nonce",
                 Effect::StakeAuthorityChange { role, .. } => role,
+                Effect::SolSent { .. } => "sol_sent",
                 other => panic!("unexpected {other:?}"),
             })
             .collect();
-        assert_eq!(kinds, ["created", "closed", "delegate", "nonce", "staker", "withdrawer"]);
+        // The nonce and the stake handed to key 9 are SOL sent to it (their rent and stake).
+        assert_eq!(kinds, ["sol_sent", "created", "closed", "delegate", "nonce", "staker", "withdrawer"]);
     }
 
     #[test]
     fn accounts_of_others_and_unchanged_ones_give_nothing() {
         let pre = states(vec![(ME, wallet(1)), (2, token(2, 9, 50, None))]);
         let post = states(vec![(ME, wallet(1)), (2, token(2, 9, 10, Some(ME)))]);
-        assert_eq!(effects(&key(ME), &pre, &post), []);
+        assert_eq!(effects(&key(ME), &pre, &post, &crate::scan::value::from_states(&key(ME), &pre, &post)), []);
     }
 }

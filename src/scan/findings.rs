@@ -10,9 +10,10 @@
 //! kind, then subject, so equal input gives byte-identical output.
 //! Invariant: a finding is about the signer: an instruction that moves nothing of the signer's
 //! and changes none of its authorities yields none, whatever else it does.
-//! `received` adds what only execution tells — tokens received of a Token-2022 mint with a
-//! permanent delegate or a transfer hook — from the simulation's states.
-//! Deliberately absent: CPIs (their effects are in the simulation's states, not here).
+//! Simulation first: an unknown program given the wallet writable is a finding only when the
+//! simulation did not run (`Context::simulation`); when it ran, what the program did is judged
+//! from its effects (`executed`).
+//! Deliberately absent: CPIs and balances (what execution shows is `executed`'s).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,7 +21,6 @@ use serde::Serialize;
 
 use super::effects::Effect;
 use super::signatures::{SignatureCheck, SignatureStatus};
-use super::state::{Held, States};
 use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
 use crate::engine::report::Severity;
 use crate::labels::domains::DomainVerdict;
@@ -28,7 +28,7 @@ use crate::labels::{Category, Labels};
 use crate::ledger::instruction::{
     ids, Instruction, InstructionKind as K, Program, StakeAuthorityType, TokenAuthorityType,
 };
-use crate::ledger::model::{MintExtension, TokenProgram};
+use crate::ledger::model::TokenProgram;
 use crate::ledger::transaction::Decoded;
 use crate::pubkey::Pubkey;
 
@@ -69,6 +69,15 @@ pub struct Finding {
     pub fix_instructions: Vec<FixInstruction>,
 }
 
+/// What the simulation showed, as the findings read it.
+#[derive(Debug, Clone, Copy)]
+pub enum Simulation<'a> {
+    /// It ran and both states read: the signer's effects.
+    Ran(&'a [Effect]),
+    /// It did not (skipped, failed, timed out, unavailable): the status and why.
+    NotRun { status: &'static str, reason: Option<&'a str> },
+}
+
 /// What the scan knows besides the transaction.
 pub struct Context<'a> {
     pub signer: Pubkey,
@@ -79,6 +88,8 @@ pub struct Context<'a> {
     pub counterparties: Option<&'a BTreeSet<Pubkey>>,
     /// The host of the dApp that asked for the signature (`origin`), when given.
     pub origin: Option<&'a str>,
+    /// What the simulation showed (an unknown program is judged by it).
+    pub simulation: Simulation<'a>,
 }
 
 /// The verdict of a list of findings: the worst one's, `benign` for none.
@@ -164,62 +175,6 @@ pub fn sort(findings: &mut [Finding]) {
     findings.sort_by(|a, b| (a.instruction, a.kind, &a.facts).cmp(&(b.instruction, b.kind, &b.facts)));
 }
 
-/// What only the simulation tells: tokens the signer receives of a Token-2022 mint that keeps
-/// control over them — a permanent delegate can take them back at any time; a transfer hook's
-/// program runs on (and can refuse) every later transfer. Read from the mint as the accounts
-/// before or after hold it (a mint the transaction does not name is not read).
-pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, ctx: &Context<'_>) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for effect in effects {
-        let Effect::Token { mint, delta, program: "spl-token-2022", .. } = effect else { continue };
-        if delta.starts_with('-') {
-            continue;
-        }
-        let Some(Held::Mint(info)) = post.get(mint).or_else(|| pre.get(mint)).map(|s| &s.held) else { continue };
-        let instruction = tx.instructions.iter().find(|ix| ix.accounts.contains(mint)).map(|ix| ix.index.outer);
-        for extension in &info.extensions {
-            match extension {
-                MintExtension::PermanentDelegate { delegate: Some(delegate) } => out.push(Finding {
-                    kind: "token2022_permanent_delegate",
-                    severity: if is_bad(delegate, ctx.labels) { Severity::Critical } else { Severity::High },
-                    title: format!("Receives tokens of {mint}, which {delegate} can take back at any time"),
-                    detail: format!(
-                        "Mint {mint} has a permanent delegate, {delegate}{}: it can transfer or burn these tokens \
-                         from any account, this wallet's included, without its signature.",
-                        named(delegate, ctx.labels)
-                    ),
-                    instruction,
-                    facts: facts([
-                        ("mint", mint.to_string()),
-                        ("delegate", delegate.to_string()),
-                        ("amount", delta.clone()),
-                    ]),
-                    fix_instructions: Vec::new(),
-                }),
-                MintExtension::TransferHook { program_id: Some(program), .. } => out.push(Finding {
-                    kind: "token2022_transfer_hook",
-                    severity: Severity::Medium,
-                    title: format!("Receives tokens of {mint}, whose transfers run program {program}"),
-                    detail: format!(
-                        "Mint {mint} has a transfer hook: program {program}{} runs on every transfer of these tokens \
-                         and can refuse it — tokens that can be received but not sold are a common trap.",
-                        named(program, ctx.labels)
-                    ),
-                    instruction,
-                    facts: facts([
-                        ("mint", mint.to_string()),
-                        ("hookProgram", program.to_string()),
-                        ("amount", delta.clone()),
-                    ]),
-                    fix_instructions: Vec::new(),
-                }),
-                _ => {}
-            }
-        }
-    }
-    out
-}
-
 fn judge_one(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>, out: &mut Vec<Finding>) {
     let me = ctx.signer;
     match &ix.kind {
@@ -256,17 +211,17 @@ fn judge_one(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>, out: &mut Vec<Fi
     out.extend(program_finding(ix, tx, ctx));
 }
 
-fn facts<const N: usize>(pairs: [(&'static str, String); N]) -> BTreeMap<&'static str, String> {
+pub(super) fn facts<const N: usize>(pairs: [(&'static str, String); N]) -> BTreeMap<&'static str, String> {
     BTreeMap::from(pairs)
 }
 
 /// `" (label name)"` when the labels know the address.
-fn named(address: &Pubkey, labels: &Labels) -> String {
+pub(super) fn named(address: &Pubkey, labels: &Labels) -> String {
     labels.get(address).map(|l| format!(" ({})", l.name)).unwrap_or_default()
 }
 
 /// Flagged or sanctioned: the labels' verdict on a counterparty.
-fn is_bad(address: &Pubkey, labels: &Labels) -> bool {
+pub(super) fn is_bad(address: &Pubkey, labels: &Labels) -> bool {
     // `is_flagged` counts the account's deny-list (a category does not).
     labels.is_flagged(address) || labels.is_sanctioned(address)
 }
@@ -538,17 +493,23 @@ fn program_finding(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>) -> Option<
     }
     let known = ix.program != Program::Other || ctx.labels.get(program).is_some();
     let writable_of_signer = ix.accounts.iter().any(|a| *a == ctx.signer && is_writable(tx, a));
+    // Simulation first: when it ran, what the program did is in the effects — an authority it
+    // took is a `hidden_authority_change`, assets it moved are effects (and a sweep when they
+    // are everything) — so the program being unknown adds nothing to judge.
+    let Simulation::NotRun { status, reason } = ctx.simulation else { return None };
     (!known && writable_of_signer).then(|| Finding {
         kind: "unknown_program_writable",
         severity: Severity::Medium,
         title: format!("Gives unknown program {program} the wallet as a writable account"),
         detail: format!(
-            "Instruction {} calls {program}, a program the labels do not know, with the wallet writable: what it \
-             does with it only a simulation shows.",
-            ix.index
+            "Instruction {} calls {program}, a program the labels do not know, with the wallet writable, and the \
+             simulation did not show what it does ({status}{}): it could move the wallet's SOL or take an \
+             authority.",
+            ix.index,
+            reason.map(|r| format!(": {r}")).unwrap_or_default()
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([("programId", program.to_string())]),
+        facts: facts([("programId", program.to_string()), ("simulation", status.to_owned())]),
         fix_instructions: Vec::new(),
     })
 }

@@ -20,12 +20,14 @@
 pub mod catalogue;
 pub mod counterparties;
 pub mod effects;
+pub mod executed;
 pub mod findings;
 pub mod lane;
 pub mod report;
 pub mod signatures;
 pub mod state;
 pub mod ttl_cache;
+pub mod value;
 
 use thiserror::Error;
 

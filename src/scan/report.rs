@@ -13,20 +13,26 @@
 //! Invariant: `ScanReport`'s members are exactly `signing::SCAN_COVERS`, what a scan's
 //! signature covers (the signer refuses any other set; a test in `signing` checks it).
 //! Invariant: a simulation that did not run (skipped, failed, timed out, unreadable) empties
-//! `effects` and says why in `simulation`; it never removes a finding (findings come from the
-//! decoded instructions alone).
+//! `effects` and says why in `simulation`. Findings come from the decoded instructions
+//! (`findings`) and, when it ran, from what it showed (`executed`: tokens received under a
+//! mint's control, authorities taken inside a program, sweeps); an unknown program given the
+//! wallet is a finding only when it did not run (simulation first). Without it, a sweep is
+//! still judged from the decoded transfers applied to the accounts before.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::effects::{self, Effect};
-use super::findings::{self, Context, Finding, Verdict};
+use super::executed::{self, BalancesFrom};
+use super::findings::{self, Context, Finding, Simulation, Verdict};
 use super::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
 use super::signatures::{self, SignatureCheck};
 use super::state::{self, States};
+use super::value;
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
 use crate::engine::policy::PolicyRef;
+use crate::engine::sweep::Balance;
 use crate::labels::domains::Origin;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
@@ -35,7 +41,7 @@ use crate::ledger::wire::Value;
 use crate::pubkey::Pubkey;
 
 /// Version of the scan's rules (findings and effects); in `engineVersions.scan`.
-pub const SCAN_VERSION: &str = "1.1.0";
+pub const SCAN_VERSION: &str = "1.2.0";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -153,20 +159,34 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         _ => None,
     };
     let origin = inputs.origin.and_then(|o| o.domain.as_deref());
-    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known, origin };
-    let mut findings = findings::judge(inputs.decoded, &ctx);
-    findings.extend(findings::invalid_signatures(inputs.signatures));
-    findings::sort(&mut findings);
     let (diff, simulation) = simulated(inputs);
-    let effects = match &diff {
+    let (signer, decoded) = (&inputs.signer, inputs.decoded);
+    let (effects, balances) = match &diff {
         Some((pre, post)) => {
-            let effects = effects::effects(&inputs.signer, pre, post);
-            findings.extend(findings::received(inputs.decoded, &effects, pre, post, &ctx));
-            findings::sort(&mut findings);
-            effects
+            let balances = value::from_states(signer, pre, post);
+            (effects::effects(signer, pre, post, &balances), Some((balances, BalancesFrom::Simulation)))
         }
-        None => Vec::new(),
+        // A transaction that would fail moves nothing: no balances to judge.
+        None if simulation.status == "failed" => (Vec::new(), None),
+        None => (Vec::new(), decoded_balances(inputs).map(|b| (b, BalancesFrom::Decoded))),
     };
+    let ran = match &diff {
+        Some(_) => Simulation::Ran(&effects),
+        None => Simulation::NotRun { status: simulation.status, reason: simulation.reason.as_deref() },
+    };
+    let ctx = Context { signer: *signer, labels: inputs.labels, counterparties: known, origin, simulation: ran };
+    let mut findings = findings::judge(decoded, &ctx);
+    findings.extend(findings::invalid_signatures(inputs.signatures));
+    if let Some((pre, post)) = &diff {
+        findings.extend(executed::received(decoded, &effects, pre, post, &ctx));
+        let hidden = executed::hidden_authority_changes(decoded, &effects, &findings, &ctx);
+        findings.extend(hidden);
+    }
+    if let Some((balances, from)) = &balances {
+        let fee_lamports = LAMPORTS_PER_SIGNATURE * inputs.signatures.len() as u64;
+        findings.extend(executed::sweep(balances, *from, fee_lamports, &findings, &ctx));
+    }
+    findings::sort(&mut findings);
     let decoded = inputs.decoded;
     ScanReport {
         verdict: findings::verdict(&findings),
@@ -193,6 +213,17 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         scanned_at: crate::clock::rfc3339_ms(inputs.scanned_at_ms),
         request_id: inputs.request_id.to_owned(),
     }
+}
+
+/// The fee of one signature, in lamports (the base fee; a sweep's share is net of it).
+const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+
+/// Without a simulation: the decoded transfers applied to the accounts as they are before,
+/// when they read and every instruction is decoded (`value::from_decoded`).
+fn decoded_balances(inputs: &Inputs<'_>) -> Option<Vec<Balance>> {
+    let pre = inputs.observed.pre.as_ref().ok()?;
+    let pre = state::read_all(inputs.accounts, &pre.value).ok()?;
+    value::from_decoded(inputs.decoded, &inputs.signer, &pre)
 }
 
 fn counterparties_view(outcome: &CounterpartiesOutcome) -> CounterpartiesView {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use solana_message::{v0, VersionedMessage};
 use solana_transaction::versioned::VersionedTransaction;
 
-use super::findings::{self, Context, Verdict};
+use super::findings::{self, Context, Simulation, Verdict};
 use crate::engine::report::Severity;
 use crate::labels::Labels;
 use crate::ledger::instruction::{ids, InstructionKind as K};
@@ -45,8 +45,9 @@ fn judge(payer: Pubkey, ixs: &[Ix]) -> (Decoded, Vec<findings::Finding>) {
     let tx = decoded(&serialize(payer, ixs, false));
     let labels = Labels::builtin();
     let seen = BTreeSet::from([addr(50)]);
-    let found =
-        findings::judge(&tx, &Context { signer: payer, labels: &labels, counterparties: Some(&seen), origin: None });
+    let simulation = Simulation::NotRun { status: "skipped", reason: None };
+    let ctx = Context { signer: payer, labels: &labels, counterparties: Some(&seen), origin: None, simulation };
+    let found = findings::judge(&tx, &ctx);
     (tx, found)
 }
 
@@ -294,7 +295,7 @@ fn a_fix_is_offered_only_while_the_wallet_can_still_sign_it() {
 
 #[test]
 fn every_finding_kind_is_in_the_catalogue_and_no_other() {
-    let source = include_str!("findings.rs");
+    let source = [include_str!("findings.rs"), include_str!("executed.rs")].concat();
     let listed: BTreeSet<&str> = super::catalogue::SCAN_FINDINGS.iter().map(|(kind, ..)| *kind).collect();
     for kind in &listed {
         assert!(source.contains(&format!("\"{kind}\"")), "{kind} is catalogued but never found");

@@ -735,7 +735,7 @@ export interface components {
          * @description Each engine that contributed, with its semantic version.
          * @example {
          *       "xray": "1.0.0",
-         *       "signals": "1.6.0",
+         *       "signals": "1.7.0",
          *       "scoring": "1.1.0",
          *       "attackPaths": "1.3.0"
          *     }
@@ -1094,7 +1094,7 @@ export interface components {
          *       "engineVersions": {
          *         "attackPaths": "1.3.0",
          *         "scoring": "1.2.0",
-         *         "signals": "1.6.0",
+         *         "signals": "1.7.0",
          *         "xray": "1.1.0"
          *       },
          *       "policy": {
@@ -1539,10 +1539,10 @@ export interface components {
         };
         /** @description What a wallet should show before the user signs — the worst finding's severity in three words: `malicious` for a `critical` finding (signing loses the wallet, its tokens or an authority for good), `warning` for `high` or `medium` (the user should understand what they give before signing), `benign` otherwise, and for no finding. The effects do not move it: a transfer the user means to make is benign, however large. Extensible enumeration — currently `enum` [`benign`, `warning`, `malicious`]; clients must tolerate new values. */
         Verdict: string;
-        /** @description One thing the transaction would do that puts the signer at risk. Most are judged from its decoded instructions, the labels and the signer's counterparties, without the simulation — so they stand when it could not run; the `token2022_*` ones come from the simulation (tokens it shows the signer receiving). An instruction that moves nothing of the signer's and changes none of its authorities yields none, whatever else it does. Sorted by `instruction` (transaction-wide ones first), then `kind`, then `facts`. */
+        /** @description One thing the transaction would do that puts the signer at risk. Most are judged from its decoded instructions, the labels and the signer's counterparties, without the simulation — so they stand when it could not run; the `token2022_*`, `hidden_authority_change` and (when it ran) `asset_sweep` ones come from the simulation (what it shows the transaction doing to the signer's accounts). An instruction that moves nothing of the signer's and changes none of its authorities yields none, whatever else it does. Sorted by `instruction` (transaction-wide ones first), then `kind`, then `facts`. */
         ScanFinding: {
             /**
-             * @description What the finding is about. `durable_nonce`: the transaction starts by advancing a nonce, so its signature never expires. `wallet_assign`: System `assign` hands the wallet account to a program. `token_owner_change`, `token_close_authority_change`: Token `setAuthority` gives a token account, or the right to close it, to another key. `token_approval`: Token `approve` makes a delegate. `nonce_authority_change`, `nonce_withdraw`: a nonce account the signer is the authority of is handed over or emptied to another address. `stake_authority_change`: a stake account's staker or withdrawer is handed over. `sanctioned_recipient`, `flagged_recipient`: a transfer of the signer's to a labelled address. `lookalike_recipient`: a transfer to an address that imitates one of the signer's counterparties — same first and last four characters — the mark of address poisoning (never produced while `counterparties.checked` is `false`). `token2022_permanent_delegate`, `token2022_transfer_hook`: the signer receives tokens of a Token-2022 mint whose permanent delegate can take them back, or whose transfer hook program runs on (and can refuse) every later transfer. `flagged_program`: an instruction calls a flagged program. `invalid_signature`: a signature slot holds bytes that are not its signer's signature of this message (tampered after signing). `unknown_program_writable`: a program the labels do not know gets the wallet as a writable account. Extensible enumeration — clients must tolerate new values. `phishing_origin`: `origin` is a phishing site the labels list, or a subdomain of one (no `instruction`: it concerns the whole request). `lookalike_origin`: `origin` imitates a trusted dApp domain (within two edits of it, or wearing it as the first labels of another domain).
+             * @description What the finding is about. `durable_nonce`: the transaction starts by advancing a nonce, so its signature never expires. `wallet_assign`: System `assign` hands the wallet account to a program. `token_owner_change`, `token_close_authority_change`: Token `setAuthority` gives a token account, or the right to close it, to another key. `token_approval`: Token `approve` makes a delegate. `nonce_authority_change`, `nonce_withdraw`: a nonce account the signer is the authority of is handed over or emptied to another address. `stake_authority_change`: a stake account's staker or withdrawer is handed over. `sanctioned_recipient`, `flagged_recipient`: a transfer of the signer's to a labelled address. `lookalike_recipient`: a transfer to an address that imitates one of the signer's counterparties — same first and last four characters — the mark of address poisoning (never produced while `counterparties.checked` is `false`). `token2022_permanent_delegate`, `token2022_transfer_hook`: the signer receives tokens of a Token-2022 mint whose permanent delegate can take them back, or whose transfer hook program runs on (and can refuse) every later transfer. `flagged_program`: an instruction calls a flagged program. `invalid_signature`: a signature slot holds bytes that are not its signer's signature of this message (tampered after signing). `unknown_program_writable`: a program the labels do not know gets the wallet as a writable account and the simulation did not run to show what it does (simulation first: when it ran, its effects are judged instead; `facts.simulation` says why not). `hidden_authority_change`: the simulation shows an authority over one of the signer's accounts going to another key with no instruction naming it (a program did it through a CPI, known or not). `asset_sweep`: the transaction moves at least 90 % of the signer's SOL or 99 % of a token balance to addresses it never dealt with, nothing coming back — medium for one asset, high for more, critical when an `origin` was sent or it also hands an authority away. Extensible enumeration — clients must tolerate new values. `phishing_origin`: `origin` is a phishing site the labels list, or a subdomain of one (no `instruction`: it concerns the whole request). `lookalike_origin`: `origin` imitates a trusted dApp domain (within two edits of it, or wearing it as the first labels of another domain).
              * @example token_approval
              */
             kind: string;
@@ -1568,7 +1568,7 @@ export interface components {
             fixInstructions?: components["schemas"]["FixInstruction"][];
         };
         /** @description One thing the transaction changes for the signer, from the state of the accounts it names before and after the simulation — a diff of states, not of instructions: whatever the programs do (cross-program invocations included) is in it, and nothing an instruction only claims. An account is the signer's when it is its own address, a token account it owns, a nonce account it is the authority of, or a stake account it stakes or withdraws — before or after. `kind` tells the shape. Extensible: clients must tolerate kinds they do not know (and may show their `kind`). */
-        ScanEffect: components["schemas"]["ScanEffectSol"] | components["schemas"]["ScanEffectToken"] | components["schemas"]["ScanEffectAccountCreated"] | components["schemas"]["ScanEffectAccountClosed"] | components["schemas"]["ScanEffectAccountOwnerChange"] | components["schemas"]["ScanEffectTokenOwnerChange"] | components["schemas"]["ScanEffectTokenDelegateChange"] | components["schemas"]["ScanEffectTokenCloseAuthorityChange"] | components["schemas"]["ScanEffectNonceAuthorityChange"] | components["schemas"]["ScanEffectStakeAuthorityChange"];
+        ScanEffect: components["schemas"]["ScanEffectSol"] | components["schemas"]["ScanEffectToken"] | components["schemas"]["ScanEffectSolSent"] | components["schemas"]["ScanEffectTokenSent"] | components["schemas"]["ScanEffectAccountCreated"] | components["schemas"]["ScanEffectAccountClosed"] | components["schemas"]["ScanEffectAccountOwnerChange"] | components["schemas"]["ScanEffectTokenOwnerChange"] | components["schemas"]["ScanEffectTokenDelegateChange"] | components["schemas"]["ScanEffectTokenCloseAuthorityChange"] | components["schemas"]["ScanEffectNonceAuthorityChange"] | components["schemas"]["ScanEffectStakeAuthorityChange"];
         /** @description `sol`: the signer's own SOL balance after, less before — the fee included, so a transaction that moves nothing still shows the fee. Only the signer's own address counts (a nonce or stake account's lamports are not spendable SOL; their creation and closing are listed). */
         ScanEffectSol: {
             /**
@@ -1876,7 +1876,7 @@ export interface components {
             scan: string;
             /**
              * @description The signal engine whose fix instructions the findings reuse (as in an X-Ray's `engineVersions.signals`).
-             * @example 1.6.0
+             * @example 1.7.0
              */
             signals: string;
         };
@@ -2418,6 +2418,41 @@ export interface components {
         /** @description The report-signing keys (a JWK set): the current key first, then the retired ones, newest first, at most 16 (a rotation past that drops the oldest, and reports it signed can no longer be verified from here). */
         SigningKeySet: {
             keys: components["schemas"]["SigningKey"][];
+        };
+        /** @description `sol_sent`: SOL the signer lost that another address received — one per recipient: a transfer's recipient, the account a closing's rent went to, the new holder of an account handed away (a token account's owner, a nonce account's authority, a stake account's withdrawer). Listed whatever the transaction is (a swap's pool and a payment's merchant are recipients too); the `asset_sweep` finding judges them. */
+        ScanEffectSolSent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "sol_sent";
+            /**
+             * Format: solana-address
+             * @description Who received it: a wallet, or the account itself when it is no one's.
+             */
+            to: string;
+            /** @description Lamports it received. */
+            lamports: number;
+        };
+        /** @description `token_sent`: tokens of one mint the signer lost that another address received (its token accounts' owner; the new owner of a token account handed away) — one per recipient and mint. */
+        ScanEffectTokenSent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "token_sent";
+            /**
+             * Format: solana-address
+             * @description The owner of the token accounts that received them.
+             */
+            to: string;
+            /**
+             * Format: solana-address
+             * @description The mint.
+             */
+            mint: string;
+            /** @description Base units received, as a string (u64). */
+            amount: string;
         };
     };
     responses: {

@@ -3,14 +3,17 @@
 //! Detectors: flagged programs invoked (outer or CPI), sanctioned addresses in any role, a
 //! first funder that dealt with a sanctioned address (one hop out: `view.funder_hop`),
 //! transfers with flagged addresses, a flagged first funder, address poisoning received, funds
-//! sent to a look-alike.
+//! sent to a look-alike, and a sweep: a transaction that moved most of the wallet's assets to
+//! addresses it never dealt with before (`engine::sweep`, the scan's judgement).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, SIGNAL_EVIDENCE_MAX};
 use crate::engine::flows::{self, Direction, Transfer};
 use crate::engine::report::Severity;
+use crate::engine::sweep::{self, Asset as SweptAsset, Balance, Thresholds};
 use crate::facts;
+use crate::labels::Category;
 use crate::pubkey::Pubkey;
 
 /// Characters at each end a look-alike shares with the real address.
@@ -24,6 +27,75 @@ pub fn detect(ctx: &mut Ctx<'_>) {
     flagged_transfers(ctx, &flows);
     flagged_funder(ctx, &flows);
     poisoning(ctx, &flows);
+    sweeps(ctx, &flows);
+}
+
+/// The balances of one past transaction, by holder: the wallet for its own address and its
+/// token, nonce and stake accounts; a token account's owner as the node reports it; else the
+/// account itself.
+fn balances(view: &crate::ledger::model::WalletView, tx: &crate::ledger::model::Transaction) -> Vec<Balance> {
+    let wallet = view.address;
+    let own = |account: &Pubkey| {
+        *account == wallet
+            || view.token_accounts.iter().any(|t| t.address == *account)
+            || view.nonce_accounts.iter().any(|n| n.address == *account)
+            || view.stake_accounts.iter().any(|s| s.address == *account)
+    };
+    let token_owner = |account: &Pubkey| tx.token_changes.iter().find(|c| c.account == *account).and_then(|c| c.owner);
+    let holder = |account: &Pubkey| if own(account) { wallet } else { token_owner(account).unwrap_or(*account) };
+    let sol = tx.sol_changes.iter().map(|c| Balance {
+        holder: holder(&c.account),
+        account: c.account,
+        asset: SweptAsset::Sol,
+        before: c.pre,
+        after: c.post,
+    });
+    let tokens = tx.token_changes.iter().map(|c| Balance {
+        holder: c.owner.unwrap_or(c.account),
+        account: c.account,
+        asset: SweptAsset::Token(c.mint),
+        before: c.pre,
+        after: c.post,
+    });
+    sol.chain(tokens).collect()
+}
+
+/// Transactions the wallet signed that swept it: most of its SOL or whole token balances to
+/// addresses it had never dealt with, nothing back (whoever the recipient is: a drain).
+fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
+    let (view, labels) = (ctx.view, ctx.labels);
+    for tx in view.transactions.iter().filter(|t| !t.failed() && t.is_signer(&view.address)) {
+        // Who the wallet dealt with before this transaction (non-dust transfers either way).
+        let before: BTreeSet<Pubkey> =
+            flows.iter().filter(|t| t.tx.slot < tx.slot && !t.is_dust()).map(|t| t.counterparty).collect();
+        let known = |address: &Pubkey| {
+            before.contains(address) || labels.get(address).is_some_and(|l| l.category != Category::Flagged)
+        };
+        let Some(sweep) = sweep::judge(&view.address, &balances(view, tx), tx.fee, known, &Thresholds::DEFAULT) else {
+            continue;
+        };
+        let to: Vec<String> = sweep.unknown_recipients.iter().map(Pubkey::to_string).collect();
+        let sol = sweep.swept.iter().find(|s| s.asset == SweptAsset::Sol).map_or(0, |s| s.share_percent());
+        let tokens = sweep.swept.iter().filter(|s| s.asset != SweptAsset::Sol).count();
+        let summary = || format!("swept {} asset(s) to {}", sweep.swept.len(), to.join(", "));
+        let evidence = vec![ctx.book.transaction(tx, summary)];
+        ctx.emit(
+            "wallet_swept",
+            Severity::High,
+            "The wallet was swept".to_owned(),
+            format!(
+                "Transaction {} moved {}{}{} of the wallet's assets to {}, addresses it had never dealt with, and \
+                 nothing came back: how a drainer empties a wallet.",
+                tx.signature,
+                if sol > 0 { format!("{sol} % of its SOL") } else { String::new() },
+                if sol > 0 && tokens > 0 { " and " } else { "" },
+                if tokens > 0 { format!("the whole balance of {tokens} token(s)") } else { String::new() },
+                to.join(", ")
+            ),
+            facts! { "signature" => tx.signature, "to" => to.join(","), "assetsSwept" => sweep.swept.len(), "solSharePercent" => sol },
+            evidence,
+        );
+    }
 }
 
 fn flagged_programs(ctx: &mut Ctx<'_>) {
