@@ -39,7 +39,7 @@ export const ATTACKER = seededKeypair("attacker");
 // ---------------------------------------------------------------------------------------------
 // A case's world: a fresh LiteSVM, a funder that pays for the set-up, named keys.
 
-class World {
+export class World {
   constructor(name) {
     this.name = name;
     this.svm = new LiteSVM();
@@ -86,8 +86,8 @@ class World {
     return w;
   }
 
-  mint({ decimals, program = TOKEN_PROGRAM_ID, fee } = {}) {
-    const mint = this.key(`mint-${program.toBase58().slice(0, 6)}`);
+  mint({ decimals, program = TOKEN_PROGRAM_ID, fee, role } = {}) {
+    const mint = this.key(role ?? `mint-${program.toBase58().slice(0, 6)}`);
     const authority = this.key("mint-authority");
     const space = fee ? getMintLen([ExtensionType.TransferFeeConfig]) : MINT_SIZE;
     const ixs = [SystemProgram.createAccount({ fromPubkey: this.funder.publicKey, newAccountPubkey: mint.publicKey, lamports: this.rent(space), space, programId: program })];

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { LiteSVM, FailedTransactionMetadata } from "litesvm";
 import { Keypair, SystemProgram, Transaction, PublicKey } from "@solana/web3.js";
 import { CASES } from "./cases.mjs";
-import { startShim, rpc, rpcResult } from "./shim.mjs";
+import { startShim, rpc, rpcResult, executeRecorded } from "./shim.mjs";
 import { computeEffects, decimalsFrom, readSet, snapshot, wireOf, unsignedWire, messageAccounts } from "./oracle.mjs";
 import { encodeFromUi, IDS, decodeTokenAccount, decodeMint } from "./layouts.mjs";
 import { rawAccount, setRawAccount, track, seededKeypair, normalize } from "./util.mjs";
@@ -199,4 +199,34 @@ test("shim: JSON-RPC 2.0 like a node (batch, errors, absent and emptied accounts
   const system = await rpcResult(shim.url, "getProgramAccounts", [IDS.system, { encoding: "base64", filters: [{ dataSize: 0 }] }]);
   assert.ok(system.some((x) => x.pubkey === payer.publicKey.toBase58()));
   assert.ok(!system.some((x) => x.pubkey === emptied));
+});
+
+test("shim: history of recorded transactions (getSignaturesForAddress newest first, paged; getTransaction jsonParsed)", { timeout: 20_000 }, async () => {
+  const svm = new LiteSVM();
+  shim.setSvm(svm);
+  const payer = seededKeypair("history/payer");
+  const to = seededKeypair("history/to").publicKey;
+  svm.airdrop(payer.publicKey, 5_000_000_000n);
+  const send = (lamports) => new Transaction({ feePayer: payer.publicKey, recentBlockhash: svm.latestBlockhash() })
+    .add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports }));
+  const signed = (lamports) => { const tx = send(lamports); tx.sign(payer); return tx; };
+  const first = executeRecorded(svm, signed(1_000_000));
+  const second = executeRecorded(svm, signed(2_000_000));
+  const unsigned = executeRecorded(svm, send(3_000), { sigverify: false });
+  const list = await rpcResult(shim.url, "getSignaturesForAddress", [to.toBase58(), { limit: 10 }]);
+  assert.deepEqual(list.map((e) => e.signature), [unsigned, second, first]);
+  assert.ok(list[0].slot > list[1].slot && list[1].slot > list[2].slot, "each recorded transaction has a slot of its own");
+  const page = await rpcResult(shim.url, "getSignaturesForAddress", [to.toBase58(), { limit: 1, before: unsigned }]);
+  assert.deepEqual(page.map((e) => e.signature), [second]);
+  const newer = await rpcResult(shim.url, "getSignaturesForAddress", [to.toBase58(), { until: first }]);
+  assert.deepEqual(newer.map((e) => e.signature), [unsigned, second]);
+  const t = await rpcResult(shim.url, "getTransaction", [second, { encoding: "jsonParsed", maxSupportedTransactionVersion: 0 }]);
+  assert.deepEqual(t.transaction.message.instructions[0].parsed, { info: { destination: to.toBase58(), lamports: 2_000_000, source: payer.publicKey.toBase58() }, type: "transfer" });
+  assert.deepEqual(t.transaction.message.accountKeys.map((k) => [k.pubkey, k.signer, k.writable]), [
+    [payer.publicKey.toBase58(), true, true], [to.toBase58(), false, true], [IDS.system, false, false],
+  ]);
+  assert.equal(t.meta.postBalances[1] - t.meta.preBalances[1], 2_000_000);
+  assert.equal(t.meta.preBalances[0] - t.meta.postBalances[0], 2_005_000);
+  assert.equal(t.version, "legacy");
+  assert.equal(await rpcResult(shim.url, "getTransaction", ["1111111111111111111111111111111111111111111111111111111111111111", {}]), null);
 });

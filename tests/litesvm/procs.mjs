@@ -136,3 +136,14 @@ export async function startDemoRpc() {
     }
   }
 }
+
+/** `method path` of the API at `base` with a bearer key and a JSON body: {status, text, headers}. */
+export async function callApi(base, key, method, path, body, { timeoutMs = 15_000 } = {}) {
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  return { status: r.status, text: await r.text(), headers: r.headers };
+}

@@ -14,7 +14,7 @@ import { LiteSVM, FailedTransactionMetadata } from "litesvm";
 import { CASES, ATTACKER } from "./cases.mjs";
 import { startShim } from "./shim.mjs";
 import { computeEffects, decimalsFrom, readSet, snapshot, wireOf, unsignedWire } from "./oracle.mjs";
-import { startXray, freePort, waitFor, requireBinary } from "./procs.mjs";
+import { startXray, freePort, waitFor, requireBinary, callApi } from "./procs.mjs";
 import { parseJson, rawAccount, setRawAccount } from "./util.mjs";
 import { runIsolated } from "./fixrun.mjs";
 import { decodeTokenAccount } from "./layouts.mjs";
@@ -65,13 +65,8 @@ after(async () => {
 
 async function scan(body) {
   for (let attempt = 0; ; attempt++) {
-    const r = await fetch(`${base}${SCAN_PATH}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(15_000),
-    });
-    const text = await r.text();
+    const r = await callApi(base, key, "POST", SCAN_PATH, body);
+    const text = r.text;
     if (r.status === 429 && attempt < 5) {
       await new Promise((ok) => setTimeout(ok, 1000 * Math.min(5, Number(r.headers.get("retry-after") ?? 1))));
       continue;
@@ -81,14 +76,8 @@ async function scan(body) {
 }
 
 async function api(method, url, body) {
-  const r = await fetch(`${base}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(20_000),
-  });
-  const text = await r.text();
-  return { status: r.status, json: text ? parseJson(text) : null, text };
+  const { status, text } = await callApi(base, key, method, url, body, { timeoutMs: 20_000 });
+  return { status, json: text ? parseJson(text) : null, text };
 }
 
 /** The X-Ray of `wallet` through the API (the server reading the shim as its ledger). */

@@ -4,10 +4,20 @@
 // simulation and never changes its state.
 //
 //   const shim = await startShim(svm);   shim.url, shim.setSvm(other), shim.calls, await shim.close()
+//
+// History: LiteSVM keeps none a node could list, so transactions a harness executes through
+// `executeRecorded(svm, tx)` are remembered on the instance (`svm.__history`) and served by
+// getSignaturesForAddress (newest first; before / until / limit) and getTransaction (jsonParsed as
+// a node renders it: System transfers parsed, other instructions partially decoded, balances from
+// the real execution). A harness may also give an instance `svm.__simulate = (tx) => answer | null`:
+// an answer {post: Map(address -> raw account), logs, unitsConsumed} is served as a successful
+// simulation in place of LiteSVM's (a program LiteSVM cannot run here, e.g. one that CPIs); an
+// answer {rpcError: {code, message}} is served as that JSON-RPC error (a simulation not to run).
 
 import http from "node:http";
 import { VersionedTransaction } from "@solana/web3.js";
 import { FailedTransactionMetadata } from "litesvm";
+import { randomBytes } from "node:crypto";
 import { uiAccount } from "./ui.mjs";
 import { IDS, decodeTokenAccount, decodeNonce } from "./layouts.mjs";
 import { bs58, parseJson, stringify, rawAccount, fromInner, keyString, u64Json } from "./util.mjs";
@@ -152,10 +162,12 @@ export class Shim {
         return { context: this.context(), value: list.map((a) => this.ui(addressParam(a), enc)) };
       }
       case "getSignaturesForAddress":
-        addressParam(params[0]);
-        return [];
-      case "getTransaction":
-        return null;
+        return signaturesFor(this.svm, addressParam(params[0]), params[1] ?? {});
+      case "getTransaction": {
+        if (typeof params[0] !== "string") throw invalidParams("Invalid param: signature must be a base58 string");
+        const h = (this.svm.__history ?? []).find((e) => e.signature === params[0]);
+        return h ? h.rendered : null;
+      }
       case "getTokenAccountsByOwner": {
         const owner = addressParam(params[0]);
         const filter = params[1] ?? {};
@@ -215,9 +227,27 @@ export class Shim {
       // node would): its simulated post-state is then what executing it in LiteSVM stores.
       if (!this.isDurableNonce(tx)) tx.message.recentBlockhash = replacementBlockhash.blockhash;
     }
+    const override = this.svm.__simulate?.(tx) ?? null;
+    if (override?.rpcError) throw new RpcError(override.rpcError.code, override.rpcError.message);
+    const { failed, err, logs, units, returnData, post } = override ? overridden(override) : this.simulateInSvm(tx, !!config.sigVerify);
+    let accounts = null;
+    if (config.accounts) {
+      const addresses = config.accounts.addresses ?? [];
+      if (!Array.isArray(addresses)) throw invalidParams("Invalid params: accounts.addresses");
+      const enc = config.accounts.encoding ?? "base64";
+      if (enc === "binary" || enc === "base58") throw invalidParams("base58 encoding not supported");
+      accounts = addresses.map((a) => this.ui(addressParam(a), enc, post));
+    }
+    const value = { err: failed ? err : null, logs, accounts, unitsConsumed: units, returnData };
+    if (replacementBlockhash) value.replacementBlockhash = replacementBlockhash;
+    return { context: this.context(), value };
+  }
+
+  /** LiteSVM's simulation of `tx`: {failed, err, logs, units, returnData, post}. */
+  simulateInSvm(tx, sigVerify) {
     const wire = tx.serialize();
     const before = this.svm.inner.getSigverify();
-    this.svm.withSigverify(!!config.sigVerify);
+    this.svm.withSigverify(sigVerify);
     let result;
     try {
       result = tx.version === "legacy" ? this.svm.inner.simulateLegacyTransaction(wire) : this.svm.inner.simulateVersionedTransaction(wire);
@@ -230,26 +260,10 @@ export class Shim {
     // simulation writes nothing a node would show).
     const post = new Map();
     if (!failed) for (const entry of result.postAccounts()) post.set(keyString(entry.address), fromInner(entry.account()));
-    let accounts = null;
-    if (config.accounts) {
-      const addresses = config.accounts.addresses ?? [];
-      if (!Array.isArray(addresses)) throw invalidParams("Invalid params: accounts.addresses");
-      const enc = config.accounts.encoding ?? "base64";
-      if (enc === "binary" || enc === "base58") throw invalidParams("base58 encoding not supported");
-      accounts = addresses.map((a) => this.ui(addressParam(a), enc, post));
-    }
     const rd = meta.returnData();
     const programId = rd.programId();
     const returnData = programId.every((x) => x === 0) && rd.data().length === 0 ? null : { programId: keyString(programId), data: [Buffer.from(rd.data()).toString("base64"), "base64"] };
-    const value = {
-      err: failed ? errorJson(result.err()) : null,
-      logs: meta.logs(),
-      accounts,
-      unitsConsumed: u64Json(meta.computeUnitsConsumed()),
-      returnData,
-    };
-    if (replacementBlockhash) value.replacementBlockhash = replacementBlockhash;
-    return { context: this.context(), value };
+    return { failed, err: failed ? errorJson(result.err()) : null, logs: meta.logs(), units: u64Json(meta.computeUnitsConsumed()), returnData, post };
   }
 
   /** First instruction System AdvanceNonceAccount of a nonce account that holds the message's
@@ -337,6 +351,101 @@ export class Shim {
     this.server.closeAllConnections?.();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** A harness's simulation answer (see the header) in the shape simulate() serves. */
+function overridden({ post, logs = [], unitsConsumed = 0 }) {
+  return { failed: false, err: null, logs, units: unitsConsumed, returnData: null, post: post ?? new Map() };
+}
+
+/** getSignaturesForAddress over an instance's recorded history: newest first, like a node. */
+function signaturesFor(svm, address, config) {
+  const limit = Math.min(Number(config.limit ?? 1000), 1000);
+  let list = (svm.__history ?? []).filter((h) => h.keys.includes(address)).reverse();
+  if (config.before) {
+    const i = list.findIndex((h) => h.signature === config.before);
+    list = i >= 0 ? list.slice(i + 1) : [];
+  }
+  if (config.until) {
+    const i = list.findIndex((h) => h.signature === config.until);
+    if (i >= 0) list = list.slice(0, i);
+  }
+  return list.slice(0, limit).map((h) => ({ signature: h.signature, slot: h.slot, err: null, memo: null, blockTime: h.blockTime, confirmationStatus: "finalized" }));
+}
+
+const BLOCK_TIME_BASE = 1_750_000_000;
+
+/** One outer instruction as a node's jsonParsed renders it: a System transfer parsed, anything
+ *  else partially decoded (program id, account addresses, base58 data). */
+function renderInstruction(keys, ix) {
+  const programId = keys[ix.programIdIndex];
+  const accounts = ix.accountKeyIndexes.map((i) => keys[i]);
+  const data = Buffer.from(ix.data);
+  if (programId === IDS.system && data.length === 12 && data.readUInt32LE(0) === 2) {
+    const info = { destination: accounts[1], lamports: u64Json(data.readBigUInt64LE(4)), source: accounts[0] };
+    return { program: "system", programId, parsed: { info, type: "transfer" }, stackHeight: null };
+  }
+  return { accounts, data: bs58.encode(data), programId, stackHeight: null };
+}
+
+/**
+ * Executes `tx` (a web3.js Transaction or VersionedTransaction without lookup tables) in `svm` and
+ * remembers it for getSignaturesForAddress / getTransaction; each recorded transaction gets a slot
+ * of its own (the clock is warped one slot on). `sigverify: false` executes it unsigned: its first
+ * signature slot is then filled with random bytes, so that it has a signature of its own (a
+ * look-alike address has no key to sign with). Throws when it fails. Returns its signature.
+ */
+export function executeRecorded(svm, tx, { sigverify = true } = {}) {
+  const v = VersionedTransaction.deserialize(tx.serialize({ requireAllSignatures: false, verifySignatures: false }));
+  if (v.message.addressTableLookups?.length) throw new Error("executeRecorded: lookup tables are not supported");
+  if (!sigverify) v.signatures[0] = Uint8Array.from(randomBytes(64));
+  const keys = v.message.staticAccountKeys.map((k) => k.toBase58());
+  const balances = () => keys.map((k) => u64Json(rawAccount(svm, k)?.lamports ?? 0n));
+  const preBalances = balances();
+  const before = svm.inner.getSigverify();
+  svm.withSigverify(sigverify);
+  let result;
+  try {
+    result = svm.sendTransaction(v);
+  } finally {
+    svm.withSigverify(before);
+  }
+  if (result instanceof FailedTransactionMetadata) throw new Error(`executeRecorded: ${JSON.stringify(errorJson(result.err()))}\n${result.meta().logs().join("\n")}`);
+  const postBalances = balances();
+  const slot = Number(svm.getClock().slot);
+  const signature = bs58.encode(v.signatures[0]);
+  const m = v.message;
+  const rendered = {
+    slot,
+    blockTime: BLOCK_TIME_BASE + slot,
+    transaction: {
+      signatures: v.signatures.map((x) => bs58.encode(x)),
+      message: {
+        accountKeys: keys.map((pubkey, i) => ({ pubkey, signer: m.isAccountSigner(i), writable: m.isAccountWritable(i), source: "transaction" })),
+        recentBlockhash: m.recentBlockhash,
+        instructions: m.compiledInstructions.map((ix) => renderInstruction(keys, ix)),
+      },
+    },
+    meta: {
+      err: null,
+      fee: 5000 * m.header.numRequiredSignatures,
+      preBalances,
+      postBalances,
+      innerInstructions: [],
+      preTokenBalances: [],
+      postTokenBalances: [],
+      logMessages: result.logs(),
+      loadedAddresses: { writable: [], readonly: [] },
+      computeUnitsConsumed: u64Json(result.computeUnitsConsumed()),
+    },
+    version: v.version === "legacy" ? "legacy" : v.version,
+  };
+  svm.__history ??= [];
+  svm.__history.push({ signature, slot, blockTime: rendered.blockTime, keys, rendered });
+  svm.__known ??= new Set();
+  for (const k of keys) svm.__known.add(k);
+  svm.warpToSlot(BigInt(slot + 1));
+  return signature;
 }
 
 function matches(data, filter) {
