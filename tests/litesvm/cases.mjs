@@ -140,7 +140,11 @@ export const CASES = [
       const to = w.key("recipient").publicKey;
       return { svm: w.svm, signer: signer.publicKey, to, tx: w.legacy([SystemProgram.transfer({ fromPubkey: signer.publicKey, toPubkey: to, lamports: SOL })], [signer]) };
     },
-    effects: (b) => [{ kind: "sol", account: s(b.signer), deltaLamports: -1_000_005_000 }],
+    // The fresh recipient is its own holder: it received the 1 SOL (the fee is burned).
+    effects: (b) => [
+      { kind: "sol", account: s(b.signer), deltaLamports: -1_000_005_000 },
+      { kind: "sol_sent", to: s(b.to), lamports: SOL },
+    ],
     check: (b, svm) => assert.equal(rawAccount(svm, b.to).lamports, BigInt(SOL)),
   },
   {
@@ -153,13 +157,16 @@ export const CASES = [
       const signer = w.wallet();
       const m = w.mint({ decimals: 6 });
       const from = w.tokenAccount(m, signer.publicKey, 1_000_000_000n, "from");
-      const to = w.tokenAccount(m, w.key("recipient").publicKey, 0n, "to");
+      const recipient = w.key("recipient").publicKey;
+      const to = w.tokenAccount(m, recipient, 0n, "to");
       const tx = w.legacy([createTransferCheckedInstruction(from, m.mint, to, signer.publicKey, 250_000_000n, 6)], [signer]);
-      return { svm: w.svm, signer: signer.publicKey, m, from, to, tx };
+      return { svm: w.svm, signer: signer.publicKey, m, from, to, recipient, tx };
     },
+    // The tokens count for the owner of the account they land in, not for the account.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-250000000", decimals: 6 },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "250000000" },
     ],
     check: (b, svm) => assert.equal(tokenOf(svm, b.to).amount, 250_000_000n),
   },
@@ -174,12 +181,14 @@ export const CASES = [
       const signer = w.wallet();
       const m = w.mint({ decimals: 0 });
       const from = w.tokenAccount(m, signer.publicKey, 1000n, "from");
-      const to = w.tokenAccount(m, w.key("recipient").publicKey, 0n, "to");
-      return { svm: w.svm, signer: signer.publicKey, m, from, to, tx: w.legacy([createTransferInstruction(from, to, signer.publicKey, 100n)], [signer]) };
+      const recipient = w.key("recipient").publicKey;
+      const to = w.tokenAccount(m, recipient, 0n, "to");
+      return { svm: w.svm, signer: signer.publicKey, m, from, to, recipient, tx: w.legacy([createTransferInstruction(from, to, signer.publicKey, 100n)], [signer]) };
     },
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-100", decimals: 0 },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "100" },
     ],
   },
   {
@@ -229,12 +238,16 @@ export const CASES = [
       const signer = w.wallet();
       const m = w.mint({ decimals: 0 });
       const account = w.tokenAccount(m, signer.publicKey, 42n);
+      const rent = w.rent(ACCOUNT_SIZE); // what tokenAccount() funded it with
       const next = w.key("new-owner").publicKey;
-      return { svm: w.svm, signer: signer.publicKey, m, account, next, tx: w.legacy([createSetAuthorityInstruction(account, signer.publicKey, AuthorityType.AccountOwner, next)], [signer]) };
+      return { svm: w.svm, signer: signer.publicKey, m, account, rent, next, tx: w.legacy([createSetAuthorityInstruction(account, signer.publicKey, AuthorityType.AccountOwner, next)], [signer]) };
     },
+    // The account changes hands: the new owner gets its 42 tokens and its rent lamports.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-42", decimals: 0 },
+      { kind: "sol_sent", to: s(b.next), lamports: b.rent },
+      { kind: "token_sent", to: s(b.next), mint: s(b.m.mint), amount: "42" },
       { kind: "token_owner_change", account: s(b.account), mint: s(b.m.mint), from: s(b.signer), to: s(b.next) },
     ],
   },
@@ -285,6 +298,7 @@ export const CASES = [
       const ixs = SystemProgram.createNonceAccount({ fromPubkey: signer.publicKey, noncePubkey: nonce.publicKey, authorizedPubkey: signer.publicKey, lamports }).instructions;
       return { svm: w.svm, signer: signer.publicKey, nonce: nonce.publicKey, lamports, tx: w.legacy(ixs, [signer, nonce]) };
     },
+    // The new nonce's lamports count for its authority, the signer: nothing is sent.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -(b.lamports + 2 * FEE) },
       { kind: "account_created", account: s(b.nonce), owner: IDS.system, lamports: b.lamports },
@@ -302,8 +316,10 @@ export const CASES = [
       const next = w.key("new-authority").publicKey;
       return { svm: w.svm, signer: signer.publicKey, ...n, next, tx: w.legacy([SystemProgram.nonceAuthorize({ noncePubkey: n.nonce, authorizedPubkey: signer.publicKey, newAuthorizedPubkey: next })], [signer]) };
     },
+    // A nonce's lamports count for its authority: the new one gets them.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
+      { kind: "sol_sent", to: s(b.next), lamports: b.lamports },
       { kind: "nonce_authority_change", account: s(b.nonce), from: s(b.signer), to: s(b.next) },
     ],
   },
@@ -324,7 +340,11 @@ export const CASES = [
       assert.notEqual(tx.compileMessage().recentBlockhash, w.svm.latestBlockhash(), "the nonce must not be the current blockhash");
       return { svm: w.svm, signer: signer.publicKey, ...n, to, tx };
     },
-    effects: (b) => [{ kind: "sol", account: s(b.signer), deltaLamports: -(SOL / 2 + FEE) }],
+    // The advanced nonce stays the signer's (same lamports); the recipient got the 0.5 SOL.
+    effects: (b) => [
+      { kind: "sol", account: s(b.signer), deltaLamports: -(SOL / 2 + FEE) },
+      { kind: "sol_sent", to: s(b.to), lamports: SOL / 2 },
+    ],
     check: (b, svm) => assert.equal(rawAccount(svm, b.to).lamports, BigInt(SOL / 2)),
   },
   {
@@ -341,6 +361,7 @@ export const CASES = [
     },
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
+      { kind: "sol_sent", to: s(b.to), lamports: b.lamports },
       { kind: "account_closed", account: s(b.nonce), lamports: b.lamports },
     ],
     check: (b, svm) => assert.equal(rawAccount(svm, b.to).lamports, BigInt(b.lamports)),
@@ -354,16 +375,19 @@ export const CASES = [
       const w = new World(this.name);
       const signer = w.wallet();
       const stake = w.key("stake");
+      const lamports = w.rent(STAKE_LEN) + 2 * SOL;
       w.setup(StakeProgram.createAccount({
         fromPubkey: w.funder.publicKey, stakePubkey: stake.publicKey, authorized: new Authorized(signer.publicKey, signer.publicKey),
-        lockup: new Lockup(0, 0, PublicKey.default), lamports: w.rent(STAKE_LEN) + 2 * SOL,
+        lockup: new Lockup(0, 0, PublicKey.default), lamports,
       }).instructions, [stake]);
       const next = w.key("new-authority").publicKey;
       const ixs = [0, 1].flatMap((index) => StakeProgram.authorize({ stakePubkey: stake.publicKey, authorizedPubkey: signer.publicKey, newAuthorizedPubkey: next, stakeAuthorizationType: { index } }).instructions);
-      return { svm: w.svm, signer: signer.publicKey, stake: stake.publicKey, next, tx: w.legacy(ixs, [signer]) };
+      return { svm: w.svm, signer: signer.publicKey, stake: stake.publicKey, lamports, next, tx: w.legacy(ixs, [signer]) };
     },
+    // Neither role is the signer's after: the stake's lamports count for its new withdrawer.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
+      { kind: "sol_sent", to: s(b.next), lamports: b.lamports },
       { kind: "stake_authority_change", account: s(b.stake), role: "staker", from: s(b.signer), to: s(b.next) },
       { kind: "stake_authority_change", account: s(b.stake), role: "withdrawer", from: s(b.signer), to: s(b.next) },
     ],
@@ -381,6 +405,7 @@ export const CASES = [
       const lamports = Number(rawAccount(w.svm, account).lamports);
       return { svm: w.svm, signer: signer.publicKey, m, account, lamports, tx: w.legacy([createCloseAccountInstruction(account, signer.publicKey, signer.publicKey)], [signer]) };
     },
+    // The rent comes back to the signer: nothing is sent.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: b.lamports - FEE },
       { kind: "account_closed", account: s(b.account), lamports: b.lamports },
@@ -396,13 +421,16 @@ export const CASES = [
       const signer = w.wallet();
       const m = w.mint({ decimals: 6, program: TOKEN_2022_PROGRAM_ID, fee: { basisPoints: 100, maximumFee: 1_000_000n } });
       const from = w.tokenAccount(m, signer.publicKey, 1_000_000n, "from");
-      const to = w.tokenAccount(m, w.key("recipient").publicKey, 0n, "to");
+      const recipient = w.key("recipient").publicKey;
+      const to = w.tokenAccount(m, recipient, 0n, "to");
       const tx = w.legacy([createTransferCheckedWithFeeInstruction(from, m.mint, to, signer.publicKey, 10_000n, 6, 100n, [], TOKEN_2022_PROGRAM_ID)], [signer]);
-      return { svm: w.svm, signer: signer.publicKey, m, from, to, tx };
+      return { svm: w.svm, signer: signer.publicKey, m, from, to, recipient, tx };
     },
+    // The recipient's balance grows by the amount less the fee; the withheld 100 is no one's balance.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token-2022", delta: "-10000", decimals: 6 },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "9900" },
     ],
     check: (b, svm) => {
       const to = tokenOf(svm, b.to);
@@ -439,7 +467,11 @@ export const CASES = [
       track(w.svm, table, to);
       return { svm: w.svm, signer: signer.publicKey, to, table, tx };
     },
-    effects: (b) => [{ kind: "sol", account: s(b.signer), deltaLamports: -(SOL / 4 + FEE) }],
+    // The recipient is read although it is loaded from the table.
+    effects: (b) => [
+      { kind: "sol", account: s(b.signer), deltaLamports: -(SOL / 4 + FEE) },
+      { kind: "sol_sent", to: s(b.to), lamports: SOL / 4 },
+    ],
     check: (b, svm) => assert.equal(rawAccount(svm, b.to).lamports, BigInt(SOL / 4)),
   },
   {
@@ -452,19 +484,23 @@ export const CASES = [
       const signer = w.wallet();
       const m = w.mint({ decimals: 2 });
       const account = w.tokenAccount(m, signer.publicKey, 5000n);
+      const rent = w.rent(ACCOUNT_SIZE); // what tokenAccount() funded it with
       const attacker = ATTACKER.publicKey;
       const tx = w.legacy([
         createApproveInstruction(account, attacker, signer.publicKey, U64_MAX),
         createSetAuthorityInstruction(account, signer.publicKey, AuthorityType.AccountOwner, attacker),
         SystemProgram.transfer({ fromPubkey: signer.publicKey, toPubkey: attacker, lamports: 2 * SOL }),
       ], [signer]);
-      return { svm: w.svm, signer: signer.publicKey, m, account, attacker, tx };
+      return { svm: w.svm, signer: signer.publicKey, m, account, rent, attacker, tx };
     },
     // The owner change clears the delegate the first instruction set (spl-token's SetAuthority):
-    // from the states before and after, the delegate never changed.
+    // from the states before and after, the delegate never changed. The attacker (a fresh address)
+    // gets the 2 SOL and, with the token account, its 5,000 tokens and its rent lamports.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -(2 * SOL + FEE) },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-5000", decimals: 2 },
+      { kind: "sol_sent", to: s(b.attacker), lamports: 2 * SOL + b.rent },
+      { kind: "token_sent", to: s(b.attacker), mint: s(b.m.mint), amount: "5000" },
       { kind: "token_owner_change", account: s(b.account), mint: s(b.m.mint), from: s(b.signer), to: s(b.attacker) },
     ],
     check: (b, svm) => {
@@ -484,13 +520,15 @@ export const CASES = [
       const delegate = w.key("delegate");
       const m = w.mint({ decimals: 0 });
       const account = w.tokenAccount(m, signer.publicKey, 1000n);
-      const to = w.tokenAccount(m, w.key("recipient").publicKey, 0n, "to");
+      const recipient = w.key("recipient").publicKey;
+      const to = w.tokenAccount(m, recipient, 0n, "to");
       w.setup([createApproveInstruction(account, delegate.publicKey, signer.publicKey, 600n)], [signer]);
-      return { svm: w.svm, signer: signer.publicKey, m, account, delegate: delegate.publicKey, to, tx: w.legacy([createTransferInstruction(account, to, delegate.publicKey, 250n)], [signer, delegate]) };
+      return { svm: w.svm, signer: signer.publicKey, m, account, delegate: delegate.publicKey, to, recipient, tx: w.legacy([createTransferInstruction(account, to, delegate.publicKey, 250n)], [signer, delegate]) };
     },
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -2 * FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-250", decimals: 0 },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "250" },
       { kind: "token_delegate_change", account: s(b.account), mint: s(b.m.mint), from: s(b.delegate), to: s(b.delegate), amount: "350" },
     ],
   },
@@ -512,6 +550,7 @@ export const CASES = [
       ];
       return { svm: w.svm, signer: signer.publicKey, m, account: account.publicKey, lamports, tx: w.legacy(ixs, [signer, account]) };
     },
+    // The new token account is the signer's (it owns it): its rent is not sent.
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -(b.lamports + 2 * FEE) },
       { kind: "account_created", account: s(b.account), owner: IDS.token, lamports: b.lamports },

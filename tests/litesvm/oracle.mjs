@@ -5,7 +5,12 @@
 // - an account exists iff lamports > 0; it is the signer's if, in the pre- or the post-state, it is
 //   the signer's own address, a token account (SPL Token or Token-2022) the signer owns, a nonce
 //   account whose authority is the signer, or a stake account whose staker or withdrawer it is;
-// - effects in this order of kinds: sol, token, account_created, account_closed,
+// - what others received of what the signer lost (sol_sent, token_sent): each account's balance
+//   counts for its holder — the signer for its own accounts, a token account's owner, a nonce's
+//   authority, a stake account's withdrawer, else the account itself; an account whose holder
+//   changes is the old holder's loss and the new one's gain; for each asset the signer holds less
+//   of after, every other holder's gains (sent to it, by `to` then mint);
+// - effects in this order of kinds: sol, token, sol_sent, token_sent, account_created, account_closed,
 //   account_owner_change, token_owner_change, token_delegate_change, token_close_authority_change,
 //   nonce_authority_change, stake_authority_change; within a kind by account (base58, ascending),
 //   then role (staker before withdrawer); tokens by mint;
@@ -18,7 +23,7 @@ import { IDS, TOKEN_PROGRAM_NAMES, decodeTokenAccount, decodeMint, decodeNonce, 
 import { rawAccount } from "./util.mjs";
 
 const KIND_ORDER = [
-  "sol", "token", "account_created", "account_closed", "account_owner_change", "token_owner_change",
+  "sol", "token", "sol_sent", "token_sent", "account_created", "account_closed", "account_owner_change", "token_owner_change",
   "token_delegate_change", "token_close_authority_change", "nonce_authority_change", "stake_authority_change",
 ];
 
@@ -123,6 +128,8 @@ export function computeEffects({ pre, post, signer, decimalsOf }) {
     if (e.delta !== 0n) effects.push({ kind: "token", mint, program: e.program, delta: e.delta.toString(), decimals: decimalsOf(mint) });
   }
 
+  effects.push(...sent(addresses, before, after, signer));
+
   const mine = addresses.filter((a) => isSigners(a, before(a), signer) || isSigners(a, after(a), signer)).sort(cmp);
   const changes = [];
   for (const a of mine) {
@@ -162,6 +169,59 @@ export function computeEffects({ pre, post, signer, decimalsOf }) {
   // Kind order, then account, then role (stable: staker was pushed before withdrawer).
   changes.sort((x, y) => KIND_ORDER.indexOf(x.kind) - KIND_ORDER.indexOf(y.kind) || cmp(x.account, y.account));
   return effects.concat(changes);
+}
+
+/** Who an account's lamports count for (see the rules above). */
+function solHolder(address, acct, signer) {
+  if (isSigners(address, acct, signer)) return signer;
+  const t = decodeTokenAccount(acct);
+  if (t) return t.owner;
+  const n = decodeNonce(acct);
+  if (n) return n.authority;
+  const s = decodeStake(acct);
+  if (s?.meta) return s.meta.withdrawer;
+  return address;
+}
+
+/** sol_sent and token_sent: what other holders gained of each asset the signer lost. */
+function sent(addresses, before, after, signer) {
+  // asset ("SOL" or the mint) -> { mine: [before, after], others: Map holder -> gained }
+  const assets = new Map();
+  const book = (asset, holder, b, a) => {
+    const e = assets.get(asset) ?? { mine: [0n, 0n], others: new Map() };
+    assets.set(asset, e);
+    if (holder === signer) {
+      e.mine[0] += b;
+      e.mine[1] += a;
+    } else if (a > b) {
+      e.others.set(holder, (e.others.get(holder) ?? 0n) + (a - b));
+    }
+  };
+  const balance = (asset, b, a) => {
+    if (b && a && b.holder === a.holder) return book(asset, b.holder, b.amount, a.amount);
+    if (b) book(asset, b.holder, b.amount, 0n);
+    if (a) book(asset, a.holder, 0n, a.amount);
+  };
+  for (const address of addresses) {
+    const [p, q] = [before(address), after(address)];
+    const sol = (acct) => (exists(acct) ? { holder: solHolder(address, acct, signer), amount: acct.lamports } : null);
+    balance("SOL", sol(p), sol(q));
+    const token = (acct) => {
+      const t = exists(acct) ? decodeTokenAccount(acct) : null;
+      return t ? { holder: t.owner, amount: t.amount, mint: t.mint } : null;
+    };
+    const [t0, t1] = [token(p), token(q)];
+    const mint = (t0 ?? t1)?.mint;
+    if (mint) balance(mint, t0?.mint === mint ? t0 : null, t1?.mint === mint ? t1 : null);
+  }
+  const out = [];
+  for (const [asset, e] of assets) {
+    if (e.mine[1] >= e.mine[0]) continue;
+    for (const [to, amount] of e.others) {
+      out.push(asset === "SOL" ? { kind: "sol_sent", to, lamports: Number(amount) } : { kind: "token_sent", to, mint: asset, amount: amount.toString() });
+    }
+  }
+  return out.sort((x, y) => cmp(x.kind === "sol_sent" ? 0 : 1, y.kind === "sol_sent" ? 0 : 1) || cmp(x.to, y.to) || cmp(x.mint ?? "", y.mint ?? ""));
 }
 
 /** decimalsOf over a LiteSVM instance (a mint's decimals do not change within a transaction). */

@@ -124,6 +124,9 @@ test("oracle: kind order, account order, role order, created/closed alone", { ti
   const effects = computeEffects({ pre, post, signer, decimalsOf: () => 0 });
   assert.deepEqual(effects, [
     { kind: "sol", account: signer, deltaLamports: -1_000_000 },
+    // keys[3] is no longer the signer's (neither role): its lamports go to its new withdrawer;
+    // keys[1] (still staked by the signer) and keys[0] (withdrawn by it) stay the signer's.
+    { kind: "sol_sent", to: other, lamports: 1_000_000 },
     { kind: "account_created", account: keys[0], owner: IDS.stake, lamports: 1_000_000 },
     { kind: "account_closed", account: keys[2], lamports: 1_000_000 },
     { kind: "stake_authority_change", account: keys[1], role: "withdrawer", from: signer, to: other },
