@@ -35,6 +35,15 @@ pub const UNLOWERABLE_KINDS: [&str; 2] = ["sanctioned_counterparty", "sanctioned
 /// The id of the policy of an account that never set one.
 pub const DEFAULT_POLICY_ID: &str = "default";
 
+/// A kind a policy may name besides the engine's signals (a scan finding's kind): its severity
+/// as found (the highest its rule gives), and whether it may only be raised (sanctions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OtherKind {
+    pub kind: &'static str,
+    pub severity: Severity,
+    pub raise_only: bool,
+}
+
 /// What an override does to a signal kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeverityRule {
@@ -87,8 +96,7 @@ impl Policy {
             .clone()
     }
 
-    /// A policy; `Err` names the first field that breaks an invariant.
-    /// `severities` maps signal kinds to rules, `weights_hundredths` follows `DIMENSIONS`' order.
+    /// A policy of the engine's signal kinds only (see `with_kinds`).
     pub fn new(
         reference: PolicyRef,
         severities: &BTreeMap<String, SeverityRule>,
@@ -96,16 +104,37 @@ impl Policy {
         allow: &[Pubkey],
         deny: &[Pubkey],
     ) -> Result<Policy, Invalid> {
+        Policy::with_kinds(reference, severities, weights_hundredths, allow, deny, &[])
+    }
+
+    /// A policy; `Err` names the first field that breaks an invariant.
+    /// `severities` maps signal kinds — the engine's, or one of `other` (the scan's findings) —
+    /// to rules, `weights_hundredths` follows `DIMENSIONS`' order.
+    pub fn with_kinds(
+        reference: PolicyRef,
+        severities: &BTreeMap<String, SeverityRule>,
+        weights_hundredths: [u16; DIMENSIONS.len()],
+        allow: &[Pubkey],
+        deny: &[Pubkey],
+        other: &[OtherKind],
+    ) -> Result<Policy, Invalid> {
         let mut known = BTreeMap::new();
         for (kind, rule) in severities {
-            let Some(spec) = crate::engine::signals::spec(kind) else {
+            let spec = crate::engine::signals::spec(kind)
+                .map(|s| OtherKind {
+                    kind: s.kind,
+                    severity: s.severity,
+                    raise_only: UNLOWERABLE_KINDS.contains(&s.kind),
+                })
+                .or_else(|| other.iter().find(|o| o.kind == kind.as_str()).copied());
+            let Some(spec) = spec else {
                 return Err(Invalid::new("severityOverrides", format!("unknown signal kind {kind:?}")));
             };
             let lowers = match rule {
                 SeverityRule::Ignore => true,
                 SeverityRule::Set(severity) => *severity < spec.severity,
             };
-            if lowers && UNLOWERABLE_KINDS.contains(&spec.kind) {
+            if lowers && spec.raise_only {
                 let message = format!("{kind} may be raised but not lowered or ignored (a sanctions finding)");
                 return Err(Invalid::new("severityOverrides", message));
             }

@@ -156,7 +156,7 @@ impl PolicyRecord {
                 .collect()
         };
         let (allow, deny) = (parse("allowList", &self.allow_list)?, parse("denyList", &self.deny_list)?);
-        Policy::new(self.reference(), &severities, weights, &allow, &deny)
+        Policy::with_kinds(self.reference(), &severities, weights, &allow, &deny, crate::scan::catalogue::POLICY_KINDS)
     }
 }
 

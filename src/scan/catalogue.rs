@@ -1,10 +1,44 @@
 //! The scan's findings and effects as a catalogue: `docs/signals.md` ends with it (after the
 //! engine's signals), written by `xray signals --markdown`.
 //!
-//! Owns: `SCAN_FINDINGS` (kind, severity, when, fix) and `catalogue_markdown`. Pure.
+//! Owns: `SCAN_FINDINGS` (kind, severity, when, fix), `POLICY_KINDS` (the kinds an account's
+//! policy may override, with their severity as found) and `catalogue_markdown`. Pure.
 //!
 //! Invariant: every kind `findings` emits is listed (a test of `findings` checks the kinds it
 //! produces against this list); the document on disk is this text (a test checks it).
+
+use crate::engine::policy::OtherKind;
+use crate::engine::report::Severity::{self, Critical, High, Medium};
+
+/// Every scan finding kind as an account's policy names it (`severityOverrides`): its severity
+/// as found (the highest its rule gives), and whether it may only be raised — a sanctions
+/// finding is a compliance finding, not a preference, as in the X-Ray.
+pub const POLICY_KINDS: &[OtherKind] = &[
+    kind("wallet_assign", Critical, false),
+    kind("token_owner_change", Critical, false),
+    kind("token_close_authority_change", Critical, false),
+    kind("token_approval", Critical, false),
+    kind("nonce_authority_change", Critical, false),
+    kind("nonce_withdraw", Critical, false),
+    kind("stake_authority_change", Critical, false),
+    kind("durable_nonce", Medium, false),
+    kind("sanctioned_recipient", Critical, true),
+    kind("flagged_recipient", Critical, false),
+    kind("lookalike_recipient", Critical, false),
+    kind("token2022_permanent_delegate", Critical, false),
+    kind("token2022_transfer_hook", Medium, false),
+    kind("flagged_program", Critical, false),
+    kind("invalid_signature", Critical, false),
+    kind("phishing_origin", Critical, false),
+    kind("lookalike_origin", High, false),
+    kind("unknown_program_writable", Medium, false),
+    kind("hidden_authority_change", Critical, false),
+    kind("asset_sweep", Critical, false),
+];
+
+const fn kind(kind: &'static str, severity: Severity, raise_only: bool) -> OtherKind {
+    OtherKind { kind, severity, raise_only }
+}
 
 /// `(kind, severity, found when, fixInstructions)` of every scan finding.
 pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
@@ -22,7 +56,7 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "token_close_authority_change",
-        "high (critical to a flagged address)",
+        "critical",
         "token `setAuthority` (closeAccount) handing the close authority to another key",
         "none",
     ),
@@ -113,7 +147,7 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     (
         "unknown_program_writable",
         "medium",
-        "a program the labels do not know given the signer as a writable account, and no simulation to show what it does (skipped, failed, timed out or unavailable; the finding says which): when it ran, its effects are judged instead",
+        "a program the labels do not know given the signer as a writable account, and no simulation to show what it does (skipped, timed out or unavailable; the finding says which): when it ran, its effects are judged instead, and when it ran and failed nothing but the fee changes",
         "none",
     ),
     (
@@ -185,5 +219,19 @@ mod tests {
             on_disk == whole,
             "docs/signals.md is out of date: run `cargo run -- signals --markdown > docs/signals.md`"
         );
+    }
+
+    #[test]
+    fn a_policy_can_name_every_scan_finding_and_no_other() {
+        let listed: Vec<&str> = SCAN_FINDINGS.iter().map(|(kind, ..)| *kind).collect();
+        let named: Vec<&str> = POLICY_KINDS.iter().map(|k| k.kind).collect();
+        for kind in &listed {
+            assert!(named.contains(kind), "{kind} cannot be overridden");
+        }
+        assert_eq!(listed.len(), named.len(), "{named:?}");
+        // Scan kinds never shadow an X-Ray signal kind (one name, one meaning).
+        assert!(named.iter().all(|k| crate::engine::signals::spec(k).is_none()));
+        let severity = |k: &str| POLICY_KINDS.iter().find(|p| p.kind == k).map(|p| p.severity);
+        assert_eq!(severity("unknown_program_writable"), Some(Severity::Medium));
     }
 }

@@ -74,6 +74,9 @@ pub struct Finding {
 pub enum Simulation<'a> {
     /// It ran and both states read: the signer's effects.
     Ran(&'a [Effect]),
+    /// It ran and the transaction would fail: nothing but its fee would change (whatever its
+    /// programs would have done is rolled back).
+    Failed,
     /// It did not (skipped, failed, timed out, unavailable): the status and why.
     NotRun { status: &'static str, reason: Option<&'a str> },
 }
@@ -274,11 +277,15 @@ fn token_authority_moved(
     }
     let (kind, severity, what) = match which {
         TokenAuthorityType::AccountOwner => ("token_owner_change", Severity::Critical, "ownership of token account"),
-        TokenAuthorityType::CloseAccount => ("token_close_authority_change", Severity::High, "the close authority of"),
+        // Critical too: a drainer's authority transfer (SolPhishHunter's second class) — the new
+        // authority closes the account once it is emptied and keeps its rent, and no signature
+        // of the wallet's can take it back.
+        TokenAuthorityType::CloseAccount => {
+            ("token_close_authority_change", Severity::Critical, "the close authority of")
+        }
         _ => return None,
     };
     let to = new_authority.map_or_else(|| "nobody".to_owned(), |a| format!("{a}{}", named(a, ctx.labels)));
-    let severity = if new_authority.is_some_and(|a| is_bad(a, ctx.labels)) { Severity::Critical } else { severity };
     Some(Finding {
         kind,
         severity,
@@ -495,7 +502,8 @@ fn program_finding(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>) -> Option<
     let writable_of_signer = ix.accounts.iter().any(|a| *a == ctx.signer && is_writable(tx, a));
     // Simulation first: when it ran, what the program did is in the effects — an authority it
     // took is a `hidden_authority_change`, assets it moved are effects (and a sweep when they
-    // are everything) — so the program being unknown adds nothing to judge.
+    // are everything) — so the program being unknown adds nothing to judge; when it ran and
+    // failed, the program changes nothing (the answer says the transaction would fail).
     let Simulation::NotRun { status, reason } = ctx.simulation else { return None };
     (!known && writable_of_signer).then(|| Finding {
         kind: "unknown_program_writable",

@@ -16,7 +16,8 @@
 //! `effects` and says why in `simulation`. Findings come from the decoded instructions
 //! (`findings`) and, when it ran, from what it showed (`executed`: tokens received under a
 //! mint's control, authorities taken inside a program, sweeps); an unknown program given the
-//! wallet is a finding only when it did not run (simulation first). Without it, a sweep is
+//! wallet is a finding only when it did not run (simulation first: one that ran and failed
+//! shows that nothing but the fee changes). Without it, a sweep is
 //! still judged from the decoded transfers applied to the accounts before.
 
 use std::collections::BTreeMap;
@@ -31,7 +32,7 @@ use super::signatures::{self, SignatureCheck};
 use super::state::{self, States};
 use super::value;
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
-use crate::engine::policy::PolicyRef;
+use crate::engine::policy::{PolicyRef, SeverityRule};
 use crate::engine::sweep::Balance;
 use crate::labels::domains::Origin;
 use crate::labels::Labels;
@@ -141,6 +142,8 @@ pub struct Inputs<'a> {
     /// The labels in force with the account's lists laid over (`Policy::labels`).
     pub labels: &'a Labels,
     pub policy: &'a PolicyRef,
+    /// The account's policy's severity overrides (`severityOverrides`: scan kinds among them).
+    pub overrides: &'a BTreeMap<&'static str, SeverityRule>,
     /// The request's `origin`, when given.
     pub origin: Option<&'a Origin>,
     /// Each required signer's slot (`signatures::check`) and the message's digest.
@@ -172,6 +175,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
     };
     let ran = match &diff {
         Some(_) => Simulation::Ran(&effects),
+        None if simulation.status == "failed" => Simulation::Failed,
         None => Simulation::NotRun { status: simulation.status, reason: simulation.reason.as_deref() },
     };
     let ctx = Context { signer: *signer, labels: inputs.labels, counterparties: known, origin, simulation: ran };
@@ -186,6 +190,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         let fee_lamports = LAMPORTS_PER_SIGNATURE * inputs.signatures.len() as u64;
         findings.extend(executed::sweep(balances, *from, fee_lamports, &findings, &ctx));
     }
+    overridden(&mut findings, inputs.overrides);
     findings::sort(&mut findings);
     let decoded = inputs.decoded;
     ScanReport {
@@ -212,6 +217,19 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         account: inputs.account.to_owned(),
         scanned_at: crate::clock::rfc3339_ms(inputs.scanned_at_ms),
         request_id: inputs.request_id.to_owned(),
+    }
+}
+
+/// The account's overrides applied: an ignored kind is dropped, a set one takes its severity.
+fn overridden(findings: &mut Vec<Finding>, overrides: &BTreeMap<&'static str, SeverityRule>) {
+    if overrides.is_empty() {
+        return;
+    }
+    findings.retain(|f| overrides.get(f.kind) != Some(&SeverityRule::Ignore));
+    for finding in findings.iter_mut() {
+        if let Some(SeverityRule::Set(severity)) = overrides.get(finding.kind) {
+            finding.severity = *severity;
+        }
     }
 }
 

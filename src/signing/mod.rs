@@ -770,6 +770,7 @@ mod tests {
             observed: &observed,
             labels: &labels,
             policy: &policy,
+            overrides: &std::collections::BTreeMap::new(),
             origin: None,
             signatures: &[],
             message_sha256: &"0".repeat(64),

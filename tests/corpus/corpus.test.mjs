@@ -170,6 +170,17 @@ function render(source, rows, f) {
   lines.push(`  authority transfers + dApp-requested sweeps at malicious: ${f.mustBeMalicious.malicious}/${f.mustBeMalicious.n} ${pct(f.mustBeMalicious.malicious, f.mustBeMalicious.n)}`);
   const b = f.benign;
   lines.push(`  benign set: ${b.n} real transactions: benign ${b.benign}, warning ${b.warning} (${pct(b.warning, b.n - b.error)} of ${b.n - b.error} answered), malicious ${b.malicious}, no verdict (HTTP error) ${b.error}`);
+  // By the simulation's status: what the source could execute (a real node runs every mainnet
+  // program; these sources run none of the dApps', so most real transactions are not simulated).
+  const bySim = {};
+  for (const r of rows.filter((r) => r.class === "benign" && r.got !== "error")) {
+    const s = (bySim[r.simulation ?? "-"] ??= { n: 0, warning: 0 });
+    s.n++;
+    if (r.got === "warning") s.warning++;
+  }
+  for (const [status, s] of Object.entries(bySim).sort()) {
+    lines.push(`    simulation ${status.padEnd(11)} ${String(s.n).padStart(3)} answered, warning ${s.warning} (${pct(s.warning, s.n)})`);
+  }
   lines.push("  confusion (rows expected, columns got):");
   lines.push(`    ${"".padEnd(10)} ${GOT_COLUMNS.map((g) => g.padStart(9)).join(" ")}`);
   for (const [e, row] of Object.entries(f.confusion)) lines.push(`    ${e.padEnd(10)} ${GOT_COLUMNS.map((g) => String(row[g]).padStart(9)).join(" ")}`);
@@ -182,7 +193,7 @@ function render(source, rows, f) {
   }
   const off = rows.filter((x) => x.class === "benign" && x.got !== "benign");
   lines.push(`  benign cases not answered benign (${off.length}):`);
-  for (const r of off) lines.push(`    ${r.name.padEnd(44)} got ${r.got.padEnd(9)} ${r.findings.join(", ") || (r.error ? `HTTP ${r.status}: ${r.error.slice(0, 120)}` : "")}`);
+  for (const r of off) lines.push(`    ${r.name.padEnd(44)} got ${r.got.padEnd(9)} sim ${(r.simulation ?? "-").padEnd(11)} ${r.findings.join(", ") || (r.error ? `HTTP ${r.status}: ${r.error.slice(0, 120)}` : "")}`);
   return lines.join("\n");
 }
 

@@ -181,6 +181,7 @@ impl Endpoints<'_> {
             observed: &observed,
             labels: &labels,
             policy: policy.reference(),
+            overrides: policy.severities(),
             origin,
             signatures: &signatures,
             message_sha256: &message_sha256,
