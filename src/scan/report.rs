@@ -152,8 +152,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         CounterpartiesOutcome::Known(known) => Some(&known.addresses),
         _ => None,
     };
-    let origin = inputs.origin.and_then(|o| o.domain.as_deref());
-    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known, origin };
+    let ctx = Context { signer: inputs.signer, labels: inputs.labels, counterparties: known, origin: inputs.origin };
     let mut findings = findings::judge(inputs.decoded, &ctx);
     findings.extend(findings::invalid_signatures(inputs.signatures));
     findings::sort(&mut findings);
