@@ -343,11 +343,15 @@ pub struct Origin {
     pub ip: Option<IpAddr>,
 }
 
+/// Text that is no origin a scan can judge or bind (`origin_of`'s refusal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAnOrigin;
+
 /// The `Origin` of a URL (`https://app.example.com/path`) or a bare host name; `Err` when it is
 /// neither or names no host. A Unicode host is punycoded here (by the URL parser).
-pub fn origin_of(origin: &str) -> Result<Origin, ()> {
+pub fn origin_of(origin: &str) -> Result<Origin, NotAnOrigin> {
     let with_scheme = if origin.contains("://") { origin.to_owned() } else { format!("https://{origin}") };
-    let url = url::Url::parse(&with_scheme).map_err(|_| ())?;
+    let url = url::Url::parse(&with_scheme).map_err(|_| NotAnOrigin)?;
     let web = url.scheme() == "http" || url.scheme() == "https";
     let (domain, ip) = match url.host() {
         // A web origin's host is judged, or refused: never signed as the origin of a verdict
@@ -355,17 +359,17 @@ pub fn origin_of(origin: &str) -> Result<Origin, ()> {
         Some(url::Host::Domain(domain)) if web => match normalize(domain) {
             Some(domain) => (Some(domain), None),
             None if domain.eq_ignore_ascii_case("localhost") => (None, None),
-            None => return Err(()),
+            None => return Err(NotAnOrigin),
         },
         Some(url::Host::Ipv4(address)) if web => (None, Some(IpAddr::V4(address))),
         Some(url::Host::Ipv6(address)) if web => (None, Some(IpAddr::V6(address))),
         // An extension's id (an opaque host): bound, not judged.
         Some(_) => (None, None),
-        None => return Err(()),
+        None => return Err(NotAnOrigin),
     };
     let host = match &domain {
         Some(domain) => domain.clone(),
-        None => url.host_str().ok_or(())?.to_ascii_lowercase(),
+        None => url.host_str().ok_or(NotAnOrigin)?.to_ascii_lowercase(),
     };
     Ok(Origin { host, domain, ip })
 }
@@ -469,12 +473,12 @@ mod tests {
             host("bfnaelmomeimhlpmgjnjophhpkkoljpa")
         );
         assert_eq!(origin_of("chrome-extension://bfnaelmomeimhlpmgjnjophhpkkoljpa").map(|o| o.ip), Ok(None));
-        assert_eq!(origin("not a url"), Err(()));
+        assert_eq!(origin("not a url"), Err(NotAnOrigin));
         // Web hosts that are no judgeable domain are refused, not signed unjudged.
-        assert_eq!(origin("null"), Err(()), "a sandboxed frame's opaque origin");
-        assert_eq!(origin("https://intranet/x"), Err(()));
+        assert_eq!(origin("null"), Err(NotAnOrigin), "a sandboxed frame's opaque origin");
+        assert_eq!(origin("https://intranet/x"), Err(NotAnOrigin));
         assert_eq!(origin("https://x_y.claim-sol-drop.example/"), domain("x_y.claim-sol-drop.example"));
-        assert_eq!(origin("data:text/plain,hi"), Err(()));
+        assert_eq!(origin("data:text/plain,hi"), Err(NotAnOrigin));
         // `www.` goes only when a domain is left: `www.com` is a site of its own.
         assert_eq!(origin("https://www.com"), domain("www.com"));
         assert_eq!(origin("www.www.io"), domain("www.io"));

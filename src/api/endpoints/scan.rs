@@ -120,7 +120,7 @@ impl Endpoints<'_> {
         // judged). Text that is no URL with a host is refused: a verdict must say exactly which
         // origin it judged.
         let origin = match body.origin.as_deref() {
-            Some(text) => Some(crate::labels::domains::origin_of(text).map_err(|()| ApiError::InvalidRequest {
+            Some(text) => Some(crate::labels::domains::origin_of(text).map_err(|_| ApiError::InvalidRequest {
                 field: "origin",
                 message: "origin must be a URL with a host (https://app.example.com) or a bare host name",
             })?),

@@ -52,8 +52,11 @@ fn assert_time_and_request_signed(reply: &Reply) {
     assert_eq!(data["signature"]["type"], "xray.scan.v2");
 }
 
-/// `(case, verdict, findings, effect kinds)` the demo ledger must give.
-fn expected() -> Vec<(&'static str, &'static str, Vec<(&'static str, Option<u64>)>, Vec<&'static str>)> {
+/// `(case, verdict, findings, effect kinds)`.
+type Case = (&'static str, &'static str, Vec<(&'static str, Option<u64>)>, Vec<&'static str>);
+
+/// Every case the demo ledger must give.
+fn expected() -> Vec<Case> {
     vec![
         ("sol-transfer", "benign", vec![], vec!["sol"]),
         ("token-transfer", "benign", vec![], vec!["sol", "token"]),
