@@ -31,6 +31,7 @@ pub const POLICY_KINDS: &[OtherKind] = &[
     kind("invalid_signature", Critical, false),
     kind("phishing_origin", Critical, false),
     kind("lookalike_origin", High, false),
+    kind("ip_origin", Medium, false),
     kind("unknown_program_writable", Medium, false),
     kind("hidden_authority_change", Critical, false),
     kind("asset_sweep", Critical, false),
@@ -129,7 +130,13 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     (
         "lookalike_origin",
         "high",
-        "`origin` imitates a trusted dApp domain: within two edits of it, or wearing it as the first labels of another domain (`phantom.app.claim-now.io`)",
+        "`origin` imitates a trusted dApp domain (`facts.resemblance`): its confusable skeleton (Unicode TS #39, the host decoded from punycode) is the trusted domain's or a subdomain's (`confusable`: `phаntom.app` with a Cyrillic `а`); it wears the trusted domain inside another (`worn`: `phantom.app.claim-now.io`); a label or hyphen-separated part of one is the trusted name (of six characters or more) or its labels joined (`name`: `phantom.io`, `phantom-app.com`, `app-phantom.xyz`, `phantomapp.io`); or it is within two edits (`edits`: `phantorn.app`). The trusted domains, their subdomains and `allowed` exceptions never are; `facts.scripts` is `mixed` when a label mixes scripts, `facts.unicode` the host as shown",
+        "none",
+    ),
+    (
+        "ip_origin",
+        "medium",
+        "`origin` is a web origin on a public IP address instead of a domain name (`https://203.0.113.7`, `http://[2001:db8::1]`): real dApps are served from names. None for loopback, private (10/8, 172.16/12, 192.168/16), link-local, unique-local or unspecified addresses, nor `localhost` (a developer's own machine or network)",
         "none",
     ),
     (

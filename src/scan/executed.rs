@@ -195,7 +195,7 @@ pub fn sweep(
     let (severity, why) = match (ctx.origin, authority) {
         (Some(origin), _) => (
             Severity::Critical,
-            format!(" {origin} asked for it: a site that asks to move everything to a fresh address is a drainer."),
+            format!(" {} asked for it: a site that asks to move everything to a fresh address is a drainer.", origin.host),
         ),
         (None, Some(f)) => (Severity::Critical, format!(" It also hands an authority away ({}).", f.kind)),
         (None, None) if found.swept.len() > 1 => (Severity::High, String::new()),
@@ -279,12 +279,13 @@ mod tests {
 
     fn swept(balances: &[Balance], origin: Option<&str>, judged: &[Finding]) -> Option<Finding> {
         let labels = Labels::builtin();
+        let origin = origin.map(|o| crate::labels::domains::origin_of(o).expect("an origin"));
         let seen = BTreeSet::from([key(50)]);
         let ctx = Context {
             signer: key(ME),
             labels: &labels,
             counterparties: Some(&seen),
-            origin,
+            origin: origin.as_ref(),
             simulation: Simulation::Ran(&[]),
         };
         sweep(balances, BalancesFrom::Simulation, 5_000, judged, &ctx)

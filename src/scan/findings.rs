@@ -23,7 +23,7 @@ use super::effects::Effect;
 use super::signatures::{SignatureCheck, SignatureStatus};
 use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
 use crate::engine::report::Severity;
-use crate::labels::domains::DomainVerdict;
+use crate::labels::domains::Origin;
 use crate::labels::{Category, Labels};
 use crate::ledger::instruction::{
     ids, Instruction, InstructionKind as K, Program, StakeAuthorityType, TokenAuthorityType,
@@ -89,8 +89,8 @@ pub struct Context<'a> {
     /// history); `None` when the scan could not learn them (look-alike and never-seen checks
     /// are then skipped, and the answer says so).
     pub counterparties: Option<&'a BTreeSet<Pubkey>>,
-    /// The host of the dApp that asked for the signature (`origin`), when given.
-    pub origin: Option<&'a str>,
+    /// The dApp that asked for the signature (`origin`), when given (`super::origin` judges it).
+    pub origin: Option<&'a Origin>,
     /// What the simulation showed (an unknown program is judged by it).
     pub simulation: Simulation<'a>,
 }
@@ -111,7 +111,7 @@ pub fn judge(tx: &Decoded, ctx: &Context<'_>) -> Vec<Finding> {
     for ix in &tx.instructions {
         judge_one(ix, tx, ctx, &mut out);
     }
-    out.extend(ctx.origin.and_then(|host| origin_finding(host, ctx.labels)));
+    out.extend(ctx.origin.and_then(|origin| super::origin::finding(origin, ctx.labels)));
     sort(&mut out);
     out
 }
@@ -132,43 +132,6 @@ pub fn invalid_signatures(checks: &[SignatureCheck]) -> impl Iterator<Item = Fin
         ),
         instruction: None,
         facts: facts([("signer", c.signer.to_string())]),
-        fix_instructions: Vec::new(),
-    })
-}
-
-/// The dApp that asked is a listed phishing site, or imitates a trusted one.
-fn origin_finding(host: &str, labels: &Labels) -> Option<Finding> {
-    let (kind, severity, title, detail, extra) = match labels.domains().verdict(host) {
-        DomainVerdict::Phishing(label) => (
-            "phishing_origin",
-            Severity::Critical,
-            format!("Asked for by {host}, a known phishing site"),
-            format!(
-                "The dApp asking for this signature, {host}, is on a phishing list{}: do not sign.",
-                label.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
-            ),
-            ("listedAs", label.domain.clone()),
-        ),
-        DomainVerdict::Lookalike { imitates } => (
-            "lookalike_origin",
-            Severity::High,
-            format!("Asked for by {host}, which imitates {}", imitates.domain),
-            format!(
-                "The dApp asking for this signature, {host}, is not {} but looks like it — the mark of a phishing \
-                 copy. Open the real site yourself.",
-                imitates.domain
-            ),
-            ("imitates", imitates.domain.clone()),
-        ),
-        DomainVerdict::Trusted(_) | DomainVerdict::Unknown => return None,
-    };
-    Some(Finding {
-        kind,
-        severity,
-        title,
-        detail,
-        instruction: None,
-        facts: facts([("origin", host.to_owned()), extra]),
         fix_instructions: Vec::new(),
     })
 }

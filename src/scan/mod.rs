@@ -7,9 +7,10 @@
 //! for), `accounts_to_read` (whose state before and after makes the effects), then the lane's
 //! `observe` and `report::build`. Submodules: `lane` (upstream I/O on its own thread),
 //! `state` (account states from the wire), `effects` (the signer's diff), `findings` (the
-//! judgement of the decoded instructions), `signatures` (each signer's slot verified, and the
-//! message's digest that binds a signed answer to its bytes), `report` (the answer document)
-//! and `catalogue` (the findings as `docs/signals.md` lists them).
+//! judgement of the decoded instructions), `origin` (the judgement of the dApp that asked),
+//! `signatures` (each signer's slot verified, and the message's digest that binds a signed
+//! answer to its bytes), `report` (the answer document) and `catalogue` (the findings as
+//! `docs/signals.md` lists them).
 //! Decoding the bytes themselves is the ledger's (`ledger::transaction`): the demo source
 //! executes transactions with it too.
 //!
@@ -23,6 +24,7 @@ pub mod effects;
 pub mod executed;
 pub mod findings;
 pub mod lane;
+pub mod origin;
 pub mod report;
 pub mod signatures;
 pub mod state;

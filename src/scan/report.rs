@@ -161,7 +161,6 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         CounterpartiesOutcome::Known(known) => Some(&known.addresses),
         _ => None,
     };
-    let origin = inputs.origin.and_then(|o| o.domain.as_deref());
     let (diff, simulation) = simulated(inputs);
     let (signer, decoded) = (&inputs.signer, inputs.decoded);
     let (effects, balances) = match &diff {
@@ -178,7 +177,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         None if simulation.status == "failed" => Simulation::Failed,
         None => Simulation::NotRun { status: simulation.status, reason: simulation.reason.as_deref() },
     };
-    let ctx = Context { signer: *signer, labels: inputs.labels, counterparties: known, origin, simulation: ran };
+    let ctx = Context { signer: *signer, labels: inputs.labels, counterparties: known, origin: inputs.origin, simulation: ran };
     let mut findings = findings::judge(decoded, &ctx);
     findings.extend(findings::invalid_signatures(inputs.signatures));
     if let Some((pre, post)) = &diff {

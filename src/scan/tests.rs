@@ -295,7 +295,7 @@ fn a_fix_is_offered_only_while_the_wallet_can_still_sign_it() {
 
 #[test]
 fn every_finding_kind_is_in_the_catalogue_and_no_other() {
-    let source = [include_str!("findings.rs"), include_str!("executed.rs")].concat();
+    let source = [include_str!("findings.rs"), include_str!("executed.rs"), include_str!("origin.rs")].concat();
     let listed: BTreeSet<&str> = super::catalogue::SCAN_FINDINGS.iter().map(|(kind, ..)| *kind).collect();
     for kind in &listed {
         assert!(source.contains(&format!("\"{kind}\"")), "{kind} is catalogued but never found");

@@ -16,7 +16,7 @@ cannot state, taught to the generator so that its positive cases are truly valid
   address is left as it is (a negative case stays negative: `400 INVALID_ADDRESS`).
 - `format: dapp-origin` (the scan's `origin`): a URL or bare host the service can judge or bind —
   a domain of at least two labels (with or without `https://`, a port and a path), `localhost`,
-  an IP literal or a browser extension's id. Anything else is `400 INVALID_REQUEST` by contract.
+  an IP literal (loopback or public), a Unicode homograph or a browser extension's id. Anything else is `400 INVALID_REQUEST` by contract.
 
 Nothing here relaxes a check: every response is still checked against the document.
 """
@@ -132,6 +132,8 @@ OTHER_ORIGIN = st.sampled_from([
     "http://localhost:3000",
     "https://127.0.0.1",
     "http://[::1]:8080",
+    "https://203.0.113.7",
+    "https://ph\u0430ntom.app",
     "chrome-extension://bfnaelmomeimhlpmgjnjophhpkkoljpa",
 ])
 schemathesis.openapi.format("dapp-origin", st.one_of(WEB_ORIGIN, OTHER_ORIGIN))

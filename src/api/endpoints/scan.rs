@@ -115,11 +115,12 @@ impl Endpoints<'_> {
             }
             None => None,
         };
-        // Bound to the answer as its host; judged when it names a domain (an IP address,
-        // localhost or an extension's id is bound and not judged). Text that is no URL with a
-        // host is refused: a verdict must say exactly which origin it judged.
+        // Bound to the answer as its host (a domain in ASCII punycode); judged when it names a
+        // domain or a web origin's IP address (localhost or an extension's id is bound and not
+        // judged). Text that is no URL with a host is refused: a verdict must say exactly which
+        // origin it judged.
         let origin = match body.origin.as_deref() {
-            Some(text) => Some(crate::labels::domains::origin_of(text).map_err(|()| ApiError::InvalidRequest {
+            Some(text) => Some(crate::labels::domains::origin_of(text).map_err(|_| ApiError::InvalidRequest {
                 field: "origin",
                 message: "origin must be a URL with a host (https://app.example.com) or a bare host name",
             })?),

@@ -52,8 +52,11 @@ fn assert_time_and_request_signed(reply: &Reply) {
     assert_eq!(data["signature"]["type"], "xray.scan.v2");
 }
 
-/// `(case, verdict, findings, effect kinds)` the demo ledger must give.
-fn expected() -> Vec<(&'static str, &'static str, Vec<(&'static str, Option<u64>)>, Vec<&'static str>)> {
+/// `(case, verdict, findings, effect kinds)`.
+type Case = (&'static str, &'static str, Vec<(&'static str, Option<u64>)>, Vec<&'static str>);
+
+/// Every case the demo ledger must give.
+fn expected() -> Vec<Case> {
     vec![
         ("sol-transfer", "benign", vec![], vec!["sol"]),
         ("token-transfer", "benign", vec![], vec!["sol", "token"]),
@@ -351,6 +354,46 @@ fn the_origin_is_judged_against_the_domain_labels() {
     assert_error_details(&typed, 400, "INVALID_REQUEST", &json!({"field": "origin"}));
     let usage = server.usage(&key.secret);
     assert_eq!((usage.used, usage.transaction_scan), (4, 4), "refusals are not charged: {usage:?}");
+}
+
+/// Issue #41 item 5: homographs, hyphen variants and bare public addresses warn; the real site
+/// and a developer's own machine do not. A benign transfer, so the verdict is the origin's.
+#[test]
+fn homograph_hyphenated_and_ip_origins_warn_and_the_real_dapp_is_benign() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let tx = demo_tx("token-transfer");
+    let ask = |origin: &str| {
+        let reply = scan(&server, &key.secret, &json!({"transaction": tx, "origin": origin}).to_string());
+        assert_eq!(reply.status, 200, "{origin}: {reply:?}");
+        reply
+    };
+    let answer = |reply: &Reply| (reply.data()["verdict"].clone(), findings(reply));
+    let origin_warns = |kind: &str| (json!("warning"), vec![(kind.to_owned(), None)]);
+    // `phаntom.app` with a Cyrillic `а`: bound in punycode, judged in Unicode.
+    let homograph = ask("https://ph\u{430}ntom.app/connect");
+    assert_eq!(answer(&homograph), origin_warns("lookalike_origin"), "{homograph:?}");
+    let facts = &homograph.data()["findings"][0]["facts"];
+    let bound = homograph.data()["origin"].as_str().expect("origin").to_owned();
+    assert!(bound.starts_with("xn--") && bound.ends_with(".app"), "{bound}");
+    assert_eq!(facts["origin"], bound.as_str());
+    assert_eq!(facts["unicode"], "ph\u{430}ntom.app");
+    assert_eq!((facts["imitates"].as_str(), facts["resemblance"].as_str()), (Some("phantom.app"), Some("confusable")));
+    assert_eq!(facts["scripts"], "mixed");
+    let punycode = ask(&format!("https://{bound}"));
+    assert_eq!(punycode.data()["origin"], bound.as_str(), "one host, however it was written");
+    let hyphenated = ask("https://phantom-app.com");
+    assert_eq!(answer(&hyphenated), origin_warns("lookalike_origin"), "{hyphenated:?}");
+    assert_eq!(hyphenated.data()["findings"][0]["facts"]["resemblance"], "name");
+    let public = ask("https://203.0.113.7/mint");
+    assert_eq!(answer(&public), origin_warns("ip_origin"), "{public:?}");
+    assert_eq!(public.data()["origin"], "203.0.113.7");
+    let public_v6 = ask("http://[2001:db8::1]");
+    assert_eq!(answer(&public_v6), origin_warns("ip_origin"), "{public_v6:?}");
+    for benign in ["https://phantom.app", "http://127.0.0.1:3000", "http://[::1]:8080", "http://192.168.1.20"] {
+        let reply = ask(benign);
+        assert_eq!(answer(&reply), (json!("benign"), vec![]), "{benign}: {reply:?}");
+    }
 }
 
 /// The value of an unlabelled series in the server's `/metrics`.
