@@ -27,6 +27,7 @@ test: deps
 	cargo test --release --doc --quiet
 	python3 -B tests/signing/test_binding.py
 	bash tests/litesvm/run.sh
+	bash tests/corpus/run.sh
 	SMOKE=1 bash loadtest/max.sh
 	bash tests/schemathesis/run.sh
 	SMOKE=1 bash loadtest/flows.sh
