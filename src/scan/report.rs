@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::counterparties::Reach;
 use super::effects::{self, Effect};
 use super::findings::{self, Context, Finding, Verdict};
 use super::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
@@ -35,7 +36,7 @@ use crate::ledger::wire::Value;
 use crate::pubkey::Pubkey;
 
 /// Version of the scan's rules (findings and effects); in `engineVersions.scan`.
-pub const SCAN_VERSION: &str = "1.1.0";
+pub const SCAN_VERSION: &str = "1.2.0";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -118,9 +119,14 @@ pub struct SimulationView {
 pub struct CounterpartiesView {
     /// Whether recipients and delegates were compared with the signer's earlier counterparties.
     pub checked: bool,
-    /// Transactions of the signer's they were read from (its newest), when checked.
+    /// Meaningful transactions of the signer's they were read from (its newest neither failed
+    /// nor dust), when checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<usize>,
+    /// How far back the read looked, when checked (`counterparties::Reach`'s members).
+    #[serde(flatten)]
+    pub reach: Option<Reach>,
+    /// Why not checked; or, checked, why the read stopped short (`reach.exhausted`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -196,11 +202,15 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
 }
 
 fn counterparties_view(outcome: &CounterpartiesOutcome) -> CounterpartiesView {
-    let unchecked = |reason: String| CounterpartiesView { checked: false, transactions: None, reason: Some(reason) };
+    let unchecked =
+        |reason: String| CounterpartiesView { checked: false, transactions: None, reach: None, reason: Some(reason) };
     match outcome {
-        CounterpartiesOutcome::Known(known) => {
-            CounterpartiesView { checked: true, transactions: Some(known.transactions), reason: None }
-        }
+        CounterpartiesOutcome::Known(known) => CounterpartiesView {
+            checked: true,
+            transactions: Some(known.transactions),
+            reach: Some(known.reach.clone()),
+            reason: known.shortfall.clone(),
+        },
         CounterpartiesOutcome::NotAsked => {
             unchecked("the transaction sends and approves nothing of the signer's: no recipient to compare".into())
         }
