@@ -458,7 +458,7 @@ pub const SCAN_LANE_IN_FLIGHT_MAX: usize = 256;
 pub const SCAN_LANE_PER_ACCOUNT_MAX: usize = 8;
 /// The scan lane's own upstream limits: more requests in flight than a job's source (scans
 /// are many and small) and a smaller answer cap (a scan reads at most 100 accounts and one
-/// simulation; one page of 25 signatures and their transactions for counterparties).
+/// simulation; the signer's history for counterparties, at most `SCAN_HISTORY_BYTES_MAX`).
 pub const SCAN_RPC_CONCURRENCY_MAX: usize = 64;
 pub const SCAN_RPC_RESPONSE_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Longest text of the ledger's a scan answer repeats (an upstream error, a simulation's
@@ -488,9 +488,25 @@ pub const SCAN_BYTES_PER_SCAN_MAX: u64 = 8 * 1024 * 1024;
 pub const SCAN_BUFFERED_BYTES_MIN: u64 = 16 * 1024;
 pub const SCAN_BUFFERED_BYTES_MAX_MAX: u64 = 4 * 1024 * 1024 * 1024;
 /// A scan that sends or approves something of the signer's compares the recipient with the
-/// signer's counterparties: those of its newest transactions (one signatures page and one
-/// batch of transactions), at most this many addresses, kept per wallet for a minute.
-pub const SCAN_HISTORY_SIGNATURES_MAX: u32 = 25;
+/// signer's counterparties: those of its newest transactions that are neither failed nor dust
+/// (meaningful), read until this many are found (transactions). Dust and failed transactions
+/// cost a stranger a fee each, so they take no place in the window: 25 dust transfers from a
+/// look-alike cannot push the real counterparty out of it.
+pub const SCAN_HISTORY_MEANINGFUL_WANTED: u32 = 25;
+/// Signatures of the signer's history listed at most (`getSignaturesForAddress`, pages of at
+/// most 1,000) while looking for them: failed ones are skipped without a fetch, so a flood of
+/// failed transactions costs at most this many list entries (one or a few pages).
+pub const SCAN_HISTORY_SIGNATURES_LISTED_MAX: u32 = 1_000;
+/// Transactions fetched at most (`getTransaction`, one each) while looking for them: a wallet
+/// flooded with 1,000 dust transfers costs this many fetches, not 1,000, and the answer says
+/// the read stopped there (`counterparties.exhausted`). Six times the window.
+pub const SCAN_HISTORY_TRANSACTIONS_READ_MAX: u32 = 150;
+/// Bytes of ledger answers (signature pages and transactions) the history read takes at most,
+/// within the scan's own `SCAN_BYTES_PER_SCAN_MAX`: 150 ordinary transactions are well under
+/// 1 MiB; bloated ones stop the read here instead of taking the scan's whole budget.
+pub const SCAN_HISTORY_BYTES_MAX: u64 = 2 * 1024 * 1024;
+/// Counterparty addresses kept per wallet, and wallets whose counterparties are kept, each for
+/// this long (milliseconds).
 pub const SCAN_COUNTERPARTIES_MAX: usize = 256;
 pub const SCAN_COUNTERPARTIES_CACHE_LEN: usize = 4_096;
 pub const SCAN_COUNTERPARTIES_TTL_MS: u64 = 60_000;

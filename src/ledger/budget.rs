@@ -1,7 +1,8 @@
 //! A job's budget of ledger bytes: how much a source may read for one job, in all its calls.
 //!
 //! Owns: `ByteBudget`, `SharedBytes` (one limit several budgets draw on together: the scan
-//! lane's answers in flight), `within` (runs a future with a budget in scope) and `charge`
+//! lane's answers in flight), `within` (runs a future with a budget in scope), `within_part`
+//! (a smaller limit for part of the work, charged to the budget in scope too) and `charge`
 //! (what a source calls for every chunk it reads). The budget travels with the job's task as a tokio
 //! task-local, so the sources charge it without a parameter on every method of
 //! `LedgerSource`; `within` is called by the compute pool around one job, on its compute
@@ -11,6 +12,8 @@
 //! included; snapshot files) never pass the budget by more than one chunk: the charge that
 //! would cross it fails with `LedgerError::OverBudget`, which is final (never retried), and the
 //! read stops there. Outside `within` (the CLI, tools) nothing is charged.
+//! Invariant: a part (`within_part`) never loosens the budget it runs in: each charge is
+//! checked against the part's limit and then charged to the enclosing budget as usual.
 //! Invariant: a budget drawing on a `SharedBytes` holds what it charged there until it is
 //! dropped (its work ended), so the pool's `used` is the bytes its live budgets have read;
 //! a charge that would take it past its limit fails like the budget's own and marks the
@@ -34,6 +37,8 @@ pub struct ByteBudget {
     /// The pool it also draws on, and whether the pool refused one of its charges (shared
     /// with the caller, who reads it once the work ended).
     pool: Option<(Arc<SharedBytes>, Rc<Cell<bool>>)>,
+    /// The budget in scope where this one was opened as a part (`within_part`): charged too.
+    outer: Option<Rc<ByteBudget>>,
 }
 
 /// A limit on the bytes several budgets hold together (`ByteBudget::pooled`).
@@ -65,13 +70,13 @@ impl SharedBytes {
 
 impl ByteBudget {
     pub fn new(bytes_max: u64) -> ByteBudget {
-        ByteBudget { bytes_max, bytes_used: Cell::new(0), pool: None }
+        ByteBudget { bytes_max, bytes_used: Cell::new(0), pool: None, outer: None }
     }
 
     /// A budget of `bytes_max` that also draws on `pool`; `refused` is set when the pool
     /// refuses one of its charges.
     pub fn pooled(bytes_max: u64, pool: Arc<SharedBytes>, refused: Rc<Cell<bool>>) -> ByteBudget {
-        ByteBudget { bytes_max, bytes_used: Cell::new(0), pool: Some((pool, refused)) }
+        ByteBudget { bytes_max, bytes_used: Cell::new(0), pool: Some((pool, refused)), outer: None }
     }
 
     fn charge(&self, bytes: u64) -> Result<(), LedgerError> {
@@ -81,6 +86,9 @@ impl ByteBudget {
                 "the job read more than its budget of {} MiB of ledger data",
                 self.bytes_max / (1024 * 1024)
             )));
+        }
+        if let Some(outer) = &self.outer {
+            outer.charge(bytes)?;
         }
         if let Some((pool, refused)) = &self.pool {
             if !pool.take(bytes) {
@@ -105,12 +113,20 @@ impl Drop for ByteBudget {
 }
 
 tokio::task_local! {
-    static BUDGET: ByteBudget;
+    static BUDGET: Rc<ByteBudget>;
 }
 
 /// Runs `future` with `budget` charged by every source read inside it.
 pub async fn within<F: Future>(budget: ByteBudget, future: F) -> F::Output {
-    BUDGET.scope(budget, future).await
+    BUDGET.scope(Rc::new(budget), future).await
+}
+
+/// Runs `future` with at most `bytes_max` more read inside it, each byte also charged to the
+/// budget in scope (if any): a bound on one part of a job's reads (the scan's history read)
+/// that cannot lift the job's own.
+pub async fn within_part<F: Future>(bytes_max: u64, future: F) -> F::Output {
+    let outer = BUDGET.try_with(Rc::clone).ok();
+    within(ByteBudget { bytes_max, bytes_used: Cell::new(0), pool: None, outer }, future).await
 }
 
 /// Charges `bytes` just read to the current job's budget; `Ok` when no budget is in scope.
@@ -145,6 +161,28 @@ mod tests {
             })
             .await;
             assert_eq!(used(), 0);
+        });
+    }
+
+    #[test]
+    fn a_part_has_its_own_limit_and_still_charges_the_budget_around_it() {
+        let runtime = crate::ledger::runtime().unwrap();
+        runtime.block_on(async {
+            within(ByteBudget::new(3 * 1024 * 1024), async {
+                within_part(1024 * 1024, async {
+                    charge(1024 * 1024).unwrap();
+                    assert!(matches!(charge(1), Err(LedgerError::OverBudget(_))), "the part's limit");
+                })
+                .await;
+                assert_eq!(used(), 1024 * 1024, "the part's bytes are the job's");
+                charge(2 * 1024 * 1024).unwrap();
+                within_part(u64::MAX, async {
+                    assert!(matches!(charge(1), Err(LedgerError::OverBudget(_))), "a part never lifts the job's limit");
+                })
+                .await;
+            })
+            .await;
+            within_part(10, async { assert_eq!(charge(10), Ok(())) }).await;
         });
     }
 

@@ -321,7 +321,8 @@ pub async fn read_hop<S: LedgerSource>(source: &S, address: &Pubkey) -> Result<W
 }
 
 /// `address`'s newest `depth` transactions, as a view holding only them (and `coverage`): the
-/// funder hop, and the scan's read of a signer's counterparties.
+/// funder hop. (The scan's counterparties read its own window, past dust and failed ones:
+/// `scan::counterparties`.)
 pub async fn read_recent<S: LedgerSource>(source: &S, address: &Pubkey, depth: u32) -> Result<WalletView, LedgerError> {
     let mut coverage =
         Coverage { source: source.name().to_owned(), synthetic: source.synthetic(), ..Coverage::default() };

@@ -195,9 +195,13 @@ owns, a nonce account it is the authority of, a stake account it stakes or withd
 rules are checked against LiteSVM's real post-state (`tests/litesvm`).\n\
 \n\
 The signer's counterparties (for `lookalike_recipient` and never-seen delegates) are those of\n\
-its newest 25 transactions, read when the transaction sends or approves something of the\n\
-signer's and kept a minute per wallet; `counterparties` in the answer says whether they were\n\
-read and from how many transactions.\n";
+its newest 25 meaningful transactions (not failed; signed by it, or moving value above dust to\n\
+or from it), read when the transaction sends or approves something of the signer's and kept a\n\
+minute per wallet. Failed transactions and others' dust take no place in the window, so a\n\
+flood of look-alike dust cannot push the real counterparty out; the read is bounded (1,000\n\
+signatures listed, 150 transactions fetched, 2 MiB, the scan's deadline). `counterparties` in\n\
+the answer says whether they were read, from how many transactions, how far back, what was\n\
+passed over, and whether a bound stopped the read first (`exhausted`).\n";
 
 /// The section `docs/signals.md` ends with.
 pub fn catalogue_markdown() -> String {

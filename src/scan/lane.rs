@@ -28,7 +28,8 @@
 //! Invariant: every upstream read ends within `SCAN_UPSTREAM_TIMEOUT_MS` (a timed-out
 //! simulation is reported as such, never waited out); the pre-state, the simulation and the
 //! counterparties are asked concurrently, so a scan costs one round trip of wall time (two
-//! with lookup tables; two more the first time a signer's history is read in a minute).
+//! with lookup tables; two more the first time a signer's history is read in a minute, a few
+//! more — still within the deadline — when dust or failed transactions flood it).
 //! Deliberately absent: judging anything (the listener does, with `scan::report`) and retries
 //! beyond the source's own.
 
@@ -433,14 +434,16 @@ async fn observe(
         if let Some(known) = caches.counterparties.borrow_mut().get(&wallet) {
             return CounterpartiesOutcome::Known(known);
         }
-        match tokio::time::timeout(deadline(), counterparties::read(source, &wallet)).await {
-            Ok(Ok(read)) => {
+        // The read ends each of its calls at the deadline itself: rounds already judged are
+        // kept (and the answer says it stopped short), not lost to one late call.
+        let by = tokio::time::Instant::now() + deadline();
+        match counterparties::read(source, &wallet, by).await {
+            Ok(read) => {
                 let known = Arc::new(read);
                 caches.counterparties.borrow_mut().put(wallet, Arc::clone(&known));
                 CounterpartiesOutcome::Known(known)
             }
-            Ok(Err(e)) => CounterpartiesOutcome::Unavailable(e.to_string()),
-            Err(_) => CounterpartiesOutcome::Unavailable(format!("no answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")),
+            Err(e) => CounterpartiesOutcome::Unavailable(e.to_string()),
         }
     };
     let (pre, simulation, counterparties) = tokio::join!(pre, simulation, history);

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::counterparties::Reach;
 use super::effects::{self, Effect};
 use super::executed::{self, BalancesFrom};
 use super::findings::{self, Context, Finding, Simulation, Verdict};
@@ -125,9 +126,14 @@ pub struct SimulationView {
 pub struct CounterpartiesView {
     /// Whether recipients and delegates were compared with the signer's earlier counterparties.
     pub checked: bool,
-    /// Transactions of the signer's they were read from (its newest), when checked.
+    /// Meaningful transactions of the signer's they were read from (its newest neither failed
+    /// nor dust), when checked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transactions: Option<usize>,
+    /// How far back the read looked, when checked (`counterparties::Reach`'s members).
+    #[serde(flatten)]
+    pub reach: Option<Reach>,
+    /// Why not checked; or, checked, why the read stopped short (`reach.exhausted`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -244,11 +250,15 @@ fn decoded_balances(inputs: &Inputs<'_>) -> Option<Vec<Balance>> {
 }
 
 fn counterparties_view(outcome: &CounterpartiesOutcome) -> CounterpartiesView {
-    let unchecked = |reason: String| CounterpartiesView { checked: false, transactions: None, reason: Some(reason) };
+    let unchecked =
+        |reason: String| CounterpartiesView { checked: false, transactions: None, reach: None, reason: Some(reason) };
     match outcome {
-        CounterpartiesOutcome::Known(known) => {
-            CounterpartiesView { checked: true, transactions: Some(known.transactions), reason: None }
-        }
+        CounterpartiesOutcome::Known(known) => CounterpartiesView {
+            checked: true,
+            transactions: Some(known.transactions),
+            reach: Some(known.reach.clone()),
+            reason: known.shortfall.clone(),
+        },
         CounterpartiesOutcome::NotAsked => {
             unchecked("the transaction sends and approves nothing of the signer's: no recipient to compare".into())
         }

@@ -1858,13 +1858,27 @@ export interface components {
             /** @description Compute units the simulation used, when the source reports them. */
             unitsConsumed?: number;
         };
-        /** @description Whether recipients and delegates were compared with the wallets the signer dealt with lately (the counterparties of its newest transactions, above dust) — what catches address poisoning (`lookalike_recipient`) and raises an approval to a never-seen delegate. Only a transaction that sends, approves or withdraws something of the signer's needs them. A client must not read the absence of such a finding as a check that passed when `checked` is `false`. */
+        /** @description Whether recipients and delegates were compared with the wallets the signer dealt with lately (the counterparties of its newest 25 meaningful transactions, above dust) — what catches address poisoning (`lookalike_recipient`) and raises an approval to a never-seen delegate. Only a transaction that sends, approves or withdraws something of the signer's needs them. Meaningful: not failed, and signed by the signer or moving value above dust to or from it; failed transactions and dust (or nothing) from others — what a stranger can put in any history for a fee — take no place in the window, so 25 dust transfers from a look-alike cannot push the real counterparty out of it. The history is read newest first until 25 meaningful transactions are found or it ends, within at most 1,000 signatures listed, 150 transactions fetched (failed ones are never fetched), 2 MiB of ledger answers and the 1.5 s deadline; a read stopped by one of them is `exhausted` and says so in `reason`. A client must not read the absence of such a finding as a check that passed when `checked` is `false`, and should weigh it knowing how far back the read looked when `exhausted` is `true`. */
         ScanCounterparties: {
             /** @description `true` when the comparison was made. */
             checked: boolean;
-            /** @description With `checked: true`: how many of the signer's newest transactions its counterparties were read from (0 for a wallet with no history: every recipient is then never seen). */
+            /** @description With `checked: true`: how many meaningful transactions of the signer's (its newest neither failed nor dust) its counterparties were read from: 25, or a few more when the read's last round fetched past the 25th; fewer when the history ended (0 for a wallet with no history: every recipient is then never seen) or `exhausted`. */
             transactions?: number;
-            /** @description With `checked: false`: why not — nothing of the signer's is sent, approved or withdrawn, or its history could not be read. */
+            /** @description With `checked: true`: transactions fetched and judged — `transactions`, `dustSkipped`, those whose metadata showed a failure and any the ledger did not have (at most 150). */
+            transactionsRead?: number;
+            /** @description With `checked: true`: entries of the signer's signature list read (at most 1,000); the oldest of them may lie past the window, unjudged. */
+            signaturesListed?: number;
+            /** @description With `checked: true`: transactions read that took no place in the window — signed by someone else and moving nothing above dust (100,000 lamports, 1,000 token base units) to or from the signer, as address poisoning does. */
+            dustSkipped?: number;
+            /** @description With `checked: true`: failed transactions passed over (the signature list says so: none of them is fetched). */
+            failedSkipped?: number;
+            /** @description With `checked: true`, when anything was judged: the slot of the oldest transaction judged — how far back the window reaches. */
+            oldestSlot?: number;
+            /** @description With `checked: true`, when the ledger gave one: the block time (Unix seconds) of the oldest transaction judged. */
+            oldestBlockTime?: number;
+            /** @description With `checked: true`: `true` when a bound (signatures listed, transactions fetched, bytes, the deadline) or a failed later read stopped the read before 25 meaningful transactions were found while the history went on — a counterparty older than `oldestSlot` is not known, and `reason` says which bound. */
+            exhausted?: boolean;
+            /** @description With `checked: false`: why not — nothing of the signer's is sent, approved or withdrawn, or its history could not be read. With `exhausted: true`: what stopped the read. */
             reason?: string;
         };
         /** @description The versions that made the answer: equal versions, transaction and ledger state give byte-identical answers (but for `scannedAt`, `requestId` and `signature`). */

@@ -26,7 +26,7 @@ pub(crate) fn timeline_wallet(name: &str) -> String {
 }
 
 /// The demo timeline whose events happen `at_s` seconds after `start_ms` (its script in `dir`).
-fn timeline_spec(dir: &Path, start_ms: u64, events: &[(&str, u64)]) -> xray::config::SourceSpec {
+pub(crate) fn timeline_spec(dir: &Path, start_ms: u64, events: &[(&str, u64)]) -> xray::config::SourceSpec {
     let mut script = format!("start_unix_ms = {start_ms}\n");
     for (wallet, at_s) in events {
         script.push_str(&format!("[[event]]\nwallet = \"{wallet}\"\nat_s = {at_s}\n"));

@@ -638,3 +638,40 @@ fn missing_lookup_tables_are_named_and_budgeted() {
     let usage = server.usage(&key.secret);
     assert_eq!((usage.used, usage.reserved), (0, 0), "{usage:?}");
 }
+
+/// Address poisoning cannot switch the look-alike check off (issue #41 item 4): the demo
+/// timeline's `timeline_dust` wallet, which pays a friend, gets 30 dust transfers from the
+/// friend's look-alike (a timeline script, served by the local JSON-RPC server) — more than
+/// the 25 transactions the window holds — then sends 1 SOL to the look-alike. The dust takes no
+/// place in the window: the friend is still a counterparty, `lookalike_recipient` is found, and
+/// `counterparties` says how far back the read looked and what it passed over.
+#[test]
+fn dust_from_a_lookalike_does_not_push_the_real_counterparty_out() {
+    const DUST: u64 = 30;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let events: Vec<(&str, u64)> = (0..DUST).map(|at_s| ("timeline_dust", at_s)).collect();
+    // Started at the epoch's first millisecond: every event has happened.
+    let spec = super::monitor_events::timeline_spec(dir.path(), 1, &events);
+    let server = serve_rpc_spec(spec, Default::default(), |_| {});
+    let key = server.key(KeyOptions::default());
+    let demo = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
+    let wallet = demo.archetype("timeline_dust").expect("timeline_dust");
+    let send =
+        solana_system_interface::instruction::transfer(&sdk(&wallet), &sdk(&demo.timeline_lookalike()), 1_000_000_000);
+    let reply = scan(&server, &key.secret, &scan_body(&base64_encode(&compile_one(wallet, &send)), None));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let data = reply.data();
+    assert_eq!(findings(&reply), [("lookalike_recipient".to_owned(), Some(0))], "{reply:?}");
+    assert_eq!(data["verdict"], "malicious");
+    let seen = &data["counterparties"];
+    assert_eq!((seen["checked"].as_bool(), seen["exhausted"].as_bool()), (Some(true), Some(false)), "{seen}");
+    // Its four own transactions (funded in SOL, paid the friend SOL and tokens, paid back once;
+    // the tokens it was funded with went between token accounts, which its list does not name),
+    // every one of the look-alike's: read and passed over, none failed.
+    assert_eq!(seen["transactions"], 4, "{seen}");
+    assert_eq!((seen["dustSkipped"].as_u64(), seen["failedSkipped"].as_u64()), (Some(DUST), Some(0)), "{seen}");
+    assert_eq!(seen["transactionsRead"].as_u64(), Some(DUST + 4), "{seen}");
+    assert_eq!(seen["signaturesListed"].as_u64(), Some(DUST + 4), "{seen}");
+    assert!(seen["oldestSlot"].is_u64() && seen["oldestBlockTime"].is_i64(), "{seen}");
+    assert!(seen.get("reason").is_none(), "{seen}");
+}
