@@ -5,12 +5,12 @@
 //! is signed.
 //!
 //! Owns: `Balance` (one account's balance of one asset, before and after), `Sweep` (what was
-//! swept, to whom), `Thresholds`, `judge` and `outflows` (what others received of what the
+//! swept, to whom), `SweepThresholds`, `judge` and `outflows` (what others received of what the
 //! wallet lost, sweep or not). Pure; called on listener threads (scan) and
 //! compute threads (X-Ray).
 //!
 //! Invariant: a sweep gives the wallet nothing back. A transaction in which the wallet gains
-//! any asset beyond dust (`Thresholds::gain_*`) is an exchange (a swap, a deposit that mints a
+//! any asset beyond dust (`SweepThresholds::gain_*`) is an exchange (a swap, a deposit that mints a
 //! receipt token, a sale) and is never a sweep, however much it moves.
 //! Invariant: a sweep has a recipient the caller does not know (`known` is false for it): a
 //! wallet moving everything to a counterparty it dealt with, a labelled entity or program, or
@@ -27,7 +27,7 @@ use crate::pubkey::Pubkey;
 
 /// What is moved: SOL, or tokens of one mint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Asset {
+pub enum Coin {
     Sol,
     Token(Pubkey),
 }
@@ -39,14 +39,14 @@ pub enum Asset {
 pub struct Balance {
     pub holder: Pubkey,
     pub account: Pubkey,
-    pub asset: Asset,
+    pub asset: Coin,
     pub before: u64,
     pub after: u64,
 }
 
 /// Where a sweep is drawn. Shares are in percent of the wallet's balance before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Thresholds {
+pub struct SweepThresholds {
     /// SOL moved to others, net of the fee, at or above this share of the wallet's SOL.
     pub sol_share_percent: u8,
     /// A token's balance moved at or above this share (99: "the whole balance", leaving dust).
@@ -59,8 +59,8 @@ pub struct Thresholds {
     pub gain_token_units_max: u64,
 }
 
-impl Thresholds {
-    pub const DEFAULT: Thresholds = Thresholds {
+impl SweepThresholds {
+    pub const DEFAULT: SweepThresholds = SweepThresholds {
         sol_share_percent: 90,
         token_share_percent: 99,
         gain_lamports_max: 10_000_000,
@@ -71,7 +71,7 @@ impl Thresholds {
 /// One asset swept: the wallet's balance before and what left it for others.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Swept {
-    pub asset: Asset,
+    pub asset: Coin,
     pub before: u64,
     pub moved: u64,
 }
@@ -87,7 +87,7 @@ impl Swept {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Received {
     pub recipient: Pubkey,
-    pub asset: Asset,
+    pub asset: Coin,
     pub amount: u64,
 }
 
@@ -135,7 +135,7 @@ pub fn judge(
     balances: &[Balance],
     fee_lamports: u64,
     known: impl Fn(&Pubkey) -> bool,
-    thresholds: &Thresholds,
+    thresholds: &SweepThresholds,
 ) -> Option<Sweep> {
     let tallies = tally(wallet, balances);
     if gives_back(&tallies, thresholds) {
@@ -146,11 +146,11 @@ pub fn judge(
     for (asset, t) in &tallies {
         let lost = t.wallet_before.saturating_sub(t.wallet_after);
         let to_others: u128 = t.others_gained.values().sum();
-        let fee = if *asset == Asset::Sol { u128::from(fee_lamports) } else { 0 };
+        let fee = if *asset == Coin::Sol { u128::from(fee_lamports) } else { 0 };
         let moved = lost.saturating_sub(fee).min(to_others);
         let share = match asset {
-            Asset::Sol => thresholds.sol_share_percent,
-            Asset::Token(_) => thresholds.token_share_percent,
+            Coin::Sol => thresholds.sol_share_percent,
+            Coin::Token(_) => thresholds.token_share_percent,
         };
         if moved == 0 || moved * 100 < t.wallet_before * u128::from(share) {
             continue;
@@ -175,8 +175,8 @@ fn clamp(v: u128) -> u64 {
 }
 
 /// Per asset: the wallet's balance before and after, and each other holder's gain.
-fn tally(wallet: &Pubkey, balances: &[Balance]) -> BTreeMap<Asset, Tally> {
-    let mut tallies: BTreeMap<Asset, Tally> = BTreeMap::new();
+fn tally(wallet: &Pubkey, balances: &[Balance]) -> BTreeMap<Coin, Tally> {
+    let mut tallies: BTreeMap<Coin, Tally> = BTreeMap::new();
     for b in balances {
         let t = tallies.entry(b.asset).or_default();
         if b.holder == *wallet {
@@ -190,12 +190,12 @@ fn tally(wallet: &Pubkey, balances: &[Balance]) -> BTreeMap<Asset, Tally> {
 }
 
 /// True when the wallet gains any asset beyond what `thresholds` ignore: an exchange.
-fn gives_back(tallies: &BTreeMap<Asset, Tally>, thresholds: &Thresholds) -> bool {
+fn gives_back(tallies: &BTreeMap<Coin, Tally>, thresholds: &SweepThresholds) -> bool {
     tallies.iter().any(|(asset, t)| {
         let gained = t.wallet_after.saturating_sub(t.wallet_before);
         let ignored = match asset {
-            Asset::Sol => thresholds.gain_lamports_max,
-            Asset::Token(_) => thresholds.gain_token_units_max,
+            Coin::Sol => thresholds.gain_lamports_max,
+            Coin::Token(_) => thresholds.gain_token_units_max,
         };
         gained > u128::from(ignored)
     })
@@ -213,15 +213,15 @@ mod tests {
     const MINT: u8 = 90;
 
     fn sol(holder: u8, before: u64, after: u64) -> Balance {
-        Balance { holder: key(holder), account: key(holder), asset: Asset::Sol, before, after }
+        Balance { holder: key(holder), account: key(holder), asset: Coin::Sol, before, after }
     }
 
     fn token(holder: u8, account: u8, before: u64, after: u64) -> Balance {
-        Balance { holder: key(holder), account: key(account), asset: Asset::Token(key(MINT)), before, after }
+        Balance { holder: key(holder), account: key(account), asset: Coin::Token(key(MINT)), before, after }
     }
 
     fn judged(balances: &[Balance], known: &[u8]) -> Option<Sweep> {
-        judge(&key(ME), balances, 5_000, |k| known.iter().any(|n| key(*n) == *k), &Thresholds::DEFAULT)
+        judge(&key(ME), balances, 5_000, |k| known.iter().any(|n| key(*n) == *k), &SweepThresholds::DEFAULT)
     }
 
     #[test]
@@ -257,7 +257,7 @@ mod tests {
             None
         );
         // A drainer's dust airdrop in the same transaction does not make it an exchange.
-        let dust = Balance { asset: Asset::Token(key(91)), ..token(ME, 4, 0, 1) };
+        let dust = Balance { asset: Coin::Token(key(91)), ..token(ME, 4, 0, 1) };
         assert!(judged(&[token(ME, 2, 500, 0), token(7, 3, 0, 500), dust], &[]).is_some());
         // To a counterparty the wallet knows.
         assert_eq!(judged(&[token(ME, 2, 500, 0), token(7, 3, 0, 500)], &[7]), None);

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::state::{AccountSnapshot, Held, States};
-use crate::engine::sweep::{self, Asset, Balance};
+use crate::engine::sweep::{self, Balance, Coin};
 use crate::pubkey::Pubkey;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -148,8 +148,8 @@ impl Effect {
 fn sent(signer: &Pubkey, balances: &[Balance], out: &mut Vec<Effect>) {
     for received in sweep::outflows(signer, balances) {
         out.push(match received.asset {
-            Asset::Sol => Effect::SolSent { to: received.recipient, lamports: received.amount },
-            Asset::Token(mint) => {
+            Coin::Sol => Effect::SolSent { to: received.recipient, lamports: received.amount },
+            Coin::Token(mint) => {
                 Effect::TokenSent { to: received.recipient, mint, amount: received.amount.to_string() }
             }
         });

@@ -19,7 +19,7 @@ use super::effects::Effect;
 use super::findings::{facts, is_bad, named, Context, Finding};
 use super::state::{Held, States};
 use crate::engine::report::Severity;
-use crate::engine::sweep::{self, Asset, Balance, Thresholds};
+use crate::engine::sweep::{self, Balance, Coin, SweepThresholds};
 use crate::labels::Category;
 use crate::ledger::instruction::Program;
 use crate::ledger::model::MintExtension;
@@ -190,12 +190,15 @@ pub fn sweep(
         ctx.counterparties.is_some_and(|seen| seen.contains(address))
             || ctx.labels.get(address).is_some_and(|l| !matches!(l.category, Category::Flagged | Category::Sanctioned))
     };
-    let found = sweep::judge(&ctx.signer, balances, fee_lamports, known, &Thresholds::DEFAULT)?;
+    let found = sweep::judge(&ctx.signer, balances, fee_lamports, known, &SweepThresholds::DEFAULT)?;
     let authority = judged.iter().find(|f| AUTHORITY_KINDS.contains(&f.kind) && f.severity == Severity::Critical);
     let (severity, why) = match (ctx.origin, authority) {
         (Some(origin), _) => (
             Severity::Critical,
-            format!(" {} asked for it: a site that asks to move everything to a fresh address is a drainer.", origin.host),
+            format!(
+                " {} asked for it: a site that asks to move everything to a fresh address is a drainer.",
+                origin.host
+            ),
         ),
         (None, Some(f)) => (Severity::Critical, format!(" It also hands an authority away ({}).", f.kind)),
         (None, None) if found.swept.len() > 1 => (Severity::High, String::new()),
@@ -204,8 +207,8 @@ pub fn sweep(
     let what = swept_text(&found.swept);
     let to: Vec<String> = found.unknown_recipients.iter().map(Pubkey::to_string).collect();
     let seen = match ctx.counterparties {
-        Some(_) => "never dealt with",
-        None => "not known (its history was not read)",
+        Some(_) => "this wallet never dealt with",
+        None => "this wallet is not known to have dealt with (its history was not read)",
     };
     let how = match from {
         BalancesFrom::Simulation => "The simulation shows",
@@ -216,17 +219,13 @@ pub fn sweep(
         ("assetsSwept", found.swept.len().to_string()),
         ("balancesFrom", if from == BalancesFrom::Simulation { "simulation" } else { "instructions" }.to_owned()),
     ]);
-    if let Some(sol) = found.swept.iter().find(|s| s.asset == Asset::Sol) {
+    if let Some(sol) = found.swept.iter().find(|s| s.asset == Coin::Sol) {
         facts.insert("solSharePercent", sol.share_percent().to_string());
     }
     Some(Finding {
         kind: "asset_sweep",
         severity,
-        title: format!(
-            "Sends {what} to {} address{} this wallet {seen}",
-            to.len(),
-            if to.len() == 1 { "" } else { "es" }
-        ),
+        title: format!("Sends {what} to {} address{} {seen}", to.len(), if to.len() == 1 { "" } else { "es" }),
         detail: format!(
             "{how} {what} leaving the wallet for {} with nothing coming back — how drainers empty a wallet (a \
              sweep to a fresh address). If you are moving to a new wallet of your own, check its address in full.{why}",
@@ -240,8 +239,8 @@ pub fn sweep(
 
 /// "96 % of its SOL and the whole balance of 2 tokens".
 fn swept_text(swept: &[sweep::Swept]) -> String {
-    let sol = swept.iter().find(|s| s.asset == Asset::Sol).map(|s| format!("{} % of its SOL", s.share_percent()));
-    let tokens = swept.iter().filter(|s| s.asset != Asset::Sol).count();
+    let sol = swept.iter().find(|s| s.asset == Coin::Sol).map(|s| format!("{} % of its SOL", s.share_percent()));
+    let tokens = swept.iter().filter(|s| s.asset != Coin::Sol).count();
     let tokens = match tokens {
         0 => None,
         1 => Some("the whole balance of a token".to_owned()),
@@ -270,11 +269,11 @@ mod tests {
     const ME: u8 = 1;
 
     fn sol(holder: u8, before: u64, after: u64) -> Balance {
-        Balance { holder: key(holder), account: key(holder), asset: Asset::Sol, before, after }
+        Balance { holder: key(holder), account: key(holder), asset: Coin::Sol, before, after }
     }
 
     fn token(holder: u8, account: u8, before: u64, after: u64) -> Balance {
-        Balance { holder: key(holder), account: key(account), asset: Asset::Token(key(90)), before, after }
+        Balance { holder: key(holder), account: key(account), asset: Coin::Token(key(90)), before, after }
     }
 
     fn swept(balances: &[Balance], origin: Option<&str>, judged: &[Finding]) -> Option<Finding> {

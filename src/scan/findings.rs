@@ -111,7 +111,6 @@ pub fn judge(tx: &Decoded, ctx: &Context<'_>) -> Vec<Finding> {
     for ix in &tx.instructions {
         judge_one(ix, tx, ctx, &mut out);
     }
-    out.extend(ctx.origin.and_then(|origin| super::origin::finding(origin, ctx.labels)));
     sort(&mut out);
     out
 }

@@ -183,8 +183,15 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         None if simulation.status == "failed" => Simulation::Failed,
         None => Simulation::NotRun { status: simulation.status, reason: simulation.reason.as_deref() },
     };
-    let ctx = Context { signer: *signer, labels: inputs.labels, counterparties: known, origin: inputs.origin, simulation: ran };
+    let ctx = Context {
+        signer: *signer,
+        labels: inputs.labels,
+        counterparties: known,
+        origin: inputs.origin,
+        simulation: ran,
+    };
     let mut findings = findings::judge(decoded, &ctx);
+    findings.extend(ctx.origin.and_then(|origin| super::origin::finding(origin, ctx.labels)));
     findings.extend(findings::invalid_signatures(inputs.signatures));
     if let Some((pre, post)) = &diff {
         findings.extend(executed::received(decoded, &effects, pre, post, &ctx));

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use super::state::{AccountSnapshot, Held, States};
-use crate::engine::sweep::{Asset, Balance};
+use crate::engine::sweep::{Balance, Coin};
 use crate::ledger::instruction::{InstructionKind as K, Program};
 use crate::ledger::transaction::Decoded;
 use crate::pubkey::Pubkey;
@@ -41,15 +41,15 @@ pub fn from_states(signer: &Pubkey, pre: &States, post: &States) -> Vec<Balance>
     for address in addresses {
         let (before, after) = (pre.get(address), post.get(address));
         let sol = |s: Option<&AccountSnapshot>| s.map(|s| (sol_holder(address, s, signer), s.lamports));
-        push(&mut out, *address, Asset::Sol, sol(before), sol(after));
+        push(&mut out, *address, Coin::Sol, sol(before), sol(after));
         let token = |s: Option<&AccountSnapshot>| match s.map(|s| &s.held) {
-            Some(Held::Token(t)) => Some((t.owner, Asset::Token(t.mint), t.amount)),
+            Some(Held::Token(t)) => Some((t.owner, Coin::Token(t.mint), t.amount)),
             _ => None,
         };
         let (tb, ta) = (token(before), token(after));
         if let Some(asset) = tb.or(ta).map(|(_, asset, _)| asset) {
             let side =
-                |t: Option<(Pubkey, Asset, u64)>| t.filter(|t| t.1 == asset).map(|(owner, _, amount)| (owner, amount));
+                |t: Option<(Pubkey, Coin, u64)>| t.filter(|t| t.1 == asset).map(|(owner, _, amount)| (owner, amount));
             push(&mut out, *address, asset, side(tb), side(ta));
         }
     }
@@ -61,7 +61,7 @@ pub fn from_states(signer: &Pubkey, pre: &States, post: &States) -> Vec<Balance>
 fn push(
     out: &mut Vec<Balance>,
     account: Pubkey,
-    asset: Asset,
+    asset: Coin,
     before: Option<(Pubkey, u64)>,
     after: Option<(Pubkey, u64)>,
 ) {
@@ -88,11 +88,11 @@ pub fn from_decoded(tx: &Decoded, signer: &Pubkey, pre: &States) -> Option<Vec<B
         return None;
     }
     // (account, asset) → (holder, before, after)
-    let mut book: BTreeMap<(Pubkey, Asset), (Pubkey, u64, u64)> = BTreeMap::new();
+    let mut book: BTreeMap<(Pubkey, Coin), (Pubkey, u64, u64)> = BTreeMap::new();
     for balance in from_states(signer, pre, pre) {
         book.insert((balance.account, balance.asset), (balance.holder, balance.before, balance.before));
     }
-    let mut moved = |from: &Pubkey, to: &Pubkey, asset: Asset, amount: u64, to_holder: Pubkey| {
+    let mut moved = |from: &Pubkey, to: &Pubkey, asset: Coin, amount: u64, to_holder: Pubkey| {
         if let Some(entry) = book.get_mut(&(*from, asset)) {
             entry.2 = entry.2.saturating_sub(amount);
         }
@@ -101,18 +101,18 @@ pub fn from_decoded(tx: &Decoded, signer: &Pubkey, pre: &States) -> Option<Vec<B
     };
     for ix in &tx.instructions {
         match &ix.kind {
-            K::SystemTransfer { from, to, lamports } => moved(from, to, Asset::Sol, *lamports, *to),
+            K::SystemTransfer { from, to, lamports } => moved(from, to, Coin::Sol, *lamports, *to),
             K::TokenTransfer { source, destination, amount, .. } => {
                 let Some(Held::Token(t)) = pre.get(source).map(|s| &s.held) else { continue };
                 let holder = match pre.get(destination).map(|s| &s.held) {
                     Some(Held::Token(d)) => d.owner,
                     _ => *destination,
                 };
-                moved(source, destination, Asset::Token(t.mint), *amount, holder);
+                moved(source, destination, Coin::Token(t.mint), *amount, holder);
             }
             K::TokenCloseAccount { account, destination, .. } => {
                 let lamports = pre.get(account).map_or(0, |s| s.lamports);
-                moved(account, destination, Asset::Sol, lamports, *destination);
+                moved(account, destination, Coin::Sol, lamports, *destination);
             }
             _ => {}
         }
@@ -161,16 +161,16 @@ mod tests {
         let pre: States = [(key(1), wallet(1_000)), (key(2), token(2, 1, 500))].into();
         let post: States = [(key(1), wallet(1_000)), (key(2), token(2, 9, 500))].into();
         let balances = from_states(&key(1), &pre, &post);
-        let of = |holder: u8, asset: Asset| {
+        let of = |holder: u8, asset: Coin| {
             balances
                 .iter()
                 .filter(|b| b.holder == key(holder) && b.asset == asset)
                 .map(|b| (b.before, b.after))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(of(1, Asset::Token(key(90))), [(500, 0)]);
-        assert_eq!(of(9, Asset::Token(key(90))), [(0, 500)]);
-        assert_eq!(of(9, Asset::Sol), [(0, 2_039_280)]);
-        assert_eq!(of(1, Asset::Sol), [(1_000, 1_000), (2_039_280, 0)]);
+        assert_eq!(of(1, Coin::Token(key(90))), [(500, 0)]);
+        assert_eq!(of(9, Coin::Token(key(90))), [(0, 500)]);
+        assert_eq!(of(9, Coin::Sol), [(0, 2_039_280)]);
+        assert_eq!(of(1, Coin::Sol), [(1_000, 1_000), (2_039_280, 0)]);
     }
 }

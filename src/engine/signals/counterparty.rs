@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Ctx, SIGNAL_EVIDENCE_MAX};
 use crate::engine::flows::{self, Direction, Transfer};
 use crate::engine::report::Severity;
-use crate::engine::sweep::{self, Asset as SweptAsset, Balance, Thresholds};
+use crate::engine::sweep::{self, Balance, Coin, SweepThresholds};
 use crate::facts;
 use crate::labels::Category;
 use crate::pubkey::Pubkey;
@@ -46,14 +46,14 @@ fn balances(view: &crate::ledger::model::WalletView, tx: &crate::ledger::model::
     let sol = tx.sol_changes.iter().map(|c| Balance {
         holder: holder(&c.account),
         account: c.account,
-        asset: SweptAsset::Sol,
+        asset: Coin::Sol,
         before: c.pre,
         after: c.post,
     });
     let tokens = tx.token_changes.iter().map(|c| Balance {
         holder: c.owner.unwrap_or(c.account),
         account: c.account,
-        asset: SweptAsset::Token(c.mint),
+        asset: Coin::Token(c.mint),
         before: c.pre,
         after: c.post,
     });
@@ -71,12 +71,13 @@ fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
         let known = |address: &Pubkey| {
             before.contains(address) || labels.get(address).is_some_and(|l| l.category != Category::Flagged)
         };
-        let Some(sweep) = sweep::judge(&view.address, &balances(view, tx), tx.fee, known, &Thresholds::DEFAULT) else {
+        let Some(sweep) = sweep::judge(&view.address, &balances(view, tx), tx.fee, known, &SweepThresholds::DEFAULT)
+        else {
             continue;
         };
         let to: Vec<String> = sweep.unknown_recipients.iter().map(Pubkey::to_string).collect();
-        let sol = sweep.swept.iter().find(|s| s.asset == SweptAsset::Sol).map_or(0, |s| s.share_percent());
-        let tokens = sweep.swept.iter().filter(|s| s.asset != SweptAsset::Sol).count();
+        let sol = sweep.swept.iter().find(|s| s.asset == Coin::Sol).map_or(0, |s| s.share_percent());
+        let tokens = sweep.swept.iter().filter(|s| s.asset != Coin::Sol).count();
         let summary = || format!("swept {} asset(s) to {}", sweep.swept.len(), to.join(", "));
         let evidence = vec![ctx.book.transaction(tx, summary)];
         ctx.emit(

@@ -41,7 +41,7 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
     ArchetypeDef {
         name: "owner_change_drained",
         description: "Signed a setAuthority(accountOwner) handing a token account to an attacker, who moved the tokens out; SOL swept to the attacker.",
-        expected_signals: &["token_account_owner_changed", "flagged_counterparty_transfer"],
+        expected_signals: &["token_account_owner_changed", "flagged_counterparty_transfer", "wallet_swept"],
     },
     ArchetypeDef {
         name: "assigned_wallet",
@@ -135,12 +135,14 @@ pub const ARCHETYPES: &[ArchetypeDef] = &[
     ArchetypeDef {
         name: "farm_a",
         description: "Farm wallet run like farm_b, funded by another exchange: a relayer pays its fees, it sold its DEMO to a collector, closed the emptied account with the rent to a third address and swept its SOL to the collector.",
-        expected_signals: &[],
+        // Its SOL swept to a collector it had not dealt with before, nothing back: from the
+        // wallet's side a farm's sweep is a drain's (issue #41: whoever the recipient is).
+        expected_signals: &["wallet_swept"],
     },
     ArchetypeDef {
         name: "farm_b",
         description: "Farm wallet linked to farm_a by how both are run (see there): shared fee payer, sweep destination and rent destination, no shared funder.",
-        expected_signals: &[],
+        expected_signals: &["wallet_swept"],
     },
     ArchetypeDef {
         name: "busy_trader",

@@ -58,15 +58,22 @@ type Case = (&'static str, &'static str, Vec<(&'static str, Option<u64>)>, Vec<&
 /// Every case the demo ledger must give.
 fn expected() -> Vec<Case> {
     vec![
-        ("sol-transfer", "benign", vec![], vec!["sol"]),
-        ("token-transfer", "benign", vec![], vec!["sol", "token"]),
+        // Every recipient is an effect of its own (`sol_sent`, `token_sent`).
+        ("sol-transfer", "benign", vec![], vec!["sol", "sol_sent"]),
+        ("token-transfer", "benign", vec![], vec!["sol", "token", "sol_sent", "token_sent"]),
         // Unlimited, to an address the wallet never dealt with (its history is read): critical.
         ("approve", "malicious", vec![("token_approval", Some(0))], vec!["sol", "token_delegate_change"]),
         ("revoke", "benign", vec![], vec!["sol", "token_delegate_change"]),
-        ("set-owner", "malicious", vec![("token_owner_change", Some(0))], vec!["sol", "token", "token_owner_change"]),
+        // The account handed away is its whole balance swept, and an authority goes with it.
+        (
+            "set-owner",
+            "malicious",
+            vec![("asset_sweep", None), ("token_owner_change", Some(0))],
+            vec!["sol", "token", "sol_sent", "token_sent", "token_owner_change"],
+        ),
         (
             "close-authority",
-            "warning",
+            "malicious",
             vec![("token_close_authority_change", Some(0))],
             vec!["sol", "token_close_authority_change"],
         ),
@@ -75,17 +82,22 @@ fn expected() -> Vec<Case> {
             "nonce-authorize",
             "malicious",
             vec![("nonce_authority_change", Some(0))],
-            vec!["sol", "nonce_authority_change"],
+            vec!["sol", "sol_sent", "nonce_authority_change"],
         ),
-        ("durable-nonce", "warning", vec![("durable_nonce", None)], vec!["sol"]),
-        ("nonce-withdraw", "warning", vec![("nonce_withdraw", Some(0))], vec!["sol"]),
+        ("durable-nonce", "warning", vec![("durable_nonce", None)], vec!["sol", "sol_sent"]),
+        ("nonce-withdraw", "warning", vec![("nonce_withdraw", Some(0))], vec!["sol", "sol_sent"]),
         (
             "drain",
             "malicious",
-            vec![("token_approval", Some(0)), ("token_owner_change", Some(1)), ("flagged_recipient", Some(2))],
-            vec!["sol", "token", "token_owner_change"],
+            vec![
+                ("asset_sweep", None),
+                ("token_approval", Some(0)),
+                ("token_owner_change", Some(1)),
+                ("flagged_recipient", Some(2)),
+            ],
+            vec!["sol", "token", "sol_sent", "token_sent", "token_owner_change"],
         ),
-        ("lookalike-send", "malicious", vec![("lookalike_recipient", Some(0))], vec!["sol"]),
+        ("lookalike-send", "malicious", vec![("lookalike_recipient", Some(0))], vec!["sol", "sol_sent"]),
     ]
 }
 
@@ -162,9 +174,20 @@ fn the_effects_of_a_drain_name_what_leaves_the_signer() {
     assert!(sol < -1_000_000_000, "{sol}");
     assert_eq!(effects[1]["mint"], TOKEN_MINT);
     assert!(effects[1]["delta"].as_str().expect("delta").starts_with('-'), "{reply:?}");
-    assert_eq!(effects[2]["account"], TOKEN_ACCOUNT);
-    assert_eq!(effects[2]["from"], CLEAN);
-    let drainer = &data["findings"][2];
+    let kinds: Vec<&str> = effects.iter().map(|e| e["kind"].as_str().expect("kind")).collect();
+    // The drainer is also the account's new owner: one recipient of SOL and tokens.
+    assert_eq!(kinds, ["sol", "token", "sol_sent", "token_sent", "token_owner_change"], "{reply:?}");
+    let owner_change = &effects[4];
+    assert_eq!(owner_change["account"], TOKEN_ACCOUNT);
+    assert_eq!(owner_change["from"], CLEAN);
+    // Every recipient, each with its amount: the drainer's SOL, the new owner's tokens and rent.
+    let to_new_owner = effects.iter().find(|e| e["kind"] == "token_sent").expect("token_sent");
+    assert_eq!(to_new_owner["to"], owner_change["to"]);
+    assert_eq!(
+        to_new_owner["amount"].as_str().map(|a| format!("-{a}")),
+        effects[1]["delta"].as_str().map(str::to_owned)
+    );
+    let drainer = &data["findings"][3];
     assert_eq!((drainer["severity"].as_str(), drainer["instruction"].as_u64()), (Some("critical"), Some(2)));
     // Each instruction decoded, in order.
     let types: Vec<&str> =
@@ -335,16 +358,19 @@ fn the_origin_is_judged_against_the_domain_labels() {
     let kinds = |reply: &Reply| findings(reply).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
     // The builtin labels list a demo phishing site (and its subdomains) and trusted dApps.
     let phishing = scan(&server, &key.secret, &with_origin("https://app.claim-sol-airdrop.example/claim"));
-    assert_eq!(kinds(&phishing), ["phishing_origin", "token_owner_change"], "{phishing:?}");
-    let origin_finding = &phishing.data()["findings"][0];
+    // Handing a token account away is the account's whole balance swept, and a site asked for
+    // it: `asset_sweep` is critical too (transaction-wide, so first).
+    assert_eq!(kinds(&phishing), ["asset_sweep", "phishing_origin", "token_owner_change"], "{phishing:?}");
+    assert_eq!(phishing.data()["findings"][0]["severity"], "critical");
+    let origin_finding = &phishing.data()["findings"][1];
     assert_eq!((origin_finding["severity"].as_str(), origin_finding.get("instruction")), (Some("critical"), None));
     let lookalike = scan(&server, &key.secret, &with_origin("phantorn.app"));
-    assert_eq!(kinds(&lookalike), ["lookalike_origin", "token_owner_change"], "{lookalike:?}");
-    assert_eq!(lookalike.data()["findings"][0]["facts"]["imitates"], "phantom.app");
+    assert_eq!(kinds(&lookalike), ["asset_sweep", "lookalike_origin", "token_owner_change"], "{lookalike:?}");
+    assert_eq!(lookalike.data()["findings"][1]["facts"]["imitates"], "phantom.app");
     let trusted = scan(&server, &key.secret, &with_origin("https://www.phantom.app"));
-    assert_eq!(kinds(&trusted), ["token_owner_change"], "{trusted:?}");
+    assert_eq!(kinds(&trusted), ["asset_sweep", "token_owner_change"], "{trusted:?}");
     let local = scan(&server, &key.secret, &with_origin("http://localhost:3000"));
-    assert_eq!(kinds(&local), ["token_owner_change"], "no domain, nothing to judge: {local:?}");
+    assert_eq!(kinds(&local), ["asset_sweep", "token_owner_change"], "no domain, nothing to judge: {local:?}");
     assert_eq!(local.data()["origin"], "localhost", "bound all the same: {local:?}");
     assert_eq!(trusted.data()["origin"], "phantom.app");
     // Text that names no host: refused, so that no verdict is bound to an origin nobody judged.

@@ -744,7 +744,7 @@ fn labels_import_reads_the_ofac_sdn_formats() {
     let wrong = import("ofac-json", &csv, None);
     assert!(
         !wrong.status.success()
-            && String::from_utf8_lossy(&wrong.stderr).contains("ofac-csv, ofac-xml or phishing-json")
+            && String::from_utf8_lossy(&wrong.stderr).contains("ofac-csv, ofac-xml, phishing-json or program-map")
     );
     // A phishing-domain list (eth-phishing-detect's format) imports as [[domain]] labels.
     let list = dir.path().join("config.json");
