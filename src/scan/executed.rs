@@ -141,7 +141,10 @@ fn handed_away(effect: &Effect, signer: &Pubkey) -> Option<(Pubkey, &'static str
     match effect {
         Effect::AccountOwnerChange { account, to, .. } => Some((*account, "the owning program", *to)),
         Effect::TokenOwnerChange { account, to, .. } if away(to) => Some((*account, "ownership", *to)),
-        Effect::TokenDelegateChange { account, to: Some(to), .. } if away(to) => Some((*account, "a delegation", *to)),
+        // A delegate spending what it was approved keeps its delegation: nothing new handed over.
+        Effect::TokenDelegateChange { account, from, to: Some(to), .. } if away(to) && *from != Some(*to) => {
+            Some((*account, "a delegation", *to))
+        }
         Effect::TokenCloseAuthorityChange { account, to: Some(to), .. } if away(to) => {
             Some((*account, "the close authority", *to))
         }

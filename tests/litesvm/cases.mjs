@@ -232,7 +232,8 @@ export const CASES = [
     name: "token_set_owner",
     what: "setAuthority(AccountOwner) of a token account holding 42 tokens to another key",
     verdict: "malicious",
-    findings: [{ kind: "token_owner_change", instruction: 0 }],
+    // The account handed away is its whole balance swept, with an authority: a critical sweep.
+    findings: [{ kind: "asset_sweep", instruction: null }, { kind: "token_owner_change", instruction: 0 }],
     build() {
       const w = new World(this.name);
       const signer = w.wallet();
@@ -254,7 +255,7 @@ export const CASES = [
   {
     name: "token_set_close_authority",
     what: "setAuthority(CloseAccount) of a token account to another key",
-    verdict: "warning",
+    verdict: "malicious",
     findings: [{ kind: "token_close_authority_change", instruction: 0 }],
     build() {
       const w = new World(this.name);
@@ -478,7 +479,7 @@ export const CASES = [
     name: "drain_multi",
     what: "drain: approve the attacker, give it the token account, send it 2 SOL — one transaction",
     verdict: "malicious",
-    findings: [{ kind: "token_approval", instruction: 0 }, { kind: "token_owner_change", instruction: 1 }, { kind: "flagged_recipient", instruction: 2 }],
+    findings: [{ kind: "asset_sweep", instruction: null }, { kind: "token_approval", instruction: 0 }, { kind: "token_owner_change", instruction: 1 }, { kind: "flagged_recipient", instruction: 2 }],
     build() {
       const w = new World(this.name);
       const signer = w.wallet();
