@@ -8,7 +8,7 @@
 //! produces against this list); the document on disk is this text (a test checks it).
 
 use crate::engine::policy::OtherKind;
-use crate::engine::report::Severity::{self, Critical, High, Medium};
+use crate::engine::report::Severity::{self, Critical, High, Low, Medium};
 
 /// Every scan finding kind as an account's policy names it (`severityOverrides`): its severity
 /// as found (the highest its rule gives), and whether it may only be raised — a sanctions
@@ -21,7 +21,7 @@ pub const POLICY_KINDS: &[OtherKind] = &[
     kind("nonce_authority_change", Critical, false),
     kind("nonce_withdraw", Critical, false),
     kind("stake_authority_change", Critical, false),
-    kind("durable_nonce", Medium, false),
+    kind("durable_nonce", Low, false),
     kind("sanctioned_recipient", Critical, true),
     kind("flagged_recipient", Critical, false),
     kind("lookalike_recipient", Critical, false),

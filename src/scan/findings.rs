@@ -198,7 +198,9 @@ fn durable_nonce(first: &Instruction) -> Finding {
     };
     Finding {
         kind: "durable_nonce",
-        severity: Severity::Medium,
+        // Low: custody and offline signers use durable nonces for every payment; what the
+        // transaction does is judged by the other findings (a policy can raise it).
+        severity: Severity::Low,
         title: "This signature never expires".into(),
         detail: format!(
             "The transaction starts by advancing durable nonce {nonce}: it carries no recent blockhash, so whoever \

@@ -112,7 +112,8 @@ fn a_durable_nonce_transaction_says_its_signature_never_expires() {
     let (tx, found) = judge(me, &[sdk!(advance), sdk!(pay)]);
     assert!(matches!(tx.instructions[0].kind, K::NonceAdvance { nonce: n, authority: a } if n == nonce && a == me));
     assert_eq!(found.iter().map(|f| f.kind).collect::<Vec<_>>(), ["durable_nonce"]);
-    assert_eq!(findings::verdict(&found), Verdict::Warning);
+    // Said, and not a warning by itself: the payment is what the verdict judges.
+    assert_eq!(findings::verdict(&found), Verdict::Benign);
 }
 
 #[test]

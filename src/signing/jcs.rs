@@ -56,10 +56,14 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
     }
 }
 
-/// An object, its members sorted by their names' UTF-16 code units.
+/// An object, its members sorted by their names' UTF-16 code units (a `Map` iterates in
+/// UTF-8 byte order, which is that order for every name without a supplementary-plane
+/// character beside a U+E000–U+FFFF one: the sort is skipped when the order already holds).
 fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) {
     let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
-    sorted.sort_by(|(a, _), (b, _)| a.encode_utf16().cmp(b.encode_utf16()));
+    if !sorted.is_sorted_by(|(a, _), (b, _)| utf16_cmp(a, b).is_le()) {
+        sorted.sort_by(|(a, _), (b, _)| utf16_cmp(a, b));
+    }
     out.push(b'{');
     for (i, (name, member)) in sorted.into_iter().enumerate() {
         if i > 0 {
@@ -72,6 +76,14 @@ fn write_object(out: &mut Vec<u8>, members: &Map<String, Value>) {
     out.push(b'}');
 }
 
+/// JCS's order of member names: by their UTF-16 code units (bytes, for ASCII names).
+pub(super) fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return a.as_bytes().cmp(b.as_bytes());
+    }
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
 /// A number as ECMAScript writes the double it denotes (RFC 8785 §3.2.2.3).
 fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
     let double = match (n.as_i64(), n.as_u64()) {
@@ -80,8 +92,13 @@ fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
         (None, Some(u)) => u as f64,
         (None, None) => n.as_f64().unwrap_or(0.0),
     };
+    write_double(out, double);
+}
+
+/// A double as ECMAScript's `Number.prototype.toString` writes it; -0 as `0`. (A `Value`
+/// never holds NaN or infinity; the serializer writes those as `null`, as serde_json does.)
+pub(super) fn write_double(out: &mut Vec<u8>, double: f64) {
     if double == 0.0 || !double.is_finite() {
-        // -0 is written "0"; a `Value` never holds NaN or infinity.
         out.push(b'0');
         return;
     }
@@ -89,29 +106,45 @@ fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
     out.extend_from_slice(buffer.format_finite(double).as_bytes());
 }
 
-/// A string with JSON.stringify's escapes: `"`, `\`, and control characters (`\b \t \n \f \r`
-/// or `\u00xx`, lowercase hex); everything else as its UTF-8 bytes.
-fn write_string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+/// A string with JSON.stringify's escapes: `"`, `\\`, and control characters (`\b \t \n \f \r`
+/// or `\u00xx`, lowercase hex); everything else as its UTF-8 bytes, copied in runs.
+pub(super) fn write_string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
-    for &byte in s.as_bytes() {
-        match byte {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            0x00..=0x1f => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(byte >> 4)]);
-                out.push(HEX[usize::from(byte & 0x0f)]);
-            }
-            _ => out.push(byte),
+    write_string_contents(out, s);
+    out.push(b'"');
+}
+
+/// `write_string` without the quotes (a string written in pieces, as `collect_str` does).
+pub(super) fn write_string_contents(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    let mut run_start = 0;
+    for (i, &byte) in bytes.iter().enumerate() {
+        if byte >= 0x20 && byte != b'"' && byte != b'\\' {
+            continue;
+        }
+        out.extend_from_slice(&bytes[run_start..i]);
+        write_escape(out, byte);
+        run_start = i + 1;
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+}
+
+fn write_escape(out: &mut Vec<u8>, byte: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match byte {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        _ => {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(byte >> 4)]);
+            out.push(HEX[usize::from(byte & 0x0f)]);
         }
     }
-    out.push(b'"');
 }
 
 #[cfg(test)]

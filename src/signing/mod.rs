@@ -4,7 +4,8 @@
 //!
 //! Owns: `ReportSigner` (the key ring in force, signing, rotation, the published key set),
 //! `ReportType` (what a report is, and the fixed members its signature covers),
-//! `report_members` / `scan_members` (those members of a job's and a scan's `data`),
+//! `report_members` (the members of a job's `data` its signature covers; a scan's are its whole
+//! report, signed in canonical form: `canonical`),
 //! `verify_report` (the verifier the tests and the docs describe), `jcs` (RFC 8785) and `ring`
 //! (key material, its stored form and where it is kept: `<data-dir>/signing-keys.json`, 0600,
 //! or — on a cluster — one store record every node reads). Threads: signing runs on compute
@@ -38,6 +39,7 @@
 //! can no longer be verified from the endpoint); serving signatures made before `type` existed
 //! (no verifier accepts them: such reports are served unsigned).
 
+pub mod canonical;
 pub mod jcs;
 pub mod ring;
 
@@ -258,23 +260,49 @@ impl ReportSigner {
     ) -> Result<ReportSignature, String> {
         let count = members.len();
         let mut object: Map<String, Value> = members.into_iter().map(|(name, value)| (name.into(), value)).collect();
-        let mut covers: Vec<String> = object.keys().cloned().collect();
-        covers.sort_unstable();
-        let names: Vec<&str> = covers.iter().map(String::as_str).collect();
-        if count != covers.len() || !report_type.covered_by(&names) {
-            return Err(format!("{} covers {:?}, not {names:?}", report_type.name(), report_type.covers()));
-        }
+        let covers = checked_covers(report_type, object.keys().map(String::as_str), Some(count))?;
         let message = signed_bytes(report_type, &mut object);
+        Ok(self.signature(report_type, covers, &message))
+    }
+
+    /// `sign` of a report already in canonical form (`canonical::to_canonical` of the whole
+    /// `data`, whose members are the covered ones): its bytes are the message, `"type"` added
+    /// in its place — one serialization for the answer and the signature (the scan's path).
+    /// A report holding an integer past 2^53 is signed through the `Value` path instead, which
+    /// writes the double JCS prescribes for it.
+    pub fn sign_canonical(
+        &self,
+        report_type: ReportType,
+        report: &canonical::Canonical,
+    ) -> Result<ReportSignature, String> {
+        let covers = checked_covers(report_type, report.names(), None)?;
+        let message = match report.exact() {
+            true => report.with_string_member(TYPE_MEMBER, report_type.name()),
+            false => None,
+        };
+        let message = match message {
+            Some(message) => message,
+            None => {
+                let mut object: Map<String, Value> =
+                    serde_json::from_slice(report.bytes()).map_err(|e| format!("the report does not parse: {e}"))?;
+                signed_bytes(report_type, &mut object)
+            }
+        };
+        Ok(self.signature(report_type, covers, &message))
+    }
+
+    /// The signature of `message` with the current key, as served.
+    fn signature(&self, report_type: ReportType, covers: Vec<String>, message: &[u8]) -> ReportSignature {
         let ring = self.ring.load();
-        let signature = ring.signing_key().sign(&message);
-        Ok(ReportSignature {
+        let signature = ring.signing_key().sign(message);
+        ReportSignature {
             key_id: ring.kid().to_owned(),
             alg: ALG.to_owned(),
             canon: CANON.to_owned(),
             report_type: Some(report_type.name().to_owned()),
             covers,
             value: URL_SAFE_NO_PAD.encode(signature.to_bytes()),
-        })
+        }
     }
 
     /// A new current key; the old one's public half joins the retired keys (the oldest past
@@ -318,15 +346,6 @@ impl ReportSigner {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "reading the shared signing keys failed"),
         }
-    }
-}
-
-/// The members of a scan's `data` (the whole report, `ScanReport`) its signature covers: all
-/// of them, which `ReportSigner::sign` checks are exactly `SCAN_COVERS`.
-pub fn scan_members(report: Value) -> Result<Vec<(String, Value)>, String> {
-    match report {
-        Value::Object(members) => Ok(members.into_iter().collect()),
-        _ => Err("a scan report is not an object".to_owned()),
     }
 }
 
@@ -482,6 +501,23 @@ fn covered_members(data: &Value, signature: &Value, expected: ReportType) -> Res
             None => Err(VerifyError::Malformed("a covered member is missing")),
         })
         .collect()
+}
+
+/// The sorted names of a report's members, once they are exactly `report_type`'s covered
+/// members (`given`: how many members were given, where two of one name would have collapsed
+/// into one; `None`: the names are distinct by construction).
+fn checked_covers<'a>(
+    report_type: ReportType,
+    names: impl Iterator<Item = &'a str>,
+    given: Option<usize>,
+) -> Result<Vec<String>, String> {
+    let mut covers: Vec<String> = names.map(str::to_owned).collect();
+    covers.sort_unstable();
+    let names: Vec<&str> = covers.iter().map(String::as_str).collect();
+    if given.is_some_and(|given| given != covers.len()) || !report_type.covered_by(&names) {
+        return Err(format!("{} covers {:?}, not {names:?}", report_type.name(), report_type.covers()));
+    }
+    Ok(covers)
 }
 
 /// The signed bytes of a `report_type` report whose covered members are `covered`: the JCS
@@ -786,13 +822,35 @@ mod tests {
         assert_eq!(names, expected, "ScanReport's members are SCAN_COVERS");
         assert_eq!(report["scannedAt"], "2023-11-14T22:13:20.123Z");
         assert_eq!(report["requestId"], "req-1");
-        // So the signer takes it, and it verifies as a scan.
+        // So the signer takes it in canonical form, and the body made of the same bytes
+        // verifies as a scan, as a client parses it.
         let (_dir, signer) = signer();
-        let signature = signer.sign(ReportType::Scan, scan_members(report.clone()).expect("members")).expect("signed");
-        let mut data = report;
-        data[SIGNATURE_MEMBER] = serde_json::to_value(signature).expect("json");
-        let verified = verify_report(&data, &key_set(&signer), ReportType::Scan).expect("verified");
+        let canonical = canonical::to_canonical(&build(&inputs)).expect("canonical");
+        let signature = signer.sign_canonical(ReportType::Scan, &canonical).expect("signed");
+        let body = canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
+        let body: Value = serde_json::from_slice(&body).expect("body");
+        assert_eq!(body["data"].as_object().expect("data").keys().next().map(String::as_str), Some("account"));
+        let verified = verify_report(&body["data"], &key_set(&signer), ReportType::Scan).expect("verified");
         assert_eq!(verified.covered["requestId"], "req-1");
+        assert_eq!(Value::Object(verified.covered), report);
+    }
+
+    #[test]
+    fn a_canonical_report_past_2_53_is_signed_at_double_precision() {
+        let (_dir, signer) = signer();
+        let report = json!({"analysisId": "an_1", "wallet": "W", "completedAt": "t",
+            "xray": {"lamports": LAMPORTS_PAST_2_53}});
+        let canonical = canonical::to_canonical(&report).expect("canonical");
+        assert!(!canonical.exact());
+        let signature = signer.sign_canonical(ReportType::Analysis, &canonical).expect("signed");
+        let body = canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
+        // The body keeps the integer exactly; the signature is over its double, as JCS says.
+        assert!(String::from_utf8_lossy(&body).contains("18446744073709551615"));
+        let body: Value = serde_json::from_slice(&body).expect("body");
+        verify_report(&body["data"], &key_set(&signer), ReportType::Analysis).expect("verified");
+        let wrong = json!({"analysisId": "an_1", "wallet": "W"});
+        let refused = signer.sign_canonical(ReportType::Analysis, &canonical::to_canonical(&wrong).expect("c"));
+        assert!(refused.is_err());
     }
 
     #[test]

@@ -22,7 +22,6 @@ use base64::Engine as _;
 
 use super::{json_bytes, Endpoints};
 use crate::api::json::{parse_body, ScanRequest};
-use crate::api::wire::DataBody;
 use crate::api::ApiError;
 use crate::http::ApiResponse;
 use crate::jobs::admission::AdmitError;
@@ -137,13 +136,13 @@ impl Endpoints<'_> {
             .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
         let unit = ReservedUnit { key, reservation: Some(reservation), sent: false };
         let report = self.scan(&parsed, &bytes, signer, origin.as_ref()).await?;
-        let body = json_bytes(&DataBody { data: &report })?;
         // Signed as answered, over every member of its `data` (`signing::SCAN_COVERS`: its
-        // time and request id among them) and its type.
-        let members = serde_json::to_value(&report).map_err(|e| ApiError::internal(&e))?;
-        let members = crate::signing::scan_members(members).map_err(|e| ApiError::internal(&e))?;
-        let signature = self.app.signer.sign(ReportType::Scan, members).map_err(|e| ApiError::internal(&e))?;
-        let body = crate::api::wire::splice(body, SIGNATURE_MEMBER, &json_bytes(&signature)?);
+        // time and request id among them) and its type: one canonical serialization is both
+        // the signed message and the body (its members in the report's order).
+        let canonical = crate::signing::canonical::to_canonical(&report).map_err(|e| ApiError::internal(&e))?;
+        let signature = self.app.signer.sign_canonical(ReportType::Scan, &canonical);
+        let signature = signature.map_err(|e| ApiError::internal(&e))?;
+        let body = canonical.wrapped("data", SIGNATURE_MEMBER, &json_bytes(&signature)?);
         // Every answered scan is one unit, whatever the ledger's reads came to (the answer
         // says how they went): a waiver would be a free scan a client could cause at will,
         // naming accounts too large to read in time.

@@ -84,7 +84,7 @@ fn expected() -> Vec<Case> {
             vec![("nonce_authority_change", Some(0))],
             vec!["sol", "sol_sent", "nonce_authority_change"],
         ),
-        ("durable-nonce", "warning", vec![("durable_nonce", None)], vec!["sol", "sol_sent"]),
+        ("durable-nonce", "benign", vec![("durable_nonce", None)], vec!["sol", "sol_sent"]),
         ("nonce-withdraw", "warning", vec![("nonce_withdraw", Some(0))], vec!["sol", "sol_sent"]),
         (
             "drain",
