@@ -7,7 +7,7 @@ import { LiteSVM } from "litesvm";
 import { VersionedTransaction, LAMPORTS_PER_SOL } from "@solana/web3.js";
 import { ASSOCIATED_TOKEN_PROGRAM_ID } from "@solana/spl-token";
 import { IDS, encodeLookupTable } from "../litesvm/layouts.mjs";
-import { seededKeypair, setRawAccount, track } from "../litesvm/util.mjs";
+import { seededKeypair, setRawAccount, track, airdrop } from "../litesvm/util.mjs";
 
 const U64_MAX = 2n ** 64n - 1n;
 const MEMO_V1 = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo";
@@ -42,7 +42,7 @@ export function realSvm(cases) {
   const conflicts = [];
   for (const c of cases) {
     const m = c.tx.message;
-    svm.airdrop(m.staticAccountKeys[0], REAL_PAYER_LAMPORTS);
+    airdrop(svm, m.staticAccountKeys[0], REAL_PAYER_LAMPORTS);
     track(svm, m.staticAccountKeys[0]);
     const lookups = m.addressTableLookups ?? [];
     if (lookups.length === 0) continue;

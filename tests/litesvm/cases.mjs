@@ -27,7 +27,7 @@ import {
   createTransferCheckedWithFeeInstruction,
 } from "@solana/spl-token";
 import { IDS, decodeTokenAccount, STAKE_LEN } from "./layouts.mjs";
-import { seededKeypair, rawAccount, track } from "./util.mjs";
+import { seededKeypair, rawAccount, track, sendTransaction, airdrop } from "./util.mjs";
 
 export const FEE = 5000; // LiteSVM: 5,000 lamports per signature, no priority fee
 const SOL = LAMPORTS_PER_SOL;
@@ -44,7 +44,7 @@ export class World {
     this.name = name;
     this.svm = new LiteSVM();
     this.funder = this.key("funder");
-    this.svm.airdrop(this.funder.publicKey, 1000n * BigInt(SOL));
+    airdrop(this.svm, this.funder.publicKey, 1000n * BigInt(SOL));
     track(this.svm, this.funder.publicKey);
   }
 
@@ -53,7 +53,7 @@ export class World {
   }
 
   airdrop(pubkey, lamports) {
-    const r = this.svm.airdrop(pubkey, BigInt(lamports));
+    const r = airdrop(this.svm, pubkey, lamports);
     if (r instanceof FailedTransactionMetadata) throw new Error(`airdrop failed: ${r.err()}`);
     track(this.svm, pubkey);
   }
@@ -66,7 +66,7 @@ export class World {
   setup(instructions, signers = []) {
     const tx = new Transaction({ feePayer: this.funder.publicKey, recentBlockhash: this.svm.latestBlockhash() }).add(...instructions);
     tx.sign(this.funder, ...signers);
-    const r = this.svm.sendTransaction(tx);
+    const r = sendTransaction(this.svm, tx);
     if (r instanceof FailedTransactionMetadata) throw new Error(`${this.name}: set-up failed: ${r.err()}\n${r.meta().logs().join("\n")}`);
     track(this.svm, ...tx.compileMessage().accountKeys);
     return r;
