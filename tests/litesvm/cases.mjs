@@ -8,10 +8,10 @@
 //   post               "signed" (default) or "unsigned": what is POSTed to the scan
 // Keys are derived from names (seededKeypair): every run uses the same addresses.
 //
-// No case runs the Associated Token Account program: in litesvm 0.8.0's linux-x64 binding, running
-// it corrupts the process's memory and node later dies with "std::bad_alloc" (LiteSVM issue #171,
-// PR #352 shows creating an ATA triggers it; reproduced here). Token accounts are created as the
-// ATA program would, with the token program itself: createAccount + initializeAccount3.
+// No case runs the Associated Token Account program: token accounts are created as the ATA program
+// would, with the token program itself (createAccount + initializeAccount3). That dates from
+// litesvm 0.8.0, whose linux-x64 binding corrupted the process's memory when it ran the ATA
+// program (LiteSVM issue #171); 1.5.0 runs it (tests/litesvm/README.md).
 
 import assert from "node:assert/strict";
 import { LiteSVM, FailedTransactionMetadata } from "litesvm";
@@ -451,8 +451,8 @@ export const CASES = [
       const w = new World(this.name);
       const signer = w.wallet();
       const to = w.key("recipient").publicKey;
-      // CreateLookupTable wants a recent slot in SlotHashes (LiteSVM holds slot 0 only), and a
-      // table's new addresses are usable from the slot after the extend.
+      // CreateLookupTable wants a recent slot LiteSVM accepts (0 is: README), and a table's new
+      // addresses are usable from the slot after the extend.
       w.svm.warpToSlot(1n);
       const [create, table] = AddressLookupTableProgram.createLookupTable({ authority: w.funder.publicKey, payer: w.funder.publicKey, recentSlot: 0 });
       w.setup([create]);

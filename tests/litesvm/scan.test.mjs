@@ -96,8 +96,8 @@ async function xrayOf(wallet) {
   }
 }
 
-/** Execute `fixes` on the current state of `svm` in a LiteSVM of their own (fixrun.mjs: a failing
- *  stake instruction corrupts LiteSVM's process), signature checks off, `wallet` paying; the
+/** Execute `fixes` on the current state of `svm` in a LiteSVM of their own in a child process
+ *  (fixrun.mjs says why), signature checks off, `wallet` paying; the
  *  accounts they name are written back into `svm` when they succeed. {ok, err, logs}. */
 async function runFixes(svm, wallet, fixes) {
   const addresses = [...new Set([wallet, ...fixes.flatMap((ix) => ix.accounts.map((a) => a.pubkey))])];
