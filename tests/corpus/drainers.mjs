@@ -125,8 +125,8 @@ function litesvmWallet(name) {
   }));
   const stranger = w.key("stranger").publicKey;
   const stranger2 = w.key("stranger-2").publicKey;
-  // The strangers' token accounts exist already (a drainer's do; LiteSVM must not run the ATA
-  // program here: see tests/litesvm/README.md).
+  // The strangers' token accounts exist already (a drainer's do). Made so when litesvm 0.8.0 could
+  // not run the ATA program (tests/litesvm/README.md); 1.5.0 can, the cases are kept as they are.
   const theirs = new Map(holdings.map((h, i) => [h.mint.toBase58(), w.tokenAccount(h.m, stranger, 0n, `stranger-token-${i}`)]));
   const tokenAccountOf = (h) => ({ create: [], account: theirs.get(h.mint.toBase58()) });
   const sol = rawAccount(w.svm, wallet.publicKey).lamports;

@@ -5,13 +5,10 @@
 import { readFileSync } from "node:fs";
 import { LiteSVM } from "litesvm";
 import { VersionedTransaction, LAMPORTS_PER_SOL } from "@solana/web3.js";
-import { ASSOCIATED_TOKEN_PROGRAM_ID } from "@solana/spl-token";
 import { IDS, encodeLookupTable } from "../litesvm/layouts.mjs";
-import { seededKeypair, setRawAccount, track } from "../litesvm/util.mjs";
+import { seededKeypair, setRawAccount, track, airdrop } from "../litesvm/util.mjs";
 
 const U64_MAX = 2n ** 64n - 1n;
-const MEMO_V1 = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo";
-const MEMO_V2 = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
 /** What each real fee payer holds on the LiteSVM source: an ordinary wallet's SOL, far above what
  *  any of the transactions moves (its tokens and the dApps' programs are not there: those
  *  simulations fail, and the scan judges what it decodes). */
@@ -42,7 +39,7 @@ export function realSvm(cases) {
   const conflicts = [];
   for (const c of cases) {
     const m = c.tx.message;
-    svm.airdrop(m.staticAccountKeys[0], REAL_PAYER_LAMPORTS);
+    airdrop(svm, m.staticAccountKeys[0], REAL_PAYER_LAMPORTS);
     track(svm, m.staticAccountKeys[0]);
     const lookups = m.addressTableLookups ?? [];
     if (lookups.length === 0) continue;
@@ -63,20 +60,8 @@ export function realSvm(cases) {
     const data = encodeLookupTable({ type: "lookupTable", info: { deactivationSlot: U64_MAX, lastExtendedSlot: 0, lastExtendedSlotStartIndex: 0, authority: null, addresses } });
     setRawAccount(svm, table, { lamports: svm.minimumBalanceForRentExemption(BigInt(data.length)), owner: IDS.alt, data, executable: false, rentEpoch: 0n });
   }
-  // A table's entries are usable from the slot after its last extension.
+  // A table's entries are usable from the slot after its last extension. (A fresh litesvm 1.x
+  // starts at slot 447,552,000, 0.8.0 at 0: the clock is set to 10 as it was.)
   svm.warpToSlot(10n);
-  // Never simulated here: a transaction that runs the ATA program, the Stake program (whose
-  // failing instructions — a delegation to a vote account LiteSVM lacks — do the same) or SPL Memo
-  // (found here: the memo-ping case alone kills the process) corrupts the memory of litesvm
-  // 0.8.0's process (tests/litesvm/README.md). The shim answers its simulation with a JSON-RPC
-  // error, as an overloaded node would; the scan then says the simulation is unavailable.
-  const unsafe = new Set([ASSOCIATED_TOKEN_PROGRAM_ID.toBase58(), IDS.stake, MEMO_V1, MEMO_V2]);
-  const refused = new Set();
-  svm.__simulate = (tx) => {
-    const keys = tx.message.staticAccountKeys.map((k) => k.toBase58());
-    if (!tx.message.compiledInstructions.some((ix) => unsafe.has(keys[ix.programIdIndex]))) return null;
-    refused.add(Buffer.from(tx.message.serialize()).toString("base64"));
-    return { rpcError: { code: -32603, message: "the corpus harness does not simulate the ATA or Stake program in litesvm 0.8.0 (tests/litesvm/README.md)" } };
-  };
-  return { svm, tables: tables.size, conflicts, refused: () => refused.size };
+  return { svm, tables: tables.size, conflicts };
 }

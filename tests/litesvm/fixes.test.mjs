@@ -258,8 +258,8 @@ async function runGroup(g) {
   const ctxFor = (signal, state) => ({ ...state, wallet, signal, targets, fee: FEE });
   for (const s of g.signals) EXPOSURE[s.kind].pre(ctxFor(s, { pre, post: pre }));
 
-  // Executed in a LiteSVM of its own in a child process (fixrun.mjs: a failing instruction of
-  // some programs corrupts LiteSVM's process), over exactly the accounts recreated here.
+  // Executed in a LiteSVM of its own in a child process (fixrun.mjs says why), over exactly the
+  // accounts recreated here.
   const addresses = named.concat(mints);
   const result = await runIsolated({ accounts: addresses.map((a) => [a, pre(a)]), feePayer: wallet, instructions: g.fixes, read: addresses });
   if (!result.ok) assert.fail(`${g.archetype.name} ${g.source}: the fix transaction failed: ${result.err}\n${result.logs.join("\n")}`);

@@ -1,10 +1,11 @@
 // Fix instructions executed in a LiteSVM of their own, in a child process.
 //
-// Why a child: in litesvm 0.8.0's linux-x64 binding some executions corrupt the process's memory
-// and node dies later with "std::bad_alloc" (LiteSVM issue #171): the Associated Token Account
-// program always, the (BPF) Stake program when an instruction fails. A fix that fails must be a
-// clear test failure, not a crash of the test file — so the child executes, prints its result and
-// exits at once.
+// Why a child: in litesvm 0.8.0's linux-x64 binding some executions corrupted the process's memory
+// and node died later with "std::bad_alloc" (LiteSVM issue #171): the Associated Token Account
+// program always, the (BPF) Stake program when an instruction failed. litesvm 1.5.0 no longer does
+// (tests/litesvm/README.md); the child stays because it costs little and keeps any crash of the
+// binding on a fix a clear test failure, not a crash of the test file — it executes, prints its
+// result and exits at once.
 //
 //   const r = await runIsolated({ accounts, feePayer, instructions, read });
 //   accounts: [[address, raw | null]] (programs and sysvars are LiteSVM's own: skipped)

@@ -10,7 +10,7 @@ import { CASES } from "./cases.mjs";
 import { startShim, rpc, rpcResult, executeRecorded } from "./shim.mjs";
 import { computeEffects, decimalsFrom, readSet, snapshot, wireOf, unsignedWire, messageAccounts } from "./oracle.mjs";
 import { encodeFromUi, IDS, decodeTokenAccount, decodeMint } from "./layouts.mjs";
-import { rawAccount, setRawAccount, track, seededKeypair, normalize } from "./util.mjs";
+import { rawAccount, setRawAccount, track, seededKeypair, normalize, sendTransaction, airdrop } from "./util.mjs";
 
 let shim;
 before(async () => {
@@ -74,7 +74,7 @@ test("every case executes in LiteSVM; the oracle gives its effects; the shim's s
       // Simulating changed nothing.
       for (const a of reads) assert.deepEqual(rawAccount(svm, a), pre.get(a), `simulation wrote ${a}`);
 
-      const result = svm.sendTransaction(b.tx);
+      const result = sendTransaction(svm, b.tx);
       if (result instanceof FailedTransactionMetadata) assert.fail(`${c.name} failed in LiteSVM: ${result.err()}\n${result.meta().logs().join("\n")}`);
       const post = snapshot(svm, reads);
 
@@ -140,7 +140,7 @@ test("shim: JSON-RPC 2.0 like a node (batch, errors, absent and emptied accounts
   const svm = new LiteSVM();
   shim.setSvm(svm);
   const payer = Keypair.generate();
-  svm.airdrop(payer.publicKey, 5_000_000_000n);
+  airdrop(svm, payer.publicKey, 5_000_000_000n);
   const absent = Keypair.generate().publicKey.toBase58();
   const emptied = Keypair.generate().publicKey.toBase58();
   setRawAccount(svm, emptied, { lamports: 0n, owner: IDS.system, data: Buffer.alloc(0), rentEpoch: 0n });
@@ -209,7 +209,7 @@ test("shim: history of recorded transactions (getSignaturesForAddress newest fir
   shim.setSvm(svm);
   const payer = seededKeypair("history/payer");
   const to = seededKeypair("history/to").publicKey;
-  svm.airdrop(payer.publicKey, 5_000_000_000n);
+  airdrop(svm, payer.publicKey, 5_000_000_000n);
   const send = (lamports) => new Transaction({ feePayer: payer.publicKey, recentBlockhash: svm.latestBlockhash() })
     .add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports }));
   const signed = (lamports) => { const tx = send(lamports); tx.sign(payer); return tx; };

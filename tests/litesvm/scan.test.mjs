@@ -15,7 +15,7 @@ import { CASES, ATTACKER } from "./cases.mjs";
 import { startShim } from "./shim.mjs";
 import { computeEffects, decimalsFrom, readSet, snapshot, wireOf, unsignedWire } from "./oracle.mjs";
 import { startXray, freePort, waitFor, requireBinary, callApi } from "./procs.mjs";
-import { parseJson, rawAccount, setRawAccount } from "./util.mjs";
+import { parseJson, rawAccount, setRawAccount, sendTransaction } from "./util.mjs";
 import { runIsolated } from "./fixrun.mjs";
 import { decodeTokenAccount } from "./layouts.mjs";
 
@@ -96,8 +96,8 @@ async function xrayOf(wallet) {
   }
 }
 
-/** Execute `fixes` on the current state of `svm` in a LiteSVM of their own (fixrun.mjs: a failing
- *  stake instruction corrupts LiteSVM's process), signature checks off, `wallet` paying; the
+/** Execute `fixes` on the current state of `svm` in a LiteSVM of their own in a child process
+ *  (fixrun.mjs says why), signature checks off, `wallet` paying; the
  *  accounts they name are written back into `svm` when they succeed. {ok, err, logs}. */
 async function runFixes(svm, wallet, fixes) {
   const addresses = [...new Set([wallet, ...fixes.flatMap((ix) => ix.accounts.map((a) => a.pubkey))])];
@@ -128,7 +128,7 @@ test("xray analyzes LiteSVM state through the shim, and its fixes work there", {
     const c = CASES.find((x) => x.name === "token_approve");
     const b = c.build();
     shim.setSvm(b.svm);
-    const r = b.svm.sendTransaction(b.tx);
+    const r = sendTransaction(b.svm, b.tx);
     assert.ok(!(r instanceof FailedTransactionMetadata), "approve failed");
     const x = await xrayOf(b.signer.toBase58());
     const sig = (x.signals ?? []).find((s) => s.kind === "open_token_delegation" && s.facts.tokenAccount === b.account.toBase58());
@@ -185,7 +185,7 @@ test("the scan endpoint agrees with LiteSVM on every case", { timeout: 120_000 }
 
       // Nothing the scan did changed the state; now execute for real.
       for (const a of reads) assert.deepEqual(snapshot(svm, [a]).get(a), pre.get(a), `the scan changed ${a}`);
-      const result = svm.sendTransaction(b.tx);
+      const result = sendTransaction(svm, b.tx);
       if (result instanceof FailedTransactionMetadata) assert.fail(`${c.name} failed in LiteSVM: ${result.err()}`);
       const post = snapshot(svm, reads);
       const oracle = computeEffects({ pre, post, signer, decimalsOf: decimalsFrom(svm) });

@@ -20,7 +20,7 @@ import { FailedTransactionMetadata } from "litesvm";
 import { randomBytes } from "node:crypto";
 import { uiAccount } from "./ui.mjs";
 import { IDS, decodeTokenAccount, decodeNonce } from "./layouts.mjs";
-import { bs58, parseJson, stringify, rawAccount, fromInner, keyString, u64Json } from "./util.mjs";
+import { bs58, parseJson, stringify, rawAccount, fromInner, keyString, u64Json, sendTransaction } from "./util.mjs";
 
 export const API_VERSION = "2.2.0";
 const BODY_MAX = 8 << 20;
@@ -406,7 +406,7 @@ export function executeRecorded(svm, tx, { sigverify = true } = {}) {
   svm.withSigverify(sigverify);
   let result;
   try {
-    result = svm.sendTransaction(v);
+    result = sendTransaction(svm, v);
   } finally {
     svm.withSigverify(before);
   }

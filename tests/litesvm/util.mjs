@@ -3,7 +3,7 @@
 
 import { createHash } from "node:crypto";
 import bs58 from "bs58";
-import { Keypair, PublicKey } from "@solana/web3.js";
+import { Keypair, PublicKey, Transaction } from "@solana/web3.js";
 import { Account } from "litesvm";
 
 export { bs58 };
@@ -138,8 +138,9 @@ export function seededKeypair(name) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Raw accounts of a LiteSVM instance, exact (the JS wrapper's getAccount turns rentEpoch and
-// lamports into numbers; the inner binding keeps them as BigInt).
+// Raw accounts of a LiteSVM instance, exact (litesvm 1.x's JS wrapper answers @solana/kit's
+// EncodedAccount, without rentEpoch, and its setAccount writes rentEpoch 0; the inner binding
+// keeps and takes every field, u64s as BigInt).
 
 /** {lamports, owner, data, executable, rentEpoch} or null. */
 export function rawAccount(svm, address) {
@@ -163,6 +164,26 @@ export function setRawAccount(svm, address, acct) {
     new Account(BigInt(acct.lamports), Uint8Array.from(acct.data), pk(acct.owner).toBytes(), !!acct.executable, BigInt(acct.rentEpoch ?? 0)),
   );
   track(svm, address);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transactions into a LiteSVM instance. litesvm 1.x's JS wrapper speaks @solana/kit (an address is
+// a base58 string, `sendTransaction` takes kit's {messageBytes, signatures}); the harness builds
+// with @solana/web3.js v1, so it hands the binding (`svm.inner`) wire bytes, as litesvm 0.8.0's
+// wrapper did for web3.js transactions.
+
+/** Executes a web3.js Transaction (serialized fully signed; signatures verified when the instance
+ *  verifies them) or VersionedTransaction. TransactionMetadata | FailedTransactionMetadata. */
+export function sendTransaction(svm, tx) {
+  if (tx instanceof Transaction) {
+    return svm.inner.sendLegacyTransaction(tx.serialize({ requireAllSignatures: true, verifySignatures: svm.inner.getSigverify() }));
+  }
+  return svm.inner.sendVersionedTransaction(tx.serialize());
+}
+
+/** LiteSVM's airdrop to a PublicKey or base58 address. TransactionMetadata | FailedTransactionMetadata. */
+export function airdrop(svm, address, lamports) {
+  return svm.inner.airdrop(pk(address).toBytes(), BigInt(lamports));
 }
 
 /** Addresses a shim can enumerate (getProgramAccounts, getTokenAccountsByOwner): LiteSVM has no
