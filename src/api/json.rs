@@ -29,7 +29,7 @@ use crate::config::{
 };
 use crate::eligibility::{check_pair, SameWallet};
 use crate::http::{ApiRequest, Body};
-use crate::policy::PolicyDraft;
+use crate::policy::{PolicyDraft, SweepOverrides};
 use crate::pubkey::Pubkey;
 
 /// A typed request body read from a JSON object.
@@ -233,7 +233,8 @@ impl JsonRequest for MonitorPatchRequest {
 /// policy that silently does less than its author meant.
 pub struct PolicyRequest(pub PolicyDraft);
 
-const POLICY_MEMBERS: [&str; 5] = ["version", "severityOverrides", "weights", "allowList", "denyList"];
+const POLICY_MEMBERS: [&str; 6] =
+    ["version", "severityOverrides", "weights", "sweepThresholds", "allowList", "denyList"];
 const POLICY_LIST_SHAPE: &str = "must be an array of at most 500 address strings";
 const _: () = assert!(crate::config::POLICY_LIST_LEN_MAX == 500, "the shape names the limit");
 
@@ -268,8 +269,70 @@ impl JsonRequest for PolicyRequest {
             weights,
             allow_list: address_list(object, "allowList")?,
             deny_list: address_list(object, "denyList")?,
+            sweep_thresholds: sweep_thresholds(object)?,
         }))
     }
+}
+
+/// `sweepThresholds`' members: (name, the field an error names, the shape a value must have).
+/// Each is a whole number; its range is the policy's check (`Policy::with_sweep_thresholds`).
+const SWEEP_MEMBERS: [(&str, &str, &str); 4] = [
+    (
+        "solSharePercent",
+        "sweepThresholds.solSharePercent",
+        "sweepThresholds.solSharePercent must be a whole percent from 50 to 100, or null",
+    ),
+    (
+        "tokenSharePercent",
+        "sweepThresholds.tokenSharePercent",
+        "sweepThresholds.tokenSharePercent must be a whole percent from 50 to 100, or null",
+    ),
+    (
+        "dustLamports",
+        "sweepThresholds.dustLamports",
+        "sweepThresholds.dustLamports must be a whole number of lamports from 0 to 1000000000, or null",
+    ),
+    (
+        "dustTokenUnits",
+        "sweepThresholds.dustTokenUnits",
+        "sweepThresholds.dustTokenUnits must be a whole number of token base units from 0 to 1000000, or null",
+    ),
+];
+const _: () = assert!(
+    crate::config::POLICY_SWEEP_SHARE_PERCENT_MIN == 50
+        && crate::config::POLICY_SWEEP_SHARE_PERCENT_MAX == 100
+        && crate::config::POLICY_SWEEP_DUST_LAMPORTS_MAX == 1_000_000_000
+        && crate::config::POLICY_SWEEP_DUST_TOKEN_UNITS_MAX == 1_000_000,
+    "the shapes name the limits"
+);
+
+/// `sweepThresholds` (absent or `null`: every member the default): an object of at most the
+/// four members, each a whole number or `null` (the default); an unknown member is refused,
+/// as on the policy itself.
+fn sweep_thresholds(object: &Object<'_, '_>) -> Result<SweepOverrides, ApiError> {
+    let Some(member) = object.get("sweepThresholds").filter(|v| !v.is_null()) else {
+        return Ok(SweepOverrides::default());
+    };
+    let names = || SWEEP_MEMBERS.map(|(name, ..)| name).join(", ");
+    let map = member.as_object().ok_or_else(|| ApiError::InvalidField {
+        field: "sweepThresholds",
+        message: format!("must be an object of {}", names()),
+    })?;
+    if let Some(unknown) = map.keys().find(|k| !SWEEP_MEMBERS.iter().any(|(name, ..)| name == k)) {
+        let message = format!("unknown member {unknown:?} (sweepThresholds has {})", names());
+        return Err(ApiError::InvalidField { field: "sweepThresholds", message });
+    }
+    let [sol, token, lamports, units] =
+        SWEEP_MEMBERS.map(|(name, field, message)| match map.get(name).filter(|v| !v.is_null()) {
+            None => Ok(None),
+            Some(value) => whole_number(&value, u64::MAX).map(Some).ok_or(ApiError::InvalidRequest { field, message }),
+        });
+    Ok(SweepOverrides {
+        sol_share_percent: sol?,
+        token_share_percent: token?,
+        dust_lamports: lamports?,
+        dust_token_units: units?,
+    })
 }
 
 /// A JSON number as `f64` (JSON has one number type: `1` is `1.0`).
@@ -521,6 +584,36 @@ mod tests {
         let body = r#"{"x":[-181551067731396014596454663759855616, 61090027360217358336, 1.5e300],"wallet":"w"}"#;
         let parsed: WalletRequest = parse_body(&request(Some("application/json"), body)).unwrap();
         assert_eq!(parsed.wallet, "w");
+    }
+
+    #[test]
+    fn a_policys_sweep_thresholds_are_whole_numbers_of_known_members() {
+        let draft = |body: &str| parse_json::<PolicyRequest>(body.as_bytes()).map(|PolicyRequest(d)| d);
+        let set = draft(r#"{"sweepThresholds":{"solSharePercent":75,"tokenSharePercent":null,"dustLamports":5e6}}"#);
+        let expected =
+            SweepOverrides { sol_share_percent: Some(75), dust_lamports: Some(5_000_000), ..SweepOverrides::default() };
+        assert_eq!(set.map(|d| d.sweep_thresholds), Ok(expected));
+        for absent in [r#"{}"#, r#"{"sweepThresholds":null}"#, r#"{"sweepThresholds":{}}"#] {
+            assert_eq!(draft(absent).map(|d| d.sweep_thresholds), Ok(SweepOverrides::default()), "{absent}");
+        }
+        // The range is the policy's check; here only the shape.
+        let wide = draft(r#"{"sweepThresholds":{"solSharePercent":40}}"#).map(|d| d.sweep_thresholds.sol_share_percent);
+        assert_eq!(wide, Ok(Some(40)));
+        for (body, field) in [
+            (r#"{"sweepThresholds":{"solSharePercent":"75"}}"#, "sweepThresholds.solSharePercent"),
+            (r#"{"sweepThresholds":{"tokenSharePercent":99.5}}"#, "sweepThresholds.tokenSharePercent"),
+            (r#"{"sweepThresholds":{"dustLamports":-1}}"#, "sweepThresholds.dustLamports"),
+            (r#"{"sweepThresholds":{"dustTokenUnits":1e30}}"#, "sweepThresholds.dustTokenUnits"),
+        ] {
+            let err = draft(body).unwrap_err();
+            assert!(invalid(field)(err.clone()), "{body}: {err:?}");
+        }
+        for body in [r#"{"sweepThresholds":{"solShare":75}}"#, r#"{"sweepThresholds":[75]}"#] {
+            let err = draft(body).unwrap_err();
+            assert!(matches!(&err, ApiError::InvalidField { field: "sweepThresholds", .. }), "{body}: {err:?}");
+        }
+        let unknown = draft(r#"{"sweepThresholds":{"solShare":75}}"#).unwrap_err();
+        assert!(format!("{unknown:?}").contains("solSharePercent, tokenSharePercent"), "{unknown:?}");
     }
 
     #[test]

@@ -400,6 +400,19 @@ pub const POLICY_FULL_RELOAD_INTERVAL_MS: u64 = 60_000;
 pub const POLICY_LIST_LEN_MAX: usize = 500;
 /// Most severity overrides in a policy (more than the catalogue has kinds).
 pub const POLICY_OVERRIDES_LEN_MAX: usize = 64;
+/// The least SOL or token share a policy may draw a sweep at (`sweepThresholds.solSharePercent`,
+/// `tokenSharePercent`; `engine::sweep`), in percent of the wallet's balance: below half, a
+/// wallet's ordinary payments would read as drains.
+pub const POLICY_SWEEP_SHARE_PERCENT_MIN: u64 = 50;
+/// The largest such share, in percent (the whole balance).
+pub const POLICY_SWEEP_SHARE_PERCENT_MAX: u64 = 100;
+/// The largest `sweepThresholds.dustLamports` a policy may set — SOL coming back to a wallet
+/// that still counts as nothing given back —, in lamports (1 SOL).
+pub const POLICY_SWEEP_DUST_LAMPORTS_MAX: u64 = 1_000_000_000;
+/// The largest `sweepThresholds.dustTokenUnits` a policy may set — tokens of one mint coming
+/// back that still count as nothing given back —, in token base units (one whole token of 6
+/// decimals, as USDC).
+pub const POLICY_SWEEP_DUST_TOKEN_UNITS_MAX: u64 = 1_000_000;
 /// Largest body of a policy: two full lists of 44-character addresses, quoted and separated,
 /// are 47 KB; the rest is room for overrides, weights and whitespace.
 pub const POLICY_BODY_BYTES_MAX: usize = 64 * 1024;

@@ -62,9 +62,11 @@ pub fn analyze(view: &WalletView, labels: &Labels) -> XRay {
     analyze_with(view, labels, &Policy::default_policy())
 }
 
-/// Analyzes one wallet under `policy` (`labels` are the account's: `Policy::labels`).
+/// Analyzes one wallet under `policy` (`labels` are the account's: `Policy::labels`; its
+/// sweep thresholds are where `wallet_swept` is drawn; its overrides and weights apply after
+/// detection).
 pub fn analyze_with(view: &WalletView, labels: &Labels, policy: &Policy) -> XRay {
-    let (signals, book) = signals::detect(view, labels);
+    let (signals, book) = signals::detect(view, labels, policy.sweep_thresholds());
     let (signals, book) = policy.apply(signals, book);
     let attack_paths = attack_paths::compose(&signals, view);
     let (score, dimensions) = scoring::score(&signals, &view.coverage, policy.weights_hundredths());

@@ -1,6 +1,7 @@
 //! An account's policy as the engine applies it (issue #31): severity overrides per signal kind
-//! (`ignore` drops the kind), dimension weights, and the allow- and deny-list laid over the
-//! labels (`labels::Lists`).
+//! (`ignore` drops the kind), dimension weights, the allow- and deny-list laid over the
+//! labels (`labels::Lists`), and where a sweep is drawn (`SweepThresholds`, issue #41: the
+//! X-Ray's `wallet_swept` and the scan's `asset_sweep` read them).
 //!
 //! Owns: `Policy`, `PolicyRef` (the `policy` member of every X-Ray and comparison), the engine
 //! version tag a result made under a policy carries, and `apply` (overrides on detected
@@ -9,18 +10,25 @@
 //!
 //! Invariants: a policy is valid once built — every kind it names is in the catalogue, its
 //! weights are in hundredths and sum to 100, no address is on both lists (`Policy::new` is the
-//! only constructor); the default policy changes nothing, so the default X-Ray is the engine's
-//! own; ids (`sig_N`, `ev_N`) stay dense and in detection order after overrides.
+//! only constructor), its sweep thresholds are within `POLICY_SWEEP_*` (`with_sweep_thresholds`
+//! checks them, and is the only way to set them); the default policy changes nothing, so the
+//! default X-Ray is the engine's own; ids (`sig_N`, `ev_N`) stay dense and in detection order
+//! after overrides.
 //! Deliberately absent: storage, wire parsing and any notion of accounts (see `crate::policy`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
+use crate::config::{
+    POLICY_SWEEP_DUST_LAMPORTS_MAX, POLICY_SWEEP_DUST_TOKEN_UNITS_MAX, POLICY_SWEEP_SHARE_PERCENT_MAX,
+    POLICY_SWEEP_SHARE_PERCENT_MIN,
+};
 use crate::engine::evidence::EvidenceBook;
 pub use crate::engine::report::PolicyRef;
 use crate::engine::report::{Severity, Signal};
 use crate::engine::scoring::DIMENSIONS;
+use crate::engine::sweep::SweepThresholds;
 use crate::engine::ENGINE_VERSION_TAG;
 use crate::labels::{Labels, Lists};
 use crate::pubkey::Pubkey;
@@ -60,6 +68,7 @@ pub struct Policy {
     severities: BTreeMap<&'static str, SeverityRule>,
     weights_hundredths: [u16; DIMENSIONS.len()],
     lists: Arc<Lists>,
+    sweep: SweepThresholds,
 }
 
 /// Why a policy was refused: the field and what is wrong with it.
@@ -91,6 +100,7 @@ impl Policy {
                     severities: BTreeMap::new(),
                     weights_hundredths: default_weights_hundredths(),
                     lists: Arc::default(),
+                    sweep: SweepThresholds::DEFAULT,
                 })
             })
             .clone()
@@ -147,7 +157,44 @@ impl Policy {
         let deny: HashSet<Pubkey> = deny.iter().copied().collect();
         let lists = Lists::new(allow.iter().copied(), deny)
             .map_err(|both| Invalid::new("allowList", format!("{both} is on both the allow-list and the deny-list")))?;
-        Ok(Policy { reference, severities: known, weights_hundredths, lists: Arc::new(lists) })
+        Ok(Policy {
+            reference,
+            severities: known,
+            weights_hundredths,
+            lists: Arc::new(lists),
+            sweep: SweepThresholds::DEFAULT,
+        })
+    }
+
+    /// This policy drawing sweeps at `thresholds`; `Err` names the first member out of its
+    /// range (`sweepThresholds.<member>`): each share from `POLICY_SWEEP_SHARE_PERCENT_MIN` to
+    /// `POLICY_SWEEP_SHARE_PERCENT_MAX`, each dust at most `POLICY_SWEEP_DUST_LAMPORTS_MAX` /
+    /// `POLICY_SWEEP_DUST_TOKEN_UNITS_MAX`.
+    pub fn with_sweep_thresholds(self, thresholds: SweepThresholds) -> Result<Policy, Invalid> {
+        let shares = POLICY_SWEEP_SHARE_PERCENT_MIN..=POLICY_SWEEP_SHARE_PERCENT_MAX;
+        let checks = [
+            ("sweepThresholds.solSharePercent", thresholds.sol_share_percent, shares.clone(), "percent"),
+            ("sweepThresholds.tokenSharePercent", thresholds.token_share_percent, shares, "percent"),
+            (
+                "sweepThresholds.dustLamports",
+                thresholds.gain_lamports_max,
+                0..=POLICY_SWEEP_DUST_LAMPORTS_MAX,
+                "lamports",
+            ),
+            (
+                "sweepThresholds.dustTokenUnits",
+                thresholds.gain_token_units_max,
+                0..=POLICY_SWEEP_DUST_TOKEN_UNITS_MAX,
+                "token base units",
+            ),
+        ];
+        for (field, value, range, unit) in checks {
+            if !range.contains(&value) {
+                let message = format!("{value} is not from {} to {} {unit}", range.start(), range.end());
+                return Err(Invalid::new(field, message));
+            }
+        }
+        Ok(Policy { sweep: thresholds, ..self })
     }
 
     pub fn reference(&self) -> &PolicyRef {
@@ -168,6 +215,11 @@ impl Policy {
 
     pub fn lists(&self) -> &Lists {
         &self.lists
+    }
+
+    /// Where this policy draws a sweep (`SweepThresholds::DEFAULT` unless it sets others).
+    pub fn sweep_thresholds(&self) -> &SweepThresholds {
+        &self.sweep
     }
 
     /// The engine version tag a result made under this policy carries: the engine's own for
@@ -268,6 +320,49 @@ mod tests {
         let both = Pubkey::new([9; 32]);
         let err = Policy::new(reference(), &BTreeMap::new(), weights, &[both], &[both]).unwrap_err();
         assert_eq!(err.field, "allowList");
+    }
+
+    #[test]
+    fn sweep_thresholds_are_the_defaults_unless_set_and_each_is_checked_by_name() {
+        let plain = Policy::new(reference(), &BTreeMap::new(), default_weights_hundredths(), &[], &[]).unwrap();
+        assert_eq!(plain.sweep_thresholds(), &SweepThresholds::DEFAULT);
+        assert_eq!(Policy::default_policy().sweep_thresholds(), &SweepThresholds::DEFAULT);
+        let set = SweepThresholds { sol_share_percent: 75, ..SweepThresholds::DEFAULT };
+        assert_eq!(plain.clone().with_sweep_thresholds(set).unwrap().sweep_thresholds(), &set);
+        let edges = SweepThresholds {
+            sol_share_percent: POLICY_SWEEP_SHARE_PERCENT_MIN,
+            token_share_percent: POLICY_SWEEP_SHARE_PERCENT_MAX,
+            gain_lamports_max: POLICY_SWEEP_DUST_LAMPORTS_MAX,
+            gain_token_units_max: 0,
+        };
+        assert!(plain.clone().with_sweep_thresholds(edges).is_ok(), "the bounds are inside");
+        let d = SweepThresholds::DEFAULT;
+        let cases = [
+            (
+                SweepThresholds { sol_share_percent: 49, ..d },
+                "sweepThresholds.solSharePercent",
+                "49 is not from 50 to 100 percent",
+            ),
+            (
+                SweepThresholds { token_share_percent: 101, ..d },
+                "sweepThresholds.tokenSharePercent",
+                "101 is not from 50 to 100 percent",
+            ),
+            (
+                SweepThresholds { gain_lamports_max: POLICY_SWEEP_DUST_LAMPORTS_MAX + 1, ..d },
+                "sweepThresholds.dustLamports",
+                "1000000001 is not from 0 to 1000000000 lamports",
+            ),
+            (
+                SweepThresholds { gain_token_units_max: u64::MAX, ..d },
+                "sweepThresholds.dustTokenUnits",
+                "18446744073709551615 is not from 0 to 1000000 token base units",
+            ),
+        ];
+        for (thresholds, field, message) in cases {
+            let err = plain.clone().with_sweep_thresholds(thresholds).unwrap_err();
+            assert_eq!((err.field, err.message.as_str()), (field, message));
+        }
     }
 
     #[test]

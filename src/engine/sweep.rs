@@ -44,13 +44,15 @@ pub struct Balance {
     pub after: u64,
 }
 
-/// Where a sweep is drawn. Shares are in percent of the wallet's balance before.
+/// Where a sweep is drawn. Shares are in percent of the wallet's balance before. `DEFAULT`
+/// unless the account's policy sets others (`sweepThresholds`, checked by
+/// `engine::policy::Policy::with_sweep_thresholds`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepThresholds {
     /// SOL moved to others, net of the fee, at or above this share of the wallet's SOL.
-    pub sol_share_percent: u8,
+    pub sol_share_percent: u64,
     /// A token's balance moved at or above this share (99: "the whole balance", leaving dust).
-    pub token_share_percent: u8,
+    pub token_share_percent: u64,
     /// SOL the wallet may gain without it counting as something given back (the rent of token
     /// accounts it closes to itself: 0.00203928 SOL each).
     pub gain_lamports_max: u64,
@@ -152,7 +154,8 @@ pub fn judge(
             Coin::Sol => thresholds.sol_share_percent,
             Coin::Token(_) => thresholds.token_share_percent,
         };
-        if moved == 0 || moved * 100 < t.wallet_before * u128::from(share) {
+        // A share is at most the whole balance (and the product stays far inside u128).
+        if moved == 0 || moved * 100 < t.wallet_before * u128::from(share.min(100)) {
             continue;
         }
         swept.push(Swept { asset: *asset, before: clamp(t.wallet_before), moved: clamp(moved) });
@@ -221,7 +224,11 @@ mod tests {
     }
 
     fn judged(balances: &[Balance], known: &[u8]) -> Option<Sweep> {
-        judge(&key(ME), balances, 5_000, |k| known.iter().any(|n| key(*n) == *k), &SweepThresholds::DEFAULT)
+        judged_at(balances, known, &SweepThresholds::DEFAULT)
+    }
+
+    fn judged_at(balances: &[Balance], known: &[u8], thresholds: &SweepThresholds) -> Option<Sweep> {
+        judge(&key(ME), balances, 5_000, |k| known.iter().any(|n| key(*n) == *k), thresholds)
     }
 
     #[test]
@@ -271,5 +278,29 @@ mod tests {
     fn the_rent_of_closed_accounts_coming_back_is_not_a_gain() {
         let rent = 2_039_280;
         assert!(judged(&[token(ME, 2, 500, 0), token(7, 3, 0, 500), sol(ME, 1_000, 1_000 + rent)], &[]).is_some());
+    }
+
+    #[test]
+    fn other_thresholds_move_where_a_sweep_is_drawn() {
+        // 80 % of the SOL to a stranger: no sweep at the default 90 %, one at 75 %.
+        let eighty = [sol(ME, 10_000_000_000, 1_999_995_000), sol(7, 0, 8_000_000_000)];
+        assert_eq!(judged(&eighty, &[]), None);
+        let lower = SweepThresholds { sol_share_percent: 75, ..SweepThresholds::DEFAULT };
+        let sweep = judged_at(&eighty, &[], &lower).expect("a sweep at 75 %");
+        assert_eq!((sweep.swept[0].share_percent(), sweep.unknown_recipients.as_slice()), (80, &[key(7)][..]));
+        // 95 % of a token: a sweep once the token share is 95 %.
+        let most = [token(ME, 2, 1_000, 50), token(7, 3, 0, 950)];
+        assert_eq!(judged(&most, &[]), None);
+        assert!(judged_at(&most, &[], &SweepThresholds { token_share_percent: 95, ..lower }).is_some());
+        // 0.05 SOL coming back makes it an exchange at the default dust, not at 0.1 SOL.
+        let back = [token(ME, 2, 500, 0), token(7, 3, 0, 500), sol(ME, 1_000_000_000, 1_050_000_000)];
+        assert_eq!(judged(&back, &[]), None);
+        let dusty = SweepThresholds { gain_lamports_max: 100_000_000, ..SweepThresholds::DEFAULT };
+        assert!(judged_at(&back, &[], &dusty).is_some());
+        // 2,000 units of another token coming back: an exchange, unless 2,000 units are dust.
+        let airdrop = Balance { asset: Coin::Token(key(91)), ..token(ME, 4, 0, 2_000) };
+        let with_airdrop = [token(ME, 2, 500, 0), token(7, 3, 0, 500), airdrop];
+        assert!(judged(&with_airdrop, &[]).is_none());
+        assert!(judged_at(&with_airdrop, &[], &SweepThresholds { gain_token_units_max: 2_000, ..dusty }).is_some());
     }
 }

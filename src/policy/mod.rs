@@ -43,7 +43,7 @@ use crate::clock::Every;
 use crate::config::{POLICY_FULL_RELOAD_INTERVAL_MS, POLICY_RELOAD_INTERVAL_MS};
 use crate::engine::policy::{Invalid, Policy};
 use crate::store::{DocKind, DocWrite, Expect, Store, StoreError};
-pub use record::{PolicyDraft, PolicyRecord};
+pub use record::{PolicyDraft, PolicyRecord, SweepOverrides};
 
 /// Prefix of a policy's id.
 pub const POLICY_ID_PREFIX: &str = "pol_";

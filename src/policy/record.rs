@@ -1,14 +1,18 @@
 //! A policy as stored (one record per account, `DocKind::Policy`, JSON) and as a client writes
 //! it: the draft a `PUT` carries, validated into a record with named errors.
 //!
-//! Owns: `PolicyRecord`, `PolicyDraft` and the policy's limits' checks. Pure; called on listener
-//! threads (the API), the admin thread and at start.
+//! Owns: `PolicyRecord`, `PolicyDraft`, `SweepOverrides` (the sweep thresholds an account set,
+//! each member absent for the engine's default) and the policy's limits' checks. Pure; called
+//! on listener threads (the API), the admin thread and at start.
 //!
 //! Invariant: a stored record always builds a valid `engine::policy::Policy` — the draft is
 //! validated by the same constructor before anything is written; a record that fails to build
 //! later (a signal kind a newer build removed) is refused where it is read, and its account
 //! falls back to the default policy with a warning rather than failing its jobs.
 //! Invariant: lists are sorted and free of duplicates, weights are whole hundredths.
+//! Invariant: a sweep threshold the account did not set is not stored: it is the engine's
+//! default of the build that reads the record (`SweepOverrides::thresholds`), so a record
+//! without any is byte-identical to one written before they existed.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +22,7 @@ use crate::config::{POLICY_LIST_LEN_MAX, POLICY_OVERRIDES_LEN_MAX};
 use crate::engine::policy::{default_weights_hundredths, Invalid, Policy, PolicyRef, SeverityRule};
 use crate::engine::report::Severity;
 use crate::engine::scoring::DIMENSIONS;
+use crate::engine::sweep::SweepThresholds;
 use crate::pubkey::Pubkey;
 
 /// The rule name that drops a signal kind.
@@ -34,6 +39,45 @@ pub struct PolicyDraft {
     pub weights: Option<Vec<(String, f64)>>,
     pub allow_list: Vec<String>,
     pub deny_list: Vec<String>,
+    pub sweep_thresholds: SweepOverrides,
+}
+
+/// Where the account draws a sweep (`sweepThresholds`): each member it set, `None` for the
+/// engine's default (`SweepThresholds::DEFAULT`). Checked when the policy is built
+/// (`Policy::with_sweep_thresholds`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepOverrides {
+    /// `SweepThresholds::sol_share_percent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sol_share_percent: Option<u64>,
+    /// `SweepThresholds::token_share_percent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_share_percent: Option<u64>,
+    /// `SweepThresholds::gain_lamports_max`: SOL coming back that is still nothing given back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dust_lamports: Option<u64>,
+    /// `SweepThresholds::gain_token_units_max`: tokens of one mint coming back that are still
+    /// nothing given back, in base units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dust_token_units: Option<u64>,
+}
+
+impl SweepOverrides {
+    pub fn is_empty(&self) -> bool {
+        *self == SweepOverrides::default()
+    }
+
+    /// The thresholds in force: the engine's defaults with each member set here in its place.
+    pub fn thresholds(&self) -> SweepThresholds {
+        let d = SweepThresholds::DEFAULT;
+        SweepThresholds {
+            sol_share_percent: self.sol_share_percent.unwrap_or(d.sol_share_percent),
+            token_share_percent: self.token_share_percent.unwrap_or(d.token_share_percent),
+            gain_lamports_max: self.dust_lamports.unwrap_or(d.gain_lamports_max),
+            gain_token_units_max: self.dust_token_units.unwrap_or(d.gain_token_units_max),
+        }
+    }
 }
 
 /// An account's policy as stored.
@@ -47,6 +91,9 @@ pub struct PolicyRecord {
     pub weights_hundredths: BTreeMap<String, u16>,
     pub allow_list: Vec<String>,
     pub deny_list: Vec<String>,
+    /// Absent in records without any (every record written before they existed).
+    #[serde(default, skip_serializing_if = "SweepOverrides::is_empty")]
+    pub sweep_thresholds: SweepOverrides,
     pub updated_at_ms: u64,
     /// The key id that wrote it, or `admin`.
     pub updated_by: String,
@@ -79,6 +126,7 @@ impl PolicyDraft {
             weights_hundredths: weights(self.weights)?,
             allow_list: addresses("allowList", self.allow_list)?,
             deny_list: addresses("denyList", self.deny_list)?,
+            sweep_thresholds: self.sweep_thresholds,
             updated_at_ms: now_ms,
             updated_by: by.to_owned(),
         };
@@ -156,7 +204,8 @@ impl PolicyRecord {
                 .collect()
         };
         let (allow, deny) = (parse("allowList", &self.allow_list)?, parse("denyList", &self.deny_list)?);
-        Policy::with_kinds(self.reference(), &severities, weights, &allow, &deny, crate::scan::catalogue::POLICY_KINDS)
+        Policy::with_kinds(self.reference(), &severities, weights, &allow, &deny, crate::scan::catalogue::POLICY_KINDS)?
+            .with_sweep_thresholds(self.sweep_thresholds.thresholds())
     }
 }
 
@@ -166,6 +215,10 @@ mod tests {
 
     fn address(byte: u8) -> String {
         Pubkey::new([byte; 32]).to_string()
+    }
+
+    fn sweep(sweep_thresholds: SweepOverrides) -> PolicyDraft {
+        PolicyDraft { sweep_thresholds, ..draft() }
     }
 
     fn draft() -> PolicyDraft {
@@ -192,6 +245,25 @@ mod tests {
         assert_eq!(policy.severities().get("freeze_authority_mint"), Some(&SeverityRule::Set(Severity::High)));
         let json = serde_json::to_vec(&record).unwrap();
         assert_eq!(serde_json::from_slice::<PolicyRecord>(&json).unwrap(), record);
+    }
+
+    #[test]
+    fn sweep_thresholds_left_unset_are_the_defaults_and_not_stored() {
+        let record = draft().into_record("pol_x".into(), 1, 5, "key_1").unwrap();
+        assert_eq!(record.policy().unwrap().sweep_thresholds(), &SweepThresholds::DEFAULT);
+        let json = serde_json::to_string(&record).unwrap();
+        assert!(!json.contains("sweepThresholds"), "nothing set, nothing stored: {json}");
+        // A record written before the thresholds existed reads as the defaults.
+        assert_eq!(serde_json::from_str::<PolicyRecord>(&json).unwrap().sweep_thresholds, SweepOverrides::default());
+
+        let lower =
+            SweepOverrides { sol_share_percent: Some(75), dust_token_units: Some(0), ..SweepOverrides::default() };
+        let record = PolicyDraft { sweep_thresholds: lower, ..draft() }.into_record("pol_x".into(), 2, 5, "k").unwrap();
+        let expected = SweepThresholds { sol_share_percent: 75, gain_token_units_max: 0, ..SweepThresholds::DEFAULT };
+        assert_eq!(record.policy().unwrap().sweep_thresholds(), &expected);
+        let json = serde_json::to_string(&record).unwrap();
+        assert!(json.contains(r#""sweepThresholds":{"solSharePercent":75,"dustTokenUnits":0}"#), "{json}");
+        assert_eq!(serde_json::from_str::<PolicyRecord>(&json).unwrap(), record);
     }
 
     #[test]
@@ -232,6 +304,26 @@ mod tests {
             (PolicyDraft { allow_list: vec!["0OIl".into()], ..draft() }, "allowList", "entry 0"),
             (PolicyDraft { deny_list: vec![address(1)], ..draft() }, "allowList", "both"),
             (PolicyDraft { deny_list: vec![address(9); POLICY_LIST_LEN_MAX + 1], ..draft() }, "denyList", "more than"),
+            (
+                sweep(SweepOverrides { sol_share_percent: Some(40), ..SweepOverrides::default() }),
+                "sweepThresholds.solSharePercent",
+                "40 is not from 50 to 100 percent",
+            ),
+            (
+                sweep(SweepOverrides { token_share_percent: Some(101), ..SweepOverrides::default() }),
+                "sweepThresholds.tokenSharePercent",
+                "101",
+            ),
+            (
+                sweep(SweepOverrides { dust_lamports: Some(2_000_000_000), ..SweepOverrides::default() }),
+                "sweepThresholds.dustLamports",
+                "to 1000000000 lamports",
+            ),
+            (
+                sweep(SweepOverrides { dust_token_units: Some(1_000_001), ..SweepOverrides::default() }),
+                "sweepThresholds.dustTokenUnits",
+                "to 1000000 token base units",
+            ),
         ];
         for (draft, field, needle) in cases {
             let err = draft.clone().into_record("pol_x".into(), 1, 0, "k").unwrap_err();

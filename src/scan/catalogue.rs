@@ -166,7 +166,7 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     (
         "asset_sweep",
         "medium for one asset, high for more; critical when an `origin` was sent (a dApp asked) or the transaction also hands an authority away",
-        "the transaction moves at least 90 % of the signer's SOL (net of the fee), or at least 99 % of its balance of a token, to addresses it never dealt with (not a counterparty, not labelled) and the signer gains nothing beyond dust in return — from the simulation's balances, else from the decoded transfers applied to the accounts before",
+        "the transaction moves at least 90 % of the signer's SOL (net of the fee), or at least 99 % of its balance of a token, to addresses it never dealt with (not a counterparty, not labelled) and the signer gains nothing beyond dust in return — from the simulation's balances, else from the decoded transfers applied to the accounts before; the shares and the dust are the defaults, which the asking account's policy may move (`sweepThresholds`)",
         "none",
     ),
 ];

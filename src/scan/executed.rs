@@ -2,7 +2,7 @@
 //! signer, whatever its instructions claim — tokens received of a mint that keeps control over
 //! them, an authority taken by a program (a CPI, visible only in the post-state), and a sweep
 //! of the wallet's assets to addresses it never dealt with (`engine::sweep`, the judgement the
-//! X-Ray reads history with).
+//! X-Ray reads history with, at the asking account's thresholds: `Context::sweep`).
 //!
 //! Owns: `received`, `hidden_authority_changes` and `sweep`. Pure; called on listener threads
 //! after the decoded instructions are judged (`findings::judge`).
@@ -19,7 +19,7 @@ use super::effects::Effect;
 use super::findings::{facts, is_bad, named, Context, Finding};
 use super::state::{Held, States};
 use crate::engine::report::Severity;
-use crate::engine::sweep::{self, Balance, Coin, SweepThresholds};
+use crate::engine::sweep::{self, Balance, Coin};
 use crate::labels::Category;
 use crate::ledger::instruction::Program;
 use crate::ledger::model::MintExtension;
@@ -193,7 +193,7 @@ pub fn sweep(
         ctx.counterparties.is_some_and(|seen| seen.contains(address))
             || ctx.labels.get(address).is_some_and(|l| !matches!(l.category, Category::Flagged | Category::Sanctioned))
     };
-    let found = sweep::judge(&ctx.signer, balances, fee_lamports, known, &SweepThresholds::DEFAULT)?;
+    let found = sweep::judge(&ctx.signer, balances, fee_lamports, known, ctx.sweep)?;
     let authority = judged.iter().find(|f| AUTHORITY_KINDS.contains(&f.kind) && f.severity == Severity::Critical);
     let (severity, why) = match (ctx.origin, authority) {
         (Some(origin), _) => (
@@ -261,6 +261,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::engine::sweep::SweepThresholds;
     use crate::labels::Labels;
     use crate::ledger::transaction::message;
     use crate::scan::findings::Simulation;
@@ -280,6 +281,15 @@ mod tests {
     }
 
     fn swept(balances: &[Balance], origin: Option<&str>, judged: &[Finding]) -> Option<Finding> {
+        swept_at(balances, origin, judged, &SweepThresholds::DEFAULT)
+    }
+
+    fn swept_at(
+        balances: &[Balance],
+        origin: Option<&str>,
+        judged: &[Finding],
+        thresholds: &SweepThresholds,
+    ) -> Option<Finding> {
         let labels = Labels::builtin();
         let origin = origin.map(|o| crate::labels::domains::origin_of(o).expect("an origin"));
         let seen = BTreeSet::from([key(50)]);
@@ -289,8 +299,21 @@ mod tests {
             counterparties: Some(&seen),
             origin: origin.as_ref(),
             simulation: Simulation::Ran(&[]),
+            sweep: thresholds,
         };
         sweep(balances, BalancesFrom::Simulation, 5_000, judged, &ctx)
+    }
+
+    #[test]
+    fn the_asking_accounts_thresholds_draw_the_sweep() {
+        // 80 % of the SOL (net of the fee) to a stranger.
+        let eighty = [sol(ME, 10_000_000_000, 1_999_995_000), sol(7, 0, 8_000_000_000)];
+        assert_eq!(swept(&eighty, None, &[]), None, "below the default 90 %");
+        let lower = SweepThresholds { sol_share_percent: 75, ..SweepThresholds::DEFAULT };
+        let found = swept_at(&eighty, None, &[], &lower).expect("a sweep at 75 %");
+        assert_eq!((found.kind, found.severity), ("asset_sweep", Severity::Medium));
+        assert_eq!(found.facts["solSharePercent"], "80");
+        assert!(found.title.starts_with("Sends 80 % of its SOL"), "{}", found.title);
     }
 
     #[test]
@@ -327,6 +350,7 @@ mod tests {
             counterparties: None,
             origin: None,
             simulation: Simulation::Ran(&effects),
+            sweep: &SweepThresholds::DEFAULT,
         };
         let found = hidden_authority_changes(&tx, &effects, &[], &ctx);
         assert_eq!(found.len(), 1, "a revoked delegation hands nothing away: {found:?}");

@@ -23,6 +23,7 @@ use super::effects::Effect;
 use super::signatures::{SignatureCheck, SignatureStatus};
 use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
 use crate::engine::report::Severity;
+use crate::engine::sweep::SweepThresholds;
 use crate::labels::domains::Origin;
 use crate::labels::{Category, Labels};
 use crate::ledger::instruction::{
@@ -93,6 +94,8 @@ pub struct Context<'a> {
     pub origin: Option<&'a Origin>,
     /// What the simulation showed (an unknown program is judged by it).
     pub simulation: Simulation<'a>,
+    /// Where a sweep is drawn (`executed::sweep`): the asking account's policy's.
+    pub sweep: &'a SweepThresholds,
 }
 
 /// The verdict of a list of findings: the worst one's, `benign` for none.

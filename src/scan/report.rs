@@ -34,7 +34,7 @@ use super::state::{self, States};
 use super::value;
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
 use crate::engine::policy::{PolicyRef, SeverityRule};
-use crate::engine::sweep::Balance;
+use crate::engine::sweep::{Balance, SweepThresholds};
 use crate::labels::domains::Origin;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
@@ -150,6 +150,8 @@ pub struct Inputs<'a> {
     pub policy: &'a PolicyRef,
     /// The account's policy's severity overrides (`severityOverrides`: scan kinds among them).
     pub overrides: &'a BTreeMap<&'static str, SeverityRule>,
+    /// Where the account's policy draws a sweep (`sweepThresholds`: `asset_sweep`).
+    pub sweep: &'a SweepThresholds,
     /// The request's `origin`, when given.
     pub origin: Option<&'a Origin>,
     /// Each required signer's slot (`signatures::check`) and the message's digest.
@@ -189,6 +191,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         counterparties: known,
         origin: inputs.origin,
         simulation: ran,
+        sweep: inputs.sweep,
     };
     let mut findings = findings::judge(decoded, &ctx);
     findings.extend(ctx.origin.and_then(|origin| super::origin::finding(origin, ctx.labels)));

@@ -46,7 +46,15 @@ fn judge(payer: Pubkey, ixs: &[Ix]) -> (Decoded, Vec<findings::Finding>) {
     let labels = Labels::builtin();
     let seen = BTreeSet::from([addr(50)]);
     let simulation = Simulation::NotRun { status: "skipped", reason: None };
-    let ctx = Context { signer: payer, labels: &labels, counterparties: Some(&seen), origin: None, simulation };
+    let sweep = crate::engine::sweep::SweepThresholds::DEFAULT;
+    let ctx = Context {
+        signer: payer,
+        labels: &labels,
+        counterparties: Some(&seen),
+        origin: None,
+        simulation,
+        sweep: &sweep,
+    };
     let found = findings::judge(&tx, &ctx);
     (tx, found)
 }

@@ -807,6 +807,7 @@ mod tests {
             labels: &labels,
             policy: &policy,
             overrides: &std::collections::BTreeMap::new(),
+            sweep: &crate::engine::sweep::SweepThresholds::DEFAULT,
             origin: None,
             signatures: &[],
             message_sha256: &"0".repeat(64),

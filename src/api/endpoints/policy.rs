@@ -1,12 +1,13 @@
 //! The account's policy (issue #31, an extension of the contract): `GET` and `PUT
 //! /v1/developer/policy`, and the policy document both answer (the admin API answers it too).
 //!
-//! Owns: the wire form of a policy (`data.policy`: weights as decimals, the default policy's
-//! `updatedAt` null) and the mapping of `policy::PolicyError` to the contract's codes. Runs on
-//! listener threads: `GET` reads memory only; `PUT` is one read and one compare-and-set write of
-//! the store, made off the listener (`store_work`: the store-work pool over RocksDB, the etcd
-//! runtime's blocking pool on a cluster), then one entry of the in-memory table replaced — O(1)
-//! in the number of accounts.
+//! Owns: the wire form of a policy (`data.policy`: weights as decimals, the sweep thresholds in
+//! force — each member the engine's default where the account set none —, the default
+//! policy's `updatedAt` null) and the mapping of `policy::PolicyError` to the contract's codes.
+//! Runs on listener threads: `GET` reads memory only; `PUT` is one read and one compare-and-set
+//! write of the store, made off the listener (`store_work`: the store-work pool over RocksDB,
+//! the etcd runtime's blocking pool on a cluster), then one entry of the in-memory table
+//! replaced — O(1) in the number of accounts.
 //!
 //! Invariant: a key reads and writes its own account's policy only (the account comes from the
 //! key, never from the request).
@@ -25,6 +26,7 @@ use crate::api::json::{parse_body, PolicyRequest};
 use crate::clock::{now_unix_ms, rfc3339_ms};
 use crate::engine::policy::{default_weights_hundredths, DEFAULT_POLICY_ID};
 use crate::engine::scoring::DIMENSIONS;
+use crate::engine::sweep::SweepThresholds;
 use crate::http::ApiResponse;
 use crate::policy::{PolicyError, PolicyRecord};
 
@@ -36,9 +38,31 @@ pub struct PolicyBody {
     version: u64,
     severity_overrides: BTreeMap<String, String>,
     weights: BTreeMap<String, f64>,
+    sweep_thresholds: SweepThresholdsBody,
     allow_list: Vec<String>,
     deny_list: Vec<String>,
     updated_at: Option<String>,
+}
+
+/// `data.policy.sweepThresholds`: where sweeps are drawn for this account, every member.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepThresholdsBody {
+    sol_share_percent: u64,
+    token_share_percent: u64,
+    dust_lamports: u64,
+    dust_token_units: u64,
+}
+
+impl From<SweepThresholds> for SweepThresholdsBody {
+    fn from(t: SweepThresholds) -> Self {
+        SweepThresholdsBody {
+            sol_share_percent: t.sol_share_percent,
+            token_share_percent: t.token_share_percent,
+            dust_lamports: t.gain_lamports_max,
+            dust_token_units: t.gain_token_units_max,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -61,6 +85,7 @@ pub fn policy_body(record: Option<PolicyRecord>) -> PolicyBody {
             version: 0,
             severity_overrides: BTreeMap::new(),
             weights: weights.collect(),
+            sweep_thresholds: SweepThresholds::DEFAULT.into(),
             allow_list: Vec::new(),
             deny_list: Vec::new(),
             updated_at: None,
@@ -69,6 +94,7 @@ pub fn policy_body(record: Option<PolicyRecord>) -> PolicyBody {
     PolicyBody {
         weights: r.weights_hundredths.iter().map(|(d, h)| (d.clone(), decimal(*h))).collect(),
         updated_at: Some(rfc3339_ms(r.updated_at_ms)),
+        sweep_thresholds: r.sweep_thresholds.thresholds().into(),
         id: r.id,
         version: r.version,
         severity_overrides: r.severity_overrides,

@@ -169,7 +169,8 @@ impl Endpoints<'_> {
         let accounts = scan::accounts_to_read(&decoded, &signer);
         let history_of = scan::counterparties::wanted(&decoded, &signer).then_some(signer);
         let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
-        // The account's allow- and deny-list apply to the findings as to its analyses.
+        // The account's allow- and deny-list, overrides and sweep thresholds apply to the
+        // findings as to its analyses (one read: the report names that policy's version).
         let (labels, policy) = (self.app.labels.current(), self.app.admission.policies().policy(account));
         let labels = policy.labels(&labels);
         let signatures = scan::signatures::check(parsed, bytes);
@@ -182,6 +183,7 @@ impl Endpoints<'_> {
             labels: &labels,
             policy: policy.reference(),
             overrides: policy.severities(),
+            sweep: policy.sweep_thresholds(),
             origin,
             signatures: &signatures,
             message_sha256: &message_sha256,

@@ -105,7 +105,7 @@ pub const CATALOGUE: &[SignalSpec] = &[
       "The wallet received a dust transfer from an address whose first and last four characters match a real counterparty: a poisoning attempt aimed at the wallet's address book.",
       "Never copy recipients from history; verify the whole address before sending."),
     s("wallet_swept", "counterparty_risk", High,
-      "A transaction the wallet signed moved at least 90 % of its SOL (net of the fee) or at least 99 % of its balance of a token to addresses it had never dealt with before (no earlier non-dust transfer either way, not labelled), and the wallet gained nothing beyond dust in return: the wallet was drained, whoever the recipient is. The same judgement as the pre-sign scan's `asset_sweep` (read from the transaction's balances before and after).",
+      "A transaction the wallet signed moved at least 90 % of its SOL (net of the fee) or at least 99 % of its balance of a token to addresses it had never dealt with before (no earlier non-dust transfer either way, not labelled), and the wallet gained nothing beyond dust in return: the wallet was drained, whoever the recipient is. The same judgement as the pre-sign scan's `asset_sweep` (read from the transaction's balances before and after); the shares and the dust are the defaults, which an account's policy may move (`sweepThresholds`).",
       "Treat the key as compromised: move whatever is left with a fresh key, revoke what can be revoked, and never reuse this address."),
     s("sent_to_lookalike", "counterparty_risk", Critical,
       "The wallet sent funds to a look-alike of a real counterparty after receiving poisoning dust from it.",

@@ -4,14 +4,15 @@
 //! first funder that dealt with a sanctioned address (one hop out: `view.funder_hop`),
 //! transfers with flagged addresses, a flagged first funder, address poisoning received, funds
 //! sent to a look-alike, and a sweep: a transaction that moved most of the wallet's assets to
-//! addresses it never dealt with before (`engine::sweep`, the scan's judgement).
+//! addresses it never dealt with before (`engine::sweep`, the scan's judgement, at the
+//! account's policy's thresholds: `Ctx::sweep`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, SIGNAL_EVIDENCE_MAX};
 use crate::engine::flows::{self, Direction, Transfer};
 use crate::engine::report::Severity;
-use crate::engine::sweep::{self, Balance, Coin, SweepThresholds};
+use crate::engine::sweep::{self, Balance, Coin};
 use crate::facts;
 use crate::labels::Category;
 use crate::pubkey::Pubkey;
@@ -63,7 +64,7 @@ fn balances(view: &crate::ledger::model::WalletView, tx: &crate::ledger::model::
 /// Transactions the wallet signed that swept it: most of its SOL or whole token balances to
 /// addresses it had never dealt with, nothing back (whoever the recipient is: a drain).
 fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
-    let (view, labels) = (ctx.view, ctx.labels);
+    let (view, labels, thresholds) = (ctx.view, ctx.labels, ctx.sweep);
     for tx in view.transactions.iter().filter(|t| !t.failed() && t.is_signer(&view.address)) {
         // Who the wallet dealt with before this transaction (non-dust transfers either way).
         let before: BTreeSet<Pubkey> =
@@ -71,8 +72,7 @@ fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
         let known = |address: &Pubkey| {
             before.contains(address) || labels.get(address).is_some_and(|l| l.category != Category::Flagged)
         };
-        let Some(sweep) = sweep::judge(&view.address, &balances(view, tx), tx.fee, known, &SweepThresholds::DEFAULT)
-        else {
+        let Some(sweep) = sweep::judge(&view.address, &balances(view, tx), tx.fee, known, &thresholds) else {
             continue;
         };
         let to: Vec<String> = sweep.unknown_recipients.iter().map(Pubkey::to_string).collect();

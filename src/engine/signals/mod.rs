@@ -22,6 +22,7 @@ pub use catalogue::{catalogue_json, catalogue_markdown, spec, SignalSpec, CATALO
 use crate::engine::evidence::EvidenceBook;
 use crate::engine::fixes::FixInstruction;
 use crate::engine::report::{Facts, Severity, Signal};
+use crate::engine::sweep::SweepThresholds;
 use crate::labels::Labels;
 use crate::ledger::model::{Transaction, WalletView};
 
@@ -41,20 +42,22 @@ pub struct Ctx<'a> {
     pub signals: Vec<Signal>,
     /// Estimated unix time at the as-of slot, from the newest transaction (no clock is read).
     pub now_unix_s: Option<i64>,
+    /// Where a sweep is drawn (`wallet_swept`): the account's policy's.
+    pub sweep: SweepThresholds,
 }
 
 /// Mean slot time used to extrapolate from the newest block time to the as-of slot.
 pub const SLOT_DURATION_MS: i64 = 400;
 
 impl<'a> Ctx<'a> {
-    pub fn new(view: &'a WalletView, labels: &'a Labels) -> Self {
+    pub fn new(view: &'a WalletView, labels: &'a Labels, sweep: SweepThresholds) -> Self {
         let newest = view.transactions.iter().filter_map(|t| Some((t.slot, t.block_time?))).max();
         let now_unix_s = newest.map(|(slot, time)| {
             // Slots and times come from the ledger: saturate rather than overflow.
             let ahead_slots = i64::try_from(view.coverage.as_of_slot.saturating_sub(slot)).unwrap_or(i64::MAX);
             time.saturating_add(ahead_slots.saturating_mul(SLOT_DURATION_MS) / 1000)
         });
-        Ctx { view, labels, book: EvidenceBook::default(), signals: Vec::new(), now_unix_s }
+        Ctx { view, labels, book: EvidenceBook::default(), signals: Vec::new(), now_unix_s, sweep }
     }
 
     /// Records a signal of `kind` (dimension from the catalogue). Signals without evidence are
@@ -122,9 +125,10 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Runs every detector in catalogue order and returns the signals with their evidence book.
-pub fn detect(view: &WalletView, labels: &Labels) -> (Vec<Signal>, EvidenceBook) {
-    let mut ctx = Ctx::new(view, labels);
+/// Runs every detector in catalogue order and returns the signals with their evidence book;
+/// `sweep` is where the account's policy draws a sweep.
+pub fn detect(view: &WalletView, labels: &Labels, sweep: &SweepThresholds) -> (Vec<Signal>, EvidenceBook) {
+    let mut ctx = Ctx::new(view, labels, *sweep);
     authority::detect(&mut ctx);
     assets::detect(&mut ctx);
     counterparty::detect(&mut ctx);

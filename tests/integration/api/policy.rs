@@ -1,7 +1,8 @@
 //! The account's policy over real loopback HTTP (issue #31): read and replace it, the errors of
 //! each mistake, the scopes, tenant isolation, the admin API, a restart; and what it does to an
 //! analysis — an allow-listed flagged address stops counting, an ignored kind is gone, the
-//! X-Ray names the policy, and a result of another policy (or version) is not reused.
+//! X-Ray names the policy, and a result of another policy (or version) is not reused — and to a
+//! scan: its lists, and its sweep thresholds moving a verdict.
 
 use serde_json::{json, Value};
 
@@ -54,6 +55,7 @@ fn a_policy_is_read_replaced_and_changes_the_next_analysis_not_the_last() {
     let policy = &first.data()["policy"];
     assert_eq!((policy["id"].as_str(), policy["version"].as_u64()), (Some("default"), Some(0)));
     assert_eq!(policy["weights"]["authority_exposure"], json!(0.3));
+    assert_eq!(policy["sweepThresholds"], default_sweep_thresholds(), "the defaults are shown");
     assert!(policy["updatedAt"].is_null() && policy["allowList"] == json!([]));
 
     let (before_id, before) = analyze(&server, &key.secret, DRAINER_CONTACT);
@@ -170,6 +172,13 @@ fn each_mistake_is_a_400_naming_its_field_and_changes_nothing() {
         (json!({"denyList": "x"}), "denyList"),
         (json!({"version": "1"}), "version"),
         (json!({"denylist": []}), "body"),
+        (json!({"sweepThresholds": {"solSharePercent": 49}}), "sweepThresholds.solSharePercent"),
+        (json!({"sweepThresholds": {"solSharePercent": "75"}}), "sweepThresholds.solSharePercent"),
+        (json!({"sweepThresholds": {"tokenSharePercent": 101}}), "sweepThresholds.tokenSharePercent"),
+        (json!({"sweepThresholds": {"dustLamports": 1_000_000_001u64}}), "sweepThresholds.dustLamports"),
+        (json!({"sweepThresholds": {"dustTokenUnits": -1}}), "sweepThresholds.dustTokenUnits"),
+        (json!({"sweepThresholds": {"solShare": 75}}), "sweepThresholds"),
+        (json!({"sweepThresholds": 75}), "sweepThresholds"),
     ];
     for (body, field) in cases {
         let reply = put(&server, &key.secret, &body);
@@ -252,4 +261,72 @@ fn a_scan_reads_the_accounts_lists_and_names_its_policy() {
         !kinds(&scan(&stranger.secret)).contains(&"flagged_recipient".to_owned()),
         "another account's lists are its own"
     );
+}
+
+/// `sweepThresholds` of a policy that sets none (`engine::sweep::SweepThresholds::DEFAULT`).
+fn default_sweep_thresholds() -> Value {
+    json!({"solSharePercent": 90, "tokenSharePercent": 99, "dustLamports": 10_000_000, "dustTokenUnits": 1_000})
+}
+
+/// The base64 of an unsigned transaction in which the demo's `clean` wallet sends `percent` % of
+/// its SOL to an address it never dealt with.
+fn clean_sends_share_of_its_sol(percent: u64) -> String {
+    use base64::Engine as _;
+    use xray::ledger::read::LedgerSource as _;
+    use xray::ledger::transaction::message::{compile, sdk_address};
+    use xray::pubkey::Pubkey;
+    let ledger = xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT);
+    let me = Pubkey::parse(CLEAN).unwrap();
+    let rt = xray::ledger::runtime().expect("runtime");
+    let lamports = rt.block_on(ledger.get_account_info(&me)).expect("read").value.expect("the wallet").lamports;
+    let send = solana_system_interface::instruction::transfer(
+        &sdk_address(&me),
+        &sdk_address(&Pubkey([77; 32])),
+        lamports / 100 * percent,
+    );
+    let bytes = compile(me, &[xray::instruction_parts!(send)], [3; 32], false).expect("compiles");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[test]
+fn a_scan_draws_sweeps_at_the_accounts_thresholds() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let body = scan_body(&clean_sends_share_of_its_sol(80), None);
+    let scan = |key: &str| post(server.addr, SCAN_PATH, key, &body);
+
+    // 80 % of the wallet account's SOL to a stranger: under the default 90 %, no sweep.
+    let before = scan(&key.secret);
+    assert_eq!(before.status, 200, "{before:?}");
+    assert_eq!(before.data()["simulation"]["status"], "ok", "{before:?}");
+    assert_eq!((&before.data()["verdict"], &before.data()["findings"]), (&json!("benign"), &json!([])), "{before:?}");
+    assert_eq!(before.data()["policy"], json!({"id": "default", "version": 0}));
+
+    // The account draws a sweep at 75 % of its SOL; the other members stay the defaults.
+    let written = put(&server, &key.secret, &json!({"sweepThresholds": {"solSharePercent": 75}}));
+    assert_eq!(written.status, 200, "{written:?}");
+    let mut in_force = default_sweep_thresholds();
+    in_force["solSharePercent"] = json!(75);
+    assert_eq!(written.data()["policy"]["sweepThresholds"], in_force, "{written:?}");
+    assert_eq!(get(server.addr, POLICY, &key.secret).data()["policy"], written.data()["policy"]);
+    let id = written.data()["policy"]["id"].clone();
+
+    let after = scan(&key.secret);
+    assert_eq!(after.status, 200, "{after:?}");
+    assert_eq!(after.data()["verdict"], "warning", "{after:?}");
+    let sweep = &after.data()["findings"][0];
+    assert_eq!((&sweep["kind"], &sweep["severity"]), (&json!("asset_sweep"), &json!("medium")), "{after:?}");
+    // Its share of all the wallet's SOL: its token accounts' rent counts too (79 % on the demo).
+    let share: u64 = sweep["facts"]["solSharePercent"].as_str().and_then(|p| p.parse().ok()).expect("a share");
+    assert!((75..90).contains(&share), "{after:?}");
+    assert_eq!(after.data()["findings"].as_array().map(Vec::len), Some(1), "{after:?}");
+    assert_eq!(after.data()["policy"], json!({"id": id, "version": 1}), "the report names the policy that judged it");
+
+    // Another account keeps the defaults; back to them (null), this account's verdict is benign.
+    let stranger = server.key(KeyOptions::default());
+    assert_eq!(scan(&stranger.secret).data()["verdict"], "benign");
+    let reset = put(&server, &key.secret, &json!({"sweepThresholds": {"solSharePercent": null}}));
+    assert_eq!(reset.data()["policy"]["sweepThresholds"], default_sweep_thresholds(), "{reset:?}");
+    let again = scan(&key.secret);
+    assert_eq!((&again.data()["verdict"], &again.data()["policy"]["version"]), (&json!("benign"), &json!(2)));
 }

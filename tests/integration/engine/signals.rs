@@ -332,3 +332,31 @@ fn only_empty_accounts_the_wallet_alone_can_close_get_a_close_instruction() {
         // [9]
     }
 }
+
+#[test]
+fn a_past_sweep_is_drawn_at_the_accounts_thresholds() {
+    use xray::engine::policy::{default_weights_hundredths, Policy, PolicyRef};
+    use xray::engine::sweep::SweepThresholds;
+    // The wallet signed a transfer of 80 % of its SOL (net of the fee) to an address it never
+    // dealt with.
+    let lamports = 8_000_000_000;
+    let kind = InstructionKind::SystemTransfer { from: key(WALLET), to: key(7), lamports };
+    let mut sent = tx(1, 10, &[WALLET], kind);
+    sent.sol_changes = vec![
+        SolChange { account: key(WALLET), pre: 10_000_000_000, post: 10_000_000_000 - lamports - 5_000 },
+        SolChange { account: key(7), pre: 0, post: lamports },
+    ];
+    let v = view(vec![sent], vec![]);
+    let swept = |policy: &Policy| {
+        let xray = engine::analyze_with(&v, &labels(), policy);
+        xray.signals.into_iter().find(|s| s.kind == "wallet_swept")
+    };
+    assert!(swept(&Policy::default_policy()).is_none(), "below the default 90 %");
+    let reference = PolicyRef { id: "pol_sweeps".into(), version: 1 };
+    let lower = Policy::new(reference, &std::collections::BTreeMap::new(), default_weights_hundredths(), &[], &[])
+        .and_then(|p| p.with_sweep_thresholds(SweepThresholds { sol_share_percent: 75, ..SweepThresholds::DEFAULT }))
+        .unwrap();
+    let signal = swept(&lower).expect("a sweep at the account's 75 %");
+    let facts = serde_json::to_value(&signal.facts).unwrap();
+    assert_eq!((facts["solSharePercent"].as_u64(), facts["to"].as_str()), (Some(80), Some(&*key(7).to_string())));
+}
