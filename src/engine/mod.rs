@@ -30,7 +30,7 @@ use report::{CoverageReport, HopCoverage, XRay};
 
 /// Semantic versions of each engine.
 pub const XRAY_VERSION: &str = "1.1.0";
-pub const SIGNALS_VERSION: &str = "1.7.0";
+pub const SIGNALS_VERSION: &str = "1.8.0";
 pub const SCORING_VERSION: &str = "1.2.0";
 pub const ATTACK_PATHS_VERSION: &str = "1.3.0";
 pub const COMPARE_VERSION: &str = "1.2.0";

@@ -99,9 +99,12 @@ struct FileLabel {
 }
 
 /// One `[[label]]` entry of a labels file, as the importers write it. A JSON string is a TOML
-/// basic string (JSON's escapes are a subset of TOML's), so any text quotes safely.
+/// basic string (JSON's escapes are a subset of TOML's) once DEL is escaped too (JSON leaves
+/// U+007F bare; TOML refuses it), so any text quotes safely.
 pub(crate) fn label_entry(address: &Pubkey, name: &str, category: &str, tags: &[&str], source: &str) -> String {
-    let quote = |text: &str| serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned());
+    let quote = |text: &str| {
+        serde_json::to_string(text).map_or_else(|_| "\"\"".to_owned(), |quoted| quoted.replace('\u{7f}', "\\u007F"))
+    };
     let tags: Vec<String> = tags.iter().map(|t| quote(t)).collect();
     format!(
         "\n[[label]]\naddress = {}\nname = {}\ncategory = {}\ntags = [{}]\nsource = {}\n",
@@ -329,6 +332,13 @@ impl Labels {
             || self.lists.as_ref().is_some_and(|l| l.deny.contains(address))
     }
 
+    /// A label that vouches for a recipient: any, unless it (or the account's deny-list) says
+    /// flagged or sanctioned. A sweep to such an address is no sweep to a stranger (the scan's
+    /// `asset_sweep` and the X-Ray's `wallet_swept` alike).
+    pub fn vouches_for(&self, address: &Pubkey) -> bool {
+        self.get(address).is_some() && !self.is_flagged(address) && !self.is_sanctioned(address)
+    }
+
     /// Programs, loaders and precompiles: never a counterparty in the personal sense.
     pub fn is_program(&self, address: &Pubkey) -> bool {
         matches!(self.category(address), Some(Category::Builtin | Category::Program))
@@ -354,6 +364,17 @@ impl Labels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_imported_entry_loads_whatever_its_name_holds() {
+        let token = Pubkey::parse("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA").unwrap();
+        let name = "a \"quoted\" \\ name\nwith DEL \u{7f}, a tab\t and é€😀";
+        let entry = label_entry(&token, name, "program", &["t\u{7f}ag"], "source \u{1}");
+        let labels = Labels::from_toml(&entry).expect("the entry loads");
+        let label = labels.get(&token).expect("labelled");
+        assert_eq!(label.name, name);
+        assert_eq!(label.source.as_deref(), Some("source \u{1}"));
+    }
 
     #[test]
     fn default_file_is_valid() {

@@ -299,7 +299,9 @@ impl Walk {
         out
     }
 
-    fn listed(&mut self, page: Vec<SignatureInfo>, asked: u32) -> Result<(), LedgerError> {
+    fn listed(&mut self, mut page: Vec<SignatureInfo>, asked: u32) -> Result<(), LedgerError> {
+        // A page longer than asked is the upstream's excess: kept to what was asked.
+        page.truncate(asked as usize);
         self.ended = (page.len() as u64) < u64::from(asked);
         self.reach.signatures_listed = self.reach.signatures_listed.saturating_add(page.len() as u32);
         if let Some(last) = page.last() {

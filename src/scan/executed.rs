@@ -20,7 +20,6 @@ use super::findings::{facts, is_bad, named, Context, Finding};
 use super::state::{Held, States};
 use crate::engine::report::Severity;
 use crate::engine::sweep::{self, Balance, Coin};
-use crate::labels::Category;
 use crate::ledger::instruction::Program;
 use crate::ledger::model::MintExtension;
 use crate::ledger::transaction::Decoded;
@@ -191,7 +190,7 @@ pub fn sweep(
 ) -> Option<Finding> {
     let known = |address: &Pubkey| {
         ctx.counterparties.is_some_and(|seen| seen.contains(address))
-            || ctx.labels.get(address).is_some_and(|l| !matches!(l.category, Category::Flagged | Category::Sanctioned))
+            || ctx.labels.vouches_for(address)
     };
     let found = sweep::judge(&ctx.signer, balances, fee_lamports, known, ctx.sweep)?;
     let authority = judged.iter().find(|f| AUTHORITY_KINDS.contains(&f.kind) && f.severity == Severity::Critical);

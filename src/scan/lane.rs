@@ -440,7 +440,12 @@ async fn observe(
         match counterparties::read(source, &wallet, by).await {
             Ok(read) => {
                 let known = Arc::new(read);
-                caches.counterparties.borrow_mut().put(wallet, Arc::clone(&known));
+                // A read cut short (a late call, the scan's or the lane's byte budget — what
+                // another scan of the moment can cause) answers this scan only: cached, it
+                // would give every account the shorter window for the cache's life.
+                if known.shortfall.is_none() {
+                    caches.counterparties.borrow_mut().put(wallet, Arc::clone(&known));
+                }
                 CounterpartiesOutcome::Known(known)
             }
             Err(e) => CounterpartiesOutcome::Unavailable(e.to_string()),

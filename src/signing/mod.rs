@@ -827,6 +827,7 @@ mod tests {
         // verifies as a scan, as a client parses it.
         let (_dir, signer) = signer();
         let canonical = canonical::to_canonical(&build(&inputs)).expect("canonical");
+        assert_eq!(canonical.bytes(), &jcs::canonicalize(&report)[..], "the Value path's bytes");
         let signature = signer.sign_canonical(ReportType::Scan, &canonical).expect("signed");
         let body = canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
         let body: Value = serde_json::from_slice(&body).expect("body");

@@ -735,7 +735,7 @@ export interface components {
          * @description Each engine that contributed, with its semantic version.
          * @example {
          *       "xray": "1.0.0",
-         *       "signals": "1.7.0",
+         *       "signals": "1.8.0",
          *       "scoring": "1.1.0",
          *       "attackPaths": "1.3.0"
          *     }
@@ -1094,7 +1094,7 @@ export interface components {
          *       "engineVersions": {
          *         "attackPaths": "1.3.0",
          *         "scoring": "1.2.0",
-         *         "signals": "1.7.0",
+         *         "signals": "1.8.0",
          *         "xray": "1.1.0"
          *       },
          *       "policy": {

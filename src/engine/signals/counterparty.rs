@@ -7,14 +7,13 @@
 //! addresses it never dealt with before (`engine::sweep`, the scan's judgement, at the
 //! account's policy's thresholds: `Ctx::sweep`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::{Ctx, SIGNAL_EVIDENCE_MAX};
 use crate::engine::flows::{self, Direction, Transfer};
 use crate::engine::report::Severity;
 use crate::engine::sweep::{self, Balance, Coin};
 use crate::facts;
-use crate::labels::Category;
 use crate::pubkey::Pubkey;
 
 /// Characters at each end a look-alike shares with the real address.
@@ -31,19 +30,20 @@ pub fn detect(ctx: &mut Ctx<'_>) {
     sweeps(ctx, &flows);
 }
 
-/// The balances of one past transaction, by holder: the wallet for its own address and its
-/// token, nonce and stake accounts; a token account's owner as the node reports it; else the
-/// account itself.
-fn balances(view: &crate::ledger::model::WalletView, tx: &crate::ledger::model::Transaction) -> Vec<Balance> {
-    let wallet = view.address;
-    let own = |account: &Pubkey| {
-        *account == wallet
-            || view.token_accounts.iter().any(|t| t.address == *account)
-            || view.nonce_accounts.iter().any(|n| n.address == *account)
-            || view.stake_accounts.iter().any(|s| s.address == *account)
-    };
+/// The wallet's own accounts: its address and its token, nonce and stake accounts (a sweep
+/// moves what they hold).
+fn own_accounts(view: &crate::ledger::model::WalletView) -> HashSet<Pubkey> {
+    let tokens = view.token_accounts.iter().map(|t| t.address);
+    let nonces = view.nonce_accounts.iter().map(|n| n.address);
+    let stakes = view.stake_accounts.iter().map(|s| s.address);
+    std::iter::once(view.address).chain(tokens).chain(nonces).chain(stakes).collect()
+}
+
+/// The balances of one past transaction, by holder: the wallet for its own accounts
+/// (`own`); a token account's owner as the node reports it; else the account itself.
+fn balances(wallet: Pubkey, own: &HashSet<Pubkey>, tx: &crate::ledger::model::Transaction) -> Vec<Balance> {
     let token_owner = |account: &Pubkey| tx.token_changes.iter().find(|c| c.account == *account).and_then(|c| c.owner);
-    let holder = |account: &Pubkey| if own(account) { wallet } else { token_owner(account).unwrap_or(*account) };
+    let holder = |account: &Pubkey| if own.contains(account) { wallet } else { token_owner(account).unwrap_or(*account) };
     let sol = tx.sol_changes.iter().map(|c| Balance {
         holder: holder(&c.account),
         account: c.account,
@@ -62,41 +62,63 @@ fn balances(view: &crate::ledger::model::WalletView, tx: &crate::ledger::model::
 }
 
 /// Transactions the wallet signed that swept it: most of its SOL or whole token balances to
-/// addresses it had never dealt with, nothing back (whoever the recipient is: a drain).
+/// addresses it had never dealt with, nothing back (whoever the recipient is: a drain). One
+/// signal for the wallet — the newest sweep described, up to `SIGNAL_EVIDENCE_MAX` of them
+/// cited, all counted — so a wallet that forwards everything it gets (a burner) cannot fill
+/// the report's signals. One pass, oldest first: who the wallet dealt with before a
+/// transaction grows as the walk goes (O(transactions + flows), not their product).
 fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
     let (view, labels, thresholds) = (ctx.view, ctx.labels, ctx.sweep);
-    for tx in view.transactions.iter().filter(|t| !t.failed() && t.is_signer(&view.address)) {
-        // Who the wallet dealt with before this transaction (non-dust transfers either way).
-        let before: BTreeSet<Pubkey> =
-            flows.iter().filter(|t| t.tx.slot < tx.slot && !t.is_dust()).map(|t| t.counterparty).collect();
-        let known = |address: &Pubkey| {
-            before.contains(address) || labels.get(address).is_some_and(|l| l.category != Category::Flagged)
-        };
-        let Some(sweep) = sweep::judge(&view.address, &balances(view, tx), tx.fee, known, &thresholds) else {
-            continue;
-        };
-        let to: Vec<String> = sweep.unknown_recipients.iter().map(Pubkey::to_string).collect();
-        let sol = sweep.swept.iter().find(|s| s.asset == Coin::Sol).map_or(0, |s| s.share_percent());
-        let tokens = sweep.swept.iter().filter(|s| s.asset != Coin::Sol).count();
-        let summary = || format!("swept {} asset(s) to {}", sweep.swept.len(), to.join(", "));
-        let evidence = vec![ctx.book.transaction(tx, summary)];
-        ctx.emit(
-            "wallet_swept",
-            Severity::High,
-            "The wallet was swept".to_owned(),
-            format!(
-                "Transaction {} moved {}{}{} of the wallet's assets to {}, addresses it had never dealt with, and \
-                 nothing came back: how a drainer empties a wallet.",
-                tx.signature,
-                if sol > 0 { format!("{sol} % of its SOL") } else { String::new() },
-                if sol > 0 && tokens > 0 { " and " } else { "" },
-                if tokens > 0 { format!("the whole balance of {tokens} token(s)") } else { String::new() },
-                to.join(", ")
-            ),
-            facts! { "signature" => tx.signature, "to" => to.join(","), "assetsSwept" => sweep.swept.len(), "solSharePercent" => sol },
-            evidence,
-        );
+    let own = own_accounts(view);
+    let mut dealt: Vec<(u64, Pubkey)> = flows.iter().filter(|t| !t.is_dust()).map(|t| (t.tx.slot, t.counterparty)).collect();
+    dealt.sort_unstable_by_key(|(slot, _)| *slot);
+    let mut signed: Vec<&crate::ledger::model::Transaction> =
+        view.transactions.iter().filter(|t| !t.failed() && t.is_signer(&view.address)).collect();
+    signed.sort_by_key(|t| t.slot);
+    let (mut before, mut next) = (HashSet::new(), 0);
+    let mut found = Vec::new();
+    for tx in signed {
+        while let Some((_, counterparty)) = dealt.get(next).filter(|(slot, _)| *slot < tx.slot) {
+            before.insert(*counterparty);
+            next += 1;
+        }
+        let known = |address: &Pubkey| before.contains(address) || labels.vouches_for(address);
+        if let Some(sweep) = sweep::judge(&view.address, &balances(view.address, &own, tx), tx.fee, known, &thresholds) {
+            found.push((tx, sweep));
+        }
     }
+    let count = found.len();
+    let Some((newest, sweep)) = found.pop() else { return };
+    let to: Vec<String> = sweep.unknown_recipients.iter().map(Pubkey::to_string).collect();
+    let sol = sweep.swept.iter().find(|s| s.asset == Coin::Sol).map_or(0, |s| s.share_percent());
+    let tokens = sweep.swept.iter().filter(|s| s.asset != Coin::Sol).count();
+    let summary = |n: usize, to: &str| move || format!("swept {n} asset(s) to {to}");
+    let mut evidence = vec![ctx.book.transaction(newest, summary(sweep.swept.len(), &to.join(", ")))];
+    for (tx, older) in found.iter().rev().take(SIGNAL_EVIDENCE_MAX.saturating_sub(1)) {
+        let recipients: Vec<String> = older.unknown_recipients.iter().map(Pubkey::to_string).collect();
+        evidence.push(ctx.book.transaction(tx, summary(older.swept.len(), &recipients.join(", "))));
+    }
+    let others = match count {
+        1 => String::new(),
+        n => format!(" It is the newest of {n} such transactions."),
+    };
+    ctx.emit(
+        "wallet_swept",
+        Severity::High,
+        "The wallet was swept".to_owned(),
+        format!(
+            "Transaction {} moved {}{}{} of the wallet's assets to {}, addresses it had never dealt with, and \
+             nothing came back: how a drainer empties a wallet.{others}",
+            newest.signature,
+            if sol > 0 { format!("{sol} % of its SOL") } else { String::new() },
+            if sol > 0 && tokens > 0 { " and " } else { "" },
+            if tokens > 0 { format!("the whole balance of {tokens} token(s)") } else { String::new() },
+            to.join(", ")
+        ),
+        facts! { "signature" => newest.signature, "to" => to.join(","), "assetsSwept" => sweep.swept.len(),
+            "solSharePercent" => sol, "sweeps" => count },
+        evidence,
+    );
 }
 
 fn flagged_programs(ctx: &mut Ctx<'_>) {
