@@ -162,6 +162,21 @@ impl Shape {
 }
 
 impl Domains {
+    /// Feeds every domain label (sorted) and the trusted domains in their compared order.
+    pub(super) fn digest_into(&self, hasher: &mut sha2::Sha256) {
+        use sha2::Digest;
+        let mut labels: Vec<&DomainLabel> = self.by_domain.values().collect();
+        labels.sort_unstable_by(|a, b| a.domain.cmp(&b.domain));
+        for label in labels {
+            hasher.update(format!("{}\u{0}{:?}\u{0}", label.domain, label.category).as_bytes());
+        }
+        hasher.update(b"\x01trusted\x01");
+        for domain in &self.trusted {
+            hasher.update(domain.as_bytes());
+            hasher.update([0]);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.by_domain.len()
     }

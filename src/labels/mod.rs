@@ -186,6 +186,8 @@ pub struct Labels {
     domains: Arc<domains::Domains>,
     /// The lists of the account whose job reads these labels (`with_lists`).
     lists: Option<Arc<Lists>>,
+    /// `digest`, made once on first use and shared by every view with lists laid over.
+    digest: Arc<OnceLock<String>>,
 }
 
 impl Labels {
@@ -273,7 +275,29 @@ impl Labels {
             sanctioned_demo_len,
             domains: Arc::default(),
             lists: None,
+            digest: Arc::default(),
         }
+    }
+
+    /// A digest of these labels — every address label (address, category, name, tags) and every
+    /// domain label, the account's lists apart (a policy's version names those): SHA-256, first
+    /// 16 bytes in hex. A signed scan carries it (`engineVersions.labels`): labels decide
+    /// verdicts (a labelled program is known, a labelled recipient no stranger), so two scans of
+    /// one message under one policy that differ say why.
+    pub fn digest(&self) -> &str {
+        self.digest.get_or_init(|| {
+            use sha2::{Digest, Sha256};
+            let mut labels: Vec<&Label> = self.by_address.values().collect();
+            labels.sort_unstable_by(|a, b| a.address.as_bytes().cmp(b.address.as_bytes()));
+            let mut hasher = Sha256::new();
+            for label in labels {
+                hasher.update(label.address.as_bytes());
+                let text = format!("{:?}\u{0}{}\u{0}{}\u{0}", label.category, label.name, label.tags.join("\u{1}"));
+                hasher.update(text.as_bytes());
+            }
+            self.domains.digest_into(&mut hasher);
+            hasher.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+        })
     }
 
     /// These labels as one account's jobs read them: with its allow- and deny-list laid over
@@ -366,11 +390,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_digest_names_the_labels_and_their_domains_not_the_accounts_lists() {
+        let base = "version = 1\n[[label]]\naddress = \"TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA\"\n\
+                    name = \"Token\"\ncategory = \"program\"\n";
+        let digest = |text: &str| Labels::from_toml(text).expect("labels").digest().to_owned();
+        let one = digest(base);
+        assert_eq!(one.len(), 32);
+        assert_eq!(one, digest(base), "the same labels, the same digest");
+        assert_ne!(one, digest(&base.replace("\"Token\"", "\"Tokens\"")), "a name");
+        assert_ne!(one, digest(&base.replace("\"program\"", "\"flagged\"")), "a category");
+        let with_domain = format!("{base}[[domain]]\ndomain = \"phantom.app\"\ncategory = \"trusted\"\n");
+        assert_ne!(one, digest(&with_domain), "a domain");
+        let labels = Labels::from_toml(base).expect("labels");
+        let deny = Lists::new([], [Pubkey([7; 32])].into_iter().collect()).expect("lists");
+        assert_eq!(labels.with_lists(Arc::new(deny)).digest(), labels.digest(), "lists are the policy's");
+    }
+
+    #[test]
     fn an_imported_entry_loads_whatever_its_name_holds() {
         let token = Pubkey::parse("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA").unwrap();
         let name = "a \"quoted\" \\ name\nwith DEL \u{7f}, a tab\t and é€😀";
         let entry = label_entry(&token, name, "program", &["t\u{7f}ag"], "source \u{1}");
-        let labels = Labels::from_toml(&entry).expect("the entry loads");
+        let labels = Labels::from_toml(&format!("version = 1\n{entry}")).expect("the entry loads");
         let label = labels.get(&token).expect("labelled");
         assert_eq!(label.name, name);
         assert_eq!(label.source.as_deref(), Some("source \u{1}"));

@@ -87,7 +87,7 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "durable_nonce",
-        "medium",
+        "low",
         "the first instruction advances a nonce account: the signature never expires and can be executed at any later time",
         "none",
     ),
@@ -244,5 +244,12 @@ mod tests {
         assert!(named.iter().all(|k| crate::engine::signals::spec(k).is_none()));
         let severity = |k: &str| POLICY_KINDS.iter().find(|p| p.kind == k).map(|p| p.severity);
         assert_eq!(severity("unknown_program_writable"), Some(Severity::Medium));
+        // Where the docs give one severity, it is the one the policy overrides.
+        let name = |s: Severity| serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_owned));
+        for (kind, said, ..) in SCAN_FINDINGS {
+            if ["info", "low", "medium", "high", "critical"].contains(said) {
+                assert_eq!(severity(kind).and_then(name).as_deref(), Some(*said), "{kind}: the docs say {said}");
+            }
+        }
     }
 }

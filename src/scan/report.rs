@@ -43,7 +43,7 @@ use crate::ledger::wire::Value;
 use crate::pubkey::Pubkey;
 
 /// Version of the scan's rules (findings and effects); in `engineVersions.scan`.
-pub const SCAN_VERSION: &str = "1.2.0";
+pub const SCAN_VERSION: &str = "1.3.0";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -56,7 +56,9 @@ pub struct ScanReport {
     pub instructions: Vec<InstructionView>,
     pub simulation: SimulationView,
     pub counterparties: CounterpartiesView,
-    pub engine_versions: BTreeMap<&'static str, &'static str>,
+    /// `scan` and `signals` (the rules' versions) and `labels` (`Labels::digest` of the labels
+    /// that judged it: signed, like the policy's version, since labels decide verdicts).
+    pub engine_versions: BTreeMap<&'static str, String>,
     /// The account's policy whose allow- and deny-list the findings read (issue #31).
     pub policy: PolicyRef,
     /// The host of the request's `origin` as judged (`None`: no origin was sent). Signed, so a
@@ -226,7 +228,11 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         instructions: decoded.instructions.iter().map(|ix| instruction_view(ix, inputs.labels)).collect(),
         simulation,
         counterparties: counterparties_view(&inputs.observed.counterparties),
-        engine_versions: BTreeMap::from([("scan", SCAN_VERSION), ("signals", crate::engine::SIGNALS_VERSION)]),
+        engine_versions: BTreeMap::from([
+            ("scan", SCAN_VERSION.to_owned()),
+            ("signals", crate::engine::SIGNALS_VERSION.to_owned()),
+            ("labels", inputs.labels.digest().to_owned()),
+        ]),
         policy: inputs.policy.clone(),
         origin: inputs.origin.map(|o| o.host.clone()),
         account: inputs.account.to_owned(),

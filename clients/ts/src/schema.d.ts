@@ -1881,18 +1881,23 @@ export interface components {
             /** @description With `checked: false`: why not — nothing of the signer's is sent, approved or withdrawn, or its history could not be read. With `exhausted: true`: what stopped the read. */
             reason?: string;
         };
-        /** @description The versions that made the answer: equal versions, transaction and ledger state give byte-identical answers (but for `scannedAt`, `requestId` and `signature`). */
+        /** @description The versions that made the answer: equal versions, labels, transaction and ledger state give byte-identical answers (but for `scannedAt`, `requestId` and `signature`). */
         ScanEngineVersions: {
             /**
              * @description The scan's rules (findings and effects).
-             * @example 1.0.0
+             * @example 1.3.0
              */
             scan: string;
             /**
              * @description The signal engine whose fix instructions the findings reuse (as in an X-Ray's `engineVersions.signals`).
-             * @example 1.7.0
+             * @example 1.8.0
              */
             signals: string;
+            /**
+             * @description A digest of the labels that judged the scan (every address and domain label in force on the server; the account's own allow- and deny-list are named by `policy` instead): labels decide verdicts — a labelled program is known, a labelled recipient is no stranger — so two signed scans of one message under one policy version that differ carry different digests. Changes when the operator reloads other labels.
+             * @example 3f0c2a9d51e84b7c6a0d2e913b5f7c48
+             */
+            labels: string;
         };
         /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer, origin and ledger state give byte-identical JSON but for `account`, `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v2`) signs every other member — `transaction.messageSha256` (the message judged), `origin`, `account`, `scannedAt` and `requestId` among them — so a signed verdict says which bytes it judged, for whom, from which origin, when and for which request: see `ReportSignature`. Before trusting a signed verdict, check the digest against the transaction you hold, `account` against your own account id, `origin` against the origin you sent (`null` if none), and `scannedAt` and `requestId`. */
         ScanReport: {

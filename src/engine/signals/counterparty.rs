@@ -92,11 +92,13 @@ fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
     let to: Vec<String> = sweep.unknown_recipients.iter().map(Pubkey::to_string).collect();
     let sol = sweep.swept.iter().find(|s| s.asset == Coin::Sol).map_or(0, |s| s.share_percent());
     let tokens = sweep.swept.iter().filter(|s| s.asset != Coin::Sol).count();
-    let summary = |n: usize, to: &str| move || format!("swept {n} asset(s) to {to}");
-    let mut evidence = vec![ctx.book.transaction(newest, summary(sweep.swept.len(), &to.join(", ")))];
+    let summary = |swept: &sweep::Sweep| {
+        let to: Vec<String> = swept.unknown_recipients.iter().map(Pubkey::to_string).collect();
+        format!("swept {} asset(s) to {}", swept.swept.len(), to.join(", "))
+    };
+    let mut evidence = vec![ctx.book.transaction(newest, || summary(&sweep))];
     for (tx, older) in found.iter().rev().take(SIGNAL_EVIDENCE_MAX.saturating_sub(1)) {
-        let recipients: Vec<String> = older.unknown_recipients.iter().map(Pubkey::to_string).collect();
-        evidence.push(ctx.book.transaction(tx, summary(older.swept.len(), &recipients.join(", "))));
+        evidence.push(ctx.book.transaction(tx, || summary(older)));
     }
     let others = match count {
         1 => String::new(),

@@ -122,6 +122,9 @@ fn check_cases(server: &TestServer, key: &str) -> Vec<Vec<u8>> {
             assert!(data["counterparties"]["transactions"].as_u64() > Some(0), "{case}: {reply:?}");
         }
         assert_eq!(data["engineVersions"]["scan"], xray::scan::report::SCAN_VERSION);
+        // The labels that judged it, by digest (signed with the rest).
+        let labels = data["engineVersions"]["labels"].as_str().unwrap_or_default();
+        assert!(labels.len() == 32 && labels.bytes().all(|b| b.is_ascii_hexdigit()), "{case}: {labels:?}");
         // The fee (and every SOL movement) is the signer's: 5,000 lamports per signature.
         let sol = data["effects"][0]["deltaLamports"].as_i64().expect("sol delta");
         assert!(sol <= -5_000, "{case}: {sol}");

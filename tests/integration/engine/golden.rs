@@ -256,7 +256,7 @@ fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
         || matches!(key, "transactions" | "transfers" | "sent" | "signed" | "failed" | "missing" | "invocations")
         || matches!(key, "transactionsAnalyzed" | "emptyAccounts" | "sharePercent" | "lastBefore" | "firstAfter")
         || matches!(key, "feeBasisPoints" | "transfersSent" | "transfersReceived" | "funderTransactionsRead")
-        || matches!(key, "outsiderNonces" | "assetsSwept" | "solSharePercent")
+        || matches!(key, "outsiderNonces" | "assetsSwept" | "solSharePercent" | "sweeps")
     {
         "integer"
     } else {
