@@ -264,36 +264,10 @@ fn changes(account: Pubkey, before: &AccountSnapshot, after: &AccountSnapshot, o
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::model::{NonceAccount, StakeAccount, TokenAccount, TokenAccountState, TokenProgram};
-
-    fn key(n: u8) -> Pubkey {
-        Pubkey([n; 32])
-    }
+    use crate::ledger::model::{NonceAccount, StakeAccount};
+    use crate::scan::state::fixtures::{key, token, wallet};
 
     const ME: u8 = 1;
-
-    fn wallet(lamports: u64) -> AccountSnapshot {
-        AccountSnapshot { lamports, owner: Pubkey::default(), held: Held::Plain }
-    }
-
-    fn token(address: u8, owner: u8, amount: u64, delegate: Option<u8>) -> AccountSnapshot {
-        let t = TokenAccount {
-            address: key(address),
-            mint: key(90),
-            owner: key(owner),
-            program: TokenProgram::Token,
-            amount,
-            decimals: 6,
-            delegate: delegate.map(key),
-            delegated_amount: if delegate.is_some() { u64::MAX } else { 0 },
-            close_authority: None,
-            state: TokenAccountState::Initialized,
-            is_native: false,
-            lamports: 2_039_280,
-            extensions: Vec::new(),
-        };
-        AccountSnapshot { lamports: 2_039_280, owner: key(80), held: Held::Token(t) }
-    }
 
     fn states(list: Vec<(u8, AccountSnapshot)>) -> States {
         list.into_iter().map(|(k, s)| (key(k), s)).collect()

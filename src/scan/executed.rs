@@ -189,8 +189,7 @@ pub fn sweep(
     ctx: &Context<'_>,
 ) -> Option<Finding> {
     let known = |address: &Pubkey| {
-        ctx.counterparties.is_some_and(|seen| seen.contains(address))
-            || ctx.labels.vouches_for(address)
+        ctx.counterparties.is_some_and(|seen| seen.contains(address)) || ctx.labels.vouches_for(address)
     };
     let found = sweep::judge(&ctx.signer, balances, fee_lamports, known, ctx.sweep)?;
     let authority = judged.iter().find(|f| AUTHORITY_KINDS.contains(&f.kind) && f.severity == Severity::Critical);

@@ -84,3 +84,41 @@ impl AccountSnapshot {
             }
     }
 }
+
+/// Account states for the scan's tests: a wallet and a token account of mint `key(90)`.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+    use crate::ledger::model::{TokenAccountState, TokenProgram};
+
+    /// Rent of a 165-byte token account.
+    pub const TOKEN_RENT_LAMPORTS: u64 = 2_039_280;
+
+    pub fn key(n: u8) -> Pubkey {
+        Pubkey([n; 32])
+    }
+
+    pub fn wallet(lamports: u64) -> AccountSnapshot {
+        AccountSnapshot { lamports, owner: Pubkey::default(), held: Held::Plain }
+    }
+
+    /// A token account of mint `key(90)` (6 decimals), with an unlimited delegate if any.
+    pub fn token(address: u8, owner: u8, amount: u64, delegate: Option<u8>) -> AccountSnapshot {
+        let t = TokenAccount {
+            address: key(address),
+            mint: key(90),
+            owner: key(owner),
+            program: TokenProgram::Token,
+            amount,
+            decimals: 6,
+            delegate: delegate.map(key),
+            delegated_amount: if delegate.is_some() { u64::MAX } else { 0 },
+            close_authority: None,
+            state: TokenAccountState::Initialized,
+            is_native: false,
+            lamports: TOKEN_RENT_LAMPORTS,
+            extensions: Vec::new(),
+        };
+        AccountSnapshot { lamports: TOKEN_RENT_LAMPORTS, owner: key(80), held: Held::Token(t) }
+    }
+}

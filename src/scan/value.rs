@@ -127,39 +127,12 @@ pub fn from_decoded(tx: &Decoded, signer: &Pubkey, pre: &States) -> Option<Vec<B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::model::{TokenAccount, TokenAccountState, TokenProgram};
-
-    fn key(n: u8) -> Pubkey {
-        Pubkey([n; 32])
-    }
-
-    fn wallet(lamports: u64) -> AccountSnapshot {
-        AccountSnapshot { lamports, owner: Pubkey::default(), held: Held::Plain }
-    }
-
-    fn token(address: u8, owner: u8, amount: u64) -> AccountSnapshot {
-        let t = TokenAccount {
-            address: key(address),
-            mint: key(90),
-            owner: key(owner),
-            program: TokenProgram::Token,
-            amount,
-            decimals: 6,
-            delegate: None,
-            delegated_amount: 0,
-            close_authority: None,
-            state: TokenAccountState::Initialized,
-            is_native: false,
-            lamports: 2_039_280,
-            extensions: Vec::new(),
-        };
-        AccountSnapshot { lamports: 2_039_280, owner: key(80), held: Held::Token(t) }
-    }
+    use crate::scan::state::fixtures::{key, token, wallet, TOKEN_RENT_LAMPORTS};
 
     #[test]
     fn a_token_account_handed_away_is_a_loss_and_a_gain_of_its_tokens_and_its_rent() {
-        let pre: States = [(key(1), wallet(1_000)), (key(2), token(2, 1, 500))].into();
-        let post: States = [(key(1), wallet(1_000)), (key(2), token(2, 9, 500))].into();
+        let pre: States = [(key(1), wallet(1_000)), (key(2), token(2, 1, 500, None))].into();
+        let post: States = [(key(1), wallet(1_000)), (key(2), token(2, 9, 500, None))].into();
         let balances = from_states(&key(1), &pre, &post);
         let of = |holder: u8, asset: Coin| {
             balances
@@ -170,7 +143,7 @@ mod tests {
         };
         assert_eq!(of(1, Coin::Token(key(90))), [(500, 0)]);
         assert_eq!(of(9, Coin::Token(key(90))), [(0, 500)]);
-        assert_eq!(of(9, Coin::Sol), [(0, 2_039_280)]);
-        assert_eq!(of(1, Coin::Sol), [(1_000, 1_000), (2_039_280, 0)]);
+        assert_eq!(of(9, Coin::Sol), [(0, TOKEN_RENT_LAMPORTS)]);
+        assert_eq!(of(1, Coin::Sol), [(1_000, 1_000), (TOKEN_RENT_LAMPORTS, 0)]);
     }
 }

@@ -218,7 +218,9 @@ impl Writer {
         if outermost {
             let sorted = order.iter().map(|&from| (from, &entries[from]));
             *top = match in_order {
-                true => sorted.map(|(from, e)| Member { name: e.name.clone(), range: e.range.clone(), declared: from }).collect(),
+                true => sorted
+                    .map(|(from, e)| Member { name: e.name.clone(), range: e.range.clone(), declared: from })
+                    .collect(),
                 false => sorted
                     .zip(laid)
                     .map(|((from, e), range)| Member { name: e.name.clone(), range, declared: from })
@@ -475,8 +477,12 @@ macro_rules! array_traits {
     )*};
 }
 
-array_traits!(SerializeSeq::serialize_element, SerializeTuple::serialize_element,
-    SerializeTupleStruct::serialize_field, SerializeTupleVariant::serialize_field);
+array_traits!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeStruct for Object<'_> {
     type Ok = ();
@@ -558,8 +564,15 @@ impl ser::Serializer for KeyName {
     key_as_decimal!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
         serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64,
         serialize_u128: u128);
-    key_refused!(serialize_bool(bool), serialize_f32(f32), serialize_f64(f64), serialize_bytes(&[u8]),
-        serialize_none(), serialize_unit(), serialize_unit_struct(&'static str));
+    key_refused!(
+        serialize_bool(bool),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str)
+    );
 
     fn serialize_char(self, v: char) -> Result<String, Error> {
         Ok(v.to_string())
@@ -627,8 +640,8 @@ impl ser::Serializer for KeyName {
 mod tests {
     use super::*;
     use crate::signing::jcs::canonicalize;
-    use serde::Serialize;
     use proptest::prelude::*;
+    use serde::Serialize;
     use serde_json::{json, Value};
 
     fn same_as_value_path<T: Serialize>(value: &T) {

@@ -43,7 +43,8 @@ fn own_accounts(view: &crate::ledger::model::WalletView) -> HashSet<Pubkey> {
 /// (`own`); a token account's owner as the node reports it; else the account itself.
 fn balances(wallet: Pubkey, own: &HashSet<Pubkey>, tx: &crate::ledger::model::Transaction) -> Vec<Balance> {
     let token_owner = |account: &Pubkey| tx.token_changes.iter().find(|c| c.account == *account).and_then(|c| c.owner);
-    let holder = |account: &Pubkey| if own.contains(account) { wallet } else { token_owner(account).unwrap_or(*account) };
+    let holder =
+        |account: &Pubkey| if own.contains(account) { wallet } else { token_owner(account).unwrap_or(*account) };
     let sol = tx.sol_changes.iter().map(|c| Balance {
         holder: holder(&c.account),
         account: c.account,
@@ -70,7 +71,8 @@ fn balances(wallet: Pubkey, own: &HashSet<Pubkey>, tx: &crate::ledger::model::Tr
 fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
     let (view, labels, thresholds) = (ctx.view, ctx.labels, ctx.sweep);
     let own = own_accounts(view);
-    let mut dealt: Vec<(u64, Pubkey)> = flows.iter().filter(|t| !t.is_dust()).map(|t| (t.tx.slot, t.counterparty)).collect();
+    let mut dealt: Vec<(u64, Pubkey)> =
+        flows.iter().filter(|t| !t.is_dust()).map(|t| (t.tx.slot, t.counterparty)).collect();
     dealt.sort_unstable_by_key(|(slot, _)| *slot);
     let mut signed: Vec<&crate::ledger::model::Transaction> =
         view.transactions.iter().filter(|t| !t.failed() && t.is_signer(&view.address)).collect();
@@ -83,7 +85,8 @@ fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             next += 1;
         }
         let known = |address: &Pubkey| before.contains(address) || labels.vouches_for(address);
-        if let Some(sweep) = sweep::judge(&view.address, &balances(view.address, &own, tx), tx.fee, known, &thresholds) {
+        if let Some(sweep) = sweep::judge(&view.address, &balances(view.address, &own, tx), tx.fee, known, &thresholds)
+        {
             found.push((tx, sweep));
         }
     }
@@ -118,7 +121,7 @@ fn sweeps(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             to.join(", ")
         ),
         facts! { "signature" => newest.signature, "to" => to.join(","), "assetsSwept" => sweep.swept.len(),
-            "solSharePercent" => sol, "sweeps" => count },
+        "solSharePercent" => sol, "sweeps" => count },
         evidence,
     );
 }
