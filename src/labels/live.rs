@@ -57,6 +57,9 @@ pub struct LiveLabels {
 impl LiveLabels {
     /// The labels loaded at start from `base` (builtin when `None`) and `extra`.
     pub fn new(labels: Arc<Labels>, base: Option<PathBuf>, extra: Vec<PathBuf>) -> Arc<LiveLabels> {
+        // The digest a scan signs (`Labels::digest`) is made here, off the request path: a
+        // large labels file would otherwise cost the first scan after each load.
+        labels.digest();
         Arc::new(LiveLabels {
             digest: ArcSwap::from_pointee(listed_digest(&labels)),
             current: ArcSwap::new(labels),
@@ -112,6 +115,7 @@ impl LiveLabels {
             listed.pop_front();
         }
         self.digest.store(Arc::new(listed_digest(&fresh)));
+        fresh.digest();
         self.current.store(fresh);
         self.loaded_at_ms.store(now_ms, Ordering::Release);
         self.generation.store(generation, Ordering::Release);
