@@ -37,8 +37,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use serde::Serialize;
-use tokio::time::Instant;
 
+use super::deadline::Deadline;
 use crate::config::{
     SCAN_COUNTERPARTIES_CACHE_LEN, SCAN_COUNTERPARTIES_MAX, SCAN_COUNTERPARTIES_TTL_MS, SCAN_HISTORY_BYTES_MAX,
     SCAN_HISTORY_MEANINGFUL_WANTED, SCAN_HISTORY_SIGNATURES_LISTED_MAX, SCAN_HISTORY_TRANSACTIONS_READ_MAX,
@@ -124,7 +124,7 @@ pub const LIMITS: Limits = Limits {
 pub async fn read<S: LedgerSource>(
     source: &S,
     wallet: &Pubkey,
-    deadline: Instant,
+    deadline: Deadline,
 ) -> Result<Counterparties, LedgerError> {
     read_within(source, wallet, LIMITS, deadline).await
 }
@@ -133,7 +133,7 @@ async fn read_within<S: LedgerSource>(
     source: &S,
     wallet: &Pubkey,
     limits: Limits,
-    deadline: Instant,
+    deadline: Deadline,
 ) -> Result<Counterparties, LedgerError> {
     let mut walk = Walk::new(*wallet, limits);
     let ended = budget::within_part(limits.bytes_max, walk.run(source, deadline)).await;
@@ -218,7 +218,7 @@ impl Walk {
         }
     }
 
-    async fn run<S: LedgerSource>(&mut self, source: &S, deadline: Instant) -> Result<(), Stop> {
+    async fn run<S: LedgerSource>(&mut self, source: &S, deadline: Deadline) -> Result<(), Stop> {
         loop {
             match self.next_step() {
                 Step::Done => return Ok(()),
@@ -384,10 +384,10 @@ async fn fetch<S: LedgerSource>(
 }
 
 /// One call of the read, ended at `deadline`.
-async fn on_time<T>(deadline: Instant, call: impl Future<Output = Result<T, LedgerError>>) -> Result<T, Stop> {
-    match tokio::time::timeout_at(deadline, call).await {
-        Ok(answer) => answer.map_err(Stop::Ledger),
-        Err(_) => Err(Stop::Late),
+async fn on_time<T>(deadline: Deadline, call: impl Future<Output = Result<T, LedgerError>>) -> Result<T, Stop> {
+    match deadline.bound(call).await {
+        Some(answer) => answer.map_err(Stop::Ledger),
+        None => Err(Stop::Late),
     }
 }
 
@@ -527,8 +527,8 @@ mod tests {
         }
     }
 
-    fn later() -> Instant {
-        Instant::now() + std::time::Duration::from_secs(60)
+    fn later() -> Deadline {
+        Deadline::after(std::time::Duration::from_secs(60))
     }
 
     fn run<T>(future: impl Future<Output = T>) -> T {

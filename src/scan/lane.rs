@@ -4,10 +4,18 @@
 //!
 //! Owns: `Lane` (the handle listener threads share), its thread `xray-scan` (a current-thread
 //! tokio runtime with its own `ledger::Source`), the bound on reads in flight and its caches
-//! (lookup tables; the signers' counterparties, `counterparties`). Called from listener threads: `tables` and `observe` return futures any
-//! executor awaits (monoio does, without blocking).
+//! (lookup tables; the signers' counterparties, `counterparties`). Called from listener
+//! threads: `tables` and `observe` return futures any executor awaits (monoio does, without
+//! blocking).
 //!
-//! Invariant: at most `SCAN_LANE_IN_FLIGHT_MAX` scans are on the lane, at most
+//! A memory-resident source (the demo ledger: `Source::is_memory_resident`) has no upstream
+//! to wait on — its reads and its simulation are computations, small and bounded — so they
+//! run where the request is served (design.md: "an in-process simulation on the demo ledger
+//! … may run where the request is served"), on the calling thread's own source and caches
+//! (`Here`, one per listener thread), with no hand-off, no thread and no timer
+//! (`Deadline::Never`). The table-miss budget is one for the process either way.
+//!
+//! Invariant: at most `SCAN_LANE_IN_FLIGHT_MAX` scans are on the lane's thread, at most
 //! `SCAN_LANE_PER_ACCOUNT_MAX` of one account; past either `Busy` comes back at once (the
 //! endpoint answers 503 `SERVICE_BUSY`), nothing queues unbounded. A scan counts until its
 //! work on the lane ends.
@@ -45,6 +53,7 @@ use simd_json::prelude::*;
 use tokio::sync::{mpsc, oneshot};
 
 use super::counterparties::{self, Counterparties};
+use super::deadline::Deadline;
 use super::ttl_cache::TtlCache;
 use crate::config::SourceSpec;
 use crate::config::{
@@ -146,6 +155,20 @@ struct Job {
 
 /// The listener threads' handle on the lane.
 pub struct Lane {
+    mode: Mode,
+    /// Bytes of upstream answers every scan holds together (`LaneLimits::buffered_bytes_max`).
+    pool: Arc<SharedBytes>,
+    table_misses: Arc<parking_lot::Mutex<TableMisses>>,
+}
+
+enum Mode {
+    /// A source over a network: its reads are the `xray-scan` thread's.
+    Thread(LaneThread),
+    /// A memory-resident source: read on the calling thread (`Here`).
+    Here { spec: SourceSpec, id: u64 },
+}
+
+struct LaneThread {
     jobs: mpsc::UnboundedSender<Job>,
     in_flight: Arc<AtomicUsize>,
     /// Scans waiting per account (entries removed at zero): at most `SCAN_LANE_PER_ACCOUNT_MAX`.
@@ -153,6 +176,22 @@ pub struct Lane {
     stop: parking_lot::Mutex<Option<oneshot::Sender<()>>>,
     thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
+
+/// A listener thread's own copy of a memory-resident source and its caches, for the lane `id`.
+struct Here {
+    id: u64,
+    source: Source,
+    caches: Caches,
+}
+
+thread_local! {
+    /// The `Here` of the lane this thread last read for (a thread serves one server's lane;
+    /// another lane's first read on it replaces it).
+    static HERE: RefCell<Option<Rc<Here>>> = const { RefCell::new(None) };
+}
+
+/// Tells lanes apart for `HERE` (tests start several servers in one process).
+static LANE_IDS: AtomicUsize = AtomicUsize::new(0);
 
 /// Counts a job, in all and for its account, from its submission until its work ends.
 struct Slot {
@@ -175,37 +214,33 @@ impl Drop for Slot {
 }
 
 impl Lane {
-    /// Starts the `xray-scan` thread on its own source of `spec`.
+    /// Starts the `xray-scan` thread on its own source of `spec`; for a memory-resident source,
+    /// no thread: each listener thread opens its own source at its first scan.
     pub fn start(spec: &SourceSpec, limits: LaneLimits) -> Result<Lane, String> {
-        let (jobs, receiver) = mpsc::unbounded_channel();
-        let (opened_tx, opened_rx) = std::sync::mpsc::channel();
-        let (stop, stopped) = oneshot::channel();
-        let spec = spec.clone();
-        let thread = std::thread::Builder::new()
-            .name("xray-scan".into())
-            .spawn(move || run(&spec, limits, receiver, stopped, &opened_tx))
-            .map_err(|e| format!("scan lane thread: {e}"))?;
-        opened_rx.recv().map_err(|_| "the scan lane ended at start".to_owned())??;
-        Ok(Lane {
-            jobs,
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            by_account: Arc::new(parking_lot::Mutex::new(HashMap::new())),
-            stop: parking_lot::Mutex::new(Some(stop)),
-            thread: parking_lot::Mutex::new(Some(thread)),
-        })
+        let pool = Arc::new(SharedBytes::new(limits.buffered_bytes_max));
+        let table_misses = Arc::new(parking_lot::Mutex::new(TableMisses::new()));
+        let mode = match Source::is_memory_resident_spec(spec) {
+            true => Mode::Here { spec: spec.clone(), id: LANE_IDS.fetch_add(1, Ordering::Relaxed) as u64 },
+            false => Mode::Thread(LaneThread::start(spec, Arc::clone(&pool), Arc::clone(&table_misses))?),
+        };
+        Ok(Lane { mode, pool, table_misses })
     }
 
-    /// Scans on the lane now (not yet exported to `/metrics`: a gauge is a leftover of #29).
+    /// Scans on the lane's thread now (not yet exported to `/metrics`: a gauge is a leftover
+    /// of #29); always 0 for a memory-resident source.
     pub fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Relaxed)
+        match &self.mode {
+            Mode::Thread(thread) => thread.in_flight.load(Ordering::Relaxed),
+            Mode::Here { .. } => 0,
+        }
     }
 
     /// The addresses held by each lookup table, in order (cached briefly), for `account`.
     pub async fn tables(&self, account: &str, tables: Vec<Pubkey>) -> Result<Vec<Vec<Pubkey>>, LaneError> {
-        match self.submit(account, Work::Tables(tables))?.await {
-            Ok(Answer::Tables(answer)) => answer,
-            Ok(Answer::OverBytes) => Err(LaneError::OverBytes),
-            _ => Err(LaneError::Stopped),
+        match self.answer(account, Work::Tables(tables)).await? {
+            Answer::Tables(answer) => answer,
+            Answer::OverBytes => Err(LaneError::OverBytes),
+            Answer::Observed(_) => Err(LaneError::Stopped),
         }
     }
 
@@ -219,11 +254,72 @@ impl Lane {
         accounts: Vec<Pubkey>,
         history_of: Option<Pubkey>,
     ) -> Result<Observed, LaneError> {
-        match self.submit(account, Work::Observe { transaction, accounts, history_of })?.await {
-            Ok(Answer::Observed(observed)) => Ok(observed),
-            Ok(Answer::OverBytes) => Err(LaneError::OverBytes),
-            _ => Err(LaneError::Stopped),
+        match self.answer(account, Work::Observe { transaction, accounts, history_of }).await? {
+            Answer::Observed(observed) => Ok(observed),
+            Answer::OverBytes => Err(LaneError::OverBytes),
+            Answer::Tables(_) => Err(LaneError::Stopped),
         }
+    }
+
+    async fn answer(&self, account: &str, work: Work) -> Result<Answer, LaneError> {
+        match &self.mode {
+            Mode::Thread(thread) => thread.submit(account, work)?.await.map_err(|_| LaneError::Stopped),
+            Mode::Here { spec, id } => {
+                let here = Here::current(spec, *id, &self.table_misses)?;
+                let pool = Arc::clone(&self.pool);
+                Ok(serve(&here.source, &here.caches, pool, account, work, Deadline::Never).await)
+            }
+        }
+    }
+
+    /// Stops the lane's thread (scans waiting get `Stopped`) and joins it.
+    pub fn stop(&self) {
+        if let Mode::Thread(thread) = &self.mode {
+            thread.stop();
+        }
+    }
+}
+
+impl Here {
+    /// This thread's `Here` for lane `id`, opened at its first scan.
+    fn current(
+        spec: &SourceSpec,
+        id: u64,
+        table_misses: &Arc<parking_lot::Mutex<TableMisses>>,
+    ) -> Result<Rc<Here>, LaneError> {
+        if let Some(here) = HERE.with_borrow(|h| h.as_ref().filter(|h| h.id == id).cloned()) {
+            return Ok(here);
+        }
+        let source =
+            Source::open(spec, RpcOptions::default()).map_err(|e| LaneError::Upstream(format!("scan source: {e}")))?;
+        let here = Rc::new(Here { id, source, caches: Caches::new(Arc::clone(table_misses)) });
+        HERE.with_borrow_mut(|h| *h = Some(Rc::clone(&here)));
+        Ok(here)
+    }
+}
+
+impl LaneThread {
+    fn start(
+        spec: &SourceSpec,
+        pool: Arc<SharedBytes>,
+        table_misses: Arc<parking_lot::Mutex<TableMisses>>,
+    ) -> Result<LaneThread, String> {
+        let (jobs, receiver) = mpsc::unbounded_channel();
+        let (opened_tx, opened_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel();
+        let spec = spec.clone();
+        let thread = std::thread::Builder::new()
+            .name("xray-scan".into())
+            .spawn(move || run(&spec, pool, table_misses, receiver, stopped, &opened_tx))
+            .map_err(|e| format!("scan lane thread: {e}"))?;
+        opened_rx.recv().map_err(|_| "the scan lane ended at start".to_owned())??;
+        Ok(LaneThread {
+            jobs,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            by_account: Arc::new(parking_lot::Mutex::new(HashMap::new())),
+            stop: parking_lot::Mutex::new(Some(stop)),
+            thread: parking_lot::Mutex::new(Some(thread)),
+        })
     }
 
     fn submit(&self, account: &str, work: Work) -> Result<oneshot::Receiver<Answer>, LaneError> {
@@ -249,8 +345,7 @@ impl Lane {
         Ok(answer)
     }
 
-    /// Stops the lane (scans waiting get `Stopped`) and joins its thread.
-    pub fn stop(&self) {
+    fn stop(&self) {
         if let Some(stop) = self.stop.lock().take() {
             let _ = stop.send(());
         }
@@ -270,7 +365,8 @@ type Opened = std::sync::mpsc::Sender<Result<(), String>>;
 
 fn run(
     spec: &SourceSpec,
-    limits: LaneLimits,
+    pool: Arc<SharedBytes>,
+    table_misses: Arc<parking_lot::Mutex<TableMisses>>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     mut stopped: oneshot::Receiver<()>,
     opened: &Opened,
@@ -289,12 +385,7 @@ fn run(
         Err(e) => return drop(opened.send(Err(format!("scan lane source: {e}")))),
     };
     let _ = opened.send(Ok(()));
-    let caches = Rc::new(Caches {
-        tables: RefCell::new(TtlCache::new(SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS)),
-        counterparties: RefCell::new(counterparties::cache()),
-        table_misses: RefCell::new(TableMisses::new()),
-    });
-    let pool = Arc::new(SharedBytes::new(limits.buffered_bytes_max));
+    let caches = Rc::new(Caches::new(table_misses));
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async move {
         loop {
@@ -308,28 +399,7 @@ fn run(
             let (source, caches, pool) = (Rc::clone(&source), Rc::clone(&caches), Arc::clone(&pool));
             tokio::task::spawn_local(async move {
                 let Job { account, work, mut reply, _slot } = job;
-                let refused = Rc::new(Cell::new(false));
-                // Each scan also has its own cap, so one account's scans (at most
-                // `SCAN_LANE_PER_ACCOUNT_MAX`) hold at most half the default pool: a read past a
-                // scan's own cap fails that read alone (the scan is answered, and says so).
-                let budget = ByteBudget::pooled(SCAN_BYTES_PER_SCAN_MAX, pool, Rc::clone(&refused));
-                let work = budget::within(budget, async {
-                    let answer = match work {
-                        Work::Tables(addresses) => {
-                            Answer::Tables(read_tables(&source, &caches, &account, &addresses).await)
-                        }
-                        Work::Observe { transaction, accounts, history_of } => {
-                            Answer::Observed(observe(&source, &caches, &transaction, &accounts, history_of).await)
-                        }
-                    };
-                    // A read the pool refused makes the whole answer a refusal (503), never a
-                    // scan answered on part of its reads for want of room.
-                    if refused.get() {
-                        crate::metrics::SCAN.over_bytes();
-                        return Answer::OverBytes;
-                    }
-                    answer
-                });
+                let work = serve(&source, &caches, pool, &account, work, Deadline::after(deadline()));
                 // The waiter gone (its client hung up), the work is dropped where it stands:
                 // reads in flight are abandoned and no further read starts — a hang-up is
                 // never a free scan's worth of upstream work. `biased`: a waiter gone before
@@ -349,15 +419,58 @@ fn run(
     });
 }
 
+/// One piece of a scan's reads, within the scan's byte budget and `deadline`.
+async fn serve(
+    source: &Source,
+    caches: &Caches,
+    pool: Arc<SharedBytes>,
+    account: &str,
+    work: Work,
+    deadline: Deadline,
+) -> Answer {
+    let refused = Rc::new(Cell::new(false));
+    // Each scan also has its own cap, so one account's scans (at most
+    // `SCAN_LANE_PER_ACCOUNT_MAX`) hold at most half the default pool: a read past a scan's
+    // own cap fails that read alone (the scan is answered, and says so).
+    let budget = ByteBudget::pooled(SCAN_BYTES_PER_SCAN_MAX, pool, Rc::clone(&refused));
+    budget::within(budget, async {
+        let answer = match work {
+            Work::Tables(addresses) => Answer::Tables(read_tables(source, caches, account, &addresses, deadline).await),
+            Work::Observe { transaction, accounts, history_of } => {
+                Answer::Observed(observe(source, caches, &transaction, &accounts, history_of, deadline).await)
+            }
+        };
+        // A read the pool refused makes the whole answer a refusal (503), never a scan
+        // answered on part of its reads for want of room.
+        if refused.get() {
+            crate::metrics::SCAN.over_bytes();
+            return Answer::OverBytes;
+        }
+        answer
+    })
+    .await
+}
+
 fn deadline() -> Duration {
     Duration::from_millis(SCAN_UPSTREAM_TIMEOUT_MS)
 }
 
-/// What the lane keeps between scans (its thread's only state).
+/// What a thread reading for the lane keeps between scans (the lane's thread, or a listener's
+/// `Here`); the table-miss budget is the lane's, shared.
 struct Caches {
     tables: RefCell<TtlCache<Vec<Pubkey>>>,
     counterparties: RefCell<counterparties::Cache>,
-    table_misses: RefCell<TableMisses>,
+    table_misses: Arc<parking_lot::Mutex<TableMisses>>,
+}
+
+impl Caches {
+    fn new(table_misses: Arc<parking_lot::Mutex<TableMisses>>) -> Caches {
+        Caches {
+            tables: RefCell::new(TtlCache::new(SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS)),
+            counterparties: RefCell::new(counterparties::cache()),
+            table_misses,
+        }
+    }
 }
 
 /// Each account's table reads that found no table, in the current minute of its own (the
@@ -414,19 +527,20 @@ async fn observe(
     transaction: &[u8],
     accounts: &[Pubkey],
     history_of: Option<Pubkey>,
+    deadline: Deadline,
 ) -> Observed {
     let pre = async {
-        match tokio::time::timeout(deadline(), source.get_multiple_accounts(accounts)).await {
-            Ok(answer) => answer.map_err(|e| e.to_string()),
-            Err(_) => Err(format!("the ledger did not answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")),
+        match deadline.bound(source.get_multiple_accounts(accounts)).await {
+            Some(answer) => answer.map_err(|e| e.to_string()),
+            None => Err(format!("the ledger did not answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")),
         }
     };
     let simulation = async {
-        match tokio::time::timeout(deadline(), source.simulate_transaction(transaction, accounts)).await {
-            Ok(Ok(Simulated::Ran(answer))) => SimulationOutcome::Ran(answer),
-            Ok(Ok(Simulated::Skipped(reason))) => SimulationOutcome::Skipped(reason),
-            Ok(Err(e)) => SimulationOutcome::Unavailable(e.to_string()),
-            Err(_) => SimulationOutcome::TimedOut,
+        match deadline.bound(source.simulate_transaction(transaction, accounts)).await {
+            Some(Ok(Simulated::Ran(answer))) => SimulationOutcome::Ran(answer),
+            Some(Ok(Simulated::Skipped(reason))) => SimulationOutcome::Skipped(reason),
+            Some(Err(e)) => SimulationOutcome::Unavailable(e.to_string()),
+            None => SimulationOutcome::TimedOut,
         }
     };
     let history = async {
@@ -436,8 +550,7 @@ async fn observe(
         }
         // The read ends each of its calls at the deadline itself: rounds already judged are
         // kept (and the answer says it stopped short), not lost to one late call.
-        let by = tokio::time::Instant::now() + deadline();
-        match counterparties::read(source, &wallet, by).await {
+        match counterparties::read(source, &wallet, deadline).await {
             Ok(read) => {
                 let known = Arc::new(read);
                 // A read cut short (a late call, the scan's or the lane's byte budget — what
@@ -460,6 +573,7 @@ async fn read_tables(
     caches: &Caches,
     account: &str,
     tables: &[Pubkey],
+    deadline: Deadline,
 ) -> Result<Vec<Vec<Pubkey>>, LaneError> {
     let cache = &caches.tables;
     let missing: Vec<Pubkey> = tables.iter().filter(|t| cache.borrow_mut().get(t).is_none()).copied().collect();
@@ -467,11 +581,15 @@ async fn read_tables(
         // Every uncached table counts as a miss before the read, and those found are given
         // back after it: a client that hangs up mid-read cannot make misses never counted.
         let asked = u32::try_from(missing.len()).unwrap_or(u32::MAX);
-        caches.table_misses.borrow_mut().check(account, Instant::now())?;
-        caches.table_misses.borrow_mut().spend(account, asked, Instant::now());
-        let read = tokio::time::timeout(deadline(), source.get_multiple_accounts(&missing))
+        {
+            let mut misses = caches.table_misses.lock();
+            misses.check(account, Instant::now())?;
+            misses.spend(account, asked, Instant::now());
+        }
+        let read = deadline
+            .bound(source.get_multiple_accounts(&missing))
             .await
-            .map_err(|_| LaneError::Upstream(format!("no answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")))?
+            .ok_or_else(|| LaneError::Upstream(format!("no answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")))?
             .map_err(|e: LedgerError| LaneError::Upstream(e.to_string()))?;
         let found: Vec<_> = missing
             .iter()
@@ -479,7 +597,7 @@ async fn read_tables(
             .map(|(address, held)| (address, table_addresses(address, held.as_ref())))
             .collect();
         let tables = found.iter().filter(|(_, read)| read.is_ok()).count();
-        caches.table_misses.borrow_mut().give_back(account, u32::try_from(tables).unwrap_or(u32::MAX));
+        caches.table_misses.lock().give_back(account, u32::try_from(tables).unwrap_or(u32::MAX));
         for (address, read) in found {
             cache.borrow_mut().put(*address, read.map_err(LaneError::Invalid)?);
         }
@@ -538,22 +656,56 @@ mod tests {
         Work::Observe { transaction: Vec::new(), accounts: vec![Pubkey::default()], history_of: None }
     }
 
+    /// `future`'s output at its first poll (a memory-resident source never waits).
+    fn at_once<T>(future: impl std::future::Future<Output = T>) -> T {
+        let mut future = std::pin::pin!(future);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(out) => out,
+            std::task::Poll::Pending => panic!("a memory-resident read waited"),
+        }
+    }
+
+    #[test]
+    fn a_memory_resident_source_is_read_on_the_calling_thread_without_a_timer() {
+        let lane = Lane::start(&SourceSpec::Demo { seed: 7 }, LaneLimits::default()).expect("lane");
+        assert!(matches!(lane.mode, Mode::Here { .. }), "no lane thread for the demo");
+        let wallet = Pubkey::default();
+        // No tokio runtime on this thread: a timer would panic; every read answers in the call.
+        let observed = at_once(lane.observe("acct_a", Vec::new(), vec![wallet], Some(wallet))).expect("observed");
+        assert!(observed.pre.is_ok(), "{:?}", observed.pre);
+        assert!(matches!(observed.counterparties, CounterpartiesOutcome::Known(_)));
+        assert_eq!(lane.in_flight(), 0);
+        // A second lane on the same thread gets its own source and caches.
+        let other = Lane::start(&SourceSpec::Demo { seed: 8 }, LaneLimits::default()).expect("lane");
+        assert!(at_once(other.observe("acct_a", Vec::new(), vec![wallet], None)).is_ok());
+        let ids: Vec<u64> = [&lane, &other]
+            .iter()
+            .map(|l| match l.mode {
+                Mode::Here { id, .. } => id,
+                Mode::Thread(_) => u64::MAX,
+            })
+            .collect();
+        assert_ne!(ids[0], ids[1]);
+    }
+
     #[test]
     fn one_account_cannot_take_the_whole_lane_and_a_hang_up_does_not_free_its_work() {
         let lane = Lane::start(&SourceSpec::Rpc { url: black_hole() }, LaneLimits::default()).expect("lane");
+        let Mode::Thread(lane) = &lane.mode else { panic!("an rpc source has a lane thread") };
         let mut waiting: Vec<_> =
             (0..SCAN_LANE_PER_ACCOUNT_MAX).map(|_| lane.submit("acct_a", observe()).expect("room")).collect();
         assert_eq!(lane.submit("acct_a", observe()).err(), Some(LaneError::Busy));
         waiting.push(lane.submit("acct_b", observe()).expect("another account still gets in"));
-        assert_eq!(lane.in_flight(), SCAN_LANE_PER_ACCOUNT_MAX + 1);
+        assert_eq!(lane.in_flight.load(Ordering::Relaxed), SCAN_LANE_PER_ACCOUNT_MAX + 1);
         // The waiters leave; their reads still run until the deadline, and still count.
         drop(waiting);
         assert_eq!(lane.submit("acct_a", observe()).err(), Some(LaneError::Busy));
         let deadline = Instant::now() + Duration::from_millis(SCAN_UPSTREAM_TIMEOUT_MS + 5_000);
-        while lane.in_flight() > 0 && Instant::now() < deadline {
+        while lane.in_flight.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
-        assert_eq!(lane.in_flight(), 0, "every read ended at its deadline");
+        assert_eq!(lane.in_flight.load(Ordering::Relaxed), 0, "every read ended at its deadline");
         assert!(lane.by_account.lock().is_empty(), "no account left counted");
         assert!(lane.submit("acct_a", observe()).is_ok());
     }

@@ -20,6 +20,7 @@
 
 pub mod catalogue;
 pub mod counterparties;
+pub mod deadline;
 pub mod effects;
 pub mod executed;
 pub mod findings;

@@ -13,8 +13,9 @@
 //! also when the client hangs up), and the unit is written before the answer leaves (with
 //! `--sync-writes` the answer also waits for its fsync; a failed wait is logged and the answer
 //! stands). On a cluster a unit sent to etcd counts as used even if the client left meanwhile.
-//! Invariant: the listener thread never waits on the ledger (the lane does the I/O) or on
-//! etcd (awaited, as every cluster read).
+//! Invariant: the listener thread never waits on the ledger (the lane does the I/O; a
+//! memory-resident demo ledger is read here, where its reads are computations — `scan::lane`)
+//! or on etcd (awaited, as every cluster read).
 //! Deliberately absent: `Idempotency-Key` (a scan changes nothing but usage; a repeat is a new
 //! scan) and `callbackUrl` (the answer is synchronous).
 
