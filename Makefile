@@ -1,7 +1,8 @@
 # Wallet X-Ray — the two commands a newcomer needs, and a few more.
 #   make run    build (release) and serve the API with the embedded demo ledger
 #   make test   install what is missing, then run every test (the LiteSVM suite, a smoke run
-#               of the harness, schemathesis against the real server, and the k6 flows' smoke run)
+#               of the harness, schemathesis against the real server, the k6 flows' smoke run, and
+#               the TypeScript and generated Python clients against the real server)
 # System packages are installed only when missing (apt-get, as root or with sudo).
 
 CARGO_TARGET_DIR ?= /var/tmp/xray-target
@@ -33,6 +34,7 @@ test: deps
 	SMOKE=1 bash loadtest/flows.sh
 	SMOKE=1 bash loadtest/monitors.sh
 	bash clients/ts/run-tests.sh
+	bash tests/pyclient/run.sh
 
 # The saturation harness (loadtest/max.sh): every endpoint against the bare reference; ~8 min.
 max: deps

@@ -2,7 +2,8 @@
 # Installs the system packages the build needs, only when they are missing. Safe to repeat.
 # Needed: C and C++ compilers (ring, mimalloc, RocksDB), libclang (bindgen, for the rocksdb
 # crate), protoc (etcd-client's generated gRPC code) and, for the cluster tests and the
-# `--store etcd:` deployment, etcd 3.4+ with etcdctl. Uses apt-get (Debian/Ubuntu), as root or
+# `--store etcd:` deployment, etcd 3.4+ with etcdctl; for the Python client test, python3's venv
+# module. Uses apt-get (Debian/Ubuntu), as root or
 # through sudo.
 set -euo pipefail
 
@@ -13,6 +14,8 @@ dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
+# tests/pyclient/run.sh makes a venv (Debian's python3 has no ensurepip without python3-venv)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 
 if ((${#need[@]})); then
   sudo=""

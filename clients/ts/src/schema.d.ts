@@ -635,7 +635,7 @@ export interface components {
             deduplicated: boolean;
             callback?: components["schemas"]["AcceptedCallback"];
         };
-        /** @description Answer of the two work-creating endpoints (202 or 200). `status` and `pollUrl` appear both inside and beside `data`, so clients written for either placement work. */
+        /** @description Answer of the two work-creating endpoints (202 or 200). `status` and `pollUrl` appear both inside and beside `data`, so clients written for either placement work. The answers of `POST …/wallet` and `POST …/compare` are its two forms, `AcceptedAnalysis` and `AcceptedComparison`, each written out whole (not as an `allOf` of this one, which code generators cannot merge). */
         Accepted: {
             /** @description The job: an analysis (`analysisId`, `wallet`) or a comparison (`pairId`, `walletA`, `walletB`). */
             data: components["schemas"]["AcceptedAnalysisData"] | components["schemas"]["AcceptedComparisonData"];
@@ -647,13 +647,27 @@ export interface components {
              */
             pollUrl: string;
         };
-        /** @description `Accepted`, wallet-analysis form. */
-        AcceptedAnalysis: components["schemas"]["Accepted"] & {
+        /** @description Answer of `POST /v1/developer/intelligence/wallet` (202, or 200 when a fresh `READY` result is reused): the analysis job. `status` and `pollUrl` appear both inside and beside `data`, so clients written for either placement work. */
+        AcceptedAnalysis: {
             data: components["schemas"]["AcceptedAnalysisData"];
+            /** @description Same as `data.status` (repeated beside `data` on purpose). */
+            status: components["schemas"]["JobStatus"];
+            /**
+             * Format: uri
+             * @description Same as `data.pollUrl` (repeated beside `data` on purpose).
+             */
+            pollUrl: string;
         };
-        /** @description `Accepted`, comparison form. */
-        AcceptedComparison: components["schemas"]["Accepted"] & {
+        /** @description Answer of `POST /v1/developer/intelligence/compare` (202, or 200 when a fresh `READY` result is reused): the comparison job. `status` and `pollUrl` appear both inside and beside `data`, so clients written for either placement work. */
+        AcceptedComparison: {
             data: components["schemas"]["AcceptedComparisonData"];
+            /** @description Same as `data.status` (repeated beside `data` on purpose). */
+            status: components["schemas"]["JobStatus"];
+            /**
+             * Format: uri
+             * @description Same as `data.pollUrl` (repeated beside `data` on purpose).
+             */
+            pollUrl: string;
         };
         /** @description `data.error` of a `FAILED` job. A failed job is refunded. */
         JobError: {
@@ -1955,6 +1969,11 @@ export interface components {
          * @example evt_EjuQPkekfmnbhP9y8WrQGs
          */
         EventId: string;
+        /**
+         * @description The least severity of a signal that makes a monitor event, from `info` (least) to `critical` (a closed set in requests: another value is `400 INVALID_REQUEST`).
+         * @enum {string}
+         */
+        MinSeverity: "info" | "low" | "medium" | "high" | "critical";
         /** @description Body of `POST /v1/developer/monitors`. Unknown fields are ignored. */
         MonitorRequest: {
             /** @description The wallets to watch: 1 to 100 distinct addresses, each base58 of 32 bytes — else `400 INVALID_REQUEST` with `details.field: "wallets"` (not `INVALID_ADDRESS`; the message names the entry, `wallets[<i>]`). Addresses are not classified: one that cannot be a user wallet (a token mint, a program) is accepted, and its re-analyses end `FAILED` with `ACCOUNT_NOT_ELIGIBLE` (refunded). */
@@ -1964,9 +1983,8 @@ export interface components {
             /**
              * @description A re-analysis whose `changes.appeared` holds a signal of at least this severity makes an event. Absent or `null`: `high`. Another value is `400 INVALID_REQUEST` with `details.field: "minSeverity"`.
              * @default high
-             * @enum {string|null}
              */
-            minSeverity?: "info" | "low" | "medium" | "high" | "critical" | null;
+            minSeverity?: components["schemas"]["MinSeverity"] | null;
             /** @description When set, a re-analysis whose score fell by at least this many points (`changes.score.delta ≤ −scoreDrop`) also makes an event. Absent or `null`: score drops alone make none. Anything but a whole number 1–100 is `400 INVALID_REQUEST` with `details.field: "scoreDrop"`. */
             scoreDrop?: number | null;
             /**
@@ -1988,11 +2006,8 @@ export interface components {
             removeWallets?: string[] | null;
             /** @description A new webhook URL for events made from now on (absent or `null`: unchanged). Needs `analysis:read` on the key. */
             callbackUrl?: components["schemas"]["CallbackUrl"] | null;
-            /**
-             * @description A new minimum severity (absent or `null`: unchanged).
-             * @enum {string|null}
-             */
-            minSeverity?: "info" | "low" | "medium" | "high" | "critical" | null;
+            /** @description A new minimum severity (absent or `null`: unchanged). */
+            minSeverity?: components["schemas"]["MinSeverity"] | null;
             /** @description A new score-drop threshold; `null` clears it (score drops alone then make no event); absent: unchanged. */
             scoreDrop?: number | null;
             /** @description A new budget of re-analyses per UTC day (1–100000); `null` goes back to the default (100); absent: unchanged. It applies from the next check on, to the count of the day so far (lowering it below what was used today holds new activity until the reset). Counts re-analyses of inbound activity only: outbound activity (the wallet signed it, one of its balances went down, an authority, owner, delegate, nonce or stake changed, an account closed, or a program the service does not read names the wallet) is always re-analysed and never held by the budget. */
