@@ -11,7 +11,9 @@
 //! encoded here, and the general big-number codec (`bs58`) cost several times more. `bs58`
 //! stays only to name why a refused text was refused. The curve test is memoized per thread
 //! (`CURVE_MEMO_ENTRIES` addresses): it costs a field square root, and the same wallets and
-//! counterparties come back request after request.
+//! counterparties come back request after request. So is the base58 text of an address
+//! (`TEXT_MEMO_SLOTS`, direct-mapped: answers name the same addresses again and again, and
+//! encoding is a big-number division per address).
 //! Deliberately absent: key generation and signature verification (the service never signs).
 
 use std::fmt;
@@ -97,6 +99,26 @@ thread_local! {
         std::cell::RefCell::new(lru::LruCache::new(std::num::NonZeroUsize::new(CURVE_MEMO_ENTRIES).unwrap_or(std::num::NonZeroUsize::MIN)));
 }
 
+/// Addresses whose base58 text each thread keeps (a power of two: one slot per address, by its
+/// first bytes, the newest in a slot wins; 1024 × 80 bytes per thread). A collision costs an
+/// encoding, never a wrong text: a slot answers only for the exact bytes it holds.
+pub const TEXT_MEMO_SLOTS: usize = 1024;
+const _: () = assert!(TEXT_MEMO_SLOTS.is_power_of_two());
+
+#[derive(Clone, Copy)]
+struct TextSlot {
+    key: [u8; 32],
+    /// 0: empty (a 32-byte address is at least 32 characters).
+    len: u8,
+    text: [u8; PUBKEY_TEXT_LEN_MAX],
+}
+
+thread_local! {
+    static TEXT_MEMO: std::cell::RefCell<Box<[TextSlot]>> = std::cell::RefCell::new(
+        vec![TextSlot { key: [0; 32], len: 0, text: [0; PUBKEY_TEXT_LEN_MAX] }; TEXT_MEMO_SLOTS].into_boxed_slice(),
+    );
+}
+
 /// True for a character of the base58 alphabet (digits and letters but `0`, `O`, `I`, `l`).
 pub fn is_base58_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() && !matches!(b, b'0' | b'O' | b'I' | b'l')
@@ -138,8 +160,31 @@ impl Pubkey {
 impl fmt::Display for Pubkey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut buf = [0u8; PUBKEY_TEXT_LEN_MAX];
-        let len = five8::encode_32(&self.0, &mut buf);
+        let len = self.encode_memoized(&mut buf);
         f.write_str(written(&buf, len)?)
+    }
+}
+
+impl Pubkey {
+    /// The base58 text into `buf`, its length returned: from this thread's memo, or encoded
+    /// and kept there.
+    fn encode_memoized(&self, buf: &mut [u8; PUBKEY_TEXT_LEN_MAX]) -> u8 {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&self.0[..8]);
+        let slot = (u64::from_le_bytes(first) as usize) & (TEXT_MEMO_SLOTS - 1);
+        TEXT_MEMO.with(|memo| match memo.try_borrow_mut() {
+            Ok(mut memo) => {
+                let kept = &mut memo[slot];
+                if kept.len != 0 && kept.key == self.0 {
+                    *buf = kept.text;
+                    return kept.len;
+                }
+                let len = five8::encode_32(&self.0, buf);
+                *kept = TextSlot { key: self.0, len, text: *buf };
+                len
+            }
+            Err(_) => five8::encode_32(&self.0, buf),
+        })
     }
 }
 
@@ -247,6 +292,20 @@ mod tests {
             .find(|k| !k.is_on_curve())
             .expect("some constant byte arrays are off the curve");
         assert!(!off.is_on_curve());
+    }
+
+    #[test]
+    fn the_text_memo_answers_only_for_the_bytes_it_holds() {
+        // Two addresses sharing a slot (same first 8 bytes), in turn: each keeps its own text.
+        let a = Pubkey([9u8; 32]);
+        let mut b_bytes = [9u8; 32];
+        b_bytes[31] = 10;
+        let b = Pubkey(b_bytes);
+        for _ in 0..3 {
+            assert_eq!(a.to_string(), bs58::encode(a.0).into_string());
+            assert_eq!(b.to_string(), bs58::encode(b.0).into_string());
+        }
+        assert_eq!(Pubkey::default().to_string(), "11111111111111111111111111111111");
     }
 
     proptest::proptest! {
