@@ -43,11 +43,16 @@ against a signed member: ``--transaction BASE64|@FILE`` (what was scanned, signe
 the SHA-256 of its message — the bytes after its signatures — must be
 ``transaction.messageSha256``), ``--account acct_…`` (``account``: the key's account) and
 ``--origin HOST`` (``origin``: the host the scan judged; ``--origin none`` when the scan was sent
-no origin). It prints ``{"verified": true|false, "keyId": …, "type": …, "data": {…}}`` and, when
-refused, ``"reason"`` (``wrong_type``, ``signature_mismatch``, ``digest_mismatch``,
-``account_mismatch``, ``origin_mismatch`` …; exit 1; a binding option with another type is a
-usage error, exit 2), where ``data`` holds the signed members only: read those, not the file,
-which may carry members nobody signed. Integers past ±(2^53 − 1) are canonicalized as doubles,
+no origin). It prints ``{"verified": true, "keyId": …, "type": …, "data": {…}}``, where ``data``
+holds the signed members only: read those, not the file, which may carry members nobody signed;
+or, refused (exit 1), ``{"verified": false, "reason": …, "detail": …, "keyId": null, …}``,
+``reason`` the first of these that applies, in this order: ``malformed`` (the report or key set
+is not JSON or not their shape — an unsigned report too — or the transaction given is no
+transaction), ``unknown_key`` (no published key has its ``keyId``: another server's),
+``wrong_type``, ``covers_mismatch`` (``covers`` edited, or a covered member gone),
+``bad_signature`` (something signed changed), then a scan's ``digest_mismatch``,
+``account_mismatch``, ``origin_mismatch`` (README, "Signed reports"). A binding option with
+another type is a usage error (exit 2). Integers past ±(2^53 − 1) are canonicalized as doubles,
 as JCS prescribes. It needs the ``cryptography`` and ``rfc8785`` packages (``pip install -r
 tests/signing/requirements.txt``); the other commands use the standard library only.
 
@@ -122,89 +127,136 @@ def as_jcs_numbers(value):
     return value
 
 
+# Why a verifier refuses a report: the closed list every verifier of this repository gives,
+# in the order they are checked (README, "Signed reports": why a verifier refuses).
+REFUSAL_REASONS = (
+    "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
+    "digest_mismatch", "account_mismatch", "origin_mismatch",
+)
+
+
 class ReportRefused(Exception):
-    """Why ``verify_report`` refused a report: ``reason`` is ``unsigned``, ``malformed``,
-    ``wrong_type``, ``wrong_covers``, ``unknown_key``, ``signature_mismatch`` (the TypeScript
-    client's words), or for a scan's binding ``digest_mismatch``, ``account_mismatch``,
-    ``origin_mismatch``."""
+    """Why ``verify_report`` refused a report: ``reason`` is one of ``REFUSAL_REASONS`` — the
+    first, in that order, that applies — and the message says what."""
 
     def __init__(self, reason, message):
         super().__init__(f"{reason}: {message}")
         self.reason = reason
+        self.detail = message
 
 
 def verify_report(data, key_set, expected_type, binding=None):
     """``(keyId, covered)`` when ``data`` (a report's ``data`` object) is signed as a report of
     ``expected_type`` (``xray.analysis.v1`` …) with a key of ``key_set`` (a JWK set, current or
     retired keys): ``covered`` holds the signed members alone. Raises ``ReportRefused``
-    otherwise — a ``type`` other than expected, ``covers`` other than exactly that type's
-    members, a bad signature.
+    otherwise, checking in this order: ``malformed`` (the report, the key set or the binding is
+    not the shape it has — an unsigned report too), ``unknown_key`` (no key of the set has the
+    signature's ``keyId``), ``wrong_type`` (a ``type`` other than expected), ``covers_mismatch``
+    (``covers`` other than exactly that type's members, or one of them missing from ``data``),
+    ``bad_signature`` (something signed was changed), then the binding.
 
     ``binding`` (a scan's only) is a dict of what the signed answer must be about, each key
     given checked once the signature is: ``transaction`` (what was scanned, bytes or base64,
-    signed since or not: ``message_sha256`` of it is ``transaction.messageSha256``),
-    ``account`` (``acct_…``) and ``origin`` (the host the scan judged, ``None`` for no origin)."""
+    signed since or not: ``message_sha256`` of it is ``transaction.messageSha256``, else
+    ``digest_mismatch``), ``account`` (``acct_…``, else ``account_mismatch``) and ``origin``
+    (the host the scan judged, ``None`` for no origin, else ``origin_mismatch``). A scan's
+    message digest is the only digest a report binds: an analysis or comparison has none."""
     import rfc8785
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    def b64url(text):
+    def b64url(text, what, length):
         # Unpadded base64url only, as the Rust and TypeScript verifiers read it.
         if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text):
-            raise ValueError("not unpadded base64url")
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+            raise ReportRefused("malformed", f"{what} is not unpadded base64url")
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        except ValueError:
+            raise ReportRefused("malformed", f"{what} is not unpadded base64url") from None
+        if len(raw) != length:
+            raise ReportRefused("malformed", f"{what} is not {length} bytes")
+        return raw
 
-    binding = binding or {}
+    # 1. malformed: what was asked, the binding, the report, the key set.
+    if expected_type not in REPORT_COVERS:
+        raise ReportRefused("malformed", f"{expected_type} is no report type")
+    binding = {} if binding is None else binding
     # A key no binding has (a misspelt "acount") would silently check nothing.
     if not isinstance(binding, dict) or any(name not in BINDING_MEMBERS for name in binding):
         raise ReportRefused("malformed", f"a binding has only {', '.join(BINDING_MEMBERS)}")
     if binding and expected_type != REPORT_TYPES["scan"]:
         raise ReportRefused("malformed", f"a binding applies to {REPORT_TYPES['scan']} only")
-    expected = REPORT_COVERS[expected_type]
+    held_digest = None
+    if "transaction" in binding:
+        try:
+            held_digest = message_sha256(binding["transaction"])
+        except ValueError as error:
+            raise ReportRefused("malformed", f"the transaction held: {error}") from None
     signature = data.get("signature") if isinstance(data, dict) else None
     if not isinstance(signature, dict):
-        raise ReportRefused("unsigned", "no data.signature")
-    if not isinstance(key_set, dict):
-        raise ReportRefused("malformed", "the key set is not an object")
+        raise ReportRefused("malformed", "no data.signature (an unsigned report, or no report)")
     if signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
         raise ReportRefused("malformed", "not an EdDSA signature over JCS")
-    if signature.get("type") != expected_type:
-        raise ReportRefused("wrong_type", f"a {signature.get('type')} signature, not {expected_type}")
+    for name in ("type", "keyId"):
+        if not isinstance(signature.get(name), str):
+            raise ReportRefused("malformed", f"signature.{name} is not text")
     covers = signature.get("covers")
     if not isinstance(covers, list) or not all(isinstance(name, str) for name in covers):
         raise ReportRefused("malformed", "covers is not a list of names")
-    if len(covers) != len(expected) or set(covers) != set(expected):
-        raise ReportRefused("wrong_covers", f"the covers are not exactly those of {expected_type}")
-    if any(n not in data for n in expected):
-        raise ReportRefused("malformed", "a covered member is missing")
-    keys = key_set.get("keys")
-    keys = [k for k in keys if isinstance(k, dict)] if isinstance(keys, list) else []
-    jwk = next((k for k in keys if k.get("kid") == signature.get("keyId")), None)
+    value = b64url(signature.get("value"), "signature.value", 64)
+    keys = key_set.get("keys") if isinstance(key_set, dict) else None
+    if not isinstance(keys, list):
+        raise ReportRefused("malformed", "the key set has no keys list")
+    # 2. unknown_key (the first key of that id, as the other verifiers take it)
+    jwk = next((k for k in keys if isinstance(k, dict) and k.get("kid") == signature["keyId"]), None)
     if jwk is None:
-        raise ReportRefused("unknown_key", f"no published key {signature.get('keyId')}")
+        raise ReportRefused("unknown_key", f"no published key {signature['keyId']}")
     if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
-        raise ReportRefused("malformed", "not an Ed25519 key")
+        raise ReportRefused("malformed", "the key of that id is not an Ed25519 key")
+    public = b64url(jwk.get("x"), "the key's x", 32)
+    # 3. wrong_type, 4. covers_mismatch
+    if signature["type"] != expected_type:
+        raise ReportRefused("wrong_type", f"a {signature['type']} signature, not {expected_type}")
+    expected = REPORT_COVERS[expected_type]
+    if len(covers) != len(expected) or set(covers) != set(expected):
+        raise ReportRefused("covers_mismatch", f"the covers are not exactly those of {expected_type}")
+    missing = [name for name in expected if name not in data]
+    if missing:
+        raise ReportRefused("covers_mismatch", f"covered member {missing[0]} is missing")
+    # 5. bad_signature
     covered = {name: data[name] for name in expected}
     try:
         message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
-        Ed25519PublicKey.from_public_bytes(b64url(jwk.get("x"))).verify(b64url(signature.get("value")), message)
+        Ed25519PublicKey.from_public_bytes(public).verify(value, message)
     except InvalidSignature:
-        raise ReportRefused("signature_mismatch", "the signature does not match the report") from None
+        raise ReportRefused("bad_signature", "the signature does not match the report") from None
     except (TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError) as error:
         raise ReportRefused("malformed", str(error)) from None
-    if "transaction" in binding:
-        try:
-            digest = message_sha256(binding["transaction"])
-        except ValueError as error:
-            raise ReportRefused("malformed", f"the transaction: {error}") from None
+    # 6. the binding, on what the signature attests
+    if held_digest is not None:
         signed = covered["transaction"].get("messageSha256") if isinstance(covered["transaction"], dict) else None
-        if digest != signed:
+        if held_digest != signed:
             raise ReportRefused("digest_mismatch", "the scan judged another transaction message")
     if "account" in binding and covered["account"] != binding["account"]:
         raise ReportRefused("account_mismatch", f"the scan was asked by {covered['account']}")
     if "origin" in binding and covered["origin"] != binding["origin"]:
         raise ReportRefused("origin_mismatch", f"the scan judged the origin {covered['origin']}")
     return signature["keyId"], covered
+
+
+def read_json(text):
+    """``text`` (bytes or str) parsed as JSON proper: ``NaN``, ``Infinity`` and numbers past a double's range
+    (``1e400``) are not JSON numbers, and no canonical form has them — ``ValueError``."""
+    def no_constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    def finite(digits):
+        number = float(digits)
+        if number in (float("inf"), float("-inf")):
+            raise ValueError(f"{digits} is past a double's range")
+        return number
+
+    return json.loads(text, parse_constant=no_constant, parse_float=finite)
 
 
 def message_sha256(transaction):
@@ -419,23 +471,33 @@ def main():
             binding["origin"] = None if args.origin == "none" else args.origin
         if binding and expected_type != REPORT_TYPES["scan"]:
             parser.error("--transaction, --account and --origin bind a scan only")
-        with open(args.report, encoding="utf-8") as f:
-            report = json.load(f)
-        data = report.get("data", report)
+        # Bytes: text that is not UTF-8 is a malformed report, not a crash.
+        with open(args.report, "rb") as f:
+            text = f.read()
         if args.keys:
-            with open(args.keys, encoding="utf-8") as f:
-                key_set = json.load(f)
+            with open(args.keys, "rb") as f:
+                keys_text = f.read()
         elif args.api:
             url = args.api.rstrip("/") + "/.well-known/xray-keys.json"
             with urllib.request.urlopen(url, timeout=15) as answer:
-                key_set = json.load(answer)
+                keys_text = answer.read()
         else:
             parser.error("verify needs --keys FILE or --api URL")
         try:
+            try:
+                report, key_set = read_json(text), read_json(keys_text)
+            except ValueError as error:
+                raise ReportRefused("malformed", f"not JSON: {error}") from None
+            # A whole body ({"data": …}) or its data alone.
+            data = report.get("data", report) if isinstance(report, dict) else report
             key_id, covered = verify_report(data, key_set, expected_type, binding)
             verdict = {"verified": True, "keyId": key_id, "type": expected_type, "data": covered}
         except ReportRefused as refused:
-            verdict = {"verified": False, "keyId": None, "type": expected_type, "data": None, "reason": refused.reason}
+            # No keyId: nothing the refused report says about its key is attested.
+            verdict = {
+                "verified": False, "reason": refused.reason, "detail": refused.detail, "keyId": None,
+                "type": expected_type, "data": None,
+            }
         json.dump(verdict, sys.stdout)
         print()
         sys.exit(0 if verdict["verified"] else 1)

@@ -28,6 +28,11 @@
 //! takes the expected type, refuses any other `type` and any `covers` but that type's list, and
 //! returns only the covered members, so a member added to a signed `data` is never read as
 //! signed. No covered member is named `type` or `signature` (checked at compile time).
+//! Invariant: a refusal names one reason of the closed list `VerifyReason` (`malformed`,
+//! `unknown_key`, `wrong_type`, `covers_mismatch`, `bad_signature`, then a scan's bindings
+//! `digest_mismatch`, `account_mismatch`, `origin_mismatch`), the first in that order that
+//! applies — the same list, meanings and order as the Python and TypeScript verifiers, held to
+//! one table of cases (`tests/signing/refusals.json`).
 //! Invariant: a job is signed once, by the sink, with the key current then; the signature is
 //! stored with the result and served as stored (polls and webhooks never sign), so a report
 //! signed before a rotation keeps its `keyId` and verifies with the published retired key.
@@ -378,28 +383,106 @@ pub fn report_members(
     })
 }
 
-/// Why a report did not verify.
+/// Why a verifier refused a report: the closed list every verifier of this repository gives
+/// (README, "Signed reports": why a verifier refuses), with the same meaning in each. They are
+/// checked in this order and the first that applies is the reason, so a report wrong in two
+/// ways is refused for the earlier one; the three bindings come last because they compare what
+/// the signature attests, which means nothing before it verifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VerifyReason {
+    /// The report, the key set or the binding is not the shape it has: no `data` object, no
+    /// signature, `alg` not `EdDSA` or `canon` not `JCS`, `type` or `keyId` not text, `covers`
+    /// not a list of names, `value` not 64 bytes of unpadded base64url; a key set without a
+    /// `keys` list, or whose key of that id is no Ed25519 public key; a transaction held that
+    /// is no serialized transaction.
+    Malformed,
+    /// No key of the set has the signature's `keyId`: another server's report, or one signed
+    /// by a key retired past the kept ones.
+    UnknownKey,
+    /// The signature's `type` is not the type expected.
+    WrongType,
+    /// `covers` is not exactly the expected type's list (as a set, no duplicates), or `data`
+    /// lacks a member it lists.
+    CoversMismatch,
+    /// The signature does not verify over the covered members plus `type`: something it
+    /// covers, or the signature itself, was changed.
+    BadSignature,
+    /// A scan: its signed `transaction.messageSha256` is not the digest of the message of the
+    /// transaction held (another transaction). The only digest a verifier can check: an
+    /// analysis or a comparison binds none.
+    DigestMismatch,
+    /// A scan: its signed `account` is not the account held.
+    AccountMismatch,
+    /// A scan: its signed `origin` is not the origin held (`null`: none was sent).
+    OriginMismatch,
+}
+
+impl VerifyReason {
+    /// Every reason, in the order they are checked.
+    pub const ALL: [VerifyReason; 8] = [
+        VerifyReason::Malformed,
+        VerifyReason::UnknownKey,
+        VerifyReason::WrongType,
+        VerifyReason::CoversMismatch,
+        VerifyReason::BadSignature,
+        VerifyReason::DigestMismatch,
+        VerifyReason::AccountMismatch,
+        VerifyReason::OriginMismatch,
+    ];
+
+    /// The reason's name, as every verifier writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            VerifyReason::Malformed => "malformed",
+            VerifyReason::UnknownKey => "unknown_key",
+            VerifyReason::WrongType => "wrong_type",
+            VerifyReason::CoversMismatch => "covers_mismatch",
+            VerifyReason::BadSignature => "bad_signature",
+            VerifyReason::DigestMismatch => "digest_mismatch",
+            VerifyReason::AccountMismatch => "account_mismatch",
+            VerifyReason::OriginMismatch => "origin_mismatch",
+        }
+    }
+}
+
+/// Why a report did not verify: its `reason`, with what a person needs to see why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyError {
-    #[error("the report has no signature")]
-    Unsigned,
-    #[error("the report's signature is malformed: {0}")]
+    /// What is not the shape it has (`VerifyReason::Malformed`); an unsigned report is one.
+    #[error("malformed: {0}")]
     Malformed(&'static str),
-    #[error("the signature is of a {found:?} report, not of the expected {expected}")]
-    WrongType { expected: &'static str, found: String },
-    #[error("the signature's covers are not exactly those of a {0}")]
-    WrongCovers(&'static str),
-    #[error("no published key {0}")]
+    #[error("unknown_key: no published key {0}")]
     UnknownKey(String),
-    #[error("the signature does not match the report")]
-    Mismatch,
-    /// The scan was of another message than the transaction the verifier holds.
-    #[error("the scan judged another message (messageSha256 {signed}, the transaction's {held})")]
-    DigestMismatch { signed: String, held: String },
-    #[error("the scan was made for another account")]
+    #[error("wrong_type: the signature is of a {found:?} report, not of the expected {expected}")]
+    WrongType { expected: &'static str, found: String },
+    #[error("covers_mismatch: the signature's covers are not exactly the members of a {0} in the report")]
+    CoversMismatch(&'static str),
+    #[error("bad_signature: the signature does not match the report")]
+    BadSignature,
+    /// The scan was of another message than the transaction the verifier holds (`signed`:
+    /// `None` when the scan signed no digest).
+    #[error("digest_mismatch: the scan judged another message (messageSha256 {signed:?}, the transaction's {held})")]
+    DigestMismatch { signed: Option<String>, held: String },
+    #[error("account_mismatch: the scan was made for another account")]
     AccountMismatch,
-    #[error("the scan judged another origin")]
+    #[error("origin_mismatch: the scan judged another origin")]
     OriginMismatch,
+}
+
+impl VerifyError {
+    /// The reason of the closed list this refusal is.
+    pub const fn reason(&self) -> VerifyReason {
+        match self {
+            VerifyError::Malformed(_) => VerifyReason::Malformed,
+            VerifyError::UnknownKey(_) => VerifyReason::UnknownKey,
+            VerifyError::WrongType { .. } => VerifyReason::WrongType,
+            VerifyError::CoversMismatch(_) => VerifyReason::CoversMismatch,
+            VerifyError::BadSignature => VerifyReason::BadSignature,
+            VerifyError::DigestMismatch { .. } => VerifyReason::DigestMismatch,
+            VerifyError::AccountMismatch => VerifyReason::AccountMismatch,
+            VerifyError::OriginMismatch => VerifyReason::OriginMismatch,
+        }
+    }
 }
 
 /// What a verifier holds of the scan it asked for, checked against a verified scan's covered
@@ -416,16 +499,19 @@ pub struct ScanBinding<'a> {
 
 /// `verify_report` of a scan, then its binding: the message digest of `binding.transaction`
 /// (SHA-256 of the bytes after its signature section), the account and the origin must be
-/// those signed.
+/// those signed. The transaction held is read first — one that is no transaction is
+/// `Malformed` whatever the report — and compared only once the signature verified.
 pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> Result<Verified, VerifyError> {
+    let held = match binding.transaction {
+        Some(transaction) => Some(message_sha256(transaction).ok_or(VerifyError::Malformed("the transaction held"))?),
+        None => None,
+    };
     let verified = verify_report(data, key_set, ReportType::Scan)?;
     let covered = &verified.covered;
-    if let Some(transaction) = binding.transaction {
-        let held = message_sha256(transaction).ok_or(VerifyError::Malformed("the transaction held"))?;
+    if let Some(held) = held {
         let signed = covered.get("transaction").and_then(|t| t.get("messageSha256")).and_then(Value::as_str);
-        let signed = signed.ok_or(VerifyError::Malformed("transaction.messageSha256"))?;
-        if signed != held {
-            return Err(VerifyError::DigestMismatch { signed: signed.to_owned(), held });
+        if signed != Some(held.as_str()) {
+            return Err(VerifyError::DigestMismatch { signed: signed.map(str::to_owned), held });
         }
     }
     if let Some(account) = binding.account {
@@ -434,7 +520,8 @@ pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> 
         }
     }
     if let Some(origin) = binding.origin {
-        let signed = covered.get("origin").ok_or(VerifyError::Malformed("origin"))?;
+        // Covered, so present: `null` is "sent none", and matches only a binding of none.
+        let signed = covered.get("origin").unwrap_or(&Value::Null);
         if signed.as_str() != origin || (origin.is_none() && !signed.is_null()) {
             return Err(VerifyError::OriginMismatch);
         }
@@ -457,48 +544,68 @@ pub struct Verified {
     pub covered: Map<String, Value>,
 }
 
+/// The members of a signature as read before anything is checked against them.
+struct SignatureParts<'a> {
+    report_type: &'a str,
+    key_id: &'a str,
+    covers: Vec<&'a str>,
+    value: Signature,
+}
+
+impl<'a> SignatureParts<'a> {
+    /// `data.signature`'s members, each of its shape (`Malformed` otherwise).
+    fn read(data: &'a Value) -> Result<SignatureParts<'a>, VerifyError> {
+        let signature = data.get(SIGNATURE_MEMBER).ok_or(VerifyError::Malformed("no data.signature"))?;
+        let field =
+            |name: &'static str| signature.get(name).and_then(Value::as_str).ok_or(VerifyError::Malformed(name));
+        if field("alg")? != ALG {
+            return Err(VerifyError::Malformed("alg"));
+        }
+        if field("canon")? != CANON {
+            return Err(VerifyError::Malformed("canon"));
+        }
+        let covers = signature.get("covers").and_then(Value::as_array).ok_or(VerifyError::Malformed("covers"))?;
+        let covers: Option<Vec<&str>> = covers.iter().map(Value::as_str).collect();
+        let value = URL_SAFE_NO_PAD.decode(field("value")?).map_err(|_| VerifyError::Malformed("value"))?;
+        Ok(SignatureParts {
+            report_type: field(TYPE_MEMBER)?,
+            key_id: field("keyId")?,
+            covers: covers.ok_or(VerifyError::Malformed("covers"))?,
+            value: Signature::from_slice(&value).map_err(|_| VerifyError::Malformed("value"))?,
+        })
+    }
+}
+
 /// Verifies a report's `data` object (a poll's `data`, a webhook body's `data`, a scan's
 /// `data`) as a report of type `expected`, against a published key set (`{"keys":[JWK…]}`):
 /// the signature's `type` must be `expected`'s and its `covers` exactly that type's list; the
 /// covered members plus `"type"`, canonicalized (JCS), are checked with the key its `keyId`
 /// names (current or retired). Returns the key id and the covered members alone: read those,
-/// never `data`, which may carry members nobody signed.
+/// never `data`, which may carry members nobody signed. Refusals are checked in
+/// `VerifyReason`'s order. Parsing the report's text is the caller's: a value that is no
+/// report object is `Malformed`.
 pub fn verify_report(data: &Value, key_set: &Value, expected: ReportType) -> Result<Verified, VerifyError> {
-    let signature = data.get(SIGNATURE_MEMBER).ok_or(VerifyError::Unsigned)?;
-    let field = |name: &'static str| signature.get(name).and_then(Value::as_str).ok_or(VerifyError::Malformed(name));
-    if field("alg")? != ALG {
-        return Err(VerifyError::Malformed("alg"));
+    let signature = SignatureParts::read(data)?;
+    let key = published_key(key_set, signature.key_id)?;
+    if signature.report_type != expected.name() {
+        return Err(VerifyError::WrongType { expected: expected.name(), found: signature.report_type.to_owned() });
     }
-    if field("canon")? != CANON {
-        return Err(VerifyError::Malformed("canon"));
-    }
-    let found = field(TYPE_MEMBER)?;
-    if found != expected.name() {
-        return Err(VerifyError::WrongType { expected: expected.name(), found: found.to_owned() });
-    }
-    let mut covered = covered_members(data, signature, expected)?;
-    let key_id = field("keyId")?;
-    let value = URL_SAFE_NO_PAD.decode(field("value")?).map_err(|_| VerifyError::Malformed("value"))?;
-    let signature = Signature::from_slice(&value).map_err(|_| VerifyError::Malformed("value"))?;
-    let key = published_key(key_set, key_id)?;
+    let mut covered = covered_members(data, &signature.covers, expected)?;
     let message = signed_bytes(expected, &mut covered);
-    key.verify_strict(&message, &signature).map_err(|_| VerifyError::Mismatch)?;
-    Ok(Verified { key_id: key_id.to_owned(), covered })
+    key.verify_strict(&message, &signature.value).map_err(|_| VerifyError::BadSignature)?;
+    Ok(Verified { key_id: signature.key_id.to_owned(), covered })
 }
 
-/// The members of `data` that `signature.covers` names, once it is exactly `expected`'s list.
-fn covered_members(data: &Value, signature: &Value, expected: ReportType) -> Result<Map<String, Value>, VerifyError> {
-    let covers = signature.get("covers").and_then(Value::as_array).ok_or(VerifyError::Malformed("covers"))?;
-    let names: Option<Vec<&str>> = covers.iter().map(Value::as_str).collect();
-    let names = names.ok_or(VerifyError::Malformed("covers"))?;
-    if !expected.covered_by(&names) {
-        return Err(VerifyError::WrongCovers(expected.name()));
+/// The members of `data` that `covers` names, once it is exactly `expected`'s list.
+fn covered_members(data: &Value, covers: &[&str], expected: ReportType) -> Result<Map<String, Value>, VerifyError> {
+    if !expected.covered_by(covers) {
+        return Err(VerifyError::CoversMismatch(expected.name()));
     }
-    names
-        .into_iter()
+    covers
+        .iter()
         .map(|name| match data.get(name) {
-            Some(member) => Ok((name.to_owned(), member.clone())),
-            None => Err(VerifyError::Malformed("a covered member is missing")),
+            Some(member) => Ok(((*name).to_owned(), member.clone())),
+            None => Err(VerifyError::CoversMismatch(expected.name())),
         })
         .collect()
 }
@@ -668,17 +775,56 @@ mod tests {
         for (pointer, new) in [("/xray/score/value", 83), ("/xray/score/confidence", 1)] {
             let mut changed = data.clone();
             *changed.pointer_mut(pointer).expect("member") = Value::from(new);
-            assert_eq!(verify(&changed), Err(VerifyError::Mismatch), "{pointer}");
+            assert_eq!(verify(&changed), Err(VerifyError::BadSignature), "{pointer}");
         }
         let mut changed = data.clone();
         changed["completedAt"] = Value::String("2023-11-14T22:13:20.124Z".into());
-        assert_eq!(verify(&changed), Err(VerifyError::Mismatch));
+        assert_eq!(verify(&changed), Err(VerifyError::BadSignature));
         let mut changed = data.clone();
         changed["status"] = Value::String("FAILED".into());
         assert!(verify(&changed).is_ok());
         let mut unsigned = data;
         unsigned.as_object_mut().expect("object").remove(SIGNATURE_MEMBER);
-        assert_eq!(verify(&unsigned), Err(VerifyError::Unsigned));
+        assert_eq!(verify(&unsigned), Err(VerifyError::Malformed("no data.signature")));
+    }
+
+    /// The refusal table every verifier of the repository is tested with
+    /// (`tests/signing/refusals.json`, made by `tests/signing/refusals.py`): each case this
+    /// typed API can be given gets the reason the table names, so the Rust verifier's reasons
+    /// and their order are the Python and TypeScript ones.
+    #[test]
+    fn the_shared_refusal_cases_get_the_reasons_every_verifier_gives() {
+        use base64::engine::general_purpose::STANDARD;
+        let table: Value = serde_json::from_str(include_str!("../../tests/signing/refusals.json")).expect("json");
+        let names: Vec<&str> = VerifyReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(table["reasons"], json!(names), "the closed list, in the order checked");
+        let mut seen = std::collections::BTreeSet::new();
+        for case in table["cases"].as_array().expect("cases") {
+            let name = case["name"].as_str().expect("name");
+            if case["loose"] == json!(true) {
+                continue;
+            }
+            let keys = &table["keySets"][case["keys"].as_str().expect("keys")];
+            let expected = ReportType::parse(case["type"].as_str().expect("type")).expect("a type");
+            let held = &case["binding"];
+            let transaction = held["transaction"].as_str().map(|t| STANDARD.decode(t).expect("base64"));
+            let binding = ScanBinding {
+                transaction: transaction.as_deref(),
+                account: held["account"].as_str(),
+                origin: held.get("origin").map(Value::as_str),
+            };
+            let result = match expected {
+                ReportType::Scan => verify_scan(&case["data"], keys, &binding),
+                _ => verify_report(&case["data"], keys, expected),
+            };
+            let reason = result.as_ref().err().map(|e| e.reason().as_str());
+            assert_eq!(reason, case["reason"].as_str(), "{name}: {result:?}");
+            seen.insert(reason);
+        }
+        let refused: Vec<&str> = seen.into_iter().flatten().collect();
+        let mut every = names.clone();
+        every.sort_unstable();
+        assert_eq!(refused, every, "every reason has a case");
     }
 
     #[test]
@@ -739,7 +885,7 @@ mod tests {
         for forged in [subset, superset, doubled] {
             assert_eq!(
                 key_id(verify_report(&forged, &keys, ReportType::Scan)),
-                Err(VerifyError::WrongCovers(SCAN_TYPE)),
+                Err(VerifyError::CoversMismatch(SCAN_TYPE)),
                 "{}",
                 forged[SIGNATURE_MEMBER]
             );
@@ -748,7 +894,7 @@ mod tests {
         let as_analysis = resigned(&signer, &scan, &SCAN_COVERS, ANALYSIS_TYPE);
         assert_eq!(
             key_id(verify_report(&as_analysis, &keys, ReportType::Analysis)),
-            Err(VerifyError::WrongCovers(ANALYSIS_TYPE))
+            Err(VerifyError::CoversMismatch(ANALYSIS_TYPE))
         );
         // Sanity: re-signing with the right covers and type verifies.
         let same = resigned(&signer, &scan, &SCAN_COVERS, SCAN_TYPE);
@@ -876,7 +1022,7 @@ mod tests {
         changed["xray"]["balances"]["lamports"] = json!(LAMPORTS_PAST_2_53 / 2);
         assert_eq!(
             key_id(verify_report(&changed, &key_set(&signer), ReportType::Analysis)),
-            Err(VerifyError::Mismatch)
+            Err(VerifyError::BadSignature)
         );
     }
 

@@ -6,6 +6,9 @@ and ``message_sha256``, imported, and its ``verify`` command — and ``tests/sig
 (run with ``--keys-url file://…``) accept the scan bound to its transaction (signed since or not),
 account and origin, and refuse it for a one-byte change of the message, another account, another
 origin, ``none`` against a host, a malformed signature count, and a binding of another type.
+Both also give every case of the shared refusal table (``refusals.json``, checked current
+against ``refusals.py``) the reason it names, and both commands say why from a file as a user
+holds it: not JSON, one byte changed, covers edited, another ``--type``, another server's keys.
 
 Prints one line per case and ``N passed, M failed``; exits 1 when a case failed. Needs what the
 verifiers need (``pip install -r tests/signing/requirements.txt``).
@@ -30,6 +33,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "examples" / "client.py"
 VERIFIER = ROOT / "tests" / "signing" / "verify_report.py"
+REFUSALS = ROOT / "tests" / "signing" / "refusals.py"
 SCAN = "xray.scan.v2"
 # A scan's covers (README, "Signed reports"), written here so that a verifier's own table is tested.
 SCAN_COVERS = [
@@ -98,14 +102,16 @@ def scan(origin):
     return signed(data, SCAN, SCAN_COVERS)
 
 
-def load_client():
-    spec = importlib.util.spec_from_file_location("xray_example_client", CLIENT)
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-client = load_client()
+client = load(CLIENT, "xray_example_client")
+independent_module = load(VERIFIER, "xray_independent_verifier")
+refusals = load(REFUSALS, "xray_refusals")
 
 
 def expect(actual, wanted, what):
@@ -203,7 +209,7 @@ def client_refuses_other_request():
 def client_checks_signature_first_and_refuses_unusable_binding():
     data = scan("phantom.app")
     forged = {**data, "account": "acct_other"}
-    expect(refusal(forged, binding={"account": "acct_other"}), "signature_mismatch", "a forged account")
+    expect(refusal(forged, binding={"account": "acct_other"}), "bad_signature", "a forged account")
     for what, transaction in [*MALFORMED.items(), *MALFORMED_TEXT.items()]:
         expect(refusal(data, binding={"transaction": transaction}), "malformed", what)
     expect(refusal(data, binding={"acount": ACCOUNT}), "malformed", "a misspelt member")
@@ -275,13 +281,79 @@ def independent_verifier():
     }
     for reason, options in refused.items():
         code, out = independent(WORK / "scan.json", *options)
-        expect((code, f"NOT bound: {reason}" in out), (1, True), f"{options}: {out}")
+        expect((code, f"NOT verified: {reason}" in out), (1, True), f"{options}: {out}")
     code, out = independent(WORK / "scan-no-origin.json", "--origin", "none")
     expect(code, 0, f"no origin: {out}")
     code, out = independent(WORK / "scan-no-origin.json", "--origin", "phantom.app")
-    expect((code, "NOT bound: origin_mismatch" in out), (1, True), f"an origin expected: {out}")
+    expect((code, "NOT verified: origin_mismatch" in out), (1, True), f"an origin expected: {out}")
     code, _ = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", "xray.analysis.v1", "--account", ACCOUNT, WORK / "scan.json")
     expect(code, 2, "a binding of an analysis")
+
+
+@case
+def refusal_table_is_current():
+    expect(REFUSALS.with_name("refusals.json").read_text(encoding="utf-8") == refusals.text(), True, "refusals.json is what refusals.py makes")
+    expect(refusals.REASONS, list(client.REFUSAL_REASONS), "the client's reasons, in order")
+    expect(refusals.REASONS, independent_module.REASONS, "the independent verifier's reasons, in order")
+
+
+def table_cases():
+    table = json.loads(REFUSALS.with_name("refusals.json").read_text(encoding="utf-8"))
+    return table, table["cases"]
+
+
+@case
+def client_gives_every_refusal_its_reason():
+    table, cases = table_cases()
+    for c in cases:
+        expect(refusal_of_client(c, table), c["reason"], c["name"])
+    expect(sorted({c["reason"] for c in cases} - {None}), sorted(table["reasons"]), "every reason has a case")
+
+
+def refusal_of_client(c, table):
+    try:
+        client.verify_report(c["data"], table["keySets"][c["keys"]], c["type"], c.get("binding"))
+    except client.ReportRefused as refused:
+        return refused.reason
+    return None
+
+
+@case
+def independent_verifier_gives_every_refusal_its_reason():
+    table, cases = table_cases()
+    for c in cases:
+        got = independent_module.reason_of(c["data"], table["keySets"][c["keys"]], c["type"], c.get("binding"))
+        expect(got, c["reason"], c["name"])
+
+
+@case
+def both_commands_say_why():
+    """Each reason through the commands themselves, from a file as a user holds it."""
+    text = (WORK / "scan.json").read_text()
+    other_keys = WORK / "other-keys.json"
+    other_keys.write_text(json.dumps(refusals.KEY_SETS["another server's"]))
+    files = {
+        "not JSON": text[: len(text) // 2],
+        "one byte changed": text.replace('"warning"', '"warninh"', 1),
+        "covers edited": text.replace('"account",', "", 1),
+    }
+    for name, content in files.items():
+        (WORK / f"{name}.json").write_text(content)
+    runs = [
+        ("malformed", "not JSON", "scan", WORK / "keys.json"),
+        ("bad_signature", "one byte changed", "scan", WORK / "keys.json"),
+        ("covers_mismatch", "covers edited", "scan", WORK / "keys.json"),
+        ("wrong_type", None, "analysis", WORK / "keys.json"),
+        ("unknown_key", None, "scan", other_keys),
+    ]
+    for reason, name, short_type, keys in runs:
+        report = WORK / (f"{name}.json" if name else "scan.json")
+        code, out = run(CLIENT, "verify", "--type", short_type, "--keys", keys, report)
+        verdict = json.loads(out)
+        expect((code, verdict["verified"], verdict["reason"], verdict["keyId"]), (1, False, reason, None), f"client: {name or reason}")
+        expect(isinstance(verdict["detail"], str) and verdict["detail"] != "", True, f"client detail: {verdict}")
+        code, out = run(VERIFIER, "--keys-url", keys.as_uri(), "--type", client.REPORT_TYPES[short_type], report)
+        expect((code, out.strip()), (1, f"NOT verified: {reason}"), f"independent: {name or reason}")
 
 
 def main():

@@ -14,24 +14,28 @@ set's URL (``file://`` too), it:
    members of ``data`` plus ``"type"`` (the type), turns integers outside ±(2^53 − 1) into
    floats (JCS's number rule; ``rfc8785`` refuses such integers), canonicalizes it with JCS
    and checks the signature; only those members count as verified;
-3. changes one byte of the report's text (a digit inside the covered document) and checks that
-   the changed report is refused;
-4. checks that the report is refused as any other type, and that a member added to its
-   ``data`` is not among the verified members;
-5. for a scan, with any of ``--transaction BASE64|@FILE`` (the transaction sent to the scan,
+3. for a scan, with any of ``--transaction BASE64|@FILE`` (the transaction sent to the scan,
    signed since or not), ``--account ACCT`` (the account whose key asked) and ``--origin HOST``
    (the origin host the scan judged; ``none``: the request sent no origin), checks the verified
    members against them: the SHA-256 of the transaction's message — its bytes after the
    signatures, a canonical compact-u16 count ``n`` then ``n`` × 64 bytes — is
    ``transaction.messageSha256``, ``account`` and ``origin`` are those given; then that the
-   transaction with one byte of its message changed is refused, and (when it has signatures)
-   that it with other signature bytes is still bound.
+   transaction with one byte of its message changed is refused (``digest_mismatch``), and
+   (when it has signatures) that it with other signature bytes is still bound;
+4. changes one byte of the report's text (a digit inside the covered document) and checks that
+   the changed report is refused (``bad_signature``);
+5. checks that the report is refused as any other type (``wrong_type``), and that a member
+   added to its ``data`` is not among the verified members.
 
-Prints ``verified <keyId>``, ``tampered copy refused``, ``as another type refused`` and
-``added member not verified``, and with a binding ``bound to <what was given>``,
-``changed message refused`` and ``re-signed transaction still bound``; exits 1 otherwise
-(``NOT bound: <reason>`` when the binding is refused: ``digest_mismatch``, ``account_mismatch``,
-``origin_mismatch`` or ``malformed``), 2 for a binding option with another type than a scan.
+A refusal names the first reason that applies, in the README's order ("Signed reports": why a
+verifier refuses): ``malformed`` (the report, key set or transaction given is not its shape; an
+unsigned report too), ``unknown_key``, ``wrong_type``, ``covers_mismatch``, ``bad_signature``,
+then a scan's ``digest_mismatch``, ``account_mismatch``, ``origin_mismatch`` (``check``).
+
+Prints ``verified <keyId>`` (with a binding ``bound to <what was given>``, ``changed message
+refused`` and ``re-signed transaction still bound``), ``tampered copy refused``, ``as another
+type refused`` and ``added member not verified``; or ``NOT verified: <reason>`` and exits 1 (1
+too when a self-check fails); 2 for a binding option with another type than a scan.
 Run by ``tests/integration/api/signing.rs`` against a real server, and by
 ``tests/signing/test_binding.py`` against a scan signed with a key it makes.
 
@@ -63,16 +67,47 @@ COVERS = {
     ],
 }
 SCAN = "xray.scan.v2"
+# Why a report is refused, in the order checked (README, "Signed reports"): the first that applies.
+REASONS = [
+    "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
+    "digest_mismatch", "account_mismatch", "origin_mismatch",
+]
+# What a scan can be bound to.
+BINDING = ("transaction", "account", "origin")
 SIGNATURE_BYTES = 64
 # The largest integer JCS (an IEEE double) holds exactly.
 SAFE_INTEGER_MAX = 2**53 - 1
 
 
-def b64url(text):
-    # Unpadded base64url only, as the Rust and TypeScript verifiers read it.
-    if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text):
-        raise ValueError("not unpadded base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+class Refused(Exception):
+    """A refusal: ``reason`` is one of ``REASONS``."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def b64url(text, length):
+    """Unpadded base64url of ``length`` bytes only, as the Rust and TypeScript verifiers read it."""
+    if not isinstance(text, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", text) or len(text) % 4 == 1:
+        raise Refused("malformed")
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if len(raw) != length:
+        raise Refused("malformed")
+    return raw
+
+
+def loads(text):
+    """JSON proper: no ``NaN``/``Infinity``, no number past a double (JCS could not write it)."""
+    def refuse(_):
+        raise ValueError("not JSON")
+
+    def finite(digits):
+        if abs(float(digits)) == float("inf"):
+            raise ValueError("past a double")
+        return float(digits)
+
+    return json.loads(text, parse_constant=refuse, parse_float=finite)
 
 
 def as_jcs_numbers(value):
@@ -88,44 +123,81 @@ def as_jcs_numbers(value):
     return value
 
 
-def verified(data, key_set, expected_type):
-    """The covered members of ``data`` (a dict) when it is a signed report of ``expected_type``
-    that verifies with a key of ``key_set``, else ``None``."""
+def check(data, key_set, expected_type, binding=None):
+    """The covered members of ``data`` when it is a signed report of ``expected_type`` that
+    verifies with a key of ``key_set`` (and, a scan's, is about ``binding``: a dict of
+    ``transaction`` base64, ``account``, ``origin``, those given); else ``Refused`` with the first
+    reason, in the README's order, that applies."""
+    binding = binding or {}
+    # malformed: the binding, the report, the key set
+    if any(name not in BINDING for name in binding) or (binding and expected_type != SCAN):
+        raise Refused("malformed")
+    if "transaction" in binding:
+        try:
+            transaction = base64_bytes(binding["transaction"])
+            digest = hashlib.sha256(transaction[signatures_end(transaction):]).hexdigest()
+        except ValueError:
+            raise Refused("malformed") from None
     signature = data.get("signature") if isinstance(data, dict) else None
-    if not isinstance(signature, dict) or not isinstance(key_set, dict):
-        return None
-    if signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
-        return None
-    if signature.get("type") != expected_type:
-        return None
+    if not isinstance(signature, dict) or signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
+        raise Refused("malformed")
+    if not isinstance(signature.get("type"), str) or not isinstance(signature.get("keyId"), str):
+        raise Refused("malformed")
     covers = signature.get("covers")
-    expected = COVERS[expected_type]
     if not isinstance(covers, list) or not all(isinstance(name, str) for name in covers):
-        return None
-    if len(covers) != len(expected) or set(covers) != set(expected):
-        return None
-    if any(name not in data for name in expected):
-        return None
+        raise Refused("malformed")
+    value = b64url(signature.get("value"), 64)
+    keys = key_set.get("keys") if isinstance(key_set, dict) else None
+    if not isinstance(keys, list):
+        raise Refused("malformed")
+    # unknown_key: the first key of that id, as the other verifiers take it
+    jwk = next((k for k in keys if isinstance(k, dict) and k.get("kid") == signature["keyId"]), None)
+    if jwk is None:
+        raise Refused("unknown_key")
+    if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
+        raise Refused("malformed")
+    key = Ed25519PublicKey.from_public_bytes(b64url(jwk.get("x"), 32))
+    # wrong_type, covers_mismatch
+    if signature["type"] != expected_type:
+        raise Refused("wrong_type")
+    expected = COVERS[expected_type]
+    if len(covers) != len(expected) or set(covers) != set(expected) or any(n not in data for n in expected):
+        raise Refused("covers_mismatch")
     covered = {name: data[name] for name in expected}
-    keys = key_set.get("keys")
-    keys = [k for k in keys if isinstance(k, dict)] if isinstance(keys, list) else []
-    # The first key of that id, as the other verifiers take it.
-    jwk = next((k for k in keys if k.get("kid") == signature.get("keyId")), None)
-    if jwk is None or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
-        return None
+    # bad_signature
     try:
-        key = Ed25519PublicKey.from_public_bytes(b64url(jwk.get("x")))
-        message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
-        key.verify(b64url(signature.get("value")), message)
-    except (InvalidSignature, TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError):
-        return None
+        key.verify(value, rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type})))
+    except InvalidSignature:
+        raise Refused("bad_signature") from None
+    except (TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError):
+        raise Refused("malformed") from None
+    # the binding, on what the signature attests
+    if "transaction" in binding:
+        signed = covered["transaction"].get("messageSha256") if isinstance(covered["transaction"], dict) else None
+        if digest != signed:
+            raise Refused("digest_mismatch")
+    if "account" in binding and covered["account"] != binding["account"]:
+        raise Refused("account_mismatch")
+    if "origin" in binding and covered["origin"] != binding["origin"]:
+        raise Refused("origin_mismatch")
     return covered
+
+
+def reason_of(data, key_set, expected_type, binding=None):
+    """``check``'s reason for refusing, or ``None`` when it accepts."""
+    try:
+        check(data, key_set, expected_type, binding)
+    except Refused as refused:
+        return refused.reason
+    return None
 
 
 def base64_bytes(text):
     """Standard base64 as the scan endpoint reads it: padding optional, nothing else."""
+    if not isinstance(text, str):
+        raise ValueError("not base64")
     digits = text.rstrip("=")
-    if not re.fullmatch(r"[A-Za-z0-9+/]*", digits):
+    if not re.fullmatch(r"[A-Za-z0-9+/]*", digits) or len(digits) % 4 == 1:
         raise ValueError("not base64")
     raw = base64.b64decode(digits + "=" * (-len(digits) % 4))
     # Decoding drops stray bits of the last digit: encoding back shows them.
@@ -156,25 +228,6 @@ def signatures_end(transaction):
     if end > len(transaction):
         raise ValueError(f"{count} signatures do not fit in {len(transaction)} bytes")
     return end
-
-
-def binding_refusal(covered, binding):
-    """Why the verified members of a scan are not about ``binding`` (a dict of ``transaction``
-    base64, ``account``, ``origin``: those given), else ``None``."""
-    if "transaction" in binding:
-        try:
-            transaction = base64_bytes(binding["transaction"])
-            digest = hashlib.sha256(transaction[signatures_end(transaction):]).hexdigest()
-        except ValueError as error:
-            return f"malformed ({error})"
-        signed = covered["transaction"].get("messageSha256") if isinstance(covered["transaction"], dict) else None
-        if digest != signed:
-            return "digest_mismatch"
-    if "account" in binding and covered["account"] != binding["account"]:
-        return "account_mismatch"
-    if "origin" in binding and covered["origin"] != binding["origin"]:
-        return "origin_mismatch"
-    return None
 
 
 def tampered(text, expected_type):
@@ -213,26 +266,27 @@ def main():
         parser.error(f"--transaction, --account and --origin bind a {SCAN} only")
     with urllib.request.urlopen(args.keys_url, timeout=10) as answer:
         key_set = json.load(answer)
-    with open(args.report, encoding="utf-8") as f:
+    with open(args.report, "rb") as f:
         text = f.read()
-    data = json.loads(text)["data"]
-    covered = verified(data, key_set, args.type)
-    if covered is None:
-        print("NOT verified")
+    try:
+        body = loads(text)
+    except ValueError:  # UnicodeDecodeError too
+        body = None
+    data = body.get("data") if isinstance(body, dict) else None
+    try:
+        covered = check(data, key_set, args.type, binding)
+    except Refused as refused:
+        print(f"NOT verified: {refused.reason}")
         sys.exit(1)
     print(f"verified {data['signature']['keyId']}")
     if binding:
-        refusal = binding_refusal(covered, binding)
-        if refusal is not None:
-            print(f"NOT bound: {refusal}")
-            sys.exit(1)
         print(f"bound to {', '.join(binding)}")
     if "transaction" in binding:
         transaction = base64_bytes(binding["transaction"])
         changed = bytearray(transaction)
         changed[-1] ^= 0x01
-        if binding_refusal(covered, {"transaction": base64.b64encode(changed).decode()}) != "digest_mismatch":
-            print("changed message ACCEPTED")
+        if reason_of(data, key_set, args.type, {"transaction": base64.b64encode(changed).decode()}) != "digest_mismatch":
+            print("changed message ACCEPTED (or refused for another reason)")
             sys.exit(1)
         print("changed message refused")
         start = signatures_end(transaction)
@@ -241,19 +295,22 @@ def main():
             resigned = bytearray(transaction)
             last = slice(start - SIGNATURE_BYTES, start)
             resigned[last] = bytes(b ^ 0xFF for b in transaction[last])
-            if binding_refusal(covered, {"transaction": base64.b64encode(resigned).decode()}) is not None:
+            if reason_of(data, key_set, args.type, {"transaction": base64.b64encode(resigned).decode()}) is not None:
                 print("re-signed transaction NOT bound")
                 sys.exit(1)
             print("re-signed transaction still bound")
-    if verified(json.loads(tampered(text, args.type))["data"], key_set, args.type) is not None:
-        print("tampered copy ACCEPTED")
+    if reason_of(loads(tampered(text.decode(), args.type))["data"], key_set, args.type) != "bad_signature":
+        print("tampered copy ACCEPTED (or refused for another reason than bad_signature)")
         sys.exit(1)
     print("tampered copy refused")
-    if any(verified(data, key_set, other) is not None for other in COVERS if other != args.type):
-        print("as another type ACCEPTED")
+    if any(reason_of(data, key_set, other) != "wrong_type" for other in COVERS if other != args.type):
+        print("as another type ACCEPTED (or refused for another reason than wrong_type)")
         sys.exit(1)
     print("as another type refused")
-    added = verified({**data, "addedMember": {"unsigned": True}}, key_set, args.type)
+    try:
+        added = check({**data, "addedMember": {"unsigned": True}}, key_set, args.type)
+    except Refused:
+        added = None
     if added is None or "addedMember" in added:
         print("added member VERIFIED (or the signed members no longer verify)")
         sys.exit(1)

@@ -18,7 +18,8 @@
  *   caller expects, against the published key set (`getSigningKeys`), over its RFC 8785 (JCS)
  *   canonical form (`canonicalJson`); it returns the signed members alone. For a scan it also
  *   checks, when asked, that the signed answer is about the caller's transaction (`messageSha256`),
- *   account and origin.
+ *   account and origin. A refusal names one reason of `VERIFY_REASONS` (`checkReport`: the same,
+ *   as a result instead of a throw).
  */
 import {
   createHash,
@@ -798,25 +799,51 @@ export interface ScanBinding {
 
 const BINDING_MEMBERS: readonly (keyof ScanBinding)[] = ["transaction", "account", "origin"];
 
-/** Why `verifyReport` refused a report. */
+/**
+ * Why a verifier refuses a report: the closed list every verifier of this repository gives (the
+ * Rust, Python and TypeScript ones; README, "Signed reports"), in the order they are checked —
+ * the first that applies is the reason:
+ * - `malformed`: the report, the key set or the binding is not the shape it has (no `data`
+ *   object, no signature — an unsigned report — `alg` not `EdDSA`, `canon` not `JCS`, `type` or
+ *   `keyId` not text, `covers` not a list of names, `value` not 64 bytes of unpadded base64url;
+ *   a key set without `keys`, or whose key of that id is no Ed25519 public key; a binding with a
+ *   member no binding has, of another type than a scan, or whose transaction is none);
+ * - `unknown_key`: no key of the set has the signature's `keyId` (another server's report);
+ * - `wrong_type`: the signature's `type` is not the type expected;
+ * - `covers_mismatch`: `covers` is not exactly that type's members, or `data` lacks one;
+ * - `bad_signature`: the signature does not verify — something it covers was changed;
+ * - then a scan's binding, compared with what the signature attests: `digest_mismatch` (its
+ *   `transaction.messageSha256` is not the digest of the transaction's message; the only digest
+ *   a report binds — an analysis or comparison has none), `account_mismatch`, `origin_mismatch`.
+ */
+export const VERIFY_REASONS = [
+  "malformed",
+  "unknown_key",
+  "wrong_type",
+  "covers_mismatch",
+  "bad_signature",
+  "digest_mismatch",
+  "account_mismatch",
+  "origin_mismatch",
+] as const;
+/** One of `VERIFY_REASONS`. */
+export type VerifyReason = (typeof VERIFY_REASONS)[number];
+
+/** Why `verifyReport` refused a report: `reason` (`VERIFY_REASONS`) and, in `message`, what. */
 export class ReportVerificationError extends Error {
   constructor(
-    readonly reason:
-      | "unsigned"
-      | "malformed"
-      | "wrong_type"
-      | "wrong_covers"
-      | "unknown_key"
-      | "signature_mismatch"
-      | "digest_mismatch"
-      | "account_mismatch"
-      | "origin_mismatch",
+    readonly reason: VerifyReason,
     message: string,
   ) {
     super(message);
     this.name = "ReportVerificationError";
   }
 }
+
+/** `checkReport`'s answer: the verified report, or the reason it was refused. */
+export type ReportCheck =
+  | ({ verified: true } & VerifiedReport)
+  | { verified: false; reason: VerifyReason; message: string };
 
 /**
  * RFC 8785 (JCS): `value` as canonical JSON — object members sorted by their names' UTF-16 code
@@ -850,16 +877,19 @@ export function canonicalJson(value: unknown): string {
  * must be about the caller's own request: its transaction's message (`digest_mismatch`), account
  * (`account_mismatch`) and origin (`origin_mismatch`); a binding for another type is `malformed`.
  * Returns the key id and the covered members alone (a member added to `data` is not among them);
- * throws `ReportVerificationError`.
+ * throws `ReportVerificationError` with the first of `VERIFY_REASONS`, in their order, that
+ * applies. Parsing the report's text is the caller's: a value that is no report object is
+ * `malformed`. `checkReport` answers the same without throwing.
  */
 export function verifyReport(
-  data: Record<string, unknown>,
+  data: unknown,
   keySet: SigningKeySet,
   expected: ReportType,
   binding?: ScanBinding,
 ): VerifiedReport {
+  // 1. malformed: what was asked, the binding, the report, the key set.
   if (!Object.prototype.hasOwnProperty.call(REPORT_COVERS, expected)) {
-    throw new ReportVerificationError("wrong_type", `${String(expected)} is no report type`);
+    throw new ReportVerificationError("malformed", `${String(expected)} is no report type`);
   }
   // A member the binding does not know (a misspelt `acount`) would silently check nothing.
   const unknown = Object.keys(binding ?? {}).filter((k) => !BINDING_MEMBERS.includes(k as keyof ScanBinding));
@@ -868,33 +898,82 @@ export function verifyReport(
   if (bound && expected !== SCAN_TYPE) {
     throw new ReportVerificationError("malformed", `a binding applies to ${SCAN_TYPE} only, not ${expected}`);
   }
-  const signature = data?.signature as ReportSignature | undefined;
-  if (!signature || typeof signature !== "object") throw new ReportVerificationError("unsigned", "no data.signature");
+  const heldDigest = binding?.transaction !== undefined ? messageSha256(binding.transaction) : undefined;
+  const report = isObject(data) ? data : undefined;
+  const signature = report?.signature;
+  if (!report || !isObject(signature)) {
+    throw new ReportVerificationError("malformed", "no data.signature (an unsigned report, or no report)");
+  }
   if (signature.alg !== "EdDSA" || signature.canon !== "JCS") {
     throw new ReportVerificationError("malformed", "not an EdDSA signature over JCS");
   }
-  if (signature.type !== expected) {
-    throw new ReportVerificationError("wrong_type", `a ${String(signature.type)} signature, not ${expected}`);
+  const { type, keyId, covers } = signature;
+  if (typeof type !== "string" || typeof keyId !== "string") {
+    throw new ReportVerificationError("malformed", "signature.type or signature.keyId is not text");
   }
-  const covered = coveredMembers(data, signature, expected);
-  const keys: unknown = keySet?.keys;
+  if (!Array.isArray(covers) || !covers.every((name) => typeof name === "string")) {
+    throw new ReportVerificationError("malformed", "covers is not a list of names");
+  }
+  const value = base64urlBytes(signature.value, "value", 64);
+  const keys: unknown = (keySet as unknown as Record<string, unknown> | null)?.keys;
   if (!Array.isArray(keys)) throw new ReportVerificationError("malformed", "the key set has no keys");
-  const jwk = (keys as SigningKeySet["keys"]).find((k) => k?.kid === signature.keyId);
-  if (!jwk) throw new ReportVerificationError("unknown_key", `no published key ${String(signature.keyId)}`);
-  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519") throw new ReportVerificationError("malformed", "not an Ed25519 key");
+  // 2. unknown_key: the first key of that id.
+  const jwk = (keys as unknown[]).find((k): k is Record<string, unknown> => isObject(k) && k.kid === keyId);
+  if (!jwk) throw new ReportVerificationError("unknown_key", `no published key ${keyId}`);
+  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519") {
+    throw new ReportVerificationError("malformed", "the key of that id is not an Ed25519 key");
+  }
   const key = publicKeyOf(jwk.x);
-  const message = Buffer.from(canonicalJson({ ...covered, type: expected }), "utf8");
-  const ok = verifySignature(null, message, key, base64urlBytes(signature.value, "value"));
-  if (!ok) throw new ReportVerificationError("signature_mismatch", "the signature does not match the report");
-  if (bound) checkBinding(covered, binding);
-  return { keyId: signature.keyId, covered };
+  // 3. wrong_type, 4. covers_mismatch
+  if (type !== expected) throw new ReportVerificationError("wrong_type", `a ${type} signature, not ${expected}`);
+  const covered = coveredMembers(report, covers as string[], expected);
+  // 5. bad_signature
+  let message: Buffer;
+  try {
+    message = Buffer.from(canonicalJson({ ...covered, type: expected }), "utf8");
+  } catch (e) {
+    // A value JSON cannot carry (a non-finite number, a function) has no canonical form.
+    throw new ReportVerificationError("malformed", `no canonical form: ${(e as Error).message}`);
+  }
+  if (!verifySignature(null, message, key, value)) {
+    throw new ReportVerificationError("bad_signature", "the signature does not match the report");
+  }
+  // 6. the binding, on what the signature attests
+  if (bound) checkBinding(covered, binding, heldDigest);
+  return { keyId, covered };
 }
 
-/** Refuses a scan's verified members that are not about `binding`'s transaction, account or origin. */
-function checkBinding(covered: Record<string, unknown>, binding: ScanBinding): void {
-  if (binding.transaction !== undefined) {
+/**
+ * `verifyReport` without throwing: `{verified: true, keyId, covered}`, or `{verified: false,
+ * reason, message}` when it refuses. Anything but a refusal (a bug) still throws.
+ */
+export function checkReport(
+  data: unknown,
+  keySet: SigningKeySet,
+  expected: ReportType,
+  binding?: ScanBinding,
+): ReportCheck {
+  try {
+    return { verified: true, ...verifyReport(data, keySet, expected, binding) };
+  } catch (e) {
+    if (e instanceof ReportVerificationError) return { verified: false, reason: e.reason, message: e.message };
+    throw e;
+  }
+}
+
+/** Whether `value` is a JSON object (not null, not an array). */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Refuses a scan's verified members that are not about `binding`'s transaction (`heldDigest`, its
+ * message's digest, read before anything else), account or origin.
+ */
+function checkBinding(covered: Record<string, unknown>, binding: ScanBinding, heldDigest: string | undefined): void {
+  if (heldDigest !== undefined) {
     const signed = (covered.transaction as { messageSha256?: unknown } | null | undefined)?.messageSha256;
-    if (messageSha256(binding.transaction) !== signed) {
+    if (heldDigest !== signed) {
       throw new ReportVerificationError("digest_mismatch", "the scan judged another transaction message");
     }
   }
@@ -960,35 +1039,35 @@ function compactU16(bytes: Uint8Array): [number, number] {
   throw new ReportVerificationError("malformed", "the signature count is longer than 3 bytes");
 }
 
-/** Unpadded base64url text as bytes; anything else (padding, other characters, not text) is malformed. */
-function base64urlBytes(text: unknown, what: string): Buffer {
-  if (typeof text !== "string" || !/^[A-Za-z0-9_-]*$/.test(text)) {
+/** Unpadded base64url text of `length` bytes; anything else (padding, other characters, not text) is malformed. */
+function base64urlBytes(text: unknown, what: string, length: number): Buffer {
+  if (typeof text !== "string" || !/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) {
     throw new ReportVerificationError("malformed", `${what} is not unpadded base64url`);
   }
-  return Buffer.from(text, "base64url");
+  const bytes = Buffer.from(text, "base64url");
+  if (bytes.length !== length) throw new ReportVerificationError("malformed", `${what} is not ${length} bytes`);
+  return bytes;
 }
 
 /** The Ed25519 public key of a JWK's `x`. */
 function publicKeyOf(x: unknown): KeyObject {
-  const bytes = base64urlBytes(x, "the key's x");
-  if (bytes.length !== 32) throw new ReportVerificationError("malformed", "the key's x is not 32 bytes");
+  base64urlBytes(x, "the key's x", 32);
   return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: x as string }, format: "jwk" });
 }
 
-/** The members of `data` a signature of type `expected` covers, once its `covers` is exactly that list. */
+/** The members of `data` a signature of type `expected` covers, once `covers` is exactly that list. */
 function coveredMembers(
   data: Record<string, unknown>,
-  signature: ReportSignature,
+  covers: readonly string[],
   expected: ReportType,
 ): Record<string, unknown> {
   const names: readonly string[] = REPORT_COVERS[expected];
-  const covers: unknown = signature.covers;
-  const exact = Array.isArray(covers) && covers.length === names.length && names.every((n) => covers.includes(n));
-  if (!exact) throw new ReportVerificationError("wrong_covers", `the covers are not exactly those of ${expected}`);
+  const exact = covers.length === names.length && names.every((n) => covers.includes(n));
+  if (!exact) throw new ReportVerificationError("covers_mismatch", `the covers are not exactly those of ${expected}`);
   const covered: Record<string, unknown> = {};
   for (const name of names) {
     if (!Object.prototype.hasOwnProperty.call(data, name)) {
-      throw new ReportVerificationError("malformed", `covered member ${name} is missing`);
+      throw new ReportVerificationError("covers_mismatch", `covered member ${name} is missing`);
     }
     covered[name] = data[name];
   }

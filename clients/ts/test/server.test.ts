@@ -61,8 +61,8 @@ describe("the real server", () => {
     changed.xray.score.value = changed.xray.score.value === 1 ? 2 : 1;
     const refused = (d: Record<string, unknown>, type: ReportType, reason: string) =>
       assert.throws(() => verifyReport(d, keys.body, type), (e) => e instanceof ReportVerificationError && e.reason === reason);
-    refused(changed, "xray.analysis.v1", "signature_mismatch");
-    refused({ ...data, signature: undefined }, "xray.analysis.v1", "unsigned");
+    refused(changed, "xray.analysis.v1", "bad_signature");
+    refused({ ...data, signature: undefined }, "xray.analysis.v1", "malformed");
     refused(data, "xray.scan.v2", "wrong_type");
   });
 

@@ -7,10 +7,12 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
   canonicalJson,
+  checkReport,
   messageSha256,
   REPORT_COVERS,
   ReportVerificationError,
   verifyReport,
+  VERIFY_REASONS,
   type ReportType,
   type ScanBinding,
   type SigningKeySet,
@@ -104,7 +106,7 @@ describe("signed reports (a key made here)", () => {
     const grafted = { ...data, xray: { score: { value: 100 } } };
     const again = verifyReport(grafted, keySet, "xray.scan.v2");
     assert.ok(!("xray" in again.covered), "the added member is not verified");
-    assert.equal(reason(() => verifyReport({ ...data, verdict: "benign" }, keySet, "xray.scan.v2")), "signature_mismatch");
+    assert.equal(reason(() => verifyReport({ ...data, verdict: "benign" }, keySet, "xray.scan.v2")), "bad_signature");
   });
 
   it("refuses another type, and covers that are a subset, a superset or doubled", () => {
@@ -121,7 +123,7 @@ describe("signed reports (a key made here)", () => {
       signed(scanData(), "xray.analysis.v1", covers),
     ];
     const expected: ReportType[] = ["xray.scan.v2", "xray.scan.v2", "xray.scan.v2", "xray.analysis.v1"];
-    forged.forEach((data, i) => assert.equal(reason(() => verifyReport(data, keySet, expected[i])), "wrong_covers", `${i}`));
+    forged.forEach((data, i) => assert.equal(reason(() => verifyReport(data, keySet, expected[i])), "covers_mismatch", `${i}`));
     const analysis = signed(
       { analysisId: "an_1", wallet: "W", completedAt: "2025-01-01T00:00:00.000Z", xray: { lamports: 2 ** 64 }, status: "READY" },
       "xray.analysis.v1",
@@ -130,7 +132,7 @@ describe("signed reports (a key made here)", () => {
     assert.equal(verifyReport(analysis, keySet, "xray.analysis.v1").keyId, kid);
     assert.equal(reason(() => verifyReport(analysis, keySet, "xray.scan.v2")), "wrong_type");
     const untyped = { ...analysis, signature: { ...analysis.signature, type: undefined } };
-    assert.equal(reason(() => verifyReport(untyped, keySet, "xray.analysis.v1")), "wrong_type");
+    assert.equal(reason(() => verifyReport(untyped, keySet, "xray.analysis.v1")), "malformed");
     // Malformed input is a refusal with a reason, never a TypeError: as the Rust verifier.
     const sig = analysis.signature as Record<string, unknown>;
     const malformed: [Record<string, unknown>, unknown][] = [
@@ -143,7 +145,7 @@ describe("signed reports (a key made here)", () => {
     for (const [data, keys] of malformed) {
       assert.equal(reason(() => verifyReport(data, keys as typeof keySet, "xray.analysis.v1")), "malformed");
     }
-    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.nothing.v1" as ReportType)), "wrong_type");
+    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.nothing.v1" as ReportType)), "malformed");
   });
 
   // A serialized transaction as the scan reads it: compact-u16 n, n signatures, the message.
@@ -241,7 +243,7 @@ describe("signed reports (a key made here)", () => {
     const data = scan("phantom.app");
     // A forged account fails as a forgery, whatever the binding expects.
     const forged = { ...data, account: "acct_other" };
-    assert.equal(reason(() => verifyReport(forged, keySet, "xray.scan.v2", { account: "acct_other" })), "signature_mismatch");
+    assert.equal(reason(() => verifyReport(forged, keySet, "xray.scan.v2", { account: "acct_other" })), "bad_signature");
     // The binding's transaction is malformed: no digest to compare.
     assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { transaction: Buffer.from([0x80, 0x00]) })), "malformed");
     // A binding of another type's report, or a member no binding has (it would check nothing).
@@ -257,6 +259,46 @@ describe("signed reports (a key made here)", () => {
     // A scan signed as v1 (no account, origin nor digest covered) is not a v2 scan.
     const v1 = REPORT_COVERS["xray.scan.v2"].filter((n) => n !== "account" && n !== "origin");
     assert.equal(reason(() => verifyReport(signed(scanData(), "xray.scan.v1", v1), keySet, "xray.scan.v2")), "wrong_type");
+  });
+});
+
+describe("why a report is refused (tests/signing/refusals.json, the table every verifier is held to)", () => {
+  const table = JSON.parse(readFileSync(new URL("../../../../tests/signing/refusals.json", import.meta.url), "utf8")) as {
+    reasons: string[];
+    keySets: Record<string, SigningKeySet>;
+    cases: { name: string; type: ReportType; data: unknown; keys: string; binding?: ScanBinding; reason: string | null }[];
+  };
+
+  it("names the same reasons in the same order", () => {
+    assert.deepEqual([...VERIFY_REASONS], table.reasons);
+  });
+
+  it("gives every case the reason the table names, as a throw and as a result", () => {
+    for (const c of table.cases) {
+      const checked = checkReport(c.data, table.keySets[c.keys], c.type, c.binding);
+      assert.equal(checked.verified ? null : checked.reason, c.reason, c.name);
+      if (c.reason === null) {
+        assert.equal(verifyReport(c.data, table.keySets[c.keys], c.type, c.binding).keyId, checked.verified && checked.keyId, c.name);
+      } else {
+        assert.throws(
+          () => verifyReport(c.data, table.keySets[c.keys], c.type, c.binding),
+          (e) => e instanceof ReportVerificationError && e.reason === c.reason && e.message !== "",
+          c.name,
+        );
+      }
+    }
+    const refused = new Set(table.cases.map((c) => c.reason).filter((r) => r !== null));
+    assert.deepEqual([...refused].sort(), [...VERIFY_REASONS].sort(), "every reason has a case");
+  });
+
+  it("refuses what JSON.parse made of no report, and a number JCS cannot write", () => {
+    for (const data of [null, 7, "a report", [], { data: {} }]) {
+      assert.equal(checkReport(data, table.keySets.ours, "xray.analysis.v1").verified, false);
+    }
+    const analysis = table.cases.find((c) => c.type === "xray.analysis.v1" && c.reason === null)!.data as Record<string, unknown>;
+    const infinite = { ...analysis, xray: { lamports: JSON.parse("1e400") } };
+    const checked = checkReport(infinite, table.keySets.ours, "xray.analysis.v1");
+    assert.deepEqual(checked.verified ? null : checked.reason, "malformed");
   });
 });
 

@@ -116,11 +116,11 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     let mut changed = analysis.clone();
     let score = changed["xray"]["score"]["value"].as_u64().expect("score");
     changed["xray"]["score"]["value"] = json!(score ^ 1);
-    assert_eq!(verified_by(&changed, &keys, ReportType::Analysis), Err(VerifyError::Mismatch));
+    assert_eq!(verified_by(&changed, &keys, ReportType::Analysis), Err(VerifyError::BadSignature));
     for pointer in ["/wallet", "/analysisId", "/completedAt", "/xray/signals/0/kind"] {
         assert_eq!(
             verified_by(&with_changed_char(&analysis, pointer), &keys, ReportType::Analysis),
-            Err(VerifyError::Mismatch),
+            Err(VerifyError::BadSignature),
             "{pointer}"
         );
     }
@@ -128,7 +128,7 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     let text = signature["value"].as_str().expect("value");
     let flipped = if text.starts_with('A') { format!("B{}", &text[1..]) } else { format!("A{}", &text[1..]) };
     bad_signature["signature"]["value"] = json!(flipped);
-    assert_eq!(verified_by(&bad_signature, &keys, ReportType::Analysis), Err(VerifyError::Mismatch));
+    assert_eq!(verified_by(&bad_signature, &keys, ReportType::Analysis), Err(VerifyError::BadSignature));
 
     // A comparison.
     let accepted = submit(&server, k, COMPARE_PATH, &compare_body(SYBIL_A, SYBIL_B));
@@ -138,7 +138,7 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     assert_eq!(verified_by(&comparison, &keys, ReportType::Comparison), Ok(first_kid.clone()));
     assert_eq!(
         verified_by(&with_changed_char(&comparison, "/walletB"), &keys, ReportType::Comparison),
-        Err(VerifyError::Mismatch)
+        Err(VerifyError::BadSignature)
     );
     assert!(matches!(verify_report(&comparison, &keys, ReportType::Analysis), Err(VerifyError::WrongType { .. })));
 
@@ -200,7 +200,7 @@ fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys
     for member in ["verdict", "scannedAt", "requestId"] {
         let mut changed = scan.clone();
         changed[member] = json!("2000-01-01T00:00:00.000Z");
-        assert_eq!(verified_by(&changed, keys, ReportType::Scan), Err(VerifyError::Mismatch), "{member}");
+        assert_eq!(verified_by(&changed, keys, ReportType::Scan), Err(VerifyError::BadSignature), "{member}");
     }
     // An unsigned member added (an X-Ray, as if the scan carried one): still verifies — the
     // signed members are intact — but is not among the verified members.
@@ -217,13 +217,13 @@ fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys
             Err(VerifyError::WrongType { expected: expected.name(), found: "xray.scan.v2".to_owned() })
         );
     }
-    // Its covers claiming one member more or less: refused before any key is tried.
+    // Its covers claiming one member more or less: refused before the signature is checked.
     let mut superset = grafted.clone();
     superset["signature"]["covers"].as_array_mut().expect("covers").push(json!("xray"));
     let mut subset = scan.clone();
     subset["signature"]["covers"].as_array_mut().expect("covers").pop();
     for forged in [superset, subset] {
-        assert_eq!(verified_by(&forged, keys, ReportType::Scan), Err(VerifyError::WrongCovers("xray.scan.v2")));
+        assert_eq!(verified_by(&forged, keys, ReportType::Scan), Err(VerifyError::CoversMismatch("xray.scan.v2")));
     }
     scan
 }
@@ -302,4 +302,5 @@ fn python_verifier_accepts(
     let other = if report_type == "xray.scan.v2" { "analysis" } else { "scan" };
     let (ok, verdict) = client(other);
     assert!(!ok && verdict["verified"] == json!(false), "as {other}: {verdict}");
+    assert_eq!((&verdict["reason"], &verdict["keyId"]), (&json!("wrong_type"), &Value::Null), "as {other}: {verdict}");
 }

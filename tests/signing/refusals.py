@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""The refusal cases every report verifier of this repository is tested with: one table, so the
+four verifiers (Rust ``xray::signing::verify_report`` / ``verify_scan``, TypeScript
+``verifyReport``, ``examples/client.py verify``, ``tests/signing/verify_report.py``) give the
+same reason for the same report. Written to ``refusals.json`` beside this file; each verifier's
+tests read that file, and ``tests/signing/test_binding.py`` checks it is what this script makes.
+
+The reasons and the order they are checked in are the README's ("Signed reports", "Why a
+verifier refuses"): ``malformed``, ``unknown_key``, ``wrong_type``, ``covers_mismatch``,
+``bad_signature``, then for a scan given what its asker holds ``digest_mismatch``,
+``account_mismatch``, ``origin_mismatch``; the first that applies is the reason. The
+``precedence`` cases are wrong in two ways and expect the earlier one.
+
+Everything is deterministic (Ed25519 signatures are; the keys come from fixed seeds), so the
+file is the same each time it is made. A case is ``{name, type, data, keys, binding?, reason}``:
+``keys`` names a key set of ``keySets``; ``binding`` (a scan's) holds what the asker holds —
+``transaction`` (base64), ``account``, ``origin`` (``null``: it sent none); ``reason`` is
+``null`` when the report verifies. A case with ``"loose": true`` is one a typed API cannot be
+given (a binding member no binding has, a binding of an analysis): the Rust verifier's types
+rule it out, so its tests skip it.
+
+  python3 tests/signing/refusals.py            # writes tests/signing/refusals.json
+  python3 tests/signing/refusals.py --check    # exits 1 when the file is not current
+"""
+
+import base64
+import copy
+import hashlib
+import json
+import pathlib
+import sys
+
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+OUT = pathlib.Path(__file__).resolve().with_name("refusals.json")
+REASONS = [
+    "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
+    "digest_mismatch", "account_mismatch", "origin_mismatch",
+]
+ANALYSIS = "xray.analysis.v1"
+SCAN = "xray.scan.v2"
+# Written out here (README, "Signed reports") rather than taken from a verifier: the table tests them.
+COVERS = {
+    ANALYSIS: ["analysisId", "wallet", "completedAt", "xray"],
+    SCAN: [
+        "verdict", "signer", "transaction", "findings", "effects", "instructions", "simulation",
+        "counterparties", "engineVersions", "policy", "origin", "account", "scannedAt", "requestId",
+    ],
+}
+ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd"
+ORIGIN = "phantom.app"
+
+
+def b64url(raw):
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def key_of(seed_text):
+    """(private key, JWK) of the key made from ``seed_text``, ``kid`` as the server makes it."""
+    key = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(seed_text.encode()).digest())
+    public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    jwk = {
+        "kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": hashlib.sha256(public).hexdigest()[:16],
+        "x": b64url(public), "status": "current", "createdAt": "2026-11-28T10:00:00.000Z", "retiredAt": None,
+    }
+    return key, jwk
+
+
+KEY, JWK = key_of("xray refusals: the server's key")
+_, OTHER_JWK = key_of("xray refusals: another server's key")
+KEY_SETS = {
+    "ours": {"keys": [JWK]},
+    "another server's": {"keys": [OTHER_JWK]},
+    "empty": {"keys": []},
+    "no keys list": {"keys": "none"},
+    "ours, not Ed25519": {"keys": [{**JWK, "crv": "X25519"}]},
+    "ours, x of 31 bytes": {"keys": [{**JWK, "x": b64url(bytes(31))}]},
+}
+
+
+def compact_u16(n):
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def legacy_transaction(signatures):
+    """A legacy transaction every verifier parses (Rust's parser sanitizes the message): one
+    signer, one program called with it and 4 bytes of data."""
+    signer, program, blockhash = (hashlib.sha256(s).digest() for s in (b"signer", b"program", b"blockhash"))
+    # header: 1 required signature, 0 read-only signed, 1 read-only unsigned (the program)
+    message = bytes([1, 0, 1]) + compact_u16(2) + signer + program + blockhash
+    message += compact_u16(1) + bytes([1]) + compact_u16(1) + bytes([0]) + compact_u16(4) + b"xray"
+    return compact_u16(1) + signatures + message, message
+
+
+SENT, MESSAGE = legacy_transaction(bytes(64))
+SIGNED_SINCE, _ = legacy_transaction(hashlib.sha512(b"signed after the scan").digest())
+CHANGED_MESSAGE = SENT[:-1] + bytes([SENT[-1] ^ 0x01])
+# A signature count of 0 written in two bytes: not canonical compact-u16, so no transaction.
+BAD_COUNT = bytes([0x80, 0x00]) + SENT[1:]
+
+
+def b64(raw):
+    return base64.b64encode(raw).decode()
+
+
+def signed(data, report_type, covers, key=KEY, kid=JWK["kid"]):
+    """``data`` with the signature the server would give it."""
+    value = key.sign(rfc8785.dumps({**{name: data[name] for name in covers}, "type": report_type}))
+    signature = {
+        "keyId": kid, "alg": "EdDSA", "canon": "JCS", "type": report_type, "covers": sorted(covers),
+        "value": b64url(value),
+    }
+    return {**data, "signature": signature}
+
+
+def scan_data(origin=ORIGIN):
+    return signed(
+        {
+            "verdict": "warning",
+            "signer": "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z",
+            "transaction": {
+                "version": "legacy", "signed": False, "accounts": 2, "lookupTables": [],
+                "messageSha256": hashlib.sha256(MESSAGE).hexdigest(),
+                "signatures": [{"signer": "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", "status": "missing"}],
+            },
+            "findings": [{"kind": "token_approval", "severity": "high", "instruction": 0}],
+            "effects": [{"kind": "sol", "lamports": -5000}],
+            "instructions": [{"index": 0, "program": "11111111111111111111111111111111"}],
+            "simulation": {"status": "skipped", "reason": "a fixture"},
+            "counterparties": {"status": "read", "transactions": 25},
+            "engineVersions": {"scan": "1.3.0"},
+            "policy": {"id": "default", "version": 0},
+            "origin": origin,
+            "account": ACCOUNT,
+            "scannedAt": "2026-11-28T10:00:00.123Z",
+            "requestId": "refusals.1",
+        },
+        SCAN,
+        COVERS[SCAN],
+    )
+
+
+def analysis_data():
+    return signed(
+        {
+            "analysisId": "an_refusals", "wallet": "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ",
+            "completedAt": "2026-11-28T10:00:00.000Z", "status": "READY",
+            "xray": {"score": {"value": 82, "riskLevel": "low", "confidence": 0.9}, "signals": []},
+        },
+        ANALYSIS,
+        COVERS[ANALYSIS],
+    )
+
+
+HELD = {"transaction": b64(SENT), "account": ACCOUNT, "origin": ORIGIN}
+
+
+def edit(data, change):
+    """A deep copy of ``data`` with ``change`` applied to it."""
+    data = copy.deepcopy(data)
+    change(data)
+    return data
+
+
+def with_signature(data, **members):
+    """``data`` with members of its signature replaced (``None``: removed)."""
+    def change(d):
+        for name, value in members.items():
+            if value is None:
+                d["signature"].pop(name, None)
+            else:
+                d["signature"][name] = value
+    return edit(data, change)
+
+
+def flipped_value(data):
+    """The signature's value with its first byte changed (still 64 bytes of base64url)."""
+    raw = bytearray(base64.urlsafe_b64decode(data["signature"]["value"] + "=="))
+    raw[0] ^= 0x01
+    return b64url(bytes(raw))
+
+
+def cases():
+    scan, analysis = scan_data(), analysis_data()
+    covers = sorted(COVERS[SCAN])
+    tampered = edit(scan, lambda d: d["findings"][0].update(severity="low"))  # one covered member changed
+    short_covers = with_signature(scan, covers=covers[1:])
+    out = []
+
+    def case(reason, name, data, report_type=SCAN, keys="ours", binding=None, loose=False):
+        entry = {"name": name, "type": report_type, "data": data, "keys": keys}
+        if binding is not None:
+            entry["binding"] = binding
+        if loose:
+            entry["loose"] = True
+        entry["reason"] = reason
+        out.append(entry)
+
+    # Accepted.
+    case(None, "a scan bound to its transaction, account and origin", scan, binding=HELD)
+    case(None, "a scan bound to its transaction signed since", scan, binding={"transaction": b64(SIGNED_SINCE)})
+    case(None, "a scan sent no origin, bound to none", scan_data(None), binding={"origin": None})
+    case(None, "a scan with an unsigned member added", {**scan, "xray": {"score": {"value": 100}}})
+    case(None, "an analysis", analysis, ANALYSIS)
+    # malformed: the report, the key set or the binding is not the shape it has.
+    case("malformed", "data is not an object", "a report", ANALYSIS)
+    case("malformed", "data is a list", [analysis], ANALYSIS)
+    case("malformed", "no signature (unsigned)", {k: v for k, v in analysis.items() if k != "signature"}, ANALYSIS)
+    case("malformed", "the signature is not an object", {**analysis, "signature": "signed"}, ANALYSIS)
+    case("malformed", "alg is not EdDSA", with_signature(analysis, alg="RS256"), ANALYSIS)
+    case("malformed", "canon is not JCS", with_signature(analysis, canon="none"), ANALYSIS)
+    case("malformed", "no type", with_signature(analysis, type=None), ANALYSIS)
+    case("malformed", "no keyId", with_signature(analysis, keyId=None), ANALYSIS)
+    case("malformed", "covers is not a list of names", with_signature(scan, covers=[1, 2]))
+    case("malformed", "value is padded base64url", with_signature(analysis, value=analysis["signature"]["value"] + "=="), ANALYSIS)
+    case("malformed", "value is not 64 bytes", with_signature(analysis, value=b64url(bytes(63))), ANALYSIS)
+    case("malformed", "the key set has no keys list", analysis, ANALYSIS, keys="no keys list")
+    case("malformed", "the key of that id is not Ed25519", analysis, ANALYSIS, keys="ours, not Ed25519")
+    case("malformed", "the key of that id has an x of 31 bytes", analysis, ANALYSIS, keys="ours, x of 31 bytes")
+    case("malformed", "the transaction held is no transaction", scan, binding={"transaction": b64(BAD_COUNT)})
+    case("malformed", "a binding member no binding has", scan, binding={"acount": ACCOUNT}, loose=True)
+    case("malformed", "a binding of an analysis", analysis, ANALYSIS, binding={"account": ACCOUNT}, loose=True)
+    # unknown_key
+    case("unknown_key", "another server's key set", scan, keys="another server's")
+    case("unknown_key", "an empty key set", analysis, ANALYSIS, keys="empty")
+    # wrong_type
+    case("wrong_type", "a scan checked as an analysis", scan, ANALYSIS)
+    case("wrong_type", "an analysis checked as a scan", analysis)
+    case("wrong_type", "a signature relabelled as another type", with_signature(analysis, type=SCAN), ANALYSIS)
+    # covers_mismatch
+    case("covers_mismatch", "a covered member left out of covers", short_covers)
+    case("covers_mismatch", "a member added to covers", with_signature(scan, covers=covers + ["xray"]))
+    case("covers_mismatch", "a member named twice in covers", with_signature(scan, covers=covers[1:] + [covers[2]]))
+    case("covers_mismatch", "a covered member missing from data", {k: v for k, v in scan.items() if k != "requestId"})
+    case("covers_mismatch", "a scan's members signed as an analysis", signed(scan, ANALYSIS, COVERS[SCAN]), ANALYSIS)
+    # bad_signature
+    case("bad_signature", "one covered member changed", tampered)
+    case("bad_signature", "one byte of the signature changed", with_signature(analysis, value=flipped_value(analysis)), ANALYSIS)
+    case("bad_signature", "an account forged to match the binding", {**scan, "account": "acct_other"}, binding={"account": "acct_other"})
+    # digest_mismatch, account_mismatch, origin_mismatch: a verified scan about another request.
+    case("digest_mismatch", "one byte of the transaction's message changed", scan, binding={"transaction": b64(CHANGED_MESSAGE)})
+    case("account_mismatch", "another account", scan, binding={"account": "acct_other"})
+    case("origin_mismatch", "another origin", scan, binding={"origin": "phantom.app.claim-now.io"})
+    case("origin_mismatch", "no origin held, one signed", scan, binding={"origin": None})
+    case("origin_mismatch", "an origin held, none signed", scan_data(None), binding={"origin": ORIGIN})
+    # Precedence: wrong in two ways, the earlier reason.
+    case("malformed", "precedence: a padded value, from another server", with_signature(scan, value=scan["signature"]["value"] + "=="), keys="another server's")
+    case("malformed", "precedence: a member changed, the transaction held is none", tampered, binding={"transaction": b64(BAD_COUNT)})
+    case("unknown_key", "precedence: another server's, checked as another type", scan, ANALYSIS, keys="another server's")
+    case("wrong_type", "precedence: another type, covers edited", short_covers, ANALYSIS)
+    case("covers_mismatch", "precedence: covers edited, a member changed", with_signature(tampered, covers=covers[1:]))
+    case("bad_signature", "precedence: a member changed, another transaction", tampered, binding={"transaction": b64(CHANGED_MESSAGE)})
+    case("digest_mismatch", "precedence: another transaction, another account", scan, binding={**HELD, "transaction": b64(CHANGED_MESSAGE), "account": "acct_other"})
+    case("account_mismatch", "precedence: another account, another origin", scan, binding={"account": "acct_other", "origin": "evil.example"})
+    return out
+
+
+def document():
+    return {
+        "about": "made by tests/signing/refusals.py (its docstring says how to read it); do not edit",
+        "reasons": REASONS,
+        "keySets": KEY_SETS,
+        "cases": cases(),
+    }
+
+
+def text():
+    """The document, one case (or key set) a line."""
+    doc = document()
+    line = lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    key_sets = ",\n".join(f"  {line(name)}: {line(keys)}" for name, keys in doc["keySets"].items())
+    cases = ",\n".join(f"  {line(case)}" for case in doc["cases"])
+    return (
+        f'{{"about": {line(doc["about"])},\n"reasons": {line(doc["reasons"])},\n'
+        f'"keySets": {{\n{key_sets}\n}},\n"cases": [\n{cases}\n]}}\n'
+    )
+
+
+def main():
+    if sys.argv[1:] == ["--check"]:
+        if not OUT.exists() or OUT.read_text(encoding="utf-8") != text():
+            print(f"{OUT} is not current: run python3 tests/signing/refusals.py", file=sys.stderr)
+            sys.exit(1)
+        return
+    OUT.write_text(text(), encoding="utf-8")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
