@@ -203,11 +203,15 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         let hidden = executed::hidden_authority_changes(decoded, &effects, &findings, &ctx);
         findings.extend(hidden);
     }
+    // The account's overrides first: a sweep weighs the authorities it hands away as the
+    // account's policy rates them (one it ignores or lowers is not cited), then once more for
+    // the sweep itself (idempotent for the rest).
+    overridden(&mut findings, inputs.overrides);
     if let Some((balances, from)) = &balances {
         let fee_lamports = LAMPORTS_PER_SIGNATURE * inputs.signatures.len() as u64;
         findings.extend(executed::sweep(balances, *from, fee_lamports, &findings, &ctx));
+        overridden(&mut findings, inputs.overrides);
     }
-    overridden(&mut findings, inputs.overrides);
     findings::sort(&mut findings);
     let decoded = inputs.decoded;
     ScanReport {

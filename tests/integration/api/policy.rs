@@ -330,3 +330,30 @@ fn a_scan_draws_sweeps_at_the_accounts_thresholds() {
     let again = scan(&key.secret);
     assert_eq!((&again.data()["verdict"], &again.data()["policy"]["version"]), (&json!("benign"), &json!(2)));
 }
+
+#[test]
+fn a_sweep_cites_an_authority_handed_away_only_as_the_accounts_policy_rates_it() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let body = scan_body(&demo_tx("drain"), None);
+    let sweep_of = |answer: &Reply| {
+        let findings = answer.data()["findings"].as_array().cloned().unwrap_or_default();
+        findings.into_iter().find(|f| f["kind"] == "asset_sweep").expect("a sweep")
+    };
+    // By default the drain's owner change is critical, and the sweep beside it is critical too.
+    let before = post(server.addr, SCAN_PATH, &key.secret, &body);
+    let sweep = sweep_of(&before);
+    assert_eq!(sweep["severity"], "critical", "{before:?}");
+    assert!(sweep["detail"].as_str().unwrap_or("").contains("token_owner_change"), "{sweep}");
+
+    // The account rates owner changes `high`: the sweep no longer cites one (two assets: high).
+    let written = put(&server, &key.secret, &json!({"severityOverrides": {"token_owner_change": "high"}}));
+    assert_eq!(written.status, 200, "{written:?}");
+    let after = post(server.addr, SCAN_PATH, &key.secret, &body);
+    let sweep = sweep_of(&after);
+    assert_eq!(sweep["severity"], "high", "{after:?}");
+    assert!(!sweep["detail"].as_str().unwrap_or("").contains("token_owner_change"), "{sweep}");
+    let owner =
+        after.data()["findings"].as_array().and_then(|f| f.iter().find(|f| f["kind"] == "token_owner_change").cloned());
+    assert_eq!(owner.map(|f| f["severity"].clone()), Some(json!("high")), "{after:?}");
+}
