@@ -682,6 +682,8 @@ pub struct ServeArgs {
     pub access_log: Option<bool>,
     /// Hosts a callbackUrl may name whatever their address, over http too (comma-separated,
     /// e.g. 127.0.0.1,hooks.internal); by default webhooks reach public https hosts only.
+    /// localhost is the loopback: 127.0.0.1 or ::1 allows it too (reaching that address), and
+    /// localhost allows both.
     #[arg(long, env = "XRAY_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',')]
     pub webhook_allow_hosts: Option<Vec<String>>,
     /// A proxy for every webhook delivery (http://host:port); the environment's HTTP_PROXY,
