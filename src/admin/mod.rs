@@ -232,8 +232,8 @@ impl AdminHandler {
             (AdminRoute::Policy(account), method) => self.policy(request, account, method, now_ms),
             (AdminRoute::Feedback(account), _) => feedback_page(&self.state.app, account, request.query.as_deref()),
             (AdminRoute::SigningKeys, _) => {
-                let key_set: serde_json::Value = serde_json::from_slice(&self.state.app.signer.key_set())
-                    .map_err(|e| ApiError::internal(&e))?;
+                let key_set: serde_json::Value =
+                    serde_json::from_slice(&self.state.app.signer.key_set()).map_err(|e| ApiError::internal(&e))?;
                 json_response(200, key_set)
             }
             (AdminRoute::SigningKeysRotate, _) => {

@@ -307,7 +307,7 @@ fn approval(
         Severity::Medium
     };
     let how_much = if unlimited { "an unlimited amount".to_owned() } else { format!("{amount} base units") };
-    let seen = if never_seen { ", an address this wallet has never dealt with" } else { "" };
+    let seen = if never_seen { ", an address this wallet has never dealt with," } else { "" };
     // Only a revoke the wallet can still sign: none once the transaction gives the account away.
     let program = TokenProgram::of(ix.program).filter(|_| !token_account_given_away(tx, account));
     let revoke = program.map(|p| {
