@@ -24,17 +24,20 @@ run: build
 # Tests build in the release profile, like `make run`: cargo then compiles RocksDB's C++ once
 # for both commands (a debug test build would compile it a second time, ~30 min on 2 cores).
 test: deps
-	cargo test --release --all-targets
-	cargo test --release --doc --quiet
-	python3 -B tests/signing/test_binding.py
-	bash tests/litesvm/run.sh
-	bash tests/corpus/run.sh
-	SMOKE=1 bash loadtest/max.sh
-	bash tests/schemathesis/run.sh
-	SMOKE=1 bash loadtest/flows.sh
-	SMOKE=1 bash loadtest/monitors.sh
-	bash clients/ts/run-tests.sh
-	bash tests/pyclient/run.sh
+	@bash scripts/step.sh --begin
+	@bash scripts/step.sh "compile the test targets (cargo test --no-run)" cargo test --release --all-targets --no-run
+	@bash scripts/step.sh "cargo test: unit, integration, benches once" cargo test --release --all-targets
+	@bash scripts/step.sh "doc tests" cargo test --release --doc --quiet
+	@bash scripts/step.sh "signing binding (Python verifier)" python3 -B tests/signing/test_binding.py
+	@bash scripts/step.sh "LiteSVM suite" bash tests/litesvm/run.sh
+	@bash scripts/step.sh "labelled corpus" bash tests/corpus/run.sh
+	@bash scripts/step.sh "saturation harness, smoke" env SMOKE=1 bash loadtest/max.sh
+	@bash scripts/step.sh "schemathesis" bash tests/schemathesis/run.sh
+	@bash scripts/step.sh "k6 flows, smoke" env SMOKE=1 bash loadtest/flows.sh
+	@bash scripts/step.sh "monitors load, smoke" env SMOKE=1 bash loadtest/monitors.sh
+	@bash scripts/step.sh "TypeScript client" bash clients/ts/run-tests.sh
+	@bash scripts/step.sh "generated Python client" bash tests/pyclient/run.sh
+	@bash scripts/step.sh --summary
 
 # The saturation harness (loadtest/max.sh): every endpoint against the bare reference; ~8 min.
 max: deps

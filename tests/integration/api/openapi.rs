@@ -119,7 +119,7 @@ fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<Strin
 fn string_violations(s: &Value, text: &str, at: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
-        let re = regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{at}: pattern {pattern}: {e}"));
+        let re = regex_lite::Regex::new(pattern).unwrap_or_else(|e| panic!("{at}: pattern {pattern}: {e}"));
         if !re.is_match(text) {
             out.push(format!("{at}: {text:?} does not match {pattern}"));
         }
