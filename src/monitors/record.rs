@@ -13,7 +13,8 @@
 //! 0..=`MONITOR_DUST_LAMPORTS_MAX` lamports, and encodes within
 //! `DOC_VALUE_BYTES_MAX`.
 //! Invariant: the serde names are the stored format; renaming a field is a schema change.
-//! Records written before a field existed read with its default (`reanalysesPerDay` absent:
+//! Records written before a field existed read with its default (`callbackUrl` absent: a
+//! poll-only monitor — older records always have one; `reanalysesPerDay` absent:
 //! `MONITOR_REANALYSES_PER_DAY_DEFAULT`; `dustLamports`: `MONITOR_DUST_LAMPORTS_DEFAULT`; a
 //! cursor without `lastActivity`: none yet).
 

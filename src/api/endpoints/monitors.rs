@@ -14,7 +14,13 @@
 //!
 //! Invariant: a monitor or event of another account is a `404`, from the same path as an
 //! unknown one. Reading events needs `analysis:read` besides `monitor:read` (an event carries
-//! an analysis' changes); creating a monitor needs it too (its webhook delivers them).
+//! an analysis' changes); creating a monitor needs it too (its events deliver or show them).
+//! Invariant: a `callbackUrl` is accepted (create, `PATCH`) only while the account has a
+//! webhook secret to sign its deliveries (`409 CONFLICT`, `no_webhook_secret`, naming the command
+//! that makes one); without one a monitor is poll-only (issue #42 item 1).
+//! Invariant: an event is served as it was signed — its members made by
+//! `signing::EventMembers`, the function the sink signed them with, and its stored signature —
+//! identically in the page, the redelivery answer and the webhook (which lacks `delivery`).
 //! Invariant: pages are bounded (`MONITORS_PAGE_LEN_MAX`, `MONITOR_EVENTS_PAGE_LEN_MAX`, and the
 //! analysis bytes an events page reads, `MONITOR_EVENTS_PAGE_READ_BYTES_MAX`).
 //! Invariant: a listener thread never runs a store call here, nor waits on etcd
