@@ -60,8 +60,8 @@ use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics, WEBHOOKS};
 use crate::pubkey::Pubkey;
 use crate::signing::{EventMembers, ReportSigner, ReportType};
 use crate::store::{
-    self, CallbackStatus, Completion, EventRecord, JobKind, JobRecord, MonitorLink, ReportSignature, Store,
-    StoreError, Subject,
+    self, CallbackStatus, Completion, EventRecord, JobKind, JobRecord, MonitorLink, ReportSignature, Store, StoreError,
+    Subject,
 };
 
 /// The sink of the running server.
@@ -157,7 +157,13 @@ impl StoreSink {
     /// `event` with its signature (`xray.monitor_event.v1`) over the members its page and
     /// webhook will show (`signing::EventMembers`), the re-analysis' `changes` read from the
     /// payload being stored.
-    fn signed_event(&self, signer: &ReportSigner, record: &JobRecord, event: EventRecord, payload: &[u8]) -> EventRecord {
+    fn signed_event(
+        &self,
+        signer: &ReportSigner,
+        record: &JobRecord,
+        event: EventRecord,
+        payload: &[u8],
+    ) -> EventRecord {
         let signature = EventMembers::of(record, &event, Some(payload))
             .and_then(|members| members.members())
             .and_then(|members| signer.sign(ReportType::MonitorEvent, members));

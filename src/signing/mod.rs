@@ -1107,13 +1107,19 @@ mod tests {
         for (member, forged) in [("account", json!("acct_b")), ("analysisId", json!("an_2")), ("kind", json!("x"))] {
             let mut changed = data.clone();
             changed[member] = forged;
-            assert_eq!(key_id(verify_report(&changed, &keys, ReportType::MonitorEvent)), Err(VerifyError::BadSignature));
+            assert_eq!(
+                key_id(verify_report(&changed, &keys, ReportType::MonitorEvent)),
+                Err(VerifyError::BadSignature)
+            );
         }
         let mut dropped = data.clone();
         dropped["changes"]["score"]["delta"] = json!(-1);
         assert_eq!(key_id(verify_report(&dropped, &keys, ReportType::MonitorEvent)), Err(VerifyError::BadSignature));
         assert!(matches!(verify_report(&data, &keys, ReportType::Analysis), Err(VerifyError::WrongType { .. })));
-        assert!(matches!(verify_report(&report(&signer), &keys, ReportType::MonitorEvent), Err(VerifyError::WrongType { .. })));
+        assert!(matches!(
+            verify_report(&report(&signer), &keys, ReportType::MonitorEvent),
+            Err(VerifyError::WrongType { .. })
+        ));
         // Signed before a rotation: verifies with the retired key.
         let old = signer.key_id();
         signer.rotate(1_700_000_100_000).expect("rotated");

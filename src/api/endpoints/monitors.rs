@@ -46,12 +46,12 @@ use crate::config::{
 };
 use crate::engine::report::with_last_member;
 use crate::http::ApiResponse;
-use crate::signing::EventMembers;
 use crate::jobs::admission::{is_id_shaped, job_id};
 use crate::monitors::record::MIN_SEVERITY_DEFAULT;
 use crate::monitors::{
     ActivityOutcome, EventView, MonitorBudget, MonitorChange, MonitorRecord, Registry, RegistryError, WatchCursor,
 };
+use crate::signing::EventMembers;
 use crate::store::{JobRecord, ReportSignature, Store};
 
 /// Prefix of a monitor's id.

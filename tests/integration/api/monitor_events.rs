@@ -149,7 +149,10 @@ fn a_moving_ledger_makes_exactly_the_expected_events_signed_once_each() {
         // The body's event is signed (Ed25519, `xray.monitor_event.v1`) as stored: the same
         // signed members, the same signature, as its poll.
         let verified = verify_report(&sent["data"]["event"], &keys, ReportType::MonitorEvent).expect("verified");
-        assert_eq!((&verified.covered["account"], &verified.covered["kind"]), (&json!(key.account), &json!("risk_changed")));
+        assert_eq!(
+            (&verified.covered["account"], &verified.covered["kind"]),
+            (&json!(key.account), &json!("risk_changed"))
+        );
         assert_eq!(sent["data"]["event"]["signature"], listed["signature"]);
     }
     let events = all_events(&server, &key.secret, &id);
@@ -430,21 +433,29 @@ fn poll_only_event_verifies(server: &TestServer, key: &TestKey, monitor: &str, e
     assert_eq!(event["delivery"], Value::Null, "never delivered: {event}");
     let keys = key_set(server);
     let verified = verify_report(event, &keys, ReportType::MonitorEvent).expect("verified");
-    for (member, value) in [("account", json!(key.account)), ("monitorId", json!(monitor)), ("id", event["id"].clone())] {
+    for (member, value) in [("account", json!(key.account)), ("monitorId", json!(monitor)), ("id", event["id"].clone())]
+    {
         assert_eq!(verified.covered[member], value, "{member}");
     }
     assert!(!verified.covered.contains_key("delivery") && !verified.covered.contains_key("type"));
     let mut tampered = event.clone();
     tampered["changes"]["score"]["delta"] = json!(-99);
-    assert_eq!(verify_report(&tampered, &keys, ReportType::MonitorEvent).map(|v| v.key_id), Err(VerifyError::BadSignature));
+    assert_eq!(
+        verify_report(&tampered, &keys, ReportType::MonitorEvent).map(|v| v.key_id),
+        Err(VerifyError::BadSignature)
+    );
     let mut other_account = event.clone();
     other_account["account"] = json!("acct_other");
-    assert_eq!(verify_report(&other_account, &keys, ReportType::MonitorEvent).map(|v| v.key_id), Err(VerifyError::BadSignature));
+    assert_eq!(
+        verify_report(&other_account, &keys, ReportType::MonitorEvent).map(|v| v.key_id),
+        Err(VerifyError::BadSignature)
+    );
     assert!(matches!(verify_report(event, &keys, ReportType::Analysis), Err(VerifyError::WrongType { .. })));
     python_verifier_accepts(server, event, &keys, "xray.monitor_event.v1", None);
     // Poll-only: nothing to send again.
     let event_id = event["id"].as_str().expect("id");
-    let redeliver = post(server.addr, &format!("/v1/developer/monitors/{monitor}/events/{event_id}/redeliver"), &key.secret, "");
+    let redeliver =
+        post(server.addr, &format!("/v1/developer/monitors/{monitor}/events/{event_id}/redeliver"), &key.secret, "");
     assert_eq!((redeliver.status, redeliver.error()["code"].as_str()), (409, Some("CONFLICT")), "{redeliver:?}");
     // Signed before a rotation: the page serves it as stored, verified by the retired key.
     let rotated = server.admin("POST", "/v1/admin/signing-keys/rotate");

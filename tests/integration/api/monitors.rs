@@ -251,7 +251,10 @@ fn a_callback_url_needs_the_accounts_webhook_secret_and_a_monitor_without_one_is
     assert_eq!(refused.status, 409, "{refused:?}");
     assert_eq!(refused.error()["code"], "CONFLICT");
     let details = &refused.error()["details"];
-    assert_eq!((details["field"].as_str(), details["reason"].as_str()), (Some("callbackUrl"), Some("no_webhook_secret")));
+    assert_eq!(
+        (details["field"].as_str(), details["reason"].as_str()),
+        (Some("callbackUrl"), Some("no_webhook_secret"))
+    );
     let message = refused.error()["message"].as_str().expect("message");
     let command = format!("xray accounts webhook-secret --data-dir <dir> --account {}", test_key.account);
     assert!(message.contains(&command), "{message}");

@@ -523,7 +523,7 @@ fn the_monitors_answers_match_the_document() {
         ("post", MONITORS_PATH, create(json!({"wallets": ["nope"], "callbackUrl": hook})), 400),
         ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": hook, "minSeverity": "severe"})), 400),
         ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": hook, "scoreDrop": 0})), 400),
-        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN]})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": 5})), 400),
         ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": "http://10.0.0.1/x"})), 400),
         ("get", MONITORS_PATH, get(server.addr, &format!("{MONITORS_PATH}?limit=0"), k), 400),
         ("patch", MONITOR_T, change(json!({"removeWallets": [OPEN_DELEGATION, SYBIL_B]})), 400),

@@ -81,7 +81,11 @@ fn a_monitors_node_killed_at_a_change_hands_it_over_and_each_change_makes_one_ev
         (timeline_wallet("timeline_delegate"), timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
     let hooked = json!({"wallets": [quiet], "callbackUrl": receiver.url()}).to_string();
     let refused = post(nodes[1].server.api, MONITORS, &key, &hooked);
-    assert_eq!((refused.status, &refused.body["error"]["details"]["reason"]), (409, &json!("no_webhook_secret")), "{refused:?}");
+    assert_eq!(
+        (refused.status, &refused.body["error"]["details"]["reason"]),
+        (409, &json!("no_webhook_secret")),
+        "{refused:?}"
+    );
     let made = admin(&nodes[0], "POST", &format!("/v1/admin/accounts/{account}/webhook-secret"));
     assert_eq!(made.status, 201, "{made:?}");
     // The dust makes its event only with the monitor's dust filter off (issue #40).
