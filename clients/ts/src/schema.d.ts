@@ -198,7 +198,7 @@ export interface paths {
          * Watch wallets: re-analyze them as they change, and send an event when their risk does
          * @description Creates a monitor (an extension of the contract) of 1 to 100 wallets. The server checks each wallet every `intervalSeconds` (the operator's `monitor_interval_s`, default 60; the first check within about a second) by reading its newest transaction signature, and re-analyzes it when it has new activity since the last check.
          *
-         *     **Events.** A re-analysis whose `changes` (against the monitor's own previous `READY` analysis of the wallet — not the account's newest, so a refresh of the account's own in between hides nothing; a re-analysis that ends `FAILED` is done again at the next check) cross the monitor's thresholds — a signal that appeared with a severity of at least `minSeverity`, or, when `scoreDrop` is set, a score that fell by at least that many points — makes one event (`MonitorEvent`, type `risk_changed`), written with the analysis. **Every event is signed** with the server's Ed25519 key (`signature`, type `xray.monitor_event.v1`, covering `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`; made once with the event, served as stored — verify it with `GET /.well-known/xray-keys.json`, as a report; the analysis' whole document is its own signed report: fetch `analysisId`). With a `callbackUrl` it is POSTed there as a webhook, exactly as a job's webhook is (see `CallbackUrl` and `MonitorEventWebhook`): the **same `Xray-Signature` scheme** (HMAC-SHA256 of `"<t>.<body>"` under the account's webhook secret), the same retries, at least once — **the event's `id` is the same on every retry and every redelivery**, deduplicate on it; its body's `data.event` is what the events page lists (without `delivery`). **A `callbackUrl` needs the account's webhook secret**: without one the monitor is refused (`409 CONFLICT`, `details.reason: "no_webhook_secret"`, the message naming `xray accounts webhook-secret --data-dir <dir> --account <acct_…>` and `POST /v1/admin/accounts/{account}/webhook-secret`). **Without a `callbackUrl` the monitor is poll-only**: its events are made and signed all the same, and read from `GET …/monitors/{id}/events` (their `delivery` is `null`; nothing is ever sent, nothing ends `FAILED` for want of a URL). **An event is kept as long as its analysis** (`retention_days`, default 30 days) and purged with it; `GET …/monitors/{id}/events` lists them.
+         *     **Events.** A re-analysis whose `changes` (against the monitor's own previous `READY` analysis of the wallet — not the account's newest, so a refresh of the account's own in between hides nothing; a re-analysis that ends `FAILED` is done again at the next check) cross the monitor's thresholds — a signal that appeared with a severity of at least `minSeverity`, or, when `scoreDrop` is set, a score that fell by at least that many points — makes one event (`MonitorEvent`, kind `risk_changed`), written with the analysis. **Every event is signed** with the server's Ed25519 key (`signature`, type `xray.monitor_event.v1`, covering `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`; made once with the event, served as stored — verify it with `GET /.well-known/xray-keys.json`, as a report; the analysis' whole document is its own signed report: fetch `analysisId`). With a `callbackUrl` it is POSTed there as a webhook, exactly as a job's webhook is (see `CallbackUrl` and `MonitorEventWebhook`): the **same `Xray-Signature` scheme** (HMAC-SHA256 of `"<t>.<body>"` under the account's webhook secret), the same retries, at least once — **the event's `id` is the same on every retry and every redelivery**, deduplicate on it; its body's `data.event` is what the events page lists (without `delivery`). **A `callbackUrl` needs the account's webhook secret**: without one the monitor is refused (`409 CONFLICT`, `details.reason: "no_webhook_secret"`, the message naming `xray accounts webhook-secret --data-dir <dir> --account <acct_…>` and `POST /v1/admin/accounts/{account}/webhook-secret`). **Without a `callbackUrl` the monitor is poll-only**: its events are made and signed all the same, and read from `GET …/monitors/{id}/events` (their `delivery` is `null`; nothing is ever sent, nothing ends `FAILED` for want of a URL). **An event is kept as long as its analysis** (`retention_days`, default 30 days) and purged with it; `GET …/monitors/{id}/events` lists them.
          *
          *     **Charging.** Monitors' own requests (create, list, read, change, delete, events, redelivery) are free; each takes a rate-limit token as every request does. What is charged is the re-analyses: **one quota unit of the monitor's key** (the key that created it, or its successor after a rotation) **per re-analysis**, counted as `walletAnalysis` in `GET /v1/developer/usage` (as a `refresh: true` analysis would be) and refunded when it ends `FAILED`. **A quiet check** — no new signature since the last one — **is free.** **The first check of each wallet makes its baseline**, the analysis later ones are compared with: a new, charged analysis **unless the account has a fresh `READY` analysis of the wallet** (younger than the freshness window, default 300 s), which stands for it free of charge. **Budget.** The re-analyses a monitor's wallets trigger are at most its `reanalysesPerDay` per UTC day (default 100; 1–100000, set on create and `PATCH`), counted across all its wallets: a re-analysis of new activity and the redo of one that ended `FAILED` count, a baseline and a labels reload's re-screen do not. Past it a check records `budget_exhausted` on the wallet's watch (`watches[].lastActivity`, with `budgetResetsAt`; `budget` shows the day's count) and **charges nothing**; the wallet's `lastSignature` stays before the activity, so the first check after the reset (00:00 UTC) re-analyzes it — nothing is lost. **Dust is free.** New activity whose every transaction is dust — the wallet signed none of them, nothing left the wallet (no SOL or token balance of it went down; no authority, owner, delegate, nonce or stake instruction), and all of them together brought less than the monitor's `dustLamports` (default 100000 lamports, 0.0001 SOL; 0 turns the filter off) and less than 1/10000 of one whole token of each mint (a token of 0 decimals is never dust); a failed transaction it did not sign is dust too — is not re-analyzed: the check moves `lastSignature` past it and records `dust` (1-lamport transfers and address-poisoning look-alikes cost nothing). To decide, a check reads at most 20 new transactions (more is never dust); one it cannot read is never dust. Dust shows in the wallet's next re-analysis, with its history. When a re-analysis cannot be admitted (no quota left, the account's live jobs at their maximum, the key revoked or expired) nothing moves: the wallet is checked again at the next interval and its `lagSeconds` grows. Re-analyses are ordinary analysis jobs of the account (`watches[].lastAnalysisId`; pollable, counted among its live jobs).
          *
@@ -2277,32 +2277,51 @@ export interface components {
          * @example {
          *       "data": {
          *         "event": {
-         *           "id": "evt_EjuQPkekfmnbhP9y8WrQGs",
+         *           "id": "evt_PrabfUPuXftnFzYViHF3DJ",
          *           "type": "risk_changed",
-         *           "monitorId": "mon_VWD9RqTf3hVnRTt8J2M89A",
-         *           "wallet": "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ",
-         *           "analysisId": "an_EjuQPkekfmnbhP9y8WrQGs",
-         *           "createdAt": "2026-11-23T10:31:00.913Z",
+         *           "kind": "risk_changed",
+         *           "account": "acct_XY9Tp2chrrXyDo8Xa6tgHp",
+         *           "monitorId": "mon_AYcM3JCJmHJF4HD9Pn92L6",
+         *           "wallet": "6hD3Hvruapb9hfnN31Nj7JmsTE6XnPuV1pnzhX19XF4k",
+         *           "analysisId": "an_PrabfUPuXftnFzYViHF3DJ",
+         *           "createdAt": "2026-11-28T22:06:13.837Z",
          *           "changes": {
-         *             "previousAnalysisId": "an_HRVTgDKjVbw3VbwLbBSKuZ",
-         *             "previousCompletedAt": "2026-11-23T10:20:01.342Z",
-         *             "score": {
-         *               "previous": 92,
-         *               "current": 24,
-         *               "delta": -68,
-         *               "previousRiskLevel": "low",
-         *               "currentRiskLevel": "critical"
-         *             },
          *             "appeared": [
          *               {
-         *                 "signalId": "sig_1",
          *                 "kind": "open_token_delegation",
-         *                 "severity": "critical",
-         *                 "title": "Open token delegation to Demo phishing delegate (5HhyYTJT5qsJYMb7ezorfxqYjLMPJR7HQVNF2ongzbnb)"
+         *                 "severity": "high",
+         *                 "signalId": "sig_1",
+         *                 "title": "Open token delegation to A9nQq4p5yvB9Xwi1VfBEtfR6WA2F9Y72CuYL32tqxj4W"
          *               }
          *             ],
+         *             "changed": [],
          *             "disappeared": [],
-         *             "changed": []
+         *             "previousAnalysisId": "an_NZnj85Ahrt65kgjpnpPTsC",
+         *             "previousCompletedAt": "2026-11-28T22:05:18.046Z",
+         *             "score": {
+         *               "current": 49,
+         *               "currentRiskLevel": "high",
+         *               "delta": -51,
+         *               "previous": 100,
+         *               "previousRiskLevel": "low"
+         *             }
+         *           },
+         *           "signature": {
+         *             "keyId": "5a0fb085d3e2dc2d",
+         *             "alg": "EdDSA",
+         *             "canon": "JCS",
+         *             "type": "xray.monitor_event.v1",
+         *             "covers": [
+         *               "account",
+         *               "analysisId",
+         *               "changes",
+         *               "createdAt",
+         *               "id",
+         *               "kind",
+         *               "monitorId",
+         *               "wallet"
+         *             ],
+         *             "value": "4-Gm2_xWBWq-gKrkXH0LyuTT81x-7e3D2FlmPTpjh3X2FXElA7BKRRb0-YEzQFQHf-VmHk7dtJXDvfGZ24toAA"
          *           }
          *         }
          *       }
