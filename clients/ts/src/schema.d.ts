@@ -2118,10 +2118,10 @@ export interface components {
             /** @description The watched wallets (1–100, distinct), in the order they were added. */
             wallets: components["schemas"]["Address"][];
             /**
-             * @description Where events are POSTed (as the request gave it; an operator's `--webhook-allow-hosts` may allow `http` and internal hosts, so it is not always of the `CallbackUrl` pattern).
+             * @description Where events are POSTed (as the request gave it; an operator's `--webhook-allow-hosts` may allow `http` and internal hosts, so it is not always of the `CallbackUrl` pattern); `null`: a poll-only monitor — its events are read from `GET …/monitors/{id}/events` and never delivered.
              * @example https://hooks.example.com/xray
              */
-            callbackUrl: string;
+            callbackUrl: string | null;
             /** @description The least severity of a new signal that makes an event (see `Severity`). */
             minSeverity: string;
             /** @description A score drop of at least this many points makes an event; `null`: score drops alone make none. */
