@@ -168,7 +168,7 @@ impl StoreSink {
             .and_then(|members| members.members())
             .and_then(|members| signer.sign(ReportType::MonitorEvent, members));
         let signature = stored_signature(&record.id, "monitor event", signature);
-        EventRecord { signature, ..event }
+        EventRecord { signature: signature.map(Box::new), ..event }
     }
 
     /// Writes a job's completion and, once the store took it, settles memory: quota, finished

@@ -236,7 +236,7 @@ pub fn event_document(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>
         analysis_id: &members.analysis_id,
         created_at: &members.created_at,
         changes: &members.changes,
-        signature: event.signature.as_ref(),
+        signature: event.signature.as_deref(),
     })
 }
 
