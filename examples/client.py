@@ -30,11 +30,12 @@ the scan may have been charged). ``--signer`` scans for another signer than the 
       --key svc_live_... scan -
 
 Verifying a signed report (``verify``): every READY analysis and comparison (and every scan)
-carries ``data.signature`` (``keyId``, ``alg`` EdDSA, ``canon`` JCS, ``type``, ``covers``,
+carries ``data.signature`` (a monitor's event carries ``signature`` in the event object) (``keyId``, ``alg`` EdDSA, ``canon`` JCS, ``type``, ``covers``,
 ``value``), an Ed25519 signature over the RFC 8785 canonical JSON of the members of ``data``
 that ``covers`` names plus a member ``"type"`` holding the signature's type. ``verify`` reads a
 saved report (a poll's, webhook's or scan's body, or its ``data``) and the type you expect it to
-be — ``--type analysis|comparison|scan`` (or ``xray.analysis.v1`` …), required: a report cannot
+be — ``--type analysis|comparison|scan|monitor_event`` (or ``xray.analysis.v1`` …; an event: its
+webhook body ``{"data": {"event": …}}``, or one event of its page), required: a report cannot
 be trusted to say what it is — takes the key set from ``--keys FILE`` or fetches
 ``<api>/.well-known/xray-keys.json`` (no API key), and checks that ``type`` is the expected one
 and ``covers`` exactly that type's members before it checks the signature. A scan
@@ -104,9 +105,13 @@ REPORT_COVERS = {
         "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
         "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
     ),
+    "xray.monitor_event.v1": ("id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"),
 }
 # ``verify --type`` short names.
-REPORT_TYPES = {"analysis": "xray.analysis.v1", "comparison": "xray.comparison.v1", "scan": "xray.scan.v2"}
+REPORT_TYPES = {
+    "analysis": "xray.analysis.v1", "comparison": "xray.comparison.v1", "scan": "xray.scan.v2",
+    "monitor_event": "xray.monitor_event.v1",
+}
 # What a scan's answer can be bound to (``verify_report``'s ``binding``).
 BINDING_MEMBERS = ("transaction", "account", "origin")
 # The largest integer a double (JCS's numbers) holds exactly.
@@ -442,7 +447,8 @@ def main():
         "--type",
         required=True,
         choices=sorted(REPORT_TYPES) + sorted(REPORT_TYPES.values()),
-        help="what the report must be: analysis (a wallet poll or its webhook), comparison, or scan "
+        help="what the report must be: analysis (a wallet poll or its webhook), comparison, scan, or "
+        "monitor_event (a monitor's webhook body, or one event of its events page) "
         "(or the full type, xray.analysis.v1 …); any other signature type is refused",
     )
     verify.add_argument("--keys", help="the key set's JSON file (default: fetched from --api)")
@@ -488,8 +494,11 @@ def main():
                 report, key_set = read_json(text), read_json(keys_text)
             except ValueError as error:
                 raise ReportRefused("malformed", f"not JSON: {error}") from None
-            # A whole body ({"data": …}) or its data alone.
+            # A whole body ({"data": …}) or its data alone; a monitor event's webhook body (or
+            # redelivery answer, {"data": {"event": …}}): the event, where its signature is.
             data = report.get("data", report) if isinstance(report, dict) else report
+            if expected_type == REPORT_TYPES["monitor_event"] and isinstance(data, dict) and "signature" not in data:
+                data = data.get("event", data)
             key_id, covered = verify_report(data, key_set, expected_type, binding)
             verdict = {"verified": True, "keyId": key_id, "type": expected_type, "data": covered}
         except ReportRefused as refused:

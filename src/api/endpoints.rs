@@ -546,9 +546,10 @@ pub fn finished_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<V
 }
 
 /// The body of a finished job's webhook: a monitor's event for a re-analysis that caused one
-/// (its webhook is the monitor's), else the document a poll answers (`finished_document`).
+/// (its webhook is the monitor's), else the document a poll answers (`finished_document`) —
+/// also for a poll-only monitor's event, whose job's webhook, if any, another request attached.
 pub fn webhook_document(record: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
-    if record.event().is_some() {
+    if record.event_delivery().is_some() {
         return monitors::event_webhook(record, payload);
     }
     finished_document(record, payload)

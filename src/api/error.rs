@@ -63,6 +63,12 @@ pub enum ApiError {
         message: String,
         limit: Option<u64>,
     },
+    /// 409 `CONFLICT` naming `callbackUrl`, `details.reason: "no_webhook_secret"`: a monitor
+    /// would deliver its events to a `callbackUrl` while `account` has no webhook secret to sign
+    /// them with (its deliveries could only fail). The message names the commands that make one.
+    NoWebhookSecret {
+        account: String,
+    },
     /// The scan's `transaction` is not a Solana transaction (too large, not base64, not a
     /// legacy or v0 message, inconsistent); the message says what is wrong.
     InvalidTransaction {
@@ -155,6 +161,20 @@ impl From<AdmitError> for ApiError {
             AdmitError::IdempotencyKeyInProgress => ApiError::IdempotencyKeyInProgress,
         }
     }
+}
+
+/// `details.reason` of a monitor's `callbackUrl` refused for want of the account's webhook secret.
+pub const NO_WEBHOOK_SECRET_REASON: &str = "no_webhook_secret";
+
+/// What to run to make the webhook secret `account` lacks (the operator's command and admin
+/// route), and the way around it: a monitor without `callbackUrl`, whose events are polled.
+fn no_webhook_secret_message(account: &str) -> String {
+    format!(
+        "callbackUrl: account {account} has no webhook secret to sign its monitor's events with; an operator \
+         makes one with `xray accounts webhook-secret --data-dir <dir> --account {account}` (admin API: \
+         POST /v1/admin/accounts/{account}/webhook-secret), shown once — or leave callbackUrl out and poll \
+         GET /v1/developer/monitors/{{id}}/events"
+    )
 }
 
 /// `details`: every field any code uses; each code fills its own subset.
@@ -272,6 +292,11 @@ impl ApiError {
             ApiError::Conflict { message, limit } => {
                 (ErrorCode::Conflict, message.clone().into(), Details { limit: *limit, ..d() })
             }
+            ApiError::NoWebhookSecret { account } => (
+                ErrorCode::Conflict,
+                no_webhook_secret_message(account).into(),
+                Details { field: Some("callbackUrl"), reason: Some(NO_WEBHOOK_SECRET_REASON), ..d() },
+            ),
             ApiError::InvalidTransaction { message } => (
                 ErrorCode::InvalidTransaction,
                 format!("transaction: {message}").into(),
@@ -541,6 +566,16 @@ mod tests {
         assert_eq!(error.get_str("message"), Some(TargetRefusal::Loopback.message()));
         assert_eq!(error.get("details").unwrap().get_str("field"), Some("callbackUrl"));
         assert_eq!(error.get("details").unwrap().get_str("reason"), Some("loopback"));
+
+        let (r, v) = body_of(&ApiError::NoWebhookSecret { account: "acct_X".into() });
+        assert_eq!(r.status, 409);
+        let error = v.get("error").unwrap();
+        assert_eq!(error.get_str("code"), Some("CONFLICT"));
+        let message = error.get_str("message").unwrap();
+        assert!(message.contains("xray accounts webhook-secret") && message.contains("--account acct_X"), "{message}");
+        assert!(message.contains("/v1/admin/accounts/acct_X/webhook-secret"), "{message}");
+        assert_eq!(error.get("details").unwrap().get_str("field"), Some("callbackUrl"));
+        assert_eq!(error.get("details").unwrap().get_str("reason"), Some("no_webhook_secret"));
 
         let (r, v) = body_of(&ApiError::PayloadTooLarge { max_bytes: 4096 });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_u64("maxBytes"), Some(4096));

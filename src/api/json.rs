@@ -106,7 +106,8 @@ impl JsonRequest for BatchRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MonitorRequest {
     pub wallets: Vec<String>,
-    pub callback_url: String,
+    /// Absent or `null`: a poll-only monitor.
+    pub callback_url: Option<String>,
     pub min_severity: Option<String>,
     pub score_drop: Option<u8>,
     pub reanalyses_per_day: Option<u32>,
@@ -114,18 +115,20 @@ pub struct MonitorRequest {
 }
 
 /// `PATCH /v1/developer/monitors/:id`: what to change (absent: unchanged; `scoreDrop: null`
-/// clears the score threshold, `reanalysesPerDay: null` goes back to the default).
+/// clears the score threshold, `callbackUrl: null` makes the monitor poll-only,
+/// `reanalysesPerDay: null` goes back to the default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MonitorPatchRequest {
     pub add_wallets: Vec<String>,
     pub remove_wallets: Vec<String>,
-    pub callback_url: Option<String>,
+    pub callback_url: Option<Option<String>>,
     pub min_severity: Option<String>,
     pub score_drop: Option<Option<u8>>,
     pub reanalyses_per_day: Option<Option<u32>>,
     pub dust_lamports: Option<Option<u64>>,
 }
 
+const CALLBACK_URL_SHAPE: &str = "callbackUrl must be a string, or null";
 const MONITOR_WALLETS_SHAPE: &str = "wallets is required and must be an array of 1 to 100 strings";
 const MONITOR_WALLET_LIST_SHAPE: &str = "must be an array of at most 100 strings";
 const SCORE_DROP_SHAPE: &str = "scoreDrop must be a whole number of points from 1 to 100, or null";
@@ -203,7 +206,7 @@ impl JsonRequest for MonitorRequest {
         }
         Ok(MonitorRequest {
             wallets,
-            callback_url: required_str(object, "callbackUrl", "callbackUrl is required: where events are sent")?,
+            callback_url: optional_str(object, "callbackUrl", CALLBACK_URL_SHAPE)?,
             min_severity: optional_str(object, "minSeverity", "minSeverity must be a string")?,
             score_drop: score_drop(object)?.flatten(),
             reanalyses_per_day: reanalyses_per_day(object)?.flatten(),
@@ -219,7 +222,7 @@ impl JsonRequest for MonitorPatchRequest {
         Ok(MonitorPatchRequest {
             add_wallets: optional_strings(object, "addWallets", MONITOR_WALLET_LIST_SHAPE)?,
             remove_wallets: optional_strings(object, "removeWallets", MONITOR_WALLET_LIST_SHAPE)?,
-            callback_url: optional_str(object, "callbackUrl", "callbackUrl must be a string")?,
+            callback_url: nullable_str(object, "callbackUrl", CALLBACK_URL_SHAPE)?,
             min_severity: optional_str(object, "minSeverity", "minSeverity must be a string")?,
             score_drop: score_drop(object)?,
             reanalyses_per_day: reanalyses_per_day(object)?,
@@ -456,6 +459,20 @@ fn optional_str(
     }
 }
 
+/// A string member that `null` clears: absent → `None`; `null` → `Some(None)`; a string →
+/// `Some(Some(text))`; anything else → 400 naming it with `message`.
+fn nullable_str(
+    object: &Object<'_, '_>,
+    field: &'static str,
+    message: &'static str,
+) -> Result<Option<Option<String>>, ApiError> {
+    match object.get(field) {
+        None => Ok(None),
+        Some(value) if value.is_null() => Ok(Some(None)),
+        Some(_) => optional_str(object, field, message).map(Some),
+    }
+}
+
 fn optional_bool(object: &Object<'_, '_>, field: &'static str) -> Result<bool, ApiError> {
     let Some(value) = object.get(field) else { return Ok(false) };
     if value.is_null() {
@@ -667,6 +684,23 @@ mod tests {
         for bad in ["34.5", "0", "0.0", "101", "100.5", "-1", "\"5\"", "1e300"] {
             assert!(drop_of(bad).is_err_and(invalid("scoreDrop")), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_monitors_callback_url_is_optional_and_null_clears_it() {
+        let create = |body: &str| parse_body::<MonitorRequest>(&request(Some("application/json"), body));
+        let url = |body: &str| create(body).map(|r| r.callback_url);
+        assert_eq!(url(r#"{"wallets":["a"]}"#), Ok(None), "poll-only");
+        assert_eq!(url(r#"{"wallets":["a"],"callbackUrl":null}"#), Ok(None));
+        assert_eq!(url(r#"{"wallets":["a"],"callbackUrl":"https://x"}"#), Ok(Some("https://x".into())));
+        assert!(url(r#"{"wallets":["a"],"callbackUrl":7}"#).is_err_and(invalid("callbackUrl")));
+        let patch = |body: &str| {
+            parse_body::<MonitorPatchRequest>(&request(Some("application/json"), body)).map(|r| r.callback_url)
+        };
+        assert_eq!(patch("{}"), Ok(None), "absent: unchanged");
+        assert_eq!(patch(r#"{"callbackUrl":null}"#), Ok(Some(None)), "null: cleared");
+        assert_eq!(patch(r#"{"callbackUrl":"https://x"}"#), Ok(Some(Some("https://x".into()))));
+        assert!(patch(r#"{"callbackUrl":["https://x"]}"#).is_err_and(invalid("callbackUrl")));
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! meanwhile `store_failing` makes the service `degraded`.
 //! Signs a READY report (`signing`) just before (1), over the members its poll will show with
 //! the `completedAt` (1) stores, and stores the signature with it (a store that refused is
-//! retried with a fresh signature: the time is the attempt's).
+//! retried with a fresh signature: the time is the attempt's); a monitor event the completion
+//! makes is signed there too (`xray.monitor_event.v1`), over the members its events page and
+//! webhook show, and stored in its `EventRecord`.
 //! Also reads the scores of analyses a comparison reuses, and — before (1) — adds to a READY
 //! analysis its `changes` against the account's previous READY analysis of the wallet
 //! (`engine::changes`; `null` when there is none or it cannot be read: never a failed job).
@@ -56,9 +58,10 @@ use crate::jobs::pool::{JobSink, Ticket};
 use crate::limits::quota::ReleaseCause;
 use crate::metrics::{FailedCode, JobLabel, JobOutcomeLabel, Metrics, WEBHOOKS};
 use crate::pubkey::Pubkey;
-use crate::signing::ReportSigner;
+use crate::signing::{EventMembers, ReportSigner, ReportType};
 use crate::store::{
-    self, CallbackStatus, Completion, EventRecord, JobKind, JobRecord, MonitorLink, Store, StoreError, Subject,
+    self, CallbackStatus, Completion, EventRecord, JobKind, JobRecord, MonitorLink, ReportSignature, Store, StoreError,
+    Subject,
 };
 
 /// The sink of the running server.
@@ -131,31 +134,41 @@ impl StoreSink {
     }
 
     /// `completion` with its report's signature over the members a poll will show, completed at
-    /// `completed_at_ms` (signed at every attempt to store it: the time is the attempt's). A
-    /// report that cannot be signed is stored unsigned, logged — never a failed job.
+    /// `completed_at_ms` (signed at every attempt to store it: the time is the attempt's), and
+    /// its monitor event's, if any, over the members the events page and the webhook will show.
+    /// What cannot be signed is stored unsigned, logged — never a failed job.
     fn signed(&self, id: &str, completion: Completion, completed_at_ms: u64) -> Completion {
         let Completion::Ready { payload_json, engine_version, event, .. } = completion else { return completion };
-        let kind = match self.index.get(id) {
-            Some(live) => Some(live.record.kind.clone()),
-            None => self.store.get_job(id).ok().flatten().map(|record| record.kind),
+        let record = match self.index.get(id) {
+            Some(live) => Some(live.record.clone()),
+            None => self.store.get_job(id).ok().flatten(),
         };
-        let signature = match (&self.signer, kind) {
-            (Some(signer), Some(kind)) => {
-                let report_type = crate::signing::ReportType::of_job(&kind);
-                let signed = crate::signing::report_members(id, &kind, completed_at_ms, &payload_json)
-                    .and_then(|members| signer.sign(report_type, members))
-                    .and_then(|signature| signature.validate().map(|()| signature).map_err(|e| e.to_string()));
-                match signed {
-                    Ok(signature) => Some(signature),
-                    Err(e) => {
-                        tracing::error!(job = %id, error = %e, "the report is stored unsigned");
-                        None
-                    }
-                }
-            }
-            _ => None,
+        let (Some(signer), Some(record)) = (&self.signer, record) else {
+            return Completion::Ready { payload_json, engine_version, event, signature: None };
         };
+        let report_type = crate::signing::ReportType::of_job(&record.kind);
+        let signature = crate::signing::report_members(id, &record.kind, completed_at_ms, &payload_json)
+            .and_then(|members| signer.sign(report_type, members));
+        let signature = stored_signature(id, "report", signature);
+        let event = event.map(|event| self.signed_event(signer, &record, event, &payload_json));
         Completion::Ready { payload_json, engine_version, event, signature }
+    }
+
+    /// `event` with its signature (`xray.monitor_event.v1`) over the members its page and
+    /// webhook will show (`signing::EventMembers`), the re-analysis' `changes` read from the
+    /// payload being stored.
+    fn signed_event(
+        &self,
+        signer: &ReportSigner,
+        record: &JobRecord,
+        event: EventRecord,
+        payload: &[u8],
+    ) -> EventRecord {
+        let signature = EventMembers::of(record, &event, Some(payload))
+            .and_then(|members| members.members())
+            .and_then(|members| signer.sign(ReportType::MonitorEvent, members));
+        let signature = stored_signature(&record.id, "monitor event", signature);
+        EventRecord { signature: signature.map(Box::new), ..event }
     }
 
     /// Writes a job's completion and, once the store took it, settles memory: quota, finished
@@ -292,6 +305,19 @@ impl StoreSink {
         let elapsed_ms = self.started.pin().remove(id).map_or(0, |t| t.elapsed().as_millis());
         // Saturates after 584 million years of one job.
         self.metrics.observe_job(kind, outcome, u64::try_from(elapsed_ms).unwrap_or(u64::MAX));
+    }
+}
+
+/// A signature as the store takes it (`ReportSignature::validate`), or `None` — logged — when
+/// it could not be made: the `what` of job `id` is then stored unsigned.
+fn stored_signature(id: &str, what: &str, signed: Result<ReportSignature, String>) -> Option<ReportSignature> {
+    let checked = signed.and_then(|signature| signature.validate().map(|()| signature).map_err(|e| e.to_string()));
+    match checked {
+        Ok(signature) => Some(signature),
+        Err(e) => {
+            tracing::error!(job = %id, error = %e, "the {what} is stored unsigned");
+            None
+        }
     }
 }
 
@@ -503,7 +529,7 @@ mod tests {
     fn link(min_severity: &str, score_drop: Option<u8>) -> MonitorLink {
         MonitorLink {
             monitor_id: "mon_1".into(),
-            callback_url: "https://hooks.example.com/x".into(),
+            callback_url: Some("https://hooks.example.com/x".into()),
             min_severity: min_severity.into(),
             score_drop,
             previous_analysis_id: Some("an_prev".into()),

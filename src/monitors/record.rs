@@ -13,7 +13,8 @@
 //! 0..=`MONITOR_DUST_LAMPORTS_MAX` lamports, and encodes within
 //! `DOC_VALUE_BYTES_MAX`.
 //! Invariant: the serde names are the stored format; renaming a field is a schema change.
-//! Records written before a field existed read with its default (`reanalysesPerDay` absent:
+//! Records written before a field existed read with its default (`callbackUrl` absent: a
+//! poll-only monitor — older records always have one; `reanalysesPerDay` absent:
 //! `MONITOR_REANALYSES_PER_DAY_DEFAULT`; `dustLamports`: `MONITOR_DUST_LAMPORTS_DEFAULT`; a
 //! cursor without `lastActivity`: none yet).
 
@@ -51,7 +52,10 @@ pub struct MonitorRecord {
     pub key_id: String,
     /// Base58 addresses, distinct, in the order they were added.
     pub wallets: Vec<String>,
-    pub callback_url: String,
+    /// Where its events are POSTed; `None`: poll-only — its events are read from its events
+    /// page and never delivered (a record written before the field was optional has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
     pub min_severity: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score_drop: Option<u8>,
@@ -319,7 +323,7 @@ mod tests {
             account: "acct_1".into(),
             key_id: "key_1".into(),
             wallets: vec![W1.into(), W2.into()],
-            callback_url: "https://example.com/hook".into(),
+            callback_url: Some("https://example.com/hook".into()),
             min_severity: "high".into(),
             score_drop: Some(10),
             reanalyses_per_day: None,

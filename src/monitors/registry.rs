@@ -55,6 +55,9 @@ pub enum RegistryError {
     },
     /// The event is being delivered now (its webhook is due or in flight): nothing to send again.
     StillPending,
+    /// The event cannot be delivered: it was made while the monitor was poll-only (it has no
+    /// webhook), or the monitor has no `callbackUrl` now.
+    NotDeliverable,
     /// Lost every compare-and-set race: try again.
     Busy,
     Store(StoreError),
@@ -74,7 +77,8 @@ pub struct MonitorChange {
     pub min_severity: Option<String>,
     /// `Some(None)` clears it.
     pub score_drop: Option<Option<u8>>,
-    pub callback_url: Option<String>,
+    /// `Some(None)` clears it: the monitor becomes poll-only.
+    pub callback_url: Option<Option<String>>,
     /// `Some(None)` goes back to the default.
     pub reanalyses_per_day: Option<Option<u32>>,
     /// `Some(None)` goes back to the default.
@@ -373,7 +377,10 @@ impl Registry {
         let monitor = self.get(account, id)?;
         for _ in 0..MONITOR_WRITE_ATTEMPTS_MAX {
             let view = self.event(account, id, event_id)?;
-            let Some(was) = view.job.callback.clone() else { return Err(RegistryError::NotFound) };
+            // A poll-only event's job may hold another request's webhook (of the analysis):
+            // never the event's to send.
+            let Some(was) = view.job.event_delivery().cloned() else { return Err(RegistryError::NotDeliverable) };
+            let Some(url) = monitor.callback_url.clone() else { return Err(RegistryError::NotDeliverable) };
             if was.status == CallbackStatus::Pending {
                 return Err(RegistryError::StillPending);
             }
@@ -385,7 +392,7 @@ impl Registry {
                 attached_at_ms: Some(now_ms),
                 // Still the monitor's key (the job's) that must read it, whoever asks again.
                 attached_by: None,
-                url: monitor.callback_url.clone(),
+                url,
             };
             match self.store.record_callback(&view.job.id, &was, &again) {
                 Ok(job) => {

@@ -1,11 +1,13 @@
-//! Signed reports (issue #31 item 3): every finished analysis and comparison, and every scan,
-//! carries a detached Ed25519 signature over its canonical bytes, made with the server's
-//! signing key; the public keys, current and retired, are published as a JWK set.
+//! Signed reports (issue #31 item 3): every finished analysis and comparison, every scan and
+//! every monitor event (issue #42 item 1) carries a detached Ed25519 signature over its
+//! canonical bytes, made with the server's signing key; the public keys, current and retired,
+//! are published as a JWK set.
 //!
 //! Owns: `ReportSigner` (the key ring in force, signing, rotation, the published key set),
 //! `ReportType` (what a report is, and the fixed members its signature covers),
 //! `report_members` (the members of a job's `data` its signature covers; a scan's are its whole
 //! report, signed in canonical form: `canonical`),
+//! `event` (the members of a monitor event its signature covers, `EventMembers`),
 //! `verify_report` (the verifier the tests and the docs describe), `jcs` (RFC 8785) and `ring`
 //! (key material, its stored form and where it is kept: `<data-dir>/signing-keys.json`, 0600,
 //! or — on a cluster — one store record every node reads). Threads: signing runs on compute
@@ -14,8 +16,9 @@
 //! housekeeping thread.
 //!
 //! Wire shape: `data.signature = {keyId, alg: "EdDSA", canon: "JCS", type, covers, value}`
-//! beside the document in `data`. `type` is the report's (`xray.analysis.v1`,
-//! `xray.comparison.v1`, `xray.scan.v2`) and `covers` exactly that type's member list
+//! beside the document in `data` (an event's: `signature` beside its members, in the event
+//! object). `type` is the report's (`xray.analysis.v1`, `xray.comparison.v1`, `xray.scan.v2`,
+//! `xray.monitor_event.v1`) and `covers` exactly that type's member list
 //! (`ReportType::covers`). The signed bytes are the JCS form of the object made of exactly the
 //! covered members of `data` plus a member `"type"` holding the type (a verifier parses the
 //! report, checks `type` and `covers` against the type it expects, picks those members, adds
@@ -36,6 +39,8 @@
 //! Invariant: a job is signed once, by the sink, with the key current then; the signature is
 //! stored with the result and served as stored (polls and webhooks never sign), so a report
 //! signed before a rotation keeps its `keyId` and verifies with the published retired key.
+//! A monitor's event likewise: signed by the sink with the completion that makes it, stored in
+//! its `EventRecord`, served as stored by the events page and the webhook.
 //! Invariant: private key material is never logged, never in a metric, never in a `Debug`
 //! output, and wiped from memory when dropped (`zeroize`); a retired key's private half is
 //! erased at the rotation that retires it.
@@ -45,6 +50,7 @@
 //! (no verifier accepts them: such reports are served unsigned).
 
 pub mod canonical;
+pub mod event;
 pub mod jcs;
 pub mod ring;
 
@@ -64,6 +70,7 @@ use crate::config::SIGNING_KEYS_RELOAD_MS;
 use crate::store::{JobKind, ReportSignature};
 use ring::{KeyHome, Ring};
 
+pub use event::{EventMembers, MONITOR_EVENT_COVERS};
 pub use ring::{ALG, KEY_FILE_NAME};
 
 /// `canon` of every signature: the signed bytes are RFC 8785 JCS.
@@ -99,6 +106,8 @@ pub const ANALYSIS_TYPE: &str = "xray.analysis.v1";
 pub const COMPARISON_TYPE: &str = "xray.comparison.v1";
 /// `type` of a scan's signature.
 pub const SCAN_TYPE: &str = "xray.scan.v2";
+/// `type` of a monitor event's signature (`event::MONITOR_EVENT_COVERS`).
+pub const MONITOR_EVENT_TYPE: &str = "xray.monitor_event.v1";
 /// The member of the signed object that holds the signature's `type` (never a covered member).
 pub const TYPE_MEMBER: &str = "type";
 /// The member of `data` that holds the signature (never a covered member).
@@ -112,11 +121,14 @@ pub enum ReportType {
     Analysis,
     Comparison,
     Scan,
+    /// A monitor's event (its page item and its webhook's `data.event`).
+    MonitorEvent,
 }
 
 impl ReportType {
     /// Every type.
-    pub const ALL: [ReportType; 3] = [ReportType::Analysis, ReportType::Comparison, ReportType::Scan];
+    pub const ALL: [ReportType; 4] =
+        [ReportType::Analysis, ReportType::Comparison, ReportType::Scan, ReportType::MonitorEvent];
 
     /// The signature's `type`.
     pub const fn name(self) -> &'static str {
@@ -124,6 +136,7 @@ impl ReportType {
             ReportType::Analysis => ANALYSIS_TYPE,
             ReportType::Comparison => COMPARISON_TYPE,
             ReportType::Scan => SCAN_TYPE,
+            ReportType::MonitorEvent => MONITOR_EVENT_TYPE,
         }
     }
 
@@ -133,6 +146,7 @@ impl ReportType {
             ReportType::Analysis => &ANALYSIS_COVERS,
             ReportType::Comparison => &COMPARISON_COVERS,
             ReportType::Scan => &SCAN_COVERS,
+            ReportType::MonitorEvent => &MONITOR_EVENT_COVERS,
         }
     }
 
@@ -194,7 +208,12 @@ const fn well_formed(covers: &[&str]) -> bool {
 }
 
 // Checked when compiling: every type's covers list is well formed.
-const _: () = assert!(well_formed(&ANALYSIS_COVERS) && well_formed(&COMPARISON_COVERS) && well_formed(&SCAN_COVERS));
+const _: () = assert!(
+    well_formed(&ANALYSIS_COVERS)
+        && well_formed(&COMPARISON_COVERS)
+        && well_formed(&SCAN_COVERS)
+        && well_formed(&MONITOR_EVENT_COVERS)
+);
 
 /// The server's report signer: the key ring in force, where it is kept, and its key set.
 pub struct ReportSigner {
@@ -905,7 +924,7 @@ mod tests {
     fn the_signer_refuses_members_other_than_its_types() {
         let (_dir, signer) = signer();
         let member = |name: &str| (name.to_owned(), json!(1));
-        let analysis: Vec<(String, Value)> = ANALYSIS_COVERS.iter().map(|n| member(*n)).collect();
+        let analysis: Vec<(String, Value)> = ANALYSIS_COVERS.iter().map(|n| member(n)).collect();
         assert!(signer.sign(ReportType::Analysis, analysis.clone()).is_ok());
         assert!(signer.sign(ReportType::Scan, analysis.clone()).is_err(), "another type's members");
         assert!(signer.sign(ReportType::Analysis, analysis[1..].to_vec()).is_err(), "one missing");
@@ -1049,6 +1068,62 @@ mod tests {
         let again = ReportSigner::open_file(dir.path(), 1_700_000_200_000).expect("reopened");
         assert_eq!(again.key_id(), rotation.key_id);
         assert_eq!(key_id(verify_report(&before, &key_set(&again), ReportType::Analysis)), Ok(old));
+    }
+
+    /// A monitor event as its page lists it (`type` and `delivery` unsigned), signed by `signer`.
+    fn event(signer: &ReportSigner) -> Value {
+        let members = EventMembers {
+            id: "evt_1".into(),
+            kind: event::EVENT_KIND_RISK_CHANGED,
+            account: "acct_a".into(),
+            monitor_id: "mon_1".into(),
+            wallet: "W".into(),
+            analysis_id: "an_1".into(),
+            created_at: "2026-11-28T10:01:00.000Z".into(),
+            changes: json!({"previousAnalysisId": "an_0", "score": {"previous": 90, "current": 20, "delta": -70}}),
+        };
+        let signature = signer.sign(ReportType::MonitorEvent, members.members().expect("members")).expect("signed");
+        let mut data = serde_json::to_value(&members).expect("json");
+        data["type"] = json!("risk_changed");
+        data["delivery"] = Value::Null;
+        data[SIGNATURE_MEMBER] = serde_json::to_value(signature).expect("json");
+        data
+    }
+
+    #[test]
+    fn a_monitor_event_verifies_as_one_and_binds_its_account_and_changes() {
+        let (_dir, signer) = signer();
+        let data = event(&signer);
+        let keys = key_set(&signer);
+        let verified = verify_report(&data, &keys, ReportType::MonitorEvent).expect("verified");
+        let mut names: Vec<&str> = verified.covered.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let mut expected = MONITOR_EVENT_COVERS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "the covered members alone: not its legacy type nor its delivery");
+        let mut delivered = data.clone();
+        delivered["delivery"] = json!({"status": "DELIVERED"});
+        assert!(verify_report(&delivered, &keys, ReportType::MonitorEvent).is_ok(), "delivery is not signed");
+        for (member, forged) in [("account", json!("acct_b")), ("analysisId", json!("an_2")), ("kind", json!("x"))] {
+            let mut changed = data.clone();
+            changed[member] = forged;
+            assert_eq!(
+                key_id(verify_report(&changed, &keys, ReportType::MonitorEvent)),
+                Err(VerifyError::BadSignature)
+            );
+        }
+        let mut dropped = data.clone();
+        dropped["changes"]["score"]["delta"] = json!(-1);
+        assert_eq!(key_id(verify_report(&dropped, &keys, ReportType::MonitorEvent)), Err(VerifyError::BadSignature));
+        assert!(matches!(verify_report(&data, &keys, ReportType::Analysis), Err(VerifyError::WrongType { .. })));
+        assert!(matches!(
+            verify_report(&report(&signer), &keys, ReportType::MonitorEvent),
+            Err(VerifyError::WrongType { .. })
+        ));
+        // Signed before a rotation: verifies with the retired key.
+        let old = signer.key_id();
+        signer.rotate(1_700_000_100_000).expect("rotated");
+        assert_eq!(key_id(verify_report(&data, &key_set(&signer), ReportType::MonitorEvent)), Ok(old));
     }
 
     #[test]

@@ -215,7 +215,10 @@ impl ReportSignature {
 #[serde(rename_all = "camelCase")]
 pub struct MonitorLink {
     pub monitor_id: String,
-    pub callback_url: String,
+    /// Where the event is delivered; `None`: the monitor is poll-only — its events are read
+    /// from its events page and never delivered (no webhook is held or sent for them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
     /// The lowest severity of a new signal that makes an event (`info` … `critical`).
     pub min_severity: String,
     /// A score drop of at least this many points makes an event; `None`: score drops alone
@@ -242,12 +245,19 @@ pub struct MonitorLink {
 pub struct EventRecord {
     pub id: String,
     pub created_at_ms: u64,
+    /// The event's signature (`signing`, type `xray.monitor_event.v1`), made once with the
+    /// event and served as stored by every page and webhook of it. Absent in events made
+    /// before events were signed (served unsigned). Boxed: most of a completion's size
+    /// otherwise, and absent from every FAILED one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Box<ReportSignature>>,
 }
 
 impl EventRecord {
-    /// The event of the analysis job `job_id` (`an_…` → `evt_…`).
+    /// The event of the analysis job `job_id` (`an_…` → `evt_…`), not signed yet.
     pub fn of_job(job_id: &str, created_at_ms: u64) -> EventRecord {
-        EventRecord { id: format!("evt_{}", job_id.strip_prefix("an_").unwrap_or(job_id)), created_at_ms }
+        let id = format!("evt_{}", job_id.strip_prefix("an_").unwrap_or(job_id));
+        EventRecord { id, created_at_ms, signature: None }
     }
 
     /// The job id an event id names (`evt_…` → `an_…`); `None` for text that is no event id.
@@ -431,7 +441,7 @@ impl JobRecord {
     /// request that joins the live job cannot take the slot (its URL is `Attached::Other`:
     /// never replaced, nor replacing) — and let go at completion when there is none.
     pub(crate) fn linked(mut self, callback_url: Option<&str>, monitor: Option<&MonitorLink>) -> JobRecord {
-        let held = monitor.map(|link| link.callback_url.as_str());
+        let held = monitor.and_then(|link| link.callback_url.as_deref());
         self.callback = callback_url.or(held).map(|url| Callback::pending(url.to_owned()));
         self.monitor = monitor.cloned();
         self
@@ -440,15 +450,21 @@ impl JobRecord {
     /// This finished job with the `event` its completion caused (READY only): kept in its
     /// monitor link, its webhook — the monitor's callback, held since admission — pending from
     /// `completed_at_ms`. A monitor's re-analysis without an event lets the held callback go
-    /// (the monitor's receiver gets events only); a job that is no monitor's is unchanged.
+    /// (the monitor's receiver gets events only); a job that is no monitor's is unchanged. A
+    /// poll-only monitor's event (no callback in its link) holds no webhook: a callback another
+    /// request attached to the job stays that request's (it delivers the analysis, not the event).
     /// Pure: both stores write what it returns, with the event's index entry, in the completion.
     pub(crate) fn with_event(mut self, event: Option<&EventRecord>) -> JobRecord {
         let Some(link) = self.monitor.as_mut() else { return self };
-        let held = |c: &Callback| c.url == link.callback_url && c.attached_at_ms.is_none();
+        let Some(url) = link.callback_url.clone() else {
+            link.event = event.cloned();
+            return self;
+        };
+        let held = |c: &Callback| c.url == url && c.attached_at_ms.is_none();
         match event {
             Some(event) => {
                 link.event = Some(event.clone());
-                self.callback = Some(Callback::pending(link.callback_url.clone()));
+                self.callback = Some(Callback::pending(url));
             }
             None if self.callback.as_ref().is_some_and(held) => self.callback = None,
             None => {}
@@ -459,6 +475,16 @@ impl JobRecord {
     /// The event this job caused, if any.
     pub fn event(&self) -> Option<&EventRecord> {
         self.monitor.as_ref().and_then(|m| m.event.as_ref())
+    }
+
+    /// The webhook of the event this job caused: `None` when it caused none, or when its
+    /// monitor was poll-only then (a callback of the job is then another request's, for the
+    /// analysis).
+    pub fn event_delivery(&self) -> Option<&Callback> {
+        let link = self.monitor.as_ref()?;
+        link.event.as_ref()?;
+        link.callback_url.as_ref()?;
+        self.callback.as_ref()
     }
 
     /// The unit of quota this job holds, as memory counts it (for a charged job).
@@ -639,6 +665,7 @@ impl Completion {
                 }
                 if let Some(event) = event {
                     check_id("event id", &event.id)?;
+                    event.signature.as_deref().map_or(Ok(()), ReportSignature::validate)?;
                 }
                 if payload_json.len() > RESULT_BYTES_MAX {
                     return Err(StoreError::Invalid(format!("payload larger than {RESULT_BYTES_MAX} bytes")));
@@ -686,6 +713,44 @@ mod tests {
         assert!(big.validate().is_err());
         let long = Completion::Failed { code: "X".into(), message: "m".repeat(ERROR_MESSAGE_BYTES_MAX + 1) };
         assert!(long.validate().is_err());
+    }
+
+    fn monitored(callback_url: Option<&str>) -> JobRecord {
+        let link = MonitorLink {
+            monitor_id: "mon_1".into(),
+            callback_url: callback_url.map(str::to_owned),
+            min_severity: "high".into(),
+            score_drop: None,
+            previous_analysis_id: Some("an_0".into()),
+            event: None,
+        };
+        job().linked(None, Some(&link))
+    }
+
+    #[test]
+    fn a_monitors_event_holds_its_webhook_a_poll_only_ones_none() {
+        let event = EventRecord::of_job("an_1", 9);
+        let delivered = monitored(Some("https://h.example/x")).with_event(Some(&event));
+        assert_eq!(delivered.event_delivery().map(|c| c.url.as_str()), Some("https://h.example/x"));
+        let quiet = monitored(Some("https://h.example/x")).with_event(None);
+        assert!(quiet.callback.is_none() && quiet.event_delivery().is_none(), "no event: the held webhook goes");
+        let polled = monitored(None);
+        assert!(polled.callback.is_none(), "a poll-only monitor's re-analysis holds no webhook");
+        let polled = polled.with_event(Some(&event));
+        assert_eq!(polled.event().map(|e| e.id.as_str()), Some("evt_1"));
+        assert!(polled.callback.is_none() && polled.event_delivery().is_none(), "never delivered");
+        // Another request's webhook attached to the poll-only re-analysis stays its own (the
+        // analysis' document), never the event's.
+        let Attached::New(joined) = monitored(None).attach_callback("key_2", "https://other.example/y", 3) else {
+            panic!("attached")
+        };
+        let joined = joined.with_event(Some(&event));
+        assert_eq!(joined.callback.as_ref().map(|c| c.url.as_str()), Some("https://other.example/y"));
+        assert!(joined.event_delivery().is_none());
+        // A record written before callbackUrl was optional reads as it was.
+        let old = r#"{"monitorId":"mon_1","callbackUrl":"https://h.example/x","minSeverity":"high"}"#;
+        let link: MonitorLink = serde_json::from_str(old).expect("an older link");
+        assert_eq!(link.callback_url.as_deref(), Some("https://h.example/x"));
     }
 
     #[test]

@@ -41,6 +41,7 @@ REASONS = [
 ]
 ANALYSIS = "xray.analysis.v1"
 SCAN = "xray.scan.v2"
+EVENT = "xray.monitor_event.v1"
 # Written out here (README, "Signed reports") rather than taken from a verifier: the table tests them.
 COVERS = {
     ANALYSIS: ["analysisId", "wallet", "completedAt", "xray"],
@@ -48,6 +49,7 @@ COVERS = {
         "verdict", "signer", "transaction", "findings", "effects", "instructions", "simulation",
         "counterparties", "engineVersions", "policy", "origin", "account", "scannedAt", "requestId",
     ],
+    EVENT: ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"],
 }
 ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd"
 ORIGIN = "phantom.app"
@@ -160,6 +162,27 @@ def analysis_data():
     )
 
 
+def event_data():
+    """A monitor's event as its page lists it: its legacy ``type`` and its ``delivery`` are not
+    signed (``kind`` is ``type``'s signed twin)."""
+    return signed(
+        {
+            "id": "evt_refusals", "type": "risk_changed", "kind": "risk_changed", "account": ACCOUNT,
+            "monitorId": "mon_refusals", "wallet": "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ",
+            "analysisId": "an_refusals", "createdAt": "2026-11-28T10:01:00.000Z",
+            "changes": {
+                "previousAnalysisId": "an_before", "previousCompletedAt": "2026-11-28T10:00:00.000Z",
+                "score": {"previous": 92, "current": 24, "delta": -68, "previousRiskLevel": "low", "currentRiskLevel": "critical"},
+                "appeared": [{"signalId": "sig_1", "kind": "open_token_delegation", "severity": "critical", "title": "Open token delegation"}],
+                "disappeared": [], "changed": [],
+            },
+            "delivery": None,
+        },
+        EVENT,
+        COVERS[EVENT],
+    )
+
+
 HELD = {"transaction": b64(SENT), "account": ACCOUNT, "origin": ORIGIN}
 
 
@@ -189,7 +212,8 @@ def flipped_value(data):
 
 
 def cases():
-    scan, analysis = scan_data(), analysis_data()
+    scan, analysis, event = scan_data(), analysis_data(), event_data()
+    event_covers = sorted(COVERS[EVENT])
     covers = sorted(COVERS[SCAN])
     tampered = edit(scan, lambda d: d["findings"][0].update(severity="low"))  # one covered member changed
     short_covers = with_signature(scan, covers=covers[1:])
@@ -210,6 +234,9 @@ def cases():
     case(None, "a scan sent no origin, bound to none", scan_data(None), binding={"origin": None})
     case(None, "a scan with an unsigned member added", {**scan, "xray": {"score": {"value": 100}}})
     case(None, "an analysis", analysis, ANALYSIS)
+    case(None, "a monitor event", event, EVENT)
+    case(None, "a monitor event, delivered since (its delivery is not signed)", {**event, "delivery": {"status": "DELIVERED"}}, EVENT)
+    case(None, "a monitor event whose legacy type changed (kind is the signed one)", {**event, "type": "other"}, EVENT)
     # malformed: the report, the key set or the binding is not the shape it has.
     case("malformed", "data is not an object", "a report", ANALYSIS)
     case("malformed", "data is a list", [analysis], ANALYSIS)
@@ -228,6 +255,7 @@ def cases():
     case("malformed", "the transaction held is no transaction", scan, binding={"transaction": b64(BAD_COUNT)})
     case("malformed", "a binding member no binding has", scan, binding={"acount": ACCOUNT}, loose=True)
     case("malformed", "a binding of an analysis", analysis, ANALYSIS, binding={"account": ACCOUNT}, loose=True)
+    case("malformed", "a monitor event served unsigned", {k: v for k, v in event.items() if k != "signature"}, EVENT)
     # unknown_key
     case("unknown_key", "another server's key set", scan, keys="another server's")
     case("unknown_key", "an empty key set", analysis, ANALYSIS, keys="empty")
@@ -235,16 +263,24 @@ def cases():
     case("wrong_type", "a scan checked as an analysis", scan, ANALYSIS)
     case("wrong_type", "an analysis checked as a scan", analysis)
     case("wrong_type", "a signature relabelled as another type", with_signature(analysis, type=SCAN), ANALYSIS)
+    case("wrong_type", "a monitor event checked as an analysis", event, ANALYSIS)
+    case("wrong_type", "an analysis checked as a monitor event", analysis, EVENT)
     # covers_mismatch
     case("covers_mismatch", "a covered member left out of covers", short_covers)
     case("covers_mismatch", "a member added to covers", with_signature(scan, covers=covers + ["xray"]))
     case("covers_mismatch", "a member named twice in covers", with_signature(scan, covers=covers[1:] + [covers[2]]))
     case("covers_mismatch", "a covered member missing from data", {k: v for k, v in scan.items() if k != "requestId"})
     case("covers_mismatch", "a scan's members signed as an analysis", signed(scan, ANALYSIS, COVERS[SCAN]), ANALYSIS)
+    case("covers_mismatch", "a monitor event without account in covers", with_signature(event, covers=[n for n in event_covers if n != "account"]), EVENT)
+    case("covers_mismatch", "a monitor event whose changes are gone", {k: v for k, v in event.items() if k != "changes"}, EVENT)
+    case("covers_mismatch", "a monitor event signed without its account", signed(event, EVENT, [n for n in COVERS[EVENT] if n != "account"]), EVENT)
     # bad_signature
     case("bad_signature", "one covered member changed", tampered)
     case("bad_signature", "one byte of the signature changed", with_signature(analysis, value=flipped_value(analysis)), ANALYSIS)
     case("bad_signature", "an account forged to match the binding", {**scan, "account": "acct_other"}, binding={"account": "acct_other"})
+    case("bad_signature", "a monitor event's score drop changed", edit(event, lambda d: d["changes"]["score"].update(delta=-1)), EVENT)
+    case("bad_signature", "a monitor event for another account", {**event, "account": "acct_other"}, EVENT)
+    case("bad_signature", "a monitor event of another analysis", {**event, "analysisId": "an_other"}, EVENT)
     # digest_mismatch, account_mismatch, origin_mismatch: a verified scan about another request.
     case("digest_mismatch", "one byte of the transaction's message changed", scan, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("account_mismatch", "another account", scan, binding={"account": "acct_other"})

@@ -8,7 +8,8 @@ account and origin, and refuse it for a one-byte change of the message, another 
 origin, ``none`` against a host, a malformed signature count, and a binding of another type.
 Both also give every case of the shared refusal table (``refusals.json``, checked current
 against ``refusals.py``) the reason it names, and both commands say why from a file as a user
-holds it: not JSON, one byte changed, covers edited, another ``--type``, another server's keys.
+holds it: not JSON, one byte changed, covers edited, another ``--type``, another server's keys;
+and verify a monitor event's webhook body (``xray.monitor_event.v1``) as a receiver holds it.
 
 Prints one line per case and ``N passed, M failed``; exits 1 when a case failed. Needs what the
 verifiers need (``pip install -r tests/signing/requirements.txt``).
@@ -41,6 +42,8 @@ SCAN_COVERS = [
     "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
 ]
 ANALYSIS_COVERS = ["analysisId", "wallet", "completedAt", "xray"]
+EVENT = "xray.monitor_event.v1"
+EVENT_COVERS = ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"]
 ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd"
 SIGNER = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z"
 # One (zero) signature, then the message b"xray": hashlib.sha256(b"xray").hexdigest(). The
@@ -354,6 +357,33 @@ def both_commands_say_why():
         expect(isinstance(verdict["detail"], str) and verdict["detail"] != "", True, f"client detail: {verdict}")
         code, out = run(VERIFIER, "--keys-url", keys.as_uri(), "--type", client.REPORT_TYPES[short_type], report)
         expect((code, out.strip()), (1, f"NOT verified: {reason}"), f"independent: {name or reason}")
+
+
+@case
+def both_commands_verify_a_monitor_events_webhook_body():
+    """A monitor's webhook body (``{"data": {"event": …}}``) and one event alone, through both
+    commands: verified as ``monitor_event``; a changed score drop is ``bad_signature``, the same
+    file as an analysis ``wrong_type``."""
+    event = refusals.event_data()
+    event = signed({k: v for k, v in event.items() if k != "signature"}, EVENT, EVENT_COVERS)
+    body = WORK / "event-webhook.json"
+    body.write_text(json.dumps({"data": {"event": event}}, indent=2))
+    alone = WORK / "event-alone.json"
+    alone.write_text(json.dumps({"data": event}))
+    changed = WORK / "event-changed.json"
+    changed.write_text(json.dumps({"data": {"event": {**event, "changes": {**event["changes"], "score": {**event["changes"]["score"], "delta": -1}}}}}))
+    for report in (body, alone):
+        code, out = run(CLIENT, "verify", "--type", "monitor_event", "--keys", WORK / "keys.json", report)
+        verdict = json.loads(out)
+        expect((code, verdict["verified"], verdict["data"]["account"]), (0, True, ACCOUNT), f"client: {report.name}")
+        expect("type" in verdict["data"] or "delivery" in verdict["data"], False, "only the signed members")
+        code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", EVENT, report)
+        expect((code, "tampered copy refused" in out, "as another type refused" in out), (0, True, True), f"independent: {out}")
+    for reason, report, short_type in [("bad_signature", changed, "monitor_event"), ("wrong_type", alone, "analysis")]:
+        code, out = run(CLIENT, "verify", "--type", short_type, "--keys", WORK / "keys.json", report)
+        expect((code, json.loads(out)["reason"]), (1, reason), f"client: {reason}")
+        code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", client.REPORT_TYPES[short_type], report)
+        expect((code, out.strip()), (1, f"NOT verified: {reason}"), f"independent: {reason}")
 
 
 def main():

@@ -3,9 +3,10 @@
 docs/openapi.json alone (no project code): Ed25519 from ``cryptography``, RFC 8785 (JCS) from
 ``rfc8785`` (pinned in requirements.txt beside this file).
 
-Given a report (a poll's, webhook's or scan's ``{"data": …}`` body), the type it is expected to
-be (``--type``: ``xray.analysis.v1``, ``xray.comparison.v1`` or ``xray.scan.v2``) and the key
-set's URL (``file://`` too), it:
+Given a report (a poll's, webhook's or scan's ``{"data": …}`` body; a monitor event's webhook
+body ``{"data": {"event": …}}``, whose event is what is signed), the type it is expected to be
+(``--type``: ``xray.analysis.v1``, ``xray.comparison.v1``, ``xray.scan.v2`` or
+``xray.monitor_event.v1``) and the key set's URL (``file://`` too), it:
 
 1. fetches ``/.well-known/xray-keys.json`` (no API key) and finds the JWK named by
    ``data.signature.keyId`` (current or retired);
@@ -65,8 +66,12 @@ COVERS = {
         "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
         "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
     ],
+    "xray.monitor_event.v1": [
+        "id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes",
+    ],
 }
 SCAN = "xray.scan.v2"
+EVENT = "xray.monitor_event.v1"
 # Why a report is refused, in the order checked (README, "Signed reports"): the first that applies.
 REASONS = [
     "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
@@ -230,9 +235,18 @@ def signatures_end(transaction):
     return end
 
 
+def signed_object(body, expected_type):
+    """What ``body``'s signature is in: its ``data``, or — a monitor event's webhook body (or
+    redelivery answer), ``{"data": {"event": …}}`` — the event in it."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if expected_type == EVENT and isinstance(data, dict) and "signature" not in data and isinstance(data.get("event"), dict):
+        return data["event"]
+    return data
+
+
 def tampered(text, expected_type):
     """The report's text with one digit of its covered document changed (a byte, not a parse)."""
-    data = json.loads(text)["data"]
+    data = signed_object(json.loads(text), expected_type)
     document = next(name for name in COVERS[expected_type] if isinstance(data[name], dict))
     # The member's name followed by a colon: its key, not its mention in ``covers``.
     start = re.search(rf'"{document}"\s*:', text).end()
@@ -272,7 +286,7 @@ def main():
         body = loads(text)
     except ValueError:  # UnicodeDecodeError too
         body = None
-    data = body.get("data") if isinstance(body, dict) else None
+    data = signed_object(body, args.type)
     try:
         covered = check(data, key_set, args.type, binding)
     except Refused as refused:
@@ -299,7 +313,7 @@ def main():
                 print("re-signed transaction NOT bound")
                 sys.exit(1)
             print("re-signed transaction still bound")
-    if reason_of(loads(tampered(text.decode(), args.type))["data"], key_set, args.type) != "bad_signature":
+    if reason_of(signed_object(loads(tampered(text.decode(), args.type)), args.type), key_set, args.type) != "bad_signature":
         print("tampered copy ACCEPTED (or refused for another reason than bad_signature)")
         sys.exit(1)
     print("tampered copy refused")

@@ -746,7 +746,7 @@ export type ReportSignature = Schemas["ReportSignature"];
  * on either side of a change of the schema's list; a unit test checks that docs/openapi.json
  * names exactly these.
  */
-export type ReportType = "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2";
+export type ReportType = "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2" | "xray.monitor_event.v1";
 /** The type of a scan's answer, the one report a `ScanBinding` applies to. */
 const SCAN_TYPE: ReportType = "xray.scan.v2";
 
@@ -770,6 +770,9 @@ export const REPORT_COVERS: Readonly<Record<ReportType, readonly string[]>> = {
     "scannedAt",
     "requestId",
   ],
+  // A monitor's event: `data` is the event object (a webhook body's `data.event`, or one item
+  // of the events page's `data.events`), its `signature` among its members.
+  "xray.monitor_event.v1": ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"],
 };
 
 /** A verified report: the key that signed it and its signed members — read these, not `data`. */
@@ -869,7 +872,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * Checks a report's `data` (a poll's or webhook's `data`, or a scan's) as a report of type
+ * Checks a report's `data` (a poll's or webhook's `data`, or a scan's; a monitor event's: the
+ * event object, a webhook body's `data.event` or an events page's item) as a report of type
  * `expected`: its `signature.type` must be `expected` and `signature.covers` exactly that type's
  * members (`REPORT_COVERS`) — nothing the report says about itself is trusted — and the Ed25519
  * key `signature.keyId` of `keySet` (current or retired) must have signed the JCS form of those

@@ -198,13 +198,13 @@ export interface paths {
          * Watch wallets: re-analyze them as they change, and send an event when their risk does
          * @description Creates a monitor (an extension of the contract) of 1 to 100 wallets. The server checks each wallet every `intervalSeconds` (the operator's `monitor_interval_s`, default 60; the first check within about a second) by reading its newest transaction signature, and re-analyzes it when it has new activity since the last check.
          *
-         *     **Events.** A re-analysis whose `changes` (against the monitor's own previous `READY` analysis of the wallet — not the account's newest, so a refresh of the account's own in between hides nothing; a re-analysis that ends `FAILED` is done again at the next check) cross the monitor's thresholds — a signal that appeared with a severity of at least `minSeverity`, or, when `scoreDrop` is set, a score that fell by at least that many points — makes one event (`MonitorEvent`, type `risk_changed`), written with the analysis. It is POSTed to `callbackUrl` as a **signed webhook**, exactly as a job's webhook is (see `CallbackUrl` and `MonitorEventWebhook`): the **same `Xray-Signature` scheme** (HMAC-SHA256 of `"<t>.<body>"` under the account's webhook secret), the same retries, at least once — **the event's `id` is the same on every retry and every redelivery**, deduplicate on it. The account needs a webhook secret (else the delivery ends `FAILED`, `no_webhook_secret`; send it again with `…/redeliver` once one is set). **An event is kept as long as its analysis** (`retention_days`, default 30 days) and purged with it; `GET …/monitors/{id}/events` lists them.
+         *     **Events.** A re-analysis whose `changes` (against the monitor's own previous `READY` analysis of the wallet — not the account's newest, so a refresh of the account's own in between hides nothing; a re-analysis that ends `FAILED` is done again at the next check) cross the monitor's thresholds — a signal that appeared with a severity of at least `minSeverity`, or, when `scoreDrop` is set, a score that fell by at least that many points — makes one event (`MonitorEvent`, kind `risk_changed`), written with the analysis. **Every event is signed** with the server's Ed25519 key (`signature`, type `xray.monitor_event.v1`, covering `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`; made once with the event, served as stored — verify it with `GET /.well-known/xray-keys.json`, as a report; the analysis' whole document is its own signed report: fetch `analysisId`). With a `callbackUrl` it is POSTed there as a webhook, exactly as a job's webhook is (see `CallbackUrl` and `MonitorEventWebhook`): the **same `Xray-Signature` scheme** (HMAC-SHA256 of `"<t>.<body>"` under the account's webhook secret), the same retries, at least once — **the event's `id` is the same on every retry and every redelivery**, deduplicate on it; its body's `data.event` is what the events page lists (without `delivery`). **A `callbackUrl` needs the account's webhook secret**: without one the monitor is refused (`409 CONFLICT`, `details.reason: "no_webhook_secret"`, the message naming `xray accounts webhook-secret --data-dir <dir> --account <acct_…>` and `POST /v1/admin/accounts/{account}/webhook-secret`). **Without a `callbackUrl` the monitor is poll-only**: its events are made and signed all the same, and read from `GET …/monitors/{id}/events` (their `delivery` is `null`; nothing is ever sent, nothing ends `FAILED` for want of a URL). **An event is kept as long as its analysis** (`retention_days`, default 30 days) and purged with it; `GET …/monitors/{id}/events` lists them.
          *
          *     **Charging.** Monitors' own requests (create, list, read, change, delete, events, redelivery) are free; each takes a rate-limit token as every request does. What is charged is the re-analyses: **one quota unit of the monitor's key** (the key that created it, or its successor after a rotation) **per re-analysis**, counted as `walletAnalysis` in `GET /v1/developer/usage` (as a `refresh: true` analysis would be) and refunded when it ends `FAILED`. **A quiet check** — no new signature since the last one — **is free.** **The first check of each wallet makes its baseline**, the analysis later ones are compared with: a new, charged analysis **unless the account has a fresh `READY` analysis of the wallet** (younger than the freshness window, default 300 s), which stands for it free of charge. **Budget.** The re-analyses a monitor's wallets trigger are at most its `reanalysesPerDay` per UTC day (default 100; 1–100000, set on create and `PATCH`), counted across all its wallets: a re-analysis of new activity and the redo of one that ended `FAILED` count, a baseline and a labels reload's re-screen do not. Past it a check records `budget_exhausted` on the wallet's watch (`watches[].lastActivity`, with `budgetResetsAt`; `budget` shows the day's count) and **charges nothing**; the wallet's `lastSignature` stays before the activity, so the first check after the reset (00:00 UTC) re-analyzes it — nothing is lost. **Dust is free.** New activity whose every transaction is dust — the wallet signed none of them, nothing left the wallet (no SOL or token balance of it went down; no authority, owner, delegate, nonce or stake instruction), and all of them together brought less than the monitor's `dustLamports` (default 100000 lamports, 0.0001 SOL; 0 turns the filter off) and less than 1/10000 of one whole token of each mint (a token of 0 decimals is never dust); a failed transaction it did not sign is dust too — is not re-analyzed: the check moves `lastSignature` past it and records `dust` (1-lamport transfers and address-poisoning look-alikes cost nothing). To decide, a check reads at most 20 new transactions (more is never dust); one it cannot read is never dust. Dust shows in the wallet's next re-analysis, with its history. When a re-analysis cannot be admitted (no quota left, the account's live jobs at their maximum, the key revoked or expired) nothing moves: the wallet is checked again at the next interval and its `lagSeconds` grows. Re-analyses are ordinary analysis jobs of the account (`watches[].lastAnalysisId`; pollable, counted among its live jobs).
          *
-         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 16 KiB (413), shape (400 `INVALID_REQUEST`: `wallets`, `callbackUrl`, `minSeverity`, `scoreDrop`, `reanalysesPerDay`, `dustLamports` of the wrong type or range) → `analysis:read` (403, `details.field: "callbackUrl"`) → `callbackUrl` refused (400) → the monitor: wallets, severity, score drop (400, `details.field` naming the field) → the account's monitors, at most 100 (409 `CONFLICT`, `details.limit`). No `Idempotency-Key`: a repeat makes another monitor.
+         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 16 KiB (413), shape (400 `INVALID_REQUEST`: `wallets`, `callbackUrl`, `minSeverity`, `scoreDrop`, `reanalysesPerDay`, `dustLamports` of the wrong type or range) → `analysis:read` (403; `details.field: "callbackUrl"` when one is given) → `callbackUrl` refused (400) → the monitor: wallets, severity, score drop (400, `details.field` naming the field) → with a `callbackUrl`, the account's webhook secret (409 `CONFLICT`, `no_webhook_secret`) → the account's monitors, at most 100 (409 `CONFLICT`, `details.limit`). No `Idempotency-Key`: a repeat makes another monitor.
          *
-         *     **Required scopes:** `monitor:write` and `analysis:read` (else `403 INSUFFICIENT_SCOPE`): the monitor's webhook delivers an analysis' changes.
+         *     **Required scopes:** `monitor:write` and `analysis:read` (else `403 INSUFFICIENT_SCOPE`): the monitor's events — delivered or polled — carry an analysis' changes.
          */
         post: operations["createMonitor"];
         delete?: never;
@@ -246,7 +246,7 @@ export interface paths {
         head?: never;
         /**
          * Change a monitor's wallets, thresholds or webhook
-         * @description Applies `removeWallets`, then `addWallets`, then the new `minSeverity`, `scoreDrop` (`null` clears it), `reanalysesPerDay` and `dustLamports` (`null`: the default) and `callbackUrl`; what the body leaves out is unchanged. The result is checked whole (1–100 distinct addresses; else `400 INVALID_REQUEST` with `details.field: "wallets"`) and written with `updatedAt` now. A wallet new to the monitor is checked within about a second, its first check a baseline (see `createMonitor`'s charging). Thresholds and `callbackUrl` apply to re-analyses admitted from the next check on (one already running keeps those it was admitted with); events already made keep their delivery's URL until one is redelivered (`…/redeliver` sends to the monitor's `callbackUrl` as it is then: change the URL of a receiver that moved, then redeliver its dead letters). Concurrent changes are applied one after the other (a change that keeps losing the race is `503 SERVICE_BUSY`: retry). Free.
+         * @description Applies `removeWallets`, then `addWallets`, then the new `minSeverity`, `scoreDrop` (`null` clears it), `reanalysesPerDay` and `dustLamports` (`null`: the default) and `callbackUrl` (`null` clears it: the monitor becomes poll-only; a URL needs the account's webhook secret, else `409 CONFLICT` with `details.reason: "no_webhook_secret"`, nothing changed); what the body leaves out is unchanged. The result is checked whole (1–100 distinct addresses; else `400 INVALID_REQUEST` with `details.field: "wallets"`) and written with `updatedAt` now. A wallet new to the monitor is checked within about a second, its first check a baseline (see `createMonitor`'s charging). Thresholds and `callbackUrl` apply to re-analyses admitted from the next check on (one already running keeps those it was admitted with); events already made keep their delivery's URL until one is redelivered (`…/redeliver` sends to the monitor's `callbackUrl` as it is then: change the URL of a receiver that moved, then redeliver its dead letters). Concurrent changes are applied one after the other (a change that keeps losing the race is `503 SERVICE_BUSY`: retry). Free.
          *
          *     **Required scope:** `monitor:write`, and `analysis:read` when the body names a `callbackUrl` (else `403 INSUFFICIENT_SCOPE`).
          */
@@ -268,7 +268,7 @@ export interface paths {
         };
         /**
          * List a monitor's events, oldest first
-         * @description The events the monitor's re-analyses made (see `createMonitor`), oldest first, `limit` per page, each with its webhook's `delivery`. An event is kept as long as its analysis (`retention_days`), then leaves the list. A monitor without events answers an empty page. Free.
+         * @description The events the monitor's re-analyses made (see `createMonitor`), oldest first, `limit` per page, each with its webhook's `delivery` (`null` for a poll-only monitor's event: read here, never delivered). Each event is signed (`signature`, type `xray.monitor_event.v1`, Ed25519 over its covered members — see `MonitorEvent`): verify it with the published key set as a receiver verifies the webhook's `data.event`, the same bytes in its signed members. **A poll-only monitor** (no `callbackUrl`) is followed by polling this page with `after` = the last event id seen. An event is kept as long as its analysis (`retention_days`), then leaves the list. A monitor without events answers an empty page. Free.
          *
          *     **Required scopes:** `monitor:read` and `analysis:read` (else `403 INSUFFICIENT_SCOPE`): an event carries an analysis' changes.
          */
@@ -300,7 +300,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event's webhook again
-         * @description Makes the event's webhook, once settled (`DELIVERED` or `FAILED`), due again now, with a fresh retry window (`attempts` from 0, the same backoff): the same body and event `id`, signed anew (a new `t`), to the monitor's `callbackUrl` as it is now (its `delivery.url` says so from then on). For a receiver that lost an event or moved (change the monitor's `callbackUrl`, then redeliver), or an account that had no webhook secret yet. While the delivery is `PENDING` it is `409 CONFLICT`: it is already being sent. No body is read. Free.
+         * @description Makes the event's webhook, once settled (`DELIVERED` or `FAILED`), due again now, with a fresh retry window (`attempts` from 0, the same backoff): the same body and event `id`, signed anew (a new `t`), to the monitor's `callbackUrl` as it is now (its `delivery.url` says so from then on). For a receiver that lost an event or moved (change the monitor's `callbackUrl`, then redeliver), or an account that had no webhook secret yet (monitors made before a `callbackUrl` required one). While the delivery is `PENDING` it is `409 CONFLICT`: it is already being sent. An event without a webhook — made while its monitor was poll-only (`delivery: null`) — or of a monitor without a `callbackUrl` now is `409 CONFLICT` too: it is read from the events page, never sent. No body is read. Free.
          *
          *     **Required scopes:** `monitor:write` and `analysis:read` (else `403 INSUFFICIENT_SCOPE`): an event carries an analysis' changes.
          */
@@ -500,7 +500,7 @@ export interface components {
              */
             field?: string;
             /**
-             * @description Why, for INVALID_ADDRESS (`not_base58`, `wrong_length`), UNAUTHENTICATED (`missing`, `malformed`, `unknown`, `revoked`, `expired`), INVALID_REQUEST of a `callbackUrl` (the rule it breaks: `too_long`, `not_url`, `scheme`, `not_https`, `credentials`, `loopback`, `private_address`, `address`, `host_name`, `port`, `path`) and ACCOUNT_NOT_ELIGIBLE (`off_curve`, `program`, `sysvar`, `token_mint` at request time; `token_account`, `executable`, `nonce_account`, `stake_account`, `program_owned` are found on the ledger). Extensible enumeration; clients must tolerate new values.
+             * @description Why, for INVALID_ADDRESS (`not_base58`, `wrong_length`), UNAUTHENTICATED (`missing`, `malformed`, `unknown`, `revoked`, `expired`), INVALID_REQUEST of a `callbackUrl` (the rule it breaks: `too_long`, `not_url`, `scheme`, `not_https`, `credentials`, `loopback`, `private_address`, `address`, `host_name`, `port`, `path`) and ACCOUNT_NOT_ELIGIBLE (`off_curve`, `program`, `sysvar`, `token_mint` at request time; `token_account`, `executable`, `nonce_account`, `stake_account`, `program_owned` are found on the ledger). and CONFLICT of a monitor's `callbackUrl` while the account has no webhook secret (`no_webhook_secret`). Extensible enumeration; clients must tolerate new values.
              * @example wrong_length
              */
             reason?: string;
@@ -1991,8 +1991,8 @@ export interface components {
         MonitorRequest: {
             /** @description The wallets to watch: 1 to 100 distinct addresses, each base58 of 32 bytes — else `400 INVALID_REQUEST` with `details.field: "wallets"` (not `INVALID_ADDRESS`; the message names the entry, `wallets[<i>]`). Addresses are not classified: one that cannot be a user wallet (a token mint, a program) is accepted, and its re-analyses end `FAILED` with `ACCOUNT_NOT_ELIGIBLE` (refunded). */
             wallets: components["schemas"]["Address"][];
-            /** @description Required: where the monitor's events are POSTed (the rules, signature and retries of a job's `callbackUrl`; see `MonitorEventWebhook`). Needs `analysis:read` on the key. */
-            callbackUrl: components["schemas"]["CallbackUrl"];
+            /** @description Where the monitor's events are POSTed (the rules, retries and `Xray-Signature` HMAC of a job's `callbackUrl`; see `MonitorEventWebhook`). Needs `analysis:read` on the key, and **the account's webhook secret**: without one the monitor is refused with `409 CONFLICT`, `details.field: "callbackUrl"`, `details.reason: "no_webhook_secret"`, the message naming the command that makes one (`xray accounts webhook-secret --data-dir <dir> --account <acct_…>`, or the admin API's `POST /v1/admin/accounts/{account}/webhook-secret`). **Absent or `null`: a poll-only monitor** — its events are made all the same, signed, and read from `GET …/monitors/{id}/events` (`delivery: null`); nothing is ever POSTed, so a backend without a public HTTPS endpoint can watch wallets too. */
+            callbackUrl?: components["schemas"]["CallbackUrl"] | null;
             /**
              * @description A re-analysis whose `changes.appeared` holds a signal of at least this severity makes an event. Absent or `null`: `high`. Another value is `400 INVALID_REQUEST` with `details.field: "minSeverity"`.
              * @default high
@@ -2017,7 +2017,7 @@ export interface components {
             addWallets?: components["schemas"]["Address"][] | null;
             /** @description Wallets to stop watching (one not watched is ignored). At most 100 strings, else `400 INVALID_REQUEST` with `details.field: "removeWallets"`. A monitor keeps at least one wallet: removing every one is `400 INVALID_REQUEST` with `details.field: "wallets"` (delete the monitor instead). */
             removeWallets?: string[] | null;
-            /** @description A new webhook URL for events made from now on (absent or `null`: unchanged). Needs `analysis:read` on the key. */
+            /** @description A new webhook URL for events made from now on; **`null` clears it** (the monitor becomes poll-only: events made from then on are only polled); absent: unchanged. A URL needs `analysis:read` on the key and the account's webhook secret (else `409 CONFLICT`, `details.reason: "no_webhook_secret"`, as on create). */
             callbackUrl?: components["schemas"]["CallbackUrl"] | null;
             /** @description A new minimum severity (absent or `null`: unchanged). */
             minSeverity?: components["schemas"]["MinSeverity"] | null;
@@ -2076,10 +2076,10 @@ export interface components {
             /** @description The watched wallets (1–100, distinct), in the order they were added. */
             wallets: components["schemas"]["Address"][];
             /**
-             * @description Where events are POSTed (as the request gave it; an operator's `--webhook-allow-hosts` may allow `http` and internal hosts, so it is not always of the `CallbackUrl` pattern).
+             * @description Where events are POSTed (as the request gave it; an operator's `--webhook-allow-hosts` may allow `http` and internal hosts, so it is not always of the `CallbackUrl` pattern); `null`: a poll-only monitor — its events are read from `GET …/monitors/{id}/events` and never delivered.
              * @example https://hooks.example.com/xray
              */
-            callbackUrl: string;
+            callbackUrl: string | null;
             /** @description The least severity of a new signal that makes an event (see `Severity`). */
             minSeverity: string;
             /** @description A score drop of at least this many points makes an event; `null`: score drops alone make none. */
@@ -2118,10 +2118,10 @@ export interface components {
             /** @description The watched wallets (1–100, distinct), in the order they were added. */
             wallets: components["schemas"]["Address"][];
             /**
-             * @description Where events are POSTed (as the request gave it; an operator's `--webhook-allow-hosts` may allow `http` and internal hosts, so it is not always of the `CallbackUrl` pattern).
+             * @description Where events are POSTed (as the request gave it; an operator's `--webhook-allow-hosts` may allow `http` and internal hosts, so it is not always of the `CallbackUrl` pattern); `null`: a poll-only monitor — its events are read from `GET …/monitors/{id}/events` and never delivered.
              * @example https://hooks.example.com/xray
              */
-            callbackUrl: string;
+            callbackUrl: string | null;
             /** @description The least severity of a new signal that makes an event (see `Severity`). */
             minSeverity: string;
             /** @description A score drop of at least this many points makes an event; `null`: score drops alone make none. */
@@ -2200,11 +2200,18 @@ export interface components {
                 deleted: true;
             };
         };
-        /** @description A monitor's event: what its webhook delivers (`MonitorEventWebhook`). Kept as long as its re-analysis is (`retention_days`, default 30), then purged with it. */
+        /** @description A monitor's event: one item of its events page (`MonitorEventListed`, with `delivery`) and the `data.event` of its webhook (`MonitorEventWebhook`) — the same members and the same signature, so a callback delivers exactly what a poll reads. Signed (Ed25519, `signature`, type `xray.monitor_event.v1`), besides the webhook's HMAC. Kept as long as its re-analysis is (`retention_days`, default 30), then purged with it. */
         MonitorEvent: {
             id: components["schemas"]["EventId"];
-            /** @description What happened. Extensible enumeration — currently `enum` [`risk_changed`]: a re-analysis whose changes crossed the monitor's thresholds. Clients must tolerate (and may ignore) new values. */
+            /** @description Legacy, unsigned: the same value as `kind` (kept for receivers written before `kind`); read `kind`, which the signature covers. Extensible enumeration — currently `enum` [`risk_changed`]. Clients must tolerate (and may ignore) new values. */
             type: string;
+            /** @description What happened (signed). Extensible enumeration — currently `enum` [`risk_changed`]: a re-analysis whose changes crossed the monitor's thresholds. Clients must tolerate (and may ignore) new values. */
+            kind: string;
+            /**
+             * @description The account the monitor — and so the event — belongs to (signed): check it is yours (`GET /v1/developer/status` names it) before acting on an event someone forwarded.
+             * @example acct_3JqTmXb1QW7CeT4kz9pNvd
+             */
+            account: string;
             monitorId: components["schemas"]["MonitorId"];
             wallet: components["schemas"]["Address"];
             /** @description The re-analysis that made the event (readable with `GET /v1/developer/intelligence/analysis/{id}` for as long as it is kept). */
@@ -2217,12 +2224,21 @@ export interface components {
             createdAt: string;
             /** @description The re-analysis' `changes` (`XRay.changes`): what changed since the account's previous READY analysis of the wallet — what crossed the thresholds. `null` only when the analysis' result can no longer be read. */
             changes: components["schemas"]["Changes"] | null;
+            /** @description The event's detached Ed25519 signature (`ReportSignature`, `type` `xray.monitor_event.v1`), made once when the event was made and stored with it: every page, redelivery answer and webhook body carries the same one, and an event signed before a key rotation keeps its `keyId` (verified with the retired key). It covers exactly `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes` — not the legacy `type` nor `delivery`. **To verify** an event (a webhook body's `data.event`, or one item of the events page), as a report: require `signature.type` `xray.monitor_event.v1` and exactly those covers, take those members of the event, add `"type": "xray.monitor_event.v1"`, canonicalize with JCS and check `value` with the key `keyId` of `GET /.well-known/xray-keys.json`; then check that `account` is your own. The event attests `changes` (the score before and after, the signals that appeared); the analysis' whole document is its own signed report: fetch `analysisId` (`GET /v1/developer/intelligence/analysis/{id}`) and verify it as `xray.analysis.v1`. Absent from events made before events were signed. */
+            signature?: components["schemas"]["ReportSignature"];
         };
-        /** @description An event as the events page and a redelivery answer it: the event (`MonitorEvent`) and its delivery. */
+        /** @description An event as the events page and a redelivery answer it: the event (`MonitorEvent`, signed) and its delivery (`null` for a poll-only monitor's event). */
         MonitorEventListed: {
             id: components["schemas"]["EventId"];
-            /** @description What happened. Extensible enumeration — currently `enum` [`risk_changed`]: a re-analysis whose changes crossed the monitor's thresholds. Clients must tolerate (and may ignore) new values. */
+            /** @description Legacy, unsigned: the same value as `kind` (kept for receivers written before `kind`); read `kind`, which the signature covers. Extensible enumeration — currently `enum` [`risk_changed`]. Clients must tolerate (and may ignore) new values. */
             type: string;
+            /** @description What happened (signed). Extensible enumeration — currently `enum` [`risk_changed`]: a re-analysis whose changes crossed the monitor's thresholds. Clients must tolerate (and may ignore) new values. */
+            kind: string;
+            /**
+             * @description The account the monitor — and so the event — belongs to (signed): check it is yours (`GET /v1/developer/status` names it) before acting on an event someone forwarded.
+             * @example acct_3JqTmXb1QW7CeT4kz9pNvd
+             */
+            account: string;
             monitorId: components["schemas"]["MonitorId"];
             wallet: components["schemas"]["Address"];
             /** @description The re-analysis that made the event (readable with `GET /v1/developer/intelligence/analysis/{id}` for as long as it is kept). */
@@ -2235,7 +2251,9 @@ export interface components {
             createdAt: string;
             /** @description The re-analysis' `changes` (`XRay.changes`): what changed since the account's previous READY analysis of the wallet — what crossed the thresholds. `null` only when the analysis' result can no longer be read. */
             changes: components["schemas"]["Changes"] | null;
-            /** @description The event's webhook and how its delivery went so far (`url` is where it is sent — the monitor's `callbackUrl` when the re-analysis was admitted); `null` for an event without one. */
+            /** @description The event's detached Ed25519 signature (`ReportSignature`, `type` `xray.monitor_event.v1`), made once when the event was made and stored with it: every page, redelivery answer and webhook body carries the same one, and an event signed before a key rotation keeps its `keyId` (verified with the retired key). It covers exactly `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes` — not the legacy `type` nor `delivery`. **To verify** an event (a webhook body's `data.event`, or one item of the events page), as a report: require `signature.type` `xray.monitor_event.v1` and exactly those covers, take those members of the event, add `"type": "xray.monitor_event.v1"`, canonicalize with JCS and check `value` with the key `keyId` of `GET /.well-known/xray-keys.json`; then check that `account` is your own. The event attests `changes` (the score before and after, the signals that appeared); the analysis' whole document is its own signed report: fetch `analysisId` (`GET /v1/developer/intelligence/analysis/{id}`) and verify it as `xray.analysis.v1`. Absent from events made before events were signed. */
+            signature?: components["schemas"]["ReportSignature"];
+            /** @description The event's webhook and how its delivery went so far (`url` is where it is sent — the monitor's `callbackUrl` when the re-analysis was admitted); **`null` for a poll-only monitor's event** (the monitor had no `callbackUrl` when the re-analysis was admitted): such an event is never delivered, never ends `FAILED` for want of a URL, and cannot be redelivered (`409`) — it is read from this page. Not signed: it changes over the event's life. */
             delivery: components["schemas"]["CallbackState"] | null;
         };
         /** @description Body of `200` to `GET /v1/developer/monitors/{id}/events`. */
@@ -2255,36 +2273,55 @@ export interface components {
             };
         };
         /**
-         * @description The body of a monitor's webhook: one event, POSTed to the monitor's `callbackUrl` when a re-analysis makes it. Delivered as a job's webhook is (see `CallbackUrl`): `Content-Type: application/json`, `Xray-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the account's webhook secret>` (the same scheme as job callbacks: check it before trusting the body), `Xray-Webhook-Id: <the event's id>` (where a job's webhook names the job) and `Xray-Delivery-Attempt: <n>` (from 1 again on a redelivery); a 2xx answer within 5 s delivers it, anything else is retried with backoff (1 s, doubling, at most 10 attempts within an hour); without a webhook secret on the account nothing is sent and the delivery ends `FAILED` (`no_webhook_secret`). Deliveries are at least once: the event's `id` is the same on every attempt and every redelivery (`POST …/events/{eventId}/redeliver`, which signs anew) — deduplicate on it. The event's delivery state is the `delivery` of the events page.
+         * @description The body of a monitor's webhook: one event (`MonitorEvent`, **the same members and signature as the events page lists it**, without `delivery`), POSTed to the monitor's `callbackUrl` when a re-analysis makes it. It carries two signatures: the event's own Ed25519 `signature` (type `xray.monitor_event.v1`; verify `data.event` with `GET /.well-known/xray-keys.json` — it survives forwarding and storage) and, as every webhook, `Xray-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the account's webhook secret>` over the exact bytes (check it before trusting the body). Delivered as a job's webhook is (see `CallbackUrl`): `Content-Type: application/json`, `Xray-Webhook-Id: <the event's id>` (where a job's webhook names the job) and `Xray-Delivery-Attempt: <n>` (from 1 again on a redelivery); a 2xx answer within 5 s delivers it, anything else is retried with backoff (1 s, doubling, at most 10 attempts within an hour). A monitor needs the account's webhook secret to be given a `callbackUrl` (`409 CONFLICT`, `no_webhook_secret`, otherwise); a poll-only monitor (no `callbackUrl`) sends nothing. Deliveries are at least once: the event's `id` is the same on every attempt and every redelivery (`POST …/events/{eventId}/redeliver`, which signs the HMAC anew; the event's own signature is as stored) — deduplicate on it. The event's delivery state is the `delivery` of the events page.
          * @example {
          *       "data": {
          *         "event": {
-         *           "id": "evt_EjuQPkekfmnbhP9y8WrQGs",
+         *           "id": "evt_PrabfUPuXftnFzYViHF3DJ",
          *           "type": "risk_changed",
-         *           "monitorId": "mon_VWD9RqTf3hVnRTt8J2M89A",
-         *           "wallet": "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ",
-         *           "analysisId": "an_EjuQPkekfmnbhP9y8WrQGs",
-         *           "createdAt": "2026-11-23T10:31:00.913Z",
+         *           "kind": "risk_changed",
+         *           "account": "acct_XY9Tp2chrrXyDo8Xa6tgHp",
+         *           "monitorId": "mon_AYcM3JCJmHJF4HD9Pn92L6",
+         *           "wallet": "6hD3Hvruapb9hfnN31Nj7JmsTE6XnPuV1pnzhX19XF4k",
+         *           "analysisId": "an_PrabfUPuXftnFzYViHF3DJ",
+         *           "createdAt": "2026-11-28T22:06:13.837Z",
          *           "changes": {
-         *             "previousAnalysisId": "an_HRVTgDKjVbw3VbwLbBSKuZ",
-         *             "previousCompletedAt": "2026-11-23T10:20:01.342Z",
-         *             "score": {
-         *               "previous": 92,
-         *               "current": 24,
-         *               "delta": -68,
-         *               "previousRiskLevel": "low",
-         *               "currentRiskLevel": "critical"
-         *             },
          *             "appeared": [
          *               {
-         *                 "signalId": "sig_1",
          *                 "kind": "open_token_delegation",
-         *                 "severity": "critical",
-         *                 "title": "Open token delegation to Demo phishing delegate (5HhyYTJT5qsJYMb7ezorfxqYjLMPJR7HQVNF2ongzbnb)"
+         *                 "severity": "high",
+         *                 "signalId": "sig_1",
+         *                 "title": "Open token delegation to A9nQq4p5yvB9Xwi1VfBEtfR6WA2F9Y72CuYL32tqxj4W"
          *               }
          *             ],
+         *             "changed": [],
          *             "disappeared": [],
-         *             "changed": []
+         *             "previousAnalysisId": "an_NZnj85Ahrt65kgjpnpPTsC",
+         *             "previousCompletedAt": "2026-11-28T22:05:18.046Z",
+         *             "score": {
+         *               "current": 49,
+         *               "currentRiskLevel": "high",
+         *               "delta": -51,
+         *               "previous": 100,
+         *               "previousRiskLevel": "low"
+         *             }
+         *           },
+         *           "signature": {
+         *             "keyId": "5a0fb085d3e2dc2d",
+         *             "alg": "EdDSA",
+         *             "canon": "JCS",
+         *             "type": "xray.monitor_event.v1",
+         *             "covers": [
+         *               "account",
+         *               "analysisId",
+         *               "changes",
+         *               "createdAt",
+         *               "id",
+         *               "kind",
+         *               "monitorId",
+         *               "wallet"
+         *             ],
+         *             "value": "4-Gm2_xWBWq-gKrkXH0LyuTT81x-7e3D2FlmPTpjh3X2FXElA7BKRRb0-YEzQFQHf-VmHk7dtJXDvfGZ24toAA"
          *           }
          *         }
          *       }
@@ -2422,7 +2459,7 @@ export interface components {
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
         };
-        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. **Numbers**: an integer outside ±(2^53 − 1) (a balance above about 9 million SOL in lamports) is exact in the body, but RFC 8785 canonicalizes numbers as IEEE-754 doubles, so the signature binds it at double precision (its lowest digits are not attested); token amounts, strings of base units, are bound exactly. */
+        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`; `xray.monitor_event.v1` (a monitor's event: `signature` is a member of the event object, which plays the part of `data`) `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan; a monitor's webhook or events page: a monitor event) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. **Numbers**: an integer outside ±(2^53 − 1) (a balance above about 9 million SOL in lamports) is exact in the body, but RFC 8785 canonicalizes numbers as IEEE-754 doubles, so the signature binds it at double precision (its lowest digits are not attested); token amounts, strings of base units, are bound exactly. */
         ReportSignature: {
             /**
              * @description The signing key's `kid`: the first 16 hex digits of SHA-256 of its 32-byte public key.
@@ -2444,7 +2481,7 @@ export interface components {
              * @example xray.analysis.v1
              * @enum {string}
              */
-            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2";
+            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2" | "xray.monitor_event.v1";
             /**
              * @description The members of `data` the signature covers, sorted: exactly the list of its `type` (see above).
              * @example [
@@ -2671,7 +2708,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `CONFLICT` (monitors; an extension of the contract's codes): the account already holds its maximum of monitors (100; `details.limit`) — delete one first —, or the event's delivery is still `PENDING` (due or in flight): it can be sent again only once `DELIVERED` or `FAILED`. Feedback: the analysis is not `READY` (`QUEUED`, `RUNNING` or `FAILED`; the message says which). Nothing was changed. */
+        /** @description `CONFLICT` (monitors; an extension of the contract's codes): the account already holds its maximum of monitors (100; `details.limit`) — delete one first —, or the event's delivery is still `PENDING` (due or in flight): it can be sent again only once `DELIVERED` or `FAILED`. A monitor's `callbackUrl` (create or `PATCH`) while the account has no webhook secret (`details.field: "callbackUrl"`, `details.reason: "no_webhook_secret"`; the message names `xray accounts webhook-secret --data-dir <dir> --account <acct_…>` and `POST /v1/admin/accounts/{account}/webhook-secret`; or leave `callbackUrl` out: a poll-only monitor). A redelivery of an event that has no webhook (made while its monitor was poll-only) or whose monitor has no `callbackUrl` now. Feedback: the analysis is not `READY` (`QUEUED`, `RUNNING` or `FAILED`; the message says which). Nothing was changed. */
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3251,6 +3288,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];

@@ -261,6 +261,14 @@ describe("the real server", () => {
     assert.equal(changed.body.data.reanalysesPerDay, 24);
     const events = await client.listMonitorEvents(id, { limit: 10 });
     assert.ok(Array.isArray(events.body.data.events));
+    // callbackUrl: null makes it poll-only (its events are read, never sent); a monitor made
+    // without one is poll-only from the start (issue #42 item 1).
+    const polled = await client.changeMonitor(id, { callbackUrl: null });
+    assert.equal(polled.body.data.callbackUrl, null);
+    const pollOnly = await client.createMonitor({ wallets: [CLEAN], scoreDrop: 10 });
+    assert.equal(pollOnly.status, 201);
+    assert.equal(pollOnly.body.data.callbackUrl, null);
+    await client.deleteMonitor(pollOnly.body.data.id);
     await expectError(client.redeliverMonitorEvent(id, "evt_1111111111111111111111"), "NOT_FOUND", 404);
     const deleted = await client.deleteMonitor(id);
     assert.equal(deleted.body.data.deleted, true);

@@ -14,7 +14,13 @@
 //!
 //! Invariant: a monitor or event of another account is a `404`, from the same path as an
 //! unknown one. Reading events needs `analysis:read` besides `monitor:read` (an event carries
-//! an analysis' changes); creating a monitor needs it too (its webhook delivers them).
+//! an analysis' changes); creating a monitor needs it too (its events deliver or show them).
+//! Invariant: a `callbackUrl` is accepted (create, `PATCH`) only while the account has a
+//! webhook secret to sign its deliveries (`409 CONFLICT`, `no_webhook_secret`, naming the command
+//! that makes one); without one a monitor is poll-only (issue #42 item 1).
+//! Invariant: an event is served as it was signed — its members made by
+//! `signing::EventMembers`, the function the sink signed them with, and its stored signature —
+//! identically in the page, the redelivery answer and the webhook (which lacks `delivery`).
 //! Invariant: pages are bounded (`MONITORS_PAGE_LEN_MAX`, `MONITOR_EVENTS_PAGE_LEN_MAX`, and the
 //! analysis bytes an events page reads, `MONITOR_EVENTS_PAGE_READ_BYTES_MAX`).
 //! Invariant: a listener thread never runs a store call here, nor waits on etcd
@@ -45,7 +51,8 @@ use crate::monitors::record::MIN_SEVERITY_DEFAULT;
 use crate::monitors::{
     ActivityOutcome, EventView, MonitorBudget, MonitorChange, MonitorRecord, Registry, RegistryError, WatchCursor,
 };
-use crate::store::{JobKind, JobRecord, Store};
+use crate::signing::EventMembers;
+use crate::store::{JobRecord, ReportSignature, Store};
 
 /// Prefix of a monitor's id.
 pub const MONITOR_ID_PREFIX: &str = "mon_";
@@ -62,7 +69,8 @@ struct DataBody<T: Serialize> {
 struct MonitorBody<'a> {
     id: &'a str,
     wallets: &'a [String],
-    callback_url: &'a str,
+    /// `null`: poll-only (its events are read from its events page, never delivered).
+    callback_url: Option<&'a str>,
     min_severity: &'a str,
     score_drop: Option<u8>,
     reanalyses_per_day: u32,
@@ -141,21 +149,26 @@ struct DeletedBody<'a> {
     deleted: bool,
 }
 
-/// An event without its `changes` (spliced in from the analysis' payload) and delivery.
+/// An event as its page and its webhook write it, without its `delivery`: the signed members
+/// (`signing::EventMembers`), the legacy `type` (the unsigned twin of `kind`, kept for
+/// receivers written before `kind`) and the signature made with the event, as stored.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct EventHead<'a> {
+struct EventBody<'a> {
     id: &'a str,
     #[serde(rename = "type")]
+    legacy_type: &'static str,
     kind: &'static str,
+    account: &'a str,
     monitor_id: &'a str,
     wallet: &'a str,
     analysis_id: &'a str,
-    created_at: String,
+    created_at: &'a str,
+    changes: &'a serde_json::Value,
+    /// Absent from events made before events were signed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a ReportSignature>,
 }
-
-/// The type of every event today.
-const EVENT_TYPE_RISK_CHANGED: &str = "risk_changed";
 
 fn registry_error(e: RegistryError) -> ApiError {
     match e {
@@ -169,6 +182,12 @@ fn registry_error(e: RegistryError) -> ApiError {
             message: "the event's delivery is still pending: it is sent again only once delivered or given up".into(),
             limit: None,
         },
+        RegistryError::NotDeliverable => ApiError::Conflict {
+            message: "the event has no webhook to send: it was made while the monitor had no callbackUrl, or the \
+                      monitor has none now (its events are polled: GET …/monitors/{id}/events)"
+                .into(),
+            limit: None,
+        },
         RegistryError::Busy => ApiError::ServiceBusy,
         RegistryError::Store(e) => ApiError::from_store(&e),
     }
@@ -178,7 +197,7 @@ fn monitor_body<'a>(monitor: &'a MonitorRecord, interval_ms: u64) -> MonitorBody
     MonitorBody {
         id: &monitor.id,
         wallets: &monitor.wallets,
-        callback_url: &monitor.callback_url,
+        callback_url: monitor.callback_url.as_deref(),
         min_severity: &monitor.min_severity,
         score_drop: monitor.score_drop,
         reanalyses_per_day: monitor.reanalyses_per_day(),
@@ -200,36 +219,30 @@ fn lag_s(cursor: Option<&WatchCursor>, since_ms: u64, interval_ms: u64, now_ms: 
 }
 
 /// The event document (`data.event`): what the events page lists (with `delivery`) and what
-/// the event's webhook carries (without). `changes` is the re-analysis' own.
+/// the event's webhook carries (without) — its signed members made by the function that made
+/// them for the signature (`signing::EventMembers`), and the signature as stored.
 pub fn event_document(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
-    let (Some(link), Some(event)) = (job.monitor.as_ref(), job.event()) else {
+    let Some(event) = job.event() else {
         return Err(ApiError::internal(&"an event document of a job with no event"));
     };
-    let wallet = match &job.kind {
-        JobKind::Analysis { wallet } => wallet.as_str(),
-        JobKind::Comparison { .. } => return Err(ApiError::internal(&"an event of a comparison")),
-    };
-    let head = EventHead {
-        id: &event.id,
-        kind: EVENT_TYPE_RISK_CHANGED,
-        monitor_id: &link.monitor_id,
-        wallet,
-        analysis_id: &job.id,
-        created_at: rfc3339_ms(event.created_at_ms),
-    };
-    let changes = payload.and_then(changes_of).unwrap_or_else(|| b"null".to_vec());
-    Ok(with_last_member(json_bytes(&head)?, 1, "changes", &changes))
+    let members = EventMembers::of(job, event, payload).map_err(|e| ApiError::internal(&e))?;
+    json_bytes(&EventBody {
+        id: &members.id,
+        legacy_type: members.kind,
+        kind: members.kind,
+        account: &members.account,
+        monitor_id: &members.monitor_id,
+        wallet: &members.wallet,
+        analysis_id: &members.analysis_id,
+        created_at: &members.created_at,
+        changes: &members.changes,
+        signature: event.signature.as_deref(),
+    })
 }
 
 /// The webhook body of an event: `{"data":{"event":{…}}}`.
 pub fn event_webhook(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
     Ok(data_object(&[("event", &event_document(job, payload)?)]))
-}
-
-/// The `changes` member of a stored X-Ray, as its JSON bytes.
-fn changes_of(payload: &[u8]) -> Option<Vec<u8>> {
-    let value: serde_json::Value = serde_json::from_slice(payload).ok()?;
-    serde_json::to_vec(value.get("changes")?).ok()
 }
 
 /// `limit=` of a page: absent → `default`; 1..=`max` → it; anything else → 400.
@@ -264,7 +277,9 @@ fn event_with_delivery(store: &dyn Store, view: &EventView) -> Result<(Vec<u8>, 
     let payload = store.get_result(&view.job).map_err(|e| ApiError::from_store(&e))?;
     let read = payload.as_ref().map_or(0, Vec::len);
     let event = event_document(&view.job, payload.as_deref())?;
-    let delivery = match &view.job.callback {
+    // The event's own webhook only (`null` for a poll-only monitor's event): a callback another
+    // request attached to the job delivers the analysis, not the event.
+    let delivery = match view.job.event_delivery() {
         Some(c) => json_bytes(&CallbackBody {
             url: &c.url,
             status: c.status.as_str(),
@@ -308,6 +323,20 @@ impl Drop for AccountSlot {
                 held.remove(&self.account);
             }
         }
+    }
+}
+
+/// A monitor may deliver to `url` only while `account` has a webhook secret to sign its
+/// events with (`409 CONFLICT`, `no_webhook_secret`, naming the command that makes one);
+/// without `url` (poll-only) there is nothing to sign. The secret is read and dropped.
+fn can_sign_webhooks(store: &dyn Store, account: &str, url: Option<&str>) -> Result<(), ApiError> {
+    if url.is_none() {
+        return Ok(());
+    }
+    match store.get_webhook_secret(account) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(ApiError::NoWebhookSecret { account: account.to_owned() }),
+        Err(e) => Err(ApiError::from_store(&e)),
     }
 }
 
@@ -382,12 +411,21 @@ impl Endpoints<'_> {
         wallets.iter().try_for_each(|w| super::checked_address("wallets", w, self.app).map(drop))
     }
 
+    /// A monitor's `callbackUrl`, as a job's is checked (`analysis:read`, the webhook policy);
+    /// a poll-only monitor still needs `analysis:read`, the scope its events are read with.
+    fn checked_monitor_callback(&self, url: Option<&str>) -> Result<(), ApiError> {
+        match url {
+            Some(url) => self.checked_callback(Some(url)).map(drop),
+            None => self.may_read_events(),
+        }
+    }
+
     /// `POST /v1/developer/monitors`
     pub async fn create_monitor(&self) -> Result<ApiResponse, ApiError> {
         self.may_analyze()?;
         let body: MonitorRequest = parse_body(self.request)?;
         self.checked_wallets(&body.wallets)?;
-        self.checked_callback(Some(&body.callback_url))?;
+        self.checked_monitor_callback(body.callback_url.as_deref())?;
         let now_ms = self.caller.now_ms;
         let monitor = MonitorRecord {
             id: job_id(MONITOR_ID_PREFIX).map_err(|e| ApiError::internal(&e))?,
@@ -403,7 +441,12 @@ impl Endpoints<'_> {
             updated_at_ms: now_ms,
         };
         let monitor = self
-            .registry_work(move |registry, _| registry.create(&monitor).map(|()| monitor).map_err(registry_error))
+            .registry_work(move |registry, store| {
+                // Its own refusals (400) before the account's state (409).
+                monitor.validate().map_err(|e| registry_error(RegistryError::Invalid(e)))?;
+                can_sign_webhooks(store, &monitor.account, monitor.callback_url.as_deref())?;
+                registry.create(&monitor).map(|()| monitor).map_err(registry_error)
+            })
             .await?;
         self.monitor_answer(201, &monitor)
     }
@@ -486,8 +529,10 @@ impl Endpoints<'_> {
         let account_of_read = account.clone();
         let id_of_read = id.clone();
         self.registry_work(move |registry, _| own_monitor(registry, &account_of_read, &id_of_read)).await?;
-        if let Some(url) = &body.callback_url {
-            self.checked_callback(Some(url))?;
+        // `null` makes it poll-only: nothing to check.
+        let new_url = body.callback_url.clone().flatten();
+        if new_url.is_some() {
+            self.checked_callback(new_url.as_deref())?;
         }
         let change = MonitorChange {
             add_wallets: body.add_wallets,
@@ -500,7 +545,10 @@ impl Endpoints<'_> {
         };
         let now_ms = self.caller.now_ms;
         let changed = self
-            .registry_work(move |registry, _| registry.change(&account, &id, &change, now_ms).map_err(registry_error))
+            .registry_work(move |registry, store| {
+                can_sign_webhooks(store, &account, new_url.as_deref())?;
+                registry.change(&account, &id, &change, now_ms).map_err(registry_error)
+            })
             .await?;
         self.monitor_answer(200, &changed)
     }

@@ -17,9 +17,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::monitors::{checked_once, create};
+use super::signing::{key_set, python_verifier_accepts};
 use super::support::*;
 use super::webhooks::Receiver;
 use xray::devtools::rpc_server::FaultPlan;
+use xray::signing::{verify_report, ReportType, VerifyError};
 use xray::webhooks::signature::verify;
 
 /// The timeline's wallets, by the names a script uses.
@@ -132,6 +134,7 @@ fn a_moving_ledger_makes_exactly_the_expected_events_signed_once_each() {
     let got = receiver.wait_for(2);
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(receiver.got.lock().expect("log").len(), 2, "one delivery per event");
+    let keys = key_set(&server);
     for request in &got {
         let signature = request.header("xray-signature").expect("Xray-Signature");
         let now_s = xray::clock::now_unix_ms() / 1_000;
@@ -143,6 +146,14 @@ fn a_moving_ledger_makes_exactly_the_expected_events_signed_once_each() {
         let mut without_delivery = listed.clone();
         without_delivery.as_object_mut().expect("event").remove("delivery");
         assert_eq!(sent["data"]["event"], without_delivery);
+        // The body's event is signed (Ed25519, `xray.monitor_event.v1`) as stored: the same
+        // signed members, the same signature, as its poll.
+        let verified = verify_report(&sent["data"]["event"], &keys, ReportType::MonitorEvent).expect("verified");
+        assert_eq!(
+            (&verified.covered["account"], &verified.covered["kind"]),
+            (&json!(key.account), &json!("risk_changed"))
+        );
+        assert_eq!(sent["data"]["event"]["signature"], listed["signature"]);
     }
     let events = all_events(&server, &key.secret, &id);
     assert!(events.iter().all(|e| e["delivery"]["status"] == "DELIVERED"), "{events:?}");
@@ -250,7 +261,7 @@ fn the_accounts_own_refresh_between_two_checks_hides_no_change_from_the_monitor(
     let server = timeline_server(dir.path(), start_ms, &[("timeline_delegate", 1)], |c| c.monitor_interval_s = 6);
     let key = server.key(KeyOptions::default());
     let delegate = timeline_wallet("timeline_delegate");
-    let body = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "low"});
+    let body = json!({"wallets": [delegate], "minSeverity": "low"});
     let id = create(&server, &key.secret, &body).data()["id"].as_str().expect("id").to_owned();
     let baseline =
         checked_once(&server, &key.secret, &id)["watches"][0]["lastAnalysisId"].as_str().expect("baseline").to_owned();
@@ -280,7 +291,7 @@ fn a_re_analysis_that_fails_is_done_again_and_its_change_still_makes_one_event()
     });
     let key = server.key(KeyOptions::default());
     let delegate = timeline_wallet("timeline_delegate");
-    let body = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "low"});
+    let body = json!({"wallets": [delegate], "minSeverity": "low"});
     let created = create(&server, &key.secret, &body);
     assert_eq!(created.status, 201, "{created:?}");
     let id = created.data()["id"].as_str().expect("id").to_owned();
@@ -353,10 +364,9 @@ fn a_re_analysis_after_activity_that_changes_nothing_makes_no_event() {
     let events = [("timeline_delegate", 1), ("timeline_delegate", 12)];
     let server = timeline_server(dir.path(), start_ms, &events, |_| {});
     let delegate = timeline_wallet("timeline_delegate");
-    let hook = "http://127.0.0.1:9/hooks";
     let sensitive = [
-        json!({"wallets": [delegate], "callbackUrl": hook, "minSeverity": "info", "scoreDrop": 1}),
-        json!({"wallets": [delegate], "callbackUrl": hook, "minSeverity": "info"}),
+        json!({"wallets": [delegate], "minSeverity": "info", "scoreDrop": 1}),
+        json!({"wallets": [delegate], "minSeverity": "info"}),
     ];
     let monitors: Vec<(TestKey, String, String)> = sensitive.iter().map(|body| watched(&server, body)).collect();
     assert!(xray::clock::now_unix_ms() < start_ms + 11_000, "the baselines took too long for the script");
@@ -392,7 +402,7 @@ fn a_score_falling_past_score_drop_makes_exactly_one_event_and_short_of_it_none(
     let server = timeline_server(dir.path(), start_ms, &[("timeline_dust", 1)], |_| {});
     let dust = timeline_wallet("timeline_dust");
     let body = |score_drop: u8| {
-        json!({"wallets": [dust], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "critical",
+        json!({"wallets": [dust], "minSeverity": "critical",
                "scoreDrop": score_drop, "dustLamports": 0})
     };
     let (past, past_id, _) = watched(&server, &body(20));
@@ -405,11 +415,56 @@ fn a_score_falling_past_score_drop_makes_exactly_one_event_and_short_of_it_none(
     let appeared = events[0]["changes"]["appeared"].as_array().expect("appeared").clone();
     assert!(appeared.iter().all(|s| s["severity"] != "critical"), "the score alone made it: {appeared:?}");
 
+    poll_only_event_verifies(&server, &past, &past_id, &events[0]);
+
     let again = re_analysis_past(&server, &short.secret, &short_id, 0, &[&short_baseline]);
     assert_eq!(-again["xray"]["changes"]["score"]["delta"].as_i64().expect("delta"), fell, "{again}");
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(all_events(&server, &past.secret, &past_id).len(), 1, "exactly one event for one fall");
     assert_eq!(all_events(&server, &short.secret, &short_id), Vec::<Value>::new(), "a fall short of scoreDrop");
+}
+
+/// Issue #42 item 1: a poll-only monitor's event (its monitor has no `callbackUrl`) is never
+/// delivered (`delivery: null`, nothing to redeliver) and verifies with the published key set,
+/// bound to the account, in all three verifiers here (Rust, `verify_report.py`, `client.py`) —
+/// a member changed is `bad_signature`, another type `wrong_type` — and still after a rotation,
+/// with the retired key.
+fn poll_only_event_verifies(server: &TestServer, key: &TestKey, monitor: &str, event: &Value) {
+    assert_eq!(event["delivery"], Value::Null, "never delivered: {event}");
+    let keys = key_set(server);
+    let verified = verify_report(event, &keys, ReportType::MonitorEvent).expect("verified");
+    for (member, value) in [("account", json!(key.account)), ("monitorId", json!(monitor)), ("id", event["id"].clone())]
+    {
+        assert_eq!(verified.covered[member], value, "{member}");
+    }
+    assert!(!verified.covered.contains_key("delivery") && !verified.covered.contains_key("type"));
+    let mut tampered = event.clone();
+    tampered["changes"]["score"]["delta"] = json!(-99);
+    assert_eq!(
+        verify_report(&tampered, &keys, ReportType::MonitorEvent).map(|v| v.key_id),
+        Err(VerifyError::BadSignature)
+    );
+    let mut other_account = event.clone();
+    other_account["account"] = json!("acct_other");
+    assert_eq!(
+        verify_report(&other_account, &keys, ReportType::MonitorEvent).map(|v| v.key_id),
+        Err(VerifyError::BadSignature)
+    );
+    assert!(matches!(verify_report(event, &keys, ReportType::Analysis), Err(VerifyError::WrongType { .. })));
+    python_verifier_accepts(server, event, &keys, "xray.monitor_event.v1", None);
+    // Poll-only: nothing to send again.
+    let event_id = event["id"].as_str().expect("id");
+    let redeliver =
+        post(server.addr, &format!("/v1/developer/monitors/{monitor}/events/{event_id}/redeliver"), &key.secret, "");
+    assert_eq!((redeliver.status, redeliver.error()["code"].as_str()), (409, Some("CONFLICT")), "{redeliver:?}");
+    // Signed before a rotation: the page serves it as stored, verified by the retired key.
+    let rotated = server.admin("POST", "/v1/admin/signing-keys/rotate");
+    assert_eq!(rotated.status, 201, "{rotated:?}");
+    let listed = all_events(server, &key.secret, monitor).remove(0);
+    assert_eq!(listed["signature"], event["signature"], "served as stored");
+    let verified = verify_report(&listed, &key_set(server), ReportType::MonitorEvent).expect("verified");
+    assert_eq!(json!(verified.key_id), event["signature"]["keyId"]);
+    assert_ne!(json!(verified.key_id), rotated.body["data"]["keyId"], "{rotated:?}");
 }
 
 /// A labels file listing `address` as sanctioned, as an import would.
@@ -434,7 +489,7 @@ fn labels_monitor(dir: &Path) -> (TestServer, TestKey, String, std::path::PathBu
     });
     let key = server.key(KeyOptions::default());
     let (dust, quiet) = (timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
-    let body = json!({"wallets": [dust, quiet], "callbackUrl": "http://127.0.0.1:9/hooks"});
+    let body = json!({"wallets": [dust, quiet]});
     let created = create(&server, &key.secret, &body);
     assert_eq!(created.status, 201, "{created:?}");
     let id = created.data()["id"].as_str().expect("id").to_owned();
@@ -555,7 +610,7 @@ fn dust_sent_to_a_watched_wallet_is_moved_past_without_a_re_analysis_or_a_charge
     let server = timeline_server(dir.path(), start_ms, &[("timeline_dust", 1)], |_| {});
     let key = server.key(KeyOptions::default());
     let dust = timeline_wallet("timeline_dust");
-    let body = json!({"wallets": [dust], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "low"});
+    let body = json!({"wallets": [dust], "minSeverity": "low"});
     let created = create(&server, &key.secret, &body);
     assert_eq!(created.status, 201, "{created:?}");
     assert_eq!(created.data()["dustLamports"], xray::config::MONITOR_DUST_LAMPORTS_DEFAULT, "{created:?}");
@@ -605,14 +660,13 @@ fn re_analyses_past_a_monitors_daily_budget_are_held_uncharged_and_made_once_it_
     let server = timeline_server(dir.path(), start_ms, &events, |_| {});
     let key = server.key(KeyOptions::default());
     let (other, delegate) = (server.key(KeyOptions::default()), timeline_wallet("timeline_delegate"));
-    let outbound = json!({"wallets": [delegate], "callbackUrl": "http://127.0.0.1:9/hooks", "reanalysesPerDay": 1});
+    let outbound = json!({"wallets": [delegate], "reanalysesPerDay": 1});
     let outbound = create(&server, &other.secret, &outbound);
     assert_eq!(outbound.status, 201, "{outbound:?}");
     let outbound_id = outbound.data()["id"].as_str().expect("id").to_owned();
     let receiver = timeline_wallet("timeline_dust");
     let body = json!({
         "wallets": [receiver],
-        "callbackUrl": "http://127.0.0.1:9/hooks",
         "reanalysesPerDay": 2,
         "dustLamports": 0,
     });
@@ -704,7 +758,7 @@ fn store_large_events(server: &TestServer, key: &TestKey, monitor: &str, wallet:
         );
         job.monitor = Some(MonitorLink {
             monitor_id: monitor.to_owned(),
-            callback_url: "http://127.0.0.1:9/hooks".into(),
+            callback_url: None,
             min_severity: "low".into(),
             score_drop: None,
             previous_analysis_id: None,
@@ -734,7 +788,7 @@ fn an_events_page_of_large_analyses_does_not_stall_its_listener() {
         c.webhook_allow_hosts = vec!["127.0.0.1".into()];
     });
     let key = server.key(KeyOptions::default());
-    let body = json!({"wallets": [CLEAN], "callbackUrl": "http://127.0.0.1:9/hooks"});
+    let body = json!({"wallets": [CLEAN]});
     let created = create(&server, &key.secret, &body);
     assert_eq!(created.status, 201, "{created:?}");
     let id = created.data()["id"].as_str().expect("id").to_owned();

@@ -33,8 +33,16 @@ fn request(server: &TestServer, method: &str, path: &str, key: &str, body: Optio
     raw(server.addr, method, path, &headers, &text)
 }
 
+/// A poll-only monitor of `wallets` (no `callbackUrl`: its events are read from its page).
 fn monitor_body(wallets: &[&str]) -> Value {
-    json!({"wallets": wallets, "callbackUrl": "http://127.0.0.1:9/hooks"})
+    json!({"wallets": wallets})
+}
+
+/// Makes `key`'s account a webhook secret (admin API), as a monitor with a `callbackUrl` needs.
+pub(crate) fn make_webhook_secret(server: &TestServer, key: &TestKey) -> String {
+    let reply = server.admin("POST", &format!("/v1/admin/accounts/{}/webhook-secret", key.account));
+    assert_eq!(reply.status, 201, "{reply:?}");
+    reply.body["secret"].as_str().expect("secret").to_owned()
 }
 
 /// Polls `GET …/monitors/:id` until every wallet was checked once (bounded).
@@ -56,7 +64,9 @@ pub(crate) fn checked_once(server: &TestServer, key: &str, id: &str) -> Value {
 #[test]
 fn a_monitor_is_created_read_listed_changed_and_deleted() {
     let server = monitor_server(|_| {});
-    let key = server.key(KeyOptions::default()).secret;
+    let test_key = server.key(KeyOptions::default());
+    make_webhook_secret(&server, &test_key);
+    let key = test_key.secret;
     let created = create(
         &server,
         &key,
@@ -64,6 +74,7 @@ fn a_monitor_is_created_read_listed_changed_and_deleted() {
     );
     assert_eq!(created.status, 201, "{created:?}");
     let data = created.data();
+    assert_eq!(data["callbackUrl"], "http://127.0.0.1:9/hooks");
     let id = data["id"].as_str().expect("id").to_owned();
     assert!(id.starts_with("mon_"), "{id}");
     assert_eq!(data["wallets"], json!([CLEAN, OPEN_DELEGATION]));
@@ -90,9 +101,11 @@ fn a_monitor_is_created_read_listed_changed_and_deleted() {
     assert_eq!(listed.data()["nextAfter"], Value::Null);
 
     let path = format!("{MONITORS}/{id}");
-    let patch = json!({"addWallets": [SYBIL_A], "removeWallets": [CLEAN], "minSeverity": "medium", "scoreDrop": null});
+    let patch = json!({"addWallets": [SYBIL_A], "removeWallets": [CLEAN], "minSeverity": "medium", "scoreDrop": null,
+        "callbackUrl": null});
     let changed = request(&server, "PATCH", &path, &key, Some(&patch));
     assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(changed.data()["callbackUrl"], Value::Null, "null makes it poll-only: {changed:?}");
     assert_eq!(changed.data()["wallets"], json!([OPEN_DELEGATION, SYBIL_A]));
     // The removed wallet's cursor went with it (a wallet added again starts over).
     let registry = xray::monitors::Registry::new(server.running().store.clone());
@@ -112,12 +125,13 @@ fn a_monitor_is_created_read_listed_changed_and_deleted() {
 fn bad_monitors_are_refused_naming_the_field() {
     let server = monitor_server(|_| {});
     let key = server.key(KeyOptions::default()).secret;
+    // The request's own refusals (400) come before the account's missing webhook secret (409).
     let cases = [
         (json!({"callbackUrl": "http://127.0.0.1:9/h"}), "wallets"),
         (json!({"wallets": [], "callbackUrl": "http://127.0.0.1:9/h"}), "wallets"),
         (json!({"wallets": ["not-an-address"], "callbackUrl": "http://127.0.0.1:9/h"}), "wallets"),
         (json!({"wallets": [CLEAN, CLEAN], "callbackUrl": "http://127.0.0.1:9/h"}), "wallets"),
-        (json!({"wallets": [CLEAN]}), "callbackUrl"),
+        (json!({"wallets": [CLEAN], "callbackUrl": 9}), "callbackUrl"),
         (json!({"wallets": [CLEAN], "callbackUrl": "ftp://example.com/h"}), "callbackUrl"),
         (json!({"wallets": [CLEAN], "callbackUrl": "http://127.0.0.1:9/h", "minSeverity": "severe"}), "minSeverity"),
         (json!({"wallets": [CLEAN], "callbackUrl": "http://127.0.0.1:9/h", "scoreDrop": 0}), "scoreDrop"),
@@ -167,9 +181,13 @@ fn monitors_need_their_scopes_and_stay_in_their_account() {
     let refused = create(&server, &watcher, &monitor_body(&[CLEAN]));
     assert_eq!((refused.status, refused.error()["details"]["requiredScope"].as_str()), (403, Some("wallet:analyze")));
     let writer = server.key(KeyOptions::scopes("monitor:write,wallet:analyze")).secret;
-    let refused = create(&server, &writer, &monitor_body(&[CLEAN]));
+    let hooked = json!({"wallets": [CLEAN], "callbackUrl": "http://127.0.0.1:9/hooks"});
+    let refused = create(&server, &writer, &hooked);
     assert_eq!(refused.status, 403, "{refused:?}");
     assert_eq!(refused.error()["details"]["field"], "callbackUrl");
+    // A poll-only monitor's events are read with analysis:read: its creator needs it too.
+    let refused = create(&server, &writer, &monitor_body(&[CLEAN]));
+    assert_eq!((refused.status, refused.error()["details"]["requiredScope"].as_str()), (403, Some("analysis:read")));
     // A mint is no wallet to watch: refused as POST …/wallet refuses it.
     let key = owner.as_str();
     let mint = create(&server, key, &monitor_body(&[TOKEN_MINT]));
@@ -220,4 +238,47 @@ fn quiet_checks_read_one_signature_page_and_charge_nothing() {
     assert!((4..=10).contains(&pages), "{pages} pages in 3.5 s: {before:?} → {after:?}");
     assert_eq!(calls, pages, "{before:?} → {after:?}");
     assert_eq!(server.usage(&key).wallet_analysis, used, "quiet checks are free");
+}
+
+#[test]
+fn a_callback_url_needs_the_accounts_webhook_secret_and_a_monitor_without_one_is_poll_only() {
+    let server = monitor_server(|c| c.monitor_interval_s = 3_600);
+    let test_key = server.key(KeyOptions::default());
+    let key = test_key.secret.as_str();
+    let hooked = json!({"wallets": [CLEAN], "callbackUrl": "http://127.0.0.1:9/hooks"});
+    // No secret yet: refused, naming the command (and admin route) that makes one.
+    let refused = create(&server, key, &hooked);
+    assert_eq!(refused.status, 409, "{refused:?}");
+    assert_eq!(refused.error()["code"], "CONFLICT");
+    let details = &refused.error()["details"];
+    assert_eq!(
+        (details["field"].as_str(), details["reason"].as_str()),
+        (Some("callbackUrl"), Some("no_webhook_secret"))
+    );
+    let message = refused.error()["message"].as_str().expect("message");
+    let command = format!("xray accounts webhook-secret --data-dir <dir> --account {}", test_key.account);
+    assert!(message.contains(&command), "{message}");
+    assert!(message.contains(&format!("/v1/admin/accounts/{}/webhook-secret", test_key.account)), "{message}");
+    assert_eq!(get(server.addr, MONITORS, key).data()["monitors"], json!([]), "nothing made");
+
+    // Without a callbackUrl: poll-only, accepted.
+    let polled = create(&server, key, &monitor_body(&[CLEAN]));
+    assert_eq!((polled.status, &polled.data()["callbackUrl"]), (201, &Value::Null), "{polled:?}");
+    let path = format!("{MONITORS}/{}", polled.data()["id"].as_str().expect("id"));
+    // Adding a callbackUrl is refused the same way; clearing one, or changing anything else, is not.
+    let patched = request(&server, "PATCH", &path, key, Some(&json!({"callbackUrl": "http://127.0.0.1:9/hooks"})));
+    assert_eq!((patched.status, patched.error()["details"]["reason"].as_str()), (409, Some("no_webhook_secret")));
+    assert_eq!(get(server.addr, &path, key).data()["callbackUrl"], Value::Null, "unchanged");
+    let patched = request(&server, "PATCH", &path, key, Some(&json!({"callbackUrl": null, "minSeverity": "low"})));
+    assert_eq!(patched.status, 200, "{patched:?}");
+
+    // Once the account has a secret, both succeed.
+    make_webhook_secret(&server, &test_key);
+    let created = create(&server, key, &hooked);
+    assert_eq!((created.status, created.data()["callbackUrl"].as_str()), (201, Some("http://127.0.0.1:9/hooks")));
+    let patched = request(&server, "PATCH", &path, key, Some(&json!({"callbackUrl": "http://127.0.0.1:9/hooks"})));
+    assert_eq!((patched.status, patched.data()["callbackUrl"].as_str()), (200, Some("http://127.0.0.1:9/hooks")));
+    // Another account's secret is not this one's.
+    let other = server.key(KeyOptions::default()).secret;
+    assert_eq!(create(&server, &other, &hooked).status, 409);
 }

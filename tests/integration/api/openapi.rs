@@ -436,16 +436,22 @@ fn the_monitors_answers_match_the_document() {
     let hook = "http://127.0.0.1:9/hooks";
     let monitor_path = |id: &str| format!("{MONITORS_PATH}/{id}");
 
-    // Create: one with thresholds, one with the defaults.
+    // Create: one with thresholds and a callbackUrl (refused until the account has a webhook
+    // secret), one poll-only with the defaults.
     let body = json!({"wallets": [CLEAN, OPEN_DELEGATION], "callbackUrl": hook, "scoreDrop": 10});
+    let no_secret = call(&server, "POST", MONITORS_PATH, k, Some(&body));
+    assert_documented(&doc, "post", MONITORS_PATH, &no_secret, 409);
+    assert_eq!(no_secret.error()["details"]["reason"], "no_webhook_secret", "{no_secret:?}");
+    let made = server.admin("POST", &format!("/v1/admin/accounts/{}/webhook-secret", key.account));
+    assert_eq!(made.status, 201, "{made:?}");
     let created = call(&server, "POST", MONITORS_PATH, k, Some(&body));
     assert_documented(&doc, "post", MONITORS_PATH, &created, 201);
     assert_eq!(created.data()["minSeverity"], "high", "the default: {created:?}");
     assert!(created.data().get("watches").is_none(), "watches on GET one only: {created:?}");
     let id = created.data_str("id");
-    let plain = call(&server, "POST", MONITORS_PATH, k, Some(&json!({"wallets": [SYBIL_A], "callbackUrl": hook})));
+    let plain = call(&server, "POST", MONITORS_PATH, k, Some(&json!({"wallets": [SYBIL_A]})));
     assert_documented(&doc, "post", MONITORS_PATH, &plain, 201);
-    assert_eq!(plain.data()["scoreDrop"], Value::Null, "{plain:?}");
+    assert_eq!((&plain.data()["scoreDrop"], &plain.data()["callbackUrl"]), (&Value::Null, &Value::Null), "{plain:?}");
     let plain_id = plain.data_str("id");
 
     // List: all on one page, then one per page.
@@ -517,7 +523,7 @@ fn the_monitors_answers_match_the_document() {
         ("post", MONITORS_PATH, create(json!({"wallets": ["nope"], "callbackUrl": hook})), 400),
         ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": hook, "minSeverity": "severe"})), 400),
         ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": hook, "scoreDrop": 0})), 400),
-        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN]})), 400),
+        ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": 5})), 400),
         ("post", MONITORS_PATH, create(json!({"wallets": [CLEAN], "callbackUrl": "http://10.0.0.1/x"})), 400),
         ("get", MONITORS_PATH, get(server.addr, &format!("{MONITORS_PATH}?limit=0"), k), 400),
         ("patch", MONITOR_T, change(json!({"removeWallets": [OPEN_DELEGATION, SYBIL_B]})), 400),

@@ -21,7 +21,7 @@ use super::support::*;
 use super::webhooks::Receiver;
 
 /// The published key set, fetched as any client would: no API key.
-fn key_set(server: &TestServer) -> Value {
+pub(crate) fn key_set(server: &TestServer) -> Value {
     let reply = raw(server.addr, "GET", KEY_SET_PATH, &[], "");
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.header("content-type"), Some("application/json"));
@@ -126,7 +126,10 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     }
     let mut bad_signature = analysis.clone();
     let text = signature["value"].as_str().expect("value");
-    let flipped = if text.starts_with('A') { format!("B{}", &text[1..]) } else { format!("A{}", &text[1..]) };
+    let flipped = match text.strip_prefix('A') {
+        Some(rest) => format!("B{rest}"),
+        None => format!("A{}", &text[1..]),
+    };
     bad_signature["signature"]["value"] = json!(flipped);
     assert_eq!(verified_by(&bad_signature, &keys, ReportType::Analysis), Err(VerifyError::BadSignature));
 
@@ -242,7 +245,7 @@ fn key_file_dir(server: &TestServer) -> std::path::PathBuf {
 /// verified; `examples/client.py verify` agrees and refuses it as another type.
 /// What the client of a scan holds: the transaction it sent (base64) and its account (it sent
 /// no origin).
-struct ScanHeld {
+pub(crate) struct ScanHeld {
     transaction: String,
     account: String,
 }
@@ -253,7 +256,7 @@ impl ScanHeld {
     }
 }
 
-fn python_verifier_accepts(
+pub(crate) fn python_verifier_accepts(
     server: &TestServer,
     data: &Value,
     keys: &Value,

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::nodes::{admin, cluster, Node};
 use crate::api::monitor_events::timeline_wallet;
-use crate::api::support::{get, post};
+use crate::api::support::{get, post, raw};
 use crate::api::webhooks::Receiver;
 use xray::devtools::rpc_server::{spawn_spec_in_thread, FaultPlan};
 
@@ -71,15 +71,23 @@ fn a_monitors_node_killed_at_a_change_hands_it_over_and_each_change_makes_one_ev
     let flags = ["--ledger", &ledger, "--monitor-interval-s", "1", "--webhook-allow-hosts", "127.0.0.1"];
     let (mut nodes, key) = cluster("monitors", &flags);
 
-    // Webhooks are signed with the account's secret: made once, on any node.
+    // Webhooks are signed with the account's secret: made once, on any node. Until then a
+    // monitor with a callbackUrl is refused (the secret lives in etcd), naming the command.
     let listed = admin(&nodes[0], "GET", "/v1/admin/keys");
     let keys = listed.body.get("data").unwrap_or(&listed.body);
     let account = keys[0]["account"].as_str().unwrap_or_else(|| panic!("an account: {listed:?}"));
-    let made = admin(&nodes[0], "POST", &format!("/v1/admin/accounts/{account}/webhook-secret"));
-    assert_eq!(made.status, 201, "{made:?}");
     let receiver = Receiver::start(&[200]);
     let (delegate, dust, quiet) =
         (timeline_wallet("timeline_delegate"), timeline_wallet("timeline_dust"), timeline_wallet("timeline_quiet"));
+    let hooked = json!({"wallets": [quiet], "callbackUrl": receiver.url()}).to_string();
+    let refused = post(nodes[1].server.api, MONITORS, &key, &hooked);
+    assert_eq!(
+        (refused.status, &refused.body["error"]["details"]["reason"]),
+        (409, &json!("no_webhook_secret")),
+        "{refused:?}"
+    );
+    let made = admin(&nodes[0], "POST", &format!("/v1/admin/accounts/{account}/webhook-secret"));
+    assert_eq!(made.status, 201, "{made:?}");
     // The dust makes its event only with the monitor's dust filter off (issue #40).
     let body = json!({"wallets": [delegate, dust, quiet], "callbackUrl": receiver.url(), "minSeverity": "low", "dustLamports": 0});
     let created = post(nodes[0].server.api, MONITORS, &key, &body.to_string());
@@ -132,6 +140,12 @@ fn a_monitors_node_killed_at_a_change_hands_it_over_and_each_change_makes_one_ev
     }
     let wallets: BTreeSet<&str> = listed.iter().map(|e| e["wallet"].as_str().expect("wallet")).collect();
     assert_eq!(wallets, BTreeSet::from([delegate.as_str(), dust.as_str()]), "one event per change: {listed:?}");
+    // Each event signed once, by whichever node completed it, with the cluster's shared key.
+    let keys = raw(survivors[0].server.api, "GET", xray::signing::KEY_SET_PATH, &[], "").body;
+    for event in &listed {
+        let verified = xray::signing::verify_report(event, &keys, xray::signing::ReportType::MonitorEvent);
+        assert!(verified.is_ok_and(|v| v.covered["account"] == account), "{event}");
+    }
     let adopted: Vec<u64> = survivors.iter().map(|n| watches_on(n)).collect();
     assert_eq!(adopted.iter().filter(|w| **w == 3).count(), 1, "one survivor adopted the monitor: {adopted:?}");
 
