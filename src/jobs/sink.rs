@@ -141,7 +141,10 @@ impl StoreSink {
         let Completion::Ready { payload_json, engine_version, event, .. } = completion else { return completion };
         let record = match self.index.get(id) {
             Some(live) => Some(live.record.clone()),
-            None => self.store.get_job(id).ok().flatten(),
+            None => self.store.get_job(id).unwrap_or_else(|e| {
+                tracing::warn!(job = id, error = %e, "a job's record could not be read: its report and event are stored unsigned");
+                None
+            }),
         };
         let (Some(signer), Some(record)) = (&self.signer, record) else {
             return Completion::Ready { payload_json, engine_version, event, signature: None };

@@ -27,5 +27,5 @@ pub mod scheduler;
 mod dust;
 mod screen;
 pub use record::{ActivityOutcome, MonitorBudget, MonitorRecord, Thresholds, WatchCursor};
-pub use registry::{EventView, MonitorChange, Registry, RegistryError};
+pub use registry::{check_change, EventView, MonitorChange, Registry, RegistryError};
 pub use scheduler::{Scheduler, SchedulerDeps, SchedulerSettings};

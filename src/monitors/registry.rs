@@ -419,6 +419,12 @@ fn event_view(job: JobRecord, account: &str, id: &str) -> Option<EventView> {
 }
 
 /// `monitor` with `change` applied at `now_ms`, checked whole.
+/// Whether `change` makes a valid monitor of `monitor` (what `Registry::change` refuses first),
+/// without writing: an endpoint answers a change's own 400 before the account's state (409).
+pub fn check_change(monitor: MonitorRecord, change: &MonitorChange, now_ms: u64) -> Result<(), RegistryError> {
+    apply(monitor, change, now_ms).map(drop)
+}
+
 fn apply(mut monitor: MonitorRecord, change: &MonitorChange, now_ms: u64) -> Result<MonitorRecord, RegistryError> {
     monitor.wallets.retain(|w| !change.remove_wallets.contains(w));
     for wallet in &change.add_wallets {

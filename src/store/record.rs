@@ -487,6 +487,13 @@ impl JobRecord {
         self.callback.as_ref()
     }
 
+    /// The event this job's webhook carries: its event when the monitor's webhook delivers it
+    /// (`event_delivery`), else `None` (no event, or a poll-only monitor's, whose job's webhook
+    /// is another request's, carrying the analysis).
+    pub fn delivered_event(&self) -> Option<&EventRecord> {
+        self.event_delivery().and(self.event())
+    }
+
     /// The unit of quota this job holds, as memory counts it (for a charged job).
     pub fn unit(&self) -> Reservation {
         Reservation::recovered(self.quota_period_start_ms, self.kind.operation())
@@ -747,6 +754,8 @@ mod tests {
         let joined = joined.with_event(Some(&event));
         assert_eq!(joined.callback.as_ref().map(|c| c.url.as_str()), Some("https://other.example/y"));
         assert!(joined.event_delivery().is_none());
+        assert!(joined.delivered_event().is_none(), "its webhook is named by the job, not the event");
+        assert_eq!(delivered.delivered_event().map(|e| e.id.as_str()), Some("evt_1"));
         // A record written before callbackUrl was optional reads as it was.
         let old = r#"{"monitorId":"mon_1","callbackUrl":"https://h.example/x","minSeverity":"high"}"#;
         let link: MonitorLink = serde_json::from_str(old).expect("an older link");

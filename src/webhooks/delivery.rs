@@ -431,8 +431,9 @@ impl Worker {
             .header("content-type", "application/json")
             .header(SIGNATURE_HEADER, attempt.signature.as_str())
             // A monitor's event is named by its event id, the same on every attempt and
-            // redelivery; a job's callback by the job's id.
-            .header("xray-webhook-id", attempt.job.event().map_or(attempt.job.id.as_str(), |e| e.id.as_str()))
+            // redelivery; a job's callback by the job's id (also when the job made an event
+            // of a poll-only monitor: this webhook is then another request's, for the analysis).
+            .header("xray-webhook-id", attempt.job.delivered_event().map_or(attempt.job.id.as_str(), |e| e.id.as_str()))
             .header("xray-delivery-attempt", attempt.claim.attempts.to_string())
             .body(attempt.body.clone());
         match request.send().await {

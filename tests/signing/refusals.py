@@ -281,6 +281,11 @@ def cases():
     case("bad_signature", "a monitor event's score drop changed", edit(event, lambda d: d["changes"]["score"].update(delta=-1)), EVENT)
     case("bad_signature", "a monitor event for another account", {**event, "account": "acct_other"}, EVENT)
     case("bad_signature", "a monitor event of another analysis", {**event, "analysisId": "an_other"}, EVENT)
+    case("bad_signature", "a monitor event with another id", {**event, "id": "evt_other"}, EVENT)
+    case("bad_signature", "a monitor event of another kind", {**event, "kind": "other_change"}, EVENT)
+    case("bad_signature", "a monitor event of another monitor", {**event, "monitorId": "mon_other"}, EVENT)
+    case("bad_signature", "a monitor event about another wallet", {**event, "wallet": "11111111111111111111111111111111"}, EVENT)
+    case("bad_signature", "a monitor event made at another time", {**event, "createdAt": "2020-01-01T00:00:00.000Z"}, EVENT)
     # digest_mismatch, account_mismatch, origin_mismatch: a verified scan about another request.
     case("digest_mismatch", "one byte of the transaction's message changed", scan, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("account_mismatch", "another account", scan, binding={"account": "acct_other"})

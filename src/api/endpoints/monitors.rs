@@ -49,7 +49,8 @@ use crate::http::ApiResponse;
 use crate::jobs::admission::{is_id_shaped, job_id};
 use crate::monitors::record::MIN_SEVERITY_DEFAULT;
 use crate::monitors::{
-    ActivityOutcome, EventView, MonitorBudget, MonitorChange, MonitorRecord, Registry, RegistryError, WatchCursor,
+    check_change, ActivityOutcome, EventView, MonitorBudget, MonitorChange, MonitorRecord, Registry, RegistryError,
+    WatchCursor,
 };
 use crate::signing::EventMembers;
 use crate::store::{JobRecord, ReportSignature, Store};
@@ -528,7 +529,8 @@ impl Endpoints<'_> {
         let (account, id) = (self.account_str().to_owned(), id.to_owned());
         let account_of_read = account.clone();
         let id_of_read = id.clone();
-        self.registry_work(move |registry, _| own_monitor(registry, &account_of_read, &id_of_read)).await?;
+        let current =
+            self.registry_work(move |registry, _| own_monitor(registry, &account_of_read, &id_of_read)).await?;
         // `null` makes it poll-only: nothing to check.
         let new_url = body.callback_url.clone().flatten();
         if new_url.is_some() {
@@ -544,6 +546,8 @@ impl Endpoints<'_> {
             dust_lamports: body.dust_lamports,
         };
         let now_ms = self.caller.now_ms;
+        // Its own refusals (400) before the account's state (409), as on create.
+        check_change(current, &change, now_ms).map_err(registry_error)?;
         let changed = self
             .registry_work(move |registry, store| {
                 can_sign_webhooks(store, &account, new_url.as_deref())?;
