@@ -434,6 +434,19 @@ describe("coverage of the OpenAPI document", () => {
     assert.deepEqual(missing, []);
   });
 
+  it("is listed whole in the README: every public method and every exported function", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const src = readFileSync(new URL("../../src/index.ts", import.meta.url), "utf8");
+    const from = src.slice(src.indexOf("export class XrayClient"));
+    const cls = from.slice(0, from.indexOf("\n}\n"));
+    // Public methods: declared at the class' indent without `private` (the compiled prototype
+    // holds the private ones too).
+    const methods = [...cls.matchAll(/^ {2}(?:async\s*\*?\s*)?([a-z]\w*)\(/gm)].map((m) => m[1]).filter((n) => n !== "constructor");
+    const functions = [...src.matchAll(/^export (?:async )?function (\w+)/gm)].map((m) => m[1]);
+    assert.ok(methods.length >= 20 && functions.length >= 5, `${methods.length} methods, ${functions.length} functions`);
+    assert.deepEqual([...methods, ...functions].filter((n) => !readme.includes("`" + n + "(")), []);
+  });
+
   it("names exactly the report types whose covers the verifier knows", () => {
     const doc = JSON.parse(readFileSync(new URL("../../../../docs/openapi.json", import.meta.url), "utf8"));
     const types: string[] = doc.components.schemas.ReportSignature.properties.type.enum;
