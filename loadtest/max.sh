@@ -23,10 +23,10 @@
 #          job in flight, so jobs stay live (a fresh instance per row): poll of a live job, POST
 #          deduplicated onto it, 503 SERVICE_BUSY;
 #   scan   the pre-sign scan (POST …/intelligence/transaction; SCAN_ACCOUNTS [32] keys of scope
-#          transaction:scan, each of its own account, taken in turn — the lane holds 8 scans of
+#          transaction:scan, each of its own account, taken in turn — over a node the lane holds 8 scans of
 #          one account at most; rate limit 1 M/s, 1e9 quota units: nothing a run sends is
 #          throttled, and the run fails if any scan is answered other than 200) on `main` — its
-#          upstream reads on the scan lane thread, in process (demo source) — of a malicious
+#          ledger reads on the listener thread, in process (the demo source is memory-resident) — of a malicious
 #          (`xray ledger demo-tx drain`) and a benign (`sol-transfer`) transaction; and the drain
 #          on `scanrpc`, an `xray serve` whose ledger is a local JSON-RPC server answering after
 #          SCAN_LATENCY_MS [50] ms (the ceiling there is the lane's 64 upstream requests in

@@ -93,10 +93,14 @@ enum Command {
     },
 }
 
+/// `--ledger`'s help (`serve` and every command that reads a ledger).
+const LEDGER_HELP: &str = "Ledger source: demo, demo:<seed>, demo+timeline (three demo wallets change over time, \
+     for monitors; demo:<seed>+timeline), demo+script=<file> (a TOML of timeline events and their times), \
+     snapshot:<dir> or rpc:<http(s)://url>";
+
 #[derive(Args, Clone)]
 pub struct LedgerArgs {
-    /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
-    #[arg(long, default_value = "demo", env = "XRAY_LEDGER", hide_env_values = true)]
+    #[arg(long, default_value = "demo", env = "XRAY_LEDGER", hide_env_values = true, help = LEDGER_HELP)]
     pub ledger: SourceSpec,
     /// Signatures read per wallet at most.
     #[arg(long, default_value_t = config::HISTORY_DEPTH_DEFAULT)]
@@ -142,26 +146,32 @@ enum KeysCommand {
         /// A name for people (listings, logs); not secret.
         #[arg(long)]
         name: String,
-        /// Account the key belongs to (acct_…); a new account when omitted.
+        /// Account the key belongs to (acct_…) [default: a new account].
         #[arg(long)]
         account: Option<String>,
         /// Comma list of wallet:analyze, wallet:compare, analysis:read, usage:read, transaction:scan,
         /// monitor:write, monitor:read, policy:read, policy:write.
         #[arg(long)]
         scopes: String,
-        /// Requests per second the key's token bucket refills (default: the server's).
-        #[arg(long)]
+        #[arg(long, help = format!(
+            "Requests per second the key's token bucket refills [default: {}]",
+            crate::config::KEY_RATE_PER_SECOND_DEFAULT
+        ))]
         rate_per_second: Option<u32>,
-        /// Requests the key may send at once (the bucket's size; default: the server's).
-        #[arg(long)]
+        #[arg(long, help = format!(
+            "Requests the key may send at once (the bucket's size) [default: {}]",
+            crate::config::KEY_BURST_DEFAULT
+        ))]
         burst: Option<u32>,
-        /// Quota units per period.
-        #[arg(long)]
+        #[arg(long, help = format!(
+            "Quota units per period (a scan or an X-Ray is one unit) [default: {}]",
+            crate::config::KEY_QUOTA_LIMIT_DEFAULT
+        ))]
         quota: Option<u64>,
-        /// Quota period: day or month (calendar UTC).
+        /// Quota period: day or month (calendar UTC) [default: month].
         #[arg(long)]
         period: Option<String>,
-        /// Expiry, RFC 3339 (e.g. 2027-01-01T00:00:00Z).
+        /// Expiry, RFC 3339 (e.g. 2027-01-01T00:00:00Z) [default: never].
         #[arg(long)]
         expires_at: Option<String>,
     },
@@ -337,6 +347,12 @@ fn run_feedback(command: FeedbackCommand) -> Result<(), String> {
 /// `xray signing-keys …`.
 #[derive(Subcommand)]
 enum SigningKeysCommand {
+    /// The report-signing keys, current and retired, as /.well-known/xray-keys.json publishes
+    /// them (a JWK set: kid, status, createdAt, the public key). Prints it.
+    List {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
     /// A new report-signing key; the old one's public key stays published as retired (at
     /// /.well-known/xray-keys.json), so reports it signed still verify. Prints
     /// {"keyId","retiredKeyId","createdAt"}.
@@ -351,6 +367,9 @@ fn run_signing_keys(command: SigningKeysCommand) -> Result<(), String> {
     use crate::admin::client::AdminClient;
     let answer = runtime()?.block_on(async {
         match command {
+            SigningKeysCommand::List { admin } => {
+                AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref())?.signing_keys().await
+            }
             SigningKeysCommand::Rotate { admin } => {
                 AdminClient::locate(&admin.data_dir, admin.admin_url.as_deref())?.rotate_signing_key().await
             }
@@ -558,8 +577,7 @@ pub struct ServeArgs {
     /// Data directory: RocksDB, the admin token and address.
     #[arg(long, env = "XRAY_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Ledger source: demo, demo:<seed>, snapshot:<dir> or rpc:<http(s)://url>.
-    #[arg(long, env = "XRAY_LEDGER", hide_env_values = true)]
+    #[arg(long, env = "XRAY_LEDGER", hide_env_values = true, help = LEDGER_HELP)]
     pub ledger: Option<SourceSpec>,
     /// Store: rocksdb (embedded, in the data directory) or etcd:<host:port>[,<host:port>…] (a
     /// cluster of nodes sharing one etcd).
@@ -665,6 +683,8 @@ pub struct ServeArgs {
     pub access_log: Option<bool>,
     /// Hosts a callbackUrl may name whatever their address, over http too (comma-separated,
     /// e.g. 127.0.0.1,hooks.internal); by default webhooks reach public https hosts only.
+    /// localhost is the loopback: 127.0.0.1 or ::1 allows it too (reaching that address), and
+    /// localhost allows both.
     #[arg(long, env = "XRAY_WEBHOOK_ALLOW_HOSTS", value_delimiter = ',')]
     pub webhook_allow_hosts: Option<Vec<String>>,
     /// A proxy for every webhook delivery (http://host:port); the environment's HTTP_PROXY,

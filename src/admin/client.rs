@@ -74,6 +74,11 @@ impl AdminClient {
         self.call(reqwest::Method::GET, format!("{ACCOUNTS_PATH}/{account}/feedback{sep}{query}"), None).await
     }
 
+    /// The report-signing keys, current and retired (`xray signing-keys list`).
+    pub async fn signing_keys(&self) -> Result<Value, String> {
+        self.call(reqwest::Method::GET, super::SIGNING_KEYS_PATH.to_owned(), None).await
+    }
+
     /// Rotates the report-signing key (`xray signing-keys rotate`).
     pub async fn rotate_signing_key(&self) -> Result<Value, String> {
         self.call(reqwest::Method::POST, super::SIGNING_KEYS_ROTATE_PATH.to_owned(), None).await

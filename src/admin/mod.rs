@@ -18,6 +18,8 @@
 //!   Watched wallets that dealt with a newly listed address are re-screened at their next check.
 //! - `GET|PUT /v1/admin/accounts/:account/policy` — an account's policy (issue #31), the same
 //!   document and rules as the API's `/v1/developer/policy` (a `PUT` is recorded as by `admin`).
+//! - `GET  /v1/admin/signing-keys` — the report-signing keys, current and retired: the key set
+//!   `/.well-known/xray-keys.json` publishes, in `data` (`xray signing-keys list`).
 //! - `POST /v1/admin/signing-keys/rotate` — a new report-signing key (`signing`); the old one's
 //!   public key stays published as retired. Answers `{"data":{"keyId","retiredKeyId","createdAt"}}`.
 //!
@@ -60,6 +62,8 @@ pub const ACCOUNTS_PATH: &str = "/v1/admin/accounts";
 pub const METRICS_PATH: &str = "/metrics";
 /// Reads the labels files again and puts them in force (`POST`).
 pub const LABELS_RELOAD_PATH: &str = "/v1/admin/labels/reload";
+/// The report-signing keys (`GET`).
+pub const SIGNING_KEYS_PATH: &str = "/v1/admin/signing-keys";
 /// Rotates the report-signing key (`POST`).
 pub const SIGNING_KEYS_ROTATE_PATH: &str = "/v1/admin/signing-keys/rotate";
 /// Content type of the Prometheus text exposition format.
@@ -101,6 +105,7 @@ enum AdminRoute<'p> {
     Policy(&'p str),
     Feedback(&'p str),
     LabelsReload,
+    SigningKeys,
     SigningKeysRotate,
 }
 
@@ -114,6 +119,9 @@ impl AdminRoute<'_> {
         }
         if path == SIGNING_KEYS_ROTATE_PATH {
             return Some(AdminRoute::SigningKeysRotate);
+        }
+        if path == SIGNING_KEYS_PATH {
+            return Some(AdminRoute::SigningKeys);
         }
         if let Some(rest) = path.strip_prefix(ACCOUNTS_PATH) {
             let (account, what) = rest.strip_prefix('/')?.split_once('/')?;
@@ -141,7 +149,7 @@ impl AdminRoute<'_> {
 
     fn methods(&self) -> &'static [Method] {
         match self {
-            AdminRoute::Metrics | AdminRoute::Feedback(_) => GET,
+            AdminRoute::Metrics | AdminRoute::Feedback(_) | AdminRoute::SigningKeys => GET,
             AdminRoute::Keys => GET_POST,
             AdminRoute::Policy(_) => GET_PUT,
             AdminRoute::Revoke(_)
@@ -223,6 +231,11 @@ impl AdminHandler {
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
             (AdminRoute::Policy(account), method) => self.policy(request, account, method, now_ms),
             (AdminRoute::Feedback(account), _) => feedback_page(&self.state.app, account, request.query.as_deref()),
+            (AdminRoute::SigningKeys, _) => {
+                let key_set: serde_json::Value =
+                    serde_json::from_slice(&self.state.app.signer.key_set()).map_err(|e| ApiError::internal(&e))?;
+                json_response(200, key_set)
+            }
             (AdminRoute::SigningKeysRotate, _) => {
                 json_response(201, self.state.app.signer.rotate(now_ms).map_err(|e| ApiError::internal(&e))?)
             }

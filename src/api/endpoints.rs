@@ -211,7 +211,7 @@ impl Endpoints<'_> {
         }
         match self.app.webhook_policy.check_url(url) {
             Ok(_) => Ok(Some(url)),
-            Err(refusal) => Err(ApiError::InvalidRequest { field: "callbackUrl", message: refusal.message() }),
+            Err(refusal) => Err(ApiError::InvalidCallback(refusal)),
         }
     }
 

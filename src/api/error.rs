@@ -28,6 +28,7 @@ use crate::jobs::admission::AdmitError;
 use crate::limits::headers::retry_after_quota_s;
 use crate::pubkey::AddressError;
 use crate::store::StoreError;
+use crate::webhooks::TargetRefusal;
 
 /// Why a request is not authenticated (`details.reason` of 401): the auth module's own type.
 pub use crate::auth::table::AuthFailure as Unauthenticated;
@@ -47,6 +48,9 @@ pub enum ApiError {
         field: &'static str,
         reason: AddressError,
     },
+    /// A `callbackUrl` the webhook policy refuses: 400 `INVALID_REQUEST` naming the field, the
+    /// rule it breaks in words and as `details.reason`.
+    InvalidCallback(TargetRefusal),
     /// A field whose refusal needs words made for it (a monitor's wallets, thresholds): 400
     /// `INVALID_REQUEST` naming the field.
     InvalidField {
@@ -264,6 +268,11 @@ impl ApiError {
                 ErrorCode::InvalidAddress,
                 format!("{field} is not a base58 string of 32 bytes").into(),
                 Details { field: Some(field), reason: Some(reason.reason()), ..d() },
+            ),
+            ApiError::InvalidCallback(refusal) => (
+                ErrorCode::InvalidRequest,
+                refusal.message().into(),
+                Details { field: Some("callbackUrl"), reason: Some(refusal.reason()), ..d() },
             ),
             ApiError::InvalidField { field, message } => {
                 (ErrorCode::InvalidRequest, format!("{field}: {message}").into(), Details { field: Some(field), ..d() })
@@ -537,6 +546,14 @@ mod tests {
         assert_eq!(details.get_str("field"), Some("walletB"));
         assert_eq!(details.get_str("reason"), Some("not_base58"));
         assert!(v.get("error").unwrap().get_str("message").unwrap().starts_with("walletB "));
+
+        let (r, v) = body_of(&ApiError::InvalidCallback(TargetRefusal::Loopback));
+        assert_eq!(r.status, 400);
+        let error = v.get("error").unwrap();
+        assert_eq!(error.get_str("code"), Some("INVALID_REQUEST"));
+        assert_eq!(error.get_str("message"), Some(TargetRefusal::Loopback.message()));
+        assert_eq!(error.get("details").unwrap().get_str("field"), Some("callbackUrl"));
+        assert_eq!(error.get("details").unwrap().get_str("reason"), Some("loopback"));
 
         let (r, v) = body_of(&ApiError::PayloadTooLarge { max_bytes: 4096 });
         assert_eq!(v.get("error").unwrap().get("details").unwrap().get_u64("maxBytes"), Some(4096));

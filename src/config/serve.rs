@@ -81,7 +81,9 @@ pub struct ServeConfig {
     /// One log line per public API request (request id, route, status, duration, key id).
     pub access_log: bool,
     /// Hosts a `callbackUrl` may name whatever their address (loopback, private), over `http`
-    /// too: exact host names or addresses. Empty: webhooks reach public `https` hosts only.
+    /// too: exact host names or addresses; `localhost` and the loopback addresses it stands
+    /// for (`127.0.0.1`, `::1`) allow each other (`webhooks::target`). Empty: webhooks reach
+    /// public `https` hosts only.
     pub webhook_allow_hosts: Vec<String>,
     /// A proxy every webhook delivery goes through (`http://host:port` or `https://…`); the
     /// environment's `HTTP_PROXY` / `HTTPS_PROXY` / `ALL_PROXY` are never used. Each target's

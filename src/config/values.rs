@@ -73,6 +73,13 @@ pub struct DemoScript {
 }
 
 impl SourceSpec {
+    /// Whether every read of this source is a computation over memory, never a wait (the demo
+    /// ledger; a snapshot reads files, a node the network): such reads may run where a request
+    /// is served (`scan::lane`).
+    pub fn is_memory_resident(&self) -> bool {
+        matches!(self, SourceSpec::Demo { .. })
+    }
+
     /// Bytes of a timeline script file at most.
     pub const DEMO_SCRIPT_BYTES_MAX: u64 = 16 * 1024;
     /// Events of one timeline script at most.

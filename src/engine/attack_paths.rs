@@ -92,14 +92,24 @@ fn steps(list: &[(&str, String)]) -> Vec<AttackStep> {
         .collect()
 }
 
-/// An asset at risk: lamports (`mint` = `SOL`) as a number, token base units as a string.
-fn asset(mint: &str, amount: impl ToString) -> AssetAtRisk {
-    let text = amount.to_string();
-    let amount = match text.parse::<u64>() {
-        Ok(lamports) if mint == "SOL" => Fact::Unsigned(lamports),
-        _ => Fact::Text(text),
-    };
-    AssetAtRisk { mint: mint.to_owned(), amount }
+/// The `decimals` fact of `signal` (a token amount's), when it has one.
+fn decimals(signal: &Signal) -> Option<u8> {
+    match signal.facts.get("decimals") {
+        Some(Fact::Unsigned(d)) => u8::try_from(*d).ok(),
+        _ => None,
+    }
+}
+
+/// SOL at risk: lamports as a number.
+fn sol(lamports: impl ToString) -> AssetAtRisk {
+    let text = lamports.to_string();
+    let amount = text.parse::<u64>().map_or(Fact::Text(text), Fact::Unsigned);
+    AssetAtRisk { mint: "SOL".to_owned(), amount, decimals: None }
+}
+
+/// Tokens at risk: base units as a string, with the `decimals` the signal carries.
+fn token(mint: &str, base_units: impl ToString, signal: &Signal) -> AssetAtRisk {
+    AssetAtRisk { mint: mint.to_owned(), amount: Fact::Text(base_units.to_string()), decimals: decimals(signal) }
 }
 
 struct Draft {
@@ -182,7 +192,7 @@ fn delegate_drain(s: &Signal) -> Draft {
             (delegate, format!("calls spl-token transfer on {account} as delegate, without the owner's signature")),
             (delegate, "moves the tokens to an address it controls".into()),
         ]),
-        assets: vec![asset(mint, balance.min(delegated))],
+        assets: vec![token(mint, balance.min(delegated), s)],
         signal_ids: vec![s.id.clone()],
         remediation: format!("The wallet owner sends spl-token `revoke` for token account {account}."),
         fix: fix_of(s),
@@ -207,7 +217,7 @@ fn owner_change_takeover(s: &Signal) -> Draft {
         // ledger gave none, no asset is listed rather than a guess (a mint, base units).
         assets: match fact(s, "mint") {
             "" => Vec::new(),
-            mint => vec![asset(mint, fact(s, "balanceAtHandover"))],
+            mint => vec![token(mint, fact(s, "balanceAtHandover"), s)],
         },
         signal_ids: vec![s.id.clone()],
         remediation: format!(
@@ -227,7 +237,7 @@ fn assign_takeover(s: &Signal) -> Draft {
             ("wallet", "signed a system assign of its own account, handing it to a program".into()),
             (owner, "debits the account's lamports and rejects the owner's transfers".into()),
         ]),
-        assets: vec![asset("SOL", amount(s, "lamports"))],
+        assets: vec![sol(amount(s, "lamports"))],
         signal_ids: vec![s.id.clone()],
         remediation: "Move remaining token holdings with a fresh wallet's transactions where possible; the SOL account cannot be reassigned by its key.".into(),
         fix: Fix::Unavailable(format!("The wallet account belongs to program {owner} now: no instruction its key signs gives it back. Create a new wallet and move to it what the old key still controls (its token accounts).")),
@@ -245,7 +255,7 @@ fn nonce_replay(s: &Signal, sol_balance: u64) -> Draft {
             (authority, "keeps the signed transaction, which never expires while the nonce is unadvanced".into()),
             (authority, "submits it at a moment of its choosing".into()),
         ]),
-        assets: vec![asset("SOL", sol_balance)],
+        assets: vec![sol(sol_balance)],
         signal_ids: vec![s.id.clone()],
         remediation: format!("{authority} sends system `authorizeNonceAccount` naming the wallet, or the wallet advances or withdraws the nonce once it holds the authority."),
         fix: Fix::Unavailable(format!("Only the nonce's authority {authority} can sign `authorizeNonceAccount` or `withdrawNonceAccount`: the wallet has nothing to sign. Never sign a transaction that uses nonce {nonce}; if one was signed, move the funds to a new wallet.")),
@@ -267,7 +277,7 @@ fn presigned_nonce_phish(s: &Signal, sol_balance: u64) -> Draft {
             ("phishing site", format!("asks the wallet to sign a transaction that uses nonce {nonce}, then reports it as failed")),
             ("phishing site", "keeps the signature, valid until the nonce advances, and submits it when the wallet holds the most".into()),
         ]),
-        assets: vec![asset("SOL", sol_balance)],
+        assets: vec![sol(sol_balance)],
         signal_ids: vec![s.id.clone()],
         remediation: format!("The wallet sends system `withdrawNonceAccount` of {nonce}'s whole balance to itself, which closes it and invalidates every transaction presigned with it; never sign a transaction that starts with `advanceNonceAccount` unless you created the nonce."),
         fix: fix_of(s),
@@ -284,7 +294,7 @@ fn stake_theft(s: &Signal) -> Draft {
             (withdrawer, format!("deactivates {stake} (as staker or with the staker's help)")),
             (withdrawer, "withdraws the lamports to its own address after cooldown".into()),
         ]),
-        assets: vec![asset("SOL", amount(s, "lamports"))],
+        assets: vec![sol(amount(s, "lamports"))],
         signal_ids: vec![s.id.clone()],
         remediation: format!("{withdrawer} sends stake `authorize` (Withdrawer, then Staker) naming the wallet."),
         fix: Fix::Unavailable(format!("The withdraw authority {withdrawer} alone can hand {stake} back (stake `authorize`): the wallet has nothing to sign.")),
@@ -301,7 +311,7 @@ fn permanent_delegate_seizure(s: &Signal) -> Draft {
             delegate,
             format!("transfers or burns the wallet's {mint} tokens using its permanent delegation"),
         )]),
-        assets: vec![asset(mint, fact(s, "amount"))],
+        assets: vec![token(mint, fact(s, "amount"), s)],
         signal_ids: vec![s.id.clone()],
         remediation: format!(
             "The wallet moves its {mint} balance out (sell or redeem); nothing revokes a permanent delegate."
@@ -330,7 +340,7 @@ fn freeze_honeypot(s: &Signal, all: &[Signal]) -> Option<Draft> {
             (freezer, format!("hands out or sells {mint} to the wallet")),
             (freezer, "freezes the wallet's token account so it cannot sell".into()),
         ]),
-        assets: vec![asset(mint, fact(s, "amount"))],
+        assets: vec![token(mint, fact(s, "amount"), s)],
         signal_ids,
         remediation: "Do not buy more; only the freeze authority can send `thawAccount`. Burn and close the account to reclaim rent.".into(),
         fix: Fix::Unavailable(format!("Only the freeze authority {freezer} can thaw the account: the wallet has nothing to sign that frees the tokens.")),
@@ -343,7 +353,14 @@ fn poisoning_misdirect(s: &Signal, all: &[Signal]) -> Draft {
         all.iter().filter(|o| o.kind == "sent_to_lookalike" && fact(o, "lookalike") == lookalike).collect();
     let mut signal_ids = vec![s.id.clone()];
     signal_ids.extend(sent.iter().map(|o| o.id.clone()));
-    let assets = sent.iter().map(|o| asset(fact(o, "asset"), amount(o, "amount"))).collect();
+    // A look-alike was paid in SOL (`lamports`) or in tokens (`amount`, with its mint as `asset`).
+    let assets = sent
+        .iter()
+        .map(|o| match fact(o, "asset") {
+            "SOL" => sol(amount(o, "lamports")),
+            mint => token(mint, amount(o, "amount"), o),
+        })
+        .collect();
     Draft {
         kind: "poisoning_misdirect",
         title: "Transfer misdirected to a poisoned look-alike".into(),

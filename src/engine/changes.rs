@@ -187,10 +187,94 @@ pub fn changes(previous: Previous<'_>, current: &[u8]) -> Result<Option<Changes>
     }))
 }
 
+/// `Changes` made to order, for the tests of the decisions made on them (here and in
+/// `jobs::sink`).
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::*;
+
+    /// Changes of a score that moved from 70 by `delta`, where one signal of each of
+    /// `appeared` severities appeared (and, so that only `appeared` can count, one `critical`
+    /// signal disappeared and one changed its facts).
+    pub(crate) fn moved(delta: i64, appeared: &[Severity]) -> Changes {
+        let signal = |i: usize, severity: Severity| SignalRef {
+            signal_id: format!("sig_{i}"),
+            kind: "open_token_delegation".into(),
+            severity: severity.as_str().into(),
+            title: format!("signal {i}"),
+        };
+        Changes {
+            previous_analysis_id: "an_prev".into(),
+            previous_completed_at: "2026-11-24T10:00:00.000Z".into(),
+            score: ScoreMove {
+                previous: 70,
+                current: 70 + delta,
+                delta,
+                previous_risk_level: "low".into(),
+                current_risk_level: "low".into(),
+            },
+            appeared: appeared.iter().enumerate().map(|(i, s)| signal(i + 1, *s)).collect(),
+            disappeared: vec![signal(90, Severity::Critical)],
+            changed: vec![SignalChange {
+                signal_id: "sig_91".into(),
+                previous_signal_id: "sig_92".into(),
+                kind: "wallet_assigned".into(),
+                facts: vec!["balance".into()],
+            }],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::fixtures::moved;
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_score_drop_crosses_at_and_above_score_drop_never_below_nor_on_a_rise() {
+        let min_severity = Severity::Critical; // no signal appears: the score alone decides
+        assert!(moved(-10, &[]).crosses(min_severity, Some(10)), "a drop of exactly scoreDrop");
+        assert!(moved(-11, &[]).crosses(min_severity, Some(10)), "a drop past scoreDrop");
+        assert!(moved(-70, &[]).crosses(min_severity, Some(1)), "to zero");
+        assert!(!moved(-9, &[]).crosses(min_severity, Some(10)), "a drop short of scoreDrop");
+        assert!(!moved(-1, &[]).crosses(min_severity, Some(2)));
+        for rise in [1, 10, 11, 30] {
+            assert!(!moved(rise, &[]).crosses(min_severity, Some(10)), "a rise of {rise}");
+            assert!(!moved(rise, &[]).crosses(min_severity, Some(1)), "a rise of {rise}");
+        }
+        assert!(!moved(-50, &[]).crosses(min_severity, None), "without scoreDrop a drop alone makes nothing");
+    }
+
+    #[test]
+    fn no_change_crosses_nothing_with_or_without_score_drop() {
+        for score_drop in [None, Some(1), Some(10), Some(100)] {
+            for min_severity in Severity::ALL {
+                assert!(!moved(0, &[]).crosses(min_severity, score_drop), "{min_severity:?} {score_drop:?}");
+            }
+        }
+        // Equal payloads, compared for real: no change, nothing crosses.
+        let payload = xray(40, json!([signal("sig_1", "open_token_delegation", "5", DELEGATE)]));
+        let same = changes(previous(&payload), &payload).unwrap().unwrap();
+        assert!(!same.crosses(Severity::Info, Some(1)));
+    }
+
+    #[test]
+    fn a_new_signal_crosses_at_and_above_min_severity_never_below() {
+        assert!(moved(0, &[Severity::High]).crosses(Severity::High, None), "at minSeverity");
+        assert!(moved(0, &[Severity::Critical]).crosses(Severity::High, None), "above");
+        assert!(!moved(0, &[Severity::Medium]).crosses(Severity::High, None), "below");
+        assert!(!moved(0, &[Severity::Info, Severity::Low, Severity::Medium]).crosses(Severity::High, Some(10)));
+        assert!(moved(0, &[Severity::Low, Severity::High]).crosses(Severity::High, None), "any one at it");
+        assert!(moved(0, &[Severity::Info]).crosses(Severity::Info, None));
+        // Below minSeverity, the score still decides on its own.
+        assert!(moved(-10, &[Severity::Medium]).crosses(Severity::High, Some(10)));
+        assert!(!moved(-9, &[Severity::Medium]).crosses(Severity::High, Some(10)));
+        // A severity no engine writes never crosses.
+        let mut odd = moved(0, &[Severity::Critical]);
+        odd.appeared[0].severity = "severe".into();
+        assert!(!odd.crosses(Severity::Info, None));
+    }
 
     const DELEGATE: &str = "5HhyYTJT5qsJYMb7ezorfxqYjLMPJR7HQVNF2ongzbnb";
     const ACCOUNT: &str = "UWRTpe8xvxCi2zMBRTvoN7EwJxfW8R37rmf66yzq9sD";

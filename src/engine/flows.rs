@@ -8,7 +8,7 @@
 //! from the wallet, in the view's order (newest first); instructions of failed transactions
 //! moved nothing and are skipped.
 
-use crate::engine::report::Fact;
+use crate::engine::report::{put_token_amount, Fact, Facts};
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, InstructionKind};
 use crate::ledger::model::{Transaction, WalletView};
@@ -64,12 +64,21 @@ impl Transfer<'_> {
         }
     }
 
-    /// The amount as a fact: lamports a JSON integer, token base units a string (contract §1).
-    pub fn amount_fact(&self) -> Fact {
+    /// `facts` with the amount added, its key naming its unit (contract §1): `lamports` a JSON
+    /// integer for SOL; for tokens `amount`, a string of base units, with its `mint` and
+    /// `decimals` (read from the transaction's token balances) when known.
+    pub fn amount_facts(&self, mut facts: Facts) -> Facts {
         match self.asset {
-            Asset::Sol => Fact::Unsigned(self.amount),
-            Asset::Token(_) => Fact::token_amount(self.amount),
+            Asset::Sol => {
+                facts.insert("lamports", Fact::Unsigned(self.amount));
+            }
+            Asset::Token(mint) => {
+                let decimals =
+                    mint.and_then(|m| self.tx.token_changes.iter().find(|c| c.mint == m)).map(|c| c.decimals);
+                put_token_amount(&mut facts, "amount", self.amount, mint.as_ref(), decimals);
+            }
         }
+        facts
     }
 
     pub fn is_dust(&self) -> bool {

@@ -30,15 +30,15 @@ use report::{CoverageReport, HopCoverage, XRay};
 
 /// Semantic versions of each engine.
 pub const XRAY_VERSION: &str = "1.1.0";
-pub const SIGNALS_VERSION: &str = "1.8.0";
+pub const SIGNALS_VERSION: &str = "1.9.0";
 pub const SCORING_VERSION: &str = "1.2.0";
-pub const ATTACK_PATHS_VERSION: &str = "1.3.0";
+pub const ATTACK_PATHS_VERSION: &str = "1.4.0";
 pub const COMPARE_VERSION: &str = "1.2.0";
 
 /// Every engine version above as one tag, stored with each result: a cached result whose tag
 /// differs from this build's is not reused (a test keeps it in step with the constants).
 /// Order: xray/signals/scoring/attackPaths/compare.
-pub const ENGINE_VERSION_TAG: &str = "1.1.0/1.8.0/1.2.0/1.3.0/1.2.0";
+pub const ENGINE_VERSION_TAG: &str = "1.1.0/1.9.0/1.2.0/1.4.0/1.2.0";
 
 /// `engineVersions` of an X-Ray.
 pub fn xray_versions() -> BTreeMap<&'static str, &'static str> {

@@ -111,8 +111,11 @@ pub type Facts = BTreeMap<&'static str, Fact>;
 
 /// One fact's value, in the contract's units (§1): lamports, counts, seconds and block times
 /// are JSON integers, flags booleans; addresses, signatures, labels — and token amounts, which
-/// are strings of base units so no client loses precision — are strings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// are strings of base units so no client loses precision — are strings. The key names the
+/// unit, never the value: `lamports` (or `…Lamports`) for SOL, and a token amount travels with
+/// its `mint` and `decimals` (`put_token_amount`). Ordered (variant, then value) only so lists
+/// of findings sort deterministically.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(untagged)]
 pub enum Fact {
     Text(String),
@@ -137,6 +140,39 @@ impl Fact {
             Fact::Flag(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
         }
     }
+}
+
+/// A token amount's facts: `key` (`amount`, `balance`, …) as a string of base units, and beside
+/// it the `mint` and `decimals` that say which token and where its decimal point goes — each
+/// when known (a plain `transfer` or `approve` names no mint; a scan whose token account did
+/// not read learns no decimals), never guessed.
+pub fn put_token_amount(
+    facts: &mut Facts,
+    key: &'static str,
+    base_units: impl std::fmt::Display,
+    mint: Option<&crate::pubkey::Pubkey>,
+    decimals: Option<u8>,
+) {
+    facts.insert(key, Fact::Text(base_units.to_string()));
+    if let Some(mint) = mint {
+        facts.insert("mint", Fact::Text(mint.to_string()));
+    }
+    if let Some(decimals) = decimals {
+        facts.insert("decimals", Fact::Unsigned(u64::from(decimals)));
+    }
+}
+
+/// The `reason` fact's value on a finding or signal the account's own deny list causes (or
+/// makes worse): the account listed the address, whatever the labels say of it.
+pub const REASON_DENY_LIST: &str = "deny_list";
+
+/// `facts` with `reason: "deny_list"` added when `address` is on the account's deny list
+/// (`Labels::is_denied`); unchanged when it is not: the labels' own verdicts carry no `reason`.
+pub fn with_list_reason(mut facts: Facts, labels: &crate::labels::Labels, address: &crate::pubkey::Pubkey) -> Facts {
+    if labels.is_denied(address) {
+        facts.insert("reason", Fact::Text(REASON_DENY_LIST.to_owned()));
+    }
+    facts
 }
 
 /// What `facts!` accepts as a value: integers become numbers, `bool` a flag, and addresses,
@@ -261,6 +297,10 @@ pub struct AssetAtRisk {
     pub mint: String,
     /// Token base units as a decimal string; lamports (`mint` = `SOL`) as a JSON integer.
     pub amount: Fact,
+    /// Where a token amount's decimal point goes (absent for SOL, and for tokens whose
+    /// decimals the ledger did not give).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decimals: Option<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -370,4 +410,36 @@ pub fn with_last_member(mut json: Vec<u8>, depth: usize, name: &str, value: &[u8
     json.extend_from_slice(value);
     json.extend(std::iter::repeat_n(b'}', depth));
     json
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::{Labels, Lists};
+    use crate::pubkey::Pubkey;
+
+    #[test]
+    fn a_token_amount_is_a_string_beside_its_mint_and_decimals_and_lamports_an_integer() {
+        let mint = Pubkey([90; 32]);
+        let mut facts = Facts::from([("lamports", 21_780_842_148u64.into_fact())]);
+        put_token_amount(&mut facts, "amount", u64::MAX, Some(&mint), Some(6));
+        let json = serde_json::to_value(&facts).expect("serializes");
+        assert_eq!(json["lamports"], serde_json::json!(21_780_842_148u64));
+        assert_eq!(json["amount"], serde_json::json!(u64::MAX.to_string()), "exact, whatever the client's numbers");
+        assert_eq!((json["mint"].as_str(), json["decimals"].as_u64()), (Some(&*mint.to_string()), Some(6)));
+        let mut unknown = Facts::new();
+        put_token_amount(&mut unknown, "amount", 5u64, None, None);
+        assert_eq!(unknown.keys().copied().collect::<Vec<_>>(), ["amount"], "nothing guessed");
+    }
+
+    #[test]
+    fn only_the_accounts_own_deny_list_gives_a_reason() {
+        let (listed, other) = (Pubkey([9; 32]), Pubkey([8; 32]));
+        let lists = Lists::new([other], [listed].into_iter().collect()).expect("lists");
+        let labels = Labels::builtin().with_lists(std::sync::Arc::new(lists));
+        let with = with_list_reason(Facts::new(), &labels, &listed);
+        assert_eq!(with.get("reason"), Some(&Fact::Text(REASON_DENY_LIST.into())));
+        assert!(with_list_reason(Facts::new(), &labels, &other).is_empty(), "an allow-listed address: none");
+        assert!(with_list_reason(Facts::new(), &Labels::builtin(), &listed).is_empty(), "no lists: none");
+    }
 }

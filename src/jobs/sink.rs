@@ -494,3 +494,36 @@ pub fn trim_outbox(store: &dyn Store, account: &str) -> bool {
     }
     within
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::changes::fixtures::moved;
+
+    fn link(min_severity: &str, score_drop: Option<u8>) -> MonitorLink {
+        MonitorLink {
+            monitor_id: "mon_1".into(),
+            callback_url: "https://hooks.example.com/x".into(),
+            min_severity: min_severity.into(),
+            score_drop,
+            previous_analysis_id: Some("an_prev".into()),
+            event: None,
+        }
+    }
+
+    #[test]
+    fn a_re_analysis_makes_its_event_only_when_its_changes_cross_the_links_thresholds() {
+        let event = event_of("an_abc", &moved(-10, &[]), &link("high", Some(10))).expect("a drop of scoreDrop");
+        assert_eq!(event.id, "evt_abc");
+        assert!(event_of("an_abc", &moved(-11, &[]), &link("high", Some(10))).is_some(), "past scoreDrop");
+        assert!(event_of("an_abc", &moved(-9, &[]), &link("high", Some(10))).is_none(), "short of scoreDrop");
+        assert!(event_of("an_abc", &moved(10, &[]), &link("high", Some(10))).is_none(), "a rise");
+        assert!(event_of("an_abc", &moved(0, &[]), &link("info", Some(1))).is_none(), "no change, scoreDrop set");
+        assert!(event_of("an_abc", &moved(0, &[]), &link("info", None)).is_none(), "no change");
+        assert!(event_of("an_abc", &moved(0, &[Severity::Medium]), &link("high", None)).is_none(), "below");
+        assert!(event_of("an_abc", &moved(0, &[Severity::High]), &link("high", None)).is_some(), "at minSeverity");
+        // A link whose minSeverity cannot be read holds to the default, high.
+        assert!(event_of("an_abc", &moved(0, &[Severity::Medium]), &link("severe", None)).is_none());
+        assert!(event_of("an_abc", &moved(0, &[Severity::High]), &link("severe", None)).is_some());
+    }
+}

@@ -352,8 +352,13 @@ impl Labels {
     /// Flagged by the labels (unless the account's allow-list says otherwise), or on the
     /// account's deny-list.
     pub fn is_flagged(&self, address: &Pubkey) -> bool {
-        self.category(address) == Some(Category::Flagged)
-            || self.lists.as_ref().is_some_and(|l| l.deny.contains(address))
+        self.category(address) == Some(Category::Flagged) || self.is_denied(address)
+    }
+
+    /// On the account's own deny list (its policy's `denyList`), whatever the labels say: what a
+    /// finding or signal names as its `reason` (`engine::report::with_list_reason`).
+    pub fn is_denied(&self, address: &Pubkey) -> bool {
+        self.lists.as_ref().is_some_and(|l| l.deny.contains(address))
     }
 
     /// A label that vouches for a recipient: any, unless it (or the account's deny-list) says

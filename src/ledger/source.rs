@@ -38,13 +38,6 @@ impl Source {
     pub fn is_remote(&self) -> bool {
         matches!(self, Source::Rpc(_))
     }
-
-    /// Whether every read of `spec`'s source is a computation over memory, never a wait (the
-    /// demo ledger; a snapshot reads files, a node the network): such reads may run where a
-    /// request is served.
-    pub fn is_memory_resident_spec(spec: &SourceSpec) -> bool {
-        matches!(spec, SourceSpec::Demo { .. })
-    }
 }
 
 macro_rules! dispatch {

@@ -100,7 +100,7 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     (
         "flagged_recipient",
         "critical",
-        "SOL or tokens sent to an address the labels flag",
+        "SOL or tokens sent to an address the labels flag, or on the account's own deny list (then the text says so and `facts.reason` is `deny_list`)",
         "none",
     ),
     (
@@ -148,7 +148,7 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     (
         "flagged_program",
         "critical",
-        "an instruction of a flagged program",
+        "an instruction of a flagged program (or one on the account's deny list: `facts.reason` `deny_list`)",
         "none",
     ),
     (
@@ -179,7 +179,10 @@ the `effects` and never removes a finding. Each finding names the outer instruct
 (`instruction`; absent for the transaction-wide `durable_nonce`, `invalid_signature` and the origin's). The verdict\n\
 is the worst finding's: critical → `malicious`; high or medium → `warning`; otherwise `benign`.\n\
 A finding is about the signer: an instruction that moves nothing of the signer's and changes\n\
-none of its authorities yields none.\n\
+none of its authorities yields none. Its `facts` are typed as a signal's: lamports are JSON\n\
+integers under a key that names them (`lamports`), counts and percentages integers, a token\n\
+amount a string of base units (`amount`) beside its `mint` and `decimals` (each when known);\n\
+`reason: \"deny_list\"` marks a finding the account's own deny list causes or raises.\n\
 \n\
 | kind | severity | found when | fixInstructions |\n\
 |---|---|---|---|\n";
@@ -187,7 +190,9 @@ none of its authorities yields none.\n\
 const EFFECTS: &str = "`effects` are the signer's changes between the accounts before the transaction\n\
 (`getMultipleAccounts`) and after it (`simulateTransaction`'s post-state): `sol` (the signer's\n\
 own balance, fee included), `token` (per mint: what the signer owns after less what it owned\n\
-before — an account given away counts as its whole balance lost), `account_created`,\n\
+before — an account given away counts as its whole balance lost; `delta` base units with\n\
+`decimals`), `sol_sent` / `token_sent` (per recipient of what the signer lost: `lamports`, or\n\
+`amount` with `mint` and `decimals`), `account_created`,\n\
 `account_closed`, `account_owner_change`, `token_owner_change`, `token_delegate_change`,\n\
 `token_close_authority_change`, `nonce_authority_change`, `stake_authority_change` (with its\n\
 `role`). An account is the signer's when it is the signer's address, or a token account it\n\

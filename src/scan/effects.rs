@@ -45,11 +45,12 @@ pub enum Effect {
         lamports: u64,
     },
     /// Tokens of `mint` the signer lost that `to` received (a recipient, a swap's pool, the
-    /// new owner of a token account handed away).
+    /// new owner of a token account handed away): base units, with the mint's decimals.
     TokenSent {
         to: Pubkey,
         mint: Pubkey,
         amount: String,
+        decimals: u8,
     },
     AccountCreated {
         account: Pubkey,
@@ -72,12 +73,14 @@ pub enum Effect {
         from: Pubkey,
         to: Pubkey,
     },
+    /// `amount`: what the delegate may move after (base units; `decimals` the account's).
     TokenDelegateChange {
         account: Pubkey,
         mint: Pubkey,
         from: Option<Pubkey>,
         to: Option<Pubkey>,
         amount: String,
+        decimals: u8,
     },
     TokenCloseAuthorityChange {
         account: Pubkey,
@@ -144,16 +147,31 @@ impl Effect {
     }
 }
 
-/// One effect per recipient and asset of what the signer lost (`sweep::outflows`).
-fn sent(signer: &Pubkey, balances: &[Balance], out: &mut Vec<Effect>) {
+/// One effect per recipient and asset of what the signer lost (`sweep::outflows`). A token
+/// the signer lost was in one of its token accounts, so the states name its decimals; were
+/// they ever not to, the effect is left out rather than given decimals it does not have.
+fn sent(signer: &Pubkey, balances: &[Balance], states: [&States; 2], out: &mut Vec<Effect>) {
     for received in sweep::outflows(signer, balances) {
-        out.push(match received.asset {
-            Coin::Sol => Effect::SolSent { to: received.recipient, lamports: received.amount },
-            Coin::Token(mint) => {
-                Effect::TokenSent { to: received.recipient, mint, amount: received.amount.to_string() }
-            }
-        });
+        let effect = match received.asset {
+            Coin::Sol => Some(Effect::SolSent { to: received.recipient, lamports: received.amount }),
+            Coin::Token(mint) => decimals_of(&mint, states).map(|decimals| Effect::TokenSent {
+                to: received.recipient,
+                mint,
+                amount: received.amount.to_string(),
+                decimals,
+            }),
+        };
+        out.extend(effect);
     }
+}
+
+/// The decimals of `mint` as the states hold it: a token account of it, or the mint itself.
+fn decimals_of(mint: &Pubkey, states: [&States; 2]) -> Option<u8> {
+    states.into_iter().flat_map(|s| s.values()).find_map(|state| match &state.held {
+        Held::Token(t) if t.mint == *mint => Some(t.decimals),
+        Held::Mint(m) if m.address == *mint => Some(m.decimals),
+        _ => None,
+    })
 }
 
 /// `signer`'s effects of going from `pre` to `post`; `balances` are the same states' balances
@@ -166,7 +184,7 @@ pub fn effects(signer: &Pubkey, pre: &States, post: &States, balances: &[Balance
         out.push(Effect::Sol { account: *signer, delta_lamports: delta });
     }
     token_holdings(signer, pre, post, &mut out);
-    sent(signer, balances, &mut out);
+    sent(signer, balances, [pre, post], &mut out);
     let mut touched: Vec<&Pubkey> = pre.keys().chain(post.keys()).collect();
     touched.sort_unstable();
     touched.dedup();
@@ -230,6 +248,7 @@ fn changes(account: Pubkey, before: &AccountSnapshot, after: &AccountSnapshot, o
                     from: b.delegate,
                     to: a.delegate,
                     amount: a.delegated_amount.to_string(),
+                    decimals: a.decimals,
                 });
             }
             if b.close_authority != a.close_authority {
@@ -284,7 +303,7 @@ mod tests {
                 Effect::Sol { account: key(ME), delta_lamports: -5_000 },
                 Effect::Token { mint: key(90), program: "spl-token", delta: "-500".into(), decimals: 6 },
                 Effect::SolSent { to: key(9), lamports: 2_039_280 },
-                Effect::TokenSent { to: key(9), mint: key(90), amount: "500".into() },
+                Effect::TokenSent { to: key(9), mint: key(90), amount: "500".into(), decimals: 6 },
                 Effect::TokenOwnerChange { account: key(2), mint: key(90), from: key(ME), to: key(9) },
             ]
         );

@@ -16,10 +16,11 @@
 //! Deliberately absent: prices (see `engine::sweep`).
 
 use super::effects::Effect;
-use super::findings::{facts, is_bad, named, Context, Finding};
+use super::findings::{denied, is_bad, named, Context, Finding};
 use super::state::{Held, States};
-use crate::engine::report::Severity;
+use crate::engine::report::{put_token_amount, with_list_reason, Fact, Facts, IntoFact, Severity};
 use crate::engine::sweep::{self, Balance, Coin};
+use crate::facts;
 use crate::ledger::instruction::Program;
 use crate::ledger::model::MintExtension;
 use crate::ledger::transaction::Decoded;
@@ -42,7 +43,7 @@ const AUTHORITY_KINDS: [&str; 6] = [
 pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, ctx: &Context<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     for effect in effects {
-        let Effect::Token { mint, delta, program: "spl-token-2022", .. } = effect else { continue };
+        let Effect::Token { mint, delta, program: "spl-token-2022", decimals } = effect else { continue };
         if delta.starts_with('-') {
             continue;
         }
@@ -55,16 +56,17 @@ pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, c
                     severity: if is_bad(delegate, ctx.labels) { Severity::Critical } else { Severity::High },
                     title: format!("Receives tokens of {mint}, which {delegate} can take back at any time"),
                     detail: format!(
-                        "Mint {mint} has a permanent delegate, {delegate}{}: it can transfer or burn these tokens \
+                        "Mint {mint} has a permanent delegate, {delegate}{}{}: it can transfer or burn these tokens \
                          from any account, this wallet's included, without its signature.",
-                        named(delegate, ctx.labels)
+                        named(delegate, ctx.labels),
+                        denied(delegate, ctx.labels)
                     ),
                     instruction,
-                    facts: facts([
-                        ("mint", mint.to_string()),
-                        ("delegate", delegate.to_string()),
-                        ("amount", delta.clone()),
-                    ]),
+                    facts: with_list_reason(
+                        received_facts(mint, *decimals, delta, "delegate", delegate),
+                        ctx.labels,
+                        delegate,
+                    ),
                     fix_instructions: Vec::new(),
                 }),
                 MintExtension::TransferHook { program_id: Some(program), .. } => out.push(Finding {
@@ -77,11 +79,7 @@ pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, c
                         named(program, ctx.labels)
                     ),
                     instruction,
-                    facts: facts([
-                        ("mint", mint.to_string()),
-                        ("hookProgram", program.to_string()),
-                        ("amount", delta.clone()),
-                    ]),
+                    facts: received_facts(mint, *decimals, delta, "hookProgram", program),
                     fix_instructions: Vec::new(),
                 }),
                 _ => {}
@@ -91,8 +89,24 @@ pub fn received(tx: &Decoded, effects: &[Effect], pre: &States, post: &States, c
     out
 }
 
+/// The facts of tokens received of `mint` under the control of `who` (named `role`): the
+/// amount (the signer's gain, base units) with its mint and decimals.
+fn received_facts(mint: &Pubkey, decimals: u8, gained: &str, role: &'static str, who: &Pubkey) -> Facts {
+    let mut facts = Facts::from([(role, who.into_fact())]);
+    put_token_amount(&mut facts, "amount", gained, Some(mint), Some(decimals));
+    facts
+}
+
 /// Fact names that carry the account a finding is about.
 const ACCOUNT_FACTS: [&str; 3] = ["account", "nonceAccount", "stakeAccount"];
+
+/// A text fact's value (an address), if it is one.
+fn text(fact: Option<&Fact>) -> Option<&str> {
+    match fact {
+        Some(Fact::Text(text)) => Some(text),
+        _ => None,
+    }
+}
 
 /// Authorities over the signer's accounts that changed hands in the simulation without a
 /// decoded instruction's finding naming them: made by a program through a CPI.
@@ -103,7 +117,7 @@ pub fn hidden_authority_changes(
     ctx: &Context<'_>,
 ) -> Vec<Finding> {
     let named_accounts: Vec<&str> =
-        judged.iter().flat_map(|f| ACCOUNT_FACTS.iter().filter_map(|k| f.facts.get(k).map(String::as_str))).collect();
+        judged.iter().flat_map(|f| ACCOUNT_FACTS.iter().filter_map(|k| text(f.facts.get(k)))).collect();
     let programs = undecoded_programs(tx, ctx);
     let mut out = Vec::new();
     for effect in effects {
@@ -122,12 +136,7 @@ pub fn hidden_authority_changes(
                 named(&to, ctx.labels)
             ),
             instruction: None,
-            facts: facts([
-                ("account", account.to_string()),
-                ("authority", what.to_owned()),
-                ("newAuthority", to.to_string()),
-                ("programs", programs.clone()),
-            ]),
+            facts: facts! { "account" => account, "authority" => what, "newAuthority" => to, "programs" => &programs },
             fix_instructions: Vec::new(),
         });
     }
@@ -215,13 +224,13 @@ pub fn sweep(
         BalancesFrom::Simulation => "The simulation shows",
         BalancesFrom::Decoded => "Its instructions, applied to the accounts as they are, show",
     };
-    let mut facts = facts([
-        ("to", to.join(",")),
-        ("assetsSwept", found.swept.len().to_string()),
-        ("balancesFrom", if from == BalancesFrom::Simulation { "simulation" } else { "instructions" }.to_owned()),
-    ]);
+    let mut facts = facts! {
+        "to" => to.join(","),
+        "assetsSwept" => found.swept.len(),
+        "balancesFrom" => if from == BalancesFrom::Simulation { "simulation" } else { "instructions" },
+    };
     if let Some(sol) = found.swept.iter().find(|s| s.asset == Coin::Sol) {
-        facts.insert("solSharePercent", sol.share_percent().to_string());
+        facts.insert("solSharePercent", sol.share_percent().into_fact());
     }
     Some(Finding {
         kind: "asset_sweep",
@@ -298,6 +307,7 @@ mod tests {
             origin: origin.as_ref(),
             simulation: Simulation::Ran(&[]),
             sweep: thresholds,
+            before: None,
         };
         sweep(balances, BalancesFrom::Simulation, 5_000, judged, &ctx)
     }
@@ -310,7 +320,7 @@ mod tests {
         let lower = SweepThresholds { sol_share_percent: 75, ..SweepThresholds::DEFAULT };
         let found = swept_at(&eighty, None, &[], &lower).expect("a sweep at 75 %");
         assert_eq!((found.kind, found.severity), ("asset_sweep", Severity::Medium));
-        assert_eq!(found.facts["solSharePercent"], "80");
+        assert_eq!(found.facts["solSharePercent"], Fact::Unsigned(80));
         assert!(found.title.starts_with("Sends 80 % of its SOL"), "{}", found.title);
     }
 
@@ -319,8 +329,8 @@ mod tests {
         let sol_only = [sol(ME, 10_000_000_000, 100_000_000), sol(7, 0, 9_899_995_000)];
         let one = swept(&sol_only, None, &[]).expect("a sweep");
         assert_eq!((one.kind, one.severity), ("asset_sweep", Severity::Medium));
-        assert_eq!(one.facts["solSharePercent"], "98");
-        assert_eq!(one.facts["to"], key(7).to_string());
+        assert_eq!(one.facts["solSharePercent"], Fact::Unsigned(98));
+        assert_eq!(one.facts["to"], key(7).into_fact());
         let everything = [&sol_only[..], &[token(ME, 2, 500, 0), token(7, 3, 0, 500)]].concat();
         assert_eq!(swept(&everything, None, &[]).map(|f| f.severity), Some(Severity::High));
         let asked = swept(&sol_only, Some("claim-sol-airdrop.xyz"), &[]).expect("a sweep");
@@ -340,7 +350,14 @@ mod tests {
         .expect("decodes");
         let effects = [
             Effect::TokenOwnerChange { account: key(2), mint: key(90), from: key(ME), to: key(9) },
-            Effect::TokenDelegateChange { account: key(3), mint: key(90), from: None, to: None, amount: "0".into() },
+            Effect::TokenDelegateChange {
+                account: key(3),
+                mint: key(90),
+                from: None,
+                to: None,
+                amount: "0".into(),
+                decimals: 6,
+            },
         ];
         let ctx = Context {
             signer: key(ME),
@@ -349,12 +366,13 @@ mod tests {
             origin: None,
             simulation: Simulation::Ran(&effects),
             sweep: &SweepThresholds::DEFAULT,
+            before: None,
         };
         let found = hidden_authority_changes(&tx, &effects, &[], &ctx);
         assert_eq!(found.len(), 1, "a revoked delegation hands nothing away: {found:?}");
         assert_eq!((found[0].kind, found[0].severity), ("hidden_authority_change", Severity::Critical));
-        assert_eq!(found[0].facts["newAuthority"], key(9).to_string());
-        let named = Finding { facts: facts([("account", key(2).to_string())]), ..found[0].clone() };
+        assert_eq!(found[0].facts["newAuthority"], key(9).into_fact());
+        let named = Finding { facts: facts! { "account" => key(2) }, ..found[0].clone() };
         assert!(hidden_authority_changes(&tx, &effects, &[named], &ctx).is_empty());
     }
 }

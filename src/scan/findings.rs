@@ -13,17 +13,23 @@
 //! Simulation first: an unknown program given the wallet writable is a finding only when the
 //! simulation did not run (`Context::simulation`); when it ran, what the program did is judged
 //! from its effects (`executed`).
+//! Invariant: facts are the engine's typed `Fact`s, their keys naming the unit — `lamports` a
+//! JSON integer; a token amount (`amount`) a string of base units beside its `mint` and
+//! `decimals` when known (`token_facts`); and `reason: "deny_list"` on a finding the account's
+//! own deny list causes or makes worse (`engine::report::with_list_reason`).
 //! Deliberately absent: CPIs and balances (what execution shows is `executed`'s).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
 use super::effects::Effect;
 use super::signatures::{SignatureCheck, SignatureStatus};
+use super::state::{Held, States};
 use crate::engine::fixes::{self, FixInstruction, StakeAuthority};
-use crate::engine::report::Severity;
+use crate::engine::report::{put_token_amount, with_list_reason, Fact, Facts, IntoFact, Severity};
 use crate::engine::sweep::SweepThresholds;
+use crate::facts;
 use crate::labels::domains::Origin;
 use crate::labels::{Category, Labels};
 use crate::ledger::instruction::{
@@ -75,8 +81,10 @@ pub struct Finding {
     /// The outer instruction it is about (`None`: the whole transaction).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction: Option<u16>,
-    /// Addresses and amounts the finding rests on, by name (sorted: deterministic output).
-    pub facts: BTreeMap<&'static str, String>,
+    /// Addresses and amounts the finding rests on, by name (sorted: deterministic output), in
+    /// the X-Ray's types (`engine::report::Fact`): lamports and counts integers, token amounts
+    /// strings of base units with their `mint` and `decimals`.
+    pub facts: Facts,
     /// Unsigned instructions the signer can sign later to undo it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fix_instructions: Vec<FixInstruction>,
@@ -108,6 +116,9 @@ pub struct Context<'a> {
     pub simulation: Simulation<'a>,
     /// Where a sweep is drawn (`executed::sweep`): the asking account's policy's.
     pub sweep: &'a SweepThresholds,
+    /// The accounts as they are before the transaction, when they read: a token amount's mint
+    /// and decimals (`token_facts`).
+    pub before: Option<&'a States>,
 }
 
 /// The verdict of a list of findings: the worst one's, `benign` for none.
@@ -145,7 +156,7 @@ pub fn invalid_signatures(checks: &[SignatureCheck]) -> impl Iterator<Item = Fin
             c.signer
         ),
         instruction: None,
-        facts: facts([("signer", c.signer.to_string())]),
+        facts: facts! { "signer" => c.signer },
         fix_instructions: Vec::new(),
     })
 }
@@ -166,8 +177,8 @@ fn judge_one(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>, out: &mut Vec<Fi
         {
             out.extend(token_authority_moved(ix, target, authority_type, new_authority.as_ref(), ctx))
         }
-        K::TokenApprove { account, delegate, owner, amount, .. } if *owner == me => {
-            out.push(approval(ix, account, delegate, *amount, tx, ctx))
+        K::TokenApprove { account, delegate, owner, amount, mint } if *owner == me => {
+            out.push(approval(ix, account, delegate, (*amount, *mint), tx, ctx))
         }
         K::NonceAuthorize { nonce, authority, new_authority } if *authority == me && *new_authority != me => {
             out.push(nonce_authorized_away(ix, nonce, new_authority, ctx))
@@ -181,18 +192,50 @@ fn judge_one(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>, out: &mut Vec<Fi
             out.push(stake_authorized_away(ix, stake, new_authority, *authority_type, tx, ctx))
         }
         K::SystemTransfer { from, to, lamports } if *from == me => {
-            out.extend(transfer_to(ix, to, &format!("{lamports} lamports"), ctx))
+            out.extend(transfer_to(ix, to, &Sent::Lamports(*lamports), ctx))
         }
-        K::TokenTransfer { destination, authority, amount, .. } if *authority == me => {
-            out.extend(transfer_to(ix, destination, &format!("{amount} base units"), ctx))
+        K::TokenTransfer { source, destination, authority, amount, mint } if *authority == me => {
+            let sent = Sent::Tokens { amount: *amount, account: *source, mint: *mint };
+            out.extend(transfer_to(ix, destination, &sent, ctx))
         }
         _ => {}
     }
     out.extend(program_finding(ix, tx, ctx));
 }
 
-pub(super) fn facts<const N: usize>(pairs: [(&'static str, String); N]) -> BTreeMap<&'static str, String> {
-    BTreeMap::from(pairs)
+/// A token amount of token account `account` into `facts`: `amount` (base units, a string),
+/// the `mint` the instruction names or else the account's before the transaction, and the
+/// `decimals` of the account (or of its mint) as read before it — each only when known.
+fn token_facts(facts: &mut Facts, amount: u64, account: &Pubkey, mint: Option<Pubkey>, ctx: &Context<'_>) {
+    let (mint, decimals) = token_of(account, mint, ctx.before);
+    put_token_amount(facts, "amount", amount, mint.as_ref(), decimals);
+}
+
+/// The mint and decimals of token account `account` (`named`: the mint an instruction names),
+/// from the states before the transaction.
+fn token_of(account: &Pubkey, named: Option<Pubkey>, before: Option<&States>) -> (Option<Pubkey>, Option<u8>) {
+    let held = |address: &Pubkey| before.and_then(|states| states.get(address)).map(|s| &s.held);
+    let (mint, decimals) = match held(account) {
+        Some(Held::Token(t)) => {
+            (named.or(Some(t.mint)), Some(t.decimals).filter(|_| named.is_none_or(|m| m == t.mint)))
+        }
+        _ => (named, None),
+    };
+    let of_mint = || match mint.as_ref().and_then(held) {
+        Some(Held::Mint(m)) => Some(m.decimals),
+        _ => None,
+    };
+    (mint, decimals.or_else(of_mint))
+}
+
+/// `" — on this account's deny list"` when the account's policy denies `address`: said in the
+/// text of a finding it raised, beside `reason: "deny_list"` in its facts.
+pub(super) fn denied(address: &Pubkey, labels: &Labels) -> &'static str {
+    if labels.is_denied(address) {
+        " — on this account's deny list"
+    } else {
+        ""
+    }
 }
 
 /// `" (label name)"` when the labels know the address.
@@ -222,7 +265,7 @@ fn durable_nonce(first: &Instruction) -> Finding {
              holds the signed transaction can submit it at any time, not only in the next two minutes."
         ),
         instruction: None,
-        facts: facts([("nonceAccount", nonce)]),
+        facts: facts! { "nonceAccount" => nonce },
         fix_instructions: Vec::new(),
     }
 }
@@ -238,7 +281,7 @@ fn wallet_assigned(ix: &Instruction, owner: &Pubkey, ctx: &Context<'_>) -> Findi
             named(owner, ctx.labels)
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([("account", ctx.signer.to_string()), ("newOwner", owner.to_string())]),
+        facts: facts! { "account" => ctx.signer, "newOwner" => owner },
         fix_instructions: Vec::new(),
     }
 }
@@ -275,10 +318,10 @@ fn token_authority_moved(
              it and keep its rent (close authority), and only it can hand the authority back."
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([
-            ("account", target.to_string()),
-            ("newAuthority", new_authority.map(Pubkey::to_string).unwrap_or_default()),
-        ]),
+        facts: facts! {
+            "account" => target,
+            "newAuthority" => new_authority.map(Pubkey::to_string).unwrap_or_default(),
+        },
         fix_instructions: Vec::new(),
     })
 }
@@ -305,7 +348,7 @@ fn approval(
     ix: &Instruction,
     account: &Pubkey,
     delegate: &Pubkey,
-    amount: u64,
+    (amount, mint): (u64, Option<Pubkey>),
     tx: &Decoded,
     ctx: &Context<'_>,
 ) -> Finding {
@@ -319,7 +362,9 @@ fn approval(
         Severity::Medium
     };
     let how_much = if unlimited { "an unlimited amount".to_owned() } else { format!("{amount} base units") };
-    let seen = if never_seen { ", an address this wallet has never dealt with" } else { "" };
+    let mut facts = facts! { "account" => account, "delegate" => delegate };
+    token_facts(&mut facts, amount, account, mint, ctx);
+    let seen = if never_seen { ", an address this wallet has never dealt with," } else { "" };
     // Only a revoke the wallet can still sign: none once the transaction gives the account away.
     let program = TokenProgram::of(ix.program).filter(|_| !token_account_given_away(tx, account));
     let revoke = program.map(|p| {
@@ -330,16 +375,13 @@ fn approval(
         severity,
         title: format!("Lets {delegate} spend {how_much} from token account {account}"),
         detail: format!(
-            "Token `approve` makes {delegate}{}{seen} a delegate of token account {account} for {how_much}: it can \
-             move those tokens at any time without another signature.",
-            named(delegate, ctx.labels)
+            "Token `approve` makes {delegate}{}{}{seen} a delegate of token account {account} for {how_much}: it \
+             can move those tokens at any time without another signature.",
+            named(delegate, ctx.labels),
+            denied(delegate, ctx.labels)
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([
-            ("account", account.to_string()),
-            ("delegate", delegate.to_string()),
-            ("amount", amount.to_string()),
-        ]),
+        facts: with_list_reason(facts, ctx.labels, delegate),
         fix_instructions: revoke.into_iter().collect(),
     }
 }
@@ -355,7 +397,7 @@ fn nonce_authorized_away(ix: &Instruction, nonce: &Pubkey, new_authority: &Pubke
             named(new_authority, ctx.labels)
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([("nonceAccount", nonce.to_string()), ("newAuthority", new_authority.to_string())]),
+        facts: facts! { "nonceAccount" => nonce, "newAuthority" => new_authority },
         fix_instructions: Vec::new(),
     }
 }
@@ -367,11 +409,12 @@ fn nonce_withdrawn(ix: &Instruction, nonce: &Pubkey, to: &Pubkey, lamports: u64,
         severity,
         title: format!("Withdraws {lamports} lamports from nonce {nonce} to another address"),
         detail: format!(
-            "System `withdrawNonceAccount` sends {lamports} lamports of nonce account {nonce} to {to}{}.",
-            named(to, ctx.labels)
+            "System `withdrawNonceAccount` sends {lamports} lamports of nonce account {nonce} to {to}{}{}.",
+            named(to, ctx.labels),
+            denied(to, ctx.labels)
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([("nonceAccount", nonce.to_string()), ("to", to.to_string()), ("lamports", lamports.to_string())]),
+        facts: with_list_reason(facts! { "nonceAccount" => nonce, "to" => to, "lamports" => lamports }, ctx.labels, to),
         fix_instructions: Vec::new(),
     }
 }
@@ -404,24 +447,66 @@ fn stake_authorized_away(
             named(new_authority, ctx.labels)
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([
-            ("stakeAccount", stake.to_string()),
-            ("newAuthority", new_authority.to_string()),
-            ("role", role.into()),
-        ]),
+        facts: facts! { "stakeAccount" => stake, "newAuthority" => new_authority, "role" => role },
         fix_instructions: fix.into_iter().collect(),
     }
 }
 
-/// A transfer of the signer's to a flagged or sanctioned address, or to a look-alike of one of
-/// its counterparties (address poisoning: first and last four characters equal, not the address).
-fn transfer_to(ix: &Instruction, to: &Pubkey, amount: &str, ctx: &Context<'_>) -> Option<Finding> {
+/// What a transfer of the signer's sends, as its findings state it.
+enum Sent {
+    Lamports(u64),
+    /// Base units out of the signer's token account `account` (`mint`: the one the instruction
+    /// names, if any).
+    Tokens {
+        amount: u64,
+        account: Pubkey,
+        mint: Option<Pubkey>,
+    },
+}
+
+impl Sent {
+    /// The amount with its unit, for the finding's text.
+    fn text(&self, ctx: &Context<'_>) -> String {
+        match self {
+            Sent::Lamports(lamports) => format!("{lamports} lamports"),
+            Sent::Tokens { amount, account, mint } => match token_of(account, *mint, ctx.before).0 {
+                Some(mint) => format!("{amount} base units of mint {mint}"),
+                None => format!("{amount} base units"),
+            },
+        }
+    }
+
+    /// The amount as facts: `lamports`, or `amount` with its `mint` and `decimals`.
+    fn put(&self, facts: &mut Facts, ctx: &Context<'_>) {
+        match self {
+            Sent::Lamports(lamports) => {
+                facts.insert("lamports", Fact::Unsigned(*lamports));
+            }
+            Sent::Tokens { amount, account, mint } => token_facts(facts, *amount, account, *mint, ctx),
+        }
+    }
+}
+
+/// A transfer of the signer's to a flagged or sanctioned address — the labels' verdict, or the
+/// account's own deny list (then said, and `reason: "deny_list"`) — or to a look-alike of one
+/// of its counterparties (address poisoning: first and last four characters equal, not the
+/// address).
+fn transfer_to(ix: &Instruction, to: &Pubkey, sent: &Sent, ctx: &Context<'_>) -> Option<Finding> {
     let labels = ctx.labels;
+    let amount = sent.text(ctx);
+    let mut facts = facts! { "to" => to };
+    sent.put(&mut facts, ctx);
     let flagged = labels.is_flagged(to).then_some(Category::Flagged);
     let (kind, title, why) = match labels.category(to).filter(|c| *c == Category::Sanctioned).or(flagged) {
         Some(Category::Sanctioned) => {
             ("sanctioned_recipient", "Sends to a sanctioned address", "is on a sanctions list")
         }
+        // The account's own list, not the labels: said so, whatever else the labels say.
+        Some(Category::Flagged) if labels.is_denied(to) => (
+            "flagged_recipient",
+            "Sends to an address on this account's deny list",
+            "is on this account's deny list (its policy's `denyList`)",
+        ),
         Some(Category::Flagged) => ("flagged_recipient", "Sends to a flagged address", "is flagged as malicious"),
         _ => {
             let real = lookalike_of(to, ctx.counterparties?)?;
@@ -429,13 +514,14 @@ fn transfer_to(ix: &Instruction, to: &Pubkey, amount: &str, ctx: &Context<'_>) -
                 "Sends {amount} to {to}, which is not {real} — an address this wallet dealt with — but matches its \
                  first and last four characters: the mark of address poisoning. Check the whole address."
             );
+            facts.insert("lookalikeOf", real.into_fact());
             return Some(Finding {
                 kind: "lookalike_recipient",
                 severity: Severity::Critical,
                 title: format!("Sends to a look-alike of {real}"),
                 detail,
                 instruction: Some(ix.index.outer),
-                facts: facts([("to", to.to_string()), ("lookalikeOf", real.to_string()), ("amount", amount.into())]),
+                facts,
                 fix_instructions: Vec::new(),
             });
         }
@@ -446,7 +532,7 @@ fn transfer_to(ix: &Instruction, to: &Pubkey, amount: &str, ctx: &Context<'_>) -
         title: title.into(),
         detail: format!("Sends {amount} to {to}{}, which {why}.", named(to, labels)),
         instruction: Some(ix.index.outer),
-        facts: facts([("to", to.to_string()), ("amount", amount.into())]),
+        facts: with_list_reason(facts, labels, to),
         fix_instructions: Vec::new(),
     })
 }
@@ -463,17 +549,14 @@ fn lookalike_of(address: &Pubkey, seen: &BTreeSet<Pubkey>) -> Option<Pubkey> {
 fn program_finding(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>) -> Option<Finding> {
     let program = &ix.program_id;
     if is_bad(program, ctx.labels) {
+        let why = if ctx.labels.is_denied(program) { "on this account's deny list" } else { "flagged as malicious" };
         return Some(Finding {
             kind: "flagged_program",
             severity: Severity::Critical,
             title: format!("Calls flagged program {program}"),
-            detail: format!(
-                "Instruction {} invokes {program}{}, flagged as malicious.",
-                ix.index,
-                named(program, ctx.labels)
-            ),
+            detail: format!("Instruction {} invokes {program}{}, {why}.", ix.index, named(program, ctx.labels)),
             instruction: Some(ix.index.outer),
-            facts: facts([("programId", program.to_string())]),
+            facts: with_list_reason(facts! { "programId" => program }, ctx.labels, program),
             fix_instructions: Vec::new(),
         });
     }
@@ -496,7 +579,7 @@ fn program_finding(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>) -> Option<
             reason.map(|r| format!(": {r}")).unwrap_or_default()
         ),
         instruction: Some(ix.index.outer),
-        facts: facts([("programId", program.to_string()), ("simulation", status.to_owned())]),
+        facts: facts! { "programId" => program, "simulation" => status },
         fix_instructions: Vec::new(),
     })
 }

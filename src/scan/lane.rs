@@ -8,7 +8,7 @@
 //! threads: `tables` and `observe` return futures any executor awaits (monoio does, without
 //! blocking).
 //!
-//! A memory-resident source (the demo ledger: `Source::is_memory_resident`) has no upstream
+//! A memory-resident source (the demo ledger: `SourceSpec::is_memory_resident`) has no upstream
 //! to wait on — its reads and its simulation are computations, small and bounded — so they
 //! run where the request is served (design.md: "an in-process simulation on the demo ledger
 //! … may run where the request is served"), on the calling thread's own source and caches
@@ -44,7 +44,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
@@ -191,7 +191,7 @@ thread_local! {
 }
 
 /// Tells lanes apart for `HERE` (tests start several servers in one process).
-static LANE_IDS: AtomicUsize = AtomicUsize::new(0);
+static LANE_IDS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts a job, in all and for its account, from its submission until its work ends.
 struct Slot {
@@ -219,8 +219,8 @@ impl Lane {
     pub fn start(spec: &SourceSpec, limits: LaneLimits) -> Result<Lane, String> {
         let pool = Arc::new(SharedBytes::new(limits.buffered_bytes_max));
         let table_misses = Arc::new(parking_lot::Mutex::new(TableMisses::new()));
-        let mode = match Source::is_memory_resident_spec(spec) {
-            true => Mode::Here { spec: spec.clone(), id: LANE_IDS.fetch_add(1, Ordering::Relaxed) as u64 },
+        let mode = match spec.is_memory_resident() {
+            true => Mode::Here { spec: spec.clone(), id: LANE_IDS.fetch_add(1, Ordering::Relaxed) },
             false => Mode::Thread(LaneThread::start(spec, Arc::clone(&pool), Arc::clone(&table_misses))?),
         };
         Ok(Lane { mode, pool, table_misses })

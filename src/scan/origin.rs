@@ -13,11 +13,10 @@
 //! Deliberately absent: reverse DNS or any lookup of the address (pure, no I/O); extension
 //! ids are bound, never judged.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::findings::Finding;
-use crate::engine::report::Severity;
+use crate::engine::report::{Facts, IntoFact, Severity};
 use crate::labels::domains::{self, DomainVerdict, Origin, Resemblance};
 use crate::labels::Labels;
 
@@ -49,22 +48,22 @@ fn ip_finding(host: &str) -> Finding {
              if you opened this page yourself and know who runs it."
         ),
         instruction: None,
-        facts: BTreeMap::from([("origin", host.to_owned())]),
+        facts: Facts::from([("origin", host.into_fact())]),
         fix_instructions: Vec::new(),
     }
 }
 
 /// A listed phishing site, or a look-alike of a trusted one.
 fn domain_finding(host: &str, labels: &Labels) -> Option<Finding> {
-    let mut facts = BTreeMap::from([("origin", host.to_owned())]);
+    let mut facts = Facts::from([("origin", host.into_fact())]);
     let shown = domains::unicode_of(host);
     let named = if shown == host { host.to_owned() } else { format!("{host} (shown as {shown})") };
     if shown != host {
-        facts.insert("unicode", shown.to_string());
+        facts.insert("unicode", shown.to_string().into_fact());
     }
     let (kind, severity, title, detail) = match labels.domains().verdict(host) {
         DomainVerdict::Phishing(label) => {
-            facts.insert("listedAs", label.domain.clone());
+            facts.insert("listedAs", label.domain.as_str().into_fact());
             let source = label.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
             (
                 "phishing_origin",
@@ -74,10 +73,10 @@ fn domain_finding(host: &str, labels: &Labels) -> Option<Finding> {
             )
         }
         DomainVerdict::Lookalike { imitates, by, mixed_scripts } => {
-            facts.insert("imitates", imitates.domain.clone());
-            facts.insert("resemblance", by.as_str().to_owned());
+            facts.insert("imitates", imitates.domain.as_str().into_fact());
+            facts.insert("resemblance", by.as_str().into_fact());
             if mixed_scripts {
-                facts.insert("scripts", "mixed".to_owned());
+                facts.insert("scripts", "mixed".into_fact());
             }
             (
                 "lookalike_origin",

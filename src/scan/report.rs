@@ -34,7 +34,7 @@ use super::state::{self, States};
 use super::value;
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
 use crate::engine::policy::{PolicyRef, SeverityRule};
-use crate::engine::sweep::{Balance, SweepThresholds};
+use crate::engine::sweep::SweepThresholds;
 use crate::labels::domains::Origin;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
@@ -43,7 +43,7 @@ use crate::ledger::wire::Value;
 use crate::pubkey::Pubkey;
 
 /// Version of the scan's rules (findings and effects); in `engineVersions.scan`.
-pub const SCAN_VERSION: &str = "1.3.0";
+pub const SCAN_VERSION: &str = "1.4.0";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -172,6 +172,12 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         _ => None,
     };
     let (diff, simulation) = simulated(inputs);
+    // The accounts before: the simulation's diff holds them; without it, read them apart (for
+    // a sweep judged from the decoded transfers, and a token amount's mint and decimals).
+    let read_apart = match &diff {
+        Some(_) => None,
+        None => accounts_before(inputs),
+    };
     let (signer, decoded) = (&inputs.signer, inputs.decoded);
     let (effects, balances) = match &diff {
         Some((pre, post)) => {
@@ -180,7 +186,10 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         }
         // A transaction that would fail moves nothing: no balances to judge.
         None if simulation.status == "failed" => (Vec::new(), None),
-        None => (Vec::new(), decoded_balances(inputs).map(|b| (b, BalancesFrom::Decoded))),
+        None => {
+            let balances = read_apart.as_ref().and_then(|pre| value::from_decoded(decoded, signer, pre));
+            (Vec::new(), balances.map(|b| (b, BalancesFrom::Decoded)))
+        }
     };
     let ran = match &diff {
         Some(_) => Simulation::Ran(&effects),
@@ -194,6 +203,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         origin: inputs.origin,
         simulation: ran,
         sweep: inputs.sweep,
+        before: diff.as_ref().map(|(pre, _)| pre).or(read_apart.as_ref()),
     };
     let mut findings = findings::judge(decoded, &ctx);
     findings.extend(ctx.origin.and_then(|origin| super::origin::finding(origin, ctx.labels)));
@@ -203,11 +213,15 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         let hidden = executed::hidden_authority_changes(decoded, &effects, &findings, &ctx);
         findings.extend(hidden);
     }
+    // The account's overrides first: a sweep weighs the authorities it hands away as the
+    // account's policy rates them (one it ignores or lowers is not cited), then once more for
+    // the sweep itself (idempotent for the rest).
+    overridden(&mut findings, inputs.overrides);
     if let Some((balances, from)) = &balances {
         let fee_lamports = LAMPORTS_PER_SIGNATURE * inputs.signatures.len() as u64;
         findings.extend(executed::sweep(balances, *from, fee_lamports, &findings, &ctx));
+        overridden(&mut findings, inputs.overrides);
     }
-    overridden(&mut findings, inputs.overrides);
     findings::sort(&mut findings);
     let decoded = inputs.decoded;
     ScanReport {
@@ -257,12 +271,11 @@ fn overridden(findings: &mut Vec<Finding>, overrides: &BTreeMap<&'static str, Se
 /// The fee of one signature, in lamports (the base fee; a sweep's share is net of it).
 const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
 
-/// Without a simulation: the decoded transfers applied to the accounts as they are before,
-/// when they read and every instruction is decoded (`value::from_decoded`).
-fn decoded_balances(inputs: &Inputs<'_>) -> Option<Vec<Balance>> {
+/// The accounts as they are before the transaction, when they read (without a simulation, a
+/// sweep is judged from the decoded transfers applied to them: `value::from_decoded`).
+fn accounts_before(inputs: &Inputs<'_>) -> Option<States> {
     let pre = inputs.observed.pre.as_ref().ok()?;
-    let pre = state::read_all(inputs.accounts, &pre.value).ok()?;
-    value::from_decoded(inputs.decoded, &inputs.signer, &pre)
+    state::read_all(inputs.accounts, &pre.value).ok()
 }
 
 fn counterparties_view(outcome: &CounterpartiesOutcome) -> CounterpartiesView {

@@ -7,8 +7,9 @@ use solana_message::{v0, VersionedMessage};
 use solana_transaction::versioned::VersionedTransaction;
 
 use super::findings::{self, Context, Simulation, Verdict};
-use crate::engine::report::Severity;
-use crate::labels::Labels;
+use super::state::{fixtures, States};
+use crate::engine::report::{Fact, Severity};
+use crate::labels::{Labels, Lists};
 use crate::ledger::instruction::{ids, InstructionKind as K};
 use crate::ledger::transaction::message::{self, MessageVersion};
 use crate::ledger::transaction::{decode, Decoded, TransactionError};
@@ -42,19 +43,22 @@ fn decoded(bytes: &[u8]) -> Decoded {
 const ME: u8 = 1;
 
 fn judge(payer: Pubkey, ixs: &[Ix]) -> (Decoded, Vec<findings::Finding>) {
+    judge_with(payer, ixs, &Labels::builtin(), None)
+}
+
+/// `judge` under `labels` (an account's lists laid over), with the accounts before it.
+fn judge_with(
+    payer: Pubkey,
+    ixs: &[Ix],
+    labels: &Labels,
+    before: Option<&States>,
+) -> (Decoded, Vec<findings::Finding>) {
     let tx = decoded(&serialize(payer, ixs, false));
-    let labels = Labels::builtin();
     let seen = BTreeSet::from([addr(50)]);
     let simulation = Simulation::NotRun { status: "skipped", reason: None };
     let sweep = crate::engine::sweep::SweepThresholds::DEFAULT;
-    let ctx = Context {
-        signer: payer,
-        labels: &labels,
-        counterparties: Some(&seen),
-        origin: None,
-        simulation,
-        sweep: &sweep,
-    };
+    let ctx =
+        Context { signer: payer, labels, counterparties: Some(&seen), origin: None, simulation, sweep: &sweep, before };
     let found = findings::judge(&tx, &ctx);
     (tx, found)
 }
@@ -83,6 +87,47 @@ fn an_unlimited_approval_to_a_stranger_is_critical_and_carries_its_revoke() {
     assert_eq!(found[0].fix_instructions.len(), 1);
     assert_eq!(found[0].fix_instructions[0].data, bs58::encode([5u8]).into_string(), "a revoke");
     assert_eq!(findings::verdict(&found), Verdict::Malicious);
+}
+
+#[test]
+fn amounts_are_typed_and_a_deny_listed_recipient_says_the_list_is_the_reason() {
+    let (me, account, delegate, listed) = (addr(ME), addr(2), addr(3), addr(9));
+    let lists = Lists::new([], [listed].into_iter().collect()).expect("lists");
+    let labels = Labels::builtin().with_lists(std::sync::Arc::new(lists));
+    let pay = solana_system_interface::instruction::transfer(&sdk_addr(&me), &sdk_addr(&listed), 21_780_842_148);
+    let approve = spl_token_interface::instruction::approve(
+        &token_id(),
+        &sdk_addr(&account),
+        &sdk_addr(&delegate),
+        &sdk_addr(&me),
+        &[],
+        1_500_000,
+    )
+    .expect("builds");
+    // The token account as it is before: mint key(90), 6 decimals (a plain `approve` names neither).
+    let before = States::from([(account, fixtures::token(2, ME, 500, None))]);
+    let (_, found) = judge_with(me, &[sdk!(pay), sdk!(approve.clone())], &labels, Some(&before));
+    let kinds: Vec<&str> = found.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, ["flagged_recipient", "token_approval"]);
+
+    let flagged = &found[0].facts;
+    assert_eq!(flagged["lamports"], Fact::Unsigned(21_780_842_148), "lamports are an integer, no unit inside");
+    assert!(!flagged.contains_key("amount"), "{flagged:?}");
+    assert_eq!(flagged["reason"], Fact::Text("deny_list".into()));
+    assert!(found[0].title.contains("deny list") && found[0].detail.contains("deny list"), "{:?}", found[0]);
+    assert!(!found[0].detail.contains("malicious"), "the account's list, not the labels: {}", found[0].detail);
+
+    let approval = &found[1].facts;
+    assert_eq!(approval["amount"], Fact::Text("1500000".into()), "a token amount is a string of base units");
+    assert_eq!(approval["mint"], Fact::Text(addr(90).to_string()));
+    assert_eq!(approval["decimals"], Fact::Unsigned(6));
+    assert!(!approval.contains_key("reason"), "the delegate is on no list: {approval:?}");
+    let json = serde_json::to_value(&found).expect("serializes");
+    assert!(json[0]["facts"]["lamports"].is_u64() && json[1]["facts"]["amount"].is_string(), "{json}");
+
+    // The token account unread: the amount alone, no mint or decimals guessed.
+    let (_, unread) = judge_with(me, &[sdk!(approve)], &labels, None);
+    assert_eq!(unread[0].facts.keys().copied().collect::<Vec<_>>(), ["account", "amount", "delegate"]);
 }
 
 #[test]
@@ -144,7 +189,7 @@ fn a_transfer_to_a_lookalike_of_a_counterparty_is_poisoning() {
     let pay = solana_system_interface::instruction::transfer(&sdk_addr(&me), &sdk_addr(&fake), 1_000);
     let (_, found) = judge(me, &[sdk!(pay)]);
     assert_eq!(found.iter().map(|f| f.kind).collect::<Vec<_>>(), ["lookalike_recipient"]);
-    assert_eq!(found[0].facts["lookalikeOf"], text);
+    assert_eq!(found[0].facts["lookalikeOf"], Fact::Text(text.clone()));
     // A plain payment to the real counterparty finds nothing.
     let pay = solana_system_interface::instruction::transfer(&sdk_addr(&me), &sdk_addr(&real), 1_000);
     assert_eq!(judge(me, &[sdk!(pay)]).1, []);

@@ -166,7 +166,7 @@ export const CASES = [
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-250000000", decimals: 6 },
-      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "250000000" },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "250000000", decimals: b.m.decimals },
     ],
     check: (b, svm) => assert.equal(tokenOf(svm, b.to).amount, 250_000_000n),
   },
@@ -188,7 +188,7 @@ export const CASES = [
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-100", decimals: 0 },
-      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "100" },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "100", decimals: b.m.decimals },
     ],
   },
   {
@@ -206,7 +206,7 @@ export const CASES = [
     },
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
-      { kind: "token_delegate_change", account: s(b.account), mint: s(b.m.mint), from: null, to: s(b.delegate), amount: "500" },
+      { kind: "token_delegate_change", account: s(b.account), mint: s(b.m.mint), from: null, to: s(b.delegate), amount: "500", decimals: b.m.decimals },
     ],
   },
   {
@@ -225,7 +225,7 @@ export const CASES = [
     },
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
-      { kind: "token_delegate_change", account: s(b.account), mint: s(b.m.mint), from: s(b.delegate), to: null, amount: "0" },
+      { kind: "token_delegate_change", account: s(b.account), mint: s(b.m.mint), from: s(b.delegate), to: null, amount: "0", decimals: b.m.decimals },
     ],
   },
   {
@@ -248,7 +248,7 @@ export const CASES = [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-42", decimals: 0 },
       { kind: "sol_sent", to: s(b.next), lamports: b.rent },
-      { kind: "token_sent", to: s(b.next), mint: s(b.m.mint), amount: "42" },
+      { kind: "token_sent", to: s(b.next), mint: s(b.m.mint), amount: "42", decimals: b.m.decimals },
       { kind: "token_owner_change", account: s(b.account), mint: s(b.m.mint), from: s(b.signer), to: s(b.next) },
     ],
   },
@@ -432,7 +432,7 @@ export const CASES = [
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token-2022", delta: "-10000", decimals: 6 },
-      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "9900" },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "9900", decimals: b.m.decimals },
     ],
     check: (b, svm) => {
       const to = tokenOf(svm, b.to);
@@ -502,7 +502,7 @@ export const CASES = [
       { kind: "sol", account: s(b.signer), deltaLamports: -(2 * SOL + FEE) },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-5000", decimals: 2 },
       { kind: "sol_sent", to: s(b.attacker), lamports: 2 * SOL + b.rent },
-      { kind: "token_sent", to: s(b.attacker), mint: s(b.m.mint), amount: "5000" },
+      { kind: "token_sent", to: s(b.attacker), mint: s(b.m.mint), amount: "5000", decimals: b.m.decimals },
       { kind: "token_owner_change", account: s(b.account), mint: s(b.m.mint), from: s(b.signer), to: s(b.attacker) },
     ],
     check: (b, svm) => {
@@ -530,8 +530,8 @@ export const CASES = [
     effects: (b) => [
       { kind: "sol", account: s(b.signer), deltaLamports: -2 * FEE },
       { kind: "token", mint: s(b.m.mint), program: "spl-token", delta: "-250", decimals: 0 },
-      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "250" },
-      { kind: "token_delegate_change", account: s(b.account), mint: s(b.m.mint), from: s(b.delegate), to: s(b.delegate), amount: "350" },
+      { kind: "token_sent", to: s(b.recipient), mint: s(b.m.mint), amount: "250", decimals: b.m.decimals },
+      { kind: "token_delegate_change", account: s(b.account), mint: s(b.m.mint), from: s(b.delegate), to: s(b.delegate), amount: "350", decimals: b.m.decimals },
     ],
   },
   {

@@ -128,7 +128,7 @@ export function computeEffects({ pre, post, signer, decimalsOf }) {
     if (e.delta !== 0n) effects.push({ kind: "token", mint, program: e.program, delta: e.delta.toString(), decimals: decimalsOf(mint) });
   }
 
-  effects.push(...sent(addresses, before, after, signer));
+  effects.push(...sent(addresses, before, after, signer, decimalsOf));
 
   const mine = addresses.filter((a) => isSigners(a, before(a), signer) || isSigners(a, after(a), signer)).sort(cmp);
   const changes = [];
@@ -151,7 +151,7 @@ export function computeEffects({ pre, post, signer, decimalsOf }) {
       const mint = t1.mint;
       if (t0.owner !== t1.owner) changes.push({ kind: "token_owner_change", account: a, mint, from: t0.owner, to: t1.owner });
       if (t0.delegate !== t1.delegate || t0.delegatedAmount !== t1.delegatedAmount) {
-        changes.push({ kind: "token_delegate_change", account: a, mint, from: t0.delegate, to: t1.delegate, amount: t1.delegatedAmount.toString() });
+        changes.push({ kind: "token_delegate_change", account: a, mint, from: t0.delegate, to: t1.delegate, amount: t1.delegatedAmount.toString(), decimals: decimalsOf(mint) });
       }
       if (t0.closeAuthority !== t1.closeAuthority) changes.push({ kind: "token_close_authority_change", account: a, mint, from: t0.closeAuthority, to: t1.closeAuthority });
     }
@@ -184,7 +184,7 @@ function solHolder(address, acct, signer) {
 }
 
 /** sol_sent and token_sent: what other holders gained of each asset the signer lost. */
-function sent(addresses, before, after, signer) {
+function sent(addresses, before, after, signer, decimalsOf) {
   // asset ("SOL" or the mint) -> { mine: [before, after], others: Map holder -> gained }
   const assets = new Map();
   const book = (asset, holder, b, a) => {
@@ -218,7 +218,7 @@ function sent(addresses, before, after, signer) {
   for (const [asset, e] of assets) {
     if (e.mine[1] >= e.mine[0]) continue;
     for (const [to, amount] of e.others) {
-      out.push(asset === "SOL" ? { kind: "sol_sent", to, lamports: Number(amount) } : { kind: "token_sent", to, mint: asset, amount: amount.toString() });
+      out.push(asset === "SOL" ? { kind: "sol_sent", to, lamports: Number(amount) } : { kind: "token_sent", to, mint: asset, amount: amount.toString(), decimals: decimalsOf(asset) });
     }
   }
   return out.sort((x, y) => cmp(x.kind === "sol_sent" ? 0 : 1, y.kind === "sol_sent" ? 0 : 1) || cmp(x.to, y.to) || cmp(x.mint ?? "", y.mint ?? ""));

@@ -508,7 +508,7 @@ export interface components {
              */
             field?: string;
             /**
-             * @description Why, for INVALID_ADDRESS (`not_base58`, `wrong_length`), UNAUTHENTICATED (`missing`, `malformed`, `unknown`, `revoked`, `expired`) and ACCOUNT_NOT_ELIGIBLE (`off_curve`, `program`, `sysvar`, `token_mint` at request time; `token_account`, `executable`, `nonce_account`, `stake_account`, `program_owned` are found on the ledger). and REPORT_NOT_VERIFIED (the verifiers' closed list, checked in this order: `malformed`, `unknown_key`, `wrong_type`, `covers_mismatch`, `bad_signature`, then `account_mismatch` — a scan made for another account; README, "Why a verifier refuses"). Extensible enumeration; clients must tolerate new values.
+             * @description Why, for INVALID_ADDRESS (`not_base58`, `wrong_length`), UNAUTHENTICATED (`missing`, `malformed`, `unknown`, `revoked`, `expired`), INVALID_REQUEST of a `callbackUrl` (the rule it breaks: `too_long`, `not_url`, `scheme`, `not_https`, `credentials`, `loopback`, `private_address`, `address`, `host_name`, `port`, `path`), ACCOUNT_NOT_ELIGIBLE (`off_curve`, `program`, `sysvar`, `token_mint` at request time; `token_account`, `executable`, `nonce_account`, `stake_account`, `program_owned` are found on the ledger) and REPORT_NOT_VERIFIED (the verifiers' closed list, checked in this order: `malformed`, `unknown_key`, `wrong_type`, `covers_mismatch`, `bad_signature`, then `account_mismatch` — a scan made for another account; README, "Why a verifier refuses"). Extensible enumeration; clients must tolerate new values.
              * @example wrong_length
              */
             reason?: string;
@@ -757,9 +757,9 @@ export interface components {
          * @description Each engine that contributed, with its semantic version.
          * @example {
          *       "xray": "1.0.0",
-         *       "signals": "1.8.0",
+         *       "signals": "1.9.0",
          *       "scoring": "1.1.0",
-         *       "attackPaths": "1.3.0"
+         *       "attackPaths": "1.4.0"
          *     }
          */
         EngineVersions: {
@@ -809,15 +809,17 @@ export interface components {
             title: string;
             detail: string;
             /**
-             * @description Facts of the finding, keyed by name (sorted). Values follow the contract's units: lamports, counts, seconds and block times are JSON integers; flags are booleans; addresses, signatures, labels and token amounts (base units) are strings. An `amount` next to `"asset": "SOL"` is lamports, hence an integer.
+             * @description Facts of the finding, keyed by name (sorted). Values follow the contract's units (README, "Amounts"), and the key names the unit, never the value: lamports are JSON integers under a key that says so (`lamports`, `reclaimableLamports`); counts, seconds, block times and percentages are integers; flags are booleans; addresses, signatures and labels are strings; a token amount (`amount`, `balance`, `delegatedAmount`, `balanceAtHandover`, `supply`, `maximumFee`) is a string of base units, beside the token's `mint` and `decimals` (each present when the ledger gave it). `reason` is `deny_list` on a signal the account's own deny list causes or raises (its policy's `denyList` names an address the signal rests on); absent otherwise.
              * @example {
              *       "tokenAccount": "UWRTpe8xvxCi2zMBRTvoN7EwJxfW8R37rmf66yzq9sD",
              *       "delegate": "5HhyYTJT5qsJYMb7ezorfxqYjLMPJR7HQVNF2ongzbnb",
+             *       "mint": "ev1jgSqMxzBPDvLzs7p1NWSQgdVkGaMxwRwtsjD4V6d",
+             *       "decimals": 9,
              *       "delegatedAmount": "198000000000",
              *       "delegateFlagged": true
              *     }
              * @example {
-             *       "amount": 3000000000,
+             *       "lamports": 3000000000,
              *       "asset": "SOL",
              *       "lookalike": "5KbWPqXnQi7kMBEpkmf2equZ96wPsPbPvGwzZW7Y7SiR"
              *     }
@@ -900,6 +902,8 @@ export interface components {
             mint: string;
             /** @description Token base units as a decimal string; lamports (when `mint` is `SOL`) as a JSON integer (contract §1). */
             amount: string | number;
+            /** @description Where a token amount's decimal point goes; absent for SOL, and for a token whose decimals the ledger did not give. */
+            decimals?: number;
         };
         /** @description How the findings could be exploited, and how to fix it. */
         AttackPath: {
@@ -1114,9 +1118,9 @@ export interface components {
          *         }
          *       ],
          *       "engineVersions": {
-         *         "attackPaths": "1.3.0",
+         *         "attackPaths": "1.4.0",
          *         "scoring": "1.2.0",
-         *         "signals": "1.8.0",
+         *         "signals": "1.9.0",
          *         "xray": "1.1.0"
          *       },
          *       "policy": {
@@ -1442,7 +1446,7 @@ export interface components {
             data: components["schemas"]["BatchData"];
         };
         /**
-         * @description Where the job's document is POSTed when it ends (READY or FAILED): `https`, a DNS host name (never an address; an `xn--` label must also be valid punycode), an optional port, a path and query — else `400 INVALID_REQUEST` with `details.field: "callbackUrl"`. At delivery every address the name resolves to must be public (no loopback, private, link-local or metadata address); an operator may allow internal hosts (`--webhook-allow-hosts`, which also allows `http` for them). Each delivery is `POST` with `Content-Type: application/json`, the body the poll of the finished job answers (without `callback`), `Xray-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the account's webhook secret>`, `Xray-Webhook-Id: <the job's id>` (the same on a repeat: deliveries are at least once) and `Xray-Delivery-Attempt: <n>`. A 2xx answer within 5 s delivers it; anything else is retried with backoff (1 s, doubling, at most 10 attempts within an hour). The key must hold `analysis:read` (a webhook delivers what a poll reads): else `403 INSUFFICIENT_SCOPE` with `details.field: "callbackUrl"`, nothing admitted or charged. Deliveries are fair across accounts: at most 4 of one account in flight (16 in all), so a slow receiver delays only its own account's; an account keeps at most 1,000 pending webhooks — past it the oldest is given up (`FAILED`, `lastError: "outbox_full"`), the request itself is never refused for it. The account needs a webhook secret (admin API `POST /v1/admin/accounts/:account/webhook-secret` or `xray accounts webhook-secret`): without one nothing is sent and the callback ends `FAILED` saying so. A request answered by an existing job (`deduplicated: true`) attaches its URL to that job — delivered at once when the job already ended — unless the job already has another webhook, which is kept; the answer's `callback` (`AcceptedCallback`) says which.
+         * @description Where the job's document is POSTed when it ends (READY or FAILED): `https`, a DNS host name (never an address; an `xn--` label must also be valid punycode; `localhost` and names under `.localhost` are the loopback, refused as such), an optional port, a path and query — else `400 INVALID_REQUEST` with `details.field: "callbackUrl"` and `details.reason` naming the rule broken (`too_long`, `not_url`, `scheme`, `not_https`, `credentials`, `loopback`, `private_address`, `address`, `host_name`, `port`, `path`); the message names `--webhook-allow-hosts` where an operator could lift the rule. At delivery every address the name resolves to must be public (no loopback, private, link-local or metadata address); an operator may allow internal hosts (`--webhook-allow-hosts`, which also allows `http` for them). `localhost` is one host with the addresses it stands for: allowing `127.0.0.1` (or `::1`) allows `localhost`, which then reaches that address only, and allowing `localhost` allows both addresses. Each delivery is `POST` with `Content-Type: application/json`, the body the poll of the finished job answers (without `callback`), `Xray-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the account's webhook secret>`, `Xray-Webhook-Id: <the job's id>` (the same on a repeat: deliveries are at least once) and `Xray-Delivery-Attempt: <n>`. A 2xx answer within 5 s delivers it; anything else is retried with backoff (1 s, doubling, at most 10 attempts within an hour). The key must hold `analysis:read` (a webhook delivers what a poll reads): else `403 INSUFFICIENT_SCOPE` with `details.field: "callbackUrl"`, nothing admitted or charged. Deliveries are fair across accounts: at most 4 of one account in flight (16 in all), so a slow receiver delays only its own account's; an account keeps at most 1,000 pending webhooks — past it the oldest is given up (`FAILED`, `lastError: "outbox_full"`), the request itself is never refused for it. The account needs a webhook secret (admin API `POST /v1/admin/accounts/:account/webhook-secret` or `xray accounts webhook-secret`): without one nothing is sent and the callback ends `FAILED` saying so. A request answered by an existing job (`deduplicated: true`) attaches its URL to that job — delivered at once when the job already ended — unless the job already has another webhook, which is kept; the answer's `callback` (`AcceptedCallback`) says which.
          * @example https://hooks.example.com/xray
          */
         CallbackUrl: string;
@@ -1576,15 +1580,22 @@ export interface components {
             /** @description Index of the outer instruction it is about (as in `instructions[].index`). Absent for a finding about the whole transaction (`durable_nonce`). */
             instruction?: number;
             /**
-             * @description The addresses and amounts the finding rests on, by name (sorted), each a string — so a client can check a finding against the instruction without parsing `detail`. By kind: `durable_nonce` `nonceAccount`; `wallet_assign` `account`, `newOwner`; `token_owner_change` and `token_close_authority_change` `account`, `newAuthority` (empty when the authority is removed); `token_approval` `account`, `delegate`, `amount` (base units; 18446744073709551615 is unlimited); `nonce_authority_change` `nonceAccount`, `newAuthority`; `nonce_withdraw` `nonceAccount`, `to`, `lamports`; `stake_authority_change` `stakeAccount`, `newAuthority`, `role`; `sanctioned_recipient` and `flagged_recipient` `to`, `amount` (with its unit: `"<n> lamports"` or `"<n> base units"`); `lookalike_recipient` also `lookalikeOf`; `token2022_permanent_delegate` `mint`, `delegate`, `amount`; `token2022_transfer_hook` `mint`, `hookProgram`, `amount`; `flagged_program` and `unknown_program_writable` `programId`.
+             * @description The addresses and amounts the finding rests on, by name (sorted), typed as a signal's facts (README, "Amounts") — so a client can check a finding against the instruction without parsing `detail`. Lamports are JSON integers under `lamports`; a token amount is `amount`, a string of base units, beside the token's `mint` and `decimals` (each present when known: the mint an instruction names, else the token account's before the transaction, and its decimals as read before it — a scan whose accounts did not read leaves them out rather than guess); counts and percentages are integers. By kind: `durable_nonce` `nonceAccount`; `wallet_assign` `account`, `newOwner`; `token_owner_change` and `token_close_authority_change` `account`, `newAuthority` (empty when the authority is removed); `token_approval` `account`, `delegate`, `amount` (18446744073709551615 is unlimited), `mint`, `decimals`; `nonce_authority_change` `nonceAccount`, `newAuthority`; `nonce_withdraw` `nonceAccount`, `to`, `lamports`; `stake_authority_change` `stakeAccount`, `newAuthority`, `role`; `sanctioned_recipient` and `flagged_recipient` `to`, and `lamports` (a SOL transfer) or `amount`, `mint`, `decimals` (a token transfer); `lookalike_recipient` also `lookalikeOf`; `token2022_permanent_delegate` `mint`, `delegate`, `amount`, `decimals`; `token2022_transfer_hook` `mint`, `hookProgram`, `amount`, `decimals`; `flagged_program` and `unknown_program_writable` `programId` (and `simulation`); `hidden_authority_change` `account`, `authority`, `newAuthority`, `programs`; `asset_sweep` `to`, `assetsSwept` (an integer), `balancesFrom`, `solSharePercent` (an integer); `invalid_signature` `signer`. `reason`: `deny_list` when the account's own deny list (its policy's `denyList`) names the address the finding rests on — a `flagged_recipient` or `flagged_program` it causes (its text then says the deny list is why), or a `token_approval`, `nonce_withdraw` or `token2022_permanent_delegate` it makes critical; absent otherwise. An allow-list only ever removes a finding, so none carries it.
              * @example {
              *       "account": "29Gf6nBH56RQ5keooUpy4WAiZbY79mgUoVFjiC5LMBTj",
              *       "amount": "18446744073709551615",
-             *       "delegate": "6kTi3KGLgpWd5jqPX8ymwjRtAsmf91b67AUchbLVX8hY"
+             *       "decimals": 6,
+             *       "delegate": "6kTi3KGLgpWd5jqPX8ymwjRtAsmf91b67AUchbLVX8hY",
+             *       "mint": "EK5Xr9ERXTAGiaGoBwMUzHUBqWnENnZjnXZShRbZg92N"
+             *     }
+             * @example {
+             *       "lamports": 21780842148,
+             *       "reason": "deny_list",
+             *       "to": "89XUFvvhcYjwvTruy2hdyUykhRdJH9Qx9SGBpagteexj"
              *     }
              */
             facts: {
-                [key: string]: string;
+                [key: string]: string | number | boolean;
             };
             /** @description Present when the wallet can undo the finding itself after signing: the instructions it would sign to do so (a `revoke` of an approval; the staker taken back while the wallet is still the withdrawer). Absent when this same transaction takes that power away — an approval on a token account the transaction also gives away or closes, a staker handed over together with the withdrawer — since no signature of the wallet's could then undo it. */
             fixInstructions?: components["schemas"]["FixInstruction"][];
@@ -1743,6 +1754,8 @@ export interface components {
              * @example 18446744073709551615
              */
             amount: string;
+            /** @description The token account's decimals, to show `amount` in whole tokens. */
+            decimals: number;
         };
         /** @description `token_close_authority_change`: the close authority of a token account of the signer's changed — it can close the account (once empty) and keep its rent. */
         ScanEffectTokenCloseAuthorityChange: {
@@ -1907,12 +1920,12 @@ export interface components {
         ScanEngineVersions: {
             /**
              * @description The scan's rules (findings and effects).
-             * @example 1.3.0
+             * @example 1.4.0
              */
             scan: string;
             /**
              * @description The signal engine whose fix instructions the findings reuse (as in an X-Ray's `engineVersions.signals`).
-             * @example 1.8.0
+             * @example 1.9.0
              */
             signals: string;
             /**
@@ -2411,7 +2424,7 @@ export interface components {
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
         };
-        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. */
+        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. **Numbers**: an integer outside ±(2^53 − 1) (a balance above about 9 million SOL in lamports) is exact in the body, but RFC 8785 canonicalizes numbers as IEEE-754 doubles, so the signature binds it at double precision (its lowest digits are not attested); token amounts, strings of base units, are bound exactly. */
         ReportSignature: {
             /**
              * @description The signing key's `kid`: the first 16 hex digits of SHA-256 of its 32-byte public key.
@@ -2511,6 +2524,8 @@ export interface components {
             mint: string;
             /** @description Base units received, as a string (u64). */
             amount: string;
+            /** @description The mint's decimals, to show `amount` in whole tokens. */
+            decimals: number;
         };
         /** @description One feedback record on an analysis or one of its signals. */
         AnalysisFeedback: {

@@ -7,7 +7,7 @@
 
 use super::Ctx;
 use crate::engine::fixes;
-use crate::engine::report::{Fact, IntoFact, Severity};
+use crate::engine::report::{with_list_reason, Fact, IntoFact, Severity};
 use crate::facts;
 use crate::ledger::instruction::InstructionKind;
 use crate::ledger::model::{MintExtension, MintInfo, TokenAccount, TokenAccountState};
@@ -44,7 +44,7 @@ fn mint_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
             severity,
             format!("Holding a mint with a permanent delegate ({})", ctx.display(&delegate)),
             format!("Mint {} lets {delegate} transfer or burn the wallet's {} base units at any time, without its signature.", mint.address, ta.amount),
-            facts! { "mint" => mint.address, "permanentDelegate" => delegate, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+            with_list_reason(facts! { "mint" => mint.address, "permanentDelegate" => delegate, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals }, ctx.labels, &delegate),
             evidence,
         );
     }
@@ -56,7 +56,7 @@ fn mint_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
                 Severity::Medium,
                 "Holding a mint with a transfer hook".to_owned(),
                 format!("Every transfer of mint {} runs program {hook}, chosen by the mint's authority.", mint.address),
-                facts! { "mint" => mint.address, "hookProgram" => hook, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+                facts! { "mint" => mint.address, "hookProgram" => hook, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals },
                 evidence,
             );
         }
@@ -70,7 +70,7 @@ fn mint_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
             severity,
             format!("Holding a freezable mint{}", if stable { " (labelled stablecoin)" } else { "" }),
             format!("{freezer} can freeze the wallet's account of mint {}.", mint.address),
-            facts! { "mint" => mint.address, "freezeAuthority" => freezer, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "labelledStablecoin" => stable },
+            facts! { "mint" => mint.address, "freezeAuthority" => freezer, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals, "labelledStablecoin" => stable },
             evidence,
         );
     }
@@ -90,7 +90,7 @@ fn extension_risks(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
                     Severity::Low,
                     "Holding non-transferable tokens".to_owned(),
                     format!("The wallet's {} base units of mint {} can never be transferred or sold, only burned.", ta.amount, mint.address),
-                    facts! { "mint" => mint.address, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+                    facts! { "mint" => mint.address, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals },
                     evidence,
                 );
             }
@@ -117,7 +117,7 @@ fn transfer_fee(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo, fee: (u16
     };
     let mut facts = facts! {
         "mint" => mint.address, "feeBasisPoints" => u64::from(basis_points), "maximumFee" => Fact::token_amount(maximum_fee),
-        "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount),
+        "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals,
     };
     if let Some(a) = authority {
         facts.insert("feeAuthority", a.into_fact());
@@ -139,7 +139,7 @@ fn default_frozen(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
     let stable = ctx.labels.is_stablecoin(&mint.address);
     let severity = if stable { Severity::Info } else { Severity::Low };
     let evidence = vec![cite_mint(ctx, mint, "mint defaultAccountState is frozen".to_owned())];
-    let mut facts = facts! { "mint" => mint.address, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "labelledStablecoin" => stable };
+    let mut facts = facts! { "mint" => mint.address, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals, "labelledStablecoin" => stable };
     if let Some(freezer) = mint.freeze_authority {
         facts.insert("freezeAuthority", freezer.into_fact());
     }
@@ -162,7 +162,7 @@ fn close_authority(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo, closer
         severity,
         format!("Holding a mint that {} can close", ctx.display(&closer)),
         format!("{closer} can close mint {} once its supply is zero; the address could then be re-created as a different mint.", mint.address),
-        facts! { "mint" => mint.address, "closeAuthority" => closer, "closeAuthorityFlagged" => flagged, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+        with_list_reason(facts! { "mint" => mint.address, "closeAuthority" => closer, "closeAuthorityFlagged" => flagged, "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals }, ctx.labels, &closer),
         evidence,
     );
 }
@@ -182,7 +182,7 @@ fn mintable_supply(ctx: &mut Ctx<'_>, ta: &TokenAccount, mint: &MintInfo) {
         severity,
         format!("Holding a mint {} can still mint", ctx.display(&minter)),
         format!("{minter} can mint any amount of mint {} (supply now {} base units), diluting the wallet's {} base units.", mint.address, mint.supply, ta.amount),
-        facts! { "mint" => mint.address, "mintAuthority" => minter, "mintAuthorityFlagged" => flagged, "supply" => Fact::token_amount(mint.supply), "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount) },
+        with_list_reason(facts! { "mint" => mint.address, "mintAuthority" => minter, "mintAuthorityFlagged" => flagged, "supply" => Fact::token_amount(mint.supply), "tokenAccount" => ta.address, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals }, ctx.labels, &minter),
         evidence,
     );
 }
@@ -196,7 +196,7 @@ fn frozen_accounts(ctx: &mut Ctx<'_>) {
             Severity::Medium,
             "Frozen token account".to_owned(),
             format!("Token account {} ({} base units of mint {}) is frozen.", ta.address, ta.amount, ta.mint),
-            facts! { "tokenAccount" => ta.address, "mint" => ta.mint, "amount" => Fact::token_amount(ta.amount) },
+            facts! { "tokenAccount" => ta.address, "mint" => ta.mint, "amount" => Fact::token_amount(ta.amount), "decimals" => ta.decimals },
             evidence,
         );
     }

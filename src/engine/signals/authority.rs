@@ -5,7 +5,7 @@
 
 use super::Ctx;
 use crate::engine::fixes::{self, StakeAuthority};
-use crate::engine::report::{Fact, IntoFact, Severity};
+use crate::engine::report::{with_list_reason, Fact, IntoFact, Severity};
 use crate::facts;
 use crate::ledger::instruction::{ids, InstructionKind, TokenAuthorityType};
 use crate::ledger::model::TokenAccountState;
@@ -72,15 +72,20 @@ fn open_delegations(ctx: &mut Ctx<'_>) {
                 "Token account {account} has {scope} approval: {delegate} may transfer up to {} base units of mint {} without the owner's signature.",
                 ta.delegated_amount, ta.mint
             ),
-            facts! {
-                "tokenAccount" => account,
-                "delegate" => delegate,
-                "mint" => ta.mint,
-                "delegatedAmount" => Fact::token_amount(ta.delegated_amount),
-                "balance" => Fact::token_amount(ta.amount),
-                "unlimited" => unlimited,
-                "delegateFlagged" => flagged,
-            },
+            with_list_reason(
+                facts! {
+                    "tokenAccount" => account,
+                    "delegate" => delegate,
+                    "mint" => ta.mint,
+                    "decimals" => ta.decimals,
+                    "delegatedAmount" => Fact::token_amount(ta.delegated_amount),
+                    "balance" => Fact::token_amount(ta.amount),
+                    "unlimited" => unlimited,
+                    "delegateFlagged" => flagged,
+                },
+                ctx.labels,
+                &delegate,
+            ),
             evidence,
         ) && ta.owner == view.address
             && ta.state != TokenAccountState::Frozen
@@ -106,7 +111,11 @@ fn foreign_close_authorities(ctx: &mut Ctx<'_>) {
                 "{closer} can close token account {} once it is empty and collect its {} lamports of rent.",
                 ta.address, ta.lamports
             ),
-            facts! { "tokenAccount" => ta.address, "closeAuthority" => closer, "mint" => ta.mint },
+            with_list_reason(
+                facts! { "tokenAccount" => ta.address, "closeAuthority" => closer, "mint" => ta.mint },
+                ctx.labels,
+                &closer,
+            ),
             evidence,
         );
     }
@@ -145,6 +154,7 @@ fn token_accounts_handed_away(ctx: &mut Ctx<'_>) {
                 Some(c) => {
                     facts.insert("mint", Fact::Text(c.mint.to_string()));
                     facts.insert("balanceAtHandover", Fact::token_amount(c.pre));
+                    facts.insert("decimals", c.decimals.into_fact());
                     format!("every token in it ({} base units of mint {} at the handover)", c.pre, c.mint)
                 }
                 None => "every token in it".to_owned(),
@@ -154,7 +164,7 @@ fn token_accounts_handed_away(ctx: &mut Ctx<'_>) {
                 Severity::Critical,
                 format!("Token account ownership handed to {}", ctx.display(new_owner)),
                 format!("The wallet signed setAuthority(accountOwner) giving token account {target} to {new_owner}; the new owner controls {what}."),
-                facts,
+                with_list_reason(facts, ctx.labels, new_owner),
                 evidence,
             );
         }
@@ -180,7 +190,7 @@ fn wallet_assigned(ctx: &mut Ctx<'_>) {
         Severity::Critical,
         format!("Wallet account assigned to {}", ctx.display(&owner)),
         format!("The wallet's account is owned by program {owner}, not the System Program: that program decides what happens to its {} lamports.", account.lamports),
-        facts! { "owner" => owner, "ownerFlagged" => ctx.labels.is_flagged(&owner), "lamports" => account.lamports },
+        with_list_reason(facts! { "owner" => owner, "ownerFlagged" => ctx.labels.is_flagged(&owner), "lamports" => account.lamports }, ctx.labels, &owner),
         evidence,
     );
 }
@@ -210,7 +220,7 @@ fn foreign_nonce_authorities(ctx: &mut Ctx<'_>) {
             severity,
             format!("Durable nonce controlled by {}", ctx.display(&authority)),
             format!("Nonce account {address} tied to the wallet has authority {authority}: transactions presigned against it stay valid until that authority advances it."),
-            facts! { "nonceAccount" => address, "authority" => authority, "advancedByAuthority" => advanced_by_authority, "lamports" => nonce.lamports },
+            with_list_reason(facts! { "nonceAccount" => address, "authority" => authority, "advancedByAuthority" => advanced_by_authority, "lamports" => nonce.lamports }, ctx.labels, &authority),
             evidence,
         );
     }
@@ -246,6 +256,9 @@ fn outsider_nonces(ctx: &mut Ctx<'_>) {
             facts.insert("creator", c.into_fact());
         }
         facts.insert("outsiderNonces", view.coverage.outsider_nonces_found.into_fact());
+        if let Some(c) = creator {
+            facts = with_list_reason(facts, labels, &c);
+        }
         if ctx.emit(
             "outsider_nonce_authority",
             severity,

@@ -150,7 +150,12 @@ pub fn catalogue_markdown() -> String {
     let mut out = String::from(
         "# Signal catalogue\n\n\
          Generated from `src/engine/signals/catalogue.rs` by `xray signals --markdown`; a test fails\n\
-         when this file and the code differ. Severities are defaults: each rule says when it moves.\n",
+         when this file and the code differ. Severities are defaults: each rule says when it moves.\n\n\
+         A signal's `facts` name their unit in their key: lamports are JSON integers (`lamports`,\n\
+         `reclaimableLamports`), counts, seconds and block times integers, flags booleans; a token amount\n\
+         (`amount`, `balance`, `delegatedAmount`, …) is a string of base units beside the token's `mint` and\n\
+         `decimals` (each when the ledger gave it). A signal the account's own deny list causes or raises\n\
+         carries `reason: \"deny_list\"`.\n",
     );
     for (dimension, _) in crate::engine::scoring::DIMENSIONS {
         let _ =

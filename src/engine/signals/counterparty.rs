@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::{Ctx, SIGNAL_EVIDENCE_MAX};
 use crate::engine::flows::{self, Direction, Transfer};
-use crate::engine::report::Severity;
+use crate::engine::report::{with_list_reason, Severity};
 use crate::engine::sweep::{self, Balance, Coin};
 use crate::facts;
 use crate::pubkey::Pubkey;
@@ -151,7 +151,7 @@ fn flagged_programs(ctx: &mut Ctx<'_>) {
             Severity::Critical,
             format!("Interaction with flagged program {}", ctx.display(&program)),
             format!("Transactions signed by the wallet invoked {program} {count} time(s)."),
-            facts! { "programId" => program, "invocations" => count },
+            with_list_reason(facts! { "programId" => program, "invocations" => count }, ctx.labels, &program),
             evidence,
         );
     }
@@ -277,7 +277,11 @@ fn flagged_transfers(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             Severity::High,
             format!("Transfers with flagged address {}", ctx.display(&party)),
             format!("{} transfer(s) with {party}: {sent} sent, {} received.", list.len(), list.len() as u32 - sent),
-            facts! { "counterparty" => party, "transfers" => list.len(), "sent" => sent },
+            with_list_reason(
+                facts! { "counterparty" => party, "transfers" => list.len(), "sent" => sent },
+                ctx.labels,
+                &party,
+            ),
             evidence,
         );
     }
@@ -295,7 +299,11 @@ fn flagged_funder(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
         Severity::High,
         format!("Funded by flagged address {}", ctx.display(&first.counterparty)),
         format!("The wallet's first funding, {} lamports, came from {}.", first.amount, first.counterparty),
-        facts! { "funder" => first.counterparty, "lamports" => first.amount },
+        with_list_reason(
+            facts! { "funder" => first.counterparty, "lamports" => first.amount },
+            ctx.labels,
+            &first.counterparty,
+        ),
         evidence,
     );
 }
@@ -318,7 +326,7 @@ fn poisoning(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             Severity::Medium,
             "Address poisoning attempt".to_owned(),
             format!("{} sent dust imitating counterparty {imitated} (same first and last {LOOKALIKE_AFFIX_LEN} characters).", t.counterparty),
-            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount_fact() },
+            t.amount_facts(facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label() }),
             evidence,
         );
     }
@@ -330,7 +338,7 @@ fn poisoning(ctx: &mut Ctx<'_>, flows: &[Transfer<'_>]) {
             Severity::Critical,
             "Funds sent to a look-alike address".to_owned(),
             format!("The wallet sent {} to {}, a look-alike of {imitated} that had sent it dust.", t.amount_text(), t.counterparty),
-            facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "amount" => t.amount_fact(), "signature" => t.tx.signature },
+            t.amount_facts(facts! { "lookalike" => t.counterparty, "imitated" => imitated, "asset" => t.asset.label(), "signature" => t.tx.signature }),
             evidence,
         );
     }

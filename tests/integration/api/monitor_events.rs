@@ -6,6 +6,9 @@
 //! Issue #40 item 5: dust is moved past without a re-analysis (unless the monitor turned its
 //! dust filter off, as the tests of dust events do), and re-analyses past a monitor's daily
 //! budget are held, uncharged, until the budget allows them.
+//! Issue #42 item 7: where events are decided — a re-analysis that changes nothing makes none
+//! (with `scoreDrop` and without), a score falling past `scoreDrop` exactly one, and short of
+//! it none.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -307,6 +310,106 @@ fn a_re_analysis_that_fails_is_done_again_and_its_change_still_makes_one_event()
     assert_ne!(events[0]["analysisId"], failed.as_str(), "{events:?}");
     assert_eq!(events[0]["changes"]["previousAnalysisId"], baseline.as_str());
     assert!(events[0]["changes"]["appeared"].as_array().is_some_and(|a| !a.is_empty()), "{events:?}");
+}
+
+/// The analysis the monitor's wallet `index` was last checked with, once it is none of `seen`
+/// (bounded), finished READY.
+fn re_analysis_past(server: &TestServer, key: &str, id: &str, index: usize, seen: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let next = loop {
+        let last = last_analyses(server, key, id).remove(index);
+        if let Some(last) = last.filter(|a| !seen.contains(&a.as_str())) {
+            break last;
+        }
+        assert!(Instant::now() < deadline, "no re-analysis past {seen:?} within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let polled = server.finish(&analysis_path(&next), key);
+    assert_eq!(polled.data()["status"], "READY", "{polled:?}");
+    polled.data().clone()
+}
+
+/// A monitor of `body` for a key of a new account; the key, the monitor's id and its
+/// baseline's analysis id (the first check done).
+fn watched(server: &TestServer, body: &Value) -> (TestKey, String, String) {
+    let key = server.key(KeyOptions::default());
+    let created = create(server, &key.secret, body);
+    assert_eq!(created.status, 201, "{created:?}");
+    let id = created.data()["id"].as_str().expect("id").to_owned();
+    let checked = checked_once(server, &key.secret, &id);
+    let baseline = checked["watches"][0]["lastAnalysisId"].as_str().expect("baseline").to_owned();
+    (key, id, baseline)
+}
+
+/// Issue #42 item 7: a watched wallet re-analysed after activity that changes nothing — its
+/// unlimited approval to the same delegate signed again — makes no event, however sensitive the
+/// monitor (`minSeverity: info`, with `scoreDrop: 1` and without). Emitting on every
+/// re-analysis fails here.
+#[test]
+fn a_re_analysis_after_activity_that_changes_nothing_makes_no_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The first approval happened before the monitors exist; the same one again at 12 s.
+    let start_ms = xray::clock::now_unix_ms().saturating_sub(2_000);
+    let events = [("timeline_delegate", 1), ("timeline_delegate", 12)];
+    let server = timeline_server(dir.path(), start_ms, &events, |_| {});
+    let delegate = timeline_wallet("timeline_delegate");
+    let hook = "http://127.0.0.1:9/hooks";
+    let sensitive = [
+        json!({"wallets": [delegate], "callbackUrl": hook, "minSeverity": "info", "scoreDrop": 1}),
+        json!({"wallets": [delegate], "callbackUrl": hook, "minSeverity": "info"}),
+    ];
+    let monitors: Vec<(TestKey, String, String)> = sensitive.iter().map(|body| watched(&server, body)).collect();
+    assert!(xray::clock::now_unix_ms() < start_ms + 11_000, "the baselines took too long for the script");
+    for (key, id, baseline) in &monitors {
+        let polled = server.finish(&analysis_path(baseline), &key.secret);
+        let kinds = polled.data()["xray"]["signals"].as_array().expect("signals").clone();
+        assert!(
+            kinds.iter().any(|s| s["kind"] == "open_token_delegation"),
+            "the baseline has the approval: {polled:?}"
+        );
+        let again = re_analysis_past(&server, &key.secret, id, 0, &[baseline]);
+        let changes = &again["xray"]["changes"];
+        assert_eq!(changes["previousAnalysisId"], baseline.as_str(), "{again}");
+        assert_eq!(changes["score"]["delta"], 0, "{again}");
+        assert_eq!(changes["appeared"], json!([]), "{again}");
+    }
+    // The event, had there been one, was written with the re-analysis; a few checks more.
+    std::thread::sleep(Duration::from_secs(2));
+    for (key, id, _) in &monitors {
+        assert_eq!(all_events(&server, &key.secret, id), Vec::<Value>::new(), "no event for no change");
+    }
+}
+
+/// Issue #42 item 7: a score that falls past a monitor's `scoreDrop` makes exactly one event;
+/// the same fall short of another monitor's `scoreDrop` makes none. The look-alike's dust (the
+/// monitors' dust filter off) costs the wallet a `medium` signal and its score some points;
+/// `minSeverity: critical`, so the score alone decides. Flipping the comparison's sign, or
+/// emitting on every re-analysis, fails here.
+#[test]
+fn a_score_falling_past_score_drop_makes_exactly_one_event_and_short_of_it_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start_ms = xray::clock::now_unix_ms() + 7_000;
+    let server = timeline_server(dir.path(), start_ms, &[("timeline_dust", 1)], |_| {});
+    let dust = timeline_wallet("timeline_dust");
+    let body = |score_drop: u8| {
+        json!({"wallets": [dust], "callbackUrl": "http://127.0.0.1:9/hooks", "minSeverity": "critical",
+               "scoreDrop": score_drop, "dustLamports": 0})
+    };
+    let (past, past_id, _) = watched(&server, &body(20));
+    let (short, short_id, short_baseline) = watched(&server, &body(60));
+    assert!(xray::clock::now_unix_ms() < start_ms + 1_000, "the baselines took too long for the script");
+
+    let events = events_at_least(&server, &past.secret, &past_id, 1);
+    let fell = -events[0]["changes"]["score"]["delta"].as_i64().expect("delta");
+    assert!((20..60).contains(&fell), "the dust costs between the two scoreDrops: {fell} points");
+    let appeared = events[0]["changes"]["appeared"].as_array().expect("appeared").clone();
+    assert!(appeared.iter().all(|s| s["severity"] != "critical"), "the score alone made it: {appeared:?}");
+
+    let again = re_analysis_past(&server, &short.secret, &short_id, 0, &[&short_baseline]);
+    assert_eq!(-again["xray"]["changes"]["score"]["delta"].as_i64().expect("delta"), fell, "{again}");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(all_events(&server, &past.secret, &past_id).len(), 1, "exactly one event for one fall");
+    assert_eq!(all_events(&server, &short.secret, &short_id), Vec::<Value>::new(), "a fall short of scoreDrop");
 }
 
 /// A labels file listing `address` as sanctioned, as an import would.

@@ -255,6 +255,13 @@ fn a_scan_reads_the_accounts_lists_and_names_its_policy() {
     assert_eq!(written.status, 200, "{written:?}");
     let after = scan(&key.secret);
     assert!(kinds(&after).contains(&"flagged_recipient".to_owned()), "a deny-listed recipient is flagged: {after:?}");
+    // It says the account's own list is why, not the labels.
+    let flagged =
+        after.data()["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "flagged_recipient").unwrap();
+    assert_eq!((&flagged["facts"]["reason"], &flagged["facts"]["to"]), (&json!("deny_list"), &json!(recipient)));
+    assert!(flagged["facts"]["lamports"].is_u64(), "lamports an integer: {flagged}");
+    let text = format!("{} {}", flagged["title"], flagged["detail"]);
+    assert!(text.contains("deny list") && !text.contains("malicious"), "{text}");
     assert_eq!(after.data()["policy"]["version"], json!(1));
     let stranger = server.key(KeyOptions::default());
     assert!(
@@ -317,7 +324,7 @@ fn a_scan_draws_sweeps_at_the_accounts_thresholds() {
     let sweep = &after.data()["findings"][0];
     assert_eq!((&sweep["kind"], &sweep["severity"]), (&json!("asset_sweep"), &json!("medium")), "{after:?}");
     // Its share of all the wallet's SOL: its token accounts' rent counts too (79 % on the demo).
-    let share: u64 = sweep["facts"]["solSharePercent"].as_str().and_then(|p| p.parse().ok()).expect("a share");
+    let share: u64 = sweep["facts"]["solSharePercent"].as_u64().expect("a share, an integer");
     assert!((75..90).contains(&share), "{after:?}");
     assert_eq!(after.data()["findings"].as_array().map(Vec::len), Some(1), "{after:?}");
     assert_eq!(after.data()["policy"], json!({"id": id, "version": 1}), "the report names the policy that judged it");
@@ -329,4 +336,31 @@ fn a_scan_draws_sweeps_at_the_accounts_thresholds() {
     assert_eq!(reset.data()["policy"]["sweepThresholds"], default_sweep_thresholds(), "{reset:?}");
     let again = scan(&key.secret);
     assert_eq!((&again.data()["verdict"], &again.data()["policy"]["version"]), (&json!("benign"), &json!(2)));
+}
+
+#[test]
+fn a_sweep_cites_an_authority_handed_away_only_as_the_accounts_policy_rates_it() {
+    let server = serve(|_| {});
+    let key = server.key(KeyOptions::default());
+    let body = scan_body(&demo_tx("drain"), None);
+    let sweep_of = |answer: &Reply| {
+        let findings = answer.data()["findings"].as_array().cloned().unwrap_or_default();
+        findings.into_iter().find(|f| f["kind"] == "asset_sweep").expect("a sweep")
+    };
+    // By default the drain's owner change is critical, and the sweep beside it is critical too.
+    let before = post(server.addr, SCAN_PATH, &key.secret, &body);
+    let sweep = sweep_of(&before);
+    assert_eq!(sweep["severity"], "critical", "{before:?}");
+    assert!(sweep["detail"].as_str().unwrap_or("").contains("token_owner_change"), "{sweep}");
+
+    // The account rates owner changes `high`: the sweep no longer cites one (two assets: high).
+    let written = put(&server, &key.secret, &json!({"severityOverrides": {"token_owner_change": "high"}}));
+    assert_eq!(written.status, 200, "{written:?}");
+    let after = post(server.addr, SCAN_PATH, &key.secret, &body);
+    let sweep = sweep_of(&after);
+    assert_eq!(sweep["severity"], "high", "{after:?}");
+    assert!(!sweep["detail"].as_str().unwrap_or("").contains("token_owner_change"), "{sweep}");
+    let owner =
+        after.data()["findings"].as_array().and_then(|f| f.iter().find(|f| f["kind"] == "token_owner_change").cloned());
+    assert_eq!(owner.map(|f| f["severity"].clone()), Some(json!("high")), "{after:?}");
 }

@@ -190,8 +190,23 @@ fn the_effects_of_a_drain_name_what_leaves_the_signer() {
         to_new_owner["amount"].as_str().map(|a| format!("-{a}")),
         effects[1]["delta"].as_str().map(str::to_owned)
     );
+    assert_eq!(to_new_owner["decimals"], effects[1]["decimals"], "a token amount beside its decimals: {reply:?}");
     let drainer = &data["findings"][3];
     assert_eq!((drainer["severity"].as_str(), drainer["instruction"].as_u64()), (Some("critical"), Some(2)));
+    // Amounts typed (README, "Amounts"): lamports an integer under `lamports`, no unit in a
+    // string; the approval's amount a string of base units beside its mint and decimals.
+    assert_eq!(drainer["kind"], "flagged_recipient", "{reply:?}");
+    let lamports = drainer["facts"]["lamports"].as_u64().unwrap_or_else(|| panic!("an integer: {drainer}"));
+    assert_eq!(drainer["facts"].get("amount"), None, "{drainer}");
+    // The drainer received the transfer and, as the account's new owner, its rent too.
+    assert_eq!((&effects[2]["kind"], &effects[2]["to"]), (&json!("sol_sent"), &drainer["facts"]["to"]));
+    assert!(effects[2]["lamports"].as_u64().is_some_and(|all| all > lamports), "{reply:?}");
+    assert_eq!(drainer["facts"].get("reason"), None, "the labels flag it, not the account's list: {drainer}");
+    let approval = data["findings"].as_array().expect("list").iter().find(|f| f["kind"] == "token_approval");
+    let facts = &approval.unwrap_or_else(|| panic!("an approval: {reply:?}"))["facts"];
+    assert_eq!(facts["amount"], json!(u64::MAX.to_string()), "{facts}");
+    assert_eq!((&facts["mint"], &facts["decimals"]), (&json!(TOKEN_MINT), &effects[1]["decimals"]), "{facts}");
+    assert!(facts["decimals"].is_u64(), "{facts}");
     // Each instruction decoded, in order.
     let types: Vec<&str> =
         data["instructions"].as_array().expect("list").iter().map(|i| i["type"].as_str().expect("type")).collect();

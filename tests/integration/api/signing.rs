@@ -160,6 +160,9 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     let retired = keys["keys"].as_array().expect("keys").iter().find(|k| k["kid"] == first_kid.as_str()).expect("kept");
     assert_eq!(retired["status"], "retired");
     assert!(is_timestamp(&retired["retiredAt"]), "{retired}");
+    // The operator lists the same set through the admin listener (`xray signing-keys list`).
+    let listed = server.admin("GET", "/v1/admin/signing-keys");
+    assert_eq!((listed.status, &listed.body["data"]), (200, &keys), "{listed:?}");
     // The report signed before keeps its signature, and verifies with the retired key.
     let again = get(server.addr, &analysis_path(analysis["analysisId"].as_str().expect("id")), k).data().clone();
     assert_eq!(again["signature"], analysis["signature"]);

@@ -3,7 +3,8 @@
 //! API), retried after a failed attempt and after a restart of the server; the poll answer
 //! shows the delivery's state; callback URLs the policy refuses are `400`, and a delivery that
 //! can never succeed (no secret) ends `FAILED` saying why. The server allows `127.0.0.1` as a
-//! webhook host (`webhook_allow_hosts`), as an operator would for an internal receiver.
+//! webhook host (`webhook_allow_hosts`), as an operator would for an internal receiver
+//! (`localhost` under that allowance, and each refusal's rule: `localhost`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -16,6 +17,7 @@ use super::support::*;
 use xray::webhooks::signature::verify;
 
 mod attach;
+mod localhost;
 
 /// One request the receiver got.
 #[derive(Debug, Clone)]

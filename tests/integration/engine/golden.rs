@@ -213,12 +213,14 @@ fn an_owner_change_takeover_names_the_handed_account_mint_and_balance() {
         .expect("the account was funded");
     assert_eq!(signal.facts["mint"], Fact::Text(funded.mint.to_string()));
     assert_eq!(signal.facts["balanceAtHandover"], Fact::token_amount(funded.post), "a token amount is a string");
+    assert_eq!(signal.facts["decimals"], Fact::Unsigned(u64::from(funded.decimals)), "beside its decimals");
     let path = xray.attack_paths.iter().find(|p| p.kind == "owner_change_takeover").expect("path");
     assert_eq!(path.assets_at_risk.len(), 1, "{path:?}");
     assert_eq!(
         (path.assets_at_risk[0].mint.as_str(), &path.assets_at_risk[0].amount),
         (funded.mint.to_string().as_str(), &Fact::token_amount(funded.post))
     );
+    assert_eq!(path.assets_at_risk[0].decimals, Some(funded.decimals));
 }
 
 #[test]
@@ -228,7 +230,8 @@ fn poisoning_texts_name_amounts_in_their_units() {
     let json = serde_json::to_value(&xray).unwrap();
     let sent = xray.signals.iter().find(|s| s.kind == "sent_to_lookalike").expect("signal");
     assert_eq!(sent.facts["asset"], Fact::Text("SOL".into()));
-    let Fact::Unsigned(amount) = sent.facts["amount"] else { panic!("lamports are a JSON integer: {sent:?}") };
+    let Fact::Unsigned(amount) = sent.facts["lamports"] else { panic!("lamports are a JSON integer: {sent:?}") };
+    assert!(!sent.facts.contains_key("amount"), "the key names the unit: {sent:?}");
     assert!(sent.detail.contains(&format!("sent {amount} lamports to ")), "{}", sent.detail);
     let summaries: Vec<&str> =
         json["evidence"].as_array().unwrap().iter().filter_map(|e| e["summary"].as_str()).collect();
@@ -241,11 +244,11 @@ fn poisoning_texts_name_amounts_in_their_units() {
 
 /// The JSON type a fact must have on the wire (contract §1: lamports are integers, token
 /// amounts strings of base units), by its key; `asset` is the signal's `asset` fact, if any.
-fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
+fn expected_fact_type(key: &str) -> &'static str {
     let lower = key.to_ascii_lowercase();
-    if lower.contains("lamports") || (key == "amount" && asset == Some("SOL")) {
+    if lower.contains("lamports") || key == "decimals" {
         "integer"
-    } else if lower.contains("amount") || lower.starts_with("balance") {
+    } else if is_token_amount(key) {
         "string"
     } else if lower.ends_with("flagged") || matches!(key, "unlimited" | "labelledStablecoin" | "advancedByAuthority") {
         "boolean"
@@ -264,6 +267,12 @@ fn expected_fact_type(key: &str, asset: Option<&str>) -> &'static str {
     }
 }
 
+/// Keys of facts that hold a token amount (base units): each travels with `mint` and `decimals`.
+fn is_token_amount(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    lower.contains("amount") || lower.starts_with("balance") || matches!(key, "supply" | "maximumFee")
+}
+
 #[test]
 fn facts_carry_lamports_counts_and_flags_as_json_numbers_and_token_amounts_as_strings() {
     let demo = demo();
@@ -279,7 +288,10 @@ fn facts_carry_lamports_counts_and_flags_as_json_numbers_and_token_amounts_as_st
         let json = serde_json::to_value(engine::analyze(&v, &Labels::builtin())).unwrap();
         for signal in json["signals"].as_array().unwrap() {
             let facts = signal["facts"].as_object().unwrap();
-            let asset = facts.get("asset").and_then(|a| a.as_str());
+            if facts.keys().any(|k| is_token_amount(k)) {
+                // One representation (README, "Amounts"): no token amount without its token.
+                assert!(facts["mint"].is_string() && facts["decimals"].is_u64(), "{}: {facts:?}", signal["kind"]);
+            }
             for (key, value) in facts {
                 let actual = match value {
                     serde_json::Value::String(_) => "string",
@@ -287,7 +299,7 @@ fn facts_carry_lamports_counts_and_flags_as_json_numbers_and_token_amounts_as_st
                     serde_json::Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
                     other => panic!("{key}: {other} is not a string, integer or boolean"),
                 };
-                assert_eq!(actual, expected_fact_type(key, asset), "{}: fact {key} = {value}", signal["kind"]);
+                assert_eq!(actual, expected_fact_type(key), "{}: fact {key} = {value}", signal["kind"]);
                 seen.insert(actual);
             }
         }
