@@ -383,10 +383,15 @@ fn the_accounts_own_feedback_is_listed_newest_first_in_pages_and_isolated() {
 
     let (analysis, signal, _) = ready_analysis(&server, k, OPEN_DELEGATION);
     let drain = scanned(&server, k, "drain");
+    // Each in a millisecond of its own: records written in one are ordered by key, not time.
+    let apart = |reply: Reply| {
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        reply
+    };
     let written = [
-        send(&server, k, &json!({"analysisId": analysis, "verdict": "missed", "note": "one"})),
-        send(&server, k, &json!({"analysisId": analysis, "signalId": signal, "verdict": "confirmed"})),
-        send_raw(&server, k, &scan_feedback(&drain.raw_body, "false_positive", Some("three"))),
+        apart(send(&server, k, &json!({"analysisId": analysis, "verdict": "missed", "note": "one"}))),
+        apart(send(&server, k, &json!({"analysisId": analysis, "signalId": signal, "verdict": "confirmed"}))),
+        apart(send_raw(&server, k, &scan_feedback(&drain.raw_body, "false_positive", Some("three")))),
     ];
     let ids: Vec<Value> = written.iter().map(|r| r.data()["feedbackId"].clone()).collect();
     let (other_analysis, _, _) = ready_analysis(&server, o, OPEN_DELEGATION);
