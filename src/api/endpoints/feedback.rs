@@ -117,19 +117,24 @@ struct FeedbackPageBody<'a> {
     next_after: Option<String>,
 }
 
+/// Longest `after=` that can be a cursor: base58 of `DOC_KEY_BYTES_MAX` bytes is at most
+/// ⌈512 × log(256)/log(58)⌉ = 700 characters.
+const CURSOR_TEXT_LEN_MAX: usize = DOC_KEY_BYTES_MAX * 1_366 / 1_000 + 1;
+
 /// A page's `nextAfter`: its last record's place in the account's time index, base58.
 pub fn cursor_text(key: &[u8]) -> String {
     bs58::encode(key).into_string()
 }
 
 /// `after=` of a feedback page (the account's own, or the admin listing): what a page's
-/// `nextAfter` said, else 400 on `after`.
+/// `nextAfter` said, else 400 on `after`. Its length is checked before it is decoded (base58
+/// decoding is quadratic in it, and a request line may be far longer than any key).
 pub fn parse_cursor(query: Option<&str>) -> Result<Option<Vec<u8>>, ApiError> {
     match query_param(query, "after") {
         None | Some("") => Ok(None),
-        Some(text) => bs58::decode(text)
-            .into_vec()
-            .ok()
+        Some(text) => Some(text)
+            .filter(|text| text.len() <= CURSOR_TEXT_LEN_MAX)
+            .and_then(|text| bs58::decode(text).into_vec().ok())
             .filter(|key| key.len() <= DOC_KEY_BYTES_MAX)
             .map(Some)
             .ok_or(ApiError::InvalidRequest { field: "after", message: "after must be a page's nextAfter" }),
@@ -358,7 +363,14 @@ mod tests {
         assert_eq!(parse_cursor(Some(&format!("after={text}"))).unwrap(), Some(key.to_vec()));
         assert_eq!(parse_cursor(None).unwrap(), None);
         assert_eq!(parse_cursor(Some("after=")).unwrap(), None);
-        for bad in ["after=0OIl".to_owned(), format!("after={}", "z".repeat(2 * DOC_KEY_BYTES_MAX))] {
+        let longest = cursor_text(&[0xFF; DOC_KEY_BYTES_MAX]);
+        assert_eq!(longest.len(), CURSOR_TEXT_LEN_MAX, "the bound is tight");
+        assert_eq!(parse_cursor(Some(&format!("after={longest}"))).unwrap(), Some(vec![0xFF; DOC_KEY_BYTES_MAX]));
+        for bad in [
+            "after=0OIl".to_owned(),
+            format!("after={}", "z".repeat(2 * DOC_KEY_BYTES_MAX)),
+            format!("after={}", "z".repeat(400_000)),
+        ] {
             let refused = parse_cursor(Some(&bad)).unwrap_err();
             assert!(matches!(refused, ApiError::InvalidRequest { field: "after", .. }), "{bad}");
         }
