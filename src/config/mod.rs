@@ -708,6 +708,15 @@ pub const FEEDBACK_OWN_PAGE_LEN_DEFAULT: usize = 50;
 /// account each instruction reads as a 46-byte quoted address, so a packet full of account
 /// indexes answers ~60 KB at worst: twice that is room for findings, effects and whitespace. An
 /// analysis' feedback keeps the contract's `BODY_BYTES_MAX`.
+/// Memory: the edge reads a body before it authenticates (`http::conn`), and only this route
+/// (`api::router::body_bytes_max`) reads this much; every other keeps its own bound (4, 16 or
+/// 64 KiB). A connection reads one body at a time, within `BODY_READ_TIMEOUT_MS` (10 s), so an
+/// unauthenticated client holds at most `CONNECTIONS_PER_CLIENT_MAX` × 128 KiB = 512 × 128 KiB
+/// = 64 MiB of bodies, and one listener thread at most `CONNECTIONS_PER_THREAD_MAX` × 128 KiB =
+/// 4,096 × 128 KiB = 512 MiB (the policy's 64 KiB made that 32 MiB and 256 MiB), reached only
+/// by 8 or more client addresses (/64s) at once. Each listener thread's parse scratch is sized
+/// `REQUEST_BODY_BYTES_MAX` once (`api::json`); a scan's answer is parsed twice (its shape, then
+/// `serde_json` to verify it) and the parsed value is dropped before the record is written.
 pub const FEEDBACK_SCAN_BODY_BYTES_MAX: usize = 128 * 1024;
 /// Finding kinds a scan's feedback record keeps at most (each kind once; the scan catalogue
 /// has fewer).

@@ -345,7 +345,7 @@ mod tests {
 
     fn scan_record(account: &str, request_id: &str, scan_verdict: &str, verdict: &str, at_ms: u64) -> FeedbackRecord {
         FeedbackRecord {
-            id: crate::feedback::record::scan_feedback_id(account, request_id),
+            id: crate::feedback::record::scan_feedback_id(account, request_id, &"00".repeat(32)),
             analysis_id: None,
             signal_id: None,
             signal_kind: None,

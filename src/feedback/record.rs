@@ -8,8 +8,10 @@
 //!
 //! Layout (`store::docs`, binary, big-endian): a record on an analysis at lp(account) ‖
 //! lp(analysis id) ‖ signal id (empty for `missed`); a record on a scan at lp(account) ‖ 0x00
-//! ‖ lp(request id) — an analysis id is never empty, so its length byte is never 0 and the two
-//! never share a key, whatever request id a client chose; the account's tally (a u64 BE count
+//! ‖ lp(request id) ‖ message digest — an analysis id is never empty, so its length byte is
+//! never 0 and the two never share a key, whatever request id a client chose; and the digest,
+//! because a client chooses its request ids (`X-Request-Id`): two scans of other messages
+//! under one id are two records, the same answer sent again is one; the account's tally (a u64 BE count
 //! of its records) at lp(account) alone, in the same kind; and a copy of each record at
 //! lp(account) ‖ updated_at_ms BE ‖ the record key's rest, so an account's records read in
 //! the order they were last written in one scan, either way (eviction and purge oldest first,
@@ -144,7 +146,7 @@ pub struct ScanFacts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target<'a> {
     Analysis { id: &'a str, signal: Option<&'a str> },
-    Scan { request_id: &'a str },
+    Scan { request_id: &'a str, message_sha256: &'a str },
 }
 
 impl Target<'_> {
@@ -155,9 +157,10 @@ impl Target<'_> {
                 push_lp(key, id);
                 key.extend_from_slice(signal.unwrap_or("").as_bytes());
             }
-            Target::Scan { request_id } => {
+            Target::Scan { request_id, message_sha256 } => {
                 key.push(SCAN_TARGET_BYTE);
                 push_lp(key, request_id);
+                key.extend_from_slice(message_sha256.as_bytes());
             }
         }
     }
@@ -174,7 +177,7 @@ impl FeedbackRecord {
     /// What it is about: its scan, else its analysis and signal.
     pub fn target(&self) -> Target<'_> {
         match &self.scan {
-            Some(scan) => Target::Scan { request_id: &scan.request_id },
+            Some(scan) => Target::Scan { request_id: &scan.request_id, message_sha256: &scan.message_sha256 },
             None => {
                 Target::Analysis { id: self.analysis_id.as_deref().unwrap_or(""), signal: self.signal_id.as_deref() }
             }
@@ -302,9 +305,10 @@ pub fn feedback_id(account: &str, analysis_id: &str, signal_id: Option<&str>) ->
     id_of_key(&record_key(account, analysis_id, signal_id))
 }
 
-/// The id of the record of (account, scan request id): made as `feedback_id`, from its key.
-pub fn scan_feedback_id(account: &str, request_id: &str) -> String {
-    id_of_key(&target_key(account, Target::Scan { request_id }))
+/// The id of the record of (account, scan request id, message digest): made as
+/// `feedback_id`, from its key.
+pub fn scan_feedback_id(account: &str, request_id: &str, message_sha256: &str) -> String {
+    id_of_key(&target_key(account, Target::Scan { request_id, message_sha256 }))
 }
 
 fn id_of_key(key: &[u8]) -> String {
@@ -459,7 +463,7 @@ mod tests {
             scanned_at: "2026-11-23T10:20:00.125Z".into(),
         };
         FeedbackRecord {
-            id: scan_feedback_id("acct_1", request_id),
+            id: scan_feedback_id("acct_1", request_id, &"ab".repeat(32)),
             analysis_id: None,
             signal_id: None,
             signal_kind: None,
@@ -472,11 +476,14 @@ mod tests {
     fn scan_records_never_share_a_key_with_an_analysis_and_sort_by_time_with_them() {
         // A client may send any X-Request-Id, an analysis' id included.
         let scan = scan_record("an_1", 7);
-        assert_eq!(scan.target(), Target::Scan { request_id: "an_1" });
+        let digest = "ab".repeat(32);
+        assert_eq!(scan.target(), Target::Scan { request_id: "an_1", message_sha256: &digest });
         assert_ne!(scan.key(), record(None, 7).key());
         assert_ne!(scan.id, feedback_id("acct_1", "an_1", None));
-        assert_eq!(scan.id, scan_feedback_id("acct_1", "an_1"));
-        assert_ne!(scan.id, scan_feedback_id("acct_2", "an_1"));
+        assert_eq!(scan.id, scan_feedback_id("acct_1", "an_1", &digest));
+        assert_ne!(scan.id, scan_feedback_id("acct_2", "an_1", &digest), "another account's");
+        // The client chose the request id: another message under it is another record.
+        assert_ne!(scan.id, scan_feedback_id("acct_1", "an_1", &"cd".repeat(32)));
         let prefix = account_prefix("acct_1");
         assert!(record(Some("sig_1"), 6).time_key() < scan.time_key());
         assert_eq!(record_key_of_time_key(&scan.time_key(), prefix.len()), Some(scan.key()));

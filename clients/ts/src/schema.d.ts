@@ -2557,7 +2557,7 @@ export interface components {
         };
         /** @description One feedback record on a scan: what was kept of its verified answer (not the answer). */
         ScanFeedback: {
-            /** @description `fb_` + base58 of 16 bytes, derived from the account and the scan's `requestId`: the same on every repeat. */
+            /** @description `fb_` + base58 of 16 bytes, derived from the account and the scan's `requestId` and `messageSha256`: the same on every repeat. */
             feedbackId: string;
             /**
              * @description What the record judged: a scan. (enum property replaced by openapi-typescript)

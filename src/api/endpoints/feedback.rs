@@ -231,27 +231,33 @@ impl Endpoints<'_> {
     /// Feedback on a scan: its answer verified with this server's keys, for this account.
     async fn scan_feedback(&self, verdict: &str, note: Option<String>) -> Result<ApiResponse, ApiError> {
         let verdict = check_scan(verdict, note.as_deref()).map_err(invalid)?;
+        let facts = self.verified_scan(verdict)?;
+        let mut record = self.record(verdict, note);
+        record.id = scan_feedback_id(&record.account, &facts.request_id, &facts.message_sha256);
+        record.scan = Some(facts);
+        let book = self.app.feedback.clone();
+        let written = self.store_work(move |_| book.put(&record).map_err(book_error)).await?;
+        self.written(written)
+    }
+
+    /// The facts of the scan whose answer the body carries, once it verified as this server's
+    /// for the caller's account. Synchronous, so the parsed answer and key set (a few times the
+    /// body's bytes) are dropped before the write is awaited.
+    fn verified_scan(&self, verdict: FeedbackVerdict) -> Result<ScanFacts, ApiError> {
         let Body::Complete(bytes) = &self.request.body else {
             return Err(ApiError::PayloadTooLarge { max_bytes: FEEDBACK_SCAN_BODY_BYTES_MAX });
         };
         let answer: ScanAnswer = serde_json::from_slice(bytes)
             .map_err(|_| ApiError::InvalidRequest { field: "body", message: "body is not valid JSON" })?;
         let key_set: Value = serde_json::from_slice(&self.app.signer.key_set()).map_err(|e| ApiError::internal(&e))?;
-        let account = self.caller.key.account().as_str().to_owned();
         let data = answer.scan.get("data").unwrap_or(&Value::Null);
-        let binding = ScanBinding { account: Some(&account), ..ScanBinding::default() };
+        let binding = ScanBinding { account: Some(self.caller.key.account().as_str()), ..ScanBinding::default() };
         let verified = verify_scan(data, &key_set, &binding).map_err(|e| ApiError::ReportNotVerified {
             field: FeedbackRequest::SCAN_MEMBER,
             reason: e.reason().as_str(),
             message: e.to_string(),
         })?;
-        let facts = scan_facts(&verified.covered, verdict).map_err(invalid)?;
-        let mut record = self.record(verdict, note);
-        record.id = scan_feedback_id(&account, &facts.request_id);
-        record.scan = Some(facts);
-        let book = self.app.feedback.clone();
-        let written = self.store_work(move |_| book.put(&record).map_err(book_error)).await?;
-        self.written(written)
+        scan_facts(&verified.covered, verdict).map_err(invalid)
     }
 
     /// A record of the caller with `verdict` and `note`, written now, about nothing yet.

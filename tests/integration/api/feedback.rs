@@ -455,3 +455,45 @@ fn the_accounts_own_feedback_is_listed_newest_first_in_pages_and_isolated() {
     assert_error_details(&refused, 403, "INSUFFICIENT_SCOPE", &json!({"requiredScope": "analysis:read"}));
     assert!(server.metrics_text().contains("xray_http_requests_total{route=\"feedback\",status=\"200\"}"));
 }
+
+/// A scan of the demo `case` by `key`, under the request id the client chose.
+fn scanned_as(server: &TestServer, key: &str, case: &str, request_id: &str) -> Reply {
+    let auth = format!("Bearer {key}");
+    let headers =
+        [("authorization", auth.as_str()), ("content-type", "application/json"), ("x-request-id", request_id)];
+    let reply = raw(server.addr, "POST", SCAN_PATH, &headers, &scan_body(&demo_tx(case), None));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.data()["requestId"], request_id, "{reply:?}");
+    reply
+}
+
+#[test]
+fn a_scans_record_is_its_accounts_and_its_scans_whatever_request_id_the_client_chose() {
+    let server = serve(|_| {});
+    let (a, b) = (server.key(KeyOptions::default()), server.key(KeyOptions::default()));
+    // Two accounts scan the same message under the same request id: only the account differs.
+    let scan_a = scanned_as(&server, &a.secret, "drain", "req-shared");
+    let scan_b = scanned_as(&server, &b.secret, "drain", "req-shared");
+    assert_eq!(scan_a.data()["transaction"]["messageSha256"], scan_b.data()["transaction"]["messageSha256"]);
+    let given_a = send_raw(&server, &a.secret, &scan_feedback(&scan_a.raw_body, "false_positive", Some("a's")));
+    let given_b = send_raw(&server, &b.secret, &scan_feedback(&scan_b.raw_body, "false_negative", Some("b's")));
+    assert_eq!((given_a.status, given_b.status), (201, 201), "{given_a:?} {given_b:?}");
+    assert_ne!(given_a.data()["feedbackId"], given_b.data()["feedbackId"]);
+    // B sending A's answer back is refused and changes nothing of A's; each lists its own.
+    refused_as(
+        &send_raw(&server, &b.secret, &scan_feedback(&scan_a.raw_body, "false_negative", None)),
+        "account_mismatch",
+    );
+    assert_eq!(own_page(&server, &a.secret, "")["feedback"], json!([given_a.data().clone()]));
+    assert_eq!(own_page(&server, &b.secret, "")["feedback"], json!([given_b.data().clone()]));
+
+    // Within an account: another message under the reused request id is another record; the
+    // same answer sent again is the same record (200, its id), not a new one.
+    let other = scanned_as(&server, &a.secret, "sol-transfer", "req-shared");
+    let second = send_raw(&server, &a.secret, &scan_feedback(&other.raw_body, "false_negative", None));
+    assert_eq!(second.status, 201, "{second:?}");
+    assert_ne!(second.data()["feedbackId"], given_a.data()["feedbackId"]);
+    let replay = send_raw(&server, &a.secret, &scan_feedback(&scan_a.raw_body, "false_positive", Some("a's")));
+    assert_eq!((replay.status, &replay.data()["feedbackId"]), (200, &given_a.data()["feedbackId"]), "{replay:?}");
+    assert_eq!(own_page(&server, &a.secret, "")["feedback"].as_array().map(Vec::len), Some(2));
+}
