@@ -287,6 +287,22 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 const seg = (s: string) => encodeURIComponent(s);
 
+/** Every item of a paged listing: `page(after)` reads one page, then its `nextAfter`, until none. */
+async function* followPages<T>(
+  page: (after: string | undefined) => Promise<{ items: readonly T[]; nextAfter?: string | null }>,
+): AsyncGenerator<T> {
+  let after: string | undefined;
+  for (;;) {
+    const { items, nextAfter } = await page(after);
+    yield* items;
+    if (!nextAfter) return;
+    after = nextAfter;
+  }
+}
+
+/** A page's query: `limit`, and `after` once a page named one. */
+const pageQuery = (limit: number, after: string | undefined) => ({ limit, ...(after ? { after } : {}) });
+
 export class XrayClient {
   readonly baseUrl: string;
   private readonly apiKey?: string;
@@ -413,13 +429,10 @@ export class XrayClient {
 
   /** Every monitor of the account, following `nextAfter`. */
   async *allMonitors(limit = 100, opts: RequestOptions = {}) {
-    let after: string | undefined;
-    for (;;) {
-      const page = await this.listMonitors({ limit, ...(after ? { after } : {}) }, opts);
-      yield* page.body.data.monitors;
-      if (!page.body.data.nextAfter) return;
-      after = page.body.data.nextAfter;
-    }
+    yield* followPages(async (after) => {
+      const { data } = (await this.listMonitors(pageQuery(limit, after), opts)).body;
+      return { items: data.monitors, nextAfter: data.nextAfter };
+    });
   }
 
   /** `GET /v1/developer/monitors/{id}` — with its watches. */
@@ -511,13 +524,10 @@ export class XrayClient {
 
   /** Every feedback record of the account, newest first, following `nextAfter`. */
   async *allFeedback(limit = 100, opts: RequestOptions = {}) {
-    let after: string | undefined;
-    for (;;) {
-      const page = await this.listFeedback({ limit, ...(after ? { after } : {}) }, opts);
-      yield* page.body.data.feedback;
-      if (!page.body.data.nextAfter) return;
-      after = page.body.data.nextAfter;
-    }
+    yield* followPages(async (after) => {
+      const { data } = (await this.listFeedback(pageQuery(limit, after), opts)).body;
+      return { items: data.feedback, nextAfter: data.nextAfter };
+    });
   }
 
   // ---- account and service ----------------------------------------------------------------
