@@ -502,7 +502,8 @@ export class XrayClient {
    * `scanTransaction` returned it (`body`, i.e. `{data: {…, signature}}`), sent back whole; the
    * server verifies it for this key's account (`422 REPORT_NOT_VERIFIED` with
    * `details.reason` else) and keeps only its facts. 201 the first time, 200 when it replaces
-   * the record (one per scan `requestId`), so a retry is safe. Not charged.
+   * the record (one per scan `requestId` and `messageSha256`), so a retry is safe. The key needs
+   * `transaction:scan` besides `analysis:read`. Not charged.
    */
   submitScanFeedback(
     scan: SuccessBody<operations["scanTransaction"]>,
@@ -514,7 +515,10 @@ export class XrayClient {
     return this.submitFeedback(body, opts);
   }
 
-  /** `GET /v1/developer/feedback` — the account's own records, newest first, one page. */
+  /**
+   * `GET /v1/developer/feedback` — the account's own records, newest first, one page (the scans'
+   * records only for a key that also holds `transaction:scan`: a page may then be short).
+   */
   listFeedback(query: QueryOf<operations["listFeedback"]> = {}, opts: RequestOptions = {}) {
     return this.call<SuccessBody<operations["listFeedback"]>>(
       { method: "GET", path: "/v1/developer/feedback", query, retrySafe: true },

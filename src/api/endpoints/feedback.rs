@@ -16,8 +16,9 @@
 //! (400 naming the field) → the analysis: not an analysis id, unknown, or another account's →
 //! 404, from one path; live or FAILED → 409 `CONFLICT` saying its status → the signal in its
 //! payload (400 on `signalId`) → the write: 201 for a new record, 200 for a replace.
-//! Order, a scan: body (415/413 past `FEEDBACK_SCAN_BODY_BYTES_MAX`/400) → the verdict (one of
-//! the scan's two) and note (400) → the answer verified as an `xray.scan.v2` report of this
+//! Order, a scan: body (415/413 past `FEEDBACK_SCAN_BODY_BYTES_MAX`/400) → `transaction:scan`
+//! besides the route's `analysis:read` (403 on `scan`) → the verdict (one of the scan's two)
+//! and note (400) → the answer verified as an `xray.scan.v2` report of this
 //! server's keys, signed for the caller's account (422 `REPORT_NOT_VERIFIED` naming the
 //! verifier's reason: `account_mismatch` for another account's scan, said without naming it)
 //! → `false_positive` on a scan without findings (400 on `verdict`) → the write (201/200).
@@ -26,7 +27,11 @@
 //! only `ScanFacts` of them are kept — no scan is stored.
 //! Invariant: a page lists the caller's account's records only (the book reads under its
 //! prefix); a cursor is a position in that account's index, so another account's cursor lists
-//! this account's records from there, never theirs.
+//! this account's records from there, never theirs. Records of scans are listed only to a key
+//! holding `transaction:scan` (the scope their answers were given to).
+//! Invariant: a scan's record is keyed by its (signed) request id and message digest under the
+//! account, so the same answer sent again replaces its record, and neither another account nor
+//! another scan under a request id the client reused can land on it.
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -35,6 +40,7 @@ use serde_json::Value;
 use super::{json_bytes, page_limit, ApiError, Endpoints};
 use crate::api::json::{parse_body, FeedbackRequest};
 use crate::api::router::query_param;
+use crate::auth::scope::Scope;
 use crate::clock::rfc3339_ms;
 use crate::config::{
     BODY_BYTES_MAX, DOC_KEY_BYTES_MAX, FEEDBACK_OWN_PAGE_LEN_DEFAULT, FEEDBACK_OWN_PAGE_LEN_MAX,
@@ -178,7 +184,21 @@ impl Endpoints<'_> {
                 }
                 self.analysis_feedback(analysis_id, signal_id, &verdict, note).await
             }
-            FeedbackRequest::Scan { verdict, note } => self.scan_feedback(&verdict, note).await,
+            FeedbackRequest::Scan { verdict, note } => {
+                self.may_read_scans(Some(FeedbackRequest::SCAN_MEMBER))?;
+                self.scan_feedback(&verdict, note).await
+            }
+        }
+    }
+
+    /// A scan's answer is given to a key holding `transaction:scan`, and a scan's record holds
+    /// what that answer said: sending one back, or reading the records of scans, takes that
+    /// scope too (as a monitor's events take `analysis:read`), not just the route's
+    /// `analysis:read`.
+    fn may_read_scans(&self, field: Option<&'static str>) -> Result<(), ApiError> {
+        match self.caller.key.scopes().contains(Scope::TransactionScan) {
+            true => Ok(()),
+            false => Err(ApiError::InsufficientScope { required_scope: Scope::TransactionScan, field }),
         }
     }
 
@@ -296,8 +316,11 @@ impl Endpoints<'_> {
         let page = self
             .store_work(move |_| book.newest(&account, after.as_deref(), limit).map_err(|e| ApiError::from_store(&e)))
             .await?;
+        // The records of scans only to a key that may read scans; the cursor still follows
+        // every record read, so a page may be short (even empty) with a `nextAfter`.
+        let scans = self.may_read_scans(None).is_ok();
         let body = FeedbackPageBody {
-            feedback: page.records.iter().map(FeedbackBody::of).collect(),
+            feedback: page.records.iter().filter(|r| scans || r.scan.is_none()).map(FeedbackBody::of).collect(),
             next_after: page.next_after.as_deref().map(cursor_text),
         };
         Ok(ApiResponse::json(200, Bytes::from(json_bytes(&DataBody { data: body })?)))

@@ -4,8 +4,10 @@
 //! pages and filters; the account's cap and the retention purge on the server's own RocksDB.
 //! Feedback on a scan, given by sending its signed answer back: accepted for the account's own
 //! scan (both verdicts, a repeat replaces), refused for a tampered answer, another account's
-//! scan, a report that is no scan, an unsigned one, an oversize body — each with its reason; and
-//! the account's own listing, newest first, paged, and isolated between accounts.
+//! scan, a report that is no scan, an unsigned one, an oversize body — each with its reason —
+//! and a key without `transaction:scan`; records keyed by account and scan, whatever request id
+//! the clients chose; and the account's own listing, newest first, paged, isolated between
+//! accounts, with the scans' records only for a key that may read scans.
 
 use serde_json::{json, Value};
 
@@ -331,8 +333,16 @@ fn feedback_on_a_scan_is_its_signed_answer_sent_back_and_verified() {
     refused_as(&refused, "account_mismatch");
     let text = String::from_utf8_lossy(&refused.raw_body);
     assert!(!text.contains(&stranger.account), "{text}");
-    // Yet a colleague of the owner's account may (the scan is the account's).
-    let colleague = server.key(KeyOptions::scopes("analysis:read").in_account(&owner.account)).secret;
+    // Yet a colleague of the owner's account may (the scan is the account's), holding the scope
+    // the answer was given to besides the route's; `analysis:read` alone may not, and is told
+    // so before the answer is read (nothing is verified for it: a tampered one is a 403 too).
+    let reader = server.key(KeyOptions::scopes("analysis:read").in_account(&owner.account)).secret;
+    let needs_scan = json!({"requiredScope": "transaction:scan", "field": "scan"});
+    for answer in [drain.raw_body.clone(), tampered.to_string().into_bytes()] {
+        let refused = send_raw(&server, &reader, &scan_feedback(&answer, "false_positive", None));
+        assert_error_details(&refused, 403, "INSUFFICIENT_SCOPE", &needs_scan);
+    }
+    let colleague = server.key(KeyOptions::scopes("analysis:read,transaction:scan").in_account(&owner.account)).secret;
     assert_eq!(send_raw(&server, &colleague, &scan_feedback(&drain.raw_body, "false_positive", None)).status, 200);
 
     // The body's shape: verdicts of a scan, a scan that is an object, not both targets.
@@ -419,6 +429,17 @@ fn the_accounts_own_feedback_is_listed_newest_first_in_pages_and_isolated() {
         Some(vec![ids[0].clone()])
     );
     assert!(second["nextAfter"].is_null(), "{second}");
+
+    // A key that may not read scans is listed the analyses' records only; the cursor still
+    // walks every record, so its first page of one is empty and says where to go on.
+    let reader = server.key(KeyOptions::scopes("analysis:read").in_account(&owner.account)).secret;
+    let read = own_page(&server, &reader, "");
+    let read_ids: Vec<Value> = read["feedback"].as_array().unwrap().iter().map(|r| r["feedbackId"].clone()).collect();
+    assert_eq!(read_ids, [ids[1].clone(), ids[0].clone()], "{read}");
+    let first_of_one = own_page(&server, &reader, "?limit=1");
+    assert_eq!(first_of_one["feedback"], json!([]), "{first_of_one}");
+    let on = first_of_one["nextAfter"].as_str().expect("nextAfter");
+    assert_eq!(own_page(&server, &reader, &format!("?limit=1&after={on}"))["feedback"][0]["feedbackId"], ids[1]);
 
     // A replace moves its record to the front.
     std::thread::sleep(std::time::Duration::from_millis(5));
