@@ -2793,7 +2793,7 @@ export interface components {
         EventsAfter: string;
         /** @description Events per page: a whole number 1–100 (default 50); anything else is `400 INVALID_REQUEST` with `details.field: "limit"`. */
         EventsLimit: number;
-        /** @description Paging: the `nextAfter` of the previous page (opaque, at most 700 characters) — the page starts with the next older record. A value that is not a page's `nextAfter` is `400 INVALID_REQUEST` with `details.field: "after"`. */
+        /** @description Paging: the `nextAfter` of the previous page (opaque, at most 512 characters) — the page starts with the next older record. A value that is not a page's `nextAfter` is `400 INVALID_REQUEST` with `details.field: "after"`. */
         FeedbackAfter: string;
         /** @description Records per page: a whole number 1–100 (default 50); anything else is `400 INVALID_REQUEST` with `details.field: "limit"`. */
         FeedbackLimit: number;
@@ -3505,7 +3505,7 @@ export interface operations {
     listFeedback: {
         parameters: {
             query?: {
-                /** @description Paging: the `nextAfter` of the previous page (opaque, at most 700 characters) — the page starts with the next older record. A value that is not a page's `nextAfter` is `400 INVALID_REQUEST` with `details.field: "after"`. */
+                /** @description Paging: the `nextAfter` of the previous page (opaque, at most 512 characters) — the page starts with the next older record. A value that is not a page's `nextAfter` is `400 INVALID_REQUEST` with `details.field: "after"`. */
                 after?: components["parameters"]["FeedbackAfter"];
                 /** @description Records per page: a whole number 1–100 (default 50); anything else is `400 INVALID_REQUEST` with `details.field: "limit"`. */
                 limit?: components["parameters"]["FeedbackLimit"];

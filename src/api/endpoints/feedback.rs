@@ -123,9 +123,11 @@ struct FeedbackPageBody<'a> {
     next_after: Option<String>,
 }
 
-/// Longest `after=` that can be a cursor: base58 of `DOC_KEY_BYTES_MAX` bytes is at most
-/// ⌈512 × log(256)/log(58)⌉ = 700 characters.
-const CURSOR_TEXT_LEN_MAX: usize = DOC_KEY_BYTES_MAX * 1_366 / 1_000 + 1;
+/// Longest `after=` read: base58 of n characters decodes to at most n bytes (a leading `1` is a
+/// zero byte), so every text this long is within `DOC_KEY_BYTES_MAX` — and a page's cursor is
+/// far shorter (8 bytes of time and a record key's target part, ~140 bytes at most: under 200
+/// characters).
+const CURSOR_TEXT_LEN_MAX: usize = DOC_KEY_BYTES_MAX;
 
 /// A page's `nextAfter`: its last record's place in the account's time index, base58.
 pub fn cursor_text(key: &[u8]) -> String {
@@ -133,13 +135,14 @@ pub fn cursor_text(key: &[u8]) -> String {
 }
 
 /// `after=` of a feedback page (the account's own, or the admin listing): what a page's
-/// `nextAfter` said, else 400 on `after`. Its length is checked before it is decoded (base58
-/// decoding is quadratic in it, and a request line may be far longer than any key).
+/// `nextAfter` said, else 400 on `after` — an empty one too, as the monitors' pages refuse it
+/// (no page says an empty `nextAfter`). Its length is checked before it is decoded (base58
+/// decoding is quadratic in it, and a request head may be far longer than any key).
 pub fn parse_cursor(query: Option<&str>) -> Result<Option<Vec<u8>>, ApiError> {
     match query_param(query, "after") {
-        None | Some("") => Ok(None),
+        None => Ok(None),
         Some(text) => Some(text)
-            .filter(|text| text.len() <= CURSOR_TEXT_LEN_MAX)
+            .filter(|text| (1..=CURSOR_TEXT_LEN_MAX).contains(&text.len()))
             .and_then(|text| bs58::decode(text).into_vec().ok())
             .filter(|key| key.len() <= DOC_KEY_BYTES_MAX)
             .map(Some)
@@ -391,12 +394,14 @@ mod tests {
         let text = cursor_text(&key);
         assert_eq!(parse_cursor(Some(&format!("after={text}"))).unwrap(), Some(key.to_vec()));
         assert_eq!(parse_cursor(None).unwrap(), None);
-        assert_eq!(parse_cursor(Some("after=")).unwrap(), None);
-        let longest = cursor_text(&[0xFF; DOC_KEY_BYTES_MAX]);
-        assert_eq!(longest.len(), CURSOR_TEXT_LEN_MAX, "the bound is tight");
-        assert_eq!(parse_cursor(Some(&format!("after={longest}"))).unwrap(), Some(vec![0xFF; DOC_KEY_BYTES_MAX]));
+        // The longest text read is always a key's length at most; the longest cursor is shorter.
+        let ones = "1".repeat(CURSOR_TEXT_LEN_MAX);
+        assert_eq!(parse_cursor(Some(&format!("after={ones}"))).unwrap(), Some(vec![0; DOC_KEY_BYTES_MAX]));
+        assert!(cursor_text(&[0xFF; 8 + 2 + 64 + 64 + 16]).len() < CURSOR_TEXT_LEN_MAX / 2);
         for bad in [
+            "after=".to_owned(),
             "after=0OIl".to_owned(),
+            format!("after={}", "1".repeat(CURSOR_TEXT_LEN_MAX + 1)),
             format!("after={}", "z".repeat(2 * DOC_KEY_BYTES_MAX)),
             format!("after={}", "z".repeat(400_000)),
         ] {

@@ -465,12 +465,15 @@ fn the_accounts_own_feedback_is_listed_newest_first_in_pages_and_isolated() {
             &json!({"field": "limit"}),
         );
     }
-    assert_error_details(
-        &get(server.addr, &format!("{FEEDBACK_PATH}?after=0OIl"), k),
-        400,
-        "INVALID_REQUEST",
-        &json!({"field": "after"}),
-    );
+    let too_long = "z".repeat(513);
+    for after in ["0OIl", "", &too_long] {
+        assert_error_details(
+            &get(server.addr, &format!("{FEEDBACK_PATH}?after={after}"), k),
+            400,
+            "INVALID_REQUEST",
+            &json!({"field": "after"}),
+        );
+    }
     let no_read = server.key(KeyOptions::scopes("wallet:analyze").in_account(&owner.account)).secret;
     let refused = get(server.addr, FEEDBACK_PATH, &no_read);
     assert_error_details(&refused, 403, "INSUFFICIENT_SCOPE", &json!({"requiredScope": "analysis:read"}));
