@@ -905,7 +905,7 @@ mod tests {
     fn the_signer_refuses_members_other_than_its_types() {
         let (_dir, signer) = signer();
         let member = |name: &str| (name.to_owned(), json!(1));
-        let analysis: Vec<(String, Value)> = ANALYSIS_COVERS.iter().map(|n| member(*n)).collect();
+        let analysis: Vec<(String, Value)> = ANALYSIS_COVERS.iter().map(|n| member(n)).collect();
         assert!(signer.sign(ReportType::Analysis, analysis.clone()).is_ok());
         assert!(signer.sign(ReportType::Scan, analysis.clone()).is_err(), "another type's members");
         assert!(signer.sign(ReportType::Analysis, analysis[1..].to_vec()).is_err(), "one missing");

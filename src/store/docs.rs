@@ -232,7 +232,7 @@ mod tests {
         let secret = b"{\"privateKey\":\"s3cr3t\"}".to_vec();
         let write = DocWrite::put(DocKind::SigningKeys, b"signing-keys".to_vec(), secret.clone(), Expect::Absent);
         let doc = Doc { key: b"signing-keys".to_vec(), value: secret.clone(), revision: 7 };
-        for text in [format!("{write:?}"), format!("{doc:?}"), format!("{:?}", [write.clone()])] {
+        for text in [format!("{write:?}"), format!("{doc:?}"), format!("{:?}", std::slice::from_ref(&write))] {
             assert!(!text.contains("s3cr3t") && text.contains(&format!("<{} bytes>", secret.len())), "{text}");
             assert!(text.contains("signing-keys"), "{text}");
         }

@@ -126,7 +126,10 @@ fn reports_are_signed_verify_with_the_published_keys_and_survive_a_rotation() {
     }
     let mut bad_signature = analysis.clone();
     let text = signature["value"].as_str().expect("value");
-    let flipped = if text.starts_with('A') { format!("B{}", &text[1..]) } else { format!("A{}", &text[1..]) };
+    let flipped = match text.strip_prefix('A') {
+        Some(rest) => format!("B{rest}"),
+        None => format!("A{}", &text[1..]),
+    };
     bad_signature["signature"]["value"] = json!(flipped);
     assert_eq!(verified_by(&bad_signature, &keys, ReportType::Analysis), Err(VerifyError::BadSignature));
 
