@@ -37,7 +37,8 @@ enum Command {
     /// Accounts: their webhook signing secrets, through the admin listener of a running server.
     #[command(subcommand)]
     Accounts(AccountsCommand),
-    /// Feedback on analyses (false positives, confirmations, misses), through the admin listener.
+    /// Feedback on analyses (false positives, confirmations, misses) and scans (false positives,
+    /// false negatives), through the admin listener.
     #[command(subcommand)]
     Feedback(FeedbackCommand),
     /// The report-signing keys (signed reports), through the admin listener of a running server.
@@ -316,10 +317,10 @@ enum FeedbackCommand {
         /// Records on the page (1 to 1000; default 100).
         #[arg(long)]
         limit: Option<u32>,
-        /// Only this verdict: false_positive, confirmed or missed.
+        /// Only this verdict: false_positive, confirmed, missed (analyses) or false_negative (scans).
         #[arg(long)]
         verdict: Option<String>,
-        /// Only this signal kind (`none`: records that name no signal).
+        /// Only this signal kind (`none`: records that name no signal — `missed`, and scans).
         #[arg(long)]
         kind: Option<String>,
     },

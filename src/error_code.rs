@@ -22,6 +22,9 @@ pub enum ErrorCode {
     PayloadTooLarge,
     UnsupportedMediaType,
     AccountNotEligible,
+    /// An extension of the contract (feedback on a scan): a signed report sent back did not
+    /// verify as one of this server's, for this account (422, `details.reason`).
+    ReportNotVerified,
     RateLimited,
     QuotaExhausted,
     /// An extension of the contract: the account holds its maximum of live jobs.
@@ -54,6 +57,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ErrorCode::AccountNotEligible => "ACCOUNT_NOT_ELIGIBLE",
+            ErrorCode::ReportNotVerified => "REPORT_NOT_VERIFIED",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::QuotaExhausted => "QUOTA_EXHAUSTED",
             ErrorCode::TooManyJobs => "TOO_MANY_JOBS",
@@ -79,7 +83,7 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::PayloadTooLarge => 413,
             ErrorCode::UnsupportedMediaType => 415,
-            ErrorCode::AccountNotEligible => 422,
+            ErrorCode::AccountNotEligible | ErrorCode::ReportNotVerified => 422,
             ErrorCode::IdempotencyKeyReused | ErrorCode::IdempotencyKeyInProgress | ErrorCode::Conflict => 409,
             ErrorCode::RateLimited | ErrorCode::QuotaExhausted | ErrorCode::TooManyJobs => 429,
             ErrorCode::ServiceBusy => 503,

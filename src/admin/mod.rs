@@ -343,21 +343,12 @@ fn feedback_page(app: &App, account: &str, query: Option<&str>) -> Result<ApiRes
             }
         },
     };
-    let after = match query_param(query, "after") {
-        None | Some("") => None,
-        Some(text) => Some(
-            bs58::decode(text)
-                .into_vec()
-                .ok()
-                .filter(|key| key.len() <= crate::config::DOC_KEY_BYTES_MAX)
-                .ok_or(ApiError::InvalidRequest { field: "after", message: "after must be a page's nextAfter" })?,
-        ),
-    };
+    let after = crate::api::feedback_cursor(query)?;
     let verdict = match query_param(query, "verdict") {
         None => None,
         Some(text) => Some(FeedbackVerdict::parse(text).ok_or(ApiError::InvalidRequest {
             field: "verdict",
-            message: "verdict must be false_positive, confirmed or missed",
+            message: "verdict must be false_positive, confirmed, missed or false_negative",
         })?),
     };
     let kind = query_param(query, "kind").map(str::to_owned);
@@ -383,7 +374,7 @@ fn feedback_page(app: &App, account: &str, query: Option<&str>) -> Result<ApiRes
         Page {
             account: account.as_str(),
             feedback: page.records.iter().map(crate::api::FeedbackBody::of).collect(),
-            next_after: page.next_after.map(|key| bs58::encode(key).into_string()),
+            next_after: page.next_after.as_deref().map(crate::api::feedback_cursor_text),
         },
     )
 }

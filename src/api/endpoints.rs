@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use super::idempotency::{idempotency_key, Asked};
 use super::json::{parse_body, CompareRequest, WalletRequest};
-use super::router::{analysis_path, comparison_path, parse_wait};
+use super::router::{analysis_path, comparison_path, parse_wait, query_param};
 use super::wire::*;
 use super::ApiError;
 use super::{App, Caller};
@@ -58,6 +58,25 @@ fn json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
     let mut body = Vec::with_capacity(BODY_BYTES_TYPICAL);
     serde_json::to_writer(&mut body, value).map_err(|e| ApiError::internal(&e))?;
     Ok(body)
+}
+
+/// The largest page of the public API, whichever it is.
+const PAGE_LEN_MAX: usize = 100;
+const _: () = assert!(
+    crate::config::MONITORS_PAGE_LEN_MAX <= PAGE_LEN_MAX
+        && crate::config::MONITOR_EVENTS_PAGE_LEN_MAX <= PAGE_LEN_MAX
+        && crate::config::FEEDBACK_OWN_PAGE_LEN_MAX <= PAGE_LEN_MAX
+);
+
+/// `limit=` of a page (monitors, events, feedback): absent → `default`; 1..=`max` → it;
+/// anything else → 400. Every page's largest is 100, as the message says.
+fn page_limit(query: Option<&str>, default: usize, max: usize) -> Result<usize, ApiError> {
+    debug_assert!(max <= PAGE_LEN_MAX, "the message names {PAGE_LEN_MAX}");
+    let Some(text) = query_param(query, "limit") else { return Ok(default) };
+    match text.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) && text.len() <= 4 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(ApiError::InvalidRequest { field: "limit", message: "limit must be a whole number from 1 to 100" }),
+    }
 }
 
 /// Step 7 for an address already validated (step 6).

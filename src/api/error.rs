@@ -100,6 +100,14 @@ pub enum ApiError {
         field: &'static str,
         reason: Ineligible,
     },
+    /// A signed report sent back (`field`) did not verify as this server's for the caller:
+    /// 422 `REPORT_NOT_VERIFIED`, `details.reason` one of the verifiers' closed list
+    /// (`signing::VerifyReason`), `message` the verifier's words (never the report's account).
+    ReportNotVerified {
+        field: &'static str,
+        reason: &'static str,
+        message: String,
+    },
     RateLimited {
         retry_after_s: u64,
     },
@@ -352,6 +360,11 @@ impl ApiError {
                 ErrorCode::AccountNotEligible,
                 format!("{field}: {}", reason.message()).into(),
                 Details { field: Some(field), reason: Some(reason.reason()), ..d() },
+            ),
+            ApiError::ReportNotVerified { field, reason, message } => (
+                ErrorCode::ReportNotVerified,
+                format!("{field} is not a report this server signed for this account: {message}").into(),
+                Details { field: Some(field), reason: Some(reason), ..d() },
             ),
             ApiError::RateLimited { retry_after_s } => (
                 ErrorCode::RateLimited,

@@ -25,7 +25,8 @@ use simd_json::tape::{Object, Tape};
 
 use super::ApiError;
 use crate::config::{
-    BATCH_BODY_BYTES_MAX, BATCH_WALLETS_MAX, BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX, REQUEST_BODY_BYTES_MAX,
+    BATCH_BODY_BYTES_MAX, BATCH_WALLETS_MAX, BODY_BYTES_MAX, FEEDBACK_SCAN_BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX,
+    REQUEST_BODY_BYTES_MAX,
 };
 use crate::eligibility::{check_pair, SameWallet};
 use crate::http::{ApiRequest, Body};
@@ -419,23 +420,56 @@ impl JsonRequest for CompareRequest {
     }
 }
 
-/// `POST /v1/developer/feedback`: a verdict on an analysis or one of its signals.
+/// `POST /v1/developer/feedback`: a verdict on an analysis or one of its signals, or on a scan
+/// whose signed answer the body carries back (`scan`). The scan's answer is not kept here: the
+/// endpoint reads it again with `serde_json`, the parser the report verifier is built on (so
+/// its numbers canonicalize exactly as they were signed), once this shape passed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FeedbackRequest {
-    pub analysis_id: String,
-    pub signal_id: Option<String>,
-    pub verdict: String,
-    pub note: Option<String>,
+pub enum FeedbackRequest {
+    Analysis { analysis_id: String, signal_id: Option<String>, verdict: String, note: Option<String> },
+    Scan { verdict: String, note: Option<String> },
+}
+
+impl FeedbackRequest {
+    /// The member of the body that holds a scan's answer.
+    pub const SCAN_MEMBER: &'static str = "scan";
 }
 
 impl JsonRequest for FeedbackRequest {
+    /// A scan's answer sent back; the endpoint holds feedback on an analysis to `BODY_BYTES_MAX`.
+    const BODY_BYTES_MAX: usize = FEEDBACK_SCAN_BODY_BYTES_MAX;
+
     fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
-        Ok(FeedbackRequest {
-            analysis_id: required_str(object, "analysisId", "analysisId is required: the id of a READY analysis")?,
-            signal_id: optional_str(object, "signalId", "signalId must be a string (a signal id of the analysis)")?,
-            verdict: required_str(object, "verdict", "verdict is required: false_positive, confirmed or missed")?,
-            note: optional_str(object, "note", "note must be a string")?,
-        })
+        let note = optional_str(object, "note", "note must be a string")?;
+        let scan = object.get(Self::SCAN_MEMBER).filter(|v| !v.is_null());
+        match scan {
+            None => Ok(FeedbackRequest::Analysis {
+                analysis_id: required_str(
+                    object,
+                    "analysisId",
+                    "analysisId is required: the id of a READY analysis (or send scan: a scan's signed answer)",
+                )?,
+                signal_id: optional_str(object, "signalId", "signalId must be a string (a signal id of the analysis)")?,
+                verdict: required_str(object, "verdict", "verdict is required: false_positive, confirmed or missed")?,
+                note,
+            }),
+            Some(scan) => {
+                if scan.as_object().is_none() {
+                    return Err(ApiError::InvalidRequest {
+                        field: "scan",
+                        message: "scan must be a scan's answer as it was returned: {\"data\": {…, \"signature\": {…}}}",
+                    });
+                }
+                if ["analysisId", "signalId"].iter().any(|m| object.get(*m).is_some_and(|v| !v.is_null())) {
+                    return Err(ApiError::InvalidRequest {
+                        field: "scan",
+                        message: "send either analysisId (with signalId) or scan, not both",
+                    });
+                }
+                let verdict = required_str(object, "verdict", "verdict is required: false_positive or false_negative")?;
+                Ok(FeedbackRequest::Scan { verdict, note })
+            }
+        }
     }
 }
 

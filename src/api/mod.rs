@@ -32,7 +32,7 @@ pub mod json;
 pub mod router;
 pub mod wire;
 
-pub use endpoints::feedback::FeedbackBody;
+pub use endpoints::feedback::{cursor_text as feedback_cursor_text, parse_cursor as feedback_cursor, FeedbackBody};
 pub use endpoints::policy::{policy_answer, policy_error};
 pub use endpoints::{finished_document, webhook_document};
 pub use error::ApiError;
@@ -296,6 +296,7 @@ impl ApiHandler {
             Route::MonitorEvents { id } => endpoints.monitor_events(id).await,
             Route::RedeliverEvent { id, event_id } => endpoints.redeliver_event(id, event_id).await,
             Route::Feedback => endpoints.feedback().await,
+            Route::ListFeedback => endpoints.list_feedback().await,
             Route::Status => endpoints.status().await,
             Route::Usage => endpoints.usage().await,
             Route::GetPolicy => endpoints.get_policy().await,
@@ -343,7 +344,7 @@ fn route_label(route: &Route<'_>) -> RouteLabel {
         | Route::ChangeMonitor { .. }
         | Route::DeleteMonitor { .. } => RouteLabel::Monitors,
         Route::MonitorEvents { .. } | Route::RedeliverEvent { .. } => RouteLabel::MonitorEvents,
-        Route::Feedback => RouteLabel::Feedback,
+        Route::Feedback | Route::ListFeedback => RouteLabel::Feedback,
         Route::Status => RouteLabel::Status,
         Route::Usage => RouteLabel::Usage,
         Route::GetPolicy | Route::PutPolicy => RouteLabel::Policy,

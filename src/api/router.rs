@@ -17,7 +17,9 @@
 
 use super::ApiError;
 use crate::auth::scope::Scope;
-use crate::config::{BATCH_BODY_BYTES_MAX, BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX, WAIT_S_MAX};
+use crate::config::{
+    BATCH_BODY_BYTES_MAX, BODY_BYTES_MAX, FEEDBACK_SCAN_BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX, WAIT_S_MAX,
+};
 use crate::http::Method;
 
 const V1: &str = "/v1/developer/";
@@ -61,8 +63,10 @@ pub enum Route<'a> {
     GetPolicy,
     /// `PUT /v1/developer/policy`
     PutPolicy,
-    /// `POST /v1/developer/feedback` (feedback on an analysis: an extension)
+    /// `POST /v1/developer/feedback` (feedback on an analysis or a scan: an extension)
     Feedback,
+    /// `GET /v1/developer/feedback` (the account's own feedback, newest first)
+    ListFeedback,
     /// `GET /v1/developer/status`
     Status,
     /// `GET /v1/developer/usage`
@@ -74,11 +78,12 @@ const POST: &[Method] = &[Method::Post];
 const MONITORS: &[Method] = &[Method::Get, Method::Post];
 const MONITOR: &[Method] = &[Method::Get, Method::Patch, Method::Delete];
 const POLICY: &[Method] = &[Method::Get, Method::Put];
+const FEEDBACK: &[Method] = &[Method::Get, Method::Post];
 const MONITORS_PATH: &str = "monitors";
 
 impl Route<'_> {
     /// Every route as `METHOD path`, in contract order.
-    pub const PATHS: [&'static str; 20] = [
+    pub const PATHS: [&'static str; 21] = [
         "POST /v1/developer/intelligence/wallet",
         "POST /v1/developer/intelligence/wallets",
         "GET /v1/developer/intelligence/analysis/:id",
@@ -95,6 +100,7 @@ impl Route<'_> {
         "GET /v1/developer/policy",
         "PUT /v1/developer/policy",
         "POST /v1/developer/feedback",
+        "GET /v1/developer/feedback",
         "GET /v1/developer/status",
         "GET /v1/developer/usage",
         "GET /healthz",
@@ -108,9 +114,9 @@ impl Route<'_> {
             | Route::AnalyzeWallets
             | Route::Compare
             | Route::ScanTransaction
-            | Route::Feedback
             | Route::RedeliverEvent { .. } => POST,
             Route::CreateMonitor | Route::ListMonitors => MONITORS,
+            Route::Feedback | Route::ListFeedback => FEEDBACK,
             Route::GetMonitor { .. } | Route::ChangeMonitor { .. } | Route::DeleteMonitor { .. } => MONITOR,
             Route::GetPolicy | Route::PutPolicy => POLICY,
             _ => GET,
@@ -124,6 +130,7 @@ impl Route<'_> {
             (Route::GetMonitor { id }, Method::Patch) => Route::ChangeMonitor { id },
             (Route::GetMonitor { id }, Method::Delete) => Route::DeleteMonitor { id },
             (Route::GetPolicy, Method::Put) => Route::PutPolicy,
+            (Route::ListFeedback, Method::Post) => Route::Feedback,
             (route, _) => route,
         }
     }
@@ -141,7 +148,10 @@ impl Route<'_> {
             | Route::RedeliverEvent { .. } => Some(Scope::MonitorWrite),
             // Events also need `analysis:read` (the endpoint checks it): they carry changes.
             Route::ListMonitors | Route::GetMonitor { .. } | Route::MonitorEvents { .. } => Some(Scope::MonitorRead),
-            Route::Analysis { .. } | Route::Comparison { .. } | Route::Feedback => Some(Scope::AnalysisRead),
+            // Feedback, written and read back: the scope that reads what it judges.
+            Route::Analysis { .. } | Route::Comparison { .. } | Route::Feedback | Route::ListFeedback => {
+                Some(Scope::AnalysisRead)
+            }
             Route::Usage => Some(Scope::UsageRead),
             Route::GetPolicy => Some(Scope::PolicyRead),
             Route::PutPolicy => Some(Scope::PolicyWrite),
@@ -184,7 +194,7 @@ fn match_path(path: &str) -> Option<Route<'_>> {
         "intelligence/wallets" => return Some(Route::AnalyzeWallets),
         "intelligence/compare" => return Some(Route::Compare),
         "intelligence/transaction" => return Some(Route::ScanTransaction),
-        "feedback" => return Some(Route::Feedback),
+        "feedback" => return Some(Route::ListFeedback),
         "status" => return Some(Route::Status),
         "usage" => return Some(Route::Usage),
         "policy" => return Some(Route::GetPolicy),
@@ -218,12 +228,14 @@ fn match_monitors(rest: &str) -> Option<Route<'_>> {
 }
 
 /// The largest body a request to `path` may carry: the batch's and a monitor's 16 KiB (up to
-/// 100 wallets), a policy's 64 KiB (two lists of 500 addresses), else the contract's 4 KiB (the edge stops reading past it; `api::json`
-/// answers the 413).
+/// 100 wallets), a policy's 64 KiB (two lists of 500 addresses), feedback's 128 KiB (a scan's
+/// signed answer sent back; feedback on an analysis keeps 4 KiB, `endpoints::feedback`), else
+/// the contract's 4 KiB (the edge stops reading past it; `api::json` answers the 413).
 pub fn body_bytes_max(path: &str) -> usize {
     match match_path(path) {
         Some(Route::AnalyzeWallets | Route::ListMonitors | Route::GetMonitor { .. }) => BATCH_BODY_BYTES_MAX,
         Some(Route::GetPolicy) => POLICY_BODY_BYTES_MAX,
+        Some(Route::ListFeedback) => FEEDBACK_SCAN_BODY_BYTES_MAX,
         _ => BODY_BYTES_MAX,
     }
 }
@@ -372,7 +384,10 @@ mod tests {
         assert_eq!(Route::Feedback.required_scope(), Some(Scope::AnalysisRead));
         assert!(Route::Feedback.has_body());
         assert_eq!(route(Method::Post, "/v1/developer/feedback"), Ok(Route::Feedback));
-        assert_eq!(route(Method::Get, "/v1/developer/feedback"), Err(ApiError::MethodNotAllowed { allow: POST }));
+        assert_eq!(route(Method::Get, "/v1/developer/feedback"), Ok(Route::ListFeedback));
+        assert_eq!(Route::ListFeedback.required_scope(), Some(Scope::AnalysisRead));
+        assert!(!Route::ListFeedback.has_body());
+        assert_eq!(route(Method::Put, "/v1/developer/feedback"), Err(ApiError::MethodNotAllowed { allow: FEEDBACK }));
     }
 
     #[test]
@@ -381,6 +396,7 @@ mod tests {
         for path in ["/v1/developer/intelligence/wallet", "/v1/developer/intelligence/compare", "/nope", "/healthz"] {
             assert_eq!(body_bytes_max(path), 4096, "{path}");
         }
+        assert_eq!(body_bytes_max("/v1/developer/feedback"), FEEDBACK_SCAN_BODY_BYTES_MAX, "a scan's answer");
     }
 
     #[test]

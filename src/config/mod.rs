@@ -416,10 +416,14 @@ pub const POLICY_SWEEP_DUST_TOKEN_UNITS_MAX: u64 = 1_000_000;
 /// Largest body of a policy: two full lists of 44-character addresses, quoted and separated,
 /// are 47 KB; the rest is room for overrides, weights and whitespace.
 pub const POLICY_BODY_BYTES_MAX: usize = 64 * 1024;
-/// Largest body the edge reads for any route (the policy's); each route then applies its own
-/// bound (`api::json`), so a single-work request over 4 KiB is still a 413.
-pub const REQUEST_BODY_BYTES_MAX: usize = POLICY_BODY_BYTES_MAX;
-const _: () = assert!(BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX && BATCH_BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX);
+/// Largest body the edge reads for any route (a scan's feedback); each route then applies its
+/// own bound (`api::json`), so a single-work request over 4 KiB is still a 413.
+pub const REQUEST_BODY_BYTES_MAX: usize = FEEDBACK_SCAN_BODY_BYTES_MAX;
+const _: () = assert!(
+    BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX
+        && BATCH_BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX
+        && POLICY_BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX
+);
 /// Longest `wait` of a long poll (contract §4).
 pub const WAIT_S_MAX: u32 = 30;
 /// Longest client-supplied `X-Request-Id` that is echoed (contract §1).
@@ -695,6 +699,28 @@ pub const FEEDBACK_PAGE_LEN_DEFAULT: usize = 100;
 /// Records one admin page reads at most while filtering (`verdict=`, `kind=`) before it ends
 /// early with `nextAfter`: a filter that matches little never walks an account whole.
 pub const FEEDBACK_PAGE_SCAN_MAX: usize = 5_000;
+/// Records one page of the account's own listing (`GET /v1/developer/feedback`) holds at most,
+/// and its default: a page of the monitors' size (`MONITOR_EVENTS_PAGE_LEN_*`).
+pub const FEEDBACK_OWN_PAGE_LEN_MAX: usize = 100;
+pub const FEEDBACK_OWN_PAGE_LEN_DEFAULT: usize = 50;
+/// Largest body of `POST /v1/developer/feedback` carrying a scan's signed answer (bytes). A scan
+/// judges a message of at most 1,232 bytes (`TRANSACTION_BYTES_MAX`); its answer names every
+/// account each instruction reads as a 46-byte quoted address, so a packet full of account
+/// indexes answers ~60 KB at worst: twice that is room for findings, effects and whitespace. An
+/// analysis' feedback keeps the contract's `BODY_BYTES_MAX`.
+/// Memory: the edge reads a body before it authenticates (`http::conn`), and only this route
+/// (`api::router::body_bytes_max`) reads this much; every other keeps its own bound (4, 16 or
+/// 64 KiB). A connection reads one body at a time, within `BODY_READ_TIMEOUT_MS` (10 s), so an
+/// unauthenticated client holds at most `CONNECTIONS_PER_CLIENT_MAX` × 128 KiB = 512 × 128 KiB
+/// = 64 MiB of bodies, and one listener thread at most `CONNECTIONS_PER_THREAD_MAX` × 128 KiB =
+/// 4,096 × 128 KiB = 512 MiB (the policy's 64 KiB made that 32 MiB and 256 MiB), reached only
+/// by 8 or more client addresses (/64s) at once. Each listener thread's parse scratch is sized
+/// `REQUEST_BODY_BYTES_MAX` once (`api::json`); a scan's answer is parsed twice (its shape, then
+/// `serde_json` to verify it) and the parsed value is dropped before the record is written.
+pub const FEEDBACK_SCAN_BODY_BYTES_MAX: usize = 128 * 1024;
+/// Finding kinds a scan's feedback record keeps at most (each kind once; the scan catalogue
+/// has fewer).
+pub const FEEDBACK_SCAN_FINDING_KINDS_MAX: usize = 32;
 /// Records the retention purge deletes in one batch (two writes each, and the tally: within etcd's default 128 operations of a transaction).
 pub const FEEDBACK_PURGE_BATCH_LEN: usize = 40;
 

@@ -81,7 +81,8 @@ impl DemoHandler {
             | Route::MonitorEvents { .. }
             | Route::RedeliverEvent { .. }
             | Route::GetPolicy
-            | Route::PutPolicy => Err(ApiError::ServiceBusy),
+            | Route::PutPolicy
+            | Route::ListFeedback => Err(ApiError::ServiceBusy),
             Route::Status | Route::Usage | Route::Healthz | Route::SigningKeys => Err(ApiError::ServiceBusy),
         }
     }

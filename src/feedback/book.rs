@@ -1,10 +1,11 @@
 //! Every account's feedback over the store's feature records: write (create or replace, with
-//! eviction at the account's cap), admin pages oldest first, and the retention purge.
+//! eviction at the account's cap), admin pages oldest first, the account's own pages newest
+//! first, and the retention purge.
 //!
 //! Owns: `Book` — the only writer of `Feedback` and `FeedbackByTime` records — and its counters
 //! (`FeedbackMetrics`). Called from listener threads (`put`: inline over RocksDB; on a cluster
-//! on the etcd runtime's blocking pool), the admin listener (`page`) and `xray-housekeeping`
-//! (`purge_before`). Every call is a few blocking store calls.
+//! on the etcd runtime's blocking pool; `newest` likewise), the admin listener (`page`) and
+//! `xray-housekeeping` (`purge_before`). Every call is a few blocking store calls.
 //!
 //! Invariant: each write is one `Store::write_docs` batch guarded by compare-and-set: a create
 //! expects the record absent and the tally at the revision it read (so creates of one account
@@ -13,7 +14,8 @@
 //! most `FEEDBACK_WRITE_ATTEMPTS_MAX` times, then `Busy` (503).
 //! Invariant: the time index and the records change together; "oldest" is least recently
 //! written (a replace moves the record to the newest end).
-//! Deliberately absent: a newest-first order (a scan walks keys upward; pages say so).
+//! Deliberately absent: filters on the account's own pages (it holds at most
+//! `FEEDBACK_PER_ACCOUNT_MAX` records and pages through them; the admin pages filter).
 
 use std::sync::Arc;
 
@@ -132,8 +134,10 @@ impl Book {
             self.metrics.evicted(written.evicted as u64);
         }
         let changed = written.previous_verdict.as_deref().is_none_or(|was| was != fresh.verdict);
-        if let (Some(verdict), true) = (fresh.verdict(), changed) {
-            self.metrics.given(fresh.signal_kind.as_deref(), verdict);
+        match (fresh.verdict(), changed, &fresh.scan) {
+            (Some(verdict), true, Some(scan)) => self.metrics.scan_given(&scan.verdict, verdict),
+            (Some(verdict), true, None) => self.metrics.given(fresh.signal_kind.as_deref(), verdict),
+            _ => {}
         }
     }
 
@@ -214,6 +218,31 @@ impl Book {
                 return Ok(FeedbackPage { records, next_after: None });
             }
         }
+    }
+
+    /// A page of `account`'s records, most recently written first, before the time index key
+    /// `before` (as a page's `next_after` gave it), at most `limit` (≤ `STORE_PAGE_LEN_MAX`):
+    /// the account's own listing. `next_after` is set only when more records follow.
+    pub fn newest(&self, account: &str, before: Option<&[u8]>, limit: usize) -> StoreResult<FeedbackPage> {
+        let prefix = account_prefix(account);
+        let before = before.map(|suffix| [&prefix[..], suffix].concat());
+        let limit = limit.clamp(1, STORE_PAGE_LEN_MAX - 1);
+        // One more than the page, to know whether another follows.
+        let mut docs = self.store.scan_docs_rev(DocKind::FeedbackByTime, &prefix, before.as_deref(), limit + 1)?;
+        let more = docs.len() > limit;
+        docs.truncate(limit);
+        let next_after = docs.last().filter(|_| more).map(|doc| doc.key[prefix.len()..].to_vec());
+        let records = docs
+            .iter()
+            .filter_map(|doc| match decode(&doc.value) {
+                Ok(record) => Some(record),
+                Err(e) => {
+                    tracing::error!(error = %e, "a feedback record does not read; skipped");
+                    None
+                }
+            })
+            .collect();
+        Ok(FeedbackPage { records, next_after })
     }
 
     /// How many records `account` holds (its tally).
@@ -303,14 +332,62 @@ mod tests {
             id: feedback_id(account, analysis, signal),
             account: account.into(),
             key_id: "key_1".into(),
-            analysis_id: analysis.into(),
+            analysis_id: Some(analysis.into()),
             signal_id: signal.map(str::to_owned),
             signal_kind: signal.map(|_| "open_token_delegation".into()),
             verdict: verdict.into(),
             note: None,
             created_at_ms: at_ms,
             updated_at_ms: at_ms,
+            scan: None,
         }
+    }
+
+    fn scan_record(account: &str, request_id: &str, scan_verdict: &str, verdict: &str, at_ms: u64) -> FeedbackRecord {
+        FeedbackRecord {
+            id: crate::feedback::record::scan_feedback_id(account, request_id, &"00".repeat(32)),
+            analysis_id: None,
+            signal_id: None,
+            signal_kind: None,
+            scan: Some(crate::feedback::record::ScanFacts {
+                request_id: request_id.into(),
+                message_sha256: "00".repeat(32),
+                verdict: scan_verdict.into(),
+                finding_kinds: vec![],
+                scanned_at: "2026-11-23T10:20:00.125Z".into(),
+            }),
+            ..record(account, "unused", None, verdict, at_ms)
+        }
+    }
+
+    fn analyses(page: &FeedbackPage) -> Vec<&str> {
+        page.records.iter().map(|r| r.analysis_id.as_deref().unwrap_or("scan")).collect()
+    }
+
+    #[test]
+    fn the_accounts_own_pages_are_newest_first_and_its_own() {
+        let (_dir, store) = rocks();
+        let book = Book::new(store);
+        for i in 0..5u64 {
+            book.put(&record("acct_1", &format!("an_{i}"), None, "missed", 10 + i)).unwrap();
+            book.put(&record("acct_2", &format!("an_{i}"), None, "missed", 10 + i)).unwrap();
+        }
+        book.put(&scan_record("acct_1", "req_1", "benign", "false_negative", 20)).unwrap();
+        // A replace moves its record to the newest end.
+        book.put(&record("acct_1", "an_1", None, "missed", 30)).unwrap();
+        let first = book.newest("acct_1", None, 3).unwrap();
+        assert_eq!(analyses(&first), ["an_1", "scan", "an_4"]);
+        let after = first.next_after.clone().expect("more");
+        let second = book.newest("acct_1", Some(&after), 3).unwrap();
+        assert_eq!(analyses(&second), ["an_3", "an_2", "an_0"]);
+        assert_eq!(second.next_after, None, "exactly the rest: no empty page after it");
+        assert!(book.newest("acct_3", None, 3).unwrap().records.is_empty());
+        assert_eq!(book.newest("acct_2", None, 100).unwrap().records.len(), 5);
+        // A scan's verdicts count apart, once per change.
+        assert_eq!(book.metrics.scan_count("benign", FeedbackVerdict::FalseNegative), 1);
+        book.put(&scan_record("acct_1", "req_1", "benign", "false_negative", 40)).unwrap();
+        assert_eq!(book.metrics.scan_count("benign", FeedbackVerdict::FalseNegative), 1, "a same repeat");
+        assert_eq!(book.held("acct_1").unwrap(), 6);
     }
 
     fn rocks() -> (tempfile::TempDir, Arc<dyn Store>) {
@@ -353,7 +430,7 @@ mod tests {
         let written = book.put(&record("acct_1", "an_3", None, "missed", 201)).unwrap();
         assert_eq!(written.evicted, 1);
         let page = book.page("acct_1", None, 10, &Filter::default()).unwrap();
-        let ids: Vec<&str> = page.records.iter().map(|r| r.analysis_id.as_str()).collect();
+        let ids = analyses(&page);
         assert_eq!(ids, ["an_2", "an_0", "an_3"]);
         assert_eq!(book.held("acct_1").unwrap(), 3);
         assert_eq!(book.held("acct_2").unwrap(), 1, "another account is untouched");
@@ -378,7 +455,7 @@ mod tests {
         let fp = Filter { verdict: Some(FeedbackVerdict::FalsePositive), kind: None };
         assert_eq!(book.page("acct_1", None, 100, &fp).unwrap().records.len(), 3);
         let none = Filter { verdict: None, kind: Some("none".into()) };
-        assert_eq!(book.page("acct_1", None, 100, &none).unwrap().records[0].analysis_id, "an_9");
+        assert_eq!(book.page("acct_1", None, 100, &none).unwrap().records[0].analysis_id.as_deref(), Some("an_9"));
         assert!(book.page("acct_2", None, 100, &Filter::default()).unwrap().records.is_empty());
     }
 
@@ -399,7 +476,7 @@ mod tests {
         assert_eq!(book.held("acct_3").unwrap(), 1);
         let left = book.page("acct_1", None, 100, &Filter::default()).unwrap().records;
         assert_eq!(left.len(), 1);
-        assert_eq!(left[0].analysis_id, "an_new");
+        assert_eq!(left[0].analysis_id.as_deref(), Some("an_new"));
         assert_eq!(purge_before(&*store, 5_000).unwrap(), 0);
     }
 }

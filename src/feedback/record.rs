@@ -1,24 +1,38 @@
 //! One feedback record as the store keeps it, its keys, the verdicts, the checks a submission
-//! passes and the lookup of a signal's kind in an analysis' stored payload.
+//! passes, the lookup of a signal's kind in an analysis' stored payload and the facts kept of
+//! a scan's verified report.
 //!
-//! Owns: `FeedbackRecord`, `FeedbackVerdict`, `FeedbackError` (the field a submission is refused on, and
-//! why), the key layout of the `Feedback` and `FeedbackByTime` records, `feedback_id`. Pure;
-//! any thread.
+//! Owns: `FeedbackRecord`, `ScanFacts`, `FeedbackVerdict`, `FeedbackError` (the field a
+//! submission is refused on, and why), the key layout of the `Feedback` and `FeedbackByTime`
+//! records, `feedback_id` and `scan_feedback_id`. Pure; any thread.
 //!
-//! Layout (`store::docs`, binary, big-endian): a record at lp(account) ‖ lp(analysis id) ‖
-//! signal id (empty for `missed`); the account's tally (a u64 BE count of its records) at
-//! lp(account) alone, in the same kind; and a copy of each record at lp(account) ‖
-//! updated_at_ms BE ‖ lp(analysis id) ‖ signal id, so an account's records read oldest first
-//! in one scan (eviction, pages, purge).
-//! Invariant: the serde names are the stored format; renaming a field is a schema change.
-//! Invariant: a record that passed `check` names a verdict and a signal consistently
-//! (`false_positive` and `confirmed` name a signal, `missed` none), and a note of at most
-//! `FEEDBACK_NOTE_CHARS_MAX` characters without control characters other than tab and newline.
+//! Layout (`store::docs`, binary, big-endian): a record on an analysis at lp(account) ‖
+//! lp(analysis id) ‖ signal id (empty for `missed`); a record on a scan at lp(account) ‖ 0x00
+//! ‖ lp(request id) ‖ message digest — an analysis id is never empty, so its length byte is
+//! never 0 and the two never share a key, whatever request id a client chose; and the digest,
+//! because a client chooses its request ids (`X-Request-Id`): two scans of other messages
+//! under one id are two records, the same answer sent again is one; the account's tally (a u64 BE count
+//! of its records) at lp(account) alone, in the same kind; and a copy of each record at
+//! lp(account) ‖ updated_at_ms BE ‖ the record key's rest, so an account's records read in
+//! the order they were last written in one scan, either way (eviction and purge oldest first,
+//! the account's own pages newest first).
+//! Invariant: the serde names are the stored format; renaming a field is a schema change
+//! (`analysisId` became optional and `scan` was added: records written before read as they
+//! were).
+//! Invariant: a record names exactly one target, an analysis or a scan; one that passed
+//! `check` names a verdict and a signal consistently (`false_positive` and `confirmed` name a
+//! signal, `missed` none), one that passed `check_scan` a scan verdict (`false_positive`,
+//! `false_negative`); both a note of at most `FEEDBACK_NOTE_CHARS_MAX` characters without
+//! control characters other than tab and newline.
+//! Deliberately absent: the scan's report itself (only `ScanFacts`), and the verification of
+//! it (`signing`, which comes after this module: the endpoint verifies, this reads the covered
+//! members it hands over).
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::config::FEEDBACK_NOTE_CHARS_MAX;
+use crate::config::{FEEDBACK_NOTE_CHARS_MAX, FEEDBACK_SCAN_FINDING_KINDS_MAX};
 use crate::store::docs::push_lp;
 
 /// Prefix of a feedback id.
@@ -35,17 +49,29 @@ pub enum FeedbackVerdict {
     Confirmed,
     /// The analysis missed a risk (no signal named; the note says which).
     Missed,
+    /// A scan's verdict was too lenient: the transaction was worse than it said (scans only).
+    FalseNegative,
 }
 
 impl FeedbackVerdict {
-    pub const ALL: [FeedbackVerdict; 3] =
+    pub const ALL: [FeedbackVerdict; 4] = [
+        FeedbackVerdict::FalsePositive,
+        FeedbackVerdict::Confirmed,
+        FeedbackVerdict::Missed,
+        FeedbackVerdict::FalseNegative,
+    ];
+    /// The verdicts on an analysis or one of its signals.
+    pub const ON_ANALYSIS: [FeedbackVerdict; 3] =
         [FeedbackVerdict::FalsePositive, FeedbackVerdict::Confirmed, FeedbackVerdict::Missed];
+    /// The verdicts on a scan: it flagged what is harmless, or missed what is not.
+    pub const ON_SCAN: [FeedbackVerdict; 2] = [FeedbackVerdict::FalsePositive, FeedbackVerdict::FalseNegative];
 
     pub fn as_str(self) -> &'static str {
         match self {
             FeedbackVerdict::FalsePositive => "false_positive",
             FeedbackVerdict::Confirmed => "confirmed",
             FeedbackVerdict::Missed => "missed",
+            FeedbackVerdict::FalseNegative => "false_negative",
         }
     }
 
@@ -53,9 +79,9 @@ impl FeedbackVerdict {
         FeedbackVerdict::ALL.into_iter().find(|v| v.as_str() == text)
     }
 
-    /// Whether the verdict is about one signal (and so must name one).
+    /// Whether the verdict, on an analysis, is about one signal (and so must name one).
     pub fn names_a_signal(self) -> bool {
-        !matches!(self, FeedbackVerdict::Missed)
+        matches!(self, FeedbackVerdict::FalsePositive | FeedbackVerdict::Confirmed)
     }
 }
 
@@ -74,12 +100,14 @@ fn refuse(field: &'static str, message: impl Into<String>) -> FeedbackError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FeedbackRecord {
-    /// `fb_…`, derived from account, analysis and signal (`feedback_id`).
+    /// `fb_…`, derived from account and target (`feedback_id`, `scan_feedback_id`).
     pub id: String,
     pub account: String,
     /// The key that last wrote it.
     pub key_id: String,
-    pub analysis_id: String,
+    /// The analysis judged (`None`: a scan, `scan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_id: Option<String>,
     /// The signal's kind as the analysis' payload named it (kept when the analysis is purged).
@@ -91,32 +119,90 @@ pub struct FeedbackRecord {
     pub note: Option<String>,
     pub created_at_ms: u64,
     pub updated_at_ms: u64,
+    /// The scan judged, as its verified report said it (`None`: an analysis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<ScanFacts>,
 }
+
+/// What a record keeps of a scan's verified report: enough to find the scan in the
+/// integrator's own logs and to count by what it said — not the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScanFacts {
+    /// The scan's `requestId` (its answer's `X-Request-Id`).
+    pub request_id: String,
+    /// `transaction.messageSha256`: the message judged.
+    pub message_sha256: String,
+    /// The scan's own verdict (`benign`, `warning`, `malicious`).
+    pub verdict: String,
+    /// The kinds of its findings, each once, in the report's order (at most
+    /// `FEEDBACK_SCAN_FINDING_KINDS_MAX`).
+    pub finding_kinds: Vec<String>,
+    /// Its `scannedAt`, as signed.
+    pub scanned_at: String,
+}
+
+/// What a record is about, as its key names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    Analysis { id: &'a str, signal: Option<&'a str> },
+    Scan { request_id: &'a str, message_sha256: &'a str },
+}
+
+impl Target<'_> {
+    /// The key's part after lp(account) (and, in the time index, the time).
+    fn push(self, key: &mut Vec<u8>) {
+        match self {
+            Target::Analysis { id, signal } => {
+                push_lp(key, id);
+                key.extend_from_slice(signal.unwrap_or("").as_bytes());
+            }
+            Target::Scan { request_id, message_sha256 } => {
+                key.push(SCAN_TARGET_BYTE);
+                push_lp(key, request_id);
+                key.extend_from_slice(message_sha256.as_bytes());
+            }
+        }
+    }
+}
+
+/// Marks a scan's record key where an analysis' has its id's (never 0) length byte.
+const SCAN_TARGET_BYTE: u8 = 0;
 
 impl FeedbackRecord {
     pub fn verdict(&self) -> Option<FeedbackVerdict> {
         FeedbackVerdict::parse(&self.verdict)
     }
 
-    /// Key of the record: lp(account) ‖ lp(analysis id) ‖ signal id.
-    pub fn key(&self) -> Vec<u8> {
-        record_key(&self.account, &self.analysis_id, self.signal_id.as_deref())
+    /// What it is about: its scan, else its analysis and signal.
+    pub fn target(&self) -> Target<'_> {
+        match &self.scan {
+            Some(scan) => Target::Scan { request_id: &scan.request_id, message_sha256: &scan.message_sha256 },
+            None => {
+                Target::Analysis { id: self.analysis_id.as_deref().unwrap_or(""), signal: self.signal_id.as_deref() }
+            }
+        }
     }
 
-    /// Key of its time index entry: lp(account) ‖ updated_at_ms BE ‖ lp(analysis id) ‖ signal id.
+    /// Key of the record: lp(account) ‖ the target's part.
+    pub fn key(&self) -> Vec<u8> {
+        target_key(&self.account, self.target())
+    }
+
+    /// Key of its time index entry: lp(account) ‖ updated_at_ms BE ‖ the target's part.
     pub fn time_key(&self) -> Vec<u8> {
         let mut key = account_prefix(&self.account);
         key.extend_from_slice(&self.updated_at_ms.to_be_bytes());
-        push_lp(&mut key, &self.analysis_id);
-        key.extend_from_slice(self.signal_id.as_deref().unwrap_or("").as_bytes());
+        self.target().push(&mut key);
         key
     }
 }
 
-/// Checks what a submission says, before the analysis is read: the verdict, whether it names a
-/// signal as it must, the note. Returns the verdict.
+/// Checks what a submission on an analysis says, before the analysis is read: the verdict,
+/// whether it names a signal as it must, the note. Returns the verdict.
 pub fn check(verdict: &str, signal_id: Option<&str>, note: Option<&str>) -> Result<FeedbackVerdict, FeedbackError> {
     let verdict = FeedbackVerdict::parse(verdict)
+        .filter(|v| FeedbackVerdict::ON_ANALYSIS.contains(v))
         .ok_or_else(|| refuse("verdict", "must be one of false_positive, confirmed, missed"))?;
     match (verdict.names_a_signal(), signal_id) {
         (true, None) => {
@@ -140,6 +226,49 @@ pub fn check(verdict: &str, signal_id: Option<&str>, note: Option<&str>) -> Resu
         check_note(note)?;
     }
     Ok(verdict)
+}
+
+/// Checks what a submission on a scan says, before its report is verified: the verdict and
+/// the note. Returns the verdict.
+pub fn check_scan(verdict: &str, note: Option<&str>) -> Result<FeedbackVerdict, FeedbackError> {
+    let verdict = FeedbackVerdict::parse(verdict)
+        .filter(|v| FeedbackVerdict::ON_SCAN.contains(v))
+        .ok_or_else(|| refuse("verdict", "must be false_positive or false_negative on a scan"))?;
+    if let Some(note) = note {
+        check_note(note)?;
+    }
+    Ok(verdict)
+}
+
+/// The facts a record keeps of a scan, read from the members its signature covers (never from
+/// the rest of its `data`), once the endpoint verified them; and whether `verdict` fits it: a
+/// scan without findings flagged nothing, so it cannot be a false positive.
+pub fn scan_facts(covered: &Map<String, Value>, verdict: FeedbackVerdict) -> Result<ScanFacts, FeedbackError> {
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
+    let not_a_scan = || refuse("scan", "is not a scan report of this server (a member is missing)");
+    let request_id = text(covered.get("requestId")).filter(|id| !id.is_empty()).ok_or_else(not_a_scan)?;
+    let message_sha256 =
+        text(covered.get("transaction").and_then(|t| t.get("messageSha256"))).ok_or_else(not_a_scan)?;
+    let findings = covered.get("findings").and_then(Value::as_array).ok_or_else(not_a_scan)?;
+    let mut finding_kinds: Vec<String> = Vec::new();
+    for kind in findings.iter().filter_map(|f| f.get("kind").and_then(Value::as_str)) {
+        if finding_kinds.len() < FEEDBACK_SCAN_FINDING_KINDS_MAX && !finding_kinds.iter().any(|k| k == kind) {
+            finding_kinds.push(kind.to_owned());
+        }
+    }
+    if verdict == FeedbackVerdict::FalsePositive && findings.is_empty() {
+        return Err(refuse(
+            "verdict",
+            "false_positive needs a scan with findings: this one flagged nothing (false_negative says it missed a risk)",
+        ));
+    }
+    Ok(ScanFacts {
+        request_id,
+        message_sha256,
+        verdict: text(covered.get("verdict")).ok_or_else(not_a_scan)?,
+        finding_kinds,
+        scanned_at: text(covered.get("scannedAt")).ok_or_else(not_a_scan)?,
+    })
 }
 
 fn check_note(note: &str) -> Result<(), FeedbackError> {
@@ -173,9 +302,19 @@ pub fn signal_kind(payload: &[u8], signal_id: &str) -> Option<String> {
 /// of SHA-256("xray-feedback-v1" ‖ lp(account) ‖ lp(analysis) ‖ signal) — the same on every
 /// repeat and every node.
 pub fn feedback_id(account: &str, analysis_id: &str, signal_id: Option<&str>) -> String {
+    id_of_key(&record_key(account, analysis_id, signal_id))
+}
+
+/// The id of the record of (account, scan request id, message digest): made as
+/// `feedback_id`, from its key.
+pub fn scan_feedback_id(account: &str, request_id: &str, message_sha256: &str) -> String {
+    id_of_key(&target_key(account, Target::Scan { request_id, message_sha256 }))
+}
+
+fn id_of_key(key: &[u8]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"xray-feedback-v1");
-    hasher.update(record_key(account, analysis_id, signal_id));
+    hasher.update(key);
     let digest = hasher.finalize();
     format!("{FEEDBACK_ID_PREFIX}{}", bs58::encode(&digest[..16]).into_string())
 }
@@ -187,11 +326,15 @@ pub fn account_prefix(account: &str) -> Vec<u8> {
     key
 }
 
-/// Key of a record: lp(account) ‖ lp(analysis id) ‖ signal id (empty: none).
+/// Key of a record on an analysis: lp(account) ‖ lp(analysis id) ‖ signal id (empty: none).
 pub fn record_key(account: &str, analysis_id: &str, signal_id: Option<&str>) -> Vec<u8> {
+    target_key(account, Target::Analysis { id: analysis_id, signal: signal_id })
+}
+
+/// Key of a record: lp(account) ‖ the target's part.
+fn target_key(account: &str, target: Target<'_>) -> Vec<u8> {
     let mut key = account_prefix(account);
-    push_lp(&mut key, analysis_id);
-    key.extend_from_slice(signal_id.unwrap_or("").as_bytes());
+    target.push(&mut key);
     key
 }
 
@@ -232,13 +375,14 @@ mod tests {
             id: feedback_id("acct_1", "an_1", signal),
             account: "acct_1".into(),
             key_id: "key_1".into(),
-            analysis_id: "an_1".into(),
+            analysis_id: Some("an_1".into()),
             signal_id: signal.map(str::to_owned),
             signal_kind: signal.map(|_| "open_token_delegation".into()),
             verdict: "false_positive".into(),
             note: None,
             created_at_ms: 1,
             updated_at_ms,
+            scan: None,
         }
     }
 
@@ -308,5 +452,87 @@ mod tests {
         let json = serde_json::to_string(&older).unwrap();
         assert_eq!(serde_json::from_str::<FeedbackRecord>(&json).unwrap(), older);
         assert!(!json.contains("note"), "absent fields are not stored: {json}");
+    }
+
+    fn scan_record(request_id: &str, updated_at_ms: u64) -> FeedbackRecord {
+        let facts = ScanFacts {
+            request_id: request_id.into(),
+            message_sha256: "ab".repeat(32),
+            verdict: "malicious".into(),
+            finding_kinds: vec!["token_approval".into()],
+            scanned_at: "2026-11-23T10:20:00.125Z".into(),
+        };
+        FeedbackRecord {
+            id: scan_feedback_id("acct_1", request_id, &"ab".repeat(32)),
+            analysis_id: None,
+            signal_id: None,
+            signal_kind: None,
+            scan: Some(facts),
+            ..record(None, updated_at_ms)
+        }
+    }
+
+    #[test]
+    fn scan_records_never_share_a_key_with_an_analysis_and_sort_by_time_with_them() {
+        // A client may send any X-Request-Id, an analysis' id included.
+        let scan = scan_record("an_1", 7);
+        let digest = "ab".repeat(32);
+        assert_eq!(scan.target(), Target::Scan { request_id: "an_1", message_sha256: &digest });
+        assert_ne!(scan.key(), record(None, 7).key());
+        assert_ne!(scan.id, feedback_id("acct_1", "an_1", None));
+        assert_eq!(scan.id, scan_feedback_id("acct_1", "an_1", &digest));
+        assert_ne!(scan.id, scan_feedback_id("acct_2", "an_1", &digest), "another account's");
+        // The client chose the request id: another message under it is another record.
+        assert_ne!(scan.id, scan_feedback_id("acct_1", "an_1", &"cd".repeat(32)));
+        let prefix = account_prefix("acct_1");
+        assert!(record(Some("sig_1"), 6).time_key() < scan.time_key());
+        assert_eq!(record_key_of_time_key(&scan.time_key(), prefix.len()), Some(scan.key()));
+        let json = serde_json::to_string(&scan).unwrap();
+        assert!(!json.contains("analysisId"), "{json}");
+        assert_eq!(serde_json::from_str::<FeedbackRecord>(&json).unwrap(), scan);
+        // A record stored before scans existed reads as it was.
+        let old = r#"{"id":"fb_1","account":"acct_1","keyId":"key_1","analysisId":"an_1","verdict":"missed",
+            "createdAtMs":1,"updatedAtMs":2}"#;
+        let old: FeedbackRecord = serde_json::from_str(old).unwrap();
+        assert_eq!((old.analysis_id.as_deref(), old.scan.as_ref()), (Some("an_1"), None));
+        assert_eq!(old.key(), record_key("acct_1", "an_1", None));
+    }
+
+    #[test]
+    fn scan_verdicts_are_their_own() {
+        assert_eq!(check_scan("false_positive", None), Ok(FeedbackVerdict::FalsePositive));
+        assert_eq!(check_scan("false_negative", Some("drained")), Ok(FeedbackVerdict::FalseNegative));
+        for wrong in ["confirmed", "missed", "FALSE_NEGATIVE", ""] {
+            assert_eq!(check_scan(wrong, None).unwrap_err().field, "verdict", "{wrong:?}");
+        }
+        assert_eq!(check_scan("false_negative", Some("bell\u{7}")).unwrap_err().field, "note");
+        // And an analysis takes none of the scan's own.
+        assert_eq!(check("false_negative", None, None).unwrap_err().field, "verdict");
+    }
+
+    #[test]
+    fn scan_facts_come_from_the_covered_members() {
+        let covered = |findings: Value| -> Map<String, Value> {
+            let value = serde_json::json!({
+                "verdict": "malicious", "requestId": "req_1", "scannedAt": "2026-11-23T10:20:00.125Z",
+                "transaction": {"messageSha256": "00ff"}, "findings": findings,
+            });
+            value.as_object().cloned().unwrap()
+        };
+        let many: Vec<Value> = (0..FEEDBACK_SCAN_FINDING_KINDS_MAX + 5)
+            .flat_map(|i| [serde_json::json!({"kind": format!("k{i}")}), serde_json::json!({"kind": format!("k{i}")})])
+            .collect();
+        let facts = scan_facts(&covered(Value::Array(many)), FeedbackVerdict::FalsePositive).unwrap();
+        assert_eq!(facts.finding_kinds.len(), FEEDBACK_SCAN_FINDING_KINDS_MAX, "each kind once, bounded");
+        assert_eq!((facts.finding_kinds[0].as_str(), facts.finding_kinds[1].as_str()), ("k0", "k1"));
+        assert_eq!((facts.request_id.as_str(), facts.message_sha256.as_str()), ("req_1", "00ff"));
+        assert_eq!((facts.verdict.as_str(), facts.scanned_at.as_str()), ("malicious", "2026-11-23T10:20:00.125Z"));
+        // Nothing flagged: nothing to be false about.
+        let none = covered(serde_json::json!([]));
+        assert_eq!(scan_facts(&none, FeedbackVerdict::FalsePositive).unwrap_err().field, "verdict");
+        assert!(scan_facts(&none, FeedbackVerdict::FalseNegative).unwrap().finding_kinds.is_empty());
+        let mut no_id = none.clone();
+        no_id.remove("requestId");
+        assert_eq!(scan_facts(&no_id, FeedbackVerdict::FalseNegative).unwrap_err().field, "scan");
     }
 }

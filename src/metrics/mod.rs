@@ -152,6 +152,7 @@ label_enum! {
         PayloadTooLarge => "payload_too_large",
         UnsupportedMediaType => "unsupported_media_type",
         AccountNotEligible => "account_not_eligible",
+        ReportNotVerified => "report_not_verified",
         RateLimited => "rate_limited",
         /// Refused by the per-IP limit of failed authentications (not a code of its own: the
         /// answer is `RATE_LIMITED`, so the caller's refusal also counts it as `rate_limited`).
@@ -208,6 +209,7 @@ impl RejectReason {
             ErrorCode::PayloadTooLarge => RejectReason::PayloadTooLarge,
             ErrorCode::UnsupportedMediaType => RejectReason::UnsupportedMediaType,
             ErrorCode::AccountNotEligible => RejectReason::AccountNotEligible,
+            ErrorCode::ReportNotVerified => RejectReason::ReportNotVerified,
             ErrorCode::RateLimited => RejectReason::RateLimited,
             ErrorCode::QuotaExhausted => RejectReason::QuotaExhausted,
             ErrorCode::TooManyJobs => RejectReason::TooManyJobs,
@@ -541,7 +543,7 @@ mod tests {
 
     use super::*;
 
-    const ALL_CODES: [ErrorCode; 18] = [
+    const ALL_CODES: [ErrorCode; 19] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidAddress,
         ErrorCode::InvalidTransaction,
@@ -552,6 +554,7 @@ mod tests {
         ErrorCode::PayloadTooLarge,
         ErrorCode::UnsupportedMediaType,
         ErrorCode::AccountNotEligible,
+        ErrorCode::ReportNotVerified,
         ErrorCode::RateLimited,
         ErrorCode::QuotaExhausted,
         ErrorCode::TooManyJobs,
@@ -663,7 +666,7 @@ mod tests {
             assert_eq!(reason.slot(), i);
         }
         assert_eq!(RouteLabel::ALL.len(), 15);
-        assert_eq!(RejectReason::ALL.len(), 19);
+        assert_eq!(RejectReason::ALL.len(), 20);
         let routes: Vec<_> = RouteLabel::ALL.iter().map(|r| r.as_str()).collect();
         let expected = [
             "wallet",
@@ -863,7 +866,7 @@ mod tests {
             assert_eq!(types.get(name).map(String::as_str), Some(kind), "{name}");
         }
         assert!(!samples.iter().any(|s| s.name.starts_with("xray_http_")), "no request seen, no request series");
-        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 19);
+        assert_eq!(samples.iter().filter(|s| s.name == "xray_rejections_total").count(), 20);
         assert_eq!(value(&samples, "xray_queue_depth", &[]), 3.0);
         assert_eq!(value(&samples, "xray_queue_capacity", &[]), 1024.0);
         assert_eq!(value(&samples, "xray_live_jobs", &[]), 5.0);

@@ -49,6 +49,18 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Every verdict, mildest first.
+    pub const ALL: [Verdict; 3] = [Verdict::Benign, Verdict::Warning, Verdict::Malicious];
+
+    /// Its word on the wire (as serialized).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Benign => "benign",
+            Verdict::Warning => "warning",
+            Verdict::Malicious => "malicious",
+        }
+    }
+
     fn of(severity: Severity) -> Verdict {
         match severity {
             Severity::Critical => Verdict::Malicious,

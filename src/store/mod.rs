@@ -445,6 +445,11 @@ pub trait Store: Send + Sync {
     /// Records of `kind` whose keys start with `prefix`, in key order, after `after` (a key a
     /// previous page ended on), at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]).
     fn scan_docs(&self, kind: DocKind, prefix: &[u8], after: Option<&[u8]>, limit: usize) -> StoreResult<Vec<Doc>>;
+    /// Records of `kind` whose keys start with `prefix`, in descending key order, before
+    /// `before` (a key a previous page ended on: strictly below it), at most `limit` (≤
+    /// [`STORE_PAGE_LEN_MAX`]) — newest first over a time-ordered index.
+    fn scan_docs_rev(&self, kind: DocKind, prefix: &[u8], before: Option<&[u8]>, limit: usize)
+        -> StoreResult<Vec<Doc>>;
 
     /// Forces everything written so far to stable storage (fsync of the WAL).
     fn sync(&self) -> StoreResult<()>;

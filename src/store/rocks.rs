@@ -1214,6 +1214,43 @@ impl Store for RocksStore {
         Ok(out)
     }
 
+    fn scan_docs_rev(
+        &self,
+        kind: DocKind,
+        prefix: &[u8],
+        before: Option<&[u8]>,
+        limit: usize,
+    ) -> StoreResult<Vec<Doc>> {
+        let limit = docs::page_len(limit);
+        let start = doc_key(kind, prefix);
+        // Strictly below `before`, else below everything under the prefix (the kind's byte is
+        // never 0xFF, so the prefix always has an end).
+        let upper = match before {
+            Some(before) => Some(doc_key(kind, before)),
+            None => enc::prefix_end(&start),
+        };
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        let mut read = ReadOptions::default();
+        read.set_iterate_lower_bound(start.clone());
+        if let Some(upper) = upper {
+            read.set_iterate_upper_bound(upper);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_DOCS)?, read);
+        it.seek_to_last();
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            out.push(read_doc(key[1..].to_vec(), value)?);
+            if out.len() == limit {
+                return Ok(out);
+            }
+            it.prev();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
     fn sync(&self) -> StoreResult<()> {
         Ok(self.db.flush_wal(true)?)
     }

@@ -57,6 +57,10 @@ export type MonitorRequest = RequestBody<operations["createMonitor"]>;
 export type MonitorPatchRequest = RequestBody<operations["changeMonitor"]>;
 export type PolicyRequest = RequestBody<operations["putPolicy"]>;
 export type FeedbackRequest = RequestBody<operations["submitFeedback"]>;
+/** A feedback record as accepted: on an analysis (`target: "analysis"`) or a scan (`"scan"`). */
+export type Feedback = Schemas["Feedback"];
+/** The verdicts feedback on a scan takes. */
+export type ScanFeedbackVerdict = Schemas["ScanFeedback"]["verdict"];
 export type JobStatus = Schemas["JobStatus"];
 
 /** One item of a structured-field list such as `"rate";r=98;t=1`. */
@@ -283,6 +287,22 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 const seg = (s: string) => encodeURIComponent(s);
 
+/** Every item of a paged listing: `page(after)` reads one page, then its `nextAfter`, until none. */
+async function* followPages<T>(
+  page: (after: string | undefined) => Promise<{ items: readonly T[]; nextAfter?: string | null }>,
+): AsyncGenerator<T> {
+  let after: string | undefined;
+  for (;;) {
+    const { items, nextAfter } = await page(after);
+    yield* items;
+    if (!nextAfter) return;
+    after = nextAfter;
+  }
+}
+
+/** A page's query: `limit`, and `after` once a page named one. */
+const pageQuery = (limit: number, after: string | undefined) => ({ limit, ...(after ? { after } : {}) });
+
 export class XrayClient {
   readonly baseUrl: string;
   private readonly apiKey?: string;
@@ -409,13 +429,10 @@ export class XrayClient {
 
   /** Every monitor of the account, following `nextAfter`. */
   async *allMonitors(limit = 100, opts: RequestOptions = {}) {
-    let after: string | undefined;
-    for (;;) {
-      const page = await this.listMonitors({ limit, ...(after ? { after } : {}) }, opts);
-      yield* page.body.data.monitors;
-      if (!page.body.data.nextAfter) return;
-      after = page.body.data.nextAfter;
-    }
+    yield* followPages(async (after) => {
+      const { data } = (await this.listMonitors(pageQuery(limit, after), opts)).body;
+      return { items: data.monitors, nextAfter: data.nextAfter };
+    });
   }
 
   /** `GET /v1/developer/monitors/{id}` — with its watches. */
@@ -469,15 +486,52 @@ export class XrayClient {
   // ---- feedback ---------------------------------------------------------------------------
 
   /**
-   * `POST /v1/developer/feedback` — a verdict on a READY analysis or one of its signals: 201
-   * the first time, 200 when it replaces the record (one per analysis and signal), so a retry
-   * is safe. Not charged.
+   * `POST /v1/developer/feedback` — a verdict on a READY analysis or one of its signals, or on
+   * a scan (`submitScanFeedback`): 201 the first time, 200 when it replaces the record (one per
+   * analysis and signal, or per scan), so a retry is safe. Not charged.
    */
   submitFeedback(body: FeedbackRequest, opts: RequestOptions = {}) {
     return this.call<SuccessBody<operations["submitFeedback"]>>(
       { method: "POST", path: "/v1/developer/feedback", body, retrySafe: true },
       opts,
     );
+  }
+
+  /**
+   * `POST /v1/developer/feedback` on a scan: `scan` is the scan's answer as
+   * `scanTransaction` returned it (`body`, i.e. `{data: {…, signature}}`), sent back whole; the
+   * server verifies it for this key's account (`422 REPORT_NOT_VERIFIED` with
+   * `details.reason` else) and keeps only its facts. 201 the first time, 200 when it replaces
+   * the record (one per scan `requestId` and `messageSha256`), so a retry is safe. The key needs
+   * `transaction:scan` besides `analysis:read`. Not charged.
+   */
+  submitScanFeedback(
+    scan: SuccessBody<operations["scanTransaction"]>,
+    verdict: ScanFeedbackVerdict,
+    note?: string,
+    opts: RequestOptions = {},
+  ) {
+    const body = { scan, verdict, ...(note === undefined ? {} : { note }) } as FeedbackRequest;
+    return this.submitFeedback(body, opts);
+  }
+
+  /**
+   * `GET /v1/developer/feedback` — the account's own records, newest first, one page (the scans'
+   * records only for a key that also holds `transaction:scan`: a page may then be short).
+   */
+  listFeedback(query: QueryOf<operations["listFeedback"]> = {}, opts: RequestOptions = {}) {
+    return this.call<SuccessBody<operations["listFeedback"]>>(
+      { method: "GET", path: "/v1/developer/feedback", query, retrySafe: true },
+      opts,
+    );
+  }
+
+  /** Every feedback record of the account, newest first, following `nextAfter`. */
+  async *allFeedback(limit = 100, opts: RequestOptions = {}) {
+    yield* followPages(async (after) => {
+      const { data } = (await this.listFeedback(pageQuery(limit, after), opts)).body;
+      return { items: data.feedback, nextAfter: data.nextAfter };
+    });
   }
 
   // ---- account and service ----------------------------------------------------------------

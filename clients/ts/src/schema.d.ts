@@ -352,21 +352,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the account's own feedback
+         * @description The feedback records of the key's account (any key of the account sees them all; no other account's), most recently written first, each as it was accepted (`Feedback`: on an analysis or on a scan), `limit` per page; `nextAfter` is the next page's `after`, `null` on the last. The records on scans are listed only to a key that also holds `transaction:scan` (the scope a scan's answer is given to); for another key a page may hold fewer than `limit` records, even none, and still name a `nextAfter`. A repeat that replaced a record moves it to the front. Free.
+         *
+         *     **Required scope:** `analysis:read` (else `403 INSUFFICIENT_SCOPE`), as for writing feedback.
+         */
+        get: operations["listFeedback"];
         put?: never;
         /**
-         * Report a false positive, confirm a signal, or report a risk an analysis missed
+         * Report a false positive, confirm a signal, report a risk an analysis missed, or judge a scan
          * @description Records the caller's verdict on a `READY` analysis of its account (an extension of the contract): `false_positive` or `confirmed` on one of its signals (`signalId`, as in `xray.signals[].id`), or `missed` for a risk the analysis has no signal for (no `signalId`; say what in `note`). The counts of verdicts by signal kind are what the engine is tuned with.
          *
-         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 4 KiB (413), shape (400 `INVALID_REQUEST`: `analysisId` and `verdict` strings, `signalId` and `note` strings or absent) → `verdict` one of the three (400, `details.field: "verdict"`) → `signalId` present with `false_positive` and `confirmed`, absent with `missed` (400, `details.field: "signalId"`) → `note` at most 1,000 characters without control characters other than tab and newline (400, `details.field: "note"`) → the analysis: a malformed id, an unknown one or another account's → `404 NOT_FOUND`, exactly as a poll answers it; `QUEUED`, `RUNNING` or `FAILED` → `409 CONFLICT` (the message names its status; send feedback once it is `READY`) → `signalId` not a signal of its X-Ray → 400, `details.field: "signalId"`.
+         *     **On a scan.** A scan is not stored: send its answer back (`scan`: the whole JSON the scan returned) with `false_positive` (it flagged a harmless transaction; the scan must have findings) or `false_negative` (its verdict was too mild). The server verifies it as an `xray.scan.v2` report of its own keys made for the caller's account and keeps only what identifies and summarizes it — `requestId`, `messageSha256`, the scan's verdict, its findings' kinds, `scannedAt` — never the report. Order after the body's shape (415; 413 past 128 KiB; 400): `transaction:scan` held besides `analysis:read` (`403 INSUFFICIENT_SCOPE`, `details.field: "scan"`, before the answer is read) → `verdict` one of the two and `note` (400) → the answer verified (`422 REPORT_NOT_VERIFIED`, `details.reason` naming the verifier's reason; another account's scan is `account_mismatch`) → `false_positive` on a scan without findings (400, `details.field: "verdict"`). One record per (account, scan `requestId`, `messageSha256`) — the request id is the client's `X-Request-Id` when it sent one, so other messages scanned under a reused id stay apart: the same answer sent again replaces it (`200`), as on an analysis. `/metrics` counts `xray_scan_feedback_total{scan_verdict,verdict}`.
          *
-         *     **Idempotent by construction.** There is one record per (account, `analysisId`, `signalId` or none): the first request creates it (`201`), a repeat replaces its `verdict`, `note` and `updatedAt` (`200`); `feedbackId` and `createdAt` stay. Any key of the account with `analysis:read` may write it.
+         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 4 KiB for feedback on an analysis (413, `details.maxBytes: 4096`), shape (400 `INVALID_REQUEST`: `analysisId` and `verdict` strings, `signalId` and `note` strings or absent) → `verdict` one of the three (400, `details.field: "verdict"`) → `signalId` present with `false_positive` and `confirmed`, absent with `missed` (400, `details.field: "signalId"`) → `note` at most 1,000 characters without control characters other than tab and newline (400, `details.field: "note"`) → the analysis: a malformed id, an unknown one or another account's → `404 NOT_FOUND`, exactly as a poll answers it; `QUEUED`, `RUNNING` or `FAILED` → `409 CONFLICT` (the message names its status; send feedback once it is `READY`) → `signalId` not a signal of its X-Ray → 400, `details.field: "signalId"`.
          *
-         *     **Kept.** An account keeps at most 10,000 records; past that a new one evicts the account's least recently written record. A record not written for 365 days is deleted; it outlives its analysis (it holds the signal's `kind`). Operators list an account's feedback with the admin API (`GET /v1/admin/accounts/{account}/feedback`, `xray feedback list`), and `/metrics` counts verdicts by signal kind (`xray_feedback_total{kind,verdict}`).
+         *     **Idempotent by construction.** There is one record per (account, `analysisId`, `signalId` or none): the first request creates it (`201`), a repeat replaces its `verdict`, `note` and `updatedAt` (`200`); `feedbackId` and `createdAt` stay. Any key of the account with `analysis:read` may write it; a scan's, any key of the account that also holds `transaction:scan`, the scope the scan's answer was given to (its signed `account` is what ties it to the account).
+         *
+         *     **Kept.** An account keeps at most 10,000 records; past that a new one evicts the account's least recently written record. A record not written for 365 days is deleted; it outlives its analysis (it holds the signal's `kind`). The account reads its records back with `GET /v1/developer/feedback`; operators list an account's feedback with the admin API (`GET /v1/admin/accounts/{account}/feedback`, `xray feedback list`), and `/metrics` counts verdicts by signal kind (`xray_feedback_total{kind,verdict}`).
          *
          *     **Charging.** None: feedback costs no quota unit (it counts against the key's rate limit like every request).
          *
-         *     **Required scope:** `analysis:read` (else `403 INSUFFICIENT_SCOPE`).
+         *     **Required scope:** `analysis:read`, and `transaction:scan` for feedback on a scan (else `403 INSUFFICIENT_SCOPE`).
          */
         post: operations["submitFeedback"];
         delete?: never;
@@ -481,7 +489,7 @@ export interface components {
         };
         /** @description The error of a refused request, or of one refused address of a batch (with the batch's `requestId`). `details` is omitted for NOT_FOUND, UNSUPPORTED_MEDIA_TYPE and INTERNAL; it is never `{}` or `null`. */
         ErrorObject: {
-            /** @description Machine-readable error code (contract §7). HTTP status by code: INVALID_REQUEST 400, INVALID_ADDRESS 400, INVALID_TRANSACTION 400 (the transaction scan's `transaction` is not a transaction; an extension of the contract's codes), UNAUTHENTICATED 401, INSUFFICIENT_SCOPE 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, IDEMPOTENCY_KEY_REUSED 409, IDEMPOTENCY_KEY_IN_PROGRESS 409, CONFLICT 409 (monitors: the account's maximum of monitors, or an event still being delivered; an extension of the contract's codes), ACCOUNT_NOT_ELIGIBLE 422, RATE_LIMITED 429, QUOTA_EXHAUSTED 429, TOO_MANY_JOBS 429, INTERNAL 500, SERVICE_BUSY 503. Extensible enumeration — currently `enum` [`INVALID_REQUEST`, `INVALID_ADDRESS`, `INVALID_TRANSACTION`, `UNAUTHENTICATED`, `INSUFFICIENT_SCOPE`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `ACCOUNT_NOT_ELIGIBLE`, `RATE_LIMITED`, `QUOTA_EXHAUSTED`, `TOO_MANY_JOBS`, `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_KEY_IN_PROGRESS`, `CONFLICT`, `SERVICE_BUSY`, `INTERNAL`]; clients must tolerate new values. */
+            /** @description Machine-readable error code (contract §7). HTTP status by code: INVALID_REQUEST 400, INVALID_ADDRESS 400, INVALID_TRANSACTION 400 (the transaction scan's `transaction` is not a transaction; an extension of the contract's codes), UNAUTHENTICATED 401, INSUFFICIENT_SCOPE 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, IDEMPOTENCY_KEY_REUSED 409, IDEMPOTENCY_KEY_IN_PROGRESS 409, CONFLICT 409 (monitors: the account's maximum of monitors, or an event still being delivered; an extension of the contract's codes), ACCOUNT_NOT_ELIGIBLE 422, REPORT_NOT_VERIFIED 422 (feedback on a scan: the answer sent back did not verify as this server's for this account; an extension of the contract's codes), RATE_LIMITED 429, QUOTA_EXHAUSTED 429, TOO_MANY_JOBS 429, INTERNAL 500, SERVICE_BUSY 503. Extensible enumeration — currently `enum` [`INVALID_REQUEST`, `INVALID_ADDRESS`, `INVALID_TRANSACTION`, `UNAUTHENTICATED`, `INSUFFICIENT_SCOPE`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `ACCOUNT_NOT_ELIGIBLE`, `REPORT_NOT_VERIFIED`, `RATE_LIMITED`, `QUOTA_EXHAUSTED`, `TOO_MANY_JOBS`, `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_KEY_IN_PROGRESS`, `CONFLICT`, `SERVICE_BUSY`, `INTERNAL`]; clients must tolerate new values. */
             code: string;
             /** @description Human-readable explanation. Not stable: do not parse it. Never contains internals. */
             message: string;
@@ -495,12 +503,12 @@ export interface components {
         /** @description Facts about the error; each code fills only its own subset (contract §7 table). */
         ErrorDetails: {
             /**
-             * @description The offending request field: `wallet`, `walletA`, `walletB`, `wallets` (the batch's list, or one address of it in an item's error), `refresh`, `wait`, `Idempotency-Key`, `callbackUrl`, the scan's `transaction`, `signer` and `origin`, a monitor's `wallets` (also for a `PATCH` whose `addWallets` or `removeWallets` leave a list that is not valid), `addWallets`, `removeWallets`, `minSeverity` and `scoreDrop`, a page's `after` and `limit`, or `body` when the document as a whole is not JSON or not an object. Present for INVALID_REQUEST, INVALID_ADDRESS, INVALID_TRANSACTION (always `transaction`) and ACCOUNT_NOT_ELIGIBLE.
+             * @description The offending request field: `wallet`, `walletA`, `walletB`, `wallets` (the batch's list, or one address of it in an item's error), `refresh`, `wait`, `Idempotency-Key`, `callbackUrl`, the scan's `transaction`, `signer` and `origin`, a monitor's `wallets` (also for a `PATCH` whose `addWallets` or `removeWallets` leave a list that is not valid), `addWallets`, `removeWallets`, `minSeverity` and `scoreDrop`, a page's `after` and `limit`, feedback's `analysisId`, `signalId`, `verdict`, `note` and `scan`, or `body` when the document as a whole is not JSON or not an object. Present for INVALID_REQUEST, INVALID_ADDRESS, INVALID_TRANSACTION (always `transaction`) and ACCOUNT_NOT_ELIGIBLE and REPORT_NOT_VERIFIED (always `scan`).
              * @example wallet
              */
             field?: string;
             /**
-             * @description Why, for INVALID_ADDRESS (`not_base58`, `wrong_length`), UNAUTHENTICATED (`missing`, `malformed`, `unknown`, `revoked`, `expired`), INVALID_REQUEST of a `callbackUrl` (the rule it breaks: `too_long`, `not_url`, `scheme`, `not_https`, `credentials`, `loopback`, `private_address`, `address`, `host_name`, `port`, `path`) and ACCOUNT_NOT_ELIGIBLE (`off_curve`, `program`, `sysvar`, `token_mint` at request time; `token_account`, `executable`, `nonce_account`, `stake_account`, `program_owned` are found on the ledger). and CONFLICT of a monitor's `callbackUrl` while the account has no webhook secret (`no_webhook_secret`). Extensible enumeration; clients must tolerate new values.
+             * @description Why, for INVALID_ADDRESS (`not_base58`, `wrong_length`), UNAUTHENTICATED (`missing`, `malformed`, `unknown`, `revoked`, `expired`), INVALID_REQUEST of a `callbackUrl` (the rule it breaks: `too_long`, `not_url`, `scheme`, `not_https`, `credentials`, `loopback`, `private_address`, `address`, `host_name`, `port`, `path`), ACCOUNT_NOT_ELIGIBLE (`off_curve`, `program`, `sysvar`, `token_mint` at request time; `token_account`, `executable`, `nonce_account`, `stake_account`, `program_owned` are found on the ledger), REPORT_NOT_VERIFIED (the verifiers' closed list, checked in this order: `malformed`, `unknown_key`, `wrong_type`, `covers_mismatch`, `bad_signature`, then `account_mismatch` — a scan made for another account; README, "Why a verifier refuses") and CONFLICT of a monitor's `callbackUrl` while the account has no webhook secret (`no_webhook_secret`). Extensible enumeration; clients must tolerate new values.
              * @example wrong_length
              */
             reason?: string;
@@ -2409,11 +2417,11 @@ export interface components {
             };
         };
         /**
-         * @description `false_positive`: the signal is wrong about this wallet; `confirmed`: it is right; `missed`: the analysis has no signal for a risk the wallet has.
+         * @description On an analysis: `false_positive` — the signal is wrong about this wallet; `confirmed` — it is right; `missed` — the analysis has no signal for a risk the wallet has. On a scan: `false_positive` — it flagged a harmless transaction; `false_negative` — its verdict was too mild for what the transaction did.
          * @enum {string}
          */
-        FeedbackVerdict: "false_positive" | "confirmed" | "missed";
-        /** @description Body of `POST /v1/developer/feedback`: a verdict on one signal (`false_positive`, `confirmed`: `signalId` required) or on the analysis (`missed`: no `signalId`). A `signalId` missing where required, or present with `missed`, is `400 INVALID_REQUEST` with `details.field: "signalId"`. Unknown fields are ignored. */
+        FeedbackVerdict: "false_positive" | "confirmed" | "missed" | "false_negative";
+        /** @description Body of `POST /v1/developer/feedback`: a verdict on one signal of an analysis (`false_positive`, `confirmed`: `signalId` required), on the analysis (`missed`: no `signalId`), or on a scan (`scan`: its answer as it was returned, with `false_positive` or `false_negative`). A `signalId` missing where required, or present with `missed`, is `400 INVALID_REQUEST` with `details.field: "signalId"`; `analysisId` or `signalId` beside `scan` is 400 with `details.field: "scan"`. Unknown fields are ignored. */
         FeedbackRequest: {
             /** @description A `READY` analysis of the caller's account (`an_…`; anything else is 404, and 409 while it is not `READY`). */
             analysisId: string;
@@ -2432,29 +2440,23 @@ export interface components {
             verdict: "missed";
             /** @description Optional: at most 1,000 characters, no control characters but tab and newline (else 400, `details.field: "note"`). */
             note?: string | null;
-        };
-        /** @description One feedback record. */
-        Feedback: {
-            /** @description `fb_` + base58 of 16 bytes, derived from the account, `analysisId` and `signalId`: the same on every repeat. */
-            feedbackId: string;
-            analysisId: string;
-            /** @description `null` for `missed`. */
-            signalId: string | null;
-            /** @description The signal's `kind` as the analysis named it (see docs/signals.md); `null` for `missed`. */
-            signalKind: string | null;
-            verdict: components["schemas"]["FeedbackVerdict"];
-            note: string | null;
+        } | {
+            /** @description The scan's answer, the whole JSON `POST …/intelligence/transaction` returned (`{"data": {…, "signature": {…}}}`), as it was or re-serialized (the signature is over canonical JSON). It must verify as an `xray.scan.v2` report of this server's keys (current or retired) made for the caller's account, else `422 REPORT_NOT_VERIFIED` with `details.reason`. */
+            scan: components["schemas"]["TransactionScan"];
             /**
-             * Format: date-time
-             * @description When the record was first written.
+             * @description `false_positive`: the scan flagged a harmless transaction (needs a scan with findings, else 400 on `verdict`); `false_negative`: its verdict was too mild.
+             * @enum {string}
              */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @description When it was last written.
-             */
-            updatedAt: string;
+            verdict: "false_positive" | "false_negative";
+            /** @description Optional: at most 1,000 characters, no control characters but tab and newline (else 400, `details.field: "note"`). */
+            note?: string | null;
+            /** @description Absent (or `null`) with `scan`. */
+            analysisId?: null;
+            /** @description Absent (or `null`) with `scan`. */
+            signalId?: null;
         };
+        /** @description One feedback record, as it was accepted: on an analysis (`target: "analysis"`) or on a scan (`target: "scan"`). */
+        Feedback: components["schemas"]["AnalysisFeedback"] | components["schemas"]["ScanFeedback"];
         /** @description Body of `201` and `200` to `POST /v1/developer/feedback`. */
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
@@ -2561,6 +2563,78 @@ export interface components {
             amount: string;
             /** @description The mint's decimals, to show `amount` in whole tokens. */
             decimals: number;
+        };
+        /** @description One feedback record on an analysis or one of its signals. */
+        AnalysisFeedback: {
+            /** @description `fb_` + base58 of 16 bytes, derived from the account, `analysisId` and `signalId`: the same on every repeat. */
+            feedbackId: string;
+            /**
+             * @description What the record judged: an analysis. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            target: "analysis";
+            analysisId: string;
+            /** @description `null` for `missed`. */
+            signalId: string | null;
+            /** @description The signal's `kind` as the analysis named it (see docs/signals.md); `null` for `missed`. */
+            signalKind: string | null;
+            /** @enum {string} */
+            verdict: "false_positive" | "confirmed" | "missed";
+            note: string | null;
+            /**
+             * Format: date-time
+             * @description When the record was first written.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was last written.
+             */
+            updatedAt: string;
+        };
+        /** @description One feedback record on a scan: what was kept of its verified answer (not the answer). */
+        ScanFeedback: {
+            /** @description `fb_` + base58 of 16 bytes, derived from the account and the scan's `requestId` and `messageSha256`: the same on every repeat. */
+            feedbackId: string;
+            /**
+             * @description What the record judged: a scan. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            target: "scan";
+            /** @description The scan's `requestId` (its answer's `X-Request-Id`). */
+            requestId: string;
+            /** @description The scan's `transaction.messageSha256`: the message it judged. */
+            messageSha256: string;
+            scanVerdict: components["schemas"]["Verdict"];
+            /** @description The kinds of the scan's findings, each once, in its order (see docs/signals.md); empty when it had none. */
+            findingKinds: string[];
+            /**
+             * Format: date-time
+             * @description The scan's `scannedAt`.
+             */
+            scannedAt: string;
+            /** @enum {string} */
+            verdict: "false_positive" | "false_negative";
+            note: string | null;
+            /**
+             * Format: date-time
+             * @description When the record was first written.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was last written.
+             */
+            updatedAt: string;
+        };
+        /** @description Body of `200` to `GET /v1/developer/feedback`. */
+        FeedbackPage: {
+            data: {
+                /** @description The account's records, most recently written first (a repeat that replaced a record moved it to the front). */
+                feedback: components["schemas"]["Feedback"][];
+                /** @description When more records follow: an opaque cursor to pass as `after` for the next page. `null` on the last page. */
+                nextAfter: string | null;
+            };
         };
     };
     responses: {
@@ -2720,6 +2794,18 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `REPORT_NOT_VERIFIED`: the scan's answer sent back is not a report this server signed for the caller's account (`details.field: "scan"`, `details.reason`: `malformed` — not a signed report, or unsigned; `unknown_key` — another server's, or a key retired past the kept ones; `wrong_type` — a report that is not a scan; `covers_mismatch`; `bad_signature` — a covered member changed; `account_mismatch` — another account's scan, whose account is not named). Nothing is recorded. */
+        ReportNotVerified: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
@@ -2744,6 +2830,10 @@ export interface components {
         EventsAfter: string;
         /** @description Events per page: a whole number 1–100 (default 50); anything else is `400 INVALID_REQUEST` with `details.field: "limit"`. */
         EventsLimit: number;
+        /** @description Paging: the `nextAfter` of the previous page (opaque, at most 512 characters) — the page starts with the next older record. A value that is not a page's `nextAfter` is `400 INVALID_REQUEST` with `details.field: "after"`. */
+        FeedbackAfter: string;
+        /** @description Records per page: a whole number 1–100 (default 50); anything else is `400 INVALID_REQUEST` with `details.field: "limit"`. */
+        FeedbackLimit: number;
     };
     requestBodies: never;
     headers: {
@@ -3450,6 +3540,44 @@ export interface operations {
             503: components["responses"]["ServiceBusy"];
         };
     };
+    listFeedback: {
+        parameters: {
+            query?: {
+                /** @description Paging: the `nextAfter` of the previous page (opaque, at most 512 characters) — the page starts with the next older record. A value that is not a page's `nextAfter` is `400 INVALID_REQUEST` with `details.field: "after"`. */
+                after?: components["parameters"]["FeedbackAfter"];
+                /** @description Records per page: a whole number 1–100 (default 50); anything else is `400 INVALID_REQUEST` with `details.field: "limit"`. */
+                limit?: components["parameters"]["FeedbackLimit"];
+            };
+            header?: {
+                /** @description Optional client request id. Echoed in the `X-Request-Id` response header and `error.requestId` when it is 1–64 characters of `[A-Za-z0-9._-]`; any other value is replaced by a server-generated id (never rejected). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: one page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceBusy"];
+        };
+    };
     submitFeedback: {
         parameters: {
             query?: never;
@@ -3460,7 +3588,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description `Content-Type: application/json` (else 415), at most 4 KiB (else 413). */
+        /** @description `Content-Type: application/json` (else 415), at most 4 KiB on an analysis and 128 KiB with a scan's answer (else 413). */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["FeedbackRequest"];
@@ -3479,7 +3607,7 @@ export interface operations {
                     "application/json": components["schemas"]["FeedbackAnswer"];
                 };
             };
-            /** @description Created: the first feedback of this account on this analysis and signal (or on the analysis as `missed`). */
+            /** @description Created: the first feedback of this account on this analysis and signal (or on the analysis as `missed`), or on this scan. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3499,6 +3627,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ReportNotVerified"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceBusy"];

@@ -131,6 +131,7 @@ describe("the real server", () => {
     const signalId = done.body.data.xray!.signals[0].id;
     const first = await client.submitFeedback({ analysisId, signalId, verdict: "false_positive" });
     assert.ok(first.status === 201 || first.status === 200);
+    assert.ok(first.body.data.target === "analysis");
     assert.equal(first.body.data.signalId, signalId);
     assert.match(first.body.data.feedbackId, /^fb_/);
     const again = await client.submitFeedback({ analysisId, signalId, verdict: "confirmed", note: "on reflection" });
@@ -138,8 +139,40 @@ describe("the real server", () => {
     assert.equal(again.body.data.feedbackId, first.body.data.feedbackId);
     assert.equal(again.body.data.verdict, "confirmed");
     const missed = await client.submitFeedback({ analysisId, verdict: "missed" });
-    assert.equal(missed.body.data.signalKind, null);
+    assert.ok(missed.body.data.target === "analysis" && missed.body.data.signalKind === null);
     await expectError(client.submitFeedback({ analysisId: "an_nope", verdict: "missed" }), "NOT_FOUND", 404);
+  });
+
+  it("sends a scan's answer back as feedback and reads the account's feedback, newest first", async () => {
+    const scan = await client.scanTransaction({ transaction: env("XRAY_DEMO_TX_APPROVE"), signer: CLEAN });
+    const given = await client.submitScanFeedback(scan.body, "false_positive", "our own vault");
+    assert.ok(given.status === 201 || given.status === 200);
+    const record = given.body.data;
+    assert.ok(record.target === "scan");
+    assert.equal(record.requestId, scan.body.data.requestId);
+    assert.equal(record.scanVerdict, scan.body.data.verdict);
+    assert.ok(record.findingKinds.includes("token_approval"));
+    const again = await client.submitScanFeedback(scan.body, "false_negative");
+    assert.equal(again.status, 200);
+    assert.equal(again.body.data.feedbackId, record.feedbackId);
+    // a changed verdict is not this server's signature any more
+    const tampered = structuredClone(scan.body);
+    tampered.data.verdict = "benign";
+    try {
+      await client.submitScanFeedback(tampered, "false_negative");
+      assert.fail("a tampered answer was accepted");
+    } catch (e) {
+      assert.ok(e instanceof XrayError && e.status === 422 && e.code === "REPORT_NOT_VERIFIED", String(e));
+      assert.equal(e.details?.reason, "bad_signature");
+    }
+    // the newest record first; pages follow nextAfter
+    const page = await client.listFeedback({ limit: 1 });
+    assert.equal(page.body.data.feedback[0].feedbackId, record.feedbackId);
+    assert.equal(page.body.data.feedback[0].verdict, "false_negative");
+    const all = [];
+    for await (const item of client.allFeedback(1)) all.push(item);
+    assert.ok(all.length >= 1 && all[0].feedbackId === record.feedbackId);
+    assert.equal(new Set(all.map((f) => f.feedbackId)).size, all.length);
   });
 
   it("compares two wallets", async () => {

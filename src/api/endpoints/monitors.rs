@@ -34,7 +34,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::{json_bytes, ApiError, Endpoints};
+use super::{json_bytes, page_limit, ApiError, Endpoints};
 use crate::api::json::{parse_body, MonitorPatchRequest, MonitorRequest};
 use crate::api::router::query_param;
 use crate::api::wire::CallbackBody;
@@ -244,15 +244,6 @@ pub fn event_document(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>
 /// The webhook body of an event: `{"data":{"event":{…}}}`.
 pub fn event_webhook(job: &JobRecord, payload: Option<&[u8]>) -> Result<Vec<u8>, ApiError> {
     Ok(data_object(&[("event", &event_document(job, payload)?)]))
-}
-
-/// `limit=` of a page: absent → `default`; 1..=`max` → it; anything else → 400.
-fn page_limit(query: Option<&str>, default: usize, max: usize) -> Result<usize, ApiError> {
-    let Some(text) = query_param(query, "limit") else { return Ok(default) };
-    match text.parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) && text.len() <= 4 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
-        _ => Err(ApiError::InvalidRequest { field: "limit", message: "limit must be a whole number from 1 to 100" }),
-    }
 }
 
 /// `{"data":{"<name>":<value>,…}}` around JSON members already serialized, in order.

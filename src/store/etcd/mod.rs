@@ -394,6 +394,17 @@ impl Store for EtcdStore {
         self.run(|db| async move { db.scan_docs(kind, prefix, after, limit).await })
     }
 
+    fn scan_docs_rev(
+        &self,
+        kind: DocKind,
+        prefix: &[u8],
+        before: Option<&[u8]>,
+        limit: usize,
+    ) -> StoreResult<Vec<Doc>> {
+        let (prefix, before) = (prefix.to_vec(), before.map(<[u8]>::to_vec));
+        self.run(|db| async move { db.scan_docs_rev(kind, prefix, before, limit).await })
+    }
+
     fn get_webhook_secret(&self, account: &str) -> StoreResult<Option<WebhookSecret>> {
         let account = account.to_owned();
         self.run(|db| async move { db.get_webhook_secret(account).await })

@@ -33,7 +33,8 @@
 //! Deliberately absent: locks. Every conflict is a failed compare and a fresh read.
 
 use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, GetResponse, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
+    Client, Compare, CompareOp, GetOptions, GetResponse, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse, TxnResponse,
 };
 
 use super::io::retry_unsent;
@@ -998,15 +999,46 @@ impl Db {
         };
         let Some(to) = enc::prefix_end(&start) else { return Ok(Vec::new()) };
         let kvs = self.range(from, to, docs::page_len(limit), false).await?;
+        Ok(self.docs_of(kind, kvs))
+    }
+
+    /// `scan_docs` downwards: etcd sorts the range by key, descending, then cuts it to
+    /// `limit` — it reads every key from the prefix's start to `before` to do so, which the
+    /// callers bound (an account's feedback: at most `FEEDBACK_PER_ACCOUNT_MAX` records).
+    pub async fn scan_docs_rev(
+        &self,
+        kind: DocKind,
+        prefix: Vec<u8>,
+        before: Option<Vec<u8>>,
+        limit: usize,
+    ) -> StoreResult<Vec<Doc>> {
+        let start = self.layout.doc(kind, &prefix);
+        let to = match &before {
+            Some(before) => self.layout.doc(kind, before),
+            None => match enc::prefix_end(&start) {
+                Some(end) => end,
+                None => return Ok(Vec::new()),
+            },
+        };
+        let limit = docs::page_len(limit);
+        if limit == 0 || to <= start {
+            return Ok(Vec::new());
+        }
+        let options =
+            GetOptions::new().with_range(to).with_limit(limit as i64).with_sort(SortTarget::Key, SortOrder::Descend);
+        let kvs = self.get(start, Some(options)).await?.take_kvs();
+        Ok(self.docs_of(kind, kvs))
+    }
+
+    fn docs_of(&self, kind: DocKind, kvs: Vec<KeyValue>) -> Vec<Doc> {
         let family_len = self.layout.doc(kind, &[]).len();
-        Ok(kvs
-            .into_iter()
+        kvs.into_iter()
             .map(|kv| Doc {
                 key: kv.key()[family_len..].to_vec(),
                 value: kv.value().to_vec(),
                 revision: kv.mod_revision() as u64,
             })
-            .collect())
+            .collect()
     }
 
     // --- webhooks ---

@@ -207,6 +207,8 @@ fn the_document_names_every_route_and_error_code() {
         "INVALID_TRANSACTION",
         // The monitors' (issue #30).
         "CONFLICT",
+        // Feedback on a scan (issue #42).
+        "REPORT_NOT_VERIFIED",
     ]);
     assert_eq!(codes, contract);
 }
@@ -717,4 +719,27 @@ fn the_feedback_answers_match_the_document() {
     let reader = server.key(KeyOptions::scopes("usage:read")).secret;
     let refused = call(&server, "POST", path, &reader, Some(&json!({"analysisId": analysis, "verdict": "missed"})));
     assert_documented(&doc, "post", path, &refused, 403);
+
+    // On a scan: its answer sent back (the request as the document describes it), then refused.
+    let scan = post(server.addr, SCAN_PATH, &key, &scan_body(&demo_tx("drain"), None));
+    let on_scan = json!({"verdict": "false_positive", "note": "ours", "scan": scan.body});
+    assert_valid_request(&doc, path, &on_scan);
+    assert_documented(&doc, "post", path, &post_it(on_scan.clone()), 201);
+    let mut tampered = on_scan;
+    tampered["scan"]["data"]["verdict"] = json!("benign");
+    assert_documented(&doc, "post", path, &post_it(tampered), 422);
+
+    // The account's own pages: both kinds of record.
+    let page = call(&server, "GET", &format!("{path}?limit=2"), &key, None);
+    assert_documented(&doc, "get", path, &page, 200);
+    assert_eq!(page.data()["feedback"][0]["target"], "scan", "{page:?}");
+    let bad = call(&server, "GET", &format!("{path}?limit=0"), &key, None);
+    assert_documented(&doc, "get", path, &bad, 400);
+}
+
+/// A request body valid against the operation's request schema.
+fn assert_valid_request(doc: &Value, path: &str, body: &Value) {
+    let schema = &doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    let found = violations(doc, schema, body, "request");
+    assert!(found.is_empty(), "{found:?}");
 }

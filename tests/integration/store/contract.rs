@@ -38,6 +38,7 @@ macro_rules! every_test {
             an_accounts_outbox_keeps_its_newest_webhooks,
             a_webhook_attached_later_is_set_once_and_enters_the_outbox_when_finished,
             a_synchronous_unit_is_charged_at_once_beside_reservations,
+            feature_records_scan_both_ways_within_their_prefix,
         );
     };
 }
@@ -624,4 +625,37 @@ pub fn a_synchronous_unit_is_charged_at_once_beside_reservations(store: &dyn Sto
     let u = usage(store);
     assert_eq!((u.used, u.reserved, u.transaction_scan, u.wallet_analysis), (2, 1, 2, 0), "{u:?}");
     assert!(store.charge_now("", PERIOD_MS, 10).is_err(), "an empty key id is refused");
+}
+
+/// Feature records read upwards (`scan_docs`, after a cursor) and downwards (`scan_docs_rev`,
+/// before a cursor), each within its kind and prefix, in pages that join up exactly.
+pub fn feature_records_scan_both_ways_within_their_prefix(store: &dyn Store) {
+    use xray::store::{DocKind, DocWrite, Expect};
+    let put = |kind, key: &[u8]| DocWrite::put(kind, key.to_vec(), key.to_vec(), Expect::Any);
+    let mut writes: Vec<DocWrite> = (0..7u8).map(|i| put(DocKind::FeedbackByTime, &[b'a', i])).collect();
+    // Neighbours on both sides of the prefix, and the same prefix under another kind.
+    writes.extend([
+        put(DocKind::FeedbackByTime, b"\x60z"),
+        put(DocKind::FeedbackByTime, b"b"),
+        put(DocKind::Feedback, b"a9"),
+    ]);
+    store.write_docs(&writes).unwrap();
+    let keys = |docs: Vec<xray::store::Doc>| docs.into_iter().map(|d| d.key).collect::<Vec<_>>();
+    let expected: Vec<Vec<u8>> = (0..7u8).rev().map(|i| vec![b'a', i]).collect();
+
+    let first = keys(store.scan_docs_rev(DocKind::FeedbackByTime, b"a", None, 3).unwrap());
+    assert_eq!(first, expected[..3]);
+    let second = keys(store.scan_docs_rev(DocKind::FeedbackByTime, b"a", first.last().map(Vec::as_slice), 3).unwrap());
+    assert_eq!(second, expected[3..6]);
+    let last = keys(store.scan_docs_rev(DocKind::FeedbackByTime, b"a", second.last().map(Vec::as_slice), 3).unwrap());
+    assert_eq!(last, expected[6..]);
+    assert!(store.scan_docs_rev(DocKind::FeedbackByTime, b"a", Some(&[b'a', 0]), 3).unwrap().is_empty());
+    assert!(store.scan_docs_rev(DocKind::FeedbackByTime, b"a", None, 0).unwrap().is_empty());
+    assert!(store.scan_docs_rev(DocKind::FeedbackByTime, b"c", None, 3).unwrap().is_empty());
+    // Upwards, the same records in the other order.
+    let up = keys(store.scan_docs(DocKind::FeedbackByTime, b"a", None, 10).unwrap());
+    assert_eq!(up, expected.iter().rev().cloned().collect::<Vec<_>>());
+    // Values and revisions come with the keys.
+    let doc = store.scan_docs_rev(DocKind::FeedbackByTime, b"a", None, 1).unwrap().remove(0);
+    assert_eq!((doc.value, doc.revision > 0), (vec![b'a', 6], true));
 }

@@ -171,6 +171,15 @@ impl Store for FaultyStore {
     ) -> StoreResult<Vec<xray::store::Doc>> {
         self.inner.scan_docs(kind, prefix, after, limit)
     }
+    fn scan_docs_rev(
+        &self,
+        kind: xray::store::DocKind,
+        prefix: &[u8],
+        before: Option<&[u8]>,
+        limit: usize,
+    ) -> StoreResult<Vec<xray::store::Doc>> {
+        self.inner.scan_docs_rev(kind, prefix, before, limit)
+    }
     fn sync(&self) -> StoreResult<()> {
         std::thread::sleep(Duration::from_millis(self.sync_delay_ms.load(Ordering::SeqCst)));
         match take_one(&self.fail_syncs) {
