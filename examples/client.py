@@ -180,6 +180,9 @@ def verify_report(data, key_set, expected_type, binding=None):
             raise ReportRefused("malformed", f"{what} is not unpadded base64url") from None
         if len(raw) != length:
             raise ReportRefused("malformed", f"{what} is not {length} bytes")
+        # Decoding drops stray bits of the last digit (Rust refuses them): encoding back shows them.
+        if base64.urlsafe_b64encode(raw).decode().rstrip("=") != text:
+            raise ReportRefused("malformed", f"{what} is not canonical base64url (stray bits in its last digit)")
         return raw
 
     # 1. malformed: what was asked, the binding, the report, the key set.

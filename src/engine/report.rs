@@ -166,10 +166,11 @@ pub fn put_token_amount(
 /// makes worse): the account listed the address, whatever the labels say of it.
 pub const REASON_DENY_LIST: &str = "deny_list";
 
-/// `facts` with `reason: "deny_list"` added when `address` is on the account's deny list
-/// (`Labels::is_denied`); unchanged when it is not: the labels' own verdicts carry no `reason`.
+/// `facts` with `reason: "deny_list"` added when the account's deny list is why `address`
+/// counts against the wallet (`Labels::denied_only`); unchanged otherwise: the labels' own
+/// verdicts (flagged, sanctioned) carry no `reason`, also when the account listed the address.
 pub fn with_list_reason(mut facts: Facts, labels: &crate::labels::Labels, address: &crate::pubkey::Pubkey) -> Facts {
-    if labels.is_denied(address) {
+    if labels.denied_only(address) {
         facts.insert("reason", Fact::Text(REASON_DENY_LIST.to_owned()));
     }
     facts
@@ -441,5 +442,21 @@ mod tests {
         assert_eq!(with.get("reason"), Some(&Fact::Text(REASON_DENY_LIST.into())));
         assert!(with_list_reason(Facts::new(), &labels, &other).is_empty(), "an allow-listed address: none");
         assert!(with_list_reason(Facts::new(), &Labels::builtin(), &listed).is_empty(), "no lists: none");
+    }
+
+    #[test]
+    fn an_address_the_labels_already_flag_or_sanction_keeps_their_verdict_as_its_reason() {
+        use crate::labels::Category;
+        let builtin = Labels::builtin();
+        let of =
+            |category: Category| builtin.iter_sorted().into_iter().find(|l| l.category == category).map(|l| l.address);
+        let (Some(sanctioned), Some(flagged)) = (of(Category::Sanctioned), of(Category::Flagged)) else {
+            panic!("the builtin labels hold a sanctioned and a flagged address")
+        };
+        let lists = Lists::new([], [sanctioned, flagged].into_iter().collect()).expect("lists");
+        let labels = builtin.with_lists(std::sync::Arc::new(lists));
+        assert!(labels.is_denied(&sanctioned) && labels.is_denied(&flagged));
+        assert!(with_list_reason(Facts::new(), &labels, &sanctioned).is_empty(), "a sanctions hit stays one");
+        assert!(with_list_reason(Facts::new(), &labels, &flagged).is_empty(), "a labelled drainer stays one");
     }
 }

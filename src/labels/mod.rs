@@ -361,6 +361,17 @@ impl Labels {
         self.lists.as_ref().is_some_and(|l| l.deny.contains(address))
     }
 
+    /// On the deny list and nothing worse by the labels' own verdict (neither flagged nor
+    /// sanctioned there): the account's list is then the reason a finding or signal is raised or
+    /// made worse (`reason: "deny_list"`, and its text says so). A sanctions hit or a labelled
+    /// drainer the account also listed keeps the labels' verdict as its reason.
+    pub fn denied_only(&self, address: &Pubkey) -> bool {
+        self.is_denied(address)
+            && !self
+                .get_ignoring_lists(address)
+                .is_some_and(|l| matches!(l.category, Category::Flagged | Category::Sanctioned))
+    }
+
     /// A label that vouches for a recipient: any, unless it (or the account's deny-list) says
     /// flagged or sanctioned. A sweep to such an address is no sweep to a stranger (the scan's
     /// `asset_sweep` and the X-Ray's `wallet_swept` alike).

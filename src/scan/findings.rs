@@ -228,10 +228,10 @@ fn token_of(account: &Pubkey, named: Option<Pubkey>, before: Option<&States>) ->
     (mint, decimals.or_else(of_mint))
 }
 
-/// `" — on this account's deny list"` when the account's policy denies `address`: said in the
-/// text of a finding it raised, beside `reason: "deny_list"` in its facts.
+/// `" — on this account's deny list"` when the account's policy denies `address` and the
+/// labels do not flag it: said in the text of a finding it raised, beside `reason: "deny_list"`.
 pub(super) fn denied(address: &Pubkey, labels: &Labels) -> &'static str {
-    if labels.is_denied(address) {
+    if labels.denied_only(address) {
         " — on this account's deny list"
     } else {
         ""
@@ -502,7 +502,7 @@ fn transfer_to(ix: &Instruction, to: &Pubkey, sent: &Sent, ctx: &Context<'_>) ->
             ("sanctioned_recipient", "Sends to a sanctioned address", "is on a sanctions list")
         }
         // The account's own list, not the labels: said so, whatever else the labels say.
-        Some(Category::Flagged) if labels.is_denied(to) => (
+        Some(Category::Flagged) if labels.denied_only(to) => (
             "flagged_recipient",
             "Sends to an address on this account's deny list",
             "is on this account's deny list (its policy's `denyList`)",
@@ -549,7 +549,7 @@ fn lookalike_of(address: &Pubkey, seen: &BTreeSet<Pubkey>) -> Option<Pubkey> {
 fn program_finding(ix: &Instruction, tx: &Decoded, ctx: &Context<'_>) -> Option<Finding> {
     let program = &ix.program_id;
     if is_bad(program, ctx.labels) {
-        let why = if ctx.labels.is_denied(program) { "on this account's deny list" } else { "flagged as malicious" };
+        let why = if ctx.labels.denied_only(program) { "on this account's deny list" } else { "flagged as malicious" };
         return Some(Finding {
             kind: "flagged_program",
             severity: Severity::Critical,

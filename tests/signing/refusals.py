@@ -70,6 +70,13 @@ def key_of(seed_text):
     return key, jwk
 
 
+def stray_bits(text, stray):
+    """``text`` (unpadded base64url) with the ``stray`` low bits of its last digit set: the same
+    bytes to a lenient decoder, not the canonical text (every verifier refuses it)."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    return text[:-1] + alphabet[alphabet.index(text[-1]) | stray]
+
+
 KEY, JWK = key_of("xray refusals: the server's key")
 _, OTHER_JWK = key_of("xray refusals: another server's key")
 KEY_SETS = {
@@ -79,6 +86,8 @@ KEY_SETS = {
     "no keys list": {"keys": "none"},
     "ours, not Ed25519": {"keys": [{**JWK, "crv": "X25519"}]},
     "ours, x of 31 bytes": {"keys": [{**JWK, "x": b64url(bytes(31))}]},
+    # 32 bytes are 43 digits with 2 bits to spare.
+    "ours, x with stray bits": {"keys": [{**JWK, "x": stray_bits(JWK["x"], 0b01)}]},
 }
 
 
@@ -252,6 +261,9 @@ def cases():
     case("malformed", "the key set has no keys list", analysis, ANALYSIS, keys="no keys list")
     case("malformed", "the key of that id is not Ed25519", analysis, ANALYSIS, keys="ours, not Ed25519")
     case("malformed", "the key of that id has an x of 31 bytes", analysis, ANALYSIS, keys="ours, x of 31 bytes")
+    case("malformed", "the key of that id has stray bits in x's last digit", analysis, ANALYSIS, keys="ours, x with stray bits")
+    # 64 bytes are 86 digits with 4 bits to spare.
+    case("malformed", "stray bits in the value's last digit", with_signature(analysis, value=stray_bits(analysis["signature"]["value"], 0b0001)), ANALYSIS)
     case("malformed", "the transaction held is no transaction", scan, binding={"transaction": b64(BAD_COUNT)})
     case("malformed", "a binding member no binding has", scan, binding={"acount": ACCOUNT}, loose=True)
     case("malformed", "a binding of an analysis", analysis, ANALYSIS, binding={"account": ACCOUNT}, loose=True)

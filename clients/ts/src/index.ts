@@ -1104,6 +1104,10 @@ function base64urlBytes(text: unknown, what: string, length: number): Buffer {
   }
   const bytes = Buffer.from(text, "base64url");
   if (bytes.length !== length) throw new ReportVerificationError("malformed", `${what} is not ${length} bytes`);
+  // Decoding drops stray bits of the last digit (Rust refuses them): encoding back shows them.
+  if (bytes.toString("base64url") !== text) {
+    throw new ReportVerificationError("malformed", `${what} is not canonical base64url (stray bits in its last digit)`);
+  }
   return bytes;
 }
 
