@@ -304,11 +304,16 @@ fn each_node_enforces_its_share_of_a_keys_rate_and_says_so_in_its_headers() {
     }
     std::thread::sleep(Duration::from_millis(1_100)); // the probes above spent tokens: refill
     for (i, n) in nodes.iter().enumerate() {
-        // 20 back to back: the burst of 10, plus what refills meanwhile (10 per second)...
+        // 20 back to back: the burst of 10, plus what refills meanwhile (10 per second: on a
+        // busy machine — 8 test threads on 2 cores — 20 requests can take a few 100 ms)...
         let allowed = (0..20).filter(|_| get(n.server.api, USAGE_PATH, &key).status == 200).count();
-        // ...and the next one refused, its headers naming this node's share.
-        let limited = get(n.server.api, USAGE_PATH, &key);
-        assert!((10..=12).contains(&allowed), "node {i}: {allowed} of 20 allowed");
+        assert!((10..=15).contains(&allowed), "node {i}: {allowed} of 20 allowed");
+        // ...and, of the next few, one refused (a token may have refilled meanwhile), its
+        // headers naming this node's share.
+        let limited = (0..5)
+            .map(|_| get(n.server.api, USAGE_PATH, &key))
+            .find(|r| r.status != 200)
+            .unwrap_or_else(|| panic!("node {i}: 5 more requests past the burst all allowed"));
         assert_error(&limited, 429, "RATE_LIMITED");
         assert!(limited.header("ratelimit-policy").is_some_and(|p| p.starts_with(share)), "{limited:?}");
     }
