@@ -11,9 +11,10 @@ LISTEN ?= 127.0.0.1:8080
 DATA_DIR ?= ./xray-data
 # Test threads per test binary: most integration tests wait on servers, timers and child
 # processes rather than the CPU: the integration binary took ~225 s at libtest's default of one
-# a core, ~116 s on 4 and ~65 s on 8 (2026-11-28). 8 made two timing-bound tests flaky (both
-# since made robust); 4 until 8 has run green on CI several times.
-TEST_THREADS ?= 4
+# a core, ~100-116 s on 4, 75 s on 6 and 64 s on 8 (2026-11-28/29). 8 once made two
+# timing-bound tests flaky (both since made robust, then green twice at 8); 6 until 8 has run
+# green on CI several times.
+TEST_THREADS ?= 6
 
 .PHONY: run test deps build bench fmt lint max monitors
 
@@ -30,8 +31,8 @@ run: build
 # for both commands (a debug test build would compile it a second time, ~30 min on 2 cores).
 test: deps
 	@bash scripts/step.sh --begin
-	@bash scripts/step.sh "compile the test targets (cargo test --no-run)" cargo test --release --all-targets --no-run
-	@bash scripts/step.sh "cargo test: unit, integration, benches once" env RUST_TEST_THREADS=$(TEST_THREADS) cargo test --release --all-targets
+	@bash scripts/step.sh "compile the test targets (cargo test --no-run)" cargo test --release --lib --tests --benches --no-run
+	@bash scripts/step.sh "cargo test: unit, integration, benches once" env RUST_TEST_THREADS=$(TEST_THREADS) cargo test --release --lib --tests --benches
 	@bash scripts/step.sh "doc tests" cargo test --release --doc --quiet
 	@bash scripts/step.sh "signing binding (Python verifier)" python3 -B tests/signing/test_binding.py
 	@bash scripts/step.sh "LiteSVM suite" bash tests/litesvm/run.sh
@@ -53,7 +54,7 @@ monitors: deps
 	bash loadtest/monitors.sh
 
 bench: deps
-	cargo bench --bench ledger
+	cargo bench --bench hot_paths
 
 fmt:
 	cargo fmt --all

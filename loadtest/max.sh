@@ -14,7 +14,7 @@
 # core 1 (where the machine has two cores; otherwise unpinned, and the figures say so).
 # Environment: ROUNDS [3], DURATION [4s], CONNECTIONS [64], PORT_BASE [18400], XRAY_BIN_DIR,
 # SCAN_ACCOUNTS [32], SCAN_LATENCY_MS [50], SCAN_RPC_CONNECTIONS [CONNECTIONS],
-# SCAN_RPC_OPEN_DURATION_S [30; smoke: 2], ONLY.
+# SCAN_RPC_OPEN_DURATION_S [30; smoke: 1], ONLY.
 # What is measured, on which server:
 #   main   `xray serve`, demo ledger, 1 listener + 1 compute thread, queue 1 Mi: healthz,
 #          status, usage, READY polls, POST answered by a fresh READY result, POST creating
@@ -34,7 +34,7 @@
 # Then the open model: examples/openload.rs (constant arrival rate, latency from each request's
 # scheduled instant, so no coordinated omission; k6 on one core tops out near 6-8k req/s here,
 # far below half of what the server serves) offers 50 % of the measured maximum of status and
-# of a READY poll for OPEN_DURATION_S [10; smoke: 2] seconds, to the endpoint and to the
+# of a READY poll for OPEN_DURATION_S [10; smoke: 1] seconds, to the endpoint and to the
 # reference alike, and reports p50 / p99 / p99.9 and the requests it dropped (more than
 # OPEN_BACKLOG_MAX [1024] already waiting for a connection); the same for the scan of the
 # drain on the demo source, and (endpoint only) on the 50 ms JSON-RPC source at half its
@@ -46,7 +46,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export XRAY_LOG=${XRAY_LOG:-warn}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/xray-target}
-if [ -n "${SMOKE:-}" ]; then ROUNDS=1; DURATION=1s; OPEN_DURATION_S=2; SCAN_RPC_OPEN_DURATION_S=2; fi
+if [ -n "${SMOKE:-}" ]; then ROUNDS=1; DURATION=1s; OPEN_DURATION_S=1; SCAN_RPC_OPEN_DURATION_S=1; fi
 SCAN_LATENCY_MS=${SCAN_LATENCY_MS:-50}
 SCAN_RPC_OPEN_DURATION_S=${SCAN_RPC_OPEN_DURATION_S:-30}
 SCAN_ACCOUNTS=${SCAN_ACCOUNTS:-32}

@@ -13,7 +13,7 @@
 #
 # Environment (defaults in brackets):
 #   MAX_EXAMPLES [100]  TIME_LIMIT_S [300]  SEED [random]  PORT [18095]  ADMIN_PORT [18096]
-#   XRAY_BIN [$CARGO_TARGET_DIR/release/xray, built by `cargo test --release --all-targets`]
+#   XRAY_BIN [$CARGO_TARGET_DIR/release/xray, built by `make test`'s cargo steps]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)

@@ -2,25 +2,18 @@
 //! domain transaction) against simd-json's generic value on the same bytes, and building the
 //! wallet view of the busiest demo archetype.
 //!
-//! The allocator is the product's (mimalloc), so that allocation costs what it costs in
-//! `xray serve`.
-//!
-//! Run: `cargo bench --bench ledger` (release profile). Results and the machine they ran on
-//! are recorded in docs/benchmarks.md.
+//! Run: `cargo bench --bench hot_paths -- 'parse_|build_view'` (release profile). Results and
+//! the machine they ran on are recorded in docs/benchmarks.md.
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use mimalloc::MiMalloc;
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 
 use xray::ledger::demo::DemoLedger;
 use xray::ledger::model::Transaction;
 use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{self, TransactionResult};
 
-#[global_allocator]
-static GLOBAL: MiMalloc = MiMalloc;
-
-const GET_TRANSACTION: &[u8] = include_bytes!("../tests/fixtures/solana-rpc/solders-getTransaction-jsonParsed.json");
-const GET_BLOCK: &[u8] = include_bytes!("../tests/fixtures/solana-rpc/solders-getBlock-jsonParsed.json");
+const GET_TRANSACTION: &[u8] = include_bytes!("../../tests/fixtures/solana-rpc/solders-getTransaction-jsonParsed.json");
+const GET_BLOCK: &[u8] = include_bytes!("../../tests/fixtures/solana-rpc/solders-getBlock-jsonParsed.json");
 
 fn parse_get_transaction(c: &mut Criterion) {
     let mut group = c.benchmark_group("parse_getTransaction");
@@ -88,4 +81,3 @@ fn build_view_busy_trader(c: &mut Criterion) {
 }
 
 criterion_group!(benches, parse_get_transaction, parse_get_block, build_view_busy_trader);
-criterion_main!(benches);

@@ -4,13 +4,10 @@
 //! busiest — the time spent parsing its JSON-RPC responses into the domain model against the
 //! time spent analyzing it.
 //!
-//! The allocator is the product's (mimalloc), so that allocation costs what it costs in
-//! `xray serve`.
-//!
-//! Run: `cargo bench --bench engine`. Results and machine: docs/benchmarks.md.
+//! Run: `cargo bench --bench hot_paths -- 'analyze|job_end_to_end|busy_trader_share'`.
+//! Results and machine: docs/benchmarks.md.
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use mimalloc::MiMalloc;
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 
 use xray::engine;
 use xray::jobs::execute::{execute, JobSpec, Outcome};
@@ -22,9 +19,6 @@ use xray::ledger::view::{build_view, ViewOptions};
 use xray::ledger::wire::{self, RpcResponse, TransactionResult};
 use xray::ledger::WalletView;
 use xray::pubkey::{Pubkey, Signature};
-
-#[global_allocator]
-static GLOBAL: MiMalloc = MiMalloc;
 
 fn demo_view(demo: &DemoLedger, name: &str) -> (Pubkey, WalletView) {
     let wallet = demo.archetype(name).expect("archetype exists");
@@ -119,4 +113,3 @@ fn parse_versus_analyze(c: &mut Criterion) {
 }
 
 criterion_group!(benches, end_to_end, analyze, parse_versus_analyze);
-criterion_main!(benches);
