@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod backup;
 mod progress;
 
 use crate::config::{self, IoDriver, SourceSpec};
@@ -44,6 +45,12 @@ enum Command {
     /// The report-signing keys (signed reports), through the admin listener of a running server.
     #[command(subcommand)]
     SigningKeys(SigningKeysCommand),
+    /// Take an online backup of a running server's data directory, through its admin listener
+    /// (it keeps serving); waits for it and prints its status. Restore with `xray restore`.
+    Backup(backup::BackupArgs),
+    /// Make a new data directory from a backup (offline: checks every file first, writes
+    /// nothing unless all of it is whole); then start `xray serve --data-dir` on it.
+    Restore(backup::RestoreArgs),
     /// Ledger tools: inspect fixtures, record and serve snapshots.
     #[command(subcommand)]
     Ledger(LedgerCommand),
@@ -648,6 +655,9 @@ pub struct ServeArgs {
     /// Days finished jobs and their results are kept (then purged hourly).
     #[arg(long, env = "XRAY_RETENTION_DAYS")]
     pub retention_days: Option<u32>,
+    /// The pace of an online backup's copy (`xray backup`), in KiB a second.
+    #[arg(long, env = "XRAY_BACKUP_RATE_KIB_PER_S")]
+    pub backup_rate_kib_per_s: Option<u32>,
     /// fsync the WAL on every durable write (power-loss durability).
     #[arg(long, env = "XRAY_SYNC_WRITES")]
     pub sync_writes: Option<bool>,
@@ -713,6 +723,7 @@ impl ServeArgs {
             queue_capacity
         );
         layer!(jobs_in_flight_per_thread, io_driver, history_depth, freshness_window_s, retention_days);
+        layer!(backup_rate_kib_per_s);
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
         layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max, log_format, access_log);
@@ -790,6 +801,7 @@ fn serve_defaults() -> Vec<(&'static str, String)> {
         ("monitor_checks_in_flight_max", d.monitor_checks_in_flight_max.to_string()),
         ("monitor_watches_per_node_max", d.monitor_watches_per_node_max.to_string()),
         ("retention_days", d.retention_days.to_string()),
+        ("backup_rate_kib_per_s", d.backup_rate_kib_per_s.to_string()),
         ("sync_writes", d.sync_writes.to_string()),
         ("long_poll_waiters_max", d.long_poll_waiters_max.to_string()),
         ("ip_failures_per_s", d.ip_failures_per_s.to_string()),
@@ -885,6 +897,8 @@ fn run(command: Command) -> Result<(), String> {
         Command::Accounts(command) => run_accounts(command),
         Command::Feedback(command) => run_feedback(command),
         Command::SigningKeys(command) => run_signing_keys(command),
+        Command::Backup(args) => backup::run_backup(&args),
+        Command::Restore(args) => backup::run_restore(&args),
         Command::Labels(command) => run_labels(command),
         Command::Ledger(LedgerCommand::Inspect { file }) => {
             let summary = crate::devtools::inspect::inspect_file(&file).map_err(|e| e.to_string())?;

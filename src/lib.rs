@@ -32,6 +32,8 @@ pub mod policy;
 pub mod feedback;
 // Signed reports: the server's Ed25519 key ring (kept in a file or the store) and JCS.
 pub mod signing;
+// Backup and restore of a node's data directory: a checkpoint of the store, copied and digested.
+pub mod backup;
 
 // One request, in data-flow order: the HTTP edge, a job's life, its webhook, the contract's
 // pipeline.

@@ -31,6 +31,7 @@ use crate::auth::key::{AccountId, KeyId};
 use crate::auth::record::{KeyRecord, KeySpec};
 use crate::auth::scope::Scopes;
 use crate::auth::table::KeyTable;
+use crate::backup::{BackupLayout, Backups};
 use crate::clock::{now_unix_ms, MonotonicClock};
 use crate::config::{self, ServeConfig, SourceSpec, StoreSpec, STORE_PAGE_LEN_MAX};
 use crate::http::{ProxyTrust, ServerConfig, ServerHandle, ThreadContext};
@@ -63,6 +64,8 @@ use crate::webhooks::{Deliveries, Render, TargetPolicy, WebhookSettings};
 pub const DB_DIR_NAME: &str = "db";
 /// The ledger cache's directory under the data directory (`ledger::cache`).
 pub const LEDGER_CACHE_DIR_NAME: &str = "ledger-cache";
+/// Bytes in a KiB (the backup rate's unit).
+const BYTES_PER_KIB: u64 = 1024;
 
 /// The running server, for `run` and for tests that start it in-process.
 pub struct Running {
@@ -197,7 +200,9 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let stop_group_commit = |_: &String| app.group_commit.iter().for_each(GroupCommit::stop);
     let api = start_api(config, &app).inspect_err(stop_group_commit)?;
     let _ = app.base_url.set(config.base_url(api.local_addr()));
-    let admin_state = AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state() };
+    let backups = Arc::new(backups(config, &store, cluster.is_some()));
+    let admin_state =
+        AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state(), backups };
     let admin = start_admin(config, admin_state).inspect_err(stop_group_commit)?;
     let housekeeping = Some(spawn_housekeeping(admission, sink, upkeep, config.retention_days)?);
     let webhooks = Some(start_webhooks(config, &store, &app.keys)?);
@@ -239,6 +244,17 @@ fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>, keys: &Arc<KeyTa
     let render: Render =
         Arc::new(|record, payload| crate::api::webhook_document(record, payload).map_err(|e| e.to_string()));
     Deliveries::start(store.clone(), keys.clone(), settings, render)
+}
+
+/// The online backups of this node's data directory (none on a cluster node: its store is etcd).
+fn backups(config: &ServeConfig, store: &Arc<dyn Store>, clustered: bool) -> Backups {
+    let layout = BackupLayout {
+        data_dir: config.data_dir.clone(),
+        db_dir_name: DB_DIR_NAME,
+        files: vec![admin_files::TOKEN_FILE_NAME, crate::signing::ring::KEY_FILE_NAME],
+    };
+    let store = (!clustered).then(|| store.clone());
+    Backups::new(store, layout, u64::from(config.backup_rate_kib_per_s) * BYTES_PER_KIB)
 }
 
 /// The store every component uses, and the cluster's etcd when it is that store.

@@ -1,5 +1,5 @@
-//! The admin API's client, used by `xray keys create|list|revoke|rotate`, `xray accounts` and
-//! `xray feedback list`: finds the admin
+//! The admin API's client, used by `xray keys create|list|revoke|rotate`, `xray accounts`,
+//! `xray feedback list`, `xray signing-keys` and `xray backup`: finds the admin
 //! address and token in the data directory (or takes `--admin-url`), sends one request and
 //! returns the answer's `data`, or the server's error code and message.
 //!
@@ -82,6 +82,17 @@ impl AdminClient {
     /// Rotates the report-signing key (`xray signing-keys rotate`).
     pub async fn rotate_signing_key(&self) -> Result<Value, String> {
         self.call(reqwest::Method::POST, super::SIGNING_KEYS_ROTATE_PATH.to_owned(), None).await
+    }
+
+    /// Starts an online backup into `to`, an absolute path on the server's machine.
+    pub async fn start_backup(&self, to: &str) -> Result<Value, String> {
+        let body = serde_json::json!({ "to": to });
+        self.call(reqwest::Method::POST, super::BACKUP_PATH.to_owned(), Some(&body)).await
+    }
+
+    /// The running or last backup's status.
+    pub async fn backup_status(&self) -> Result<Value, String> {
+        self.call(reqwest::Method::GET, super::BACKUP_PATH.to_owned(), None).await
     }
 
     async fn call(&self, method: reqwest::Method, path: String, body: Option<&Value>) -> Result<Value, String> {

@@ -22,6 +22,9 @@
 //!   `/.well-known/xray-keys.json` publishes, in `data` (`xray signing-keys list`).
 //! - `POST /v1/admin/signing-keys/rotate` — a new report-signing key (`signing`); the old one's
 //!   public key stays published as retired. Answers `{"data":{"keyId","retiredKeyId","createdAt"}}`.
+//! - `POST /v1/admin/backup` `{"to": "/abs/dir"}` — starts an online backup into that new
+//!   directory (`backup`): `202` with its status at once, `409` while one runs;
+//!   `GET /v1/admin/backup` — the running or last backup's status (`404` before the first).
 //!
 //! Runs on one listener thread of its own (`http::start` with one thread), separate from the
 //! public listeners, so a scrape or a key operation never queues behind public traffic. Errors
@@ -46,6 +49,7 @@ use crate::api::{policy_answer, policy_error};
 use crate::api::{ApiError, App};
 use crate::auth::key::AccountId;
 use crate::auth::table::{bearer_token, AuthFailure};
+use crate::backup::{Backups, Refusal};
 use crate::clock::now_unix_ms;
 use crate::config::{BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX};
 use crate::http::{ApiRequest, ApiResponse, Body, Handler, Method, RequestId, StopState};
@@ -66,6 +70,8 @@ pub const LABELS_RELOAD_PATH: &str = "/v1/admin/labels/reload";
 pub const SIGNING_KEYS_PATH: &str = "/v1/admin/signing-keys";
 /// Rotates the report-signing key (`POST`).
 pub const SIGNING_KEYS_ROTATE_PATH: &str = "/v1/admin/signing-keys/rotate";
+/// Starts a backup (`POST`) or reads its status (`GET`).
+pub const BACKUP_PATH: &str = "/v1/admin/backup";
 /// Content type of the Prometheus text exposition format.
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -81,6 +87,7 @@ pub struct AdminState {
     pub keys: KeyAdmin,
     pub token: String,
     pub api_stop: StopState,
+    pub backups: Arc<Backups>,
 }
 
 /// The admin API on its listener thread.
@@ -107,6 +114,7 @@ enum AdminRoute<'p> {
     LabelsReload,
     SigningKeys,
     SigningKeysRotate,
+    Backup,
 }
 
 impl AdminRoute<'_> {
@@ -122,6 +130,9 @@ impl AdminRoute<'_> {
         }
         if path == SIGNING_KEYS_PATH {
             return Some(AdminRoute::SigningKeys);
+        }
+        if path == BACKUP_PATH {
+            return Some(AdminRoute::Backup);
         }
         if let Some(rest) = path.strip_prefix(ACCOUNTS_PATH) {
             let (account, what) = rest.strip_prefix('/')?.split_once('/')?;
@@ -150,7 +161,7 @@ impl AdminRoute<'_> {
     fn methods(&self) -> &'static [Method] {
         match self {
             AdminRoute::Metrics | AdminRoute::Feedback(_) | AdminRoute::SigningKeys => GET,
-            AdminRoute::Keys => GET_POST,
+            AdminRoute::Keys | AdminRoute::Backup => GET_POST,
             AdminRoute::Policy(_) => GET_PUT,
             AdminRoute::Revoke(_)
             | AdminRoute::Rotate(_)
@@ -215,6 +226,14 @@ impl AdminHandler {
                 json_response(201, keys.create(&spec, now_ms)?)
             }
             (AdminRoute::Revoke(id), _) => json_response(200, keys.revoke(id, now_ms)?),
+            (AdminRoute::Backup, Method::Get) => {
+                json_response(200, self.state.backups.status().ok_or(ApiError::NotFound)?)
+            }
+            (AdminRoute::Backup, _) => {
+                let order: BackupRequest =
+                    parse_admin_json(request, "expected a JSON object with to (an absolute path)")?;
+                json_response(202, self.state.backups.start(&order.to, now_ms).map_err(backup_refusal)?)
+            }
             // A file that fails leaves the labels in force as they were.
             (AdminRoute::LabelsReload, _) => match self.state.app.labels.reload(now_ms) {
                 Ok(report) => {
@@ -317,6 +336,7 @@ impl AdminHandler {
         };
         let mut text = app.metrics.render(&gauges);
         app.feedback.metrics.render(&mut text);
+        self.state.backups.render_metrics(&mut text);
         ApiResponse::json(200, Bytes::from(text)).with_header("content-type", METRICS_CONTENT_TYPE)
     }
 }
@@ -381,15 +401,48 @@ fn feedback_page(app: &App, account: &str, query: Option<&str>) -> Result<ApiRes
 
 /// The create body: JSON, at most `BODY_BYTES_MAX` bytes, with `name` and `scopes`.
 fn parse_create(request: &ApiRequest) -> Result<CreateKeyRequest, ApiError> {
+    parse_admin_json(request, "expected a JSON object with name (string) and scopes (array of strings)")
+}
+
+/// An admin body of at most `BODY_BYTES_MAX` bytes, as `T`; `message` says what was expected.
+fn parse_admin_json<T: serde::de::DeserializeOwned>(
+    request: &ApiRequest,
+    message: &'static str,
+) -> Result<T, ApiError> {
     check_content_type(request.content_type.as_deref())?;
     let bytes = match &request.body {
         Body::Complete(bytes) if bytes.len() <= BODY_BYTES_MAX => bytes,
         _ => return Err(ApiError::PayloadTooLarge { max_bytes: BODY_BYTES_MAX }),
     };
-    serde_json::from_slice(bytes).map_err(|_| ApiError::InvalidRequest {
-        field: "body",
-        message: "expected a JSON object with name (string) and scopes (array of strings)",
-    })
+    serde_json::from_slice(bytes).map_err(|_| ApiError::InvalidRequest { field: "body", message })
+}
+
+/// `POST /v1/admin/backup`'s body.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackupRequest {
+    to: String,
+}
+
+/// A backup that is not started, as the admin API answers it.
+fn backup_refusal(refusal: Refusal) -> ApiError {
+    match refusal {
+        Refusal::Running(status) => ApiError::Conflict {
+            message: format!(
+                "backup {} into {} is running since {}: one at a time (GET {BACKUP_PATH} follows it)",
+                status.id, status.to, status.started_at
+            ),
+            limit: Some(1),
+        },
+        Refusal::NotEmbedded => ApiError::Conflict {
+            message:
+                "this node's store is etcd: back the cluster up with etcdctl snapshot save (README, Backup and restore)"
+                    .into(),
+            limit: None,
+        },
+        Refusal::Target(message) => ApiError::InvalidField { field: "to", message },
+        Refusal::Thread(cause) => ApiError::internal(&cause),
+    }
 }
 
 #[cfg(test)]

@@ -235,6 +235,10 @@ pub const FRESHNESS_WINDOW_S_DEFAULT: u64 = 300;
 /// Finished analyses are kept this long.
 pub const RETENTION_DAYS_DEFAULT: u32 = 30;
 pub const RETENTION_DAYS_MAX: u32 = 3_650;
+/// The pace of an online backup's copy (`backup::copy::Pace`), in KiB a second: 64 MiB/s by
+/// default, a fraction of a disk's bandwidth, so the server's own reads and writes go on.
+pub const BACKUP_RATE_KIB_PER_S_DEFAULT: u32 = 64 * 1024;
+pub const BACKUP_RATE_KIB_PER_S_MAX: u32 = 10 * 1024 * 1024;
 /// How long the answer of a request with an `Idempotency-Key` is kept and replayed (24 h); an
 /// older answer is as good as absent and purged with the retention sweep.
 pub const IDEMPOTENCY_TTL_MS: u64 = 24 * 3_600 * 1_000;

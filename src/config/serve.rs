@@ -61,6 +61,8 @@ pub struct ServeConfig {
     /// Watched wallets (monitor × wallet) this node checks at most.
     pub monitor_watches_per_node_max: usize,
     pub retention_days: u32,
+    /// The pace of an online backup's copy, KiB a second (1..=`BACKUP_RATE_KIB_PER_S_MAX`).
+    pub backup_rate_kib_per_s: u32,
     /// fsync the WAL on every durable write (power-loss durability; group-committed).
     pub sync_writes: bool,
     pub long_poll_waiters_max: usize,
@@ -126,6 +128,7 @@ impl Default for ServeConfig {
             monitor_checks_in_flight_max: MONITOR_CHECKS_IN_FLIGHT_MAX_DEFAULT,
             monitor_watches_per_node_max: MONITOR_WATCHES_PER_NODE_MAX_DEFAULT,
             retention_days: RETENTION_DAYS_DEFAULT,
+            backup_rate_kib_per_s: BACKUP_RATE_KIB_PER_S_DEFAULT,
             sync_writes: false,
             long_poll_waiters_max: LONG_POLL_WAITERS_MAX_DEFAULT,
             ip_failures_per_s: IP_FAILURES_PER_S_DEFAULT,
@@ -201,6 +204,7 @@ impl ServeConfig {
             ));
         }
         in_range("retention_days", self.retention_days as usize, RETENTION_DAYS_MAX as usize)?;
+        in_range("backup_rate_kib_per_s", self.backup_rate_kib_per_s as usize, BACKUP_RATE_KIB_PER_S_MAX as usize)?;
         if !(MONITOR_INTERVAL_S_MIN..=MONITOR_INTERVAL_S_MAX).contains(&self.monitor_interval_s) {
             return Err(format!(
                 "monitor_interval_s must be {MONITOR_INTERVAL_S_MIN}..={MONITOR_INTERVAL_S_MAX} seconds, got {}",
@@ -291,7 +295,7 @@ impl ServeConfig {
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
              job_deadline_s={} job_ledger_bytes_max={} scan_buffered_bytes_max={} \
              freshness_window_s={} ledger_cache_bytes={} monitor_interval_s={} monitor_checks_in_flight_max={} \
-             monitor_watches_per_node_max={} webhook_attempts_max={} retention_days={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
+             monitor_watches_per_node_max={} webhook_attempts_max={} retention_days={} backup_rate_kib_per_s={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
              trusted_proxies=[{}] proxy_protocol={} log_format={} access_log={} webhook_allow_hosts=[{}] webhook_proxy={}",
             self.listen,
@@ -322,6 +326,7 @@ impl ServeConfig {
             self.monitor_watches_per_node_max,
             self.webhook_attempts_max,
             self.retention_days,
+            self.backup_rate_kib_per_s,
             self.sync_writes,
             self.long_poll_waiters_max,
             self.ip_failures_per_s,

@@ -458,4 +458,13 @@ pub trait Store: Send + Sync {
     fn logged_sequence(&self) -> u64;
     /// What the store holds on disk and what compaction still has to rewrite (for `/metrics`).
     fn disk_usage(&self) -> StoreResult<crate::metrics::StoreDisk>;
+    /// A consistent point-in-time copy of the store in the new directory `dir` (on the store's
+    /// file system: hard links), for a backup (`backup::take`). Only the embedded store makes
+    /// one: a cluster's is backed up with etcd's own snapshot.
+    fn checkpoint(&self, dir: &std::path::Path) -> StoreResult<()> {
+        Err(StoreError::Invalid(format!(
+            "{}: this store makes no checkpoint (back up etcd with etcdctl snapshot save)",
+            dir.display()
+        )))
+    }
 }

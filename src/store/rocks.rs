@@ -1259,6 +1259,12 @@ impl Store for RocksStore {
         self.db.latest_sequence_number()
     }
 
+    /// RocksDB's checkpoint: the memtables flushed, then every live file hard-linked (copied
+    /// across file systems) into `dir`, with a manifest of exactly those files.
+    fn checkpoint(&self, dir: &Path) -> StoreResult<()> {
+        Ok(rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)?)
+    }
+
     fn disk_usage(&self) -> StoreResult<StoreDisk> {
         let mut disk = StoreDisk::default();
         for name in COLUMN_FAMILIES {

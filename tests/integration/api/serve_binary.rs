@@ -522,8 +522,8 @@ fn check_config_validates_without_starting() {
 }
 
 /// `deploy/`: the example config loads and validates as `xray serve --config` reads it, and the
-/// systemd unit passes `systemd-analyze verify` (where systemd is installed) with its
-/// `ExecStart` pointed at this build's binary.
+/// systemd units (the server; the backup's timer and service) pass `systemd-analyze verify`
+/// (where systemd is installed) with their `ExecStart` pointed at this build's binary.
 #[test]
 fn the_deploy_config_loads_and_the_systemd_unit_verifies() {
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
@@ -539,10 +539,21 @@ fn the_deploy_config_loads_and_the_systemd_unit_verifies() {
     for needed in ["LimitMEMLOCK=", "LimitNOFILE=", "DynamicUser=yes", "ProtectSystem=strict", "KillSignal=SIGTERM"] {
         assert!(unit.contains(needed), "{needed}");
     }
+    // The server's unit, and the daily backup's timer and service (issue #43), verified together.
     let dir = tempfile::tempdir().expect("tempdir");
-    let local = dir.path().join("xray.service");
-    std::fs::write(&local, unit.replace("/usr/local/bin/xray", BIN)).expect("unit copy");
-    let verified = Command::new("systemd-analyze").args(["verify", "--man=no"]).arg(&local).output().expect("runs");
+    let names = ["xray.service", "xray-backup.service", "xray-backup.timer"];
+    for name in names {
+        let text = std::fs::read_to_string(deploy.join(name)).expect("unit");
+        std::fs::write(dir.path().join(name), text.replace("/usr/local/bin/xray", BIN)).expect("unit copy");
+    }
+    let backup = std::fs::read_to_string(deploy.join("xray-backup.service")).expect("backup unit");
+    assert!(backup.contains("xray backup --data-dir /var/lib/xray --to /var/lib/xray-backup/"), "{backup}");
+    assert!(unit.contains("StateDirectory=xray xray-backup"), "the server may write its backups");
+    let verified = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .args(names.map(|name| dir.path().join(name)))
+        .output()
+        .expect("runs");
     let said = String::from_utf8_lossy(&verified.stderr).into_owned() + &String::from_utf8_lossy(&verified.stdout);
     assert!(verified.status.success() && said.trim().is_empty(), "{said}");
 }

@@ -47,7 +47,7 @@ fn start_node(dir: &Path, prefix: &str, extra: &[&str]) -> Server {
     start_node_on(&etcd::shared().endpoints(), dir, prefix, extra)
 }
 
-fn start_node_on(endpoints: &[String], dir: &Path, prefix: &str, extra: &[&str]) -> Server {
+pub(super) fn start_node_on(endpoints: &[String], dir: &Path, prefix: &str, extra: &[&str]) -> Server {
     let store = format!("etcd:{}", endpoints.join(","));
     let flags = ["--store", &store, "--etcd-prefix", prefix, "--listener-threads", "1", "--compute-threads", "1"];
     start(dir, &[&flags[..], extra].concat())

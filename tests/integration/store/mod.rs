@@ -1,5 +1,7 @@
-//! The RocksDB store in temp directories: every operation, and crash cycles of a child process.
+//! The RocksDB store in temp directories: every operation, crash cycles of a child process, and
+//! backup and restore with the real binary.
 
+mod backup;
 pub mod contract;
 mod crash;
 mod faults;

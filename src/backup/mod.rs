@@ -1,0 +1,269 @@
+//! Backup and restore of a node's data directory (issue #43): what an operator cannot rebuild —
+//! API key digests and scopes, every account's quota usage, jobs and results, monitors and
+//! their cursors, policies, feedback, webhook secrets (all in the store) and, beside the store,
+//! the report-signing keys and the admin token.
+//!
+//! Data flow: `POST /v1/admin/backup {"to": DIR}` (or `xray backup --to DIR`, which sends it and
+//! polls `GET /v1/admin/backup`) → `Backups::start` checks the target and that no backup runs,
+//! answers at once, and hands the work to a thread of its own (`take`: a RocksDB checkpoint,
+//! then a copy paced at `--backup-rate-kib-per-s`, every file digested, the manifest last).
+//! `xray restore --from DIR --data-dir NEW` (`restore`) checks it all and makes `NEW`.
+//!
+//! Owns: `Backups` (one backup at a time, the last one's status, its progress in `/metrics`),
+//! `BackupStatus` (the admin API's answer), `Refusal`.
+//! Invariant: at most one backup runs per server; a second is refused (409) while it runs,
+//! never queued. Backups are written 0700/0600: they hold the signing key and the admin token.
+//! The target is a new directory (an absolute path, outside the data directory), never an
+//! existing one written into.
+//! Deliberately absent: a cluster node's backup (the store is etcd: `etcdctl snapshot save`,
+//! README "Backup and restore"); scheduling (a systemd timer, `deploy/`); retention of old
+//! backups (the timer's script keeps the newest N).
+
+pub mod copy;
+pub mod manifest;
+pub mod restore;
+pub mod take;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+
+use crate::store::Store;
+pub use take::{BackupLayout, BackupOrder};
+
+/// Longest target path a backup accepts, in bytes (Linux's `PATH_MAX`).
+pub const TARGET_PATH_BYTES_MAX: usize = 4096;
+
+/// Where a backup is, as the admin API says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BackupState {
+    Running,
+    Done,
+    Failed,
+}
+
+/// The current or last backup (`GET /v1/admin/backup`, and the answer of `POST`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupStatus {
+    pub id: String,
+    pub to: String,
+    pub state: BackupState,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    /// Bytes copied so far (all of them once `DONE`).
+    pub bytes_copied: u64,
+    /// Bytes the backup holds (known once the checkpoint is made; 0 before).
+    pub bytes_total: u64,
+    /// Files the backup holds (once `DONE`).
+    pub files: Option<usize>,
+    /// The store's schema version, as the manifest records it (once `DONE`).
+    pub schema_version: Option<u32>,
+    /// Why it failed (`FAILED` only): the file and the system's words.
+    pub error: Option<String>,
+}
+
+/// A backup's progress counters, written by its thread, read by the status and `/metrics`.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub bytes_copied: AtomicU64,
+    pub bytes_total: AtomicU64,
+}
+
+/// Counters over the server's life, for `/metrics`.
+#[derive(Debug, Default)]
+struct Counters {
+    done: AtomicU64,
+    failed: AtomicU64,
+    last_success_ms: AtomicU64,
+}
+
+/// Why a backup is not started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// One runs; its status.
+    Running(Box<BackupStatus>),
+    /// This node's store is etcd.
+    NotEmbedded,
+    /// The target is not one a backup can be written to (the words say why).
+    Target(String),
+    /// The backup's thread could not be started.
+    Thread(String),
+}
+
+/// The backups of one server.
+pub struct Backups {
+    store: Option<Arc<dyn Store>>,
+    layout: BackupLayout,
+    bytes_per_s: u64,
+    status: Arc<Mutex<Option<BackupStatus>>>,
+    progress: Arc<Progress>,
+    counters: Arc<Counters>,
+}
+
+impl Backups {
+    /// `store` is `None` on a cluster node (its store is etcd); `bytes_per_s` paces the copy.
+    pub fn new(store: Option<Arc<dyn Store>>, layout: BackupLayout, bytes_per_s: u64) -> Backups {
+        assert!(bytes_per_s > 0, "the backup rate is checked at start");
+        Backups {
+            store,
+            layout,
+            bytes_per_s,
+            status: Arc::new(Mutex::new(None)),
+            progress: Arc::new(Progress::default()),
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    /// The current or last backup, with the running one's progress.
+    pub fn status(&self) -> Option<BackupStatus> {
+        let mut status = self.status.lock().clone()?;
+        if status.state == BackupState::Running {
+            status.bytes_copied = self.progress.bytes_copied.load(Ordering::Relaxed);
+            status.bytes_total = self.progress.bytes_total.load(Ordering::Relaxed);
+        }
+        Some(status)
+    }
+
+    /// Appends the backup series in the text exposition format (the admin's `/metrics`).
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write;
+        let running = self.status.lock().as_ref().is_some_and(|s| s.state == BackupState::Running);
+        let series: [(&str, &str, &str, u64); 6] = [
+            ("xray_backup_running", "gauge", "1 while a backup runs (one at a time).", u64::from(running)),
+            (
+                "xray_backup_bytes_copied",
+                "gauge",
+                "Bytes the running (or last) backup has copied.",
+                self.progress.bytes_copied.load(Ordering::Relaxed),
+            ),
+            (
+                "xray_backup_bytes_total",
+                "gauge",
+                "Bytes the running (or last) backup holds (0 until its checkpoint is made).",
+                self.progress.bytes_total.load(Ordering::Relaxed),
+            ),
+            (
+                "xray_backups_done_total",
+                "counter",
+                "Backups that ended DONE since the server started.",
+                self.counters.done.load(Ordering::Relaxed),
+            ),
+            (
+                "xray_backups_failed_total",
+                "counter",
+                "Backups that ended FAILED since the server started.",
+                self.counters.failed.load(Ordering::Relaxed),
+            ),
+            (
+                "xray_backup_last_success_timestamp_seconds",
+                "gauge",
+                "Unix time the last DONE backup ended (0: none since the server started).",
+                self.counters.last_success_ms.load(Ordering::Relaxed) / 1000,
+            ),
+        ];
+        for (name, kind, help, value) in series {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
+    }
+
+    /// Starts a backup into the new directory `to`; answers at once with its `RUNNING` status.
+    pub fn start(&self, to: &str, now_ms: u64) -> Result<BackupStatus, Refusal> {
+        let store = self.store.clone().ok_or(Refusal::NotEmbedded)?;
+        let to = self.check_target(to)?;
+        let mut slot = self.status.lock();
+        if let Some(running) = slot.as_ref().filter(|s| s.state == BackupState::Running) {
+            return Err(Refusal::Running(Box::new(running.clone())));
+        }
+        let order = BackupOrder {
+            id: format!("bk_{now_ms}"),
+            to: to.clone(),
+            created_at_ms: now_ms,
+            schema_version: crate::store::SCHEMA_VERSION,
+            bytes_per_s: self.bytes_per_s,
+        };
+        let status = BackupStatus {
+            id: order.id.clone(),
+            to: to.display().to_string(),
+            state: BackupState::Running,
+            started_at: crate::clock::rfc3339_ms(now_ms),
+            ended_at: None,
+            bytes_copied: 0,
+            bytes_total: 0,
+            files: None,
+            schema_version: None,
+            error: None,
+        };
+        self.progress.bytes_copied.store(0, Ordering::Relaxed);
+        self.progress.bytes_total.store(0, Ordering::Relaxed);
+        let (shared, progress, counters, layout) =
+            (self.status.clone(), self.progress.clone(), self.counters.clone(), self.layout.clone());
+        std::thread::Builder::new()
+            .name("xray-backup".into())
+            .spawn(move || {
+                let outcome = take::take(&*store, &layout, &order, &progress);
+                finish(&shared, &progress, &counters, outcome);
+            })
+            .map_err(|e| Refusal::Thread(e.to_string()))?;
+        *slot = Some(status.clone());
+        tracing::info!(id = %status.id, to = %status.to, "backup started");
+        Ok(status)
+    }
+
+    /// An absolute path whose parent exists, that does not exist yet, outside the data directory.
+    fn check_target(&self, to: &str) -> Result<PathBuf, Refusal> {
+        let refuse = |why: String| Err(Refusal::Target(why));
+        let path = Path::new(to);
+        if to.is_empty() || to.len() > TARGET_PATH_BYTES_MAX || !path.is_absolute() {
+            return refuse(format!("{to:?} is not an absolute path (the server resolves it, not the client)"));
+        }
+        if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            return refuse(format!("{to}: no .. in the target"));
+        }
+        if std::fs::symlink_metadata(path).is_ok() {
+            return refuse(format!("{to} exists: a backup goes into a new directory"));
+        }
+        let Some(parent) = path.parent().filter(|p| p.is_dir()) else {
+            return refuse(format!("{to}: its parent directory must exist"));
+        };
+        let data_dir = std::fs::canonicalize(&self.layout.data_dir).unwrap_or_else(|_| self.layout.data_dir.clone());
+        if std::fs::canonicalize(parent).is_ok_and(|p| p.starts_with(&data_dir)) {
+            return refuse(format!("{to} is inside the data directory: put backups on another disk"));
+        }
+        Ok(path.to_path_buf())
+    }
+}
+
+fn finish(
+    shared: &Mutex<Option<BackupStatus>>,
+    progress: &Progress,
+    counters: &Counters,
+    outcome: Result<manifest::BackupManifest, String>,
+) {
+    let now_ms = crate::clock::now_unix_ms();
+    let mut slot = shared.lock();
+    let Some(status) = slot.as_mut() else { return };
+    status.ended_at = Some(crate::clock::rfc3339_ms(now_ms));
+    status.bytes_copied = progress.bytes_copied.load(Ordering::Relaxed);
+    status.bytes_total = progress.bytes_total.load(Ordering::Relaxed);
+    match outcome {
+        Ok(manifest) => {
+            status.state = BackupState::Done;
+            status.files = Some(manifest.files.len());
+            status.schema_version = Some(manifest.schema_version);
+            counters.done.fetch_add(1, Ordering::Relaxed);
+            counters.last_success_ms.store(now_ms, Ordering::Relaxed);
+            tracing::info!(id = %status.id, bytes = manifest.total_bytes, files = manifest.files.len(), "backup done");
+        }
+        Err(why) => {
+            status.state = BackupState::Failed;
+            tracing::error!(id = %status.id, error = %why, "backup failed");
+            status.error = Some(why);
+            counters.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! `xray backup` (online, through a running server's admin listener: start, then follow it to
+//! its end) and `xray restore` (offline: `backup::restore` makes a new data directory).
+//!
+//! Owns: the two commands' flags and their wiring. Runs on the main thread of the `xray`
+//! process; `backup` on a current-thread tokio runtime.
+//! Invariant: `backup` waits at most `--wait-s` (the server's backup goes on past it, and the
+//! command says so); it exits non-zero unless the backup ended `DONE`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::Value;
+
+use super::{print_json, AdminArgs};
+use crate::admin::client::AdminClient;
+use crate::ledger::runtime;
+
+/// How long `xray backup` waits for the backup by default, in seconds.
+const BACKUP_WAIT_S_DEFAULT: u64 = 3_600;
+/// How often `xray backup` asks how the backup goes, in milliseconds.
+const BACKUP_POLL_MS: u64 = 200;
+
+#[derive(Args)]
+pub struct BackupArgs {
+    #[command(flatten)]
+    admin: AdminArgs,
+    /// The new directory to write the backup into: made by the server, so a path on its
+    /// machine, outside its data directory, whose parent exists (relative: to this directory).
+    #[arg(long)]
+    to: PathBuf,
+    /// Seconds to wait for the backup to end (the server goes on with it past them).
+    #[arg(long, default_value_t = BACKUP_WAIT_S_DEFAULT)]
+    wait_s: u64,
+}
+
+#[derive(Args)]
+pub struct RestoreArgs {
+    /// The backup: a directory `xray backup` wrote (with its manifest.json).
+    #[arg(long)]
+    from: PathBuf,
+    /// The new data directory to make (it must not exist; its parent must).
+    #[arg(long)]
+    data_dir: PathBuf,
+}
+
+/// Starts a backup, follows it to its end and prints its last status.
+pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
+    let to = std::path::absolute(&args.to).map_err(|e| format!("--to {}: {e}", args.to.display()))?;
+    let to = to.to_str().ok_or_else(|| format!("--to {}: not UTF-8", to.display()))?.to_owned();
+    let status = runtime()?.block_on(async {
+        let client = AdminClient::locate(&args.admin.data_dir, args.admin.admin_url.as_deref())?;
+        let started = client.start_backup(&to).await?;
+        let id = started["id"].as_str().ok_or("the server's answer names no backup id")?.to_owned();
+        let deadline = Instant::now() + Duration::from_secs(args.wait_s);
+        loop {
+            tokio::time::sleep(Duration::from_millis(BACKUP_POLL_MS)).await;
+            let status = client.backup_status().await?;
+            if status["id"].as_str() != Some(id.as_str()) {
+                return Err(format!("the server's last backup is no longer {id} (was it restarted?)"));
+            }
+            match status["state"].as_str() {
+                Some("DONE") => return Ok(status),
+                Some("FAILED") => {
+                    return Err(format!("backup {id} failed: {}", status["error"].as_str().unwrap_or("?")))
+                }
+                _ if Instant::now() >= deadline => {
+                    return Err(format!(
+                        "backup {id} still runs after {} s: `GET /v1/admin/backup` follows it",
+                        args.wait_s
+                    ))
+                }
+                _ => {}
+            }
+        }
+    })?;
+    print_json(&status)
+}
+
+/// Restores a backup into a new data directory and prints what it restored.
+pub fn run_restore(args: &RestoreArgs) -> Result<(), String> {
+    let manifest = crate::backup::restore::restore(&args.from, &args.data_dir, crate::serve::DB_DIR_NAME)?;
+    let summary: Value = serde_json::json!({
+        "restored": args.data_dir.display().to_string(),
+        "backup": manifest.id,
+        "createdAt": manifest.created_at,
+        "schemaVersion": manifest.schema_version,
+        "engine": manifest.engine,
+        "files": manifest.files.len(),
+        "bytes": manifest.total_bytes,
+    });
+    print_json(&summary)
+}
