@@ -253,6 +253,9 @@ fn backups(config: &ServeConfig, store: &Arc<dyn Store>, clustered: bool) -> Bac
         db_dir_name: DB_DIR_NAME,
         files: vec![admin_files::TOKEN_FILE_NAME, crate::signing::ring::KEY_FILE_NAME],
     };
+    if let Err(e) = crate::backup::take::remove_stale_staging(&config.data_dir) {
+        tracing::warn!(error = %e, "could not remove a stopped backup's staging directory");
+    }
     let store = (!clustered).then(|| store.clone());
     Backups::new(store, layout, u64::from(config.backup_rate_kib_per_s) * BYTES_PER_KIB)
 }

@@ -12,12 +12,13 @@
 //! Owns: `Backups` (one backup at a time, the last one's status, its progress in `/metrics`),
 //! `BackupStatus` (the admin API's answer), `Refusal`.
 //! Invariant: at most one backup runs per server; a second is refused (409) while it runs,
-//! never queued. Backups are written 0700/0600: they hold the signing key and the admin token.
+//! never queued; a panic in it ends it `FAILED`, never stuck `RUNNING`. Backups are written 0700/0600: they hold the signing key and the admin token.
 //! The target is a new directory (an absolute path, outside the data directory), never an
 //! existing one written into.
 //! Deliberately absent: a cluster node's backup (the store is etcd: `etcdctl snapshot save`,
 //! README "Backup and restore"); scheduling (a systemd timer, `deploy/`); retention of old
-//! backups (the timer's script keeps the newest N).
+//! backups (the timer's script keeps the newest N); cancelling a running backup (the process's
+//! stop cuts it short: its target has no manifest, so it is not a backup).
 
 pub mod copy;
 pub mod manifest;
@@ -205,7 +206,11 @@ impl Backups {
         std::thread::Builder::new()
             .name("xray-backup".into())
             .spawn(move || {
-                let outcome = take::take(&*store, &layout, &order, &progress);
+                // A panic must not leave the status RUNNING (every later backup would be 409).
+                let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    take::take(&*store, &layout, &order, &progress)
+                }));
+                let outcome = taken.unwrap_or_else(|_| Err("the backup's thread panicked (see the log)".to_owned()));
                 finish(&shared, &progress, &counters, outcome);
             })
             .map_err(|e| Refusal::Thread(e.to_string()))?;

@@ -21,14 +21,12 @@ use crate::store::{SCHEMA_VERSION, SCHEMA_VERSIONS_UPGRADED};
 const STORE_CURRENT_FILE: &str = "CURRENT";
 
 /// Restores the backup in `from` as the new data directory `to`, whose `db_dir_name` holds the
-/// store. Returns the manifest it restored.
-pub fn restore(from: &Path, to: &Path, db_dir_name: &str) -> Result<BackupManifest, String> {
+/// store and beside it every one of `files` (the signing keys, the admin token). Returns the
+/// manifest it restored.
+pub fn restore(from: &Path, to: &Path, db_dir_name: &str, files: &[&str]) -> Result<BackupManifest, String> {
     let manifest = BackupManifest::read(from)?;
     judge_schema(&manifest)?;
-    let current = format!("{db_dir_name}/{STORE_CURRENT_FILE}");
-    if !manifest.files.iter().any(|f| f.path == current) {
-        return Err(format!("{}: the backup holds no store ({current} is not in its manifest)", from.display()));
-    }
+    judge_files(&manifest, db_dir_name, files).map_err(|why| format!("{}: {why}", from.display()))?;
     let parent = target_parent(to)?;
     for file in &manifest.files {
         let (bytes, sha256) = digest_file(&from.join(&file.path)).map_err(|e| format!("{}: {e}", file.path))?;
@@ -42,19 +40,53 @@ pub fn restore(from: &Path, to: &Path, db_dir_name: &str) -> Result<BackupManife
     let name = to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let staging = parent.join(format!(".{name}.restoring-{}", std::process::id()));
     create_private_dir_new(&staging).map_err(|e| format!("creating {}: {e}", staging.display()))?;
-    match copy_all(from, &staging, &manifest) {
-        Ok(()) => {
-            std::fs::rename(&staging, to)
-                .map_err(|e| format!("renaming {} to {}: {e}", staging.display(), to.display()))?;
-            sync_dir(&parent).map_err(|e| format!("syncing {}: {e}", parent.display()))?;
-            Ok(manifest)
+    let placed = copy_all(from, &staging, &manifest).and_then(|()| rename_no_replace(&staging, to));
+    if let Err(why) = placed {
+        // The copy holds the signing key and the admin token: never left behind.
+        if let Err(e) = std::fs::remove_dir_all(&staging) {
+            tracing::warn!(error = %e, dir = %staging.display(), "could not remove a failed restore");
         }
-        Err(why) => {
-            if let Err(e) = std::fs::remove_dir_all(&staging) {
-                tracing::warn!(error = %e, dir = %staging.display(), "could not remove a failed restore");
-            }
-            Err(why)
+        return Err(why);
+    }
+    sync_dir(&parent).map_err(|e| format!("syncing {}: {e}", parent.display()))?;
+    Ok(manifest)
+}
+
+/// The store's files (`db_dir_name/<name>`, one level) and exactly `files` beside them, each
+/// of those present: nothing else is restored.
+fn judge_files(manifest: &BackupManifest, db_dir_name: &str, files: &[&str]) -> Result<(), String> {
+    let current = format!("{db_dir_name}/{STORE_CURRENT_FILE}");
+    for needed in std::iter::once(current.as_str()).chain(files.iter().copied()) {
+        if !manifest.files.iter().any(|f| f.path == needed) {
+            return Err(format!("the backup does not hold {needed} (its manifest does not list it)"));
         }
+    }
+    let in_store = |path: &str| {
+        path.strip_prefix(db_dir_name).and_then(|p| p.strip_prefix('/')).is_some_and(|name| !name.contains('/'))
+    };
+    match manifest.files.iter().find(|f| !in_store(&f.path) && !files.contains(&f.path.as_str())) {
+        Some(stray) => Err(format!("{} is not a file a data directory holds", stray.path)),
+        None => Ok(()),
+    }
+}
+
+/// Renames `from` to `to` unless `to` exists (even as an empty directory, which a plain rename
+/// would replace).
+fn rename_no_replace(from: &Path, to: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let refuse = |e: std::io::Error| format!("renaming {} to {}: {e}", from.display(), to.display());
+    let c_path =
+        |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|e| refuse(std::io::Error::other(e)));
+    let (from_c, to_c) = (c_path(from)?, c_path(to)?);
+    // SAFETY: both are NUL-terminated paths that live across the call; AT_FDCWD resolves them
+    // as `rename` would.
+    let done = unsafe {
+        libc::renameat2(libc::AT_FDCWD, from_c.as_ptr(), libc::AT_FDCWD, to_c.as_ptr(), libc::RENAME_NOREPLACE)
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(refuse(std::io::Error::last_os_error()))
     }
 }
 

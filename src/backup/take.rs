@@ -25,7 +25,9 @@ use crate::store::Store;
 pub const STAGING_DIR_NAME: &str = "backup-staging";
 
 /// What of a data directory a backup holds: the store (`db_dir_name`, through a checkpoint)
-/// and the `files` beside it that cannot be rebuilt (the admin token, the signing keys).
+/// and the `files` beside it that cannot be rebuilt (the admin token, the signing keys), each
+/// required. Not held: the config file and labels files (the operator's, outside the data
+/// directory), the ledger cache and `admin.addr` (rebuilt at start).
 #[derive(Debug, Clone)]
 pub struct BackupLayout {
     pub data_dir: PathBuf,
@@ -78,11 +80,10 @@ fn checkpoint_and_copy(
     for name in sorted_files(staging)? {
         sources.push((staging.join(&name), format!("{}/{name}", layout.db_dir_name)));
     }
+    // Every one of them: a backup without the signing keys would restore a server that signs
+    // with a new key, so reports signed before would no longer verify.
     for name in &layout.files {
-        let path = layout.data_dir.join(name);
-        if path.exists() {
-            sources.push((path, (*name).to_owned()));
-        }
+        sources.push((layout.data_dir.join(name), (*name).to_owned()));
     }
     let mut total: u64 = 0;
     for (path, _) in &sources {
@@ -133,6 +134,12 @@ fn sorted_files(dir: &Path) -> Result<Vec<String>, String> {
     }
     names.sort();
     Ok(names)
+}
+
+/// Removes a staging directory a backup cut short by the server's stop left behind (its hard
+/// links keep obsolete store files on the data disk); called at start.
+pub fn remove_stale_staging(data_dir: &Path) -> std::io::Result<()> {
+    remove_if_present(&data_dir.join(STAGING_DIR_NAME))
 }
 
 fn remove_if_present(dir: &Path) -> std::io::Result<()> {

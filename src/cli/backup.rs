@@ -52,7 +52,7 @@ pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
         let client = AdminClient::locate(&args.admin.data_dir, args.admin.admin_url.as_deref())?;
         let started = client.start_backup(&to).await?;
         let id = started["id"].as_str().ok_or("the server's answer names no backup id")?.to_owned();
-        let deadline = Instant::now() + Duration::from_secs(args.wait_s);
+        let deadline = Instant::now().checked_add(Duration::from_secs(args.wait_s)).ok_or("--wait-s is too large")?;
         loop {
             tokio::time::sleep(Duration::from_millis(BACKUP_POLL_MS)).await;
             let status = client.backup_status().await?;
@@ -79,7 +79,8 @@ pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
 
 /// Restores a backup into a new data directory and prints what it restored.
 pub fn run_restore(args: &RestoreArgs) -> Result<(), String> {
-    let manifest = crate::backup::restore::restore(&args.from, &args.data_dir, crate::serve::DB_DIR_NAME)?;
+    let files = [crate::admin::files::TOKEN_FILE_NAME, crate::signing::ring::KEY_FILE_NAME];
+    let manifest = crate::backup::restore::restore(&args.from, &args.data_dir, crate::serve::DB_DIR_NAME, &files)?;
     let summary: Value = serde_json::json!({
         "restored": args.data_dir.display().to_string(),
         "backup": manifest.id,

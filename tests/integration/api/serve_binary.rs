@@ -547,7 +547,11 @@ fn the_deploy_config_loads_and_the_systemd_unit_verifies() {
         std::fs::write(dir.path().join(name), text.replace("/usr/local/bin/xray", BIN)).expect("unit copy");
     }
     let backup = std::fs::read_to_string(deploy.join("xray-backup.service")).expect("backup unit");
-    assert!(backup.contains("xray backup --data-dir /var/lib/xray --to /var/lib/xray-backup/"), "{backup}");
+    assert!(
+        backup.contains("xray backup --data-dir /var/lib/xray --wait-s 14000 --to /var/lib/xray-backup/"),
+        "{backup}"
+    );
+    assert!(backup.contains("Requisite=xray.service"), "a backup never starts a stopped server");
     assert!(unit.contains("StateDirectory=xray xray-backup"), "the server may write its backups");
     let verified = Command::new("systemd-analyze")
         .args(["verify", "--man=no"])

@@ -111,12 +111,20 @@ fn the_drill_a_backup_under_load_restores_everything_acknowledged_before_it() {
             }
         })
     };
-    std::thread::sleep(Duration::from_millis(300));
+    let admitted = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while acked.lock().expect("lock").len() < n {
+            assert!(Instant::now() < deadline, "the load admitted fewer than {n} jobs in 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    admitted(3);
     let backup_dir = root.path().join("backup");
     let began = Instant::now();
-    let done = cli(&data, "backup", &["--to", backup_dir.to_str().expect("utf-8")]).expect("xray backup");
+    let done = cli(&data, "backup", &["--wait-s", "60", "--to", backup_dir.to_str().expect("utf-8")]).expect("backup");
     let ended = Instant::now();
-    std::thread::sleep(Duration::from_millis(300));
+    let so_far = acked.lock().expect("lock").len();
+    admitted(so_far + 3);
     stop.store(true, Ordering::Relaxed);
     load.join().expect("load thread");
     assert_eq!(done["state"], "DONE", "{done}");
@@ -242,7 +250,7 @@ fn a_restore_refuses_a_partial_a_corrupted_or_a_newer_backup_and_writes_nothing(
     let data = root.path().join("data");
     let mut server = start(&data, &["--listener-threads", "1", "--compute-threads", "1"]);
     let good = root.path().join("good");
-    cli(&data, "backup", &["--to", good.to_str().expect("utf-8")]).expect("xray backup");
+    cli(&data, "backup", &["--wait-s", "60", "--to", good.to_str().expect("utf-8")]).expect("xray backup");
     assert!(server.terminate().success());
     let manifest_text = std::fs::read_to_string(good.join("manifest.json")).expect("manifest");
     let manifest: Value = serde_json::from_str(&manifest_text).expect("JSON");
@@ -269,8 +277,20 @@ fn a_restore_refuses_a_partial_a_corrupted_or_a_newer_backup_and_writes_nothing(
     let mut future = manifest.clone();
     future["schemaVersion"] = Value::from(xray::store::SCHEMA_VERSION + 1);
     std::fs::write(newer.join("manifest.json"), future.to_string()).expect("manifest");
+    // A manifest edited to leave the signing keys out: restoring it would make a server sign
+    // with a new key.
+    let keyless = copy_of_good("keyless");
+    let mut edited = manifest.clone();
+    let kept: Vec<Value> = files.iter().filter(|f| f["path"] != "signing-keys.json").cloned().collect();
+    let dropped: u64 =
+        files.iter().filter(|f| f["path"] == "signing-keys.json").filter_map(|f| f["bytes"].as_u64()).sum();
+    edited["files"] = Value::from(kept);
+    edited["totalBytes"] = Value::from(manifest["totalBytes"].as_u64().expect("total") - dropped);
+    std::fs::write(keyless.join("manifest.json"), edited.to_string()).expect("manifest");
 
-    for (from, why) in [(&partial, "did not finish"), (&corrupted, "corrupted"), (&newer, "newer")] {
+    let cases =
+        [(&partial, "did not finish"), (&corrupted, "corrupted"), (&newer, "newer"), (&keyless, "signing-keys.json")];
+    for (from, why) in cases {
         let target = root.path().join(format!("into-{}", from.file_name().expect("name").to_string_lossy()));
         let refused = cli(&target, "restore", &["--from", from.to_str().expect("utf-8")]);
         assert!(refused.as_ref().is_err_and(|e| e.contains(why)), "{why}: {refused:?}");
@@ -320,7 +340,7 @@ fn a_backup_onto_a_full_disk_fails_cleanly_and_the_server_serves_on() {
     let data = root.path().join("data");
     let server = start(&data, &["--listener-threads", "1", "--compute-threads", "1"]);
     let key = server.first_key.clone().expect("first key");
-    let failed = cli(&data, "backup", &["--to", small.join("backup").to_str().expect("utf-8")]);
+    let failed = cli(&data, "backup", &["--wait-s", "60", "--to", small.join("backup").to_str().expect("utf-8")]);
     let error = failed.expect_err("a backup larger than its disk fails");
     assert!(error.contains("No space left on device"), "{error}");
     assert_eq!(std::fs::read_dir(&small).expect("ls").count(), 0, "the failed backup is removed");
@@ -330,6 +350,7 @@ fn a_backup_onto_a_full_disk_fails_cleanly_and_the_server_serves_on() {
     assert_eq!((metric(&data, "xray_backups_failed_total"), metric(&data, "xray_backup_running")), (1, 0));
     assert_eq!(get(server.api, &format!("{API}/status"), &key).status, 200, "the server serves on");
     let good = root.path().join("good");
-    let done = cli(&data, "backup", &["--to", good.to_str().expect("utf-8")]).expect("the next backup");
+    let done =
+        cli(&data, "backup", &["--wait-s", "60", "--to", good.to_str().expect("utf-8")]).expect("the next backup");
     assert_eq!(done["state"], "DONE", "{done}");
 }
