@@ -1,6 +1,8 @@
 //! The public API over real loopback HTTP: the contract as an integrator uses it, scopes,
-//! limits, jobs, the OpenAPI document, and the real binary (first key, SIGTERM, kill -9).
+//! limits, jobs, the OpenAPI documents (the public API's and the admin API's), and the real
+//! binary (first key, SIGTERM, kill -9).
 
+mod admin_openapi;
 mod batch;
 pub mod feedback;
 pub mod contract;

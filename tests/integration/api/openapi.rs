@@ -8,6 +8,8 @@
 //! `type` (one or a list), `const`, `required`, `properties`, `additionalProperties`, `items`,
 //! `minimum`/`maximum`, `pattern`, `minLength`/`maxLength`. An object with `properties` and no `additionalProperties` is closed:
 //! a field the code sends and the document does not name fails.
+//! `admin_openapi.rs` checks `docs/admin-openapi.json` with the same validator (`pub(crate)`
+//! items).
 
 use std::collections::BTreeSet;
 
@@ -21,11 +23,16 @@ use xray::ledger::view::{build_view, ViewOptions};
 use xray::pubkey::Pubkey;
 
 fn document() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("docs/openapi.json")).expect("valid JSON")
+    load_document("docs/openapi.json")
 }
 
-fn schema<'a>(doc: &'a Value, name: &str) -> &'a Value {
+/// A JSON document of the repository (`path` relative to its root).
+pub(crate) fn load_document(path: &str) -> Value {
+    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&full).expect(path)).expect("valid JSON")
+}
+
+pub(crate) fn schema<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["components"]["schemas"].get(name).unwrap_or_else(|| panic!("no schema {name}"))
 }
 
@@ -51,7 +58,7 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// Every way `value` breaks `schema`, with its path.
-fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<String> {
+pub(crate) fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -> Vec<String> {
     let s = resolve(doc, schema);
     if let Some(branches) = s.get("oneOf").and_then(Value::as_array) {
         let passing = branches.iter().filter(|b| violations(doc, b, value, at).is_empty()).count();
@@ -139,16 +146,21 @@ fn assert_valid(doc: &Value, schema_name: &str, value: &Value) {
     assert!(found.is_empty(), "{} violation(s):\n{}", found.len(), found.join("\n"));
 }
 
-/// The JSON schema of the `status` answer of `method path`, following a `$ref` to a shared
-/// response (`#/components/responses/…`).
-fn response_schema<'a>(doc: &'a Value, method: &str, path: &str, status: u16) -> &'a Value {
+/// The `status` answer of `method path`, following a `$ref` to a shared response
+/// (`#/components/responses/…`).
+pub(crate) fn response<'a>(doc: &'a Value, method: &str, path: &str, status: u16) -> &'a Value {
     let operation = &doc["paths"][path][method];
     let mut response = &operation["responses"][status.to_string()];
     if let Some(reference) = response.get("$ref").and_then(Value::as_str) {
         let name = reference.strip_prefix("#/components/responses/").unwrap_or_else(|| panic!("ref {reference}"));
         response = &doc["components"]["responses"][name];
     }
-    let schema = &response["content"]["application/json"]["schema"];
+    response
+}
+
+/// The JSON schema of the `status` answer of `method path`.
+fn response_schema<'a>(doc: &'a Value, method: &str, path: &str, status: u16) -> &'a Value {
+    let schema = &response(doc, method, path, status)["content"]["application/json"]["schema"];
     assert!(schema.is_object(), "{method} {path} documents no JSON answer for {status}");
     schema
 }
@@ -160,12 +172,9 @@ fn assert_answer(doc: &Value, method: &str, path: &str, reply: &Reply) {
     assert!(found.is_empty(), "{} violation(s):\n{}\n{reply:?}", found.len(), found.join("\n"));
 }
 
-#[test]
-fn the_document_names_every_route_and_error_code() {
-    let doc = document();
-    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")), "{}", doc["openapi"]);
-    // Every `METHOD path` of the router, path parameters in OpenAPI's spelling, and nothing else.
-    let operations: BTreeSet<String> = doc["paths"]
+/// Every operation of the document, as `METHOD path`.
+pub(crate) fn operations(doc: &Value) -> BTreeSet<String> {
+    doc["paths"]
         .as_object()
         .expect("paths")
         .iter()
@@ -173,7 +182,15 @@ fn the_document_names_every_route_and_error_code() {
             let item = item.as_object().expect("path item");
             item.keys().filter(|k| *k != "parameters").map(move |m| format!("{} {path}", m.to_uppercase()))
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_document_names_every_route_and_error_code() {
+    let doc = document();
+    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")), "{}", doc["openapi"]);
+    // Every `METHOD path` of the router, path parameters in OpenAPI's spelling, and nothing else.
+    let operations = operations(&doc);
     let routes: BTreeSet<String> = xray::api::Route::PATHS
         .iter()
         .map(|r| r.replace(":id", "{id}").replace(":pairId", "{pairId}").replace(":eventId", "{eventId}"))
@@ -420,7 +437,7 @@ fn call(server: &TestServer, method: &str, path: &str, key: &str, body: Option<&
 }
 
 /// `reply` has `status` and validates against the document's schema of that status.
-fn assert_documented(doc: &Value, method: &str, template: &str, reply: &Reply, status: u16) {
+pub(crate) fn assert_documented(doc: &Value, method: &str, template: &str, reply: &Reply, status: u16) {
     assert_eq!(reply.status, status, "{method} {template}: {reply:?}");
     assert_answer(doc, method, template, reply);
 }
