@@ -64,6 +64,9 @@ use crate::webhooks::{Deliveries, Render, TargetPolicy, WebhookSettings};
 pub const DB_DIR_NAME: &str = "db";
 /// The ledger cache's directory under the data directory (`ledger::cache`).
 pub const LEDGER_CACHE_DIR_NAME: &str = "ledger-cache";
+/// The files beside the store that a backup holds and a restore requires: the admin token and
+/// the report-signing keys (nothing else in the data directory is irreplaceable).
+pub const BACKED_UP_FILES: [&str; 2] = [admin_files::TOKEN_FILE_NAME, crate::signing::ring::KEY_FILE_NAME];
 /// Bytes in a KiB (the backup rate's unit).
 const BYTES_PER_KIB: u64 = 1024;
 
@@ -248,11 +251,8 @@ fn start_webhooks(config: &ServeConfig, store: &Arc<dyn Store>, keys: &Arc<KeyTa
 
 /// The online backups of this node's data directory (none on a cluster node: its store is etcd).
 fn backups(config: &ServeConfig, store: &Arc<dyn Store>, clustered: bool) -> Backups {
-    let layout = BackupLayout {
-        data_dir: config.data_dir.clone(),
-        db_dir_name: DB_DIR_NAME,
-        files: vec![admin_files::TOKEN_FILE_NAME, crate::signing::ring::KEY_FILE_NAME],
-    };
+    let layout =
+        BackupLayout { data_dir: config.data_dir.clone(), db_dir_name: DB_DIR_NAME, files: BACKED_UP_FILES.to_vec() };
     if let Err(e) = crate::backup::take::remove_stale_staging(&config.data_dir) {
         tracing::warn!(error = %e, "could not remove a stopped backup's staging directory");
     }

@@ -79,8 +79,8 @@ pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
 
 /// Restores a backup into a new data directory and prints what it restored.
 pub fn run_restore(args: &RestoreArgs) -> Result<(), String> {
-    let files = [crate::admin::files::TOKEN_FILE_NAME, crate::signing::ring::KEY_FILE_NAME];
-    let manifest = crate::backup::restore::restore(&args.from, &args.data_dir, crate::serve::DB_DIR_NAME, &files)?;
+    use crate::serve::{BACKED_UP_FILES, DB_DIR_NAME};
+    let manifest = crate::backup::restore::restore(&args.from, &args.data_dir, DB_DIR_NAME, &BACKED_UP_FILES)?;
     let summary: Value = serde_json::json!({
         "restored": args.data_dir.display().to_string(),
         "backup": manifest.id,
