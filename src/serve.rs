@@ -10,7 +10,7 @@
 //! `xray-store-work-i`) and the public listeners, then the admin listener (its bearer token
 //! created on the first start, its bound address written to the data directory for `xray keys`); (8) the
 //! housekeeping thread (backlog refill, retention purge). And the stop order on SIGINT/SIGTERM: health checks fail and new work is
-//! refused with 503 (draining), in-flight jobs finish, queued ones stay durable as `QUEUED`,
+//! refused with 503 (draining), a running backup ends and removes what it wrote, in-flight jobs finish, queued ones stay durable as `QUEUED`,
 //! listeners close, the store-work pool runs what they queued and ends, the WAL is synced.
 //! Runs on the main thread; the threads it starts are listed in ARCHITECTURE.md.
 //!
@@ -81,6 +81,8 @@ pub struct Running {
     housekeeping: Option<Housekeeping>,
     webhooks: Option<Deliveries>,
     monitors: Option<Scheduler>,
+    /// The online backups (the admin API starts them; the stop ends the running one).
+    backups: Arc<Backups>,
     /// The key printed at first start, if this start created it.
     pub first_key: Option<FirstKey>,
 }
@@ -204,13 +206,18 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
     let api = start_api(config, &app).inspect_err(stop_group_commit)?;
     let _ = app.base_url.set(config.base_url(api.local_addr()));
     let backups = Arc::new(backups(config, &store, cluster.is_some()));
-    let admin_state =
-        AdminState { app: app.clone(), keys: key_admin, token: admin_token, api_stop: api.stop_state(), backups };
+    let admin_state = AdminState {
+        app: app.clone(),
+        keys: key_admin,
+        token: admin_token,
+        api_stop: api.stop_state(),
+        backups: backups.clone(),
+    };
     let admin = start_admin(config, admin_state).inspect_err(stop_group_commit)?;
     let housekeeping = Some(spawn_housekeeping(admission, sink, upkeep, config.retention_days)?);
     let webhooks = Some(start_webhooks(config, &store, &app.keys)?);
     let monitors = Some(start_monitors(config, &app, ledger_cache)?);
-    Ok(Running { api, admin, app, store, cluster, housekeeping, webhooks, monitors, first_key })
+    Ok(Running { api, admin, app, store, cluster, housekeeping, webhooks, monitors, backups, first_key })
 }
 
 /// The monitor scheduler (`xray-monitors`): checks watched wallets, admits their re-analyses.
@@ -448,6 +455,9 @@ impl Running {
     /// The graceful stop: refuse new work, finish in-flight jobs, close listeners, sync.
     pub fn shutdown(mut self) -> Result<(), String> {
         self.api.start_draining();
+        // A running backup ends (within a tenth of a second of its copy) and removes what it
+        // wrote: a stopped server must not leave a half backup, nor hard links in its data dir.
+        self.backups.stop();
         // No new re-analyses: a check in flight is dropped, its cursor unmoved (checked again
         // after the next start).
         if let Some(monitors) = self.monitors.take() {

@@ -85,8 +85,15 @@ impl AdminClient {
     }
 
     /// Starts an online backup into `to`, an absolute path on the server's machine.
-    pub async fn start_backup(&self, to: &str) -> Result<Value, String> {
-        let body = serde_json::json!({ "to": to });
+    /// `base` (an absolute path) or `incremental` shares the unchanged files of an earlier one.
+    pub async fn start_backup(&self, to: &str, base: Option<&str>, incremental: bool) -> Result<Value, String> {
+        let mut body = serde_json::json!({ "to": to });
+        if let Some(base) = base {
+            body["base"] = base.into();
+        }
+        if incremental {
+            body["incremental"] = true.into();
+        }
         self.call(reqwest::Method::POST, super::BACKUP_PATH.to_owned(), Some(&body)).await
     }
 

@@ -49,7 +49,7 @@ use crate::api::{policy_answer, policy_error};
 use crate::api::{ApiError, App};
 use crate::auth::key::AccountId;
 use crate::auth::table::{bearer_token, AuthFailure};
-use crate::backup::{Backups, Refusal};
+use crate::backup::{Backups, BaseChoice, Refusal};
 use crate::clock::now_unix_ms;
 use crate::config::{BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX};
 use crate::http::{ApiRequest, ApiResponse, Body, Handler, Method, RequestId, StopState};
@@ -230,9 +230,12 @@ impl AdminHandler {
                 json_response(200, self.state.backups.status().ok_or(ApiError::NotFound)?)
             }
             (AdminRoute::Backup, _) => {
-                let order: BackupRequest =
-                    parse_admin_json(request, "expected a JSON object with to (an absolute path)")?;
-                json_response(202, self.state.backups.start(&order.to, now_ms).map_err(backup_refusal)?)
+                let order: BackupRequest = parse_admin_json(
+                    request,
+                    "expected a JSON object with to (an absolute path), and base (an absolute path) or incremental (true)",
+                )?;
+                let base = order.base_choice()?;
+                json_response(202, self.state.backups.start(&order.to, &base, now_ms).map_err(backup_refusal)?)
             }
             // A file that fails leaves the labels in force as they were.
             (AdminRoute::LabelsReload, _) => match self.state.app.labels.reload(now_ms) {
@@ -422,6 +425,26 @@ fn parse_admin_json<T: serde::de::DeserializeOwned>(
 #[serde(deny_unknown_fields)]
 struct BackupRequest {
     to: String,
+    /// An earlier backup to share unchanged files with.
+    #[serde(default)]
+    base: Option<String>,
+    /// Share unchanged files with the newest backup beside `to`.
+    #[serde(default)]
+    incremental: bool,
+}
+
+impl BackupRequest {
+    fn base_choice(&self) -> Result<BaseChoice, ApiError> {
+        match (&self.base, self.incremental) {
+            (Some(_), true) => Err(ApiError::InvalidField {
+                field: "base",
+                message: "base names the backup to share files with; incremental: true finds the newest one: send one of them".into(),
+            }),
+            (Some(dir), false) => Ok(BaseChoice::Dir(dir.clone())),
+            (None, true) => Ok(BaseChoice::Newest),
+            (None, false) => Ok(BaseChoice::Full),
+        }
+    }
 }
 
 /// A backup that is not started, as the admin API answers it.
@@ -433,14 +456,18 @@ fn backup_refusal(refusal: Refusal) -> ApiError {
                 status.id, status.to, status.started_at
             ),
             limit: Some(1),
+            reason: Some("backup_running"),
         },
         Refusal::NotEmbedded => ApiError::Conflict {
             message:
                 "this node's store is etcd: back the cluster up with etcdctl snapshot save (README, Backup and restore)"
                     .into(),
             limit: None,
+            reason: Some("store_is_etcd"),
         },
+        Refusal::Stopping => ApiError::ServiceBusy,
         Refusal::Target(message) => ApiError::InvalidField { field: "to", message },
+        Refusal::Base(message) => ApiError::InvalidField { field: "base", message },
         Refusal::Thread(cause) => ApiError::internal(&cause),
     }
 }

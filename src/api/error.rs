@@ -62,6 +62,8 @@ pub enum ApiError {
     Conflict {
         message: String,
         limit: Option<u64>,
+        /// `details.reason`, where a client can act on which conflict it is.
+        reason: Option<&'static str>,
     },
     /// 409 `CONFLICT` naming `callbackUrl`, `details.reason: "no_webhook_secret"`: a monitor
     /// would deliver its events to a `callbackUrl` while `account` has no webhook secret to sign
@@ -297,8 +299,8 @@ impl ApiError {
             ApiError::InvalidField { field, message } => {
                 (ErrorCode::InvalidRequest, format!("{field}: {message}").into(), Details { field: Some(field), ..d() })
             }
-            ApiError::Conflict { message, limit } => {
-                (ErrorCode::Conflict, message.clone().into(), Details { limit: *limit, ..d() })
+            ApiError::Conflict { message, limit, reason } => {
+                (ErrorCode::Conflict, message.clone().into(), Details { limit: *limit, reason: *reason, ..d() })
             }
             ApiError::NoWebhookSecret { account } => (
                 ErrorCode::Conflict,

@@ -15,28 +15,50 @@
 //! never queued; a panic in it ends it `FAILED`, never stuck `RUNNING`. Backups are written 0700/0600: they hold the signing key and the admin token.
 //! The target is a new directory (an absolute path, outside the data directory), never an
 //! existing one written into.
+//! A server's stop ends a running backup within `copy::STOP_CHECK_MS` of the copy (`stop`): it
+//! ends `FAILED` and removes what it wrote. An incremental backup (`base`) links the files an
+//! earlier backup holds unchanged (`take`).
 //! Deliberately absent: a cluster node's backup (the store is etcd: `etcdctl snapshot save`,
 //! README "Backup and restore"); scheduling (a systemd timer, `deploy/`); retention of old
-//! backups (the timer's script keeps the newest N); cancelling a running backup (the process's
-//! stop cuts it short: its target has no manifest, so it is not a backup).
+//! backups (the timer's script keeps the newest N); cancelling a backup through the API (it is
+//! bounded by its pace; a stop of the server ends it); the status across a restart (the
+//! backups on disk, with their manifests, are the record).
 
 pub mod copy;
 pub mod manifest;
 pub mod restore;
 pub mod take;
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::store::Store;
-pub use take::{BackupLayout, BackupOrder};
+pub use take::{BackupBase, BackupLayout, BackupOrder, BackupTarget};
 
 /// Longest target path a backup accepts, in bytes (Linux's `PATH_MAX`).
 pub const TARGET_PATH_BYTES_MAX: usize = 4096;
+/// Most directories beside the target an incremental backup looks at for its base.
+pub const BASE_CANDIDATES_MAX: usize = 1_000;
+/// Most manifests an incremental backup reads, newest first, to find a base that checks out.
+pub const BASE_MANIFESTS_READ_MAX: usize = 5;
+
+/// Which earlier backup a new one shares unchanged files with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaseChoice {
+    /// None: every file is copied.
+    Full,
+    /// The backup in this directory (an absolute path; its manifest must check out).
+    Dir(String),
+    /// The newest backup beside the target (same parent directory) whose manifest checks out;
+    /// none there: a full backup.
+    Newest,
+}
 
 /// Where a backup is, as the admin API says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -60,6 +82,10 @@ pub struct BackupStatus {
     pub bytes_copied: u64,
     /// Bytes the backup holds (known once the checkpoint is made; 0 before).
     pub bytes_total: u64,
+    /// Of `bytesCopied`, the bytes linked from the base backup instead of written.
+    pub bytes_shared: u64,
+    /// The earlier backup whose unchanged files this one links (an incremental backup).
+    pub base: Option<String>,
     /// Files the backup holds (once `DONE`).
     pub files: Option<usize>,
     /// The store's schema version, as the manifest records it (once `DONE`).
@@ -73,6 +99,7 @@ pub struct BackupStatus {
 pub struct Progress {
     pub bytes_copied: AtomicU64,
     pub bytes_total: AtomicU64,
+    pub bytes_shared: AtomicU64,
 }
 
 /// Counters over the server's life, for `/metrics`.
@@ -92,6 +119,10 @@ pub enum Refusal {
     NotEmbedded,
     /// The target is not one a backup can be written to (the words say why).
     Target(String),
+    /// The base is not a backup a new one can share files with (the words say why).
+    Base(String),
+    /// The server is stopping.
+    Stopping,
     /// The backup's thread could not be started.
     Thread(String),
 }
@@ -104,6 +135,9 @@ pub struct Backups {
     status: Arc<Mutex<Option<BackupStatus>>>,
     progress: Arc<Progress>,
     counters: Arc<Counters>,
+    /// Set once by `stop`: no backup starts after it, the running one ends.
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Backups {
@@ -117,6 +151,20 @@ impl Backups {
             status: Arc::new(Mutex::new(None)),
             progress: Arc::new(Progress::default()),
             counters: Arc::new(Counters::default()),
+            stop: Arc::default(),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// The server's stop: refuses new backups, ends the running one (it removes what it wrote)
+    /// and waits for its thread.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let thread = self.thread.lock().take();
+        if let Some(thread) = thread {
+            if thread.join().is_err() {
+                tracing::error!("the backup's thread panicked while stopping");
+            }
         }
     }
 
@@ -126,6 +174,7 @@ impl Backups {
         if status.state == BackupState::Running {
             status.bytes_copied = self.progress.bytes_copied.load(Ordering::Relaxed);
             status.bytes_total = self.progress.bytes_total.load(Ordering::Relaxed);
+            status.bytes_shared = self.progress.bytes_shared.load(Ordering::Relaxed);
         }
         Some(status)
     }
@@ -134,7 +183,7 @@ impl Backups {
     pub fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write;
         let running = self.status.lock().as_ref().is_some_and(|s| s.state == BackupState::Running);
-        let series: [(&str, &str, &str, u64); 6] = [
+        let series: [(&str, &str, &str, u64); 7] = [
             ("xray_backup_running", "gauge", "1 while a backup runs (one at a time).", u64::from(running)),
             (
                 "xray_backup_bytes_copied",
@@ -147,6 +196,12 @@ impl Backups {
                 "gauge",
                 "Bytes the running (or last) backup holds (0 until its checkpoint is made).",
                 self.progress.bytes_total.load(Ordering::Relaxed),
+            ),
+            (
+                "xray_backup_bytes_shared",
+                "gauge",
+                "Of the bytes copied, those the running (or last) backup linked from its base (incremental).",
+                self.progress.bytes_shared.load(Ordering::Relaxed),
             ),
             (
                 "xray_backups_done_total",
@@ -172,38 +227,48 @@ impl Backups {
         }
     }
 
-    /// Starts a backup into the new directory `to`; answers at once with its `RUNNING` status.
-    pub fn start(&self, to: &str, now_ms: u64) -> Result<BackupStatus, Refusal> {
+    /// Starts a backup into the new directory `to`, sharing unchanged files with `base`;
+    /// answers at once with its `RUNNING` status.
+    pub fn start(&self, to: &str, base: &BaseChoice, now_ms: u64) -> Result<BackupStatus, Refusal> {
         let store = self.store.clone().ok_or(Refusal::NotEmbedded)?;
-        let to = self.check_target(to)?;
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Refusal::Stopping);
+        }
+        let target = self.check_target(to)?;
+        let base = resolve_base(base, &target)?;
         let mut slot = self.status.lock();
         if let Some(running) = slot.as_ref().filter(|s| s.state == BackupState::Running) {
             return Err(Refusal::Running(Box::new(running.clone())));
         }
-        let order = BackupOrder {
-            id: format!("bk_{now_ms}"),
-            to: to.clone(),
-            created_at_ms: now_ms,
-            schema_version: crate::store::SCHEMA_VERSION,
-            bytes_per_s: self.bytes_per_s,
-        };
         let status = BackupStatus {
-            id: order.id.clone(),
-            to: to.display().to_string(),
+            id: format!("bk_{now_ms}"),
+            to: target.shown.display().to_string(),
             state: BackupState::Running,
             started_at: crate::clock::rfc3339_ms(now_ms),
             ended_at: None,
             bytes_copied: 0,
             bytes_total: 0,
+            bytes_shared: 0,
+            base: base.as_ref().map(|b| b.dir.display().to_string()),
             files: None,
             schema_version: None,
             error: None,
         };
-        self.progress.bytes_copied.store(0, Ordering::Relaxed);
-        self.progress.bytes_total.store(0, Ordering::Relaxed);
+        let order = BackupOrder {
+            id: status.id.clone(),
+            target,
+            base,
+            created_at_ms: now_ms,
+            schema_version: crate::store::SCHEMA_VERSION,
+            bytes_per_s: self.bytes_per_s,
+            stop: self.stop.clone(),
+        };
+        for counter in [&self.progress.bytes_copied, &self.progress.bytes_total, &self.progress.bytes_shared] {
+            counter.store(0, Ordering::Relaxed);
+        }
         let (shared, progress, counters, layout) =
             (self.status.clone(), self.progress.clone(), self.counters.clone(), self.layout.clone());
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("xray-backup".into())
             .spawn(move || {
                 // A panic must not leave the status RUNNING (every later backup would be 409).
@@ -214,13 +279,15 @@ impl Backups {
                 finish(&shared, &progress, &counters, outcome);
             })
             .map_err(|e| Refusal::Thread(e.to_string()))?;
+        *self.thread.lock() = Some(thread);
         *slot = Some(status.clone());
-        tracing::info!(id = %status.id, to = %status.to, "backup started");
+        tracing::info!(id = %status.id, to = %status.to, base = ?status.base, "backup started");
         Ok(status)
     }
 
-    /// An absolute path whose parent exists, that does not exist yet, outside the data directory.
-    fn check_target(&self, to: &str) -> Result<PathBuf, Refusal> {
+    /// An absolute path whose parent exists, that does not exist yet, outside the data
+    /// directory; held by its parent's descriptor from here on.
+    fn check_target(&self, to: &str) -> Result<BackupTarget, Refusal> {
         let refuse = |why: String| Err(Refusal::Target(why));
         let path = Path::new(to);
         if to.is_empty() || to.len() > TARGET_PATH_BYTES_MAX || !path.is_absolute() {
@@ -229,18 +296,71 @@ impl Backups {
         if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
             return refuse(format!("{to}: no .. in the target"));
         }
-        if std::fs::symlink_metadata(path).is_ok() {
-            return refuse(format!("{to} exists: a backup goes into a new directory"));
-        }
-        let Some(parent) = path.parent().filter(|p| p.is_dir()) else {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return refuse(format!("{to}: names no directory to make"));
+        };
+        let Ok(parent) = open_dir(parent) else {
             return refuse(format!("{to}: its parent directory must exist"));
         };
+        let target = BackupTarget { shown: path.to_path_buf(), parent: Arc::new(parent), name: name.to_owned() };
+        if std::fs::symlink_metadata(target.path()).is_ok() {
+            return refuse(format!("{to} exists: a backup goes into a new directory"));
+        }
+        // Where the held parent really is (its descriptor's path), not where `to` pointed.
+        let parent_real = std::fs::read_link(format!("/proc/self/fd/{}", target.parent.as_raw_fd()))
+            .map_err(|e| Refusal::Target(format!("{to}: resolving its parent directory: {e}")))?;
         let data_dir = std::fs::canonicalize(&self.layout.data_dir).unwrap_or_else(|_| self.layout.data_dir.clone());
-        if std::fs::canonicalize(parent).is_ok_and(|p| p.starts_with(&data_dir)) {
+        if parent_real.starts_with(&data_dir) {
             return refuse(format!("{to} is inside the data directory: put backups on another disk"));
         }
-        Ok(path.to_path_buf())
+        Ok(target)
     }
+}
+
+/// Opens the directory `path` (following links: an operator's backup disk may be mounted
+/// through one) to hold it.
+fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC).open(path)
+}
+
+/// The base backup `choice` names, its manifest read and checked.
+fn resolve_base(choice: &BaseChoice, target: &BackupTarget) -> Result<Option<BackupBase>, Refusal> {
+    match choice {
+        BaseChoice::Full => Ok(None),
+        BaseChoice::Dir(dir) => {
+            let path = Path::new(dir);
+            if dir.len() > TARGET_PATH_BYTES_MAX || !path.is_absolute() {
+                return Err(Refusal::Base(format!("{dir:?} is not an absolute path")));
+            }
+            let manifest = manifest::BackupManifest::read(path)
+                .map_err(|why| Refusal::Base(format!("{why}: not a base for an incremental backup")))?;
+            Ok(Some(BackupBase { dir: path.to_path_buf(), manifest }))
+        }
+        BaseChoice::Newest => Ok(newest_beside(target)),
+    }
+}
+
+/// The newest backup in the target's parent directory (by its manifest's modification time)
+/// whose manifest checks out; `None` when there is none.
+fn newest_beside(target: &BackupTarget) -> Option<BackupBase> {
+    use std::os::unix::ffi::OsStrExt;
+    let parent = target.shown.parent()?;
+    let mut candidates: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(parent)
+        .ok()?
+        .take(BASE_CANDIDATES_MAX)
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().as_bytes().starts_with(b"."))
+        .filter_map(|e| {
+            let manifest = std::fs::symlink_metadata(e.path().join(manifest::MANIFEST_FILE_NAME)).ok()?;
+            Some((manifest.modified().ok()?, e.path()))
+        })
+        .collect();
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+    candidates.into_iter().take(BASE_MANIFESTS_READ_MAX).find_map(|(_, dir)| {
+        let manifest = manifest::BackupManifest::read(&dir).ok()?;
+        Some(BackupBase { dir, manifest })
+    })
 }
 
 fn finish(
@@ -255,6 +375,7 @@ fn finish(
     status.ended_at = Some(crate::clock::rfc3339_ms(now_ms));
     status.bytes_copied = progress.bytes_copied.load(Ordering::Relaxed);
     status.bytes_total = progress.bytes_total.load(Ordering::Relaxed);
+    status.bytes_shared = progress.bytes_shared.load(Ordering::Relaxed);
     match outcome {
         Ok(manifest) => {
             status.state = BackupState::Done;

@@ -6,7 +6,8 @@
 //! no manifest; a corrupted file fails its digest; a newer schema is refused by name), and
 //! then the target appears by one rename or not at all: a restore that fails half-way (a full
 //! disk) removes its sibling and leaves no target. An existing target is never written into.
-//! Files are made 0600 and directories 0700, as the server makes them.
+//! Files are made 0600 and directories 0700, as the server makes them. Nothing is read through
+//! a link inside the backup.
 //! Deliberately absent: restoring into a running server's data directory (`xray serve` owns
 //! it; restore makes a new one and the operator starts the server on it).
 
@@ -29,6 +30,7 @@ pub fn restore(from: &Path, to: &Path, db_dir_name: &str, files: &[&str]) -> Res
     judge_files(&manifest, db_dir_name, files).map_err(|why| format!("{}: {why}", from.display()))?;
     let parent = target_parent(to)?;
     for file in &manifest.files {
+        no_linked_directory(from, &file.path)?;
         let (bytes, sha256) = digest_file(&from.join(&file.path)).map_err(|e| format!("{}: {e}", file.path))?;
         if bytes != file.bytes || sha256 != file.sha256 {
             return Err(format!(
@@ -68,6 +70,20 @@ fn judge_files(manifest: &BackupManifest, db_dir_name: &str, files: &[&str]) -> 
         Some(stray) => Err(format!("{} is not a file a data directory holds", stray.path)),
         None => Ok(()),
     }
+}
+
+/// Every directory between the backup `from` and its file `path` is a directory of the backup,
+/// not a link to one elsewhere (the file itself is opened without following a link).
+fn no_linked_directory(from: &Path, path: &str) -> Result<(), String> {
+    let mut at = from.to_path_buf();
+    for part in Path::new(path).parent().into_iter().flat_map(Path::components) {
+        at.push(part);
+        let kind = std::fs::symlink_metadata(&at).map_err(|e| format!("{}: {e}", at.display()))?.file_type();
+        if !kind.is_dir() {
+            return Err(format!("{}: not a directory of the backup (a link?): the backup is corrupted", at.display()));
+        }
+    }
+    Ok(())
 }
 
 /// Renames `from` to `to` unless `to` exists (even as an empty directory, which a plain rename

@@ -1,21 +1,34 @@
 //! Taking one backup of a running node: a RocksDB checkpoint, then a paced, digested copy of
 //! it and of the data directory's other irreplaceable files, then the manifest.
 //!
-//! Owns: `BackupLayout` (what of a data directory a backup holds), `take` (the whole procedure, on
-//! the backup's own thread) and the staging directory's name.
+//! Owns: `BackupLayout` (what of a data directory a backup holds), `BackupTarget` (the new
+//! directory, held by its parent's file descriptor), `BackupBase` (an earlier backup whose
+//! unchanged files are shared), `take` (the whole procedure, on the backup's own thread) and
+//! the staging directory's name.
 //! Invariant: the store's part is one RocksDB checkpoint — a consistent point in time: every
 //! write acknowledged before it is in, nothing half-written — made by hard links inside the data
 //! directory (same file system: instant, no copy yet), so the server keeps serving while the
 //! copy runs at its pace. The manifest is written last, atomically: a target without one is not
-//! a backup (restore refuses it). A failed backup removes the target it made and the staging
-//! directory; the server is not touched either way.
-//! Deliberately absent: the ledger cache and `admin.addr` (rebuilt at start), and incremental
-//! copies (each backup is whole; see README "Backup and restore").
+//! a backup (restore refuses it). A failed or stopped backup removes the target it made and the
+//! staging directory; the server is not touched either way. Every file is made through the
+//! parent directory's descriptor, opened when the backup was accepted: a path swapped for a
+//! link meanwhile does not move it.
+//! Incremental: a file of the base backup with the same path, size and SHA-256 as the one to
+//! back up (RocksDB's table files never change once written) is hard-linked from the base
+//! instead of copied — read and digested, not written. Each backup stays whole on its own:
+//! removing its base removes nothing of it (a link is a name of the same file).
+//! Deliberately absent: the ledger cache and `admin.addr` (rebuilt at start); links across
+//! file systems (a file the link fails for is copied).
 
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use super::copy::{copy_file, create_private_dir_new, sync_dir, write_new_atomically, Pace};
+use super::copy::{copy_file, create_private_dir_new, digest_file_paced, sync_dir, write_new_atomically, Pace};
 use super::manifest::{BackupManifest, FileEntry, MANIFEST_FILE_NAME, MANIFEST_FORMAT};
 use super::Progress;
 use crate::store::Store;
@@ -35,14 +48,41 @@ pub struct BackupLayout {
     pub files: Vec<&'static str>,
 }
 
+/// The new directory a backup writes: a name in a parent directory held open since the backup
+/// was accepted, so the path checked is the directory written.
+#[derive(Debug, Clone)]
+pub struct BackupTarget {
+    /// The path as the operator gave it (for the status and messages).
+    pub shown: PathBuf,
+    pub parent: Arc<File>,
+    pub name: OsString,
+}
+
+impl BackupTarget {
+    /// The target reached through the parent's descriptor (Linux's `/proc/self/fd`).
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.parent.as_raw_fd())).join(&self.name)
+    }
+}
+
+/// An earlier backup whose files a new one shares where they are unchanged.
+#[derive(Debug, Clone)]
+pub struct BackupBase {
+    pub dir: PathBuf,
+    pub manifest: BackupManifest,
+}
+
 /// One backup to take.
 #[derive(Debug, Clone)]
 pub struct BackupOrder {
     pub id: String,
-    pub to: PathBuf,
+    pub target: BackupTarget,
+    pub base: Option<BackupBase>,
     pub created_at_ms: u64,
     pub schema_version: u32,
     pub bytes_per_s: u64,
+    /// Set by the server's stop: the copy ends (`Interrupted`) and removes what it wrote.
+    pub stop: Arc<AtomicBool>,
 }
 
 /// Takes the backup `order` of `store` laid out as `layout`; on failure removes what it made.
@@ -54,15 +94,16 @@ pub fn take(
 ) -> Result<BackupManifest, String> {
     let staging = layout.data_dir.join(STAGING_DIR_NAME);
     remove_if_present(&staging).map_err(|e| format!("removing the old staging directory: {e}"))?;
-    create_private_dir_new(&order.to).map_err(|e| format!("creating {}: {e}", order.to.display()))?;
-    let result = checkpoint_and_copy(store, layout, order, progress, &staging);
+    let to = order.target.path();
+    create_private_dir_new(&to).map_err(|e| format!("creating {}: {e}", order.target.shown.display()))?;
+    let result = checkpoint_and_copy(store, layout, order, progress, &staging, &to);
     if let Err(e) = remove_if_present(&staging) {
         // Only the server's scratch space is left behind; the next backup removes it.
         tracing::warn!(error = %e, dir = %staging.display(), "could not remove the backup's staging directory");
     }
     if result.is_err() {
-        if let Err(e) = std::fs::remove_dir_all(&order.to) {
-            tracing::warn!(error = %e, dir = %order.to.display(), "could not remove a failed backup");
+        if let Err(e) = std::fs::remove_dir_all(&to) {
+            tracing::warn!(error = %e, dir = %order.target.shown.display(), "could not remove a failed backup");
         }
     }
     result
@@ -74,6 +115,7 @@ fn checkpoint_and_copy(
     order: &BackupOrder,
     progress: &Progress,
     staging: &Path,
+    to: &Path,
 ) -> Result<BackupManifest, String> {
     store.checkpoint(staging).map_err(|e| format!("checkpoint of the store: {e}"))?;
     let mut sources = Vec::new();
@@ -90,14 +132,21 @@ fn checkpoint_and_copy(
         total += std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.len();
     }
     progress.bytes_total.store(total, Ordering::Relaxed);
-    create_private_dir_new(&order.to.join(layout.db_dir_name))
-        .map_err(|e| format!("creating the store's directory: {e}"))?;
-    let mut pace = Pace::new(order.bytes_per_s);
+    create_private_dir_new(&to.join(layout.db_dir_name)).map_err(|e| format!("creating the store's directory: {e}"))?;
+    let mut pace = Pace::stoppable(order.bytes_per_s, order.stop.clone());
+    let shared = order.base.as_ref().map(SharedFiles::of).unwrap_or_default();
     let mut files = Vec::with_capacity(sources.len());
     for (from, path) in sources {
-        let (bytes, sha256) = copy_file(&from, &order.to.join(&path), &mut pace, &progress.bytes_copied)
-            .map_err(|e| format!("copying {path}: {e}"))?;
-        files.push(FileEntry { path, bytes, sha256 });
+        let target = to.join(&path);
+        let entry = match shared.link(&from, &path, &target, &mut pace, progress)? {
+            Some(entry) => entry,
+            None => {
+                let (bytes, sha256) = copy_file(&from, &target, &mut pace, &progress.bytes_copied)
+                    .map_err(|e| format!("copying {path}: {e}"))?;
+                FileEntry { path, bytes, sha256 }
+            }
+        };
+        files.push(entry);
     }
     let manifest = BackupManifest {
         format: MANIFEST_FORMAT.to_owned(),
@@ -110,14 +159,59 @@ fn checkpoint_and_copy(
         files,
     };
     let body = serde_json::to_vec_pretty(&manifest).map_err(|e| format!("manifest: {e}"))?;
-    let sync = |dir: &Path| sync_dir(dir).map_err(|e| format!("syncing {}: {e}", dir.display()));
-    sync(&order.to.join(layout.db_dir_name))?;
-    write_new_atomically(&order.to.join(MANIFEST_FILE_NAME), &body)
-        .map_err(|e| format!("writing the manifest: {e}"))?;
-    if let Some(parent) = order.to.parent() {
-        sync(parent)?;
-    }
+    sync_dir(&to.join(layout.db_dir_name)).map_err(|e| format!("syncing the store's directory: {e}"))?;
+    write_new_atomically(&to.join(MANIFEST_FILE_NAME), &body).map_err(|e| format!("writing the manifest: {e}"))?;
+    order.target.parent.sync_all().map_err(|e| format!("syncing the target's parent directory: {e}"))?;
     Ok(manifest)
+}
+
+/// The files of a base backup, by path, that a new backup may link instead of copying.
+#[derive(Default)]
+struct SharedFiles<'a> {
+    dir: Option<&'a Path>,
+    by_path: HashMap<&'a str, &'a FileEntry>,
+}
+
+impl<'a> SharedFiles<'a> {
+    fn of(base: &'a BackupBase) -> SharedFiles<'a> {
+        let by_path = base.manifest.files.iter().map(|f| (f.path.as_str(), f)).collect();
+        SharedFiles { dir: Some(&base.dir), by_path }
+    }
+
+    /// Links `path` of the base to `target` when the base holds it unchanged (same size and
+    /// SHA-256 as `from`, read paced); `None` when it must be copied.
+    fn link(
+        &self,
+        from: &Path,
+        path: &str,
+        target: &Path,
+        pace: &mut Pace,
+        progress: &Progress,
+    ) -> Result<Option<FileEntry>, String> {
+        let (Some(dir), Some(held)) = (self.dir, self.by_path.get(path)) else { return Ok(None) };
+        let size = std::fs::symlink_metadata(from).map_err(|e| format!("{path}: {e}"))?.len();
+        if size != held.bytes {
+            return Ok(None);
+        }
+        let read = std::sync::atomic::AtomicU64::new(0);
+        let (bytes, sha256) = digest_file_paced(from, pace, &read).map_err(|e| format!("reading {path}: {e}"))?;
+        if bytes != held.bytes || sha256 != held.sha256 {
+            return Ok(None);
+        }
+        let source = dir.join(path);
+        let linked = std::fs::symlink_metadata(&source)
+            .is_ok_and(|m| m.is_file() && m.len() == bytes)
+            .then(|| std::fs::hard_link(&source, target));
+        match linked {
+            Some(Ok(())) => {
+                progress.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
+                progress.bytes_shared.fetch_add(bytes, Ordering::Relaxed);
+                Ok(Some(FileEntry { path: path.to_owned(), bytes, sha256 }))
+            }
+            // Another file system, or the base changed: the file is copied.
+            Some(Err(_)) | None => Ok(None),
+        }
+    }
 }
 
 /// The names of the regular files in `dir`, sorted (a checkpoint is one flat directory).

@@ -29,6 +29,14 @@ pub struct BackupArgs {
     /// machine, outside its data directory, whose parent exists (relative: to this directory).
     #[arg(long)]
     to: PathBuf,
+    /// Incremental: an earlier backup (a directory with its manifest.json) whose unchanged files
+    /// the new one hard-links instead of copying (same file system; each backup stays whole).
+    #[arg(long, conflicts_with = "incremental")]
+    base: Option<PathBuf>,
+    /// Incremental, from the newest backup beside --to (the same parent directory) whose
+    /// manifest checks out; a full backup when there is none.
+    #[arg(long)]
+    incremental: bool,
     /// Seconds to wait for the backup to end (the server goes on with it past them).
     #[arg(long, default_value_t = BACKUP_WAIT_S_DEFAULT)]
     wait_s: u64,
@@ -46,11 +54,11 @@ pub struct RestoreArgs {
 
 /// Starts a backup, follows it to its end and prints its last status.
 pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
-    let to = std::path::absolute(&args.to).map_err(|e| format!("--to {}: {e}", args.to.display()))?;
-    let to = to.to_str().ok_or_else(|| format!("--to {}: not UTF-8", to.display()))?.to_owned();
+    let to = absolute_utf8("--to", &args.to)?;
+    let base = args.base.as_deref().map(|b| absolute_utf8("--base", b)).transpose()?;
     let status = runtime()?.block_on(async {
         let client = AdminClient::locate(&args.admin.data_dir, args.admin.admin_url.as_deref())?;
-        let started = client.start_backup(&to).await?;
+        let started = client.start_backup(&to, base.as_deref(), args.incremental).await?;
         let id = started["id"].as_str().ok_or("the server's answer names no backup id")?.to_owned();
         let deadline = Instant::now().checked_add(Duration::from_secs(args.wait_s)).ok_or("--wait-s is too large")?;
         loop {
@@ -75,6 +83,12 @@ pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
         }
     })?;
     print_json(&status)
+}
+
+/// `path` made absolute against this directory (the server resolves what it is sent), as UTF-8.
+fn absolute_utf8(flag: &str, path: &std::path::Path) -> Result<String, String> {
+    let absolute = std::path::absolute(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    absolute.to_str().map(str::to_owned).ok_or_else(|| format!("{flag} {}: not UTF-8", absolute.display()))
 }
 
 /// Restores a backup into a new data directory and prints what it restored.

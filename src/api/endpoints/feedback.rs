@@ -166,7 +166,7 @@ fn not_ready(state: JobState) -> ApiError {
         JobState::Failed => "the analysis is FAILED: it has no signals to give feedback on".to_owned(),
         state => format!("the analysis is {}: send feedback once it is READY", state.as_str()),
     };
-    ApiError::Conflict { message, limit: None }
+    ApiError::Conflict { message, limit: None, reason: None }
 }
 
 /// The scan's answer as sent back, read by `serde_json` (see `FeedbackRequest`).

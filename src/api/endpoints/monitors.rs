@@ -178,16 +178,19 @@ fn registry_error(e: RegistryError) -> ApiError {
         RegistryError::TooMany { limit } => ApiError::Conflict {
             message: format!("this account holds its maximum of {limit} monitors: delete one first"),
             limit: Some(limit as u64),
+            reason: None,
         },
         RegistryError::StillPending => ApiError::Conflict {
             message: "the event's delivery is still pending: it is sent again only once delivered or given up".into(),
             limit: None,
+            reason: None,
         },
         RegistryError::NotDeliverable => ApiError::Conflict {
             message: "the event has no webhook to send: it was made while the monitor had no callbackUrl, or the \
                       monitor has none now (its events are polled: GET …/monitors/{id}/events)"
                 .into(),
             limit: None,
+            reason: None,
         },
         RegistryError::Busy => ApiError::ServiceBusy,
         RegistryError::Store(e) => ApiError::from_store(&e),

@@ -120,6 +120,7 @@ pub fn policy_error(e: PolicyError) -> ApiError {
         PolicyError::VersionMismatch { current } => ApiError::Conflict {
             message: format!("the policy is at version {current}: read it again and write it with that version"),
             limit: None,
+            reason: None,
         },
         PolicyError::Store(e) => ApiError::from_store(&e),
         PolicyError::Random(e) => ApiError::internal(&e),

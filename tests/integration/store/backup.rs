@@ -1,9 +1,11 @@
 //! Backup and restore with the real binary (issue #43): the drill — a backup taken through
-//! `xray backup` while clients keep admitting work, then kill -9, `xray restore` into a fresh
-//! directory, a start on it: every job acknowledged before the backup began is there (READY,
-//! or re-run to READY), none acknowledged after it ended is, usage is exactly the units of the
-//! jobs it holds, every key and the signing keys are kept (reports served before are served
-//! byte for byte after, under the same published key set). Also: one backup at a time (409),
+//! `xray backup` while clients keep admitting jobs and scans and a monitor watches a moving
+//! ledger, then kill -9, `xray restore` into a fresh directory, a start on it: every job
+//! acknowledged before the backup began is there (READY, or re-run to READY), none sent after
+//! it ended is, usage is the units of the jobs it holds and of the scans answered before it,
+//! every key and the signing keys are kept (reports served before are served byte for byte
+//! after and verify with the published key set), and the monitor resumes from its cursors (its
+//! event before the backup kept, not made again; the ledger's next change one new event). Also: one backup at a time (409),
 //! refused targets (400), `/metrics`, the backup's permissions, and restores that refuse a
 //! partial, a corrupted, a newer-schema backup or an existing target — writing nothing.
 //!
@@ -14,12 +16,15 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use xray::signing::{verify_report, ReportType};
 
+use crate::api::monitor_events::{timeline_spec, timeline_wallet};
 use crate::api::serve_binary::{cli, start, Server};
-use crate::api::support::{get, post, raw, Reply, API, READY_WALLETS};
+use crate::api::support::{demo_tx, get, post, raw, scan_body, Reply, API, READY_WALLETS, SCAN_PATH};
 
 /// How long a job may take to reach READY after a (re)start.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -63,18 +68,102 @@ fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
 }
 
+/// What the drill's load thread saw acknowledged: each id with the instants its request was
+/// sent and its answer came back.
+type Acked = Arc<Mutex<Vec<(String, Instant, Instant)>>>;
+
+/// The drill's load: back to back, a new durable job (refresh) and a pre-sign scan, until
+/// `stop`; the 202s land in `jobs`, the 200s in `scans`.
+fn drill_load(api: SocketAddr, key: String, stop: Arc<AtomicBool>, jobs: Acked, scans: Acked) -> JoinHandle<()> {
+    let transaction = demo_tx("approve");
+    std::thread::spawn(move || {
+        let mut n = 0usize;
+        while !stop.load(Ordering::Relaxed) {
+            let wallet = READY_WALLETS[n % READY_WALLETS.len()];
+            let body = format!(r#"{{"wallet":"{wallet}","refresh":true}}"#);
+            let sent = Instant::now();
+            let reply = post(api, &format!("{API}/intelligence/wallet"), &key, &body);
+            if reply.status == 202 {
+                jobs.lock().expect("lock").push((analysis_id(&reply), sent, Instant::now()));
+            }
+            let sent = Instant::now();
+            let scanned = post(api, SCAN_PATH, &key, &scan_body(&transaction, None));
+            if scanned.status == 200 {
+                scans.lock().expect("lock").push((format!("scan {n}"), sent, Instant::now()));
+            }
+            n += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
+/// Waits (bounded) until `acked` holds at least `n`.
+fn admitted(acked: &Acked, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while acked.lock().expect("lock").len() < n {
+        assert!(Instant::now() < deadline, "the load admitted fewer than {n} in 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Seconds after the drill's start that its timeline's second event (dust to a watched wallet)
+/// happens: after the backup, so that only the restored server can see it.
+const DRILL_DUST_AT_S: u64 = 15;
+const MONITORS: &str = "/v1/developer/monitors";
+
+/// A poll-only monitor of the timeline's delegate and dust wallets (`dustLamports: 0`: the dust
+/// is an event), in an account of its own (its re-analyses are charged there, not to the
+/// account whose usage the drill checks).
+fn drill_monitor(api: SocketAddr, data: &Path) -> (String, String) {
+    let watcher = cli(
+        data,
+        "keys",
+        &["create", "--name", "watcher", "--scopes", "monitor:read,monitor:write,wallet:analyze,analysis:read"],
+    )
+    .expect("a watcher key");
+    let key = watcher["key"].as_str().expect("secret").to_owned();
+    let wallets = [timeline_wallet("timeline_delegate"), timeline_wallet("timeline_dust")];
+    let body = serde_json::json!({"wallets": wallets, "minSeverity": "low", "dustLamports": 0});
+    let created = post(api, MONITORS, &key, &body.to_string());
+    assert_eq!(created.status, 201, "{created:?}");
+    (key, created.body["data"]["id"].as_str().expect("monitor id").to_owned())
+}
+
+/// The monitor's events, once there are at least `n` (bounded).
+fn events_at_least(api: SocketAddr, key: &str, monitor: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let reply = get(api, &format!("{MONITORS}/{monitor}/events?limit=100"), key);
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let events = reply.body["data"]["events"].as_array().expect("events").clone();
+        if events.len() >= n {
+            return events;
+        }
+        assert!(Instant::now() < deadline, "{} of {n} events: {events:?}", events.len());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn the_drill_a_backup_under_load_restores_everything_acknowledged_before_it() {
     let root = tempfile::tempdir().expect("tempdir");
     let data = root.path().join("data");
-    let flags = ["--listener-threads", "2", "--compute-threads", "1"];
+    let start_ms = xray::clock::now_unix_ms() + 2_000;
+    let dust_at_ms = start_ms + DRILL_DUST_AT_S * 1000;
+    let timeline =
+        timeline_spec(root.path(), start_ms, &[("timeline_delegate", 1), ("timeline_dust", DRILL_DUST_AT_S)])
+            .to_string();
+    let flags =
+        ["--listener-threads", "2", "--compute-threads", "1", "--ledger", &timeline, "--monitor-interval-s", "1"];
     let mut server = start(&data, &flags);
     let key = server.first_key.clone().expect("first key");
     let reader = cli(&data, "keys", &["create", "--name", "reader", "--scopes", "usage:read,analysis:read"])
         .expect("a second key");
     let reader_key = reader["key"].as_str().expect("secret").to_owned();
+    let (watcher_key, monitor) = drill_monitor(server.api, &data);
 
-    // Before: READY analyses, with their signed reports, and the published key set.
+    // Before: READY analyses, with their signed reports, the published key set, and the
+    // monitor's first event (the delegate approval, a second into the timeline).
     let mut before = Vec::new();
     for wallet in &READY_WALLETS[..4] {
         let id = analysis_id(&post(
@@ -89,42 +178,24 @@ fn the_drill_a_backup_under_load_restores_everything_acknowledged_before_it() {
         before.push((id, ready.body["data"].clone()));
     }
     let keys_before = raw(server.api, "GET", "/.well-known/xray-keys.json", &[], "").body;
+    let first_event = events_at_least(server.api, &watcher_key, &monitor, 1).remove(0);
 
-    // Load: new durable jobs (refresh) admitted back to back while the backup runs, each with
-    // the instants its request was sent and its 202 came back.
-    let acked: Arc<Mutex<Vec<(String, Instant, Instant)>>> = Arc::default();
+    // Load: jobs and scans admitted back to back while the backup runs.
+    let (jobs, scans): (Acked, Acked) = Default::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let load = {
-        let (acked, stop, api, key) = (acked.clone(), stop.clone(), server.api, key.clone());
-        std::thread::spawn(move || {
-            let mut n = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                let wallet = READY_WALLETS[n % READY_WALLETS.len()];
-                let body = format!(r#"{{"wallet":"{wallet}","refresh":true}}"#);
-                let sent = Instant::now();
-                let reply = post(api, &format!("{API}/intelligence/wallet"), &key, &body);
-                if reply.status == 202 {
-                    acked.lock().expect("lock").push((analysis_id(&reply), sent, Instant::now()));
-                }
-                n += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-    };
-    let admitted = |n: usize| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while acked.lock().expect("lock").len() < n {
-            assert!(Instant::now() < deadline, "the load admitted fewer than {n} jobs in 20 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    admitted(3);
+    let load = drill_load(server.api, key.clone(), stop.clone(), jobs.clone(), scans.clone());
+    admitted(&jobs, 3);
+    admitted(&scans, 3);
     let backup_dir = root.path().join("backup");
     let began = Instant::now();
     let done = cli(&data, "backup", &["--wait-s", "60", "--to", backup_dir.to_str().expect("utf-8")]).expect("backup");
     let ended = Instant::now();
-    let so_far = acked.lock().expect("lock").len();
-    admitted(so_far + 3);
+    assert!(
+        xray::clock::now_unix_ms() < dust_at_ms,
+        "the drill's premise: the backup ended before the timeline's dust ({DRILL_DUST_AT_S} s in)"
+    );
+    let so_far = jobs.lock().expect("lock").len();
+    admitted(&jobs, so_far + 3);
     stop.store(true, Ordering::Relaxed);
     load.join().expect("load thread");
     assert_eq!(done["state"], "DONE", "{done}");
@@ -158,15 +229,39 @@ fn the_drill_a_backup_under_load_restores_everything_acknowledged_before_it() {
     let server = start(&restored_dir, &flags);
     assert_eq!(server.first_key, None, "the restored store has its keys: no new first key");
     assert_eq!(get(server.api, &format!("{API}/status"), &reader_key).status, 200, "the second key works");
-    assert_eq!(raw(server.api, "GET", "/.well-known/xray-keys.json", &[], "").body, keys_before, "same signing keys");
+    let keys_after = raw(server.api, "GET", "/.well-known/xray-keys.json", &[], "").body;
+    assert_eq!(keys_after, keys_before, "same signing keys");
     for (id, data_before) in &before {
         let reply = get(server.api, &format!("{API}/intelligence/analysis/{id}"), &key);
         assert_eq!(&reply.body["data"], data_before, "{id} is served as it was, signature included");
+        verify_report(&reply.body["data"], &keys_after, ReportType::Analysis)
+            .unwrap_or_else(|e| panic!("{id}, signed before the backup, verifies after the restore: {e:?}"));
     }
-    let acked = acked.lock().expect("lock").clone();
-    let (mut kept, mut ready) = (0u64, before.len() as u64);
-    for (id, sent, at) in &acked {
-        let reply = settled(&server, &key, id);
+    let ready = drill_jobs_kept(&server, &key, &jobs, before.len() as u64, (began, ended));
+    drill_usage(&server, &key, ready, &scans, (began, ended));
+
+    // The monitor resumes from its cursors: the event seen before the backup is neither lost
+    // nor made again, the dust that came after it is one new event; both verify.
+    let events = events_at_least(server.api, &watcher_key, &monitor, 2);
+    std::thread::sleep(Duration::from_secs(3));
+    let events_now = events_at_least(server.api, &watcher_key, &monitor, 2);
+    assert_eq!(events_now.len(), 2, "exactly two events: {events_now:?}");
+    assert_eq!(events[0]["id"], first_event["id"], "the event made before the backup kept its id");
+    assert_eq!(events[1]["wallet"], timeline_wallet("timeline_dust"), "{events:?}");
+    for event in &events {
+        verify_report(event, &keys_after, ReportType::MonitorEvent)
+            .unwrap_or_else(|e| panic!("a monitor event verifies after the restore: {e:?} {event}"));
+    }
+}
+
+/// Every job acknowledged before the backup began is kept (READY after the restart), none sent
+/// after it ended is; returns the READY jobs the restored store holds, `before_ready` included.
+fn drill_jobs_kept(server: &Server, key: &str, jobs: &Acked, before_ready: u64, window: (Instant, Instant)) -> u64 {
+    let (began, ended) = window;
+    let jobs = jobs.lock().expect("lock").clone();
+    let (mut kept, mut ready) = (0u64, before_ready);
+    for (id, sent, at) in &jobs {
+        let reply = settled(server, key, id);
         if *at < began {
             assert_eq!(reply.status, 200, "{id}, acknowledged before the backup began, is kept: {reply:?}");
         }
@@ -179,24 +274,35 @@ fn the_drill_a_backup_under_load_restores_everything_acknowledged_before_it() {
             ready += 1;
         }
     }
-    assert!(acked.iter().any(|(_, _, at)| *at < began), "the load admitted work before the backup");
-    assert!(acked.iter().any(|(_, sent, _)| *sent > ended), "and after it");
-    let before_began = acked.iter().filter(|(_, _, at)| *at < began).count();
-    let after_ended = acked.iter().filter(|(_, sent, _)| *sent > ended).count();
+    assert!(jobs.iter().any(|(_, _, at)| *at < began), "the load admitted work before the backup");
+    assert!(jobs.iter().any(|(_, sent, _)| *sent > ended), "and after it");
     eprintln!(
-        "drill: {} jobs acknowledged under load ({before_began} before the backup began, {after_ended} sent after it \
-         ended), {kept} kept; backup of {} bytes in {:?}",
-        acked.len(),
-        done["bytesTotal"],
+        "drill: {} jobs acknowledged under load ({} before the backup began, {} sent after it ended), {kept} kept; \
+         backup in {:?}",
+        jobs.len(),
+        jobs.iter().filter(|(_, _, at)| *at < began).count(),
+        jobs.iter().filter(|(_, sent, _)| *sent > ended).count(),
         ended - began
     );
-    let usage = get(server.api, &format!("{API}/usage"), &key);
+    ready
+}
+
+/// Usage is the units of the READY jobs the store holds plus the scans answered before the
+/// backup began — and at most those sent before it ended (a scan answered while the checkpoint
+/// was made may be on either side of it).
+fn drill_usage(server: &Server, key: &str, ready: u64, scans: &Acked, window: (Instant, Instant)) {
+    let (began, ended) = window;
+    let scans = scans.lock().expect("lock").clone();
+    let surely = scans.iter().filter(|(_, _, at)| *at < began).count() as u64;
+    let maybe = scans.iter().filter(|(_, sent, _)| *sent < ended).count() as u64;
+    assert!(surely > 0, "scans were answered before the backup");
+    let usage = get(server.api, &format!("{API}/usage"), key);
     let quota = &usage.body["data"]["quota"];
-    assert_eq!(
-        (quota["used"].as_u64(), quota["reserved"].as_u64()),
-        (Some(ready), Some(0)),
-        "usage is the units of exactly the jobs the backup holds ({kept} of {} acknowledged under load): {usage:?}",
-        acked.len()
+    let used = quota["used"].as_u64().expect("used");
+    assert_eq!(quota["reserved"].as_u64(), Some(0), "{usage:?}");
+    assert!(
+        (ready + surely..=ready + maybe).contains(&used),
+        "usage {used} is {ready} READY jobs + {surely}..={maybe} scans: {usage:?}"
     );
 }
 
@@ -213,6 +319,7 @@ fn one_backup_at_a_time_and_only_into_a_new_directory_outside_the_data() {
     assert_eq!((first.status, &first.body["data"]["state"]), (202, &Value::from("RUNNING")), "{first:?}");
     let second = admin(&data, "POST", "/v1/admin/backup", &format!(r#"{{"to":"{}/other"}}"#, root.path().display()));
     assert_eq!((second.status, &second.body["error"]["code"]), (409, &Value::from("CONFLICT")), "{second:?}");
+    assert_eq!(second.body["error"]["details"]["reason"], "backup_running", "{second:?}");
     assert_eq!(metric(&data, "xray_backup_running"), 1);
     for (body, why) in [
         (r#"{"to":"relative/dir"}"#.to_owned(), "absolute"),
@@ -242,6 +349,131 @@ fn one_backup_at_a_time_and_only_into_a_new_directory_outside_the_data() {
     };
     assert_eq!(done.body["data"]["state"], "DONE", "{done:?}");
     assert!(to.join("manifest.json").is_file());
+}
+
+/// READY analyses of `wallets`, their reports as served.
+fn ready_reports(server: &Server, key: &str, wallets: &[&str]) -> Vec<(String, Value)> {
+    wallets
+        .iter()
+        .map(|wallet| {
+            let id = analysis_id(&post(
+                server.api,
+                &format!("{API}/intelligence/wallet"),
+                key,
+                &format!(r#"{{"wallet":"{wallet}"}}"#),
+            ));
+            let ready = settled(server, key, &id);
+            assert_eq!(ready.body["data"]["status"], "READY", "{ready:?}");
+            (id, ready.body["data"].clone())
+        })
+        .collect()
+}
+
+/// `(path, sha256)` of every file a backup's manifest lists.
+fn manifest_files(dir: &Path) -> Vec<(String, String)> {
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest")).expect("JSON");
+    let files = manifest["files"].as_array().expect("files").iter();
+    files
+        .map(|f| (f["path"].as_str().expect("path").to_owned(), f["sha256"].as_str().expect("sha").to_owned()))
+        .collect()
+}
+
+#[test]
+fn an_incremental_backup_links_what_is_unchanged_and_stands_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().expect("tempdir");
+    let data = root.path().join("data");
+    let backups = root.path().join("backups");
+    std::fs::create_dir(&backups).expect("mkdir");
+    let flags = ["--listener-threads", "1", "--compute-threads", "1"];
+    let mut server = start(&data, &flags);
+    let key = server.first_key.clone().expect("first key");
+    let mut reports = ready_reports(&server, &key, &READY_WALLETS[..4]);
+    let full = backups.join("1-full");
+    let first = cli(&data, "backup", &["--wait-s", "60", "--to", full.to_str().expect("utf-8")]).expect("full");
+    assert_eq!((first["base"].clone(), first["bytesShared"].as_u64()), (Value::Null, Some(0)), "{first}");
+    reports.extend(ready_reports(&server, &key, &READY_WALLETS[4..8]));
+
+    let next = backups.join("2-next");
+    let done = cli(&data, "backup", &["--wait-s", "60", "--incremental", "--to", next.to_str().expect("utf-8")])
+        .expect("incremental");
+    assert_eq!(done["base"], full.to_str().expect("utf-8"), "the newest backup beside it: {done}");
+    let shared = done["bytesShared"].as_u64().expect("bytesShared");
+    assert!(shared > 0 && shared < done["bytesTotal"].as_u64().expect("total"), "{done}");
+    assert_eq!(metric(&data, "xray_backup_bytes_shared"), shared);
+    // A file the base holds unchanged is the base's file (one inode); any other is a copy.
+    let in_full: std::collections::HashMap<String, String> = manifest_files(&full).into_iter().collect();
+    let (mut linked, mut copied) = (0, 0);
+    for (path, sha) in manifest_files(&next) {
+        let same_inode = std::fs::metadata(next.join(&path)).expect("file").ino()
+            == std::fs::metadata(full.join(&path)).map(|m| m.ino()).unwrap_or(0);
+        assert_eq!(same_inode, in_full.get(&path) == Some(&sha), "{path}");
+        if same_inode {
+            linked += 1;
+        } else {
+            copied += 1;
+        }
+    }
+    assert!(linked > 0 && copied > 0, "{linked} linked, {copied} copied");
+
+    // An explicit base, and the refusals of a base.
+    let third = backups.join("3-explicit");
+    let explicit = cli(
+        &data,
+        "backup",
+        &["--wait-s", "60", "--base", full.to_str().expect("utf-8"), "--to", third.to_str().expect("utf-8")],
+    )
+    .expect("explicit base");
+    assert_eq!(explicit["base"], full.to_str().expect("utf-8"), "{explicit}");
+    let both = format!(r#"{{"to":"{}/x","base":"{}","incremental":true}}"#, backups.display(), full.display());
+    let not_a_backup = format!(r#"{{"to":"{}/y","base":"{}"}}"#, backups.display(), root.path().display());
+    for (body, why) in [(both, "one of them"), (not_a_backup, "manifest.json")] {
+        let refused = admin(&data, "POST", "/v1/admin/backup", &body);
+        assert_eq!(
+            (refused.status, &refused.body["error"]["details"]["field"]),
+            (400, &Value::from("base")),
+            "{refused:?}"
+        );
+        assert!(refused.body["error"]["message"].as_str().is_some_and(|m| m.contains(why)), "{why}: {refused:?}");
+    }
+
+    // Each backup stands alone: with its base gone, the incremental one restores whole.
+    assert!(server.terminate().success());
+    std::fs::remove_dir_all(&full).expect("the base removed");
+    let restored = root.path().join("restored");
+    cli(&restored, "restore", &["--from", next.to_str().expect("utf-8")]).expect("restore of the incremental backup");
+    let server = start(&restored, &flags);
+    assert_eq!(server.first_key, None);
+    let keys = raw(server.api, "GET", "/.well-known/xray-keys.json", &[], "").body;
+    for (id, data_before) in &reports {
+        let reply = get(server.api, &format!("{API}/intelligence/analysis/{id}"), &key);
+        assert_eq!(&reply.body["data"], data_before, "{id}");
+        assert!(verify_report(&reply.body["data"], &keys, ReportType::Analysis).is_ok(), "{id} verifies");
+    }
+}
+
+#[test]
+fn a_stop_of_the_server_ends_a_running_backup_and_removes_what_it_wrote() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let data = root.path().join("data");
+    // 16 KiB a second: the backup would run for minutes.
+    let mut server =
+        start(&data, &["--listener-threads", "1", "--compute-threads", "1", "--backup-rate-kib-per-s", "16"]);
+    let to = root.path().join("slow");
+    let started = admin(&data, "POST", "/v1/admin/backup", &format!(r#"{{"to":"{}"}}"#, to.display()));
+    assert_eq!(started.status, 202, "{started:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while admin(&data, "GET", "/v1/admin/backup", "").body["data"]["bytesCopied"].as_u64().unwrap_or(0) == 0 {
+        assert!(Instant::now() < deadline, "the backup copied nothing in 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(to.is_dir());
+    let stopping = Instant::now();
+    assert!(server.terminate().success(), "a stop during a backup is a clean stop");
+    assert!(stopping.elapsed() < Duration::from_secs(10), "stopped in {:?}", stopping.elapsed());
+    assert!(!to.exists(), "the stopped backup removed what it wrote");
+    assert!(!data.join("backup-staging").exists(), "and its staging directory");
 }
 
 #[test]
@@ -288,8 +520,21 @@ fn a_restore_refuses_a_partial_a_corrupted_or_a_newer_backup_and_writes_nothing(
     edited["totalBytes"] = Value::from(manifest["totalBytes"].as_u64().expect("total") - dropped);
     std::fs::write(keyless.join("manifest.json"), edited.to_string()).expect("manifest");
 
-    let cases =
-        [(&partial, "did not finish"), (&corrupted, "corrupted"), (&newer, "newer"), (&keyless, "signing-keys.json")];
+    // A backup whose store directory is a link to another one's: nothing is read through it.
+    let linked = root.path().join("linked");
+    std::fs::create_dir(&linked).expect("mkdir");
+    for name in ["manifest.json", "admin.token", "signing-keys.json"] {
+        std::fs::copy(good.join(name), linked.join(name)).expect("copy");
+    }
+    std::os::unix::fs::symlink(good.join("db"), linked.join("db")).expect("symlink");
+
+    let cases = [
+        (&partial, "did not finish"),
+        (&corrupted, "corrupted"),
+        (&newer, "newer"),
+        (&keyless, "signing-keys.json"),
+        (&linked, "a link?"),
+    ];
     for (from, why) in cases {
         let target = root.path().join(format!("into-{}", from.file_name().expect("name").to_string_lossy()));
         let refused = cli(&target, "restore", &["--from", from.to_str().expect("utf-8")]);
