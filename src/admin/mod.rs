@@ -468,7 +468,7 @@ fn backup_refusal(refusal: Refusal) -> ApiError {
         Refusal::Stopping => ApiError::ServiceBusy,
         Refusal::Target(message) => ApiError::InvalidField { field: "to", message },
         Refusal::Base(message) => ApiError::InvalidField { field: "base", message },
-        Refusal::Thread(cause) => ApiError::internal(&cause),
+        Refusal::Internal(cause) => ApiError::internal(&cause),
     }
 }
 

@@ -73,7 +73,7 @@ impl BackupManifest {
         Ok(manifest)
     }
 
-    fn check(&self) -> Result<(), String> {
+    pub(super) fn check(&self) -> Result<(), String> {
         if self.format != MANIFEST_FORMAT {
             return Err(format!("format {:?}: this build reads {MANIFEST_FORMAT:?}", self.format));
         }

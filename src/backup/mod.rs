@@ -20,13 +20,14 @@
 //! earlier backup holds unchanged (`take`).
 //! Deliberately absent: a cluster node's backup (the store is etcd: `etcdctl snapshot save`,
 //! README "Backup and restore"); scheduling (a systemd timer, `deploy/`); retention of old
-//! backups (the timer's script keeps the newest N); cancelling a backup through the API (it is
+//! backups through the server (`xray backup --keep N` prunes beside the target: `retention`); cancelling a backup through the API (it is
 //! bounded by its pace; a stop of the server ends it); the status across a restart (the
 //! backups on disk, with their manifests, are the record).
 
 pub mod copy;
 pub mod manifest;
 pub mod restore;
+pub mod retention;
 pub mod take;
 
 use std::os::fd::AsRawFd;
@@ -47,6 +48,11 @@ pub const TARGET_PATH_BYTES_MAX: usize = 4096;
 pub const BASE_CANDIDATES_MAX: usize = 1_000;
 /// Most manifests an incremental backup reads, newest first, to find a base that checks out.
 pub const BASE_MANIFESTS_READ_MAX: usize = 5;
+/// Longest a directory name (the target's last component) may be, in bytes (Linux's `NAME_MAX`).
+pub const TARGET_NAME_BYTES_MAX: usize = 255;
+/// Longest the server's stop waits for a running backup to end, in milliseconds: a copy
+/// stuck in a write to a hung disk is left behind (the process's exit ends it).
+pub const STOP_WAIT_MS: u64 = 10_000;
 
 /// Which earlier backup a new one shares unchanged files with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +129,9 @@ pub enum Refusal {
     Base(String),
     /// The server is stopping.
     Stopping,
-    /// The backup's thread could not be started.
-    Thread(String),
+    /// Something of this machine, not of the request, failed (the backup's thread could not be
+    /// started; `/proc` is not mounted).
+    Internal(String),
 }
 
 /// The backups of one server.
@@ -159,12 +166,21 @@ impl Backups {
     /// The server's stop: refuses new backups, ends the running one (it removes what it wrote)
     /// and waits for its thread.
     pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let thread = self.thread.lock().take();
-        if let Some(thread) = thread {
-            if thread.join().is_err() {
-                tracing::error!("the backup's thread panicked while stopping");
-            }
+        {
+            // Under the status's lock: a start either ran before (its thread is joined here) or
+            // sees the stop.
+            let _slot = self.status.lock();
+            self.stop.store(true, Ordering::Relaxed);
+        }
+        let Some(thread) = self.thread.lock().take() else { return };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(STOP_WAIT_MS);
+        while !thread.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if !thread.is_finished() {
+            tracing::error!(wait_ms = STOP_WAIT_MS, "the running backup did not end (a hung disk?): left behind");
+        } else if thread.join().is_err() {
+            tracing::error!("the backup's thread panicked while stopping");
         }
     }
 
@@ -231,15 +247,17 @@ impl Backups {
     /// answers at once with its `RUNNING` status.
     pub fn start(&self, to: &str, base: &BaseChoice, now_ms: u64) -> Result<BackupStatus, Refusal> {
         let store = self.store.clone().ok_or(Refusal::NotEmbedded)?;
+        // Held to the end: one start at a time, and a stop sees it or is seen.
+        let mut slot = self.status.lock();
         if self.stop.load(Ordering::Relaxed) {
             return Err(Refusal::Stopping);
         }
-        let target = self.check_target(to)?;
-        let base = resolve_base(base, &target)?;
-        let mut slot = self.status.lock();
         if let Some(running) = slot.as_ref().filter(|s| s.state == BackupState::Running) {
             return Err(Refusal::Running(Box::new(running.clone())));
         }
+        let target = self.check_target(to)?;
+        let find_newest = *base == BaseChoice::Newest;
+        let base = resolve_base(base)?;
         let status = BackupStatus {
             id: format!("bk_{now_ms}"),
             to: target.shown.display().to_string(),
@@ -254,7 +272,7 @@ impl Backups {
             schema_version: None,
             error: None,
         };
-        let order = BackupOrder {
+        let mut order = BackupOrder {
             id: status.id.clone(),
             target,
             base,
@@ -271,6 +289,14 @@ impl Backups {
         let thread = std::thread::Builder::new()
             .name("xray-backup".into())
             .spawn(move || {
+                if find_newest {
+                    // Here, not on the admin thread: it reads a directory and manifests.
+                    order.base = newest_beside(&order.target);
+                    let found = order.base.as_ref().map(|b| b.dir.display().to_string());
+                    if let Some(status) = shared.lock().as_mut() {
+                        status.base = found;
+                    }
+                }
                 // A panic must not leave the status RUNNING (every later backup would be 409).
                 let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     take::take(&*store, &layout, &order, &progress)
@@ -278,7 +304,7 @@ impl Backups {
                 let outcome = taken.unwrap_or_else(|_| Err("the backup's thread panicked (see the log)".to_owned()));
                 finish(&shared, &progress, &counters, outcome);
             })
-            .map_err(|e| Refusal::Thread(e.to_string()))?;
+            .map_err(|e| Refusal::Internal(format!("starting the backup's thread: {e}")))?;
         *self.thread.lock() = Some(thread);
         *slot = Some(status.clone());
         tracing::info!(id = %status.id, to = %status.to, base = ?status.base, "backup started");
@@ -299,22 +325,37 @@ impl Backups {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return refuse(format!("{to}: names no directory to make"));
         };
-        let Ok(parent) = open_dir(parent) else {
-            return refuse(format!("{to}: its parent directory must exist"));
+        if name.len() > TARGET_NAME_BYTES_MAX {
+            return refuse(format!("{to}: a directory name of at most {TARGET_NAME_BYTES_MAX} bytes"));
+        }
+        let parent = match open_dir(parent) {
+            Ok(parent) => parent,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+                return refuse(format!("{to}: its parent directory must exist"));
+            }
+            Err(e) => return refuse(format!("{to}: its parent directory: {e}")),
         };
         let target = BackupTarget { shown: path.to_path_buf(), parent: Arc::new(parent), name: name.to_owned() };
+        // Where the held parent really is (its descriptor's path), not where `to` pointed.
+        let held = format!("/proc/self/fd/{}", target.parent.as_raw_fd());
+        let parent_real =
+            std::fs::read_link(&held).map_err(|e| Refusal::Internal(format!("{held} (is /proc mounted?): {e}")))?;
         if std::fs::symlink_metadata(target.path()).is_ok() {
             return refuse(format!("{to} exists: a backup goes into a new directory"));
         }
-        // Where the held parent really is (its descriptor's path), not where `to` pointed.
-        let parent_real = std::fs::read_link(format!("/proc/self/fd/{}", target.parent.as_raw_fd()))
-            .map_err(|e| Refusal::Target(format!("{to}: resolving its parent directory: {e}")))?;
-        let data_dir = std::fs::canonicalize(&self.layout.data_dir).unwrap_or_else(|_| self.layout.data_dir.clone());
-        if parent_real.starts_with(&data_dir) {
+        if within(&parent_real, &self.layout.data_dir) {
             return refuse(format!("{to} is inside the data directory: put backups on another disk"));
         }
         Ok(target)
     }
+}
+
+/// `dir` or one of its ancestors is `data_dir` — by device and inode, so another path to it
+/// (a link, a bind mount) is seen too.
+fn within(dir: &Path, data_dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(data) = std::fs::metadata(data_dir) else { return false };
+    dir.ancestors().any(|a| std::fs::metadata(a).is_ok_and(|m| (m.dev(), m.ino()) == (data.dev(), data.ino())))
 }
 
 /// Opens the directory `path` (following links: an operator's backup disk may be mounted
@@ -324,10 +365,11 @@ fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC).open(path)
 }
 
-/// The base backup `choice` names, its manifest read and checked.
-fn resolve_base(choice: &BaseChoice, target: &BackupTarget) -> Result<Option<BackupBase>, Refusal> {
+/// The base backup `choice` names, its manifest read and checked (`Newest` is looked for on the
+/// backup's thread).
+fn resolve_base(choice: &BaseChoice) -> Result<Option<BackupBase>, Refusal> {
     match choice {
-        BaseChoice::Full => Ok(None),
+        BaseChoice::Full | BaseChoice::Newest => Ok(None),
         BaseChoice::Dir(dir) => {
             let path = Path::new(dir);
             if dir.len() > TARGET_PATH_BYTES_MAX || !path.is_absolute() {
@@ -337,29 +379,34 @@ fn resolve_base(choice: &BaseChoice, target: &BackupTarget) -> Result<Option<Bac
                 .map_err(|why| Refusal::Base(format!("{why}: not a base for an incremental backup")))?;
             Ok(Some(BackupBase { dir: path.to_path_buf(), manifest }))
         }
-        BaseChoice::Newest => Ok(newest_beside(target)),
     }
 }
 
 /// The newest backup in the target's parent directory (by its manifest's modification time)
-/// whose manifest checks out; `None` when there is none.
+/// whose manifest checks out, read through the held parent; `None` when there is none, or
+/// when the directory holds more than `BASE_CANDIDATES_MAX` entries (then a full backup).
 fn newest_beside(target: &BackupTarget) -> Option<BackupBase> {
     use std::os::unix::ffi::OsStrExt;
-    let parent = target.shown.parent()?;
-    let mut candidates: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(parent)
-        .ok()?
-        .take(BASE_CANDIDATES_MAX)
-        .filter_map(Result::ok)
+    let (parent, held) =
+        (target.shown.parent()?, PathBuf::from(format!("/proc/self/fd/{}", target.parent.as_raw_fd())));
+    let entries: Vec<std::fs::DirEntry> =
+        std::fs::read_dir(&held).ok()?.take(BASE_CANDIDATES_MAX + 1).filter_map(Result::ok).collect();
+    if entries.len() > BASE_CANDIDATES_MAX {
+        tracing::warn!(dir = %parent.display(), max = BASE_CANDIDATES_MAX, "too many entries to find the newest backup: a full backup");
+        return None;
+    }
+    let mut candidates: Vec<(std::time::SystemTime, std::ffi::OsString)> = entries
+        .iter()
         .filter(|e| !e.file_name().as_bytes().starts_with(b"."))
         .filter_map(|e| {
             let manifest = std::fs::symlink_metadata(e.path().join(manifest::MANIFEST_FILE_NAME)).ok()?;
-            Some((manifest.modified().ok()?, e.path()))
+            Some((manifest.modified().ok()?, e.file_name()))
         })
         .collect();
     candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
-    candidates.into_iter().take(BASE_MANIFESTS_READ_MAX).find_map(|(_, dir)| {
-        let manifest = manifest::BackupManifest::read(&dir).ok()?;
-        Some(BackupBase { dir, manifest })
+    candidates.into_iter().take(BASE_MANIFESTS_READ_MAX).find_map(|(_, name)| {
+        let manifest = manifest::BackupManifest::read(&held.join(&name)).ok()?;
+        Some(BackupBase { dir: parent.join(name), manifest })
     })
 }
 

@@ -10,13 +10,18 @@
 //! directory (same file system: instant, no copy yet), so the server keeps serving while the
 //! copy runs at its pace. The manifest is written last, atomically: a target without one is not
 //! a backup (restore refuses it). A failed or stopped backup removes the target it made and the
-//! staging directory; the server is not touched either way. Every file is made through the
-//! parent directory's descriptor, opened when the backup was accepted: a path swapped for a
-//! link meanwhile does not move it.
+//! staging directory; the server is not touched either way (a panic too: it ends the backup
+//! as a failure). The target is made through its parent directory's descriptor, opened when
+//! the backup was accepted, and every file in it through the target's own descriptor, opened
+//! (not through a link) right after it was made: a path swapped for a link meanwhile does not
+//! move it. While the checkpoint's hard links keep obsolete store files alive on the data disk,
+//! the copy stops if that disk falls below `DATA_DISK_FREE_MIN_PERCENT` free.
 //! Incremental: a file of the base backup with the same path, size and SHA-256 as the one to
 //! back up (RocksDB's table files never change once written) is hard-linked from the base
-//! instead of copied — read and digested, not written. Each backup stays whole on its own:
-//! removing its base removes nothing of it (a link is a name of the same file).
+//! instead of copied — read and digested, not written; the link is then read back (a regular
+//! file, 0600, the same digest) or removed and the file copied, so a rotten base file never
+//! passes into a new backup. Each backup stays whole on its own: removing its base removes
+//! nothing of it (a link is a name of the same file).
 //! Deliberately absent: the ledger cache and `admin.addr` (rebuilt at start); links across
 //! file systems (a file the link fails for is copied).
 
@@ -28,14 +33,20 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::copy::{copy_file, create_private_dir_new, digest_file_paced, sync_dir, write_new_atomically, Pace};
-use super::manifest::{BackupManifest, FileEntry, MANIFEST_FILE_NAME, MANIFEST_FORMAT};
+use super::copy::{
+    copy_file, create_private_dir_new, digest_file_paced, sync_dir, write_new_atomically, Pace, DIR_MODE, FILE_MODE,
+};
+use super::manifest::{BackupManifest, FileEntry, MANIFEST_BYTES_MAX, MANIFEST_FILE_NAME, MANIFEST_FORMAT};
 use super::Progress;
 use crate::store::Store;
 
 /// Where a backup stages the store's checkpoint, inside the data directory (hard links need
 /// the same file system). A leftover of a crash is removed by the next backup.
 pub const STAGING_DIR_NAME: &str = "backup-staging";
+/// Least free space, in percent of its size, the data disk keeps while a backup runs: the
+/// checkpoint's hard links hold store files compaction has dropped, so a long backup grows
+/// the store's footprint; below this the backup stops, not the server.
+pub const DATA_DISK_FREE_MIN_PERCENT: u64 = 5;
 
 /// What of a data directory a backup holds: the store (`db_dir_name`, through a checkpoint)
 /// and the `files` beside it that cannot be rebuilt (the admin token, the signing keys), each
@@ -94,19 +105,88 @@ pub fn take(
 ) -> Result<BackupManifest, String> {
     let staging = layout.data_dir.join(STAGING_DIR_NAME);
     remove_if_present(&staging).map_err(|e| format!("removing the old staging directory: {e}"))?;
-    let to = order.target.path();
-    create_private_dir_new(&to).map_err(|e| format!("creating {}: {e}", order.target.shown.display()))?;
-    let result = checkpoint_and_copy(store, layout, order, progress, &staging, &to);
+    let made = order.target.path();
+    create_private_dir_new(&made).map_err(|e| format!("creating {}: {e}", order.target.shown.display()))?;
+    let held = match hold_made_dir(&made) {
+        Ok(held) => held,
+        Err(why) => {
+            // Not ours to remove: whatever is under that name now was not made by this backup.
+            return Err(format!("{}: {why}", order.target.shown.display()));
+        }
+    };
+    let to = PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        checkpoint_and_copy(store, layout, order, progress, &staging, &to)
+    }))
+    .unwrap_or_else(|_| Err("the backup's thread panicked (see the log)".to_owned()));
     if let Err(e) = remove_if_present(&staging) {
         // Only the server's scratch space is left behind; the next backup removes it.
         tracing::warn!(error = %e, dir = %staging.display(), "could not remove the backup's staging directory");
     }
     if result.is_err() {
-        if let Err(e) = std::fs::remove_dir_all(&to) {
+        if let Err(e) = remove_made_dir(&order.target, &to, &held) {
             tracing::warn!(error = %e, dir = %order.target.shown.display(), "could not remove a failed backup");
         }
     }
     result
+}
+
+/// Opens the directory just made at `made` without following a link, and checks it is the one
+/// this backup made: a directory of this process's user, 0700.
+fn hold_made_dir(made: &Path) -> Result<File, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(made)
+        .map_err(|e| format!("opening the directory just made: {e}"))?;
+    let meta = dir.metadata().map_err(|e| format!("the directory just made: {e}"))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o777 != DIR_MODE {
+        return Err("the directory just made was replaced meanwhile".into());
+    }
+    Ok(dir)
+}
+
+/// Removes what a failed backup wrote: the contents through its held descriptor (`to`), then
+/// its name — only while that name is still the directory it made.
+fn remove_made_dir(target: &BackupTarget, to: &Path, held: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    for entry in std::fs::read_dir(to)? {
+        let entry = entry?;
+        match entry.file_type()?.is_dir() {
+            true => std::fs::remove_dir_all(entry.path())?,
+            false => std::fs::remove_file(entry.path())?,
+        }
+    }
+    let ours = held.metadata()?;
+    let named = std::fs::symlink_metadata(target.path())?;
+    if named.is_dir() && (named.dev(), named.ino()) == (ours.dev(), ours.ino()) {
+        std::fs::remove_dir(target.path())?;
+    }
+    Ok(())
+}
+
+/// Fails when the data disk (`dir`'s file system) is below `DATA_DISK_FREE_MIN_PERCENT` free.
+fn data_disk_has_room(dir: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| format!("the data directory: {e}"))?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `path` is NUL-terminated and `stat` is written whole by a successful call.
+    let stat = unsafe {
+        if libc::statvfs(path.as_ptr(), stat.as_mut_ptr()) != 0 {
+            return Err(format!("the data disk's free space: {}", std::io::Error::last_os_error()));
+        }
+        stat.assume_init()
+    };
+    let (free, size) = (u128::from(stat.f_bavail), u128::from(stat.f_blocks));
+    if size > 0 && free * 100 < size * u128::from(DATA_DISK_FREE_MIN_PERCENT) {
+        return Err(format!(
+            "the data disk is below {DATA_DISK_FREE_MIN_PERCENT} % free: the backup stops (its checkpoint keeps store files alive there)"
+        ));
+    }
+    Ok(())
 }
 
 fn checkpoint_and_copy(
@@ -137,6 +217,7 @@ fn checkpoint_and_copy(
     let shared = order.base.as_ref().map(SharedFiles::of).unwrap_or_default();
     let mut files = Vec::with_capacity(sources.len());
     for (from, path) in sources {
+        data_disk_has_room(&layout.data_dir)?;
         let target = to.join(&path);
         let entry = match shared.link(&from, &path, &target, &mut pace, progress)? {
             Some(entry) => entry,
@@ -158,8 +239,14 @@ fn checkpoint_and_copy(
         total_bytes: files.iter().map(|f| f.bytes).sum(),
         files,
     };
+    // What restore would refuse is not a backup: checked before it is called one.
+    manifest.check().map_err(|why| format!("the manifest: {why}"))?;
     let body = serde_json::to_vec_pretty(&manifest).map_err(|e| format!("manifest: {e}"))?;
+    if body.len() as u64 > MANIFEST_BYTES_MAX {
+        return Err(format!("the manifest is {} bytes: restore reads at most {MANIFEST_BYTES_MAX}", body.len()));
+    }
     sync_dir(&to.join(layout.db_dir_name)).map_err(|e| format!("syncing the store's directory: {e}"))?;
+    sync_dir(to).map_err(|e| format!("syncing the backup's directory: {e}"))?;
     write_new_atomically(&to.join(MANIFEST_FILE_NAME), &body).map_err(|e| format!("writing the manifest: {e}"))?;
     order.target.parent.sync_all().map_err(|e| format!("syncing the target's parent directory: {e}"))?;
     Ok(manifest)
@@ -199,19 +286,31 @@ impl<'a> SharedFiles<'a> {
             return Ok(None);
         }
         let source = dir.join(path);
-        let linked = std::fs::symlink_metadata(&source)
-            .is_ok_and(|m| m.is_file() && m.len() == bytes)
-            .then(|| std::fs::hard_link(&source, target));
-        match linked {
-            Some(Ok(())) => {
-                progress.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
-                progress.bytes_shared.fetch_add(bytes, Ordering::Relaxed);
-                Ok(Some(FileEntry { path: path.to_owned(), bytes, sha256 }))
-            }
-            // Another file system, or the base changed: the file is copied.
-            Some(Err(_)) | None => Ok(None),
+        let linkable = std::fs::symlink_metadata(&source).is_ok_and(|m| m.is_file() && m.len() == bytes);
+        // Another file system, or the base changed: the file is copied.
+        if !linkable || std::fs::hard_link(&source, target).is_err() {
+            return Ok(None);
         }
+        // Read back: the base's file, as linked, must be what the manifest says (it may have
+        // rotted, or be another file by now) and as private as a copy.
+        if !linked_as_expected(target, &sha256, pace) {
+            std::fs::remove_file(target).map_err(|e| format!("removing a link to a changed base file {path}: {e}"))?;
+            tracing::warn!(path, "a base backup's file differs from its manifest: copied instead");
+            return Ok(None);
+        }
+        progress.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
+        progress.bytes_shared.fetch_add(bytes, Ordering::Relaxed);
+        Ok(Some(FileEntry { path: path.to_owned(), bytes, sha256 }))
     }
+}
+
+/// The file linked at `target` is a regular file, 0600, whose SHA-256 is `sha256`.
+fn linked_as_expected(target: &Path, sha256: &str, pace: &mut Pace) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let private =
+        std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o777 == FILE_MODE);
+    let read = std::sync::atomic::AtomicU64::new(0);
+    private && digest_file_paced(target, pace, &read).is_ok_and(|(_, digest)| digest == sha256)
 }
 
 /// The names of the regular files in `dir`, sorted (a checkpoint is one flat directory).

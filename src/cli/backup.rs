@@ -37,6 +37,11 @@ pub struct BackupArgs {
     /// manifest checks out; a full backup when there is none.
     #[arg(long)]
     incremental: bool,
+    /// Once the backup is DONE, keep the newest N finished backups beside --to and remove the
+    /// older ones (and unfinished ones a day old); only directories that are backups are
+    /// touched. Reads that directory here: not with --admin-url.
+    #[arg(long, conflicts_with = "admin_url", value_parser = clap::value_parser!(u64).range(1..=crate::backup::retention::KEEP_MAX as u64))]
+    keep: Option<u64>,
     /// Seconds to wait for the backup to end (the server goes on with it past them).
     #[arg(long, default_value_t = BACKUP_WAIT_S_DEFAULT)]
     wait_s: u64,
@@ -82,7 +87,14 @@ pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
             }
         }
     })?;
-    print_json(&status)
+    let Some(keep) = args.keep else { return print_json(&status) };
+    let parent = std::path::Path::new(&to).parent().ok_or("--to names no parent directory")?;
+    let keep = usize::try_from(keep).map_err(|_| "--keep is too large")?;
+    let pruned = crate::backup::retention::prune(parent, keep, std::time::SystemTime::now())?;
+    let shown = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    let mut out = status;
+    out["pruned"] = serde_json::json!({"backups": shown(&pruned.backups), "leftovers": shown(&pruned.leftovers)});
+    print_json(&out)
 }
 
 /// `path` made absolute against this directory (the server resolves what it is sent), as UTF-8.
@@ -103,6 +115,11 @@ pub fn run_restore(args: &RestoreArgs) -> Result<(), String> {
         "engine": manifest.engine,
         "files": manifest.files.len(),
         "bytes": manifest.total_bytes,
+        "note": format!(
+            "the state as of {}: API keys revoked and signing keys rotated after it are as they were then — \
+             revoke them again (xray keys revoke) and rotate (xray signing-keys rotate) if that happened",
+            manifest.created_at
+        ),
     });
     print_json(&summary)
 }

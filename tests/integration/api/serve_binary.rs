@@ -548,7 +548,9 @@ fn the_deploy_config_loads_and_the_systemd_unit_verifies() {
     }
     let backup = std::fs::read_to_string(deploy.join("xray-backup.service")).expect("backup unit");
     assert!(
-        backup.contains("xray backup --data-dir /var/lib/xray --wait-s 14000 --incremental --to /var/lib/xray-backup/"),
+        backup.contains(
+            "xray backup --data-dir /var/lib/xray --wait-s 14000 --incremental --keep 7 --to /var/lib/xray-backup/"
+        ),
         "{backup}"
     );
     assert!(backup.contains("Requisite=xray.service"), "a backup never starts a stopped server");
