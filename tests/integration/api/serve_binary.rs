@@ -53,7 +53,7 @@ pub(crate) fn start(data: &Path, extra: &[&str]) -> Server {
 }
 
 /// As `start`, with its log (`XRAY_LOG=<level>`) captured in `Server::log`.
-fn start_logging(data: &Path, extra: &[&str], level: &str) -> Server {
+pub(crate) fn start_logging(data: &Path, extra: &[&str], level: &str) -> Server {
     start_with(data, extra, Some(level))
 }
 
@@ -427,7 +427,7 @@ fn kill_9_loses_no_acknowledged_job_and_charges_exactly_once() {
 }
 
 /// Stops `server` gracefully and returns every line it logged (stderr closes at exit).
-fn log_lines(mut server: Server) -> Vec<String> {
+pub(crate) fn log_lines(mut server: Server) -> Vec<String> {
     assert!(server.terminate().success());
     let log = server.log.take().expect("started with start_logging");
     log.iter().collect()

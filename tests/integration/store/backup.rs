@@ -23,7 +23,7 @@ use serde_json::Value;
 use xray::signing::{verify_report, ReportType};
 
 use crate::api::monitor_events::{timeline_spec, timeline_wallet};
-use crate::api::serve_binary::{cli, start, Server};
+use crate::api::serve_binary::{cli, log_lines, start, start_logging, Server};
 use crate::api::support::{demo_tx, get, post, raw, scan_body, Reply, API, READY_WALLETS, SCAN_PATH};
 
 /// How long a job may take to reach READY after a (re)start.
@@ -314,7 +314,7 @@ fn one_backup_at_a_time_and_only_into_a_new_directory_outside_the_data() {
     let root = tempfile::tempdir().expect("tempdir");
     let data = root.path().join("data");
     // 16 KiB a second: the backup of even a fresh store runs for seconds.
-    let _server = start(&data, &["--listener-threads", "1", "--compute-threads", "1", "--backup-rate-kib-per-s", "16"]);
+    let _server = start(&data, &SLOW_BACKUP);
     let status = admin(&data, "GET", "/v1/admin/backup", "");
     assert_eq!(status.status, 404, "no backup yet: {status:?}");
     let to = root.path().join("slow");
@@ -503,27 +503,65 @@ fn an_incremental_backup_links_what_is_unchanged_and_stands_alone() {
     }
 }
 
+/// Flags of a server whose backups run 16 KiB a second: for minutes, even of a fresh store.
+const SLOW_BACKUP: [&str; 6] = ["--listener-threads", "1", "--compute-threads", "1", "--backup-rate-kib-per-s", "16"];
+
+/// Starts a backup of the server on `data` into `to` and waits (bounded) until it has copied
+/// some bytes.
+fn backup_copying(data: &Path, to: &Path) {
+    let started = admin(data, "POST", "/v1/admin/backup", &format!(r#"{{"to":"{}"}}"#, to.display()));
+    assert_eq!(started.status, 202, "{started:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while admin(data, "GET", "/v1/admin/backup", "").body["data"]["bytesCopied"].as_u64().unwrap_or(0) == 0 {
+        assert!(Instant::now() < deadline, "the backup copied nothing in 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn a_stop_of_the_server_ends_a_running_backup_and_removes_what_it_wrote() {
     let root = tempfile::tempdir().expect("tempdir");
     let data = root.path().join("data");
-    // 16 KiB a second: the backup would run for minutes.
-    let mut server =
-        start(&data, &["--listener-threads", "1", "--compute-threads", "1", "--backup-rate-kib-per-s", "16"]);
+    let mut server = start(&data, &SLOW_BACKUP);
     let to = root.path().join("slow");
-    let started = admin(&data, "POST", "/v1/admin/backup", &format!(r#"{{"to":"{}"}}"#, to.display()));
-    assert_eq!(started.status, 202, "{started:?}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while admin(&data, "GET", "/v1/admin/backup", "").body["data"]["bytesCopied"].as_u64().unwrap_or(0) == 0 {
-        assert!(Instant::now() < deadline, "the backup copied nothing in 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    backup_copying(&data, &to);
     assert!(to.is_dir());
     let stopping = Instant::now();
     assert!(server.terminate().success(), "a stop during a backup is a clean stop");
     assert!(stopping.elapsed() < Duration::from_secs(10), "stopped in {:?}", stopping.elapsed());
     assert!(!to.exists(), "the stopped backup removed what it wrote");
     assert!(!data.join("backup-staging").exists(), "and its staging directory");
+}
+
+/// kill -9 in the middle of a backup: its target has no manifest, so restore refuses it and
+/// writes nothing; the next start removes the staging directory. And in the log of a backup
+/// and of a stop that ends one (at debug level), neither the admin token nor the signing key.
+#[test]
+fn a_backup_cut_by_kill_9_is_refused_by_restore_and_its_staging_removed_at_the_next_start() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let data = root.path().join("data");
+    let mut server = start(&data, &SLOW_BACKUP);
+    let cut = root.path().join("cut");
+    backup_copying(&data, &cut);
+    server.kill_9();
+    assert!(cut.is_dir() && !cut.join("manifest.json").exists(), "a cut backup has no manifest");
+    assert!(data.join("backup-staging").is_dir(), "kill -9 leaves the staging directory");
+    let target = root.path().join("restored");
+    let refused = cli(&target, "restore", &["--from", cut.to_str().expect("utf-8")]);
+    assert!(refused.as_ref().is_err_and(|e| e.contains("did not finish")), "{refused:?}");
+    assert!(!target.exists(), "a refused restore writes nothing");
+
+    let server = start_logging(&data, &SLOW_BACKUP, "debug");
+    assert!(!data.join("backup-staging").exists(), "the next start removes the staging directory");
+    backup_copying(&data, &root.path().join("stopped"));
+    let log = log_lines(server).join("\n");
+    let token = std::fs::read_to_string(data.join("admin.token")).expect("admin.token");
+    let keys: Value =
+        serde_json::from_slice(&std::fs::read(data.join("signing-keys.json")).expect("keys")).expect("JSON");
+    let private = keys["current"]["privateKey"].as_str().expect("the current private key").to_owned();
+    assert!(log.contains("backup started") && log.contains("the server is stopping"), "{log}");
+    assert!(!log.contains(token.trim()), "the admin token is not logged");
+    assert!(!log.contains(&private), "the signing key is not logged");
 }
 
 #[test]
