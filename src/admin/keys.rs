@@ -149,6 +149,15 @@ fn table_error(error: TableError) -> ApiError {
         TableError::UnknownId => ApiError::NotFound,
         TableError::NotActive => invalid("id", "only an active key can be rotated"),
         TableError::Record(_) => invalid("body", "the key's name, rate limit, quota or expiry is out of range"),
+        // A limit the operator reached, not a fault of the server: a conflict, named.
+        TableError::Full => ApiError::Conflict {
+            message: format!(
+                "the key table holds its maximum of {} keys, revoked ones included: no key can be added",
+                config::KEY_TABLE_LEN_MAX
+            ),
+            limit: Some(config::KEY_TABLE_LEN_MAX as u64),
+            reason: Some("key_table_full"),
+        },
         other => ApiError::internal(&other),
     }
 }
@@ -226,7 +235,10 @@ mod tests {
         let admin = KeyAdmin { keys: Arc::new(KeyTable::with_len_max(1)), store: Arc::new(store) };
         let spec = request(r#"{"name":"ci","scopes":["usage:read"]}"#).to_spec(0).expect("valid");
         assert!(admin.create(&spec, 1).is_ok());
-        assert!(admin.create(&spec, 2).is_err(), "the table is full");
+        let full = admin.create(&spec, 2).expect_err("the table is full");
+        let rendered = full.render();
+        assert_eq!((rendered.code.status(), rendered.details.reason), (409, Some("key_table_full")));
+        assert_eq!(rendered.details.limit, Some(config::KEY_TABLE_LEN_MAX as u64));
         assert_eq!(admin.store.list_keys(None, 10).expect("keys").len(), 1, "the refused key was not written");
         assert_eq!(admin.keys.len(), 1);
     }

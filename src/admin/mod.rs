@@ -252,7 +252,10 @@ impl AdminHandler {
             },
             (AdminRoute::Rotate(id), _) => json_response(201, keys.rotate(id, now_ms)?),
             (AdminRoute::Policy(account), method) => self.policy(request, account, method, now_ms),
-            (AdminRoute::Feedback(account), _) => feedback_page(&self.state.app, account, request.query.as_deref()),
+            (AdminRoute::Feedback(account), _) => {
+                // As its policy and webhook secret: an account no key belongs to is 404.
+                feedback_page(&self.state.app, self.known_account(account)?, request.query.as_deref())
+            }
             (AdminRoute::SigningKeys, _) => {
                 let key_set: serde_json::Value =
                     serde_json::from_slice(&self.state.app.signer.key_set()).map_err(|e| ApiError::internal(&e))?;
@@ -348,12 +351,10 @@ impl AdminHandler {
 /// recently written first; `after` is an opaque cursor (a page's `nextAfter`), `limit` 1 to
 /// `FEEDBACK_PAGE_LEN_MAX` (default `FEEDBACK_PAGE_LEN_DEFAULT`), `verdict` and `kind` filter
 /// (`kind=none`: records that name no signal).
-fn feedback_page(app: &App, account: &str, query: Option<&str>) -> Result<ApiResponse, ApiError> {
+fn feedback_page(app: &App, account: AccountId, query: Option<&str>) -> Result<ApiResponse, ApiError> {
     use crate::api::router::query_param;
     use crate::config::{FEEDBACK_PAGE_LEN_DEFAULT, FEEDBACK_PAGE_LEN_MAX};
     use crate::feedback::{FeedbackVerdict, Filter};
-    let account = AccountId::parse(account)
-        .map_err(|_| ApiError::InvalidRequest { field: "account", message: "not an account id (acct_…)" })?;
     let limit = match query_param(query, "limit") {
         None => FEEDBACK_PAGE_LEN_DEFAULT,
         Some(text) => match text.parse::<usize>() {

@@ -65,6 +65,9 @@ pub(crate) fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -
         return if passing == 1 { Vec::new() } else { vec![format!("{at}: {passing} oneOf branches match {value}")] };
     }
     let mut out = Vec::new();
+    for branch in s.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+        out.extend(violations(doc, branch, value, at));
+    }
     if let Some(t) = s.get("type") {
         let allowed: Vec<&str> = match t {
             Value::String(one) => vec![one.as_str()],
@@ -79,6 +82,11 @@ pub(crate) fn violations(doc: &Value, schema: &Value, value: &Value, at: &str) -
     if let Some(c) = s.get("const") {
         if c != value {
             out.push(format!("{at}: {value} is not {c}"));
+        }
+    }
+    if let Some(allowed) = s.get("enum").and_then(Value::as_array) {
+        if !allowed.contains(value) {
+            out.push(format!("{at}: {value} is none of {allowed:?}"));
         }
     }
     if let (Some(n), Some(min)) = (value.as_f64(), s.get("minimum").and_then(Value::as_f64)) {
@@ -698,6 +706,10 @@ fn the_validator_catches_drift() {
     for value in broken {
         assert!(!violations(&doc, schema(&doc, "Score"), &value, "s").is_empty(), "{value}");
     }
+    // `enum` is held (`x-extensible-enum`, as `riskLevel`'s, is not: clients tolerate new values).
+    let slot = |status: &str| serde_json::json!({"signer": CLEAN, "status": status});
+    assert!(violations(&doc, schema(&doc, "ScanSignatureCheck"), &slot("missing"), "c").is_empty());
+    assert!(!violations(&doc, schema(&doc, "ScanSignatureCheck"), &slot("forged"), "c").is_empty());
     let lamports = serde_json::json!({"mint": "SOL", "amount": 5});
     assert!(violations(&doc, schema(&doc, "AssetAtRisk"), &lamports, "a").is_empty());
     let summary = serde_json::json!({"address": SYBIL_A, "score": score});
@@ -713,6 +725,58 @@ fn the_validator_catches_drift() {
     ];
     for value in broken {
         assert!(!violations(&doc, schema(&doc, "ScanEffect"), &value, "e").is_empty(), "{value}");
+    }
+}
+
+/// A `$ref` to `#/components/responses/…` or `#/components/requestBodies/…`, followed.
+fn resolve_component<'a>(doc: &'a Value, mut v: &'a Value) -> &'a Value {
+    while let Some(reference) = v.get("$ref").and_then(Value::as_str) {
+        let pointer = reference.strip_prefix('#').unwrap_or_else(|| panic!("ref {reference}"));
+        v = doc.pointer(pointer).unwrap_or_else(|| panic!("{reference} is not in the document"));
+    }
+    v
+}
+
+/// Every example a document gives — of a request body, of a response, of a schema — against
+/// the schema it illustrates; the violations, each named by where the example is.
+pub(crate) fn example_violations(doc: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut check = |schema: &Value, value: &Value, at: String| out.extend(violations(doc, schema, value, &at));
+    let content_examples = |holder: &Value, at: &str, check: &mut dyn FnMut(&Value, &Value, String)| {
+        for (media, content) in resolve_component(doc, holder)["content"].as_object().into_iter().flatten() {
+            let examples = content["examples"].as_object().into_iter().flatten();
+            for (name, example) in examples {
+                let example = resolve_component(doc, example);
+                check(&content["schema"], &example["value"], format!("{at} {media} example {name}"));
+            }
+        }
+    };
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in
+            item.as_object().expect("path item").iter().filter(|(_, o)| o.get("responses").is_some())
+        {
+            let at = format!("{method} {path}");
+            if let Some(body) = operation.get("requestBody") {
+                content_examples(body, &format!("{at} request"), &mut check);
+            }
+            for (status, reply) in operation["responses"].as_object().expect("responses") {
+                content_examples(reply, &format!("{at} {status}"), &mut check);
+            }
+        }
+    }
+    for (name, schema) in doc["components"]["schemas"].as_object().expect("schemas") {
+        for (i, example) in schema.get("examples").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            check(schema, example, format!("schema {name} example {i}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_example_in_the_documents_matches_its_schema() {
+    for path in ["docs/openapi.json", "docs/admin-openapi.json"] {
+        let found = example_violations(&load_document(path));
+        assert!(found.is_empty(), "{path}: {} examples break their schema:\n{}", found.len(), found.join("\n"));
     }
 }
 
