@@ -247,17 +247,15 @@ impl Backups {
     /// answers at once with its `RUNNING` status.
     pub fn start(&self, to: &str, base: &BaseChoice, now_ms: u64) -> Result<BackupStatus, Refusal> {
         let store = self.store.clone().ok_or(Refusal::NotEmbedded)?;
-        // Held to the end: one start at a time, and a stop sees it or is seen.
-        let mut slot = self.status.lock();
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(Refusal::Stopping);
-        }
-        if let Some(running) = slot.as_ref().filter(|s| s.state == BackupState::Running) {
-            return Err(Refusal::Running(Box::new(running.clone())));
-        }
+        // Refused before any filesystem work; that work (a hung mount can block it) runs
+        // without the lock, and both checks are made again once it is taken back.
+        self.startable(&self.status.lock())?;
         let target = self.check_target(to)?;
         let find_newest = *base == BaseChoice::Newest;
         let base = resolve_base(base)?;
+        // Held to the end: one start at a time, and a stop sees it or is seen.
+        let mut slot = self.status.lock();
+        self.startable(&slot)?;
         let status = BackupStatus {
             id: format!("bk_{now_ms}"),
             to: target.shown.display().to_string(),
@@ -289,16 +287,16 @@ impl Backups {
         let thread = std::thread::Builder::new()
             .name("xray-backup".into())
             .spawn(move || {
-                if find_newest {
-                    // Here, not on the admin thread: it reads a directory and manifests.
-                    order.base = newest_beside(&order.target);
-                    let found = order.base.as_ref().map(|b| b.dir.display().to_string());
-                    if let Some(status) = shared.lock().as_mut() {
-                        status.base = found;
-                    }
-                }
                 // A panic must not leave the status RUNNING (every later backup would be 409).
                 let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    if find_newest {
+                        // Here, not on the admin thread: it reads a directory and manifests.
+                        order.base = newest_beside(&order.target);
+                        let found = order.base.as_ref().map(|b| b.dir.display().to_string());
+                        if let Some(status) = shared.lock().as_mut() {
+                            status.base = found;
+                        }
+                    }
                     take::take(&*store, &layout, &order, &progress)
                 }));
                 let outcome = taken.unwrap_or_else(|_| Err("the backup's thread panicked (see the log)".to_owned()));
@@ -309,6 +307,18 @@ impl Backups {
         *slot = Some(status.clone());
         tracing::info!(id = %status.id, to = %status.to, base = ?status.base, "backup started");
         Ok(status)
+    }
+
+    /// Whether a backup may start now, as the status `slot` says: not while the server stops,
+    /// nor while another runs.
+    fn startable(&self, slot: &Option<BackupStatus>) -> Result<(), Refusal> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Refusal::Stopping);
+        }
+        match slot.as_ref().filter(|s| s.state == BackupState::Running) {
+            Some(running) => Err(Refusal::Running(Box::new(running.clone()))),
+            None => Ok(()),
+        }
     }
 
     /// An absolute path whose parent exists, that does not exist yet, outside the data

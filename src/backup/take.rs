@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -115,6 +116,17 @@ pub fn take(
         }
     };
     let to = PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
+    // The mark of a directory a backup made: retention removes an unfinished one only with it.
+    let marked = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(to.join(super::retention::BACKUP_MARK_FILE_NAME))
+        .map_err(|e| format!("{}: marking it as a backup: {e}", order.target.shown.display()));
+    if let Err(why) = marked {
+        let _ = std::fs::remove_dir(order.target.path());
+        return Err(why);
+    }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         checkpoint_and_copy(store, layout, order, progress, &staging, &to)
     }))
@@ -134,7 +146,7 @@ pub fn take(
 /// Opens the directory just made at `made` without following a link, and checks it is the one
 /// this backup made: a directory of this process's user, 0700.
 fn hold_made_dir(made: &Path) -> Result<File, String> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::MetadataExt;
     let dir = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -293,10 +305,16 @@ impl<'a> SharedFiles<'a> {
         }
         // Read back: the base's file, as linked, must be what the manifest says (it may have
         // rotted, or be another file by now) and as private as a copy.
-        if !linked_as_expected(target, &sha256, pace) {
-            std::fs::remove_file(target).map_err(|e| format!("removing a link to a changed base file {path}: {e}"))?;
-            tracing::warn!(path, "a base backup's file differs from its manifest: copied instead");
-            return Ok(None);
+        match linked_as_expected(target, &sha256, pace) {
+            Ok(true) => {}
+            Ok(false) => {
+                std::fs::remove_file(target)
+                    .map_err(|e| format!("removing a link to a changed base file {path}: {e}"))?;
+                tracing::warn!(path, "a base backup's file differs from its manifest: copied instead");
+                return Ok(None);
+            }
+            // Not read to its end (the server is stopping, a read failed): the backup fails.
+            Err(e) => return Err(format!("reading back {path}: {e}")),
         }
         progress.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
         progress.bytes_shared.fetch_add(bytes, Ordering::Relaxed);
@@ -304,13 +322,18 @@ impl<'a> SharedFiles<'a> {
     }
 }
 
-/// The file linked at `target` is a regular file, 0600, whose SHA-256 is `sha256`.
-fn linked_as_expected(target: &Path, sha256: &str, pace: &mut Pace) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let private =
-        std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o777 == FILE_MODE);
+/// Whether the file linked at `target` is a regular file of this process's user, 0600, whose
+/// SHA-256 is `sha256`; an error when it could not be read to its end.
+fn linked_as_expected(target: &Path, sha256: &str, pace: &mut Pace) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let meta = std::fs::symlink_metadata(target)?;
+    if !meta.is_file() || meta.mode() & 0o777 != FILE_MODE || meta.uid() != uid {
+        return Ok(false);
+    }
     let read = std::sync::atomic::AtomicU64::new(0);
-    private && digest_file_paced(target, pace, &read).is_ok_and(|(_, digest)| digest == sha256)
+    Ok(digest_file_paced(target, pace, &read)?.1 == sha256)
 }
 
 /// The names of the regular files in `dir`, sorted (a checkpoint is one flat directory).

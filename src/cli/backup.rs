@@ -37,9 +37,9 @@ pub struct BackupArgs {
     /// manifest checks out; a full backup when there is none.
     #[arg(long)]
     incremental: bool,
-    /// Once the backup is DONE, keep the newest N finished backups beside --to and remove the
-    /// older ones (and unfinished ones a day old); only directories that are backups are
-    /// touched. Reads that directory here: not with --admin-url.
+    /// Once the backup is DONE, keep it and the newest N-1 other finished backups beside --to
+    /// and remove the older ones (and unfinished ones a day old); only directories that are
+    /// backups are touched. Reads that directory here: not with --admin-url.
     #[arg(long, conflicts_with = "admin_url", value_parser = clap::value_parser!(u64).range(1..=crate::backup::retention::KEEP_MAX as u64))]
     keep: Option<u64>,
     /// Seconds to wait for the backup to end (the server goes on with it past them).
@@ -90,7 +90,8 @@ pub fn run_backup(args: &BackupArgs) -> Result<(), String> {
     let Some(keep) = args.keep else { return print_json(&status) };
     let parent = std::path::Path::new(&to).parent().ok_or("--to names no parent directory")?;
     let keep = usize::try_from(keep).map_err(|_| "--keep is too large")?;
-    let pruned = crate::backup::retention::prune(parent, keep, std::time::SystemTime::now())?;
+    let taken = std::path::Path::new(&to).file_name().ok_or("--to names no directory")?;
+    let pruned = crate::backup::retention::prune(parent, taken, keep, std::time::SystemTime::now())?;
     let shown = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
     let mut out = status;
     out["pruned"] = serde_json::json!({"backups": shown(&pruned.backups), "leftovers": shown(&pruned.leftovers)});
