@@ -299,7 +299,7 @@ impl Backups {
                     }
                     take::take(&*store, &layout, &order, &progress)
                 }));
-                let outcome = taken.unwrap_or_else(|_| Err("the backup's thread panicked (see the log)".to_owned()));
+                let outcome = taken.unwrap_or_else(|_| Err(take::PANICKED.to_owned()));
                 finish(&shared, &progress, &counters, outcome);
             })
             .map_err(|e| Refusal::Internal(format!("starting the backup's thread: {e}")))?;

@@ -48,6 +48,8 @@ pub const STAGING_DIR_NAME: &str = "backup-staging";
 /// checkpoint's hard links hold store files compaction has dropped, so a long backup grows
 /// the store's footprint; below this the backup stops, not the server.
 pub const DATA_DISK_FREE_MIN_PERCENT: u64 = 5;
+/// A backup's error when its thread panicked (the panic itself is in the log).
+pub const PANICKED: &str = "the backup's thread panicked (see the log)";
 
 /// What of a data directory a backup holds: the store (`db_dir_name`, through a checkpoint)
 /// and the `files` beside it that cannot be rebuilt (the admin token, the signing keys), each
@@ -130,7 +132,7 @@ pub fn take(
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         checkpoint_and_copy(store, layout, order, progress, &staging, &to)
     }))
-    .unwrap_or_else(|_| Err("the backup's thread panicked (see the log)".to_owned()));
+    .unwrap_or_else(|_| Err(PANICKED.to_owned()));
     if let Err(e) = remove_if_present(&staging) {
         // Only the server's scratch space is left behind; the next backup removes it.
         tracing::warn!(error = %e, dir = %staging.display(), "could not remove the backup's staging directory");

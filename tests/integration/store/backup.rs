@@ -64,6 +64,13 @@ fn analysis_id(reply: &Reply) -> String {
     reply.body["data"]["analysisId"].as_str().unwrap_or_else(|| panic!("{reply:?}")).to_owned()
 }
 
+/// `POST /v1/admin/backup` with `body` is refused `400`, naming `field`, its message saying `why`.
+fn refused_naming(data: &Path, body: &str, field: &str, why: &str) {
+    let refused = admin(data, "POST", "/v1/admin/backup", body);
+    assert_eq!((refused.status, &refused.body["error"]["details"]["field"]), (400, &Value::from(field)), "{refused:?}");
+    assert!(refused.body["error"]["message"].as_str().is_some_and(|m| m.contains(why)), "{why}: {refused:?}");
+}
+
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
 }
@@ -346,13 +353,7 @@ fn one_backup_at_a_time_and_only_into_a_new_directory_outside_the_data() {
         (format!(r#"{{"to":"{}/no/such/parent"}}"#, root.path().display()), "parent"),
         (format!(r#"{{"to":"{}/inside"}}"#, data.display()), "data directory"),
     ] {
-        let refused = admin(&data, "POST", "/v1/admin/backup", &body);
-        assert_eq!(
-            (refused.status, &refused.body["error"]["details"]["field"]),
-            (400, &Value::from("to")),
-            "{refused:?}"
-        );
-        assert!(refused.body["error"]["message"].as_str().is_some_and(|m| m.contains(why)), "{why}: {refused:?}");
+        refused_naming(&data, &body, "to", why);
     }
     // The pace held: its bytes at 16 KiB/s, less the one second a copy may catch up.
     let total = done.body["data"]["bytesTotal"].as_u64().expect("bytesTotal");
@@ -464,13 +465,7 @@ fn an_incremental_backup_links_what_is_unchanged_and_stands_alone() {
     let both = format!(r#"{{"to":"{}/x","base":"{}","incremental":true}}"#, backups.display(), full.display());
     let not_a_backup = format!(r#"{{"to":"{}/y","base":"{}"}}"#, backups.display(), root.path().display());
     for (body, why) in [(both, "one of them"), (not_a_backup, "manifest.json")] {
-        let refused = admin(&data, "POST", "/v1/admin/backup", &body);
-        assert_eq!(
-            (refused.status, &refused.body["error"]["details"]["field"]),
-            (400, &Value::from("base")),
-            "{refused:?}"
-        );
-        assert!(refused.body["error"]["message"].as_str().is_some_and(|m| m.contains(why)), "{why}: {refused:?}");
+        refused_naming(&data, &body, "base", why);
     }
 
     // Retention: the newest two finished backups are kept, the rest (the base included) go;
