@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs the system packages the build needs, only when they are missing. Safe to repeat.
-# Needed: C and C++ compilers (ring, mimalloc, RocksDB), libclang (bindgen, for the rocksdb
-# crate), protoc (etcd-client's generated gRPC code) and, for the cluster tests and the
-# `--store etcd:` deployment, etcd 3.4+ with etcdctl; for the Python client test, python3's venv
-# module. Uses apt-get (Debian/Ubuntu), as root or
-# through sudo.
+# Needed: C compilers (ring, mimalloc, lz4), clang++ (RocksDB's C++: .cargo/config.toml),
+# libclang (bindgen, for the rocksdb crate), protoc (etcd-client's generated gRPC code) and,
+# for the cluster tests and the `--store etcd:` deployment, etcd 3.4+ with etcdctl; for the
+# Python client test, python3's venv module. Uses apt-get (Debian/Ubuntu), as root or through
+# sudo.
 set -euo pipefail
 
 need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
+command -v clang++ >/dev/null 2>&1 || need+=(clang)
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
