@@ -540,11 +540,6 @@ impl TestServer {
         String::from_utf8(reply.raw_body).expect("UTF-8 exposition")
     }
 
-    /// Requests the local JSON-RPC server (the ledger) has answered so far.
-    pub fn ledger_requests(&self) -> u64 {
-        self.ledger.as_ref().map_or(0, RunningServer::requests)
-    }
-
     /// The local JSON-RPC server (the ledger), when the test serves one.
     pub fn ledger_server(&self) -> &RunningServer {
         self.ledger.as_ref().expect("a server over the local JSON-RPC server")
