@@ -160,25 +160,16 @@ fn a_ledger_ineligible_address_costs_its_account_read_not_its_history() {
     let before = server.ledger_calls();
     let failed = server.finish(&submit(&server, k, WALLET_PATH, &wallet_body(DRAINER_PROGRAM)).poll_path(), k);
     assert_eq!((failed.job_status(), &failed.data()["error"]["code"]), ("FAILED", &json!("ACCOUNT_NOT_ELIGIBLE")));
-    let made: std::collections::BTreeMap<String, u64> = server
-        .ledger_calls()
-        .into_iter()
-        .map(|(method, n)| {
-            let earlier = before.get(&method).copied().unwrap_or(0);
-            (method, n - earlier)
-        })
-        .filter(|(_, n)| *n > 0)
-        .collect();
+    let made = server.ledger_calls_since(&before);
     // The account read, and at most what was started beside it and sent before its answer came
     // (how much of that depends on the machine's load: the two token-account lists, the nonce
     // accounts, the signature pages) — never the history's transactions (before the fix: a
     // batch of getTransaction calls).
-    assert!(made.keys().any(|m| matches!(m.as_str(), "getAccountInfo" | "getMultipleAccounts")), "{made:?}");
-    let beside = ["getTokenAccountsByOwner", "getProgramAccounts", "getSignaturesForAddress"];
-    let others: Vec<_> = made
-        .keys()
-        .filter(|m| !matches!(m.as_str(), "getAccountInfo" | "getMultipleAccounts") && !beside.contains(&m.as_str()))
-        .collect();
+    const ACCOUNT: [&str; 2] = ["getAccountInfo", "getMultipleAccounts"];
+    const BESIDE: [&str; 3] = ["getTokenAccountsByOwner", "getProgramAccounts", "getSignaturesForAddress"];
+    assert!(made.keys().any(|m| ACCOUNT.contains(&m.as_str())), "{made:?}");
+    let others: Vec<_> =
+        made.keys().filter(|m| !ACCOUNT.contains(&m.as_str()) && !BESIDE.contains(&m.as_str())).collect();
     assert!(others.is_empty(), "reads beyond the account and what was started beside it: {made:?}");
     assert!(made.get("getTokenAccountsByOwner").copied().unwrap_or(0) <= 2, "{made:?}");
 }

@@ -23,15 +23,6 @@ fn uncached_server() -> TestServer {
     serve_rpc(FaultPlan::default(), |c| c.ledger_cache_bytes = 0)
 }
 
-/// The calls made between two readings, by method (methods with none left out).
-fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    after
-        .iter()
-        .map(|(method, n)| (method.clone(), n - before.get(method).copied().unwrap_or(0)))
-        .filter(|(_, n)| *n > 0)
-        .collect()
-}
-
 fn total(calls: &BTreeMap<String, u64>) -> u64 {
     calls.values().sum()
 }
@@ -81,12 +72,12 @@ fn a_refresh_with_nothing_new_costs_at_most_five_calls() {
     let key = server.key(KeyOptions::default()).secret;
     let before = server.ledger_calls();
     let first = analyze(&server, &key, BUSY_TRADER, false);
-    let first_calls = delta(&before, &server.ledger_calls());
+    let first_calls = server.ledger_calls_since(&before);
     // The first analysis reads everything: its ~1,000 transactions one by one.
     assert!(first_calls.get("getTransaction").is_some_and(|n| *n >= 900), "{first_calls:?}");
     let before = server.ledger_calls();
     let refreshed = analyze(&server, &key, BUSY_TRADER, true);
-    let refresh_calls = delta(&before, &server.ledger_calls());
+    let refresh_calls = server.ledger_calls_since(&before);
     eprintln!("busy_trader: first analysis {first_calls:?}, refresh {refresh_calls:?}");
     assert!(total(&refresh_calls) <= REFRESH_CALLS_MAX, "{refresh_calls:?}");
     assert!(!refresh_calls.contains_key("getTransaction"), "{refresh_calls:?}");
@@ -103,7 +94,7 @@ fn a_comparison_of_two_wallets_just_analyzed_costs_at_most_eight_calls() {
     }
     let before = server.ledger_calls();
     compare(&server, &key, SYBIL_A, SYBIL_B);
-    let calls = delta(&before, &server.ledger_calls());
+    let calls = server.ledger_calls_since(&before);
     eprintln!("comparison of two wallets just analyzed: {calls:?}");
     assert!(total(&calls) <= COMPARISON_CALLS_MAX, "{calls:?}");
 }

@@ -551,6 +551,22 @@ impl TestServer {
         self.ledger.as_ref().map(RunningServer::calls).unwrap_or_default()
     }
 
+    /// The calls made since `before` (a `ledger_calls` reading), by method (methods with none
+    /// left out).
+    pub fn ledger_calls_since(
+        &self,
+        before: &std::collections::BTreeMap<String, u64>,
+    ) -> std::collections::BTreeMap<String, u64> {
+        self.ledger_calls()
+            .into_iter()
+            .map(|(method, n)| {
+                let earlier = before.get(&method).copied().unwrap_or(0);
+                (method, n - earlier)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
     /// The data directory it serves from.
     pub fn data_dir(&self) -> &std::path::Path {
         &self.config.data_dir
