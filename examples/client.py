@@ -114,6 +114,9 @@ REPORT_TYPES = {
 }
 # What a scan's answer can be bound to (``verify_report``'s ``binding``).
 BINDING_MEMBERS = ("transaction", "account", "origin")
+# A batched signature (scans): the type of the envelope it signs, and the longest path read.
+BATCH_TYPE = "xray.batch.v1"
+BATCH_PATH_STEPS_MAX = 16
 # The largest integer a double (JCS's numbers) holds exactly.
 SAFE_INTEGER_MAX = 2**53 - 1
 
@@ -148,6 +151,16 @@ class ReportRefused(Exception):
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.detail = message
+
+
+def step_of(step):
+    """One step of a batch path: ``(side, sibling bytes)`` of ``{"left"|"right": 64 lowercase hex}``."""
+    if not isinstance(step, dict) or len(step) != 1:
+        raise ReportRefused("malformed", "a batch path step is not one side")
+    ((side, digits),) = step.items()
+    if side not in ("left", "right") or not isinstance(digits, str) or not re.fullmatch(r"[0-9a-f]{64}", digits):
+        raise ReportRefused("malformed", "a batch path step is not left or right of 64 lowercase hex digits")
+    return side, bytes.fromhex(digits)
 
 
 def verify_report(data, key_set, expected_type, binding=None):
@@ -212,6 +225,17 @@ def verify_report(data, key_set, expected_type, binding=None):
     if not isinstance(covers, list) or not all(isinstance(name, str) for name in covers):
         raise ReportRefused("malformed", "covers is not a list of names")
     value = b64url(signature.get("value"), "signature.value", 64)
+    batch = None
+    if "batch" in signature:
+        # A batched signature (scans): the salt of this report's leaf and its Merkle path.
+        batch = signature["batch"]
+        if not isinstance(batch, dict) or set(batch) != {"salt", "path"}:
+            raise ReportRefused("malformed", "signature.batch is not {salt, path}")
+        salt = b64url(batch["salt"], "signature.batch.salt", 16)
+        path = batch["path"]
+        if not isinstance(path, list) or len(path) > BATCH_PATH_STEPS_MAX:
+            raise ReportRefused("malformed", f"signature.batch.path is not a list of at most {BATCH_PATH_STEPS_MAX} steps")
+        steps = [step_of(step) for step in path]
     keys = key_set.get("keys") if isinstance(key_set, dict) else None
     if not isinstance(keys, list):
         raise ReportRefused("malformed", "the key set has no keys list")
@@ -235,6 +259,12 @@ def verify_report(data, key_set, expected_type, binding=None):
     covered = {name: data[name] for name in expected}
     try:
         message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
+        if batch is not None:
+            # Signed is the envelope of the root this report's salted leaf leads to.
+            node = hashlib.sha256(b"\x00" + salt + message).digest()
+            for side, sibling in steps:
+                node = hashlib.sha256(b"\x01" + (sibling + node if side == "left" else node + sibling)).digest()
+            message = rfc8785.dumps({"root": node.hex(), "type": BATCH_TYPE})
         Ed25519PublicKey.from_public_bytes(public).verify(value, message)
     except InvalidSignature:
         raise ReportRefused("bad_signature", "the signature does not match the report") from None

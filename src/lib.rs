@@ -13,6 +13,7 @@ pub mod config;
 pub mod error_code;
 pub mod pubkey;
 pub mod clock;
+pub mod tick_group;
 // Counters every layer records into (ledger calls, store writes, requests).
 pub mod metrics;
 

@@ -211,14 +211,22 @@ impl LedgerCacheMetrics {
 }
 
 /// The scan lane of this process (`scan::lane`): work dropped because its client hung up,
-/// and scans refused for the lane's byte budget.
+/// and scans refused for the lane's byte budget; and the batched signatures of scans
+/// (`signing::batch`): how many, over how many scans (their ratio is the mean batch).
 pub struct ScanMetrics {
     abandoned: AtomicU64,
     over_bytes: AtomicU64,
+    signature_batches: AtomicU64,
+    signature_batch_leaves: AtomicU64,
 }
 
 /// The scan lane of this process.
-pub static SCAN: ScanMetrics = ScanMetrics { abandoned: AtomicU64::new(0), over_bytes: AtomicU64::new(0) };
+pub static SCAN: ScanMetrics = ScanMetrics {
+    abandoned: AtomicU64::new(0),
+    over_bytes: AtomicU64::new(0),
+    signature_batches: AtomicU64::new(0),
+    signature_batch_leaves: AtomicU64::new(0),
+};
 
 impl ScanMetrics {
     pub fn abandoned(&self) {
@@ -227,6 +235,12 @@ impl ScanMetrics {
 
     pub fn over_bytes(&self) {
         self.over_bytes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One Ed25519 signature made over a batch of `leaves` scans.
+    pub fn signature_batch(&self, leaves: usize) {
+        self.signature_batches.fetch_add(1, Ordering::Relaxed);
+        self.signature_batch_leaves.fetch_add(leaves as u64, Ordering::Relaxed);
     }
 
     pub fn abandoned_total(&self) -> u64 {
@@ -409,6 +423,12 @@ pub(super) fn write_backends(out: &mut String, disk: Option<StoreDisk>) -> fmt::
     let name = "xray_scan_over_bytes_total";
     family(out, name, "counter", "Scans refused 503: the scan lane held its limit of upstream answer bytes.")?;
     writeln!(out, "{name} {}", SCAN.over_bytes_total())?;
+    let name = "xray_scan_signature_batches_total";
+    family(out, name, "counter", "Ed25519 signatures made for scans; each signs one batch (a listener tick's scans).")?;
+    writeln!(out, "{name} {}", SCAN.signature_batches.load(Ordering::Relaxed))?;
+    let name = "xray_scan_signature_batch_leaves_total";
+    family(out, name, "counter", "Scans signed in batches (divided by the batches: the mean batch).")?;
+    writeln!(out, "{name} {}", SCAN.signature_batch_leaves.load(Ordering::Relaxed))?;
     let name = "xray_monitor_checks_total";
     family(out, name, "counter", "Monitor checks of one watched wallet, by outcome.")?;
     for outcome in CheckOutcome::ALL {

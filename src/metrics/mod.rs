@@ -842,6 +842,8 @@ mod tests {
             ("xray_ledger_cache_bytes", "gauge"),
             ("xray_scan_abandoned_total", "counter"),
             ("xray_scan_over_bytes_total", "counter"),
+            ("xray_scan_signature_batches_total", "counter"),
+            ("xray_scan_signature_batch_leaves_total", "counter"),
             ("xray_monitor_checks_total", "counter"),
             ("xray_monitor_watches", "gauge"),
             ("xray_monitor_watches_left_out", "gauge"),

@@ -49,6 +49,7 @@
 //! can no longer be verified from the endpoint); serving signatures made before `type` existed
 //! (no verifier accepts them: such reports are served unsigned).
 
+pub mod batch;
 pub mod canonical;
 pub mod event;
 pub mod jcs;
@@ -67,10 +68,23 @@ use serde_json::{Map, Value};
 
 use crate::clock::{rfc3339_ms, Every};
 use crate::config::SIGNING_KEYS_RELOAD_MS;
-use crate::store::{JobKind, ReportSignature};
+use crate::store::{JobKind, ReportSignature, SignatureBatch};
+use crate::tick_group;
 use ring::{KeyHome, Ring};
 
 pub use event::{EventMembers, MONITOR_EVENT_COVERS};
+
+thread_local! {
+    // The batch of reports this thread is signing in the current tick (`sign_canonical`).
+    static OPEN_BATCH: tick_group::Open<batch::Hash, BatchSigned> = const { std::cell::RefCell::new(None) };
+}
+
+/// A batch's signature as one leaf gets it.
+struct BatchSigned {
+    key_id: String,
+    value: String,
+    path: Vec<batch::Step>,
+}
 pub use ring::{ALG, KEY_FILE_NAME};
 
 /// `canon` of every signature: the signed bytes are RFC 8785 JCS.
@@ -294,7 +308,10 @@ impl ReportSigner {
     /// in its place — one serialization for the answer and the signature (the scan's path).
     /// A report holding an integer past 2^53 is signed through the `Value` path instead, which
     /// writes the double JCS prescribes for it.
-    pub fn sign_canonical(
+    /// Batched (`batch`): the message's salted leaf joins the reports signed in this tick on
+    /// this thread (`tick_group`), one Ed25519 signature over their root signs them all, and
+    /// the signature carries this leaf's salt and path.
+    pub async fn sign_canonical(
         &self,
         report_type: ReportType,
         report: &canonical::Canonical,
@@ -312,7 +329,35 @@ impl ReportSigner {
                 signed_bytes(report_type, &mut object)
             }
         };
-        Ok(self.signature(report_type, covers, &message))
+        let salt = batch::salt()?;
+        let leaf = batch::leaf(&salt, &message);
+        drop(message);
+        let owner = std::ptr::from_ref(self) as usize;
+        let signed =
+            tick_group::join(&OPEN_BATCH, owner, batch::BATCH_LEAVES_MAX, leaf, |leaves| self.sign_batch(&leaves));
+        let BatchSigned { key_id, value, path } = signed.await;
+        Ok(ReportSignature {
+            key_id,
+            alg: ALG.to_owned(),
+            canon: CANON.to_owned(),
+            report_type: Some(report_type.name().to_owned()),
+            covers,
+            value,
+            batch: Some(SignatureBatch {
+                salt: batch::salt_text(&salt),
+                path: path.into_iter().map(batch::Step::to_wire).collect(),
+            }),
+        })
+    }
+
+    /// One signature over the root of `leaves`, and each leaf's path to it.
+    fn sign_batch(&self, leaves: &[batch::Hash]) -> Vec<BatchSigned> {
+        crate::metrics::SCAN.signature_batch(leaves.len());
+        let ring = self.ring.load();
+        let (root, paths) = batch::tree(leaves);
+        let value = URL_SAFE_NO_PAD.encode(ring.signing_key().sign(&batch::envelope(&root)).to_bytes());
+        let key_id = ring.kid();
+        paths.into_iter().map(|path| BatchSigned { key_id: key_id.to_owned(), value: value.clone(), path }).collect()
     }
 
     /// The signature of `message` with the current key, as served.
@@ -326,6 +371,7 @@ impl ReportSigner {
             report_type: Some(report_type.name().to_owned()),
             covers,
             value: URL_SAFE_NO_PAD.encode(signature.to_bytes()),
+            batch: None,
         }
     }
 
@@ -569,6 +615,8 @@ struct SignatureParts<'a> {
     key_id: &'a str,
     covers: Vec<&'a str>,
     value: Signature,
+    /// A batched signature's leaf salt and path (`batch`).
+    batch: Option<([u8; batch::SALT_BYTES], Vec<batch::Step>)>,
 }
 
 impl<'a> SignatureParts<'a> {
@@ -591,8 +639,34 @@ impl<'a> SignatureParts<'a> {
             key_id: field("keyId")?,
             covers: covers.ok_or(VerifyError::Malformed("covers"))?,
             value: Signature::from_slice(&value).map_err(|_| VerifyError::Malformed("value"))?,
+            batch: signature.get("batch").map(batch_parts).transpose()?,
         })
     }
+
+    /// The message `value` signs: the report's own, or — batched — its batch's envelope.
+    fn signed_message(&self, report_message: Vec<u8>) -> Vec<u8> {
+        match &self.batch {
+            Some((salt, path)) => batch::envelope(&batch::fold(batch::leaf(salt, &report_message), path)),
+            None => report_message,
+        }
+    }
+}
+
+/// A batched signature's `batch`: `{"salt": 16 bytes base64url, "path": [{"left"|"right":
+/// 64 lowercase hex digits}…]}`, at most `PATH_STEPS_MAX` steps, nothing else.
+fn batch_parts(value: &Value) -> Result<([u8; batch::SALT_BYTES], Vec<batch::Step>), VerifyError> {
+    const WHAT: VerifyError = VerifyError::Malformed("batch");
+    let object = value.as_object().filter(|o| o.len() == 2).ok_or(WHAT)?;
+    let salt = object.get("salt").and_then(Value::as_str).and_then(batch::salt_of).ok_or(WHAT)?;
+    let path = object.get("path").and_then(Value::as_array).filter(|p| p.len() <= batch::PATH_STEPS_MAX).ok_or(WHAT)?;
+    let path = path
+        .iter()
+        .map(|step| {
+            let step: crate::store::MerkleStep = serde_json::from_value(step.clone()).map_err(|_| WHAT)?;
+            batch::Step::from_wire(&step).ok_or(WHAT)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((salt, path))
 }
 
 /// Verifies a report's `data` object (a poll's `data`, a webhook body's `data`, a scan's
@@ -610,7 +684,7 @@ pub fn verify_report(data: &Value, key_set: &Value, expected: ReportType) -> Res
         return Err(VerifyError::WrongType { expected: expected.name(), found: signature.report_type.to_owned() });
     }
     let mut covered = covered_members(data, &signature.covers, expected)?;
-    let message = signed_bytes(expected, &mut covered);
+    let message = signature.signed_message(signed_bytes(expected, &mut covered));
     key.verify_strict(&message, &signature.value).map_err(|_| VerifyError::BadSignature)?;
     Ok(Verified { key_id: signature.key_id.to_owned(), covered })
 }
@@ -694,6 +768,97 @@ mod tests {
         let signature = signer.sign(ReportType::of_job(&kind), members).expect("signed");
         data.insert(SIGNATURE_MEMBER.into(), serde_json::to_value(signature).expect("json"));
         Value::Object(data)
+    }
+
+    /// A future run to its end on this thread (the signer's batches are per thread).
+    fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+        crate::tick_group::block_on_local(future)
+    }
+
+    /// Analyses signed in one tick (one batch): each one's `data`.
+    fn batched_reports(signer: &Arc<ReportSigner>, count: usize) -> Vec<Value> {
+        block_on(async {
+            let tasks: Vec<_> = (0..count)
+                .map(|i| {
+                    let signer = signer.clone();
+                    monoio::spawn(async move {
+                        let report = json!({"analysisId": format!("an_{i}"), "wallet": "W",
+                            "completedAt": "t", "xray": {"score": i}});
+                        let canonical = canonical::to_canonical(&report).expect("canonical");
+                        let signature = signer.sign_canonical(ReportType::Analysis, &canonical).await.expect("signed");
+                        let body =
+                            canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
+                        serde_json::from_slice::<Value>(&body).expect("body")["data"].clone()
+                    })
+                })
+                .collect();
+            let mut reports = Vec::new();
+            for task in tasks {
+                reports.push(task.await);
+            }
+            reports
+        })
+    }
+
+    #[test]
+    fn reports_signed_in_one_tick_share_one_signature_and_each_verifies_alone() {
+        let (_dir, signer) = signer();
+        let signer = Arc::new(signer);
+        let reports = batched_reports(&signer, 5);
+        let keys = key_set(&signer);
+        let value = &reports[0]["signature"]["value"];
+        for report in &reports {
+            assert_eq!(&report["signature"]["value"], value, "one Ed25519 signature for the tick");
+            assert!(!report["signature"]["batch"]["path"].as_array().expect("path").is_empty());
+            verify_report(report, &keys, ReportType::Analysis).expect("verified");
+        }
+        // Another report's path, a changed sibling, another salt: each is another root.
+        let mut swapped = reports[0].clone();
+        swapped["signature"]["batch"]["path"] = reports[1]["signature"]["batch"]["path"].clone();
+        let mut sibling = reports[0].clone();
+        let first = sibling["signature"]["batch"]["path"][0].as_object_mut().expect("step");
+        let (side, digits) = first.iter_mut().next().expect("one member");
+        let flipped = if digits.as_str().expect("hex").starts_with('0') { "1" } else { "0" };
+        *digits = json!(format!("{flipped}{}", &digits.as_str().expect("hex")[1..]));
+        assert!(side == "left" || side == "right");
+        let mut salted = reports[0].clone();
+        salted["signature"]["batch"]["salt"] = reports[1]["signature"]["batch"]["salt"].clone();
+        let mut changed = reports[0].clone();
+        changed["xray"]["score"] = json!(99);
+        for tampered in [swapped, sibling, salted, changed] {
+            let refused = verify_report(&tampered, &keys, ReportType::Analysis);
+            assert_eq!(refused.map_err(|e| e.reason()), Err(VerifyReason::BadSignature));
+        }
+    }
+
+    #[test]
+    fn a_batch_that_is_not_its_shape_is_malformed() {
+        let (_dir, signer) = signer();
+        let signer = Arc::new(signer);
+        let report = batched_reports(&signer, 1).remove(0);
+        let keys = key_set(&signer);
+        assert_eq!(report["signature"]["batch"]["path"], json!([]), "alone: the leaf is the root");
+        verify_report(&report, &keys, ReportType::Analysis).expect("verified");
+        let step = json!({"left": "ab".repeat(32)});
+        for batch in [
+            json!(null),
+            json!({"salt": "AAAA", "path": []}),
+            json!({"salt": report["signature"]["batch"]["salt"], "path": [{"up": "ab".repeat(32)}]}),
+            json!({"salt": report["signature"]["batch"]["salt"], "path": [{"left": "AB".repeat(32)}]}),
+            json!({"salt": report["signature"]["batch"]["salt"], "path": [{"left": "ab", "right": "ab"}]}),
+            json!({"salt": report["signature"]["batch"]["salt"], "path": vec![step; batch::PATH_STEPS_MAX + 1]}),
+            json!({"salt": report["signature"]["batch"]["salt"], "path": [], "index": 0}),
+        ] {
+            let mut bad = report.clone();
+            bad["signature"]["batch"] = batch.clone();
+            let refused = verify_report(&bad, &keys, ReportType::Analysis);
+            assert_eq!(refused.map_err(|e| e.reason()), Err(VerifyReason::Malformed), "{batch}");
+        }
+        // Without its batch, the signature is read as a direct one: over another message.
+        let mut direct = report.clone();
+        direct["signature"].as_object_mut().expect("signature").remove("batch");
+        let refused = verify_report(&direct, &keys, ReportType::Analysis);
+        assert_eq!(refused.map_err(|e| e.reason()), Err(VerifyReason::BadSignature));
     }
 
     fn report(signer: &ReportSigner) -> Value {
@@ -993,7 +1158,7 @@ mod tests {
         let (_dir, signer) = signer();
         let canonical = canonical::to_canonical(&build(&inputs)).expect("canonical");
         assert_eq!(canonical.bytes(), &jcs::canonicalize(&report)[..], "the Value path's bytes");
-        let signature = signer.sign_canonical(ReportType::Scan, &canonical).expect("signed");
+        let signature = block_on(signer.sign_canonical(ReportType::Scan, &canonical)).expect("signed");
         let body = canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
         let body: Value = serde_json::from_slice(&body).expect("body");
         assert_eq!(body["data"].as_object().expect("data").keys().next().map(String::as_str), Some("account"));
@@ -1009,14 +1174,15 @@ mod tests {
             "xray": {"lamports": LAMPORTS_PAST_2_53}});
         let canonical = canonical::to_canonical(&report).expect("canonical");
         assert!(!canonical.exact());
-        let signature = signer.sign_canonical(ReportType::Analysis, &canonical).expect("signed");
+        let signature = block_on(signer.sign_canonical(ReportType::Analysis, &canonical)).expect("signed");
         let body = canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
         // The body keeps the integer exactly; the signature is over its double, as JCS says.
         assert!(String::from_utf8_lossy(&body).contains("18446744073709551615"));
         let body: Value = serde_json::from_slice(&body).expect("body");
         verify_report(&body["data"], &key_set(&signer), ReportType::Analysis).expect("verified");
         let wrong = json!({"analysisId": "an_1", "wallet": "W"});
-        let refused = signer.sign_canonical(ReportType::Analysis, &canonical::to_canonical(&wrong).expect("c"));
+        let refused =
+            block_on(signer.sign_canonical(ReportType::Analysis, &canonical::to_canonical(&wrong).expect("c")));
         assert!(refused.is_err());
     }
 

@@ -160,7 +160,8 @@ pub mod work;
 pub use docs::{Doc, DocKind, DocWrite, Expect};
 pub use record::{
     Attached, Callback, CallbackStatus, Completion, EventRecord, IdempotentAnswer, JobCursor, JobError, JobKind,
-    JobPage, JobRecord, JobState, LiveState, MonitorLink, ReportSignature, Subject, WebhookSecret,
+    JobPage, JobRecord, JobState, LiveState, MerkleStep, MonitorLink, ReportSignature, SignatureBatch, Subject,
+    WebhookSecret,
 };
 pub use rocks::{create_private_dir, RocksStore, StoreOptions, COLUMN_FAMILIES, META_SCHEMA_VERSION_KEY};
 

@@ -189,6 +189,27 @@ pub struct ReportSignature {
     pub report_type: Option<String>,
     pub covers: Vec<String>,
     pub value: String,
+    /// A batched signature's leaf salt and path (`signing::batch`): `value` then signs the
+    /// batch's root, not the report's message. Only scans are batched; `None` in every stored one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<SignatureBatch>,
+}
+
+/// Where a report's message is in a batch signature's tree (`signing::batch`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignatureBatch {
+    /// 16 random bytes, base64url unpadded, hashed before the message into its leaf.
+    pub salt: String,
+    /// The siblings from the leaf up to the signed root.
+    pub path: Vec<MerkleStep>,
+}
+
+/// One sibling of a batch path (64 lowercase hex digits) and its side: `{"left": …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MerkleStep {
+    Left(String),
+    Right(String),
 }
 
 impl ReportSignature {
@@ -204,6 +225,9 @@ impl ReportSignature {
         check_len("signature value", &self.value, 4 * STORE_ID_BYTES_MAX)?;
         if self.covers.len() > 16 {
             return Err(StoreError::Invalid("a signature covering more than 16 members".to_owned()));
+        }
+        if self.batch.as_ref().is_some_and(|b| b.path.len() > 16 || b.salt.len() > STORE_ID_BYTES_MAX) {
+            return Err(StoreError::Invalid("a batch signature's path past 16 steps".to_owned()));
         }
         self.covers.iter().try_for_each(|c| check_id("signature member", c))
     }

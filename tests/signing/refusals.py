@@ -132,6 +132,28 @@ def signed(data, report_type, covers, key=KEY, kid=JWK["kid"]):
     return {**data, "signature": signature}
 
 
+def merkle_node(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def batched(data, others=3):
+    """``data`` (signed) re-signed as the server signs scans of one tick: its message's salted
+    leaf second of ``others`` + 1 leaves, one signature over the root's envelope, its salt and
+    path in ``batch`` (README, "Signed reports": batched signatures)."""
+    signature = data["signature"]
+    message = rfc8785.dumps({**{name: data[name] for name in signature["covers"]}, "type": signature["type"]})
+    salt = hashlib.sha256(b"xray refusals: a salt").digest()[:16]
+    leaves = [hashlib.sha256(f"another scan {i}".encode()).digest() for i in range(others + 1)]
+    leaves[1] = hashlib.sha256(b"\x00" + salt + message).digest()
+    # Four leaves: ((0, 1), (2, 3)); the path from leaf 1 is {left: 0}, {right: (2, 3)}.
+    assert others == 3, "the path below is that of a tree of four"
+    path = [{"left": leaves[0].hex()}, {"right": merkle_node(leaves[2], leaves[3]).hex()}]
+    root = merkle_node(merkle_node(leaves[0], leaves[1]), merkle_node(leaves[2], leaves[3]))
+    value = KEY.sign(rfc8785.dumps({"root": root.hex(), "type": "xray.batch.v1"}))
+    batch = {"salt": b64url(salt), "path": path}
+    return {**data, "signature": {**signature, "value": b64url(value), "batch": batch}}
+
+
 def scan_data(origin=ORIGIN):
     return signed(
         {
@@ -213,6 +235,15 @@ def with_signature(data, **members):
     return edit(data, change)
 
 
+def with_batch(data, change):
+    """``data`` with ``change`` applied to its signature's ``batch`` (cleared to nothing: ``null``)."""
+    def apply(d):
+        change(d["signature"]["batch"])
+        if not d["signature"]["batch"]:
+            d["signature"]["batch"] = None
+    return edit(data, apply)
+
+
 def flipped_value(data):
     """The signature's value with its first byte changed (still 64 bytes of base64url)."""
     raw = bytearray(base64.urlsafe_b64decode(data["signature"]["value"] + "=="))
@@ -226,6 +257,7 @@ def cases():
     covers = sorted(COVERS[SCAN])
     tampered = edit(scan, lambda d: d["findings"][0].update(severity="low"))  # one covered member changed
     short_covers = with_signature(scan, covers=covers[1:])
+    in_batch = batched(scan)
     out = []
 
     def case(reason, name, data, report_type=SCAN, keys="ours", binding=None, loose=False):
@@ -246,6 +278,7 @@ def cases():
     case(None, "a monitor event", event, EVENT)
     case(None, "a monitor event, delivered since (its delivery is not signed)", {**event, "delivery": {"status": "DELIVERED"}}, EVENT)
     case(None, "a monitor event whose legacy type changed (kind is the signed one)", {**event, "type": "other"}, EVENT)
+    case(None, "a scan signed in a batch of four, bound", in_batch, binding=HELD)
     # malformed: the report, the key set or the binding is not the shape it has.
     case("malformed", "data is not an object", "a report", ANALYSIS)
     case("malformed", "data is a list", [analysis], ANALYSIS)
@@ -268,6 +301,13 @@ def cases():
     case("malformed", "a binding member no binding has", scan, binding={"acount": ACCOUNT}, loose=True)
     case("malformed", "a binding of an analysis", analysis, ANALYSIS, binding={"account": ACCOUNT}, loose=True)
     case("malformed", "a monitor event served unsigned", {k: v for k, v in event.items() if k != "signature"}, EVENT)
+    case("malformed", "a batch that is null", with_batch(in_batch, lambda b: b.clear()))
+    case("malformed", "a batch salt of 15 bytes", with_batch(in_batch, lambda b: b.update(salt=b64url(bytes(15)))))
+    case("malformed", "a batch path step of another side", with_batch(in_batch, lambda b: b["path"].__setitem__(0, {"up": b["path"][0]["left"]})))
+    case("malformed", "a batch path step in upper-case hex", with_batch(in_batch, lambda b: b["path"][0].update(left=b["path"][0]["left"].upper())))
+    case("malformed", "a batch path step naming both sides", with_batch(in_batch, lambda b: b["path"][0].update(right=b["path"][0]["left"])))
+    case("malformed", "a batch path past 16 steps", with_batch(in_batch, lambda b: b.update(path=b["path"] * 9)))
+    case("malformed", "a batch with a member more", with_batch(in_batch, lambda b: b.update(index=1)))
     # unknown_key
     case("unknown_key", "another server's key set", scan, keys="another server's")
     case("unknown_key", "an empty key set", analysis, ANALYSIS, keys="empty")
@@ -298,6 +338,12 @@ def cases():
     case("bad_signature", "a monitor event of another monitor", {**event, "monitorId": "mon_other"}, EVENT)
     case("bad_signature", "a monitor event about another wallet", {**event, "wallet": "11111111111111111111111111111111"}, EVENT)
     case("bad_signature", "a monitor event made at another time", {**event, "createdAt": "2020-01-01T00:00:00.000Z"}, EVENT)
+    case("bad_signature", "a batched scan, one covered member changed", edit(in_batch, lambda d: d["findings"][0].update(severity="low")))
+    case("bad_signature", "a batched scan, a path sibling changed", with_batch(in_batch, lambda b: b["path"][1].update(right="0" * 64)))
+    case("bad_signature", "a batched scan, its path's sides swapped", with_batch(in_batch, lambda b: b.update(path=[{"right": b["path"][0]["left"]}, {"left": b["path"][1]["right"]}])))
+    case("bad_signature", "a batched scan, another salt", with_batch(in_batch, lambda b: b.update(salt=b64url(bytes(16)))))
+    case("bad_signature", "a batched scan without its batch (read as a direct signature)", with_signature(in_batch, batch=None))
+    case("bad_signature", "a direct signature given a batch", with_signature(scan, batch=in_batch["signature"]["batch"]))
     # digest_mismatch, account_mismatch, origin_mismatch: a verified scan about another request.
     case("digest_mismatch", "one byte of the transaction's message changed", scan, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("account_mismatch", "another account", scan, binding={"account": "acct_other"})
@@ -307,6 +353,7 @@ def cases():
     # Precedence: wrong in two ways, the earlier reason.
     case("malformed", "precedence: a padded value, from another server", with_signature(scan, value=scan["signature"]["value"] + "=="), keys="another server's")
     case("malformed", "precedence: a member changed, the transaction held is none", tampered, binding={"transaction": b64(BAD_COUNT)})
+    case("malformed", "precedence: a malformed batch, from another server", with_batch(in_batch, lambda b: b.update(salt="")), keys="another server's")
     case("unknown_key", "precedence: another server's, checked as another type", scan, ANALYSIS, keys="another server's")
     case("wrong_type", "precedence: another type, covers edited", short_covers, ANALYSIS)
     case("covers_mismatch", "precedence: covers edited, a member changed", with_signature(tampered, covers=covers[1:]))

@@ -14,7 +14,9 @@ body ``{"data": {"event": …}}``, whose event is what is signed), the type it i
    type's member list (the report's own claims are not trusted), builds the object of those
    members of ``data`` plus ``"type"`` (the type), turns integers outside ±(2^53 − 1) into
    floats (JCS's number rule; ``rfc8785`` refuses such integers), canonicalizes it with JCS
-   and checks the signature; only those members count as verified;
+   and checks the signature — over those bytes, or for a batched signature (a scan's: ``batch``
+   with a salt and a Merkle path) over the envelope of the root they lead to; only those
+   members count as verified;
 3. for a scan, with any of ``--transaction BASE64|@FILE`` (the transaction sent to the scan,
    signed since or not), ``--account ACCT`` (the account whose key asked) and ``--origin HOST``
    (the origin host the scan judged; ``none``: the request sent no origin), checks the verified
@@ -80,6 +82,9 @@ REASONS = [
 # What a scan can be bound to.
 BINDING = ("transaction", "account", "origin")
 SIGNATURE_BYTES = 64
+# A batched signature's envelope type and the longest path a verifier reads.
+BATCH_TYPE = "xray.batch.v1"
+PATH_STEPS_MAX = 16
 # The largest integer JCS (an IEEE double) holds exactly.
 SAFE_INTEGER_MAX = 2**53 - 1
 
@@ -153,6 +158,7 @@ def check(data, key_set, expected_type, binding=None):
     if not isinstance(covers, list) or not all(isinstance(name, str) for name in covers):
         raise Refused("malformed")
     value = b64url(signature.get("value"), 64)
+    batch = batch_of(signature)
     keys = key_set.get("keys") if isinstance(key_set, dict) else None
     if not isinstance(keys, list):
         raise Refused("malformed")
@@ -172,7 +178,7 @@ def check(data, key_set, expected_type, binding=None):
     covered = {name: data[name] for name in expected}
     # bad_signature
     try:
-        key.verify(value, rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type})))
+        key.verify(value, signed_message(rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type})), batch))
     except InvalidSignature:
         raise Refused("bad_signature") from None
     except (TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError):
@@ -187,6 +193,45 @@ def check(data, key_set, expected_type, binding=None):
     if "origin" in binding and covered["origin"] != binding["origin"]:
         raise Refused("origin_mismatch")
     return covered
+
+
+def batch_of(signature):
+    """A batched signature's ``(salt, path)`` — ``batch: {"salt": 16 bytes base64url, "path":
+    [{"left"|"right": 64 lowercase hex digits}…]}``, at most 16 steps, nothing else — or
+    ``None`` for a direct signature (no ``batch`` member)."""
+    if "batch" not in signature:
+        return None
+    batch = signature["batch"]
+    if not isinstance(batch, dict) or set(batch) != {"salt", "path"}:
+        raise Refused("malformed")
+    salt = b64url(batch["salt"], 16)
+    path = batch["path"]
+    if not isinstance(path, list) or len(path) > PATH_STEPS_MAX:
+        raise Refused("malformed")
+    steps = []
+    for step in path:
+        if not isinstance(step, dict) or len(step) != 1:
+            raise Refused("malformed")
+        ((side, digits),) = step.items()
+        if side not in ("left", "right") or not isinstance(digits, str) or not re.fullmatch(r"[0-9a-f]{64}", digits):
+            raise Refused("malformed")
+        steps.append((side, bytes.fromhex(digits)))
+    return salt, steps
+
+
+def signed_message(message, batch):
+    """What the Ed25519 signature is over: the report's message, or — batched — the envelope of
+    the root its salted leaf's path leads to: ``leaf = SHA-256(0x00 ‖ salt ‖ message)``, each
+    step ``SHA-256(0x01 ‖ left ‖ right)``, the envelope the JCS of ``{"root": hex, "type":
+    "xray.batch.v1"}``."""
+    if batch is None:
+        return message
+    salt, steps = batch
+    node = hashlib.sha256(b"\x00" + salt + message).digest()
+    for side, sibling in steps:
+        pair = sibling + node if side == "left" else node + sibling
+        node = hashlib.sha256(b"\x01" + pair).digest()
+    return rfc8785.dumps({"root": node.hex(), "type": BATCH_TYPE})
 
 
 def reason_of(data, key_set, expected_type, binding=None):

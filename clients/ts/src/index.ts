@@ -855,6 +855,9 @@ export interface ScanBinding {
 }
 
 const BINDING_MEMBERS: readonly (keyof ScanBinding)[] = ["transaction", "account", "origin"];
+/** The type of the envelope a batched signature (a scan's) signs, and the longest path read. */
+const BATCH_TYPE = "xray.batch.v1";
+const BATCH_PATH_STEPS_MAX = 16;
 
 /**
  * Why a verifier refuses a report: the closed list every verifier of this repository gives (the
@@ -973,6 +976,7 @@ export function verifyReport(
     throw new ReportVerificationError("malformed", "covers is not a list of names");
   }
   const value = base64urlBytes(signature.value, "value", 64);
+  const batch = "batch" in signature ? batchOf(signature.batch) : undefined;
   const keys: unknown = (keySet as unknown as Record<string, unknown> | null)?.keys;
   if (!Array.isArray(keys)) throw new ReportVerificationError("malformed", "the key set has no keys");
   // 2. unknown_key: the first key of that id.
@@ -989,6 +993,7 @@ export function verifyReport(
   let message: Buffer;
   try {
     message = Buffer.from(canonicalJson({ ...covered, type: expected }), "utf8");
+    if (batch) message = batchEnvelope(message, batch);
   } catch (e) {
     // A value JSON cannot carry (a non-finite number, a function) has no canonical form.
     throw new ReportVerificationError("malformed", `no canonical form: ${(e as Error).message}`);
@@ -1109,6 +1114,49 @@ function base64urlBytes(text: unknown, what: string, length: number): Buffer {
     throw new ReportVerificationError("malformed", `${what} is not canonical base64url (stray bits in its last digit)`);
   }
   return bytes;
+}
+
+/** A batched signature's leaf salt and Merkle path (sides and siblings). */
+interface BatchParts {
+  salt: Buffer;
+  path: Array<["left" | "right", Buffer]>;
+}
+
+/**
+ * `signature.batch` read: `{salt: 16 bytes base64url, path: [{left|right: 64 lowercase hex}…]}`,
+ * at most `BATCH_PATH_STEPS_MAX` steps, nothing else; otherwise malformed.
+ */
+function batchOf(batch: unknown): BatchParts {
+  if (!isObject(batch) || Object.keys(batch).length !== 2 || !("salt" in batch) || !("path" in batch)) {
+    throw new ReportVerificationError("malformed", "signature.batch is not {salt, path}");
+  }
+  const salt = base64urlBytes(batch.salt, "signature.batch.salt", 16);
+  if (!Array.isArray(batch.path) || batch.path.length > BATCH_PATH_STEPS_MAX) {
+    throw new ReportVerificationError("malformed", `signature.batch.path is not at most ${BATCH_PATH_STEPS_MAX} steps`);
+  }
+  const path = (batch.path as unknown[]).map((step): ["left" | "right", Buffer] => {
+    const entries = isObject(step) ? Object.entries(step) : [];
+    const [side, digits] = entries.length === 1 ? entries[0] : [undefined, undefined];
+    if ((side !== "left" && side !== "right") || typeof digits !== "string" || !/^[0-9a-f]{64}$/.test(digits)) {
+      throw new ReportVerificationError("malformed", "a batch path step is not left or right of 64 lowercase hex digits");
+    }
+    return [side, Buffer.from(digits, "hex")];
+  });
+  return { salt, path };
+}
+
+/**
+ * What a batched signature signs: the JCS of `{root, type: "xray.batch.v1"}`, `root` the hex of
+ * the node the report's leaf (`SHA-256(0x00 ‖ salt ‖ message)`) and its path lead to, each step
+ * `SHA-256(0x01 ‖ left ‖ right)`.
+ */
+function batchEnvelope(message: Buffer, batch: BatchParts): Buffer {
+  let node = createHash("sha256").update(Buffer.from([0])).update(batch.salt).update(message).digest();
+  for (const [side, sibling] of batch.path) {
+    const [left, right] = side === "left" ? [sibling, node] : [node, sibling];
+    node = createHash("sha256").update(Buffer.from([1])).update(left).update(right).digest();
+  }
+  return Buffer.from(canonicalJson({ root: node.toString("hex"), type: BATCH_TYPE }), "utf8");
 }
 
 /** The Ed25519 public key of a JWK's `x`. */

@@ -141,7 +141,8 @@ impl Endpoints<'_> {
         // time and request id among them) and its type: one canonical serialization is both
         // the signed message and the body (its members in the report's order).
         let canonical = crate::signing::canonical::to_canonical(&report).map_err(|e| ApiError::internal(&e))?;
-        let signature = self.app.signer.sign_canonical(ReportType::Scan, &canonical);
+        // Batched with the scans this thread answers in the same tick (`signing::batch`).
+        let signature = self.app.signer.sign_canonical(ReportType::Scan, &canonical).await;
         let signature = signature.map_err(|e| ApiError::internal(&e))?;
         let body = canonical.wrapped("data", SIGNATURE_MEMBER, &json_bytes(&signature)?);
         // Every answered scan is one unit, whatever the ledger's reads came to (the answer

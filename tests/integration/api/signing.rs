@@ -234,6 +234,66 @@ fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys
     scan
 }
 
+/// Scans that reach one listener thread together share one Ed25519 signature (issue #41 item
+/// 9): each carries its own salt and Merkle path and verifies alone — in Rust and in both
+/// Python verifiers, bound to its transaction and account —, another scan's path or salt does
+/// not verify it, and `/metrics` counts fewer signatures than scans signed.
+#[test]
+fn scans_answered_together_share_one_signature_and_each_verifies_alone() {
+    const SCANS: usize = 16;
+    const ATTEMPTS: usize = 5;
+    let server = serve(|c| c.listener_threads = 1);
+    let key = server.key(KeyOptions::scopes("transaction:scan"));
+    let keys = key_set(&server);
+    let (body, auth) = (scan_body(&demo_tx("drain"), None), format!("Bearer {}", key.secret));
+    let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+    for _ in 0..ATTEMPTS {
+        // Every request written before any answer is read: the listener finds them ready together.
+        let mut conns: Vec<Conn> = (0..SCANS).map(|_| Conn::open(server.addr)).collect();
+        conns.iter_mut().for_each(|c| c.write_request("POST", SCAN_PATH, &headers, body.as_bytes()));
+        let scans: Vec<Value> = conns
+            .iter_mut()
+            .map(|c| {
+                let reply = c.read_reply();
+                assert_eq!(reply.status, 200, "{reply:?}");
+                reply.data().clone()
+            })
+            .collect();
+        for scan in &scans {
+            verify_report(scan, &keys, ReportType::Scan).expect("each scan verifies alone");
+        }
+        let value = |scan: &Value| scan["signature"]["value"].clone();
+        let Some((a, b)) = scans
+            .iter()
+            .enumerate()
+            .find_map(|(i, a)| scans[i + 1..].iter().find(|b| value(b) == value(a)).map(|b| (a, b)))
+        else {
+            continue;
+        };
+        assert_ne!(a["signature"]["batch"]["salt"], b["signature"]["batch"]["salt"]);
+        assert_ne!(a["requestId"], b["requestId"]);
+        let path_len = |s: &Value| s["signature"]["batch"]["path"].as_array().map_or(0, Vec::len);
+        assert!(path_len(a) >= 1 && path_len(b) >= 1, "{a}");
+        for member in ["path", "salt"] {
+            let mut borrowed = a.clone();
+            borrowed["signature"]["batch"][member] = b["signature"]["batch"][member].clone();
+            assert_eq!(verified_by(&borrowed, &keys, ReportType::Scan), Err(VerifyError::BadSignature), "{member}");
+        }
+        let binding = ScanHeld { transaction: demo_tx("drain"), account: key.account.clone() };
+        python_verifier_accepts(&server, a, &keys, "xray.scan.v2", Some(&binding));
+        let metrics = server.metrics_text();
+        let counter = |name: &str| -> u64 {
+            let line = metrics.lines().find(|l| l.starts_with(&format!("{name} "))).expect(name);
+            line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a count")
+        };
+        let (batches, leaves) =
+            (counter("xray_scan_signature_batches_total"), counter("xray_scan_signature_batch_leaves_total"));
+        assert!(batches >= 1 && batches < leaves, "{batches} signatures for {leaves} scans");
+        return;
+    }
+    panic!("no two of {SCANS} scans written together were signed in one batch, {ATTEMPTS} times");
+}
+
 /// The data directory of the running server (where the key file is).
 fn key_file_dir(server: &TestServer) -> std::path::PathBuf {
     server.data_dir().to_owned()

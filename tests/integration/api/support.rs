@@ -227,6 +227,18 @@ impl Conn {
 
     /// Sends one request with `headers` (name, value) and `body` as given, then reads the reply.
     pub fn request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+        self.write_request(method, path, headers, body);
+        if method == "HEAD" {
+            // The answer to HEAD has the headers of a GET and no body.
+            let mut reply = self.read_reply_head();
+            reply.body = Value::Null;
+            return reply;
+        }
+        self.read_reply()
+    }
+
+    /// Sends one request (Host and Content-Length added) and reads nothing.
+    pub fn write_request(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) {
         let mut head = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
@@ -236,13 +248,6 @@ impl Conn {
         }
         head.push_str("\r\n");
         self.stream.write_all(head.as_bytes()).and_then(|()| self.stream.write_all(body)).expect("send");
-        if method == "HEAD" {
-            // The answer to HEAD has the headers of a GET and no body.
-            let mut reply = self.read_reply_head();
-            reply.body = Value::Null;
-            return reply;
-        }
-        self.read_reply()
     }
 
     /// GET or POST with a bearer key (and a JSON body for POST).
