@@ -343,10 +343,10 @@ impl ReportSigner {
             report_type: Some(report_type.name().to_owned()),
             covers,
             value,
-            batch: Some(SignatureBatch {
+            batch: Some(Box::new(SignatureBatch {
                 salt: batch::salt_text(&salt),
                 path: path.into_iter().map(batch::Step::to_wire).collect(),
-            }),
+            })),
         })
     }
 

@@ -185,6 +185,14 @@ pub const SCHEMA_VERSION: u32 = 3;
 /// usage values), so every node of a cluster is upgraded together.
 pub const SCHEMA_VERSIONS_UPGRADED: &[u32] = &[1, 2];
 
+/// One unit to charge now (`Store::charge_now_each`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitCharge {
+    pub key_id: String,
+    pub period_start_ms: u64,
+    pub limit: u64,
+}
+
 /// What came of `Store::charge_now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Charged {
@@ -234,7 +242,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 /// What can go wrong in the store. The server maps [`StoreError::is_transient`] errors to
 /// `503 SERVICE_BUSY` and everything else to `500 INTERNAL`.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The disk or the engine failed to read or write (includes RocksDB `IOError`).
     #[error("storage I/O error: {0}")]
@@ -348,6 +356,12 @@ pub trait Store: Send + Sync {
     /// the embedded one charges, the caller's in-memory reservation having checked the limit,
     /// as at admission.
     fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged>;
+    /// `charge_now` of each unit (key id, period start, limit), in order, one answer each: the
+    /// scans one listener tick answers (`tick_group`). The embedded store writes them in one
+    /// durable write (all charged, or — the write failed — none); by default one at a time.
+    fn charge_now_each(&self, units: &[UnitCharge]) -> Vec<StoreResult<Charged>> {
+        units.iter().map(|u| self.charge_now(&u.key_id, u.period_start_ms, u.limit)).collect()
+    }
 
     /// Live jobs in `state`, oldest first, created before `created_before_ms`, after the
     /// cursor, at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]). `next` is set when more may follow.

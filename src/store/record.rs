@@ -192,7 +192,7 @@ pub struct ReportSignature {
     /// A batched signature's leaf salt and path (`signing::batch`): `value` then signs the
     /// batch's root, not the report's message. Only scans are batched; `None` in every stored one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batch: Option<SignatureBatch>,
+    pub batch: Option<Box<SignatureBatch>>,
 }
 
 /// Where a report's message is in a batch signature's tree (`signing::batch`).

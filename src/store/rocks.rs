@@ -47,7 +47,7 @@ use super::record::{
 };
 use super::usage::{self, UsageDelta};
 use super::{
-    Charged, DueCursor, DuePage, Store, StoreError, StoreResult, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT,
+    Charged, DueCursor, DuePage, Store, StoreError, StoreResult, UnitCharge, UsageCarry, BLOCK_CACHE_BYTES_DEFAULT,
     JOB_LOCK_STRIPES, ROCKSDB_BACKGROUND_JOBS_DEFAULT, SCHEMA_VERSION, SCHEMA_VERSIONS_UPGRADED, STORE_ID_BYTES_MAX,
     STORE_PAGE_LEN_MAX, SUBJECT_SCAN_LEN_MAX, WAL_BYTES_MAX_DEFAULT, WRITE_BUFFER_BYTES_DEFAULT,
 };
@@ -993,16 +993,27 @@ impl Store for RocksStore {
         }
     }
 
-    fn charge_now(&self, key_id: &str, period_start_ms: u64, _limit: u64) -> StoreResult<Charged> {
-        check_id("key id", key_id)?;
-        let mut batch = WriteBatch::default();
-        batch.merge_cf(
-            self.cf(CF_USAGE)?,
-            enc::usage_key(key_id, period_start_ms),
-            usage::encode(&usage::charge_now()),
-        );
-        self.db.write_opt(batch, &self.durable)?;
-        Ok(Charged::Done { usage: None })
+    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
+        let unit = UnitCharge { key_id: key_id.to_owned(), period_start_ms, limit };
+        self.charge_now_each(std::slice::from_ref(&unit)).pop().unwrap_or(Ok(Charged::Done { usage: None }))
+    }
+
+    fn charge_now_each(&self, units: &[UnitCharge]) -> Vec<StoreResult<Charged>> {
+        // A unit whose key id breaks the store's rules is refused alone; the rest are one write.
+        let checked: Vec<StoreResult<()>> = units.iter().map(|u| check_id("key id", &u.key_id)).collect();
+        let written = (|| -> StoreResult<()> {
+            let mut batch = WriteBatch::default();
+            let usage_cf = self.cf(CF_USAGE)?;
+            for (unit, _) in units.iter().zip(&checked).filter(|(_, ok)| ok.is_ok()) {
+                let key = enc::usage_key(&unit.key_id, unit.period_start_ms);
+                batch.merge_cf(usage_cf, key, usage::encode(&usage::charge_now()));
+            }
+            Ok(self.db.write_opt(batch, &self.durable)?)
+        })();
+        checked
+            .into_iter()
+            .map(|ok| ok.and_then(|()| written.clone()).map(|()| Charged::Done { usage: None }))
+            .collect()
     }
 
     fn live_jobs(

@@ -12,12 +12,16 @@
 //! went, which the answer says: every refusal gives its reserved unit back (`ReservedUnit`,
 //! also when the client hangs up), and the unit is written before the answer leaves (with
 //! `--sync-writes` the answer also waits for its fsync; a failed wait is logged and the answer
-//! stands). On a cluster a unit sent to etcd counts as used even if the client left meanwhile.
+//! stands). A unit sent to the store — etcd, or the group write of the scans this thread
+//! answers in one tick (one RocksDB write for all of them) — counts as used even if the client
+//! left meanwhile.
 //! Invariant: the listener thread never waits on the ledger (the lane does the I/O; a
 //! memory-resident demo ledger is read here, where its reads are computations — `scan::lane`)
 //! or on etcd (awaited, as every cluster read).
 //! Deliberately absent: `Idempotency-Key` (a scan changes nothing but usage; a repeat is a new
 //! scan) and `callbackUrl` (the answer is synchronous).
+
+use std::sync::Arc;
 
 use base64::Engine as _;
 
@@ -34,7 +38,16 @@ use crate::scan::lane::LaneError;
 use crate::scan::report::{self, Inputs, ScanReport};
 use crate::scan::{self, ScanError};
 use crate::signing::{ReportType, SIGNATURE_MEMBER};
-use crate::store::Charged;
+use crate::store::{Charged, StoreResult, UnitCharge};
+use crate::tick_group;
+
+/// Scans' units written in one store write at most (the rest of a tick's start another).
+const CHARGES_PER_WRITE_MAX: usize = 256;
+
+thread_local! {
+    // The units this listener thread is charging in the current tick (`charged_in_tick`).
+    static OPEN_CHARGES: tick_group::Open<UnitCharge, StoreResult<Charged>> = const { std::cell::RefCell::new(None) };
+}
 
 fn scan_error(e: ScanError) -> ApiError {
     match e {
@@ -64,8 +77,8 @@ fn lane_error(e: LaneError) -> ApiError {
 struct ReservedUnit<'k> {
     key: &'k crate::auth::table::KeyEntry,
     reservation: Option<Reservation>,
-    /// Set once the charge was sent to the shared store: from then on etcd may have counted
-    /// it, so a drop (the client hung up while etcd answered) settles it as used, not free.
+    /// Set once the charge was sent to the store (etcd, or this tick's group write): from then
+    /// on it may be counted, so a drop (the client hung up meanwhile) settles it as used, not free.
     sent: bool,
 }
 
@@ -196,17 +209,27 @@ impl Endpoints<'_> {
         Ok(report::build(&inputs))
     }
 
+    /// The embedded store's charge, written with the other scans this thread answers in the
+    /// same tick: one durable write for all of them (`tick_group`), each still charged before
+    /// its answer leaves.
+    async fn charged_in_tick(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
+        let store = &self.app.store;
+        let owner = Arc::as_ptr(store).cast::<()>() as usize;
+        let unit = UnitCharge { key_id: key_id.to_owned(), period_start_ms, limit };
+        tick_group::join(&OPEN_CHARGES, owner, CHARGES_PER_WRITE_MAX, unit, |units| store.charge_now_each(&units)).await
+    }
+
     /// Charges the unit durably (the store; on a cluster, etcd at the shared limit).
     async fn charged(&self, mut unit: ReservedUnit<'_>) -> Result<(), ApiError> {
         let key = &self.caller.key;
         let period_start_ms = unit.reservation.as_ref().map_or(0, |r| r.period_start_ms);
         let (key_id, limit) = (key.id().as_str(), key.quota.limit());
+        // Sent: from here a hang-up settles the unit as used (etcd, or this tick's group
+        // write, may count it whether or not this future is still there to see it).
+        unit.sent = true;
         let charged = match self.app.admission.cluster() {
-            Some(etcd) => {
-                unit.sent = true;
-                etcd.charge_now_async(key_id.to_owned(), period_start_ms, limit).await
-            }
-            None => self.app.store.charge_now(key_id, period_start_ms, limit),
+            Some(etcd) => etcd.charge_now_async(key_id.to_owned(), period_start_ms, limit).await,
+            None => self.charged_in_tick(key_id, period_start_ms, limit).await,
         };
         if charged.is_err() {
             // Not charged as far as this node can tell (etcd's count is read back with the

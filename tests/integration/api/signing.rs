@@ -237,17 +237,19 @@ fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys
 /// Scans that reach one listener thread together share one Ed25519 signature (issue #41 item
 /// 9): each carries its own salt and Merkle path and verifies alone — in Rust and in both
 /// Python verifiers, bound to its transaction and account —, another scan's path or salt does
-/// not verify it, and `/metrics` counts fewer signatures than scans signed.
+/// not verify it, and `/metrics` counts fewer signatures than scans signed. Their quota units,
+/// written together too (one store write a tick), are each charged once, durably: a restart
+/// reads as many as were answered.
 #[test]
 fn scans_answered_together_share_one_signature_and_each_verifies_alone() {
     const SCANS: usize = 16;
     const ATTEMPTS: usize = 5;
-    let server = serve(|c| c.listener_threads = 1);
-    let key = server.key(KeyOptions::scopes("transaction:scan"));
+    let mut server = serve(|c| c.listener_threads = 1);
+    let key = server.key(KeyOptions::scopes("transaction:scan,usage:read"));
     let keys = key_set(&server);
     let (body, auth) = (scan_body(&demo_tx("drain"), None), format!("Bearer {}", key.secret));
     let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
-    for _ in 0..ATTEMPTS {
+    for attempt in 1..=ATTEMPTS {
         // Every request written before any answer is read: the listener finds them ready together.
         let mut conns: Vec<Conn> = (0..SCANS).map(|_| Conn::open(server.addr)).collect();
         conns.iter_mut().for_each(|c| c.write_request("POST", SCAN_PATH, &headers, body.as_bytes()));
@@ -289,6 +291,10 @@ fn scans_answered_together_share_one_signature_and_each_verifies_alone() {
         let (batches, leaves) =
             (counter("xray_scan_signature_batches_total"), counter("xray_scan_signature_batch_leaves_total"));
         assert!(batches >= 1 && batches < leaves, "{batches} signatures for {leaves} scans");
+        let answered = (SCANS * attempt) as u64;
+        server.restart();
+        let usage = server.usage(&key.secret);
+        assert_eq!((usage.used, usage.transaction_scan), (answered, answered), "{usage:?}");
         return;
     }
     panic!("no two of {SCANS} scans written together were signed in one batch, {ATTEMPTS} times");
