@@ -215,39 +215,32 @@ mod tests {
         block_on_local(future)
     }
 
-    #[test]
-    fn tasks_ready_together_share_one_flush_and_each_gets_its_own_output() {
-        FLUSHES.with(|f| f.set(0));
-        let outputs = run_local(async {
-            let handles: Vec<_> =
-                (0..5u32).map(|i| monoio::spawn(async move { join(&OPEN, 1, 64, i, doubled).await })).collect();
-            let mut outputs = Vec::new();
-            for handle in handles {
-                outputs.push(handle.await);
-            }
-            outputs
-        });
-        assert_eq!(outputs, vec![0, 2, 4, 6, 8]);
-        assert_eq!(FLUSHES.with(Cell::get), 1);
-    }
-
-    #[test]
-    fn a_full_group_starts_another_and_owners_do_not_mix() {
-        FLUSHES.with(|f| f.set(0));
-        let outputs = run_local(async {
+    /// Items 0..5 joined by tasks spawned together (item `i` for owner `owner_of(i)`, groups of
+    /// at most `items_max`): each task's output, in spawn order.
+    fn spawned_together(owner_of: fn(u32) -> usize, items_max: usize) -> Vec<u32> {
+        run_local(async move {
             let handles: Vec<_> = (0..5u32)
-                .map(|i| {
-                    let owner = if i == 4 { 2 } else { 1 };
-                    monoio::spawn(async move { join(&OPEN, owner, 2, i, doubled).await })
-                })
+                .map(|i| monoio::spawn(async move { join(&OPEN, owner_of(i), items_max, i, doubled).await }))
                 .collect();
             let mut outputs = Vec::new();
             for handle in handles {
                 outputs.push(handle.await);
             }
             outputs
-        });
-        assert_eq!(outputs, vec![0, 2, 4, 6, 8]);
+        })
+    }
+
+    #[test]
+    fn tasks_ready_together_share_one_flush_and_each_gets_its_own_output() {
+        FLUSHES.with(|f| f.set(0));
+        assert_eq!(spawned_together(|_| 1, 64), vec![0, 2, 4, 6, 8]);
+        assert_eq!(FLUSHES.with(Cell::get), 1);
+    }
+
+    #[test]
+    fn a_full_group_starts_another_and_owners_do_not_mix() {
+        FLUSHES.with(|f| f.set(0));
+        assert_eq!(spawned_together(|i| if i == 4 { 2 } else { 1 }, 2), vec![0, 2, 4, 6, 8]);
         // {0, 1}, {2, 3} of owner 1 (two items at most), {4} of owner 2.
         assert_eq!(FLUSHES.with(Cell::get), 3);
     }
