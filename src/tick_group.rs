@@ -19,7 +19,9 @@
 //!
 //! Invariant: every joined item gets its output exactly once, whoever is dropped: a leader
 //! dropped before its flush (a client that hung up) flushes in its `Drop`, so followers are
-//! never stranded; a dropped follower's output is computed and dropped.
+//! never stranded; a dropped follower's output is computed and dropped. Should the flush panic
+//! (a bug), the group is poisoned and every follower fails as its leader did (a panic the
+//! connection answers 500), never waits.
 //! Invariant: a group holds at most the `items_max` its use site names; the task that finds
 //! it full leads a new one. Groups never cross threads (`Rc`, not `Send`) or owners: a use
 //! site names its owner (e.g. the signer's address) and a group of another owner is not joined.
@@ -45,7 +47,11 @@ pub struct Group<I, O> {
     wakers: Vec<Option<Waker>>,
     /// Set by the leader's waker task: the tasks ready when the leader gave the tick away ran.
     ticked: bool,
+    /// The waker of the leader's latest poll (the waker task wakes this one).
+    leader: Option<Waker>,
     flushed: bool,
+    /// The flush panicked: no output will come (each follower fails as its leader did).
+    poisoned: bool,
 }
 
 impl<I, O> Group<I, O> {
@@ -57,7 +63,9 @@ impl<I, O> Group<I, O> {
             outputs: Vec::new(),
             wakers: Vec::new(),
             ticked: false,
+            leader: None,
             flushed: false,
+            poisoned: false,
         }
     }
 }
@@ -131,12 +139,38 @@ impl<I, O, F: FnOnce(Vec<I>) -> Vec<O>> Joined<I, O, F> {
             std::mem::take(&mut g.items)
         };
         let count = items.len();
+        // Should `flush` panic (a bug: the leader's request answers 500), its followers are
+        // woken to fail too rather than wait for outputs that will never come.
+        let mut poison = Poison { group: &self.group, armed: true };
         let outputs = flush(items);
         assert_eq!(outputs.len(), count, "a group's flush answers every item");
         let wakers = {
             let mut g = self.group.borrow_mut();
             g.outputs = outputs.into_iter().map(Some).collect();
             std::mem::take(&mut g.wakers)
+        };
+        poison.armed = false;
+        wakers.into_iter().flatten().for_each(Waker::wake);
+    }
+}
+
+/// Marks a group poisoned and wakes its followers when dropped still armed (its flush panicked).
+struct Poison<'g, I, O> {
+    group: &'g RefCell<Group<I, O>>,
+    armed: bool,
+}
+
+impl<I, O> Drop for Poison<'_, I, O> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let wakers = match self.group.try_borrow_mut() {
+            Ok(mut g) => {
+                g.poisoned = true;
+                std::mem::take(&mut g.wakers)
+            }
+            Err(_) => Vec::new(),
         };
         wakers.into_iter().flatten().for_each(Waker::wake);
     }
@@ -148,19 +182,24 @@ impl<I, O, F: FnOnce(Vec<I>) -> Vec<O> + Unpin> Future for Joined<I, O, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<O> {
         let this = self.get_mut();
         if let Role::Leader { yielded, .. } = &mut this.role {
-            if !*yielded {
-                *yielded = true;
-                let (group, waker) = (this.group.clone(), cx.waker().clone());
-                // Detached: it runs after the tasks ready now (see the module's header).
-                drop(monoio::spawn(async move {
-                    group.borrow_mut().ticked = true;
-                    waker.wake();
-                }));
-                return Poll::Pending;
-            }
-            // Polled again before the tick passed (something else in its task woke it: hyper
-            // does, reading a body): the flush waits for the waker task.
             if !this.group.borrow().ticked {
+                // The waker task wakes the waker of the latest poll.
+                this.group.borrow_mut().leader = Some(cx.waker().clone());
+                if !*yielded {
+                    *yielded = true;
+                    let group = this.group.clone();
+                    // Detached: it runs after the tasks ready now (see the module's header).
+                    drop(monoio::spawn(async move {
+                        let leader = {
+                            let mut g = group.borrow_mut();
+                            g.ticked = true;
+                            g.leader.take()
+                        };
+                        leader.into_iter().for_each(Waker::wake);
+                    }));
+                }
+                // Also when polled again before the tick passed (something else in its task
+                // woke it: hyper does, reading a body): the flush waits for the waker task.
                 return Poll::Pending;
             }
             this.flush_now();
@@ -168,6 +207,8 @@ impl<I, O, F: FnOnce(Vec<I>) -> Vec<O> + Unpin> Future for Joined<I, O, F> {
         let mut g = this.group.borrow_mut();
         match g.outputs.get_mut(this.index).and_then(Option::take) {
             Some(output) => Poll::Ready(output),
+            // Its leader's flush panicked (answered 500): this request fails the same way.
+            None if g.poisoned => panic!("the work of this request's group failed"),
             None => {
                 // A follower before the flush (the leader's output is always there after it).
                 if let Some(waker) = g.wakers.get_mut(this.index) {
@@ -258,6 +299,20 @@ mod tests {
         });
         assert_eq!(output, 40);
         assert_eq!(FLUSHES.with(Cell::get), 1);
+    }
+
+    #[test]
+    fn a_flush_that_panics_fails_its_followers_instead_of_stranding_them() {
+        fn panics(_: Vec<u32>) -> Vec<u32> {
+            panic!("a bug in the flush")
+        }
+        let leader = join(&OPEN, 9, 64, 1, panics);
+        let mut follower = join(&OPEN, 9, 64, 2, panics);
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(leader)));
+        assert!(dropped.is_err(), "the leader's flush panicked");
+        let mut cx = Context::from_waker(Waker::noop());
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Pin::new(&mut follower).poll(&mut cx)));
+        assert!(polled.is_err(), "the follower fails as its leader did, and does not wait");
     }
 
     #[test]

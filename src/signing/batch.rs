@@ -184,6 +184,16 @@ mod tests {
     }
 
     #[test]
+    fn no_report_type_is_the_envelopes() {
+        // What keeps a report's message from ever being an envelope: no report is of its type,
+        // and none covers only `root`.
+        for report_type in super::super::ReportType::ALL {
+            assert_ne!(report_type.name(), BATCH_TYPE);
+            assert_ne!(report_type.covers(), ["root"]);
+        }
+    }
+
+    #[test]
     fn a_full_batch_has_paths_within_the_limit() {
         let (_, paths) = tree(&leaves(BATCH_LEAVES_MAX));
         assert!(paths.iter().all(|p| p.len() <= 8 && p.len() <= PATH_STEPS_MAX));

@@ -227,7 +227,9 @@ impl ReportSignature {
             return Err(StoreError::Invalid("a signature covering more than 16 members".to_owned()));
         }
         if self.batch.as_ref().is_some_and(|b| b.path.len() > 16 || b.salt.len() > STORE_ID_BYTES_MAX) {
-            return Err(StoreError::Invalid("a batch signature's path past 16 steps".to_owned()));
+            return Err(StoreError::Invalid(
+                "a batch signature's path past 16 steps, or salt past its bound".to_owned(),
+            ));
         }
         self.covers.iter().try_for_each(|c| check_id("signature member", c))
     }

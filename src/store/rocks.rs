@@ -995,7 +995,8 @@ impl Store for RocksStore {
 
     fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
         let unit = UnitCharge { key_id: key_id.to_owned(), period_start_ms, limit };
-        self.charge_now_each(std::slice::from_ref(&unit)).pop().unwrap_or(Ok(Charged::Done { usage: None }))
+        let answer = self.charge_now_each(std::slice::from_ref(&unit)).pop();
+        answer.unwrap_or_else(|| Err(StoreError::Invalid("a unit charged without an answer".to_owned())))
     }
 
     fn charge_now_each(&self, units: &[UnitCharge]) -> Vec<StoreResult<Charged>> {

@@ -154,6 +154,23 @@ def batched(data, others=3):
     return {**data, "signature": {**signature, "value": b64url(value), "batch": batch}}
 
 
+def deep_batched(data, steps):
+    """``data`` (signed) re-signed in a batch whose path from it has ``steps`` steps (siblings
+    made up, all on the right): the longest a verifier reads is 16."""
+    signature = data["signature"]
+    message = rfc8785.dumps({**{name: data[name] for name in signature["covers"]}, "type": signature["type"]})
+    salt = hashlib.sha256(b"xray refusals: a deep salt").digest()[:16]
+    node = hashlib.sha256(b"\x00" + salt + message).digest()
+    path = []
+    for i in range(steps):
+        sibling = hashlib.sha256(f"sibling {i}".encode()).digest()
+        path.append({"right": sibling.hex()})
+        node = merkle_node(node, sibling)
+    value = KEY.sign(rfc8785.dumps({"root": node.hex(), "type": "xray.batch.v1"}))
+    batch = {"salt": b64url(salt), "path": path}
+    return {**data, "signature": {**signature, "value": b64url(value), "batch": batch}}
+
+
 def scan_data(origin=ORIGIN):
     return signed(
         {
@@ -279,6 +296,7 @@ def cases():
     case(None, "a monitor event, delivered since (its delivery is not signed)", {**event, "delivery": {"status": "DELIVERED"}}, EVENT)
     case(None, "a monitor event whose legacy type changed (kind is the signed one)", {**event, "type": "other"}, EVENT)
     case(None, "a scan signed in a batch of four, bound", in_batch, binding=HELD)
+    case(None, "a scan whose batch path has 16 steps, the most read", deep_batched(scan, 16))
     # malformed: the report, the key set or the binding is not the shape it has.
     case("malformed", "data is not an object", "a report", ANALYSIS)
     case("malformed", "data is a list", [analysis], ANALYSIS)
@@ -307,6 +325,8 @@ def cases():
     case("malformed", "a batch path step in upper-case hex", with_batch(in_batch, lambda b: b["path"][0].update(left=b["path"][0]["left"].upper())))
     case("malformed", "a batch path step naming both sides", with_batch(in_batch, lambda b: b["path"][0].update(right=b["path"][0]["left"])))
     case("malformed", "a batch path past 16 steps", with_batch(in_batch, lambda b: b.update(path=b["path"] * 9)))
+    case("malformed", "a batch path of 17 steps, signed", deep_batched(scan, 17))
+    case("malformed", "stray bits in the batch salt's last digit", with_batch(in_batch, lambda b: b.update(salt=stray_bits(b["salt"], 0b01))))
     case("malformed", "a batch with a member more", with_batch(in_batch, lambda b: b.update(index=1)))
     # unknown_key
     case("unknown_key", "another server's key set", scan, keys="another server's")
@@ -354,6 +374,7 @@ def cases():
     case("malformed", "precedence: a padded value, from another server", with_signature(scan, value=scan["signature"]["value"] + "=="), keys="another server's")
     case("malformed", "precedence: a member changed, the transaction held is none", tampered, binding={"transaction": b64(BAD_COUNT)})
     case("malformed", "precedence: a malformed batch, from another server", with_batch(in_batch, lambda b: b.update(salt="")), keys="another server's")
+    case("malformed", "precedence: a malformed batch, checked as another type", with_batch(in_batch, lambda b: b.update(salt="")), ANALYSIS)
     case("unknown_key", "precedence: another server's, checked as another type", scan, ANALYSIS, keys="another server's")
     case("wrong_type", "precedence: another type, covers edited", short_covers, ANALYSIS)
     case("covers_mismatch", "precedence: covers edited, a member changed", with_signature(tampered, covers=covers[1:]))

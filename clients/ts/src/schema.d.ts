@@ -2496,7 +2496,7 @@ export interface components {
             covers: string[];
             /** @description The 64-byte signature, base64url without padding. */
             value: string;
-            /** @description Present on batched signatures (scans): where this report's leaf is in the tree whose root `value` signs (see above). The siblings are other scans' salted hashes: they reveal nothing of those scans. */
+            /** @description Present on batched signatures (scans): where this report's leaf is in the tree whose root `value` signs (see above). The siblings are other scans' salted hashes: they reveal nothing of those scans' contents (only how many shared the signature and this one's place). */
             batch?: {
                 /** @description 16 random bytes, base64url without padding, hashed before the report's bytes into its leaf. */
                 salt: string;
