@@ -34,6 +34,7 @@ serve() {
     --queue-capacity 1048576 --live-jobs-per-account-max 2097152 >"$WORK/$name.out" 2>"$WORK/$name.err" &
   PIDS+=($!); PID[$name]=$!
   wait_http "http://127.0.0.1:$port/healthz"
+  wait_admin "$WORK/$name"
   local make=("$bin" keys create --data-dir "$WORK/$name" --name load --scopes "$ALL" --quota 1000000000)
   KEY[$name]=$("${make[@]}" --rate-per-second 1000000 --burst 1000000 | sed -n 's/.*"key": *"\(svc_live_[^"]*\)".*/\1/p')
   SLOWKEY[$name]=$("${make[@]}" --rate-per-second 1 --burst 1 | sed -n 's/.*"key": *"\(svc_live_[^"]*\)".*/\1/p')

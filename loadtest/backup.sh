@@ -30,6 +30,7 @@ XRAY_LOG=warn "$XRAY_BIN" serve --ledger demo --listen "127.0.0.1:$PORT_BASE" --
   >"$WORK/serve.out" 2>"$WORK/serve.err" &
 PIDS+=($!)
 wait_http "http://127.0.0.1:$PORT_BASE/healthz"
+wait_admin "$DATA"
 KEY=$("$XRAY_BIN" keys create --data-dir "$DATA" --name fill --scopes wallet:analyze,analysis:read,usage:read \
   --rate-per-second 1000000 --burst 1000000 --quota 1000000000 | sed -n 's/.*"key": *"\(svc_live_[^"]*\)".*/\1/p')
 

@@ -84,6 +84,8 @@ start_nodes() {
       --live-jobs-per-account-max 2097152 >"$WORK/run$RUN-n$i.out" 2>"$WORK/run$RUN-n$i.err" &
     NODE_PIDS+=($!); NODE_PORTS+=("$port")
     wait_http "http://127.0.0.1:$port/healthz"
+    # The admin listener (which `xray keys` reaches) starts just after the API one.
+    for _ in $(seq 1 200); do [ -s "$WORK/run$RUN-n$i/admin.addr" ] && break; sleep 0.05; done
   done
   KEY_LIST=()
   for i in $(seq 1 "$k"); do

@@ -15,6 +15,13 @@ trap cleanup EXIT
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU="taskset -c 0"; LOAD_CPU="taskset -c 1"; PINNED="server core 0, wrk core 1"
 else SERVER_CPU=""; LOAD_CPU=""; PINNED="unpinned (one core: wrk and the server share it)"; fi
 
+# wait_admin DATA_DIR: until the server of DATA_DIR wrote its admin address (`xray keys` reads
+# it): the admin listener starts just after the API one, so /healthz can answer first.
+wait_admin() {
+  for _ in $(seq 1 200); do [ -s "$1/admin.addr" ] && return 0; sleep 0.05; done
+  echo "no admin address in $1 after 10 s" >&2; return 1
+}
+
 wait_http() { # url
   for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done
   echo "nothing answers at $1" >&2; return 1

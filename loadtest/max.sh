@@ -80,6 +80,7 @@ start_xray() {
     "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   PIDS+=($!); PORT_PID[$port]=$!
   wait_http "http://127.0.0.1:$port/healthz"
+  wait_admin "$WORK/$name"
 }
 
 # new_key DATA_DIR SCOPES RATE BURST: a key's secret (of a new account), made through the admin API.

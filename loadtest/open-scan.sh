@@ -24,6 +24,7 @@ $SERVER_CPU "$BIN/xray" serve --listen 127.0.0.1:$PORT --admin-listen 127.0.0.1:
   --listener-threads 1 --compute-threads 1 --access-log false >"$WORK/out" 2>"$WORK/err" &
 PID=$!; PIDS+=($PID)
 wait_http http://127.0.0.1:$PORT/healthz
+wait_admin "$WORK/d"
 for _ in $(seq 1 $KEYS); do
   "$BIN/xray" keys create --data-dir "$WORK/d" --name load --scopes transaction:scan --rate-per-second 1000000 \
     --burst 1000000 --quota 1000000000 | sed -n 's/.*"key": *"\(svc_live_[^"]*\)".*/\1/p'

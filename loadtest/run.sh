@@ -78,6 +78,8 @@ stop_server
   --listener-threads "$THREADS" --compute-threads 1 --io-driver "$DRIVER" --access-log false >"$OUT/serve.out" &
 SERVER_PID=$!
 wait_ready "http://127.0.0.1:$REAL_PORT/healthz"
+# The admin listener (which `xray keys` reaches) starts just after the API one.
+for _ in $(seq 1 200); do [ -s "$OUT/data/admin.addr" ] && break; sleep 0.05; done
 API_KEY=$("$BIN/xray" keys create --data-dir "$OUT/data" --name loadtest --scopes usage:read \
   --rate-per-second 1000000 --burst 1000000 --quota 1000000 |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])')

@@ -26,7 +26,8 @@ start_demo_server() {
     --admin-listen "127.0.0.1:$admin_port" --access-log false "$@" >"$log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 100); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && return 0
+    # admin.addr too: the admin listener (which `xray keys` reaches) starts just after the API.
+    curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && [ -s "$data/admin.addr" ] && return 0
     sleep 0.1
   done
   echo "xray serve did not answer /healthz within 10 s:" >&2
