@@ -1,6 +1,7 @@
 //! Group work of one scheduler tick on a listener thread (group commit): the requests that are
 //! ready together each hand in an item, and one call does the work of all of them — one
-//! Ed25519 signature over a Merkle root instead of one per scan (`signing::batch`).
+//! Ed25519 signature over a Merkle root instead of one per scan (`signing::batch`), one
+//! RocksDB write of their quota units instead of one per scan (`Store::charge_now_each`).
 //!
 //! Owns: `join`, the future a task awaits with its item, and the per-thread open group a
 //! use site keeps in its own `thread_local!` (`Open<I, O>`).
@@ -55,11 +56,12 @@ pub struct Group<I, O> {
 }
 
 impl<I, O> Group<I, O> {
-    /// An empty group of `owner`'s.
-    fn new(owner: usize, items_max: usize) -> Group<I, O> {
+    /// An empty group of `owner`'s (its vectors grow with the items that join: a lone
+    /// request's group allocates for one, not for `items_max`).
+    fn new(owner: usize) -> Group<I, O> {
         Group {
             owner,
-            items: Vec::with_capacity(items_max),
+            items: Vec::new(),
             outputs: Vec::new(),
             wakers: Vec::new(),
             ticked: false,
@@ -111,7 +113,7 @@ pub fn join<I: 'static, O: 'static, F: FnOnce(Vec<I>) -> Vec<O>>(
                 return Joined { open, group: group.clone(), index, role: Role::Follower };
             }
         }
-        let group = Rc::new(RefCell::new(Group::new(owner, items_max)));
+        let group = Rc::new(RefCell::new(Group::new(owner)));
         {
             let mut g = group.borrow_mut();
             g.items.push(item);

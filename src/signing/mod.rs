@@ -15,7 +15,9 @@
 //! by listener threads; rotation runs on the admin listener; a cluster node's reload on the
 //! housekeeping thread.
 //!
-//! Wire shape: `data.signature = {keyId, alg: "EdDSA", canon: "JCS", type, covers, value}`
+//! Wire shape: `data.signature = {keyId, alg: "EdDSA", canon: "JCS", type, covers, value}`,
+//! a scan's with `batch: {salt, path}` too (`batch`: `value` then signs the Merkle root of the
+//! scans one listener tick answered; its leaf is this report's salted signed bytes)
 //! beside the document in `data` (an event's: `signature` beside its members, in the event
 //! object). `type` is the report's (`xray.analysis.v1`, `xray.comparison.v1`, `xray.scan.v2`,
 //! `xray.monitor_event.v1`) and `covers` exactly that type's member list
@@ -73,6 +75,7 @@ use crate::tick_group;
 use ring::{KeyHome, Ring};
 
 pub use event::{EventMembers, MONITOR_EVENT_COVERS};
+pub use ring::{ALG, KEY_FILE_NAME};
 
 thread_local! {
     // The batch of reports this thread is signing in the current tick (`sign_canonical`).
@@ -85,7 +88,6 @@ struct BatchSigned {
     value: String,
     path: Vec<batch::Step>,
 }
-pub use ring::{ALG, KEY_FILE_NAME};
 
 /// `canon` of every signature: the signed bytes are RFC 8785 JCS.
 pub const CANON: &str = "JCS";
