@@ -1557,7 +1557,6 @@ export interface components {
              */
             signer?: components["schemas"]["Address"] | null;
             /**
-             * Format: dapp-origin
              * @description The URL (or host name) of the dApp that asked for the signature, as the wallet saw it. Optional. Its host is bound to the answer (`origin`, signed) and judged or refused, never signed unjudged: a domain is judged against the labels' domains (a listed phishing site or its subdomain gives `phishing_origin`, a look-alike of a trusted dApp `lookalike_origin`: a homograph by its Unicode TS #39 confusable skeleton, a hyphen or TLD variant of a trusted name, a trusted domain worn inside another, or within two edits). A Unicode host (or its `xn--` punycode) is bound in its ASCII punycode form, one spelling whichever was sent, and judged in Unicode. A web origin on an IP literal is bound with its address and judged: a public address gives `ip_origin`; loopback, private, link-local and unique-local addresses and `localhost` (a developer's own machine or network) give none. A browser extension's id is bound and not judged. A non-string, text that is no URL with a host, or an `http(s)` host that is no judgeable domain (a single label other than `localhost`, the opaque `null` origin) is `400 INVALID_REQUEST` (`details.field`: `origin`). JSON Schema cannot state "a URL with a judgeable host": `format: dapp-origin` names it.
              * @example https://app.example.com
              */
