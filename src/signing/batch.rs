@@ -132,11 +132,14 @@ pub fn envelope(root: &Hash) -> Vec<u8> {
     format!(r#"{{"root":"{}","type":"{BATCH_TYPE}"}}"#, hex::encode(root)).into_bytes()
 }
 
-/// A new leaf salt, from the operating system's generator.
-pub fn salt() -> Result<[u8; SALT_BYTES], String> {
+/// A new leaf salt, from this thread's cryptographic generator (`rand::rng()`: ChaCha12,
+/// seeded from the operating system and reseeded by it periodically) — the OS's generator
+/// through a userspace stream, not a `getrandom` syscall per scan. A salt only has to be unpredictable to the other members of
+/// its batch, which see its leaf's hash, never the salt.
+pub fn salt() -> [u8; SALT_BYTES] {
     let mut salt = [0u8; SALT_BYTES];
-    getrandom::fill(&mut salt).map_err(|e| format!("random: {e}"))?;
-    Ok(salt)
+    rand::Rng::fill_bytes(&mut rand::rng(), &mut salt);
+    salt
 }
 
 /// A salt's wire form.

@@ -331,7 +331,7 @@ impl ReportSigner {
                 signed_bytes(report_type, &mut object)
             }
         };
-        let salt = batch::salt()?;
+        let salt = batch::salt();
         let leaf = batch::leaf(&salt, &message);
         drop(message);
         let owner = std::ptr::from_ref(self) as usize;
