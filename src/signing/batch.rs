@@ -133,9 +133,11 @@ pub fn envelope(root: &Hash) -> Vec<u8> {
 }
 
 /// A new leaf salt, from this thread's cryptographic generator (`rand::rng()`: ChaCha12,
-/// seeded from the operating system and reseeded by it periodically) — the OS's generator
-/// through a userspace stream, not a `getrandom` syscall per scan. A salt only has to be unpredictable to the other members of
-/// its batch, which see its leaf's hash, never the salt.
+/// seeded from the operating system and reseeded by it periodically) — the OS's randomness
+/// through a userspace stream, not a `getrandom` syscall per scan (docs/benchmarks.md,
+/// 2026-11-29 afternoon). A salt has to be unpredictable to the other members of its batch,
+/// which see its leaf's hash, never the salt. (The signing key's seed still comes straight
+/// from the OS: `ring::new_key`.)
 pub fn salt() -> [u8; SALT_BYTES] {
     let mut salt = [0u8; SALT_BYTES];
     rand::Rng::fill_bytes(&mut rand::rng(), &mut salt);
