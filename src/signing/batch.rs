@@ -137,7 +137,9 @@ pub fn envelope(root: &Hash) -> Vec<u8> {
 /// through a userspace stream, not a `getrandom` syscall per scan (docs/benchmarks.md,
 /// 2026-11-29 afternoon). A salt has to be unpredictable to the other members of its batch,
 /// which see its leaf's hash, never the salt. (The signing key's seed still comes straight
-/// from the OS: `ring::new_key`.)
+/// from the OS: `ring::new_key`.) The generator seeds itself at a thread's first salt and
+/// panics if the OS has no randomness to give (the request answers 500, as any panic does);
+/// a running Linux always has.
 pub fn salt() -> [u8; SALT_BYTES] {
     let mut salt = [0u8; SALT_BYTES];
     rand::Rng::fill_bytes(&mut rand::rng(), &mut salt);

@@ -202,6 +202,20 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 impl RocksStore {
+    /// One durable write charging a unit to each (key id, period start) — ids already checked;
+    /// nothing is written when there is none.
+    fn write_charges<'k>(&self, units: impl IntoIterator<Item = (&'k str, u64)>) -> StoreResult<()> {
+        let usage_cf = self.cf(CF_USAGE)?;
+        let mut batch = WriteBatch::default();
+        for (key_id, period_start_ms) in units {
+            batch.merge_cf(usage_cf, enc::usage_key(key_id, period_start_ms), usage::encode(&usage::charge_now()));
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        Ok(self.db.write_opt(batch, &self.durable)?)
+    }
+
     /// Opens (or creates) the store in `dir`. Call before pinning any thread: RocksDB starts
     /// its background threads here and they inherit the caller's CPU affinity.
     pub fn open(dir: &Path, options: &StoreOptions) -> StoreResult<RocksStore> {
@@ -993,24 +1007,17 @@ impl Store for RocksStore {
         }
     }
 
-    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
-        let unit = UnitCharge { key_id: key_id.to_owned(), period_start_ms, limit };
-        let answer = self.charge_now_each(std::slice::from_ref(&unit)).pop();
-        answer.unwrap_or_else(|| Err(StoreError::Invalid("a unit charged without an answer".to_owned())))
+    fn charge_now(&self, key_id: &str, period_start_ms: u64, _limit: u64) -> StoreResult<Charged> {
+        check_id("key id", key_id)?;
+        self.write_charges([(key_id, period_start_ms)])?;
+        Ok(Charged::Done { usage: None })
     }
 
     fn charge_now_each(&self, units: &[UnitCharge]) -> Vec<StoreResult<Charged>> {
         // A unit whose key id breaks the store's rules is refused alone; the rest are one write.
         let checked: Vec<StoreResult<()>> = units.iter().map(|u| check_id("key id", &u.key_id)).collect();
-        let written = (|| -> StoreResult<()> {
-            let mut batch = WriteBatch::default();
-            let usage_cf = self.cf(CF_USAGE)?;
-            for (unit, _) in units.iter().zip(&checked).filter(|(_, ok)| ok.is_ok()) {
-                let key = enc::usage_key(&unit.key_id, unit.period_start_ms);
-                batch.merge_cf(usage_cf, key, usage::encode(&usage::charge_now()));
-            }
-            Ok(self.db.write_opt(batch, &self.durable)?)
-        })();
+        let valid = units.iter().zip(&checked).filter(|(_, ok)| ok.is_ok());
+        let written = self.write_charges(valid.map(|(u, _)| (u.key_id.as_str(), u.period_start_ms)));
         checked
             .into_iter()
             .map(|ok| ok.and_then(|()| written.clone()).map(|()| Charged::Done { usage: None }))

@@ -634,6 +634,11 @@ pub fn a_synchronous_unit_is_charged_at_once_beside_reservations(store: &dyn Sto
     assert_eq!(done, [true, false, true, true], "{answers:?}");
     let u = usage(store);
     assert_eq!((u.used, u.reserved, u.transaction_scan), (5, 1, 5), "{u:?}");
+    // Nothing to write (no unit, or only refused ones): nothing charged.
+    assert!(store.charge_now_each(&[]).is_empty());
+    assert!(store.charge_now_each(&[unit("")]).iter().all(Result::is_err));
+    let u = usage(store);
+    assert_eq!((u.used, u.transaction_scan), (5, 5), "{u:?}");
 }
 
 /// Feature records read upwards (`scan_docs`, after a cursor) and downwards (`scan_docs_rev`,
