@@ -256,6 +256,25 @@ fn unknown_programs_stay_raw_and_bad_input_is_refused_with_its_reason() {
     assert!(matches!(message::parse(&bytes[..bytes.len() - 1]), Err(TransactionError::Malformed(_))));
     assert!(matches!(message::parse(&[0u8; 1_300]), Err(TransactionError::TooLarge { bytes: 1_300 })));
     assert!(matches!(message::parse(b""), Err(TransactionError::Malformed(_))));
+
+    // A message version past v0 (prefix 0x81) is named in the refusal, not a bincode error.
+    let mut v1 = serialize(me, &[], true);
+    let prefix = message::parse(&v1).expect("parses").message_offset;
+    assert_eq!(v1[prefix], 0x80, "a v0 message's prefix");
+    v1[prefix] = 0x81;
+    let Err(TransactionError::Malformed(why)) = message::parse(&v1) else { panic!("v1 is refused") };
+    assert!(why.contains("message version 1 is not supported"), "{why}");
+}
+
+#[test]
+fn a_token_2022_batch_is_named_and_kept_raw() {
+    let me = addr(ME);
+    let t22 = Pubkey::parse(ids::TOKEN_2022).expect("id");
+    let data = vec![255u8, 2, 3, 4];
+    let batch = Ix { program: t22, metas: vec![(me, true, true)], data: data.clone() };
+    let tx = decoded(&serialize(me, &[batch], false));
+    assert_eq!(tx.instructions[0].name, "batch");
+    assert_eq!(tx.instructions[0].kind, K::Raw { data: bs58::encode(&data).into_string() });
 }
 
 /// An address lookup table's account data, as the program lays it out (56-byte header).

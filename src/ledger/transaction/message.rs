@@ -125,9 +125,12 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, TransactionError> {
     if bytes.len() > TRANSACTION_BYTES_MAX {
         return Err(TransactionError::TooLarge { bytes: bytes.len() });
     }
-    let tx: VersionedTransaction = wire_options()
-        .deserialize(bytes)
-        .map_err(|e| TransactionError::malformed(format!("not a serialized transaction ({e})")))?;
+    let tx: VersionedTransaction = wire_options().deserialize(bytes).map_err(|e| match message_version(bytes) {
+        Some(version) if version > 0 => {
+            TransactionError::malformed(format!("message version {version} is not supported (legacy and v0 are)"))
+        }
+        _ => TransactionError::malformed(format!("not a serialized transaction ({e})")),
+    })?;
     tx.sanitize().map_err(|e| TransactionError::malformed(format!("the message is inconsistent ({e})")))?;
     let signatures: Vec<[u8; 64]> = tx.signatures.iter().map(|s| <[u8; 64]>::from(*s)).collect();
     let message_offset = signature_section_len(signatures.len());
@@ -137,9 +140,6 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, TransactionError> {
     let (version, lookups) = match &tx.message {
         VersionedMessage::Legacy(_) => (MessageVersion::Legacy, Vec::new()),
         VersionedMessage::V0(m) => (MessageVersion::V0, m.address_table_lookups.iter().map(table_lookup).collect()),
-        VersionedMessage::V1(_) => {
-            return Err(TransactionError::malformed("message version 1 is not supported (legacy and v0 are)".into()))
-        }
     };
     let header = tx.message.header();
     Ok(Parsed {
@@ -175,6 +175,23 @@ fn signature_section_len(count: usize) -> usize {
         _ => 3,
     };
     count_len + count * 64
+}
+
+/// The version a versioned message's prefix byte names (`0x80 | version`), read past the
+/// signature section; `None` for a legacy message or bytes too short to hold one. Read only to
+/// word the error of bytes the official types refuse (a version they do not know).
+fn message_version(bytes: &[u8]) -> Option<u8> {
+    let mut count = 0usize;
+    let mut count_len = 0;
+    for (i, byte) in bytes.iter().take(3).enumerate() {
+        count |= usize::from(byte & 0x7f) << (7 * i);
+        count_len = i + 1;
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    let prefix = *bytes.get(count_len + count * 64)?;
+    (prefix & 0x80 != 0).then_some(prefix & 0x7f)
 }
 
 /// Solana's wire encoding: bincode with fixed-width integers, at most a packet, nothing after.

@@ -112,10 +112,17 @@ fn system(c: &Call<'_>) -> Decoded {
     })
 }
 
+/// Token-2022's `Batch` instruction tag (its contents are instructions of their own, kept raw).
+/// Read by tag: the interface version that agrees with litesvm 0.13 (2.0) predates it.
+const TOKEN_2022_BATCH_TAG: u8 = 255;
+
 /// Both token programs: the classic instructions share their layout; Token-2022's extension
 /// instructions are read by its interface. `spl-token-2022-interface` unpacks the classic
 /// program's instructions too (the same tags 0–24).
 fn token(c: &Call<'_>) -> Decoded {
+    if c.data.first() == Some(&TOKEN_2022_BATCH_TAG) {
+        return Some(("batch", K::Raw { data: bs58::encode(c.data).into_string() }));
+    }
     let ix = TokenInstruction::unpack(c.data).ok()?;
     let a = |i| c.account(i);
     #[allow(deprecated)] // Token-2022 deprecates plain `Transfer`; a scan still reads it.
@@ -196,7 +203,6 @@ fn token(c: &Call<'_>) -> Decoded {
         TokenInstruction::TransferHookExtension => return transfer_hook(c),
         TokenInstruction::SyncNative => ("syncNative", K::Other),
         TokenInstruction::InitializeImmutableOwner => ("initializeImmutableOwner", K::Other),
-        TokenInstruction::Batch { .. } => ("batch", K::Raw { data: bs58::encode(c.data).into_string() }),
         _ => ("other", K::Other),
     })
 }
