@@ -17,7 +17,9 @@ pub mod tick_group;
 // Counters every layer records into (ledger calls, store writes, requests).
 pub mod metrics;
 
-// What the service knows and how it judges: the ledger, labels, eligibility, the pure engine.
+// What the service knows and how it judges: the runtime that executes a transaction on
+// accounts read (the ledger sources run it), the ledger, labels, eligibility, the pure engine.
+pub mod runtime;
 pub mod ledger;
 pub mod labels;
 pub mod eligibility;

@@ -1,0 +1,273 @@
+//! The real Solana runtime inside the scan (issue #44): a serialized transaction executed by
+//! the SVM — the `litesvm` crate, pinned, with the programs it ships (System, Token, Token-2022,
+//! Associated Token Account, Memo, Stake, Address Lookup Table, Compute Budget…) — on the
+//! accounts a ledger source read, answered with the post-state of the accounts asked for.
+//!
+//! Owns: `Runtime` (one SVM per thread that executes: built once, ~14 ms on this VM, then
+//! reused), `PreAccount` / `PostAccount` (the accounts in and out, by value), `Outcome` and the
+//! rule for what it cannot run. Below the ledger sources and the scan: it names neither (they
+//! translate their accounts into `PreAccount`s), so the dependency goes one way.
+//!
+//! Invariant: nothing of one execution is seen by the next. The SVM keeps only what it was
+//! built with (builtins, its programs, sysvars); every account an execution sets is removed
+//! after it, and a simulation commits nothing.
+//! Invariant: a transaction that invokes a program the SVM does not hold is `Skipped` with a
+//! reason naming the program, never run in part; an account given as executable is never
+//! loaded as a program from the caller's bytes (the SVM's own programs answer for theirs).
+//! Invariant: bounded. The transaction is at most `TRANSACTION_BYTES_MAX` bytes (read as the
+//! runtime reads it: fixed-width integers, no trailing bytes), its logs at most
+//! `RUNTIME_LOG_BYTES_MAX`, its time by the compute meter (at most 1.4 million units, the
+//! runtime's own limit), the accounts given at most `RUNTIME_ACCOUNTS_MAX`.
+//! Deliberately absent: signature verification and the blockhash check (a scan judges a
+//! transaction before it is signed, on a blockhash the source may not hold); loading an
+//! upgradeable program's ELF from its program-data account (next: cached by deploy slot,
+//! bounded in bytes); sequences on one state (`transactions: [...]`, next).
+
+#[cfg(test)]
+mod tests;
+
+use bincode::Options;
+use litesvm::LiteSVM;
+use solana_account::{Account, ReadableAccount};
+use solana_address::Address;
+use solana_clock::Clock;
+use solana_transaction::versioned::VersionedTransaction;
+
+use crate::config::TRANSACTION_BYTES_MAX;
+use crate::pubkey::Pubkey;
+
+/// The most log bytes one execution keeps (the SVM cuts the rest and says so in the logs).
+pub const RUNTIME_LOG_BYTES_MAX: usize = 10_000;
+
+/// The most accounts one execution is given: a v0 transaction loads at most 256 (its indices
+/// are a byte); the mints and tables read beside them stay within this too.
+pub const RUNTIME_ACCOUNTS_MAX: usize = 512;
+
+/// The owner of every sysvar account: the SVM holds its own, kept as built.
+const SYSVAR_OWNER: Address = solana_address::address!("Sysvar1111111111111111111111111111111111111");
+
+/// An account as the source holds it before the transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreAccount {
+    pub address: Pubkey,
+    pub lamports: u64,
+    pub owner: Pubkey,
+    pub data: Vec<u8>,
+    pub executable: bool,
+}
+
+/// An account after the transaction (`None` in `Ran::accounts` when it is closed or absent;
+/// an executable one comes without its data).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostAccount {
+    pub lamports: u64,
+    pub owner: Pubkey,
+    pub data: Vec<u8>,
+    pub executable: bool,
+}
+
+/// The ledger's moment a transaction runs at (the Clock sysvar it reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moment {
+    pub slot: u64,
+    pub unix_timestamp_s: i64,
+}
+
+/// What an execution answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Ran(Ran),
+    /// It could not run here; the reason names what is missing.
+    Skipped(String),
+}
+
+/// A transaction that ran (to success or to its error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ran {
+    /// The runtime's error as a node renders it in JSON-RPC (`{"InstructionError":[0,…]}`),
+    /// `None` when it succeeded.
+    pub err: Option<serde_json::Value>,
+    pub logs: Vec<String>,
+    pub units_consumed: u64,
+    pub fee_lamports: u64,
+    /// The accounts asked for, in the order asked, as the transaction left them (the state
+    /// before it when it failed: nothing applies).
+    pub accounts: Vec<Option<PostAccount>>,
+}
+
+/// Why an execution was refused (the caller's input, not the transaction's outcome).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("not a serialized transaction ({0})")]
+    Malformed(String),
+    #[error("{given} accounts given; an execution takes at most {RUNTIME_ACCOUNTS_MAX}")]
+    TooManyAccounts { given: usize },
+}
+
+/// One SVM, reused for every execution on its thread.
+pub struct Runtime {
+    svm: LiteSVM,
+    moment: Option<Moment>,
+    /// The addresses the current execution set (removed when it ends).
+    set: Vec<Address>,
+}
+
+impl Default for Runtime {
+    fn default() -> Runtime {
+        Runtime::new()
+    }
+}
+
+impl Runtime {
+    /// The SVM with its builtins, programs and sysvars; no signature or blockhash check.
+    pub fn new() -> Runtime {
+        let svm = LiteSVM::new()
+            .with_sigverify(false)
+            .with_blockhash_check(false)
+            .with_transaction_history(0)
+            .with_log_bytes_limit(Some(RUNTIME_LOG_BYTES_MAX));
+        Runtime { svm, moment: None, set: Vec::new() }
+    }
+
+    /// Executes `transaction` on `pre` (every account it reads that the SVM does not hold
+    /// itself) at `moment`, without committing; answers the post-state of `wanted`.
+    pub fn execute(
+        &mut self,
+        transaction: &[u8],
+        pre: &[PreAccount],
+        wanted: &[Pubkey],
+        moment: Moment,
+    ) -> Result<Outcome, RuntimeError> {
+        if pre.len() > RUNTIME_ACCOUNTS_MAX || wanted.len() > RUNTIME_ACCOUNTS_MAX {
+            return Err(RuntimeError::TooManyAccounts { given: pre.len().max(wanted.len()) });
+        }
+        let tx = read(transaction)?;
+        self.set_moment(moment);
+        let outcome = self.with_accounts(pre, |svm| match missing_program(svm, &tx) {
+            Some(program) => Outcome::Skipped(format!(
+                "the runtime does not hold program {program} (no executable loaded for it): its effects are not predicted"
+            )),
+            None => Outcome::Ran(run(svm, tx, wanted)),
+        });
+        Ok(outcome)
+    }
+
+    fn set_moment(&mut self, moment: Moment) {
+        if self.moment == Some(moment) {
+            return;
+        }
+        let mut clock: Clock = self.svm.get_sysvar();
+        clock.slot = moment.slot;
+        clock.unix_timestamp = moment.unix_timestamp_s;
+        self.svm.set_sysvar(&clock);
+        self.moment = Some(moment);
+    }
+
+    /// Sets `pre` (past what the SVM holds itself), runs `f`, and removes them again — also
+    /// when `f` panics, so a bug in one execution leaks nothing into the next.
+    fn with_accounts<T>(&mut self, pre: &[PreAccount], f: impl FnOnce(&LiteSVM) -> T) -> T {
+        struct Clear<'a>(&'a mut Runtime);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                for address in self.0.set.drain(..) {
+                    // Zero lamports removes the account; a plain one cannot fail to set.
+                    let _ = self.0.svm.set_account(address, Account::default());
+                }
+            }
+        }
+        let guard = Clear(self);
+        let runtime = &mut *guard.0;
+        for account in pre {
+            let address = Address::new_from_array(account.address.0);
+            if keeps_its_own(&runtime.svm, &address, account) {
+                continue;
+            }
+            let value = Account {
+                lamports: account.lamports,
+                data: account.data.clone(),
+                owner: Address::new_from_array(account.owner.0),
+                executable: false,
+                rent_epoch: u64::MAX,
+            };
+            // A sysvar-shaped or otherwise refused account is left out: the transaction then
+            // sees it absent, as a node would answer for bytes it cannot hold.
+            if runtime.svm.set_account(address, value).is_ok() {
+                runtime.set.push(address);
+            }
+        }
+        f(&runtime.svm)
+    }
+}
+
+/// The transaction as the runtime reads it.
+fn read(bytes: &[u8]) -> Result<VersionedTransaction, RuntimeError> {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+        .with_limit(TRANSACTION_BYTES_MAX as u64)
+        .deserialize(bytes)
+        .map_err(|e| RuntimeError::Malformed(e.to_string()))
+}
+
+/// Whether the SVM answers for `address` itself: an executable account (a program: only the
+/// SVM's own run), a sysvar, or an account the caller gave as executable.
+fn keeps_its_own(svm: &LiteSVM, address: &Address, account: &PreAccount) -> bool {
+    account.executable
+        || account.owner.0 == SYSVAR_OWNER.to_bytes()
+        || svm.get_account(address).is_some_and(|held| held.executable || held.owner == SYSVAR_OWNER)
+}
+
+/// The first program an instruction invokes that the SVM does not hold as executable.
+fn missing_program(svm: &LiteSVM, tx: &VersionedTransaction) -> Option<Pubkey> {
+    let keys = tx.message.static_account_keys();
+    tx.message.instructions().iter().find_map(|ix| {
+        let program = keys.get(usize::from(ix.program_id_index))?;
+        let held = svm.get_account(program).is_some_and(|a| a.executable);
+        (!held).then(|| Pubkey(program.to_bytes()))
+    })
+}
+
+fn run(svm: &LiteSVM, tx: VersionedTransaction, wanted: &[Pubkey]) -> Ran {
+    match svm.simulate_transaction(tx) {
+        Ok(info) => {
+            let post = |key: &Pubkey| {
+                let address = Address::new_from_array(key.0);
+                match info.post_accounts.iter().find(|(a, _)| *a == address) {
+                    Some((_, account)) => {
+                        post_account(account.lamports(), account.owner(), account.data(), account.executable())
+                    }
+                    None => held(svm, &address),
+                }
+            };
+            Ran {
+                err: None,
+                logs: info.meta.logs,
+                units_consumed: info.meta.compute_units_consumed,
+                fee_lamports: info.meta.fee,
+                accounts: wanted.iter().map(post).collect(),
+            }
+        }
+        Err(failed) => Ran {
+            err: Some(
+                serde_json::to_value(&failed.err).unwrap_or_else(|_| serde_json::Value::String(failed.err.to_string())),
+            ),
+            logs: failed.meta.logs,
+            units_consumed: failed.meta.compute_units_consumed,
+            fee_lamports: failed.meta.fee,
+            accounts: wanted.iter().map(|key| held(svm, &Address::new_from_array(key.0))).collect(),
+        },
+    }
+}
+
+/// An account as the SVM holds it (not touched by the transaction).
+fn held(svm: &LiteSVM, address: &Address) -> Option<PostAccount> {
+    let account = svm.get_account(address)?;
+    post_account(account.lamports, &account.owner, &account.data, account.executable)
+}
+
+/// `None` for an account without lamports: closed, or never there. A program's data (its
+/// ELF, up to megabytes) is not copied out: nothing judges it, and a scan must not pay for it.
+fn post_account(lamports: u64, owner: &Address, data: &[u8], executable: bool) -> Option<PostAccount> {
+    let data = if executable { Vec::new() } else { data.to_vec() };
+    (lamports > 0).then(|| PostAccount { lamports, owner: Pubkey(owner.to_bytes()), data, executable })
+}

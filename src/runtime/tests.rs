@@ -1,0 +1,172 @@
+//! The runtime against the real programs: transactions built with the official instruction
+//! builders, accounts in their on-chain layouts, outcomes read back from the post-state.
+
+use solana_address::Address;
+use solana_instruction::Instruction;
+use solana_message::{Message, VersionedMessage};
+use solana_program_pack::Pack;
+use solana_transaction::versioned::VersionedTransaction;
+use spl_token_interface::state::{Account as TokenAccount, AccountState, Mint};
+
+use super::*;
+
+const SOL: u64 = 1_000_000_000;
+const MOMENT: Moment = Moment { slot: 400_000_000, unix_timestamp_s: 1_764_000_000 };
+
+fn key(seed: u8) -> Pubkey {
+    Pubkey([seed; 32])
+}
+
+fn addr(p: Pubkey) -> Address {
+    Address::new_from_array(p.0)
+}
+
+fn token_program() -> Pubkey {
+    Pubkey(spl_token_interface::id().to_bytes())
+}
+
+/// An unsigned legacy transaction of `ixs` paid by `payer` (signature slots zeroed).
+fn transaction(payer: Pubkey, ixs: &[Instruction]) -> Vec<u8> {
+    let message = Message::new(ixs, Some(&addr(payer)));
+    let signatures = vec![Default::default(); usize::from(message.header.num_required_signatures)];
+    let tx = VersionedTransaction { signatures, message: VersionedMessage::Legacy(message) };
+    bincode::serialize(&tx).expect("serializes")
+}
+
+fn wallet(address: Pubkey, lamports: u64) -> PreAccount {
+    PreAccount { address, lamports, owner: Pubkey::default(), data: Vec::new(), executable: false }
+}
+
+fn mint(address: Pubkey) -> PreAccount {
+    let mut data = vec![0; Mint::LEN];
+    let m = Mint {
+        mint_authority: None.into(),
+        supply: 1_000_000,
+        decimals: 6,
+        is_initialized: true,
+        freeze_authority: None.into(),
+    };
+    m.pack_into_slice(&mut data);
+    PreAccount { address, lamports: 1_461_600, owner: token_program(), data, executable: false }
+}
+
+fn token_account(address: Pubkey, mint: Pubkey, owner: Pubkey, amount: u64) -> PreAccount {
+    let mut data = vec![0; TokenAccount::LEN];
+    let a = TokenAccount {
+        mint: addr(mint),
+        owner: addr(owner),
+        amount,
+        delegate: None.into(),
+        state: AccountState::Initialized,
+        is_native: None.into(),
+        delegated_amount: 0,
+        close_authority: None.into(),
+    };
+    a.pack_into_slice(&mut data);
+    PreAccount { address, lamports: 2_039_280, owner: token_program(), data, executable: false }
+}
+
+fn ran(outcome: Outcome) -> Ran {
+    match outcome {
+        Outcome::Ran(ran) => ran,
+        Outcome::Skipped(why) => panic!("skipped: {why}"),
+    }
+}
+
+fn token_state(post: &Option<PostAccount>) -> TokenAccount {
+    TokenAccount::unpack(&post.as_ref().expect("exists").data).expect("a token account")
+}
+
+#[test]
+fn a_sol_transfer_moves_the_lamports_and_charges_the_fee() {
+    let (me, to) = (key(1), key(2));
+    let ix = solana_system_interface::instruction::transfer(&addr(me), &addr(to), SOL);
+    let mut runtime = Runtime::new();
+    let out = ran(runtime.execute(&transaction(me, &[ix]), &[wallet(me, 10 * SOL)], &[me, to], MOMENT).expect("runs"));
+    assert_eq!(out.err, None, "{:?}", out.logs);
+    assert_eq!(out.fee_lamports, 5_000);
+    assert_eq!(out.accounts[0].as_ref().map(|a| a.lamports), Some(9 * SOL - 5_000));
+    assert_eq!(out.accounts[1].as_ref().map(|a| a.lamports), Some(SOL));
+    assert!(out.logs.iter().any(|l| l.contains("11111111111111111111111111111111 success")), "{:?}", out.logs);
+}
+
+#[test]
+fn token_transfers_and_an_owner_handed_away_show_in_the_post_state() {
+    let (me, thief, m, mine, theirs) = (key(1), key(9), key(3), key(4), key(5));
+    let pre = [wallet(me, SOL), mint(m), token_account(mine, m, me, 500), token_account(theirs, m, thief, 0)];
+    let t = spl_token_interface::id();
+    let transfer = spl_token_interface::instruction::transfer(&t, &addr(mine), &addr(theirs), &addr(me), &[], 200)
+        .expect("builds");
+    let give = spl_token_interface::instruction::set_authority(
+        &t,
+        &addr(mine),
+        Some(&addr(thief)),
+        spl_token_interface::instruction::AuthorityType::AccountOwner,
+        &addr(me),
+        &[],
+    )
+    .expect("builds");
+    let mut runtime = Runtime::new();
+    let out = ran(runtime.execute(&transaction(me, &[transfer, give]), &pre, &[mine, theirs], MOMENT).expect("runs"));
+    assert_eq!(out.err, None, "{:?}", out.logs);
+    assert!(out.units_consumed > 0);
+    let (mine_after, theirs_after) = (token_state(&out.accounts[0]), token_state(&out.accounts[1]));
+    assert_eq!((mine_after.amount, theirs_after.amount), (300, 200));
+    assert_eq!(mine_after.owner, addr(thief), "the owner change is in the post-state");
+}
+
+#[test]
+fn a_failed_transaction_says_why_and_applies_nothing() {
+    let (me, to) = (key(1), key(2));
+    let ix = solana_system_interface::instruction::transfer(&addr(me), &addr(to), 20 * SOL);
+    let mut runtime = Runtime::new();
+    let out = ran(runtime.execute(&transaction(me, &[ix]), &[wallet(me, 10 * SOL)], &[me, to], MOMENT).expect("runs"));
+    assert_eq!(out.err, Some(serde_json::json!({"InstructionError": [0, {"Custom": 1}]})), "{:?}", out.logs);
+    assert_eq!(out.accounts[0].as_ref().map(|a| a.lamports), Some(10 * SOL), "nothing applies");
+    assert_eq!(out.accounts[1], None);
+}
+
+#[test]
+fn a_program_the_runtime_does_not_hold_is_skipped_by_name() {
+    let (me, unknown) = (key(1), key(40));
+    let ix = Instruction::new_with_bytes(addr(unknown), &[1, 2, 3], vec![]);
+    let mut runtime = Runtime::new();
+    // Given as executable, its bytes are not loaded as a program.
+    let program = PreAccount { executable: true, data: vec![0x7f, b'E', b'L', b'F'], ..wallet(unknown, SOL) };
+    let Outcome::Skipped(why) =
+        runtime.execute(&transaction(me, &[ix]), &[wallet(me, SOL), program], &[me], MOMENT).expect("answers")
+    else {
+        panic!("an unknown program cannot run")
+    };
+    assert!(why.contains(&unknown.to_string()), "{why}");
+}
+
+#[test]
+fn nothing_of_one_execution_is_seen_by_the_next() {
+    let (me, to) = (key(1), key(2));
+    let ix = solana_system_interface::instruction::transfer(&addr(me), &addr(to), SOL);
+    let tx = transaction(me, &[ix]);
+    let mut runtime = Runtime::new();
+    assert_eq!(ran(runtime.execute(&tx, &[wallet(me, 10 * SOL)], &[me], MOMENT).expect("runs")).err, None);
+    // The payer given the first time is gone: the same transaction without it cannot pay.
+    let out = ran(runtime.execute(&tx, &[], &[me, to], MOMENT).expect("runs"));
+    assert_eq!(out.err, Some(serde_json::json!("AccountNotFound")));
+    assert_eq!(out.accounts, vec![None, None]);
+    // The programs and sysvars it was built with stay.
+    let out = ran(runtime.execute(&tx, &[wallet(me, 10 * SOL)], &[to], MOMENT).expect("runs"));
+    assert_eq!(out.accounts[0].as_ref().map(|a| a.lamports), Some(SOL));
+}
+
+#[test]
+fn the_moment_is_the_clock_the_programs_read_and_bad_input_is_refused() {
+    let mut runtime = Runtime::new();
+    runtime.set_moment(MOMENT);
+    let clock: Clock = runtime.svm.get_sysvar();
+    assert_eq!((clock.slot, clock.unix_timestamp), (MOMENT.slot, MOMENT.unix_timestamp_s));
+    assert!(matches!(runtime.execute(b"\x01\x02", &[], &[], MOMENT), Err(RuntimeError::Malformed(_))));
+    let many = vec![wallet(key(1), 1); RUNTIME_ACCOUNTS_MAX + 1];
+    assert_eq!(
+        runtime.execute(b"", &many, &[], MOMENT),
+        Err(RuntimeError::TooManyAccounts { given: RUNTIME_ACCOUNTS_MAX + 1 })
+    );
+}
