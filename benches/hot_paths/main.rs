@@ -1,5 +1,5 @@
 //! The criterion benches of the hot paths, in one binary: the engine's (`engine.rs`) and the
-//! ledger's (`ledger.rs`).
+//! ledger's (`ledger.rs`) and the scan's simulation (`runtime.rs`).
 //!
 //! Why one binary: each bench binary links the whole crate with thin LTO, and `make test` builds
 //! every bench in test mode (then runs each function once): two binaries cost ~65 s of the 2-core
@@ -16,8 +16,9 @@ use mimalloc::MiMalloc;
 
 mod engine;
 mod ledger;
+mod runtime;
 
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
 
-criterion_main!(engine::benches, ledger::benches);
+criterion_main!(engine::benches, ledger::benches, runtime::benches);
