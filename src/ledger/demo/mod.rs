@@ -32,6 +32,7 @@ pub mod busy;
 pub mod clock;
 pub mod emit;
 pub mod keys;
+pub mod bytes;
 pub mod simulate;
 pub mod state;
 pub mod timeline;
