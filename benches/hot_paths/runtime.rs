@@ -95,7 +95,7 @@ fn svm(c: &mut Criterion) {
     let tx = VersionedTransaction { signatures: vec![Default::default()], message: VersionedMessage::Legacy(message) };
     let bytes = bincode::serialize(&tx).expect("serializes");
     let wanted = [me, drainer, holding, mint];
-    let moment = Moment { slot: 400_000_000, unix_timestamp_s: 1_764_000_000 };
+    let moment = Moment { slot: 400_000_000, epoch: 925, unix_timestamp_s: 1_764_000_000 };
     let mut runtime = Runtime::new();
     c.bench_function("simulate_drain/svm", |b| b.iter(|| runtime.execute(&bytes, &pre, &wanted, moment).map(|_| ())));
 }

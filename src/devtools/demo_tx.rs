@@ -32,7 +32,7 @@ pub const CASES: &[(&str, &str, &str)] = &[
     ("assign", "clean", "assigns its wallet to an unknown program"),
     ("nonce-authorize", "outsider_nonce", "hands the nonce account it is the authority of to another key"),
     ("durable-nonce", "outsider_nonce", "advances its nonce account, then sends 1 SOL: a signature that never expires"),
-    ("nonce-withdraw", "outsider_nonce", "withdraws 0.001 SOL from its nonce account to another address"),
+    ("nonce-withdraw", "outsider_nonce", "withdraws its nonce account's whole balance to another address (closing it)"),
     ("drain", "clean", "approve + owner change + 90 % of its SOL to a flagged drainer, in one transaction"),
     ("lookalike-send", "poisoning_victim", "sends 1 SOL to the look-alike of a friend it pays (address poisoning)"),
 ];
@@ -135,10 +135,15 @@ async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec
             Ok(vec![instruction_parts!(advance), instruction_parts!(send)])
         }
         "nonce-withdraw" => {
-            let nonce = sdk_address(&nonce_of(ledger, &me).await?.address);
-            let amount = LAMPORTS_PER_SOL / 1_000;
+            // All of it: the planted account holds its rent-exempt minimum, and the runtime
+            // refuses a withdrawal that would leave a nonce account below it (a whole balance
+            // closes the account instead).
+            let nonce = nonce_of(ledger, &me).await?;
             Ok(vec![instruction_parts!(solana_system_interface::instruction::withdraw_nonce_account(
-                &nonce, &a, &stranger, amount
+                &sdk_address(&nonce.address),
+                &a,
+                &stranger,
+                nonce.lamports
             ))])
         }
         "drain" => {

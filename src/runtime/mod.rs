@@ -70,6 +70,7 @@ pub struct PostAccount {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Moment {
     pub slot: u64,
+    pub epoch: u64,
     pub unix_timestamp_s: i64,
 }
 
@@ -158,6 +159,7 @@ impl Runtime {
         }
         let mut clock: Clock = self.svm.get_sysvar();
         clock.slot = moment.slot;
+        clock.epoch = moment.epoch;
         clock.unix_timestamp = moment.unix_timestamp_s;
         self.svm.set_sysvar(&clock);
         self.moment = Some(moment);

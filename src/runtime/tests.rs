@@ -11,7 +11,7 @@ use spl_token_interface::state::{Account as TokenAccount, AccountState, Mint};
 use super::*;
 
 const SOL: u64 = 1_000_000_000;
-const MOMENT: Moment = Moment { slot: 400_000_000, unix_timestamp_s: 1_764_000_000 };
+const MOMENT: Moment = Moment { slot: 400_000_000, epoch: 925, unix_timestamp_s: 1_764_000_000 };
 
 fn key(seed: u8) -> Pubkey {
     Pubkey([seed; 32])
