@@ -215,7 +215,7 @@ fn init_mint_extension(s: &mut StateWithExtensionsMut<'_, MintState>, e: &MintEx
         }
         MintExt::NonTransferable => s.init_extension::<NonTransferable>(true).map(|_| ()),
         MintExt::DefaultFrozen => {
-            s.init_extension::<DefaultAccountState>(true).map(|x| x.state = (AccountState::Frozen as u8).into())
+            s.init_extension::<DefaultAccountState>(true).map(|x| x.state = AccountState::Frozen as u8)
         }
         MintExt::CloseAuthority(c) => {
             s.init_extension::<MintCloseAuthority>(true).map(|x| x.close_authority = optional(Some(*c)))
