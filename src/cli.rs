@@ -851,6 +851,9 @@ pub fn main() -> ExitCode {
 /// listener thread wait for stderr (the access log writes one per request).
 const LOG_LINES_BUFFERED_MAX: usize = 128 * 1024;
 
+/// The log filter when `XRAY_LOG` is not set.
+const LOG_FILTER_DEFAULT: &str = "info,litesvm=off";
+
 /// Logs to stderr through a writer thread, filtered by `XRAY_LOG` (default `info`), coloured
 /// only when stderr is a terminal. The guard
 /// flushes what is buffered when dropped: hold it until the command ends.
@@ -859,8 +862,10 @@ fn init_tracing(format: config::LogFormat) -> tracing_appender::non_blocking::Wo
         .buffered_lines_limit(LOG_LINES_BUFFERED_MAX)
         .lossy(true)
         .finish(std::io::stderr());
+    // litesvm logs a simulated transaction's own failures (an unknown payer, too few lamports)
+    // at error level: a scan's answer, not the server's health, so they are off by default.
     let filter = tracing_subscriber::EnvFilter::try_from_env("XRAY_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(LOG_FILTER_DEFAULT));
     // Colour codes only for a person at a terminal: a file or a journal gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);

@@ -10,14 +10,17 @@
 //!
 //! Invariant: nothing of one execution is seen by the next. The SVM keeps only what it was
 //! built with (builtins, its programs, sysvars); every account an execution sets is removed
-//! after it, and a simulation commits nothing.
-//! Invariant: a transaction that invokes a program the SVM does not hold is `Skipped` with a
+//! after it (where the SVM held one, put back as it was), and a simulation commits nothing.
+//! Invariant: a transaction that invokes a program the SVM does not hold, or names an
+//! executable account it does not hold (a program a CPI would reach), is `Skipped` with a
 //! reason naming the program, never run in part; an account given as executable is never
 //! loaded as a program from the caller's bytes (the SVM's own programs answer for theirs).
 //! Invariant: bounded. The transaction is at most `TRANSACTION_BYTES_MAX` bytes (read as the
 //! runtime reads it: fixed-width integers, no trailing bytes), its logs at most
 //! `RUNTIME_LOG_BYTES_MAX`, its time by the compute meter (at most 1.4 million units, the
-//! runtime's own limit), the accounts given at most `RUNTIME_ACCOUNTS_MAX`.
+//! runtime's own limit), the accounts given at most `RUNTIME_ACCOUNTS_MAX` holding at most
+//! `RUNTIME_PRE_DATA_BYTES_MAX`, one account's post-state copied out at most
+//! `RUNTIME_POST_DATA_BYTES_MAX` (past it the answer is `Skipped`).
 //! Deliberately absent: signature verification and the blockhash check (a scan judges a
 //! transaction before it is signed, on a blockhash the source may not hold); loading an
 //! upgradeable program's ELF from its program-data account (next: cached by deploy slot,
@@ -39,9 +42,23 @@ use crate::pubkey::Pubkey;
 /// The most log bytes one execution keeps (the SVM cuts the rest and says so in the logs).
 pub const RUNTIME_LOG_BYTES_MAX: usize = 10_000;
 
-/// The most accounts one execution is given: a v0 transaction loads at most 256 (its indices
-/// are a byte); the mints and tables read beside them stay within this too.
-pub const RUNTIME_ACCOUNTS_MAX: usize = 512;
+/// The most accounts one execution is given: a transaction names at most 256 (its indices are
+/// a byte), each token account among them may bring its mint (256 more), and the lookup tables
+/// a 1,232-byte message can name (fewer than 40) come on top: 1,024 holds them all.
+pub const RUNTIME_ACCOUNTS_MAX: usize = 1_024;
+
+/// The most account bytes one execution is given, all accounts together (a demo account is at
+/// most a few hundred bytes; a source's largest, a lookup table, 8 KiB).
+pub const RUNTIME_PRE_DATA_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+/// The most bytes of one account's post-state copied out: a transaction that grows an account
+/// past it (the runtime allows 10 MiB) is answered `Skipped`, not read — the scan reads token,
+/// mint, nonce and stake layouts of a few hundred bytes, and must not copy megabytes per scan.
+pub const RUNTIME_POST_DATA_BYTES_MAX: usize = 64 * 1024;
+
+/// How many recent slots the SlotHashes sysvar holds (the runtime's own count): a lookup
+/// table created at one of them is created as on a node.
+const SLOT_HASHES_MAX: u64 = 512;
 
 /// The owner of every sysvar account: the SVM holds its own, kept as built.
 const SYSVAR_OWNER: Address = solana_address::address!("Sysvar1111111111111111111111111111111111111");
@@ -103,14 +120,17 @@ pub enum RuntimeError {
     Malformed(String),
     #[error("{given} accounts given; an execution takes at most {RUNTIME_ACCOUNTS_MAX}")]
     TooManyAccounts { given: usize },
+    #[error("{given} bytes of accounts given; an execution takes at most {RUNTIME_PRE_DATA_BYTES_MAX}")]
+    TooMuchData { given: usize },
 }
 
 /// One SVM, reused for every execution on its thread.
 pub struct Runtime {
     svm: LiteSVM,
     moment: Option<Moment>,
-    /// The addresses the current execution set (removed when it ends).
-    set: Vec<Address>,
+    /// The accounts the current execution set, each with what the SVM held there before
+    /// (put back when it ends: removed, or the SVM's own restored).
+    set: Vec<(Address, Option<Account>)>,
 }
 
 impl Default for Runtime {
@@ -142,13 +162,17 @@ impl Runtime {
         if pre.len() > RUNTIME_ACCOUNTS_MAX || wanted.len() > RUNTIME_ACCOUNTS_MAX {
             return Err(RuntimeError::TooManyAccounts { given: pre.len().max(wanted.len()) });
         }
+        let bytes: usize = pre.iter().map(|a| a.data.len()).sum();
+        if bytes > RUNTIME_PRE_DATA_BYTES_MAX {
+            return Err(RuntimeError::TooMuchData { given: bytes });
+        }
         let tx = read(transaction)?;
         self.set_moment(moment);
-        let outcome = self.with_accounts(pre, |svm| match missing_program(svm, &tx) {
+        let outcome = self.with_accounts(pre, |svm| match missing_program(svm, &tx, pre) {
             Some(program) => Outcome::Skipped(format!(
                 "the runtime does not hold program {program} (no executable loaded for it): its effects are not predicted"
             )),
-            None => Outcome::Ran(run(svm, tx, wanted)),
+            None => run(svm, tx, wanted),
         });
         Ok(outcome)
     }
@@ -162,6 +186,11 @@ impl Runtime {
         clock.epoch = moment.epoch;
         clock.unix_timestamp = moment.unix_timestamp_s;
         self.svm.set_sysvar(&clock);
+        // The slots before it, newest first, as a node's SlotHashes holds them (the hashes are
+        // not the chain's: the programs the runtime holds read only which slots are there).
+        let recent = moment.slot.saturating_sub(SLOT_HASHES_MAX)..moment.slot;
+        let hashes: Vec<_> = recent.rev().map(|slot| (slot, solana_hash::Hash::new_from_array([0; 32]))).collect();
+        self.svm.set_sysvar(&solana_slot_hashes::SlotHashes::new(&hashes));
         self.moment = Some(moment);
     }
 
@@ -171,9 +200,10 @@ impl Runtime {
         struct Clear<'a>(&'a mut Runtime);
         impl Drop for Clear<'_> {
             fn drop(&mut self) {
-                for address in self.0.set.drain(..) {
-                    // Zero lamports removes the account; a plain one cannot fail to set.
-                    let _ = self.0.svm.set_account(address, Account::default());
+                for (address, held) in self.0.set.drain(..).rev() {
+                    // Zero lamports removes the account; what the SVM held goes back as it was
+                    // (it held it, so it takes it again).
+                    let _ = self.0.svm.set_account(address, held.unwrap_or_default());
                 }
             }
         }
@@ -193,8 +223,9 @@ impl Runtime {
             };
             // A sysvar-shaped or otherwise refused account is left out: the transaction then
             // sees it absent, as a node would answer for bytes it cannot hold.
+            let held = runtime.svm.get_account(&address);
             if runtime.svm.set_account(address, value).is_ok() {
-                runtime.set.push(address);
+                runtime.set.push((address, held));
             }
         }
         f(&runtime.svm)
@@ -219,46 +250,59 @@ fn keeps_its_own(svm: &LiteSVM, address: &Address, account: &PreAccount) -> bool
         || svm.get_account(address).is_some_and(|held| held.executable || held.owner == SYSVAR_OWNER)
 }
 
-/// The first program an instruction invokes that the SVM does not hold as executable.
-fn missing_program(svm: &LiteSVM, tx: &VersionedTransaction) -> Option<Pubkey> {
+/// The first program the transaction would run that the SVM does not hold as executable: one
+/// an instruction invokes, or an executable account it names (a program reached by a CPI —
+/// a Token-2022 transfer hook — is named so; run without it, the transaction would fail here
+/// where a node would run it).
+fn missing_program(svm: &LiteSVM, tx: &VersionedTransaction, pre: &[PreAccount]) -> Option<Pubkey> {
+    let held = |address: &Address| svm.get_account(address).is_some_and(|a| a.executable);
     let keys = tx.message.static_account_keys();
-    tx.message.instructions().iter().find_map(|ix| {
-        let program = keys.get(usize::from(ix.program_id_index))?;
-        let held = svm.get_account(program).is_some_and(|a| a.executable);
-        (!held).then(|| Pubkey(program.to_bytes()))
-    })
+    let invoked = tx.message.instructions().iter().filter_map(|ix| keys.get(usize::from(ix.program_id_index)));
+    let named = pre.iter().filter(|a| a.executable).map(|a| Address::new_from_array(a.address.0));
+    invoked.copied().chain(named).find(|program| !held(program)).map(|program| Pubkey(program.to_bytes()))
 }
 
-fn run(svm: &LiteSVM, tx: VersionedTransaction, wanted: &[Pubkey]) -> Ran {
-    match svm.simulate_transaction(tx) {
-        Ok(info) => {
-            let post = |key: &Pubkey| {
-                let address = Address::new_from_array(key.0);
-                match info.post_accounts.iter().find(|(a, _)| *a == address) {
-                    Some((_, account)) => {
-                        post_account(account.lamports(), account.owner(), account.data(), account.executable())
-                    }
-                    None => held(svm, &address),
-                }
-            };
-            Ran {
-                err: None,
-                logs: info.meta.logs,
-                units_consumed: info.meta.compute_units_consumed,
-                fee_lamports: info.meta.fee,
-                accounts: wanted.iter().map(post).collect(),
-            }
+fn run(svm: &LiteSVM, tx: VersionedTransaction, wanted: &[Pubkey]) -> Outcome {
+    let info = match svm.simulate_transaction(tx) {
+        Ok(info) => info,
+        Err(failed) => {
+            let err =
+                serde_json::to_value(&failed.err).unwrap_or_else(|_| serde_json::Value::String(failed.err.to_string()));
+            return Outcome::Ran(Ran {
+                err: Some(err),
+                logs: failed.meta.logs,
+                units_consumed: failed.meta.compute_units_consumed,
+                fee_lamports: failed.meta.fee,
+                accounts: wanted.iter().map(|key| held(svm, &Address::new_from_array(key.0))).collect(),
+            });
         }
-        Err(failed) => Ran {
-            err: Some(
-                serde_json::to_value(&failed.err).unwrap_or_else(|_| serde_json::Value::String(failed.err.to_string())),
-            ),
-            logs: failed.meta.logs,
-            units_consumed: failed.meta.compute_units_consumed,
-            fee_lamports: failed.meta.fee,
-            accounts: wanted.iter().map(|key| held(svm, &Address::new_from_array(key.0))).collect(),
-        },
+    };
+    let grown =
+        info.post_accounts.iter().find(|(_, a)| !a.executable() && a.data().len() > RUNTIME_POST_DATA_BYTES_MAX);
+    if let Some((address, account)) = grown {
+        return Outcome::Skipped(format!(
+            "the transaction leaves account {} with {} bytes of data; past {RUNTIME_POST_DATA_BYTES_MAX} the \
+             runtime's answer is not read",
+            Pubkey(address.to_bytes()),
+            account.data().len()
+        ));
     }
+    let post = |key: &Pubkey| {
+        let address = Address::new_from_array(key.0);
+        match info.post_accounts.iter().find(|(a, _)| *a == address) {
+            Some((_, account)) => {
+                post_account(account.lamports(), account.owner(), account.data(), account.executable())
+            }
+            None => held(svm, &address),
+        }
+    };
+    Outcome::Ran(Ran {
+        err: None,
+        logs: info.meta.logs,
+        units_consumed: info.meta.compute_units_consumed,
+        fee_lamports: info.meta.fee,
+        accounts: wanted.iter().map(post).collect(),
+    })
 }
 
 /// An account as the SVM holds it (not touched by the transaction).

@@ -170,3 +170,65 @@ fn the_moment_is_the_clock_the_programs_read_and_bad_input_is_refused() {
         Err(RuntimeError::TooManyAccounts { given: RUNTIME_ACCOUNTS_MAX + 1 })
     );
 }
+
+#[test]
+fn an_executable_account_the_runtime_does_not_hold_skips_even_when_only_named() {
+    // A program reached only by a CPI (a transfer hook) is named, not invoked, at the top level.
+    let (me, to, hook) = (key(1), key(2), key(41));
+    let mut ix = solana_system_interface::instruction::transfer(&addr(me), &addr(to), SOL);
+    ix.accounts.push(solana_instruction::AccountMeta::new_readonly(addr(hook), false));
+    let program = PreAccount { executable: true, ..wallet(hook, SOL) };
+    let mut runtime = Runtime::new();
+    let Outcome::Skipped(why) =
+        runtime.execute(&transaction(me, &[ix]), &[wallet(me, 10 * SOL), program], &[me], MOMENT).expect("answers")
+    else {
+        panic!("a hook the runtime cannot run is not run without it")
+    };
+    assert!(why.contains(&hook.to_string()), "{why}");
+}
+
+#[test]
+fn an_account_the_runtime_holds_is_put_back_as_it_was() {
+    let mut runtime = Runtime::new();
+    let own = Pubkey(runtime.svm.airdrop_pubkey().to_bytes());
+    let before = runtime.svm.get_account(&addr(own)).expect("the SVM's own faucet");
+    let (me, to) = (key(1), key(2));
+    let ix = solana_system_interface::instruction::transfer(&addr(me), &addr(to), SOL);
+    let pre = [wallet(me, 10 * SOL), wallet(own, 1)];
+    assert_eq!(ran(runtime.execute(&transaction(me, &[ix]), &pre, &[own], MOMENT).expect("runs")).err, None);
+    assert_eq!(runtime.svm.get_account(&addr(own)), Some(before), "restored, not removed");
+}
+
+#[test]
+fn what_goes_in_and_what_is_copied_out_are_bounded() {
+    let mut runtime = Runtime::new();
+    let big = PreAccount { data: vec![1; RUNTIME_PRE_DATA_BYTES_MAX + 1], ..wallet(key(3), SOL) };
+    assert_eq!(
+        runtime.execute(b"", &[big], &[], MOMENT),
+        Err(RuntimeError::TooMuchData { given: RUNTIME_PRE_DATA_BYTES_MAX + 1 })
+    );
+    // An account grown past the bound is not copied out: the answer says why.
+    let (me, new) = (key(1), key(6));
+    let space = (RUNTIME_POST_DATA_BYTES_MAX + 1) as u64;
+    let ix = solana_system_interface::instruction::create_account(&addr(me), &addr(new), SOL, space, &addr(key(7)));
+    let Outcome::Skipped(why) =
+        runtime.execute(&transaction(me, &[ix]), &[wallet(me, 10 * SOL)], &[me, new], MOMENT).expect("answers")
+    else {
+        panic!("not read")
+    };
+    assert!(why.contains(&new.to_string()) && why.contains(&space.to_string()), "{why}");
+}
+
+#[test]
+fn a_lookup_table_is_created_at_a_recent_slot_as_on_a_node() {
+    let me = key(1);
+    let recent = MOMENT.slot - 1;
+    let (ix, table) =
+        solana_address_lookup_table_interface::instruction::create_lookup_table(addr(me), addr(me), recent);
+    let mut runtime = Runtime::new();
+    let out = ran(runtime
+        .execute(&transaction(me, &[ix]), &[wallet(me, 10 * SOL)], &[Pubkey(table.to_bytes())], MOMENT)
+        .expect("runs"));
+    assert_eq!(out.err, None, "{:?}", out.logs);
+    assert!(out.accounts[0].is_some(), "the table exists after it");
+}

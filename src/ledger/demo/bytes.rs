@@ -77,24 +77,25 @@ fn from_optional(p: OptionalNonZeroPubkey) -> Option<Pubkey> {
     Option::<Address>::from(p).map(|a| pubkey(&a))
 }
 
-/// `a` at `at` as the runtime takes it.
-pub fn encode(at: Pubkey, a: &Acct) -> PreAccount {
-    let executable = matches!(a.data, Data::Program { .. });
-    PreAccount { address: at, lamports: a.lamports, owner: a.owner, data: data(a), executable }
+/// `a` at `at` as the runtime takes it, or why its layout could not be written (an error of
+/// the demo's, never of a request's: every account of the demo's worlds is written in tests).
+pub fn encode(at: Pubkey, a: &Acct) -> Result<PreAccount, String> {
+    let data = data(a).map_err(|e| format!("account {at} cannot be written in its on-chain layout ({e})"))?;
+    Ok(PreAccount { address: at, lamports: a.lamports, owner: a.owner, data, executable: a.executable() })
 }
 
-fn data(a: &Acct) -> Vec<u8> {
+fn data(a: &Acct) -> Result<Vec<u8>, String> {
     let token_2022 = token_program_of(&a.owner) == Some(TokenProgram::Token2022);
-    match &a.data {
+    Ok(match &a.data {
         Data::Empty => Vec::new(),
         Data::Uninitialized { space } => vec![0; usize::try_from((*space).min(UNINITIALIZED_BYTES_MAX)).unwrap_or(0)],
-        Data::Token(t) if token_2022 => token_2022_account(t),
+        Data::Token(t) if token_2022 => token_2022_account(t)?,
         Data::Token(t) => {
             let mut out = vec![0; TokenState::LEN];
             token_state(t).pack_into_slice(&mut out);
             out
         }
-        Data::Mint(m) if token_2022 => token_2022_mint(m),
+        Data::Mint(m) if token_2022 => token_2022_mint(m)?,
         Data::Mint(m) => {
             let mut out = vec![0; MintState::LEN];
             mint_state(m).pack_into_slice(&mut out);
@@ -109,11 +110,11 @@ fn data(a: &Acct) -> Vec<u8> {
             out.extend(NONCE_LAMPORTS_PER_SIGNATURE.to_le_bytes());
             out
         }
-        Data::Stake(s) => stake(s),
+        Data::Stake(s) => stake(s)?,
         Data::Program { program_data } => [&UPGRADEABLE_PROGRAM_TAG.to_le_bytes()[..], &program_data.0].concat(),
-        Data::LookupTable { authority, addresses } => lookup_table(*authority, addresses),
+        Data::LookupTable { authority, addresses } => lookup_table(*authority, addresses)?,
         Data::Bytes(b) => b.clone(),
-    }
+    })
 }
 
 fn token_state(t: &TokenAcct) -> TokenState {
@@ -139,44 +140,43 @@ fn mint_state(m: &MintAcct) -> MintState {
     }
 }
 
-fn token_2022_account(t: &TokenAcct) -> Vec<u8> {
+fn token_2022_account(t: &TokenAcct) -> Result<Vec<u8>, String> {
     let mut types = vec![ExtensionType::ImmutableOwner];
     types.extend(t.exts.hook.then_some(ExtensionType::TransferHookAccount));
     types.extend(t.exts.fee.then_some(ExtensionType::TransferFeeAmount));
     types.extend(t.exts.non_transferable.then_some(ExtensionType::NonTransferableAccount));
-    let len = ExtensionType::try_calculate_account_len::<TokenState>(&types).unwrap_or(TokenState::LEN);
+    let len = ExtensionType::try_calculate_account_len::<TokenState>(&types).map_err(|e| e.to_string())?;
     let mut out = vec![0; len];
-    if let Ok(mut s) = StateWithExtensionsMut::<TokenState>::unpack_uninitialized(&mut out) {
-        let _ = s.init_extension::<ImmutableOwner>(true);
-        if t.exts.hook {
-            let _ = s.init_extension::<TransferHookAccount>(true).map(|e| e.transferring = PodBool::from(false));
-        }
-        if t.exts.fee {
-            let _ = s.init_extension::<TransferFeeAmount>(true).map(|e| e.withheld_amount = PodU64::from(t.withheld));
-        }
-        if t.exts.non_transferable {
-            let _ = s.init_extension::<NonTransferableAccount>(true);
-        }
-        s.base = token_state(t);
-        s.pack_base();
-        let _ = s.init_account_type();
+    let mut s = StateWithExtensionsMut::<TokenState>::unpack_uninitialized(&mut out).map_err(|e| e.to_string())?;
+    s.init_extension::<ImmutableOwner>(true).map_err(|e| e.to_string())?;
+    if t.exts.hook {
+        s.init_extension::<TransferHookAccount>(true).map_err(|e| e.to_string())?.transferring = PodBool::from(false);
     }
-    out
+    if t.exts.fee {
+        s.init_extension::<TransferFeeAmount>(true).map_err(|e| e.to_string())?.withheld_amount =
+            PodU64::from(t.withheld);
+    }
+    if t.exts.non_transferable {
+        s.init_extension::<NonTransferableAccount>(true).map_err(|e| e.to_string())?;
+    }
+    s.base = token_state(t);
+    s.pack_base();
+    s.init_account_type().map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
-fn token_2022_mint(m: &MintAcct) -> Vec<u8> {
+fn token_2022_mint(m: &MintAcct) -> Result<Vec<u8>, String> {
     let types: Vec<ExtensionType> = m.extensions.iter().map(extension_type).collect();
-    let len = ExtensionType::try_calculate_account_len::<MintState>(&types).unwrap_or(MintState::LEN);
+    let len = ExtensionType::try_calculate_account_len::<MintState>(&types).map_err(|e| e.to_string())?;
     let mut out = vec![0; len];
-    if let Ok(mut s) = StateWithExtensionsMut::<MintState>::unpack_uninitialized(&mut out) {
-        for e in &m.extensions {
-            init_mint_extension(&mut s, e);
-        }
-        s.base = mint_state(m);
-        s.pack_base();
-        let _ = s.init_account_type();
+    let mut s = StateWithExtensionsMut::<MintState>::unpack_uninitialized(&mut out).map_err(|e| e.to_string())?;
+    for e in &m.extensions {
+        init_mint_extension(&mut s, e)?;
     }
-    out
+    s.base = mint_state(m);
+    s.pack_base();
+    s.init_account_type().map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
 fn extension_type(e: &MintExt) -> ExtensionType {
@@ -190,9 +190,8 @@ fn extension_type(e: &MintExt) -> ExtensionType {
     }
 }
 
-fn init_mint_extension(s: &mut StateWithExtensionsMut<'_, MintState>, e: &MintExt) {
-    // Each init writes into space `try_calculate_account_len` made for it: it cannot fail.
-    let _ = match e {
+fn init_mint_extension(s: &mut StateWithExtensionsMut<'_, MintState>, e: &MintExt) -> Result<(), String> {
+    let written = match e {
         MintExt::PermanentDelegate(d) => {
             s.init_extension::<PermanentDelegate>(true).map(|x| x.delegate = optional(Some(*d)))
         }
@@ -221,9 +220,10 @@ fn init_mint_extension(s: &mut StateWithExtensionsMut<'_, MintState>, e: &MintEx
             s.init_extension::<MintCloseAuthority>(true).map(|x| x.close_authority = optional(Some(*c)))
         }
     };
+    written.map_err(|e| e.to_string())
 }
 
-fn stake(s: &StakeAcct) -> Vec<u8> {
+fn stake(s: &StakeAcct) -> Result<Vec<u8>, String> {
     use solana_stake_interface::stake_flags::StakeFlags;
     use solana_stake_interface::state::{self as st, Authorized, Lockup, Meta, StakeStateV2};
     let meta = Meta {
@@ -246,26 +246,75 @@ fn stake(s: &StakeAcct) -> Vec<u8> {
             StakeStateV2::Stake(meta, stake, StakeFlags::empty())
         }
     };
-    let mut out = bincode::serialize(&state).unwrap_or_default();
+    let mut out = bincode::serialize(&state).map_err(|e| e.to_string())?;
     out.resize(STAKE_LEN as usize, 0);
-    out
+    Ok(out)
 }
 
-fn lookup_table(authority: Pubkey, addresses: &[Pubkey]) -> Vec<u8> {
+fn lookup_table(authority: Pubkey, addresses: &[Pubkey]) -> Result<Vec<u8>, String> {
     use solana_address_lookup_table_interface::state::{LookupTableMeta, ProgramState, LOOKUP_TABLE_META_SIZE};
     let meta = LookupTableMeta { authority: Some(address(&authority)), ..LookupTableMeta::default() };
-    let mut out = bincode::serialize(&ProgramState::LookupTable(meta)).unwrap_or_default();
+    let mut out = bincode::serialize(&ProgramState::LookupTable(meta)).map_err(|e| e.to_string())?;
     out.resize(LOOKUP_TABLE_META_SIZE, 0);
     for a in addresses {
         out.extend(a.0);
     }
-    out
+    Ok(out)
 }
 
 /// The demo's reading of an account the runtime left: `decimals` answers a mint's decimals
-/// (a token account's bytes do not hold them).
+/// (a token account's bytes do not hold them). A layout the demo's model holds only in part (a
+/// stake account's lockup and deactivation epoch, a table's deactivation slot, a fee config's
+/// second authority and older fee, a Token-2022 account without `immutableOwner`…) reads as raw
+/// `Bytes`: read only when writing the reading back gives the same bytes, so a change the model
+/// cannot hold is never rendered as no change.
 pub fn decode(owner: Pubkey, lamports: u64, bytes: &[u8], decimals: impl Fn(&Pubkey) -> Option<u8>) -> Acct {
-    Acct { lamports, owner, data: decode_data(&owner, bytes, decimals) }
+    let read = Acct { lamports, owner, data: decode_data(&owner, bytes, decimals) };
+    match data(&read) {
+        Ok(written) if same_reading(&owner, &written, bytes) => read,
+        _ => Acct { lamports, owner, data: Data::Bytes(bytes.to_vec()) },
+    }
+}
+
+/// Whether `a` and `b` say the same by the official readers of `owner`'s layouts. Not byte
+/// equality: the token programs leave a cleared option's old key in place (`COption::None`
+/// writes only its tag), and a program may leave stale bytes past what it serialized.
+fn same_reading(owner: &Pubkey, a: &[u8], b: &[u8]) -> bool {
+    if token_program_of(owner).is_some() {
+        return same_token_reading(a, b);
+    }
+    fn read<T: serde::de::DeserializeOwned + PartialEq>(a: &[u8], b: &[u8]) -> Option<bool> {
+        Some(bincode::deserialize::<T>(a).ok()? == bincode::deserialize::<T>(b).ok()?)
+    }
+    let same = if *owner == BUILTIN.stake {
+        read::<solana_stake_interface::state::StakeStateV2>(a, b)
+    } else if *owner == BUILTIN.system && a.len() == NONCE_LEN as usize {
+        read::<solana_nonce::versions::Versions>(a, b)
+    } else if *owner == BUILTIN.lookup_table_program {
+        use solana_address_lookup_table_interface::state::AddressLookupTable;
+        let (x, y) = (AddressLookupTable::deserialize(a).ok(), AddressLookupTable::deserialize(b).ok());
+        x.zip(y).map(|(x, y)| x.meta == y.meta && x.addresses == y.addresses)
+    } else {
+        None
+    };
+    same.unwrap_or(a == b)
+}
+
+/// Token accounts and mints: the same base by `unpack`, and the same extension bytes (their
+/// fields have no options that keep stale bytes: an absent key is 32 zeros).
+fn same_token_reading(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let tail_same = a.get(TokenState::LEN..) == b.get(TokenState::LEN..);
+    if let (Ok(x), Ok(y)) = (StateWithExtensions::<TokenState>::unpack(a), StateWithExtensions::<TokenState>::unpack(b))
+    {
+        return x.base == y.base && tail_same;
+    }
+    if let (Ok(x), Ok(y)) = (StateWithExtensions::<MintState>::unpack(a), StateWithExtensions::<MintState>::unpack(b)) {
+        return x.base == y.base && a.get(MintState::LEN..) == b.get(MintState::LEN..);
+    }
+    a == b
 }
 
 fn decode_data(owner: &Pubkey, bytes: &[u8], decimals: impl Fn(&Pubkey) -> Option<u8>) -> Data {
@@ -425,7 +474,7 @@ mod tests {
         };
         let mut kinds = std::collections::BTreeMap::<&str, usize>::new();
         for (at, a) in state {
-            let pre = encode(*at, a);
+            let pre = encode(*at, a).expect("writes");
             assert_eq!(pre.data.len() as u64, a.space().min(UNINITIALIZED_BYTES_MAX), "{at}: {a:?}");
             let back = decode(pre.owner, pre.lamports, &pre.data, decimals);
             assert_eq!(super::super::emit::account(&back), super::super::emit::account(a), "{at}");
@@ -455,11 +504,43 @@ mod tests {
     }
 
     #[test]
+    fn a_change_the_model_cannot_hold_reads_as_raw_bytes() {
+        use solana_stake_interface::state::StakeStateV2;
+        let staker = Pubkey([8; 32]);
+        let delegation = Some(Delegation { voter: Pubkey([9; 32]), stake: 5, activation_epoch: 1 });
+        let s = StakeAcct { staker, withdrawer: staker, delegation, credits_observed: 0 };
+        let a = Acct { lamports: 10, owner: BUILTIN.stake, data: Data::Stake(s) };
+        let mut bytes = data(&a).expect("writes");
+        assert_eq!(decode(a.owner, a.lamports, &bytes, |_| None), a, "a layout the model holds whole");
+        // Deactivated: the model holds no deactivation epoch, so the reading is the bytes.
+        let Ok(StakeStateV2::Stake(meta, mut stake, flags)) = bincode::deserialize(&bytes) else { panic!("stake") };
+        stake.delegation.deactivation_epoch = 700;
+        let deactivated = bincode::serialize(&StakeStateV2::Stake(meta, stake, flags)).expect("writes");
+        bytes[..deactivated.len()].copy_from_slice(&deactivated);
+        let read = decode(a.owner, a.lamports, &bytes, |_| None);
+        assert_eq!(read.data, Data::Bytes(bytes), "never read as unchanged");
+    }
+
+    #[test]
+    fn a_cleared_option_with_its_old_key_left_in_place_reads_as_cleared() {
+        let mint = Pubkey([2; 32]);
+        let mut t = TokenAcct::new(mint, Pubkey([3; 32]), 6);
+        t.delegate = Some(Pubkey([4; 32]));
+        let delegated = data(&Acct::token_account(TokenProgram::Token, t.clone())).expect("writes");
+        // SPL Token's Revoke writes the option's tag and leaves the key's bytes (offset 72..76
+        // is the tag, 76..108 the key).
+        let mut revoked = delegated.clone();
+        revoked[72..76].copy_from_slice(&[0; 4]);
+        let read = decode(BUILTIN.token, 2_039_280, &revoked, |_| Some(6));
+        assert_eq!(read.data, Data::Token(TokenAcct { delegate: None, ..t }), "read, not raw bytes");
+    }
+
+    #[test]
     fn the_hand_written_layouts_are_what_the_official_readers_read() {
         let (authority, nonce_value, program_data) = (Pubkey([3; 32]), Pubkey([4; 32]), Pubkey([5; 32]));
         let nonce_acct =
             Acct { lamports: 1, owner: BUILTIN.system, data: Data::Nonce { authority, blockhash: nonce_value } };
-        let bytes = data(&nonce_acct);
+        let bytes = data(&nonce_acct).expect("writes");
         assert_eq!(bytes.len(), NONCE_LEN as usize);
         let versions: solana_nonce::versions::Versions = bincode::deserialize(&bytes).expect("a nonce account");
         let solana_nonce::state::State::Initialized(d) = versions.state() else { panic!("initialized") };
@@ -468,7 +549,7 @@ mod tests {
 
         let program = Acct { lamports: 1, owner: BUILTIN.bpf_upgradeable_loader, data: Data::Program { program_data } };
         let state: solana_loader_v3_interface::state::UpgradeableLoaderState =
-            bincode::deserialize(&data(&program)).expect("a program account");
+            bincode::deserialize(&data(&program).expect("writes")).expect("a program account");
         assert_eq!(
             state,
             solana_loader_v3_interface::state::UpgradeableLoaderState::Program {

@@ -109,8 +109,7 @@ const UNINITIALIZED_BYTES_MAX: usize = 64 * 1024;
 /// An account as `getAccountInfo` (jsonParsed) returns it.
 pub fn account(a: &Acct) -> UiAccount {
     let space = a.space();
-    let executable =
-        matches!(a.data, Data::Program { .. }) || a.owner == BUILTIN.native_loader || a.owner == BUILTIN.bpf_loader_2;
+    let executable = a.executable();
     let token_program = token_program_of(&a.owner);
     let data = match (&a.data, token_program) {
         (Data::Empty, _) => binary(&[]),

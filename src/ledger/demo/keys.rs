@@ -121,6 +121,8 @@ pub struct Builtins {
     pub bpf_loader_2: Pubkey,
     pub bpf_upgradeable_loader: Pubkey,
     pub lookup_table_program: Pubkey,
+    /// The owner of every sysvar account.
+    pub sysvar: Pubkey,
     pub sysvar_rent: Pubkey,
     pub sysvar_clock: Pubkey,
     pub sysvar_recent_blockhashes: Pubkey,
@@ -151,6 +153,7 @@ pub static BUILTIN: LazyLock<Builtins> = LazyLock::new(|| Builtins {
     bpf_loader_2: program_id("BPFLoader2111111111111111111111111111111111"),
     bpf_upgradeable_loader: program_id("BPFLoaderUpgradeab1e11111111111111111111111"),
     lookup_table_program: program_id("AddressLookupTab1e1111111111111111111111111"),
+    sysvar: program_id("Sysvar1111111111111111111111111111111111111"),
     sysvar_rent: program_id("SysvarRent111111111111111111111111111111111"),
     sysvar_clock: program_id("SysvarC1ock11111111111111111111111111111111"),
     sysvar_recent_blockhashes: program_id("SysvarRecentB1ockHashes11111111111111111111"),

@@ -18,10 +18,12 @@
 //! signing; `replaceRecentBlockhash` semantics).
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 use super::bytes;
 use super::clock::{block_time, AS_OF_SLOT, SLOTS_PER_EPOCH};
 use super::emit;
+use super::keys::BUILTIN;
 use super::state::{Acct, Data, State};
 use super::DemoLedger;
 use crate::ledger::read::Simulated;
@@ -46,7 +48,10 @@ pub fn simulate(ledger: &DemoLedger, bytes: &[u8], wanted: &[Pubkey]) -> Result<
     let tables = tables(ledger, &parsed)?;
     let decoded = decode(&parsed, &tables).map_err(|e| invalid(e.to_string()))?;
     let state = touched_state(ledger, &parsed, &decoded);
-    let pre: Vec<_> = state.iter().map(|(at, a)| bytes::encode(*at, a)).collect();
+    let pre = match state.iter().map(|(at, a)| bytes::encode(*at, a)).collect::<Result<Vec<_>, _>>() {
+        Ok(pre) => pre,
+        Err(reason) => return Ok(Simulated::Skipped(reason)),
+    };
     let moment = Moment {
         slot: SIMULATION_SLOT,
         epoch: SIMULATION_SLOT / SLOTS_PER_EPOCH,
@@ -68,25 +73,45 @@ pub fn simulate(ledger: &DemoLedger, bytes: &[u8], wanted: &[Pubkey]) -> Result<
 fn value(ran: Ran, wanted: &[Pubkey], state: &State) -> SimulateValue {
     let Ran { err, logs, units_consumed, accounts, .. } = ran;
     let err = err.map(|e| simd_json::serde::to_owned_value(e).unwrap_or_else(|_| Value::from("runtime error")));
-    let accounts = match err {
-        Some(_) => None,
-        None => Some(wanted.iter().zip(accounts).map(|(at, post)| post.map(|p| rendered(at, p, state))).collect()),
+    if err.is_some() {
+        return SimulateValue { err, logs: Some(logs), accounts: None, units_consumed: Some(units_consumed) };
+    }
+    // A token account's bytes do not hold its decimals: its mint's do, before the transaction
+    // or, for a mint it creates, after it.
+    let created_mints: BTreeMap<Pubkey, u8> = wanted
+        .iter()
+        .zip(&accounts)
+        .filter_map(|(at, post)| {
+            let post = post.as_ref()?;
+            match bytes::decode(post.owner, post.lamports, &post.data, |_| None).data {
+                Data::Mint(m) => Some((*at, m.decimals)),
+                _ => None,
+            }
+        })
+        .collect();
+    let decimals = |mint: &Pubkey| match state.get(mint).map(|a| &a.data) {
+        Some(Data::Mint(m)) => Some(m.decimals),
+        _ => created_mints.get(mint).copied(),
     };
-    SimulateValue { err, logs: Some(logs), accounts, units_consumed: Some(units_consumed) }
+    let rendered: Vec<_> =
+        wanted.iter().zip(accounts).map(|(at, post)| post.map(|p| rendered(at, p, state, &decimals))).collect();
+    SimulateValue { err, logs: Some(logs), accounts: Some(rendered), units_consumed: Some(units_consumed) }
 }
 
-/// `post` as the demo renders it: the account as held when the transaction left it as it was.
-fn rendered(at: &Pubkey, post: PostAccount, state: &State) -> UiAccount {
+/// `post` as the demo renders it: the account as held when the transaction left it as it was,
+/// and always for a program or a sysvar (the runtime answers those with its own, not the
+/// demo's: a scan cannot change them).
+fn rendered(at: &Pubkey, post: PostAccount, state: &State, decimals: &impl Fn(&Pubkey) -> Option<u8>) -> UiAccount {
     if let Some(before) = state.get(at) {
-        let pre = bytes::encode(*at, before);
-        if (pre.lamports, pre.owner, &pre.data) == (post.lamports, post.owner, &post.data) {
+        if post.executable || before.executable() || before.owner == BUILTIN.sysvar {
+            return emit::account(before);
+        }
+        let unchanged = bytes::encode(*at, before)
+            .is_ok_and(|pre| (pre.lamports, pre.owner, &pre.data) == (post.lamports, post.owner, &post.data));
+        if unchanged {
             return emit::account(before);
         }
     }
-    let decimals = |mint: &Pubkey| match state.get(mint).map(|a| &a.data) {
-        Some(Data::Mint(m)) => Some(m.decimals),
-        _ => None,
-    };
     emit::account(&bytes::decode(post.owner, post.lamports, &post.data, decimals))
 }
 

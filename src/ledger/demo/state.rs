@@ -255,6 +255,14 @@ impl Acct {
         }
     }
 
+    /// Whether a node reports it executable: an upgradeable program, or an account of the
+    /// native or the v2 BPF loader (the builtins and the programs deployed there).
+    pub fn executable(&self) -> bool {
+        matches!(self.data, Data::Program { .. })
+            || self.owner == BUILTIN.native_loader
+            || self.owner == BUILTIN.bpf_loader_2
+    }
+
     /// A System-owned wallet with no data.
     pub fn wallet(lamports: u64) -> Acct {
         Acct { lamports, owner: Pubkey::default(), data: Data::Empty }

@@ -221,7 +221,7 @@ impl Builder<'_> {
         }
         let t22_data = keys::find_pda(&[b.token_2022.as_bytes()], &b.bpf_upgradeable_loader);
         self.put(b.token_2022, program_account(&DemoProgram { id: b.token_2022, program_data: t22_data }));
-        let sysvar_owner = keys::program_id("Sysvar1111111111111111111111111111111111111");
+        let sysvar_owner = b.sysvar;
         for (key, len) in [
             (b.sysvar_rent, 17u64),
             (b.sysvar_clock, 40),
