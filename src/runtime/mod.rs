@@ -31,7 +31,7 @@ mod tests;
 
 use bincode::Options;
 use litesvm::LiteSVM;
-use solana_account::{Account, ReadableAccount};
+use solana_account::{Account, AccountSharedData, ReadableAccount};
 use solana_address::Address;
 use solana_clock::Clock;
 use solana_transaction::versioned::VersionedTransaction;
@@ -223,7 +223,7 @@ impl Runtime {
             };
             // A sysvar-shaped or otherwise refused account is left out: the transaction then
             // sees it absent, as a node would answer for bytes it cannot hold.
-            let held = runtime.svm.get_account(&address);
+            let held = runtime.svm.accounts_db().get_account_ref(&address).map(|a| Account::from(a.clone()));
             if runtime.svm.set_account(address, value).is_ok() {
                 runtime.set.push((address, held));
             }
@@ -242,12 +242,18 @@ fn read(bytes: &[u8]) -> Result<VersionedTransaction, RuntimeError> {
         .map_err(|e| RuntimeError::Malformed(e.to_string()))
 }
 
+/// The SVM's account at `address`, borrowed (`LiteSVM::get_account` copies it, and a program's
+/// is its whole ELF: a scan must not copy programs to look at their flags).
+fn held_ref<'a>(svm: &'a LiteSVM, address: &Address) -> Option<&'a AccountSharedData> {
+    svm.accounts_db().get_account_ref(address)
+}
+
 /// Whether the SVM answers for `address` itself: an executable account (a program: only the
 /// SVM's own run), a sysvar, or an account the caller gave as executable.
 fn keeps_its_own(svm: &LiteSVM, address: &Address, account: &PreAccount) -> bool {
     account.executable
         || account.owner.0 == SYSVAR_OWNER.to_bytes()
-        || svm.get_account(address).is_some_and(|held| held.executable || held.owner == SYSVAR_OWNER)
+        || held_ref(svm, address).is_some_and(|held| held.executable() || *held.owner() == SYSVAR_OWNER)
 }
 
 /// The first program the transaction would run that the SVM does not hold as executable: one
@@ -255,7 +261,7 @@ fn keeps_its_own(svm: &LiteSVM, address: &Address, account: &PreAccount) -> bool
 /// a Token-2022 transfer hook — is named so; run without it, the transaction would fail here
 /// where a node would run it).
 fn missing_program(svm: &LiteSVM, tx: &VersionedTransaction, pre: &[PreAccount]) -> Option<Pubkey> {
-    let held = |address: &Address| svm.get_account(address).is_some_and(|a| a.executable);
+    let held = |address: &Address| held_ref(svm, address).is_some_and(|a| a.executable());
     let keys = tx.message.static_account_keys();
     let invoked = tx.message.instructions().iter().filter_map(|ix| keys.get(usize::from(ix.program_id_index)));
     let named = pre.iter().filter(|a| a.executable).map(|a| Address::new_from_array(a.address.0));
@@ -307,8 +313,8 @@ fn run(svm: &LiteSVM, tx: VersionedTransaction, wanted: &[Pubkey]) -> Outcome {
 
 /// An account as the SVM holds it (not touched by the transaction).
 fn held(svm: &LiteSVM, address: &Address) -> Option<PostAccount> {
-    let account = svm.get_account(address)?;
-    post_account(account.lamports, &account.owner, &account.data, account.executable)
+    let account = held_ref(svm, address)?;
+    post_account(account.lamports(), account.owner(), account.data(), account.executable())
 }
 
 /// `None` for an account without lamports: closed, or never there. A program's data (its

@@ -32,7 +32,7 @@ use crate::ledger::transaction::{decode, Decoded};
 use crate::ledger::wire::{RpcContext, SimulateValue, UiAccount, Value, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::Pubkey;
-use crate::runtime::{Moment, Outcome, PostAccount, Ran, Runtime};
+use crate::runtime::{Moment, Outcome, PostAccount, PreAccount, Ran, Runtime};
 
 /// The slot a simulation runs in: the one after the demo's last.
 const SIMULATION_SLOT: u64 = AS_OF_SLOT + 1;
@@ -66,21 +66,23 @@ pub fn simulate(ledger: &DemoLedger, bytes: &[u8], wanted: &[Pubkey]) -> Result<
         Outcome::Ran(ran) => ran,
     };
     let context = RpcContext { slot: SIMULATION_SLOT };
-    Ok(Simulated::Ran(WithContext { context, value: value(ran, wanted, &state) }))
+    Ok(Simulated::Ran(WithContext { context, value: value(ran, wanted, &state, &pre) }))
 }
 
-/// The answer a node gives: on failure its error and no accounts (nothing applied).
-fn value(ran: Ran, wanted: &[Pubkey], state: &State) -> SimulateValue {
+/// The answer a node gives: on failure its error and no accounts (nothing applied). `pre` is
+/// `state` as the runtime was given it, in the same (address) order.
+fn value(ran: Ran, wanted: &[Pubkey], state: &State, pre: &[PreAccount]) -> SimulateValue {
     let Ran { err, logs, units_consumed, accounts, .. } = ran;
     let err = err.map(|e| simd_json::serde::to_owned_value(e).unwrap_or_else(|_| Value::from("runtime error")));
     if err.is_some() {
         return SimulateValue { err, logs: Some(logs), accounts: None, units_consumed: Some(units_consumed) };
     }
     // A token account's bytes do not hold its decimals: its mint's do, before the transaction
-    // or, for a mint it creates, after it.
+    // or, for a mint it creates (absent before), after it.
     let created_mints: BTreeMap<Pubkey, u8> = wanted
         .iter()
         .zip(&accounts)
+        .filter(|(at, _)| !state.contains_key(at))
         .filter_map(|(at, post)| {
             let post = post.as_ref()?;
             match bytes::decode(post.owner, post.lamports, &post.data, |_| None).data {
@@ -94,20 +96,27 @@ fn value(ran: Ran, wanted: &[Pubkey], state: &State) -> SimulateValue {
         _ => created_mints.get(mint).copied(),
     };
     let rendered: Vec<_> =
-        wanted.iter().zip(accounts).map(|(at, post)| post.map(|p| rendered(at, p, state, &decimals))).collect();
+        wanted.iter().zip(accounts).map(|(at, post)| post.map(|p| rendered(at, p, state, pre, &decimals))).collect();
     SimulateValue { err, logs: Some(logs), accounts: Some(rendered), units_consumed: Some(units_consumed) }
 }
 
 /// `post` as the demo renders it: the account as held when the transaction left it as it was,
 /// and always for a program or a sysvar (the runtime answers those with its own, not the
 /// demo's: a scan cannot change them).
-fn rendered(at: &Pubkey, post: PostAccount, state: &State, decimals: &impl Fn(&Pubkey) -> Option<u8>) -> UiAccount {
+fn rendered(
+    at: &Pubkey,
+    post: PostAccount,
+    state: &State,
+    pre: &[PreAccount],
+    decimals: &impl Fn(&Pubkey) -> Option<u8>,
+) -> UiAccount {
     if let Some(before) = state.get(at) {
         if post.executable || before.executable() || before.owner == BUILTIN.sysvar {
             return emit::account(before);
         }
-        let unchanged = bytes::encode(*at, before)
-            .is_ok_and(|pre| (pre.lamports, pre.owner, &pre.data) == (post.lamports, post.owner, &post.data));
+        let given = pre.binary_search_by(|p| p.address.cmp(at)).ok().and_then(|i| pre.get(i));
+        let unchanged =
+            given.is_some_and(|g| (g.lamports, g.owner, &g.data) == (post.lamports, post.owner, &post.data));
         if unchanged {
             return emit::account(before);
         }
