@@ -131,7 +131,9 @@ pub struct ApiHandler {
 }
 
 impl ApiHandler {
+    /// Called on each listener thread at its start.
     pub fn new(app: Arc<App>, context: &ThreadContext) -> ApiHandler {
+        app.scan.open_on_this_thread();
         ApiHandler { app, stop: context.stop.clone() }
     }
 }

@@ -272,6 +272,17 @@ impl Lane {
         }
     }
 
+    /// On a memory-resident source, opens this thread's source and its runtime now (a listener
+    /// thread at its start) instead of at the thread's first scan, which would otherwise wait
+    /// for both (tens of ms). A failure is left for that first scan to report.
+    pub fn open_on_this_thread(&self) {
+        if let Mode::Here { spec, id } = &self.mode {
+            if Here::current(spec, *id, &self.table_misses).is_ok() && matches!(spec, SourceSpec::Demo { .. }) {
+                crate::ledger::demo::simulate::warm();
+            }
+        }
+    }
+
     /// Stops the lane's thread (scans waiting get `Stopped`) and joins it.
     pub fn stop(&self) {
         if let Mode::Thread(thread) = &self.mode {
