@@ -18,12 +18,14 @@ pub mod tick_group;
 pub mod metrics;
 
 // What the service knows and how it judges: the runtime that executes a transaction on
-// accounts read (the ledger sources run it), the ledger, labels, eligibility, the pure engine.
+// accounts read (the ledger sources run it), the ledger, labels, eligibility, the pure engine,
+// the guards a scan appends (Lighthouse assertions on what it predicted), the scan.
 pub mod runtime;
 pub mod ledger;
 pub mod labels;
 pub mod eligibility;
 pub mod engine;
+pub mod guard;
 pub mod scan;
 
 // Who may ask for how much, and what is kept.

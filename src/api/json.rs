@@ -29,6 +29,7 @@ use crate::config::{
     REQUEST_BODY_BYTES_MAX,
 };
 use crate::eligibility::{check_pair, SameWallet};
+use crate::guard::GuardOptions;
 use crate::http::{ApiRequest, Body};
 use crate::policy::{PolicyDraft, SweepOverrides};
 use crate::pubkey::Pubkey;
@@ -393,6 +394,35 @@ pub struct ScanRequest {
     pub signer: Option<String>,
     /// The dApp that asked for the signature.
     pub origin: Option<String>,
+    /// `guards`: `true` (exactly the prediction) or an object of tolerances; `None`: not asked.
+    pub guards: Option<GuardOptions>,
+}
+
+const GUARDS_SHAPE: &str =
+    "guards must be a boolean or an object of slippageBps (0 to 10000) and solToleranceLamports (a whole number)";
+const _: () = assert!(crate::guard::GUARD_SLIPPAGE_BPS_MAX == 10_000, "the shape names the limit");
+
+/// `guards`: absent, `null` or `false` → not asked; `true` → no tolerance; an object of at
+/// most `slippageBps` and `solToleranceLamports` (each a whole number in range, or `null`: 0).
+fn guards(object: &Object<'_, '_>) -> Result<Option<GuardOptions>, ApiError> {
+    let invalid = ApiError::InvalidRequest { field: "guards", message: GUARDS_SHAPE };
+    let Some(value) = object.get("guards").filter(|v| !v.is_null()) else { return Ok(None) };
+    if let Some(asked) = value.as_bool() {
+        return Ok(asked.then(GuardOptions::default));
+    }
+    let map = value.as_object().ok_or(invalid.clone())?;
+    if map.keys().any(|k| k != "slippageBps" && k != "solToleranceLamports") {
+        return Err(invalid);
+    }
+    let whole = |name: &str, max: u64| match map.get(name).filter(|v| !v.is_null()) {
+        None => Ok(0),
+        Some(v) => whole_number(&v, max).ok_or(invalid.clone()),
+    };
+    let slippage_bps = whole("slippageBps", u64::from(crate::guard::GUARD_SLIPPAGE_BPS_MAX))?;
+    Ok(Some(GuardOptions {
+        slippage_bps: u16::try_from(slippage_bps).unwrap_or(crate::guard::GUARD_SLIPPAGE_BPS_MAX),
+        sol_tolerance_lamports: whole("solToleranceLamports", u64::MAX)?,
+    }))
 }
 
 impl JsonRequest for ScanRequest {
@@ -405,6 +435,7 @@ impl JsonRequest for ScanRequest {
             )?,
             signer: optional_str(object, "signer", "signer must be a string (a base58 address)")?,
             origin: optional_str(object, "origin", "origin must be a string (the dApp's URL)")?,
+            guards: guards(object)?,
         })
     }
 }

@@ -27,6 +27,8 @@
 //! bounded in bytes); sequences on one state (`transactions: [...]`, next).
 
 #[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
 mod tests;
 
 use bincode::Options;

@@ -1,81 +1,10 @@
 //! The runtime against the real programs: transactions built with the official instruction
 //! builders, accounts in their on-chain layouts, outcomes read back from the post-state.
 
-use solana_address::Address;
 use solana_instruction::Instruction;
-use solana_message::{Message, VersionedMessage};
-use solana_program_pack::Pack;
-use solana_transaction::versioned::VersionedTransaction;
-use spl_token_interface::state::{Account as TokenAccount, AccountState, Mint};
 
+use super::fixtures::*;
 use super::*;
-
-const SOL: u64 = 1_000_000_000;
-const MOMENT: Moment = Moment { slot: 400_000_000, epoch: 925, unix_timestamp_s: 1_764_000_000 };
-
-fn key(seed: u8) -> Pubkey {
-    Pubkey([seed; 32])
-}
-
-fn addr(p: Pubkey) -> Address {
-    Address::new_from_array(p.0)
-}
-
-fn token_program() -> Pubkey {
-    Pubkey(spl_token_interface::id().to_bytes())
-}
-
-/// An unsigned legacy transaction of `ixs` paid by `payer` (signature slots zeroed).
-fn transaction(payer: Pubkey, ixs: &[Instruction]) -> Vec<u8> {
-    let message = Message::new(ixs, Some(&addr(payer)));
-    let signatures = vec![Default::default(); usize::from(message.header.num_required_signatures)];
-    let tx = VersionedTransaction { signatures, message: VersionedMessage::Legacy(message) };
-    bincode::serialize(&tx).expect("serializes")
-}
-
-fn wallet(address: Pubkey, lamports: u64) -> PreAccount {
-    PreAccount { address, lamports, owner: Pubkey::default(), data: Vec::new(), executable: false }
-}
-
-fn mint(address: Pubkey) -> PreAccount {
-    let mut data = vec![0; Mint::LEN];
-    let m = Mint {
-        mint_authority: None.into(),
-        supply: 1_000_000,
-        decimals: 6,
-        is_initialized: true,
-        freeze_authority: None.into(),
-    };
-    m.pack_into_slice(&mut data);
-    PreAccount { address, lamports: 1_461_600, owner: token_program(), data, executable: false }
-}
-
-fn token_account(address: Pubkey, mint: Pubkey, owner: Pubkey, amount: u64) -> PreAccount {
-    let mut data = vec![0; TokenAccount::LEN];
-    let a = TokenAccount {
-        mint: addr(mint),
-        owner: addr(owner),
-        amount,
-        delegate: None.into(),
-        state: AccountState::Initialized,
-        is_native: None.into(),
-        delegated_amount: 0,
-        close_authority: None.into(),
-    };
-    a.pack_into_slice(&mut data);
-    PreAccount { address, lamports: 2_039_280, owner: token_program(), data, executable: false }
-}
-
-fn ran(outcome: Outcome) -> Ran {
-    match outcome {
-        Outcome::Ran(ran) => ran,
-        Outcome::Skipped(why) => panic!("skipped: {why}"),
-    }
-}
-
-fn token_state(post: &Option<PostAccount>) -> TokenAccount {
-    TokenAccount::unpack(&post.as_ref().expect("exists").data).expect("a token account")
-}
 
 #[test]
 fn a_sol_transfer_moves_the_lamports_and_charges_the_fee() {

@@ -30,11 +30,12 @@ use super::executed::{self, BalancesFrom};
 use super::findings::{self, Context, Finding, Simulation, Verdict};
 use super::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
 use super::signatures::{self, SignatureCheck};
-use super::state::{self, States};
+use super::state::{self, Held, States};
 use super::value;
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
 use crate::engine::policy::{PolicyRef, SeverityRule};
 use crate::engine::sweep::SweepThresholds;
+use crate::guard::{GuardOptions, GuardsView, Prediction, Scanned};
 use crate::labels::domains::Origin;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
@@ -64,6 +65,10 @@ pub struct ScanReport {
     /// The host of the request's `origin` as judged (`None`: no origin was sent). Signed, so a
     /// verdict made without the phishing origin cannot pass for one made with it.
     pub origin: Option<String>,
+    /// The guards asked for (`guards` in the request; absent when not asked). Signed with the
+    /// rest (`xray.scan.v3`): the guarded transaction is what the verdict was made for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guards: Option<GuardsView>,
     /// The account whose key asked (signed: a verdict names who it was made for).
     pub account: String,
     /// When it was scanned (`clock::rfc3339_ms`): signed, so a signed verdict says its time.
@@ -164,6 +169,16 @@ pub struct Inputs<'a> {
     /// When the request came (Unix ms) and its id.
     pub scanned_at_ms: u64,
     pub request_id: &'a str,
+    /// The request's `guards`, and the transaction's bytes to append them to.
+    pub guard: Option<GuardRequest<'a>>,
+}
+
+/// A scan asked with guards.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardRequest<'a> {
+    pub options: GuardOptions,
+    /// The transaction as sent.
+    pub transaction: &'a [u8],
 }
 
 pub fn build(inputs: &Inputs<'_>) -> ScanReport {
@@ -223,9 +238,11 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         overridden(&mut findings, inputs.overrides);
     }
     findings::sort(&mut findings);
+    let verdict = findings::verdict(&findings);
+    let guards = inputs.guard.map(|request| guards(inputs, &request, verdict, diff.as_ref(), &simulation));
     let decoded = inputs.decoded;
     ScanReport {
-        verdict: findings::verdict(&findings),
+        verdict,
         signer: inputs.signer,
         transaction: TransactionInfo {
             version: decoded.version.as_str(),
@@ -249,10 +266,45 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         ]),
         policy: inputs.policy.clone(),
         origin: inputs.origin.map(|o| o.host.clone()),
+        guards,
         account: inputs.account.to_owned(),
         scanned_at: crate::clock::rfc3339_ms(inputs.scanned_at_ms),
         request_id: inputs.request_id.to_owned(),
     }
+}
+
+/// The answer's `guards`: none for a transaction judged malicious or without a prediction;
+/// else the signer's SOL and its token accounts (the signer's before or after) as predicted.
+fn guards(
+    inputs: &Inputs<'_>,
+    request: &GuardRequest<'_>,
+    verdict: Verdict,
+    diff: Option<&Diff>,
+    simulation: &SimulationView,
+) -> GuardsView {
+    let options = &request.options;
+    if verdict == Verdict::Malicious {
+        let reason = "the transaction is judged malicious: no guard makes it safe to sign";
+        return GuardsView::withheld(options, reason.into());
+    }
+    let Some((pre, post)) = diff else {
+        let reason = format!("the simulation is {}: there is no prediction to guard", simulation.status);
+        return GuardsView::withheld(options, reason);
+    };
+    let signer = &inputs.signer;
+    let was_signers =
+        |address: &Pubkey| matches!(pre.get(address).map(|a| &a.held), Some(Held::Token(t)) if t.owner == *signer);
+    let token_accounts = post
+        .iter()
+        .filter_map(|(address, after)| match &after.held {
+            Held::Token(t) if t.owner == *signer || was_signers(address) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let prediction =
+        Prediction { signer: *signer, signer_lamports: post.get(signer).map_or(0, |a| a.lamports), token_accounts };
+    let accounts: Vec<Pubkey> = inputs.decoded.resolved.accounts.iter().map(|a| a.address).collect();
+    GuardsView::of(&prediction, options, Scanned { bytes: request.transaction, accounts: &accounts })
 }
 
 /// The account's overrides applied: an ignored kind is dropped, a set one takes its severity.

@@ -116,12 +116,32 @@ pub const SCAN_COVERS: [&str; 14] = [
     "scannedAt",
     "requestId",
 ];
+/// What the signature of a scan asked with `guards` covers: a scan's members and `guards`.
+pub const GUARDED_SCAN_COVERS: [&str; 15] = [
+    "verdict",
+    "signer",
+    "transaction",
+    "findings",
+    "effects",
+    "instructions",
+    "simulation",
+    "counterparties",
+    "engineVersions",
+    "policy",
+    "origin",
+    "guards",
+    "account",
+    "scannedAt",
+    "requestId",
+];
 /// `type` of an analysis' signature.
 pub const ANALYSIS_TYPE: &str = "xray.analysis.v1";
 /// `type` of a comparison's signature.
 pub const COMPARISON_TYPE: &str = "xray.comparison.v1";
 /// `type` of a scan's signature.
 pub const SCAN_TYPE: &str = "xray.scan.v2";
+/// `type` of the signature of a scan asked with `guards` (`GUARDED_SCAN_COVERS`).
+pub const GUARDED_SCAN_TYPE: &str = "xray.scan.v3";
 /// `type` of a monitor event's signature (`event::MONITOR_EVENT_COVERS`).
 pub const MONITOR_EVENT_TYPE: &str = "xray.monitor_event.v1";
 /// The member of the signed object that holds the signature's `type` (never a covered member).
@@ -137,14 +157,21 @@ pub enum ReportType {
     Analysis,
     Comparison,
     Scan,
+    /// A scan asked with `guards`: a scan's members and its guards.
+    GuardedScan,
     /// A monitor's event (its page item and its webhook's `data.event`).
     MonitorEvent,
 }
 
 impl ReportType {
     /// Every type.
-    pub const ALL: [ReportType; 4] =
-        [ReportType::Analysis, ReportType::Comparison, ReportType::Scan, ReportType::MonitorEvent];
+    pub const ALL: [ReportType; 5] = [
+        ReportType::Analysis,
+        ReportType::Comparison,
+        ReportType::Scan,
+        ReportType::GuardedScan,
+        ReportType::MonitorEvent,
+    ];
 
     /// The signature's `type`.
     pub const fn name(self) -> &'static str {
@@ -152,6 +179,7 @@ impl ReportType {
             ReportType::Analysis => ANALYSIS_TYPE,
             ReportType::Comparison => COMPARISON_TYPE,
             ReportType::Scan => SCAN_TYPE,
+            ReportType::GuardedScan => GUARDED_SCAN_TYPE,
             ReportType::MonitorEvent => MONITOR_EVENT_TYPE,
         }
     }
@@ -162,6 +190,7 @@ impl ReportType {
             ReportType::Analysis => &ANALYSIS_COVERS,
             ReportType::Comparison => &COMPARISON_COVERS,
             ReportType::Scan => &SCAN_COVERS,
+            ReportType::GuardedScan => &GUARDED_SCAN_COVERS,
             ReportType::MonitorEvent => &MONITOR_EVENT_COVERS,
         }
     }
@@ -228,6 +257,7 @@ const _: () = assert!(
     well_formed(&ANALYSIS_COVERS)
         && well_formed(&COMPARISON_COVERS)
         && well_formed(&SCAN_COVERS)
+        && well_formed(&GUARDED_SCAN_COVERS)
         && well_formed(&MONITOR_EVENT_COVERS)
 );
 
@@ -573,7 +603,11 @@ pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> 
         Some(transaction) => Some(message_sha256(transaction).ok_or(VerifyError::Malformed("the transaction held"))?),
         None => None,
     };
-    let verified = verify_report(data, key_set, ReportType::Scan)?;
+    // Either type of a scan: each fixes its own members (a scan asked with guards signs them too).
+    let guarded =
+        data.get(SIGNATURE_MEMBER).and_then(|s| s.get(TYPE_MEMBER)).and_then(Value::as_str) == Some(GUARDED_SCAN_TYPE);
+    let expected = if guarded { ReportType::GuardedScan } else { ReportType::Scan };
+    let verified = verify_report(data, key_set, expected)?;
     let covered = &verified.covered;
     if let Some(held) = held {
         let signed = covered.get("transaction").and_then(|t| t.get("messageSha256")).and_then(Value::as_str);
@@ -1119,7 +1153,7 @@ mod tests {
         use crate::ledger::transaction::{decode, message};
         use crate::pubkey::Pubkey;
         use crate::scan::lane::{CounterpartiesOutcome, Observed, SimulationOutcome};
-        use crate::scan::report::{build, Inputs};
+        use crate::scan::report::{build, GuardRequest, Inputs};
 
         let me = Pubkey([1; 32]);
         let call = message::InstructionParts { program: Pubkey([9; 32]), metas: vec![(me, true, true)], data: vec![] };
@@ -1146,6 +1180,7 @@ mod tests {
             account: "acct_test",
             scanned_at_ms: 1_700_000_000_123,
             request_id: "req-1",
+            guard: None,
         };
         let report = serde_json::to_value(build(&inputs)).expect("json");
         let mut names: Vec<&str> = report.as_object().expect("object").keys().map(String::as_str).collect();
@@ -1167,6 +1202,26 @@ mod tests {
         let verified = verify_report(&body["data"], &key_set(&signer), ReportType::Scan).expect("verified");
         assert_eq!(verified.covered["requestId"], "req-1");
         assert_eq!(Value::Object(verified.covered), report);
+        // Asked with guards (withheld here: nothing was simulated), it has `guards` too and is
+        // signed as `xray.scan.v3`, which `verify_scan` takes as a scan.
+        let guarded =
+            Inputs { guard: Some(GuardRequest { options: Default::default(), transaction: &bytes }), ..inputs };
+        let report = serde_json::to_value(build(&guarded)).expect("json");
+        let mut names: Vec<&str> = report.as_object().expect("object").keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let mut expected = GUARDED_SCAN_COVERS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(names, expected, "a guarded ScanReport's members are GUARDED_SCAN_COVERS");
+        assert_eq!(report["guards"]["status"], "withheld");
+        let canonical = canonical::to_canonical(&build(&guarded)).expect("canonical");
+        let refused = block_on(signer.sign_canonical(ReportType::Scan, &canonical));
+        assert!(refused.is_err(), "a guarded scan is not signed as v2");
+        let signature = block_on(signer.sign_canonical(ReportType::GuardedScan, &canonical)).expect("signed");
+        let body = canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
+        let body: Value = serde_json::from_slice(&body).expect("body");
+        let binding = ScanBinding { transaction: None, account: Some("acct_test"), origin: Some(None) };
+        let verified = verify_scan(&body["data"], &key_set(&signer), &binding).expect("verified as a scan");
+        assert_eq!(verified.covered["guards"], report["guards"]);
     }
 
     #[test]

@@ -28,6 +28,7 @@ use base64::Engine as _;
 use super::{json_bytes, Endpoints};
 use crate::api::json::{parse_body, ScanRequest};
 use crate::api::ApiError;
+use crate::guard::GuardOptions;
 use crate::http::ApiResponse;
 use crate::jobs::admission::AdmitError;
 use crate::labels::domains::Origin;
@@ -35,7 +36,7 @@ use crate::ledger::transaction::message::Parsed;
 use crate::limits::quota::{period_end_ms, Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::Pubkey;
 use crate::scan::lane::LaneError;
-use crate::scan::report::{self, Inputs, ScanReport};
+use crate::scan::report::{self, GuardRequest, Inputs, ScanReport};
 use crate::scan::{self, ScanError};
 use crate::signing::{ReportType, SIGNATURE_MEMBER};
 use crate::store::{Charged, StoreResult, UnitCharge};
@@ -149,13 +150,15 @@ impl Endpoints<'_> {
             .reserve(Operation::TransactionScan, now_ms)
             .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
         let unit = ReservedUnit { key, reservation: Some(reservation), sent: false };
-        let report = self.scan(&parsed, &bytes, signer, origin.as_ref()).await?;
+        let report = self.scan(&parsed, &bytes, signer, origin.as_ref(), body.guards).await?;
+        // A scan asked with guards signs them too (`xray.scan.v3`).
+        let report_type = if report.guards.is_some() { ReportType::GuardedScan } else { ReportType::Scan };
         // Signed as answered, over every member of its `data` (`signing::SCAN_COVERS`: its
         // time and request id among them) and its type: one canonical serialization is both
         // the signed message and the body (its members in the report's order).
         let canonical = crate::signing::canonical::to_canonical(&report).map_err(|e| ApiError::internal(&e))?;
         // Batched with the scans this thread answers in the same tick (`signing::batch`).
-        let signature = self.app.signer.sign_canonical(ReportType::Scan, &canonical).await;
+        let signature = self.app.signer.sign_canonical(report_type, &canonical).await;
         let signature = signature.map_err(|e| ApiError::internal(&e))?;
         let body = canonical.wrapped("data", SIGNATURE_MEMBER, &json_bytes(&signature)?);
         // Every answered scan is one unit, whatever the ledger's reads came to (the answer
@@ -172,6 +175,7 @@ impl Endpoints<'_> {
         bytes: &[u8],
         signer: Pubkey,
         origin: Option<&Origin>,
+        guards: Option<GuardOptions>,
     ) -> Result<ScanReport, ApiError> {
         let lane = &self.app.scan;
         let account = self.account();
@@ -205,6 +209,7 @@ impl Endpoints<'_> {
             account,
             scanned_at_ms: self.caller.now_ms,
             request_id: self.request.request_id.as_str(),
+            guard: guards.map(|options| GuardRequest { options, transaction: bytes }),
         };
         Ok(report::build(&inputs))
     }

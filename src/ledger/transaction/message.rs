@@ -195,7 +195,7 @@ fn message_version(bytes: &[u8]) -> Option<u8> {
 }
 
 /// Solana's wire encoding: bincode with fixed-width integers, at most a packet, nothing after.
-pub(super) fn wire_options() -> impl bincode::Options {
+pub fn wire_options() -> impl bincode::Options {
     bincode::DefaultOptions::new()
         .with_fixint_encoding()
         .reject_trailing_bytes()

@@ -5,6 +5,7 @@
 mod admin_openapi;
 mod batch;
 pub mod feedback;
+mod guards;
 pub mod contract;
 mod hostile;
 mod idempotency;
