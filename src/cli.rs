@@ -634,6 +634,10 @@ pub struct ServeArgs {
     /// scan is answered 503 SERVICE_BUSY).
     #[arg(long, env = "XRAY_SCAN_BUFFERED_BYTES_MAX")]
     pub scan_buffered_bytes_max: Option<u64>,
+    /// µs of a scan's work on the listener thread (the demo ledger reads and simulates there)
+    /// per rate-limit token the scan is charged beyond its first; 0: one token a scan, always.
+    #[arg(long, env = "XRAY_SCAN_LISTENER_US_PER_TOKEN")]
+    pub scan_listener_us_per_token: Option<u64>,
     /// Seconds a READY result is reused for an equal request.
     #[arg(long, env = "XRAY_FRESHNESS_WINDOW_S")]
     pub freshness_window_s: Option<u64>,
@@ -727,7 +731,7 @@ impl ServeArgs {
         layer!(sync_writes, long_poll_waiters_max, ip_failures_per_s, connections_per_client_max);
         layer!(requests_per_connection_max, write_stall_timeout_ms, trusted_proxies, proxy_protocol);
         layer!(live_jobs_per_account_max, job_deadline_s, job_ledger_bytes_max, log_format, access_log);
-        layer!(webhook_allow_hosts, ledger_cache_bytes, scan_buffered_bytes_max);
+        layer!(webhook_allow_hosts, ledger_cache_bytes, scan_buffered_bytes_max, scan_listener_us_per_token);
         layer!(monitor_interval_s, monitor_checks_in_flight_max, monitor_watches_per_node_max, webhook_attempts_max);
         if self.labels.is_some() {
             c.labels = self.labels.clone();
@@ -794,6 +798,7 @@ fn serve_defaults() -> Vec<(&'static str, String)> {
         ("job_deadline_s", d.job_deadline_s.to_string()),
         ("job_ledger_bytes_max", d.job_ledger_bytes_max.to_string()),
         ("scan_buffered_bytes_max", d.scan_buffered_bytes_max.to_string()),
+        ("scan_listener_us_per_token", format!("{} (0: off)", d.scan_listener_us_per_token)),
         ("freshness_window_s", d.freshness_window_s.to_string()),
         ("ledger_cache_bytes", format!("{} (0: off; rpc: sources only)", d.ledger_cache_bytes)),
         ("webhook_attempts_max", d.webhook_attempts_max.to_string()),

@@ -179,7 +179,10 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
         webhook_policy: crate::webhooks::TargetPolicy::new(&config.webhook_allow_hosts),
         scan: Arc::new(crate::scan::lane::Lane::start(
             &config.ledger,
-            crate::scan::lane::LaneLimits { buffered_bytes_max: config.scan_buffered_bytes_max },
+            crate::scan::lane::LaneLimits {
+                buffered_bytes_max: config.scan_buffered_bytes_max,
+                listener_us_per_token: config.scan_listener_us_per_token,
+            },
         )?),
         monitors: Arc::new(Registry::new(store.clone())),
         monitor_interval_ms: config.monitor_interval_s.saturating_mul(1_000),

@@ -502,6 +502,13 @@ pub const SCAN_TABLE_MISS_ACCOUNTS_LEN: usize = 4_096;
 /// (`--scan-buffered-bytes-max`): 256 scans × 2 × 8 MiB answers would otherwise buffer 4 GiB.
 /// A read past it fails and its scan is answered 503 `SERVICE_BUSY`.
 pub const SCAN_BUFFERED_BYTES_MAX_DEFAULT: u64 = 128 * 1024 * 1024;
+/// A memory-resident source (the demo ledger) reads and simulates a scan on the listener
+/// thread: a scan is charged one more token of its key's rate limit per this many µs of that
+/// work (`--scan-listener-us-per-token`), so a key's scans cost its rate limit what they cost
+/// the listener. A typical scan takes 40–70 µs (docs/benchmarks.md: nothing more); the heaviest
+/// the runtime allows (63 instructions, each a program invocation that clears 512 KiB of VM
+/// memory) ~0.85 ms: 4 more. 0 turns it off.
+pub const SCAN_LISTENER_US_PER_TOKEN_DEFAULT: u64 = 200;
 /// Bytes of upstream answers one scan may read (its pre-state, simulation and the signer's
 /// history together): one account's `SCAN_LANE_PER_ACCOUNT_MAX` scans hold at most half of
 /// the default pool. Past it the read fails and the scan is answered without it.

@@ -49,6 +49,9 @@ pub struct ServeConfig {
     pub job_ledger_bytes_max: u64,
     /// Bytes of upstream answers the scan lane may hold at once, every scan together.
     pub scan_buffered_bytes_max: u64,
+    /// µs of a scan's work on the listener thread (a memory-resident source) per rate-limit
+    /// token it is charged beyond its first (`SCAN_LISTENER_US_PER_TOKEN_DEFAULT`); 0: off.
+    pub scan_listener_us_per_token: u64,
     pub freshness_window_s: u64,
     /// Bytes of the node's ledger cache (finalized transactions and address histories read
     /// from an `rpc:` source, `<data-dir>/ledger-cache`); 0 turns it off.
@@ -122,6 +125,7 @@ impl Default for ServeConfig {
             job_deadline_s: JOB_DEADLINE_S_DEFAULT,
             job_ledger_bytes_max: JOB_LEDGER_BYTES_MAX_DEFAULT,
             scan_buffered_bytes_max: SCAN_BUFFERED_BYTES_MAX_DEFAULT,
+            scan_listener_us_per_token: SCAN_LISTENER_US_PER_TOKEN_DEFAULT,
             freshness_window_s: FRESHNESS_WINDOW_S_DEFAULT,
             ledger_cache_bytes: LEDGER_CACHE_BYTES_DEFAULT,
             monitor_interval_s: MONITOR_INTERVAL_S_DEFAULT,
@@ -293,7 +297,7 @@ impl ServeConfig {
         format!(
             "listen={} admin_listen={} data_dir={} store={} etcd_prefix={} ledger={} labels={} listener_threads={} compute_threads={} \
              queue_capacity={} live_jobs_per_account_max={} jobs_in_flight_per_thread={} public_base_url={} io_driver={} history_depth={} \
-             job_deadline_s={} job_ledger_bytes_max={} scan_buffered_bytes_max={} \
+             job_deadline_s={} job_ledger_bytes_max={} scan_buffered_bytes_max={} scan_listener_us_per_token={} \
              freshness_window_s={} ledger_cache_bytes={} monitor_interval_s={} monitor_checks_in_flight_max={} \
              monitor_watches_per_node_max={} webhook_attempts_max={} retention_days={} backup_rate_kib_per_s={} sync_writes={} long_poll_waiters_max={} ip_failures_per_s={} \
              connections_per_client_max={} requests_per_connection_max={} write_stall_timeout_ms={} \
@@ -319,6 +323,7 @@ impl ServeConfig {
             self.job_deadline_s,
             self.job_ledger_bytes_max,
             self.scan_buffered_bytes_max,
+            self.scan_listener_us_per_token,
             self.freshness_window_s,
             self.ledger_cache_bytes,
             self.monitor_interval_s,

@@ -247,6 +247,27 @@ impl RateCell {
         grant
     }
 
+    /// Spends `tokens` for work already done (a scan that cost its listener thread more than
+    /// one token's worth: `Lane::extra_tokens`). Never refuses: the bucket may go empty and
+    /// into debt, at most one full bucket deep, so the key's next requests wait for it.
+    pub fn charge(&self, tokens: u32, now_ns: u64) {
+        let (interval_ns, tolerance_ns) = (self.limit.interval_ns(), self.limit.tolerance_ns());
+        let deepest = now_ns.saturating_add(2 * tolerance_ns);
+        let mut current = self.tat_ns.load(Ordering::Relaxed);
+        loop {
+            // Forward only, and never past one bucket of debt.
+            let wanted = current.max(now_ns).saturating_add(u64::from(tokens) * interval_ns);
+            let next = wanted.min(deepest).max(current);
+            if next == current {
+                return;
+            }
+            match self.tat_ns.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
     /// The bucket now, without spending a token.
     pub fn peek(&self, now_ns: u64) -> RateState {
         state_at(self.limit, self.tat_ns.load(Ordering::Relaxed), now_ns)
@@ -263,6 +284,23 @@ impl RateCell {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn work_charged_after_the_fact_empties_the_bucket_at_most_one_bucket_into_debt() {
+        let cell = RateCell::new(RateLimit::new(10, 5).unwrap());
+        let interval = cell.limit().interval_ns();
+        assert!(cell.check(0).allowed);
+        cell.charge(2, 0);
+        assert_eq!(cell.peek(0).remaining_tokens, 2, "5 - 1 - 2");
+        // Far more than the bucket holds: five tokens' debt at most, so the key waits for the
+        // five it owes and then one to spend.
+        cell.charge(1_000, 0);
+        assert_eq!(cell.peek(0).remaining_tokens, 0);
+        assert!(!cell.check(5 * interval).allowed, "still in debt");
+        assert!(cell.check(6 * interval).allowed, "one bucket of debt, then one token");
+        cell.charge(0, 6 * interval);
+        assert_eq!(cell.peek(6 * interval).remaining_tokens, 0, "nothing charged, nothing changed");
+    }
 
     #[test]
     fn a_share_divides_rounding_up_and_never_reaches_zero() {

@@ -58,8 +58,9 @@ use super::ttl_cache::TtlCache;
 use crate::config::SourceSpec;
 use crate::config::{
     SCAN_BUFFERED_BYTES_MAX_DEFAULT, SCAN_BYTES_PER_SCAN_MAX, SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX,
-    SCAN_RPC_CONCURRENCY_MAX, SCAN_RPC_RESPONSE_BYTES_MAX, SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS,
-    SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE, SCAN_TABLE_MISS_ACCOUNTS_LEN, SCAN_UPSTREAM_TIMEOUT_MS,
+    SCAN_LISTENER_US_PER_TOKEN_DEFAULT, SCAN_RPC_CONCURRENCY_MAX, SCAN_RPC_RESPONSE_BYTES_MAX, SCAN_TABLE_CACHE_LEN,
+    SCAN_TABLE_CACHE_TTL_MS, SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE, SCAN_TABLE_MISS_ACCOUNTS_LEN,
+    SCAN_UPSTREAM_TIMEOUT_MS,
 };
 use crate::ledger::budget::{self, ByteBudget, SharedBytes};
 use crate::ledger::read::{LedgerSource, Simulated};
@@ -94,11 +95,17 @@ pub enum LaneError {
 pub struct LaneLimits {
     /// Bytes of upstream answers every scan on the lane may hold together.
     pub buffered_bytes_max: u64,
+    /// µs of a scan's reads on the calling thread (a memory-resident source) per rate-limit
+    /// token beyond the first (`Lane::extra_tokens`); 0: none.
+    pub listener_us_per_token: u64,
 }
 
 impl Default for LaneLimits {
     fn default() -> Self {
-        LaneLimits { buffered_bytes_max: SCAN_BUFFERED_BYTES_MAX_DEFAULT }
+        LaneLimits {
+            buffered_bytes_max: SCAN_BUFFERED_BYTES_MAX_DEFAULT,
+            listener_us_per_token: SCAN_LISTENER_US_PER_TOKEN_DEFAULT,
+        }
     }
 }
 
@@ -129,6 +136,9 @@ pub struct Observed {
     pub pre: Result<WithContext<Vec<Option<UiAccount>>>, String>,
     pub simulation: SimulationOutcome,
     pub counterparties: CounterpartiesOutcome,
+    /// How long the reads took on the calling thread: a memory-resident source computes them
+    /// there (its simulation runs the runtime); 0 over a network (the lane's thread waits).
+    pub here_us: u64,
 }
 
 enum Work {
@@ -159,6 +169,7 @@ pub struct Lane {
     /// Bytes of upstream answers every scan holds together (`LaneLimits::buffered_bytes_max`).
     pool: Arc<SharedBytes>,
     table_misses: Arc<parking_lot::Mutex<TableMisses>>,
+    listener_us_per_token: u64,
 }
 
 enum Mode {
@@ -223,7 +234,7 @@ impl Lane {
             true => Mode::Here { spec: spec.clone(), id: LANE_IDS.fetch_add(1, Ordering::Relaxed) },
             false => Mode::Thread(LaneThread::start(spec, Arc::clone(&pool), Arc::clone(&table_misses))?),
         };
-        Ok(Lane { mode, pool, table_misses })
+        Ok(Lane { mode, pool, table_misses, listener_us_per_token: limits.listener_us_per_token })
     }
 
     /// Scans on the lane's thread now (not yet exported to `/metrics`: a gauge is a leftover
@@ -261,13 +272,28 @@ impl Lane {
         }
     }
 
+    /// Rate-limit tokens a scan whose reads were `observed` costs beyond its first: one per
+    /// `listener_us_per_token` µs they took on the listener thread (a memory-resident source
+    /// simulates there), so a key's heavy scans cost its rate limit what they cost the thread.
+    pub fn extra_tokens(&self, observed: &Observed) -> u32 {
+        match self.listener_us_per_token {
+            0 => 0,
+            per_token => u32::try_from(observed.here_us / per_token).unwrap_or(u32::MAX),
+        }
+    }
+
     async fn answer(&self, account: &str, work: Work) -> Result<Answer, LaneError> {
         match &self.mode {
             Mode::Thread(thread) => thread.submit(account, work)?.await.map_err(|_| LaneError::Stopped),
             Mode::Here { spec, id } => {
                 let here = Here::current(spec, *id, &self.table_misses)?;
                 let pool = Arc::clone(&self.pool);
-                Ok(serve(&here.source, &here.caches, pool, account, work, Deadline::Never).await)
+                let started = Instant::now();
+                let mut answer = serve(&here.source, &here.caches, pool, account, work, Deadline::Never).await;
+                if let Answer::Observed(observed) = &mut answer {
+                    observed.here_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                }
+                Ok(answer)
             }
         }
     }
@@ -576,7 +602,7 @@ async fn observe(
         }
     };
     let (pre, simulation, counterparties) = tokio::join!(pre, simulation, history);
-    Observed { pre, simulation, counterparties }
+    Observed { pre, simulation, counterparties, here_us: 0 }
 }
 
 async fn read_tables(

@@ -1163,6 +1163,7 @@ mod tests {
             pre: Err("not read".to_owned()),
             simulation: SimulationOutcome::Skipped("a test".to_owned()),
             counterparties: CounterpartiesOutcome::NotAsked,
+            here_us: 0,
         };
         let (labels, policy) = (crate::labels::Labels::builtin(), PolicyRef { id: "default".to_owned(), version: 0 });
         let inputs = Inputs {

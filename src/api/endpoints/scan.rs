@@ -188,6 +188,9 @@ impl Endpoints<'_> {
         let accounts = scan::accounts_to_read(&decoded, &signer);
         let history_of = scan::counterparties::wanted(&decoded, &signer).then_some(signer);
         let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
+        // A heavy scan on a memory-resident source took the listener thread longer than one
+        // token's worth: the key's rate limit pays for it (its quota unit stays one).
+        self.caller.key.rate.charge(lane.extra_tokens(&observed), self.caller.now_ns);
         // The account's allow- and deny-list, overrides and sweep thresholds apply to the
         // findings as to its analyses (one read: the report names that policy's version).
         let (labels, policy) = (self.app.labels.current(), self.app.admission.policies().policy(account));

@@ -719,3 +719,26 @@ fn dust_from_a_lookalike_does_not_push_the_real_counterparty_out() {
     assert!(seen["oldestSlot"].is_u64() && seen["oldestBlockTime"].is_i64(), "{seen}");
     assert!(seen.get("reason").is_none(), "{seen}");
 }
+
+/// A scan on a memory-resident source runs on the listener thread: past one token's worth of
+/// that work (`scan_listener_us_per_token`), its key's rate limit pays for the rest — here 10 µs
+/// a token, so the drain (≥ 40 µs of runtime and reads) costs more than one, and the key's next
+/// answer says so. Its quota unit stays one; with the charge off, a scan is one token.
+#[test]
+fn a_scan_that_keeps_the_listener_busy_costs_its_key_more_rate_limit() {
+    let options = || KeyOptions { rate_per_second: 1, burst: 1_000, ..KeyOptions::default() };
+    let tokens_after_one_scan = |us_per_token: u64| {
+        let server = serve(|c| c.scan_listener_us_per_token = us_per_token);
+        let key = server.key(options());
+        let reply = scan(&server, &key.secret, &scan_body(&demo_tx("drain"), None));
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let next = get(server.addr, "/v1/developer/status", &key.secret);
+        let usage = server.usage(&key.secret);
+        assert_eq!((usage.used, usage.transaction_scan), (1, 1), "one quota unit: {usage:?}");
+        assert_rate_headers(&next, &key).tokens
+    };
+    // 1,000 tokens: the scan's first and the status read's are two.
+    assert_eq!(tokens_after_one_scan(0), 998, "off: one token a scan");
+    let left = tokens_after_one_scan(10);
+    assert!(left <= 994, "a scan of ≥ 40 µs on the listener costs ≥ 4 more tokens: {left} left");
+}
