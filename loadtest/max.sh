@@ -27,7 +27,8 @@
 #          one account at most; rate limit 1 M/s, 1e9 quota units: nothing a run sends is
 #          throttled, and the run fails if any scan is answered other than 200) on `main` — its
 #          ledger reads on the listener thread, in process (the demo source is memory-resident) — of a malicious
-#          (`xray ledger demo-tx drain`) and a benign (`sol-transfer`) transaction; and the drain
+#          (`xray ledger demo-tx drain`) and a benign (`sol-transfer`) transaction, the benign one
+#          also asked with `guards: true`; and the drain
 #          on `scanrpc`, an `xray serve` whose ledger is a local JSON-RPC server answering after
 #          SCAN_LATENCY_MS [50] ms (the ceiling there is the lane's 64 upstream requests in
 #          flight, two a scan: ~600 scans/s at 50 ms, not the listener).
@@ -226,6 +227,9 @@ DRAIN=$(scan_body drain); BENIGN=$(scan_body sol-transfer)
 SCAN_PATH=/v1/developer/intelligence/transaction
 measure "POST scan (drain: malicious)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$DRAIN"
 measure "POST scan (sol-transfer: benign)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$BENIGN"
+# The same transaction asked with guards: its Lighthouse assertions and the guarded transaction.
+GUARDED=$(printf '{"transaction":"%s","guards":true}' "$("$BIN/xray" ledger demo-tx sol-transfer)")
+measure "POST scan (sol-transfer, guards)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$GUARDED"
 # The scan over JSON-RPC: the local server answers every call after SCAN_LATENCY_MS. The lane
 # sends at most 64 upstream requests at once and a scan makes two (pre-state and simulation,
 # concurrently; its signer's history once a minute per wallet), so 64 connections saturate it

@@ -16,6 +16,9 @@
 // state, which the demo ledger does not change), with `findings` and `effects` lists and a
 // simulation that ran (`simulation.status` "ok": not timed out, not skipped). Two cases are
 // anchored whatever the first answer says: `drain` is `malicious`, `sol-transfer` `benign`.
+// Every case is scanned in turn without and with `guards: true` (the mix's second pass asks
+// for them): a guarded answer must carry `guards` — `added` unless the verdict is malicious
+// (`withheld`) — signed as `xray.scan.v3`; a plain one none, signed as `xray.scan.v2`.
 //
 // Environment:
 //   BASE_URL    service root                         (default http://127.0.0.1:8080)
@@ -48,7 +51,12 @@ const CASES = open(__ENV.CASES_FILE)
   .split('\n')
   .map((line) => line.trim().split(/\s+/))
   .filter((words) => words.length >= 2 && words[0] !== '')
-  .map(([name, transaction]) => ({ name, body: JSON.stringify({ transaction }) }));
+  .flatMap(([name, transaction]) => [
+    { name, guarded: false, body: JSON.stringify({ transaction }) },
+    { name, guarded: true, body: JSON.stringify({ transaction, guards: true }) },
+  ])
+  // Plain first, then guarded: each case's first scan (setup) is plain.
+  .sort((a, b) => Number(a.guarded) - Number(b.guarded));
 if (CASES.length === 0) {
   throw new Error(`${__ENV.CASES_FILE} holds no transaction`);
 }
@@ -103,7 +111,7 @@ export function setup() {
     throw new Error('API_KEY is required (a key with transaction:scan)');
   }
   const verdicts = {};
-  for (const c of CASES) {
+  for (const c of CASES.filter((c) => !c.guarded)) {
     const { res, data } = scan(c);
     if (!data || !VERDICTS.includes(data.verdict)) {
       throw new Error(`${c.name}: the first scan answered ${res.status} ${String(res.body).slice(0, 300)}`);
@@ -114,6 +122,15 @@ export function setup() {
     verdicts[c.name] = data.verdict;
   }
   return { verdicts };
+}
+
+function guardsAsAsked(c, data) {
+  const type = data.signature && data.signature.type;
+  if (!c.guarded) {
+    return data.guards === undefined && type === 'xray.scan.v2';
+  }
+  const expected = data.verdict === 'malicious' ? 'withheld' : 'added';
+  return data.guards !== undefined && data.guards.status === expected && type === 'xray.scan.v3';
 }
 
 export default function (state) {
@@ -127,5 +144,6 @@ export default function (state) {
     'verdict as first answered': () => verdict === state.verdicts[c.name],
     'findings and effects listed': () => data !== null && Array.isArray(data.findings) && Array.isArray(data.effects),
     'simulation ran': () => data !== null && data.simulation && data.simulation.status === 'ok',
+    'guards as asked': () => data !== null && guardsAsAsked(c, data),
   });
 }
