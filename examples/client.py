@@ -38,14 +38,17 @@ be — ``--type analysis|comparison|scan|monitor_event`` (or ``xray.analysis.v1`
 webhook body ``{"data": {"event": …}}``, or one event of its page), required: a report cannot
 be trusted to say what it is — takes the key set from ``--keys FILE`` or fetches
 ``<api>/.well-known/xray-keys.json`` (no API key), and checks that ``type`` is the expected one
-and ``covers`` exactly that type's members before it checks the signature. A scan
-(``xray.scan.v2``) can then be bound to the request that asked for it, each option checked
+and ``covers`` exactly that type's members before it checks the signature. A scan has two
+types: ``--type scan`` (``xray.scan.v2``) accepts either ``xray.scan.v2`` or ``xray.scan.v3`` (a
+scan asked with ``guards``: its members and ``guards``), the signature's type among the two
+fixing the exact covers, and never another type; ``--type xray.scan.v3`` accepts a guarded scan
+only. A scan (either type) can then be bound to the request that asked for it, each option checked
 against a signed member: ``--transaction BASE64|@FILE`` (what was scanned, signed since or not:
 the SHA-256 of its message — the bytes after its signatures — must be
 ``transaction.messageSha256``), ``--account acct_…`` (``account``: the key's account) and
 ``--origin HOST`` (``origin``: the host the scan judged; ``--origin none`` when the scan was sent
-no origin). It prints ``{"verified": true, "keyId": …, "type": …, "data": {…}}``, where ``data``
-holds the signed members only: read those, not the file, which may carry members nobody signed;
+no origin). It prints ``{"verified": true, "keyId": …, "type": …, "data": {…}}`` (``type``: the
+type it verified, the signature's), where ``data`` holds the signed members only: read those, not the file, which may carry members nobody signed;
 or, refused (exit 1), ``{"verified": false, "reason": …, "detail": …, "keyId": null, …}``,
 ``reason`` the first of these that applies, in this order: ``malformed`` (the report or key set
 is not JSON or not their shape — an unsigned report too — or the transaction given is no
@@ -105,8 +108,16 @@ REPORT_COVERS = {
         "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
         "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
     ),
+    # A scan asked with guards: a scan's members and ``guards``.
+    "xray.scan.v3": (
+        "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
+        "simulation", "counterparties", "engineVersions", "policy", "guards", "scannedAt", "requestId",
+    ),
     "xray.monitor_event.v1": ("id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"),
 }
+# A scan's two types: expecting ``xray.scan.v2`` (``--type scan``) accepts either, the signature's
+# type picking its covers; expecting ``xray.scan.v3`` accepts a guarded scan only.
+SCAN_TYPES = ("xray.scan.v2", "xray.scan.v3")
 # ``verify --type`` short names.
 REPORT_TYPES = {
     "analysis": "xray.analysis.v1", "comparison": "xray.comparison.v1", "scan": "xray.scan.v2",
@@ -166,7 +177,9 @@ def step_of(step):
 def verify_report(data, key_set, expected_type, binding=None):
     """``(keyId, covered)`` when ``data`` (a report's ``data`` object) is signed as a report of
     ``expected_type`` (``xray.analysis.v1`` …) with a key of ``key_set`` (a JWK set, current or
-    retired keys): ``covered`` holds the signed members alone. Raises ``ReportRefused``
+    retired keys): ``covered`` holds the signed members alone. Expecting a scan
+    (``xray.scan.v2``), a scan asked with guards (``xray.scan.v3``) is one too, checked against
+    its own covers (``covered`` then holds ``guards``); ``signature.type`` says which. Raises ``ReportRefused``
     otherwise, checking in this order: ``malformed`` (the report, the key set or the binding is
     not the shape it has — an unsigned report too), ``unknown_key`` (no key of the set has the
     signature's ``keyId``), ``wrong_type`` (a ``type`` other than expected), ``covers_mismatch``
@@ -205,8 +218,8 @@ def verify_report(data, key_set, expected_type, binding=None):
     # A key no binding has (a misspelt "acount") would silently check nothing.
     if not isinstance(binding, dict) or any(name not in BINDING_MEMBERS for name in binding):
         raise ReportRefused("malformed", f"a binding has only {', '.join(BINDING_MEMBERS)}")
-    if binding and expected_type != REPORT_TYPES["scan"]:
-        raise ReportRefused("malformed", f"a binding applies to {REPORT_TYPES['scan']} only")
+    if binding and expected_type not in SCAN_TYPES:
+        raise ReportRefused("malformed", f"a binding applies to a scan ({', '.join(SCAN_TYPES)}) only")
     held_digest = None
     if "transaction" in binding:
         try:
@@ -246,19 +259,20 @@ def verify_report(data, key_set, expected_type, binding=None):
     if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         raise ReportRefused("malformed", "the key of that id is not an Ed25519 key")
     public = b64url(jwk.get("x"), "the key's x", 32)
-    # 3. wrong_type, 4. covers_mismatch
-    if signature["type"] != expected_type:
-        raise ReportRefused("wrong_type", f"a {signature['type']} signature, not {expected_type}")
-    expected = REPORT_COVERS[expected_type]
+    # 3. wrong_type, 4. covers_mismatch: a scan is either scan type, its signature's fixing its covers
+    report_type = signature["type"]
+    if report_type != expected_type and not (expected_type == SCAN_TYPES[0] and report_type in SCAN_TYPES):
+        raise ReportRefused("wrong_type", f"a {report_type} signature, not {expected_type}")
+    expected = REPORT_COVERS[report_type]
     if len(covers) != len(expected) or set(covers) != set(expected):
-        raise ReportRefused("covers_mismatch", f"the covers are not exactly those of {expected_type}")
+        raise ReportRefused("covers_mismatch", f"the covers are not exactly those of {report_type}")
     missing = [name for name in expected if name not in data]
     if missing:
         raise ReportRefused("covers_mismatch", f"covered member {missing[0]} is missing")
     # 5. bad_signature
     covered = {name: data[name] for name in expected}
     try:
-        message = rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type}))
+        message = rfc8785.dumps(as_jcs_numbers({**covered, "type": report_type}))
         if batch is not None:
             # Signed is the envelope of the root this report's salted leaf leads to.
             node = hashlib.sha256(b"\x00" + salt + message).digest()
@@ -479,10 +493,11 @@ def main():
     verify.add_argument(
         "--type",
         required=True,
-        choices=sorted(REPORT_TYPES) + sorted(REPORT_TYPES.values()),
-        help="what the report must be: analysis (a wallet poll or its webhook), comparison, scan, or "
-        "monitor_event (a monitor's webhook body, or one event of its events page) "
-        "(or the full type, xray.analysis.v1 …); any other signature type is refused",
+        choices=sorted(REPORT_TYPES) + sorted(REPORT_COVERS),
+        help="what the report must be: analysis (a wallet poll or its webhook), comparison, scan (either "
+        "xray.scan.v2 or, asked with guards, xray.scan.v3), or monitor_event (a monitor's webhook body, or "
+        "one event of its events page) (or the full type, xray.analysis.v1 …; xray.scan.v3: a guarded scan "
+        "only); any other signature type is refused",
     )
     verify.add_argument("--keys", help="the key set's JSON file (default: fetched from --api)")
     verify.add_argument(
@@ -508,7 +523,7 @@ def main():
             binding["account"] = args.account
         if args.origin is not None:
             binding["origin"] = None if args.origin == "none" else args.origin
-        if binding and expected_type != REPORT_TYPES["scan"]:
+        if binding and expected_type not in SCAN_TYPES:
             parser.error("--transaction, --account and --origin bind a scan only")
         # Bytes: text that is not UTF-8 is a malformed report, not a crash.
         with open(args.report, "rb") as f:
@@ -533,7 +548,8 @@ def main():
             if expected_type == REPORT_TYPES["monitor_event"] and isinstance(data, dict) and "signature" not in data:
                 data = data.get("event", data)
             key_id, covered = verify_report(data, key_set, expected_type, binding)
-            verdict = {"verified": True, "keyId": key_id, "type": expected_type, "data": covered}
+            # The type verified: the signature's (a scan asked with guards is xray.scan.v3).
+            verdict = {"verified": True, "keyId": key_id, "type": data["signature"]["type"], "data": covered}
         except ReportRefused as refused:
             # No keyId: nothing the refused report says about its key is attested.
             verdict = {

@@ -10,6 +10,7 @@ the generator types them `str`). Then runs the quick start against XRAY_BASE_URL
 XRAY_API_KEY, asserting the generated classes and their typed fields, never raw JSON.
 """
 
+import base64
 import importlib
 import inspect
 import json
@@ -258,6 +259,21 @@ assert scan.signature.type_ == "xray.scan.v2", scan.signature
 assert isinstance(scan.engine_versions, M.ScanEngineVersions) and scan.engine_versions.scan
 print(f"ok: scan — {scan.verdict}, findings {sorted(findings)}, {len(scan.effects)} effects")
 
+# the same, asked with guards: a token transfer's Lighthouse assertions (0.5 % slippage on token
+# amounts) and the transaction with them appended, signed as xray.scan.v3 (a scan's members and guards)
+token = M.ScanRequest(transaction=os.environ["XRAY_DEMO_TX_TOKEN"], guards=M.ScanGuardOptions(slippage_bps=50))
+guarded = answer(scan_transaction.sync_detailed(client=client, body=token), 200, M.TransactionScan).data
+guards = guarded.guards
+assert isinstance(guards, M.ScanGuards) and guards.status == "added" and guards.slippage_bps == 50, guards
+assert all(isinstance(ix, M.ScanGuardInstruction) for ix in guards.guard_instructions), guards.guard_instructions
+kinds = [type(a).__name__ for ix in guards.guard_instructions for a in ix.asserts]  # each kind its own class
+assert kinds == ["ScanGuardAssertLamportsAtLeast", "ScanGuardAssertTokenOwner", "ScanGuardAssertTokenDelegate",
+                 "ScanGuardAssertTokenCloseAuthority", "ScanGuardAssertTokenAmountAtLeast"], kinds
+assert len(base64.b64decode(guards.guarded_transaction)) <= 1232, guards.guarded_transaction
+assert guarded.signature.type_ == "xray.scan.v3", guarded.signature
+print(f"ok: scan with guards — {guards.status}, {len(guards.guard_instructions)} guard instructions, signed"
+      f" {guarded.signature.type_}")
+
 # watch a wallet
 monitor = answer(create_monitor.sync_detailed(client=client, body=M.MonitorRequest(
     wallets=[OPEN_DELEGATION], callback_url=HOOK, min_severity=M.MinSeverity.HIGH, score_drop=10)), 201,
@@ -285,8 +301,8 @@ print(f"ok: policy {written.id} — version {written.version}, deny list {writte
 usage = answer(get_usage.sync_detailed(client=client), 200, M.Usage).data
 assert usage.key_id == status.key.id, usage.key_id
 assert usage.by_operation.wallet_analysis == 2, usage.by_operation  # OPEN_DELEGATION and SYBIL_A
-assert usage.by_operation.comparison == 1 and usage.by_operation.transaction_scan == 1, usage.by_operation
-assert usage.quota.used + usage.quota.reserved == 4 and usage.quota.remaining == usage.quota.limit - 4, usage.quota
+assert usage.by_operation.comparison == 1 and usage.by_operation.transaction_scan == 2, usage.by_operation
+assert usage.quota.used + usage.quota.reserved == 5 and usage.quota.remaining == usage.quota.limit - 5, usage.quota
 print(f"ok: usage — {usage.quota.used} used, {usage.quota.reserved} reserved, {usage.quota.remaining} remaining")
 
 # liveness (no key) and the keys reports are signed with

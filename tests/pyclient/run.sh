@@ -12,8 +12,8 @@
 #      `xray keys create` and the account's webhook secret with `xray accounts webhook-secret`, as
 #      the README does (scripts/demo-server.sh)
 #   4. quickstart.py: status, a wallet X-Ray (202, an idempotent resend, a batch, the poll until
-#      READY read as typed fields), a comparison, the pre-sign scan of `xray ledger demo-tx drain`,
-#      a monitor, the policy, usage, /healthz and the signing keys — asserting the generated
+#      READY read as typed fields), a comparison, the pre-sign scan of `xray ledger demo-tx drain`
+#      and of `token-transfer` asked with guards (`xray.scan.v3`), a monitor, the policy, usage, /healthz and the signing keys — asserting the generated
 #      classes' fields, never raw JSON
 # The server is always stopped and the temporary directory removed (EXIT trap).
 #
@@ -74,8 +74,9 @@ XRAY_API_KEY=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["key"]
 XRAY_ACCOUNT=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["account"])' "$key_json")
 "$XRAY_BIN" accounts webhook-secret --data-dir "$WORK/data" --account "$XRAY_ACCOUNT" >/dev/null
 export XRAY_BASE_URL="http://127.0.0.1:$PORT"
-export XRAY_DEMO_TX_DRAIN
+export XRAY_DEMO_TX_DRAIN XRAY_DEMO_TX_TOKEN
 XRAY_DEMO_TX_DRAIN=$("$XRAY_BIN" ledger demo-tx drain)
+XRAY_DEMO_TX_TOKEN=$("$XRAY_BIN" ledger demo-tx token-transfer)
 
 # 4. the quick start through the generated client
 PYTHONPATH="$WORK/gen" timeout "$TEST_TIMEOUT_S" "$VENV/bin/python" -B "$HERE/quickstart.py" \

@@ -17,7 +17,10 @@ file is the same each time it is made. A case is ``{name, type, data, keys, bind
 ``transaction`` (base64), ``account``, ``origin`` (``null``: it sent none); ``reason`` is
 ``null`` when the report verifies. A case with ``"loose": true`` is one a typed API cannot be
 given (a binding member no binding has, a binding of an analysis): the Rust verifier's types
-rule it out, so its tests skip it.
+rule it out, so its tests skip it. A case of ``type`` ``xray.scan.v2`` is checked as a scan (Rust
+``verify_scan``): a scan asked with guards (``xray.scan.v3``) is a scan too, the signature's type
+picking its exact covers; a case of ``type`` ``xray.scan.v3`` (never with a binding: Rust checks
+it with ``verify_report``) accepts a guarded scan only.
 
   python3 tests/signing/refusals.py            # writes tests/signing/refusals.json
   python3 tests/signing/refusals.py --check    # exits 1 when the file is not current
@@ -41,6 +44,9 @@ REASONS = [
 ]
 ANALYSIS = "xray.analysis.v1"
 SCAN = "xray.scan.v2"
+# A scan asked with guards: a scan too, checked as one (``SCAN``) by every verifier; as this type
+# alone, a guarded scan only.
+GUARDED_SCAN = "xray.scan.v3"
 EVENT = "xray.monitor_event.v1"
 # Written out here (README, "Signed reports") rather than taken from a verifier: the table tests them.
 COVERS = {
@@ -48,6 +54,10 @@ COVERS = {
     SCAN: [
         "verdict", "signer", "transaction", "findings", "effects", "instructions", "simulation",
         "counterparties", "engineVersions", "policy", "origin", "account", "scannedAt", "requestId",
+    ],
+    GUARDED_SCAN: [
+        "verdict", "signer", "transaction", "findings", "effects", "instructions", "simulation",
+        "counterparties", "engineVersions", "policy", "origin", "guards", "account", "scannedAt", "requestId",
     ],
     EVENT: ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"],
 }
@@ -198,6 +208,22 @@ def scan_data(origin=ORIGIN):
     )
 
 
+def guarded_scan_data():
+    """``scan_data()`` asked with guards: the same members and ``guards``, signed as ``xray.scan.v3``."""
+    data = {k: v for k, v in scan_data().items() if k != "signature"}
+    data["guards"] = {
+        "slippageBps": 50, "solToleranceLamports": 0, "status": "added",
+        "guardInstructions": [{
+            "programId": "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95",
+            "accounts": [{"address": "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", "isSigner": False, "isWritable": False}],
+            "data": "BQAAsMddogUAAAAE",
+            "asserts": [{"kind": "lamports_at_least", "lamports": 24198891440}],
+        }],
+        "guardedTransaction": b64(SENT),
+    }
+    return signed(data, GUARDED_SCAN, COVERS[GUARDED_SCAN])
+
+
 def analysis_data():
     return signed(
         {
@@ -270,6 +296,8 @@ def flipped_value(data):
 
 def cases():
     scan, analysis, event = scan_data(), analysis_data(), event_data()
+    guarded = guarded_scan_data()
+    guarded_members = {k: v for k, v in guarded.items() if k != "signature"}
     event_covers = sorted(COVERS[EVENT])
     covers = sorted(COVERS[SCAN])
     tampered = edit(scan, lambda d: d["findings"][0].update(severity="low"))  # one covered member changed
@@ -297,6 +325,9 @@ def cases():
     case(None, "a monitor event whose legacy type changed (kind is the signed one)", {**event, "type": "other"}, EVENT)
     case(None, "a scan signed in a batch of four, bound", in_batch, binding=HELD)
     case(None, "a scan whose batch path has 16 steps, the most read", deep_batched(scan, 16))
+    case(None, "a guarded scan (xray.scan.v3) checked as a scan, bound", guarded, binding=HELD)
+    case(None, "a guarded scan checked as a guarded scan", guarded, GUARDED_SCAN)
+    case(None, "a guarded scan signed in a batch of four, checked as a scan, bound", batched(guarded), binding=HELD)
     # malformed: the report, the key set or the binding is not the shape it has.
     case("malformed", "data is not an object", "a report", ANALYSIS)
     case("malformed", "data is a list", [analysis], ANALYSIS)
@@ -337,6 +368,8 @@ def cases():
     case("wrong_type", "a signature relabelled as another type", with_signature(analysis, type=SCAN), ANALYSIS)
     case("wrong_type", "a monitor event checked as an analysis", event, ANALYSIS)
     case("wrong_type", "an analysis checked as a monitor event", analysis, EVENT)
+    case("wrong_type", "a guarded scan checked as an analysis", guarded, ANALYSIS)
+    case("wrong_type", "a scan checked as a guarded scan (it signed no guards)", scan, GUARDED_SCAN)
     # covers_mismatch
     case("covers_mismatch", "a covered member left out of covers", short_covers)
     case("covers_mismatch", "a member added to covers", with_signature(scan, covers=covers + ["xray"]))
@@ -346,6 +379,9 @@ def cases():
     case("covers_mismatch", "a monitor event without account in covers", with_signature(event, covers=[n for n in event_covers if n != "account"]), EVENT)
     case("covers_mismatch", "a monitor event whose changes are gone", {k: v for k, v in event.items() if k != "changes"}, EVENT)
     case("covers_mismatch", "a monitor event signed without its account", signed(event, EVENT, [n for n in COVERS[EVENT] if n != "account"]), EVENT)
+    case("covers_mismatch", "a guarded scan whose guards are gone", {k: v for k, v in guarded.items() if k != "guards"})
+    case("covers_mismatch", "a guarded scan's type over a scan's covers", signed(guarded_members, GUARDED_SCAN, COVERS[SCAN]))
+    case("covers_mismatch", "a scan's type over a guarded scan's covers", signed(guarded_members, SCAN, COVERS[GUARDED_SCAN]))
     # bad_signature
     case("bad_signature", "one covered member changed", tampered)
     case("bad_signature", "one byte of the signature changed", with_signature(analysis, value=flipped_value(analysis)), ANALYSIS)
@@ -364,8 +400,11 @@ def cases():
     case("bad_signature", "a batched scan, another salt", with_batch(in_batch, lambda b: b.update(salt=b64url(bytes(16)))))
     case("bad_signature", "a batched scan without its batch (read as a direct signature)", with_signature(in_batch, batch=None))
     case("bad_signature", "a direct signature given a batch", with_signature(scan, batch=in_batch["signature"]["batch"]))
+    case("bad_signature", "a guarded scan whose SOL guard was lowered", edit(guarded, lambda d: d["guards"]["guardInstructions"][0]["asserts"][0].update(lamports=1)))
+    case("covers_mismatch", "a guarded scan relabelled as a scan, its guards left out of covers", with_signature(guarded, type=SCAN, covers=sorted(COVERS[SCAN])))
     # digest_mismatch, account_mismatch, origin_mismatch: a verified scan about another request.
     case("digest_mismatch", "one byte of the transaction's message changed", scan, binding={"transaction": b64(CHANGED_MESSAGE)})
+    case("digest_mismatch", "a guarded scan, one byte of the transaction's message changed", guarded, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("account_mismatch", "another account", scan, binding={"account": "acct_other"})
     case("origin_mismatch", "another origin", scan, binding={"origin": "phantom.app.claim-now.io"})
     case("origin_mismatch", "no origin held, one signed", scan, binding={"origin": None})

@@ -9,7 +9,8 @@ origin, ``none`` against a host, a malformed signature count, and a binding of a
 Both also give every case of the shared refusal table (``refusals.json``, checked current
 against ``refusals.py``) the reason it names, and both commands say why from a file as a user
 holds it: not JSON, one byte changed, covers edited, another ``--type``, another server's keys;
-and verify a monitor event's webhook body (``xray.monitor_event.v1``) as a receiver holds it.
+verify a monitor event's webhook body (``xray.monitor_event.v1``) as a receiver holds it; and
+verify a scan asked with guards (``xray.scan.v3``) as a scan, bound, and as a guarded scan.
 
 Prints one line per case and ``N passed, M failed``; exits 1 when a case failed. Needs what the
 verifiers need (``pip install -r tests/signing/requirements.txt``).
@@ -41,6 +42,9 @@ SCAN_COVERS = [
     "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
     "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
 ]
+# A scan asked with guards: the same members and ``guards``.
+GUARDED_SCAN = "xray.scan.v3"
+GUARDED_SCAN_COVERS = SCAN_COVERS[:12] + ["guards"] + SCAN_COVERS[12:]
 ANALYSIS_COVERS = ["analysisId", "wallet", "completedAt", "xray"]
 EVENT = "xray.monitor_event.v1"
 EVENT_COVERS = ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"]
@@ -357,6 +361,50 @@ def both_commands_say_why():
         expect(isinstance(verdict["detail"], str) and verdict["detail"] != "", True, f"client detail: {verdict}")
         code, out = run(VERIFIER, "--keys-url", keys.as_uri(), "--type", client.REPORT_TYPES[short_type], report)
         expect((code, out.strip()), (1, f"NOT verified: {reason}"), f"independent: {name or reason}")
+
+
+@case
+def both_commands_verify_a_guarded_scan_as_a_scan():
+    """A scan asked with guards (``xray.scan.v3``: a scan's members and ``guards``), through both
+    commands: verified as a scan (``--type scan`` / ``xray.scan.v2``), bound to its request, its
+    guards among the signed members, and as a guarded scan (``xray.scan.v3``); a plain scan is
+    not a guarded one, a guarded scan is no analysis, and lowering a guard is ``bad_signature``."""
+    data = {k: v for k, v in scan("phantom.app").items() if k != "signature"}
+    data["guards"] = {
+        "slippageBps": 50, "solToleranceLamports": 0, "status": "added",
+        "guardInstructions": [{
+            "programId": "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95",
+            "accounts": [{"address": SIGNER, "isSigner": False, "isWritable": False}],
+            "data": "BQAAsMddogUAAAAE", "asserts": [{"kind": "lamports_at_least", "lamports": 24198891440}],
+        }],
+        "guardedTransaction": SENT,
+    }
+    guarded = signed(data, GUARDED_SCAN, GUARDED_SCAN_COVERS)
+    report = WORK / "guarded-scan.json"
+    report.write_text(json.dumps({"data": guarded}, indent=2))
+    held = ["--transaction", f"@{WORK / 'tx.b64'}", "--account", ACCOUNT, "--origin", "phantom.app"]
+    code, verdict = client_verify(report, *held)
+    expect((code, verdict["verified"], verdict["type"]), (0, True, GUARDED_SCAN), f"client, as a scan: {verdict}")
+    expect(verdict["data"]["guards"], data["guards"], "the signed guards")
+    code, out = run(CLIENT, "verify", "--type", GUARDED_SCAN, "--keys", WORK / "keys.json", report, *held)
+    expect((code, json.loads(out)["verified"]), (0, True), f"client, as a guarded scan: {out}")
+    code, out = independent(report, *held)
+    expect(code, 0, out)
+    for says in [f"verified {KID}", "bound to transaction, account, origin", "tampered copy refused", "as another type refused"]:
+        expect(says in out, True, f"{says!r} in {out!r}")
+    code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", GUARDED_SCAN, *held, report)
+    expect((code, "as another type refused" in out), (0, True), f"independent, as a guarded scan: {out}")
+    lowered = WORK / "guarded-lowered.json"
+    lowered.write_text(json.dumps({"data": {**guarded, "guards": {**data["guards"], "solToleranceLamports": 1}}}))
+    for reason, path, as_type in [
+        ("wrong_type", WORK / "scan.json", GUARDED_SCAN),
+        ("wrong_type", report, "xray.analysis.v1"),
+        ("bad_signature", lowered, SCAN),
+    ]:
+        code, out = run(CLIENT, "verify", "--type", as_type, "--keys", WORK / "keys.json", path)
+        expect((code, json.loads(out)["reason"]), (1, reason), f"client: {path.name} as {as_type}")
+        code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", as_type, path)
+        expect((code, out.strip()), (1, f"NOT verified: {reason}"), f"independent: {path.name} as {as_type}")
 
 
 @case

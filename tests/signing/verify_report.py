@@ -5,13 +5,16 @@ docs/openapi.json alone (no project code): Ed25519 from ``cryptography``, RFC 87
 
 Given a report (a poll's, webhook's or scan's ``{"data": …}`` body; a monitor event's webhook
 body ``{"data": {"event": …}}``, whose event is what is signed), the type it is expected to be
-(``--type``: ``xray.analysis.v1``, ``xray.comparison.v1``, ``xray.scan.v2`` or
+(``--type``: ``xray.analysis.v1``, ``xray.comparison.v1``, ``xray.scan.v2``, ``xray.scan.v3`` or
 ``xray.monitor_event.v1``) and the key set's URL (``file://`` too), it:
 
 1. fetches ``/.well-known/xray-keys.json`` (no API key) and finds the JWK named by
    ``data.signature.keyId`` (current or retired);
 2. checks that ``signature.type`` is the expected type and ``signature.covers`` exactly that
-   type's member list (the report's own claims are not trusted), builds the object of those
+   type's member list (the report's own claims are not trusted) — a scan has two types:
+   ``xray.scan.v2`` expected is a scan, either ``xray.scan.v2`` or ``xray.scan.v3`` (one asked
+   with ``guards``), the signature's type among those two fixing the exact list, never another
+   type; ``xray.scan.v3`` expected is a guarded scan only —, builds the object of those
    members of ``data`` plus ``"type"`` (the type), turns integers outside ±(2^53 − 1) into
    floats (JCS's number rule; ``rfc8785`` refuses such integers), canonicalizes it with JCS
    and checks the signature — over those bytes, or for a batched signature (a scan's: ``batch``
@@ -27,8 +30,9 @@ body ``{"data": {"event": …}}``, whose event is what is signed), the type it i
    (when it has signatures) that it with other signature bytes is still bound;
 4. changes one byte of the report's text (a digit inside the covered document) and checks that
    the changed report is refused (``bad_signature``);
-5. checks that the report is refused as any other type (``wrong_type``), and that a member
-   added to its ``data`` is not among the verified members.
+5. checks that the report is refused as any other type that is not its own (``wrong_type``; a
+   guarded scan is a scan too), and that a member added to its ``data`` is not among the
+   verified members.
 
 A refusal names the first reason that applies, in the README's order ("Signed reports": why a
 verifier refuses): ``malformed`` (the report, key set or transaction given is not its shape; an
@@ -46,6 +50,7 @@ Run by ``tests/integration/api/signing.rs`` against a real server, and by
       --type xray.analysis.v1 report.json
   python3 tests/signing/verify_report.py --keys-url http://127.0.0.1:8080/.well-known/xray-keys.json \\
       --type xray.scan.v2 --transaction @tx.b64 --account acct_... --origin none scan.json
+(a scan asked with ``guards``, ``xray.scan.v3``, verifies with ``--type xray.scan.v2`` too).
 """
 
 import argparse
@@ -68,11 +73,20 @@ COVERS = {
         "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
         "simulation", "counterparties", "engineVersions", "policy", "scannedAt", "requestId",
     ],
+    # A scan asked with guards: a scan's members and ``guards``.
+    "xray.scan.v3": [
+        "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
+        "simulation", "counterparties", "engineVersions", "policy", "guards", "scannedAt", "requestId",
+    ],
     "xray.monitor_event.v1": [
         "id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes",
     ],
 }
 SCAN = "xray.scan.v2"
+GUARDED_SCAN = "xray.scan.v3"
+# A scan's two types: expecting ``SCAN`` (a scan) accepts either, its signature's type picking
+# its covers; expecting ``GUARDED_SCAN`` accepts a guarded scan only. A binding applies to both.
+SCAN_TYPES = (SCAN, GUARDED_SCAN)
 EVENT = "xray.monitor_event.v1"
 # Why a report is refused, in the order checked (README, "Signed reports"): the first that applies.
 REASONS = [
@@ -134,14 +148,21 @@ def as_jcs_numbers(value):
     return value
 
 
+def accepts(expected_type, signed_type):
+    """Whether a report signed as ``signed_type`` is one of ``expected_type``: the same type, or
+    either scan type when a scan (``SCAN``) is expected."""
+    return signed_type == expected_type or (expected_type == SCAN and signed_type in SCAN_TYPES)
+
+
 def check(data, key_set, expected_type, binding=None):
     """The covered members of ``data`` when it is a signed report of ``expected_type`` that
     verifies with a key of ``key_set`` (and, a scan's, is about ``binding``: a dict of
     ``transaction`` base64, ``account``, ``origin``, those given); else ``Refused`` with the first
-    reason, in the README's order, that applies."""
+    reason, in the README's order, that applies. Expecting a scan (``SCAN``), a guarded scan
+    (``GUARDED_SCAN``) is one too, checked against its own covers."""
     binding = binding or {}
     # malformed: the binding, the report, the key set
-    if any(name not in BINDING for name in binding) or (binding and expected_type != SCAN):
+    if any(name not in BINDING for name in binding) or (binding and expected_type not in SCAN_TYPES):
         raise Refused("malformed")
     if "transaction" in binding:
         try:
@@ -169,16 +190,17 @@ def check(data, key_set, expected_type, binding=None):
     if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
         raise Refused("malformed")
     key = Ed25519PublicKey.from_public_bytes(b64url(jwk.get("x"), 32))
-    # wrong_type, covers_mismatch
-    if signature["type"] != expected_type:
+    # wrong_type, covers_mismatch: the signature's type, when it is one the expected type accepts
+    if not accepts(expected_type, signature["type"]):
         raise Refused("wrong_type")
-    expected = COVERS[expected_type]
+    report_type = signature["type"]
+    expected = COVERS[report_type]
     if len(covers) != len(expected) or set(covers) != set(expected) or any(n not in data for n in expected):
         raise Refused("covers_mismatch")
     covered = {name: data[name] for name in expected}
     # bad_signature
     try:
-        key.verify(value, signed_message(rfc8785.dumps(as_jcs_numbers({**covered, "type": expected_type})), batch))
+        key.verify(value, signed_message(rfc8785.dumps(as_jcs_numbers({**covered, "type": report_type})), batch))
     except InvalidSignature:
         raise Refused("bad_signature") from None
     except (TypeError, ValueError, OverflowError, rfc8785.CanonicalizationError):
@@ -322,8 +344,8 @@ def main():
         binding["account"] = args.account
     if args.origin is not None:
         binding["origin"] = None if args.origin == "none" else args.origin
-    if binding and args.type != SCAN:
-        parser.error(f"--transaction, --account and --origin bind a {SCAN} only")
+    if binding and args.type not in SCAN_TYPES:
+        parser.error(f"--transaction, --account and --origin bind a scan ({', '.join(SCAN_TYPES)}) only")
     with urllib.request.urlopen(args.keys_url, timeout=10) as answer:
         key_set = json.load(answer)
     with open(args.report, "rb") as f:
@@ -363,7 +385,9 @@ def main():
         print("tampered copy ACCEPTED (or refused for another reason than bad_signature)")
         sys.exit(1)
     print("tampered copy refused")
-    if any(reason_of(data, key_set, other) != "wrong_type" for other in COVERS if other != args.type):
+    signed_type = data["signature"]["type"]
+    others = [other for other in COVERS if other != args.type and not accepts(other, signed_type)]
+    if any(reason_of(data, key_set, other) != "wrong_type" for other in others):
         print("as another type ACCEPTED (or refused for another reason than wrong_type)")
         sys.exit(1)
     print("as another type refused")

@@ -53,6 +53,10 @@ export type WalletRequest = RequestBody<operations["analyzeWallet"]>;
 export type BatchRequest = RequestBody<operations["analyzeWallets"]>;
 export type CompareRequest = RequestBody<operations["compareWallets"]>;
 export type ScanRequest = RequestBody<operations["scanTransaction"]>;
+/** A scan's guards, as asked (`ScanRequest["guards"]` as an object: its tolerances). */
+export type ScanGuardOptions = Schemas["ScanGuardOptions"];
+/** A scan's guards, as answered (`data.guards` of a scan asked with `guards`). */
+export type ScanGuards = Schemas["ScanGuards"];
 export type MonitorRequest = RequestBody<operations["createMonitor"]>;
 export type MonitorPatchRequest = RequestBody<operations["changeMonitor"]>;
 export type PolicyRequest = RequestBody<operations["putPolicy"]>;
@@ -400,7 +404,12 @@ export class XrayClient {
 
   // ---- pre-sign scan ----------------------------------------------------------------------
 
-  /** `POST /v1/developer/intelligence/transaction` — synchronous; charged one unit. */
+  /**
+   * `POST /v1/developer/intelligence/transaction` — synchronous; charged one unit. With
+   * `guards` (`true`, or `{slippageBps, solToleranceLamports}`) the answer also carries
+   * `data.guards` — Lighthouse assertions of what the scan predicts and, for an unsigned
+   * transaction, the transaction with them appended — and is signed `xray.scan.v3`.
+   */
   scanTransaction(body: ScanRequest, opts: RequestOptions = {}) {
     // A refusal (429/503) made no scan; a network failure may have: not retried.
     return this.call<SuccessBody<operations["scanTransaction"]>>(
@@ -800,9 +809,18 @@ export type ReportSignature = Schemas["ReportSignature"];
  * on either side of a change of the schema's list; a unit test checks that docs/openapi.json
  * names exactly these.
  */
-export type ReportType = "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2" | "xray.monitor_event.v1";
-/** The type of a scan's answer, the one report a `ScanBinding` applies to. */
+export type ReportType =
+  | "xray.analysis.v1"
+  | "xray.comparison.v1"
+  | "xray.scan.v2"
+  | "xray.scan.v3"
+  | "xray.monitor_event.v1";
+/** The type of a scan's answer (asked without `guards`). */
 const SCAN_TYPE: ReportType = "xray.scan.v2";
+/** The type of the answer of a scan asked with `guards`: a scan's members and `guards`. */
+const GUARDED_SCAN_TYPE: ReportType = "xray.scan.v3";
+/** The two types of a scan's answer, the reports a `ScanBinding` applies to. */
+const SCAN_TYPES: readonly ReportType[] = [SCAN_TYPE, GUARDED_SCAN_TYPE];
 
 /** The members of `data` each report type's signature covers, exactly (README, "Signed reports"). */
 export const REPORT_COVERS: Readonly<Record<ReportType, readonly string[]>> = {
@@ -824,6 +842,25 @@ export const REPORT_COVERS: Readonly<Record<ReportType, readonly string[]>> = {
     "scannedAt",
     "requestId",
   ],
+  // A scan asked with `guards`: the same members and `guards` (the Lighthouse assertions and the
+  // guarded transaction).
+  "xray.scan.v3": [
+    "verdict",
+    "signer",
+    "account",
+    "origin",
+    "transaction",
+    "findings",
+    "effects",
+    "instructions",
+    "simulation",
+    "counterparties",
+    "engineVersions",
+    "policy",
+    "guards",
+    "scannedAt",
+    "requestId",
+  ],
   // A monitor's event: `data` is the event object (a webhook body's `data.event`, or one item
   // of the events page's `data.events`), its `signature` among its members.
   "xray.monitor_event.v1": ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"],
@@ -837,7 +874,8 @@ export interface VerifiedReport {
 
 /**
  * What a scan's signed answer must be about, on top of its signature (`verifyReport`'s
- * `binding`): each member given is compared with a covered member; one left out is not checked.
+ * `binding`, for either scan type): each member given is compared with a covered member; one
+ * left out is not checked.
  */
 export interface ScanBinding {
   /**
@@ -934,9 +972,13 @@ export function canonicalJson(value: unknown): string {
  * `expected`: its `signature.type` must be `expected` and `signature.covers` exactly that type's
  * members (`REPORT_COVERS`) — nothing the report says about itself is trusted — and the Ed25519
  * key `signature.keyId` of `keySet` (current or retired) must have signed the JCS form of those
- * members plus `"type"`. Then, for a scan (`xray.scan.v2`) with a `binding`, the signed members
- * must be about the caller's own request: its transaction's message (`digest_mismatch`), account
- * (`account_mismatch`) and origin (`origin_mismatch`); a binding for another type is `malformed`.
+ * members plus `"type"`. A scan has two types: expecting `xray.scan.v2` (a scan) accepts either
+ * — the signature's type, `xray.scan.v2` or `xray.scan.v3` (a scan asked with `guards`), picks
+ * the exact covers — as the Rust `verify_scan` does, never another type; expecting
+ * `xray.scan.v3` accepts a guarded scan only. Then, for a scan with a `binding`, the signed
+ * members must be about the caller's own request: its transaction's message (`digest_mismatch`),
+ * account (`account_mismatch`) and origin (`origin_mismatch`); a binding for another type is
+ * `malformed`.
  * Returns the key id and the covered members alone (a member added to `data` is not among them);
  * throws `ReportVerificationError` with the first of `VERIFY_REASONS`, in their order, that
  * applies. Parsing the report's text is the caller's: a value that is no report object is
@@ -956,8 +998,8 @@ export function verifyReport(
   const unknown = Object.keys(binding ?? {}).filter((k) => !BINDING_MEMBERS.includes(k as keyof ScanBinding));
   if (unknown.length > 0) throw new ReportVerificationError("malformed", `no binding member ${unknown.join(", ")}`);
   const bound = binding != null && BINDING_MEMBERS.some((k) => binding[k] !== undefined);
-  if (bound && expected !== SCAN_TYPE) {
-    throw new ReportVerificationError("malformed", `a binding applies to ${SCAN_TYPE} only, not ${expected}`);
+  if (bound && !SCAN_TYPES.includes(expected)) {
+    throw new ReportVerificationError("malformed", `a binding applies to a scan only, not ${expected}`);
   }
   const heldDigest = binding?.transaction !== undefined ? messageSha256(binding.transaction) : undefined;
   const report = isObject(data) ? data : undefined;
@@ -986,13 +1028,15 @@ export function verifyReport(
     throw new ReportVerificationError("malformed", "the key of that id is not an Ed25519 key");
   }
   const key = publicKeyOf(jwk.x);
-  // 3. wrong_type, 4. covers_mismatch
-  if (type !== expected) throw new ReportVerificationError("wrong_type", `a ${type} signature, not ${expected}`);
-  const covered = coveredMembers(report, covers as string[], expected);
+  // 3. wrong_type, 4. covers_mismatch: a scan (expected `xray.scan.v2`) is either scan type, and
+  // the signature's type among those two fixes its covers.
+  const wanted = expected === SCAN_TYPE && SCAN_TYPES.includes(type as ReportType) ? (type as ReportType) : expected;
+  if (type !== wanted) throw new ReportVerificationError("wrong_type", `a ${type} signature, not ${expected}`);
+  const covered = coveredMembers(report, covers as string[], wanted);
   // 5. bad_signature
   let message: Buffer;
   try {
-    message = Buffer.from(canonicalJson({ ...covered, type: expected }), "utf8");
+    message = Buffer.from(canonicalJson({ ...covered, type: wanted }), "utf8");
     if (batch) message = batchEnvelope(message, batch);
   } catch (e) {
     // A value JSON cannot carry (a non-finite number, a function) has no canonical form.

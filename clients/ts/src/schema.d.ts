@@ -155,15 +155,17 @@ export interface paths {
          * Scan a transaction before it is signed
          * @description The pre-sign scan (an extension of the contract): what a transaction a wallet is about to sign would do to that wallet, and how dangerous that is — answered synchronously, before anything is signed, so a wallet can show it on its confirmation screen. The service decodes the transaction (legacy or v0; a v0 message's lookup tables are read from the ledger), judges its instructions (`findings`: approvals, authority hand-overs, the wallet assigned to a program, durable nonces, transfers to flagged, sanctioned or look-alike addresses, unknown programs given the wallet as writable), compares recipients and delegates with the wallets the signer dealt with lately (`counterparties`), and simulates it against the current ledger state to list what it changes for the signer (`effects`, from the state of the accounts before against after — so what the programs really do is in it, cross-program invocations included). `verdict` is the worst finding's severity in three words.
          *
-         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 4 KiB (413), shape (400 `INVALID_REQUEST`) → `transaction` not base64 (400 `INVALID_TRANSACTION`) → `signer` not an address (400 `INVALID_ADDRESS`) → `transaction` not a transaction of at most 1,232 bytes (400 `INVALID_TRANSACTION`) → `signer` does not sign it (400 `INVALID_REQUEST`) → shutting down (503) → quota (429 `QUOTA_EXHAUSTED`) → the lookup tables (503 `SERVICE_BUSY` when the ledger does not answer; an address that is no lookup table, or an index past a table's end, is 400 `INVALID_TRANSACTION`) → the ledger's view: the accounts before, the simulation and the signer's recent history, asked together, each bounded by 1.5 s (503 when 256 scans, or 8 of one account, already wait for the ledger).
+         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 4 KiB (413), shape (400 `INVALID_REQUEST`; a malformed `guards` too) → `transaction` not base64 (400 `INVALID_TRANSACTION`) → `signer` not an address (400 `INVALID_ADDRESS`) → `transaction` not a transaction of at most 1,232 bytes (400 `INVALID_TRANSACTION`) → `signer` does not sign it (400 `INVALID_REQUEST`) → shutting down (503) → quota (429 `QUOTA_EXHAUSTED`) → the lookup tables (503 `SERVICE_BUSY` when the ledger does not answer; an address that is no lookup table, or an index past a table's end, is 400 `INVALID_TRANSACTION`) → the ledger's view: the accounts before, the simulation and the signer's recent history, asked together, each bounded by 1.5 s (503 when 256 scans, or 8 of one account, already wait for the ledger).
          *
          *     **A ledger that does not answer is not a refusal** (past the lookup tables). When the source does not simulate, answers too late or answers unusably, or the transaction would fail, the scan still answers `200`: the findings judged from the decoded instructions stand, `simulation.status` says why `effects` is empty, and `counterparties` says whether the history was read.
          *
          *     **Charging.** One quota unit per `200` (`byOperation.transactionScan` in `GET /v1/developer/usage`), however the ledger's reads went — `simulation.status` and `counterparties` say (a waiver would be a free scan a client could cause by naming accounts too large to read in time). Every refusal is free. The unit is reserved before the ledger is read, given back on any failure (and when the client hangs up), and written before the answer leaves.
          *
-         *     **Deterministic.** The same transaction, signer, origin and ledger state give byte-identical answers, but for `account` (who asked), `scannedAt` (when it was asked), `requestId` (the `X-Request-Id` of the answer) and `signature` (`xray.scan.v2`, which covers them, the origin judged and the digest of the message judged, `transaction.messageSha256`: see `ReportSignature`).
+         *     **Deterministic.** The same transaction, signer, origin and ledger state give byte-identical answers, but for `account` (who asked), `scannedAt` (when it was asked), `requestId` (the `X-Request-Id` of the answer) and `signature` (`xray.scan.v2`, or `xray.scan.v3` for a scan asked with `guards`, which covers them, the origin judged and the digest of the message judged, `transaction.messageSha256`: see `ReportSignature`).
          *
          *     **Signatures.** Each required signer's slot is verified (Ed25519, strict, as the runtime does): `transaction.signatures` says `valid`, `missing` (zeros) or `invalid`, `transaction.signed` is true when every one is valid, and an invalid one is a critical `invalid_signature` finding.
+         *
+         *     **Guards.** A scan asked with `guards` (`true`, or the tolerances `{"slippageBps", "solToleranceLamports"}`) also answers `guards` (`ScanGuards`): Lighthouse assertions of what the simulation predicts for the signer — its SOL at least the predicted balance less the tolerance; each of its token accounts' owner, delegate and close authority as predicted and its amount at least the prediction less the slippage — which make the transaction fail on chain if the accounts end up otherwise, and, for an unsigned transaction, the transaction with them appended, to sign instead. Withheld (`status: withheld`, with the `reason`) for a transaction judged `malicious` and when the simulation did not run `ok`. Such an answer is signed as `xray.scan.v3` (the v2 members and `guards`); a scan without `guards` is answered and signed as before. The same one unit either way.
          *
          *     **Hang-ups.** A client that hangs up is not charged, and its scan's upstream work is dropped at once: reads in flight are abandoned and none starts after it. A scan changes nothing but usage: there is no `Idempotency-Key` (a repeat is a new, charged scan) and no `callbackUrl` (the answer is the result).
          *
@@ -364,7 +366,7 @@ export interface paths {
          * Report a false positive, confirm a signal, report a risk an analysis missed, or judge a scan
          * @description Records the caller's verdict on a `READY` analysis of its account (an extension of the contract): `false_positive` or `confirmed` on one of its signals (`signalId`, as in `xray.signals[].id`), or `missed` for a risk the analysis has no signal for (no `signalId`; say what in `note`). The counts of verdicts by signal kind are what the engine is tuned with.
          *
-         *     **On a scan.** A scan is not stored: send its answer back (`scan`: the whole JSON the scan returned) with `false_positive` (it flagged a harmless transaction; the scan must have findings) or `false_negative` (its verdict was too mild). The server verifies it as an `xray.scan.v2` report of its own keys made for the caller's account and keeps only what identifies and summarizes it — `requestId`, `messageSha256`, the scan's verdict, its findings' kinds, `scannedAt` — never the report. Order after the body's shape (415; 413 past 128 KiB; 400): `transaction:scan` held besides `analysis:read` (`403 INSUFFICIENT_SCOPE`, `details.field: "scan"`, before the answer is read) → `verdict` one of the two and `note` (400) → the answer verified (`422 REPORT_NOT_VERIFIED`, `details.reason` naming the verifier's reason; another account's scan is `account_mismatch`) → `false_positive` on a scan without findings (400, `details.field: "verdict"`). One record per (account, scan `requestId`, `messageSha256`) — the request id is the client's `X-Request-Id` when it sent one, so other messages scanned under a reused id stay apart: the same answer sent again replaces it (`200`), as on an analysis. `/metrics` counts `xray_scan_feedback_total{scan_verdict,verdict}`.
+         *     **On a scan.** A scan is not stored: send its answer back (`scan`: the whole JSON the scan returned) with `false_positive` (it flagged a harmless transaction; the scan must have findings) or `false_negative` (its verdict was too mild). The server verifies it as a scan (`xray.scan.v2`, or `xray.scan.v3` for one asked with `guards`) of its own keys made for the caller's account and keeps only what identifies and summarizes it — `requestId`, `messageSha256`, the scan's verdict, its findings' kinds, `scannedAt` — never the report. Order after the body's shape (415; 413 past 128 KiB; 400): `transaction:scan` held besides `analysis:read` (`403 INSUFFICIENT_SCOPE`, `details.field: "scan"`, before the answer is read) → `verdict` one of the two and `note` (400) → the answer verified (`422 REPORT_NOT_VERIFIED`, `details.reason` naming the verifier's reason; another account's scan is `account_mismatch`) → `false_positive` on a scan without findings (400, `details.field: "verdict"`). One record per (account, scan `requestId`, `messageSha256`) — the request id is the client's `X-Request-Id` when it sent one, so other messages scanned under a reused id stay apart: the same answer sent again replaces it (`200`), as on an analysis. `/metrics` counts `xray_scan_feedback_total{scan_verdict,verdict}`.
          *
          *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 4 KiB for feedback on an analysis (413, `details.maxBytes: 4096`), shape (400 `INVALID_REQUEST`: `analysisId` and `verdict` strings, `signalId` and `note` strings or absent) → `verdict` one of the three (400, `details.field: "verdict"`) → `signalId` present with `false_positive` and `confirmed`, absent with `missed` (400, `details.field: "signalId"`) → `note` at most 1,000 characters without control characters other than tab and newline (400, `details.field: "note"`) → the analysis: a malformed id, an unknown one or another account's → `404 NOT_FOUND`, exactly as a poll answers it; `QUEUED`, `RUNNING` or `FAILED` → `409 CONFLICT` (the message names its status; send feedback once it is `READY`) → `signalId` not a signal of its X-Ray → 400, `details.field: "signalId"`.
          *
@@ -1543,7 +1545,7 @@ export interface components {
             /** @description What the instruction does and who signs it. */
             description: string;
         };
-        /** @description Body of `POST /v1/developer/intelligence/transaction`. Unknown fields are ignored. `signer` and `origin` absent or `null` mean not given. */
+        /** @description Body of `POST /v1/developer/intelligence/transaction`. Unknown fields are ignored. `signer`, `origin` and `guards` absent or `null` mean not given (`guards`: `false` too). */
         ScanRequest: {
             /**
              * Format: solana-transaction
@@ -1561,6 +1563,13 @@ export interface components {
              * @example https://app.example.com
              */
             origin?: string | null;
+            /**
+             * @description Asks for guards (the answer's `guards`, see `ScanGuards`): Lighthouse assertions of what the simulation predicts for the signer and, for an unsigned transaction, the transaction with them appended. `true`: guards with no tolerance (exactly the prediction, `slippageBps` and `solToleranceLamports` 0); an object: those tolerances (`ScanGuardOptions`); absent, `null` or `false`: not asked — the answer has no `guards` and is signed `xray.scan.v2`. Asked, the answer carries `guards` and is signed `xray.scan.v3`. Anything else — another type (a number, a string, a list), an unknown member, a value out of range or with a fraction — is `400 INVALID_REQUEST` with `details.field: "guards"`, charged nothing.
+             * @example {
+             *       "slippageBps": 50
+             *     }
+             */
+            guards?: boolean | components["schemas"]["ScanGuardOptions"] | null;
         };
         /** @description What a wallet should show before the user signs — the worst finding's severity in three words: `malicious` for a `critical` finding (signing loses the wallet, its tokens or an authority for good), `warning` for `high` or `medium` (the user should understand what they give before signing), `benign` otherwise, and for no finding. The effects do not move it: a transfer the user means to make is benign, however large. Extensible enumeration — currently `enum` [`benign`, `warning`, `malicious`]; clients must tolerate new values. */
         Verdict: string;
@@ -1933,7 +1942,150 @@ export interface components {
              */
             labels: string;
         };
-        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer, origin and ledger state give byte-identical JSON but for `account`, `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v2`) signs every other member — `transaction.messageSha256` (the message judged), `origin`, `account`, `scannedAt` and `requestId` among them — so a signed verdict says which bytes it judged, for whom, from which origin, when and for which request: see `ReportSignature`. Before trusting a signed verdict, check the digest against the transaction you hold, `account` against your own account id, `origin` against the origin you sent (`null` if none), and `scannedAt` and `requestId`. */
+        /**
+         * @description The tolerances of a scan's guards (the request's `guards` as an object). Each member is optional: absent or `null` is 0. No other member is accepted (`400 INVALID_REQUEST`, `details.field: "guards"`).
+         * @example {
+         *       "slippageBps": 50,
+         *       "solToleranceLamports": 5000
+         *     }
+         * @example {
+         *       "slippageBps": null
+         *     }
+         */
+        ScanGuardOptions: {
+            /**
+             * @description How far below its predicted amount each guarded token account may end, in basis points of that amount (10,000: all of it): its guard asserts an amount of at least predicted − ⌊predicted × slippageBps / 10,000⌋ base units. Default 0: at least the predicted amount.
+             * @example 50
+             */
+            slippageBps?: number | null;
+            /**
+             * @description How far below its predicted balance the signer's SOL may end, in lamports (a u64): its guard asserts at least predicted − solToleranceLamports lamports (none when that is 0 or less). Default 0: at least the predicted balance.
+             * @example 5000
+             */
+            solToleranceLamports?: number | null;
+        };
+        /** @description The guards of a scan asked with `guards` (present only then, and signed with the rest: `xray.scan.v3`). A simulation is a prediction, not a promise — state can change between the scan and the transaction's execution, and a program can act otherwise once it runs for real. Guards are assertions of the Lighthouse program (`L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95`, on mainnet and devnet) that, appended to the transaction, make it fail on chain (changing nothing but the fee) when the signer's accounts end up other than predicted: the signer's SOL at least its predicted balance less `solToleranceLamports` (`AssertAccountInfo`, lamports ≥; no SOL guard when that floor is 0), and, for each token account of the signer's (its owner before or after the transaction) that still exists after it, one `AssertTokenAccountMulti`: owner, delegate and close authority equal to the predicted ones, amount at least the predicted amount less `slippageBps` of it. One instruction an account: the SOL guard first, then token accounts by address. Every guard holds on the predicted post-state (tests run the transaction in a real runtime and check each guard on what it left, then on tampered runs — an owner handed away, a larger debit, one token past the slippage — where each fails). A token account closed by the time the transaction runs fails its guard (the program reads token accounts only). `status`: `added` — `guardInstructions` holds them, and `guardedTransaction` the transaction with them appended (or `null`, `guardedTransactionError` saying why); `withheld` — none, and `reason` says why: the transaction is judged `malicious` (no assertion makes a drainer safe to sign), the simulation did not run `ok` (there is no prediction to guard; `simulation` says why), the prediction leaves the signer nothing to guard, or it leaves more than 16 token accounts of the signer's (a scan guards 16 at most). **Compute units** are not raised for the guards: a transaction that sets a tight `SetComputeUnitLimit` may need headroom for them (their cost is not measured here). No Lighthouse binary runs where this service is tested: the guards' bytes are checked against the program's official client (`lighthouse-sdk`), and each assertion, evaluated as the program reads the account, against a real runtime's post-state, but the guarded transaction is not executed by Lighthouse in the tests. */
+        ScanGuards: {
+            /** @description The slippage asked, in basis points (`guards: true`, or absent or `null`: 0). */
+            slippageBps: number;
+            /** @description The SOL tolerance asked, in lamports (`guards: true`, or absent or `null`: 0). */
+            solToleranceLamports: number;
+            /**
+             * @description `added`: `guardInstructions` holds the guards. `withheld`: there are none, and `reason` says why.
+             * @enum {string}
+             */
+            status: "added" | "withheld";
+            /**
+             * @description With `withheld` only: why there are no guards, in words (the transaction is judged malicious; the simulation's status, when it did not run `ok`: there is no prediction to guard; nothing to guard; more than 16 token accounts).
+             * @example the transaction is judged malicious: no guard makes it safe to sign
+             * @example the simulation is skipped: there is no prediction to guard
+             */
+            reason?: string;
+            /** @description The guards, one instruction an account (the signer's SOL first, then its token accounts by address), ready to append to the transaction after its own instructions; empty when withheld. */
+            guardInstructions: components["schemas"]["ScanGuardInstruction"][];
+            /** @description Standard base64 of the transaction scanned with `guardInstructions` appended, to sign instead of it; `null` when withheld, or when it cannot be made (`guardedTransactionError`). Its instructions are the scanned transaction's, in order and byte for byte, then the guards; no signer and no writable account is added — each guard names an account the message already names, read-only, and the Lighthouse program, when the message does not name it, is added as the last static account key, read-only and unsigned (the header's read-only unsigned count grows by one), so in a v0 message the indices of the accounts loaded from lookup tables, which follow the static keys, move up by one in every instruction (the lookup tables are unchanged). Blockhash, signers, writable accounts and lookup tables stay as scanned. Made only of an unsigned transaction (appending voids a signature), within 1,232 bytes (a packet) and 64 accounts. Its message is not the one scanned: `transaction.messageSha256` stays the digest of the message judged, and this member is attested by the signature (`guards` is covered) — a verifier holding it compares it byte for byte. */
+            guardedTransaction: string | null;
+            /** @description Present only when `status` is `added` and `guardedTransaction` is `null`: why the guarded transaction could not be made (`guardInstructions` still stand). */
+            guardedTransactionError?: components["schemas"]["ScanGuardedTransactionError"];
+        };
+        /** @description One guard: a Lighthouse instruction as an SDK's instruction holds it (program, account metas, data), its assertions spelled out in `asserts`. Logged `Silent` (the cheapest; a failure still names the program's error code). Its `data` decodes with the program's official TypeScript client (`lighthouse-sdk`) into exactly `asserts` (tests/litesvm). */
+        ScanGuardInstruction: {
+            /**
+             * Format: solana-address
+             * @description The Lighthouse program.
+             * @constant
+             */
+            programId: "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95";
+            /** @description The one account asserted on. */
+            accounts: components["schemas"]["ScanGuardAccount"][];
+            /**
+             * @description The instruction's data, standard base64 (not base58, as `FixInstruction`'s): `AssertAccountInfo` (discriminator 5) with a lamports assertion, or `AssertTokenAccountMulti` (10) with the token-account assertions, in the program's borsh layout.
+             * @example BQAAsMddogUAAAAE
+             */
+            data: string;
+            /** @description What `data` asserts, in its order: `lamports_at_least` alone (the signer), or `token_owner`, `token_delegate`, `token_close_authority` and `token_amount_at_least` (a token account). */
+            asserts: components["schemas"]["ScanGuardAssert"][];
+        };
+        /** @description The account a guard asserts on — the signer, or a token account of its — read-only and never a signer. */
+        ScanGuardAccount: {
+            address: components["schemas"]["Address"];
+            /** @constant */
+            isSigner: false;
+            /** @constant */
+            isWritable: false;
+        };
+        /** @description One assertion of a guard, by `kind` (lamports are integers, token amounts strings of base units, as everywhere). A guard of the signer's SOL has one `lamports_at_least`; a guard of a token account has `token_owner`, `token_delegate`, `token_close_authority` and `token_amount_at_least`, in that order. */
+        ScanGuardAssert: components["schemas"]["ScanGuardAssertLamportsAtLeast"] | components["schemas"]["ScanGuardAssertTokenOwner"] | components["schemas"]["ScanGuardAssertTokenDelegate"] | components["schemas"]["ScanGuardAssertTokenCloseAuthority"] | components["schemas"]["ScanGuardAssertTokenAmountAtLeast"];
+        /** @description `lamports_at_least`: the account (the signer) holds at least `lamports` after the transaction (`AssertAccountInfo`, `Lamports`, `GreaterThanOrEqual`). */
+        ScanGuardAssertLamportsAtLeast: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "lamports_at_least";
+            /**
+             * @description The predicted balance less `solToleranceLamports`, in lamports.
+             * @example 24198891440
+             */
+            lamports: number;
+        };
+        /** @description `token_owner`: the token account's owner (the wallet that holds it) is `owner` after the transaction (`AssertTokenAccountMulti`, `Owner`, `Equal`). */
+        ScanGuardAssertTokenOwner: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "token_owner";
+            /** @description The predicted owner. */
+            owner: components["schemas"]["Address"];
+        };
+        /** @description `token_delegate`: the token account's delegate is `delegate` after the transaction, `null`: it has none (`Delegate`, `Equal`). */
+        ScanGuardAssertTokenDelegate: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "token_delegate";
+            /** @description The predicted delegate; `null` for none. */
+            delegate: components["schemas"]["Address"] | null;
+        };
+        /** @description `token_close_authority`: the token account's close authority is `closeAuthority` after the transaction, `null`: it has none (`CloseAuthority`, `Equal`). */
+        ScanGuardAssertTokenCloseAuthority: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "token_close_authority";
+            /** @description The predicted close authority; `null` for none. */
+            closeAuthority: components["schemas"]["Address"] | null;
+        };
+        /** @description `token_amount_at_least`: the token account holds at least `amount` base units after the transaction (`Amount`, `GreaterThanOrEqual`). */
+        ScanGuardAssertTokenAmountAtLeast: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "token_amount_at_least";
+            /**
+             * @description The predicted amount less `slippageBps` of it (predicted − ⌊predicted × slippageBps / 10,000⌋), in base units (a string, as every token amount).
+             * @example 102335750
+             */
+            amount: string;
+        };
+        /** @description Why a scan's guarded transaction could not be made, with `guardInstructions` added: a named `code` and a `message` that says what to do. */
+        ScanGuardedTransactionError: {
+            /**
+             * @description `TRANSACTION_SIGNED`: the transaction carries a signature, which appending instructions would void (scan it unsigned to have it guarded, or append `guardInstructions` before signing). `GUARDED_TRANSACTION_TOO_LARGE`: with the guards it would pass 1,232 bytes. `GUARDED_TRANSACTION_TOO_MANY_ACCOUNTS`: with the Lighthouse program it would name more than the 64 accounts the runtime locks. `INVALID_TRANSACTION`: the transaction could not be rewritten (not expected of a transaction the scan read).
+             * @enum {string}
+             */
+            code: "TRANSACTION_SIGNED" | "GUARDED_TRANSACTION_TOO_LARGE" | "GUARDED_TRANSACTION_TOO_MANY_ACCOUNTS" | "INVALID_TRANSACTION";
+            /**
+             * @description What went wrong, in words (the size it would have, the accounts it would name).
+             * @example the transaction carries a signature, which appending instructions would void: scan it unsigned to have it guarded, or append `guardInstructions` before signing
+             */
+            message: string;
+        };
+        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer, origin and ledger state give byte-identical JSON but for `account`, `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v2`; `xray.scan.v3` for a scan asked with `guards`, which covers `guards` too) signs every other member — `transaction.messageSha256` (the message judged), `origin`, `account`, `scannedAt` and `requestId` among them — so a signed verdict says which bytes it judged, for whom, from which origin, when and for which request: see `ReportSignature`. Before trusting a signed verdict, check the digest against the transaction you hold, `account` against your own account id, `origin` against the origin you sent (`null` if none), and `scannedAt` and `requestId`. */
         ScanReport: {
             verdict: components["schemas"]["Verdict"];
             /**
@@ -1957,6 +2109,8 @@ export interface components {
              * @example phantom.app
              */
             origin: string | null;
+            /** @description Present only when the request asked for guards (`guards`): the Lighthouse assertions of what the scan predicts, and the transaction with them appended (`ScanGuards`). Signed: the answer's signature is then `xray.scan.v3`, which covers it. */
+            guards?: components["schemas"]["ScanGuards"];
             /**
              * @description The account whose key asked for the scan. Signed: check it is your own account before acting on a signed verdict.
              * @example acct_3Jq7ZfUoE1WbTq8sY4xk2N
@@ -2440,7 +2594,7 @@ export interface components {
             /** @description Optional: at most 1,000 characters, no control characters but tab and newline (else 400, `details.field: "note"`). */
             note?: string | null;
         } | {
-            /** @description The scan's answer, the whole JSON `POST …/intelligence/transaction` returned (`{"data": {…, "signature": {…}}}`), as it was or re-serialized (the signature is over canonical JSON). It must verify as an `xray.scan.v2` report of this server's keys (current or retired) made for the caller's account, else `422 REPORT_NOT_VERIFIED` with `details.reason`. */
+            /** @description The scan's answer, the whole JSON `POST …/intelligence/transaction` returned (`{"data": {…, "signature": {…}}}`), as it was or re-serialized (the signature is over canonical JSON). It must verify as a scan (`xray.scan.v2`, or `xray.scan.v3` for one asked with `guards`) of this server's keys (current or retired) made for the caller's account, else `422 REPORT_NOT_VERIFIED` with `details.reason`. */
             scan: components["schemas"]["TransactionScan"];
             /**
              * @description `false_positive`: the scan flagged a harmless transaction (needs a scan with findings, else 400 on `verdict`); `false_negative`: its verdict was too mild.
@@ -2460,7 +2614,7 @@ export interface components {
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
         };
-        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`; `xray.monitor_event.v1` (a monitor's event: `signature` is a member of the event object, which plays the part of `data`) `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan; a monitor's webhook or events page: a monitor event) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. **Batched** (scans): the scans one listener thread answers in the same scheduler tick share one Ed25519 signature, and each scan's signature carries `batch` — its leaf's 16-byte `salt` and the Merkle `path` from its leaf to the signed root. Then `value` signs not the report's bytes but the JCS bytes of `{"root": <64 lowercase hex digits>, "type": "xray.batch.v1"}`, where the root is computed from the report's canonical bytes `m` (the same object as above: the covered members plus `type`): `leaf = SHA-256(0x00 ‖ salt ‖ m)`, then for each step `node = SHA-256(0x01 ‖ left ‖ right)`, the step's hash on the side it names. A verifier refuses a `batch` that is not exactly `{salt, path}`, a salt that is not 16 bytes of unpadded base64url, or a path of more than 16 steps or with a step that is not one `left` or `right` member of 64 lowercase hex digits (`malformed`). A signature without `batch` is direct, as above. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. **Numbers**: an integer outside ±(2^53 − 1) (a balance above about 9 million SOL in lamports) is exact in the body, but RFC 8785 canonicalizes numbers as IEEE-754 doubles, so the signature binds it at double precision (its lowest digits are not attested); token amounts, strings of base units, are bound exactly. */
+        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`; `xray.scan.v3` (a scan asked with `guards`) the same members and `guards`: `verdict`, `signer`, `transaction`, `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `guards`, `account`, `scannedAt` and `requestId`; `xray.monitor_event.v1` (a monitor's event: `signature` is a member of the event object, which plays the part of `data`) `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan — `xray.scan.v2`, or `xray.scan.v3` when it was asked with `guards`: both are a scan, each with its own exact list, so a verifier expecting a scan takes the list of whichever of the two the signature names, and refuses every other type; a monitor's webhook or events page: a monitor event) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. **Batched** (scans): the scans one listener thread answers in the same scheduler tick share one Ed25519 signature, and each scan's signature carries `batch` — its leaf's 16-byte `salt` and the Merkle `path` from its leaf to the signed root. Then `value` signs not the report's bytes but the JCS bytes of `{"root": <64 lowercase hex digits>, "type": "xray.batch.v1"}`, where the root is computed from the report's canonical bytes `m` (the same object as above: the covered members plus `type`): `leaf = SHA-256(0x00 ‖ salt ‖ m)`, then for each step `node = SHA-256(0x01 ‖ left ‖ right)`, the step's hash on the side it names. A verifier refuses a `batch` that is not exactly `{salt, path}`, a salt that is not 16 bytes of unpadded base64url, or a path of more than 16 steps or with a step that is not one `left` or `right` member of 64 lowercase hex digits (`malformed`). A signature without `batch` is direct, as above. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. **Numbers**: an integer outside ±(2^53 − 1) (a balance above about 9 million SOL in lamports) is exact in the body, but RFC 8785 canonicalizes numbers as IEEE-754 doubles, so the signature binds it at double precision (its lowest digits are not attested); token amounts, strings of base units, are bound exactly. */
         ReportSignature: {
             /**
              * @description The signing key's `kid`: the first 16 hex digits of SHA-256 of its 32-byte public key.
@@ -2482,7 +2636,7 @@ export interface components {
              * @example xray.analysis.v1
              * @enum {string}
              */
-            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2" | "xray.monitor_event.v1";
+            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2" | "xray.scan.v3" | "xray.monitor_event.v1";
             /**
              * @description The members of `data` the signature covers, sorted: exactly the list of its `type` (see above).
              * @example [
@@ -3152,7 +3306,7 @@ export interface operations {
                     "application/json": components["schemas"]["TransactionScan"];
                 };
             };
-            /** @description `INVALID_TRANSACTION` (`details.field: "transaction"`): not base64, over 1,232 bytes, not a legacy or v0 transaction, bytes left over, an inconsistent message, a lookup-table index past the table's end — the message says which. `INVALID_REQUEST`: malformed JSON, not an object, a missing or mistyped field (`details.field`), or a `signer` that does not sign the transaction (`details.field: "signer"`). `INVALID_ADDRESS`: `signer` is not base58 of 32 bytes (`details.field`, `details.reason`). Not charged. */
+            /** @description `INVALID_TRANSACTION` (`details.field: "transaction"`): not base64, over 1,232 bytes, not a legacy or v0 transaction, bytes left over, an inconsistent message, a lookup-table index past the table's end — the message says which. `INVALID_REQUEST`: malformed JSON, not an object, a missing or mistyped field (`details.field`), a `signer` that does not sign the transaction (`details.field: "signer"`), or a `guards` that is not `true`, `false`, `null` or an object of at most `slippageBps` (a whole number from 0 to 10,000, or `null`) and `solToleranceLamports` (a whole number ≥ 0, or `null`) — another type, an unknown member, a value out of range or with a fraction (`details.field: "guards"`). `INVALID_ADDRESS`: `signer` is not base58 of 32 bytes (`details.field`, `details.reason`). Not charged. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -96,6 +96,32 @@ describe("the real server", () => {
     );
   });
 
+  it("asks a scan for guards: the Lighthouse guards and the guarded transaction, signed xray.scan.v3 and verified as a scan", async () => {
+    const keys = await new XrayClient({ baseUrl }).getSigningKeys();
+    const account = (await client.getStatus()).body.data.key.account;
+    const sent = env("XRAY_DEMO_TX_SOL");
+    const scan = await client.scanTransaction({ transaction: sent, guards: { slippageBps: 50 } });
+    const guards = scan.body.data.guards!;
+    assert.equal(guards.status, "added");
+    assert.equal(guards.slippageBps, 50);
+    assert.equal(guards.guardInstructions[0].programId, "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
+    assert.equal(guards.guardInstructions[0].asserts[0].kind, "lamports_at_least");
+    assert.ok(Buffer.from(guards.guardedTransaction!, "base64").length <= 1232);
+    assert.equal(scan.body.data.signature?.type, "xray.scan.v3");
+    const data = scan.body.data as unknown as Record<string, unknown>;
+    // A scan, whichever of its two types: bound to what was sent, its guards among the signed members.
+    const verified = verifyReport(data, keys.body, "xray.scan.v2", { transaction: sent, account, origin: null });
+    assert.deepEqual(verified.covered.guards, guards);
+    assert.equal(verifyReport(data, keys.body, "xray.scan.v3").keyId, verified.keyId);
+    assert.throws(() => verifyReport(data, keys.body, "xray.analysis.v1"), (e) => e instanceof ReportVerificationError && e.reason === "wrong_type");
+    // Without guards (or with `false`): no `guards`, signed xray.scan.v2 as before.
+    const plain = await client.scanTransaction({ transaction: sent, guards: false });
+    assert.equal(plain.body.data.guards, undefined);
+    assert.equal(plain.body.data.signature?.type, "xray.scan.v2");
+    // A malformed `guards` is refused before anything is charged.
+    await expectError(client.scanTransaction({ transaction: sent, guards: { slippageBps: 10001 } }), "INVALID_REQUEST", 400);
+  });
+
   it("health and status", async () => {
     const health = await new XrayClient({ baseUrl }).getHealth();
     assert.equal(health.body.status, "ok");

@@ -260,6 +260,68 @@ describe("signed reports (a key made here)", () => {
     const v1 = REPORT_COVERS["xray.scan.v2"].filter((n) => n !== "account" && n !== "origin");
     assert.equal(reason(() => verifyReport(signed(scanData(), "xray.scan.v1", v1), keySet, "xray.scan.v2")), "wrong_type");
   });
+
+  /** `scan(origin)` asked with guards: a scan's members and `guards`, signed as the server signs it (`xray.scan.v3`). */
+  const guardedScan = (origin: string | null) => {
+    const data: Record<string, unknown> = { ...scan(origin) };
+    delete data.signature;
+    data.guards = {
+      slippageBps: 50,
+      solToleranceLamports: 0,
+      status: "added",
+      guardInstructions: [
+        {
+          programId: "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95",
+          accounts: [{ address: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", isSigner: false, isWritable: false }],
+          data: "BQAAsMddogUAAAAE",
+          asserts: [{ kind: "lamports_at_least", lamports: 24198891440 }],
+        },
+      ],
+      guardedTransaction: "AQAAAA==",
+    };
+    return signed(data, "xray.scan.v3", REPORT_COVERS["xray.scan.v3"]) as Record<string, unknown> & {
+      signature: Record<string, unknown>;
+    };
+  };
+
+  it("verifies a guarded scan (xray.scan.v3) as a scan: its own covers, guards signed, bound", () => {
+    const data = guardedScan("phantom.app");
+    const binding = { transaction: unsigned, account: ACCOUNT, origin: "phantom.app" };
+    // Expected as a scan, the signature's type picks the covers: `guards` is among the signed members.
+    const verified = verifyReport(data, keySet, "xray.scan.v2", binding);
+    assert.equal(verified.keyId, kid);
+    assert.deepEqual(Object.keys(verified.covered).sort(), [...REPORT_COVERS["xray.scan.v3"]].sort());
+    assert.deepEqual(verified.covered.guards, data.guards);
+    assert.deepEqual(checkReport(data, keySet, "xray.scan.v2", binding), { verified: true, ...verified });
+    // Expected as a guarded scan: the same; a plain scan is not one (it signed no guards).
+    assert.equal(verifyReport(data, keySet, "xray.scan.v3", binding).keyId, kid);
+    assert.equal(reason(() => verifyReport(scan("phantom.app"), keySet, "xray.scan.v3")), "wrong_type");
+    assert.equal(verifyReport(scan("phantom.app"), keySet, "xray.scan.v2", binding).keyId, kid, "a plain scan still is a scan");
+    // The binding holds for it as for a plain scan.
+    const changed = Buffer.from(unsigned);
+    changed[changed.length - 1] ^= 0x01;
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { transaction: changed })), "digest_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { account: "acct_other" })), "account_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { origin: null })), "origin_mismatch");
+    // Its guards are signed: a weaker floor is refused, and so is an answer without them.
+    const weaker = structuredClone(data);
+    (weaker.guards as { guardInstructions: { asserts: { lamports: number }[] }[] }).guardInstructions[0].asserts[0].lamports = 1;
+    assert.equal(reason(() => verifyReport(weaker, keySet, "xray.scan.v2")), "bad_signature");
+    const dropped: Record<string, unknown> = { ...data };
+    delete dropped.guards;
+    assert.equal(reason(() => verifyReport(dropped, keySet, "xray.scan.v2")), "covers_mismatch");
+    // Relabelled as a plain scan (covers without `guards`): the type is signed, so it no longer verifies.
+    const relabelled = { ...data, signature: { ...data.signature, type: "xray.scan.v2", covers: [...REPORT_COVERS["xray.scan.v2"]].sort() } };
+    assert.equal(reason(() => verifyReport(relabelled, keySet, "xray.scan.v2")), "bad_signature");
+    // Each type fixes its exact covers: v3 over v2's list, or v2 over v3's, is refused.
+    const { signature: _signature, ...members } = data;
+    assert.equal(reason(() => verifyReport(signed(members, "xray.scan.v3", REPORT_COVERS["xray.scan.v2"]), keySet, "xray.scan.v2")), "covers_mismatch");
+    assert.equal(reason(() => verifyReport(signed(members, "xray.scan.v2", REPORT_COVERS["xray.scan.v3"]), keySet, "xray.scan.v2")), "covers_mismatch");
+    // Never another type: a scan is not an analysis, a comparison or a monitor event.
+    for (const other of ["xray.analysis.v1", "xray.comparison.v1", "xray.monitor_event.v1"] as ReportType[]) {
+      assert.equal(reason(() => verifyReport(data, keySet, other)), "wrong_type", other);
+    }
+  });
 });
 
 describe("why a report is refused (tests/signing/refusals.json, the table every verifier is held to)", () => {
