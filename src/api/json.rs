@@ -164,7 +164,10 @@ fn score_drop(object: &Object<'_, '_>) -> Result<Option<Option<u8>>, ApiError> {
 /// A JSON number that is a whole number from 0 to `max` (`34.0` is the whole number 34, as
 /// JSON Schema's `integer` says: JSON has one number type).
 fn whole_number(value: &simd_json::tape::Value<'_, '_>, max: u64) -> Option<u64> {
-    let whole = value.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=max as f64).contains(f)).map(|f| f as u64);
+    // Compared as integers: `max as f64` rounds `u64::MAX` up to 2^64, which would let 2^64
+    // through (saturated to `u64::MAX` by the cast).
+    let whole =
+        value.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && (*f as u128) <= u128::from(max)).map(|f| f as u64);
     value.as_u64().or(whole).filter(|n| *n <= max)
 }
 

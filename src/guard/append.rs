@@ -4,7 +4,9 @@
 //! Owns: `append` and `AppendError` (each a named code the answer gives). Pure.
 //!
 //! Invariant: nothing the transaction did changes. Its instructions, in order and byte for
-//! byte, come first; the guards follow. No signer and no writable account is added: a guard's
+//! byte, come first — but for a `SetComputeUnitLimit`, raised by `GUARD_UNITS_PER_INSTRUCTION`
+//! a guard (at most to the runtime's 1.4 million) — then the guards. No signer and no writable
+//! account is added: a guard's
 //! target is already an account of the message (it names it by its index, loaded from a lookup
 //! table or not), and the Lighthouse program, when the message does not name it, is added as
 //! the last static key, read-only and unsigned — so the indices of the accounts loaded from
@@ -12,8 +14,14 @@
 //! Invariant: the result is a transaction of at most `PACKET_BYTES_MAX` bytes naming at most
 //! `ACCOUNT_LOCKS_MAX` accounts, or a named error; a signed transaction is refused (appending
 //! voids its signatures).
-//! Deliberately absent: raising a `SetComputeUnitLimit` for the guards' units (the program's
-//! cost per assertion is not measured here: no Lighthouse binary runs on this machine).
+//! Invariant: the fee the guards may add is known before they are encoded (`Budget`): with a
+//! unit price, the units they add cost `price × units` more — without a unit limit the
+//! runtime gives each instruction of a program that is not a builtin 200,000 units, so each
+//! guard adds that many — and the signer's SOL guard allows for it.
+//! Deliberately absent: a guard's measured cost (no Lighthouse binary runs on this machine; the
+//! reserve is the program's own published test bound, see `GUARD_UNITS_PER_INSTRUCTION`), and
+//! a transaction that loads the Lighthouse program from a lookup table or names it as a
+//! signer or writable (refused by name).
 
 use bincode::Options;
 use solana_message::compiled_instruction::CompiledInstruction;
@@ -22,13 +30,30 @@ use solana_transaction::versioned::VersionedTransaction;
 
 use super::lighthouse::{GuardInstruction, PROGRAM_ID};
 use crate::config::TRANSACTION_BYTES_MAX;
+use crate::ledger::instruction::ids::COMPUTE_BUDGET;
 use crate::ledger::transaction::message::{sdk_address, wire_options};
+use crate::ledger::transaction::programs::{compute_budget_setting, ComputeBudgetSetting};
 use crate::pubkey::Pubkey;
+
+/// `SetComputeUnitLimit(units)`'s data, as the official builder writes it.
+fn set_compute_unit_limit(units: u32) -> Vec<u8> {
+    solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_limit(units).data
+}
 
 /// A transaction's size on the wire at most (Solana's packet data size).
 pub const PACKET_BYTES_MAX: usize = TRANSACTION_BYTES_MAX;
 /// Accounts one transaction may name (lock) at most: the runtime refuses more.
 pub const ACCOUNT_LOCKS_MAX: usize = 64;
+/// Compute units a guard instruction is given when the transaction sets its limit: the
+/// program's own tests hold eight single-assertion instructions under 6,620 units
+/// (github.com/Jac0xb/lighthouse, `tests/lighthouse/tests/suites/assert/token_account.rs`),
+/// ~830 each; a guard reads one account and at most six fields.
+pub const GUARD_UNITS_PER_INSTRUCTION: u32 = 2_000;
+/// Units the runtime gives an instruction of a program that is not a builtin when the
+/// transaction sets no limit (each guard adds that many), and its limit for a transaction.
+const DEFAULT_UNITS_PER_INSTRUCTION: u64 = 200_000;
+const UNITS_PER_TRANSACTION_MAX: u32 = 1_400_000;
+const MICRO_LAMPORTS_PER_LAMPORT: u128 = 1_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AppendError {
@@ -38,8 +63,56 @@ pub enum AppendError {
     TooLarge { bytes: usize },
     /// The guarded transaction would name this many accounts.
     TooManyAccounts { accounts: usize },
+    /// The transaction names the Lighthouse program otherwise than as a read-only program.
+    LighthouseNamed,
     /// The bytes are not the transaction the scan read (never, for a scanned transaction).
     Malformed(String),
+}
+
+/// What a transaction sets of its compute budget (read with the decoder the scan uses).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Budget {
+    /// Its `SetComputeUnitLimit`: the instruction's index and the units.
+    pub limit: Option<(usize, u32)>,
+    /// Its `SetComputeUnitPrice`, micro-lamports a unit (0: none).
+    pub price_micro_lamports: u64,
+}
+
+impl Budget {
+    /// The budget `bytes` set (none when they do not read: `append` names that).
+    pub fn of(bytes: &[u8]) -> Budget {
+        let Ok(tx) = wire_options().deserialize::<VersionedTransaction>(bytes) else { return Budget::default() };
+        let (keys, instructions) = (tx.message.static_account_keys(), tx.message.instructions());
+        let compute_budget = sdk_address(&Pubkey::parse(COMPUTE_BUDGET).unwrap_or_default());
+        let mut budget = Budget::default();
+        for (i, ix) in instructions.iter().enumerate() {
+            if keys.get(usize::from(ix.program_id_index)) != Some(&compute_budget) {
+                continue;
+            }
+            match compute_budget_setting(&ix.data) {
+                Some(ComputeBudgetSetting::UnitLimit(units)) => budget.limit = Some((i, units)),
+                Some(ComputeBudgetSetting::UnitPrice(price)) => budget.price_micro_lamports = price,
+                _ => {}
+            }
+        }
+        budget
+    }
+
+    /// Units `guards` instructions add to the transaction's limit.
+    fn units_added(&self, guards: usize) -> u64 {
+        let per_guard = match self.limit {
+            Some(_) => u64::from(GUARD_UNITS_PER_INSTRUCTION),
+            None => DEFAULT_UNITS_PER_INSTRUCTION,
+        };
+        per_guard * guards as u64
+    }
+
+    /// Lamports `guards` instructions may add to the fee at most: the price of the units they
+    /// add (rounded up; a limit already at the runtime's maximum adds fewer).
+    pub fn fee_more_lamports_max(&self, guards: usize) -> u64 {
+        let micro = u128::from(self.price_micro_lamports) * u128::from(self.units_added(guards));
+        u64::try_from(micro.div_ceil(MICRO_LAMPORTS_PER_LAMPORT)).unwrap_or(u64::MAX)
+    }
 }
 
 impl AppendError {
@@ -48,6 +121,7 @@ impl AppendError {
             AppendError::Signed => "TRANSACTION_SIGNED",
             AppendError::TooLarge { .. } => "GUARDED_TRANSACTION_TOO_LARGE",
             AppendError::TooManyAccounts { .. } => "GUARDED_TRANSACTION_TOO_MANY_ACCOUNTS",
+            AppendError::LighthouseNamed => "GUARDED_TRANSACTION_UNSUPPORTED",
             AppendError::Malformed(_) => "INVALID_TRANSACTION",
         }
     }
@@ -67,14 +141,23 @@ impl AppendError {
                 "with the Lighthouse program the transaction would name {accounts} accounts, past the \
                  {ACCOUNT_LOCKS_MAX} the runtime locks"
             ),
+            AppendError::LighthouseNamed => "the transaction already names the Lighthouse program otherwise than as a \
+                 read-only program of its own keys (from a lookup table, or as a signer or writable): append \
+                 `guardInstructions` yourself"
+                .into(),
             AppendError::Malformed(detail) => format!("the transaction could not be rewritten: {detail}"),
         }
     }
 }
 
 /// `bytes` (an unsigned transaction whose full account list is `accounts`: static keys, then
-/// loaded ones) with `guards` appended.
-pub fn append(bytes: &[u8], accounts: &[Pubkey], guards: &[GuardInstruction]) -> Result<Vec<u8>, AppendError> {
+/// loaded ones; its compute budget `budget`) with `guards` appended.
+pub fn append(
+    bytes: &[u8],
+    accounts: &[Pubkey],
+    guards: &[GuardInstruction],
+    budget: &Budget,
+) -> Result<Vec<u8>, AppendError> {
     let malformed = |e: String| AppendError::Malformed(e);
     let mut tx: VersionedTransaction = wire_options().deserialize(bytes).map_err(|e| malformed(e.to_string()))?;
     if tx.signatures.iter().any(|s| <[u8; 64]>::from(*s) != [0u8; 64]) {
@@ -88,13 +171,19 @@ pub fn append(bytes: &[u8], accounts: &[Pubkey], guards: &[GuardInstruction]) ->
             (&mut m.header, &mut m.account_keys, &mut m.instructions, loaded)
         }
     };
-    if keys.len() + loaded != accounts.len() {
-        return Err(malformed(format!("{} accounts for a message of {}", accounts.len(), keys.len() + loaded)));
+    let static_len = keys.len();
+    let same_keys = keys.iter().zip(accounts).all(|(k, a)| k.to_bytes() == a.0);
+    if static_len + loaded != accounts.len() || !same_keys {
+        return Err(malformed(format!("{} accounts for a message of {}", accounts.len(), static_len + loaded)));
+    }
+    if accounts[static_len..].contains(&PROGRAM_ID) {
+        return Err(AppendError::LighthouseNamed);
     }
     let program = sdk_address(&PROGRAM_ID);
-    let static_len = keys.len();
+    let readonly_unsigned_from = static_len - usize::from(header.num_readonly_unsigned_accounts);
     let program_index = match keys.iter().position(|k| *k == program) {
-        Some(i) => i,
+        Some(i) if i >= readonly_unsigned_from => i,
+        Some(_) => return Err(AppendError::LighthouseNamed),
         None => {
             let total = accounts.len() + 1;
             if total > ACCOUNT_LOCKS_MAX {
@@ -122,6 +211,12 @@ pub fn append(bytes: &[u8], accounts: &[Pubkey], guards: &[GuardInstruction]) ->
         u8::try_from(at).map_err(|_| malformed(format!("{target} is account {at}")))
     };
     let program_id_index = u8::try_from(program_index).map_err(|_| malformed("the program is past 255".into()))?;
+    if let Some((at, units)) = budget.limit {
+        let raised = u64::from(units) + budget.units_added(guards.len());
+        let raised = u32::try_from(raised).unwrap_or(u32::MAX).min(UNITS_PER_TRANSACTION_MAX.max(units));
+        let ix = instructions.get_mut(at).ok_or_else(|| malformed(format!("no instruction {at}")))?;
+        ix.data = set_compute_unit_limit(raised);
+    }
     for guard in guards {
         let accounts = vec![index_of(&guard.target)?];
         instructions.push(CompiledInstruction { program_id_index, accounts, data: guard.encode() });

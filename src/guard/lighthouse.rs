@@ -1,24 +1,25 @@
 //! The Lighthouse program's assertions, as its instructions carry them on chain: the program id,
 //! the instruction discriminators and the borsh layout of the assertions a guard uses, both ways
 //! (`encode`, `decode`), and `holds` — what the program checks, over an account as it is after
-//! the transaction.
+//! the transaction (used by the tests: the answer never needs it).
 //!
 //! Owns: `Assertion`, `GuardInstruction` and their bytes. Pure.
 //!
 //! The layout is the program's published one (github.com/Jac0xb/lighthouse, MIT,
 //! `programs/lighthouse/src/instruction.rs` and `types/assert/`): one discriminator byte
-//! (`AssertAccountInfo` = 5, `AssertTokenAccountMulti` = 10), the log level (a byte; `Silent`
-//! = 0), then the assertion — an enum as borsh writes it (a variant byte, then its fields:
-//! addresses as 32 bytes, `u64` little-endian, `Option` as 0 or 1 and the value, operators a
-//! byte), and for `…Multi` a LEB128 count before the assertions. Written by hand: the
-//! published `lighthouse-sdk` crate pins `solana-program` 1.17. Checked against the program's
-//! official TypeScript client (`lighthouse-sdk` on npm, pinned, in `tests/litesvm`).
+//! (`AssertAccountInfoMulti` = 6, `AssertTokenAccountMulti` = 10), the log level (a byte;
+//! `Silent` = 0), a LEB128 count, then the assertions — each an enum as borsh writes it (a
+//! variant byte, then its fields: addresses as 32 bytes, `u64` little-endian, `Option` as 0 or
+//! 1 and the value; then its operator, a byte). Written by hand: the published `lighthouse-sdk`
+//! crate pins `solana-program` 1.17. Checked against the program's official TypeScript client
+//! (`lighthouse-sdk` on npm, pinned, in `tests/litesvm`).
 //!
 //! Invariant: `decode(encode(x)) == x` for every instruction this module makes, and `decode`
 //! refuses trailing bytes, unknown variants and operators it does not make.
 //! Invariant: `holds` reads an account as the program does — a token account only when a token
 //! program owns it (else `AccountOwnerMismatch`), its fields at their fixed offsets (mint 0,
-//! owner 32, amount 64, delegate 72 as a `COption`, close authority 129 as a `COption`) — so a
+//! owner 32, amount 64, delegate 72 as a `COption`, delegated amount 121, close authority 129 as
+//! a `COption`), an account's owner and lamports as the runtime gives them — so a
 //! guard that holds here holds on chain, and one that fails here fails there.
 //! Deliberately absent: the assertions no guard makes (account data, deltas, mints, stake,
 //! clock, Merkle trees) and the log levels but `Silent` (the cheapest; a failure still names
@@ -34,19 +35,22 @@ pub const PROGRAM_ID: Pubkey = Pubkey([
 /// The program's name for the id, as it publishes it.
 pub const PROGRAM_ID_TEXT: &str = "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95";
 
-const ASSERT_ACCOUNT_INFO: u8 = 5;
+const ASSERT_ACCOUNT_INFO_MULTI: u8 = 6;
 const ASSERT_TOKEN_ACCOUNT_MULTI: u8 = 10;
 const LOG_LEVEL_SILENT: u8 = 0;
-/// `AccountInfoAssertion::Lamports`.
+/// `AccountInfoAssertion` variants.
 const ACCOUNT_INFO_LAMPORTS: u8 = 0;
+const ACCOUNT_INFO_OWNER: u8 = 2;
 /// `TokenAccountAssertion` variants.
 const TOKEN_OWNER: u8 = 1;
 const TOKEN_AMOUNT: u8 = 2;
 const TOKEN_DELEGATE: u8 = 3;
+const TOKEN_DELEGATED_AMOUNT: u8 = 6;
 const TOKEN_CLOSE_AUTHORITY: u8 = 7;
-/// `EquatableOperator::Equal`, `IntegerOperator::GreaterThanOrEqual`.
+/// `EquatableOperator::Equal`; `IntegerOperator::GreaterThanOrEqual`, `::LessThanOrEqual`.
 const EQUAL: u8 = 0;
 const GREATER_THAN_OR_EQUAL: u8 = 4;
+const LESS_THAN_OR_EQUAL: u8 = 5;
 /// The SPL Token and Token-2022 programs (the only owners the program reads a token account of).
 const TOKEN_PROGRAMS: [&str; 2] =
     ["TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "TokenzQdBNbLqP5VEhdkAS6EPFLC1PE4tFEhVN5VdrFb6Cn4w"];
@@ -60,10 +64,14 @@ const ASSERTIONS_PER_INSTRUCTION_MAX: u64 = 16;
 pub enum Assertion {
     /// The account holds at least this many lamports.
     LamportsAtLeast(u64),
+    /// The program that owns the account (a wallet: the System program).
+    AccountOwner(Pubkey),
     /// A token account's owner is this address.
     TokenOwner(Pubkey),
     /// A token account's delegate is this one (`None`: it has none).
     TokenDelegate(Option<Pubkey>),
+    /// A token account's delegate may move at most this many base units.
+    TokenDelegatedAmountAtMost(u64),
     /// A token account's close authority is this one (`None`: it has none).
     TokenCloseAuthority(Option<Pubkey>),
     /// A token account holds at least this many base units.
@@ -72,12 +80,12 @@ pub enum Assertion {
 
 impl Assertion {
     fn is_token(&self) -> bool {
-        !matches!(self, Assertion::LamportsAtLeast(_))
+        !matches!(self, Assertion::LamportsAtLeast(_) | Assertion::AccountOwner(_))
     }
 }
 
 /// One Lighthouse instruction: its target account (read-only, never a signer) and assertions
-/// about it — a lamports assertion alone, or token-account assertions together.
+/// about it — account-info assertions (lamports, owner) or token-account assertions, together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuardInstruction {
     pub target: Pubkey,
@@ -104,21 +112,14 @@ pub enum Failed {
 impl GuardInstruction {
     /// The instruction's data, as the program reads it.
     pub fn encode(&self) -> Vec<u8> {
+        let token = self.assertions.iter().all(Assertion::is_token);
+        debug_assert!(token || !self.assertions.iter().any(Assertion::is_token), "one kind: {:?}", self.assertions);
         let mut out = Vec::with_capacity(8 + 40 * self.assertions.len());
-        match self.assertions.as_slice() {
-            [Assertion::LamportsAtLeast(lamports)] => {
-                out.extend([ASSERT_ACCOUNT_INFO, LOG_LEVEL_SILENT, ACCOUNT_INFO_LAMPORTS]);
-                out.extend(lamports.to_le_bytes());
-                out.push(GREATER_THAN_OR_EQUAL);
-            }
-            assertions => {
-                debug_assert!(assertions.iter().all(Assertion::is_token), "token assertions only: {assertions:?}");
-                out.extend([ASSERT_TOKEN_ACCOUNT_MULTI, LOG_LEVEL_SILENT]);
-                leb128(&mut out, assertions.len() as u64);
-                for assertion in assertions {
-                    token_assertion(&mut out, assertion);
-                }
-            }
+        let discriminator = if token { ASSERT_TOKEN_ACCOUNT_MULTI } else { ASSERT_ACCOUNT_INFO_MULTI };
+        out.extend([discriminator, LOG_LEVEL_SILENT]);
+        leb128(&mut out, self.assertions.len() as u64);
+        for assertion in &self.assertions {
+            write_assertion(&mut out, assertion);
         }
         out
     }
@@ -130,24 +131,16 @@ impl GuardInstruction {
         if log_level != LOG_LEVEL_SILENT {
             return Err(format!("log level {log_level}"));
         }
-        let assertions = match discriminator {
-            ASSERT_ACCOUNT_INFO => {
-                if r.byte()? != ACCOUNT_INFO_LAMPORTS {
-                    return Err("an account-info assertion other than lamports".into());
-                }
-                let lamports = r.u64()?;
-                r.operator(GREATER_THAN_OR_EQUAL)?;
-                vec![Assertion::LamportsAtLeast(lamports)]
-            }
-            ASSERT_TOKEN_ACCOUNT_MULTI => {
-                let count = r.leb128()?;
-                if count == 0 || count > ASSERTIONS_PER_INSTRUCTION_MAX {
-                    return Err(format!("{count} assertions"));
-                }
-                (0..count).map(|_| r.token_assertion()).collect::<Result<_, _>>()?
-            }
+        let token = match discriminator {
+            ASSERT_ACCOUNT_INFO_MULTI => false,
+            ASSERT_TOKEN_ACCOUNT_MULTI => true,
             other => return Err(format!("instruction {other}")),
         };
+        let count = r.leb128()?;
+        if count == 0 || count > ASSERTIONS_PER_INSTRUCTION_MAX {
+            return Err(format!("{count} assertions"));
+        }
+        let assertions = (0..count).map(|_| r.assertion(token)).collect::<Result<_, _>>()?;
         if r.at != data.len() {
             return Err(format!("{} trailing bytes", data.len() - r.at));
         }
@@ -159,12 +152,23 @@ impl GuardInstruction {
     pub fn holds(&self, account: Option<AccountAfter<'_>>) -> Result<(), Failed> {
         for (index, assertion) in self.assertions.iter().enumerate() {
             let failed = |actual: String| Failed::Assertion { index, actual };
-            if let Assertion::LamportsAtLeast(at_least) = assertion {
-                let lamports = account.map_or(0, |a| a.lamports);
-                if lamports < *at_least {
-                    return Err(failed(format!("{lamports} lamports")));
+            match assertion {
+                Assertion::LamportsAtLeast(at_least) => {
+                    let lamports = account.map_or(0, |a| a.lamports);
+                    if lamports < *at_least {
+                        return Err(failed(format!("{lamports} lamports")));
+                    }
+                    continue;
                 }
-                continue;
+                Assertion::AccountOwner(owner) => {
+                    // A closed account is the System program's, with nothing in it.
+                    let actual = account.map_or(Pubkey::default(), |a| a.owner);
+                    if actual != *owner {
+                        return Err(failed(format!("owner {actual}")));
+                    }
+                    continue;
+                }
+                _ => {}
             }
             let data = match account {
                 Some(a) if TOKEN_PROGRAMS.contains(&a.owner.to_string().as_str()) => a.data,
@@ -177,8 +181,9 @@ impl GuardInstruction {
                 Assertion::TokenOwner(owner) => key_at(data, 32) == *owner,
                 Assertion::TokenAmountAtLeast(at_least) => u64_at(data, 64) >= *at_least,
                 Assertion::TokenDelegate(delegate) => coption_at(data, 72) == Ok(*delegate),
+                Assertion::TokenDelegatedAmountAtMost(at_most) => u64_at(data, 121) <= *at_most,
                 Assertion::TokenCloseAuthority(authority) => coption_at(data, 129) == Ok(*authority),
-                Assertion::LamportsAtLeast(_) => true,
+                Assertion::LamportsAtLeast(_) | Assertion::AccountOwner(_) => true,
             };
             if !holds {
                 return Err(failed(actual(assertion, data)));
@@ -199,8 +204,9 @@ fn actual(assertion: &Assertion, data: &[u8]) -> String {
         Assertion::TokenOwner(_) => format!("owner {}", key_at(data, 32)),
         Assertion::TokenAmountAtLeast(_) => format!("amount {}", u64_at(data, 64)),
         Assertion::TokenDelegate(_) => format!("delegate {}", key(coption_at(data, 72))),
+        Assertion::TokenDelegatedAmountAtMost(_) => format!("delegated amount {}", u64_at(data, 121)),
         Assertion::TokenCloseAuthority(_) => format!("close authority {}", key(coption_at(data, 129))),
-        Assertion::LamportsAtLeast(_) => String::new(),
+        Assertion::LamportsAtLeast(_) | Assertion::AccountOwner(_) => String::new(),
     }
 }
 
@@ -228,7 +234,8 @@ fn coption_at(data: &[u8], at: usize) -> Result<Option<Pubkey>, u32> {
     }
 }
 
-fn token_assertion(out: &mut Vec<u8>, assertion: &Assertion) {
+/// One assertion as borsh writes it: its variant, its value, its operator.
+fn write_assertion(out: &mut Vec<u8>, assertion: &Assertion) {
     let option = |out: &mut Vec<u8>, key: &Option<Pubkey>| match key {
         None => out.push(0),
         Some(k) => {
@@ -237,27 +244,47 @@ fn token_assertion(out: &mut Vec<u8>, assertion: &Assertion) {
         }
     };
     match assertion {
+        Assertion::LamportsAtLeast(lamports) => {
+            out.push(ACCOUNT_INFO_LAMPORTS);
+            out.extend(lamports.to_le_bytes());
+        }
+        Assertion::AccountOwner(owner) => {
+            out.push(ACCOUNT_INFO_OWNER);
+            out.extend(owner.0);
+        }
         Assertion::TokenOwner(owner) => {
             out.push(TOKEN_OWNER);
             out.extend(owner.0);
-            out.push(EQUAL);
         }
         Assertion::TokenAmountAtLeast(amount) => {
             out.push(TOKEN_AMOUNT);
             out.extend(amount.to_le_bytes());
-            out.push(GREATER_THAN_OR_EQUAL);
         }
         Assertion::TokenDelegate(delegate) => {
             out.push(TOKEN_DELEGATE);
             option(out, delegate);
-            out.push(EQUAL);
+        }
+        Assertion::TokenDelegatedAmountAtMost(amount) => {
+            out.push(TOKEN_DELEGATED_AMOUNT);
+            out.extend(amount.to_le_bytes());
         }
         Assertion::TokenCloseAuthority(authority) => {
             out.push(TOKEN_CLOSE_AUTHORITY);
             option(out, authority);
-            out.push(EQUAL);
         }
-        Assertion::LamportsAtLeast(_) => {}
+    }
+    out.push(operator(assertion));
+}
+
+/// The operator each assertion is made with.
+fn operator(assertion: &Assertion) -> u8 {
+    match assertion {
+        Assertion::LamportsAtLeast(_) | Assertion::TokenAmountAtLeast(_) => GREATER_THAN_OR_EQUAL,
+        Assertion::TokenDelegatedAmountAtMost(_) => LESS_THAN_OR_EQUAL,
+        Assertion::AccountOwner(_)
+        | Assertion::TokenOwner(_)
+        | Assertion::TokenDelegate(_)
+        | Assertion::TokenCloseAuthority(_) => EQUAL,
     }
 }
 
@@ -331,19 +358,19 @@ impl Reader<'_> {
         Err("LEB128 longer than ten bytes".into())
     }
 
-    fn token_assertion(&mut self) -> Result<Assertion, String> {
-        let assertion = match self.byte()? {
-            TOKEN_OWNER => Assertion::TokenOwner(self.key()?),
-            TOKEN_AMOUNT => Assertion::TokenAmountAtLeast(self.u64()?),
-            TOKEN_DELEGATE => Assertion::TokenDelegate(self.option_key()?),
-            TOKEN_CLOSE_AUTHORITY => Assertion::TokenCloseAuthority(self.option_key()?),
-            other => return Err(format!("token-account assertion {other}")),
+    /// One assertion of an account-info (`token` false) or token-account instruction.
+    fn assertion(&mut self, token: bool) -> Result<Assertion, String> {
+        let assertion = match (token, self.byte()?) {
+            (false, ACCOUNT_INFO_LAMPORTS) => Assertion::LamportsAtLeast(self.u64()?),
+            (false, ACCOUNT_INFO_OWNER) => Assertion::AccountOwner(self.key()?),
+            (true, TOKEN_OWNER) => Assertion::TokenOwner(self.key()?),
+            (true, TOKEN_AMOUNT) => Assertion::TokenAmountAtLeast(self.u64()?),
+            (true, TOKEN_DELEGATE) => Assertion::TokenDelegate(self.option_key()?),
+            (true, TOKEN_DELEGATED_AMOUNT) => Assertion::TokenDelegatedAmountAtMost(self.u64()?),
+            (true, TOKEN_CLOSE_AUTHORITY) => Assertion::TokenCloseAuthority(self.option_key()?),
+            (_, other) => return Err(format!("assertion variant {other}")),
         };
-        let operator = match assertion {
-            Assertion::TokenAmountAtLeast(_) => GREATER_THAN_OR_EQUAL,
-            _ => EQUAL,
-        };
-        self.operator(operator)?;
+        self.operator(operator(&assertion))?;
         Ok(assertion)
     }
 }

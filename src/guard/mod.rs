@@ -55,35 +55,48 @@ pub struct GuardOptions {
 #[derive(Debug, Clone)]
 pub struct Prediction<'a> {
     pub signer: Pubkey,
-    /// The signer's lamports after it (0: closed).
-    pub signer_lamports: u64,
+    /// The signer's own account after it: its lamports and owner (`None`: closed).
+    pub signer_after: Option<(u64, Pubkey)>,
     /// Token accounts that are the signer's before or after it, as they are after it (one it
     /// closes is absent: there is nothing left to assert on).
-    pub token_accounts: Vec<&'a TokenAccount>,
+    pub token_accounts: Vec<PredictedToken<'a>>,
+}
+
+/// A token account after the transaction, and the amount it held before (0: created by it).
+#[derive(Debug, Clone, Copy)]
+pub struct PredictedToken<'a> {
+    pub after: &'a TokenAccount,
+    pub amount_before: u64,
 }
 
 /// The assertions that hold on `prediction` within `options`, one instruction an account, in
-/// a fixed order: the signer's SOL, then token accounts by address.
-pub fn plan(prediction: &Prediction<'_>, options: &GuardOptions) -> Vec<GuardInstruction> {
+/// a fixed order: the signer's own account, then token accounts by address. `fee_more_lamports`
+/// is what the guards may add to the fee the signer pays (`append::Budget`): its SOL may end
+/// that much lower.
+pub fn plan(prediction: &Prediction<'_>, options: &GuardOptions, fee_more_lamports: u64) -> Vec<GuardInstruction> {
     let mut out = Vec::with_capacity(1 + prediction.token_accounts.len());
-    let sol_floor = prediction.signer_lamports.saturating_sub(options.sol_tolerance_lamports);
-    if sol_floor > 0 {
-        out.push(GuardInstruction {
-            target: prediction.signer,
-            assertions: vec![Assertion::LamportsAtLeast(sol_floor)],
-        });
+    if let Some((lamports, owner)) = prediction.signer_after {
+        // Its owner too: a program handed the wallet as a writable signer could assign it
+        // away with every lamport still in it.
+        let floor = lamports.saturating_sub(options.sol_tolerance_lamports).saturating_sub(fee_more_lamports);
+        let lamports = (floor > 0).then_some(Assertion::LamportsAtLeast(floor));
+        let assertions = lamports.into_iter().chain([Assertion::AccountOwner(owner)]).collect();
+        out.push(GuardInstruction { target: prediction.signer, assertions });
     }
     let mut tokens = prediction.token_accounts.clone();
-    tokens.sort_by_key(|t| t.address);
-    for t in tokens {
-        let allowed_drop = u128::from(t.amount) * u128::from(options.slippage_bps) / BPS_PER_WHOLE;
+    tokens.sort_by_key(|t| t.after.address);
+    for PredictedToken { after: t, amount_before } in tokens {
+        // The slippage is a share of what the transaction moves, not of the whole balance: a
+        // swap of 10 out of 1,000,000 may end 0.5 % of 10 short, never 5,000.
+        let moved = u128::from(t.amount.abs_diff(amount_before));
+        let allowed_drop = moved * u128::from(options.slippage_bps) / BPS_PER_WHOLE;
         let floor = t.amount.saturating_sub(u64::try_from(allowed_drop).unwrap_or(u64::MAX));
-        let assertions = vec![
-            Assertion::TokenOwner(t.owner),
-            Assertion::TokenDelegate(t.delegate),
-            Assertion::TokenCloseAuthority(t.close_authority),
-            Assertion::TokenAmountAtLeast(floor),
-        ];
+        let mut assertions = vec![Assertion::TokenOwner(t.owner), Assertion::TokenDelegate(t.delegate)];
+        if t.delegate.is_some() {
+            // The delegate as predicted, and no more than it was predicted to be allowed.
+            assertions.push(Assertion::TokenDelegatedAmountAtMost(t.delegated_amount));
+        }
+        assertions.extend([Assertion::TokenCloseAuthority(t.close_authority), Assertion::TokenAmountAtLeast(floor)]);
         out.push(GuardInstruction { target: t.address, assertions });
     }
     out
@@ -137,8 +150,10 @@ pub struct AccountMetaView {
 #[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum AssertView {
     LamportsAtLeast { lamports: u64 },
+    AccountOwner { owner: Pubkey },
     TokenOwner { owner: Pubkey },
     TokenDelegate { delegate: Option<Pubkey> },
+    TokenDelegatedAmountAtMost { amount: String },
     TokenCloseAuthority { close_authority: Option<Pubkey> },
     TokenAmountAtLeast { amount: String },
 }
@@ -147,8 +162,12 @@ impl From<&Assertion> for AssertView {
     fn from(a: &Assertion) -> AssertView {
         match *a {
             Assertion::LamportsAtLeast(lamports) => AssertView::LamportsAtLeast { lamports },
+            Assertion::AccountOwner(owner) => AssertView::AccountOwner { owner },
             Assertion::TokenOwner(owner) => AssertView::TokenOwner { owner },
             Assertion::TokenDelegate(delegate) => AssertView::TokenDelegate { delegate },
+            Assertion::TokenDelegatedAmountAtMost(amount) => {
+                AssertView::TokenDelegatedAmountAtMost { amount: amount.to_string() }
+            }
             Assertion::TokenCloseAuthority(close_authority) => AssertView::TokenCloseAuthority { close_authority },
             Assertion::TokenAmountAtLeast(amount) => AssertView::TokenAmountAtLeast { amount: amount.to_string() },
         }
@@ -164,7 +183,8 @@ fn instruction_view(guard: &GuardInstruction) -> InstructionView {
     }
 }
 
-/// The scanned transaction, for the guarded one: its bytes and its full account list.
+/// The scanned transaction, for the guarded one: its bytes and its full account list (the fee
+/// payer first).
 #[derive(Debug, Clone, Copy)]
 pub struct Scanned<'a> {
     pub bytes: &'a [u8],
@@ -194,12 +214,17 @@ impl GuardsView {
             );
             return GuardsView::withheld(options, reason);
         }
-        let guards = plan(prediction, options);
+        // What the guards' compute units may add to the fee, when the signer pays it.
+        let budget = append::Budget::of(scanned.bytes);
+        let pays = scanned.accounts.first() == Some(&prediction.signer);
+        let instructions = usize::from(prediction.signer_after.is_some()) + prediction.token_accounts.len();
+        let fee_more_lamports = if pays { budget.fee_more_lamports_max(instructions) } else { 0 };
+        let guards = plan(prediction, options, fee_more_lamports);
         if guards.is_empty() {
             return GuardsView::withheld(options, "the transaction leaves the signer nothing to guard".into());
         }
         let (guarded_transaction, guarded_transaction_error) =
-            match append::append(scanned.bytes, scanned.accounts, &guards) {
+            match append::append(scanned.bytes, scanned.accounts, &guards, &budget) {
                 Ok(bytes) => (Some(base64::engine::general_purpose::STANDARD.encode(bytes)), None),
                 Err(e) => (None, Some(NamedError { code: e.code(), message: e.message() })),
             };

@@ -8,7 +8,7 @@ use solana_message::{v0, AddressLookupTableAccount, Hash, VersionedMessage};
 use solana_transaction::versioned::VersionedTransaction;
 use spl_token_interface::instruction as token_ix;
 
-use super::append::{append, AppendError};
+use super::append::{append, AppendError, Budget, GUARD_UNITS_PER_INSTRUCTION};
 use super::lighthouse::{AccountAfter, Assertion, Failed, GuardInstruction, PROGRAM_ID, PROGRAM_ID_TEXT};
 use super::*;
 use crate::ledger::model::{TokenAccountState, TokenProgram};
@@ -90,12 +90,13 @@ fn model(address: Pubkey, post: &Option<PostAccount>) -> TokenAccount {
 fn predicted(ixs: &[Instruction], options: &GuardOptions) -> Vec<GuardInstruction> {
     let posts = run(ixs);
     let mine = model(key(MINE), &posts[1]);
+    let me = posts[0].as_ref().expect("me");
     let prediction = Prediction {
         signer: key(ME),
-        signer_lamports: posts[0].as_ref().expect("me").lamports,
-        token_accounts: vec![&mine],
+        signer_after: Some((me.lamports, me.owner)),
+        token_accounts: vec![PredictedToken { after: &mine, amount_before: 1_000 }],
     };
-    plan(&prediction, options)
+    plan(&prediction, options, 0)
 }
 
 #[test]
@@ -105,32 +106,52 @@ fn the_program_id_is_the_published_one() {
 
 #[test]
 fn the_bytes_are_the_programs_layout_and_read_back() {
-    let sol = GuardInstruction { target: key(ME), assertions: vec![Assertion::LamportsAtLeast(0x0102)] };
-    assert_eq!(sol.encode(), [&[5u8, 0, 0][..], &0x0102u64.to_le_bytes(), &[4]].concat());
+    let sol = GuardInstruction {
+        target: key(ME),
+        assertions: vec![Assertion::LamportsAtLeast(0x0102), Assertion::AccountOwner(key(TO))],
+    };
+    // AssertAccountInfoMulti, Silent, 2 assertions: Lamports (0) ≥ (4), Owner (2) == (0).
+    let expected = [&[6u8, 0, 2, 0][..], &0x0102u64.to_le_bytes(), &[4, 2], &[TO; 32], &[0]].concat();
+    assert_eq!(sol.encode(), expected);
     let token = GuardInstruction {
         target: key(MINE),
         assertions: vec![
             Assertion::TokenOwner(key(ME)),
             Assertion::TokenDelegate(Some(key(OTHER))),
+            Assertion::TokenDelegatedAmountAtMost(9),
             Assertion::TokenCloseAuthority(None),
             Assertion::TokenAmountAtLeast(7),
         ],
     };
-    let expected =
-        [&[10u8, 0, 4, 1][..], &[ME; 32], &[0, 3, 1], &[OTHER; 32], &[0, 7, 0, 0, 2], &7u64.to_le_bytes(), &[4]]
-            .concat();
+    // AssertTokenAccountMulti, Silent, 5: Owner (1) ==, Delegate (3) Some ==, DelegatedAmount (6)
+    // ≤ (5), CloseAuthority (7) None ==, Amount (2) ≥.
+    let expected = [
+        &[10u8, 0, 5, 1][..],
+        &[ME; 32],
+        &[0, 3, 1],
+        &[OTHER; 32],
+        &[0, 6],
+        &9u64.to_le_bytes(),
+        &[5, 7, 0, 0, 2],
+        &7u64.to_le_bytes(),
+        &[4],
+    ]
+    .concat();
     assert_eq!(token.encode(), expected);
     for guard in [&sol, &token] {
         assert_eq!(GuardInstruction::decode(guard.target, &guard.encode()).as_ref(), Ok(guard));
     }
     let refused = |data: &[u8]| GuardInstruction::decode(key(ME), data).is_err();
     assert!(refused(&[sol.encode(), vec![0]].concat()), "trailing bytes");
-    assert!(refused(&[&[5u8, 1][..], &sol.encode()[2..]].concat()), "another log level");
-    assert!(refused(&[&[9u8][..], &sol.encode()[1..]].concat()), "another instruction");
+    assert!(refused(&[&[6u8, 1][..], &sol.encode()[2..]].concat()), "another log level");
+    assert!(refused(&[&[5u8][..], &sol.encode()[1..]].concat()), "another instruction");
     let mut other_operator = sol.encode();
-    *other_operator.last_mut().expect("a byte") = 0;
+    *other_operator.last_mut().expect("a byte") = 1;
     assert!(refused(&other_operator), "an operator no guard makes");
     assert!(refused(&[10, 0, 0]), "no assertion");
+    let mut token_in_account_info = token.encode();
+    token_in_account_info[0] = 6;
+    assert!(refused(&token_in_account_info), "a token assertion where an account-info one goes");
 }
 
 #[test]
@@ -150,18 +171,32 @@ fn the_plan_floors_amounts_by_the_slippage_and_sol_by_the_tolerance() {
         lamports: 2_039_280,
         extensions: Vec::new(),
     };
-    let (big, small) = (tokens(1_000_000), tokens(3));
-    let prediction = Prediction { signer: key(ME), signer_lamports: 5_000, token_accounts: vec![&big] };
-    let guards = plan(&prediction, &GuardOptions { slippage_bps: 50, sol_tolerance_lamports: 1_000 });
-    assert_eq!(guards[0].assertions, [Assertion::LamportsAtLeast(4_000)], "the signer's SOL first");
-    assert_eq!(guards[1].assertions[3], Assertion::TokenAmountAtLeast(995_000), "0.5 % below");
-    // The allowed drop rounds down (the guard is never looser than asked); all of it is 0.
-    let prediction = Prediction { signer: key(ME), signer_lamports: 5_000, token_accounts: vec![&small] };
-    let guards = plan(&prediction, &GuardOptions { slippage_bps: 5_000, sol_tolerance_lamports: 5_000 });
-    assert_eq!(guards.len(), 1, "no SOL guard when the tolerance covers the balance");
-    assert_eq!(guards[0].assertions[3], Assertion::TokenAmountAtLeast(2));
-    let all = plan(&prediction, &GuardOptions { slippage_bps: GUARD_SLIPPAGE_BPS_MAX, sol_tolerance_lamports: 0 });
-    assert_eq!(all[1].assertions[3], Assertion::TokenAmountAtLeast(0));
+    let big = tokens(1_000_000);
+    let system = Pubkey::default();
+    let prediction = Prediction {
+        signer: key(ME),
+        signer_after: Some((5_000, system)),
+        token_accounts: vec![PredictedToken { after: &big, amount_before: 1_200_000 }],
+    };
+    let guards = plan(&prediction, &GuardOptions { slippage_bps: 50, sol_tolerance_lamports: 1_000 }, 500);
+    let sol = [Assertion::LamportsAtLeast(3_500), Assertion::AccountOwner(system)];
+    assert_eq!(guards[0].assertions, sol, "the signer's own account first: less the tolerance and the guards' fee");
+    // 0.5 % of the 200,000 it moves, not of the 1,000,000 left.
+    assert_eq!(guards[1].assertions[3], Assertion::TokenAmountAtLeast(999_000));
+    // The allowed drop rounds down (the guard is never looser than asked); a tolerance that
+    // covers the balance leaves the owner; an approved delegate's allowance is asserted.
+    let delegated = TokenAccount { delegate: Some(key(OTHER)), delegated_amount: 5, ..tokens(3) };
+    let prediction = Prediction {
+        signer: key(ME),
+        signer_after: Some((5_000, system)),
+        token_accounts: vec![PredictedToken { after: &delegated, amount_before: 0 }],
+    };
+    let guards = plan(&prediction, &GuardOptions { slippage_bps: 5_000, sol_tolerance_lamports: 5_000 }, 0);
+    assert_eq!(guards[0].assertions, [Assertion::AccountOwner(system)]);
+    assert_eq!(guards[1].assertions[2], Assertion::TokenDelegatedAmountAtMost(5));
+    assert_eq!(guards[1].assertions[4], Assertion::TokenAmountAtLeast(2), "3 less 1.5 rounded down");
+    let all = plan(&prediction, &GuardOptions { slippage_bps: GUARD_SLIPPAGE_BPS_MAX, sol_tolerance_lamports: 0 }, 0);
+    assert_eq!(all[1].assertions[4], Assertion::TokenAmountAtLeast(0));
 }
 
 #[test]
@@ -181,15 +216,22 @@ fn each_guard_holds_on_what_the_runtime_leaves_and_fails_on_a_tampered_run() {
     assert!(
         matches!(&failed, Err(Failed::Assertion { index: 0, actual }) if actual.contains(&key(ATTACKER).to_string()))
     );
-    // Within the slippage (1 % of the 800 left: 792) it holds; a larger debit fails on the amount.
-    let posts = run(&[token_transfer(208), sol_transfer(SOL)]);
+    // Within the slippage (1 % of the 200 moved: 798) it holds; a larger debit fails on the amount.
+    let posts = run(&[token_transfer(202), sol_transfer(SOL)]);
     assert_eq!(token_guard.holds(after(&posts, &token_guard.target)), Ok(()));
-    let posts = run(&[token_transfer(209), sol_transfer(SOL)]);
+    let posts = run(&[token_transfer(203), sol_transfer(SOL)]);
     let failed = token_guard.holds(after(&posts, &token_guard.target));
-    assert_eq!(failed, Err(Failed::Assertion { index: 3, actual: "amount 791".into() }));
-    // More SOL out than predicted fails the SOL guard; a closed token account fails its guard.
+    assert_eq!(failed, Err(Failed::Assertion { index: 3, actual: "amount 797".into() }));
+    // More SOL out than predicted fails the SOL guard; so does the wallet assigned to another
+    // program with its lamports in it; a closed token account fails its guard.
     let posts = run(&[token_transfer(200), sol_transfer(SOL + 1)]);
     assert!(matches!(sol_guard.holds(after(&posts, &sol_guard.target)), Err(Failed::Assertion { index: 0, .. })));
+    let assign = solana_system_interface::instruction::assign(&addr(key(ME)), &addr(key(ATTACKER)));
+    let posts = run(&[token_transfer(200), sol_transfer(SOL), assign]);
+    let failed = sol_guard.holds(after(&posts, &sol_guard.target));
+    assert!(
+        matches!(&failed, Err(Failed::Assertion { index: 1, actual }) if actual.contains(&key(ATTACKER).to_string()))
+    );
     let t = spl_token_interface::id();
     let close = token_ix::close_account(&t, &addr(key(MINE)), &addr(key(ME)), &addr(key(ME)), &[]).expect("builds");
     let posts = run(&[token_transfer(1_000), close]);
@@ -241,11 +283,11 @@ fn a_legacy_transaction_gets_its_guards_appended_and_keeps_the_program_once() {
     let original = transaction(key(ME), &[token_transfer(200), sol_transfer(SOL)]);
     let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
     let guards = guards_of(&[ME, MINE]);
-    let guarded = append(&original, &accounts, &guards).expect("appended");
+    let guarded = append(&original, &accounts, &guards, &Budget::default()).expect("appended");
     check_appended(&original, &guarded, &[], &guards);
     // Guarded again: the program is named once.
     let accounts: Vec<Pubkey> = read(&guarded, &[]).0.iter().map(|a| a.0).collect();
-    let twice = append(&guarded, &accounts, &guards).expect("appended again");
+    let twice = append(&guarded, &accounts, &guards, &Budget::default()).expect("appended again");
     assert_eq!(read(&twice, &[]).0.len(), accounts.len(), "no second program key");
 }
 
@@ -266,7 +308,7 @@ fn a_v0_transaction_keeps_its_lookup_table_indices_right() {
     let accounts: Vec<Pubkey> =
         decode(&parsed, &tables).expect("decodes").resolved.accounts.iter().map(|a| a.address).collect();
     let guards = guards_of(&[ME, MINE, THEIRS]);
-    let guarded = append(&original, &accounts, &guards).expect("appended");
+    let guarded = append(&original, &accounts, &guards, &Budget::default()).expect("appended");
     check_appended(&original, &guarded, &tables, &guards);
 }
 
@@ -276,11 +318,73 @@ fn a_signed_or_too_large_transaction_is_refused_by_name() {
     let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
     let mut signed = original.clone();
     signed[1] = 1; // the first signature's first byte
-    assert_eq!(append(&signed, &accounts, &guards_of(&[ME])), Err(AppendError::Signed));
+    assert_eq!(append(&signed, &accounts, &guards_of(&[ME]), &Budget::default()), Err(AppendError::Signed));
     let memo = Instruction::new_with_bytes(addr(key(50)), &[b'x'; 900], Vec::new());
     let big = transaction(key(ME), &[sol_transfer(SOL), memo]);
     let accounts: Vec<Pubkey> = read(&big, &[]).0.iter().map(|a| a.0).collect();
-    let refused = append(&big, &accounts, &guards_of(&[ME, TO, ME, TO, ME, TO]));
+    let refused = append(&big, &accounts, &guards_of(&[ME, TO, ME, TO, ME, TO]), &Budget::default());
     assert!(matches!(refused, Err(AppendError::TooLarge { bytes }) if bytes > 1_232), "{refused:?}");
     assert_eq!(refused.expect_err("refused").code(), "GUARDED_TRANSACTION_TOO_LARGE");
+}
+
+#[test]
+fn a_set_limit_is_raised_for_the_guards_and_their_fee_is_allowed_for() {
+    use solana_compute_budget_interface::ComputeBudgetInstruction as CB;
+    let (limit, price) = (CB::set_compute_unit_limit(10_000), CB::set_compute_unit_price(1_000_000));
+    let original = transaction(key(ME), &[limit, price.clone(), sol_transfer(SOL)]);
+    let budget = Budget::of(&original);
+    assert_eq!((budget.limit, budget.price_micro_lamports), (Some((0, 10_000)), 1_000_000));
+    // 1 lamport a unit: two guards' 2 × 2,000 units.
+    assert_eq!(budget.fee_more_lamports_max(2), 2 * u64::from(GUARD_UNITS_PER_INSTRUCTION));
+    let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
+    let guarded = append(&original, &accounts, &guards_of(&[ME, TO]), &budget).expect("appended");
+    let raised = CB::set_compute_unit_limit(10_000 + 2 * GUARD_UNITS_PER_INSTRUCTION).data;
+    let (before, after) = (read(&original, &[]).1, read(&guarded, &[]).1);
+    assert_eq!(after[0].2, raised, "the limit, raised by the guards' units");
+    assert_eq!(after[1..before.len()], before[1..], "the rest unchanged");
+    // Without a limit, each guard is an instruction of a program that is not a builtin: the
+    // runtime gives it 200,000 units, at the price set.
+    let unlimited = Budget::of(&transaction(key(ME), &[price, sol_transfer(SOL)]));
+    assert_eq!(unlimited.fee_more_lamports_max(1), 200_000);
+    assert_eq!(Budget::of(&transaction(key(ME), &[sol_transfer(SOL)])).fee_more_lamports_max(3), 0);
+}
+
+#[test]
+fn a_transaction_naming_the_program_otherwise_than_read_only_is_refused_by_name() {
+    // Named writable (a meta of its own instruction) rather than as a read-only program.
+    let writable = Instruction::new_with_bytes(
+        addr(key(50)),
+        &[1],
+        vec![solana_instruction::AccountMeta::new(addr(PROGRAM_ID), false)],
+    );
+    let original = transaction(key(ME), &[writable, sol_transfer(SOL)]);
+    let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
+    let refused = append(&original, &accounts, &guards_of(&[ME]), &Budget::default());
+    assert_eq!(refused, Err(AppendError::LighthouseNamed));
+    // Or loaded from a lookup table.
+    let tables = vec![vec![PROGRAM_ID, key(TO)]];
+    let lookup =
+        AddressLookupTableAccount { key: addr(key(40)), addresses: tables[0].iter().map(|k| addr(*k)).collect() };
+    let reads = Instruction::new_with_bytes(
+        addr(key(50)),
+        &[1],
+        vec![solana_instruction::AccountMeta::new_readonly(addr(PROGRAM_ID), false)],
+    );
+    let message =
+        v0::Message::try_compile(&addr(key(ME)), &[reads, sol_transfer(SOL)], &[lookup], Hash::new_from_array([7; 32]))
+            .expect("compiles");
+    let bytes = bincode::serialize(&VersionedTransaction {
+        signatures: vec![Default::default()],
+        message: VersionedMessage::V0(message),
+    })
+    .expect("bytes");
+    let accounts: Vec<Pubkey> = decode(&message::parse(&bytes).expect("parses"), &tables)
+        .expect("decodes")
+        .resolved
+        .accounts
+        .iter()
+        .map(|a| a.address)
+        .collect();
+    assert!(accounts.iter().skip(3).any(|a| *a == PROGRAM_ID), "loaded from the table: {accounts:?}");
+    assert_eq!(append(&bytes, &accounts, &guards_of(&[ME]), &Budget::default()), Err(AppendError::LighthouseNamed));
 }

@@ -251,6 +251,9 @@ impl RateCell {
     /// one token's worth: `Lane::extra_tokens`). Never refuses: the bucket may go empty and
     /// into debt, at most one full bucket deep, so the key's next requests wait for it.
     pub fn charge(&self, tokens: u32, now_ns: u64) {
+        if tokens == 0 {
+            return;
+        }
         let (interval_ns, tolerance_ns) = (self.limit.interval_ns(), self.limit.tolerance_ns());
         let deepest = now_ns.saturating_add(2 * tolerance_ns);
         let mut current = self.tat_ns.load(Ordering::Relaxed);

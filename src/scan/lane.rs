@@ -273,12 +273,16 @@ impl Lane {
     }
 
     /// Rate-limit tokens a scan whose reads were `observed` costs beyond its first: one per
-    /// `listener_us_per_token` µs they took on the listener thread (a memory-resident source
-    /// simulates there), so a key's heavy scans cost its rate limit what they cost the thread.
+    /// `listener_us_per_token` µs, or part of it, they took on the listener thread past the
+    /// first that many (a memory-resident source simulates there), so a key's heavy scans cost
+    /// its rate limit what they cost the thread.
     pub fn extra_tokens(&self, observed: &Observed) -> u32 {
         match self.listener_us_per_token {
             0 => 0,
-            per_token => u32::try_from(observed.here_us / per_token).unwrap_or(u32::MAX),
+            per_token => {
+                let extra = observed.here_us.saturating_sub(per_token).div_ceil(per_token);
+                u32::try_from(extra).unwrap_or(u32::MAX)
+            }
         }
     }
 

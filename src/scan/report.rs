@@ -35,7 +35,7 @@ use super::value;
 use crate::config::SCAN_UPSTREAM_TEXT_BYTES_MAX;
 use crate::engine::policy::{PolicyRef, SeverityRule};
 use crate::engine::sweep::SweepThresholds;
-use crate::guard::{GuardOptions, GuardsView, Prediction, Scanned};
+use crate::guard::{GuardOptions, GuardsView, PredictedToken, Prediction, Scanned};
 use crate::labels::domains::Origin;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
@@ -292,17 +292,21 @@ fn guards(
         return GuardsView::withheld(options, reason);
     };
     let signer = &inputs.signer;
-    let was_signers =
-        |address: &Pubkey| matches!(pre.get(address).map(|a| &a.held), Some(Held::Token(t)) if t.owner == *signer);
+    let before = |address: &Pubkey| match pre.get(address).map(|a| &a.held) {
+        Some(Held::Token(t)) => Some(t),
+        _ => None,
+    };
     let token_accounts = post
         .iter()
         .filter_map(|(address, after)| match &after.held {
-            Held::Token(t) if t.owner == *signer || was_signers(address) => Some(t),
+            Held::Token(t) if t.owner == *signer || before(address).is_some_and(|b| b.owner == *signer) => {
+                Some(PredictedToken { after: t, amount_before: before(address).map_or(0, |b| b.amount) })
+            }
             _ => None,
         })
         .collect();
     let prediction =
-        Prediction { signer: *signer, signer_lamports: post.get(signer).map_or(0, |a| a.lamports), token_accounts };
+        Prediction { signer: *signer, signer_after: post.get(signer).map(|a| (a.lamports, a.owner)), token_accounts };
     let accounts: Vec<Pubkey> = inputs.decoded.resolved.accounts.iter().map(|a| a.address).collect();
     GuardsView::of(&prediction, options, Scanned { bytes: request.transaction, accounts: &accounts })
 }

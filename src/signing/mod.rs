@@ -607,6 +607,11 @@ pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> 
     let guarded =
         data.get(SIGNATURE_MEMBER).and_then(|s| s.get(TYPE_MEMBER)).and_then(Value::as_str) == Some(GUARDED_SCAN_TYPE);
     let expected = if guarded { ReportType::GuardedScan } else { ReportType::Scan };
+    // Guards nobody signed are refused, not ignored: a client may read them where it reads
+    // the rest, and sign the transaction they name.
+    if !guarded && data.get("guards").is_some() {
+        return Err(VerifyError::CoversMismatch(SCAN_TYPE));
+    }
     let verified = verify_report(data, key_set, expected)?;
     let covered = &verified.covered;
     if let Some(held) = held {

@@ -127,6 +127,7 @@ fn a_malformed_guards_member_is_a_400_charged_nothing() {
         json!({"slippageBps": 10_001}),
         json!({"slippageBps": -1}),
         json!({"slippageBps": 1.5}),
+        serde_json::from_str::<Value>(r#"{"solToleranceLamports": 18446744073709551616}"#).expect("json"),
         json!({"tolerance": 1}),
         json!([]),
     ] {
