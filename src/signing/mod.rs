@@ -116,24 +116,26 @@ pub const SCAN_COVERS: [&str; 14] = [
     "scannedAt",
     "requestId",
 ];
-/// What the signature of a scan asked with `guards` covers: a scan's members and `guards`.
-pub const GUARDED_SCAN_COVERS: [&str; 15] = [
-    "verdict",
-    "signer",
-    "transaction",
-    "findings",
-    "effects",
-    "instructions",
-    "simulation",
-    "counterparties",
-    "engineVersions",
-    "policy",
-    "origin",
-    "guards",
-    "account",
-    "scannedAt",
-    "requestId",
-];
+/// What the signature of a scan asked with `guards` covers: a scan's members, and `guards`
+/// after `origin` (where `ScanReport` serializes it).
+pub const GUARDED_SCAN_COVERS: [&str; 15] = with_guards(SCAN_COVERS);
+
+/// `covers` with `guards` after `origin` (a compile error when there is no `origin`).
+const fn with_guards(covers: [&'static str; 14]) -> [&'static str; 15] {
+    let mut out = [""; 15];
+    let (mut i, mut j) = (0, 0);
+    while i < covers.len() {
+        out[j] = covers[i];
+        j += 1;
+        if same_name(covers[i], "origin") {
+            out[j] = "guards";
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(j == out.len(), "a scan's covers name `origin` once");
+    out
+}
 /// `type` of an analysis' signature.
 pub const ANALYSIS_TYPE: &str = "xray.analysis.v1";
 /// `type` of a comparison's signature.

@@ -6,7 +6,6 @@
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use xray::config::SourceSpec;
 use xray::guard::lighthouse::{GuardInstruction, PROGRAM_ID};
 use xray::ledger::transaction::message;
 use xray::pubkey::Pubkey;
@@ -103,12 +102,7 @@ fn guards_are_withheld_for_a_drainer_and_without_a_prediction() {
     assert!(guards["reason"].as_str().is_some_and(|r| r.contains("malicious")), "{guards}");
     assert_eq!((guards["guardInstructions"].clone(), guards["guardedTransaction"].clone()), (json!([]), Value::Null));
     // A source that does not simulate: nothing predicted, nothing to guard.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let rt = xray::ledger::runtime().expect("runtime");
-    let snapshot = dir.path().join("demo");
-    rt.block_on(xray::devtools::recorder::export_demo(xray::config::DEMO_SEED_DEFAULT, 0, &snapshot))
-        .expect("exported");
-    let snap = serve(|c| c.ledger = SourceSpec::Snapshot { dir: snapshot });
+    let (_dir, snap) = serve_demo_snapshot();
     let snap_key = snap.key(KeyOptions::default());
     let reply = guarded_scan(&snap, &snap_key.secret, &demo_tx("sol-transfer"), json!(true));
     let guards = &reply.data()["guards"];

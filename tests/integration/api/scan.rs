@@ -6,7 +6,7 @@
 //! answered scan, counted apart in `byOperation`.
 
 use serde_json::{json, Value};
-use xray::config::{SourceSpec, TRANSACTION_BYTES_MAX};
+use xray::config::TRANSACTION_BYTES_MAX;
 use xray::pubkey::Pubkey;
 use xray::signing::SCAN_COVERS;
 
@@ -217,12 +217,7 @@ fn the_effects_of_a_drain_name_what_leaves_the_signer() {
 
 #[test]
 fn a_snapshot_source_skips_the_simulation_and_keeps_the_findings() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let rt = xray::ledger::runtime().expect("runtime");
-    let snapshot = dir.path().join("demo");
-    rt.block_on(xray::devtools::recorder::export_demo(xray::config::DEMO_SEED_DEFAULT, 0, &snapshot))
-        .expect("exported");
-    let server = serve(|c| c.ledger = SourceSpec::Snapshot { dir: snapshot });
+    let (_dir, server) = serve_demo_snapshot();
     let key = server.key(KeyOptions::default());
     let reply = scan(&server, &key.secret, &scan_body(&demo_tx("set-owner"), None));
     assert_eq!(reply.status, 200, "{reply:?}");

@@ -345,6 +345,18 @@ pub fn serve(tweak: impl FnOnce(&mut ServeConfig)) -> TestServer {
     start_server(None, tweak)
 }
 
+/// A server over a snapshot of the demo ledger (which does not simulate), exported into a
+/// temporary directory that lives as long as the returned guard.
+pub fn serve_demo_snapshot() -> (tempfile::TempDir, TestServer) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = xray::ledger::runtime().expect("runtime");
+    let snapshot = dir.path().join("demo");
+    rt.block_on(xray::devtools::recorder::export_demo(xray::config::DEMO_SEED_DEFAULT, 0, &snapshot))
+        .expect("exported");
+    let server = serve(|c| c.ledger = xray::config::SourceSpec::Snapshot { dir: snapshot });
+    (dir, server)
+}
+
 /// A server on the I/O driver `driver` (`auto`, `uring` or `epoll`).
 pub fn serve_on(driver: IoDriver) -> TestServer {
     let server = serve(|c| c.io_driver = driver);
