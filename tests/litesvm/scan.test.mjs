@@ -7,73 +7,36 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { LiteSVM, FailedTransactionMetadata } from "litesvm";
 import { CASES, ATTACKER } from "./cases.mjs";
 import { startShim } from "./shim.mjs";
 import { computeEffects, decimalsFrom, readSet, snapshot, wireOf, unsignedWire } from "./oracle.mjs";
-import { startXray, freePort, waitFor, requireBinary, callApi } from "./procs.mjs";
+import { callApi } from "./procs.mjs";
+import { startScanServer, SCAN_PATH } from "./scanserver.mjs";
 import { parseJson, rawAccount, setRawAccount, sendTransaction } from "./util.mjs";
 import { runIsolated } from "./fixrun.mjs";
 import { decodeTokenAccount } from "./layouts.mjs";
-
-const SCAN_PATH = "/v1/developer/intelligence/transaction";
 
 let shim;
 let server;
 let base;
 let key;
-let dir;
 let missing = false;
 /** Cases the scan answered, with LiteSVM's state after executing them (for the fix test). */
 const scanned = [];
 
 before(async () => {
-  requireBinary();
   shim = await startShim(new LiteSVM());
-  dir = mkdtempSync(path.join(tmpdir(), "xray-litesvm-"));
-  const labels = path.join(dir, "labels.toml");
-  writeFileSync(labels, `version = 1\n\n[[label]]\naddress = "${ATTACKER.publicKey.toBase58()}"\nname = "LiteSVM harness attacker"\ncategory = "flagged"\ntags = ["attacker"]\n`);
-  for (let attempt = 0; ; attempt++) {
-    const [port, admin] = [await freePort(), await freePort()];
-    server = startXray([
-      "serve", "--ledger", `rpc:${shim.url}`, "--listen", `127.0.0.1:${port}`, "--admin-listen", `127.0.0.1:${admin}`,
-      "--data-dir", path.join(dir, `data-${attempt}`), "--labels-extra", labels, "--listener-threads", "1", "--compute-threads", "1",
-    ]);
-    base = `http://127.0.0.1:${port}`;
-    try {
-      await waitFor(async () => {
-        const r = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
-        return r.status === 200 && /^svc_live_\S+/m.test(server.out);
-      }, { proc: server, what: "xray serve", ms: 20_000 });
-      break;
-    } catch (e) {
-      await server.stop();
-      if (attempt >= 2 || !/address|in use|bind/i.test(e.message)) throw e;
-    }
-  }
-  key = server.out.match(/^(svc_live_\S+)/m)[1];
+  server = await startScanServer(shim, { flagged: [ATTACKER.publicKey.toBase58()] });
+  ({ base, key } = server);
 }, { timeout: 65_000 });
 
 after(async () => {
   await server?.stop();
   await shim?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function scan(body) {
-  for (let attempt = 0; ; attempt++) {
-    const r = await callApi(base, key, "POST", SCAN_PATH, body);
-    const text = r.text;
-    if (r.status === 429 && attempt < 5) {
-      await new Promise((ok) => setTimeout(ok, 1000 * Math.min(5, Number(r.headers.get("retry-after") ?? 1))));
-      continue;
-    }
-    return { status: r.status, text };
-  }
-}
+const scan = (body) => server.scan(body);
 
 async function api(method, url, body) {
   const { status, text } = await callApi(base, key, method, url, body, { timeoutMs: 20_000 });

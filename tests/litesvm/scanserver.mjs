@@ -1,6 +1,6 @@
 // One `xray serve --ledger rpc:<shim>` for a test file: a fresh data dir, free loopback ports
 // (retried when a port was taken meanwhile), the given addresses labelled `flagged`, ready once
-// /healthz answers and the service key is printed. The same start as scan.test.mjs's `before`.
+// /healthz answers and the service key is printed (scan.test.mjs and guards.test.mjs start theirs here).
 //
 //   const server = await startScanServer(shim, { flagged: [ATTACKER.publicKey.toBase58()] });
 //   const { status, text } = await server.scan({ transaction, guards: true });
