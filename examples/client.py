@@ -53,7 +53,8 @@ or, refused (exit 1), ``{"verified": false, "reason": …, "detail": …, "keyId
 ``reason`` the first of these that applies, in this order: ``malformed`` (the report or key set
 is not JSON or not their shape — an unsigned report too — or the transaction given is no
 transaction), ``unknown_key`` (no published key has its ``keyId``: another server's),
-``wrong_type``, ``covers_mismatch`` (``covers`` edited, or a covered member gone),
+``wrong_type``, ``covers_mismatch`` (``covers`` edited, or a covered member gone; or a scan
+signed ``xray.scan.v2`` whose ``data`` carries ``guards``, which that type does not cover),
 ``bad_signature`` (something signed changed), then a scan's ``digest_mismatch``,
 ``account_mismatch``, ``origin_mismatch`` (README, "Signed reports"). A binding option with
 another type is a usage error (exit 2). Integers past ±(2^53 − 1) are canonicalized as doubles,
@@ -183,7 +184,8 @@ def verify_report(data, key_set, expected_type, binding=None):
     otherwise, checking in this order: ``malformed`` (the report, the key set or the binding is
     not the shape it has — an unsigned report too), ``unknown_key`` (no key of the set has the
     signature's ``keyId``), ``wrong_type`` (a ``type`` other than expected), ``covers_mismatch``
-    (``covers`` other than exactly that type's members, or one of them missing from ``data``),
+    (``covers`` other than exactly that type's members, or one of them missing from ``data``; or
+    a scan signed ``xray.scan.v2`` whose ``data`` carries ``guards``, which it does not cover),
     ``bad_signature`` (something signed was changed), then the binding.
 
     ``binding`` (a scan's only) is a dict of what the signed answer must be about, each key
@@ -269,6 +271,10 @@ def verify_report(data, key_set, expected_type, binding=None):
     missing = [name for name in expected if name not in data]
     if missing:
         raise ReportRefused("covers_mismatch", f"covered member {missing[0]} is missing")
+    # A scan signed as xray.scan.v2 covers no guards: one carrying them is refused, not verified
+    # with its guards unsigned beside the signed members (a client may read them there).
+    if report_type == SCAN_TYPES[0] and "guards" in data:
+        raise ReportRefused("covers_mismatch", "a xray.scan.v2 signature covers no guards, and data carries guards")
     # 5. bad_signature
     covered = {name: data[name] for name in expected}
     try:

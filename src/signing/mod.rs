@@ -609,11 +609,6 @@ pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> 
     let guarded =
         data.get(SIGNATURE_MEMBER).and_then(|s| s.get(TYPE_MEMBER)).and_then(Value::as_str) == Some(GUARDED_SCAN_TYPE);
     let expected = if guarded { ReportType::GuardedScan } else { ReportType::Scan };
-    // Guards nobody signed are refused, not ignored: a client may read them where it reads
-    // the rest, and sign the transaction they name.
-    if !guarded && data.get("guards").is_some() {
-        return Err(VerifyError::CoversMismatch(SCAN_TYPE));
-    }
     let verified = verify_report(data, key_set, expected)?;
     let covered = &verified.covered;
     if let Some(held) = held {
@@ -735,6 +730,11 @@ pub fn verify_report(data: &Value, key_set: &Value, expected: ReportType) -> Res
 /// The members of `data` that `covers` names, once it is exactly `expected`'s list.
 fn covered_members(data: &Value, covers: &[&str], expected: ReportType) -> Result<Map<String, Value>, VerifyError> {
     if !expected.covered_by(covers) {
+        return Err(VerifyError::CoversMismatch(expected.name()));
+    }
+    // A plain scan's `data` carrying guards nobody signed is refused, not ignored: a client may
+    // read them where it reads the rest, and sign the transaction they name.
+    if expected == ReportType::Scan && data.get("guards").is_some() {
         return Err(VerifyError::CoversMismatch(expected.name()));
     }
     covers

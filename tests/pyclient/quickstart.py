@@ -259,16 +259,20 @@ assert scan.signature.type_ == "xray.scan.v2", scan.signature
 assert isinstance(scan.engine_versions, M.ScanEngineVersions) and scan.engine_versions.scan
 print(f"ok: scan — {scan.verdict}, findings {sorted(findings)}, {len(scan.effects)} effects")
 
-# the same, asked with guards: a token transfer's Lighthouse assertions (0.5 % slippage on token
-# amounts) and the transaction with them appended, signed as xray.scan.v3 (a scan's members and guards)
+# the same, asked with guards: a token transfer's Lighthouse assertions (the signer's SOL floor and
+# owner; its token account's, with 0.5 % slippage on what the transfer moves) and the transaction
+# with them appended, signed as xray.scan.v3 (a scan's members and guards)
 token = M.ScanRequest(transaction=os.environ["XRAY_DEMO_TX_TOKEN"], guards=M.ScanGuardOptions(slippage_bps=50))
 guarded = answer(scan_transaction.sync_detailed(client=client, body=token), 200, M.TransactionScan).data
 guards = guarded.guards
 assert isinstance(guards, M.ScanGuards) and guards.status == "added" and guards.slippage_bps == 50, guards
 assert all(isinstance(ix, M.ScanGuardInstruction) for ix in guards.guard_instructions), guards.guard_instructions
 kinds = [type(a).__name__ for ix in guards.guard_instructions for a in ix.asserts]  # each kind its own class
-assert kinds == ["ScanGuardAssertLamportsAtLeast", "ScanGuardAssertTokenOwner", "ScanGuardAssertTokenDelegate",
-                 "ScanGuardAssertTokenCloseAuthority", "ScanGuardAssertTokenAmountAtLeast"], kinds
+assert kinds == ["ScanGuardAssertLamportsAtLeast", "ScanGuardAssertAccountOwner", "ScanGuardAssertTokenOwner",
+                 "ScanGuardAssertTokenDelegate", "ScanGuardAssertTokenCloseAuthority",
+                 "ScanGuardAssertTokenAmountAtLeast"], kinds
+owner = guards.guard_instructions[0].asserts[1]  # the signer's wallet stays the System program's
+assert owner.owner == "11111111111111111111111111111111", owner
 assert len(base64.b64decode(guards.guarded_transaction)) <= 1232, guards.guarded_transaction
 assert guarded.signature.type_ == "xray.scan.v3", guarded.signature
 print(f"ok: scan with guards — {guards.status}, {len(guards.guard_instructions)} guard instructions, signed"

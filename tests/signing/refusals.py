@@ -20,7 +20,10 @@ given (a binding member no binding has, a binding of an analysis): the Rust veri
 rule it out, so its tests skip it. A case of ``type`` ``xray.scan.v2`` is checked as a scan (Rust
 ``verify_scan``): a scan asked with guards (``xray.scan.v3``) is a scan too, the signature's type
 picking its exact covers; a case of ``type`` ``xray.scan.v3`` (never with a binding: Rust checks
-it with ``verify_report``) accepts a guarded scan only.
+it with ``verify_report``) accepts a guarded scan only. A scan signed ``xray.scan.v2`` whose ``data``
+carries a ``guards`` member (which that type does not cover) is ``covers_mismatch``, checked with
+the covers (after ``wrong_type``, before the signature): its guards would otherwise sit unsigned
+beside the signed members.
 
   python3 tests/signing/refusals.py            # writes tests/signing/refusals.json
   python3 tests/signing/refusals.py --check    # exits 1 when the file is not current
@@ -216,8 +219,12 @@ def guarded_scan_data():
         "guardInstructions": [{
             "programId": "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95",
             "accounts": [{"address": "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", "isSigner": False, "isWritable": False}],
-            "data": "BQAAsMddogUAAAAE",
-            "asserts": [{"kind": "lamports_at_least", "lamports": 24198891440}],
+            # The signer's guard (AssertAccountInfoMulti): its SOL floor and its owner.
+            "data": "BgACALDHXaIFAAAABAIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            "asserts": [
+                {"kind": "lamports_at_least", "lamports": 24198891440},
+                {"kind": "account_owner", "owner": "11111111111111111111111111111111"},
+            ],
         }],
         "guardedTransaction": b64(SENT),
     }
@@ -382,6 +389,10 @@ def cases():
     case("covers_mismatch", "a guarded scan whose guards are gone", {k: v for k, v in guarded.items() if k != "guards"})
     case("covers_mismatch", "a guarded scan's type over a scan's covers", signed(guarded_members, GUARDED_SCAN, COVERS[SCAN]))
     case("covers_mismatch", "a scan's type over a guarded scan's covers", signed(guarded_members, SCAN, COVERS[GUARDED_SCAN]))
+    # A scan signed xray.scan.v2 covers no guards: one carrying a `guards` member is refused, not
+    # verified with its guards unsigned beside the signed members (a client may read them there).
+    case("covers_mismatch", "a scan with an unsigned guards member added", {**scan, "guards": guarded["guards"]})
+    case("covers_mismatch", "a guarded scan relabelled as a scan, its guards left out of covers", with_signature(guarded, type=SCAN, covers=sorted(COVERS[SCAN])))
     # bad_signature
     case("bad_signature", "one covered member changed", tampered)
     case("bad_signature", "one byte of the signature changed", with_signature(analysis, value=flipped_value(analysis)), ANALYSIS)
@@ -401,7 +412,6 @@ def cases():
     case("bad_signature", "a batched scan without its batch (read as a direct signature)", with_signature(in_batch, batch=None))
     case("bad_signature", "a direct signature given a batch", with_signature(scan, batch=in_batch["signature"]["batch"]))
     case("bad_signature", "a guarded scan whose SOL guard was lowered", edit(guarded, lambda d: d["guards"]["guardInstructions"][0]["asserts"][0].update(lamports=1)))
-    case("covers_mismatch", "a guarded scan relabelled as a scan, its guards left out of covers", with_signature(guarded, type=SCAN, covers=sorted(COVERS[SCAN])))
     # digest_mismatch, account_mismatch, origin_mismatch: a verified scan about another request.
     case("digest_mismatch", "one byte of the transaction's message changed", scan, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("digest_mismatch", "a guarded scan, one byte of the transaction's message changed", guarded, binding={"transaction": b64(CHANGED_MESSAGE)})
@@ -416,6 +426,8 @@ def cases():
     case("malformed", "precedence: a malformed batch, checked as another type", with_batch(in_batch, lambda b: b.update(salt="")), ANALYSIS)
     case("unknown_key", "precedence: another server's, checked as another type", scan, ANALYSIS, keys="another server's")
     case("wrong_type", "precedence: another type, covers edited", short_covers, ANALYSIS)
+    case("unknown_key", "precedence: unsigned guards added, from another server", {**scan, "guards": guarded["guards"]}, keys="another server's")
+    case("wrong_type", "precedence: unsigned guards added, checked as another type", {**scan, "guards": guarded["guards"]}, ANALYSIS)
     case("covers_mismatch", "precedence: covers edited, a member changed", with_signature(tampered, covers=covers[1:]))
     case("bad_signature", "precedence: a member changed, another transaction", tampered, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("digest_mismatch", "precedence: another transaction, another account", scan, binding={**HELD, "transaction": b64(CHANGED_MESSAGE), "account": "acct_other"})

@@ -368,14 +368,19 @@ def both_commands_verify_a_guarded_scan_as_a_scan():
     """A scan asked with guards (``xray.scan.v3``: a scan's members and ``guards``), through both
     commands: verified as a scan (``--type scan`` / ``xray.scan.v2``), bound to its request, its
     guards among the signed members, and as a guarded scan (``xray.scan.v3``); a plain scan is
-    not a guarded one, a guarded scan is no analysis, and lowering a guard is ``bad_signature``."""
+    not a guarded one, a guarded scan is no analysis, lowering a guard is ``bad_signature``, and a
+    plain scan carrying guards nobody signed is ``covers_mismatch``."""
     data = {k: v for k, v in scan("phantom.app").items() if k != "signature"}
     data["guards"] = {
         "slippageBps": 50, "solToleranceLamports": 0, "status": "added",
         "guardInstructions": [{
             "programId": "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95",
             "accounts": [{"address": SIGNER, "isSigner": False, "isWritable": False}],
-            "data": "BQAAsMddogUAAAAE", "asserts": [{"kind": "lamports_at_least", "lamports": 24198891440}],
+            "data": "BgACALDHXaIFAAAABAIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            "asserts": [
+                {"kind": "lamports_at_least", "lamports": 24198891440},
+                {"kind": "account_owner", "owner": "11111111111111111111111111111111"},
+            ],
         }],
         "guardedTransaction": SENT,
     }
@@ -396,10 +401,14 @@ def both_commands_verify_a_guarded_scan_as_a_scan():
     expect((code, "as another type refused" in out), (0, True), f"independent, as a guarded scan: {out}")
     lowered = WORK / "guarded-lowered.json"
     lowered.write_text(json.dumps({"data": {**guarded, "guards": {**data["guards"], "solToleranceLamports": 1}}}))
+    # A plain scan (xray.scan.v2) carrying guards nobody signed: covers_mismatch, not verified.
+    unsigned_guards = WORK / "scan-unsigned-guards.json"
+    unsigned_guards.write_text(json.dumps({"data": {**scan("phantom.app"), "guards": data["guards"]}}))
     for reason, path, as_type in [
         ("wrong_type", WORK / "scan.json", GUARDED_SCAN),
         ("wrong_type", report, "xray.analysis.v1"),
         ("bad_signature", lowered, SCAN),
+        ("covers_mismatch", unsigned_guards, SCAN),
     ]:
         code, out = run(CLIENT, "verify", "--type", as_type, "--keys", WORK / "keys.json", path)
         expect((code, json.loads(out)["reason"]), (1, reason), f"client: {path.name} as {as_type}")

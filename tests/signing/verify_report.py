@@ -14,7 +14,9 @@ body ``{"data": {"event": …}}``, whose event is what is signed), the type it i
    type's member list (the report's own claims are not trusted) — a scan has two types:
    ``xray.scan.v2`` expected is a scan, either ``xray.scan.v2`` or ``xray.scan.v3`` (one asked
    with ``guards``), the signature's type among those two fixing the exact list, never another
-   type; ``xray.scan.v3`` expected is a guarded scan only —, builds the object of those
+   type; ``xray.scan.v3`` expected is a guarded scan only; a report signed ``xray.scan.v2``
+   whose ``data`` carries a ``guards`` member, which that type does not cover, is refused
+   (``covers_mismatch``) —, builds the object of those
    members of ``data`` plus ``"type"`` (the type), turns integers outside ±(2^53 − 1) into
    floats (JCS's number rule; ``rfc8785`` refuses such integers), canonicalizes it with JCS
    and checks the signature — over those bytes, or for a batched signature (a scan's: ``batch``
@@ -196,6 +198,10 @@ def check(data, key_set, expected_type, binding=None):
     report_type = signature["type"]
     expected = COVERS[report_type]
     if len(covers) != len(expected) or set(covers) != set(expected) or any(n not in data for n in expected):
+        raise Refused("covers_mismatch")
+    # A scan signed as xray.scan.v2 covers no guards: one carrying them is refused, not verified
+    # with its guards unsigned beside the signed members (a client may read them there).
+    if report_type == SCAN and "guards" in data:
         raise Refused("covers_mismatch")
     covered = {name: data[name] for name in expected}
     # bad_signature

@@ -57,6 +57,12 @@ export type ScanRequest = RequestBody<operations["scanTransaction"]>;
 export type ScanGuardOptions = Schemas["ScanGuardOptions"];
 /** A scan's guards, as answered (`data.guards` of a scan asked with `guards`). */
 export type ScanGuards = Schemas["ScanGuards"];
+/**
+ * One assertion of a guard, told apart by `kind`: the signer's `lamports_at_least` (absent when its
+ * floor is 0) and `account_owner`; a token account's `token_owner`, `token_delegate`,
+ * `token_delegated_amount_at_most` (with a delegate), `token_close_authority`, `token_amount_at_least`.
+ */
+export type ScanGuardAssert = Schemas["ScanGuardAssert"];
 export type MonitorRequest = RequestBody<operations["createMonitor"]>;
 export type MonitorPatchRequest = RequestBody<operations["changeMonitor"]>;
 export type PolicyRequest = RequestBody<operations["putPolicy"]>;
@@ -908,7 +914,8 @@ const BATCH_PATH_STEPS_MAX = 16;
  *   member no binding has, of another type than a scan, or whose transaction is none);
  * - `unknown_key`: no key of the set has the signature's `keyId` (another server's report);
  * - `wrong_type`: the signature's `type` is not the type expected;
- * - `covers_mismatch`: `covers` is not exactly that type's members, or `data` lacks one;
+ * - `covers_mismatch`: `covers` is not exactly that type's members, or `data` lacks one; or a
+ *   scan signed `xray.scan.v2` carries a `guards` member, which that type does not cover;
  * - `bad_signature`: the signature does not verify — something it covers was changed;
  * - then a scan's binding, compared with what the signature attests: `digest_mismatch` (its
  *   `transaction.messageSha256` is not the digest of the transaction's message; the only digest
@@ -975,7 +982,9 @@ export function canonicalJson(value: unknown): string {
  * members plus `"type"`. A scan has two types: expecting `xray.scan.v2` (a scan) accepts either
  * — the signature's type, `xray.scan.v2` or `xray.scan.v3` (a scan asked with `guards`), picks
  * the exact covers — as the Rust `verify_scan` does, never another type; expecting
- * `xray.scan.v3` accepts a guarded scan only. Then, for a scan with a `binding`, the signed
+ * `xray.scan.v3` accepts a guarded scan only. A scan signed `xray.scan.v2` whose `data` carries a
+ * `guards` member is refused (`covers_mismatch`): those guards are signed by nobody, and a client
+ * might read them where it reads the signed ones. Then, for a scan with a `binding`, the signed
  * members must be about the caller's own request: its transaction's message (`digest_mismatch`),
  * account (`account_mismatch`) and origin (`origin_mismatch`); a binding for another type is
  * `malformed`.
@@ -1033,6 +1042,11 @@ export function verifyReport(
   const wanted = expected === SCAN_TYPE && SCAN_TYPES.includes(type as ReportType) ? (type as ReportType) : expected;
   if (type !== wanted) throw new ReportVerificationError("wrong_type", `a ${type} signature, not ${expected}`);
   const covered = coveredMembers(report, covers as string[], wanted);
+  // A scan signed as `xray.scan.v2` covers no guards: one carrying them is refused, not verified
+  // with its guards unsigned beside the signed members (a client may read them there).
+  if (wanted === SCAN_TYPE && Object.prototype.hasOwnProperty.call(report, "guards")) {
+    throw new ReportVerificationError("covers_mismatch", `a ${SCAN_TYPE} signature covers no guards, and data carries guards`);
+  }
   // 5. bad_signature
   let message: Buffer;
   try {

@@ -105,7 +105,9 @@ describe("the real server", () => {
     assert.equal(guards.status, "added");
     assert.equal(guards.slippageBps, 50);
     assert.equal(guards.guardInstructions[0].programId, "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
-    assert.equal(guards.guardInstructions[0].asserts[0].kind, "lamports_at_least");
+    // The signer's own account: its SOL floor and its owner (the System program), in one instruction.
+    assert.deepEqual(guards.guardInstructions[0].asserts.map((a) => a.kind), ["lamports_at_least", "account_owner"]);
+    assert.deepEqual(guards.guardInstructions[0].asserts[1], { kind: "account_owner", owner: "11111111111111111111111111111111" });
     assert.ok(Buffer.from(guards.guardedTransaction!, "base64").length <= 1232);
     assert.equal(scan.body.data.signature?.type, "xray.scan.v3");
     const data = scan.body.data as unknown as Record<string, unknown>;
@@ -118,6 +120,17 @@ describe("the real server", () => {
     const plain = await client.scanTransaction({ transaction: sent, guards: false });
     assert.equal(plain.body.data.guards, undefined);
     assert.equal(plain.body.data.signature?.type, "xray.scan.v2");
+    // A plain scan given the guarded one's guards, which it never signed: refused, not verified.
+    const grafted = { ...(plain.body.data as unknown as Record<string, unknown>), guards };
+    assert.throws(() => verifyReport(grafted, keys.body, "xray.scan.v2"), (e) => e instanceof ReportVerificationError && e.reason === "covers_mismatch");
+    // A tolerance past a u64 is refused too.
+    const past = `{"transaction":"${sent}","guards":{"solToleranceLamports":18446744073709551616}}`;
+    const refused = await fetch(`${baseUrl}/v1/developer/intelligence/transaction`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${env("XRAY_API_KEY")}`, "content-type": "application/json" },
+      body: past,
+    });
+    assert.equal(refused.status, 400);
     // A malformed `guards` is refused before anything is charged.
     await expectError(client.scanTransaction({ transaction: sent, guards: { slippageBps: 10001 } }), "INVALID_REQUEST", 400);
   });

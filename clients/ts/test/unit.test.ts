@@ -273,8 +273,12 @@ describe("signed reports (a key made here)", () => {
         {
           programId: "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95",
           accounts: [{ address: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", isSigner: false, isWritable: false }],
-          data: "BQAAsMddogUAAAAE",
-          asserts: [{ kind: "lamports_at_least", lamports: 24198891440 }],
+          // The signer's guard (AssertAccountInfoMulti): its SOL floor and its owner.
+          data: "BgACALDHXaIFAAAABAIAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+          asserts: [
+            { kind: "lamports_at_least", lamports: 24198891440 },
+            { kind: "account_owner", owner: "11111111111111111111111111111111" },
+          ],
         },
       ],
       guardedTransaction: "AQAAAA==",
@@ -310,9 +314,17 @@ describe("signed reports (a key made here)", () => {
     const dropped: Record<string, unknown> = { ...data };
     delete dropped.guards;
     assert.equal(reason(() => verifyReport(dropped, keySet, "xray.scan.v2")), "covers_mismatch");
-    // Relabelled as a plain scan (covers without `guards`): the type is signed, so it no longer verifies.
+    // Relabelled as a plain scan (covers without `guards`): a v2 signature covers no guards, so
+    // carrying them is refused before the signature is checked.
     const relabelled = { ...data, signature: { ...data.signature, type: "xray.scan.v2", covers: [...REPORT_COVERS["xray.scan.v2"]].sort() } };
-    assert.equal(reason(() => verifyReport(relabelled, keySet, "xray.scan.v2")), "bad_signature");
+    assert.equal(reason(() => verifyReport(relabelled, keySet, "xray.scan.v2")), "covers_mismatch");
+    // A plain scan with guards nobody signed added to its data: refused the same, never verified
+    // with them beside the signed members (even as `null`).
+    const plain = scan("phantom.app");
+    assert.equal(reason(() => verifyReport({ ...plain, guards: data.guards }, keySet, "xray.scan.v2", binding)), "covers_mismatch");
+    assert.equal(reason(() => verifyReport({ ...plain, guards: null }, keySet, "xray.scan.v2")), "covers_mismatch");
+    // Any other member added stays unsigned and unread, as before.
+    assert.equal(verifyReport({ ...plain, extra: data.guards }, keySet, "xray.scan.v2").covered.extra, undefined);
     // Each type fixes its exact covers: v3 over v2's list, or v2 over v3's, is refused.
     const { signature: _signature, ...members } = data;
     assert.equal(reason(() => verifyReport(signed(members, "xray.scan.v3", REPORT_COVERS["xray.scan.v2"]), keySet, "xray.scan.v2")), "covers_mismatch");
