@@ -828,45 +828,32 @@ const GUARDED_SCAN_TYPE: ReportType = "xray.scan.v3";
 /** The two types of a scan's answer, the reports a `ScanBinding` applies to. */
 const SCAN_TYPES: readonly ReportType[] = [SCAN_TYPE, GUARDED_SCAN_TYPE];
 
+/** What a scan's signature (`xray.scan.v2`) covers. */
+const SCAN_COVERS: readonly string[] = [
+  "verdict",
+  "signer",
+  "account",
+  "origin",
+  "transaction",
+  "findings",
+  "effects",
+  "instructions",
+  "simulation",
+  "counterparties",
+  "engineVersions",
+  "policy",
+  "scannedAt",
+  "requestId",
+];
+
 /** The members of `data` each report type's signature covers, exactly (README, "Signed reports"). */
 export const REPORT_COVERS: Readonly<Record<ReportType, readonly string[]>> = {
   "xray.analysis.v1": ["analysisId", "wallet", "completedAt", "xray"],
   "xray.comparison.v1": ["pairId", "walletA", "walletB", "completedAt", "comparison"],
-  "xray.scan.v2": [
-    "verdict",
-    "signer",
-    "account",
-    "origin",
-    "transaction",
-    "findings",
-    "effects",
-    "instructions",
-    "simulation",
-    "counterparties",
-    "engineVersions",
-    "policy",
-    "scannedAt",
-    "requestId",
-  ],
+  "xray.scan.v2": SCAN_COVERS,
   // A scan asked with `guards`: the same members and `guards` (the Lighthouse assertions and the
   // guarded transaction).
-  "xray.scan.v3": [
-    "verdict",
-    "signer",
-    "account",
-    "origin",
-    "transaction",
-    "findings",
-    "effects",
-    "instructions",
-    "simulation",
-    "counterparties",
-    "engineVersions",
-    "policy",
-    "guards",
-    "scannedAt",
-    "requestId",
-  ],
+  "xray.scan.v3": [...SCAN_COVERS, "guards"],
   // A monitor's event: `data` is the event object (a webhook body's `data.event`, or one item
   // of the events page's `data.events`), its `signature` among its members.
   "xray.monitor_event.v1": ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"],
