@@ -471,6 +471,9 @@ pub const SCOPE_LIST_LEN_MAX: usize = 256;
 /// Bytes of a serialized transaction a scan reads: Solana's packet size (1,280-byte IPv6
 /// minimum MTU less 48 bytes of headers), the most a transaction can be.
 pub const TRANSACTION_BYTES_MAX: usize = 1_232;
+/// Transactions one scan runs in sequence on one state at most (`transactions: [...]`, issue
+/// #44 item 2): a Jito bundle's limit.
+pub const SEQUENCE_TRANSACTIONS_MAX: usize = 5;
 /// Scans whose upstream reads (lookup tables, pre-state, simulation) may be waiting in the
 /// scan lane at once, every listener thread together; past it a scan answers 503 at once.
 pub const SCAN_LANE_IN_FLIGHT_MAX: usize = 256;

@@ -96,6 +96,21 @@ pub trait LedgerSource {
         Ok(Simulated::Skipped(format!("the {} source does not simulate transactions", self.name())))
     }
 
+    /// `transactions` (each with the accounts whose post-state it answers, as
+    /// `simulate_transaction`) executed in order on one state, at most
+    /// `config::SEQUENCE_TRANSACTIONS_MAX` — what `simulateTransaction` cannot do (it has no
+    /// state overrides). A source that executes in process runs them; by default each is
+    /// `Skipped` with the reason.
+    async fn simulate_sequence(
+        &self,
+        transactions: &[(&[u8], &[Pubkey])],
+        mode: SequenceMode,
+    ) -> Result<Vec<Simulated>, LedgerError> {
+        let _ = mode;
+        let reason = format!("the {} source does not run transactions in sequence on one state", self.name());
+        Ok(transactions.iter().map(|_| Simulated::Skipped(reason.clone())).collect())
+    }
+
     /// The finalized signature list of `address` a cache kept from an earlier read, if any
     /// (`ledger::cache`); a plain source remembers nothing.
     fn remembered_history(&self, address: &Pubkey) -> Option<History> {
@@ -174,6 +189,27 @@ pub fn cut_at(mut page: Vec<SignatureInfo>, until: &Signature) -> Vec<SignatureI
 }
 
 /// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.
+/// How a sequence of transactions runs (issue #44 item 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceMode {
+    /// One after the other, as a wallet sends what it signed together: a transaction that
+    /// fails applies nothing, and the next runs on the state without it.
+    Sequence,
+    /// All or nothing (a Jito bundle): once one fails, none after it runs and nothing applies.
+    Bundle,
+}
+
+/// A sequence's length, checked against `config::SEQUENCE_TRANSACTIONS_MAX`.
+pub fn check_sequence_len(len: usize) -> Result<(), LedgerError> {
+    if len == 0 || len > config::SEQUENCE_TRANSACTIONS_MAX {
+        return Err(LedgerError::Invalid(format!(
+            "a sequence of {len} transactions: 1 to {} are run together",
+            config::SEQUENCE_TRANSACTIONS_MAX
+        )));
+    }
+    Ok(())
+}
+
 pub fn check_multiple_accounts_len(len: usize) -> Result<(), LedgerError> {
     if len > config::MULTIPLE_ACCOUNTS_LEN_MAX {
         return Err(LedgerError::Invalid(format!(

@@ -10,7 +10,7 @@
 use crate::config::SourceSpec;
 use crate::ledger::demo::DemoLedger;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::read::{LedgerSource, Simulated};
+use crate::ledger::read::{LedgerSource, SequenceMode, Simulated};
 use crate::ledger::rpc::{RpcOptions, RpcSource};
 use crate::ledger::snapshot::SnapshotSource;
 use crate::ledger::wire::{KeyedAccount, SignatureInfo, TransactionResult, UiAccount, WithContext};
@@ -106,6 +106,14 @@ impl LedgerSource for Source {
 
     async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
         dispatch!(self, s => s.simulate_transaction(transaction, accounts).await)
+    }
+
+    async fn simulate_sequence(
+        &self,
+        transactions: &[(&[u8], &[Pubkey])],
+        mode: SequenceMode,
+    ) -> Result<Vec<Simulated>, LedgerError> {
+        dispatch!(self, s => s.simulate_sequence(transactions, mode).await)
     }
 
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {

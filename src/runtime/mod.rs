@@ -24,7 +24,8 @@
 //! Deliberately absent: signature verification and the blockhash check (a scan judges a
 //! transaction before it is signed, on a blockhash the source may not hold); loading an
 //! upgradeable program's ELF from its program-data account (next: cached by deploy slot,
-//! bounded in bytes); sequences on one state (`transactions: [...]`, next).
+//! bounded in bytes); sequences on one state (the demo source runs them on an overlay of what
+//! each left: `ledger::demo::simulate::simulate_sequence`; every execution here is alone).
 
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -147,6 +147,14 @@ impl<S: LedgerSource> LedgerSource for Cached<S> {
         self.inner.simulate_transaction(transaction, accounts).await
     }
 
+    async fn simulate_sequence(
+        &self,
+        transactions: &[(&[u8], &[Pubkey])],
+        mode: crate::ledger::read::SequenceMode,
+    ) -> Result<Vec<Simulated>, LedgerError> {
+        self.inner.simulate_sequence(transactions, mode).await
+    }
+
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
         let mut out = Vec::with_capacity(signatures.len());
         self.for_each_transaction(signatures, &mut |result| out.push(result)).await?;

@@ -365,6 +365,18 @@ impl LedgerSource for DemoLedger {
         simulate::simulate(self, transaction, accounts)
     }
 
+    async fn simulate_sequence(
+        &self,
+        transactions: &[(&[u8], &[Pubkey])],
+        mode: crate::ledger::read::SequenceMode,
+    ) -> Result<Vec<crate::ledger::read::Simulated>, LedgerError> {
+        crate::ledger::read::check_sequence_len(transactions.len())?;
+        for (_, accounts) in transactions {
+            crate::ledger::read::check_multiple_accounts_len(accounts.len())?;
+        }
+        simulate::simulate_sequence(self, transactions, mode)
+    }
+
     async fn get_multiple_accounts(
         &self,
         addresses: &[Pubkey],

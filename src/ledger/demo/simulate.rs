@@ -3,8 +3,9 @@
 //! ships) on the demo's accounts in their on-chain layouts (`bytes`), its post-state read back
 //! into the demo's model and rendered as a node renders it (`emit`).
 //!
-//! Owns: `simulate`, and the thread's `Runtime` (built at a thread's first simulation, ~14 ms,
-//! then reused). Called on the thread that owns the `DemoLedger` (a listener thread serving a
+//! Owns: `simulate`, `simulate_sequence` (transactions in order on one state: each runs on an
+//! `Overlay` of what the ones before it left, over the demo's accounts), and the thread's
+//! `Runtime` (built at a thread's first simulation, ~14 ms, then reused). Called on the thread that owns the `DemoLedger` (a listener thread serving a
 //! scan, the scan lane, the local JSON-RPC server); pure over the ledger's state, which it
 //! never changes.
 //!
@@ -14,6 +15,8 @@
 //! Invariant: a program the runtime does not hold skips the whole simulation with a reason
 //! naming it — never a partial result. The fee, the compute meter, rent and every program
 //! rule are the runtime's own.
+//! Invariant: a sequence changes nothing of the demo: its overlay lives for the call; a
+//! transaction that fails or is skipped adds nothing to it, and in a bundle ends it.
 //! Deliberately absent: signature checks and the blockhash check (a scan simulates before
 //! signing; `replaceRecentBlockhash` semantics).
 
@@ -26,7 +29,7 @@ use super::emit;
 use super::keys::BUILTIN;
 use super::state::{Acct, Data, State};
 use super::DemoLedger;
-use crate::ledger::read::Simulated;
+use crate::ledger::read::{SequenceMode, Simulated};
 use crate::ledger::transaction::message::{self, Parsed};
 use crate::ledger::transaction::{decode, Decoded};
 use crate::ledger::wire::{RpcContext, SimulateValue, UiAccount, Value, WithContext};
@@ -51,14 +54,62 @@ pub fn warm() {
 }
 
 pub fn simulate(ledger: &DemoLedger, bytes: &[u8], wanted: &[Pubkey]) -> Result<Simulated, LedgerError> {
+    Ok(simulate_on(ledger, &Overlay::new(), bytes, wanted)?.0)
+}
+
+/// Accounts as earlier transactions of a sequence left them, over the demo's (`None`: closed).
+pub type Overlay = BTreeMap<Pubkey, Option<Acct>>;
+/// What one transaction leaves of the accounts it names (`None`: closed).
+type Applied = Vec<(Pubkey, Option<Acct>)>;
+
+/// `transactions` executed in order on one state: each on the demo's accounts as the ones
+/// before it left them, answered as `simulate` answers one (its `wanted` accounts after it).
+/// In a bundle, the transactions after a failed one are `Skipped`, naming it.
+pub fn simulate_sequence(
+    ledger: &DemoLedger,
+    transactions: &[(&[u8], &[Pubkey])],
+    mode: SequenceMode,
+) -> Result<Vec<Simulated>, LedgerError> {
+    let mut overlay = Overlay::new();
+    let mut out = Vec::with_capacity(transactions.len());
+    let mut failed: Option<usize> = None;
+    for (i, (bytes, wanted)) in transactions.iter().enumerate() {
+        if let (SequenceMode::Bundle, Some(at)) = (mode, failed) {
+            out.push(Simulated::Skipped(format!(
+                "transaction {at} of the bundle fails or cannot run here: nothing of the bundle applies"
+            )));
+            continue;
+        }
+        let (simulated, applied) = simulate_on(ledger, &overlay, bytes, wanted)?;
+        match applied {
+            Some(applied) => overlay.extend(applied),
+            None => failed = failed.or(Some(i)),
+        }
+        out.push(simulated);
+    }
+    Ok(out)
+}
+
+/// One transaction on the demo's accounts under `overlay`: its answer, and what it applies
+/// (`None`: it did not run or failed — nothing).
+fn simulate_on(
+    ledger: &DemoLedger,
+    overlay: &Overlay,
+    bytes: &[u8],
+    wanted: &[Pubkey],
+) -> Result<(Simulated, Option<Applied>), LedgerError> {
     let invalid = |e: String| LedgerError::Invalid(format!("transaction: {e}"));
     let parsed = message::parse(bytes).map_err(|e| invalid(e.to_string()))?;
-    let tables = tables(ledger, &parsed)?;
+    let now = |address: &Pubkey| match overlay.get(address) {
+        Some(over) => over.clone(),
+        None => ledger.account(address),
+    };
+    let tables = tables(&now, &parsed)?;
     let decoded = decode(&parsed, &tables).map_err(|e| invalid(e.to_string()))?;
-    let state = touched_state(ledger, &parsed, &decoded);
+    let state = touched_state(&now, &parsed, &decoded);
     let pre = match state.iter().map(|(at, a)| bytes::encode(*at, a)).collect::<Result<Vec<_>, _>>() {
         Ok(pre) => pre,
-        Err(reason) => return Ok(Simulated::Skipped(reason)),
+        Err(reason) => return Ok((Simulated::Skipped(reason), None)),
     };
     let moment = Moment {
         slot: SIMULATION_SLOT,
@@ -70,11 +121,28 @@ pub fn simulate(ledger: &DemoLedger, bytes: &[u8], wanted: &[Pubkey]) -> Result<
         slot.get_or_insert_with(Runtime::new).execute(bytes, &pre, wanted, moment)
     });
     let ran = match outcome.map_err(|e| invalid(e.to_string()))? {
-        Outcome::Skipped(reason) => return Ok(Simulated::Skipped(reason)),
+        Outcome::Skipped(reason) => return Ok((Simulated::Skipped(reason), None)),
         Outcome::Ran(ran) => ran,
     };
+    let applied = ran.err.is_none().then(|| applied(&ran, wanted, &state));
     let context = RpcContext { slot: SIMULATION_SLOT };
-    Ok(Simulated::Ran(WithContext { context, value: value(ran, wanted, &state, &pre) }))
+    Ok((Simulated::Ran(WithContext { context, value: value(ran, wanted, &state, &pre) }), applied))
+}
+
+/// What a transaction that succeeded leaves of `wanted` (every account it may write: they are
+/// all in the message), read back into the demo's model; programs and sysvars are never its.
+fn applied(ran: &Ran, wanted: &[Pubkey], state: &State) -> Applied {
+    let decimals = |mint: &Pubkey| match state.get(mint).map(|a| &a.data) {
+        Some(Data::Mint(m)) => Some(m.decimals),
+        _ => None,
+    };
+    wanted
+        .iter()
+        .zip(&ran.accounts)
+        .filter(|(at, _)| state.get(at).is_none_or(|a| !a.executable() && a.owner != BUILTIN.sysvar))
+        .filter(|(_, post)| post.as_ref().is_none_or(|p| !p.executable))
+        .map(|(at, post)| (*at, post.as_ref().map(|p| bytes::decode(p.owner, p.lamports, &p.data, decimals))))
+        .collect()
 }
 
 /// The answer a node gives: on failure its error and no accounts (nothing applied). `pre` is
@@ -132,12 +200,12 @@ fn rendered(
     emit::account(&bytes::decode(post.owner, post.lamports, &post.data, decimals))
 }
 
-/// The addresses of each lookup table the message loads from, as the demo holds them.
-fn tables(ledger: &DemoLedger, parsed: &Parsed) -> Result<Vec<Vec<Pubkey>>, LedgerError> {
+/// The addresses of each lookup table the message loads from, as `now` holds them.
+fn tables(now: &impl Fn(&Pubkey) -> Option<Acct>, parsed: &Parsed) -> Result<Vec<Vec<Pubkey>>, LedgerError> {
     parsed
         .lookups
         .iter()
-        .map(|lookup| match ledger.account(&lookup.table).map(|a| a.data) {
+        .map(|lookup| match now(&lookup.table).map(|a| a.data) {
             Some(Data::LookupTable { addresses, .. }) => Ok(addresses),
             _ => Err(LedgerError::Invalid(format!("{} is not an address lookup table", lookup.table))),
         })
@@ -146,19 +214,86 @@ fn tables(ledger: &DemoLedger, parsed: &Parsed) -> Result<Vec<Vec<Pubkey>>, Ledg
 
 /// The accounts the transaction names, and the mints of its token accounts (their decimals
 /// and Token-2022 extensions decide what a transfer does).
-fn touched_state(ledger: &DemoLedger, parsed: &Parsed, decoded: &Decoded) -> State {
+fn touched_state(now: &impl Fn(&Pubkey) -> Option<Acct>, parsed: &Parsed, decoded: &Decoded) -> State {
     let mut state = State::new();
     let tables = parsed.lookups.iter().map(|l| &l.table);
     for address in decoded.resolved.accounts.iter().map(|a| &a.address).chain(tables) {
-        if let Some(a) = ledger.account(address) {
+        if let Some(a) = now(address) {
             state.insert(*address, a);
         }
     }
     let mints: Vec<Pubkey> = state.values().filter_map(Acct::token).map(|t| t.mint).collect();
     for mint in mints {
-        if let Some(a) = ledger.account(&mint) {
+        if let Some(a) = now(&mint) {
             state.entry(mint).or_insert(a);
         }
     }
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::transaction::message::{compile, sdk_address};
+
+    const SOL: u64 = 1_000_000_000;
+
+    fn transfer(from: Pubkey, to: Pubkey, lamports: u64) -> Vec<u8> {
+        let ix = solana_system_interface::instruction::transfer(&sdk_address(&from), &sdk_address(&to), lamports);
+        compile(from, &[crate::instruction_parts!(ix)], [9; 32], false).expect("compiles")
+    }
+
+    fn fresh(n: u8) -> Pubkey {
+        Pubkey([n; 32])
+    }
+
+    /// Lamports of `wanted[at]` after the transaction, and its error.
+    fn after(simulated: &Simulated, at: usize) -> (Option<u64>, bool) {
+        match simulated {
+            Simulated::Ran(answer) => {
+                let value = &answer.value;
+                let lamports = value.accounts.as_ref().and_then(|a| a[at].as_ref()).map(|a| a.lamports);
+                (lamports, value.err.is_some())
+            }
+            Simulated::Skipped(reason) => panic!("skipped: {reason}"),
+        }
+    }
+
+    #[test]
+    fn a_sequence_runs_each_transaction_on_what_the_ones_before_it_left() {
+        let ledger = DemoLedger::new(crate::config::DEMO_SEED_DEFAULT);
+        let me = ledger.archetype("clean").expect("a clean wallet");
+        let (first, second) = (fresh(201), fresh(202));
+        // The second transaction is paid and signed by an address only the first one funds.
+        let (one, two) = (transfer(me, first, SOL), transfer(first, second, SOL / 2));
+        let (wanted_one, wanted_two) = ([me, first], [first, second]);
+        let alone = simulate(&ledger, &two, &wanted_two).expect("answers");
+        assert!(after(&alone, 0).1, "alone, the second has no fee payer: it fails");
+        let items: Vec<(&[u8], &[Pubkey])> = vec![(&one, &wanted_one), (&two, &wanted_two)];
+        let answers = simulate_sequence(&ledger, &items, SequenceMode::Sequence).expect("answers");
+        assert_eq!(after(&answers[0], 1), (Some(SOL), false));
+        assert_eq!(after(&answers[1], 0), (Some(SOL / 2 - 5_000), false), "half sent on, and its fee");
+        assert_eq!(after(&answers[1], 1), (Some(SOL / 2), false));
+        // The demo itself is as it was: a sequence applies to its own overlay only.
+        assert!(after(&simulate(&ledger, &two, &wanted_two).expect("answers"), 0).1);
+    }
+
+    #[test]
+    fn a_failed_transaction_applies_nothing_and_in_a_bundle_ends_it() {
+        let ledger = DemoLedger::new(crate::config::DEMO_SEED_DEFAULT);
+        let me = ledger.archetype("clean").expect("a clean wallet");
+        let to = fresh(203);
+        let (too_much, some) = (transfer(me, to, u64::MAX / 2), transfer(me, to, SOL));
+        let wanted = [me, to];
+        let items: Vec<(&[u8], &[Pubkey])> = vec![(&too_much, &wanted), (&some, &wanted)];
+        let sequence = simulate_sequence(&ledger, &items, SequenceMode::Sequence).expect("answers");
+        assert!(after(&sequence[0], 0).1, "more than the wallet holds fails");
+        assert_eq!(after(&sequence[1], 1), (Some(SOL), false), "the next runs on the state without it");
+        let bundle = simulate_sequence(&ledger, &items, SequenceMode::Bundle).expect("answers");
+        assert!(
+            matches!(&bundle[1], Simulated::Skipped(reason) if reason.contains("transaction 0")),
+            "{:?}",
+            bundle[1]
+        );
+    }
 }
