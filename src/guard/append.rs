@@ -30,7 +30,6 @@ use solana_transaction::versioned::VersionedTransaction;
 
 use super::lighthouse::{GuardInstruction, PROGRAM_ID};
 use crate::config::TRANSACTION_BYTES_MAX;
-use crate::ledger::instruction::ids::COMPUTE_BUDGET;
 use crate::ledger::transaction::message::{sdk_address, wire_options};
 use crate::ledger::transaction::programs::{compute_budget_setting, ComputeBudgetSetting};
 use crate::pubkey::Pubkey;
@@ -78,12 +77,16 @@ pub struct Budget {
     pub price_micro_lamports: u64,
 }
 
+/// The scanned transaction's bytes, read once for its budget and its rewrite.
+pub fn read(bytes: &[u8]) -> Result<VersionedTransaction, AppendError> {
+    wire_options().deserialize(bytes).map_err(|e| AppendError::Malformed(e.to_string()))
+}
+
 impl Budget {
-    /// The budget `bytes` set (none when they do not read: `append` names that).
-    pub fn of(bytes: &[u8]) -> Budget {
-        let Ok(tx) = wire_options().deserialize::<VersionedTransaction>(bytes) else { return Budget::default() };
+    /// The budget `tx` sets.
+    pub fn of(tx: &VersionedTransaction) -> Budget {
         let (keys, instructions) = (tx.message.static_account_keys(), tx.message.instructions());
-        let compute_budget = sdk_address(&Pubkey::parse(COMPUTE_BUDGET).unwrap_or_default());
+        let compute_budget = solana_compute_budget_interface::id();
         let mut budget = Budget::default();
         for (i, ix) in instructions.iter().enumerate() {
             if keys.get(usize::from(ix.program_id_index)) != Some(&compute_budget) {
@@ -150,16 +153,15 @@ impl AppendError {
     }
 }
 
-/// `bytes` (an unsigned transaction whose full account list is `accounts`: static keys, then
-/// loaded ones; its compute budget `budget`) with `guards` appended.
+/// `tx` (an unsigned transaction whose full account list is `accounts`: static keys, then
+/// loaded ones; its compute budget `budget`) with `guards` appended, serialized.
 pub fn append(
-    bytes: &[u8],
+    mut tx: VersionedTransaction,
     accounts: &[Pubkey],
     guards: &[GuardInstruction],
     budget: &Budget,
 ) -> Result<Vec<u8>, AppendError> {
     let malformed = |e: String| AppendError::Malformed(e);
-    let mut tx: VersionedTransaction = wire_options().deserialize(bytes).map_err(|e| malformed(e.to_string()))?;
     if tx.signatures.iter().any(|s| <[u8; 64]>::from(*s) != [0u8; 64]) {
         return Err(AppendError::Signed);
     }

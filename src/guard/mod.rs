@@ -214,8 +214,10 @@ impl GuardsView {
             );
             return GuardsView::withheld(options, reason);
         }
-        // What the guards' compute units may add to the fee, when the signer pays it.
-        let budget = append::Budget::of(scanned.bytes);
+        // Read once: what the guards' compute units may add to the fee (when the signer pays
+        // it), then the transaction they are appended to.
+        let tx = append::read(scanned.bytes);
+        let budget = tx.as_ref().map(append::Budget::of).unwrap_or_default();
         let pays = scanned.accounts.first() == Some(&prediction.signer);
         let instructions = usize::from(prediction.signer_after.is_some()) + prediction.token_accounts.len();
         let fee_more_lamports = if pays { budget.fee_more_lamports_max(instructions) } else { 0 };
@@ -223,11 +225,11 @@ impl GuardsView {
         if guards.is_empty() {
             return GuardsView::withheld(options, "the transaction leaves the signer nothing to guard".into());
         }
-        let (guarded_transaction, guarded_transaction_error) =
-            match append::append(scanned.bytes, scanned.accounts, &guards, &budget) {
-                Ok(bytes) => (Some(base64::engine::general_purpose::STANDARD.encode(bytes)), None),
-                Err(e) => (None, Some(NamedError { code: e.code(), message: e.message() })),
-            };
+        let guarded = tx.and_then(|tx| append::append(tx, scanned.accounts, &guards, &budget));
+        let (guarded_transaction, guarded_transaction_error) = match guarded {
+            Ok(bytes) => (Some(base64::engine::general_purpose::STANDARD.encode(bytes)), None),
+            Err(e) => (None, Some(NamedError { code: e.code(), message: e.message() })),
+        };
         GuardsView {
             slippage_bps: options.slippage_bps,
             sol_tolerance_lamports: options.sol_tolerance_lamports,

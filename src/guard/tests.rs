@@ -8,7 +8,7 @@ use solana_message::{v0, AddressLookupTableAccount, Hash, VersionedMessage};
 use solana_transaction::versioned::VersionedTransaction;
 use spl_token_interface::instruction as token_ix;
 
-use super::append::{append, AppendError, Budget, GUARD_UNITS_PER_INSTRUCTION};
+use super::append::{append, read as read_tx, AppendError, Budget, GUARD_UNITS_PER_INSTRUCTION};
 use super::lighthouse::{AccountAfter, Assertion, Failed, GuardInstruction, PROGRAM_ID, PROGRAM_ID_TEXT};
 use super::*;
 use crate::ledger::model::{TokenAccountState, TokenProgram};
@@ -254,6 +254,11 @@ fn read(bytes: &[u8], tables: &[Vec<Pubkey>]) -> (Vec<(Pubkey, bool, bool)>, Vec
     (accounts, ixs)
 }
 
+/// `bytes` read as `append` takes them.
+fn tx(bytes: &[u8]) -> VersionedTransaction {
+    read_tx(bytes).expect("a transaction")
+}
+
 fn guards_of(targets: &[u8]) -> Vec<GuardInstruction> {
     targets
         .iter()
@@ -283,11 +288,11 @@ fn a_legacy_transaction_gets_its_guards_appended_and_keeps_the_program_once() {
     let original = transaction(key(ME), &[token_transfer(200), sol_transfer(SOL)]);
     let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
     let guards = guards_of(&[ME, MINE]);
-    let guarded = append(&original, &accounts, &guards, &Budget::default()).expect("appended");
+    let guarded = append(tx(&original), &accounts, &guards, &Budget::default()).expect("appended");
     check_appended(&original, &guarded, &[], &guards);
     // Guarded again: the program is named once.
     let accounts: Vec<Pubkey> = read(&guarded, &[]).0.iter().map(|a| a.0).collect();
-    let twice = append(&guarded, &accounts, &guards, &Budget::default()).expect("appended again");
+    let twice = append(tx(&guarded), &accounts, &guards, &Budget::default()).expect("appended again");
     assert_eq!(read(&twice, &[]).0.len(), accounts.len(), "no second program key");
 }
 
@@ -308,7 +313,7 @@ fn a_v0_transaction_keeps_its_lookup_table_indices_right() {
     let accounts: Vec<Pubkey> =
         decode(&parsed, &tables).expect("decodes").resolved.accounts.iter().map(|a| a.address).collect();
     let guards = guards_of(&[ME, MINE, THEIRS]);
-    let guarded = append(&original, &accounts, &guards, &Budget::default()).expect("appended");
+    let guarded = append(tx(&original), &accounts, &guards, &Budget::default()).expect("appended");
     check_appended(&original, &guarded, &tables, &guards);
 }
 
@@ -318,11 +323,11 @@ fn a_signed_or_too_large_transaction_is_refused_by_name() {
     let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
     let mut signed = original.clone();
     signed[1] = 1; // the first signature's first byte
-    assert_eq!(append(&signed, &accounts, &guards_of(&[ME]), &Budget::default()), Err(AppendError::Signed));
+    assert_eq!(append(tx(&signed), &accounts, &guards_of(&[ME]), &Budget::default()), Err(AppendError::Signed));
     let memo = Instruction::new_with_bytes(addr(key(50)), &[b'x'; 900], Vec::new());
     let big = transaction(key(ME), &[sol_transfer(SOL), memo]);
     let accounts: Vec<Pubkey> = read(&big, &[]).0.iter().map(|a| a.0).collect();
-    let refused = append(&big, &accounts, &guards_of(&[ME, TO, ME, TO, ME, TO]), &Budget::default());
+    let refused = append(tx(&big), &accounts, &guards_of(&[ME, TO, ME, TO, ME, TO]), &Budget::default());
     assert!(matches!(refused, Err(AppendError::TooLarge { bytes }) if bytes > 1_232), "{refused:?}");
     assert_eq!(refused.expect_err("refused").code(), "GUARDED_TRANSACTION_TOO_LARGE");
 }
@@ -332,21 +337,21 @@ fn a_set_limit_is_raised_for_the_guards_and_their_fee_is_allowed_for() {
     use solana_compute_budget_interface::ComputeBudgetInstruction as CB;
     let (limit, price) = (CB::set_compute_unit_limit(10_000), CB::set_compute_unit_price(1_000_000));
     let original = transaction(key(ME), &[limit, price.clone(), sol_transfer(SOL)]);
-    let budget = Budget::of(&original);
+    let budget = Budget::of(&tx(&original));
     assert_eq!((budget.limit, budget.price_micro_lamports), (Some((0, 10_000)), 1_000_000));
     // 1 lamport a unit: two guards' 2 × 2,000 units.
     assert_eq!(budget.fee_more_lamports_max(2), 2 * u64::from(GUARD_UNITS_PER_INSTRUCTION));
     let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
-    let guarded = append(&original, &accounts, &guards_of(&[ME, TO]), &budget).expect("appended");
+    let guarded = append(tx(&original), &accounts, &guards_of(&[ME, TO]), &budget).expect("appended");
     let raised = CB::set_compute_unit_limit(10_000 + 2 * GUARD_UNITS_PER_INSTRUCTION).data;
     let (before, after) = (read(&original, &[]).1, read(&guarded, &[]).1);
     assert_eq!(after[0].2, raised, "the limit, raised by the guards' units");
     assert_eq!(after[1..before.len()], before[1..], "the rest unchanged");
     // Without a limit, each guard is an instruction of a program that is not a builtin: the
     // runtime gives it 200,000 units, at the price set.
-    let unlimited = Budget::of(&transaction(key(ME), &[price, sol_transfer(SOL)]));
+    let unlimited = Budget::of(&tx(&transaction(key(ME), &[price, sol_transfer(SOL)])));
     assert_eq!(unlimited.fee_more_lamports_max(1), 200_000);
-    assert_eq!(Budget::of(&transaction(key(ME), &[sol_transfer(SOL)])).fee_more_lamports_max(3), 0);
+    assert_eq!(Budget::of(&tx(&transaction(key(ME), &[sol_transfer(SOL)]))).fee_more_lamports_max(3), 0);
 }
 
 #[test]
@@ -359,7 +364,7 @@ fn a_transaction_naming_the_program_otherwise_than_read_only_is_refused_by_name(
     );
     let original = transaction(key(ME), &[writable, sol_transfer(SOL)]);
     let accounts: Vec<Pubkey> = read(&original, &[]).0.iter().map(|a| a.0).collect();
-    let refused = append(&original, &accounts, &guards_of(&[ME]), &Budget::default());
+    let refused = append(tx(&original), &accounts, &guards_of(&[ME]), &Budget::default());
     assert_eq!(refused, Err(AppendError::LighthouseNamed));
     // Or loaded from a lookup table.
     let tables = vec![vec![PROGRAM_ID, key(TO)]];
@@ -386,5 +391,5 @@ fn a_transaction_naming_the_program_otherwise_than_read_only_is_refused_by_name(
         .map(|a| a.address)
         .collect();
     assert!(accounts.iter().skip(3).any(|a| *a == PROGRAM_ID), "loaded from the table: {accounts:?}");
-    assert_eq!(append(&bytes, &accounts, &guards_of(&[ME]), &Budget::default()), Err(AppendError::LighthouseNamed));
+    assert_eq!(append(tx(&bytes), &accounts, &guards_of(&[ME]), &Budget::default()), Err(AppendError::LighthouseNamed));
 }

@@ -188,7 +188,6 @@ pub fn cut_at(mut page: Vec<SignatureInfo>, until: &Signature) -> Vec<SignatureI
     page
 }
 
-/// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.
 /// How a sequence of transactions runs (issue #44 item 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SequenceMode {
@@ -210,6 +209,7 @@ pub fn check_sequence_len(len: usize) -> Result<(), LedgerError> {
     Ok(())
 }
 
+/// The node's own bound on `getMultipleAccounts` (-32602 past it), shared by every source.
 pub fn check_multiple_accounts_len(len: usize) -> Result<(), LedgerError> {
     if len > config::MULTIPLE_ACCOUNTS_LEN_MAX {
         return Err(LedgerError::Invalid(format!(
