@@ -506,12 +506,16 @@ pub const SCAN_TABLE_MISS_ACCOUNTS_LEN: usize = 4_096;
 /// A read past it fails and its scan is answered 503 `SERVICE_BUSY`.
 pub const SCAN_BUFFERED_BYTES_MAX_DEFAULT: u64 = 128 * 1024 * 1024;
 /// A memory-resident source (the demo ledger) reads and simulates a scan on the listener
-/// thread: a scan is charged one more token of its key's rate limit per this many µs of that
-/// work (`--scan-listener-us-per-token`), so a key's scans cost its rate limit what they cost
-/// the listener. A typical scan takes 40–70 µs (docs/benchmarks.md: nothing more); the heaviest
+/// thread: past this many µs of that work (the thread's CPU time), a scan is charged one more
+/// token of its key's rate limit per this many µs or part of it
+/// (`--scan-listener-us-per-token`), so a key's scans cost its rate limit what they cost the
+/// listener. A typical scan takes 40–70 µs (docs/benchmarks.md: nothing more); the heaviest
 /// the runtime allows (63 instructions, each a program invocation that clears 512 KiB of VM
 /// memory) ~0.85 ms: 4 more. 0 turns it off.
 pub const SCAN_LISTENER_US_PER_TOKEN_DEFAULT: u64 = 200;
+/// Rate-limit tokens one scan is charged beyond its first at most, whatever its work measured:
+/// twice the heaviest transaction's.
+pub const SCAN_LISTENER_EXTRA_TOKENS_MAX: u64 = 8;
 /// Bytes of upstream answers one scan may read (its pre-state, simulation and the signer's
 /// history together): one account's `SCAN_LANE_PER_ACCOUNT_MAX` scans hold at most half of
 /// the default pool. Past it the read fails and the scan is answered without it.

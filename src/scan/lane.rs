@@ -58,9 +58,9 @@ use super::ttl_cache::TtlCache;
 use crate::config::SourceSpec;
 use crate::config::{
     SCAN_BUFFERED_BYTES_MAX_DEFAULT, SCAN_BYTES_PER_SCAN_MAX, SCAN_LANE_IN_FLIGHT_MAX, SCAN_LANE_PER_ACCOUNT_MAX,
-    SCAN_LISTENER_US_PER_TOKEN_DEFAULT, SCAN_RPC_CONCURRENCY_MAX, SCAN_RPC_RESPONSE_BYTES_MAX, SCAN_TABLE_CACHE_LEN,
-    SCAN_TABLE_CACHE_TTL_MS, SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE, SCAN_TABLE_MISS_ACCOUNTS_LEN,
-    SCAN_UPSTREAM_TIMEOUT_MS,
+    SCAN_LISTENER_EXTRA_TOKENS_MAX, SCAN_LISTENER_US_PER_TOKEN_DEFAULT, SCAN_RPC_CONCURRENCY_MAX,
+    SCAN_RPC_RESPONSE_BYTES_MAX, SCAN_TABLE_CACHE_LEN, SCAN_TABLE_CACHE_TTL_MS,
+    SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE, SCAN_TABLE_MISS_ACCOUNTS_LEN, SCAN_UPSTREAM_TIMEOUT_MS,
 };
 use crate::ledger::budget::{self, ByteBudget, SharedBytes};
 use crate::ledger::read::{LedgerSource, Simulated};
@@ -136,7 +136,7 @@ pub struct Observed {
     pub pre: Result<WithContext<Vec<Option<UiAccount>>>, String>,
     pub simulation: SimulationOutcome,
     pub counterparties: CounterpartiesOutcome,
-    /// How long the reads took on the calling thread: a memory-resident source computes them
+    /// The calling thread's CPU time the reads took, µs: a memory-resident source computes them
     /// there (its simulation runs the runtime); 0 over a network (the lane's thread waits).
     pub here_us: u64,
 }
@@ -281,7 +281,7 @@ impl Lane {
             0 => 0,
             per_token => {
                 let extra = observed.here_us.saturating_sub(per_token).div_ceil(per_token);
-                u32::try_from(extra).unwrap_or(u32::MAX)
+                u32::try_from(extra.min(SCAN_LISTENER_EXTRA_TOKENS_MAX)).unwrap_or(0)
             }
         }
     }
@@ -292,10 +292,12 @@ impl Lane {
             Mode::Here { spec, id } => {
                 let here = Here::current(spec, *id, &self.table_misses)?;
                 let pool = Arc::clone(&self.pool);
-                let started = Instant::now();
+                // The thread's CPU time, not the wall clock: a busy machine's waits are not the
+                // scan's to pay for (the work never yields: `Deadline::Never`, no I/O).
+                let started_us = thread_cpu_us();
                 let mut answer = serve(&here.source, &here.caches, pool, account, work, Deadline::Never).await;
                 if let Answer::Observed(observed) = &mut answer {
-                    observed.here_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    observed.here_us = thread_cpu_us().saturating_sub(started_us);
                 }
                 Ok(answer)
             }
@@ -490,6 +492,18 @@ async fn serve(
         answer
     })
     .await
+}
+
+/// CPU time this thread has used, µs (`CLOCK_THREAD_CPUTIME_ID`); 0 if the clock cannot be
+/// read (then nothing is charged: never more than the work).
+fn thread_cpu_us() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec, and the clock id is one the kernel defines.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    let (s, ns) = (u64::try_from(ts.tv_sec).unwrap_or(0), u64::try_from(ts.tv_nsec).unwrap_or(0));
+    s.saturating_mul(1_000_000).saturating_add(ns / 1_000)
 }
 
 fn deadline() -> Duration {
@@ -728,6 +742,25 @@ mod tests {
             })
             .collect();
         assert_ne!(ids[0], ids[1]);
+    }
+
+    #[test]
+    fn a_scan_is_charged_by_its_work_past_one_tokens_worth_and_at_most_the_cap() {
+        let limits = LaneLimits { listener_us_per_token: 200, ..LaneLimits::default() };
+        let lane = Lane::start(&SourceSpec::Demo { seed: 7 }, limits).expect("lane");
+        let wallet = Pubkey::default();
+        let mut observed = at_once(lane.observe("acct_a", Vec::new(), vec![wallet], None)).expect("observed");
+        assert!(observed.here_us < 1_000_000, "the thread's CPU time, µs: {}", observed.here_us);
+        let extra = |lane: &Lane, observed: &mut Observed, us: u64| {
+            observed.here_us = us;
+            lane.extra_tokens(observed)
+        };
+        let tokens: Vec<u32> =
+            [0, 200, 201, 400, 401, 1_000_000].iter().map(|&us| extra(&lane, &mut observed, us)).collect();
+        assert_eq!(tokens, [0, 0, 1, 1, 2, SCAN_LISTENER_EXTRA_TOKENS_MAX as u32]);
+        let off = Lane::start(&SourceSpec::Demo { seed: 7 }, LaneLimits { listener_us_per_token: 0, ..limits })
+            .expect("lane");
+        assert_eq!(extra(&off, &mut observed, 1_000_000), 0);
     }
 
     #[test]
