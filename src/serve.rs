@@ -4,7 +4,8 @@
 //! pinned: its background threads must not inherit a pin); (3) load the key table and restore
 //! each key's quota counters from the store's usage records; (4) start the pinned compute pool,
 //! each thread with its ledger source (a source that cannot open fails the start, before any
-//! key exists); (5) on an empty key table, issue the first key (every scope) and print it once; (6)
+//! key exists); (5) on an empty key table, issue the first key (every scope) and print it once, before any
+//! listener answers; (6)
 //! re-queue the jobs a stopped process left live (the rest waits in the recovery backlog);
 //! (7) start the store-work pool (over RocksDB: the API's blocking store sequences,
 //! `xray-store-work-i`) and the public listeners, then the admin listener (its bearer token
@@ -102,8 +103,16 @@ impl std::fmt::Debug for FirstKey {
     }
 }
 
-/// Opens everything and starts serving; returns once every listener serves.
+/// Opens everything and starts serving; returns once every listener serves. The first key, if
+/// this start issues it, is only returned (in `Running::first_key`): `run` shows it.
 pub fn start(config: &ServeConfig) -> Result<Running, String> {
+    start_showing(config, |_| Ok(()))
+}
+
+/// `start`, calling `show` with the first key as soon as it exists: before any listener
+/// answers (a script that waits for `/healthz` then reads the key finds it), and so that a start
+/// that fails after issuing it still shows the key it left in the store.
+fn start_showing(config: &ServeConfig, show: impl FnOnce(&FirstKey) -> Result<(), String>) -> Result<Running, String> {
     config.validate()?;
     tracing::info!(config = %config.summary(), "starting");
     crate::store::create_private_dir(&config.data_dir)
@@ -146,6 +155,9 @@ pub fn start(config: &ServeConfig) -> Result<Running, String> {
             true => Some(issue_first_key(&key_admin, started_ms).inspect_err(|_| drop(pool.shutdown()))?),
             false => None,
         };
+    if let Some(key) = &first_key {
+        show(key).inspect_err(|_| drop(pool.shutdown()))?;
+    }
     let freshness_window_ms = config.freshness_window_s.saturating_mul(1_000);
     let admission = Admission::new(store.clone(), index.clone(), pool.clone(), finished, freshness_window_ms)
         .with_labels(labels.clone())
@@ -493,19 +505,24 @@ impl Running {
     }
 }
 
-/// Prints the first key notice and the listening lines on stdout.
-fn announce(running: &Running) -> Result<(), String> {
+/// Prints the first key notice on stdout, flushed.
+fn show_first_key(FirstKey { secret, account }: &FirstKey) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     let io = |e: std::io::Error| format!("stdout: {e}");
     // The key alone on the line after the notice: scripts take that line (or `^svc_live_`).
-    if let Some(FirstKey { secret, account }) = &running.first_key {
-        writeln!(
-            out,
-            "Created the first API key (every scope, account {account}). It is shown this once and will not be shown again:"
-        )
-        .map_err(io)?;
-        writeln!(out, "{secret}").map_err(io)?;
-    }
+    writeln!(
+        out,
+        "Created the first API key (every scope, account {account}). It is shown this once and will not be shown again:"
+    )
+    .map_err(io)?;
+    writeln!(out, "{secret}").map_err(io)?;
+    out.flush().map_err(io)
+}
+
+/// Prints the listening lines on stdout.
+fn announce(running: &Running) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    let io = |e: std::io::Error| format!("stdout: {e}");
     writeln!(out, "xray: API listening on http://{}", running.api.local_addr()).map_err(io)?;
     writeln!(out, "xray: admin listening on http://{}", running.admin.local_addr()).map_err(io)?;
     out.flush().map_err(io)
@@ -513,7 +530,7 @@ fn announce(running: &Running) -> Result<(), String> {
 
 /// `xray serve`: start, serve until SIGINT or SIGTERM, stop gracefully.
 pub fn run(config: &ServeConfig) -> Result<(), String> {
-    let running = start(config)?;
+    let running = start_showing(config, show_first_key)?;
     announce(&running)?;
     wait_for_signal()?;
     tracing::info!("signal received: draining");
