@@ -80,6 +80,11 @@ pub enum ApiError {
     UnknownSigner {
         signer: String,
     },
+    /// A transaction of a sequence that the scan's signer does not sign.
+    SequenceSigner {
+        signer: String,
+        index: usize,
+    },
     Unauthenticated(Unauthenticated),
     /// The admin listener's bearer token was missing or wrong: the same code as a bad API key,
     /// worded for the admin token so an operator is not sent looking for a key.
@@ -316,6 +321,15 @@ impl ApiError {
                 ErrorCode::InvalidRequest,
                 format!("signer {signer} does not sign this transaction: name one of its signers, or omit signer for the fee payer").into(),
                 Details { field: Some("signer"), ..d() },
+            ),
+            ApiError::SequenceSigner { signer, index } => (
+                ErrorCode::InvalidRequest,
+                format!(
+                    "transactions[{index}] is not signed by {signer}: every transaction of a sequence is signed by the \
+                     scan's signer (signer, or else the first transaction's fee payer)"
+                )
+                .into(),
+                Details { field: Some("transactions"), ..d() },
             ),
             ApiError::LedgerUnavailable { message } => (
                 ErrorCode::ServiceBusy,

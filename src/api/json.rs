@@ -26,11 +26,12 @@ use simd_json::tape::{Object, Tape};
 use super::ApiError;
 use crate::config::{
     BATCH_BODY_BYTES_MAX, BATCH_WALLETS_MAX, BODY_BYTES_MAX, FEEDBACK_SCAN_BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX,
-    REQUEST_BODY_BYTES_MAX,
+    REQUEST_BODY_BYTES_MAX, SCAN_BODY_BYTES_MAX,
 };
 use crate::eligibility::{check_pair, SameWallet};
 use crate::guard::GuardOptions;
 use crate::http::{ApiRequest, Body};
+use crate::ledger::read::SequenceMode;
 use crate::policy::{PolicyDraft, SweepOverrides};
 use crate::pubkey::Pubkey;
 
@@ -392,13 +393,60 @@ impl JsonRequest for WalletRequest {
 /// `POST /v1/developer/intelligence/transaction` (the pre-sign scan).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanRequest {
-    /// Base64 of a serialized transaction (checked by the endpoint: 400 `INVALID_TRANSACTION`).
-    pub transaction: String,
+    /// What to scan: one transaction, or several run in order on one state.
+    pub scanned: Scanned,
     pub signer: Option<String>,
     /// The dApp that asked for the signature.
     pub origin: Option<String>,
-    /// `guards`: `true` (exactly the prediction) or an object of tolerances; `None`: not asked.
+    /// `guards`: `true` (exactly the prediction) or an object of tolerances; `None`: not asked
+    /// (always `None` with `transactions`: refused there).
     pub guards: Option<GuardOptions>,
+}
+
+/// A scan request's transactions, each the base64 of a serialized transaction (checked by the
+/// endpoint: 400 `INVALID_TRANSACTION`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scanned {
+    /// `transaction`.
+    One(String),
+    /// `transactions` (1 to `SEQUENCE_TRANSACTIONS_MAX`) and `mode`.
+    Sequence { transactions: Vec<String>, mode: SequenceMode },
+}
+
+const TRANSACTIONS_SHAPE: &str =
+    "transactions must be an array of 1 to 5 strings, each the base64 of a serialized transaction";
+const _: () = assert!(crate::config::SEQUENCE_TRANSACTIONS_MAX == 5, "the shape names the limit");
+
+/// `transaction` or `transactions` (with its `mode`), never both.
+fn scanned(object: &Object<'_, '_>) -> Result<Scanned, ApiError> {
+    let present = |field: &str| object.get(field).is_some_and(|v| !v.is_null());
+    let mode_shape = ApiError::InvalidRequest {
+        field: "mode",
+        message: "mode must be \"sequence\" or \"bundle\", and is sent with transactions",
+    };
+    if !present("transactions") {
+        if present("mode") {
+            return Err(mode_shape);
+        }
+        let message = "transaction (or transactions) is required: the base64 of a serialized transaction";
+        return Ok(Scanned::One(required_str(object, "transaction", message)?));
+    }
+    if present("transaction") {
+        let message = "send transaction (one) or transactions (a sequence), not both";
+        return Err(ApiError::InvalidRequest { field: "transactions", message });
+    }
+    let shape = ApiError::InvalidRequest { field: "transactions", message: TRANSACTIONS_SHAPE };
+    let array = object.get("transactions").and_then(|v| v.as_array()).ok_or(shape.clone())?;
+    if !(1..=crate::config::SEQUENCE_TRANSACTIONS_MAX).contains(&array.len()) {
+        return Err(shape);
+    }
+    let transactions = array.iter().map(|v| v.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>();
+    let mode = match optional_str(object, "mode", "mode must be \"sequence\" or \"bundle\"")?.as_deref() {
+        None | Some("sequence") => SequenceMode::Sequence,
+        Some("bundle") => SequenceMode::Bundle,
+        Some(_) => return Err(mode_shape),
+    };
+    Ok(Scanned::Sequence { transactions: transactions.ok_or(shape)?, mode })
 }
 
 const GUARDS_SHAPE: &str =
@@ -429,16 +477,20 @@ fn guards(object: &Object<'_, '_>) -> Result<Option<GuardOptions>, ApiError> {
 }
 
 impl JsonRequest for ScanRequest {
+    const BODY_BYTES_MAX: usize = SCAN_BODY_BYTES_MAX;
+
     fn from_object(object: &Object<'_, '_>) -> Result<Self, ApiError> {
+        let scanned = scanned(object)?;
+        let guards = guards(object)?;
+        if guards.is_some() && matches!(scanned, Scanned::Sequence { .. }) {
+            let message = "guards apply to one transaction: send it as transaction, not in transactions";
+            return Err(ApiError::InvalidRequest { field: "guards", message });
+        }
         Ok(ScanRequest {
-            transaction: required_str(
-                object,
-                "transaction",
-                "transaction is required: the base64 of a serialized transaction",
-            )?,
+            scanned,
             signer: optional_str(object, "signer", "signer must be a string (a base58 address)")?,
             origin: optional_str(object, "origin", "origin must be a string (the dApp's URL)")?,
-            guards: guards(object)?,
+            guards,
         })
     }
 }

@@ -417,6 +417,9 @@ pub const POLICY_SWEEP_DUST_LAMPORTS_MAX: u64 = 1_000_000_000;
 /// back that still count as nothing given back —, in token base units (one whole token of 6
 /// decimals, as USDC).
 pub const POLICY_SWEEP_DUST_TOKEN_UNITS_MAX: u64 = 1_000_000;
+/// Largest body of a transaction scan: five transactions of 1,232 bytes are 8,220 characters of
+/// base64; the rest is room for the signer, the origin, the guards and whitespace.
+pub const SCAN_BODY_BYTES_MAX: usize = 16 * 1024;
 /// Largest body of a policy: two full lists of 44-character addresses, quoted and separated,
 /// are 47 KB; the rest is room for overrides, weights and whitespace.
 pub const POLICY_BODY_BYTES_MAX: usize = 64 * 1024;
@@ -427,6 +430,8 @@ const _: () = assert!(
     BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX
         && BATCH_BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX
         && POLICY_BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX
+        && SCAN_BODY_BYTES_MAX <= REQUEST_BODY_BYTES_MAX
+        && SEQUENCE_TRANSACTIONS_MAX * TRANSACTION_BYTES_MAX.div_ceil(3) * 4 + 4096 <= SCAN_BODY_BYTES_MAX
 );
 /// Longest `wait` of a long poll (contract §4).
 pub const WAIT_S_MAX: u32 = 30;

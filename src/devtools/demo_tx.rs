@@ -35,6 +35,8 @@ pub const CASES: &[(&str, &str, &str)] = &[
     ("nonce-withdraw", "outsider_nonce", "withdraws its nonce account's whole balance to another address (closing it)"),
     ("drain", "clean", "approve + owner change + 90 % of its SOL to a flagged drainer, in one transaction"),
     ("lookalike-send", "poisoning_victim", "sends 1 SOL to the look-alike of a friend it pays (address poisoning)"),
+    ("split-drain-1", "clean", "sends 89 % of its SOL to a new address (the first part of a split drain)"),
+    ("split-drain-2", "clean", "sends 8 % of its SOL (as it was) to the same address (the second part)"),
 ];
 
 const LAMPORTS_PER_SOL: u64 = 1_000_000_000;
@@ -157,6 +159,20 @@ async fn instructions(ledger: &DemoLedger, case: &str, me: Pubkey) -> Result<Vec
                 ledger.get_account_info(&me).await.map_err(|e| e.to_string())?.value.map_or(0, |w| w.lamports);
             let sweep = solana_system_interface::instruction::transfer(&a, &sdk_address(&drainer), lamports / 10 * 9);
             Ok(vec![approve(&t, &drainer)?, set_owner(&t, &drainer)?, instruction_parts!(sweep)])
+        }
+        "split-drain-1" | "split-drain-2" => {
+            // Each below the sweep threshold (90 % of the SOL) alone, and the second also in
+            // its place (8 % of the first balance is 73 % of what the first leaves); together
+            // 97 %: only the sequence's whole (`transactions: [...]`) shows the drain.
+            let percent = if case == "split-drain-1" { 89 } else { 8 };
+            let lamports =
+                ledger.get_account_info(&me).await.map_err(|e| e.to_string())?.value.map_or(0, |w| w.lamports);
+            let to = sdk_address(&fresh("split-drain"));
+            Ok(vec![instruction_parts!(solana_system_interface::instruction::transfer(
+                &a,
+                &to,
+                lamports / 100 * percent
+            ))])
         }
         "lookalike-send" => {
             let friend = ledger

@@ -99,16 +99,27 @@ pub trait LedgerSource {
     /// `transactions` (each with the accounts whose post-state it answers, as
     /// `simulate_transaction`) executed in order on one state, at most
     /// `config::SEQUENCE_TRANSACTIONS_MAX` — what `simulateTransaction` cannot do (it has no
-    /// state overrides). A source that executes in process runs them; by default each is
-    /// `Skipped` with the reason.
+    /// state overrides). A source that executes in process runs them all; by default the first
+    /// is simulated alone (it runs on the ledger as it is) and each after it is `Skipped` with
+    /// the reason.
     async fn simulate_sequence(
         &self,
         transactions: &[(&[u8], &[Pubkey])],
         mode: SequenceMode,
     ) -> Result<Vec<Simulated>, LedgerError> {
         let _ = mode;
-        let reason = format!("the {} source does not run transactions in sequence on one state", self.name());
-        Ok(transactions.iter().map(|_| Simulated::Skipped(reason.clone())).collect())
+        check_sequence_len(transactions.len())?;
+        let mut out = Vec::with_capacity(transactions.len());
+        if let Some((first, accounts)) = transactions.first() {
+            out.push(self.simulate_transaction(first, accounts).await?);
+        }
+        let reason = format!(
+            "it runs on the state the ones before it leave, and the {} source does not run transactions in \
+             sequence on one state",
+            self.name()
+        );
+        out.extend(transactions.iter().skip(1).map(|_| Simulated::Skipped(reason.clone())));
+        Ok(out)
     }
 
     /// The finalized signature list of `address` a cache kept from an earlier read, if any

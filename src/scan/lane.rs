@@ -63,7 +63,7 @@ use crate::config::{
     SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE, SCAN_TABLE_MISS_ACCOUNTS_LEN, SCAN_UPSTREAM_TIMEOUT_MS,
 };
 use crate::ledger::budget::{self, ByteBudget, SharedBytes};
-use crate::ledger::read::{LedgerSource, Simulated};
+use crate::ledger::read::{LedgerSource, SequenceMode, Simulated};
 use crate::ledger::rpc::RpcOptions;
 use crate::ledger::wire::{SimulateValue, UiAccount, WithContext};
 use crate::ledger::{LedgerError, Source};
@@ -141,14 +141,33 @@ pub struct Observed {
     pub here_us: u64,
 }
 
+/// The ledger's view of a sequence of transactions (`Lane::observe_sequence`): the accounts of
+/// them all before the first, each transaction's simulation on the state the ones before it
+/// leave, and, when asked, the signer's counterparties.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedSequence {
+    /// Every transaction's accounts asked for, in order (`Err`: why they could not be read).
+    pub pre: Result<WithContext<Vec<Option<UiAccount>>>, String>,
+    /// One per transaction, in order.
+    pub simulations: Vec<SimulationOutcome>,
+    pub counterparties: CounterpartiesOutcome,
+    /// As `Observed::here_us`.
+    pub here_us: u64,
+}
+
+/// One transaction of a sequence: its bytes and the accounts whose post-state it answers.
+pub type SequenceItem = (Vec<u8>, Vec<Pubkey>);
+
 enum Work {
     Tables(Vec<Pubkey>),
     Observe { transaction: Vec<u8>, accounts: Vec<Pubkey>, history_of: Option<Pubkey> },
+    ObserveSequence { items: Vec<SequenceItem>, mode: SequenceMode, accounts: Vec<Pubkey>, history_of: Option<Pubkey> },
 }
 
 enum Answer {
     Tables(Result<Vec<Vec<Pubkey>>, LaneError>),
     Observed(Observed),
+    ObservedSequence(ObservedSequence),
     /// A read was refused for the lane's byte budget.
     OverBytes,
 }
@@ -251,7 +270,7 @@ impl Lane {
         match self.answer(account, Work::Tables(tables)).await? {
             Answer::Tables(answer) => answer,
             Answer::OverBytes => Err(LaneError::OverBytes),
-            Answer::Observed(_) => Err(LaneError::Stopped),
+            Answer::Observed(_) | Answer::ObservedSequence(_) => Err(LaneError::Stopped),
         }
     }
 
@@ -268,19 +287,37 @@ impl Lane {
         match self.answer(account, Work::Observe { transaction, accounts, history_of }).await? {
             Answer::Observed(observed) => Ok(observed),
             Answer::OverBytes => Err(LaneError::OverBytes),
-            Answer::Tables(_) => Err(LaneError::Stopped),
+            Answer::Tables(_) | Answer::ObservedSequence(_) => Err(LaneError::Stopped),
         }
     }
 
-    /// Rate-limit tokens a scan whose reads were `observed` costs beyond its first: one per
-    /// `listener_us_per_token` µs, or part of it, they took on the listener thread past the
-    /// first that many (a memory-resident source simulates there), so a key's heavy scans cost
-    /// its rate limit what they cost the thread.
-    pub fn extra_tokens(&self, observed: &Observed) -> u32 {
+    /// The pre-state of `accounts` (every transaction's, together), `items` simulated in order
+    /// on one state (`LedgerSource::simulate_sequence`) and — for `history_of` — that wallet's
+    /// counterparties, asked together: one lane slot, as one scan.
+    pub async fn observe_sequence(
+        &self,
+        account: &str,
+        items: Vec<SequenceItem>,
+        mode: SequenceMode,
+        accounts: Vec<Pubkey>,
+        history_of: Option<Pubkey>,
+    ) -> Result<ObservedSequence, LaneError> {
+        match self.answer(account, Work::ObserveSequence { items, mode, accounts, history_of }).await? {
+            Answer::ObservedSequence(observed) => Ok(observed),
+            Answer::OverBytes => Err(LaneError::OverBytes),
+            Answer::Tables(_) | Answer::Observed(_) => Err(LaneError::Stopped),
+        }
+    }
+
+    /// Rate-limit tokens a scan whose reads took `here_us` (`Observed::here_us`) costs beyond
+    /// its first: one per `listener_us_per_token` µs, or part of it, they took on the listener
+    /// thread past the first that many (a memory-resident source simulates there), so a key's
+    /// heavy scans cost its rate limit what they cost the thread.
+    pub fn extra_tokens(&self, here_us: u64) -> u32 {
         match self.listener_us_per_token {
             0 => 0,
             per_token => {
-                let extra = observed.here_us.saturating_sub(per_token).div_ceil(per_token);
+                let extra = here_us.saturating_sub(per_token).div_ceil(per_token);
                 u32::try_from(extra.min(SCAN_LISTENER_EXTRA_TOKENS_MAX)).unwrap_or(0)
             }
         }
@@ -296,8 +333,11 @@ impl Lane {
                 // scan's to pay for (the work never yields: `Deadline::Never`, no I/O).
                 let started_us = thread_cpu_us();
                 let mut answer = serve(&here.source, &here.caches, pool, account, work, Deadline::Never).await;
-                if let Answer::Observed(observed) = &mut answer {
-                    observed.here_us = thread_cpu_us().saturating_sub(started_us);
+                let here_us = thread_cpu_us().saturating_sub(started_us);
+                match &mut answer {
+                    Answer::Observed(observed) => observed.here_us = here_us,
+                    Answer::ObservedSequence(observed) => observed.here_us = here_us,
+                    Answer::Tables(_) | Answer::OverBytes => {}
                 }
                 Ok(answer)
             }
@@ -482,6 +522,10 @@ async fn serve(
             Work::Observe { transaction, accounts, history_of } => {
                 Answer::Observed(observe(source, caches, &transaction, &accounts, history_of, deadline).await)
             }
+            Work::ObserveSequence { items, mode, accounts, history_of } => {
+                let reads = Reads { source, caches, deadline };
+                Answer::ObservedSequence(reads.sequence(&items, mode, &accounts, history_of).await)
+            }
         };
         // A read the pool refused makes the whole answer a refusal (503), never a scan
         // answered on part of its reads for want of room.
@@ -584,28 +628,51 @@ async fn observe(
     history_of: Option<Pubkey>,
     deadline: Deadline,
 ) -> Observed {
-    let pre = async {
-        match deadline.bound(source.get_multiple_accounts(accounts)).await {
-            Some(answer) => answer.map_err(|e| e.to_string()),
-            None => Err(format!("the ledger did not answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")),
-        }
-    };
+    let reads = Reads { source, caches, deadline };
     let simulation = async {
         match deadline.bound(source.simulate_transaction(transaction, accounts)).await {
-            Some(Ok(Simulated::Ran(answer))) => SimulationOutcome::Ran(answer),
-            Some(Ok(Simulated::Skipped(reason))) => SimulationOutcome::Skipped(reason),
+            Some(Ok(simulated)) => outcome(simulated),
             Some(Err(e)) => SimulationOutcome::Unavailable(e.to_string()),
             None => SimulationOutcome::TimedOut,
         }
     };
-    let history = async {
+    let (pre, simulation, counterparties) = tokio::join!(reads.pre(accounts), simulation, reads.history(history_of));
+    Observed { pre, simulation, counterparties, here_us: 0 }
+}
+
+fn outcome(simulated: Simulated) -> SimulationOutcome {
+    match simulated {
+        Simulated::Ran(answer) => SimulationOutcome::Ran(answer),
+        Simulated::Skipped(reason) => SimulationOutcome::Skipped(reason),
+    }
+}
+
+/// The reads one scan makes, on one source within one deadline.
+struct Reads<'a> {
+    source: &'a Source,
+    caches: &'a Caches,
+    deadline: Deadline,
+}
+
+impl Reads<'_> {
+    /// The accounts before.
+    async fn pre(&self, accounts: &[Pubkey]) -> Result<WithContext<Vec<Option<UiAccount>>>, String> {
+        match self.deadline.bound(self.source.get_multiple_accounts(accounts)).await {
+            Some(answer) => answer.map_err(|e| e.to_string()),
+            None => Err(format!("the ledger did not answer within {SCAN_UPSTREAM_TIMEOUT_MS} ms")),
+        }
+    }
+
+    /// `history_of`'s counterparties: cached, or read from its recent history.
+    async fn history(&self, history_of: Option<Pubkey>) -> CounterpartiesOutcome {
         let Some(wallet) = history_of else { return CounterpartiesOutcome::NotAsked };
+        let caches = self.caches;
         if let Some(known) = caches.counterparties.borrow_mut().get(&wallet) {
             return CounterpartiesOutcome::Known(known);
         }
         // The read ends each of its calls at the deadline itself: rounds already judged are
         // kept (and the answer says it stopped short), not lost to one late call.
-        match counterparties::read(source, &wallet, deadline).await {
+        match counterparties::read(self.source, &wallet, self.deadline).await {
             Ok(read) => {
                 let known = Arc::new(read);
                 // A read cut short (a late call, the scan's or the lane's byte budget — what
@@ -618,9 +685,33 @@ async fn observe(
             }
             Err(e) => CounterpartiesOutcome::Unavailable(e.to_string()),
         }
-    };
-    let (pre, simulation, counterparties) = tokio::join!(pre, simulation, history);
-    Observed { pre, simulation, counterparties, here_us: 0 }
+    }
+
+    /// A sequence's reads: every transaction's accounts before the first, the transactions run
+    /// in order on one state (one call, one deadline), the counterparties.
+    async fn sequence(
+        &self,
+        items: &[SequenceItem],
+        mode: SequenceMode,
+        accounts: &[Pubkey],
+        history_of: Option<Pubkey>,
+    ) -> ObservedSequence {
+        let simulations = async {
+            let borrowed: Vec<(&[u8], &[Pubkey])> = items.iter().map(|(b, a)| (b.as_slice(), a.as_slice())).collect();
+            match self.deadline.bound(self.source.simulate_sequence(&borrowed, mode)).await {
+                Some(Ok(answers)) if answers.len() == items.len() => answers.into_iter().map(outcome).collect(),
+                Some(Ok(answers)) => {
+                    let e = format!("{} answers for {} transactions", answers.len(), items.len());
+                    vec![SimulationOutcome::Unavailable(e); items.len()]
+                }
+                Some(Err(e)) => vec![SimulationOutcome::Unavailable(e.to_string()); items.len()],
+                None => vec![SimulationOutcome::TimedOut; items.len()],
+            }
+        };
+        let (pre, simulations, counterparties) =
+            tokio::join!(self.pre(accounts), simulations, self.history(history_of));
+        ObservedSequence { pre, simulations, counterparties, here_us: 0 }
+    }
 }
 
 async fn read_tables(
@@ -753,7 +844,7 @@ mod tests {
         assert!(observed.here_us < 1_000_000, "the thread's CPU time, µs: {}", observed.here_us);
         let extra = |lane: &Lane, observed: &mut Observed, us: u64| {
             observed.here_us = us;
-            lane.extra_tokens(observed)
+            lane.extra_tokens(observed.here_us)
         };
         let tokens: Vec<u32> =
             [0, 200, 201, 400, 401, 1_000_000].iter().map(|&us| extra(&lane, &mut observed, us)).collect();

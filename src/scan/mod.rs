@@ -27,6 +27,7 @@ pub mod findings;
 pub mod lane;
 pub mod origin;
 pub mod report;
+pub mod sequence;
 pub mod signatures;
 pub mod state;
 pub mod ttl_cache;
@@ -115,6 +116,22 @@ pub fn accounts_to_read(decoded: &Decoded, signer: &Pubkey) -> Vec<Pubkey> {
         }
     }
     out.truncate(MULTIPLE_ACCOUNTS_LEN_MAX);
+    out
+}
+
+/// The accounts a sequence's reads cover: each transaction's `accounts_to_read` (the signer
+/// first in each) in order, each once, at most `MULTIPLE_ACCOUNTS_LEN_MAX` (one
+/// `getMultipleAccounts`; the first transaction's always fit whole).
+pub fn sequence_accounts(each: &[Vec<Pubkey>]) -> Vec<Pubkey> {
+    let mut out: Vec<Pubkey> = Vec::new();
+    for account in each.iter().flatten() {
+        if out.len() == MULTIPLE_ACCOUNTS_LEN_MAX {
+            break;
+        }
+        if !out.contains(account) {
+            out.push(*account);
+        }
+    }
     out
 }
 

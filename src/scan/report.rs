@@ -259,11 +259,7 @@ pub fn build(inputs: &Inputs<'_>) -> ScanReport {
         instructions: decoded.instructions.iter().map(|ix| instruction_view(ix, inputs.labels)).collect(),
         simulation,
         counterparties: counterparties_view(&inputs.observed.counterparties),
-        engine_versions: BTreeMap::from([
-            ("scan", SCAN_VERSION.to_owned()),
-            ("signals", crate::engine::SIGNALS_VERSION.to_owned()),
-            ("labels", inputs.labels.digest().to_owned()),
-        ]),
+        engine_versions: engine_versions(inputs.labels),
         policy: inputs.policy.clone(),
         origin: inputs.origin.map(|o| o.host.clone()),
         guards,
@@ -311,8 +307,17 @@ fn guards(
     GuardsView::of(&prediction, options, Scanned { bytes: request.transaction, accounts: &accounts })
 }
 
+/// `engineVersions`: the rules' versions and the digest of the labels that judged.
+pub(crate) fn engine_versions(labels: &Labels) -> BTreeMap<&'static str, String> {
+    BTreeMap::from([
+        ("scan", SCAN_VERSION.to_owned()),
+        ("signals", crate::engine::SIGNALS_VERSION.to_owned()),
+        ("labels", labels.digest().to_owned()),
+    ])
+}
+
 /// The account's overrides applied: an ignored kind is dropped, a set one takes its severity.
-fn overridden(findings: &mut Vec<Finding>, overrides: &BTreeMap<&'static str, SeverityRule>) {
+pub(crate) fn overridden(findings: &mut Vec<Finding>, overrides: &BTreeMap<&'static str, SeverityRule>) {
     if overrides.is_empty() {
         return;
     }
@@ -325,7 +330,7 @@ fn overridden(findings: &mut Vec<Finding>, overrides: &BTreeMap<&'static str, Se
 }
 
 /// The fee of one signature, in lamports (the base fee; a sweep's share is net of it).
-const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+pub(crate) const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
 
 /// The accounts as they are before the transaction, when they read (without a simulation, a
 /// sweep is judged from the decoded transfers applied to them: `value::from_decoded`).
@@ -334,7 +339,7 @@ fn accounts_before(inputs: &Inputs<'_>) -> Option<States> {
     state::read_all(inputs.accounts, &pre.value).ok()
 }
 
-fn counterparties_view(outcome: &CounterpartiesOutcome) -> CounterpartiesView {
+pub(crate) fn counterparties_view(outcome: &CounterpartiesOutcome) -> CounterpartiesView {
     let unchecked =
         |reason: String| CounterpartiesView { checked: false, transactions: None, reach: None, reason: Some(reason) };
     match outcome {

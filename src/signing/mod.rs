@@ -120,6 +120,27 @@ pub const SCAN_COVERS: [&str; 14] = [
 /// after `origin` (where `ScanReport` serializes it).
 pub const GUARDED_SCAN_COVERS: [&str; 15] = with_guards(SCAN_COVERS);
 
+/// What the signature of a sequence scan covers: every member of `SequenceReport`
+/// (`scan::sequence`) — each transaction's verdict, effects and message digest among
+/// `transactions`, the whole's findings, effects and what applies — and, as a scan's, the
+/// counterparties, versions, policy, origin, account, time and request.
+pub const SCAN_SEQUENCE_COVERS: [&str; 14] = [
+    "verdict",
+    "signer",
+    "mode",
+    "transactions",
+    "findings",
+    "effects",
+    "applied",
+    "counterparties",
+    "engineVersions",
+    "policy",
+    "origin",
+    "account",
+    "scannedAt",
+    "requestId",
+];
+
 /// `covers` with `guards` after `origin` (a compile error when there is no `origin`).
 const fn with_guards(covers: [&'static str; 14]) -> [&'static str; 15] {
     let mut out = [""; 15];
@@ -144,6 +165,8 @@ pub const COMPARISON_TYPE: &str = "xray.comparison.v1";
 pub const SCAN_TYPE: &str = "xray.scan.v2";
 /// `type` of the signature of a scan asked with `guards` (`GUARDED_SCAN_COVERS`).
 pub const GUARDED_SCAN_TYPE: &str = "xray.scan.v3";
+/// `type` of a sequence scan's signature (`SCAN_SEQUENCE_COVERS`).
+pub const SCAN_SEQUENCE_TYPE: &str = "xray.scan_sequence.v1";
 /// `type` of a monitor event's signature (`event::MONITOR_EVENT_COVERS`).
 pub const MONITOR_EVENT_TYPE: &str = "xray.monitor_event.v1";
 /// The member of the signed object that holds the signature's `type` (never a covered member).
@@ -161,17 +184,20 @@ pub enum ReportType {
     Scan,
     /// A scan asked with `guards`: a scan's members and its guards.
     GuardedScan,
+    /// A scan of several transactions run in order on one state.
+    ScanSequence,
     /// A monitor's event (its page item and its webhook's `data.event`).
     MonitorEvent,
 }
 
 impl ReportType {
     /// Every type.
-    pub const ALL: [ReportType; 5] = [
+    pub const ALL: [ReportType; 6] = [
         ReportType::Analysis,
         ReportType::Comparison,
         ReportType::Scan,
         ReportType::GuardedScan,
+        ReportType::ScanSequence,
         ReportType::MonitorEvent,
     ];
 
@@ -182,6 +208,7 @@ impl ReportType {
             ReportType::Comparison => COMPARISON_TYPE,
             ReportType::Scan => SCAN_TYPE,
             ReportType::GuardedScan => GUARDED_SCAN_TYPE,
+            ReportType::ScanSequence => SCAN_SEQUENCE_TYPE,
             ReportType::MonitorEvent => MONITOR_EVENT_TYPE,
         }
     }
@@ -193,6 +220,7 @@ impl ReportType {
             ReportType::Comparison => &COMPARISON_COVERS,
             ReportType::Scan => &SCAN_COVERS,
             ReportType::GuardedScan => &GUARDED_SCAN_COVERS,
+            ReportType::ScanSequence => &SCAN_SEQUENCE_COVERS,
             ReportType::MonitorEvent => &MONITOR_EVENT_COVERS,
         }
     }
@@ -260,6 +288,7 @@ const _: () = assert!(
         && well_formed(&COMPARISON_COVERS)
         && well_formed(&SCAN_COVERS)
         && well_formed(&GUARDED_SCAN_COVERS)
+        && well_formed(&SCAN_SEQUENCE_COVERS)
         && well_formed(&MONITOR_EVENT_COVERS)
 );
 
@@ -617,12 +646,71 @@ pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> 
             return Err(VerifyError::DigestMismatch { signed: signed.map(str::to_owned), held });
         }
     }
-    if let Some(account) = binding.account {
+    bound_to_asker(verified, binding.account, binding.origin)
+}
+
+/// What a verifier holds of the sequence scan it asked for (`verify_scan_sequence`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SequenceBinding<'a> {
+    /// The serialized transactions it sent, in order.
+    pub transactions: Option<&'a [&'a [u8]]>,
+    /// The account it asked as.
+    pub account: Option<&'a str>,
+    /// The origin host it sent (`Some(None)`: it sent none).
+    pub origin: Option<Option<&'a str>>,
+}
+
+/// `verify_report` of a sequence scan (`xray.scan_sequence.v1`), then its binding: as many
+/// transactions as held, each judged message the held one's (`transactions[i].transaction
+/// .messageSha256`), and the account and origin, as `verify_scan`.
+pub fn verify_scan_sequence(
+    data: &Value,
+    key_set: &Value,
+    binding: &SequenceBinding<'_>,
+) -> Result<Verified, VerifyError> {
+    let held = match binding.transactions {
+        Some(transactions) => Some(
+            transactions
+                .iter()
+                .map(|t| message_sha256(t).ok_or(VerifyError::Malformed("the transaction held")))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        None => None,
+    };
+    let verified = verify_report(data, key_set, ReportType::ScanSequence)?;
+    if let Some(held) = held {
+        let items = verified.covered.get("transactions").and_then(Value::as_array);
+        let signed: Vec<Option<&str>> = items.map_or_else(Vec::new, |items| {
+            items
+                .iter()
+                .map(|i| i.get("transaction").and_then(|t| t.get("messageSha256")).and_then(Value::as_str))
+                .collect()
+        });
+        if let Some(i) = (0..held.len().max(signed.len()))
+            .find(|&i| signed.get(i).copied().flatten() != held.get(i).map(String::as_str))
+        {
+            return Err(VerifyError::DigestMismatch {
+                signed: signed.get(i).copied().flatten().map(str::to_owned),
+                held: held.get(i).cloned().unwrap_or_else(|| format!("no transaction {i}")),
+            });
+        }
+    }
+    bound_to_asker(verified, binding.account, binding.origin)
+}
+
+/// A verified scan's `account` and `origin` against those the verifier holds.
+fn bound_to_asker(
+    verified: Verified,
+    account: Option<&str>,
+    origin: Option<Option<&str>>,
+) -> Result<Verified, VerifyError> {
+    let covered = &verified.covered;
+    if let Some(account) = account {
         if covered.get("account").and_then(Value::as_str) != Some(account) {
             return Err(VerifyError::AccountMismatch);
         }
     }
-    if let Some(origin) = binding.origin {
+    if let Some(origin) = origin {
         // Covered, so present: `null` is "sent none", and matches only a binding of none.
         let signed = covered.get("origin").unwrap_or(&Value::Null);
         if signed.as_str() != origin || (origin.is_none() && !signed.is_null()) {
@@ -1040,8 +1128,20 @@ mod tests {
                 account: held["account"].as_str(),
                 origin: held.get("origin").map(Value::as_str),
             };
+            let sequence: Option<Vec<Vec<u8>>> = held["transactions"]
+                .as_array()
+                .map(|list| list.iter().map(|t| STANDARD.decode(t.as_str().expect("text")).expect("base64")).collect());
+            let sequence: Option<Vec<&[u8]>> = sequence.as_ref().map(|l| l.iter().map(Vec::as_slice).collect());
             let result = match expected {
                 ReportType::Scan => verify_scan(&case["data"], keys, &binding),
+                ReportType::ScanSequence => {
+                    let binding = SequenceBinding {
+                        transactions: sequence.as_deref(),
+                        account: binding.account,
+                        origin: binding.origin,
+                    };
+                    verify_scan_sequence(&case["data"], keys, &binding)
+                }
                 _ => verify_report(&case["data"], keys, expected),
             };
             let reason = result.as_ref().err().map(|e| e.reason().as_str());

@@ -185,12 +185,15 @@ pub const SCHEMA_VERSION: u32 = 3;
 /// usage values), so every node of a cluster is upgraded together.
 pub const SCHEMA_VERSIONS_UPGRADED: &[u32] = &[1, 2];
 
-/// One unit to charge now (`Store::charge_now_each`).
+/// Units of one key to charge now, together (`Store::charge_now_each`): a scan's one, a
+/// sequence scan's one per transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitCharge {
     pub key_id: String,
     pub period_start_ms: u64,
     pub limit: u64,
+    /// At least 1 (0 charges nothing).
+    pub units: u32,
 }
 
 /// What came of `Store::charge_now`.
@@ -360,7 +363,16 @@ pub trait Store: Send + Sync {
     /// scans one listener tick answers (`tick_group`). The embedded store writes them in one
     /// durable write (all charged, or — the write failed — none); by default one at a time.
     fn charge_now_each(&self, units: &[UnitCharge]) -> Vec<StoreResult<Charged>> {
-        units.iter().map(|u| self.charge_now(&u.key_id, u.period_start_ms, u.limit)).collect()
+        units.iter().map(|u| self.charge_now_units(&u.key_id, u.period_start_ms, u.limit, u.units)).collect()
+    }
+    /// `charge_now` of `units` together (all or none); by default one at a time, which only a
+    /// store that checks no limit may use (the embedded one, whose caller's reservations did).
+    fn charge_now_units(&self, key_id: &str, period_start_ms: u64, limit: u64, units: u32) -> StoreResult<Charged> {
+        let mut last = Charged::Done { usage: None };
+        for _ in 0..units {
+            last = self.charge_now(key_id, period_start_ms, limit)?;
+        }
+        Ok(last)
     }
 
     /// Live jobs in `state`, oldest first, created before `created_before_ms`, after the

@@ -204,11 +204,12 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 impl RocksStore {
     /// One durable write charging a unit to each (key id, period start) — ids already checked;
     /// nothing is written when there is none.
-    fn write_charges<'k>(&self, units: impl IntoIterator<Item = (&'k str, u64)>) -> StoreResult<()> {
+    fn write_charges<'k>(&self, units: impl IntoIterator<Item = (&'k str, u64, u32)>) -> StoreResult<()> {
         let usage_cf = self.cf(CF_USAGE)?;
         let mut batch = WriteBatch::default();
-        for (key_id, period_start_ms) in units {
-            batch.merge_cf(usage_cf, enc::usage_key(key_id, period_start_ms), usage::encode(&usage::charge_now()));
+        for (key_id, period_start_ms, units) in units.into_iter().filter(|u| u.2 > 0) {
+            let delta = usage::encode(&usage::charge_now_units(units));
+            batch.merge_cf(usage_cf, enc::usage_key(key_id, period_start_ms), delta);
         }
         if batch.is_empty() {
             return Ok(());
@@ -1009,7 +1010,7 @@ impl Store for RocksStore {
 
     fn charge_now(&self, key_id: &str, period_start_ms: u64, _limit: u64) -> StoreResult<Charged> {
         check_id("key id", key_id)?;
-        self.write_charges([(key_id, period_start_ms)])?;
+        self.write_charges([(key_id, period_start_ms, 1)])?;
         Ok(Charged::Done { usage: None })
     }
 
@@ -1017,7 +1018,7 @@ impl Store for RocksStore {
         // A unit whose key id breaks the store's rules is refused alone; the rest are one write.
         let checked: Vec<StoreResult<()>> = units.iter().map(|u| check_id("key id", &u.key_id)).collect();
         let valid = units.iter().zip(&checked).filter(|(_, ok)| ok.is_ok());
-        let written = self.write_charges(valid.map(|(u, _)| (u.key_id.as_str(), u.period_start_ms)));
+        let written = self.write_charges(valid.map(|(u, _)| (u.key_id.as_str(), u.period_start_ms, u.units)));
         checked
             .into_iter()
             .map(|ok| ok.and_then(|()| written.clone()).map(|()| Charged::Done { usage: None }))
@@ -1330,7 +1331,7 @@ mod tests {
         let old = UsageRecord { used: 3, reserved: 1, wallet_analysis: 2, comparison: 1, ..UsageRecord::default() };
         assert_eq!(store.usage(key_id, period_ms).expect("usage"), old);
         let usage_cf = store.cf(CF_USAGE).expect("usage");
-        let delta = usage::charge_now();
+        let delta = usage::charge_now_units(1);
         store.db.merge_cf(usage_cf, enc::usage_key(key_id, period_ms), usage::encode(&delta)).expect("merge");
         let mut now = old;
         now.add(&delta);

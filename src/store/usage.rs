@@ -97,9 +97,11 @@ pub(crate) fn charge(job: &JobRecord) -> UsageDelta {
     UsageDelta { used: 1, wallet_analysis, comparison, ..UsageDelta::default() }
 }
 
-/// A synchronous operation's unit (a transaction scan): charged at once, never reserved.
-pub(crate) fn charge_now() -> UsageDelta {
-    UsageDelta { used: 1, transaction_scan: 1, ..UsageDelta::default() }
+/// `units` of a synchronous operation (a transaction scan; a sequence scan's one per
+/// transaction), charged at once, never reserved.
+pub(crate) fn charge_now_units(units: u32) -> UsageDelta {
+    let units = i64::from(units);
+    UsageDelta { used: units, transaction_scan: units, ..UsageDelta::default() }
 }
 
 /// A refund without a reservation of this key's (`refund` is `release` + `refunded`).

@@ -26,17 +26,22 @@ use std::sync::Arc;
 use base64::Engine as _;
 
 use super::{json_bytes, Endpoints};
-use crate::api::json::{parse_body, ScanRequest};
+use crate::api::json::{parse_body, ScanRequest, Scanned};
 use crate::api::ApiError;
+use crate::engine::policy::Policy;
 use crate::guard::GuardOptions;
 use crate::http::ApiResponse;
 use crate::jobs::admission::AdmitError;
 use crate::labels::domains::Origin;
+use crate::labels::Labels;
+use crate::ledger::read::SequenceMode;
 use crate::ledger::transaction::message::Parsed;
+use crate::ledger::transaction::Decoded;
 use crate::limits::quota::{period_end_ms, Operation, QuotaExhausted, ReleaseCause, Reservation};
 use crate::pubkey::Pubkey;
 use crate::scan::lane::LaneError;
 use crate::scan::report::{self, GuardRequest, Inputs, ScanReport};
+use crate::scan::sequence::{self, SequenceInputs, SequenceReport};
 use crate::scan::{self, ScanError};
 use crate::signing::{ReportType, SIGNATURE_MEMBER};
 use crate::store::{Charged, StoreResult, UnitCharge};
@@ -57,6 +62,16 @@ fn scan_error(e: ScanError) -> ApiError {
     }
 }
 
+/// A refusal of the sequence's `i`-th transaction, naming it.
+fn at(i: usize, e: ApiError) -> ApiError {
+    match e {
+        ApiError::InvalidTransaction { message } => {
+            ApiError::InvalidTransaction { message: format!("transactions[{i}]: {message}") }
+        }
+        other => other,
+    }
+}
+
 fn lane_error(e: LaneError) -> ApiError {
     match e {
         LaneError::Busy | LaneError::Stopped => ApiError::ServiceBusy,
@@ -73,24 +88,39 @@ fn lane_error(e: LaneError) -> ApiError {
     }
 }
 
-/// A reserved quota unit, given back when dropped unless it was charged: every early return
-/// and a client that hangs up mid-scan (hyper drops the handler's future) release it.
-struct ReservedUnit<'k> {
+/// A scan's reserved quota units (one per transaction), given back when dropped unless they
+/// were charged: every early return and a client that hangs up mid-scan (hyper drops the
+/// handler's future) release them.
+struct ReservedUnits<'k> {
     key: &'k crate::auth::table::KeyEntry,
-    reservation: Option<Reservation>,
+    reservations: Vec<Reservation>,
     /// Set once the charge was sent to the store (etcd, or this tick's group write): from then
     /// on it may be counted, so a drop (the client hung up meanwhile) settles it as used, not free.
     sent: bool,
 }
 
-impl ReservedUnit<'_> {
-    /// The unit, now charged durably: settled in memory as used.
+impl<'k> ReservedUnits<'k> {
+    /// `units` reserved on `key`, all or none (429 when the key has fewer left).
+    fn reserve(key: &'k crate::auth::table::KeyEntry, units: usize, now_ms: u64) -> Result<Self, ApiError> {
+        let mut reserved = ReservedUnits { key, reservations: Vec::with_capacity(units), sent: false };
+        for _ in 0..units {
+            // A refusal drops `reserved`, which gives back the units reserved so far.
+            let reservation = key
+                .quota
+                .reserve(Operation::TransactionScan, now_ms)
+                .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
+            reserved.reservations.push(reservation);
+        }
+        Ok(reserved)
+    }
+
+    /// The units, now charged durably: settled in memory as used.
     fn commit(mut self) {
         self.settle_used();
     }
 
     fn settle_used(&mut self) {
-        if let Some(reservation) = self.reservation.take() {
+        for reservation in self.reservations.drain(..) {
             if let Err(e) = self.key.quota.commit(reservation) {
                 tracing::warn!(error = %e, "a scan's quota unit could not be settled in memory");
             }
@@ -98,12 +128,12 @@ impl ReservedUnit<'_> {
     }
 }
 
-impl Drop for ReservedUnit<'_> {
+impl Drop for ReservedUnits<'_> {
     fn drop(&mut self) {
         if self.sent {
             return self.settle_used();
         }
-        if let Some(reservation) = self.reservation.take() {
+        for reservation in self.reservations.drain(..) {
             if let Err(e) = self.key.quota.release(reservation, ReleaseCause::NotAdmitted) {
                 tracing::warn!(error = %e, "a scan's quota unit could not be released");
             }
@@ -122,7 +152,6 @@ fn transaction_bytes(text: &str) -> Result<Vec<u8>, ApiError> {
 impl Endpoints<'_> {
     pub async fn scan_transaction(&self) -> Result<ApiResponse, ApiError> {
         let body: ScanRequest = parse_body(self.request)?;
-        let bytes = transaction_bytes(&body.transaction)?;
         let asked = match &body.signer {
             Some(text) => {
                 Some(Pubkey::parse(text).map_err(|reason| ApiError::InvalidAddress { field: "signer", reason })?)
@@ -140,31 +169,87 @@ impl Endpoints<'_> {
             })?),
             None => None,
         };
+        match &body.scanned {
+            Scanned::One(text) => self.scan_one(text, asked, origin.as_ref(), body.guards).await,
+            Scanned::Sequence { transactions, mode } => {
+                self.scan_sequence(transactions, *mode, asked, origin.as_ref()).await
+            }
+        }
+    }
+
+    /// One transaction (`transaction`): one unit, signed `xray.scan.v2` (`v3` with guards).
+    async fn scan_one(
+        &self,
+        text: &str,
+        asked: Option<Pubkey>,
+        origin: Option<&Origin>,
+        guards: Option<GuardOptions>,
+    ) -> Result<ApiResponse, ApiError> {
+        let bytes = transaction_bytes(text)?;
         let parsed = scan::parse(&bytes).map_err(scan_error)?;
         let signer = scan::signer(&parsed, asked).map_err(scan_error)?;
         self.check_accepting()?;
-        let key = &self.caller.key;
-        let now_ms = self.caller.now_ms;
-        let reservation = key
-            .quota
-            .reserve(Operation::TransactionScan, now_ms)
-            .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
-        let unit = ReservedUnit { key, reservation: Some(reservation), sent: false };
-        let report = self.scan(&parsed, &bytes, signer, origin.as_ref(), body.guards).await?;
+        let units = ReservedUnits::reserve(&self.caller.key, 1, self.caller.now_ms)?;
+        let report = self.scan(&parsed, &bytes, signer, origin, guards).await?;
         // A scan asked with guards signs them too (`xray.scan.v3`).
         let report_type = if report.guards.is_some() { ReportType::GuardedScan } else { ReportType::Scan };
-        // Signed as answered, over every member of its `data` (`signing::SCAN_COVERS`: its
-        // time and request id among them) and its type: one canonical serialization is both
-        // the signed message and the body (its members in the report's order).
-        let canonical = crate::signing::canonical::to_canonical(&report).map_err(|e| ApiError::internal(&e))?;
+        self.signed_and_charged(&report, report_type, units).await
+    }
+
+    /// Several transactions run in order on one state (`transactions`, `mode`): one unit each,
+    /// signed `xray.scan_sequence.v1`. Each must be signed by the scan's signer (asked, or the
+    /// first's fee payer); a refusal names the transaction (`transactions[i]: …`).
+    async fn scan_sequence(
+        &self,
+        texts: &[String],
+        mode: SequenceMode,
+        asked: Option<Pubkey>,
+        origin: Option<&Origin>,
+    ) -> Result<ApiResponse, ApiError> {
+        let bytes = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| transaction_bytes(text).map_err(|e| at(i, e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let parsed = bytes
+            .iter()
+            .enumerate()
+            .map(|(i, b)| scan::parse(b).map_err(|e| at(i, scan_error(e))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let first = parsed.first().ok_or(ApiError::InvalidRequest {
+            field: "transactions",
+            message: "transactions must hold at least one transaction",
+        })?;
+        let signer = scan::signer(first, asked).map_err(scan_error)?;
+        for (index, p) in parsed.iter().enumerate() {
+            scan::signer(p, Some(signer))
+                .map_err(|_| ApiError::SequenceSigner { signer: signer.to_string(), index })?;
+        }
+        self.check_accepting()?;
+        let units = ReservedUnits::reserve(&self.caller.key, parsed.len(), self.caller.now_ms)?;
+        let report = self.sequence(&parsed, &bytes, signer, mode, origin).await?;
+        self.signed_and_charged(&report, ReportType::ScanSequence, units).await
+    }
+
+    /// The answer: `report` signed as answered, over every member of its `data` (its type's
+    /// covers: its time and request id among them) — one canonical serialization is both the
+    /// signed message and the body (its members in the report's order) — once its units are
+    /// charged.
+    async fn signed_and_charged<R: serde::Serialize>(
+        &self,
+        report: &R,
+        report_type: ReportType,
+        units: ReservedUnits<'_>,
+    ) -> Result<ApiResponse, ApiError> {
+        let canonical = crate::signing::canonical::to_canonical(report).map_err(|e| ApiError::internal(&e))?;
         // Batched with the scans this thread answers in the same tick (`signing::batch`).
         let signature = self.app.signer.sign_canonical(report_type, &canonical).await;
         let signature = signature.map_err(|e| ApiError::internal(&e))?;
         let body = canonical.wrapped("data", SIGNATURE_MEMBER, &json_bytes(&signature)?);
-        // Every answered scan is one unit, whatever the ledger's reads came to (the answer
-        // says how they went): a waiver would be a free scan a client could cause at will,
-        // naming accounts too large to read in time.
-        self.charged(unit).await?;
+        // Every answered scan is charged, whatever the ledger's reads came to (the answer says
+        // how they went): a waiver would be a free scan a client could cause at will, naming
+        // accounts too large to read in time.
+        self.charged(units).await?;
         Ok(ApiResponse::json(200, body))
     }
 
@@ -179,21 +264,14 @@ impl Endpoints<'_> {
     ) -> Result<ScanReport, ApiError> {
         let lane = &self.app.scan;
         let account = self.account();
-        let tables = scan::lookup_tables(parsed);
-        let tables = match tables.is_empty() {
-            true => Vec::new(),
-            false => lane.tables(account, tables).await.map_err(lane_error)?,
-        };
-        let decoded = scan::decode(parsed, &tables).map_err(scan_error)?;
+        let decoded = self.decoded(parsed).await?;
         let accounts = scan::accounts_to_read(&decoded, &signer);
         let history_of = scan::counterparties::wanted(&decoded, &signer).then_some(signer);
         let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
         // A heavy scan on a memory-resident source took the listener thread longer than one
         // token's worth: the key's rate limit pays for it (its quota unit stays one).
-        self.caller.key.rate.charge(lane.extra_tokens(&observed), self.caller.now_ns);
-        // The account's allow- and deny-list, overrides and sweep thresholds apply to the
-        // findings as to its analyses (one read: the report names that policy's version).
-        let (labels, policy) = (self.app.labels.current(), self.app.admission.policies().policy(account));
+        self.caller.key.rate.charge(lane.extra_tokens(observed.here_us), self.caller.now_ns);
+        let (labels, policy) = self.judged_by();
         let labels = policy.labels(&labels);
         let signatures = scan::signatures::check(parsed, bytes);
         let message_sha256 = scan::signatures::message_sha256(parsed, bytes);
@@ -217,27 +295,105 @@ impl Endpoints<'_> {
         Ok(report::build(&inputs))
     }
 
+    /// The message with its lookup tables read through the lane (cached briefly) and decoded.
+    async fn decoded(&self, parsed: &Parsed) -> Result<Decoded, ApiError> {
+        let tables = scan::lookup_tables(parsed);
+        let tables = match tables.is_empty() {
+            true => Vec::new(),
+            false => self.app.scan.tables(self.account(), tables).await.map_err(lane_error)?,
+        };
+        scan::decode(parsed, &tables).map_err(scan_error)
+    }
+
+    /// The labels in force and the account's policy that judge its scans: its allow- and
+    /// deny-list (`Policy::labels` lays them over the labels), overrides and sweep thresholds
+    /// apply to the findings as to its analyses (one read: the report names that policy's
+    /// version).
+    fn judged_by(&self) -> (Arc<Labels>, Arc<Policy>) {
+        (self.app.labels.current(), self.app.admission.policies().policy(self.account()))
+    }
+
+    /// The reads and report of a sequence: each transaction decoded, the accounts of them all
+    /// (the signer first, at most `MULTIPLE_ACCOUNTS_LEN_MAX`) read before the first and the
+    /// transactions run in order on one state through the lane, then `sequence::build`.
+    async fn sequence(
+        &self,
+        parsed: &[Parsed],
+        bytes: &[Vec<u8>],
+        signer: Pubkey,
+        mode: SequenceMode,
+        origin: Option<&Origin>,
+    ) -> Result<SequenceReport, ApiError> {
+        let mut decoded = Vec::with_capacity(parsed.len());
+        for (i, p) in parsed.iter().enumerate() {
+            decoded.push(self.decoded(p).await.map_err(|e| at(i, e))?);
+        }
+        let own: Vec<Vec<Pubkey>> = decoded.iter().map(|d| scan::accounts_to_read(d, &signer)).collect();
+        let accounts = scan::sequence_accounts(&own);
+        // Each transaction answers the post-state of its accounts among those read.
+        let own: Vec<Vec<Pubkey>> =
+            own.into_iter().map(|a| a.into_iter().filter(|x| accounts.contains(x)).collect()).collect();
+        let history_of = decoded.iter().any(|d| scan::counterparties::wanted(d, &signer)).then_some(signer);
+        let items = bytes.iter().cloned().zip(own.iter().cloned()).collect();
+        let lane = &self.app.scan;
+        let observed = lane
+            .observe_sequence(self.account(), items, mode, accounts.clone(), history_of)
+            .await
+            .map_err(lane_error)?;
+        self.caller.key.rate.charge(lane.extra_tokens(observed.here_us), self.caller.now_ns);
+        let (labels, policy) = self.judged_by();
+        let labels = policy.labels(&labels);
+        let checks: Vec<_> = parsed.iter().zip(bytes).map(|(p, b)| scan::signatures::check(p, b)).collect();
+        let digests: Vec<_> = parsed.iter().zip(bytes).map(|(p, b)| scan::signatures::message_sha256(p, b)).collect();
+        let items: Vec<sequence::Item<'_>> = (0..parsed.len())
+            .map(|i| sequence::Item {
+                decoded: &decoded[i],
+                accounts: &own[i],
+                signatures: &checks[i],
+                message_sha256: &digests[i],
+            })
+            .collect();
+        Ok(sequence::build(&SequenceInputs {
+            items: &items,
+            mode,
+            signer,
+            accounts: &accounts,
+            observed: &observed,
+            labels: &labels,
+            policy: policy.reference(),
+            overrides: policy.severities(),
+            sweep: policy.sweep_thresholds(),
+            origin,
+            account: self.account(),
+            scanned_at_ms: self.caller.now_ms,
+            request_id: self.request.request_id.as_str(),
+        }))
+    }
+
     /// The embedded store's charge, written with the other scans this thread answers in the
     /// same tick: one durable write for all of them (`tick_group`), each still charged before
     /// its answer leaves.
-    async fn charged_in_tick(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
+    async fn charged_in_tick(&self, unit: UnitCharge) -> StoreResult<Charged> {
         let store = &self.app.store;
         let owner = Arc::as_ptr(store).cast::<()>() as usize;
-        let unit = UnitCharge { key_id: key_id.to_owned(), period_start_ms, limit };
         tick_group::join(&OPEN_CHARGES, owner, CHARGES_PER_WRITE_MAX, unit, |units| store.charge_now_each(&units)).await
     }
 
-    /// Charges the unit durably (the store; on a cluster, etcd at the shared limit).
-    async fn charged(&self, mut unit: ReservedUnit<'_>) -> Result<(), ApiError> {
+    /// Charges the units durably, together (the store; on a cluster, etcd at the shared limit).
+    async fn charged(&self, mut unit: ReservedUnits<'_>) -> Result<(), ApiError> {
         let key = &self.caller.key;
-        let period_start_ms = unit.reservation.as_ref().map_or(0, |r| r.period_start_ms);
+        let period_start_ms = unit.reservations.first().map_or(0, |r| r.period_start_ms);
+        let units = u32::try_from(unit.reservations.len()).unwrap_or(u32::MAX);
         let (key_id, limit) = (key.id().as_str(), key.quota.limit());
         // Sent: from here a hang-up settles the unit as used (etcd, or this tick's group
         // write, may count it whether or not this future is still there to see it).
         unit.sent = true;
         let charged = match self.app.admission.cluster() {
-            Some(etcd) => etcd.charge_now_async(key_id.to_owned(), period_start_ms, limit).await,
-            None => self.charged_in_tick(key_id, period_start_ms, limit).await,
+            Some(etcd) => etcd.charge_now_async(key_id.to_owned(), period_start_ms, limit, units).await,
+            None => {
+                let charge = UnitCharge { key_id: key_id.to_owned(), period_start_ms, limit, units };
+                self.charged_in_tick(charge).await
+            }
         };
         if charged.is_err() {
             // Not charged as far as this node can tell (etcd's count is read back with the

@@ -161,8 +161,9 @@ impl EtcdStore {
     }
 
     /// `Store::charge_now`, awaited on any executor (a listener thread's scan).
-    pub fn charge_now_async(&self, key_id: String, period_start_ms: u64, limit: u64) -> Reply<Charged> {
-        self.call(|db| async move { db.charge_now(key_id, period_start_ms, limit).await })
+    /// `units` of one key charged together, all or none, within `limit`.
+    pub fn charge_now_async(&self, key_id: String, period_start_ms: u64, limit: u64, units: u32) -> Reply<Charged> {
+        self.call(|db| async move { db.charge_now(key_id, period_start_ms, limit, units).await })
     }
 
     pub fn usage_async(&self, key_id: String, period_start_ms: u64) -> Reply<UsageRecord> {
@@ -336,7 +337,12 @@ impl Store for EtcdStore {
 
     fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
         let key_id = key_id.to_owned();
-        self.run(|db| async move { db.charge_now(key_id, period_start_ms, limit).await })
+        self.run(|db| async move { db.charge_now(key_id, period_start_ms, limit, 1).await })
+    }
+
+    fn charge_now_units(&self, key_id: &str, period_start_ms: u64, limit: u64, units: u32) -> StoreResult<Charged> {
+        let key_id = key_id.to_owned();
+        self.run(|db| async move { db.charge_now(key_id, period_start_ms, limit, units).await })
     }
 
     fn live_jobs(

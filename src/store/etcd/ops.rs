@@ -849,18 +849,25 @@ impl Db {
 
     /// One unit of a synchronous operation (see `Store::charge_now`): compare-and-swapped on
     /// the usage record, refused when `used + reserved` already reached `limit`.
-    pub async fn charge_now(&self, key_id: String, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
+    /// `units` charged together, all or none, within `limit`.
+    pub async fn charge_now(
+        &self,
+        key_id: String,
+        period_start_ms: u64,
+        limit: u64,
+        units: u32,
+    ) -> StoreResult<Charged> {
         check_id("key id", &key_id)?;
         let key = self.layout.usage(&key_id, period_start_ms);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         for _ in 0..ETCD_CAS_ATTEMPTS_MAX {
             let read = self.read_one(key.clone()).await?;
             let usage = read.usage()?;
-            if usage.used.saturating_add(usage.reserved) >= limit {
+            if usage.used.saturating_add(usage.reserved).saturating_add(i64::from(units)) > limit {
                 return Ok(Charged::Exhausted { usage });
             }
             let mut next = usage;
-            next.add(&usage::charge_now());
+            next.add(&usage::charge_now_units(units));
             let write = UsageWrite { read, next };
             let txn = Txn::new().when(vec![write.read.unchanged()]).and_then(vec![write.put()]);
             if self.txn(txn).await?.succeeded() {

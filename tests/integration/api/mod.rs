@@ -17,6 +17,7 @@ mod limits;
 mod openapi;
 mod policy;
 mod scan;
+mod sequences;
 pub mod readme;
 mod scopes;
 mod signing;

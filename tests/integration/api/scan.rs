@@ -98,6 +98,9 @@ fn expected() -> Vec<Case> {
             vec!["sol", "token", "sol_sent", "token_sent", "token_owner_change"],
         ),
         ("lookalike-send", "malicious", vec![("lookalike_recipient", Some(0))], vec!["sol", "sol_sent"]),
+        // Each half of a split drain alone is a payment (`api::sequences` judges them together).
+        ("split-drain-1", "benign", vec![], vec!["sol", "sol_sent"]),
+        ("split-drain-2", "benign", vec![], vec!["sol", "sol_sent"]),
     ]
 }
 

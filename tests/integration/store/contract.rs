@@ -627,8 +627,12 @@ pub fn a_synchronous_unit_is_charged_at_once_beside_reservations(store: &dyn Sto
     assert!(store.charge_now("", PERIOD_MS, 10).is_err(), "an empty key id is refused");
     // A tick's units in one call: each answered, in order; one the store refuses does not
     // take the others with it.
-    let unit =
-        |key_id: &str| xray::store::UnitCharge { key_id: key_id.to_owned(), period_start_ms: PERIOD_MS, limit: 10 };
+    let unit = |key_id: &str| xray::store::UnitCharge {
+        key_id: key_id.to_owned(),
+        period_start_ms: PERIOD_MS,
+        limit: 10,
+        units: 1,
+    };
     let answers = store.charge_now_each(&[unit(KEY_ID), unit(""), unit(KEY_ID), unit(KEY_ID)]);
     let done: Vec<bool> = answers.iter().map(|a| matches!(a, Ok(xray::store::Charged::Done { .. }))).collect();
     assert_eq!(done, [true, false, true, true], "{answers:?}");
