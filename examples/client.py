@@ -25,16 +25,23 @@ the verdict (``benign``, ``warning`` or ``malicious``), the findings, the effect
 and the simulation's outcome. The answer is synchronous; each ``200`` costs one quota unit, a
 refusal nothing, so a ``429`` or ``503`` is retried after ``Retry-After`` (a lost answer is not:
 the scan may have been charged). ``--signer`` scans for another signer than the fee payer.
+Given several transactions (up to five, in the order they would run; ``-`` reads one base64 a
+line) or ``--mode sequence|bundle``, it scans them as a sequence (``transactions``): run in order
+on one state, each judged in its place and the whole on the signer's cumulative effects, one
+quota unit per transaction; it prints the verdict, the whole's findings and effects, what
+applied, and each transaction's verdict and simulation. ``--signer`` must then sign every one.
 
   xray ledger demo-tx drain | python3 examples/client.py --api http://127.0.0.1:8080 \\
       --key svc_live_... scan -
+  python3 examples/client.py --api http://127.0.0.1:8080 --key svc_live_... scan --mode bundle \\
+      "$(xray ledger demo-tx approve)" "$(xray ledger demo-tx drain)"
 
 Verifying a signed report (``verify``): every READY analysis and comparison (and every scan)
 carries ``data.signature`` (a monitor's event carries ``signature`` in the event object) (``keyId``, ``alg`` EdDSA, ``canon`` JCS, ``type``, ``covers``,
 ``value``), an Ed25519 signature over the RFC 8785 canonical JSON of the members of ``data``
 that ``covers`` names plus a member ``"type"`` holding the signature's type. ``verify`` reads a
 saved report (a poll's, webhook's or scan's body, or its ``data``) and the type you expect it to
-be — ``--type analysis|comparison|scan|monitor_event`` (or ``xray.analysis.v1`` …; an event: its
+be — ``--type analysis|comparison|scan|scan_sequence|monitor_event`` (or ``xray.analysis.v1`` …; an event: its
 webhook body ``{"data": {"event": …}}``, or one event of its page), required: a report cannot
 be trusted to say what it is — takes the key set from ``--keys FILE`` or fetches
 ``<api>/.well-known/xray-keys.json`` (no API key), and checks that ``type`` is the expected one
@@ -42,12 +49,15 @@ and ``covers`` exactly that type's members before it checks the signature. A sca
 types: ``--type scan`` (``xray.scan.v2``) accepts either ``xray.scan.v2`` or ``xray.scan.v3`` (a
 scan asked with ``guards``: its members and ``guards``), the signature's type among the two
 fixing the exact covers, and never another type; ``--type xray.scan.v3`` accepts a guarded scan
-only. A scan (either type) can then be bound to the request that asked for it, each option checked
+only; ``--type scan_sequence`` (``xray.scan_sequence.v1``) is a sequence scan's answer, never a
+scan, as a scan is never one. A scan (either type) can then be bound to the request that asked for it, each option checked
 against a signed member: ``--transaction BASE64|@FILE`` (what was scanned, signed since or not:
 the SHA-256 of its message — the bytes after its signatures — must be
 ``transaction.messageSha256``), ``--account acct_…`` (``account``: the key's account) and
 ``--origin HOST`` (``origin``: the host the scan judged; ``--origin none`` when the scan was sent
-no origin). It prints ``{"verified": true, "keyId": …, "type": …, "data": {…}}`` (``type``: the
+no origin); a sequence scan with ``--transactions B64,B64,…|@FILE`` (one base64 a line, in the
+order sent) instead of ``--transaction``: the signed ``transactions`` must have exactly as many
+items, item *i*'s ``transaction.messageSha256`` the digest of transaction *i*'s message. It prints ``{"verified": true, "keyId": …, "type": …, "data": {…}}`` (``type``: the
 type it verified, the signature's), where ``data`` holds the signed members only: read those, not the file, which may carry members nobody signed;
 or, refused (exit 1), ``{"verified": false, "reason": …, "detail": …, "keyId": null, …}``,
 ``reason`` the first of these that applies, in this order: ``malformed`` (the report or key set
@@ -55,7 +65,7 @@ is not JSON or not their shape — an unsigned report too — or the transaction
 transaction), ``unknown_key`` (no published key has its ``keyId``: another server's),
 ``wrong_type``, ``covers_mismatch`` (``covers`` edited, or a covered member gone; or a scan
 signed ``xray.scan.v2`` whose ``data`` carries ``guards``, which that type does not cover),
-``bad_signature`` (something signed changed), then a scan's ``digest_mismatch``,
+``bad_signature`` (something signed changed), then a scan's (or sequence scan's) ``digest_mismatch``,
 ``account_mismatch``, ``origin_mismatch`` (README, "Signed reports"). A binding option with
 another type is a usage error (exit 2). Integers past ±(2^53 − 1) are canonicalized as doubles,
 as JCS prescribes. It needs the ``cryptography`` and ``rfc8785`` packages (``pip install -r
@@ -64,6 +74,8 @@ tests/signing/requirements.txt``); the other commands use the standard library o
   python3 examples/client.py --api http://127.0.0.1:8080 verify --type analysis report.json
   python3 examples/client.py --api http://127.0.0.1:8080 verify --type scan scan.json \\
       --transaction @tx.b64 --account acct_... --origin none
+  python3 examples/client.py --api http://127.0.0.1:8080 verify --type scan_sequence sequence.json \\
+      --transactions @txs.b64 --account acct_... --origin none
 
 A test (``tests/integration/api/webhooks.rs``) runs it against the real server, and
 ``loadtest/flows.sh`` (in ``make test``) its scan, so it cannot rot. Every wait is bounded
@@ -114,18 +126,29 @@ REPORT_COVERS = {
         "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
         "simulation", "counterparties", "engineVersions", "policy", "guards", "scannedAt", "requestId",
     ),
+    # A sequence scan (``transactions``): each transaction's verdict, transaction (its
+    # messageSha256), findings, effects, instructions and simulation inside ``transactions``.
+    "xray.scan_sequence.v1": (
+        "verdict", "signer", "mode", "transactions", "findings", "effects", "applied", "counterparties",
+        "engineVersions", "policy", "origin", "account", "scannedAt", "requestId",
+    ),
     "xray.monitor_event.v1": ("id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"),
 }
 # A scan's two types: expecting ``xray.scan.v2`` (``--type scan``) accepts either, the signature's
 # type picking its covers; expecting ``xray.scan.v3`` accepts a guarded scan only.
 SCAN_TYPES = ("xray.scan.v2", "xray.scan.v3")
+# A sequence scan's answer: neither scan type, nor they it.
+SEQUENCE_TYPE = "xray.scan_sequence.v1"
 # ``verify --type`` short names.
 REPORT_TYPES = {
     "analysis": "xray.analysis.v1", "comparison": "xray.comparison.v1", "scan": "xray.scan.v2",
-    "monitor_event": "xray.monitor_event.v1",
+    "scan_sequence": SEQUENCE_TYPE, "monitor_event": "xray.monitor_event.v1",
 }
-# What a scan's answer can be bound to (``verify_report``'s ``binding``).
+# What a scan's answer can be bound to (``verify_report``'s ``binding``), and a sequence scan's.
 BINDING_MEMBERS = ("transaction", "account", "origin")
+SEQUENCE_BINDING_MEMBERS = ("transactions", "account", "origin")
+# The most transactions a sequence scan takes.
+SEQUENCE_TRANSACTIONS_MAX = 5
 # A batched signature (scans): the type of the envelope it signs, and the longest path read.
 BATCH_TYPE = "xray.batch.v1"
 BATCH_PATH_STEPS_MAX = 16
@@ -192,8 +215,12 @@ def verify_report(data, key_set, expected_type, binding=None):
     given checked once the signature is: ``transaction`` (what was scanned, bytes or base64,
     signed since or not: ``message_sha256`` of it is ``transaction.messageSha256``, else
     ``digest_mismatch``), ``account`` (``acct_…``, else ``account_mismatch``) and ``origin``
-    (the host the scan judged, ``None`` for no origin, else ``origin_mismatch``). A scan's
-    message digest is the only digest a report binds: an analysis or comparison has none."""
+    (the host the scan judged, ``None`` for no origin, else ``origin_mismatch``). A sequence
+    scan (``xray.scan_sequence.v1``, never a scan nor a scan one) is bound with
+    ``transactions`` instead of ``transaction``: the list sent, in order — the signed
+    ``transactions`` must have exactly as many items, item *i*'s ``transaction.messageSha256``
+    the digest of transaction *i*'s message, else ``digest_mismatch``. A scan's message digests
+    are the only digests a report binds: an analysis or comparison has none."""
     import rfc8785
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -217,17 +244,28 @@ def verify_report(data, key_set, expected_type, binding=None):
     if expected_type not in REPORT_COVERS:
         raise ReportRefused("malformed", f"{expected_type} is no report type")
     binding = {} if binding is None else binding
-    # A key no binding has (a misspelt "acount") would silently check nothing.
-    if not isinstance(binding, dict) or any(name not in BINDING_MEMBERS for name in binding):
-        raise ReportRefused("malformed", f"a binding has only {', '.join(BINDING_MEMBERS)}")
-    if binding and expected_type not in SCAN_TYPES:
-        raise ReportRefused("malformed", f"a binding applies to a scan ({', '.join(SCAN_TYPES)}) only")
-    held_digest = None
+    # A key no binding has (a misspelt "acount", a scan's "transaction" for a sequence's
+    # "transactions") would silently check nothing.
+    members = SEQUENCE_BINDING_MEMBERS if expected_type == SEQUENCE_TYPE else BINDING_MEMBERS
+    if not isinstance(binding, dict) or any(name not in members for name in binding):
+        raise ReportRefused("malformed", f"a binding of {expected_type} has only {', '.join(members)}")
+    if binding and expected_type not in (*SCAN_TYPES, SEQUENCE_TYPE):
+        raise ReportRefused("malformed", f"a binding applies to a scan ({', '.join(SCAN_TYPES)}) or a sequence scan only")
+    held_digest = held_digests = None
     if "transaction" in binding:
         try:
             held_digest = message_sha256(binding["transaction"])
         except ValueError as error:
             raise ReportRefused("malformed", f"the transaction held: {error}") from None
+    if "transactions" in binding:
+        if not isinstance(binding["transactions"], list):
+            raise ReportRefused("malformed", "the transactions held are not a list")
+        held_digests = []
+        for i, transaction in enumerate(binding["transactions"]):
+            try:
+                held_digests.append(message_sha256(transaction))
+            except ValueError as error:
+                raise ReportRefused("malformed", f"transaction {i} held: {error}") from None
     signature = data.get("signature") if isinstance(data, dict) else None
     if not isinstance(signature, dict):
         raise ReportRefused("malformed", "no data.signature (an unsigned report, or no report)")
@@ -295,6 +333,16 @@ def verify_report(data, key_set, expected_type, binding=None):
         signed = covered["transaction"].get("messageSha256") if isinstance(covered["transaction"], dict) else None
         if held_digest != signed:
             raise ReportRefused("digest_mismatch", "the scan judged another transaction message")
+    if held_digests is not None:
+        # Exactly as many transactions judged as held, each message in its place.
+        items = covered["transactions"]
+        if not isinstance(items, list) or len(items) != len(held_digests):
+            count = len(items) if isinstance(items, list) else "no list of"
+            raise ReportRefused("digest_mismatch", f"the sequence judged {count} transactions, not the {len(held_digests)} held")
+        for i, (item, held) in enumerate(zip(items, held_digests)):
+            transaction = item.get("transaction") if isinstance(item, dict) else None
+            if not isinstance(transaction, dict) or transaction.get("messageSha256") != held:
+                raise ReportRefused("digest_mismatch", f"the sequence judged another message as transaction {i}")
     if "account" in binding and covered["account"] != binding["account"]:
         raise ReportRefused("account_mismatch", f"the scan was asked by {covered['account']}")
     if "origin" in binding and covered["origin"] != binding["origin"]:
@@ -413,8 +461,11 @@ class Api:
 
     def scan(self, transaction, deadline, signer=None):
         """Scans a transaction (base64) before it is signed: the answer's ``data``."""
+        return self.scan_body({"transaction": transaction}, deadline, signer)
+
+    def scan_body(self, body, deadline, signer=None):
+        """Posts a scan's ``body`` (one transaction or a sequence): the answer's ``data``."""
         url = f"{self.base}/v1/developer/intelligence/transaction"
-        body = {"transaction": transaction}
         if signer:
             body["signer"] = signer
         for attempt in range(RETRIES_MAX + 1):
@@ -430,6 +481,13 @@ class Api:
                 raise SystemExit(f"scan refused: {status} {answer}")
             time.sleep(wait_s)
         raise SystemExit("scan: retries exhausted")
+
+    def scan_sequence(self, transactions, deadline, signer=None, mode=None):
+        """Scans several transactions (base64, in order) run on one state: the answer's ``data``."""
+        body = {"transactions": transactions}
+        if mode:
+            body["mode"] = mode
+        return self.scan_body(body, deadline, signer)
 
     def wait_finished(self, poll_url, deadline):
         while time.monotonic() < deadline:
@@ -476,6 +534,26 @@ def scan_summary(data):
     }
 
 
+def sequence_summary(data):
+    """A sequence's verdict, what the whole does (its findings and the signer's cumulative
+    effects), what applied, and each transaction's verdict and simulation."""
+    return {
+        "verdict": data["verdict"],
+        "signer": data["signer"],
+        "mode": data["mode"],
+        "findings": [
+            {"severity": f["severity"], "kind": f["kind"], "title": f["title"]} for f in data["findings"]
+        ],
+        "effects": data["effects"],
+        "applied": data["applied"],
+        "transactions": [
+            {"index": t["index"], "verdict": t["verdict"], "findings": [f["kind"] for f in t["findings"]],
+             "simulation": t["simulation"]["status"]}
+            for t in data["transactions"]
+        ],
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--api", help="service root, e.g. http://127.0.0.1:8080")
@@ -486,8 +564,19 @@ def main():
     parser.add_argument("--timeout-s", type=int, default=60)
     commands = parser.add_subparsers(dest="command")
     scan = commands.add_parser("scan", help="scan an unsigned transaction before signing it")
-    scan.add_argument("transaction", help="the serialized transaction, base64 (- reads it from stdin)")
-    scan.add_argument("--signer", help="the signer to scan for (default: the fee payer)")
+    scan.add_argument(
+        "transaction",
+        nargs="+",
+        help="the serialized transaction, base64 (- reads it from stdin); several (up to 5, or - with one a "
+        "line): a sequence, run in order on one state",
+    )
+    scan.add_argument("--signer", help="the signer to scan for (default: the fee payer; of a sequence, every one's)")
+    scan.add_argument(
+        "--mode",
+        choices=("sequence", "bundle"),
+        help="scan as a sequence (also of one transaction): sequence (a failed one applies nothing, the next "
+        "runs) or bundle (once one fails, none applies)",
+    )
     verify = commands.add_parser(
         "verify",
         help="verify a saved report's signature as the type you expect; prints its signed members",
@@ -501,15 +590,21 @@ def main():
         required=True,
         choices=sorted(REPORT_TYPES) + sorted(REPORT_COVERS),
         help="what the report must be: analysis (a wallet poll or its webhook), comparison, scan (either "
-        "xray.scan.v2 or, asked with guards, xray.scan.v3), or monitor_event (a monitor's webhook body, or "
-        "one event of its events page) (or the full type, xray.analysis.v1 …; xray.scan.v3: a guarded scan "
-        "only); any other signature type is refused",
+        "xray.scan.v2 or, asked with guards, xray.scan.v3), scan_sequence (a scan of transactions, "
+        "xray.scan_sequence.v1), or monitor_event (a monitor's webhook body, or one event of its events page) "
+        "(or the full type, xray.analysis.v1 …; xray.scan.v3: a guarded scan only); any other signature type "
+        "is refused",
     )
     verify.add_argument("--keys", help="the key set's JSON file (default: fetched from --api)")
     verify.add_argument(
         "--transaction",
         help="a scan only: the transaction scanned, base64 (@FILE: read from FILE), signed since or not; "
         "the signed transaction.messageSha256 must be its message's",
+    )
+    verify.add_argument(
+        "--transactions",
+        help="a sequence scan only: the transactions scanned, in order, base64 separated by commas (@FILE: one "
+        "a line); the signed transactions must be as many, each item's transaction.messageSha256 its message's",
     )
     verify.add_argument("--account", help="a scan only: the signed account must be this one (acct_…)")
     verify.add_argument(
@@ -525,12 +620,22 @@ def main():
                 with open(transaction[1:], encoding="utf-8") as f:
                     transaction = f.read()
             binding["transaction"] = transaction.strip()
+        if args.transactions is not None:
+            if args.transactions.startswith("@"):
+                with open(args.transactions[1:], encoding="utf-8") as f:
+                    binding["transactions"] = [line.strip() for line in f if line.strip()]
+            else:
+                binding["transactions"] = [part.strip() for part in args.transactions.split(",")]
         if args.account is not None:
             binding["account"] = args.account
         if args.origin is not None:
             binding["origin"] = None if args.origin == "none" else args.origin
-        if binding and expected_type not in SCAN_TYPES:
-            parser.error("--transaction, --account and --origin bind a scan only")
+        if binding and expected_type not in (*SCAN_TYPES, SEQUENCE_TYPE):
+            parser.error("--transaction(s), --account and --origin bind a scan or a sequence scan only")
+        if "transaction" in binding and expected_type == SEQUENCE_TYPE:
+            parser.error("a sequence scan is bound with --transactions")
+        if "transactions" in binding and expected_type != SEQUENCE_TYPE:
+            parser.error("--transactions binds a sequence scan (--type scan_sequence) only")
         # Bytes: text that is not UTF-8 is a malformed report, not a crash.
         with open(args.report, "rb") as f:
             text = f.read()
@@ -570,8 +675,16 @@ def main():
     deadline = time.monotonic() + args.timeout_s
     api = Api(args.api, args.key, timeout_s=15)
     if args.command == "scan":
-        transaction = sys.stdin.read().strip() if args.transaction == "-" else args.transaction
-        json.dump(scan_summary(api.scan(transaction, deadline, args.signer)), sys.stdout)
+        transactions = []
+        for given in args.transaction:
+            transactions += sys.stdin.read().split() if given == "-" else [given]
+        if len(transactions) == 1 and args.mode is None:
+            json.dump(scan_summary(api.scan(transactions[0], deadline, args.signer)), sys.stdout)
+        else:
+            if not 1 <= len(transactions) <= SEQUENCE_TRANSACTIONS_MAX:
+                parser.error(f"a sequence is 1 to {SEQUENCE_TRANSACTIONS_MAX} transactions")
+            data = api.scan_sequence(transactions, deadline, args.signer, args.mode)
+            json.dump(sequence_summary(data), sys.stdout)
         print()
         return
     if not args.wallet:

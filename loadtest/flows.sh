@@ -7,8 +7,9 @@
 # SERVICE_BUSY items and their idempotent retries happen. k6 fails the run when its checks
 # (answers' shapes, replays naming the same jobs) pass less than 99 % of the time.
 # Then examples/client.py's scan of the drain (its verdict must be malicious) and
-# loadtest/scan.js: the pre-sign scan of every `xray ledger demo-tx` case in turn, at
-# SCAN_RATE scans/s, each answer checked (200, the case's verdict, a simulation that ran).
+# loadtest/scan.js: the pre-sign scan of every `xray ledger demo-tx` case in turn, and the split
+# drain as a sequence and as a bundle, at SCAN_RATE scans/s, each answer checked (200, the
+# case's verdict, a simulation that ran; a sequence's whole an asset_sweep).
 #
 # Bounded: each mode runs DURATION at RATE flows/s (the scan: SCAN_RATE), then k6's graceful
 # stop (at most 30 s). SMOKE=1 (in `make test`): 2 s per mode at 5 flows/s and 2 s of scans at

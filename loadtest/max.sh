@@ -28,7 +28,8 @@
 #          throttled, and the run fails if any scan is answered other than 200) on `main` — its
 #          ledger reads on the listener thread, in process (the demo source is memory-resident) — of a malicious
 #          (`xray ledger demo-tx drain`) and a benign (`sol-transfer`) transaction, the benign one
-#          also asked with `guards: true`; and the drain
+#          also asked with `guards: true`, and a sequence of three (`transactions`: sol-transfer,
+#          token-transfer, split-drain-2, run in order on one state); and the drain
 #          on `scanrpc`, an `xray serve` whose ledger is a local JSON-RPC server answering after
 #          SCAN_LATENCY_MS [50] ms (the ceiling there is the lane's 64 upstream requests in
 #          flight, two a scan: ~600 scans/s at 50 ms, not the listener).
@@ -230,6 +231,12 @@ measure "POST scan (sol-transfer: benign)" 200 POST "http://127.0.0.1:$MAIN$SCAN
 # The same transaction asked with guards: its Lighthouse assertions and the guarded transaction.
 GUARDED=$(printf '{"transaction":"%s","guards":true}' "$("$BIN/xray" ledger demo-tx sol-transfer)")
 measure "POST scan (sol-transfer, guards)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$GUARDED"
+# Three transactions of the clean wallet run in order on one state (`transactions`: README
+# "Sequences and bundles"), one quota unit each: a SOL and a token transfer, then the second
+# part of the split drain — three simulations, each on what the ones before it left.
+SEQ3=$(printf '{"transactions":["%s","%s","%s"]}' "$("$BIN/xray" ledger demo-tx sol-transfer)" \
+  "$("$BIN/xray" ledger demo-tx token-transfer)" "$("$BIN/xray" ledger demo-tx split-drain-2)")
+measure "POST scan (sequence of 3)" 200 POST "http://127.0.0.1:$MAIN$SCAN_PATH" "$SCANKEY" "$SEQ3"
 # The scan over JSON-RPC: the local server answers every call after SCAN_LATENCY_MS. The lane
 # sends at most 64 upstream requests at once and a scan makes two (pre-state and simulation,
 # concurrently; its signer's history once a minute per wallet), so 64 connections saturate it

@@ -70,8 +70,13 @@ XRAY_SLOW_KEY=$(key_json "$XRAY_BIN" "$WORK/data" ts-slow usage:read --rate-per-
   python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])')
 export XRAY_BASE_URL="http://127.0.0.1:$PORT"
 # base64 transactions of the demo ledger for the scan tests
-export XRAY_DEMO_TX_APPROVE XRAY_DEMO_TX_SOL
+export XRAY_DEMO_TX_APPROVE XRAY_DEMO_TX_SOL XRAY_DEMO_TX_REVOKE XRAY_DEMO_TX_SPLIT_1 XRAY_DEMO_TX_SPLIT_2
 XRAY_DEMO_TX_APPROVE=$("$XRAY_BIN" ledger demo-tx approve)
 XRAY_DEMO_TX_SOL=$("$XRAY_BIN" ledger demo-tx sol-transfer)
+# another wallet's (open_delegation's): a sequence with it and the clean wallet's has no one signer
+XRAY_DEMO_TX_REVOKE=$("$XRAY_BIN" ledger demo-tx revoke)
+# a drain split over two transactions (a sequence scan's whole shows it, neither alone does)
+XRAY_DEMO_TX_SPLIT_1=$("$XRAY_BIN" ledger demo-tx split-drain-1)
+XRAY_DEMO_TX_SPLIT_2=$("$XRAY_BIN" ledger demo-tx split-drain-2)
 
 timeout "$TEST_TIMEOUT_S" node --test --test-reporter=spec build-test/test/*.test.js

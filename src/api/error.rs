@@ -76,6 +76,11 @@ pub enum ApiError {
     InvalidTransaction {
         message: String,
     },
+    /// A transaction of a sequence is not one (400 `INVALID_TRANSACTION`, naming it).
+    InvalidSequenceTransaction {
+        index: usize,
+        message: String,
+    },
     /// The scan's `signer` does not sign the transaction (400 `INVALID_REQUEST`, naming it).
     UnknownSigner {
         signer: String,
@@ -316,6 +321,11 @@ impl ApiError {
                 ErrorCode::InvalidTransaction,
                 format!("transaction: {message}").into(),
                 Details { field: Some("transaction"), ..d() },
+            ),
+            ApiError::InvalidSequenceTransaction { index, message } => (
+                ErrorCode::InvalidTransaction,
+                format!("transactions[{index}]: {message}").into(),
+                Details { field: Some("transactions"), ..d() },
             ),
             ApiError::UnknownSigner { signer } => (
                 ErrorCode::InvalidRequest,

@@ -18,7 +18,8 @@
 use super::ApiError;
 use crate::auth::scope::Scope;
 use crate::config::{
-    BATCH_BODY_BYTES_MAX, BODY_BYTES_MAX, FEEDBACK_SCAN_BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX, WAIT_S_MAX,
+    BATCH_BODY_BYTES_MAX, BODY_BYTES_MAX, FEEDBACK_SCAN_BODY_BYTES_MAX, POLICY_BODY_BYTES_MAX, SCAN_BODY_BYTES_MAX,
+    WAIT_S_MAX,
 };
 use crate::http::Method;
 
@@ -228,12 +229,13 @@ fn match_monitors(rest: &str) -> Option<Route<'_>> {
 }
 
 /// The largest body a request to `path` may carry: the batch's and a monitor's 16 KiB (up to
-/// 100 wallets), a policy's 64 KiB (two lists of 500 addresses), feedback's 128 KiB (a scan's
+/// 100 wallets), a transaction scan's 16 KiB (up to five transactions), a policy's 64 KiB (two lists of 500 addresses), feedback's 128 KiB (a scan's
 /// signed answer sent back; feedback on an analysis keeps 4 KiB, `endpoints::feedback`), else
 /// the contract's 4 KiB (the edge stops reading past it; `api::json` answers the 413).
 pub fn body_bytes_max(path: &str) -> usize {
     match match_path(path) {
         Some(Route::AnalyzeWallets | Route::ListMonitors | Route::GetMonitor { .. }) => BATCH_BODY_BYTES_MAX,
+        Some(Route::ScanTransaction) => SCAN_BODY_BYTES_MAX,
         Some(Route::GetPolicy) => POLICY_BODY_BYTES_MAX,
         Some(Route::ListFeedback) => FEEDBACK_SCAN_BODY_BYTES_MAX,
         _ => BODY_BYTES_MAX,
@@ -391,8 +393,9 @@ mod tests {
     }
 
     #[test]
-    fn only_the_batch_reads_more_than_the_contracts_4_kib() {
+    fn only_the_batch_and_the_scan_read_more_than_the_contracts_4_kib() {
         assert_eq!(body_bytes_max("/v1/developer/intelligence/wallets"), 16 * 1024);
+        assert_eq!(body_bytes_max("/v1/developer/intelligence/transaction"), SCAN_BODY_BYTES_MAX, "a sequence");
         for path in ["/v1/developer/intelligence/wallet", "/v1/developer/intelligence/compare", "/nope", "/healthz"] {
             assert_eq!(body_bytes_max(path), 4096, "{path}");
         }

@@ -578,6 +578,10 @@ pub struct SimulateValue {
     pub accounts: Option<Vec<Option<UiAccount>>>,
     #[serde(default)]
     pub units_consumed: Option<u64>,
+    /// The fee it pays, lamports — paid also when it fails (a node of Agave 2.2 or later
+    /// answers it; the demo always does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fee: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -166,7 +166,7 @@ pub const SCAN_FINDINGS: &[(&str, &str, &str, &str)] = &[
     (
         "asset_sweep",
         "medium for one asset, high for more; critical when an `origin` was sent (a dApp asked) or the transaction also hands an authority away",
-        "the transaction moves at least 90 % of the signer's SOL (net of the fee), or at least 99 % of its balance of a token, to addresses it never dealt with (not a counterparty, not labelled) and the signer gains nothing beyond dust in return — from the simulation's balances, else from the decoded transfers applied to the accounts before; the shares and the dust are the defaults, which the asking account's policy may move (`sweepThresholds`)",
+        "the transaction moves at least 90 % of the signer's SOL (net of the fee), or at least 99 % of its balance of a token, to addresses it never dealt with (not a counterparty, not labelled) and the signer gains nothing beyond dust in return — from the simulation's balances, else from the decoded transfers applied to the accounts before; the shares and the dust are the defaults, which the asking account's policy may move (`sweepThresholds`). In a scan of several transactions (`transactions`) also judged on the whole — the signer's balances from before the first to after the last applied one — and listed in the sequence's own `findings` (its `detail` starts \"Run in order, the N applied transactions together\")",
         "none",
     ),
 ];
@@ -182,10 +182,7 @@ A finding is about the signer: an instruction that moves nothing of the signer's
 none of its authorities yields none. Its `facts` are typed as a signal's: lamports are JSON\n\
 integers under a key that names them (`lamports`), counts and percentages integers, a token\n\
 amount a string of base units (`amount`) beside its `mint` and `decimals` (each when known);\n\
-`reason: \"deny_list\"` marks a finding the account's own deny list causes or raises.\n\
-\n\
-| kind | severity | found when | fixInstructions |\n\
-|---|---|---|---|\n";
+`reason: \"deny_list\"` marks a finding the account's own deny list causes or raises.\n";
 
 const EFFECTS: &str = "`effects` are the signer's changes between the accounts before the transaction\n\
 (`getMultipleAccounts`) and after it (`simulateTransaction`'s post-state): `sol` (the signer's\n\

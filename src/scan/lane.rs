@@ -150,6 +150,9 @@ pub struct ObservedSequence {
     pub pre: Result<WithContext<Vec<Option<UiAccount>>>, String>,
     /// One per transaction, in order.
     pub simulations: Vec<SimulationOutcome>,
+    /// Each transaction after the first simulated by itself on the ledger as it is (the first
+    /// alone is the first in place): what it does if it lands without the ones before it.
+    pub alone: Vec<SimulationOutcome>,
     pub counterparties: CounterpartiesOutcome,
     /// As `Observed::here_us`.
     pub here_us: u64,
@@ -310,15 +313,17 @@ impl Lane {
     }
 
     /// Rate-limit tokens a scan whose reads took `here_us` (`Observed::here_us`) costs beyond
-    /// its first: one per `listener_us_per_token` µs, or part of it, they took on the listener
-    /// thread past the first that many (a memory-resident source simulates there), so a key's
+    /// the `paid` it took (one a transaction): one per `listener_us_per_token` µs, or part of
+    /// it, they took on the listener thread past `paid` that many (a memory-resident source
+    /// simulates there), at most `SCAN_LISTENER_EXTRA_TOKENS_MAX` a transaction — so a key's
     /// heavy scans cost its rate limit what they cost the thread.
-    pub fn extra_tokens(&self, here_us: u64) -> u32 {
+    pub fn extra_tokens(&self, here_us: u64, paid: u32) -> u32 {
         match self.listener_us_per_token {
             0 => 0,
             per_token => {
-                let extra = here_us.saturating_sub(per_token).div_ceil(per_token);
-                u32::try_from(extra.min(SCAN_LISTENER_EXTRA_TOKENS_MAX)).unwrap_or(0)
+                let paid = u64::from(paid.max(1));
+                let extra = here_us.saturating_sub(per_token * paid).div_ceil(per_token);
+                u32::try_from(extra.min(SCAN_LISTENER_EXTRA_TOKENS_MAX * paid)).unwrap_or(0)
             }
         }
     }
@@ -629,14 +634,8 @@ async fn observe(
     deadline: Deadline,
 ) -> Observed {
     let reads = Reads { source, caches, deadline };
-    let simulation = async {
-        match deadline.bound(source.simulate_transaction(transaction, accounts)).await {
-            Some(Ok(simulated)) => outcome(simulated),
-            Some(Err(e)) => SimulationOutcome::Unavailable(e.to_string()),
-            None => SimulationOutcome::TimedOut,
-        }
-    };
-    let (pre, simulation, counterparties) = tokio::join!(reads.pre(accounts), simulation, reads.history(history_of));
+    let (pre, simulation, counterparties) =
+        tokio::join!(reads.pre(accounts), reads.simulation(transaction, accounts), reads.history(history_of));
     Observed { pre, simulation, counterparties, here_us: 0 }
 }
 
@@ -664,6 +663,15 @@ impl Reads<'_> {
     }
 
     /// `history_of`'s counterparties: cached, or read from its recent history.
+    /// One transaction simulated by itself on the ledger as it is.
+    async fn simulation(&self, transaction: &[u8], accounts: &[Pubkey]) -> SimulationOutcome {
+        match self.deadline.bound(self.source.simulate_transaction(transaction, accounts)).await {
+            Some(Ok(simulated)) => outcome(simulated),
+            Some(Err(e)) => SimulationOutcome::Unavailable(e.to_string()),
+            None => SimulationOutcome::TimedOut,
+        }
+    }
+
     async fn history(&self, history_of: Option<Pubkey>) -> CounterpartiesOutcome {
         let Some(wallet) = history_of else { return CounterpartiesOutcome::NotAsked };
         let caches = self.caches;
@@ -688,7 +696,8 @@ impl Reads<'_> {
     }
 
     /// A sequence's reads: every transaction's accounts before the first, the transactions run
-    /// in order on one state (one call, one deadline), the counterparties.
+    /// in order on one state (one call, one deadline), each after the first also alone (at most
+    /// `SEQUENCE_TRANSACTIONS_MAX` - 1 calls, together), the counterparties.
     async fn sequence(
         &self,
         items: &[SequenceItem],
@@ -708,9 +717,10 @@ impl Reads<'_> {
                 None => vec![SimulationOutcome::TimedOut; items.len()],
             }
         };
-        let (pre, simulations, counterparties) =
-            tokio::join!(self.pre(accounts), simulations, self.history(history_of));
-        ObservedSequence { pre, simulations, counterparties, here_us: 0 }
+        let alone = futures_util::future::join_all(items.iter().skip(1).map(|(b, a)| self.simulation(b, a)));
+        let (pre, simulations, alone, counterparties) =
+            tokio::join!(self.pre(accounts), simulations, alone, self.history(history_of));
+        ObservedSequence { pre, simulations, alone, counterparties, here_us: 0 }
     }
 }
 
@@ -844,7 +854,7 @@ mod tests {
         assert!(observed.here_us < 1_000_000, "the thread's CPU time, µs: {}", observed.here_us);
         let extra = |lane: &Lane, observed: &mut Observed, us: u64| {
             observed.here_us = us;
-            lane.extra_tokens(observed.here_us)
+            lane.extra_tokens(observed.here_us, 1)
         };
         let tokens: Vec<u32> =
             [0, 200, 201, 400, 401, 1_000_000].iter().map(|&us| extra(&lane, &mut observed, us)).collect();

@@ -119,20 +119,40 @@ pub fn accounts_to_read(decoded: &Decoded, signer: &Pubkey) -> Vec<Pubkey> {
     out
 }
 
-/// The accounts a sequence's reads cover: each transaction's `accounts_to_read` (the signer
-/// first in each) in order, each once, at most `MULTIPLE_ACCOUNTS_LEN_MAX` (one
-/// `getMultipleAccounts`; the first transaction's always fit whole).
-pub fn sequence_accounts(each: &[Vec<Pubkey>]) -> Vec<Pubkey> {
-    let mut out: Vec<Pubkey> = Vec::new();
-    for account in each.iter().flatten() {
-        if out.len() == MULTIPLE_ACCOUNTS_LEN_MAX {
-            break;
-        }
-        if !out.contains(account) {
-            out.push(*account);
+/// Why a sequence cannot be read whole: the accounts its transactions may write (the signer's
+/// included) exceed one `getMultipleAccounts`.
+pub const SEQUENCE_WRITES_TOO_MANY: &str =
+    "the transactions may write more than 100 accounts together: their effects could not all be read; send fewer";
+
+/// The accounts a sequence's reads cover, at most `MULTIPLE_ACCOUNTS_LEN_MAX` (one
+/// `getMultipleAccounts`): the signer, then every transaction's writable accounts, then their
+/// read-only ones (each transaction's `accounts_to_read`, in order, each once). `Err` when the
+/// writable ones do not all fit: a write left unread could hide what a later transaction does
+/// (read-only accounts past the bound are left out: nothing changes them).
+pub fn sequence_accounts(
+    signer: &Pubkey,
+    decoded: &[Decoded],
+    each: &[Vec<Pubkey>],
+) -> Result<Vec<Pubkey>, &'static str> {
+    let writable = |d: &Decoded, a: &Pubkey| d.resolved.accounts.iter().any(|r| r.address == *a && r.writable);
+    let mut out: Vec<Pubkey> = vec![*signer];
+    for wanted_writable in [true, false] {
+        for (d, accounts) in decoded.iter().zip(each) {
+            for account in accounts.iter().filter(|a| writable(d, a) == wanted_writable) {
+                if out.contains(account) {
+                    continue;
+                }
+                if out.len() == MULTIPLE_ACCOUNTS_LEN_MAX {
+                    return match wanted_writable {
+                        true => Err(SEQUENCE_WRITES_TOO_MANY),
+                        false => Ok(out),
+                    };
+                }
+                out.push(*account);
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -15,8 +15,10 @@
 //! Invariant: a transaction applies when its simulation ran `ok`; one that failed or did not run
 //! applies nothing (mode `sequence`: the next runs on the state without it), and in a bundle
 //! nothing applies once one does not (`applied.transactions` is empty and says which).
-//! Invariant: the verdict is the worst of every transaction's and of the whole's findings:
-//! judging the whole never makes one transaction's verdict milder.
+//! Invariant: the verdict is the worst of every transaction's and of the whole's findings, and a
+//! transaction's is the worse of its verdict in its place and alone (`alone`: on the ledger as
+//! it is, every one after the first): neither the whole nor the transactions before it — which
+//! need not land — make one transaction's verdict milder than a scan of it by itself.
 //! Deliberately absent: guards (they bind one transaction's prediction: refused with
 //! `transactions`), and the whole judged from decoded transfers when the transactions did not
 //! run (each is still judged alone, from its own instructions).
@@ -71,11 +73,25 @@ pub struct SequenceReport {
 #[serde(rename_all = "camelCase")]
 pub struct SequenceItemView {
     pub index: usize,
+    /// The worse of its verdict in its place and alone.
     pub verdict: Verdict,
     pub transaction: TransactionInfo,
     pub findings: Vec<Finding>,
     pub effects: Vec<Effect>,
     pub instructions: Vec<InstructionView>,
+    pub simulation: SimulationView,
+    /// Every transaction after the first, judged by itself on the ledger as it is: what it does
+    /// if it lands without the ones before it (nothing obliges them to land first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alone: Option<AloneView>,
+}
+
+/// A transaction of a sequence scanned by itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AloneView {
+    pub verdict: Verdict,
+    pub findings: Vec<Finding>,
     pub simulation: SimulationView,
 }
 
@@ -122,6 +138,7 @@ pub fn build(inputs: &SequenceInputs<'_>) -> SequenceReport {
     let observed = inputs.observed;
     let mut now: Option<Now> =
         observed.pre.as_ref().ok().map(|pre| inputs.accounts.iter().copied().zip(pre.value.iter().cloned()).collect());
+    let first = now.clone();
     let mut transactions = Vec::with_capacity(inputs.items.len());
     let mut applied = Vec::new();
     for (index, item) in inputs.items.iter().enumerate() {
@@ -135,21 +152,34 @@ pub fn build(inputs: &SequenceInputs<'_>) -> SequenceReport {
         };
         let one = Observed { pre, simulation, counterparties: observed.counterparties.clone(), here_us: 0 };
         let report = report::build(&item_inputs(inputs, item, &one));
-        if report.simulation.status == "ok" {
-            if let (SimulationOutcome::Ran(answer), Some(now)) = (&one.simulation, &mut now) {
-                let post = answer.value.accounts.as_deref().unwrap_or_default();
-                now.extend(item.accounts.iter().copied().zip(post.iter().cloned()));
+        if let (SimulationOutcome::Ran(answer), Some(now)) = (&one.simulation, &mut now) {
+            match report.simulation.status {
+                "ok" => {
+                    let post = answer.value.accounts.as_deref().unwrap_or_default();
+                    now.extend(item.accounts.iter().copied().zip(post.iter().cloned()));
+                }
+                // A failed transaction that lands still pays its fee (a bundle's never lands).
+                "failed" if inputs.mode == SequenceMode::Sequence => {
+                    pay_fee(now, &item.decoded.fee_payer(), answer.value.fee);
+                }
+                _ => {}
             }
+        }
+        if report.simulation.status == "ok" {
             applied.push(index);
         }
+        // Earlier transactions need not land: a later one is also judged on the ledger as it is
+        // (what credits it or makes it fail in place cannot soften its verdict).
+        let alone = (index > 0).then(|| alone(inputs, item, index, first.as_ref()));
         transactions.push(SequenceItemView {
             index,
-            verdict: report.verdict,
+            verdict: alone.as_ref().map_or(report.verdict, |a| a.verdict.max(report.verdict)),
             transaction: report.transaction,
             findings: report.findings,
             effects: report.effects,
             instructions: report.instructions,
             simulation: report.simulation,
+            alone,
         });
     }
     let applied = applied_view(inputs.mode, applied, inputs.items.len());
@@ -181,6 +211,24 @@ pub fn build(inputs: &SequenceInputs<'_>) -> SequenceReport {
     }
 }
 
+/// Transaction `index` judged by itself on the accounts before the first (`first`).
+fn alone(inputs: &SequenceInputs<'_>, item: &Item<'_>, index: usize, first: Option<&Now>) -> AloneView {
+    let observed = inputs.observed;
+    let simulation = observed
+        .alone
+        .get(index.wrapping_sub(1))
+        .cloned()
+        .unwrap_or_else(|| SimulationOutcome::Unavailable(format!("transaction {index} was not simulated alone")));
+    let pre = match (&observed.pre, first) {
+        (Ok(read), Some(first)) => Ok(WithContext { context: read.context, value: states_of(first, item.accounts) }),
+        (Err(e), _) => Err(e.clone()),
+        (Ok(_), None) => Err("the accounts before could not be read".to_owned()),
+    };
+    let one = Observed { pre, simulation, counterparties: observed.counterparties.clone(), here_us: 0 };
+    let report = report::build(&item_inputs(inputs, item, &one));
+    AloneView { verdict: report.verdict, findings: report.findings, simulation: report.simulation }
+}
+
 /// One transaction's `report::Inputs`, as a scan of it alone would have them.
 fn item_inputs<'a>(inputs: &'a SequenceInputs<'a>, item: &'a Item<'a>, observed: &'a Observed) -> Inputs<'a> {
     Inputs {
@@ -202,6 +250,13 @@ fn item_inputs<'a>(inputs: &'a SequenceInputs<'a>, item: &'a Item<'a>, observed:
     }
 }
 
+/// `fee` lamports taken from `payer` (known when the source answered it, and the payer read).
+fn pay_fee(now: &mut Now, payer: &Pubkey, fee: Option<u64>) {
+    if let (Some(fee), Some(Some(account))) = (fee, now.get_mut(payer)) {
+        account.lamports = account.lamports.saturating_sub(fee);
+    }
+}
+
 /// `accounts` as `now` holds them (an account it does not hold does not exist).
 fn states_of(now: &Now, accounts: &[Pubkey]) -> Vec<Option<UiAccount>> {
     accounts.iter().map(|a| now.get(a).cloned().flatten()).collect()
@@ -213,20 +268,22 @@ fn applied_view(mode: SequenceMode, applied: Vec<usize>, len: usize) -> AppliedV
     if left_out.is_empty() {
         return AppliedView { transactions: applied, reason: None };
     }
-    let which = left_out.join(", ");
+    let which = match left_out.len() {
+        1 => format!("transaction {} does", left_out.join("")),
+        _ => format!("transactions {} do", left_out.join(", ")),
+    };
     match mode {
         SequenceMode::Bundle => AppliedView {
             transactions: Vec::new(),
             reason: Some(format!(
-                "transaction {which} of the bundle fails or did not run: a bundle is all or nothing, and nothing of it \
-                 applies"
+                "{which} not apply (a failure, or not run): a bundle is all or nothing, and nothing of it applies"
             )),
         },
         SequenceMode::Sequence => AppliedView {
             transactions: applied,
             reason: Some(format!(
-                "transaction {which} fails or did not run: it applies nothing, and each after it ran on the state \
-                 without it"
+                "{which} not apply (a failure, or not run): a failed one applies nothing but its fee, one that did \
+                 not run nothing, and each after it ran on the state without it"
             )),
         },
     }
@@ -274,17 +331,54 @@ fn sweep_of_the_whole(
         sweep: inputs.sweep,
         before: Some(before),
     };
-    // Judged with every transaction's findings: an authority one of them hands away makes the
-    // whole's sweep critical, as it would a single transaction's.
-    let judged: Vec<Finding> = transactions.iter().flat_map(|t| t.findings.iter().cloned()).collect();
+    // Judged with the applied transactions' findings: an authority one of them hands away makes
+    // the whole's sweep critical, as it would a single transaction's (one that did not apply
+    // hands nothing away).
+    let judged: Vec<Finding> =
+        applied.iter().filter_map(|&i| transactions.get(i)).flat_map(|t| t.findings.iter().cloned()).collect();
     let signatures: usize = applied.iter().filter_map(|&i| inputs.items.get(i)).map(|i| i.signatures.len()).sum();
     let fee_lamports = report::LAMPORTS_PER_SIGNATURE * signatures as u64;
     let mut findings: Vec<Finding> =
         executed::sweep(balances, BalancesFrom::Simulation, fee_lamports, &judged, &ctx).into_iter().collect();
     for finding in &mut findings {
-        finding.detail = format!("Run in order, the {} transactions together: {}", inputs.items.len(), finding.detail);
+        finding.detail =
+            format!("Run in order, the {} applied transactions together: {}", applied.len(), finding.detail);
     }
     report::overridden(&mut findings, inputs.overrides);
     findings::sort(&mut findings);
     findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_applies_follows_the_mode() {
+        let all = applied_view(SequenceMode::Sequence, vec![0, 1, 2], 3);
+        assert_eq!(all, AppliedView { transactions: vec![0, 1, 2], reason: None });
+        let some = applied_view(SequenceMode::Sequence, vec![0, 2], 3);
+        assert_eq!(some.transactions, [0, 2]);
+        assert!(some.reason.is_some_and(|r| r.starts_with("transaction 1 does not apply")));
+        let bundle = applied_view(SequenceMode::Bundle, vec![0], 3);
+        assert_eq!(bundle.transactions, Vec::<usize>::new(), "a bundle is all or nothing");
+        assert!(bundle.reason.is_some_and(|r| r.starts_with("transactions 1, 2 do not apply")));
+        let whole = applied_view(SequenceMode::Bundle, vec![0, 1], 2);
+        assert_eq!(whole, AppliedView { transactions: vec![0, 1], reason: None });
+    }
+
+    #[test]
+    fn an_account_a_transaction_left_is_what_the_next_one_reads() {
+        let (a, b) = (Pubkey([1; 32]), Pubkey([2; 32]));
+        let account = |lamports: u64| -> UiAccount {
+            let text = format!(
+                r#"{{"lamports":{lamports},"owner":"11111111111111111111111111111111","data":["","base64"],"executable":false}}"#
+            );
+            serde_json::from_str(&text).expect("an account")
+        };
+        let mut now = Now::from([(a, Some(account(10))), (b, None)]);
+        now.extend([(a, Some(account(7)))]);
+        let read = states_of(&now, &[b, a, Pubkey([3; 32])]);
+        assert_eq!(read.iter().map(|x| x.as_ref().map(|x| x.lamports)).collect::<Vec<_>>(), [None, Some(7), None]);
+    }
 }

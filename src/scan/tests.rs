@@ -378,3 +378,124 @@ fn every_finding_kind_is_in_the_catalogue_and_no_other() {
         assert!(listed.contains(kind), "{kind} is found but not catalogued");
     }
 }
+
+#[test]
+fn a_sequences_accounts_are_the_signer_then_every_write_then_the_reads() {
+    let signer = Pubkey([9; 32]);
+    let transfer = |to: Pubkey| {
+        let ix = solana_system_interface::instruction::transfer(
+            &message::sdk_address(&signer),
+            &message::sdk_address(&to),
+            1,
+        );
+        let bytes = message::compile(signer, &[crate::instruction_parts!(ix)], [1; 32], false).expect("compiles");
+        decode(&message::parse(&bytes).expect("parses"), &[]).expect("decodes")
+    };
+    let (a, b) = (Pubkey([1; 32]), Pubkey([2; 32]));
+    let decoded = [transfer(a), transfer(b)];
+    let each: Vec<Vec<Pubkey>> = decoded.iter().map(|d| super::accounts_to_read(d, &signer)).collect();
+    assert_eq!(super::sequence_accounts(&signer, &decoded, &each), Ok(vec![signer, a, b]));
+    // Accounts the messages do not write count as read-only: past the bound they are left out.
+    let many: Vec<Vec<Pubkey>> = (0..2u8)
+        .map(|t| {
+            (0..60u8)
+                .map(|i| {
+                    Pubkey([
+                        t + 10,
+                        i,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                    ])
+                })
+                .collect()
+        })
+        .collect();
+    let read = super::sequence_accounts(&signer, &decoded, &many).expect("reads are left out, not refused");
+    assert_eq!(read.len(), crate::config::MULTIPLE_ACCOUNTS_LEN_MAX);
+}
+
+#[test]
+fn a_sequence_writing_more_accounts_than_one_read_holds_is_refused() {
+    let signer = Pubkey([9; 32]);
+    // Five transactions of twenty transfers each: 100 recipients written, and the signer.
+    let decoded: Vec<Decoded> = (0..5u8)
+        .map(|t| {
+            let ixs: Vec<_> = (0..20u8)
+                .map(|i| {
+                    let to = message::sdk_address(&Pubkey([
+                        t + 1,
+                        i + 1,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                        7,
+                    ]));
+                    crate::instruction_parts!(solana_system_interface::instruction::transfer(
+                        &message::sdk_address(&signer),
+                        &to,
+                        1
+                    ))
+                })
+                .collect();
+            let bytes = message::compile(signer, &ixs, [1; 32], false).expect("compiles");
+            decode(&message::parse(&bytes).expect("parses"), &[]).expect("decodes")
+        })
+        .collect();
+    let each: Vec<Vec<Pubkey>> = decoded.iter().map(|d| super::accounts_to_read(d, &signer)).collect();
+    assert_eq!(super::sequence_accounts(&signer, &decoded, &each), Err(super::SEQUENCE_WRITES_TOO_MANY));
+    assert_eq!(super::sequence_accounts(&signer, &decoded[..4], &each[..4]).map(|a| a.len()), Ok(81));
+}

@@ -1,8 +1,10 @@
 // One `xray serve --ledger rpc:<shim>` for a test file: a fresh data dir, free loopback ports
 // (retried when a port was taken meanwhile), the given addresses labelled `flagged`, ready once
-// /healthz answers and the service key is printed (scan.test.mjs and guards.test.mjs start theirs here).
+// /healthz answers and the service key is printed (scan.test.mjs and guards.test.mjs start theirs here;
+// sequence.test.mjs its `xray serve --ledger demo`, with `{ledger: "demo"}` and no shim).
 //
 //   const server = await startScanServer(shim, { flagged: [ATTACKER.publicKey.toBase58()] });
+//   const demo = await startScanServer(null, { ledger: "demo" });
 //   const { status, text } = await server.scan({ transaction, guards: true });
 //   await server.stop();
 
@@ -13,7 +15,7 @@ import { startXray, freePort, waitFor, requireBinary, callApi } from "./procs.mj
 
 export const SCAN_PATH = "/v1/developer/intelligence/transaction";
 
-export async function startScanServer(shim, { flagged = [] } = {}) {
+export async function startScanServer(shim, { flagged = [], ledger = `rpc:${shim?.url}` } = {}) {
   requireBinary();
   const dir = mkdtempSync(path.join(tmpdir(), "xray-litesvm-"));
   const labels = path.join(dir, "labels.toml");
@@ -27,7 +29,7 @@ export async function startScanServer(shim, { flagged = [] } = {}) {
   for (let attempt = 0; ; attempt++) {
     const [port, admin] = [await freePort(), await freePort()];
     proc = startXray([
-      "serve", "--ledger", `rpc:${shim.url}`, "--listen", `127.0.0.1:${port}`, "--admin-listen", `127.0.0.1:${admin}`,
+      "serve", "--ledger", ledger, "--listen", `127.0.0.1:${port}`, "--admin-listen", `127.0.0.1:${admin}`,
       "--data-dir", path.join(dir, `data-${attempt}`), "--labels-extra", labels, "--listener-threads", "1", "--compute-threads", "1",
     ]);
     base = `http://127.0.0.1:${port}`;

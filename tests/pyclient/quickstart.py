@@ -7,7 +7,8 @@ First checks that the generated package holds the whole document: every operatio
 with `sync_detailed`, parsing every JSON answer its operation documents; every object, enum and
 union-branch schema a class of `PACKAGE.models` (string schemas such as `Address` have no class:
 the generator types them `str`). Then runs the quick start against XRAY_BASE_URL with
-XRAY_API_KEY, asserting the generated classes and their typed fields, never raw JSON.
+XRAY_API_KEY, asserting the generated classes and their typed fields, never raw JSON — a scan of one
+transaction, one asked with guards and a sequence of two among them.
 """
 
 import base64
@@ -278,6 +279,24 @@ assert guarded.signature.type_ == "xray.scan.v3", guarded.signature
 print(f"ok: scan with guards — {guards.status}, {len(guards.guard_instructions)} guard instructions, signed"
       f" {guarded.signature.type_}")
 
+# several transactions signed together (the token transfer, then the drain), run in order on one
+# state: each judged in its place, the whole on the signer's cumulative effects, one quota unit per
+# transaction, signed as xray.scan_sequence.v1 (never a scan)
+sent = [os.environ["XRAY_DEMO_TX_TOKEN"], os.environ["XRAY_DEMO_TX_DRAIN"]]
+body = M.ScanSequenceRequest(transactions=sent, mode=M.ScanSequenceMode.SEQUENCE)
+sequence = answer(scan_transaction.sync_detailed(client=client, body=body), 200, M.TransactionScanSequence).data
+assert isinstance(sequence, M.ScanSequence) and sequence.mode == M.ScanSequenceMode.SEQUENCE, sequence.mode
+assert all(isinstance(item, M.ScanSequenceTransaction) for item in sequence.transactions), sequence.transactions
+assert [item.index for item in sequence.transactions] == [0, 1], sequence.transactions
+assert [item.transaction.message_sha_256 for item in sequence.transactions] == [guarded.transaction.message_sha_256,
+                                                                                 scan.transaction.message_sha_256]
+assert sequence.transactions[1].verdict == "malicious" and sequence.verdict == "malicious", sequence.verdict
+assert isinstance(sequence.applied, M.ScanSequenceApplied) and sequence.applied.transactions == [0, 1], sequence.applied
+assert all(isinstance(finding, M.ScanFinding) for finding in sequence.findings)
+assert sequence.signature.type_ == "xray.scan_sequence.v1", sequence.signature
+print(f"ok: scan of a sequence — {sequence.verdict}, {len(sequence.transactions)} transactions, applied"
+      f" {sequence.applied.transactions}, {len(sequence.effects)} cumulative effects, signed {sequence.signature.type_}")
+
 # watch a wallet
 monitor = answer(create_monitor.sync_detailed(client=client, body=M.MonitorRequest(
     wallets=[OPEN_DELEGATION], callback_url=HOOK, min_severity=M.MinSeverity.HIGH, score_drop=10)), 201,
@@ -305,8 +324,9 @@ print(f"ok: policy {written.id} — version {written.version}, deny list {writte
 usage = answer(get_usage.sync_detailed(client=client), 200, M.Usage).data
 assert usage.key_id == status.key.id, usage.key_id
 assert usage.by_operation.wallet_analysis == 2, usage.by_operation  # OPEN_DELEGATION and SYBIL_A
-assert usage.by_operation.comparison == 1 and usage.by_operation.transaction_scan == 2, usage.by_operation
-assert usage.quota.used + usage.quota.reserved == 5 and usage.quota.remaining == usage.quota.limit - 5, usage.quota
+# two scans of one transaction, and a sequence of two: one unit per transaction
+assert usage.by_operation.comparison == 1 and usage.by_operation.transaction_scan == 4, usage.by_operation
+assert usage.quota.used + usage.quota.reserved == 7 and usage.quota.remaining == usage.quota.limit - 7, usage.quota
 print(f"ok: usage — {usage.quota.used} used, {usage.quota.reserved} reserved, {usage.quota.remaining} remaining")
 
 # liveness (no key) and the keys reports are signed with

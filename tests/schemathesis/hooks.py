@@ -14,6 +14,11 @@ cannot state, taught to the generator so that its positive cases are truly valid
   or put together from the document's examples — whose `transaction` decodes and whose `signer`
   is an address names one of that transaction's signers instead. A `signer` that is not an
   address is left as it is (a negative case stays negative: `400 INVALID_ADDRESS`).
+- A sequence's `signer` (default: the first transaction's fee payer) signs every one of its
+  `transactions` (`400 INVALID_REQUEST` otherwise): in a case whose transactions all decode, each
+  one the signer does not sign is replaced by a demo transaction it does (the pool holds several
+  of each demo wallet's), and a `signer` that is an address but signs none of them names the
+  first one's fee payer instead.
 - `format: dapp-origin` (the scan's `origin`): a URL or bare host the service can judge or bind —
   a domain of at least two labels (with or without `https://`, a port and a path), `localhost`,
   an IP literal (loopback or public), a Unicode homograph or a browser extension's id. Anything else is `400 INVALID_REQUEST` by contract,
@@ -173,6 +178,35 @@ def with_its_signer(case):
     return case
 
 
+def signed_by(signer: str, index: int) -> str:
+    """A demo transaction `signer` signs (deterministic by `index`)."""
+    pool = sorted(text for text, signers in DEMO_TRANSACTIONS.items() if signer in signers)
+    return pool[index % len(pool)]
+
+
+def with_one_signer(case):
+    """`case`'s sequence, every transaction signed by its signer (see above)."""
+    body = case.body
+    transactions = body.get("transactions") if isinstance(body, dict) else None
+    if not isinstance(transactions, list) or not transactions or not all(isinstance(t, str) for t in transactions):
+        return case
+    known = [signers_of(text) for text in transactions]
+    if not all(known):
+        return case  # one is no transaction: a negative case stays negative
+    signer = body.get("signer")
+    if isinstance(signer, str) and ADDRESS.fullmatch(signer):
+        if signer not in known[0]:
+            signer = known[0][0]
+            body = {**body, "signer": signer}
+    elif signer is None:
+        signer = known[0][0]  # the first one's fee payer
+    else:
+        return case  # not an address: 400 INVALID_ADDRESS, as it should
+    fixed = [text if signer in signers else signed_by(signer, i) for i, (text, signers) in enumerate(zip(transactions, known))]
+    case.body = {**body, "transactions": fixed}
+    return case
+
+
 def body_is_positive(case) -> bool:
     """Whether `case`'s body was generated to be valid (a negative one is left as it is)."""
     meta = case.meta
@@ -197,11 +231,11 @@ def with_a_judgeable_origin(case):
 
 @schemathesis.hook
 def map_case(context, case):
-    return with_a_judgeable_origin(with_its_signer(case))
+    return with_a_judgeable_origin(with_one_signer(with_its_signer(case)))
 
 
 @schemathesis.hook
 def before_add_examples(context, examples):
     # The Examples phase combines property examples (an `Address` example as `signer`) without
     # `map_case`.
-    examples[:] = [with_its_signer(case) for case in examples]
+    examples[:] = [with_one_signer(with_its_signer(case)) for case in examples]

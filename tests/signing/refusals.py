@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The refusal cases every report verifier of this repository is tested with: one table, so the
-four verifiers (Rust ``xray::signing::verify_report`` / ``verify_scan``, TypeScript
-``verifyReport``, ``examples/client.py verify``, ``tests/signing/verify_report.py``) give the
+four verifiers (Rust ``xray::signing::verify_report`` / ``verify_scan`` /
+``verify_scan_sequence``, TypeScript ``verifyReport``, ``examples/client.py verify``, ``tests/signing/verify_report.py``) give the
 same reason for the same report. Written to ``refusals.json`` beside this file; each verifier's
 tests read that file, and ``tests/signing/test_binding.py`` checks it is what this script makes.
 
@@ -23,7 +23,12 @@ picking its exact covers; a case of ``type`` ``xray.scan.v3`` (never with a bind
 it with ``verify_report``) accepts a guarded scan only. A scan signed ``xray.scan.v2`` whose ``data``
 carries a ``guards`` member (which that type does not cover) is ``covers_mismatch``, checked with
 the covers (after ``wrong_type``, before the signature): its guards would otherwise sit unsigned
-beside the signed members.
+beside the signed members. A case of ``type`` ``xray.scan_sequence.v1`` is checked as a sequence
+scan (Rust ``verify_scan_sequence``): its ``binding`` holds ``transactions`` (a list of base64, in
+the order sent) instead of ``transaction``; it is refused as any scan type, and a scan as it
+(``wrong_type``); ``digest_mismatch`` unless the signed ``transactions`` has exactly as many items
+as held, item *i*'s ``transaction.messageSha256`` the digest of held transaction *i*'s message (an
+empty list held is a count mismatch too).
 
   python3 tests/signing/refusals.py            # writes tests/signing/refusals.json
   python3 tests/signing/refusals.py --check    # exits 1 when the file is not current
@@ -50,6 +55,8 @@ SCAN = "xray.scan.v2"
 # A scan asked with guards: a scan too, checked as one (``SCAN``) by every verifier; as this type
 # alone, a guarded scan only.
 GUARDED_SCAN = "xray.scan.v3"
+# A sequence scan (``transactions``): never a scan, nor a scan one; bound to a list of transactions.
+SEQUENCE = "xray.scan_sequence.v1"
 EVENT = "xray.monitor_event.v1"
 # Written out here (README, "Signed reports") rather than taken from a verifier: the table tests them.
 COVERS = {
@@ -61,6 +68,10 @@ COVERS = {
     GUARDED_SCAN: [
         "verdict", "signer", "transaction", "findings", "effects", "instructions", "simulation",
         "counterparties", "engineVersions", "policy", "origin", "guards", "account", "scannedAt", "requestId",
+    ],
+    SEQUENCE: [
+        "verdict", "signer", "mode", "transactions", "findings", "effects", "applied", "counterparties",
+        "engineVersions", "policy", "origin", "account", "scannedAt", "requestId",
     ],
     EVENT: ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"],
 }
@@ -114,17 +125,23 @@ def compact_u16(n):
             return bytes(out)
 
 
-def legacy_transaction(signatures):
+def legacy_transaction(signatures, data=b"xray"):
     """A legacy transaction every verifier parses (Rust's parser sanitizes the message): one
-    signer, one program called with it and 4 bytes of data."""
+    signer, one program called with it and 4 bytes of ``data``."""
     signer, program, blockhash = (hashlib.sha256(s).digest() for s in (b"signer", b"program", b"blockhash"))
     # header: 1 required signature, 0 read-only signed, 1 read-only unsigned (the program)
     message = bytes([1, 0, 1]) + compact_u16(2) + signer + program + blockhash
-    message += compact_u16(1) + bytes([1]) + compact_u16(1) + bytes([0]) + compact_u16(4) + b"xray"
+    message += compact_u16(1) + bytes([1]) + compact_u16(1) + bytes([0]) + compact_u16(len(data)) + data
     return compact_u16(1) + signatures + message, message
 
 
 SENT, MESSAGE = legacy_transaction(bytes(64))
+# A sequence's second and third transactions (the same signer, other instruction data), and one
+# that is in neither.
+SECOND, SECOND_MESSAGE = legacy_transaction(bytes(64), b"seq2")
+THIRD, THIRD_MESSAGE = legacy_transaction(bytes(64), b"seq3")
+ELSEWHERE, _ = legacy_transaction(bytes(64), b"else")
+SECOND_CHANGED = SECOND[:-1] + bytes([SECOND[-1] ^ 0x01])
 SIGNED_SINCE, _ = legacy_transaction(hashlib.sha512(b"signed after the scan").digest())
 CHANGED_MESSAGE = SENT[:-1] + bytes([SENT[-1] ^ 0x01])
 # A signature count of 0 written in two bytes: not canonical compact-u16, so no transaction.
@@ -231,6 +248,45 @@ def guarded_scan_data():
     return signed(data, GUARDED_SCAN, COVERS[GUARDED_SCAN])
 
 
+def sequence_data(origin=ORIGIN, messages=(MESSAGE, SECOND_MESSAGE, THIRD_MESSAGE)):
+    """A sequence scan's answer for SENT, SECOND and THIRD (``messages``) in that order, asked by
+    ACCOUNT from ``origin``, signed as ``xray.scan_sequence.v1``: each transaction judged in its
+    place, the whole a sweep."""
+    signer = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z"
+    items = [
+        {
+            "index": i, "verdict": "benign",
+            "transaction": {
+                "version": "legacy", "signed": False, "accounts": 2, "lookupTables": [],
+                "messageSha256": hashlib.sha256(message).hexdigest(),
+                "signatures": [{"signer": signer, "status": "missing"}],
+            },
+            "findings": [],
+            "effects": [{"kind": "sol", "lamports": -5000 - i}],
+            "instructions": [{"index": 0, "program": "11111111111111111111111111111111"}],
+            "simulation": {"status": "ok", "slot": 300000001},
+        }
+        for i, message in enumerate(messages)
+    ]
+    return signed(
+        {
+            "verdict": "malicious", "signer": signer, "mode": "sequence", "transactions": items,
+            "findings": [{"kind": "asset_sweep", "severity": "critical", "facts": {"lamports": 21780842148}}],
+            "effects": [{"kind": "sol", "lamports": -21780857148}],
+            "applied": {"transactions": list(range(len(items)))},
+            "counterparties": {"status": "read", "transactions": 25},
+            "engineVersions": {"scan": "1.4.0"},
+            "policy": {"id": "default", "version": 0},
+            "origin": origin,
+            "account": ACCOUNT,
+            "scannedAt": "2026-11-28T10:00:00.456Z",
+            "requestId": "refusals.sequence",
+        },
+        SEQUENCE,
+        COVERS[SEQUENCE],
+    )
+
+
 def analysis_data():
     return signed(
         {
@@ -265,6 +321,7 @@ def event_data():
 
 
 HELD = {"transaction": b64(SENT), "account": ACCOUNT, "origin": ORIGIN}
+HELD_SEQUENCE = {"transactions": [b64(SENT), b64(SECOND), b64(THIRD)], "account": ACCOUNT, "origin": ORIGIN}
 
 
 def edit(data, change):
@@ -310,6 +367,10 @@ def cases():
     tampered = edit(scan, lambda d: d["findings"][0].update(severity="low"))  # one covered member changed
     short_covers = with_signature(scan, covers=covers[1:])
     in_batch = batched(scan)
+    sequence = sequence_data()
+    sequence_members = {k: v for k, v in sequence.items() if k != "signature"}
+    scan_members = {k: v for k, v in scan.items() if k != "signature"}
+    held_in = lambda *transactions: {"transactions": [b64(t) for t in transactions]}  # noqa: E731
     out = []
 
     def case(reason, name, data, report_type=SCAN, keys="ours", binding=None, loose=False):
@@ -335,6 +396,11 @@ def cases():
     case(None, "a guarded scan (xray.scan.v3) checked as a scan, bound", guarded, binding=HELD)
     case(None, "a guarded scan checked as a guarded scan", guarded, GUARDED_SCAN)
     case(None, "a guarded scan signed in a batch of four, checked as a scan, bound", batched(guarded), binding=HELD)
+    case(None, "a sequence scan bound to its transactions, account and origin", sequence, SEQUENCE, binding=HELD_SEQUENCE)
+    case(None, "a sequence scan bound to its transactions, the first signed since", sequence, SEQUENCE, binding=held_in(SIGNED_SINCE, SECOND, THIRD))
+    case(None, "a sequence scan of one transaction, sent no origin, bound", sequence_data(None, (MESSAGE,)), SEQUENCE, binding={**held_in(SENT), "origin": None})
+    case(None, "a sequence scan with an unsigned member added", {**sequence, "xray": {"score": {"value": 100}}}, SEQUENCE)
+    case(None, "a sequence scan signed in a batch of four, bound", batched(sequence), SEQUENCE, binding=HELD_SEQUENCE)
     # malformed: the report, the key set or the binding is not the shape it has.
     case("malformed", "data is not an object", "a report", ANALYSIS)
     case("malformed", "data is a list", [analysis], ANALYSIS)
@@ -356,6 +422,10 @@ def cases():
     case("malformed", "the transaction held is no transaction", scan, binding={"transaction": b64(BAD_COUNT)})
     case("malformed", "a binding member no binding has", scan, binding={"acount": ACCOUNT}, loose=True)
     case("malformed", "a binding of an analysis", analysis, ANALYSIS, binding={"account": ACCOUNT}, loose=True)
+    case("malformed", "a sequence's transaction held is no transaction", sequence, SEQUENCE, binding=held_in(SENT, BAD_COUNT, THIRD))
+    case("malformed", "a sequence bound with a scan's transaction member", sequence, SEQUENCE, binding={"transaction": b64(SENT)}, loose=True)
+    case("malformed", "a scan bound with a sequence's transactions member", scan, binding=held_in(SENT), loose=True)
+    case("malformed", "a sequence's transactions held, not a list", sequence, SEQUENCE, binding={"transactions": b64(SENT)}, loose=True)
     case("malformed", "a monitor event served unsigned", {k: v for k, v in event.items() if k != "signature"}, EVENT)
     case("malformed", "a batch that is null", with_batch(in_batch, lambda b: b.clear()))
     case("malformed", "a batch salt of 15 bytes", with_batch(in_batch, lambda b: b.update(salt=b64url(bytes(15)))))
@@ -377,6 +447,14 @@ def cases():
     case("wrong_type", "an analysis checked as a monitor event", analysis, EVENT)
     case("wrong_type", "a guarded scan checked as an analysis", guarded, ANALYSIS)
     case("wrong_type", "a scan checked as a guarded scan (it signed no guards)", scan, GUARDED_SCAN)
+    case("wrong_type", "a sequence scan checked as a scan", sequence)
+    case("wrong_type", "a sequence scan checked as a scan, bound to its first transaction", sequence, binding=HELD)
+    case("wrong_type", "a sequence scan checked as a guarded scan", sequence, GUARDED_SCAN)
+    case("wrong_type", "a sequence scan checked as an analysis", sequence, ANALYSIS)
+    case("wrong_type", "a scan checked as a sequence scan", scan, SEQUENCE)
+    case("wrong_type", "a scan checked as a sequence scan, bound to its transaction", scan, SEQUENCE, binding=held_in(SENT))
+    case("wrong_type", "a guarded scan checked as a sequence scan", guarded, SEQUENCE)
+    case("wrong_type", "a sequence scan relabelled as a scan, checked as a sequence scan", with_signature(sequence, type=SCAN), SEQUENCE)
     # covers_mismatch
     case("covers_mismatch", "a covered member left out of covers", short_covers)
     case("covers_mismatch", "a member added to covers", with_signature(scan, covers=covers + ["xray"]))
@@ -393,6 +471,11 @@ def cases():
     # verified with its guards unsigned beside the signed members (a client may read them there).
     case("covers_mismatch", "a scan with an unsigned guards member added", {**scan, "guards": guarded["guards"]})
     case("covers_mismatch", "a guarded scan relabelled as a scan, its guards left out of covers", with_signature(guarded, type=SCAN, covers=sorted(COVERS[SCAN])))
+    case("covers_mismatch", "a sequence scan's members signed as a scan", signed(sequence_members, SCAN, COVERS[SEQUENCE]))
+    case("covers_mismatch", "a sequence scan relabelled as a scan", with_signature(sequence, type=SCAN))
+    case("covers_mismatch", "a scan's members signed as a sequence scan", signed(scan_members, SEQUENCE, COVERS[SCAN]), SEQUENCE)
+    case("covers_mismatch", "a sequence scan whose applied is gone", {k: v for k, v in sequence.items() if k != "applied"}, SEQUENCE)
+    case("covers_mismatch", "a sequence scan without mode in covers", with_signature(sequence, covers=[n for n in sorted(COVERS[SEQUENCE]) if n != "mode"]), SEQUENCE)
     # bad_signature
     case("bad_signature", "one covered member changed", tampered)
     case("bad_signature", "one byte of the signature changed", with_signature(analysis, value=flipped_value(analysis)), ANALYSIS)
@@ -411,10 +494,25 @@ def cases():
     case("bad_signature", "a batched scan, another salt", with_batch(in_batch, lambda b: b.update(salt=b64url(bytes(16)))))
     case("bad_signature", "a batched scan without its batch (read as a direct signature)", with_signature(in_batch, batch=None))
     case("bad_signature", "a direct signature given a batch", with_signature(scan, batch=in_batch["signature"]["batch"]))
+    case("bad_signature", "a sequence scan, one transaction's verdict changed", edit(sequence, lambda d: d["transactions"][2].update(verdict="malicious")), SEQUENCE)
+    case("bad_signature", "a sequence scan, what applied changed", edit(sequence, lambda d: d["applied"].update(transactions=[0])), SEQUENCE)
+    case("bad_signature", "a sequence scan, its mode changed", {**sequence, "mode": "bundle"}, SEQUENCE)
+    case("bad_signature", "a sequence scan, its last transaction dropped", edit(sequence, lambda d: d["transactions"].pop()), SEQUENCE, binding=held_in(SENT, SECOND))
     case("bad_signature", "a guarded scan whose SOL guard was lowered", edit(guarded, lambda d: d["guards"]["guardInstructions"][0]["asserts"][0].update(lamports=1)))
     # digest_mismatch, account_mismatch, origin_mismatch: a verified scan about another request.
     case("digest_mismatch", "one byte of the transaction's message changed", scan, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("digest_mismatch", "a guarded scan, one byte of the transaction's message changed", guarded, binding={"transaction": b64(CHANGED_MESSAGE)})
+    case("digest_mismatch", "a sequence scan, one transaction fewer held", sequence, SEQUENCE, binding=held_in(SENT, SECOND))
+    case("digest_mismatch", "a sequence scan, one transaction more held", sequence, SEQUENCE, binding=held_in(SENT, SECOND, THIRD, SENT))
+    case("digest_mismatch", "a sequence scan, no transaction held", sequence, SEQUENCE, binding={"transactions": []})
+    case("digest_mismatch", "a sequence scan, two transactions held swapped", sequence, SEQUENCE, binding=held_in(SECOND, SENT, THIRD))
+    case("digest_mismatch", "a sequence scan, one transaction held swapped for another", sequence, SEQUENCE, binding=held_in(SENT, ELSEWHERE, THIRD))
+    case("digest_mismatch", "a sequence scan, one byte of its second transaction's message changed", sequence, SEQUENCE, binding=held_in(SENT, SECOND_CHANGED, THIRD))
+    case("digest_mismatch", "a sequence scan signed over two, three held", sequence_data(ORIGIN, (MESSAGE, SECOND_MESSAGE)), SEQUENCE, binding=HELD_SEQUENCE)
+    case("digest_mismatch", "a sequence scan whose item signed no digest", signed(edit(sequence_members, lambda d: d["transactions"][1]["transaction"].pop("messageSha256")), SEQUENCE, COVERS[SEQUENCE]), SEQUENCE, binding=HELD_SEQUENCE)
+    case("account_mismatch", "a sequence scan of another account", sequence, SEQUENCE, binding={**HELD_SEQUENCE, "account": "acct_other"})
+    case("origin_mismatch", "a sequence scan, another origin", sequence, SEQUENCE, binding={**HELD_SEQUENCE, "origin": "phantom.app.claim-now.io"})
+    case("origin_mismatch", "a sequence scan, no origin held, one signed", sequence, SEQUENCE, binding={"origin": None})
     case("account_mismatch", "another account", scan, binding={"account": "acct_other"})
     case("origin_mismatch", "another origin", scan, binding={"origin": "phantom.app.claim-now.io"})
     case("origin_mismatch", "no origin held, one signed", scan, binding={"origin": None})
@@ -432,6 +530,11 @@ def cases():
     case("bad_signature", "precedence: a member changed, another transaction", tampered, binding={"transaction": b64(CHANGED_MESSAGE)})
     case("digest_mismatch", "precedence: another transaction, another account", scan, binding={**HELD, "transaction": b64(CHANGED_MESSAGE), "account": "acct_other"})
     case("account_mismatch", "precedence: another account, another origin", scan, binding={"account": "acct_other", "origin": "evil.example"})
+    case("malformed", "precedence: a sequence, a transaction held is none, from another server", sequence, SEQUENCE, keys="another server's", binding=held_in(BAD_COUNT))
+    case("wrong_type", "precedence: a sequence checked as a scan, covers edited", with_signature(sequence, covers=sorted(COVERS[SEQUENCE])[1:]))
+    case("bad_signature", "precedence: a sequence, a member changed, one transaction fewer held", edit(sequence, lambda d: d["findings"].clear()), SEQUENCE, binding=held_in(SENT, SECOND))
+    case("digest_mismatch", "precedence: a sequence, transactions swapped, another account", sequence, SEQUENCE, binding={**held_in(SECOND, SENT, THIRD), "account": "acct_other"})
+    case("account_mismatch", "precedence: a sequence, another account, another origin", sequence, SEQUENCE, binding={"account": "acct_other", "origin": "evil.example"})
     return out
 
 

@@ -9,8 +9,11 @@ origin, ``none`` against a host, a malformed signature count, and a binding of a
 Both also give every case of the shared refusal table (``refusals.json``, checked current
 against ``refusals.py``) the reason it names, and both commands say why from a file as a user
 holds it: not JSON, one byte changed, covers edited, another ``--type``, another server's keys;
-verify a monitor event's webhook body (``xray.monitor_event.v1``) as a receiver holds it; and
-verify a scan asked with guards (``xray.scan.v3``) as a scan, bound, and as a guarded scan.
+verify a monitor event's webhook body (``xray.monitor_event.v1``) as a receiver holds it;
+verify a scan asked with guards (``xray.scan.v3``) as a scan, bound, and as a guarded scan; and
+verify a sequence scan (``xray.scan_sequence.v1``) bound to its transactions, each in its place —
+one fewer or more, two swapped, one replaced or changed is ``digest_mismatch`` — never as a scan,
+nor a scan as it (``wrong_type``).
 
 Prints one line per case and ``N passed, M failed``; exits 1 when a case failed. Needs what the
 verifiers need (``pip install -r tests/signing/requirements.txt``).
@@ -46,6 +49,11 @@ SCAN_COVERS = [
 GUARDED_SCAN = "xray.scan.v3"
 GUARDED_SCAN_COVERS = SCAN_COVERS[:12] + ["guards"] + SCAN_COVERS[12:]
 ANALYSIS_COVERS = ["analysisId", "wallet", "completedAt", "xray"]
+SEQUENCE = "xray.scan_sequence.v1"
+SEQUENCE_COVERS = [
+    "verdict", "signer", "mode", "transactions", "findings", "effects", "applied", "counterparties",
+    "engineVersions", "policy", "origin", "account", "scannedAt", "requestId",
+]
 EVENT = "xray.monitor_event.v1"
 EVENT_COVERS = ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"]
 ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd"
@@ -71,6 +79,11 @@ KEY_SET = {
 MESSAGE = os.urandom(180)
 UNSIGNED = bytes([2]) + bytes(128) + MESSAGE
 SENT = base64.b64encode(UNSIGNED).decode()
+# A sequence of three transactions as sent (one signature slot each, unsigned), and one in none.
+SEQUENCE_MESSAGES = [os.urandom(150), os.urandom(170), os.urandom(190)]
+SEQUENCE_TXS = [bytes([1]) + bytes(64) + m for m in SEQUENCE_MESSAGES]
+SEQUENCE_SENT = [base64.b64encode(tx).decode() for tx in SEQUENCE_TXS]
+ELSEWHERE = base64.b64encode(bytes([1]) + bytes(64) + os.urandom(170)).decode()
 
 
 def signed(data, report_type, covers):
@@ -107,6 +120,35 @@ def scan(origin):
         "requestId": "test-binding.1",
     }
     return signed(data, SCAN, SCAN_COVERS)
+
+
+def sequence_scan(origin, messages=None):
+    """A sequence scan's answer for ``messages`` (default SEQUENCE_MESSAGES) in that order, asked by
+    ACCOUNT from ``origin``, signed as ``xray.scan_sequence.v1``."""
+    messages = SEQUENCE_MESSAGES if messages is None else messages
+    items = [
+        {
+            "index": i, "verdict": "benign",
+            "transaction": {
+                "version": "legacy", "signed": False, "feePayer": SIGNER, "accounts": 3, "lookupTables": [],
+                "accountsRead": 2, "messageSha256": hashlib.sha256(m).hexdigest(),
+                "signatures": [{"signer": SIGNER, "status": "missing"}],
+            },
+            "findings": [], "effects": [{"kind": "sol", "lamports": -5000}], "instructions": [],
+            "simulation": {"status": "ok", "slot": 300000001},
+        }
+        for i, m in enumerate(messages)
+    ]
+    data = {
+        "verdict": "malicious", "signer": SIGNER, "mode": "sequence", "transactions": items,
+        "findings": [{"kind": "asset_sweep", "severity": "critical", "title": "Sweeps", "detail": "…", "facts": {}}],
+        "effects": [{"kind": "sol", "lamports": -24000000000}],
+        "applied": {"transactions": list(range(len(items)))},
+        "counterparties": {"status": "read", "transactions": 25}, "engineVersions": {"scan": "1"},
+        "policy": {"id": "default", "version": 0}, "origin": origin, "account": ACCOUNT,
+        "scannedAt": "2026-11-28T10:00:00.456Z", "requestId": "test-binding.sequence",
+    }
+    return signed(data, SEQUENCE, SEQUENCE_COVERS)
 
 
 def load(path, name):
@@ -229,6 +271,37 @@ def client_checks_signature_first_and_refuses_unusable_binding():
     expect(refusal(analysis, "xray.analysis.v1", {"account": ACCOUNT}), "malformed", "an analysis bound")
     v1 = signed(scan("phantom.app"), "xray.scan.v1", [n for n in SCAN_COVERS if n not in ("account", "origin")])
     expect(refusal(v1), "wrong_type", "a v1 scan")
+
+
+@case
+def client_binds_a_sequence_scan_to_its_transactions():
+    data = sequence_scan("phantom.app")
+    held = {"transactions": SEQUENCE_SENT, "account": ACCOUNT, "origin": "phantom.app"}
+    key_id, covered = client.verify_report(data, KEY_SET, SEQUENCE, held)
+    expect((key_id, sorted(covered)), (KID, sorted(SEQUENCE_COVERS)), "verified, its signed members")
+    resigned_all = [bytes([1]) + os.urandom(64) + m for m in SEQUENCE_MESSAGES]
+    expect(refusal(data, SEQUENCE, {"transactions": resigned_all}), None, "signed after the scan (bytes)")
+    expect(refusal(data, SEQUENCE, {"account": ACCOUNT}), None, "the account alone")
+    first, second, third = SEQUENCE_SENT
+    changed = bytearray(SEQUENCE_TXS[1])
+    changed[-1] ^= 0x01
+    for what, transactions in {
+        "one fewer": [first, second], "one more": [first, second, third, first], "none": [],
+        "two swapped": [second, first, third], "one replaced": [first, ELSEWHERE, third],
+        "one changed": [first, bytes(changed), third],
+    }.items():
+        expect(refusal(data, SEQUENCE, {"transactions": transactions}), "digest_mismatch", what)
+    expect(refusal(data, SEQUENCE, {**held, "account": "acct_other"}), "account_mismatch", "another account")
+    expect(refusal(data, SEQUENCE, {"origin": None}), "origin_mismatch", "no origin held")
+    expect(refusal(sequence_scan(None), SEQUENCE, {**held, "origin": None}), None, "none sent, none held")
+    # Never a scan, nor a scan a sequence; the bindings of one are not the other's.
+    for as_type in (SCAN, GUARDED_SCAN, "xray.analysis.v1"):
+        expect(refusal(data, as_type), "wrong_type", f"as {as_type}")
+    expect(refusal(scan("phantom.app"), SEQUENCE), "wrong_type", "a scan as a sequence")
+    expect(refusal(data, SEQUENCE, {"transaction": first}), "malformed", "a scan's binding member")
+    expect(refusal(scan("phantom.app"), SCAN, {"transactions": [SENT]}), "malformed", "a sequence's binding member")
+    expect(refusal(data, SEQUENCE, {"transactions": first}), "malformed", "not a list")
+    expect(refusal(data, SEQUENCE, {"transactions": [first, MALFORMED["count 0 in two bytes"]]}), "malformed", "one is none")
 
 
 def run(*args):
@@ -441,6 +514,47 @@ def both_commands_verify_a_monitor_events_webhook_body():
         expect((code, json.loads(out)["reason"]), (1, reason), f"client: {reason}")
         code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", client.REPORT_TYPES[short_type], report)
         expect((code, out.strip()), (1, f"NOT verified: {reason}"), f"independent: {reason}")
+
+
+@case
+def both_commands_verify_a_sequence_scan():
+    """A sequence scan's answer through both commands: verified as ``scan_sequence`` /
+    ``xray.scan_sequence.v1`` bound to its transactions (a file, one a line; or commas), account
+    and origin; one fewer or two swapped is ``digest_mismatch``; as a scan ``wrong_type``, and a
+    scan as a sequence ``wrong_type``; ``--transaction`` for a sequence or ``--transactions`` for a
+    scan is a usage error."""
+    report = WORK / "sequence.json"
+    report.write_text(json.dumps({"data": sequence_scan("phantom.app")}, indent=2))
+    (WORK / "txs.b64").write_text("\n".join(SEQUENCE_SENT) + "\n")
+    held = ["--transactions", f"@{WORK / 'txs.b64'}", "--account", ACCOUNT, "--origin", "phantom.app"]
+    code, out = run(CLIENT, "verify", "--type", "scan_sequence", "--keys", WORK / "keys.json", report, *held)
+    verdict = json.loads(out)
+    expect((code, verdict["verified"], verdict["type"]), (0, True, SEQUENCE), f"client: {verdict}")
+    expect(len(verdict["data"]["transactions"]), 3, "the signed transactions")
+    code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", SEQUENCE, *held, report)
+    expect(code, 0, out)
+    for says in [
+        f"verified {KID}", "bound to transactions, account, origin", "other transactions refused",
+        "tampered copy refused", "as another type refused", "added member not verified",
+    ]:
+        expect(says in out, True, f"{says!r} in {out!r}")
+    first, second, third = SEQUENCE_SENT
+    for reason, transactions in [("digest_mismatch", f"{first},{second}"), ("digest_mismatch", f"{second},{first},{third}")]:
+        code, out = run(CLIENT, "verify", "--type", "scan_sequence", "--keys", WORK / "keys.json", report, "--transactions", transactions)
+        expect((code, json.loads(out)["reason"]), (1, reason), f"client: {transactions[:20]}")
+        code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", SEQUENCE, "--transactions", transactions, report)
+        expect((code, out.strip()), (1, f"NOT verified: {reason}"), f"independent: {transactions[:20]}")
+    for path, short_type, full_type in [(report, "scan", SCAN), (WORK / "scan.json", "scan_sequence", SEQUENCE)]:
+        code, out = run(CLIENT, "verify", "--type", short_type, "--keys", WORK / "keys.json", path)
+        expect((code, json.loads(out)["reason"]), (1, "wrong_type"), f"client: {path.name} as {short_type}")
+        code, out = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", full_type, path)
+        expect((code, out.strip()), (1, "NOT verified: wrong_type"), f"independent: {path.name} as {full_type}")
+    code, _ = run(CLIENT, "verify", "--type", "scan_sequence", "--keys", WORK / "keys.json", "--transaction", first, report)
+    expect(code, 2, "client: --transaction for a sequence")
+    code, _ = run(CLIENT, "verify", "--type", "scan", "--keys", WORK / "keys.json", "--transactions", first, WORK / "scan.json")
+    expect(code, 2, "client: --transactions for a scan")
+    code, _ = run(VERIFIER, "--keys-url", (WORK / "keys.json").as_uri(), "--type", SEQUENCE, "--transaction", first, report)
+    expect(code, 2, "independent: --transaction for a sequence")
 
 
 def main():

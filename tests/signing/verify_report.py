@@ -5,8 +5,8 @@ docs/openapi.json alone (no project code): Ed25519 from ``cryptography``, RFC 87
 
 Given a report (a poll's, webhook's or scan's ``{"data": …}`` body; a monitor event's webhook
 body ``{"data": {"event": …}}``, whose event is what is signed), the type it is expected to be
-(``--type``: ``xray.analysis.v1``, ``xray.comparison.v1``, ``xray.scan.v2``, ``xray.scan.v3`` or
-``xray.monitor_event.v1``) and the key set's URL (``file://`` too), it:
+(``--type``: ``xray.analysis.v1``, ``xray.comparison.v1``, ``xray.scan.v2``, ``xray.scan.v3``,
+``xray.scan_sequence.v1`` or ``xray.monitor_event.v1``) and the key set's URL (``file://`` too), it:
 
 1. fetches ``/.well-known/xray-keys.json`` (no API key) and finds the JWK named by
    ``data.signature.keyId`` (current or retired);
@@ -16,7 +16,8 @@ body ``{"data": {"event": …}}``, whose event is what is signed), the type it i
    with ``guards``), the signature's type among those two fixing the exact list, never another
    type; ``xray.scan.v3`` expected is a guarded scan only; a report signed ``xray.scan.v2``
    whose ``data`` carries a ``guards`` member, which that type does not cover, is refused
-   (``covers_mismatch``) —, builds the object of those
+   (``covers_mismatch``); a sequence scan (``xray.scan_sequence.v1``) is never a scan, nor a
+   scan one —, builds the object of those
    members of ``data`` plus ``"type"`` (the type), turns integers outside ±(2^53 − 1) into
    floats (JCS's number rule; ``rfc8785`` refuses such integers), canonicalizes it with JCS
    and checks the signature — over those bytes, or for a batched signature (a scan's: ``batch``
@@ -29,11 +30,16 @@ body ``{"data": {"event": …}}``, whose event is what is signed), the type it i
    signatures, a canonical compact-u16 count ``n`` then ``n`` × 64 bytes — is
    ``transaction.messageSha256``, ``account`` and ``origin`` are those given; then that the
    transaction with one byte of its message changed is refused (``digest_mismatch``), and
-   (when it has signatures) that it with other signature bytes is still bound;
+   (when it has signatures) that it with other signature bytes is still bound; for a sequence
+   scan, ``--transactions B64,B64,…|@FILE`` (one base64 a line) instead of ``--transaction``: the
+   signed ``transactions`` must have exactly as many items, item *i*'s
+   ``transaction.messageSha256`` the digest of transaction *i*'s message — then that one fewer
+   held, one byte of the last one's message changed and (with two or more) two swapped are
+   refused (``digest_mismatch``);
 4. changes one byte of the report's text (a digit inside the covered document) and checks that
    the changed report is refused (``bad_signature``);
 5. checks that the report is refused as any other type that is not its own (``wrong_type``; a
-   guarded scan is a scan too), and that a member added to its ``data`` is not among the
+   guarded scan is a scan too, a sequence scan is not), and that a member added to its ``data`` is not among the
    verified members.
 
 A refusal names the first reason that applies, in the README's order ("Signed reports": why a
@@ -52,6 +58,8 @@ Run by ``tests/integration/api/signing.rs`` against a real server, and by
       --type xray.analysis.v1 report.json
   python3 tests/signing/verify_report.py --keys-url http://127.0.0.1:8080/.well-known/xray-keys.json \\
       --type xray.scan.v2 --transaction @tx.b64 --account acct_... --origin none scan.json
+  python3 tests/signing/verify_report.py --keys-url http://127.0.0.1:8080/.well-known/xray-keys.json \\
+      --type xray.scan_sequence.v1 --transactions @txs.b64 --account acct_... --origin none sequence.json
 (a scan asked with ``guards``, ``xray.scan.v3``, verifies with ``--type xray.scan.v2`` too).
 """
 
@@ -80,6 +88,12 @@ COVERS = {
         "verdict", "signer", "account", "origin", "transaction", "findings", "effects", "instructions",
         "simulation", "counterparties", "engineVersions", "policy", "guards", "scannedAt", "requestId",
     ],
+    # A sequence scan (``transactions``): each transaction's verdict, transaction (its
+    # messageSha256), findings, effects, instructions and simulation inside ``transactions``.
+    "xray.scan_sequence.v1": [
+        "verdict", "signer", "mode", "transactions", "findings", "effects", "applied", "counterparties",
+        "engineVersions", "policy", "origin", "account", "scannedAt", "requestId",
+    ],
     "xray.monitor_event.v1": [
         "id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes",
     ],
@@ -89,14 +103,17 @@ GUARDED_SCAN = "xray.scan.v3"
 # A scan's two types: expecting ``SCAN`` (a scan) accepts either, its signature's type picking
 # its covers; expecting ``GUARDED_SCAN`` accepts a guarded scan only. A binding applies to both.
 SCAN_TYPES = (SCAN, GUARDED_SCAN)
+# A sequence scan: neither scan type accepts it, nor it them; bound to ``transactions``.
+SEQUENCE = "xray.scan_sequence.v1"
 EVENT = "xray.monitor_event.v1"
 # Why a report is refused, in the order checked (README, "Signed reports"): the first that applies.
 REASONS = [
     "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
     "digest_mismatch", "account_mismatch", "origin_mismatch",
 ]
-# What a scan can be bound to.
+# What a scan can be bound to, and a sequence scan.
 BINDING = ("transaction", "account", "origin")
+SEQUENCE_BINDING = ("transactions", "account", "origin")
 SIGNATURE_BYTES = 64
 # A batched signature's envelope type and the longest path a verifier reads.
 BATCH_TYPE = "xray.batch.v1"
@@ -159,19 +176,22 @@ def accepts(expected_type, signed_type):
 def check(data, key_set, expected_type, binding=None):
     """The covered members of ``data`` when it is a signed report of ``expected_type`` that
     verifies with a key of ``key_set`` (and, a scan's, is about ``binding``: a dict of
-    ``transaction`` base64, ``account``, ``origin``, those given); else ``Refused`` with the first
-    reason, in the README's order, that applies. Expecting a scan (``SCAN``), a guarded scan
-    (``GUARDED_SCAN``) is one too, checked against its own covers."""
+    ``transaction`` base64, ``account``, ``origin``, those given; a sequence scan's: of
+    ``transactions``, a list of base64 in the order sent, ``account``, ``origin``); else
+    ``Refused`` with the first reason, in the README's order, that applies. Expecting a scan
+    (``SCAN``), a guarded scan (``GUARDED_SCAN``) is one too, checked against its own covers; a
+    sequence scan (``SEQUENCE``) is neither."""
     binding = binding or {}
     # malformed: the binding, the report, the key set
-    if any(name not in BINDING for name in binding) or (binding and expected_type not in SCAN_TYPES):
+    members = SEQUENCE_BINDING if expected_type == SEQUENCE else BINDING
+    if any(name not in members for name in binding) or (binding and expected_type not in (*SCAN_TYPES, SEQUENCE)):
         raise Refused("malformed")
     if "transaction" in binding:
-        try:
-            transaction = base64_bytes(binding["transaction"])
-            digest = hashlib.sha256(transaction[signatures_end(transaction):]).hexdigest()
-        except ValueError:
-            raise Refused("malformed") from None
+        digest = held_digest(binding["transaction"])
+    if "transactions" in binding:
+        if not isinstance(binding["transactions"], list):
+            raise Refused("malformed")
+        digests = [held_digest(transaction) for transaction in binding["transactions"]]
     signature = data.get("signature") if isinstance(data, dict) else None
     if not isinstance(signature, dict) or signature.get("alg") != "EdDSA" or signature.get("canon") != "JCS":
         raise Refused("malformed")
@@ -216,11 +236,29 @@ def check(data, key_set, expected_type, binding=None):
         signed = covered["transaction"].get("messageSha256") if isinstance(covered["transaction"], dict) else None
         if digest != signed:
             raise Refused("digest_mismatch")
+    # A sequence's: exactly as many transactions judged as held, each message in its place.
+    if "transactions" in binding:
+        items = covered["transactions"]
+        if not isinstance(items, list) or len(items) != len(digests):
+            raise Refused("digest_mismatch")
+        for item, held in zip(items, digests):
+            transaction = item.get("transaction") if isinstance(item, dict) else None
+            if not isinstance(transaction, dict) or transaction.get("messageSha256") != held:
+                raise Refused("digest_mismatch")
     if "account" in binding and covered["account"] != binding["account"]:
         raise Refused("account_mismatch")
     if "origin" in binding and covered["origin"] != binding["origin"]:
         raise Refused("origin_mismatch")
     return covered
+
+
+def held_digest(text):
+    """SHA-256 (hex) of the message of a transaction held (base64); ``malformed`` when it is none."""
+    try:
+        transaction = base64_bytes(text)
+        return hashlib.sha256(transaction[signatures_end(transaction):]).hexdigest()
+    except ValueError:
+        raise Refused("malformed") from None
 
 
 def batch_of(signature):
@@ -335,6 +373,10 @@ def main():
     parser.add_argument("--keys-url", required=True)
     parser.add_argument("--type", required=True, choices=sorted(COVERS), help="the type the report must be")
     parser.add_argument("--transaction", help="a scan's: the transaction sent, base64 (@FILE: read from FILE)")
+    parser.add_argument(
+        "--transactions",
+        help="a sequence scan's: the transactions sent, in order, base64 separated by commas (@FILE: one a line)",
+    )
     parser.add_argument("--account", help="a scan's: the account whose key asked for it")
     parser.add_argument("--origin", help="a scan's: the origin host it judged ('none': the request sent none)")
     parser.add_argument("report")
@@ -346,12 +388,23 @@ def main():
             with open(sent[1:], encoding="utf-8") as f:
                 sent = f.read()
         binding["transaction"] = sent.strip()
+    if args.transactions is not None:
+        sent = args.transactions
+        if sent.startswith("@"):
+            with open(sent[1:], encoding="utf-8") as f:
+                binding["transactions"] = [line.strip() for line in f if line.strip()]
+        else:
+            binding["transactions"] = [part.strip() for part in sent.split(",")]
     if args.account is not None:
         binding["account"] = args.account
     if args.origin is not None:
         binding["origin"] = None if args.origin == "none" else args.origin
-    if binding and args.type not in SCAN_TYPES:
-        parser.error(f"--transaction, --account and --origin bind a scan ({', '.join(SCAN_TYPES)}) only")
+    if binding and args.type not in (*SCAN_TYPES, SEQUENCE):
+        parser.error(f"--transaction(s), --account and --origin bind a scan ({', '.join(SCAN_TYPES)}) or a sequence scan only")
+    if "transaction" in binding and args.type == SEQUENCE:
+        parser.error("a sequence scan is bound with --transactions")
+    if "transactions" in binding and args.type != SEQUENCE:
+        parser.error(f"--transactions binds a sequence scan ({SEQUENCE}) only: a scan's is --transaction")
     with urllib.request.urlopen(args.keys_url, timeout=10) as answer:
         key_set = json.load(answer)
     with open(args.report, "rb") as f:
@@ -387,6 +440,24 @@ def main():
                 print("re-signed transaction NOT bound")
                 sys.exit(1)
             print("re-signed transaction still bound")
+    if "transactions" in binding:
+        held = binding["transactions"]
+        last = bytearray(base64_bytes(held[-1]))
+        last[-1] ^= 0x01
+        others = {
+            "one fewer": held[:-1],
+            "the last one's message changed": [*held[:-1], base64.b64encode(last).decode()],
+        }
+        if len(held) > 1:
+            others["two swapped"] = [held[1], held[0], *held[2:]]
+        for what, transactions in others.items():
+            # Two equal messages swapped are the same sequence: nothing to refuse.
+            if what == "two swapped" and held_digest(held[0]) == held_digest(held[1]):
+                continue
+            if reason_of(data, key_set, args.type, {"transactions": transactions}) != "digest_mismatch":
+                print(f"{what} ACCEPTED (or refused for another reason)")
+                sys.exit(1)
+        print(f"other transactions refused ({', '.join(others)})")
     if reason_of(signed_object(loads(tampered(text.decode(), args.type)), args.type), key_set, args.type) != "bad_signature":
         print("tampered copy ACCEPTED (or refused for another reason than bad_signature)")
         sys.exit(1)

@@ -18,8 +18,9 @@
  *   caller expects, against the published key set (`getSigningKeys`), over its RFC 8785 (JCS)
  *   canonical form (`canonicalJson`); it returns the signed members alone. For a scan it also
  *   checks, when asked, that the signed answer is about the caller's transaction (`messageSha256`),
- *   account and origin. A refusal names one reason of `VERIFY_REASONS` (`checkReport`: the same,
- *   as a result instead of a throw).
+ *   account and origin — for a sequence scan (`verifyScanSequence`), about the caller's
+ *   transactions, every one in its place. A refusal names one reason of `VERIFY_REASONS`
+ *   (`checkReport`: the same, as a result instead of a throw).
  */
 import {
   createHash,
@@ -52,7 +53,25 @@ export type QueryOf<Op> = Op extends { parameters: { query?: infer Q } } ? NonNu
 export type WalletRequest = RequestBody<operations["analyzeWallet"]>;
 export type BatchRequest = RequestBody<operations["analyzeWallets"]>;
 export type CompareRequest = RequestBody<operations["compareWallets"]>;
-export type ScanRequest = RequestBody<operations["scanTransaction"]>;
+/** The scan's body, either form (`scanTransaction` takes both). */
+export type ScanBody = RequestBody<operations["scanTransaction"]>;
+/** A scan of one transaction: `transaction`, and `signer`, `origin`, `guards`. */
+export type ScanRequest = Schemas["ScanRequest"];
+/**
+ * A scan of a sequence: `transactions` (1 to 5, base64, run in order on one state), `mode`
+ * (`sequence`, the default, or `bundle`), `signer` (a signer of every one) and `origin`; no `guards`.
+ */
+export type ScanSequenceRequest = Schemas["ScanSequenceRequest"];
+/** How a sequence's transaction that fails or cannot run weighs on the rest. */
+export type ScanSequenceMode = NonNullable<ScanSequenceRequest["mode"]>;
+/** A scan's answer (`{data: ScanReport}`), signed `xray.scan.v2` (`xray.scan.v3` with guards). */
+export type TransactionScan = Schemas["TransactionScan"];
+/** A sequence scan's answer (`{data: ScanSequence}`), signed `xray.scan_sequence.v1`. */
+export type TransactionScanSequence = Schemas["TransactionScanSequence"];
+/** A sequence scan's `data`: each transaction in its place, the cumulative effects and findings, `applied`. */
+export type ScanSequence = Schemas["ScanSequence"];
+/** One transaction of a sequence scan, judged on the state the ones before it leave (a failed one's fee in a `sequence`). */
+export type ScanSequenceTransaction = Schemas["ScanSequenceTransaction"];
 /** A scan's guards, as asked (`ScanRequest["guards"]` as an object: its tolerances). */
 export type ScanGuardOptions = Schemas["ScanGuardOptions"];
 /** A scan's guards, as answered (`data.guards` of a scan asked with `guards`). */
@@ -411,17 +430,40 @@ export class XrayClient {
   // ---- pre-sign scan ----------------------------------------------------------------------
 
   /**
-   * `POST /v1/developer/intelligence/transaction` — synchronous; charged one unit. With
-   * `guards` (`true`, or `{slippageBps, solToleranceLamports}`) the answer also carries
-   * `data.guards` — Lighthouse assertions of what the scan predicts and, for an unsigned
-   * transaction, the transaction with them appended — and is signed `xray.scan.v3`.
+   * `POST /v1/developer/intelligence/transaction` — synchronous. One transaction
+   * (`{transaction}`): charged one unit, answered `TransactionScan`. With `guards` (`true`, or
+   * `{slippageBps, solToleranceLamports}`) the answer also carries `data.guards` — Lighthouse
+   * assertions of what the scan predicts and, for an unsigned transaction, the transaction with
+   * them appended — and is signed `xray.scan.v3`. A sequence (`{transactions, mode}`, as
+   * `scanSequence`): charged one unit per transaction, answered `TransactionScanSequence`, signed
+   * `xray.scan_sequence.v1` (verify it with `verifyScanSequence`).
    */
-  scanTransaction(body: ScanRequest, opts: RequestOptions = {}) {
+  scanTransaction(body: ScanRequest, opts?: RequestOptions): Promise<XrayResponse<TransactionScan>>;
+  scanTransaction(body: ScanSequenceRequest, opts?: RequestOptions): Promise<XrayResponse<TransactionScanSequence>>;
+  scanTransaction(body: ScanBody, opts: RequestOptions = {}) {
     // A refusal (429/503) made no scan; a network failure may have: not retried.
     return this.call<SuccessBody<operations["scanTransaction"]>>(
       { method: "POST", path: "/v1/developer/intelligence/transaction", body, retrySafe: false },
       opts,
     );
+  }
+
+  /**
+   * `POST /v1/developer/intelligence/transaction` with `transactions`: 1 to 5 transactions
+   * (base64, in the order they would run) simulated in order on one state, each judged in its
+   * place and the whole on its cumulative effects (`data.transactions`, `data.effects`,
+   * `data.findings`, `data.applied`). `mode` `sequence` (the default: a failed one applies
+   * nothing but its fee, the next runs on that state) or `bundle` (once one fails, none applies,
+   * not even a fee); `signer` must sign every one (default: the first's fee payer). Charged one
+   * unit per transaction; signed
+   * `xray.scan_sequence.v1` — verify it with `verifyScanSequence(data, keys, {transactions})`.
+   */
+  scanSequence(
+    transactions: string[],
+    options: Omit<ScanSequenceRequest, "transactions"> = {},
+    opts: RequestOptions = {},
+  ): Promise<XrayResponse<TransactionScanSequence>> {
+    return this.scanTransaction({ ...options, transactions }, opts);
   }
 
   // ---- monitors ---------------------------------------------------------------------------
@@ -521,7 +563,7 @@ export class XrayClient {
    * `transaction:scan` besides `analysis:read`. Not charged.
    */
   submitScanFeedback(
-    scan: SuccessBody<operations["scanTransaction"]>,
+    scan: TransactionScan,
     verdict: ScanFeedbackVerdict,
     note?: string,
     opts: RequestOptions = {},
@@ -820,6 +862,7 @@ export type ReportType =
   | "xray.comparison.v1"
   | "xray.scan.v2"
   | "xray.scan.v3"
+  | "xray.scan_sequence.v1"
   | "xray.monitor_event.v1";
 /** The type of a scan's answer (asked without `guards`). */
 const SCAN_TYPE: ReportType = "xray.scan.v2";
@@ -827,6 +870,11 @@ const SCAN_TYPE: ReportType = "xray.scan.v2";
 const GUARDED_SCAN_TYPE: ReportType = "xray.scan.v3";
 /** The two types of a scan's answer, the reports a `ScanBinding` applies to. */
 const SCAN_TYPES: readonly ReportType[] = [SCAN_TYPE, GUARDED_SCAN_TYPE];
+/**
+ * The type of a sequence scan's answer (`transactions`): never a scan, and a scan never one; the
+ * report a `SequenceBinding` applies to.
+ */
+const SEQUENCE_TYPE: ReportType = "xray.scan_sequence.v1";
 
 /** What a scan's signature (`xray.scan.v2`) covers. */
 const SCAN_COVERS: readonly string[] = [
@@ -854,6 +902,25 @@ export const REPORT_COVERS: Readonly<Record<ReportType, readonly string[]>> = {
   // A scan asked with `guards`: the same members and `guards` (the Lighthouse assertions and the
   // guarded transaction).
   "xray.scan.v3": [...SCAN_COVERS, "guards"],
+  // A sequence scan: each transaction's verdict, transaction (its messageSha256), findings,
+  // effects, instructions and simulation inside `transactions`; the whole's findings, effects
+  // and what applied; and, as a scan's, the rest.
+  "xray.scan_sequence.v1": [
+    "verdict",
+    "signer",
+    "mode",
+    "transactions",
+    "findings",
+    "effects",
+    "applied",
+    "counterparties",
+    "engineVersions",
+    "policy",
+    "origin",
+    "account",
+    "scannedAt",
+    "requestId",
+  ],
   // A monitor's event: `data` is the event object (a webhook body's `data.event`, or one item
   // of the events page's `data.events`), its `signature` among its members.
   "xray.monitor_event.v1": ["id", "kind", "account", "monitorId", "wallet", "analysisId", "createdAt", "changes"],
@@ -886,6 +953,28 @@ export interface ScanBinding {
 }
 
 const BINDING_MEMBERS: readonly (keyof ScanBinding)[] = ["transaction", "account", "origin"];
+
+/**
+ * What a sequence scan's signed answer must be about, on top of its signature (`verifyReport`'s
+ * `binding` for `xray.scan_sequence.v1`, `verifyScanSequence`'s): each member given is compared
+ * with a covered member; one left out is not checked.
+ */
+export interface SequenceBinding {
+  /**
+   * The transactions sent to the scan, in the order sent — each its serialized bytes or their
+   * base64, signed since or not: the signed `transactions` must have exactly as many items, and
+   * item i's `transaction.messageSha256` must be `messageSha256` of transaction i.
+   */
+  transactions?: ReadonlyArray<Uint8Array | string>;
+  /** The account whose key asked for the scan: the signed `account`. */
+  account?: string;
+  /** The origin host it was sent with, as the scan reports it; `null` when it was sent none. */
+  origin?: string | null;
+}
+
+const SEQUENCE_BINDING_MEMBERS: readonly (keyof SequenceBinding)[] = ["transactions", "account", "origin"];
+/** What a signed answer can be bound to: a scan's request, or a sequence scan's. */
+export type ReportBinding = ScanBinding | SequenceBinding;
 /** The type of the envelope a batched signature (a scan's) signs, and the longest path read. */
 const BATCH_TYPE = "xray.batch.v1";
 const BATCH_PATH_STEPS_MAX = 16;
@@ -898,15 +987,19 @@ const BATCH_PATH_STEPS_MAX = 16;
  *   object, no signature — an unsigned report — `alg` not `EdDSA`, `canon` not `JCS`, `type` or
  *   `keyId` not text, `covers` not a list of names, `value` not 64 bytes of unpadded base64url;
  *   a key set without `keys`, or whose key of that id is no Ed25519 public key; a binding with a
- *   member no binding has, of another type than a scan, or whose transaction is none);
+ *   member its type's binding has not — a scan's `transaction`, `account`, `origin`; a sequence's
+ *   `transactions`, `account`, `origin` —, of another type than a scan or a sequence scan, or
+ *   whose transaction is none, or whose `transactions` is no list);
  * - `unknown_key`: no key of the set has the signature's `keyId` (another server's report);
  * - `wrong_type`: the signature's `type` is not the type expected;
  * - `covers_mismatch`: `covers` is not exactly that type's members, or `data` lacks one; or a
  *   scan signed `xray.scan.v2` carries a `guards` member, which that type does not cover;
  * - `bad_signature`: the signature does not verify — something it covers was changed;
  * - then a scan's binding, compared with what the signature attests: `digest_mismatch` (its
- *   `transaction.messageSha256` is not the digest of the transaction's message; the only digest
- *   a report binds — an analysis or comparison has none), `account_mismatch`, `origin_mismatch`.
+ *   `transaction.messageSha256` is not the digest of the transaction's message — a sequence's
+ *   `transactions` has not exactly as many items as held, or item i's `transaction.messageSha256`
+ *   is not the digest of transaction i's; the only digests a report binds — an analysis or
+ *   comparison has none), `account_mismatch`, `origin_mismatch`.
  */
 export const VERIFY_REASONS = [
   "malformed",
@@ -971,10 +1064,13 @@ export function canonicalJson(value: unknown): string {
  * the exact covers — as the Rust `verify_scan` does, never another type; expecting
  * `xray.scan.v3` accepts a guarded scan only. A scan signed `xray.scan.v2` whose `data` carries a
  * `guards` member is refused (`covers_mismatch`): those guards are signed by nobody, and a client
- * might read them where it reads the signed ones. Then, for a scan with a `binding`, the signed
- * members must be about the caller's own request: its transaction's message (`digest_mismatch`),
- * account (`account_mismatch`) and origin (`origin_mismatch`); a binding for another type is
- * `malformed`.
+ * might read them where it reads the signed ones. A sequence scan (`xray.scan_sequence.v1`) is
+ * neither: expecting a scan refuses it, and expecting a sequence refuses a scan (`wrong_type`).
+ * Then, for a scan with a `binding` (`ScanBinding`), the signed members must be about the
+ * caller's own request: its transaction's message (`digest_mismatch`), account
+ * (`account_mismatch`) and origin (`origin_mismatch`); for a sequence scan (`SequenceBinding`),
+ * as many transactions as held, each message in its place (`digest_mismatch`), then the account
+ * and origin; a binding for another type is `malformed`.
  * Returns the key id and the covered members alone (a member added to `data` is not among them);
  * throws `ReportVerificationError` with the first of `VERIFY_REASONS`, in their order, that
  * applies. Parsing the report's text is the caller's: a value that is no report object is
@@ -984,20 +1080,28 @@ export function verifyReport(
   data: unknown,
   keySet: SigningKeySet,
   expected: ReportType,
-  binding?: ScanBinding,
+  binding?: ReportBinding,
 ): VerifiedReport {
   // 1. malformed: what was asked, the binding, the report, the key set.
   if (!Object.prototype.hasOwnProperty.call(REPORT_COVERS, expected)) {
     throw new ReportVerificationError("malformed", `${String(expected)} is no report type`);
   }
-  // A member the binding does not know (a misspelt `acount`) would silently check nothing.
-  const unknown = Object.keys(binding ?? {}).filter((k) => !BINDING_MEMBERS.includes(k as keyof ScanBinding));
-  if (unknown.length > 0) throw new ReportVerificationError("malformed", `no binding member ${unknown.join(", ")}`);
-  const bound = binding != null && BINDING_MEMBERS.some((k) => binding[k] !== undefined);
-  if (bound && !SCAN_TYPES.includes(expected)) {
-    throw new ReportVerificationError("malformed", `a binding applies to a scan only, not ${expected}`);
+  // A member the binding does not know (a misspelt `acount`, a scan's `transaction` for a
+  // sequence's `transactions`) would silently check nothing.
+  const sequence = expected === SEQUENCE_TYPE;
+  const members: readonly string[] = sequence ? SEQUENCE_BINDING_MEMBERS : BINDING_MEMBERS;
+  const held = (binding ?? {}) as Record<string, unknown>;
+  const unknown = Object.keys(held).filter((k) => !members.includes(k));
+  if (unknown.length > 0) {
+    throw new ReportVerificationError("malformed", `no ${sequence ? "sequence " : ""}binding member ${unknown.join(", ")}`);
   }
-  const heldDigest = binding?.transaction !== undefined ? messageSha256(binding.transaction) : undefined;
+  const bound = members.some((k) => held[k] !== undefined);
+  if (bound && !sequence && !SCAN_TYPES.includes(expected)) {
+    throw new ReportVerificationError("malformed", `a binding applies to a scan or a sequence scan only, not ${expected}`);
+  }
+  // The digests of what is held, read before anything else: one that is no transaction is malformed.
+  const heldDigest = !sequence && held.transaction !== undefined ? messageSha256(held.transaction as Uint8Array | string) : undefined;
+  const heldDigests = sequence && held.transactions !== undefined ? sequenceDigests(held.transactions) : undefined;
   const report = isObject(data) ? data : undefined;
   const signature = report?.signature;
   if (!report || !isObject(signature)) {
@@ -1047,8 +1151,24 @@ export function verifyReport(
     throw new ReportVerificationError("bad_signature", "the signature does not match the report");
   }
   // 6. the binding, on what the signature attests
-  if (bound) checkBinding(covered, binding, heldDigest);
+  if (bound && sequence) checkSequenceBinding(covered, binding as SequenceBinding, heldDigests);
+  else if (bound) checkBinding(covered, binding as ScanBinding, heldDigest);
   return { keyId, covered };
+}
+
+/**
+ * `verifyReport` of a sequence scan's answer (`data` of what `scanSequence` returned): its
+ * signature must be `xray.scan_sequence.v1`'s over exactly that type's covers — a scan's answer
+ * is refused (`wrong_type`), as a sequence's is by a scan's verifier — and, with a `binding`, it
+ * must be about the caller's own request: the signed `transactions` exactly as many as
+ * `binding.transactions` and item i's `transaction.messageSha256` the digest of transaction i's
+ * message (`digest_mismatch`), then `account` (`account_mismatch`) and `origin`
+ * (`origin_mismatch`). Returns the key id and the signed members alone; throws
+ * `ReportVerificationError` (`checkReport(data, keySet, "xray.scan_sequence.v1", binding)`
+ * answers the same without throwing).
+ */
+export function verifyScanSequence(data: unknown, keySet: SigningKeySet, binding?: SequenceBinding): VerifiedReport {
+  return verifyReport(data, keySet, SEQUENCE_TYPE, binding);
 }
 
 /**
@@ -1059,7 +1179,7 @@ export function checkReport(
   data: unknown,
   keySet: SigningKeySet,
   expected: ReportType,
-  binding?: ScanBinding,
+  binding?: ReportBinding,
 ): ReportCheck {
   try {
     return { verified: true, ...verifyReport(data, keySet, expected, binding) };
@@ -1085,12 +1205,68 @@ function checkBinding(covered: Record<string, unknown>, binding: ScanBinding, he
       throw new ReportVerificationError("digest_mismatch", "the scan judged another transaction message");
     }
   }
+  checkAsker(covered, binding, "scan");
+}
+
+/** Refuses a scan's (or sequence scan's) verified members made for another account or origin than held. */
+function checkAsker(covered: Record<string, unknown>, binding: ScanBinding | SequenceBinding, what: string): void {
   if (binding.account !== undefined && covered.account !== binding.account) {
-    throw new ReportVerificationError("account_mismatch", `the scan was asked by ${String(covered.account)}`);
+    throw new ReportVerificationError("account_mismatch", `the ${what} was asked by ${String(covered.account)}`);
   }
   if (binding.origin !== undefined && covered.origin !== binding.origin) {
-    throw new ReportVerificationError("origin_mismatch", `the scan judged the origin ${String(covered.origin)}`);
+    throw new ReportVerificationError("origin_mismatch", `the ${what} judged the origin ${String(covered.origin)}`);
   }
+}
+
+/**
+ * The digests of a sequence's transactions held (`messageSha256` of each, in order); a value that
+ * is no list, or an item that is no transaction, is malformed.
+ */
+function sequenceDigests(transactions: unknown): string[] {
+  if (!Array.isArray(transactions)) {
+    throw new ReportVerificationError("malformed", "the transactions held are not a list");
+  }
+  return transactions.map((transaction, i) => {
+    try {
+      return messageSha256(transaction as Uint8Array | string);
+    } catch (e) {
+      if (e instanceof ReportVerificationError) {
+        throw new ReportVerificationError("malformed", `transaction ${i} held: ${e.message}`);
+      }
+      throw e;
+    }
+  });
+}
+
+/**
+ * Refuses a sequence scan's verified members that are not about `binding`'s transactions
+ * (`heldDigests`, their messages' digests, read before anything else) — exactly as many signed,
+ * each in its place —, account or origin.
+ */
+function checkSequenceBinding(
+  covered: Record<string, unknown>,
+  binding: SequenceBinding,
+  heldDigests: string[] | undefined,
+): void {
+  if (heldDigests !== undefined) {
+    const items = covered.transactions;
+    if (!Array.isArray(items) || items.length !== heldDigests.length) {
+      const count = Array.isArray(items) ? items.length : "no list of";
+      throw new ReportVerificationError(
+        "digest_mismatch",
+        `the sequence judged ${count} transactions, not the ${heldDigests.length} held`,
+      );
+    }
+    heldDigests.forEach((held, i) => {
+      const item: unknown = items[i];
+      const transaction = isObject(item) ? item.transaction : undefined;
+      const signed = isObject(transaction) ? transaction.messageSha256 : undefined;
+      if (signed !== held) {
+        throw new ReportVerificationError("digest_mismatch", `the sequence judged another message as transaction ${i}`);
+      }
+    });
+  }
+  checkAsker(covered, binding, "sequence scan");
 }
 
 /** Bytes of a signature in a serialized transaction. */

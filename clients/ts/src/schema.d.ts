@@ -153,19 +153,21 @@ export interface paths {
         put?: never;
         /**
          * Scan a transaction before it is signed
-         * @description The pre-sign scan (an extension of the contract): what a transaction a wallet is about to sign would do to that wallet, and how dangerous that is — answered synchronously, before anything is signed, so a wallet can show it on its confirmation screen. The service decodes the transaction (legacy or v0; a v0 message's lookup tables are read from the ledger), judges its instructions (`findings`: approvals, authority hand-overs, the wallet assigned to a program, durable nonces, transfers to flagged, sanctioned or look-alike addresses, unknown programs given the wallet as writable), compares recipients and delegates with the wallets the signer dealt with lately (`counterparties`), and simulates it against the current ledger state to list what it changes for the signer (`effects`, from the state of the accounts before against after — so what the programs really do is in it, cross-program invocations included). `verdict` is the worst finding's severity in three words.
+         * @description The pre-sign scan (an extension of the contract): what a transaction — or a sequence of up to five (`transactions`, see **Sequences**) — a wallet is about to sign would do to that wallet, and how dangerous that is — answered synchronously, before anything is signed, so a wallet can show it on its confirmation screen. The service decodes the transaction (legacy or v0; a v0 message's lookup tables are read from the ledger), judges its instructions (`findings`: approvals, authority hand-overs, the wallet assigned to a program, durable nonces, transfers to flagged, sanctioned or look-alike addresses, unknown programs given the wallet as writable), compares recipients and delegates with the wallets the signer dealt with lately (`counterparties`), and simulates it against the current ledger state to list what it changes for the signer (`effects`, from the state of the accounts before against after — so what the programs really do is in it, cross-program invocations included). `verdict` is the worst finding's severity in three words.
          *
-         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 4 KiB (413), shape (400 `INVALID_REQUEST`; a malformed `guards` too) → `transaction` not base64 (400 `INVALID_TRANSACTION`) → `signer` not an address (400 `INVALID_ADDRESS`) → `transaction` not a transaction of at most 1,232 bytes (400 `INVALID_TRANSACTION`) → `signer` does not sign it (400 `INVALID_REQUEST`) → shutting down (503) → quota (429 `QUOTA_EXHAUSTED`) → the lookup tables (503 `SERVICE_BUSY` when the ledger does not answer; an address that is no lookup table, or an index past a table's end, is 400 `INVALID_TRANSACTION`) → the ledger's view: the accounts before, the simulation and the signer's recent history, asked together, each bounded by 1.5 s (503 when 256 scans, or 8 of one account, already wait for the ledger).
+         *     **Order of checks** (after route, authentication, scope and rate limit, as for every request): media type (415), size ≤ 16 KiB (413, `details.maxBytes: 16384`), shape (400 `INVALID_REQUEST`; a malformed `guards` too, and the sequence form's shape: see **Sequences**) → `transaction` not base64 (400 `INVALID_TRANSACTION`) → `signer` not an address (400 `INVALID_ADDRESS`) → `origin` not a URL with a host (400 `INVALID_REQUEST`) → `transaction` not a transaction of at most 1,232 bytes (400 `INVALID_TRANSACTION`) → `signer` does not sign it (400 `INVALID_REQUEST`) → shutting down (503) → quota (429 `QUOTA_EXHAUSTED`) → the lookup tables (503 `SERVICE_BUSY` when the ledger does not answer; an address that is no lookup table, or an index past a table's end, is 400 `INVALID_TRANSACTION`) → the ledger's view: the accounts before, the simulation and the signer's recent history, asked together, each bounded by 1.5 s (503 when 256 scans, or 8 of one account, already wait for the ledger).
          *
          *     **A ledger that does not answer is not a refusal** (past the lookup tables). When the source does not simulate, answers too late or answers unusably, or the transaction would fail, the scan still answers `200`: the findings judged from the decoded instructions stand, `simulation.status` says why `effects` is empty, and `counterparties` says whether the history was read.
          *
-         *     **Charging.** One quota unit per `200` (`byOperation.transactionScan` in `GET /v1/developer/usage`), however the ledger's reads went — `simulation.status` and `counterparties` say (a waiver would be a free scan a client could cause by naming accounts too large to read in time). Every refusal is free. The unit is reserved before the ledger is read, given back on any failure (and when the client hangs up), and written before the answer leaves.
+         *     **Charging.** One quota unit per `200` — one per transaction for a sequence (see **Sequences**) — (`byOperation.transactionScan` in `GET /v1/developer/usage`), however the ledger's reads went — `simulation.status` and `counterparties` say (a waiver would be a free scan a client could cause by naming accounts too large to read in time). Every refusal is free. The unit is reserved before the ledger is read, given back on any failure (and when the client hangs up), and written before the answer leaves.
          *
          *     **Deterministic.** The same transaction, signer, origin and ledger state give byte-identical answers, but for `account` (who asked), `scannedAt` (when it was asked), `requestId` (the `X-Request-Id` of the answer) and `signature` (`xray.scan.v2`, or `xray.scan.v3` for a scan asked with `guards`, which covers them, the origin judged and the digest of the message judged, `transaction.messageSha256`: see `ReportSignature`).
          *
          *     **Signatures.** Each required signer's slot is verified (Ed25519, strict, as the runtime does): `transaction.signatures` says `valid`, `missing` (zeros) or `invalid`, `transaction.signed` is true when every one is valid, and an invalid one is a critical `invalid_signature` finding.
          *
          *     **Guards.** A scan asked with `guards` (`true`, or the tolerances `{"slippageBps", "solToleranceLamports"}`) also answers `guards` (`ScanGuards`): Lighthouse assertions of what the simulation predicts for the signer — its own account's SOL at least the predicted balance less the tolerance (and less the fee the guards themselves may add) and its owner program as predicted; each of its token accounts' owner, delegate (with one, the delegated amount at most the predicted one) and close authority as predicted and its amount at least the prediction less the slippage, a share of what the transaction moves on that account — which make the transaction fail on chain if the accounts end up otherwise, and, for an unsigned transaction, the transaction with them appended (its `SetComputeUnitLimit`, if any, raised for them), to sign instead. Withheld (`status: withheld`, with the `reason`) for a transaction judged `malicious` and when the simulation did not run `ok`. Such an answer is signed as `xray.scan.v3` (the v2 members and `guards`); a scan without `guards` is answered and signed as before. The same one unit either way.
+         *
+         *     **Sequences.** A dApp often asks a wallet to sign several transactions at once (a setup, then the action; a Jito bundle), and a drain can be split over them so that no single one looks like one. The sequence form of the body (`ScanSequenceRequest`) sends `transactions` instead of `transaction`: 1 to 5 (`SEQUENCE_TRANSACTIONS_MAX`) strings, each the standard base64 of a serialized transaction (legacy or v0) of at most 1,232 bytes, with `mode` (`sequence`, the default, or `bundle`), `signer` and `origin` as for one transaction. They are run in order on one state: transaction *i* is simulated on the state the transactions before it leave — in mode `sequence` one that fails applies nothing but its fee (its fee payer's lamports less the fee, as on chain: a failed transaction that lands still pays it), one that does not run applies nothing, and the next runs on that state; in mode `bundle` once one fails or cannot run, every one after it is `simulation.status: "skipped"` with a reason naming it, and none applies — nothing lands, not even a fee. The answer (`ScanSequence`) judges each transaction in its place (`transactions[i]`: the `verdict`, `transaction`, `findings`, `effects`, `instructions` and `simulation` of a single scan) and the whole: `effects` are the signer's cumulative effects, the state before the first against the state after the last applied one (in mode `sequence`, a failed one's fee among them), and `findings` what that shows and no single transaction need — today an `asset_sweep` judged on the cumulative balances and with the findings of the applied transactions only (its `detail` starting "Run in order, the N applied transactions together: ", N the applied ones), which catches a drain split over transactions. `verdict` is the worst of every transaction's and of those findings; `applied` lists the transactions that apply (those whose simulation ran `ok`), with a `reason` when some do not (`ScanSequenceApplied`). On a ledger source that cannot run transactions on one state (`rpc` and `snapshot` today) the first is simulated as a single scan is and the rest are `skipped`, saying why. `signer` (default: the first transaction's fee payer) must be a required signer of **every** transaction: one that does not sign the first is `400 INVALID_REQUEST` with `details.field: "signer"`, as for one transaction; a later transaction it does not sign is `400 INVALID_REQUEST` with `details.field: "transactions"`, the message naming it (`transactions[i] is not signed by …`). Refused with `400 INVALID_REQUEST`, charged nothing: both `transaction` and `transactions` (`details.field: "transactions"`), neither (`details.field: "transaction"`), `transactions` empty, longer than 5 or with an item that is not a string (`details.field: "transactions"`), `mode` without `transactions` or other than `sequence` or `bundle` (`details.field: "mode"`), and `guards` other than `false` or `null` with `transactions` (`details.field: "guards"`: guards bind one transaction's prediction); a transaction that is not base64 or not a transaction is `400 INVALID_TRANSACTION` with `details.field: "transactions"`, its message starting `transactions[i]: ` (i its index). Order after the shape, as for one transaction: each transaction's base64, in order (400 `INVALID_TRANSACTION`) → `signer` not an address (400 `INVALID_ADDRESS`) → `origin` not judgeable (400 `INVALID_REQUEST`) → each transaction's bytes, in order (400 `INVALID_TRANSACTION`) → the signer does not sign the first (400, `signer`), then one after it (400, `transactions`) → shutting down (503) → quota (N units) → each transaction's lookup tables and the ledger's view, as for one transaction. **Quota**: one unit per transaction (`transaction_scan`, `byOperation.transactionScan`): all N are reserved before anything is read — `429 QUOTA_EXHAUSTED` when the key has fewer than N left —, charged exactly when the answer is `200`, given back on every refusal. Signed `xray.scan_sequence.v1` (`ReportSignature`): a verifier holding the N transactions it sent checks that `transactions` has exactly N items and that item *i*'s `transaction.messageSha256` is the digest of its transaction *i*'s message (`digest_mismatch` otherwise), then `account` and `origin` as for a scan. A sequence's answer is never a scan and a scan's never a sequence's (`wrong_type`): feedback on a scan takes a single scan's answer only.
          *
          *     **Hang-ups.** A client that hangs up is not charged, and its scan's upstream work is dropped at once: reads in flight are abandoned and none starts after it. A scan changes nothing but usage: there is no `Idempotency-Key` (a repeat is a new, charged scan) and no `callbackUrl` (the answer is the result).
          *
@@ -491,7 +493,7 @@ export interface components {
         };
         /** @description The error of a refused request, or of one refused address of a batch (with the batch's `requestId`). `details` is omitted for NOT_FOUND, UNSUPPORTED_MEDIA_TYPE and INTERNAL; it is never `{}` or `null`. */
         ErrorObject: {
-            /** @description Machine-readable error code (contract §7). HTTP status by code: INVALID_REQUEST 400, INVALID_ADDRESS 400, INVALID_TRANSACTION 400 (the transaction scan's `transaction` is not a transaction; an extension of the contract's codes), UNAUTHENTICATED 401, INSUFFICIENT_SCOPE 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, IDEMPOTENCY_KEY_REUSED 409, IDEMPOTENCY_KEY_IN_PROGRESS 409, CONFLICT 409 (monitors: the account's maximum of monitors, or an event still being delivered; an extension of the contract's codes), ACCOUNT_NOT_ELIGIBLE 422, REPORT_NOT_VERIFIED 422 (feedback on a scan: the answer sent back did not verify as this server's for this account; an extension of the contract's codes), RATE_LIMITED 429, QUOTA_EXHAUSTED 429, TOO_MANY_JOBS 429, INTERNAL 500, SERVICE_BUSY 503. Extensible enumeration — currently `enum` [`INVALID_REQUEST`, `INVALID_ADDRESS`, `INVALID_TRANSACTION`, `UNAUTHENTICATED`, `INSUFFICIENT_SCOPE`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `ACCOUNT_NOT_ELIGIBLE`, `REPORT_NOT_VERIFIED`, `RATE_LIMITED`, `QUOTA_EXHAUSTED`, `TOO_MANY_JOBS`, `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_KEY_IN_PROGRESS`, `CONFLICT`, `SERVICE_BUSY`, `INTERNAL`]; clients must tolerate new values. */
+            /** @description Machine-readable error code (contract §7). HTTP status by code: INVALID_REQUEST 400, INVALID_ADDRESS 400, INVALID_TRANSACTION 400 (the transaction scan's `transaction`, or an item of its `transactions`, is not a transaction; an extension of the contract's codes), UNAUTHENTICATED 401, INSUFFICIENT_SCOPE 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, IDEMPOTENCY_KEY_REUSED 409, IDEMPOTENCY_KEY_IN_PROGRESS 409, CONFLICT 409 (monitors: the account's maximum of monitors, or an event still being delivered; an extension of the contract's codes), ACCOUNT_NOT_ELIGIBLE 422, REPORT_NOT_VERIFIED 422 (feedback on a scan: the answer sent back did not verify as this server's for this account; an extension of the contract's codes), RATE_LIMITED 429, QUOTA_EXHAUSTED 429, TOO_MANY_JOBS 429, INTERNAL 500, SERVICE_BUSY 503. Extensible enumeration — currently `enum` [`INVALID_REQUEST`, `INVALID_ADDRESS`, `INVALID_TRANSACTION`, `UNAUTHENTICATED`, `INSUFFICIENT_SCOPE`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`, `UNSUPPORTED_MEDIA_TYPE`, `ACCOUNT_NOT_ELIGIBLE`, `REPORT_NOT_VERIFIED`, `RATE_LIMITED`, `QUOTA_EXHAUSTED`, `TOO_MANY_JOBS`, `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_KEY_IN_PROGRESS`, `CONFLICT`, `SERVICE_BUSY`, `INTERNAL`]; clients must tolerate new values. */
             code: string;
             /** @description Human-readable explanation. Not stable: do not parse it. Never contains internals. */
             message: string;
@@ -505,7 +507,7 @@ export interface components {
         /** @description Facts about the error; each code fills only its own subset (contract §7 table). */
         ErrorDetails: {
             /**
-             * @description The offending request field: `wallet`, `walletA`, `walletB`, `wallets` (the batch's list, or one address of it in an item's error), `refresh`, `wait`, `Idempotency-Key`, `callbackUrl`, the scan's `transaction`, `signer` and `origin`, a monitor's `wallets` (also for a `PATCH` whose `addWallets` or `removeWallets` leave a list that is not valid), `addWallets`, `removeWallets`, `minSeverity` and `scoreDrop`, a page's `after` and `limit`, feedback's `analysisId`, `signalId`, `verdict`, `note` and `scan`, or `body` when the document as a whole is not JSON or not an object. Present for INVALID_REQUEST, INVALID_ADDRESS, INVALID_TRANSACTION (always `transaction`) and ACCOUNT_NOT_ELIGIBLE and REPORT_NOT_VERIFIED (always `scan`).
+             * @description The offending request field: `wallet`, `walletA`, `walletB`, `wallets` (the batch's list, or one address of it in an item's error), `refresh`, `wait`, `Idempotency-Key`, `callbackUrl`, the scan's `transaction`, `transactions`, `mode`, `guards`, `signer` and `origin`, a monitor's `wallets` (also for a `PATCH` whose `addWallets` or `removeWallets` leave a list that is not valid), `addWallets`, `removeWallets`, `minSeverity` and `scoreDrop`, a page's `after` and `limit`, feedback's `analysisId`, `signalId`, `verdict`, `note` and `scan`, or `body` when the document as a whole is not JSON or not an object. Present for INVALID_REQUEST, INVALID_ADDRESS, INVALID_TRANSACTION (`transaction`, or `transactions` for an item of a sequence) and ACCOUNT_NOT_ELIGIBLE and REPORT_NOT_VERIFIED (always `scan`).
              * @example wallet
              */
             field?: string;
@@ -1377,7 +1379,7 @@ export interface components {
                 walletAnalysis: number;
                 /** @description Units charged for comparisons. */
                 comparison: number;
-                /** @description Units charged for transaction scans (one per `200` of `POST …/intelligence/transaction`; an extension of the contract's `byOperation`). */
+                /** @description Units charged for transaction scans (one per `200` of `POST …/intelligence/transaction`, one per transaction of a sequence; an extension of the contract's `byOperation`). */
                 transactionScan: number;
             };
             /** @description Units refunded this period (jobs that ended `FAILED`). */
@@ -1545,7 +1547,7 @@ export interface components {
             /** @description What the instruction does and who signs it. */
             description: string;
         };
-        /** @description Body of `POST /v1/developer/intelligence/transaction`. Unknown fields are ignored. `signer`, `origin` and `guards` absent or `null` mean not given (`guards`: `false` too). */
+        /** @description Body of `POST /v1/developer/intelligence/transaction`. The single form: one transaction (the sequence form is `ScanSequenceRequest`). Unknown fields are ignored, but the sequence form's `transactions` and `mode`, which must be absent or `null` (else `400 INVALID_REQUEST`, `details.field` naming it). `signer`, `origin` and `guards` absent or `null` mean not given (`guards`: `false` too). */
         ScanRequest: {
             /**
              * Format: solana-transaction
@@ -1570,7 +1572,48 @@ export interface components {
              *     }
              */
             guards?: boolean | components["schemas"]["ScanGuardOptions"] | null;
+            /** @description Not part of the single form: absent or `null`. `transactions` beside `transaction` is `400 INVALID_REQUEST` (`details.field: "transactions"`): send one form (`ScanSequenceRequest` for several transactions). */
+            transactions?: null;
+            /** @description Not part of the single form: absent or `null`. A `mode` without `transactions` is `400 INVALID_REQUEST` (`details.field: "mode"`): it says how a sequence runs (`ScanSequenceRequest`). */
+            mode?: null;
         };
+        /** @description Body of `POST /v1/developer/intelligence/transaction` in its sequence form: up to five transactions a wallet is about to sign together, run in order on one state and judged each in its place and as a whole (the answer is `ScanSequence`; see the operation's **Sequences**). Unknown fields are ignored, but the single form's `transaction` (absent or `null`, else `400 INVALID_REQUEST`, `details.field: "transactions"`) and `guards` (absent, `null` or `false`, else `400 INVALID_REQUEST`, `details.field: "guards"`). `mode`, `signer` and `origin` absent or `null` mean not given. Each transaction is one quota unit. */
+        ScanSequenceRequest: {
+            /**
+             * @description The transactions, in the order they would run: 1 to 5 (`SEQUENCE_TRANSACTIONS_MAX`), each the standard base64 (padding optional) of a serialized Solana transaction, legacy or v0, of at most 1,232 bytes once decoded, signed or not. Empty, more than 5, or an item that is not a string: `400 INVALID_REQUEST` (`details.field: "transactions"`); an item that is not base64 or not a transaction: `400 INVALID_TRANSACTION` (`details.field: "transactions"`), the message naming it (`transactions[i]: …`); one the scan's signer does not sign (after the first): `400 INVALID_REQUEST` (`details.field: "transactions"`).
+             * @example [
+             *       "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABAAUIvoEDuDypQ3wAuj7Fqs24lSUk/4kNJENRch5Hr60dPHFSJnLi6+sfq2b/W0lLkO3R5KbCAmo03EUWo0hCNsonDhD6CWVAkkUdZ9CBBn7MBl4+qGGzmNDtqfFrHagyTfyGaqUsIorh6HPvrBPpmFJT1zv6gMsUXTK/j4nh8OWZlEfFyYI/tI509uwlegLvDQBQ/kn8Zu1WkQE5iKdC3nMZxwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABt324ddloZPZy+FGzut5rBy0he1fWzeROoz1hX7/AKmMlyWPTiSJ8bs9ECkUjg2DC1oTmdr/EIQEjnvY2+n4WQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJAgcGAAEDBAUGAQEGBAIEAQAKDAEAAAAAAAAABg==",
+             *       "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABAAIEvoEDuDypQ3wAuj7Fqs24lSUk/4kNJENRch5Hr60dPHEQ+gllQJJFHWfQgQZ+zAZePqhhs5jQ7anxax2oMk38hlVsm5fADFgC9HUYHITHZHUxWz0RyNsecomAAePvlnv7Bt324ddloZPZy+FGzut5rBy0he1fWzeROoz1hX7/AKkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQEDAwECAAkE//////////8="
+             *     ]
+             */
+            transactions: string[];
+            /**
+             * @description How a transaction that fails or cannot run weighs on the rest (`ScanSequenceMode`): `sequence`, the default (absent or `null`), or `bundle`. Another value, or `mode` without `transactions`: `400 INVALID_REQUEST` (`details.field: "mode"`).
+             * @default sequence
+             * @example bundle
+             */
+            mode?: components["schemas"]["ScanSequenceMode"] | null;
+            /**
+             * @description The wallet the scan is for: a required signer of **every** transaction — one it does not sign is `400 INVALID_REQUEST`: `details.field: "signer"` for the first, `"transactions"` (the message naming `transactions[i]`) for one after it; not base58 of 32 bytes: `400 INVALID_ADDRESS`. Absent: the first transaction's fee payer, which must then sign every one. Findings and effects are about this wallet only.
+             * @example DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z
+             */
+            signer?: components["schemas"]["Address"] | null;
+            /**
+             * @description The URL (or host name) of the dApp that asked for the signatures, as for one transaction (`ScanRequest.origin`): bound to the answer (`origin`, signed) and judged with each transaction — an origin finding (`phishing_origin`, `lookalike_origin`, `ip_origin`) is in every transaction's `findings`, each of them being signed at that origin.
+             * @example https://app.example.com
+             */
+            origin?: string | null;
+            /** @description Not part of the sequence form: absent or `null`. A transaction beside `transactions` is `400 INVALID_REQUEST` (`details.field: "transactions"`): send one form. */
+            transaction?: null;
+            /** @description Not part of the sequence form: absent, `null` or `false`. Asking for guards with `transactions` is `400 INVALID_REQUEST` (`details.field: "guards"`): guards bind one transaction's prediction (`ScanRequest.guards`). */
+            guards?: false | null;
+        };
+        /**
+         * @description How a sequence's transaction that fails or cannot run weighs on the rest. `sequence`: one that fails applies nothing but its fee (its fee payer's lamports less the fee, as on chain), one that cannot run applies nothing, and the next runs on that state — transactions signed together but landing one by one. `bundle`: once one fails or cannot run, every one after it is `skipped` (its `reason` naming it) and none applies, not even a fee — all or nothing, as a Jito bundle lands.
+         * @example bundle
+         * @enum {string}
+         */
+        ScanSequenceMode: "sequence" | "bundle";
         /** @description What a wallet should show before the user signs — the worst finding's severity in three words: `malicious` for a `critical` finding (signing loses the wallet, its tokens or an authority for good), `warning` for `high` or `medium` (the user should understand what they give before signing), `benign` otherwise, and for no finding. The effects do not move it: a transfer the user means to make is benign, however large. Extensible enumeration — currently `enum` [`benign`, `warning`, `malicious`]; clients must tolerate new values. */
         Verdict: string;
         /** @description One thing the transaction would do that puts the signer at risk. Most are judged from its decoded instructions, the labels and the signer's counterparties, without the simulation — so they stand when it could not run; the `token2022_*`, `hidden_authority_change` and (when it ran) `asset_sweep` ones come from the simulation (what it shows the transaction doing to the signer's accounts). An instruction that moves nothing of the signer's and changes none of its authorities yields none, whatever else it does. Sorted by `instruction` (transaction-wide ones first), then `kind`, then `facts`. */
@@ -1888,7 +1931,7 @@ export interface components {
              */
             status: "valid" | "missing" | "invalid";
         };
-        /** @description How the simulation went, against the ledger state the scan read (no signature check, the blockhash replaced so that an old one does not fail it). `effects` is non-empty only with `status: ok`; every other status says why it is empty, and the findings stand either way. `ok`: `slot`, and `unitsConsumed` when the source reports it. `failed`: the transaction would fail — `error`, `reason`, `slot`; signed as it is, it would change nothing but the fee. `skipped`: the source does not simulate (a recorded snapshot) — `reason`. `timed_out`: the source did not answer in time (1.5 s) — `reason`. `unavailable`: the source's answer could not be used — `reason` (and `slot` when the simulation ran but the accounts before it could not be read). */
+        /** @description How the simulation went, against the ledger state the scan read (no signature check, the blockhash replaced so that an old one does not fail it). `effects` is non-empty only with `status: ok`; every other status says why it is empty, and the findings stand either way. `ok`: `slot`, and `unitsConsumed` when the source reports it. `failed`: the transaction would fail — `error`, `reason`, `slot`; signed as it is, it would change nothing but the fee. `skipped`: the source does not simulate (a recorded snapshot) — `reason`; in a sequence (`ScanSequence`), a transaction that did not run: in a bundle, every one after one that failed or could not run, and, on a source that cannot run transactions on one state, every one after the first — `reason` says which and why. `timed_out`: the source did not answer in time (1.5 s) — `reason`. `unavailable`: the source's answer could not be used — `reason` (and `slot` when the simulation ran but the accounts before it could not be read). */
         ScanSimulation: {
             /** @description Extensible enumeration — currently `enum` [`ok`, `failed`, `skipped`, `timed_out`, `unavailable`]; clients must tolerate new values. */
             status: string;
@@ -2108,7 +2151,7 @@ export interface components {
              */
             message: string;
         };
-        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer, origin and ledger state give byte-identical JSON but for `account`, `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v2`; `xray.scan.v3` for a scan asked with `guards`, which covers `guards` too) signs every other member — `transaction.messageSha256` (the message judged), `origin`, `account`, `scannedAt` and `requestId` among them — so a signed verdict says which bytes it judged, for whom, from which origin, when and for which request: see `ReportSignature`. Before trusting a signed verdict, check the digest against the transaction you hold, `account` against your own account id, `origin` against the origin you sent (`null` if none), and `scannedAt` and `requestId`. */
+        /** @description The scan's answer (`data`): the verdict, the findings behind it, what the transaction changes for the signer, its instructions decoded, and how the simulation went. Deterministic: findings and effects in a fixed order, instructions in message order, maps sorted — the same transaction, signer, origin and ledger state give byte-identical JSON but for `account`, `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan.v2`; `xray.scan.v3` for a scan asked with `guards`, which covers `guards` too) signs every other member — `transaction.messageSha256` (the message judged), `origin`, `account`, `scannedAt` and `requestId` among them — so a signed verdict says which bytes it judged, for whom, from which origin, when and for which request: see `ReportSignature` (a sequence's answer is `ScanSequence`, signed `xray.scan_sequence.v1`). Before trusting a signed verdict, check the digest against the transaction you hold, `account` against your own account id, `origin` against the origin you sent (`null` if none), and `scannedAt` and `requestId`. */
         ScanReport: {
             verdict: components["schemas"]["Verdict"];
             /**
@@ -2155,6 +2198,89 @@ export interface components {
         /** @description Body of a `200` of `POST /v1/developer/intelligence/transaction`. */
         TransactionScan: {
             data: components["schemas"]["ScanReport"];
+        };
+        /** @description One transaction of a sequence scan, judged in its place: simulated on the state the transactions before it leave (the ledger's for the first): the applied ones' changes and, in mode `sequence`, a failed one's fee. `transaction`, `findings`, `effects`, `instructions` and `simulation` have exactly the shapes of a single scan's members of those names (`ScanReport`); `effects` are this transaction's own (what it changes from the state it ran on), empty unless `simulation.status` is `ok` — a transaction that did not run (`skipped`, in a bundle after one that failed, or on a source that cannot run a sequence) is still judged from its instructions. */
+        ScanSequenceTransaction: {
+            /** @description Its place in the request's `transactions` (0 for the first). */
+            index: number;
+            /** @description This transaction's own verdict: the worst of its findings, as a single scan's. */
+            verdict: components["schemas"]["Verdict"];
+            /** @description What it is, as decoded — `messageSha256` among it: the digest a verifier holding transaction *i* compares (signed). */
+            transaction: components["schemas"]["ScanTransactionInfo"];
+            /** @description What puts the signer at risk in this transaction, judged on the state it ran on (empty: nothing the rules know of). */
+            findings: components["schemas"]["ScanFinding"][];
+            /** @description What this transaction changes for the signer, from the state the ones before it leave (`ScanEffect`, in the order of a single scan's); empty unless `simulation.status` is `ok`. */
+            effects: components["schemas"]["ScanEffect"][];
+            /** @description Every outer instruction of this transaction, in message order. */
+            instructions: components["schemas"]["ScanInstruction"][];
+            /** @description How its simulation went on that state: `skipped` with a `reason` naming why when it did not run (a bundle after a failure, a source that cannot run a sequence). */
+            simulation: components["schemas"]["ScanSimulation"];
+        };
+        /**
+         * @description Which transactions apply — change the state the next ones and the cumulative `effects` see. A transaction applies when its simulation ran `ok`, and only those are listed; in mode `sequence` one that failed applies nothing but its fee (taken from its fee payer, as on chain: the next ones and the cumulative `effects` see it), one that did not run nothing, and the others still may; in mode `bundle` one that does not apply makes none apply (`transactions: []`), and nothing lands, not even a fee.
+         * @example {
+         *       "transactions": [
+         *         0,
+         *         1
+         *       ]
+         *     }
+         */
+        ScanSequenceApplied: {
+            /** @description The indices of the transactions that apply, in order (every index when all do). */
+            transactions: number[];
+            /**
+             * @description Present when some transaction does not apply: which, and what that means in the mode. Mode `sequence`: "transaction 1 does not apply (a failure, or not run): a failed one applies nothing but its fee, one that did not run nothing, and each after it ran on the state without it" (several: "transactions 1, 2 do not apply (a failure, or not run): …"). Mode `bundle`: "transaction 1 does not apply (a failure, or not run): a bundle is all or nothing, and nothing of it applies" (several: "transactions 1, 2 do not apply …"); the one that failed is named by each skipped one's `simulation.reason`.
+             * @example transaction 1 does not apply (a failure, or not run): a failed one applies nothing but its fee, one that did not run nothing, and each after it ran on the state without it
+             */
+            reason?: string;
+        };
+        /** @description A sequence scan's answer (`data`, for a request with `transactions`): each transaction judged in its place (`transactions`), and the whole — the signer's cumulative `effects` and what they show (`findings`) — with `verdict` the worst of them all. Deterministic as a single scan: the same transactions, mode, signer, origin and ledger state give byte-identical JSON but for `account`, `scannedAt`, `requestId` and `signature`. `signature` (`type` `xray.scan_sequence.v1`) signs every other member — `verdict`, `signer`, `mode`, `transactions`, `findings`, `effects`, `applied`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`, each transaction's `messageSha256` within `transactions` — see `ReportSignature`. Before trusting a signed verdict, check that `transactions` holds as many items as you sent, each item's `transaction.messageSha256` the digest of your transaction at that place, `account` your own account id, `origin` the origin you sent (`null` if none), and `scannedAt` and `requestId`. Never a scan: a verifier expecting a scan (`xray.scan.v2`/`v3`) refuses it, and one expecting a sequence refuses a scan (`wrong_type`). */
+        ScanSequence: {
+            /** @description The worst of every transaction's verdict and of the sequence's own `findings`: judging the whole never makes one transaction milder. */
+            verdict: components["schemas"]["Verdict"];
+            /**
+             * Format: solana-address
+             * @description The wallet judged: the request's `signer`, else the first transaction's fee payer — a required signer of every transaction.
+             */
+            signer: string;
+            /** @description As asked (`sequence` when the request named none). */
+            mode: components["schemas"]["ScanSequenceMode"];
+            /** @description One item per transaction of the request, in its order (`index` 0 first). */
+            transactions: components["schemas"]["ScanSequenceTransaction"][];
+            /** @description What the whole does that no single transaction need show — today an `asset_sweep` judged on the cumulative balances (the state before the first against the state after the last applied one) and with the findings of the applied transactions only (one that did not apply hands nothing away: a failed drain's authority hand-overs do not make the whole's sweep critical), which catches a drain split over transactions; its `detail` starts "Run in order, the N applied transactions together: " (N the applied ones). About the whole: no `instruction`. Each transaction's own findings are in its item. */
+            findings: components["schemas"]["ScanFinding"][];
+            /** @description The signer's cumulative effects: the state before the first transaction against the state after the last applied one (in mode `sequence`, a failed one's fee included, as on chain), as a single scan's `effects` (`ScanEffect`, in the same order). Empty when no transaction applies (or the accounts could not be read). */
+            effects: components["schemas"]["ScanEffect"][];
+            applied: components["schemas"]["ScanSequenceApplied"];
+            counterparties: components["schemas"]["ScanCounterparties"];
+            engineVersions: components["schemas"]["ScanEngineVersions"];
+            policy: components["schemas"]["PolicyRef"];
+            /**
+             * @description The host of the request's `origin` as the scan judged it: the domain (lowercase, a leading `www.` dropped, Unicode labels in their ASCII `xn--` punycode form), else the host as the URL gives it (an IP literal such as `203.0.113.7` or `[::1]`, `localhost`, an extension's id); `null` when the request sent no origin. Signed: a verdict made without a phishing origin cannot pass for one made with it.
+             * @example phantom.app
+             */
+            origin: string | null;
+            /**
+             * @description The account whose key asked for the scan. Signed: check it is your own account before acting on a signed verdict.
+             * @example acct_3Jq7ZfUoE1WbTq8sY4xk2N
+             */
+            account: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds. When the scan was asked (the request's arrival). Signed: check it against your own clock before trusting a signed verdict, so an old answer is not replayed as a fresh one.
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            scannedAt: string;
+            /**
+             * @description The request's id: the `X-Request-Id` response header of this answer (the client's own when it sent a valid one, else `req_…`). Signed: send your own id to bind a signed verdict to your request.
+             * @example req_5HueCGU8rMjxEXxiP
+             */
+            requestId: string;
+            signature?: components["schemas"]["ReportSignature"];
+        };
+        /** @description Body of a `200` of `POST /v1/developer/intelligence/transaction` asked with `transactions`. */
+        TransactionScanSequence: {
+            data: components["schemas"]["ScanSequence"];
         };
         /**
          * @description `mon_` + base58 of 16 random bytes. Never reused, even after the monitor is deleted.
@@ -2617,7 +2743,7 @@ export interface components {
             /** @description Optional: at most 1,000 characters, no control characters but tab and newline (else 400, `details.field: "note"`). */
             note?: string | null;
         } | {
-            /** @description The scan's answer, the whole JSON `POST …/intelligence/transaction` returned (`{"data": {…, "signature": {…}}}`), as it was or re-serialized (the signature is over canonical JSON). It must verify as a scan (`xray.scan.v2`, or `xray.scan.v3` for one asked with `guards`) of this server's keys (current or retired) made for the caller's account, else `422 REPORT_NOT_VERIFIED` with `details.reason`. */
+            /** @description The scan's answer, the whole JSON `POST …/intelligence/transaction` returned (`{"data": {…, "signature": {…}}}`), as it was or re-serialized (the signature is over canonical JSON). It must verify as a scan (`xray.scan.v2`, or `xray.scan.v3` for one asked with `guards`; a sequence's answer, `xray.scan_sequence.v1`, is not one) of this server's keys (current or retired) made for the caller's account, else `422 REPORT_NOT_VERIFIED` with `details.reason`. */
             scan: components["schemas"]["TransactionScan"];
             /**
              * @description `false_positive`: the scan flagged a harmless transaction (needs a scan with findings, else 400 on `verdict`); `false_negative`: its verdict was too mild.
@@ -2637,7 +2763,7 @@ export interface components {
         FeedbackAnswer: {
             data: components["schemas"]["Feedback"];
         };
-        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`; `xray.scan.v3` (a scan asked with `guards`) the same members and `guards`: `verdict`, `signer`, `transaction`, `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `guards`, `account`, `scannedAt` and `requestId`; `xray.monitor_event.v1` (a monitor's event: `signature` is a member of the event object, which plays the part of `data`) `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan — `xray.scan.v2`, or `xray.scan.v3` when it was asked with `guards`: both are a scan, each with its own exact list, so a verifier expecting a scan takes the list of whichever of the two the signature names, and refuses every other type — and refuses a report signed `xray.scan.v2` whose `data` carries a `guards` member, which that type does not cover (`covers_mismatch`: nobody signed those guards); a monitor's webhook or events page: a monitor event) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. **Batched** (scans): the scans one listener thread answers in the same scheduler tick share one Ed25519 signature, and each scan's signature carries `batch` — its leaf's 16-byte `salt` and the Merkle `path` from its leaf to the signed root. Then `value` signs not the report's bytes but the JCS bytes of `{"root": <64 lowercase hex digits>, "type": "xray.batch.v1"}`, where the root is computed from the report's canonical bytes `m` (the same object as above: the covered members plus `type`): `leaf = SHA-256(0x00 ‖ salt ‖ m)`, then for each step `node = SHA-256(0x01 ‖ left ‖ right)`, the step's hash on the side it names. A verifier refuses a `batch` that is not exactly `{salt, path}`, a salt that is not 16 bytes of unpadded base64url, or a path of more than 16 steps or with a step that is not one `left` or `right` member of 64 lowercase hex digits (`malformed`). A signature without `batch` is direct, as above. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. **Numbers**: an integer outside ±(2^53 − 1) (a balance above about 9 million SOL in lamports) is exact in the body, but RFC 8785 canonicalizes numbers as IEEE-754 doubles, so the signature binds it at double precision (its lowest digits are not attested); token amounts, strings of base units, are bound exactly. */
+        /** @description A signed report's detached signature (an extension of the contract): Ed25519 (`alg` `EdDSA`) over the RFC 8785 JSON Canonicalization Scheme bytes (`canon` `JCS`) of the object made of exactly the members of `data` that `covers` names **plus a member `"type"` holding the signature's `type`** — no covered member is ever named `type` or `signature`. Each `type` covers an exact, fixed list of members: `xray.analysis.v1` covers `analysisId`, `wallet`, `completedAt` and `xray`; `xray.comparison.v1` `pairId`, `walletA`, `walletB`, `completedAt` and `comparison`; `xray.scan.v2` every member of the scan's `data` (`ScanReport`): `verdict`, `signer`, `transaction` (with `messageSha256`, the digest of the message judged), `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId`; `xray.scan.v3` (a scan asked with `guards`) the same members and `guards`: `verdict`, `signer`, `transaction`, `findings`, `effects`, `instructions`, `simulation`, `counterparties`, `engineVersions`, `policy`, `origin`, `guards`, `account`, `scannedAt` and `requestId`; `xray.scan_sequence.v1` (a sequence scan, `ScanSequence`) every member of its `data`: `verdict`, `signer`, `mode`, `transactions`, `findings`, `effects`, `applied`, `counterparties`, `engineVersions`, `policy`, `origin`, `account`, `scannedAt` and `requestId` — each transaction's verdict, findings, effects, instructions, simulation and `transaction.messageSha256` inside `transactions`; `xray.monitor_event.v1` (a monitor's event: `signature` is a member of the event object, which plays the part of `data`) `id`, `kind`, `account`, `monitorId`, `wallet`, `analysisId`, `createdAt` and `changes`. **To verify**, knowing which type you expect (a wallet poll or its webhook: an analysis; a pair's: a comparison; the scan endpoint's answer: a scan — `xray.scan.v2`, or `xray.scan.v3` when it was asked with `guards`: both are a scan, each with its own exact list, so a verifier expecting a scan takes the list of whichever of the two the signature names, and refuses every other type — and refuses a report signed `xray.scan.v2` whose `data` carries a `guards` member, which that type does not cover (`covers_mismatch`: nobody signed those guards); the scan endpoint's answer to `transactions`: a sequence scan, `xray.scan_sequence.v1` — never a scan, and a scan never one (`wrong_type` both ways); a monitor's webhook or events page: a monitor event) — never taking the report's word for it: check that `type` is the expected type and that `covers` is exactly that type's list (as a set, no duplicates; refuse anything else); parse the report, take those members of `data`, add `"type": <the type>`, canonicalize that object with JCS, and check `value` with the key `keyId` of the published key set (`GET /.well-known/xray-keys.json`, current or retired). A scan's signed answer is about one request: holding what you sent, check (in this order, after the signature) that the message digest is yours (`digest_mismatch`: a scan's `transaction.messageSha256` is the SHA-256, lowercase hex, of your transaction's message, its bytes after the signature section; a sequence's `transactions` has exactly as many items as you sent, item *i*'s `transaction.messageSha256` that of your transaction *i*), then `account` (`account_mismatch`) and `origin` (`origin_mismatch`: `null` when you sent none). Then read only the covered members: `data` may carry members nobody signed (`status`, and anything a party that forwarded the report added). Numbers are JCS numbers (IEEE doubles): an integer outside ±(2^53 − 1) — a lamport amount above about 9 million SOL — is attested at double precision, as the double it rounds to (a verifier whose JCS library refuses such integers, as Python's `rfc8785` does, converts them to floats first). Made once, when the job completed, and stored with the result: every poll and the webhook carry the same signature, and a report signed before a key rotation keeps its `keyId`; a scan is signed as answered. **Batched** (scans): the scans one listener thread answers in the same scheduler tick share one Ed25519 signature, and each scan's signature carries `batch` — its leaf's 16-byte `salt` and the Merkle `path` from its leaf to the signed root. Then `value` signs not the report's bytes but the JCS bytes of `{"root": <64 lowercase hex digits>, "type": "xray.batch.v1"}`, where the root is computed from the report's canonical bytes `m` (the same object as above: the covered members plus `type`): `leaf = SHA-256(0x00 ‖ salt ‖ m)`, then for each step `node = SHA-256(0x01 ‖ left ‖ right)`, the step's hash on the side it names. A verifier refuses a `batch` that is not exactly `{salt, path}`, a salt that is not 16 bytes of unpadded base64url, or a path of more than 16 steps or with a step that is not one `left` or `right` member of 64 lowercase hex digits (`malformed`). A signature without `batch` is direct, as above. Absent from jobs completed before the server signed reports, or before signatures carried a `type`. **Numbers**: an integer outside ±(2^53 − 1) (a balance above about 9 million SOL in lamports) is exact in the body, but RFC 8785 canonicalizes numbers as IEEE-754 doubles, so the signature binds it at double precision (its lowest digits are not attested); token amounts, strings of base units, are bound exactly. */
         ReportSignature: {
             /**
              * @description The signing key's `kid`: the first 16 hex digits of SHA-256 of its 32-byte public key.
@@ -2659,7 +2785,7 @@ export interface components {
              * @example xray.analysis.v1
              * @enum {string}
              */
-            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2" | "xray.scan.v3" | "xray.monitor_event.v1";
+            type: "xray.analysis.v1" | "xray.comparison.v1" | "xray.scan.v2" | "xray.scan.v3" | "xray.scan_sequence.v1" | "xray.monitor_event.v1";
             /**
              * @description The members of `data` the signature covers, sorted: exactly the list of its `type` (see above).
              * @example [
@@ -2882,7 +3008,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `PAYLOAD_TOO_LARGE`: body over the route's bound — 4 KiB, or 16 KiB for the batch and for a monitor's `POST` and `PATCH` (`details.maxBytes`). The connection is closed after the answer. */
+        /** @description `PAYLOAD_TOO_LARGE`: body over the route's bound — 4 KiB, or 16 KiB for the batch, the transaction scan (`details.maxBytes: 16384`: five transactions of 1,232 bytes in base64 and room for the rest) and a monitor's `POST` and `PATCH` (`details.maxBytes`). The connection is closed after the answer. */
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2980,7 +3106,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `REPORT_NOT_VERIFIED`: the scan's answer sent back is not a report this server signed for the caller's account (`details.field: "scan"`, `details.reason`: `malformed` — not a signed report, or unsigned; `unknown_key` — another server's, or a key retired past the kept ones; `wrong_type` — a report that is not a scan; `covers_mismatch` — its covers edited, a covered member gone, or a scan signed `xray.scan.v2` carrying `guards`, which that type does not cover; `bad_signature` — a covered member changed; `account_mismatch` — another account's scan, whose account is not named). Nothing is recorded. */
+        /** @description `REPORT_NOT_VERIFIED`: the scan's answer sent back is not a report this server signed for the caller's account (`details.field: "scan"`, `details.reason`: `malformed` — not a signed report, or unsigned; `unknown_key` — another server's, or a key retired past the kept ones; `wrong_type` — a report that is not a scan (a sequence's answer, `xray.scan_sequence.v1`, too); `covers_mismatch` — its covers edited, a covered member gone, or a scan signed `xray.scan.v2` carrying `guards`, which that type does not cover; `bad_signature` — a covered member changed; `account_mismatch` — another account's scan, whose account is not named). Nothing is recorded. */
         ReportNotVerified: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3310,14 +3436,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description `Content-Type: application/json` (else 415), at most 4 KiB (else 413). */
+        /** @description `Content-Type: application/json` (else 415), at most 16 KiB (else 413, `details.maxBytes: 16384`). One transaction (`ScanRequest`: `transaction`) or a sequence of up to five (`ScanSequenceRequest`: `transactions` and `mode`), never both. */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ScanRequest"];
+                "application/json": components["schemas"]["ScanRequest"] | components["schemas"]["ScanSequenceRequest"];
             };
         };
         responses: {
-            /** @description The scan, whatever the simulation came to (charged one unit unless a read of the ledger failed: see Charging). No `Location`, no `Retry-After`: nothing is kept to poll. */
+            /** @description The scan, whatever the simulation came to: a single scan (`TransactionScan`, `data`: `ScanReport`) for `transaction`, a sequence's (`TransactionScanSequence`, `data`: `ScanSequence`) for `transactions`. Charged one unit, one per transaction for a sequence (see Charging). No `Location`, no `Retry-After`: nothing is kept to poll. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3326,10 +3452,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TransactionScan"];
+                    "application/json": components["schemas"]["TransactionScan"] | components["schemas"]["TransactionScanSequence"];
                 };
             };
-            /** @description `INVALID_TRANSACTION` (`details.field: "transaction"`): not base64, over 1,232 bytes, not a legacy or v0 transaction, bytes left over, an inconsistent message, a lookup-table index past the table's end — the message says which. `INVALID_REQUEST`: malformed JSON, not an object, a missing or mistyped field (`details.field`), a `signer` that does not sign the transaction (`details.field: "signer"`), or a `guards` that is not `true`, `false`, `null` or an object of at most `slippageBps` (a whole number from 0 to 10,000, or `null`) and `solToleranceLamports` (a whole number from 0 to 18,446,744,073,709,551,615 — a u64 —, or `null`) — another type, an unknown member, a value out of range or with a fraction (`details.field: "guards"`). `INVALID_ADDRESS`: `signer` is not base58 of 32 bytes (`details.field`, `details.reason`). Not charged. */
+            /** @description `INVALID_TRANSACTION` (`details.field: "transaction"`; in a sequence `details.field: "transactions"` and the message names the transaction, `transactions[i]: …`, i its index): not base64, over 1,232 bytes, not a legacy or v0 transaction, bytes left over, an inconsistent message, a lookup-table index past the table's end — the message says which. `INVALID_REQUEST`: malformed JSON, not an object, a missing or mistyped field (`details.field`), a `signer` that does not sign the transaction (`details.field: "signer"`; in a sequence, the first, and a later transaction the scan's signer does not sign: `details.field: "transactions"`, naming it), the sequence form's shape — both `transaction` and `transactions` (`details.field: "transactions"`), neither (`details.field: "transaction"`), `transactions` empty, longer than 5 or with an item that is not a string (`details.field: "transactions"`), `mode` without `transactions` or other than `sequence` or `bundle` (`details.field: "mode"`), `guards` with `transactions` (`details.field: "guards"`) —, or a `guards` that is not `true`, `false`, `null` or an object of at most `slippageBps` (a whole number from 0 to 10,000, or `null`) and `solToleranceLamports` (a whole number from 0 to 18,446,744,073,709,551,615 — a u64 —, or `null`) — another type, an unknown member, a value out of range or with a fraction (`details.field: "guards"`). `INVALID_ADDRESS`: `signer` is not base58 of 32 bytes (`details.field`, `details.reason`). Not charged. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3346,7 +3472,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description `RATE_LIMITED`: the key's token bucket is empty (`details.retryAfterSeconds`), or too many failed authentications from this client IP (then without rate-limit headers). A scan that needs a lookup table the ledger does not hold, past 30 such reads in a minute for the account (`SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE`; those scans are `400` and free, so they are budgeted): `RATE_LIMITED` until the minute ends (`details.retryAfterSeconds`). `QUOTA_EXHAUSTED`: no quota left this period (`details.limit`, `details.used`, `details.resetsAt`) — checked before the ledger is read, and again when the unit is charged (in a cluster, the shared count may refuse it then). Not charged. */
+            /** @description `RATE_LIMITED`: the key's token bucket is empty (`details.retryAfterSeconds`), or too many failed authentications from this client IP (then without rate-limit headers). A scan that needs a lookup table the ledger does not hold, past 30 such reads in a minute for the account (`SCAN_TABLE_MISSES_PER_ACCOUNT_PER_MINUTE`; those scans are `400` and free, so they are budgeted): `RATE_LIMITED` until the minute ends (`details.retryAfterSeconds`). `QUOTA_EXHAUSTED`: no quota left this period — for a sequence of N transactions, fewer than N units left (all N are reserved at once, or none) (`details.limit`, `details.used`, `details.resetsAt`) — checked before the ledger is read, and again when the unit is charged (in a cluster, the shared count may refuse it then). Not charged. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,7 +1,8 @@
 // Tests against the real server (`xray serve --ledger demo`), started by run-tests.sh, which
 // exports XRAY_BASE_URL, XRAY_API_KEY (every scope), XRAY_NARROW_KEY (usage:read only),
 // XRAY_SLOW_KEY (usage:read, a bucket of one token), XRAY_WEBHOOK_SECRET (the main key's
-// account) and XRAY_DEMO_TX_* (base64 transactions of `xray ledger demo-tx`).
+// account) and XRAY_DEMO_TX_* (base64 transactions of `xray ledger demo-tx`: approve, sol-transfer,
+// revoke, split-drain-1 and -2).
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,6 +11,7 @@ import assert from "node:assert/strict";
 import {
   ReportVerificationError,
   verifyReport,
+  verifyScanSequence,
   type ReportType,
   verifyWebhook,
   WebhookVerificationError,
@@ -133,6 +135,102 @@ describe("the real server", () => {
     assert.equal(refused.status, 400);
     // A malformed `guards` is refused before anything is charged.
     await expectError(client.scanTransaction({ transaction: sent, guards: { slippageBps: 10001 } }), "INVALID_REQUEST", 400);
+  });
+
+  it("scans a sequence and a bundle: each transaction in its place, signed xray.scan_sequence.v1 and bound, one unit each", async () => {
+    const keys = await new XrayClient({ baseUrl }).getSigningKeys();
+    const account = (await client.getStatus()).body.data.key.account;
+    // Two transactions of the clean wallet: a SOL transfer, then an unlimited approval.
+    const sent = [env("XRAY_DEMO_TX_SOL"), env("XRAY_DEMO_TX_APPROVE")];
+    const units = async () => (await client.getUsage()).body.data.byOperation.transactionScan;
+    const before = await units();
+    const seq = await client.scanSequence(sent, {}, { requestId: "ts-client.sequence" });
+    assert.equal(seq.status, 200);
+    const data = seq.body.data;
+    assert.equal(data.mode, "sequence");
+    assert.equal(data.signer, CLEAN);
+    assert.equal(data.requestId, "ts-client.sequence");
+    assert.deepEqual(data.transactions.map((t) => t.index), [0, 1]);
+    assert.ok(data.transactions[1].findings.some((f) => f.kind === "token_approval"));
+    assert.ok(data.transactions.every((t) => /^[0-9a-f]{64}$/.test(t.transaction.messageSha256)));
+    assert.ok(Array.isArray(data.applied.transactions));
+    assert.equal(data.signature?.type, "xray.scan_sequence.v1");
+    assert.equal((await units()) - before, 2, "one unit per transaction");
+    // Verified bound to what was sent, in order; never as a scan.
+    const report = data as unknown as Record<string, unknown>;
+    const verified = verifyScanSequence(report, keys.body, { transactions: sent, account, origin: null });
+    assert.deepEqual(verified.covered.transactions, data.transactions);
+    const refused = (fn: () => unknown, reason: string) =>
+      assert.throws(fn, (e) => e instanceof ReportVerificationError && e.reason === reason);
+    refused(() => verifyScanSequence(report, keys.body, { transactions: [sent[1], sent[0]] }), "digest_mismatch");
+    refused(() => verifyScanSequence(report, keys.body, { transactions: [sent[0]] }), "digest_mismatch");
+    refused(() => verifyScanSequence(report, keys.body, { account: "acct_other" }), "account_mismatch");
+    refused(() => verifyReport(report, keys.body, "xray.scan.v2"), "wrong_type");
+    const single = await client.scanTransaction({ transaction: sent[0] });
+    refused(() => verifyScanSequence(single.body.data as unknown as Record<string, unknown>, keys.body), "wrong_type");
+    // A bundle of the same, through scanTransaction's sequence form.
+    const bundle = await client.scanTransaction({ transactions: sent, mode: "bundle" });
+    assert.equal(bundle.body.data.mode, "bundle");
+    assert.equal(verifyScanSequence(bundle.body.data as unknown as Record<string, unknown>, keys.body, { transactions: sent }).keyId, verified.keyId);
+    // The sequence form's refusals: 400 naming the field, charged nothing.
+    const charged = await units();
+    const post = (body: unknown) =>
+      fetch(`${baseUrl}/v1/developer/intelligence/transaction`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${env("XRAY_API_KEY")}`, "content-type": "application/json" },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
+    // [body, status, code, details.field, what the message names]
+    const refusals: [unknown, number, string, string | undefined, RegExp?][] = [
+      [{ transaction: sent[0], transactions: sent }, 400, "INVALID_REQUEST", "transactions"],
+      [{ signer: CLEAN }, 400, "INVALID_REQUEST", "transaction"],
+      [{ transactions: [] }, 400, "INVALID_REQUEST", "transactions"],
+      [{ transactions: [...sent, ...sent, ...sent] }, 400, "INVALID_REQUEST", "transactions"],
+      [{ transactions: [sent[0], 7] }, 400, "INVALID_REQUEST", "transactions"],
+      [{ transactions: sent, mode: "parallel" }, 400, "INVALID_REQUEST", "mode"],
+      [{ transaction: sent[0], mode: "bundle" }, 400, "INVALID_REQUEST", "mode"],
+      [{ transactions: sent, guards: true }, 400, "INVALID_REQUEST", "guards"],
+      // The signer must sign every one: the first (else `signer`, as for one), then each after it.
+      [{ transactions: sent, signer: OPEN_DELEGATION }, 400, "INVALID_REQUEST", "signer"],
+      [{ transactions: [sent[0], env("XRAY_DEMO_TX_REVOKE")] }, 400, "INVALID_REQUEST", "transactions", /transactions\[1\]/],
+      [{ transactions: [sent[0], "%%%"] }, 400, "INVALID_TRANSACTION", undefined, /transactions\[1\]: /],
+    ];
+    for (const [body, status, code, field, names] of refusals) {
+      const answer = await post(body);
+      const error = ((await answer.json()) as { error: { code: string; message: string; details?: { field?: string } } }).error;
+      assert.equal(answer.status, status, JSON.stringify(body).slice(0, 80));
+      assert.equal(error.code, code, error.message);
+      if (field !== undefined) assert.equal(error.details?.field, field, error.message);
+      if (names !== undefined) assert.match(error.message, names);
+    }
+    // The route's bound: 16 KiB (five transactions of 1,232 bytes fit).
+    const large = await post({ transactions: ["A".repeat(17_000)] });
+    assert.equal(large.status, 413);
+    const tooLarge = ((await large.json()) as { error: { code: string; details: { maxBytes: number } } }).error;
+    assert.deepEqual([tooLarge.code, tooLarge.details.maxBytes], ["PAYLOAD_TOO_LARGE", 16384]);
+    assert.equal(await units(), charged, "refusals are free");
+  });
+
+  it("catches a drain split over two transactions in their sequence, which neither shows alone", async () => {
+    const keys = await new XrayClient({ baseUrl }).getSigningKeys();
+    const sent = [env("XRAY_DEMO_TX_SPLIT_1"), env("XRAY_DEMO_TX_SPLIT_2")];
+    for (const one of sent) {
+      const alone = await client.scanTransaction({ transaction: one });
+      assert.ok(!alone.body.data.findings.some((f) => f.kind === "asset_sweep"), "no sweep alone");
+    }
+    const seq = await client.scanSequence(sent);
+    const data = seq.body.data;
+    assert.deepEqual(data.applied.transactions, [0, 1]);
+    assert.ok(data.transactions.every((t) => t.simulation.status === "ok" && !t.findings.some((f) => f.kind === "asset_sweep")));
+    // The whole: a sweep on the cumulative balances, and the verdict it gives.
+    assert.ok(data.findings.some((f) => f.kind === "asset_sweep"), JSON.stringify(data.findings));
+    assert.notEqual(data.verdict, "benign");
+    const own = data.effects.find((e) => e.kind === "sol" && "account" in e && e.account === CLEAN) as { deltaLamports: number } | undefined;
+    const each = data.transactions.map((t) => (t.effects.find((e) => e.kind === "sol" && "account" in e && e.account === CLEAN) as { deltaLamports: number }).deltaLamports);
+    assert.equal(own?.deltaLamports, each[0] + each[1], "the cumulative effect is the sum of the parts");
+    // Signed over the whole: bound to both, in order.
+    const verified = verifyScanSequence(data as unknown as Record<string, unknown>, keys.body, { transactions: sent });
+    assert.deepEqual(verified.covered.findings, data.findings);
   });
 
   it("health and status", async () => {

@@ -1,5 +1,5 @@
 // Tests that need no server: header parsing, webhook signatures, signed reports and a scan's
-// binding (a key made here), the retry loop (a fake fetch), and that the client has a method for
+// and a sequence scan's binding (a key made here), the retry loop (a fake fetch), and that the client has a method for
 // every operation of docs/openapi.json and knows its report types.
 import { createHash, createHmac, generateKeyPairSync, randomBytes, sign as ed25519Sign } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -12,9 +12,12 @@ import {
   REPORT_COVERS,
   ReportVerificationError,
   verifyReport,
+  verifyScanSequence,
   VERIFY_REASONS,
+  type ReportBinding,
   type ReportType,
   type ScanBinding,
+  type SequenceBinding,
   type SigningKeySet,
   parseRateLimit,
   parseRateLimitList,
@@ -334,13 +337,157 @@ describe("signed reports (a key made here)", () => {
       assert.equal(reason(() => verifyReport(data, keySet, other)), "wrong_type", other);
     }
   });
+  // A sequence scan: three transactions (one signature slot each, distinct messages) as sent.
+  const SEQUENCE = "xray.scan_sequence.v1";
+  const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+  const messages = [randomBytes(150), randomBytes(170), randomBytes(190)];
+  const sequenceSent = messages.map((m) => transaction([Buffer.alloc(64)], m));
+  /** A sequence scan's answer for `judged` (messages), asked by ACCOUNT from `origin`, signed as the server signs it. */
+  const sequenceScan = (origin: string | null, judged: Buffer[] = messages) => {
+    const data: Record<string, unknown> = {
+      verdict: "malicious",
+      signer: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z",
+      mode: "sequence",
+      transactions: judged.map((m, index) => ({
+        index,
+        verdict: "benign",
+        transaction: {
+          version: "legacy",
+          signed: false,
+          messageSha256: sha256(m),
+          signatures: [{ signer: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", status: "missing" }],
+        },
+        findings: [],
+        effects: [{ kind: "sol", account: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", deltaLamports: -5000 }],
+        instructions: [],
+        simulation: { status: "ok", slot: 300000001 },
+      })),
+      // A drain split over the transactions: a sweep of the whole, no single one shows it.
+      findings: [{ kind: "asset_sweep", severity: "critical", title: "Sweeps the wallet", detail: "…", facts: {} }],
+      effects: [{ kind: "sol", account: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z", deltaLamports: -24000000000 }],
+      applied: { transactions: judged.map((_, i) => i) },
+      counterparties: { checked: true, transactions: 7 },
+      engineVersions: { scan: "1.4.0" },
+      policy: { id: "default", version: 0 },
+      origin,
+      account: ACCOUNT,
+      scannedAt: "2026-11-29T10:00:00.000Z",
+      requestId: "ts-unit.sequence",
+    };
+    return signed(data, SEQUENCE, REPORT_COVERS[SEQUENCE]) as Record<string, unknown> & { signature: Record<string, unknown> };
+  };
+  const b64 = (bytes: Buffer) => bytes.toString("base64");
+
+  it("verifies a sequence scan (xray.scan_sequence.v1) bound to its transactions, each in its place, its account and origin", () => {
+    const data = sequenceScan("phantom.app");
+    const binding: SequenceBinding = { transactions: sequenceSent.map(b64), account: ACCOUNT, origin: "phantom.app" };
+    const verified = verifyScanSequence(data, keySet, binding);
+    assert.equal(verified.keyId, kid);
+    assert.deepEqual(Object.keys(verified.covered).sort(), [...REPORT_COVERS[SEQUENCE]].sort());
+    assert.deepEqual(verifyReport(data, keySet, SEQUENCE, binding), verified);
+    assert.deepEqual(checkReport(data, keySet, SEQUENCE, binding), { verified: true, ...verified });
+    // Bytes or base64, mixed; signed since the scan (other signature bytes): the same messages.
+    const signedSince = messages.map((m) => transaction([randomBytes(64)], m));
+    assert.equal(verifyScanSequence(data, keySet, { transactions: [sequenceSent[0], b64(sequenceSent[1]), signedSince[2]] }).keyId, kid);
+    assert.equal(verifyScanSequence(data, keySet, { transactions: signedSince }).keyId, kid);
+    // Members left out of the binding are not checked; an added member is not returned.
+    assert.equal(verifyScanSequence(data, keySet, { account: ACCOUNT }).keyId, kid);
+    assert.equal(verifyScanSequence(data, keySet).keyId, kid);
+    assert.equal(verifyScanSequence({ ...data, xray: { score: 1 } }, keySet, {}).covered.xray, undefined);
+    // One transaction alone is a sequence of one.
+    const one = sequenceScan(null, messages.slice(0, 1));
+    assert.equal(verifyScanSequence(one, keySet, { transactions: [sequenceSent[0]], origin: null }).keyId, kid);
+  });
+
+  it("refuses a sequence scan about other transactions: fewer, more, reordered, one swapped or changed (digest_mismatch)", () => {
+    const data = sequenceScan("phantom.app");
+    const bound = (transactions: Buffer[]) => reason(() => verifyScanSequence(data, keySet, { transactions }));
+    const [first, second, third] = sequenceSent;
+    const other = transaction([Buffer.alloc(64)], randomBytes(170));
+    assert.equal(bound([first, second]), "digest_mismatch", "one fewer");
+    assert.equal(bound([first, second, third, first]), "digest_mismatch", "one more");
+    assert.equal(bound([]), "digest_mismatch", "none");
+    assert.equal(bound([second, first, third]), "digest_mismatch", "two swapped");
+    assert.equal(bound([first, other, third]), "digest_mismatch", "one replaced");
+    assert.equal(bound([first, first, third]), "digest_mismatch", "one twice");
+    for (let i = 0; i < messages[1].length; i += 17) {
+      const changed = Buffer.from(second);
+      changed[1 + 64 + i] ^= 0x01;
+      assert.equal(bound([first, changed, third]), "digest_mismatch", `byte ${i} of the second`);
+    }
+    // The count of judged transactions is signed: a report signed over two does not bind three.
+    const two = sequenceScan("phantom.app", messages.slice(0, 2));
+    assert.equal(reason(() => verifyScanSequence(two, keySet, { transactions: sequenceSent })), "digest_mismatch");
+    assert.equal(verifyScanSequence(two, keySet, { transactions: [first, second] }).keyId, kid);
+    // An item signed without its digest binds nothing.
+    const undigested = structuredClone(data);
+    delete (undigested.transactions as { transaction: Record<string, unknown> }[])[1].transaction.messageSha256;
+    const { signature: _unused, ...members } = undigested;
+    assert.equal(reason(() => verifyScanSequence(signed(members, SEQUENCE, REPORT_COVERS[SEQUENCE]), keySet, { transactions: sequenceSent })), "digest_mismatch");
+    // Then the account and the origin, as a scan's; the digest is checked first.
+    const held = sequenceSent.map(b64);
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: held, account: "acct_other" })), "account_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: held, origin: "phantom.app.claim-now.io" })), "origin_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { origin: null })), "origin_mismatch");
+    assert.equal(reason(() => verifyScanSequence(sequenceScan(null), keySet, { origin: "phantom.app" })), "origin_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: [first], account: "acct_other" })), "digest_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { account: "acct_other", origin: null })), "account_mismatch");
+  });
+
+  it("never takes a sequence scan for a scan, nor a scan for a sequence (wrong_type)", () => {
+    const sequence = sequenceScan("phantom.app");
+    for (const type of ["xray.scan.v2", "xray.scan.v3", "xray.analysis.v1", "xray.comparison.v1", "xray.monitor_event.v1"] as ReportType[]) {
+      assert.equal(reason(() => verifyReport(sequence, keySet, type)), "wrong_type", type);
+    }
+    // Even bound as a scan to its first transaction: the type is refused before any binding.
+    assert.equal(reason(() => verifyReport(sequence, keySet, "xray.scan.v2", { transaction: sequenceSent[0] })), "wrong_type");
+    for (const scanned of [scan("phantom.app"), guardedScan("phantom.app")]) {
+      assert.equal(reason(() => verifyScanSequence(scanned, keySet)), "wrong_type");
+      assert.equal(reason(() => verifyScanSequence(scanned, keySet, { transactions: [unsigned] })), "wrong_type");
+    }
+    // Relabelled: a sequence's members under a scan's type, a scan's under a sequence's — the
+    // covers are not that type's.
+    const { signature: _s, ...sequenceMembers } = sequence;
+    const { signature: _t, ...scanMembers } = scan("phantom.app");
+    assert.equal(reason(() => verifyReport(signed(sequenceMembers, "xray.scan.v2", REPORT_COVERS[SEQUENCE]), keySet, "xray.scan.v2")), "covers_mismatch");
+    assert.equal(reason(() => verifyScanSequence(signed(scanMembers, SEQUENCE, REPORT_COVERS["xray.scan.v2"]), keySet)), "covers_mismatch");
+    const relabelled = { ...sequence, signature: { ...sequence.signature, type: "xray.scan.v2" } };
+    assert.equal(reason(() => verifyReport(relabelled, keySet, "xray.scan.v2")), "covers_mismatch");
+    assert.equal(reason(() => verifyScanSequence(relabelled, keySet)), "wrong_type");
+    // What it signs is signed: a transaction's verdict, what applied, a member gone.
+    const milder = structuredClone(sequence);
+    (milder.transactions as { verdict: string }[])[2].verdict = "malicious";
+    assert.equal(reason(() => verifyScanSequence(milder, keySet)), "bad_signature");
+    assert.equal(reason(() => verifyScanSequence({ ...sequence, applied: { transactions: [0] } }, keySet)), "bad_signature");
+    assert.equal(reason(() => verifyScanSequence({ ...sequence, mode: "bundle" }, keySet)), "bad_signature");
+    const { applied: _a, ...withoutApplied } = sequence;
+    assert.equal(reason(() => verifyScanSequence(withoutApplied, keySet)), "covers_mismatch");
+    const shortCovers = { ...sequence, signature: { ...sequence.signature, covers: REPORT_COVERS[SEQUENCE].filter((n) => n !== "mode") } };
+    assert.equal(reason(() => verifyScanSequence(shortCovers, keySet)), "covers_mismatch");
+  });
+
+  it("refuses a sequence binding it cannot check, before the report (malformed)", () => {
+    const data = sequenceScan("phantom.app");
+    // A scan's binding member for a sequence, a sequence's for a scan: each would check nothing.
+    assert.equal(reason(() => verifyReport(data, keySet, SEQUENCE, { transaction: sequenceSent[0] } as ReportBinding)), "malformed");
+    assert.equal(reason(() => verifyReport(scan("phantom.app"), keySet, "xray.scan.v2", { transactions: [unsigned] } as ReportBinding)), "malformed");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: b64(sequenceSent[0]) } as unknown as SequenceBinding)), "malformed");
+    const analysis = signed({ analysisId: "an_1", wallet: "W", completedAt: "2025-01-01T00:00:00.000Z", xray: {} }, "xray.analysis.v1", REPORT_COVERS["xray.analysis.v1"]);
+    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.analysis.v1", { transactions: [unsigned] } as ReportBinding)), "malformed");
+    // A held transaction that is no transaction: malformed, whatever the report (even forged).
+    const none = Buffer.from([0x80, 0x00]);
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: [sequenceSent[0], none, sequenceSent[2]] })), "malformed");
+    assert.equal(reason(() => verifyScanSequence({ ...data, verdict: "benign" }, keySet, { transactions: ["%%%"] })), "malformed");
+    // A forged account is a forgery, whatever the binding expects.
+    assert.equal(reason(() => verifyScanSequence({ ...data, account: "acct_other" }, keySet, { account: "acct_other" })), "bad_signature");
+  });
 });
 
 describe("why a report is refused (tests/signing/refusals.json, the table every verifier is held to)", () => {
   const table = JSON.parse(readFileSync(new URL("../../../../tests/signing/refusals.json", import.meta.url), "utf8")) as {
     reasons: string[];
     keySets: Record<string, SigningKeySet>;
-    cases: { name: string; type: ReportType; data: unknown; keys: string; binding?: ScanBinding; reason: string | null }[];
+    cases: { name: string; type: ReportType; data: unknown; keys: string; binding?: ReportBinding; reason: string | null }[];
   };
 
   it("names the same reasons in the same order", () => {

@@ -62,12 +62,10 @@ fn scan_error(e: ScanError) -> ApiError {
     }
 }
 
-/// A refusal of the sequence's `i`-th transaction, naming it.
-fn at(i: usize, e: ApiError) -> ApiError {
+/// A refusal of the sequence's `index`-th transaction, naming it.
+fn at(index: usize, e: ApiError) -> ApiError {
     match e {
-        ApiError::InvalidTransaction { message } => {
-            ApiError::InvalidTransaction { message: format!("transactions[{i}]: {message}") }
-        }
+        ApiError::InvalidTransaction { message } => ApiError::InvalidSequenceTransaction { index, message },
         other => other,
     }
 }
@@ -152,6 +150,15 @@ fn transaction_bytes(text: &str) -> Result<Vec<u8>, ApiError> {
 impl Endpoints<'_> {
     pub async fn scan_transaction(&self) -> Result<ApiResponse, ApiError> {
         let body: ScanRequest = parse_body(self.request)?;
+        // The transactions' bytes first (400 `INVALID_TRANSACTION`), then the signer and origin.
+        let bytes = match &body.scanned {
+            Scanned::One(text) => vec![transaction_bytes(text)?],
+            Scanned::Sequence { transactions, .. } => transactions
+                .iter()
+                .enumerate()
+                .map(|(i, text)| transaction_bytes(text).map_err(|e| at(i, e)))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         let asked = match &body.signer {
             Some(text) => {
                 Some(Pubkey::parse(text).map_err(|reason| ApiError::InvalidAddress { field: "signer", reason })?)
@@ -169,28 +176,26 @@ impl Endpoints<'_> {
             })?),
             None => None,
         };
-        match &body.scanned {
-            Scanned::One(text) => self.scan_one(text, asked, origin.as_ref(), body.guards).await,
-            Scanned::Sequence { transactions, mode } => {
-                self.scan_sequence(transactions, *mode, asked, origin.as_ref()).await
-            }
+        match (&body.scanned, bytes.as_slice()) {
+            (Scanned::One(_), [bytes]) => self.scan_one(bytes, asked, origin.as_ref(), body.guards).await,
+            (Scanned::Sequence { mode, .. }, _) => self.scan_sequence(bytes, *mode, asked, origin.as_ref()).await,
+            (Scanned::One(_), _) => Err(ApiError::internal(&"one transaction read as several")),
         }
     }
 
     /// One transaction (`transaction`): one unit, signed `xray.scan.v2` (`v3` with guards).
     async fn scan_one(
         &self,
-        text: &str,
+        bytes: &[u8],
         asked: Option<Pubkey>,
         origin: Option<&Origin>,
         guards: Option<GuardOptions>,
     ) -> Result<ApiResponse, ApiError> {
-        let bytes = transaction_bytes(text)?;
-        let parsed = scan::parse(&bytes).map_err(scan_error)?;
+        let parsed = scan::parse(bytes).map_err(scan_error)?;
         let signer = scan::signer(&parsed, asked).map_err(scan_error)?;
         self.check_accepting()?;
         let units = ReservedUnits::reserve(&self.caller.key, 1, self.caller.now_ms)?;
-        let report = self.scan(&parsed, &bytes, signer, origin, guards).await?;
+        let report = self.scan(&parsed, bytes, signer, origin, guards).await?;
         // A scan asked with guards signs them too (`xray.scan.v3`).
         let report_type = if report.guards.is_some() { ReportType::GuardedScan } else { ReportType::Scan };
         self.signed_and_charged(&report, report_type, units).await
@@ -201,16 +206,11 @@ impl Endpoints<'_> {
     /// first's fee payer); a refusal names the transaction (`transactions[i]: …`).
     async fn scan_sequence(
         &self,
-        texts: &[String],
+        bytes: Vec<Vec<u8>>,
         mode: SequenceMode,
         asked: Option<Pubkey>,
         origin: Option<&Origin>,
     ) -> Result<ApiResponse, ApiError> {
-        let bytes = texts
-            .iter()
-            .enumerate()
-            .map(|(i, text)| transaction_bytes(text).map_err(|e| at(i, e)))
-            .collect::<Result<Vec<_>, _>>()?;
         let parsed = bytes
             .iter()
             .enumerate()
@@ -226,6 +226,13 @@ impl Endpoints<'_> {
                 .map_err(|_| ApiError::SequenceSigner { signer: signer.to_string(), index })?;
         }
         self.check_accepting()?;
+        // A transaction is a token: the request's own pays the first, the rest are taken here,
+        // all or none (429 with the wait when the key's bucket holds fewer).
+        let more = u32::try_from(parsed.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        let grant = self.caller.key.rate.take_up_to(more, self.caller.now_ns);
+        if grant.granted < more {
+            return Err(ApiError::RateLimited { retry_after_s: u64::from(grant.retry_after_s) });
+        }
         let units = ReservedUnits::reserve(&self.caller.key, parsed.len(), self.caller.now_ms)?;
         let report = self.sequence(&parsed, &bytes, signer, mode, origin).await?;
         self.signed_and_charged(&report, ReportType::ScanSequence, units).await
@@ -270,7 +277,7 @@ impl Endpoints<'_> {
         let observed = lane.observe(account, bytes.to_vec(), accounts.clone(), history_of).await.map_err(lane_error)?;
         // A heavy scan on a memory-resident source took the listener thread longer than one
         // token's worth: the key's rate limit pays for it (its quota unit stays one).
-        self.caller.key.rate.charge(lane.extra_tokens(observed.here_us), self.caller.now_ns);
+        self.caller.key.rate.charge(lane.extra_tokens(observed.here_us, 1), self.caller.now_ns);
         let (labels, policy) = self.judged_by();
         let labels = policy.labels(&labels);
         let signatures = scan::signatures::check(parsed, bytes);
@@ -329,7 +336,8 @@ impl Endpoints<'_> {
             decoded.push(self.decoded(p).await.map_err(|e| at(i, e))?);
         }
         let own: Vec<Vec<Pubkey>> = decoded.iter().map(|d| scan::accounts_to_read(d, &signer)).collect();
-        let accounts = scan::sequence_accounts(&own);
+        let accounts = scan::sequence_accounts(&signer, &decoded, &own)
+            .map_err(|message| ApiError::InvalidRequest { field: "transactions", message })?;
         // Each transaction answers the post-state of its accounts among those read.
         let own: Vec<Vec<Pubkey>> =
             own.into_iter().map(|a| a.into_iter().filter(|x| accounts.contains(x)).collect()).collect();
@@ -340,7 +348,8 @@ impl Endpoints<'_> {
             .observe_sequence(self.account(), items, mode, accounts.clone(), history_of)
             .await
             .map_err(lane_error)?;
-        self.caller.key.rate.charge(lane.extra_tokens(observed.here_us), self.caller.now_ns);
+        let paid = u32::try_from(parsed.len()).unwrap_or(u32::MAX);
+        self.caller.key.rate.charge(lane.extra_tokens(observed.here_us, paid), self.caller.now_ns);
         let (labels, policy) = self.judged_by();
         let labels = policy.labels(&labels);
         let checks: Vec<_> = parsed.iter().zip(bytes).map(|(p, b)| scan::signatures::check(p, b)).collect();

@@ -16,7 +16,8 @@
 //! naming it — never a partial result. The fee, the compute meter, rent and every program
 //! rule are the runtime's own.
 //! Invariant: a sequence changes nothing of the demo: its overlay lives for the call; a
-//! transaction that fails or is skipped adds nothing to it, and in a bundle ends it.
+//! transaction that fails adds only its fee (its payer's) to it, one skipped nothing, and in a
+//! bundle either ends it.
 //! Deliberately absent: signature checks and the blockhash check (a scan simulates before
 //! signing; `replaceRecentBlockhash` semantics).
 
@@ -62,9 +63,20 @@ pub type Overlay = BTreeMap<Pubkey, Option<Acct>>;
 /// What one transaction leaves of the accounts it names (`None`: closed).
 type Applied = Vec<(Pubkey, Option<Acct>)>;
 
+/// What a transaction run in a sequence leaves for the ones after it.
+enum Applies {
+    /// It succeeded: every account it names as it left them.
+    All(Applied),
+    /// It failed: its fee, paid by its fee payer (a failed transaction that lands pays it).
+    FeeOnly(Applied),
+    /// It did not run.
+    Nothing,
+}
+
 /// `transactions` executed in order on one state: each on the demo's accounts as the ones
 /// before it left them, answered as `simulate` answers one (its `wanted` accounts after it).
-/// In a bundle, the transactions after a failed one are `Skipped`, naming it.
+/// A transaction that fails applies nothing but its fee; in a bundle, the transactions after a
+/// failed one are `Skipped`, naming it (nothing of a bundle lands, not even a fee).
 pub fn simulate_sequence(
     ledger: &DemoLedger,
     transactions: &[(&[u8], &[Pubkey])],
@@ -80,24 +92,30 @@ pub fn simulate_sequence(
             )));
             continue;
         }
-        let (simulated, applied) = simulate_on(ledger, &overlay, bytes, wanted)?;
-        match applied {
-            Some(applied) => overlay.extend(applied),
-            None => failed = failed.or(Some(i)),
+        // One the demo cannot read (a lookup table it does not hold…) is skipped alone, by its
+        // reason: the others keep their answers.
+        let (simulated, applies) = simulate_on(ledger, &overlay, bytes, wanted)
+            .unwrap_or_else(|e| (Simulated::Skipped(e.to_string()), Applies::Nothing));
+        match applies {
+            Applies::All(applied) => overlay.extend(applied),
+            Applies::FeeOnly(fee) => {
+                failed = failed.or(Some(i));
+                overlay.extend(fee);
+            }
+            Applies::Nothing => failed = failed.or(Some(i)),
         }
         out.push(simulated);
     }
     Ok(out)
 }
 
-/// One transaction on the demo's accounts under `overlay`: its answer, and what it applies
-/// (`None`: it did not run or failed — nothing).
+/// One transaction on the demo's accounts under `overlay`: its answer, and what it applies.
 fn simulate_on(
     ledger: &DemoLedger,
     overlay: &Overlay,
     bytes: &[u8],
     wanted: &[Pubkey],
-) -> Result<(Simulated, Option<Applied>), LedgerError> {
+) -> Result<(Simulated, Applies), LedgerError> {
     let invalid = |e: String| LedgerError::Invalid(format!("transaction: {e}"));
     let parsed = message::parse(bytes).map_err(|e| invalid(e.to_string()))?;
     let now = |address: &Pubkey| match overlay.get(address) {
@@ -109,7 +127,7 @@ fn simulate_on(
     let state = touched_state(&now, &parsed, &decoded);
     let pre = match state.iter().map(|(at, a)| bytes::encode(*at, a)).collect::<Result<Vec<_>, _>>() {
         Ok(pre) => pre,
-        Err(reason) => return Ok((Simulated::Skipped(reason), None)),
+        Err(reason) => return Ok((Simulated::Skipped(reason), Applies::Nothing)),
     };
     let moment = Moment {
         slot: SIMULATION_SLOT,
@@ -121,10 +139,20 @@ fn simulate_on(
         slot.get_or_insert_with(Runtime::new).execute(bytes, &pre, wanted, moment)
     });
     let ran = match outcome.map_err(|e| invalid(e.to_string()))? {
-        Outcome::Skipped(reason) => return Ok((Simulated::Skipped(reason), None)),
+        Outcome::Skipped(reason) => return Ok((Simulated::Skipped(reason), Applies::Nothing)),
         Outcome::Ran(ran) => ran,
     };
-    let applied = ran.err.is_none().then(|| applied(&ran, wanted, &state));
+    let applied = match ran.err {
+        None => Applies::All(applied(&ran, wanted, &state)),
+        Some(_) => {
+            let payer = parsed.static_keys.first().copied().unwrap_or_default();
+            let paid = now(&payer).map(|mut a| {
+                a.lamports = a.lamports.saturating_sub(ran.fee_lamports);
+                a
+            });
+            Applies::FeeOnly(vec![(payer, paid)])
+        }
+    };
     let context = RpcContext { slot: SIMULATION_SLOT };
     Ok((Simulated::Ran(WithContext { context, value: value(ran, wanted, &state, &pre) }), applied))
 }
@@ -148,10 +176,11 @@ fn applied(ran: &Ran, wanted: &[Pubkey], state: &State) -> Applied {
 /// The answer a node gives: on failure its error and no accounts (nothing applied). `pre` is
 /// `state` as the runtime was given it, in the same (address) order.
 fn value(ran: Ran, wanted: &[Pubkey], state: &State, pre: &[PreAccount]) -> SimulateValue {
-    let Ran { err, logs, units_consumed, accounts, .. } = ran;
+    let Ran { err, logs, units_consumed, accounts, fee_lamports } = ran;
     let err = err.map(|e| simd_json::serde::to_owned_value(e).unwrap_or_else(|_| Value::from("runtime error")));
+    let (units_consumed, fee) = (Some(units_consumed), Some(fee_lamports));
     if err.is_some() {
-        return SimulateValue { err, logs: Some(logs), accounts: None, units_consumed: Some(units_consumed) };
+        return SimulateValue { err, logs: Some(logs), accounts: None, units_consumed, fee };
     }
     // A token account's bytes do not hold its decimals: its mint's do, before the transaction
     // or, for a mint it creates (absent before), after it.
@@ -173,7 +202,7 @@ fn value(ran: Ran, wanted: &[Pubkey], state: &State, pre: &[PreAccount]) -> Simu
     };
     let rendered: Vec<_> =
         wanted.iter().zip(accounts).map(|(at, post)| post.map(|p| rendered(at, p, state, pre, &decimals))).collect();
-    SimulateValue { err, logs: Some(logs), accounts: Some(rendered), units_consumed: Some(units_consumed) }
+    SimulateValue { err, logs: Some(logs), accounts: Some(rendered), units_consumed, fee }
 }
 
 /// `post` as the demo renders it: the account as held when the transaction left it as it was,
@@ -279,7 +308,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_transaction_applies_nothing_and_in_a_bundle_ends_it() {
+    fn a_failed_transaction_applies_nothing_but_its_fee_and_in_a_bundle_ends_it() {
         let ledger = DemoLedger::new(crate::config::DEMO_SEED_DEFAULT);
         let me = ledger.archetype("clean").expect("a clean wallet");
         let to = fresh(203);
@@ -289,6 +318,15 @@ mod tests {
         let sequence = simulate_sequence(&ledger, &items, SequenceMode::Sequence).expect("answers");
         assert!(after(&sequence[0], 0).1, "more than the wallet holds fails");
         assert_eq!(after(&sequence[1], 1), (Some(SOL), false), "the next runs on the state without it");
+        // …but with its fee paid (a failed transaction that lands pays it): the next one's
+        // payer has two fees less than alone, where it pays only its own.
+        let alone = simulate(&ledger, &some, &wanted).expect("answers");
+        let fee = |s: &Simulated| match s {
+            Simulated::Ran(answer) => answer.value.fee,
+            Simulated::Skipped(reason) => panic!("skipped: {reason}"),
+        };
+        assert_eq!((fee(&sequence[0]), fee(&alone)), (Some(5_000), Some(5_000)), "the fee is answered");
+        assert_eq!(after(&sequence[1], 0).0, after(&alone, 0).0.map(|l| l - 5_000), "the failed one's fee");
         let bundle = simulate_sequence(&ledger, &items, SequenceMode::Bundle).expect("answers");
         assert!(
             matches!(&bundle[1], Simulated::Skipped(reason) if reason.contains("transaction 0")),
