@@ -70,8 +70,16 @@ export type TransactionScan = Schemas["TransactionScan"];
 export type TransactionScanSequence = Schemas["TransactionScanSequence"];
 /** A sequence scan's `data`: each transaction in its place, the cumulative effects and findings, `applied`. */
 export type ScanSequence = Schemas["ScanSequence"];
-/** One transaction of a sequence scan, judged on the state the ones before it leave (a failed one's fee in a `sequence`). */
+/**
+ * One transaction of a sequence scan, judged on the state the ones before it leave (a failed one's fee in a `sequence`);
+ * after the first, also `alone` — its `verdict` the worse of the two.
+ */
 export type ScanSequenceTransaction = Schemas["ScanSequenceTransaction"];
+/**
+ * A sequence's transaction after the first scanned by itself on the ledger as it is (`alone`: `verdict`, `findings`,
+ * `simulation`), since the ones before it need not land; absent on the first.
+ */
+export type ScanSequenceAlone = Schemas["ScanSequenceAlone"];
 /** A scan's guards, as asked (`ScanRequest["guards"]` as an object: its tolerances). */
 export type ScanGuardOptions = Schemas["ScanGuardOptions"];
 /** A scan's guards, as answered (`data.guards` of a scan asked with `guards`). */
@@ -452,10 +460,13 @@ export class XrayClient {
    * `POST /v1/developer/intelligence/transaction` with `transactions`: 1 to 5 transactions
    * (base64, in the order they would run) simulated in order on one state, each judged in its
    * place and the whole on its cumulative effects (`data.transactions`, `data.effects`,
-   * `data.findings`, `data.applied`). `mode` `sequence` (the default: a failed one applies
+   * `data.findings`, `data.applied`); each after the first also alone, on the ledger as it is
+   * (`data.transactions[i].alone`, its `verdict` the worse of the two: the ones before it need
+   * not land). `mode` `sequence` (the default: a failed one applies
    * nothing but its fee, the next runs on that state) or `bundle` (once one fails, none applies,
    * not even a fee); `signer` must sign every one (default: the first's fee payer). Charged one
-   * unit per transaction; signed
+   * unit and one rate-limit token per transaction (429 `RATE_LIMITED` when the key's bucket
+   * holds fewer); at most 100 accounts written together (else 400 `INVALID_REQUEST`); signed
    * `xray.scan_sequence.v1` — verify it with `verifyScanSequence(data, keys, {transactions})`.
    */
   scanSequence(

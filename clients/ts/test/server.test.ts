@@ -13,6 +13,7 @@ import {
   verifyReport,
   verifyScanSequence,
   type ReportType,
+  type ScanSequenceAlone,
   verifyWebhook,
   WebhookVerificationError,
   XrayClient,
@@ -222,6 +223,10 @@ describe("the real server", () => {
     const data = seq.body.data;
     assert.deepEqual(data.applied.transactions, [0, 1]);
     assert.ok(data.transactions.every((t) => t.simulation.status === "ok" && !t.findings.some((f) => f.kind === "asset_sweep")));
+    // The second also alone, on the ledger as it is (8 % of the SOL: no sweep); the first has no `alone`.
+    assert.equal(data.transactions[0].alone, undefined);
+    const alone: ScanSequenceAlone | undefined = data.transactions[1].alone;
+    assert.deepEqual([alone?.verdict, alone?.simulation.status, alone?.findings.length], ["benign", "ok", 0]);
     // The whole: a sweep on the cumulative balances, and the verdict it gives.
     assert.ok(data.findings.some((f) => f.kind === "asset_sweep"), JSON.stringify(data.findings));
     assert.notEqual(data.verdict, "benign");
