@@ -192,6 +192,25 @@ pub(crate) fn admit_up_to(limit: RateLimit, tat: &AtomicU64, wanted: u32, now_ns
     }
 }
 
+/// GCRA for exactly `wanted` tokens at once: all of them when the bucket holds them, else none
+/// (and the wait until it holds them, at most a full bucket's).
+pub(crate) fn admit_all(limit: RateLimit, tat: &AtomicU64, wanted: u32, now_ns: u64) -> Grant {
+    let interval_ns = limit.interval_ns();
+    let mut current = tat.load(Ordering::Relaxed);
+    loop {
+        if state_at(limit, current, now_ns).remaining_tokens < wanted {
+            let at_ns = current.max(now_ns) + u64::from(wanted.min(limit.burst())) * interval_ns;
+            let retry_after_s = ceil_s(at_ns.saturating_sub(limit.tolerance_ns()).saturating_sub(now_ns)).max(1);
+            return Grant { granted: 0, retry_after_s };
+        }
+        let next = current.max(now_ns).saturating_add(u64::from(wanted) * interval_ns);
+        if tat.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            return Grant { granted: wanted, retry_after_s: 0 };
+        }
+        current = tat.load(Ordering::Relaxed);
+    }
+}
+
 fn refused(limit: RateLimit, tat_ns: u64, now_ns: u64) -> RateDecision {
     RateDecision {
         allowed: false,
@@ -237,6 +256,16 @@ impl RateCell {
             self.limited_total.fetch_add(1, Ordering::Relaxed);
         }
         decision
+    }
+
+    /// Spends exactly `wanted` tokens (a sequence scan's transactions past its first), or none
+    /// when the bucket holds fewer (counted as one limited request).
+    pub fn take_all(&self, wanted: u32, now_ns: u64) -> Grant {
+        let grant = admit_all(self.limit, &self.tat_ns, wanted, now_ns);
+        if grant.granted < wanted {
+            self.limited_total.fetch_add(1, Ordering::Relaxed);
+        }
+        grant
     }
 
     /// Spends up to `wanted` tokens (a batch's items past its first, whose token `check` took):
@@ -419,6 +448,21 @@ mod tests {
         assert_eq!(cell.take_up_to(0, 250 * MS), Grant { granted: 0, retry_after_s: 0 });
         let slow = RateCell::new(limit(1, 3));
         assert_eq!(slow.take_up_to(10, 0), Grant { granted: 3, retry_after_s: 3 });
+    }
+
+    #[test]
+    fn a_sequence_takes_all_its_tokens_or_none() {
+        // 1/s, burst 5: the request's own token, then four more.
+        let cell = RateCell::new(limit(1, 5));
+        assert!(cell.check(0).allowed);
+        assert_eq!(cell.take_all(4, 0), Grant { granted: 4, retry_after_s: 0 });
+        assert!(!cell.check(0).allowed, "the bucket is empty");
+        // Two seconds on, two tokens: three wanted are refused whole, nothing spent, and the
+        // wait is for all three.
+        assert_eq!(cell.take_all(3, 2_000 * MS), Grant { granted: 0, retry_after_s: 1 });
+        assert_eq!(cell.peek(2_000 * MS).remaining_tokens, 2, "nothing spent");
+        assert_eq!(cell.take_all(2, 2_000 * MS), Grant { granted: 2, retry_after_s: 0 });
+        assert_eq!(cell.take_all(0, 2_000 * MS), Grant { granted: 0, retry_after_s: 0 });
     }
 
     #[test]

@@ -227,9 +227,9 @@ impl Endpoints<'_> {
         }
         self.check_accepting()?;
         // A transaction is a token: the request's own pays the first, the rest are taken here,
-        // all or none (429 with the wait when the key's bucket holds fewer).
+        // all or none (429 with the wait for all of them when the key's bucket holds fewer).
         let more = u32::try_from(parsed.len().saturating_sub(1)).unwrap_or(u32::MAX);
-        let grant = self.caller.key.rate.take_up_to(more, self.caller.now_ns);
+        let grant = self.caller.key.rate.take_all(more, self.caller.now_ns);
         if grant.granted < more {
             return Err(ApiError::RateLimited { retry_after_s: u64::from(grant.retry_after_s) });
         }
