@@ -5,7 +5,7 @@
 //! Owns: `Lane` (the handle listener threads share), its thread `xray-scan` (a current-thread
 //! tokio runtime with its own `ledger::Source`), the bound on reads in flight and its caches
 //! (lookup tables; the signers' counterparties, `counterparties`). Called from listener
-//! threads: `tables` and `observe` return futures any executor awaits (monoio does, without
+//! threads: `tables`, `observe` and `observe_sequence` return futures any executor awaits (monoio does, without
 //! blocking).
 //!
 //! A memory-resident source (the demo ledger: `SourceSpec::is_memory_resident`) has no upstream

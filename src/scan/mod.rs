@@ -9,8 +9,9 @@
 //! `state` (account states from the wire), `effects` (the signer's diff), `findings` (the
 //! judgement of the decoded instructions), `origin` (the judgement of the dApp that asked),
 //! `signatures` (each signer's slot verified, and the message's digest that binds a signed
-//! answer to its bytes), `report` (the answer document) and `catalogue` (the findings as
-//! `docs/signals.md` lists them).
+//! answer to its bytes), `report` (the answer document), `sequence` (the answer to several
+//! transactions run in order on one state; `sequence_accounts` here picks what they read) and
+//! `catalogue` (the findings as `docs/signals.md` lists them).
 //! Decoding the bytes themselves is the ledger's (`ledger::transaction`): the demo source
 //! executes transactions with it too.
 //!

@@ -145,12 +145,12 @@ pub fn build(inputs: &SequenceInputs<'_>) -> SequenceReport {
         let simulation = observed.simulations.get(index).cloned().unwrap_or_else(|| {
             SimulationOutcome::Unavailable(format!("no simulation was answered for transaction {index}"))
         });
-        let pre = match (&observed.pre, &now) {
-            (Ok(read), Some(now)) => Ok(WithContext { context: read.context, value: states_of(now, item.accounts) }),
-            (Err(e), _) => Err(e.clone()),
-            (Ok(_), None) => Err("the accounts before could not be read".to_owned()),
+        let one = Observed {
+            pre: pre_of(observed, now.as_ref(), item.accounts),
+            simulation,
+            counterparties: observed.counterparties.clone(),
+            here_us: 0,
         };
-        let one = Observed { pre, simulation, counterparties: observed.counterparties.clone(), here_us: 0 };
         let report = report::build(&item_inputs(inputs, item, &one));
         if let (SimulationOutcome::Ran(answer), Some(now)) = (&one.simulation, &mut now) {
             match report.simulation.status {
@@ -219,12 +219,12 @@ fn alone(inputs: &SequenceInputs<'_>, item: &Item<'_>, index: usize, first: Opti
         .get(index.wrapping_sub(1))
         .cloned()
         .unwrap_or_else(|| SimulationOutcome::Unavailable(format!("transaction {index} was not simulated alone")));
-    let pre = match (&observed.pre, first) {
-        (Ok(read), Some(first)) => Ok(WithContext { context: read.context, value: states_of(first, item.accounts) }),
-        (Err(e), _) => Err(e.clone()),
-        (Ok(_), None) => Err("the accounts before could not be read".to_owned()),
+    let one = Observed {
+        pre: pre_of(observed, first, item.accounts),
+        simulation,
+        counterparties: observed.counterparties.clone(),
+        here_us: 0,
     };
-    let one = Observed { pre, simulation, counterparties: observed.counterparties.clone(), here_us: 0 };
     let report = report::build(&item_inputs(inputs, item, &one));
     AloneView { verdict: report.verdict, findings: report.findings, simulation: report.simulation }
 }
@@ -247,6 +247,20 @@ fn item_inputs<'a>(inputs: &'a SequenceInputs<'a>, item: &'a Item<'a>, observed:
         scanned_at_ms: inputs.scanned_at_ms,
         request_id: inputs.request_id,
         guard: None,
+    }
+}
+
+/// `accounts` as `state` holds them, in the answer's shape (`Err`: the accounts before were not
+/// read).
+fn pre_of(
+    observed: &ObservedSequence,
+    state: Option<&Now>,
+    accounts: &[Pubkey],
+) -> Result<WithContext<Vec<Option<UiAccount>>>, String> {
+    match (&observed.pre, state) {
+        (Ok(read), Some(state)) => Ok(WithContext { context: read.context, value: states_of(state, accounts) }),
+        (Err(e), _) => Err(e.clone()),
+        (Ok(_), None) => Err("the accounts before could not be read".to_owned()),
     }
 }
 

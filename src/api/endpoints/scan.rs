@@ -6,7 +6,10 @@
 //! or a table cannot be read), the report built here, then the unit charged durably (the
 //! shared store may still refuse it at the shared limit: 429) — and the answer, signed
 //! (`xray.scan.v2`, covering its time, request id, the asking account, the origin judged and —
-//! in `transaction.messageSha256` — the digest of the message judged).
+//! in `transaction.messageSha256` — the digest of the message judged; `xray.scan.v3` with
+//! guards). With `transactions` (`scan_sequence`): one rate token and one quota unit per
+//! transaction, all or none, and the answer signed `xray.scan_sequence.v1` over every message's
+//! digest in order.
 //!
 //! Invariant: a scan is charged exactly when it is answered 200 — however its ledger reads
 //! went, which the answer says: every refusal gives its reserved unit back (`ReservedUnit`,
