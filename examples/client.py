@@ -53,29 +53,35 @@ only; ``--type scan_sequence`` (``xray.scan_sequence.v1``) is a sequence scan's 
 scan, as a scan is never one. A scan (either type) can then be bound to the request that asked for it, each option checked
 against a signed member: ``--transaction BASE64|@FILE`` (what was scanned, signed since or not:
 the SHA-256 of its message — the bytes after its signatures — must be
-``transaction.messageSha256``), ``--account acct_…`` (``account``: the key's account) and
+``transaction.messageSha256``), ``--account acct_…`` (``account``: the key's account),
 ``--origin HOST`` (``origin``: the host the scan judged; ``--origin none`` when the scan was sent
-no origin); a sequence scan with ``--transactions B64,B64,…|@FILE`` (one base64 a line, in the
-order sent) instead of ``--transaction``: the signed ``transactions`` must have exactly as many
-items, item *i*'s ``transaction.messageSha256`` the digest of transaction *i*'s message. It prints ``{"verified": true, "keyId": …, "type": …, "data": {…}}`` (``type``: the
-type it verified, the signature's), where ``data`` holds the signed members only: read those, not the file, which may carry members nobody signed;
+no origin) and ``--signer ADDRESS`` (``signer``: the wallet it was asked about, base58); a
+sequence scan with ``--transactions B64,B64,…|@FILE`` (one base64 a line, in the order sent)
+instead of ``--transaction`` — the signed ``transactions`` must have exactly as many items, item
+*i*'s ``transaction.messageSha256`` the digest of transaction *i*'s message — and ``--mode
+sequence|bundle`` (``mode``: how it was asked to run them; a sequence scan's only). A scan of
+any type signs all of its ``data``: one carrying a member it does not cover is refused (an
+analysis, comparison or event may carry unsigned members). It prints ``{"verified": true,
+"keyId": …, "type": …, "data": {…}}`` (``type``: the type it verified, the signature's), where
+``data`` holds the signed members only: read those, not the file, which may carry members nobody signed;
 or, refused (exit 1), ``{"verified": false, "reason": …, "detail": …, "keyId": null, …}``,
 ``reason`` the first of these that applies, in this order: ``malformed`` (the report or key set
 is not JSON or not their shape — an unsigned report too — or the transaction given is no
 transaction), ``unknown_key`` (no published key has its ``keyId``: another server's),
-``wrong_type``, ``covers_mismatch`` (``covers`` edited, or a covered member gone; or a scan
-signed ``xray.scan.v2`` whose ``data`` carries ``guards``, which that type does not cover),
-``bad_signature`` (something signed changed), then a scan's (or sequence scan's) ``digest_mismatch``,
-``account_mismatch``, ``origin_mismatch`` (README, "Signed reports"). A binding option with
-another type is a usage error (exit 2). Integers past ±(2^53 − 1) are canonicalized as doubles,
+``wrong_type``, ``covers_mismatch`` (``covers`` edited, or a covered member gone; or a scan, of
+any scan type, whose ``data`` carries a member that type does not cover — ``guards`` beside an
+``xray.scan.v2`` signature, say), ``bad_signature`` (something signed changed), then a scan's
+(or sequence scan's) ``digest_mismatch``, ``account_mismatch``, ``origin_mismatch``,
+``signer_mismatch``, and a sequence scan's ``mode_mismatch`` (README, "Signed reports"). A
+binding option with another type is a usage error (exit 2), as ``--mode`` with a scan. Integers past ±(2^53 − 1) are canonicalized as doubles,
 as JCS prescribes. It needs the ``cryptography`` and ``rfc8785`` packages (``pip install -r
 tests/signing/requirements.txt``); the other commands use the standard library only.
 
   python3 examples/client.py --api http://127.0.0.1:8080 verify --type analysis report.json
   python3 examples/client.py --api http://127.0.0.1:8080 verify --type scan scan.json \\
-      --transaction @tx.b64 --account acct_... --origin none
+      --transaction @tx.b64 --account acct_... --origin none --signer <base58>
   python3 examples/client.py --api http://127.0.0.1:8080 verify --type scan_sequence sequence.json \\
-      --transactions @txs.b64 --account acct_... --origin none
+      --transactions @txs.b64 --account acct_... --origin none --signer <base58> --mode sequence
 
 A test (``tests/integration/api/webhooks.rs``) runs it against the real server, and
 ``loadtest/flows.sh`` (in ``make test``) its scan, so it cannot rot. Every wait is bounded
@@ -145,8 +151,10 @@ REPORT_TYPES = {
     "scan_sequence": SEQUENCE_TYPE, "monitor_event": "xray.monitor_event.v1",
 }
 # What a scan's answer can be bound to (``verify_report``'s ``binding``), and a sequence scan's.
-BINDING_MEMBERS = ("transaction", "account", "origin")
-SEQUENCE_BINDING_MEMBERS = ("transactions", "account", "origin")
+BINDING_MEMBERS = ("transaction", "account", "origin", "signer")
+SEQUENCE_BINDING_MEMBERS = ("transactions", "account", "origin", "signer", "mode")
+# Binding members that must be text when given.
+TEXT_BINDING_MEMBERS = ("signer", "mode")
 # The most transactions a sequence scan takes.
 SEQUENCE_TRANSACTIONS_MAX = 5
 # A batched signature (scans): the type of the envelope it signs, and the longest path read.
@@ -174,7 +182,7 @@ def as_jcs_numbers(value):
 # in the order they are checked (README, "Signed reports": why a verifier refuses).
 REFUSAL_REASONS = (
     "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
-    "digest_mismatch", "account_mismatch", "origin_mismatch",
+    "digest_mismatch", "account_mismatch", "origin_mismatch", "signer_mismatch", "mode_mismatch",
 )
 
 
@@ -208,19 +216,25 @@ def verify_report(data, key_set, expected_type, binding=None):
     not the shape it has — an unsigned report too), ``unknown_key`` (no key of the set has the
     signature's ``keyId``), ``wrong_type`` (a ``type`` other than expected), ``covers_mismatch``
     (``covers`` other than exactly that type's members, or one of them missing from ``data``; or
-    a scan signed ``xray.scan.v2`` whose ``data`` carries ``guards``, which it does not cover),
-    ``bad_signature`` (something signed was changed), then the binding.
+    a scan of any scan type — ``xray.scan.v2``, ``xray.scan.v3``, ``xray.scan_sequence.v1`` —
+    whose ``data`` carries a member besides those and ``signature``: ``guards`` beside an
+    ``xray.scan.v2`` signature, say; an analysis, comparison or event may carry unsigned members,
+    left out of ``covered``), ``bad_signature`` (something signed was changed), then the binding.
 
     ``binding`` (a scan's only) is a dict of what the signed answer must be about, each key
     given checked once the signature is: ``transaction`` (what was scanned, bytes or base64,
     signed since or not: ``message_sha256`` of it is ``transaction.messageSha256``, else
-    ``digest_mismatch``), ``account`` (``acct_…``, else ``account_mismatch``) and ``origin``
-    (the host the scan judged, ``None`` for no origin, else ``origin_mismatch``). A sequence
-    scan (``xray.scan_sequence.v1``, never a scan nor a scan one) is bound with
+    ``digest_mismatch``), ``account`` (``acct_…``, else ``account_mismatch``), ``origin``
+    (the host the scan judged, ``None`` for no origin, else ``origin_mismatch``) and ``signer``
+    (the wallet asked about, base58 text, else ``signer_mismatch``), checked in that order. A
+    sequence scan (``xray.scan_sequence.v1``, never a scan nor a scan one) is bound with
     ``transactions`` instead of ``transaction``: the list sent, in order — the signed
     ``transactions`` must have exactly as many items, item *i*'s ``transaction.messageSha256``
-    the digest of transaction *i*'s message, else ``digest_mismatch``. A scan's message digests
-    are the only digests a report binds: an analysis or comparison has none."""
+    the digest of transaction *i*'s message, else ``digest_mismatch`` — and may be bound to
+    ``mode`` too (``sequence`` or ``bundle``, text, else ``mode_mismatch``; checked last; a
+    scan's binding has no ``mode``). A ``signer`` or ``mode`` that is not text is
+    ``malformed``. A scan's message digests are the only digests a report binds: an analysis or
+    comparison has none."""
     import rfc8785
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -251,6 +265,9 @@ def verify_report(data, key_set, expected_type, binding=None):
         raise ReportRefused("malformed", f"a binding of {expected_type} has only {', '.join(members)}")
     if binding and expected_type not in (*SCAN_TYPES, SEQUENCE_TYPE):
         raise ReportRefused("malformed", f"a binding applies to a scan ({', '.join(SCAN_TYPES)}) or a sequence scan only")
+    for name in TEXT_BINDING_MEMBERS:
+        if name in binding and not isinstance(binding[name], str):
+            raise ReportRefused("malformed", f"the {name} held is not text")
     held_digest = held_digests = None
     if "transaction" in binding:
         try:
@@ -309,10 +326,13 @@ def verify_report(data, key_set, expected_type, binding=None):
     missing = [name for name in expected if name not in data]
     if missing:
         raise ReportRefused("covers_mismatch", f"covered member {missing[0]} is missing")
-    # A scan signed as xray.scan.v2 covers no guards: one carrying them is refused, not verified
-    # with its guards unsigned beside the signed members (a client may read them there).
-    if report_type == SCAN_TYPES[0] and "guards" in data:
-        raise ReportRefused("covers_mismatch", "a xray.scan.v2 signature covers no guards, and data carries guards")
+    # A scan (any scan type) signs all of its data: a member it does not cover is refused, not
+    # verified unsigned beside the signed members (a client may read it there) — guards beside
+    # an xray.scan.v2 signature, which covers none, too.
+    if report_type in (*SCAN_TYPES, SEQUENCE_TYPE):
+        unsigned = [name for name in data if name not in expected and name != "signature"]
+        if unsigned:
+            raise ReportRefused("covers_mismatch", f"a {report_type} signature does not cover member {unsigned[0]} of data")
     # 5. bad_signature
     covered = {name: data[name] for name in expected}
     try:
@@ -347,6 +367,10 @@ def verify_report(data, key_set, expected_type, binding=None):
         raise ReportRefused("account_mismatch", f"the scan was asked by {covered['account']}")
     if "origin" in binding and covered["origin"] != binding["origin"]:
         raise ReportRefused("origin_mismatch", f"the scan judged the origin {covered['origin']}")
+    if "signer" in binding and covered["signer"] != binding["signer"]:
+        raise ReportRefused("signer_mismatch", f"the scan judged the signer {covered['signer']}")
+    if "mode" in binding and covered["mode"] != binding["mode"]:
+        raise ReportRefused("mode_mismatch", f"the sequence was judged in mode {covered['mode']}")
     return signature["keyId"], covered
 
 
@@ -582,7 +606,8 @@ def main():
         help="verify a saved report's signature as the type you expect; prints its signed members",
         description="Verifies a saved report as a report of --type (required: a report's own claim of "
         "what it is is not trusted) and prints {verified, keyId, type, data} (and reason when refused), data "
-        "holding the signed members only; a scan can be bound to its transaction, account and origin.",
+        "holding the signed members only; a scan can be bound to its transaction, account, origin and signer "
+        "(a sequence scan to its transactions, account, origin, signer and mode).",
     )
     verify.add_argument("report", help="a report's JSON file (a poll's, webhook's or scan's body, or its data)")
     verify.add_argument(
@@ -610,6 +635,12 @@ def main():
     verify.add_argument(
         "--origin", help="a scan only: the signed origin must be this host ('none': the scan was sent no origin)"
     )
+    verify.add_argument(
+        "--signer", help="a scan or a sequence scan only: the signed signer must be this wallet (base58)"
+    )
+    verify.add_argument(
+        "--mode", help="a sequence scan only: the signed mode must be this one (sequence or bundle)"
+    )
     args = parser.parse_args()
     if args.command == "verify":
         expected_type = REPORT_TYPES.get(args.type, args.type)
@@ -630,8 +661,14 @@ def main():
             binding["account"] = args.account
         if args.origin is not None:
             binding["origin"] = None if args.origin == "none" else args.origin
+        if args.signer is not None:
+            binding["signer"] = args.signer
+        if args.mode is not None:
+            binding["mode"] = args.mode
         if binding and expected_type not in (*SCAN_TYPES, SEQUENCE_TYPE):
-            parser.error("--transaction(s), --account and --origin bind a scan or a sequence scan only")
+            parser.error("--transaction(s), --account, --origin, --signer and --mode bind a scan or a sequence scan only")
+        if "mode" in binding and expected_type != SEQUENCE_TYPE:
+            parser.error("--mode binds a sequence scan (--type scan_sequence) only")
         if "transaction" in binding and expected_type == SEQUENCE_TYPE:
             parser.error("a sequence scan is bound with --transactions")
         if "transactions" in binding and expected_type != SEQUENCE_TYPE:

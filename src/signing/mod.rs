@@ -225,6 +225,12 @@ impl ReportType {
         }
     }
 
+    /// A scan of any kind: served as exactly its covered members and the signature, so a
+    /// verifier refuses any other member of its `data`.
+    pub const fn is_scan(self) -> bool {
+        matches!(self, ReportType::Scan | ReportType::GuardedScan | ReportType::ScanSequence)
+    }
+
     /// The type of a job's report.
     pub fn of_job(kind: &JobKind) -> ReportType {
         match kind {
@@ -543,11 +549,17 @@ pub enum VerifyReason {
     AccountMismatch,
     /// A scan: its signed `origin` is not the origin held (`null`: none was sent).
     OriginMismatch,
+    /// A scan: its signed `signer` (the wallet whose value at risk it judged) is not the one
+    /// held.
+    SignerMismatch,
+    /// A sequence scan: its signed `mode` (`sequence` or `bundle`) is not the one held — a
+    /// bundle's verdict assumes nothing of it lands after a failure, a sequence's the opposite.
+    ModeMismatch,
 }
 
 impl VerifyReason {
     /// Every reason, in the order they are checked.
-    pub const ALL: [VerifyReason; 8] = [
+    pub const ALL: [VerifyReason; 10] = [
         VerifyReason::Malformed,
         VerifyReason::UnknownKey,
         VerifyReason::WrongType,
@@ -556,6 +568,8 @@ impl VerifyReason {
         VerifyReason::DigestMismatch,
         VerifyReason::AccountMismatch,
         VerifyReason::OriginMismatch,
+        VerifyReason::SignerMismatch,
+        VerifyReason::ModeMismatch,
     ];
 
     /// The reason's name, as every verifier writes it.
@@ -569,6 +583,8 @@ impl VerifyReason {
             VerifyReason::DigestMismatch => "digest_mismatch",
             VerifyReason::AccountMismatch => "account_mismatch",
             VerifyReason::OriginMismatch => "origin_mismatch",
+            VerifyReason::SignerMismatch => "signer_mismatch",
+            VerifyReason::ModeMismatch => "mode_mismatch",
         }
     }
 }
@@ -595,6 +611,10 @@ pub enum VerifyError {
     AccountMismatch,
     #[error("origin_mismatch: the scan judged another origin")]
     OriginMismatch,
+    #[error("signer_mismatch: the scan judged another signer's transaction")]
+    SignerMismatch,
+    #[error("mode_mismatch: the sequence was judged in another mode")]
+    ModeMismatch,
 }
 
 impl VerifyError {
@@ -609,6 +629,8 @@ impl VerifyError {
             VerifyError::DigestMismatch { .. } => VerifyReason::DigestMismatch,
             VerifyError::AccountMismatch => VerifyReason::AccountMismatch,
             VerifyError::OriginMismatch => VerifyReason::OriginMismatch,
+            VerifyError::SignerMismatch => VerifyReason::SignerMismatch,
+            VerifyError::ModeMismatch => VerifyReason::ModeMismatch,
         }
     }
 }
@@ -623,11 +645,13 @@ pub struct ScanBinding<'a> {
     pub account: Option<&'a str>,
     /// The origin host it sent (`Some(None)`: it sent none).
     pub origin: Option<Option<&'a str>>,
+    /// The signer whose transaction it asked about (base58).
+    pub signer: Option<&'a str>,
 }
 
 /// `verify_report` of a scan, then its binding: the message digest of `binding.transaction`
-/// (SHA-256 of the bytes after its signature section), the account and the origin must be
-/// those signed. The transaction held is read first — one that is no transaction is
+/// (SHA-256 of the bytes after its signature section), the account, the origin and the signer
+/// must be those signed. The transaction held is read first — one that is no transaction is
 /// `Malformed` whatever the report — and compared only once the signature verified.
 pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> Result<Verified, VerifyError> {
     let held = match binding.transaction {
@@ -646,7 +670,7 @@ pub fn verify_scan(data: &Value, key_set: &Value, binding: &ScanBinding<'_>) -> 
             return Err(VerifyError::DigestMismatch { signed: signed.map(str::to_owned), held });
         }
     }
-    bound_to_asker(verified, binding.account, binding.origin)
+    bound_to_asker(verified, &Asker { account: binding.account, origin: binding.origin, signer: binding.signer })
 }
 
 /// What a verifier holds of the sequence scan it asked for (`verify_scan_sequence`).
@@ -658,11 +682,15 @@ pub struct SequenceBinding<'a> {
     pub account: Option<&'a str>,
     /// The origin host it sent (`Some(None)`: it sent none).
     pub origin: Option<Option<&'a str>>,
+    /// The signer it asked about (base58).
+    pub signer: Option<&'a str>,
+    /// The mode it asked for: `sequence` or `bundle`.
+    pub mode: Option<&'a str>,
 }
 
 /// `verify_report` of a sequence scan (`xray.scan_sequence.v1`), then its binding: as many
 /// transactions as held, each judged message the held one's (`transactions[i].transaction
-/// .messageSha256`), and the account and origin, as `verify_scan`.
+/// .messageSha256`), the account, origin and signer as `verify_scan`, then the mode.
 pub fn verify_scan_sequence(
     data: &Value,
     key_set: &Value,
@@ -695,16 +723,26 @@ pub fn verify_scan_sequence(
             });
         }
     }
-    bound_to_asker(verified, binding.account, binding.origin)
+    let verified =
+        bound_to_asker(verified, &Asker { account: binding.account, origin: binding.origin, signer: binding.signer })?;
+    if binding.mode.is_some_and(|mode| verified.covered.get("mode").and_then(Value::as_str) != Some(mode)) {
+        return Err(VerifyError::ModeMismatch);
+    }
+    Ok(verified)
 }
 
-/// A verified scan's `account` and `origin` against those the verifier holds.
-fn bound_to_asker(
-    verified: Verified,
-    account: Option<&str>,
-    origin: Option<Option<&str>>,
-) -> Result<Verified, VerifyError> {
+/// What either kind of scan is bound to besides its transactions.
+struct Asker<'a> {
+    account: Option<&'a str>,
+    origin: Option<Option<&'a str>>,
+    signer: Option<&'a str>,
+}
+
+/// A verified scan's `account`, `origin` and `signer` against those the verifier holds, in
+/// that order.
+fn bound_to_asker(verified: Verified, asker: &Asker<'_>) -> Result<Verified, VerifyError> {
     let covered = &verified.covered;
+    let Asker { account, origin, signer } = *asker;
     if let Some(account) = account {
         if covered.get("account").and_then(Value::as_str) != Some(account) {
             return Err(VerifyError::AccountMismatch);
@@ -716,6 +754,9 @@ fn bound_to_asker(
         if signed.as_str() != origin || (origin.is_none() && !signed.is_null()) {
             return Err(VerifyError::OriginMismatch);
         }
+    }
+    if signer.is_some_and(|signer| covered.get("signer").and_then(Value::as_str) != Some(signer)) {
+        return Err(VerifyError::SignerMismatch);
     }
     Ok(verified)
 }
@@ -820,9 +861,12 @@ fn covered_members(data: &Value, covers: &[&str], expected: ReportType) -> Resul
     if !expected.covered_by(covers) {
         return Err(VerifyError::CoversMismatch(expected.name()));
     }
-    // A plain scan's `data` carrying guards nobody signed is refused, not ignored: a client may
-    // read them where it reads the rest, and sign the transaction they name.
-    if expected == ReportType::Scan && data.get("guards").is_some() {
+    // A scan's `data` carrying a member nobody signed (a plain scan's grafted `guards`, a
+    // `verdictOverride`) is refused, not ignored: a client may read it where it reads the rest,
+    // and sign the transaction it names. A scan is served as exactly its members and the
+    // signature; an analysis' or a comparison's `data` may carry more (only the covered ones are
+    // returned).
+    if expected.is_scan() && !only_covered_members(data, covers) {
         return Err(VerifyError::CoversMismatch(expected.name()));
     }
     covers
@@ -832,6 +876,12 @@ fn covered_members(data: &Value, covers: &[&str], expected: ReportType) -> Resul
             None => Err(VerifyError::CoversMismatch(expected.name())),
         })
         .collect()
+}
+
+/// Whether every member of `data` is a covered one or the signature.
+fn only_covered_members(data: &Value, covers: &[&str]) -> bool {
+    data.as_object()
+        .is_some_and(|members| members.keys().all(|name| name == SIGNATURE_MEMBER || covers.contains(&name.as_str())))
 }
 
 /// The sorted names of a report's members, once they are exactly `report_type`'s covered
@@ -1127,6 +1177,7 @@ mod tests {
                 transaction: transaction.as_deref(),
                 account: held["account"].as_str(),
                 origin: held.get("origin").map(Value::as_str),
+                signer: held["signer"].as_str(),
             };
             let sequence: Option<Vec<Vec<u8>>> = held["transactions"]
                 .as_array()
@@ -1139,6 +1190,8 @@ mod tests {
                         transactions: sequence.as_deref(),
                         account: binding.account,
                         origin: binding.origin,
+                        signer: binding.signer,
+                        mode: held["mode"].as_str(),
                     };
                     verify_scan_sequence(&case["data"], keys, &binding)
                 }
@@ -1155,18 +1208,30 @@ mod tests {
     }
 
     #[test]
-    fn an_unsigned_member_added_to_a_signed_scan_is_not_returned_as_verified() {
+    fn an_unsigned_member_added_to_a_scan_is_refused_and_to_an_analysis_not_returned() {
         let (_dir, signer) = signer();
         let keys = key_set(&signer);
         let mut data = scan(&signer);
-        data["xray"] = json!({ "score": { "value": 100 } });
+        assert!(verify_report(&data, &keys, ReportType::Scan).is_ok());
         data["verdictOverride"] = json!("benign");
-        let verified = verify_report(&data, &keys, ReportType::Scan).expect("the signed members still verify");
+        assert_eq!(
+            verify_report(&data, &keys, ReportType::Scan),
+            Err(VerifyError::CoversMismatch(SCAN_TYPE)),
+            "a scan is served as its covered members and the signature, nothing else"
+        );
+        let mut data = report(&signer);
+        data["xray"]["score"] = json!({ "value": 100 });
+        data["verdictOverride"] = json!("benign");
+        let verified = verify_report(&data, &keys, ReportType::Analysis);
+        assert!(matches!(verified, Err(VerifyError::BadSignature)), "the document is covered: {verified:?}");
+        let mut data = report(&signer);
+        data["status"] = json!("completed");
+        data["verdictOverride"] = json!("benign");
+        let verified = verify_report(&data, &keys, ReportType::Analysis).expect("the signed members still verify");
         let names: Vec<&str> = verified.covered.keys().map(String::as_str).collect();
-        let mut expected = SCAN_COVERS.to_vec();
+        let mut expected = ANALYSIS_COVERS.to_vec();
         expected.sort_unstable();
         assert_eq!(names, expected, "only the covered members");
-        assert!(!verified.covered.contains_key("xray") && !verified.covered.contains_key("verdictOverride"));
     }
 
     #[test]
@@ -1327,7 +1392,7 @@ mod tests {
         let signature = block_on(signer.sign_canonical(ReportType::GuardedScan, &canonical)).expect("signed");
         let body = canonical.wrapped("data", SIGNATURE_MEMBER, &serde_json::to_vec(&signature).expect("json"));
         let body: Value = serde_json::from_slice(&body).expect("body");
-        let binding = ScanBinding { transaction: None, account: Some("acct_test"), origin: Some(None) };
+        let binding = ScanBinding { account: Some("acct_test"), origin: Some(None), ..ScanBinding::default() };
         let verified = verify_scan(&body["data"], &key_set(&signer), &binding).expect("verified as a scan");
         assert_eq!(verified.covered["guards"], report["guards"]);
     }

@@ -8,27 +8,39 @@ tests read that file, and ``tests/signing/test_binding.py`` checks it is what th
 The reasons and the order they are checked in are the README's ("Signed reports", "Why a
 verifier refuses"): ``malformed``, ``unknown_key``, ``wrong_type``, ``covers_mismatch``,
 ``bad_signature``, then for a scan given what its asker holds ``digest_mismatch``,
-``account_mismatch``, ``origin_mismatch``; the first that applies is the reason. The
-``precedence`` cases are wrong in two ways and expect the earlier one.
+``account_mismatch``, ``origin_mismatch``, ``signer_mismatch``, ``mode_mismatch``; the first that
+applies is the reason. The ``precedence`` cases are wrong in two ways and expect the earlier one.
 
 Everything is deterministic (Ed25519 signatures are; the keys come from fixed seeds), so the
 file is the same each time it is made. A case is ``{name, type, data, keys, binding?, reason}``:
 ``keys`` names a key set of ``keySets``; ``binding`` (a scan's) holds what the asker holds —
-``transaction`` (base64), ``account``, ``origin`` (``null``: it sent none); ``reason`` is
-``null`` when the report verifies. A case with ``"loose": true`` is one a typed API cannot be
-given (a binding member no binding has, a binding of an analysis): the Rust verifier's types
-rule it out, so its tests skip it. A case of ``type`` ``xray.scan.v2`` is checked as a scan (Rust
-``verify_scan``): a scan asked with guards (``xray.scan.v3``) is a scan too, the signature's type
-picking its exact covers; a case of ``type`` ``xray.scan.v3`` (never with a binding: Rust checks
-it with ``verify_report``) accepts a guarded scan only. A scan signed ``xray.scan.v2`` whose ``data``
-carries a ``guards`` member (which that type does not cover) is ``covers_mismatch``, checked with
-the covers (after ``wrong_type``, before the signature): its guards would otherwise sit unsigned
-beside the signed members. A case of ``type`` ``xray.scan_sequence.v1`` is checked as a sequence
-scan (Rust ``verify_scan_sequence``): its ``binding`` holds ``transactions`` (a list of base64, in
-the order sent) instead of ``transaction``; it is refused as any scan type, and a scan as it
-(``wrong_type``); ``digest_mismatch`` unless the signed ``transactions`` has exactly as many items
-as held, item *i*'s ``transaction.messageSha256`` the digest of held transaction *i*'s message (an
-empty list held is a count mismatch too).
+``transaction`` (base64), ``account``, ``origin`` (``null``: it sent none), ``signer`` (the
+base58 address it asked about: the signed ``signer`` must be it, else ``signer_mismatch``);
+``reason`` is ``null`` when the report verifies. A binding that is not its shape is
+``malformed``: a member its type's binding has not, a binding of another type than a scan or a
+sequence scan, a transaction held that is none, a ``signer`` or ``mode`` that is not text. A
+case with ``"loose": true`` is one a typed API cannot be given (a binding member no binding has,
+a binding of an analysis, a ``mode`` for a scan, a ``signer`` or ``mode`` that is not text): the
+Rust verifier's types rule it out, so its tests skip it. A case of ``type`` ``xray.scan.v2`` is
+checked as a scan (Rust ``verify_scan``): a scan asked with guards (``xray.scan.v3``) is a scan
+too, the signature's type picking its exact covers; a case of ``type`` ``xray.scan.v3`` (never
+with a binding: Rust checks it with ``verify_report``) accepts a guarded scan only. A case of
+``type`` ``xray.scan_sequence.v1`` is checked as a sequence scan (Rust ``verify_scan_sequence``):
+its ``binding`` holds ``transactions`` (a list of base64, in the order sent) instead of
+``transaction``, and may hold ``mode`` (``sequence`` or ``bundle``: the signed ``mode`` must be
+it, else ``mode_mismatch``); it is refused as any scan type, and a scan as it (``wrong_type``);
+``digest_mismatch`` unless the signed ``transactions`` has exactly as many items as held, item
+*i*'s ``transaction.messageSha256`` the digest of held transaction *i*'s message (an empty list
+held is a count mismatch too). The binding is checked once the signature verified, in this
+order: the digest(s), ``account``, ``origin``, ``signer``, ``mode``.
+
+Every scan type (``xray.scan.v2``, ``xray.scan.v3``, ``xray.scan_sequence.v1``) signs all of its
+``data``: once ``covers`` is exactly the type's list, a member of ``data`` that is neither one of
+that type's covered members nor ``signature`` is ``covers_mismatch``, checked with the covers
+(after ``wrong_type``, before the signature) — it would otherwise sit unsigned beside the signed
+members, where a client may read it (a scan signed ``xray.scan.v2`` carrying a ``guards`` member
+is one such). An analysis, a comparison or a monitor event may carry unsigned members: only the
+covered ones are verified.
 
   python3 tests/signing/refusals.py            # writes tests/signing/refusals.json
   python3 tests/signing/refusals.py --check    # exits 1 when the file is not current
@@ -48,7 +60,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 OUT = pathlib.Path(__file__).resolve().with_name("refusals.json")
 REASONS = [
     "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
-    "digest_mismatch", "account_mismatch", "origin_mismatch",
+    "digest_mismatch", "account_mismatch", "origin_mismatch", "signer_mismatch", "mode_mismatch",
 ]
 ANALYSIS = "xray.analysis.v1"
 SCAN = "xray.scan.v2"
@@ -77,6 +89,9 @@ COVERS = {
 }
 ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd"
 ORIGIN = "phantom.app"
+# The wallet every scan here judged (its signed ``signer``), and another one.
+SIGNER = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z"
+OTHER_SIGNER = "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ"
 
 
 def b64url(raw):
@@ -248,10 +263,10 @@ def guarded_scan_data():
     return signed(data, GUARDED_SCAN, COVERS[GUARDED_SCAN])
 
 
-def sequence_data(origin=ORIGIN, messages=(MESSAGE, SECOND_MESSAGE, THIRD_MESSAGE)):
+def sequence_data(origin=ORIGIN, messages=(MESSAGE, SECOND_MESSAGE, THIRD_MESSAGE), mode="sequence"):
     """A sequence scan's answer for SENT, SECOND and THIRD (``messages``) in that order, asked by
-    ACCOUNT from ``origin``, signed as ``xray.scan_sequence.v1``: each transaction judged in its
-    place, the whole a sweep."""
+    ACCOUNT from ``origin`` in ``mode``, signed as ``xray.scan_sequence.v1``: each transaction
+    judged in its place, the whole a sweep."""
     signer = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z"
     items = [
         {
@@ -270,7 +285,7 @@ def sequence_data(origin=ORIGIN, messages=(MESSAGE, SECOND_MESSAGE, THIRD_MESSAG
     ]
     return signed(
         {
-            "verdict": "malicious", "signer": signer, "mode": "sequence", "transactions": items,
+            "verdict": "malicious", "signer": signer, "mode": mode, "transactions": items,
             "findings": [{"kind": "asset_sweep", "severity": "critical", "facts": {"lamports": 21780842148}}],
             "effects": [{"kind": "sol", "lamports": -21780857148}],
             "applied": {"transactions": list(range(len(items)))},
@@ -368,6 +383,7 @@ def cases():
     short_covers = with_signature(scan, covers=covers[1:])
     in_batch = batched(scan)
     sequence = sequence_data()
+    bundle = sequence_data(mode="bundle")
     sequence_members = {k: v for k, v in sequence.items() if k != "signature"}
     scan_members = {k: v for k, v in scan.items() if k != "signature"}
     held_in = lambda *transactions: {"transactions": [b64(t) for t in transactions]}  # noqa: E731
@@ -386,8 +402,8 @@ def cases():
     case(None, "a scan bound to its transaction, account and origin", scan, binding=HELD)
     case(None, "a scan bound to its transaction signed since", scan, binding={"transaction": b64(SIGNED_SINCE)})
     case(None, "a scan sent no origin, bound to none", scan_data(None), binding={"origin": None})
-    case(None, "a scan with an unsigned member added", {**scan, "xray": {"score": {"value": 100}}})
     case(None, "an analysis", analysis, ANALYSIS)
+    case(None, "an analysis with an unsigned member added (only scans sign all their data)", {**analysis, "verdictOverride": "benign"}, ANALYSIS)
     case(None, "a monitor event", event, EVENT)
     case(None, "a monitor event, delivered since (its delivery is not signed)", {**event, "delivery": {"status": "DELIVERED"}}, EVENT)
     case(None, "a monitor event whose legacy type changed (kind is the signed one)", {**event, "type": "other"}, EVENT)
@@ -399,8 +415,14 @@ def cases():
     case(None, "a sequence scan bound to its transactions, account and origin", sequence, SEQUENCE, binding=HELD_SEQUENCE)
     case(None, "a sequence scan bound to its transactions, the first signed since", sequence, SEQUENCE, binding=held_in(SIGNED_SINCE, SECOND, THIRD))
     case(None, "a sequence scan of one transaction, sent no origin, bound", sequence_data(None, (MESSAGE,)), SEQUENCE, binding={**held_in(SENT), "origin": None})
-    case(None, "a sequence scan with an unsigned member added", {**sequence, "xray": {"score": {"value": 100}}}, SEQUENCE)
+    case(None, "a scan bound to its signer", scan, binding={"signer": SIGNER})
+    case(None, "a scan bound to its transaction, account, origin and signer", scan, binding={**HELD, "signer": SIGNER})
+    case(None, "a guarded scan checked as a scan, bound to its signer", guarded, binding={**HELD, "signer": SIGNER})
+    case(None, "a sequence scan bound to its signer", sequence, SEQUENCE, binding={"signer": SIGNER})
+    case(None, "a sequence scan bound to its mode", sequence, SEQUENCE, binding={"mode": "sequence"})
+    case(None, "a sequence scan bound to its transactions, account, origin, signer and mode", sequence, SEQUENCE, binding={**HELD_SEQUENCE, "signer": SIGNER, "mode": "sequence"})
     case(None, "a sequence scan signed in a batch of four, bound", batched(sequence), SEQUENCE, binding=HELD_SEQUENCE)
+    case(None, "a bundle scan bound to its mode and signer", bundle, SEQUENCE, binding={**HELD_SEQUENCE, "signer": SIGNER, "mode": "bundle"})
     # malformed: the report, the key set or the binding is not the shape it has.
     case("malformed", "data is not an object", "a report", ANALYSIS)
     case("malformed", "data is a list", [analysis], ANALYSIS)
@@ -426,6 +448,13 @@ def cases():
     case("malformed", "a sequence bound with a scan's transaction member", sequence, SEQUENCE, binding={"transaction": b64(SENT)}, loose=True)
     case("malformed", "a scan bound with a sequence's transactions member", scan, binding=held_in(SENT), loose=True)
     case("malformed", "a sequence's transactions held, not a list", sequence, SEQUENCE, binding={"transactions": b64(SENT)}, loose=True)
+    case("malformed", "a scan bound with a sequence's mode member", scan, binding={"mode": "sequence"}, loose=True)
+    case("malformed", "a guarded scan bound with a sequence's mode member", guarded, binding={**HELD, "mode": "sequence"}, loose=True)
+    case("malformed", "a signer held, not text", scan, binding={"signer": 7}, loose=True)
+    case("malformed", "no signer held (null), one signed", scan, binding={"signer": None}, loose=True)
+    case("malformed", "a sequence's signer held, not text", sequence, SEQUENCE, binding={"signer": [SIGNER]}, loose=True)
+    case("malformed", "a sequence's mode held, not text", sequence, SEQUENCE, binding={"mode": True}, loose=True)
+    case("malformed", "a binding of an analysis, its signer", analysis, ANALYSIS, binding={"signer": SIGNER}, loose=True)
     case("malformed", "a monitor event served unsigned", {k: v for k, v in event.items() if k != "signature"}, EVENT)
     case("malformed", "a batch that is null", with_batch(in_batch, lambda b: b.clear()))
     case("malformed", "a batch salt of 15 bytes", with_batch(in_batch, lambda b: b.update(salt=b64url(bytes(15)))))
@@ -467,8 +496,19 @@ def cases():
     case("covers_mismatch", "a guarded scan whose guards are gone", {k: v for k, v in guarded.items() if k != "guards"})
     case("covers_mismatch", "a guarded scan's type over a scan's covers", signed(guarded_members, GUARDED_SCAN, COVERS[SCAN]))
     case("covers_mismatch", "a scan's type over a guarded scan's covers", signed(guarded_members, SCAN, COVERS[GUARDED_SCAN]))
-    # A scan signed xray.scan.v2 covers no guards: one carrying a `guards` member is refused, not
-    # verified with its guards unsigned beside the signed members (a client may read them there).
+    # Every scan type signs all of its data: a member nobody signed is refused, not verified
+    # unsigned beside the signed members (a client may read it there) — guards under a scan
+    # signed xray.scan.v2 (which covers none) as any other.
+    case("covers_mismatch", "a scan with an unsigned member added", {**scan, "xray": {"score": {"value": 100}}})
+    case("covers_mismatch", "a scan with an unsigned verdictOverride added", {**scan, "verdictOverride": "benign"})
+    case("covers_mismatch", "a scan with an unsigned member added, bound", {**scan, "verdictOverride": "benign"}, binding={**HELD, "signer": SIGNER})
+    case("covers_mismatch", "a scan with an unsigned member of null added", {**scan, "verdictOverride": None})
+    case("covers_mismatch", "a guarded scan with an unsigned verdictOverride added", {**guarded, "verdictOverride": "benign"})
+    case("covers_mismatch", "a guarded scan with an unsigned verdictOverride added, checked as a guarded scan", {**guarded, "verdictOverride": "benign"}, GUARDED_SCAN)
+    case("covers_mismatch", "a batched scan with an unsigned verdictOverride added", {**in_batch, "verdictOverride": "benign"})
+    case("covers_mismatch", "a sequence scan with an unsigned member added", {**sequence, "xray": {"score": {"value": 100}}}, SEQUENCE)
+    case("covers_mismatch", "a sequence scan with an unsigned verdictOverride added", {**sequence, "verdictOverride": "benign"}, SEQUENCE)
+    case("covers_mismatch", "a sequence scan with an unsigned guards member added", {**sequence, "guards": guarded["guards"]}, SEQUENCE)
     case("covers_mismatch", "a scan with an unsigned guards member added", {**scan, "guards": guarded["guards"]})
     case("covers_mismatch", "a guarded scan relabelled as a scan, its guards left out of covers", with_signature(guarded, type=SCAN, covers=sorted(COVERS[SCAN])))
     case("covers_mismatch", "a sequence scan's members signed as a scan", signed(sequence_members, SCAN, COVERS[SEQUENCE]))
@@ -517,6 +557,15 @@ def cases():
     case("origin_mismatch", "another origin", scan, binding={"origin": "phantom.app.claim-now.io"})
     case("origin_mismatch", "no origin held, one signed", scan, binding={"origin": None})
     case("origin_mismatch", "an origin held, none signed", scan_data(None), binding={"origin": ORIGIN})
+    case("signer_mismatch", "another signer", scan, binding={"signer": OTHER_SIGNER})
+    case("signer_mismatch", "a scan bound to its request, another signer", scan, binding={**HELD, "signer": OTHER_SIGNER})
+    case("signer_mismatch", "a signer held in another case", scan, binding={"signer": SIGNER.lower()})
+    case("signer_mismatch", "a guarded scan, another signer", guarded, binding={"signer": OTHER_SIGNER})
+    case("signer_mismatch", "a sequence scan, another signer", sequence, SEQUENCE, binding={**HELD_SEQUENCE, "signer": OTHER_SIGNER})
+    case("signer_mismatch", "a sequence scan, an empty signer held", sequence, SEQUENCE, binding={"signer": ""})
+    case("mode_mismatch", "a sequence scan signed sequence, bound to bundle", sequence, SEQUENCE, binding={**HELD_SEQUENCE, "mode": "bundle"})
+    case("mode_mismatch", "a sequence scan signed bundle, bound to sequence", bundle, SEQUENCE, binding={"mode": "sequence"})
+    case("mode_mismatch", "a sequence scan, a mode no scan has held", sequence, SEQUENCE, binding={"mode": "parallel"})
     # Precedence: wrong in two ways, the earlier reason.
     case("malformed", "precedence: a padded value, from another server", with_signature(scan, value=scan["signature"]["value"] + "=="), keys="another server's")
     case("malformed", "precedence: a member changed, the transaction held is none", tampered, binding={"transaction": b64(BAD_COUNT)})
@@ -535,6 +584,20 @@ def cases():
     case("bad_signature", "precedence: a sequence, a member changed, one transaction fewer held", edit(sequence, lambda d: d["findings"].clear()), SEQUENCE, binding=held_in(SENT, SECOND))
     case("digest_mismatch", "precedence: a sequence, transactions swapped, another account", sequence, SEQUENCE, binding={**held_in(SECOND, SENT, THIRD), "account": "acct_other"})
     case("account_mismatch", "precedence: a sequence, another account, another origin", sequence, SEQUENCE, binding={"account": "acct_other", "origin": "evil.example"})
+    case("origin_mismatch", "precedence: another origin, another signer", scan, binding={"origin": "evil.example", "signer": OTHER_SIGNER})
+    case("origin_mismatch", "precedence: a sequence, another origin, another signer", sequence, SEQUENCE, binding={"origin": "evil.example", "signer": OTHER_SIGNER})
+    case("account_mismatch", "precedence: another account, another signer", scan, binding={"account": "acct_other", "signer": OTHER_SIGNER})
+    case("digest_mismatch", "precedence: a sequence, transactions swapped, another signer, another mode", sequence, SEQUENCE, binding={**held_in(SECOND, SENT, THIRD), "signer": OTHER_SIGNER, "mode": "bundle"})
+    case("signer_mismatch", "precedence: a sequence, another signer, another mode", sequence, SEQUENCE, binding={"signer": OTHER_SIGNER, "mode": "bundle"})
+    case("origin_mismatch", "precedence: a sequence, another origin, another mode", sequence, SEQUENCE, binding={"origin": None, "mode": "bundle"})
+    case("bad_signature", "precedence: a signer forged to match the binding, another mode", {**sequence, "signer": OTHER_SIGNER}, SEQUENCE, binding={"signer": OTHER_SIGNER, "mode": "bundle"})
+    case("covers_mismatch", "precedence: an unsigned member added, a covered member changed", {**tampered, "verdictOverride": "benign"})
+    case("covers_mismatch", "precedence: a sequence, an unsigned member added, its mode changed", {**sequence, "mode": "bundle", "verdictOverride": "benign"}, SEQUENCE)
+    case("covers_mismatch", "precedence: an unsigned member added, another signer", {**scan, "verdictOverride": "benign"}, binding={"signer": OTHER_SIGNER})
+    case("unknown_key", "precedence: an unsigned member added, from another server", {**scan, "verdictOverride": "benign"}, keys="another server's")
+    case("wrong_type", "precedence: a sequence with an unsigned member added, checked as a scan", {**sequence, "verdictOverride": "benign"})
+    case("malformed", "precedence: a signer held not text, an unsigned member added", {**scan, "verdictOverride": "benign"}, binding={"signer": 7}, loose=True)
+    case("malformed", "precedence: a scan's mode held, another signer", scan, binding={"signer": OTHER_SIGNER, "mode": "bundle"}, loose=True)
     return out
 
 

@@ -14,52 +14,60 @@ body ``{"data": {"event": …}}``, whose event is what is signed), the type it i
    type's member list (the report's own claims are not trusted) — a scan has two types:
    ``xray.scan.v2`` expected is a scan, either ``xray.scan.v2`` or ``xray.scan.v3`` (one asked
    with ``guards``), the signature's type among those two fixing the exact list, never another
-   type; ``xray.scan.v3`` expected is a guarded scan only; a report signed ``xray.scan.v2``
-   whose ``data`` carries a ``guards`` member, which that type does not cover, is refused
-   (``covers_mismatch``); a sequence scan (``xray.scan_sequence.v1``) is never a scan, nor a
-   scan one —, builds the object of those
+   type; ``xray.scan.v3`` expected is a guarded scan only; a sequence scan
+   (``xray.scan_sequence.v1``) is never a scan, nor a scan one —; for every scan type, that
+   ``data`` has no member besides that list and ``signature`` (a member nobody signed, such as
+   ``guards`` beside an ``xray.scan.v2`` signature, is ``covers_mismatch``; an analysis, a
+   comparison or a monitor event may carry unsigned members), builds the object of those
    members of ``data`` plus ``"type"`` (the type), turns integers outside ±(2^53 − 1) into
    floats (JCS's number rule; ``rfc8785`` refuses such integers), canonicalizes it with JCS
    and checks the signature — over those bytes, or for a batched signature (a scan's: ``batch``
    with a salt and a Merkle path) over the envelope of the root they lead to; only those
    members count as verified;
 3. for a scan, with any of ``--transaction BASE64|@FILE`` (the transaction sent to the scan,
-   signed since or not), ``--account ACCT`` (the account whose key asked) and ``--origin HOST``
-   (the origin host the scan judged; ``none``: the request sent no origin), checks the verified
-   members against them: the SHA-256 of the transaction's message — its bytes after the
-   signatures, a canonical compact-u16 count ``n`` then ``n`` × 64 bytes — is
-   ``transaction.messageSha256``, ``account`` and ``origin`` are those given; then that the
+   signed since or not), ``--account ACCT`` (the account whose key asked), ``--origin HOST``
+   (the origin host the scan judged; ``none``: the request sent no origin) and ``--signer
+   ADDRESS`` (the wallet it asked about, base58), checks the verified members against them, in
+   this order: the SHA-256 of the transaction's message — its bytes after the signatures, a
+   canonical compact-u16 count ``n`` then ``n`` × 64 bytes — is ``transaction.messageSha256``,
+   ``account``, ``origin`` and ``signer`` are those given; then that the
    transaction with one byte of its message changed is refused (``digest_mismatch``), and
    (when it has signatures) that it with other signature bytes is still bound; for a sequence
    scan, ``--transactions B64,B64,…|@FILE`` (one base64 a line) instead of ``--transaction``: the
    signed ``transactions`` must have exactly as many items, item *i*'s
-   ``transaction.messageSha256`` the digest of transaction *i*'s message — then that one fewer
-   held, one byte of the last one's message changed and (with two or more) two swapped are
-   refused (``digest_mismatch``);
+   ``transaction.messageSha256`` the digest of transaction *i*'s message — and ``--mode
+   sequence|bundle`` too (a sequence scan's only: the signed ``mode``, checked last); then that
+   one fewer held, one byte of the last one's message changed and (with two or more) two
+   swapped are refused (``digest_mismatch``);
 4. changes one byte of the report's text (a digit inside the covered document) and checks that
    the changed report is refused (``bad_signature``);
 5. checks that the report is refused as any other type that is not its own (``wrong_type``; a
-   guarded scan is a scan too, a sequence scan is not), and that a member added to its ``data`` is not among the
-   verified members.
+   guarded scan is a scan too, a sequence scan is not), and that a member added to its
+   ``data`` is not verified: a scan's (any scan type's) refused (``covers_mismatch``), another
+   report's left out of the verified members.
 
 A refusal names the first reason that applies, in the README's order ("Signed reports": why a
 verifier refuses): ``malformed`` (the report, key set or transaction given is not its shape; an
-unsigned report too), ``unknown_key``, ``wrong_type``, ``covers_mismatch``, ``bad_signature``,
-then a scan's ``digest_mismatch``, ``account_mismatch``, ``origin_mismatch`` (``check``).
+unsigned report too; a binding member its type's binding has not, a binding's ``signer`` or
+``mode`` that is not text), ``unknown_key``, ``wrong_type``, ``covers_mismatch``, ``bad_signature``, then a
+scan's ``digest_mismatch``, ``account_mismatch``, ``origin_mismatch``, ``signer_mismatch``, and a
+sequence scan's ``mode_mismatch`` (``check``).
 
 Prints ``verified <keyId>`` (with a binding ``bound to <what was given>``, ``changed message
 refused`` and ``re-signed transaction still bound``), ``tampered copy refused``, ``as another
-type refused`` and ``added member not verified``; or ``NOT verified: <reason>`` and exits 1 (1
-too when a self-check fails); 2 for a binding option with another type than a scan.
+type refused`` and ``added member not verified`` (a scan's: ``… (refused: covers_mismatch)``); or
+``NOT verified: <reason>`` and exits 1 (1 too when a self-check fails); 2 for a binding option
+with another type than a scan (``--mode``: than a sequence scan).
 Run by ``tests/integration/api/signing.rs`` against a real server, and by
 ``tests/signing/test_binding.py`` against a scan signed with a key it makes.
 
   python3 tests/signing/verify_report.py --keys-url http://127.0.0.1:8080/.well-known/xray-keys.json \\
       --type xray.analysis.v1 report.json
   python3 tests/signing/verify_report.py --keys-url http://127.0.0.1:8080/.well-known/xray-keys.json \\
-      --type xray.scan.v2 --transaction @tx.b64 --account acct_... --origin none scan.json
+      --type xray.scan.v2 --transaction @tx.b64 --account acct_... --origin none --signer <base58> scan.json
   python3 tests/signing/verify_report.py --keys-url http://127.0.0.1:8080/.well-known/xray-keys.json \\
-      --type xray.scan_sequence.v1 --transactions @txs.b64 --account acct_... --origin none sequence.json
+      --type xray.scan_sequence.v1 --transactions @txs.b64 --account acct_... --origin none \\
+      --signer <base58> --mode sequence sequence.json
 (a scan asked with ``guards``, ``xray.scan.v3``, verifies with ``--type xray.scan.v2`` too).
 """
 
@@ -109,11 +117,13 @@ EVENT = "xray.monitor_event.v1"
 # Why a report is refused, in the order checked (README, "Signed reports"): the first that applies.
 REASONS = [
     "malformed", "unknown_key", "wrong_type", "covers_mismatch", "bad_signature",
-    "digest_mismatch", "account_mismatch", "origin_mismatch",
+    "digest_mismatch", "account_mismatch", "origin_mismatch", "signer_mismatch", "mode_mismatch",
 ]
 # What a scan can be bound to, and a sequence scan.
-BINDING = ("transaction", "account", "origin")
-SEQUENCE_BINDING = ("transactions", "account", "origin")
+BINDING = ("transaction", "account", "origin", "signer")
+SEQUENCE_BINDING = ("transactions", "account", "origin", "signer", "mode")
+# Binding members that must be text when given.
+TEXT_BINDING = ("signer", "mode")
 SIGNATURE_BYTES = 64
 # A batched signature's envelope type and the longest path a verifier reads.
 BATCH_TYPE = "xray.batch.v1"
@@ -176,15 +186,19 @@ def accepts(expected_type, signed_type):
 def check(data, key_set, expected_type, binding=None):
     """The covered members of ``data`` when it is a signed report of ``expected_type`` that
     verifies with a key of ``key_set`` (and, a scan's, is about ``binding``: a dict of
-    ``transaction`` base64, ``account``, ``origin``, those given; a sequence scan's: of
-    ``transactions``, a list of base64 in the order sent, ``account``, ``origin``); else
-    ``Refused`` with the first reason, in the README's order, that applies. Expecting a scan
-    (``SCAN``), a guarded scan (``GUARDED_SCAN``) is one too, checked against its own covers; a
-    sequence scan (``SEQUENCE``) is neither."""
+    ``transaction`` base64, ``account``, ``origin``, ``signer`` (text), those given; a sequence
+    scan's: of ``transactions``, a list of base64 in the order sent, ``account``, ``origin``,
+    ``signer`` and ``mode`` (text)); else ``Refused`` with the first reason, in the README's
+    order, that applies. Expecting a scan (``SCAN``), a guarded scan (``GUARDED_SCAN``) is one
+    too, checked against its own covers; a sequence scan (``SEQUENCE``) is neither. A scan of
+    any type whose ``data`` carries a member it does not cover (``signature`` aside) is
+    ``covers_mismatch``."""
     binding = binding or {}
     # malformed: the binding, the report, the key set
     members = SEQUENCE_BINDING if expected_type == SEQUENCE else BINDING
     if any(name not in members for name in binding) or (binding and expected_type not in (*SCAN_TYPES, SEQUENCE)):
+        raise Refused("malformed")
+    if any(name in binding and not isinstance(binding[name], str) for name in TEXT_BINDING):
         raise Refused("malformed")
     if "transaction" in binding:
         digest = held_digest(binding["transaction"])
@@ -219,9 +233,10 @@ def check(data, key_set, expected_type, binding=None):
     expected = COVERS[report_type]
     if len(covers) != len(expected) or set(covers) != set(expected) or any(n not in data for n in expected):
         raise Refused("covers_mismatch")
-    # A scan signed as xray.scan.v2 covers no guards: one carrying them is refused, not verified
-    # with its guards unsigned beside the signed members (a client may read them there).
-    if report_type == SCAN and "guards" in data:
+    # A scan (any scan type) signs all of its data: a member it does not cover is refused, not
+    # verified unsigned beside the signed members (a client may read it there) — guards beside
+    # an xray.scan.v2 signature, which covers none, too.
+    if report_type in (*SCAN_TYPES, SEQUENCE) and any(n not in expected and n != "signature" for n in data):
         raise Refused("covers_mismatch")
     covered = {name: data[name] for name in expected}
     # bad_signature
@@ -249,6 +264,10 @@ def check(data, key_set, expected_type, binding=None):
         raise Refused("account_mismatch")
     if "origin" in binding and covered["origin"] != binding["origin"]:
         raise Refused("origin_mismatch")
+    if "signer" in binding and covered["signer"] != binding["signer"]:
+        raise Refused("signer_mismatch")
+    if "mode" in binding and covered["mode"] != binding["mode"]:
+        raise Refused("mode_mismatch")
     return covered
 
 
@@ -379,6 +398,8 @@ def main():
     )
     parser.add_argument("--account", help="a scan's: the account whose key asked for it")
     parser.add_argument("--origin", help="a scan's: the origin host it judged ('none': the request sent none)")
+    parser.add_argument("--signer", help="a scan's or sequence scan's: the signer it asked about (base58 address)")
+    parser.add_argument("--mode", help="a sequence scan's: the mode it asked for (sequence or bundle)")
     parser.add_argument("report")
     args = parser.parse_args()
     binding = {}
@@ -399,8 +420,17 @@ def main():
         binding["account"] = args.account
     if args.origin is not None:
         binding["origin"] = None if args.origin == "none" else args.origin
+    if args.signer is not None:
+        binding["signer"] = args.signer
+    if args.mode is not None:
+        binding["mode"] = args.mode
     if binding and args.type not in (*SCAN_TYPES, SEQUENCE):
-        parser.error(f"--transaction(s), --account and --origin bind a scan ({', '.join(SCAN_TYPES)}) or a sequence scan only")
+        parser.error(
+            f"--transaction(s), --account, --origin, --signer and --mode bind a scan ({', '.join(SCAN_TYPES)}) "
+            "or a sequence scan only"
+        )
+    if "mode" in binding and args.type != SEQUENCE:
+        parser.error(f"--mode binds a sequence scan ({SEQUENCE}) only")
     if "transaction" in binding and args.type == SEQUENCE:
         parser.error("a sequence scan is bound with --transactions")
     if "transactions" in binding and args.type != SEQUENCE:
@@ -468,11 +498,20 @@ def main():
         print("as another type ACCEPTED (or refused for another reason than wrong_type)")
         sys.exit(1)
     print("as another type refused")
+    # A scan (any scan type) signs all of its data: a member added is refused; another report's
+    # is left out of the verified members.
+    added = {**data, "addedMember": {"unsigned": True}}
+    if signed_type in (*SCAN_TYPES, SEQUENCE):
+        if reason_of(added, key_set, args.type) != "covers_mismatch":
+            print("added member ACCEPTED (or refused for another reason than covers_mismatch)")
+            sys.exit(1)
+        print("added member not verified (refused: covers_mismatch)")
+        return
     try:
-        added = check({**data, "addedMember": {"unsigned": True}}, key_set, args.type)
+        covered = check(added, key_set, args.type)
     except Refused:
-        added = None
-    if added is None or "addedMember" in added:
+        covered = None
+    if covered is None or "addedMember" in covered:
         print("added member VERIFIED (or the signed members no longer verify)")
         sys.exit(1)
     print("added member not verified")

@@ -18,8 +18,8 @@
  *   caller expects, against the published key set (`getSigningKeys`), over its RFC 8785 (JCS)
  *   canonical form (`canonicalJson`); it returns the signed members alone. For a scan it also
  *   checks, when asked, that the signed answer is about the caller's transaction (`messageSha256`),
- *   account and origin — for a sequence scan (`verifyScanSequence`), about the caller's
- *   transactions, every one in its place. A refusal names one reason of `VERIFY_REASONS`
+ *   account, origin and signer — for a sequence scan (`verifyScanSequence`), about the caller's
+ *   transactions, every one in its place, and its mode. A refusal names one reason of `VERIFY_REASONS`
  *   (`checkReport`: the same, as a result instead of a throw).
  */
 import {
@@ -467,7 +467,7 @@ export class XrayClient {
    * not even a fee); `signer` must sign every one (default: the first's fee payer). Charged one
    * unit and one rate-limit token per transaction (429 `RATE_LIMITED` when the key's bucket
    * holds fewer); at most 100 accounts written together (else 400 `INVALID_REQUEST`); signed
-   * `xray.scan_sequence.v1` — verify it with `verifyScanSequence(data, keys, {transactions})`.
+   * `xray.scan_sequence.v1` — verify it with `verifyScanSequence(data, keys, {transactions, signer, mode})`.
    */
   scanSequence(
     transactions: string[],
@@ -961,9 +961,14 @@ export interface ScanBinding {
    * or an IP literal, IPv6 in brackets): the signed `origin`; `null` when the scan was sent none.
    */
   origin?: string | null;
+  /**
+   * The wallet the scan was asked about (base58; the request's `signer`, or the fee payer it
+   * defaulted to): the signed `signer`, exactly. Not text (at run time): `malformed`.
+   */
+  signer?: string;
 }
 
-const BINDING_MEMBERS: readonly (keyof ScanBinding)[] = ["transaction", "account", "origin"];
+const BINDING_MEMBERS: readonly (keyof ScanBinding)[] = ["transaction", "account", "origin", "signer"];
 
 /**
  * What a sequence scan's signed answer must be about, on top of its signature (`verifyReport`'s
@@ -981,9 +986,18 @@ export interface SequenceBinding {
   account?: string;
   /** The origin host it was sent with, as the scan reports it; `null` when it was sent none. */
   origin?: string | null;
+  /** The wallet it was asked about (base58), a signer of every transaction: the signed `signer`, exactly. */
+  signer?: string;
+  /**
+   * The mode it was asked to run them in (`sequence`, the default, or `bundle`): the signed
+   * `mode`, exactly. A scan's binding has none (`malformed`).
+   */
+  mode?: "sequence" | "bundle";
 }
 
-const SEQUENCE_BINDING_MEMBERS: readonly (keyof SequenceBinding)[] = ["transactions", "account", "origin"];
+const SEQUENCE_BINDING_MEMBERS: readonly (keyof SequenceBinding)[] = ["transactions", "account", "origin", "signer", "mode"];
+/** Binding members that must be text when given (else `malformed`). */
+const TEXT_BINDING_MEMBERS: readonly string[] = ["signer", "mode"];
 /** What a signed answer can be bound to: a scan's request, or a sequence scan's. */
 export type ReportBinding = ScanBinding | SequenceBinding;
 /** The type of the envelope a batched signature (a scan's) signs, and the longest path read. */
@@ -998,19 +1012,24 @@ const BATCH_PATH_STEPS_MAX = 16;
  *   object, no signature — an unsigned report — `alg` not `EdDSA`, `canon` not `JCS`, `type` or
  *   `keyId` not text, `covers` not a list of names, `value` not 64 bytes of unpadded base64url;
  *   a key set without `keys`, or whose key of that id is no Ed25519 public key; a binding with a
- *   member its type's binding has not — a scan's `transaction`, `account`, `origin`; a sequence's
- *   `transactions`, `account`, `origin` —, of another type than a scan or a sequence scan, or
- *   whose transaction is none, or whose `transactions` is no list);
+ *   member its type's binding has not — a scan's `transaction`, `account`, `origin`, `signer`; a
+ *   sequence's `transactions`, `account`, `origin`, `signer`, `mode` —, of another type than a
+ *   scan or a sequence scan, whose transaction is none, whose `transactions` is no list, or whose
+ *   `signer` or `mode` is not text);
  * - `unknown_key`: no key of the set has the signature's `keyId` (another server's report);
  * - `wrong_type`: the signature's `type` is not the type expected;
  * - `covers_mismatch`: `covers` is not exactly that type's members, or `data` lacks one; or a
- *   scan signed `xray.scan.v2` carries a `guards` member, which that type does not cover;
+ *   scan of any scan type (`xray.scan.v2`, `xray.scan.v3`, `xray.scan_sequence.v1`) carries a
+ *   member besides those and `signature` — one nobody signed, such as `guards` beside an
+ *   `xray.scan.v2` signature (an analysis, comparison or monitor event may carry unsigned
+ *   members: they are left out of `covered`);
  * - `bad_signature`: the signature does not verify — something it covers was changed;
  * - then a scan's binding, compared with what the signature attests: `digest_mismatch` (its
  *   `transaction.messageSha256` is not the digest of the transaction's message — a sequence's
  *   `transactions` has not exactly as many items as held, or item i's `transaction.messageSha256`
  *   is not the digest of transaction i's; the only digests a report binds — an analysis or
- *   comparison has none), `account_mismatch`, `origin_mismatch`.
+ *   comparison has none), `account_mismatch`, `origin_mismatch`, `signer_mismatch` (it judged
+ *   another wallet), and a sequence scan's `mode_mismatch` (it ran them in another mode).
  */
 export const VERIFY_REASONS = [
   "malformed",
@@ -1021,6 +1040,8 @@ export const VERIFY_REASONS = [
   "digest_mismatch",
   "account_mismatch",
   "origin_mismatch",
+  "signer_mismatch",
+  "mode_mismatch",
 ] as const;
 /** One of `VERIFY_REASONS`. */
 export type VerifyReason = (typeof VERIFY_REASONS)[number];
@@ -1073,16 +1094,19 @@ export function canonicalJson(value: unknown): string {
  * members plus `"type"`. A scan has two types: expecting `xray.scan.v2` (a scan) accepts either
  * — the signature's type, `xray.scan.v2` or `xray.scan.v3` (a scan asked with `guards`), picks
  * the exact covers — as the Rust `verify_scan` does, never another type; expecting
- * `xray.scan.v3` accepts a guarded scan only. A scan signed `xray.scan.v2` whose `data` carries a
- * `guards` member is refused (`covers_mismatch`): those guards are signed by nobody, and a client
- * might read them where it reads the signed ones. A sequence scan (`xray.scan_sequence.v1`) is
+ * `xray.scan.v3` accepts a guarded scan only. A sequence scan (`xray.scan_sequence.v1`) is
  * neither: expecting a scan refuses it, and expecting a sequence refuses a scan (`wrong_type`).
- * Then, for a scan with a `binding` (`ScanBinding`), the signed members must be about the
- * caller's own request: its transaction's message (`digest_mismatch`), account
- * (`account_mismatch`) and origin (`origin_mismatch`); for a sequence scan (`SequenceBinding`),
- * as many transactions as held, each message in its place (`digest_mismatch`), then the account
- * and origin; a binding for another type is `malformed`.
- * Returns the key id and the covered members alone (a member added to `data` is not among them);
+ * A scan of any of the three types signs all of its `data`: one carrying a member its type does
+ * not cover (`signature` aside) is refused (`covers_mismatch`) — such as `guards` beside an
+ * `xray.scan.v2` signature — for nobody signed it, and a client might read it where it reads
+ * the signed ones. Then, for a scan with a `binding` (`ScanBinding`), the signed members must be
+ * about the caller's own request: its transaction's message (`digest_mismatch`), account
+ * (`account_mismatch`), origin (`origin_mismatch`) and signer (`signer_mismatch`); for a
+ * sequence scan (`SequenceBinding`), as many transactions as held, each message in its place
+ * (`digest_mismatch`), then the account, origin, signer and mode (`mode_mismatch`); a binding
+ * for another type, a `mode` for a scan or a `signer` or `mode` that is not text is `malformed`.
+ * Returns the key id and the covered members alone (a member added to an analysis', a
+ * comparison's or an event's `data` is not among them);
  * throws `ReportVerificationError` with the first of `VERIFY_REASONS`, in their order, that
  * applies. Parsing the report's text is the caller's: a value that is no report object is
  * `malformed`. `checkReport` answers the same without throwing.
@@ -1109,6 +1133,11 @@ export function verifyReport(
   const bound = members.some((k) => held[k] !== undefined);
   if (bound && !sequence && !SCAN_TYPES.includes(expected)) {
     throw new ReportVerificationError("malformed", `a binding applies to a scan or a sequence scan only, not ${expected}`);
+  }
+  for (const name of TEXT_BINDING_MEMBERS) {
+    if (held[name] !== undefined && typeof held[name] !== "string") {
+      throw new ReportVerificationError("malformed", `the ${name} held is not text`);
+    }
   }
   // The digests of what is held, read before anything else: one that is no transaction is malformed.
   const heldDigest = !sequence && held.transaction !== undefined ? messageSha256(held.transaction as Uint8Array | string) : undefined;
@@ -1144,10 +1173,15 @@ export function verifyReport(
   const wanted = expected === SCAN_TYPE && SCAN_TYPES.includes(type as ReportType) ? (type as ReportType) : expected;
   if (type !== wanted) throw new ReportVerificationError("wrong_type", `a ${type} signature, not ${expected}`);
   const covered = coveredMembers(report, covers as string[], wanted);
-  // A scan signed as `xray.scan.v2` covers no guards: one carrying them is refused, not verified
-  // with its guards unsigned beside the signed members (a client may read them there).
-  if (wanted === SCAN_TYPE && Object.prototype.hasOwnProperty.call(report, "guards")) {
-    throw new ReportVerificationError("covers_mismatch", `a ${SCAN_TYPE} signature covers no guards, and data carries guards`);
+  // A scan (any scan type) signs all of its data: a member it does not cover is refused, not
+  // verified unsigned beside the signed members (a client may read it there) — guards beside an
+  // `xray.scan.v2` signature, which covers none, too.
+  if (SCAN_TYPES.includes(wanted) || wanted === SEQUENCE_TYPE) {
+    const names: readonly string[] = REPORT_COVERS[wanted];
+    const unsigned = Object.keys(report).find((name) => name !== "signature" && !names.includes(name));
+    if (unsigned !== undefined) {
+      throw new ReportVerificationError("covers_mismatch", `a ${wanted} signature does not cover member ${unsigned} of data`);
+    }
   }
   // 5. bad_signature
   let message: Buffer;
@@ -1173,8 +1207,10 @@ export function verifyReport(
  * is refused (`wrong_type`), as a sequence's is by a scan's verifier — and, with a `binding`, it
  * must be about the caller's own request: the signed `transactions` exactly as many as
  * `binding.transactions` and item i's `transaction.messageSha256` the digest of transaction i's
- * message (`digest_mismatch`), then `account` (`account_mismatch`) and `origin`
- * (`origin_mismatch`). Returns the key id and the signed members alone; throws
+ * message (`digest_mismatch`), then `account` (`account_mismatch`), `origin`
+ * (`origin_mismatch`), `signer` (`signer_mismatch`) and `mode` (`mode_mismatch`). A member of
+ * `data` it does not cover is refused (`covers_mismatch`). Returns the key id and the signed
+ * members alone; throws
  * `ReportVerificationError` (`checkReport(data, keySet, "xray.scan_sequence.v1", binding)`
  * answers the same without throwing).
  */
@@ -1207,7 +1243,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * Refuses a scan's verified members that are not about `binding`'s transaction (`heldDigest`, its
- * message's digest, read before anything else), account or origin.
+ * message's digest, read before anything else), account, origin or signer.
  */
 function checkBinding(covered: Record<string, unknown>, binding: ScanBinding, heldDigest: string | undefined): void {
   if (heldDigest !== undefined) {
@@ -1219,13 +1255,19 @@ function checkBinding(covered: Record<string, unknown>, binding: ScanBinding, he
   checkAsker(covered, binding, "scan");
 }
 
-/** Refuses a scan's (or sequence scan's) verified members made for another account or origin than held. */
+/**
+ * Refuses a scan's (or sequence scan's) verified members made for another account, origin or
+ * signer than held, in that order.
+ */
 function checkAsker(covered: Record<string, unknown>, binding: ScanBinding | SequenceBinding, what: string): void {
   if (binding.account !== undefined && covered.account !== binding.account) {
     throw new ReportVerificationError("account_mismatch", `the ${what} was asked by ${String(covered.account)}`);
   }
   if (binding.origin !== undefined && covered.origin !== binding.origin) {
     throw new ReportVerificationError("origin_mismatch", `the ${what} judged the origin ${String(covered.origin)}`);
+  }
+  if (binding.signer !== undefined && covered.signer !== binding.signer) {
+    throw new ReportVerificationError("signer_mismatch", `the ${what} judged the signer ${String(covered.signer)}`);
   }
 }
 
@@ -1252,7 +1294,7 @@ function sequenceDigests(transactions: unknown): string[] {
 /**
  * Refuses a sequence scan's verified members that are not about `binding`'s transactions
  * (`heldDigests`, their messages' digests, read before anything else) — exactly as many signed,
- * each in its place —, account or origin.
+ * each in its place —, account, origin, signer or mode, in that order.
  */
 function checkSequenceBinding(
   covered: Record<string, unknown>,
@@ -1278,6 +1320,9 @@ function checkSequenceBinding(
     });
   }
   checkAsker(covered, binding, "sequence scan");
+  if (binding.mode !== undefined && covered.mode !== binding.mode) {
+    throw new ReportVerificationError("mode_mismatch", `the sequence scan ran in mode ${String(covered.mode)}`);
+  }
 }
 
 /** Bytes of a signature in a serialized transaction. */

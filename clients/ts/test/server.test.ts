@@ -69,16 +69,21 @@ describe("the real server", () => {
     refused(data, "xray.scan.v2", "wrong_type");
   });
 
-  it("signs scans with their time and request id: verifyReport returns those, never an added member", async () => {
+  it("signs scans with their time and request id: verifyReport returns those, and refuses an added member", async () => {
     const keys = await new XrayClient({ baseUrl }).getSigningKeys();
     const scan = await client.scanTransaction({ transaction: env("XRAY_DEMO_TX_APPROVE"), signer: CLEAN }, { requestId: "ts-client.scan-signed" });
     const data = scan.body.data as unknown as Record<string, unknown>;
     assert.equal(data.requestId, "ts-client.scan-signed");
     assert.equal(scan.requestId, data.requestId);
-    const verified = verifyReport({ ...data, xray: { score: { value: 100 } } }, keys.body, "xray.scan.v2");
+    const verified = verifyReport(data, keys.body, "xray.scan.v2");
     assert.equal(verified.covered.requestId, "ts-client.scan-signed");
     assert.match(String(verified.covered.scannedAt), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    assert.ok(!("xray" in verified.covered));
+    // The server's scan carries its signed members alone: a member added (nobody signed it) is refused.
+    assert.deepEqual(Object.keys(verified.covered).sort(), Object.keys(data).filter((k) => k !== "signature").sort());
+    assert.throws(
+      () => verifyReport({ ...data, xray: { score: { value: 100 } } }, keys.body, "xray.scan.v2"),
+      (e) => e instanceof ReportVerificationError && e.reason === "covers_mismatch",
+    );
     assert.throws(() => verifyReport(data, keys.body, "xray.analysis.v1"), (e) => e instanceof ReportVerificationError && e.reason === "wrong_type");
   });
 
@@ -88,8 +93,12 @@ describe("the real server", () => {
     const sent = env("XRAY_DEMO_TX_APPROVE");
     const scan = await client.scanTransaction({ transaction: sent, signer: CLEAN });
     const data = scan.body.data as unknown as Record<string, unknown>;
-    const verified = verifyReport(data, keys.body, "xray.scan.v2", { transaction: sent, account, origin: null });
+    const verified = verifyReport(data, keys.body, "xray.scan.v2", { transaction: sent, account, origin: null, signer: CLEAN });
     assert.match(String((verified.covered.transaction as Record<string, unknown>).messageSha256), /^[0-9a-f]{64}$/);
+    assert.throws(
+      () => verifyReport(data, keys.body, "xray.scan.v2", { transaction: sent, signer: OPEN_DELEGATION }),
+      (e) => e instanceof ReportVerificationError && e.reason === "signer_mismatch",
+    );
     // The same transaction with one byte of its message changed (its last): another transaction.
     const changed = Buffer.from(sent, "base64");
     changed[changed.length - 1] ^= 0x01;
@@ -159,20 +168,23 @@ describe("the real server", () => {
     assert.equal((await units()) - before, 2, "one unit per transaction");
     // Verified bound to what was sent, in order; never as a scan.
     const report = data as unknown as Record<string, unknown>;
-    const verified = verifyScanSequence(report, keys.body, { transactions: sent, account, origin: null });
+    const verified = verifyScanSequence(report, keys.body, { transactions: sent, account, origin: null, signer: CLEAN, mode: "sequence" });
     assert.deepEqual(verified.covered.transactions, data.transactions);
     const refused = (fn: () => unknown, reason: string) =>
       assert.throws(fn, (e) => e instanceof ReportVerificationError && e.reason === reason);
     refused(() => verifyScanSequence(report, keys.body, { transactions: [sent[1], sent[0]] }), "digest_mismatch");
     refused(() => verifyScanSequence(report, keys.body, { transactions: [sent[0]] }), "digest_mismatch");
     refused(() => verifyScanSequence(report, keys.body, { account: "acct_other" }), "account_mismatch");
+    refused(() => verifyScanSequence(report, keys.body, { signer: OPEN_DELEGATION }), "signer_mismatch");
+    refused(() => verifyScanSequence(report, keys.body, { transactions: sent, mode: "bundle" }), "mode_mismatch");
     refused(() => verifyReport(report, keys.body, "xray.scan.v2"), "wrong_type");
     const single = await client.scanTransaction({ transaction: sent[0] });
     refused(() => verifyScanSequence(single.body.data as unknown as Record<string, unknown>, keys.body), "wrong_type");
     // A bundle of the same, through scanTransaction's sequence form.
     const bundle = await client.scanTransaction({ transactions: sent, mode: "bundle" });
     assert.equal(bundle.body.data.mode, "bundle");
-    assert.equal(verifyScanSequence(bundle.body.data as unknown as Record<string, unknown>, keys.body, { transactions: sent }).keyId, verified.keyId);
+    assert.equal(verifyScanSequence(bundle.body.data as unknown as Record<string, unknown>, keys.body, { transactions: sent, mode: "bundle" }).keyId, verified.keyId);
+    refused(() => verifyScanSequence(bundle.body.data as unknown as Record<string, unknown>, keys.body, { mode: "sequence" }), "mode_mismatch");
     // The sequence form's refusals: 400 naming the field, charged nothing.
     const charged = await units();
     const post = (body: unknown) =>

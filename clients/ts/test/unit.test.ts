@@ -1,5 +1,6 @@
 // Tests that need no server: header parsing, webhook signatures, signed reports and a scan's
-// and a sequence scan's binding (a key made here), the retry loop (a fake fetch), and that the client has a method for
+// and a sequence scan's binding — transaction(s), account, origin, signer, mode — (a key made
+// here), the retry loop (a fake fetch), and that the client has a method for
 // every operation of docs/openapi.json and knows its report types.
 import { createHash, createHmac, generateKeyPairSync, randomBytes, sign as ed25519Sign } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -105,11 +106,21 @@ describe("signed reports (a key made here)", () => {
     const verified = verifyReport(data, keySet, "xray.scan.v2");
     assert.equal(verified.keyId, kid);
     assert.deepEqual(Object.keys(verified.covered).sort(), [...REPORT_COVERS["xray.scan.v2"]].sort());
-    // An unsigned member added to the signed data: still verifies, and is not returned.
-    const grafted = { ...data, xray: { score: { value: 100 } } };
-    const again = verifyReport(grafted, keySet, "xray.scan.v2");
-    assert.ok(!("xray" in again.covered), "the added member is not verified");
+    // A scan signs all of its data: an unsigned member added to it is refused, before the
+    // signature is checked (even with a covered member changed too).
+    for (const grafted of [{ xray: { score: { value: 100 } } }, { verdictOverride: "benign" }, { verdictOverride: null }]) {
+      assert.equal(reason(() => verifyReport({ ...data, ...grafted }, keySet, "xray.scan.v2")), "covers_mismatch", Object.keys(grafted)[0]);
+    }
+    assert.equal(reason(() => verifyReport({ ...data, verdict: "benign", verdictOverride: "benign" }, keySet, "xray.scan.v2")), "covers_mismatch");
     assert.equal(reason(() => verifyReport({ ...data, verdict: "benign" }, keySet, "xray.scan.v2")), "bad_signature");
+    // An analysis may carry unsigned members (its `status`, say): still verifies, and they are not returned.
+    const analysis = signed(
+      { analysisId: "an_1", wallet: "W", completedAt: "2025-01-01T00:00:00.000Z", xray: {}, status: "READY" },
+      "xray.analysis.v1",
+      REPORT_COVERS["xray.analysis.v1"],
+    );
+    const again = verifyReport({ ...analysis, verdictOverride: "benign" }, keySet, "xray.analysis.v1");
+    assert.ok(!("verdictOverride" in again.covered) && !("status" in again.covered), "the added members are not verified");
   });
 
   it("refuses another type, and covers that are a subset, a superset or doubled", () => {
@@ -157,11 +168,14 @@ describe("signed reports (a key made here)", () => {
   const message = randomBytes(200);
   const unsigned = transaction([Buffer.alloc(64), Buffer.alloc(64)], message);
   const ACCOUNT = "acct_3JqTmXb1QW7CeT4kz9pNvd";
-  /** A scan's answer for `unsigned`, asked by ACCOUNT from `origin`, signed as the server signs it. */
+  const SIGNER = "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z";
+  const OTHER_SIGNER = "958wcmLFyUbXiuZF6LjCYXExopYrw1g5SfbySVup8hHQ";
+  /** A scan's answer for `unsigned`, asked by ACCOUNT from `origin` about SIGNER, signed as the server signs it. */
   const scan = (origin: string | null) => {
     const data = scanData();
     data.account = ACCOUNT;
     data.origin = origin;
+    data.signer = SIGNER;
     data.transaction = {
       version: "legacy",
       signed: false,
@@ -209,7 +223,7 @@ describe("signed reports (a key made here)", () => {
     }
   });
 
-  it("binds a scan to the caller's transaction, account and origin", () => {
+  it("binds a scan to the caller's transaction, account, origin and signer", () => {
     const data = scan("phantom.app");
     const binding = { transaction: unsigned.toString("base64"), account: ACCOUNT, origin: "phantom.app" };
     assert.equal(verifyReport(data, keySet, "xray.scan.v2", binding).covered.account, ACCOUNT);
@@ -230,6 +244,17 @@ describe("signed reports (a key made here)", () => {
     assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { ...binding, account: "acct_other" })), "account_mismatch");
     assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { ...binding, origin: "phantom.app.claim-now.io" })), "origin_mismatch");
     assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { origin: null })), "origin_mismatch");
+    // The signer it judged: exactly the one held (base58 is case-sensitive).
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", { ...binding, signer: SIGNER }).covered.signer, SIGNER);
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", { signer: SIGNER }).keyId, kid);
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { ...binding, signer: OTHER_SIGNER })), "signer_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { signer: SIGNER.toLowerCase() })), "signer_mismatch");
+    // In order: the digest, the account, the origin, then the signer.
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { origin: null, signer: OTHER_SIGNER })), "origin_mismatch");
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { account: "acct_other", signer: OTHER_SIGNER })), "account_mismatch");
+    const other = Buffer.from(unsigned);
+    other[other.length - 1] ^= 0x01;
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { transaction: other, signer: OTHER_SIGNER })), "digest_mismatch");
     // Members left out of the binding are not checked.
     assert.equal(verifyReport(data, keySet, "xray.scan.v2", { account: ACCOUNT }).keyId, kid);
     assert.equal(verifyReport(data, keySet, "xray.scan.v2", {}).keyId, kid);
@@ -259,6 +284,17 @@ describe("signed reports (a key made here)", () => {
     assert.equal(verifyReport(analysis, keySet, "xray.analysis.v1", {}).keyId, kid);
     const misspelt = { acount: "acct_other" } as unknown as ScanBinding;
     assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", misspelt)), "malformed");
+    // A sequence's mode for a scan, a signer that is not text: malformed, before the report.
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { mode: "sequence" } as ReportBinding)), "malformed");
+    for (const signer of [7, null, [SIGNER], { address: SIGNER }]) {
+      const loose = { signer } as unknown as ScanBinding;
+      assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", loose)), "malformed", JSON.stringify(signer));
+      assert.equal(checkReport({ ...data, verdict: "benign" }, keySet, "xray.scan.v2", loose).verified, false);
+    }
+    assert.equal(reason(() => verifyReport(analysis, keySet, "xray.analysis.v1", { signer: SIGNER })), "malformed");
+    // A forged signer fails as a forgery; an unsigned member added, before the binding.
+    assert.equal(reason(() => verifyReport({ ...data, signer: OTHER_SIGNER }, keySet, "xray.scan.v2", { signer: OTHER_SIGNER })), "bad_signature");
+    assert.equal(reason(() => verifyReport({ ...data, verdictOverride: "benign" }, keySet, "xray.scan.v2", { signer: OTHER_SIGNER })), "covers_mismatch");
     // A scan signed as v1 (no account, origin nor digest covered) is not a v2 scan.
     const v1 = REPORT_COVERS["xray.scan.v2"].filter((n) => n !== "account" && n !== "origin");
     assert.equal(reason(() => verifyReport(signed(scanData(), "xray.scan.v1", v1), keySet, "xray.scan.v2")), "wrong_type");
@@ -326,8 +362,13 @@ describe("signed reports (a key made here)", () => {
     const plain = scan("phantom.app");
     assert.equal(reason(() => verifyReport({ ...plain, guards: data.guards }, keySet, "xray.scan.v2", binding)), "covers_mismatch");
     assert.equal(reason(() => verifyReport({ ...plain, guards: null }, keySet, "xray.scan.v2")), "covers_mismatch");
-    // Any other member added stays unsigned and unread, as before.
-    assert.equal(verifyReport({ ...plain, extra: data.guards }, keySet, "xray.scan.v2").covered.extra, undefined);
+    // So is any other member nobody signed, beside a guarded scan's signature as beside a plain one's.
+    assert.equal(reason(() => verifyReport({ ...plain, extra: data.guards }, keySet, "xray.scan.v2")), "covers_mismatch");
+    assert.equal(reason(() => verifyReport({ ...data, verdictOverride: "benign" }, keySet, "xray.scan.v2", binding)), "covers_mismatch");
+    assert.equal(reason(() => verifyReport({ ...data, verdictOverride: "benign" }, keySet, "xray.scan.v3")), "covers_mismatch");
+    // Bound to its signer as a plain scan is.
+    assert.equal(verifyReport(data, keySet, "xray.scan.v2", { ...binding, signer: SIGNER }).keyId, kid);
+    assert.equal(reason(() => verifyReport(data, keySet, "xray.scan.v2", { ...binding, signer: OTHER_SIGNER })), "signer_mismatch");
     // Each type fixes its exact covers: v3 over v2's list, or v2 over v3's, is refused.
     const { signature: _signature, ...members } = data;
     assert.equal(reason(() => verifyReport(signed(members, "xray.scan.v3", REPORT_COVERS["xray.scan.v2"]), keySet, "xray.scan.v2")), "covers_mismatch");
@@ -342,12 +383,12 @@ describe("signed reports (a key made here)", () => {
   const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
   const messages = [randomBytes(150), randomBytes(170), randomBytes(190)];
   const sequenceSent = messages.map((m) => transaction([Buffer.alloc(64)], m));
-  /** A sequence scan's answer for `judged` (messages), asked by ACCOUNT from `origin`, signed as the server signs it. */
-  const sequenceScan = (origin: string | null, judged: Buffer[] = messages) => {
+  /** A sequence scan's answer for `judged` (messages), asked by ACCOUNT from `origin` in `mode`, signed as the server signs it. */
+  const sequenceScan = (origin: string | null, judged: Buffer[] = messages, mode = "sequence") => {
     const data: Record<string, unknown> = {
       verdict: "malicious",
-      signer: "DpeZhDXtytSdG8iHfzcWkzDNxV32hHKKv6aCbVkMrW7z",
-      mode: "sequence",
+      signer: SIGNER,
+      mode,
       transactions: judged.map((m, index) => ({
         index,
         verdict: "benign",
@@ -378,7 +419,7 @@ describe("signed reports (a key made here)", () => {
   };
   const b64 = (bytes: Buffer) => bytes.toString("base64");
 
-  it("verifies a sequence scan (xray.scan_sequence.v1) bound to its transactions, each in its place, its account and origin", () => {
+  it("verifies a sequence scan (xray.scan_sequence.v1) bound to its transactions, each in its place, its account, origin, signer and mode", () => {
     const data = sequenceScan("phantom.app");
     const binding: SequenceBinding = { transactions: sequenceSent.map(b64), account: ACCOUNT, origin: "phantom.app" };
     const verified = verifyScanSequence(data, keySet, binding);
@@ -390,16 +431,23 @@ describe("signed reports (a key made here)", () => {
     const signedSince = messages.map((m) => transaction([randomBytes(64)], m));
     assert.equal(verifyScanSequence(data, keySet, { transactions: [sequenceSent[0], b64(sequenceSent[1]), signedSince[2]] }).keyId, kid);
     assert.equal(verifyScanSequence(data, keySet, { transactions: signedSince }).keyId, kid);
-    // Members left out of the binding are not checked; an added member is not returned.
+    // Members left out of the binding are not checked; an added member (nobody signed it) is refused.
     assert.equal(verifyScanSequence(data, keySet, { account: ACCOUNT }).keyId, kid);
     assert.equal(verifyScanSequence(data, keySet).keyId, kid);
-    assert.equal(verifyScanSequence({ ...data, xray: { score: 1 } }, keySet, {}).covered.xray, undefined);
+    assert.equal(reason(() => verifyScanSequence({ ...data, xray: { score: 1 } }, keySet, {})), "covers_mismatch");
+    assert.equal(reason(() => verifyScanSequence({ ...data, guards: { status: "added" } }, keySet, binding)), "covers_mismatch");
+    assert.equal(reason(() => verifyScanSequence({ ...data, mode: "bundle", verdictOverride: "benign" }, keySet)), "covers_mismatch");
+    // Its signer and its mode, exactly.
+    const full: SequenceBinding = { ...binding, signer: SIGNER, mode: "sequence" };
+    assert.deepEqual(verifyScanSequence(data, keySet, full), verified);
+    const bundle = sequenceScan("phantom.app", messages, "bundle");
+    assert.equal(verifyScanSequence(bundle, keySet, { ...full, mode: "bundle" }).covered.mode, "bundle");
     // One transaction alone is a sequence of one.
     const one = sequenceScan(null, messages.slice(0, 1));
     assert.equal(verifyScanSequence(one, keySet, { transactions: [sequenceSent[0]], origin: null }).keyId, kid);
   });
 
-  it("refuses a sequence scan about other transactions: fewer, more, reordered, one swapped or changed (digest_mismatch)", () => {
+  it("refuses a sequence scan about other transactions (digest_mismatch), then another account, origin, signer or mode", () => {
     const data = sequenceScan("phantom.app");
     const bound = (transactions: Buffer[]) => reason(() => verifyScanSequence(data, keySet, { transactions }));
     const [first, second, third] = sequenceSent;
@@ -432,6 +480,14 @@ describe("signed reports (a key made here)", () => {
     assert.equal(reason(() => verifyScanSequence(sequenceScan(null), keySet, { origin: "phantom.app" })), "origin_mismatch");
     assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: [first], account: "acct_other" })), "digest_mismatch");
     assert.equal(reason(() => verifyScanSequence(data, keySet, { account: "acct_other", origin: null })), "account_mismatch");
+    // Then the signer, then the mode.
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: held, signer: OTHER_SIGNER })), "signer_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: held, mode: "bundle" })), "mode_mismatch");
+    assert.equal(reason(() => verifyScanSequence(sequenceScan("phantom.app", messages, "bundle"), keySet, { mode: "sequence" })), "mode_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { signer: OTHER_SIGNER, mode: "bundle" })), "signer_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { origin: null, signer: OTHER_SIGNER, mode: "bundle" })), "origin_mismatch");
+    assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: [first], signer: OTHER_SIGNER, mode: "bundle" })), "digest_mismatch");
+    assert.equal(reason(() => verifyScanSequence({ ...data, mode: "bundle" }, keySet, { mode: "bundle" })), "bad_signature");
   });
 
   it("never takes a sequence scan for a scan, nor a scan for a sequence (wrong_type)", () => {
@@ -478,6 +534,11 @@ describe("signed reports (a key made here)", () => {
     const none = Buffer.from([0x80, 0x00]);
     assert.equal(reason(() => verifyScanSequence(data, keySet, { transactions: [sequenceSent[0], none, sequenceSent[2]] })), "malformed");
     assert.equal(reason(() => verifyScanSequence({ ...data, verdict: "benign" }, keySet, { transactions: ["%%%"] })), "malformed");
+    // A signer or mode that is not text, whatever the report.
+    for (const loose of [{ signer: 7 }, { signer: null }, { mode: true }, { mode: ["sequence"] }, { mode: null }]) {
+      assert.equal(reason(() => verifyScanSequence(data, keySet, loose as unknown as SequenceBinding)), "malformed", JSON.stringify(loose));
+      assert.equal(reason(() => verifyScanSequence({ ...data, verdict: "benign" }, keySet, loose as unknown as SequenceBinding)), "malformed");
+    }
     // A forged account is a forgery, whatever the binding expects.
     assert.equal(reason(() => verifyScanSequence({ ...data, account: "acct_other" }, keySet, { account: "acct_other" })), "bad_signature");
   });
@@ -487,7 +548,7 @@ describe("why a report is refused (tests/signing/refusals.json, the table every 
   const table = JSON.parse(readFileSync(new URL("../../../../tests/signing/refusals.json", import.meta.url), "utf8")) as {
     reasons: string[];
     keySets: Record<string, SigningKeySet>;
-    cases: { name: string; type: ReportType; data: unknown; keys: string; binding?: ReportBinding; reason: string | null }[];
+    cases: { name: string; type: ReportType; data: unknown; keys: string; binding?: ReportBinding; loose?: boolean; reason: string | null }[];
   };
 
   it("names the same reasons in the same order", () => {
@@ -510,6 +571,9 @@ describe("why a report is refused (tests/signing/refusals.json, the table every 
     }
     const refused = new Set(table.cases.map((c) => c.reason).filter((r) => r !== null));
     assert.deepEqual([...refused].sort(), [...VERIFY_REASONS].sort(), "every reason has a case");
+    // The Rust verifier skips the loose cases (its types rule them out): every reason needs another.
+    const strict = new Set(table.cases.filter((c) => !c.loose).map((c) => c.reason).filter((r) => r !== null));
+    assert.deepEqual([...strict].sort(), [...VERIFY_REASONS].sort(), "every reason has a case that is not loose");
   });
 
   it("refuses what JSON.parse made of no report, and a number JCS cannot write", () => {

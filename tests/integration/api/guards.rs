@@ -83,7 +83,12 @@ fn a_benign_scan_gets_guards_that_decode_to_what_it_predicted_and_a_signed_v3_an
     let signature = &data["signature"];
     assert_eq!(signature["type"], "xray.scan.v3");
     assert_eq!(signature["covers"].as_array().expect("covers").len(), GUARDED_SCAN_COVERS.len());
-    let binding = ScanBinding { transaction: Some(&original), account: Some(&key.account), origin: Some(None) };
+    let binding = ScanBinding {
+        transaction: Some(&original),
+        account: Some(&key.account),
+        origin: Some(None),
+        signer: data["signer"].as_str(),
+    };
     let verified = verify_scan(data, &keys, &binding).expect("verifies");
     assert_eq!(&verified.covered["guards"], guards);
     // Without `guards` (or `false`), the answer has none and stays `xray.scan.v2`.

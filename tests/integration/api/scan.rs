@@ -447,7 +447,12 @@ fn metric(server: &TestServer, name: &str) -> u64 {
 
 /// What a verifier holds: the transaction it sent, the account it asked as, the origin it sent.
 fn bound<'a>(transaction: &'a [u8], account: &'a str, origin: Option<&'a str>) -> xray::signing::ScanBinding<'a> {
-    xray::signing::ScanBinding { transaction: Some(transaction), account: Some(account), origin: Some(origin) }
+    xray::signing::ScanBinding {
+        transaction: Some(transaction),
+        account: Some(account),
+        origin: Some(origin),
+        signer: None,
+    }
 }
 
 fn sdk(key: &Pubkey) -> solana_address::Address {
@@ -504,7 +509,7 @@ fn a_signed_scan_is_bound_to_its_message_account_and_origin() {
     let refused = verify_scan(&benign, &keys, &bound(&original, mallory_account, None));
     assert!(matches!(refused, Err(VerifyError::DigestMismatch { .. })), "{refused:?}");
     // … by another account than the one holding it, or without the origin it was asked from.
-    let as_alice = ScanBinding { transaction: Some(&harmless), account: Some(alice_account), origin: Some(None) };
+    let as_alice = ScanBinding { account: Some(alice_account), ..bound(&harmless, mallory_account, None) };
     assert_eq!(verify_scan(&benign, &keys, &as_alice).err(), Some(VerifyError::AccountMismatch));
     let with_origin = bound(&harmless, mallory_account, Some("phantom.app"));
     assert_eq!(verify_scan(&benign, &keys, &with_origin).err(), Some(VerifyError::OriginMismatch));
@@ -514,7 +519,21 @@ fn a_signed_scan_is_bound_to_its_message_account_and_origin() {
     let mut signed_since = original.to_vec();
     signed_since[1..65].fill(7);
     assert!(verify_scan(&dangerous, &keys, &bound(&signed_since, alice_account, Some("phantom.app"))).is_ok());
+    // Bound to the signer whose value at risk it judged, and no other.
+    let signer = dangerous["signer"].as_str().expect("a signer");
+    let as_signer = ScanBinding { signer: Some(signer), ..bound(&original, alice_account, Some("phantom.app")) };
+    assert!(verify_scan(&dangerous, &keys, &as_signer).is_ok());
+    let other = ScanBinding { signer: Some(MALLORY_OTHER), ..as_signer };
+    assert_eq!(verify_scan(&dangerous, &keys, &other).err(), Some(VerifyError::SignerMismatch));
+    // A member nobody signed, added to a signed scan, is refused (a client may read it).
+    let mut grafted = dangerous.clone();
+    grafted["verdictOverride"] = serde_json::json!("benign");
+    let refused = verify_scan(&grafted, &keys, &as_signer).map_err(|e| e.reason());
+    assert_eq!(refused.err(), Some(xray::signing::VerifyReason::CoversMismatch));
 }
+
+/// An address that signed none of these scans.
+const MALLORY_OTHER: &str = "11111111111111111111111111111112";
 
 /// `(transaction.signed, the first signature slot's status)` of a scan's answer.
 fn first_slot(reply: &Reply) -> (Option<bool>, Option<&str>) {

@@ -91,8 +91,19 @@ fn a_drain_split_over_two_transactions_that_neither_alone_shows_is_caught_signed
     let keys = raw(server.addr, "GET", xray::signing::KEY_SET_PATH, &[], "").body;
     let held: Vec<Vec<u8>> = halves.iter().map(|h| b64(h)).collect();
     let held: Vec<&[u8]> = held.iter().map(Vec::as_slice).collect();
-    let bound = SequenceBinding { transactions: Some(&held), account: Some(&key.account), origin: Some(None) };
+    let bound = SequenceBinding {
+        transactions: Some(&held),
+        account: Some(&key.account),
+        origin: Some(None),
+        signer: data["signer"].as_str(),
+        mode: Some("sequence"),
+    };
     verify_scan_sequence(data, &keys, &bound).expect("verifies");
+    let as_bundle = verify_scan_sequence(data, &keys, &SequenceBinding { mode: Some("bundle"), ..bound });
+    assert_eq!(as_bundle.map_err(|e| e.reason()).err(), Some(VerifyReason::ModeMismatch), "judged as a sequence");
+    let other = SequenceBinding { signer: Some("11111111111111111111111111111112"), ..bound };
+    let refused = verify_scan_sequence(data, &keys, &other).map_err(|e| e.reason());
+    assert_eq!(refused.err(), Some(VerifyReason::SignerMismatch));
     let swapped = [held[1], held[0]];
     let refused = verify_scan_sequence(data, &keys, &SequenceBinding { transactions: Some(&swapped), ..bound });
     assert_eq!(refused.map_err(|e| e.reason()).err(), Some(VerifyReason::DigestMismatch));

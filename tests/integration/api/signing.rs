@@ -208,13 +208,14 @@ fn scan_is_signed_with_its_time_and_request(server: &TestServer, key: &str, keys
         changed[member] = json!("2000-01-01T00:00:00.000Z");
         assert_eq!(verified_by(&changed, keys, ReportType::Scan), Err(VerifyError::BadSignature), "{member}");
     }
-    // An unsigned member added (an X-Ray, as if the scan carried one): still verifies — the
-    // signed members are intact — but is not among the verified members.
+    // An unsigned member added (an X-Ray, as if the scan carried one): refused — a scan is
+    // served as exactly its covered members and the signature, and a client may read the rest.
+    let members = scan.as_object().expect("object").keys().filter(|k| *k != "signature").count();
+    assert_eq!(members, SCAN_COVERS.len(), "served as its covered members");
     let mut grafted = scan.clone();
     grafted["xray"] = json!({ "score": { "value": 100, "riskLevel": "low" } });
-    let verified = verify_report(&grafted, keys, ReportType::Scan).expect("the signed members verify");
-    assert!(!verified.covered.contains_key("xray"), "{:?}", verified.covered.keys());
-    assert_eq!(verified.covered.len(), SCAN_COVERS.len());
+    let refused = verify_report(&grafted, keys, ReportType::Scan);
+    assert_eq!(refused.map(|v| v.key_id), Err(VerifyError::CoversMismatch("xray.scan.v2")));
     // A scan's signature is no analysis' nor comparison's.
     for expected in [ReportType::Analysis, ReportType::Comparison] {
         let refused = verify_report(&grafted, keys, expected);
