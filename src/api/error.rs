@@ -140,6 +140,8 @@ pub enum ApiError {
         limit: u64,
         used: u64,
         reserved: u64,
+        /// The units the request needed at once (more than one: a sequence scan).
+        needed: u64,
         resets_at: String,
         retry_after_s: u64,
     },
@@ -170,6 +172,7 @@ impl From<AdmitError> for ApiError {
                 limit: refusal.limit,
                 used: refusal.used,
                 reserved: refusal.reserved,
+                needed: refusal.needed,
                 resets_at: crate::clock::rfc3339_ms(refusal.resets_at_ms),
                 retry_after_s: retry_after_quota_s(&refusal, now_ms),
             },
@@ -411,11 +414,17 @@ impl ApiError {
                 "too many failed authentications from this client address".into(),
                 Details { retry_after_seconds: Some((*retry_after_s).max(1)), ..d() },
             ),
-            ApiError::QuotaExhausted { limit, used, reserved, resets_at, .. } => (
+            ApiError::QuotaExhausted { limit, used, reserved, needed, resets_at, .. } => (
                 ErrorCode::QuotaExhausted,
-                format!(
-                    "quota exhausted for this period: {used} of {limit} units used, {reserved} reserved by work still running"
-                )
+                match needed {
+                    0 | 1 => format!(
+                        "quota exhausted for this period: {used} of {limit} units used, {reserved} reserved by work still running"
+                    ),
+                    _ => format!(
+                        "quota exhausted for this period: this request needs {needed} units at once (one per transaction), \
+                         and {used} of {limit} are used, {reserved} reserved by work still running"
+                    ),
+                }
                 .into(),
                 Details { limit: Some(*limit), used: Some(*used), resets_at: Some(resets_at), ..d() },
             ),
@@ -547,6 +556,7 @@ mod tests {
                 limit: 10,
                 used: 10,
                 reserved: 0,
+                needed: 1,
                 resets_at: "2026-12-01T00:00:00.000Z".into(),
                 retry_after_s: 3600,
             },

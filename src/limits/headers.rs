@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(retry_after_rate_s(&limited), 1);
         let odd = RateDecision { retry_after_s: 0, ..limited };
         assert_eq!(retry_after_rate_s(&odd), 1, "never 0");
-        let exhausted = QuotaExhausted { limit: 10, used: 10, reserved: 0, resets_at_ms: 10_500 };
+        let exhausted = QuotaExhausted { limit: 10, used: 10, reserved: 0, resets_at_ms: 10_500, needed: 1 };
         let cases = [(0, 11), (10_499, 1), (10_500, 1), (20_000, 1)];
         for (now, want) in cases {
             assert_eq!(retry_after_quota_s(&exhausted, now), want, "at {now}");

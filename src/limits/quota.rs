@@ -171,6 +171,8 @@ pub struct QuotaExhausted {
     /// Units of work still running this period (they count against the limit).
     pub reserved: u64,
     pub resets_at_ms: u64,
+    /// The units the refused request needed at once (a sequence scan needs one a transaction).
+    pub needed: u64,
 }
 
 /// A reservation that could not be settled in memory.
@@ -376,12 +378,30 @@ impl QuotaCounter {
 
     /// Reserves one unit of the current period, or refuses when `used + reserved ≥ limit`.
     pub fn reserve(&self, operation: Operation, now_ms: u64) -> Result<Reservation, QuotaExhausted> {
+        let period_start_ms = self.reserve_units(1, now_ms)?;
+        Ok(Reservation { period_start_ms, operation })
+    }
+
+    /// Reserves `units` units of the current period in one step — all, or none when
+    /// `used + reserved + units > limit` (the refusal then reports the counts as they were, none
+    /// of them this request's). Answers one `Reservation` a unit, each settled on its own.
+    pub fn reserve_n(&self, operation: Operation, units: u64, now_ms: u64) -> Result<Vec<Reservation>, QuotaExhausted> {
+        let period_start_ms = self.reserve_units(units, now_ms)?;
+        Ok((0..units).map(|_| Reservation { period_start_ms, operation }).collect())
+    }
+
+    /// `units` more reserved in the current period, whose start it answers, if they fit.
+    fn reserve_units(&self, units: u64, now_ms: u64) -> Result<u64, QuotaExhausted> {
+        debug_assert!(units >= 1, "a reservation of no unit");
         let periods = self.periods_at(now_ms);
         let current = &periods.current;
         let limit = self.limit;
-        match current.update(|used, reserved| (used + reserved < limit).then_some((used, reserved + 1))) {
-            Ok(_) => Ok(Reservation { period_start_ms: current.start_ms, operation }),
-            Err((used, reserved)) => Err(QuotaExhausted { limit, used, reserved, resets_at_ms: current.end_ms }),
+        let fits = |used: u64, reserved: u64| used + reserved + units <= limit;
+        match current.update(|used, reserved| fits(used, reserved).then_some((used, reserved + units))) {
+            Ok(_) => Ok(current.start_ms),
+            Err((used, reserved)) => {
+                Err(QuotaExhausted { limit, used, reserved, resets_at_ms: current.end_ms, needed: units })
+            }
         }
     }
 
@@ -544,7 +564,7 @@ mod tests {
         let refused = q.reserve(Operation::WalletAnalysis, NOV_22).expect_err("over the limit");
         assert_eq!(
             refused,
-            QuotaExhausted { limit: 3, used: 0, reserved: 3, resets_at_ms: ms("2026-12-01T00:00:00Z") }
+            QuotaExhausted { limit: 3, used: 0, reserved: 3, resets_at_ms: ms("2026-12-01T00:00:00Z"), needed: 1 }
         );
         q.commit(a).expect("commit a");
         q.commit(b).expect("commit b");
@@ -556,6 +576,25 @@ mod tests {
         q.release(d, ReleaseCause::NotAdmitted).expect("release d");
         let v = q.view(NOV_22);
         assert_eq!((v.used, v.reserved, v.remaining, v.refunded), (2, 0, 1, 1), "not admitted is not refunded");
+    }
+
+    #[test]
+    fn units_reserved_together_are_all_or_none() {
+        let q = counter(5);
+        let one = q.reserve(Operation::TransactionScan, NOV_22).expect("unit 1");
+        let three = q.reserve_n(Operation::TransactionScan, 3, NOV_22).expect("units 2 to 4");
+        assert_eq!(three.len(), 3);
+        // Two more do not fit in the one left: refused whole, the counts as they were.
+        let refused = q.reserve_n(Operation::TransactionScan, 2, NOV_22).expect_err("one left");
+        assert_eq!((refused.used, refused.reserved, refused.needed), (0, 4, 2));
+        assert_eq!(q.view(NOV_22).reserved, 4, "nothing of the refused request stays reserved");
+        q.commit(one).expect("commit");
+        for reservation in three {
+            q.release(reservation, ReleaseCause::NotAdmitted).expect("each settles on its own");
+        }
+        let v = q.view(NOV_22);
+        assert_eq!((v.used, v.reserved, v.remaining), (1, 0, 4));
+        assert_eq!(q.reserve_n(Operation::TransactionScan, 4, NOV_22).map(|r| r.len()), Ok(4), "exactly the limit");
     }
 
     #[test]

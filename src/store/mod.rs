@@ -358,22 +358,19 @@ pub trait Store: Send + Sync {
     /// when `used + reserved` already reached `limit` (`Charged::Exhausted`, nothing moved);
     /// the embedded one charges, the caller's in-memory reservation having checked the limit,
     /// as at admission.
-    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged>;
+    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
+        self.charge_now_units(key_id, period_start_ms, limit, 1)
+    }
     /// `charge_now` of each unit (key id, period start, limit), in order, one answer each: the
     /// scans one listener tick answers (`tick_group`). The embedded store writes them in one
     /// durable write (all charged, or — the write failed — none); by default one at a time.
     fn charge_now_each(&self, units: &[UnitCharge]) -> Vec<StoreResult<Charged>> {
         units.iter().map(|u| self.charge_now_units(&u.key_id, u.period_start_ms, u.limit, u.units)).collect()
     }
-    /// `charge_now` of `units` together (all or none); by default one at a time, which only a
-    /// store that checks no limit may use (the embedded one, whose caller's reservations did).
-    fn charge_now_units(&self, key_id: &str, period_start_ms: u64, limit: u64, units: u32) -> StoreResult<Charged> {
-        let mut last = Charged::Done { usage: None };
-        for _ in 0..units {
-            last = self.charge_now(key_id, period_start_ms, limit)?;
-        }
-        Ok(last)
-    }
+    /// `charge_now` of `units` together, in one step: all, or none (`Charged::Exhausted` when
+    /// `used + reserved + units` would pass `limit`, for a store that checks it). No default:
+    /// charging unit by unit could stop half way, past the limit.
+    fn charge_now_units(&self, key_id: &str, period_start_ms: u64, limit: u64, units: u32) -> StoreResult<Charged>;
 
     /// Live jobs in `state`, oldest first, created before `created_before_ms`, after the
     /// cursor, at most `limit` (≤ [`STORE_PAGE_LEN_MAX`]). `next` is set when more may follow.

@@ -1008,9 +1008,9 @@ impl Store for RocksStore {
         }
     }
 
-    fn charge_now(&self, key_id: &str, period_start_ms: u64, _limit: u64) -> StoreResult<Charged> {
+    fn charge_now_units(&self, key_id: &str, period_start_ms: u64, _limit: u64, units: u32) -> StoreResult<Charged> {
         check_id("key id", key_id)?;
-        self.write_charges([(key_id, period_start_ms, 1)])?;
+        self.write_charges([(key_id, period_start_ms, units)])?;
         Ok(Charged::Done { usage: None })
     }
 

@@ -103,16 +103,12 @@ struct ReservedUnits<'k> {
 impl<'k> ReservedUnits<'k> {
     /// `units` reserved on `key`, all or none (429 when the key has fewer left).
     fn reserve(key: &'k crate::auth::table::KeyEntry, units: usize, now_ms: u64) -> Result<Self, ApiError> {
-        let mut reserved = ReservedUnits { key, reservations: Vec::with_capacity(units), sent: false };
-        for _ in 0..units {
-            // A refusal drops `reserved`, which gives back the units reserved so far.
-            let reservation = key
-                .quota
-                .reserve(Operation::TransactionScan, now_ms)
-                .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
-            reserved.reservations.push(reservation);
-        }
-        Ok(reserved)
+        // One step, all or none: a refusal reports the key's counts, none of them this request's.
+        let reservations = key
+            .quota
+            .reserve_n(Operation::TransactionScan, units as u64, now_ms)
+            .map_err(|refusal| ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }))?;
+        Ok(ReservedUnits { key, reservations, sent: false })
     }
 
     /// The units, now charged durably: settled in memory as used.
@@ -424,6 +420,7 @@ impl Endpoints<'_> {
                     used: u64::try_from(usage.used).unwrap_or(0),
                     reserved: u64::try_from(usage.reserved).unwrap_or(0),
                     resets_at_ms: period_end_ms(now_ms, key.quota.period()),
+                    needed: u64::from(units),
                 };
                 return Err(ApiError::from(AdmitError::QuotaExhausted { refusal, now_ms }));
             }

@@ -274,6 +274,7 @@ fn exhausted(key: &KeyEntry, usage: &UsageRecord, now_ms: u64) -> QuotaExhausted
         used: usage.used.max(0) as u64,
         reserved: usage.reserved.max(0) as u64,
         resets_at_ms: period_end_ms(now_ms, key.quota.period()),
+        needed: 1,
     }
 }
 

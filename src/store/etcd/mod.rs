@@ -335,11 +335,6 @@ impl Store for EtcdStore {
         self.run(|db| async move { db.usage(key_id, period_start_ms).await })
     }
 
-    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<Charged> {
-        let key_id = key_id.to_owned();
-        self.run(|db| async move { db.charge_now(key_id, period_start_ms, limit, 1).await })
-    }
-
     fn charge_now_units(&self, key_id: &str, period_start_ms: u64, limit: u64, units: u32) -> StoreResult<Charged> {
         let key_id = key_id.to_owned();
         self.run(|db| async move { db.charge_now(key_id, period_start_ms, limit, units).await })

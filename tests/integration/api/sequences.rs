@@ -220,6 +220,9 @@ fn a_key_with_fewer_units_than_transactions_is_refused_whole() {
     let three = vec![demo_tx("sol-transfer"); 3];
     let refused = sequence(&server, &key.secret, &three, None);
     assert_error_details(&refused, 429, "QUOTA_EXHAUSTED", &json!({"limit": 2, "used": 0}));
+    // Reserved in one step: the refusal counts none of its own units, and says what it needed.
+    let message = refused.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("needs 3 units") && message.contains("0 reserved"), "{message}");
     let usage = server.usage(&key.secret);
     assert_eq!((usage.used, usage.reserved, usage.remaining), (0, 0, 2), "nothing held after: {usage:?}");
     let two = sequence(&server, &key.secret, &three[..2], None);

@@ -123,8 +123,14 @@ impl Store for FaultyStore {
     fn usage(&self, key_id: &str, period_start_ms: u64) -> StoreResult<UsageRecord> {
         self.inner.usage(key_id, period_start_ms)
     }
-    fn charge_now(&self, key_id: &str, period_start_ms: u64, limit: u64) -> StoreResult<xray::store::Charged> {
-        self.inner.charge_now(key_id, period_start_ms, limit)
+    fn charge_now_units(
+        &self,
+        key_id: &str,
+        period_start_ms: u64,
+        limit: u64,
+        units: u32,
+    ) -> StoreResult<xray::store::Charged> {
+        self.inner.charge_now_units(key_id, period_start_ms, limit, units)
     }
     fn live_jobs(
         &self,
