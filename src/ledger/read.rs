@@ -40,6 +40,21 @@ pub trait LedgerSource {
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError>;
 
+    /// `getMultipleAccounts` with `encoding: base64`: each account's bytes
+    /// (`UiAccountData::Binary`), what an in-process execution runs on; at most
+    /// `config::MULTIPLE_ACCOUNTS_LEN_MAX`. By default refused: a source that holds accounts
+    /// parsed only (a snapshot) cannot answer it.
+    async fn get_multiple_accounts_base64(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        let _ = addresses;
+        Err(LedgerError::Invalid(format!(
+            "the {} source holds accounts parsed only: base64 is not served",
+            self.name()
+        )))
+    }
+
     /// `getTokenAccountsByOwner` with `{"programId": …}` (jsonParsed).
     async fn get_token_accounts_by_owner(
         &self,

@@ -70,6 +70,13 @@ impl LedgerSource for Source {
         dispatch!(self, s => s.get_multiple_accounts(addresses).await)
     }
 
+    async fn get_multiple_accounts_base64(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        dispatch!(self, s => s.get_multiple_accounts_base64(addresses).await)
+    }
+
     async fn get_token_accounts_by_owner(
         &self,
         owner: &Pubkey,

@@ -582,6 +582,20 @@ pub struct SimulateValue {
     /// answers it; the demo always does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fee: Option<u64>,
+    /// Who executed it. Not on the wire (a node never sends it): set by the source that
+    /// answered, read into the scan's `simulation.answeredBy`.
+    #[serde(skip)]
+    pub executor: Option<Executor>,
+}
+
+/// Who executed a simulation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Executor {
+    /// The real runtime in process, on the source's accounts (`crate::runtime`).
+    Runtime,
+    /// The node's `simulateTransaction`; `runtime_skipped` says why the runtime in process did
+    /// not answer, when it was tried.
+    Node { runtime_skipped: Option<String> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -24,8 +24,9 @@
 //! Deliberately absent: signature verification and the blockhash check (a scan judges a
 //! transaction before it is signed, on a blockhash the source may not hold); loading an
 //! upgradeable program's ELF from its program-data account (next: cached by deploy slot,
-//! bounded in bytes); sequences on one state (the demo source runs them on an overlay of what
-//! each left: `ledger::demo::simulate::simulate_sequence`; every execution here is alone).
+//! bounded in bytes); sequences on one state (the demo and rpc sources run them on an overlay
+//! of what each left: `ledger::demo::simulate`, `ledger::rpc::execute`; every execution here is
+//! alone). One runtime a thread (`with_thread_runtime`), shared by whichever source executes.
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -125,6 +126,23 @@ pub enum RuntimeError {
     TooManyAccounts { given: usize },
     #[error("{given} bytes of accounts given; an execution takes at most {RUNTIME_PRE_DATA_BYTES_MAX}")]
     TooMuchData { given: usize },
+}
+
+thread_local! {
+    /// This thread's runtime, built at its first use.
+    static THREAD_RUNTIME: std::cell::RefCell<Option<Runtime>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Builds this thread's runtime now (~14 ms and its programs' loading) rather than at its
+/// first execution, so that no scan waits for it.
+pub fn warm() {
+    with_thread_runtime(|_| ());
+}
+
+/// `f` with this thread's runtime (every source that executes in process shares it: one SVM a
+/// thread, whichever source asks).
+pub fn with_thread_runtime<T>(f: impl FnOnce(&mut Runtime) -> T) -> T {
+    THREAD_RUNTIME.with(|slot| f(slot.borrow_mut().get_or_insert_with(Runtime::new)))
 }
 
 /// One SVM, reused for every execution on its thread.

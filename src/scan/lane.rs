@@ -35,9 +35,11 @@
 //! past it the account's scans that need an uncached table are refused (429) before any read.
 //! Invariant: every upstream read ends within `SCAN_UPSTREAM_TIMEOUT_MS` (a timed-out
 //! simulation is reported as such, never waited out); the pre-state, the simulation and the
-//! counterparties are asked concurrently, so a scan costs one round trip of wall time (two
-//! with lookup tables; two more the first time a signer's history is read in a minute, a few
-//! more — still within the deadline — when dust or failed transactions flood it).
+//! counterparties are asked concurrently, so a scan costs one round trip of wall time, two
+//! on an rpc source that executes in process (the accounts' bytes, then their mints: the
+//! simulation is those reads and the runtime, on this thread) — one more with lookup tables;
+//! two more the first time a signer's history is read in a minute, a few more — still within
+//! the deadline — when dust or failed transactions flood it.
 //! Deliberately absent: judging anything (the listener does, with `scan::report`) and retries
 //! beyond the source's own.
 
@@ -355,7 +357,7 @@ impl Lane {
     pub fn open_on_this_thread(&self) {
         if let Mode::Here { spec, id } = &self.mode {
             if Here::current(spec, *id, &self.table_misses).is_ok() && matches!(spec, SourceSpec::Demo { .. }) {
-                crate::ledger::demo::simulate::warm();
+                crate::runtime::warm();
             }
         }
     }
@@ -398,7 +400,11 @@ impl LaneThread {
         let spec = spec.clone();
         let thread = std::thread::Builder::new()
             .name("xray-scan".into())
-            .spawn(move || run(&spec, pool, table_misses, receiver, stopped, &opened_tx))
+            .spawn(move || {
+                // The rpc source executes in process too: its SVM is built before the first scan.
+                crate::runtime::warm();
+                run(&spec, pool, table_misses, receiver, stopped, &opened_tx)
+            })
             .map_err(|e| format!("scan lane thread: {e}"))?;
         opened_rx.recv().map_err(|_| "the scan lane ended at start".to_owned())??;
         Ok(LaneThread {

@@ -40,7 +40,7 @@ use crate::labels::domains::Origin;
 use crate::labels::Labels;
 use crate::ledger::instruction::{Instruction, Program};
 use crate::ledger::transaction::Decoded;
-use crate::ledger::wire::Value;
+use crate::ledger::wire::{Executor, Value};
 use crate::pubkey::Pubkey;
 
 /// Version of the scan's rules (findings and effects); in `engineVersions.scan`.
@@ -126,6 +126,13 @@ pub struct SimulationView {
     pub slot: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub units_consumed: Option<u64>,
+    /// Who executed it, when it ran: `runtime` (the real runtime in process, on the source's
+    /// accounts) or `node` (the node's `simulateTransaction`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<&'static str>,
+    /// Why the runtime in process did not answer, when the node did in its place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_skipped: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -374,7 +381,15 @@ fn instruction_view(ix: &Instruction, labels: &Labels) -> InstructionView {
 }
 
 fn status(status: &'static str, reason: Option<String>) -> SimulationView {
-    SimulationView { status, reason, error: None, slot: None, units_consumed: None }
+    SimulationView {
+        status,
+        reason,
+        error: None,
+        slot: None,
+        units_consumed: None,
+        answered_by: None,
+        runtime_skipped: None,
+    }
 }
 
 /// An upstream's own words, logged whole and never repeated: they may name the provider's
@@ -430,7 +445,17 @@ fn simulated(inputs: &Inputs<'_>) -> (Option<Diff>, SimulationView) {
         error: None,
         slot: Some(slot),
         units_consumed: value.units_consumed,
+        answered_by: None,
+        runtime_skipped: None,
     };
+    match &value.executor {
+        Some(Executor::Runtime) => view.answered_by = Some("runtime"),
+        Some(Executor::Node { runtime_skipped }) => {
+            view.answered_by = Some("node");
+            view.runtime_skipped = runtime_skipped.as_deref().map(|r| cut(r, SCAN_UPSTREAM_TEXT_BYTES_MAX).to_owned());
+        }
+        None => {}
+    }
     if let Some(error) = &value.err {
         view.status = "failed";
         view.error = Some(bounded_error(error));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The LiteSVM harness: Part A (fixes.test.mjs: the X-Ray's fix instructions executed by the real
 # programs), Part B without the server (oracle.test.mjs) and with it (scan.test.mjs), and the
-# scan's guards (guards.test.mjs), and sequence scans on the demo ledger (sequence.test.mjs).
+# scan's guards (guards.test.mjs), and sequence scans on the demo ledger and over JSON-RPC
+# (sequence.test.mjs).
 #   ./run.sh                      every test file
 #   ./run.sh oracle.test.mjs …    only those
 # XRAY_BIN: the xray binary (default ${CARGO_TARGET_DIR:-/var/tmp/xray-target}/release/xray).

@@ -13,6 +13,9 @@
 // the last applied one, `applied.transactions` the ones that applied (a bundle with a failure:
 // none, and no effects); (d) verdicts (a drain split in two: each part benign, the whole an
 // asset_sweep not benign); (e) signed `xray.scan_sequence.v1`, each item bound to its message.
+// Every sequence is asked twice: of `xray serve --ledger demo`, and of `xray serve --ledger
+// rpc:<the demo's JSON-RPC server>`, whose rpc source runs it in process (the accounts' bytes
+// read over JSON-RPC, `simulation.answeredBy: runtime`) — both held to the same oracle.
 //
 // A transaction that fails in LiteSVM (simulated first) is executed in mode sequence — it lands,
 // pays its fee and applies nothing else, which the next one runs on — and not in a bundle
@@ -36,6 +39,7 @@ const VERDICTS = ["benign", "warning", "malicious"];
 
 let demo; // xray ledger serve --ledger demo
 let server; // xray serve --ledger demo
+let overRpc; // xray serve --ledger rpc:<demo>: the rpc source runs the sequence in process
 /** case -> base64 of its unsigned transaction (`xray ledger demo-tx <case>`). */
 const wires = new Map();
 
@@ -57,10 +61,11 @@ before(async () => {
     wires.set(c, r.stdout.trim());
   });
   [demo, server] = await Promise.all([startDemoRpc(), startScanServer(null, { ledger: "demo" }), ...built]);
+  overRpc = await startScanServer(null, { ledger: `rpc:${demo.url}` });
 }, { timeout: 60_000 });
 
 after(async () => {
-  await Promise.all([server?.stop(), demo?.stop()]);
+  await Promise.all([server?.stop(), overRpc?.stop(), demo?.stop()]);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -174,14 +179,14 @@ function runInLiteSvm(svm, txs, wireBytes, signer, mode) {
   return { items, applied: appliedNow, whole };
 }
 
-for (const s of SEQUENCES) {
-  test(`${s.mode} [${s.cases.join(", ")}]: ${s.name}`, { timeout: 20_000 }, async (t) => {
+for (const [source, scanServer] of [["demo", () => server], ["rpc", () => overRpc]]) for (const s of SEQUENCES) {
+  test(`${source}: ${s.mode} [${s.cases.join(", ")}]: ${s.name}`, { timeout: 20_000 }, async (t) => {
     const b64s = s.cases.map((c) => wires.get(c));
     const wireBytes = b64s.map((w) => Buffer.from(w, "base64"));
     const txs = wireBytes.map((w) => VersionedTransaction.deserialize(w));
     const signer = txs[0].message.staticAccountKeys[0].toBase58();
 
-    const answer = await server.scan({ transactions: b64s, mode: s.mode });
+    const answer = await scanServer().scan({ transactions: b64s, mode: s.mode });
     assert.equal(answer.status, 200, `POST sequence: ${answer.status} ${answer.text.slice(0, 1000)}`);
     const data = parseJson(answer.text).data;
     assert.ok(data, `no data in ${answer.text.slice(0, 500)}`);
@@ -209,6 +214,8 @@ for (const s of SEQUENCES) {
       assert.equal(item.transaction.messageSha256, sha256(messageBytes(wireBytes[i])), `${where}: messageSha256`);
       // (a) status; a failure's error is the runtime's.
       assert.equal(item.simulation.status, want.status, `${where}: simulation ${show(item.simulation)}; LiteSVM: ${show(want)}`);
+      // Both sources run it in process, in the real runtime (rpc: on the node's accounts as bytes).
+      if (want.status !== "skipped") assert.equal(item.simulation.answeredBy, "runtime", `${where}: ${show(item.simulation)}`);
       if (want.status === "failed") {
         assert.deepEqual(plain(item.simulation.error), plain(want.error), `${where}: the runtime's error\n server:  ${show(item.simulation.error)}\n LiteSVM: ${show(want.error)}`);
       }

@@ -11,7 +11,9 @@
 //! `MULTIPLE_ACCOUNTS_LEN_MAX` addresses, `SIGNATURES_PAGE_LEN_MAX` signatures per page.
 //! `simulateTransaction` runs the source's own simulation (the demo's executor; a snapshot
 //! cannot, and says so as an unknown method would).
-//! Deliberately absent: encodings other than jsonParsed (account data is only held parsed),
+//! `getMultipleAccounts` also answers `encoding: base64` where the source holds bytes (the
+//! demo: `LedgerSource::get_multiple_accounts_base64`), what an rpc source executes on.
+//! Deliberately absent: other encodings (a snapshot holds account data parsed only),
 //! `getTokenAccountsByOwner`'s `mint` filter, `minContextSlot`, and any
 //! `getProgramAccounts` search but the nonce-account one the ledger layer makes.
 
@@ -124,6 +126,9 @@ async fn call<S: LedgerSource>(source: &S, method: &str, params: Params<'_>) -> 
         }
         "getMultipleAccounts" => {
             params.len_max(2)?;
+            if params.encoding(1)? == Some("base64") {
+                return to_value(source.get_multiple_accounts_base64(&params.pubkeys(0)?).await);
+            }
             params.json_parsed(1)?;
             to_value(source.get_multiple_accounts(&params.pubkeys(0)?).await)
         }
@@ -255,6 +260,11 @@ impl<'a> Params<'a> {
 
     /// Accounts and transactions are served jsonParsed only; another explicit encoding is
     /// refused rather than answered in the wrong shape.
+    /// The config's `encoding`, when it names one.
+    fn encoding(&self, index: usize) -> Result<Option<&'a str>, RpcErrorObject> {
+        Ok(self.config(index)?.and_then(|c| c.get("encoding")).and_then(|e| e.as_str()))
+    }
+
     fn json_parsed(&self, index: usize) -> Result<(), RpcErrorObject> {
         match self.config(index)?.and_then(|c| c.get("encoding")) {
             None => Ok(()),

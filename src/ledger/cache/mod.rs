@@ -109,6 +109,13 @@ impl<S: LedgerSource> LedgerSource for Cached<S> {
         self.inner.get_multiple_accounts(addresses).await
     }
 
+    async fn get_multiple_accounts_base64(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        self.inner.get_multiple_accounts_base64(addresses).await
+    }
+
     async fn get_token_accounts_by_owner(
         &self,
         owner: &Pubkey,

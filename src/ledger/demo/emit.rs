@@ -106,6 +106,18 @@ fn token_program_name(program: TokenProgram) -> &'static str {
 /// and a simulated `createAccount` of megabytes must not make the lane build them.
 const UNINITIALIZED_BYTES_MAX: usize = 64 * 1024;
 
+/// An account in its on-chain layout as `getAccountInfo` with `encoding: base64` returns it.
+pub fn binary_account(a: &crate::runtime::PreAccount) -> UiAccount {
+    UiAccount {
+        lamports: a.lamports,
+        owner: a.owner.to_string(),
+        data: binary(&a.data),
+        executable: a.executable,
+        rent_epoch: RENT_EPOCH_EXEMPT,
+        space: Some(a.data.len() as u64),
+    }
+}
+
 /// An account as `getAccountInfo` (jsonParsed) returns it.
 pub fn account(a: &Acct) -> UiAccount {
     let space = a.space();

@@ -386,6 +386,22 @@ impl LedgerSource for DemoLedger {
         Ok(self.ctx(addresses.iter().map(|a| self.account_at(a, m).as_ref().map(emit::account)).collect(), m))
     }
 
+    /// The demo's accounts in their on-chain layouts (`bytes::encode`), as a node answers
+    /// `encoding: base64`: what an rpc source over the local JSON-RPC server executes on.
+    async fn get_multiple_accounts_base64(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
+        let m = self.timeline.moment();
+        let encoded = |at: &Pubkey| -> Result<Option<UiAccount>, LedgerError> {
+            let Some(account) = self.account_at(at, m) else { return Ok(None) };
+            let bytes = bytes::encode(*at, &account).map_err(LedgerError::Invalid)?;
+            Ok(Some(emit::binary_account(&bytes)))
+        };
+        Ok(self.ctx(addresses.iter().map(encoded).collect::<Result<Vec<_>, _>>()?, m))
+    }
+
     async fn get_token_accounts_by_owner(
         &self,
         owner: &Pubkey,

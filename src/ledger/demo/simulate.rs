@@ -4,8 +4,8 @@
 //! into the demo's model and rendered as a node renders it (`emit`).
 //!
 //! Owns: `simulate`, `simulate_sequence` (transactions in order on one state: each runs on an
-//! `Overlay` of what the ones before it left, over the demo's accounts), and the thread's
-//! `Runtime` (built at a thread's first simulation, ~14 ms, then reused). Called on the thread that owns the `DemoLedger` (a listener thread serving a
+//! `Overlay` of what the ones before it left, over the demo's accounts), on the thread's
+//! `Runtime` (`runtime::with_thread_runtime`: built at a thread's first execution, ~14 ms). Called on the thread that owns the `DemoLedger` (a listener thread serving a
 //! scan, the scan lane, the local JSON-RPC server); pure over the ledger's state, which it
 //! never changes.
 //!
@@ -21,7 +21,6 @@
 //! Deliberately absent: signature checks and the blockhash check (a scan simulates before
 //! signing; `replaceRecentBlockhash` semantics).
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use super::bytes;
@@ -33,26 +32,13 @@ use super::DemoLedger;
 use crate::ledger::read::{SequenceMode, Simulated};
 use crate::ledger::transaction::message::{self, Parsed};
 use crate::ledger::transaction::{decode, Decoded};
-use crate::ledger::wire::{RpcContext, SimulateValue, UiAccount, Value, WithContext};
+use crate::ledger::wire::{Executor, RpcContext, SimulateValue, UiAccount, Value, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::Pubkey;
-use crate::runtime::{Moment, Outcome, PostAccount, PreAccount, Ran, Runtime};
+use crate::runtime::{with_thread_runtime, Moment, Outcome, PostAccount, PreAccount, Ran};
 
 /// The slot a simulation runs in: the one after the demo's last.
 const SIMULATION_SLOT: u64 = AS_OF_SLOT + 1;
-
-thread_local! {
-    /// This thread's runtime, built at its first simulation.
-    static RUNTIME: RefCell<Option<Runtime>> = const { RefCell::new(None) };
-}
-
-/// Builds this thread's runtime now (~14 ms and its programs' loading) rather than at the
-/// thread's first simulation, so that no scan waits for it.
-pub fn warm() {
-    RUNTIME.with(|slot| {
-        slot.borrow_mut().get_or_insert_with(Runtime::new);
-    });
-}
 
 pub fn simulate(ledger: &DemoLedger, bytes: &[u8], wanted: &[Pubkey]) -> Result<Simulated, LedgerError> {
     Ok(simulate_on(ledger, &Overlay::new(), bytes, wanted)?.0)
@@ -134,10 +120,7 @@ fn simulate_on(
         epoch: SIMULATION_SLOT / SLOTS_PER_EPOCH,
         unix_timestamp_s: block_time(SIMULATION_SLOT),
     };
-    let outcome = RUNTIME.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        slot.get_or_insert_with(Runtime::new).execute(bytes, &pre, wanted, moment)
-    });
+    let outcome = with_thread_runtime(|runtime| runtime.execute(bytes, &pre, wanted, moment));
     let ran = match outcome.map_err(|e| invalid(e.to_string()))? {
         Outcome::Skipped(reason) => return Ok((Simulated::Skipped(reason), Applies::Nothing)),
         Outcome::Ran(ran) => ran,
@@ -180,7 +163,14 @@ fn value(ran: Ran, wanted: &[Pubkey], state: &State, pre: &[PreAccount]) -> Simu
     let err = err.map(|e| simd_json::serde::to_owned_value(e).unwrap_or_else(|_| Value::from("runtime error")));
     let (units_consumed, fee) = (Some(units_consumed), Some(fee_lamports));
     if err.is_some() {
-        return SimulateValue { err, logs: Some(logs), accounts: None, units_consumed, fee };
+        return SimulateValue {
+            err,
+            logs: Some(logs),
+            accounts: None,
+            units_consumed,
+            fee,
+            executor: Some(Executor::Runtime),
+        };
     }
     // A token account's bytes do not hold its decimals: its mint's do, before the transaction
     // or, for a mint it creates (absent before), after it.
@@ -202,7 +192,14 @@ fn value(ran: Ran, wanted: &[Pubkey], state: &State, pre: &[PreAccount]) -> Simu
     };
     let rendered: Vec<_> =
         wanted.iter().zip(accounts).map(|(at, post)| post.map(|p| rendered(at, p, state, pre, &decimals))).collect();
-    SimulateValue { err, logs: Some(logs), accounts: Some(rendered), units_consumed, fee }
+    SimulateValue {
+        err,
+        logs: Some(logs),
+        accounts: Some(rendered),
+        units_consumed,
+        fee,
+        executor: Some(Executor::Runtime),
+    }
 }
 
 /// `post` as the demo renders it: the account as held when the transaction left it as it was,

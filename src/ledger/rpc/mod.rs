@@ -2,7 +2,9 @@
 //!
 //! Owns: `RpcOptions` (timeouts, retries, batching, bounds) and `RpcSource`, which turns each
 //! trait call into the JSON-RPC call a node expects and its answer into wire types. Its parts:
-//! `request` (bodies), `retry` (policy), `transport` (HTTP, pool, retries, size cap).
+//! `request` (bodies), `retry` (policy), `transport` (HTTP, pool, retries, size cap), `execute`
+//! (a simulation run in process, in the real runtime on the node's accounts read as bytes; the
+//! node's `simulateTransaction` only where that cannot run it, and sequences on one state).
 //! Called from one thread's current-thread runtime per source; futures are not `Send`.
 //!
 //! Invariant: answers are parsed by `wire::parse_response`, the parser every source shares;
@@ -14,6 +16,7 @@
 //! `RpcOptions::nonce_search_refusal_s` (`NONCE_SEARCH_REFUSAL_S` in a server, 0 in the CLI). Bounded everywhere: attempts, waits, body size, requests in flight.
 //! Deliberately absent: caching (the job layer owns reuse) and websocket subscriptions.
 
+mod execute;
 mod request;
 mod retry;
 mod transport;
@@ -27,9 +30,10 @@ use simd_json::prelude::ValueAsScalar;
 
 use crate::config;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::read::{LedgerSource, Simulated};
+use crate::ledger::read::{LedgerSource, SequenceMode, Simulated};
 use crate::ledger::wire::{
-    self, KeyedAccount, RpcResponse, SignatureInfo, SimulateValue, TransactionResult, UiAccount, Value, WithContext,
+    self, Executor, KeyedAccount, RpcResponse, SignatureInfo, SimulateValue, TransactionResult, UiAccount, Value,
+    WithContext,
 };
 use crate::ledger::LedgerError;
 use crate::metrics::LEDGER;
@@ -89,6 +93,9 @@ pub struct RpcSource {
     /// `getProgramAccounts` over the System program, and each job would otherwise pay the
     /// refusal and its retries again.
     nonce_search_refused_until: parking_lot::Mutex<Option<Instant>>,
+    /// The decimals of mints an in-process run read (`execute`): immutable on chain, so kept
+    /// (at most `config::RPC_MINT_DECIMALS_CACHE_LEN`) and a later scan need not read the mint.
+    mint_decimals: parking_lot::Mutex<lru::LruCache<Pubkey, u8>>,
 }
 
 /// How long a server's source does not ask an endpoint that refused the nonce search again.
@@ -114,6 +121,9 @@ impl RpcSource {
             transport: Transport::new(url, options)?,
             batches_refused: AtomicBool::new(false),
             nonce_search_refused_until: parking_lot::Mutex::new(None),
+            mint_decimals: parking_lot::Mutex::new(lru::LruCache::new(
+                std::num::NonZeroUsize::new(config::RPC_MINT_DECIMALS_CACHE_LEN).unwrap_or(std::num::NonZeroUsize::MIN),
+            )),
         })
     }
 
@@ -126,6 +136,45 @@ impl RpcSource {
     async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<Option<T>, LedgerError> {
         let body = request::body(SINGLE_ID, method, params)?;
         self.transport.exchange(method, body, |answer| wire::parse_response::<T>(answer)?.into_result()).await
+    }
+
+    /// `getMultipleAccounts` of `addresses` with `params` (their encoding), one answer each.
+    async fn accounts_page(
+        &self,
+        addresses: &[Pubkey],
+        params: Value,
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
+        let page: WithContext<Vec<Option<UiAccount>>> = self.call_some(request::GET_MULTIPLE_ACCOUNTS, params).await?;
+        if page.value.len() != addresses.len() {
+            return Err(LedgerError::Malformed(format!(
+                "getMultipleAccounts answered {} accounts for {} addresses",
+                page.value.len(),
+                addresses.len()
+            )));
+        }
+        Ok(page)
+    }
+
+    /// The node's `simulateTransaction` (`runtime_skipped`: why the runtime in process did not
+    /// answer it, said in the answer).
+    async fn node_simulation(
+        &self,
+        transaction: &[u8],
+        accounts: &[Pubkey],
+        runtime_skipped: Option<String>,
+    ) -> Result<Simulated, LedgerError> {
+        let params = request::simulate_params(transaction, accounts);
+        let mut answer: WithContext<SimulateValue> = self.call_some(request::SIMULATE_TRANSACTION, params).await?;
+        let answered = answer.value.accounts.as_ref().map_or(0, Vec::len);
+        if answer.value.err.is_none() && answered != accounts.len() {
+            return Err(LedgerError::Malformed(format!(
+                "simulateTransaction answered {answered} accounts for {} addresses",
+                accounts.len()
+            )));
+        }
+        answer.value.executor = Some(Executor::Node { runtime_skipped });
+        Ok(Simulated::Ran(answer))
     }
 
     /// A call whose result a node never leaves `null`.
@@ -257,17 +306,14 @@ impl LedgerSource for RpcSource {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
-        let page: WithContext<Vec<Option<UiAccount>>> =
-            self.call_some(request::GET_MULTIPLE_ACCOUNTS, request::multiple_accounts_params(addresses)).await?;
-        if page.value.len() != addresses.len() {
-            return Err(LedgerError::Malformed(format!(
-                "getMultipleAccounts answered {} accounts for {} addresses",
-                page.value.len(),
-                addresses.len()
-            )));
-        }
-        Ok(page)
+        self.accounts_page(addresses, request::multiple_accounts_params(addresses)).await
+    }
+
+    async fn get_multiple_accounts_base64(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        self.accounts_page(addresses, request::multiple_accounts_base64_params(addresses)).await
     }
 
     async fn get_token_accounts_by_owner(
@@ -319,18 +365,81 @@ impl LedgerSource for RpcSource {
         Ok(crate::ledger::read::cut_at(page, until))
     }
 
+    /// In process first (`execute`: the real runtime on the node's accounts); the node's
+    /// `simulateTransaction` where that cannot run it, saying why (`Executor::Node`).
     async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
         crate::ledger::read::check_multiple_accounts_len(accounts.len())?;
-        let params = request::simulate_params(transaction, accounts);
-        let answer: WithContext<SimulateValue> = self.call_some(request::SIMULATE_TRANSACTION, params).await?;
-        let answered = answer.value.accounts.as_ref().map_or(0, Vec::len);
-        if answer.value.err.is_none() && answered != accounts.len() {
-            return Err(LedgerError::Malformed(format!(
-                "simulateTransaction answered {answered} accounts for {} addresses",
-                accounts.len()
-            )));
+        match execute::run(self, transaction, accounts, &execute::Overlay::new()).await {
+            Ok(execute::Run::Ran { answer, .. }) => Ok(Simulated::Ran(answer)),
+            Ok(execute::Run::Cannot(reason)) => self.node_simulation(transaction, accounts, Some(reason)).await,
+            // The transaction itself is wrong: the node would say the same.
+            Err(e @ LedgerError::Invalid(_)) => Err(e),
+            // The node did not give the accounts' bytes (an endpoint that refuses base64…): it
+            // may still simulate.
+            Err(e) => {
+                let reason = format!("the node did not answer the accounts' bytes ({e})");
+                self.node_simulation(transaction, accounts, Some(reason)).await
+            }
         }
-        Ok(Simulated::Ran(answer))
+    }
+
+    /// `transactions` in order on one state, in process: each on the node's accounts as the
+    /// ones before it left them (`execute::Overlay`). One the runtime cannot run is asked of
+    /// the node when it is the first (it runs on the ledger as it is), and then the ones after
+    /// it are skipped (the node's post-state is not the runtime's, so it is not carried on);
+    /// later, it is skipped naming why, and ends a bundle as a failure does.
+    async fn simulate_sequence(
+        &self,
+        transactions: &[(&[u8], &[Pubkey])],
+        mode: SequenceMode,
+    ) -> Result<Vec<Simulated>, LedgerError> {
+        crate::ledger::read::check_sequence_len(transactions.len())?;
+        let mut overlay = execute::Overlay::new();
+        let mut out = Vec::with_capacity(transactions.len());
+        let mut stop: Option<String> = None;
+        let mut failed: Option<usize> = None;
+        for (i, (bytes, wanted)) in transactions.iter().enumerate() {
+            crate::ledger::read::check_multiple_accounts_len(wanted.len())?;
+            if let Some(reason) = &stop {
+                out.push(Simulated::Skipped(reason.clone()));
+                continue;
+            }
+            if let (SequenceMode::Bundle, Some(at)) = (mode, failed) {
+                out.push(Simulated::Skipped(format!(
+                    "transaction {at} of the bundle fails or cannot run here: nothing of the bundle applies"
+                )));
+                continue;
+            }
+            match execute::run(self, bytes, wanted, &overlay).await {
+                Ok(execute::Run::Ran { answer, applies, failed: its }) => {
+                    if its {
+                        failed = failed.or(Some(i));
+                    }
+                    overlay.extend(applies);
+                    out.push(Simulated::Ran(answer));
+                }
+                Ok(execute::Run::Cannot(reason)) if i == 0 => {
+                    out.push(self.node_simulation(bytes, wanted, Some(reason.clone())).await?);
+                    stop = Some(format!(
+                        "it runs on the state the ones before it leave, and transaction 0 ran at the node (the runtime \
+                         in process could not: {reason}), whose post-state is not carried on"
+                    ));
+                }
+                Ok(execute::Run::Cannot(reason)) => {
+                    failed = failed.or(Some(i));
+                    out.push(Simulated::Skipped(format!(
+                        "the runtime in process could not run it ({reason}), and the node cannot run it on the state \
+                         the ones before it leave"
+                    )));
+                }
+                // One that is no transaction is skipped alone, by its reason: the others keep theirs.
+                Err(e) => {
+                    failed = failed.or(Some(i));
+                    out.push(Simulated::Skipped(e.to_string()));
+                }
+            }
+        }
+        Ok(out)
     }
 
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {

@@ -37,6 +37,12 @@ pub fn multiple_accounts_params(addresses: &[Pubkey]) -> Value {
     json!([addresses, {"encoding": "jsonParsed"}])
 }
 
+/// `getMultipleAccounts` of the accounts' bytes (what the in-process runtime executes on).
+pub fn multiple_accounts_base64_params(addresses: &[Pubkey]) -> Value {
+    let addresses: Vec<String> = addresses.iter().map(Pubkey::to_string).collect();
+    json!([addresses, {"encoding": "base64"}])
+}
+
 pub fn token_accounts_by_owner_params(owner: &Pubkey, program: TokenProgram) -> Value {
     json!([owner.to_string(), {"programId": program.id()}, {"encoding": "jsonParsed"}])
 }

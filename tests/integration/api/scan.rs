@@ -7,6 +7,9 @@
 
 use serde_json::{json, Value};
 use xray::config::TRANSACTION_BYTES_MAX;
+use xray::ledger::model::TokenProgram;
+use xray::ledger::wire::UiAccount;
+use xray::ledger::LedgerError;
 use xray::pubkey::Pubkey;
 use xray::signing::SCAN_COVERS;
 
@@ -153,9 +156,10 @@ fn every_demo_case_is_judged_simulated_and_answered_byte_identically() {
 }
 
 #[test]
-fn the_rpc_source_simulates_through_the_node_and_answers_as_the_demo_does() {
-    // The same transactions through the local JSON-RPC server (its simulateTransaction is the
-    // demo executor): pre-state and simulation over the wire give the demo's own answers.
+fn the_rpc_source_executes_in_process_and_answers_as_the_demo_does() {
+    // The same transactions through the local JSON-RPC server: the rpc source reads the
+    // accounts' bytes (`getMultipleAccounts`, base64) and runs each in the real runtime itself
+    // (`simulation.answeredBy: runtime`) — the demo's own answers, byte for byte.
     let direct = serve(|_| {});
     let direct_key = direct.key(KeyOptions::default());
     let over_rpc = serve_rpc(Default::default(), |_| {});
@@ -164,7 +168,81 @@ fn the_rpc_source_simulates_through_the_node_and_answers_as_the_demo_does() {
     // (nor their time and request id, which `check_cases` cuts off).
     let one = check_cases(&direct, &direct_key.secret);
     let two = check_cases(&over_rpc, &rpc_key.secret);
-    assert_eq!(one, two, "the rpc source answers byte for byte as the demo source");
+    assert_eq!(one.len(), two.len());
+    for (i, (one, two)) in one.iter().zip(&two).enumerate() {
+        let (one, two) = (String::from_utf8_lossy(one), String::from_utf8_lossy(two));
+        assert_eq!(one, two, "case {i}: the rpc source answers byte for byte as the demo source");
+    }
+}
+
+/// The demo ledger as a node that answers accounts jsonParsed only (it refuses
+/// `encoding: base64`, as the trait's default does): every other call is the demo's.
+struct ParsedOnly(xray::ledger::demo::DemoLedger);
+
+impl xray::ledger::LedgerSource for ParsedOnly {
+    fn name(&self) -> &'static str {
+        "parsed-only"
+    }
+    async fn get_account_info(&self, at: &Pubkey) -> Result<Ui<Option<UiAccount>>, LedgerError> {
+        self.0.get_account_info(at).await
+    }
+    async fn get_multiple_accounts(&self, at: &[Pubkey]) -> Result<Ui<Vec<Option<UiAccount>>>, LedgerError> {
+        self.0.get_multiple_accounts(at).await
+    }
+    async fn get_token_accounts_by_owner(
+        &self,
+        owner: &Pubkey,
+        p: TokenProgram,
+    ) -> Result<Ui<Vec<Keyed>>, LedgerError> {
+        self.0.get_token_accounts_by_owner(owner, p).await
+    }
+    async fn get_nonce_accounts_by_authority(&self, authority: &Pubkey) -> Result<Ui<Vec<Keyed>>, LedgerError> {
+        self.0.get_nonce_accounts_by_authority(authority).await
+    }
+    async fn get_signatures_for_address(
+        &self,
+        at: &Pubkey,
+        before: Option<&xray::pubkey::Signature>,
+        limit: u32,
+    ) -> Result<Vec<xray::ledger::wire::SignatureInfo>, LedgerError> {
+        self.0.get_signatures_for_address(at, before, limit).await
+    }
+    async fn get_transactions(
+        &self,
+        signatures: &[xray::pubkey::Signature],
+    ) -> Result<Vec<Option<xray::ledger::wire::TransactionResult>>, LedgerError> {
+        self.0.get_transactions(signatures).await
+    }
+    async fn simulate_transaction(
+        &self,
+        tx: &[u8],
+        at: &[Pubkey],
+    ) -> Result<xray::ledger::read::Simulated, LedgerError> {
+        self.0.simulate_transaction(tx, at).await
+    }
+}
+
+type Ui<T> = xray::ledger::wire::WithContext<T>;
+type Keyed = xray::ledger::wire::KeyedAccount;
+
+#[test]
+fn a_node_that_gives_no_bytes_still_simulates_and_the_answer_says_who_ran_it() {
+    let make = || Ok(ParsedOnly(xray::ledger::demo::DemoLedger::new(xray::config::DEMO_SEED_DEFAULT)));
+    let rpc = xray::devtools::rpc_server::spawn_in_thread(make, Default::default()).expect("JSON-RPC server starts");
+    let server = serve_rpc_server(rpc, |_| {});
+    let key = server.key(KeyOptions::default());
+    let reply = scan(&server, &key.secret, &scan_body(&demo_tx("drain"), None));
+    let simulation = &reply.data()["simulation"];
+    assert_eq!((simulation["status"].as_str(), simulation["answeredBy"].as_str()), (Some("ok"), Some("node")));
+    let why = simulation["runtimeSkipped"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the node did not answer the accounts' bytes"), "{why}");
+    assert_eq!(reply.data()["verdict"], "malicious", "judged on the node's simulation: {reply:?}");
+    // The demo source, in process: the runtime, and nothing skipped.
+    let direct = serve(|_| {});
+    let direct_key = direct.key(KeyOptions::default());
+    let reply = scan(&direct, &direct_key.secret, &scan_body(&demo_tx("drain"), None));
+    assert_eq!(reply.data()["simulation"]["answeredBy"], "runtime");
+    assert!(reply.data()["simulation"].get("runtimeSkipped").is_none(), "{reply:?}");
 }
 
 #[test]

@@ -232,28 +232,38 @@ fn a_key_with_fewer_units_than_transactions_is_refused_whole() {
 }
 
 #[test]
-fn a_source_without_one_state_simulates_the_first_and_says_why_the_rest_did_not_run() {
-    // The rpc source: `simulateTransaction` has no state overrides, so only the first runs (on
-    // the ledger as it is); each after it is skipped, by name, and applies nothing.
-    let server = serve_rpc(Default::default(), |_| {});
-    let key = server.key(KeyOptions::default());
-    let reply = sequence(&server, &key.secret, &[demo_tx("split-drain-1"), demo_tx("split-drain-2")], None);
-    assert_eq!(reply.status, 200, "{reply:?}");
-    let data = reply.data();
-    let statuses: Vec<String> = items(data).into_iter().map(|(_, _, s)| s).collect();
-    assert_eq!(statuses, ["ok", "skipped"], "{reply:?}");
-    let reason = data["transactions"][1]["simulation"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("does not run transactions in sequence"), "{reason}");
-    // …but it is simulated alone, on the ledger as it is, and judged so.
-    let alone = &data["transactions"][1]["alone"];
-    assert_eq!(
-        (alone["simulation"]["status"].as_str(), alone["verdict"].as_str()),
-        (Some("ok"), Some("benign")),
-        "{reply:?}"
-    );
-    assert_eq!(data["applied"]["transactions"], json!([0]), "{reply:?}");
-    assert_eq!(data["effects"], data["transactions"][0]["effects"], "the whole is what applied");
-    assert_eq!(server.usage(&key.secret).transaction_scan, 2);
+fn the_rpc_source_runs_a_sequence_in_process_and_answers_as_the_demo_does() {
+    // `simulateTransaction` has no state overrides; the rpc source runs the sequence itself, in
+    // the real runtime on the node's accounts read as bytes, each on what the ones before it
+    // left — so the split drain is caught over JSON-RPC as on the demo source.
+    let (direct, over_rpc) = (serve(|_| {}), serve_rpc(Default::default(), |_| {}));
+    let (direct_key, rpc_key) = (direct.key(KeyOptions::default()), over_rpc.key(KeyOptions::default()));
+    for mode in [None, Some("bundle")] {
+        let halves = [demo_tx("split-drain-1"), demo_tx("split-drain-2")];
+        let one = sequence(&direct, &direct_key.secret, &halves, mode);
+        let two = sequence(&over_rpc, &rpc_key.secret, &halves, mode);
+        assert_eq!((one.status, two.status), (200, 200), "{two:?}");
+        let statuses: Vec<String> = items(two.data()).into_iter().map(|(_, _, s)| s).collect();
+        assert_eq!(statuses, ["ok", "ok"], "{two:?}");
+        for item in two.data()["transactions"].as_array().expect("items") {
+            assert_eq!(item["simulation"]["answeredBy"], "runtime", "{two:?}");
+        }
+        // Each half alone is benign; the whole, run in order on one state, is a sweep.
+        assert_eq!(two.data()["findings"][0]["kind"], "asset_sweep", "{two:?}");
+        assert_eq!(judged(one.data()), judged(two.data()), "{mode:?}: the rpc source answers as the demo source");
+    }
+    assert_eq!(over_rpc.usage(&rpc_key.secret).transaction_scan, 4);
+}
+
+/// A sequence's answer without what differs between two servers for the same scan: who asked,
+/// when, and the signature (each server signs with its own key).
+fn judged(data: &Value) -> Value {
+    let mut data = data.clone();
+    let object = data.as_object_mut().expect("an object");
+    for member in ["account", "scannedAt", "requestId", "signature"] {
+        object.remove(member);
+    }
+    data
 }
 
 /// The SOL of `wallet` on the demo ledger.

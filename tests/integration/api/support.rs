@@ -391,7 +391,11 @@ pub fn serve_rpc(plan: FaultPlan, tweak: impl FnOnce(&mut ServeConfig)) -> TestS
 
 /// A server whose ledger is the local JSON-RPC server serving `spec` with `plan`'s faults.
 pub fn serve_rpc_spec(spec: SourceSpec, plan: FaultPlan, tweak: impl FnOnce(&mut ServeConfig)) -> TestServer {
-    let rpc = spawn_spec_in_thread(spec, plan).expect("JSON-RPC server starts");
+    serve_rpc_server(spawn_spec_in_thread(spec, plan).expect("JSON-RPC server starts"), tweak)
+}
+
+/// A server whose ledger is `rpc`, a local JSON-RPC server already running.
+pub fn serve_rpc_server(rpc: RunningServer, tweak: impl FnOnce(&mut ServeConfig)) -> TestServer {
     let ledger = SourceSpec::Rpc { url: rpc.url() };
     start_server(Some(rpc), |c| {
         c.ledger = ledger;
