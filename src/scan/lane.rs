@@ -35,9 +35,9 @@
 //! past it the account's scans that need an uncached table are refused (429) before any read.
 //! Invariant: every upstream read ends within `SCAN_UPSTREAM_TIMEOUT_MS` (a timed-out
 //! simulation is reported as such, never waited out); the pre-state, the simulation and the
-//! counterparties are asked concurrently, so a scan costs one round trip of wall time, two
-//! on an rpc source that executes in process (the accounts' bytes, then their mints: the
-//! simulation is those reads and the runtime, on this thread) — one more with lookup tables;
+//! counterparties are asked concurrently, so a scan costs one round trip of wall time (on an
+//! rpc source the simulation is the accounts' bytes and the runtime, on this thread; one more
+//! the first time a token account's mint is met) — one more with lookup tables;
 //! two more the first time a signer's history is read in a minute, a few more — still within
 //! the deadline — when dust or failed transactions flood it.
 //! Deliberately absent: judging anything (the listener does, with `scan::report`) and retries

@@ -95,7 +95,8 @@ pub struct RpcSource {
     nonce_search_refused_until: parking_lot::Mutex<Option<Instant>>,
     /// The decimals of mints an in-process run read (`execute`): immutable on chain, so kept
     /// (at most `config::RPC_MINT_DECIMALS_CACHE_LEN`) and a later scan need not read the mint.
-    mint_decimals: parking_lot::Mutex<lru::LruCache<Pubkey, u8>>,
+    /// Boxed: the cache is larger than the rest of the source.
+    mint_decimals: parking_lot::Mutex<Box<lru::LruCache<Pubkey, u8>>>,
 }
 
 /// How long a server's source does not ask an endpoint that refused the nonce search again.
@@ -121,9 +122,9 @@ impl RpcSource {
             transport: Transport::new(url, options)?,
             batches_refused: AtomicBool::new(false),
             nonce_search_refused_until: parking_lot::Mutex::new(None),
-            mint_decimals: parking_lot::Mutex::new(lru::LruCache::new(
+            mint_decimals: parking_lot::Mutex::new(Box::new(lru::LruCache::new(
                 std::num::NonZeroUsize::new(config::RPC_MINT_DECIMALS_CACHE_LEN).unwrap_or(std::num::NonZeroUsize::MIN),
-            )),
+            ))),
         })
     }
 
