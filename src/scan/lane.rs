@@ -402,7 +402,9 @@ impl LaneThread {
             .name("xray-scan".into())
             .spawn(move || {
                 // The rpc source executes in process too: its SVM is built before the first scan.
-                crate::runtime::warm();
+                if matches!(spec, SourceSpec::Rpc { .. }) {
+                    crate::runtime::warm();
+                }
                 run(&spec, pool, table_misses, receiver, stopped, &opened_tx)
             })
             .map_err(|e| format!("scan lane thread: {e}"))?;

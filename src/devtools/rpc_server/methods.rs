@@ -258,13 +258,13 @@ impl<'a> Params<'a> {
         }
     }
 
-    /// Accounts and transactions are served jsonParsed only; another explicit encoding is
-    /// refused rather than answered in the wrong shape.
     /// The config's `encoding`, when it names one.
     fn encoding(&self, index: usize) -> Result<Option<&'a str>, RpcErrorObject> {
         Ok(self.config(index)?.and_then(|c| c.get("encoding")).and_then(|e| e.as_str()))
     }
 
+    /// Accounts and transactions are served jsonParsed only; another explicit encoding is
+    /// refused rather than answered in the wrong shape.
     fn json_parsed(&self, index: usize) -> Result<(), RpcErrorObject> {
         match self.config(index)?.and_then(|c| c.get("encoding")) {
             None => Ok(()),

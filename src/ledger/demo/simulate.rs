@@ -16,8 +16,8 @@
 //! naming it — never a partial result. The fee, the compute meter, rent and every program
 //! rule are the runtime's own.
 //! Invariant: a sequence changes nothing of the demo: its overlay lives for the call; a
-//! transaction that fails adds only its fee (its payer's) to it, one skipped nothing, and in a
-//! bundle either ends it.
+//! transaction that fails adds only its fee (its payer's) to it and in a bundle ends it; one
+//! that cannot run ends the sequence in either mode (the ones after it skipped, naming it).
 //! Deliberately absent: signature checks and the blockhash check (a scan simulates before
 //! signing; `replaceRecentBlockhash` semantics).
 
@@ -71,15 +71,24 @@ pub fn simulate_sequence(
     let mut overlay = Overlay::new();
     let mut out = Vec::with_capacity(transactions.len());
     let mut failed: Option<usize> = None;
+    let mut stop: Option<usize> = None;
     for (i, (bytes, wanted)) in transactions.iter().enumerate() {
+        if let Some(at) = stop {
+            out.push(Simulated::Skipped(format!(
+                "it runs on the state the ones before it leave, and transaction {at} could not run in process (what \
+                 it leaves is not known here)"
+            )));
+            continue;
+        }
         if let (SequenceMode::Bundle, Some(at)) = (mode, failed) {
             out.push(Simulated::Skipped(format!(
                 "transaction {at} of the bundle fails or cannot run here: nothing of the bundle applies"
             )));
             continue;
         }
-        // One the demo cannot read (a lookup table it does not hold…) is skipped alone, by its
-        // reason: the others keep their answers.
+        // One the demo cannot run (a program the runtime does not hold, a lookup table it does
+        // not hold…) is skipped by its reason, and the ones after it too, naming it: running
+        // them on a state without it could make a drain split around it look harmless.
         let (simulated, applies) = simulate_on(ledger, &overlay, bytes, wanted)
             .unwrap_or_else(|e| (Simulated::Skipped(e.to_string()), Applies::Nothing));
         match applies {
@@ -88,7 +97,10 @@ pub fn simulate_sequence(
                 failed = failed.or(Some(i));
                 overlay.extend(fee);
             }
-            Applies::Nothing => failed = failed.or(Some(i)),
+            Applies::Nothing => {
+                failed = failed.or(Some(i));
+                stop = Some(i);
+            }
         }
         out.push(simulated);
     }
@@ -302,6 +314,25 @@ mod tests {
         assert_eq!(after(&answers[1], 1), (Some(SOL / 2), false));
         // The demo itself is as it was: a sequence applies to its own overlay only.
         assert!(after(&simulate(&ledger, &two, &wanted_two).expect("answers"), 0).1);
+    }
+
+    #[test]
+    fn one_that_cannot_run_ends_the_sequence_naming_it() {
+        let ledger = DemoLedger::new(crate::config::DEMO_SEED_DEFAULT);
+        let me = ledger.archetype("clean").expect("a clean wallet");
+        // A program the runtime does not hold: what it would leave is not known here.
+        let unknown = solana_instruction::Instruction::new_with_bytes(sdk_address(&fresh(250)), &[1], vec![]);
+        let unknown = compile(me, &[crate::instruction_parts!(unknown)], [9; 32], false).expect("compiles");
+        let pay = transfer(me, fresh(204), SOL);
+        let wanted = [me, fresh(204)];
+        let items: Vec<(&[u8], &[Pubkey])> = vec![(&unknown, &wanted), (&pay, &wanted)];
+        let answers = simulate_sequence(&ledger, &items, SequenceMode::Sequence).expect("answers");
+        assert!(matches!(&answers[0], Simulated::Skipped(r) if r.contains("does not hold program")), "{answers:?}");
+        assert!(
+            matches!(&answers[1], Simulated::Skipped(r) if r.contains("transaction 0 could not run")),
+            "{:?}",
+            answers[1]
+        );
     }
 
     #[test]

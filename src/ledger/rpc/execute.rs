@@ -14,14 +14,19 @@
 //! token, stake or nonce account whose reading would not give back its bytes: an extension
 //! this reader does not know) — and never a partial one; the caller then asks the node and
 //! says which answered.
-//! Invariant: bounded: the accounts given are the transaction's (at most 256), its tables and
-//! its token accounts' mints, read 100 to a call as a node allows (`MULTIPLE_ACCOUNTS_LEN_MAX`),
-//! each answer within the transport's byte cap; the runtime's own bounds hold past that.
+//! Invariant: bounded: the accounts given are the transaction's (at most 256) and its tables,
+//! read 100 to a call as a node allows (`MULTIPLE_ACCOUNTS_LEN_MAX`), each answer within the
+//! transport's byte cap and the scan's read budget; the runtime's own bounds hold past that. A
+//! mint it does not name is read for its decimals only (never given to the runtime: a program
+//! reads only the accounts passed to it), and an SPL Token mint's decimals, as the node
+//! answered them, are kept (`RpcSource::mint_decimals`, `RPC_MINT_DECIMALS_CACHE_LEN`).
 //! Reads account layouts with `ledger::demo::bytes` — the crate's one reader of on-chain
 //! layouts (the official interface crates' unpackers), which the demo's model happens to own.
 //! Deliberately absent: loading an upgradeable program's ELF from its program-data account
 //! (such a transaction is `Cannot`: the node answers it); sysvars besides Clock (the SVM's own
-//! Rent and EpochSchedule are mainnet's values).
+//! Rent and EpochSchedule are mainnet's values; its StakeHistory is empty and its SlotHashes
+//! made up, so a transaction invoking the Stake program is `Cannot` too); one read of the
+//! accounts for a whole sequence (each run reads its own, within the scan's budget).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -52,11 +57,18 @@ const SLOTS_PER_EPOCH: u64 = 432_000;
 
 /// What one in-process run answered.
 pub(super) enum Run {
-    /// It ran (to success or to its error): the node-shaped answer, and what it leaves for the
-    /// transactions after it.
-    Ran { answer: WithContext<SimulateValue>, applies: Vec<(Pubkey, Option<PreAccount>)>, failed: bool },
+    Ran(Executed),
     /// It could not run here; the reason names what is missing.
     Cannot(String),
+}
+
+/// A transaction that ran (to success or to its error).
+pub(super) struct Executed {
+    /// As a node answers `simulateTransaction`.
+    pub answer: WithContext<SimulateValue>,
+    /// What it leaves for the transactions after it (a failed one: its payer's fee).
+    pub applies: Vec<(Pubkey, Option<PreAccount>)>,
+    pub failed: bool,
 }
 
 /// `transaction` executed in process on the node's accounts under `overlay`, answered as a
@@ -85,27 +97,36 @@ pub(super) async fn run(
     // A mint the transaction does not name is not given to the runtime (a program reads only
     // the accounts passed to it): it is read for its decimals alone, which never change — so
     // only the first time (`RpcSource::mint_decimals`), one round trip less after that.
+    // A mint a transaction before it left (the overlay) is read from there, never the cache.
     let unnamed: BTreeSet<Pubkey> =
         accounts.values().filter_map(mint_of).filter(|m| !accounts.contains_key(m)).collect();
-    let mut decimals = source.cached_decimals(&unnamed);
+    let cachable: BTreeSet<Pubkey> = unnamed.iter().filter(|m| !overlay.contains_key(m)).copied().collect();
+    let mut decimals = source.cached_decimals(&cachable);
     let mints: Vec<Pubkey> = unnamed.into_iter().filter(|m| !decimals.contains_key(m)).collect();
     let (_, mint_accounts) = read(source, &mints, overlay).await?;
     let read_mints: Vec<PreAccount> = mint_accounts.into_iter().flatten().collect();
-    let named_mints = decimals_of(accounts.values().chain(&read_mints));
-    source.remember_decimals(&named_mints);
-    decimals.extend(named_mints);
+    let known = decimals_of(accounts.values().chain(&read_mints));
+    // Kept: only what the node answered, of SPL Token mints (which cannot be closed, so their
+    // decimals never change at an address; a Token-2022 mint with a close authority can be
+    // closed and made again with others) — never what a scanned transaction left.
+    let from_node = |a: &&PreAccount| !overlay.contains_key(&a.address) && is_classic_mint(a);
+    source.remember_decimals(&decimals_of(accounts.values().chain(&read_mints).filter(from_node)));
+    decimals.extend(known);
     // It runs in the slot after the node's (where it would land), as the demo simulates.
     let now = accounts.remove(&clock).and_then(|c| moment_of(&c.data)).unwrap_or_else(|| moment_at(slot));
     let moment = Moment { slot: now.slot.saturating_add(1), ..now };
     if let Some(reason) = unread_layout(accounts.values().chain(&read_mints)) {
         return Ok(Run::Cannot(reason));
     }
+    if let Some(reason) = reads_history_sysvars(&decoded) {
+        return Ok(Run::Cannot(reason));
+    }
     let pre: Vec<PreAccount> = accounts.into_values().collect();
-    let outcome = with_thread_runtime(|runtime| runtime.execute(transaction, &pre, wanted, moment))
-        .map_err(|e| LedgerError::Invalid(format!("transaction: {e}")))?;
-    let ran = match outcome {
-        Outcome::Skipped(reason) => return Ok(Run::Cannot(reason)),
-        Outcome::Ran(ran) => ran,
+    let ran = match with_thread_runtime(|runtime| runtime.execute(transaction, &pre, wanted, moment)) {
+        Ok(Outcome::Ran(ran)) => ran,
+        Ok(Outcome::Skipped(reason)) => return Ok(Run::Cannot(reason)),
+        // The runtime's own bounds (accounts, bytes): the node may still run it.
+        Err(e) => return Ok(Run::Cannot(format!("the runtime in process refused it ({e})"))),
     };
     let context = RpcContext { slot: moment.slot };
     let (units_consumed, fee) = (Some(ran.units_consumed), Some(ran.fee_lamports));
@@ -125,7 +146,8 @@ pub(super) async fn run(
             fee,
             executor: Some(Executor::Runtime),
         };
-        return Ok(Run::Ran { answer: WithContext { context, value }, applies: vec![(payer, paid)], failed: true });
+        let answer = WithContext { context, value };
+        return Ok(Run::Ran(Executed { answer, applies: vec![(payer, paid)], failed: true }));
     }
     let after: Vec<Option<PreAccount>> =
         wanted.iter().zip(ran.accounts).map(|(at, post)| post.map(|p| PreAccount::from_post(*at, p))).collect();
@@ -134,6 +156,12 @@ pub(super) async fn run(
     }
     // A mint it creates is read from its post-state.
     decimals.extend(decimals_of(after.iter().flatten()));
+    // A token account whose mint's decimals are unknown would render as raw bytes — a balance
+    // that seems to vanish: the node answers it instead.
+    let unknown = after.iter().flatten().find(|a| mint_of(a).is_some_and(|m| !decimals.contains_key(&m)));
+    if let Some(account) = unknown {
+        return Ok(Run::Cannot(format!("the decimals of the mint of token account {} are not known", account.address)));
+    }
     // A program answers as the node holds it (the runtime runs its own, not the node's bytes).
     let program = |at: &Pubkey| pre.iter().find(|p| p.address == *at && p.executable);
     let rendered: Vec<Option<UiAccount>> = wanted
@@ -154,7 +182,7 @@ pub(super) async fn run(
         fee,
         executor: Some(Executor::Runtime),
     };
-    Ok(Run::Ran { answer: WithContext { context, value }, applies, failed: false })
+    Ok(Run::Ran(Executed { answer: WithContext { context, value }, applies, failed: false }))
 }
 
 /// `addresses` as bytes: from `overlay` where a transaction before left them, else from the
@@ -215,6 +243,21 @@ fn mint_of(account: &PreAccount) -> Option<Pubkey> {
     token_program_of(&account.owner)?;
     let data = account.data.get(..165)?;
     <[u8; 32]>::try_from(&data[..32]).ok().map(Pubkey)
+}
+
+/// Whether `account` is an SPL Token (not Token-2022) mint.
+fn is_classic_mint(account: &PreAccount) -> bool {
+    account.owner.to_string() == ids::TOKEN && account.data.len() == 82
+}
+
+/// Why a transaction that invokes the Stake program is left to the node: stake deactivation
+/// and withdrawal read the StakeHistory sysvar, which the runtime here holds empty (only the
+/// Clock is read from the node).
+fn reads_history_sysvars(decoded: &crate::ledger::transaction::Decoded) -> Option<String> {
+    decoded.instructions.iter().any(|ix| ix.program_id.to_string() == ids::STAKE).then(|| {
+        "it invokes the Stake program, which reads the StakeHistory sysvar the runtime in process does not hold"
+            .to_owned()
+    })
 }
 
 /// The Clock sysvar's slot, epoch and time (its bincode layout: slot, epoch start timestamp,
@@ -316,6 +359,27 @@ mod tests {
         assert_eq!(moment_of(&data), Some(Moment { slot: 300_000_123, epoch: 694, unix_timestamp_s: 1_790_000_000 }));
         assert_eq!(moment_of(&data[..39]), None, "short: not a clock");
         assert_eq!(moment_of(&[0; 40]), None, "zeros: no node's clock");
+    }
+
+    #[test]
+    fn only_spl_token_mints_have_their_decimals_kept_and_stake_goes_to_the_node() {
+        let mint = |owner: &str| PreAccount {
+            address: Pubkey([3; 32]),
+            lamports: 1_461_600,
+            owner: owner.parse().expect("id"),
+            data: vec![1; 82],
+            executable: false,
+        };
+        assert!(is_classic_mint(&mint(ids::TOKEN)));
+        assert!(!is_classic_mint(&mint(ids::TOKEN_2022)), "a Token-2022 mint can be closed and made again");
+        let stake = solana_stake_interface::instruction::deactivate_stake(
+            &solana_address::Address::new_from_array([4; 32]),
+            &solana_address::Address::new_from_array([5; 32]),
+        );
+        let bytes =
+            message::compile(Pubkey([5; 32]), &[crate::instruction_parts!(stake)], [9; 32], false).expect("compiles");
+        let decoded = decode(&message::parse(&bytes).expect("parses"), &[]).expect("decodes");
+        assert!(reads_history_sysvars(&decoded).is_some_and(|r| r.contains("StakeHistory")));
     }
 
     #[test]

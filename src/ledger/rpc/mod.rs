@@ -14,7 +14,8 @@
 //! by position); once an endpoint refuses a batch, that source sends single requests only; once
 //! it refuses (or never answers) the nonce search, that source skips it for
 //! `RpcOptions::nonce_search_refusal_s` (`NONCE_SEARCH_REFUSAL_S` in a server, 0 in the CLI). Bounded everywhere: attempts, waits, body size, requests in flight.
-//! Deliberately absent: caching (the job layer owns reuse) and websocket subscriptions.
+//! Deliberately absent: caching (the job layer owns reuse; the one exception, the decimals of
+//! SPL Token mints an in-process run read, is `execute`'s) and websocket subscriptions.
 
 mod execute;
 mod request;
@@ -370,25 +371,18 @@ impl LedgerSource for RpcSource {
     /// `simulateTransaction` where that cannot run it, saying why (`Executor::Node`).
     async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
         crate::ledger::read::check_multiple_accounts_len(accounts.len())?;
-        match execute::run(self, transaction, accounts, &execute::Overlay::new()).await {
-            Ok(execute::Run::Ran { answer, .. }) => Ok(Simulated::Ran(answer)),
-            Ok(execute::Run::Cannot(reason)) => self.node_simulation(transaction, accounts, Some(reason)).await,
-            // The transaction itself is wrong: the node would say the same.
-            Err(e @ LedgerError::Invalid(_)) => Err(e),
-            // The node did not give the accounts' bytes (an endpoint that refuses base64…): it
-            // may still simulate.
-            Err(e) => {
-                let reason = format!("the node did not answer the accounts' bytes ({e})");
-                self.node_simulation(transaction, accounts, Some(reason)).await
-            }
+        match in_process(execute::run(self, transaction, accounts, &execute::Overlay::new()).await)? {
+            Ok(executed) => Ok(Simulated::Ran(executed.answer)),
+            Err(reason) => self.node_simulation(transaction, accounts, Some(reason)).await,
         }
     }
 
     /// `transactions` in order on one state, in process: each on the node's accounts as the
     /// ones before it left them (`execute::Overlay`). One the runtime cannot run is asked of
-    /// the node when it is the first (it runs on the ledger as it is), and then the ones after
-    /// it are skipped (the node's post-state is not the runtime's, so it is not carried on);
-    /// later, it is skipped naming why, and ends a bundle as a failure does.
+    /// the node when it is the first (it runs on the ledger as it is); at any place, the ones
+    /// after it are then `Skipped`, naming it — what it leaves is not known here (the node's
+    /// post-state is not the runtime's), and running them on a state without it could make a
+    /// drain split around it look harmless.
     async fn simulate_sequence(
         &self,
         transactions: &[(&[u8], &[Pubkey])],
@@ -411,34 +405,25 @@ impl LedgerSource for RpcSource {
                 )));
                 continue;
             }
-            match execute::run(self, bytes, wanted, &overlay).await {
-                Ok(execute::Run::Ran { answer, applies, failed: its }) => {
-                    if its {
+            match in_process(execute::run(self, bytes, wanted, &overlay).await)? {
+                Ok(executed) => {
+                    if executed.failed {
                         failed = failed.or(Some(i));
                     }
-                    overlay.extend(applies);
-                    out.push(Simulated::Ran(answer));
+                    overlay.extend(executed.applies);
+                    out.push(Simulated::Ran(executed.answer));
+                    continue;
                 }
-                Ok(execute::Run::Cannot(reason)) if i == 0 => {
-                    out.push(self.node_simulation(bytes, wanted, Some(reason.clone())).await?);
-                    stop = Some(format!(
-                        "it runs on the state the ones before it leave, and transaction 0 ran at the node (the runtime \
-                         in process could not: {reason}), whose post-state is not carried on"
-                    ));
-                }
-                Ok(execute::Run::Cannot(reason)) => {
-                    failed = failed.or(Some(i));
-                    out.push(Simulated::Skipped(format!(
-                        "the runtime in process could not run it ({reason}), and the node cannot run it on the state \
-                         the ones before it leave"
-                    )));
-                }
-                // One that is no transaction is skipped alone, by its reason: the others keep theirs.
-                Err(e) => {
-                    failed = failed.or(Some(i));
-                    out.push(Simulated::Skipped(e.to_string()));
-                }
+                Err(reason) if i == 0 => out.push(self.node_simulation(bytes, wanted, Some(reason)).await?),
+                Err(reason) => out.push(Simulated::Skipped(format!(
+                    "the runtime in process could not run it ({reason}), and the node cannot run it on the state \
+                     the ones before it leave"
+                ))),
             }
+            stop = Some(format!(
+                "it runs on the state the ones before it leave, and transaction {i} could not run in process (what \
+                 it leaves is not known here)"
+            ));
         }
         Ok(out)
     }
@@ -471,6 +456,30 @@ impl LedgerSource for RpcSource {
         Ok(())
     }
 }
+
+/// An in-process run's answer, or why the node must answer instead (`Err` of the outer
+/// result: the transaction itself is wrong, or the scan's read budget is spent — the node
+/// would be refused the same). The node's own words are logged, never answered: they may name
+/// the provider's project or key.
+fn in_process(run: Result<execute::Run, LedgerError>) -> Result<Result<execute::Executed, String>, LedgerError> {
+    match run {
+        Ok(execute::Run::Ran(executed)) => Ok(Ok(executed)),
+        Ok(execute::Run::Cannot(reason)) => Ok(Err(reason)),
+        Err(e @ (LedgerError::Invalid(_) | LedgerError::OverBudget(_))) => Err(e),
+        Err(e) => {
+            let detail = e.to_string();
+            let mut end = detail.len().min(LOGGED_DETAIL_BYTES_MAX);
+            while !detail.is_char_boundary(end) {
+                end -= 1;
+            }
+            tracing::warn!(detail = &detail[..end], "rpc: the accounts' bytes were not read");
+            Ok(Err("the node did not answer the accounts' bytes".to_owned()))
+        }
+    }
+}
+
+/// The most of a node's error a log line keeps.
+const LOGGED_DETAIL_BYTES_MAX: usize = 1_024;
 
 #[cfg(test)]
 mod tests {
