@@ -224,6 +224,51 @@ pub enum SequenceMode {
     Bundle,
 }
 
+/// Where a sequence run in process stands, shared by the sources that run one (the demo, rpc)
+/// so both skip alike: the first transaction that failed (a bundle ends there: nothing of it
+/// lands) and the first that could not run (every mode ends there: what it leaves is not
+/// known, and running the rest on a state without it could make a drain split around it look
+/// harmless).
+#[derive(Debug)]
+pub struct SequenceProgress {
+    mode: SequenceMode,
+    failed: Option<usize>,
+    stopped: Option<usize>,
+}
+
+impl SequenceProgress {
+    pub fn new(mode: SequenceMode) -> SequenceProgress {
+        SequenceProgress { mode, failed: None, stopped: None }
+    }
+
+    /// The answer of the next transaction when it does not run, naming why.
+    pub fn skipped(&self) -> Option<Simulated> {
+        if let Some(at) = self.stopped {
+            return Some(Simulated::Skipped(format!(
+                "it runs on the state the ones before it leave, and transaction {at} could not run in process (what \
+                 it leaves is not known here)"
+            )));
+        }
+        match (self.mode, self.failed) {
+            (SequenceMode::Bundle, Some(at)) => Some(Simulated::Skipped(format!(
+                "transaction {at} of the bundle fails or cannot run here: nothing of the bundle applies"
+            ))),
+            _ => None,
+        }
+    }
+
+    /// Transaction `i` ran to its error.
+    pub fn failed_at(&mut self, i: usize) {
+        self.failed = self.failed.or(Some(i));
+    }
+
+    /// Transaction `i` could not run here.
+    pub fn stopped_at(&mut self, i: usize) {
+        self.failed_at(i);
+        self.stopped = self.stopped.or(Some(i));
+    }
+}
+
 /// A sequence's length, checked against `config::SEQUENCE_TRANSACTIONS_MAX`.
 pub fn check_sequence_len(len: usize) -> Result<(), LedgerError> {
     if len == 0 || len > config::SEQUENCE_TRANSACTIONS_MAX {

@@ -29,7 +29,7 @@ use super::emit;
 use super::keys::BUILTIN;
 use super::state::{Acct, Data, State};
 use super::DemoLedger;
-use crate::ledger::read::{SequenceMode, Simulated};
+use crate::ledger::read::{SequenceMode, SequenceProgress, Simulated};
 use crate::ledger::transaction::message::{self, Parsed};
 use crate::ledger::transaction::{decode, Decoded};
 use crate::ledger::wire::{Executor, RpcContext, SimulateValue, UiAccount, Value, WithContext};
@@ -70,20 +70,10 @@ pub fn simulate_sequence(
 ) -> Result<Vec<Simulated>, LedgerError> {
     let mut overlay = Overlay::new();
     let mut out = Vec::with_capacity(transactions.len());
-    let mut failed: Option<usize> = None;
-    let mut stop: Option<usize> = None;
+    let mut progress = SequenceProgress::new(mode);
     for (i, (bytes, wanted)) in transactions.iter().enumerate() {
-        if let Some(at) = stop {
-            out.push(Simulated::Skipped(format!(
-                "it runs on the state the ones before it leave, and transaction {at} could not run in process (what \
-                 it leaves is not known here)"
-            )));
-            continue;
-        }
-        if let (SequenceMode::Bundle, Some(at)) = (mode, failed) {
-            out.push(Simulated::Skipped(format!(
-                "transaction {at} of the bundle fails or cannot run here: nothing of the bundle applies"
-            )));
+        if let Some(skipped) = progress.skipped() {
+            out.push(skipped);
             continue;
         }
         // One the demo cannot run (a program the runtime does not hold, a lookup table it does
@@ -94,13 +84,10 @@ pub fn simulate_sequence(
         match applies {
             Applies::All(applied) => overlay.extend(applied),
             Applies::FeeOnly(fee) => {
-                failed = failed.or(Some(i));
+                progress.failed_at(i);
                 overlay.extend(fee);
             }
-            Applies::Nothing => {
-                failed = failed.or(Some(i));
-                stop = Some(i);
-            }
+            Applies::Nothing => progress.stopped_at(i),
         }
         out.push(simulated);
     }

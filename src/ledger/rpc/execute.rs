@@ -86,6 +86,10 @@ pub(super) async fn run(
         return Ok(Run::Cannot("a lookup table it loads from is not readable on the node".into()));
     };
     let decoded = decode(&parsed, &tables).map_err(|e| LedgerError::Invalid(format!("transaction: {e}")))?;
+    // Known before any account is read: no bytes are read for a run that cannot be made.
+    if let Some(reason) = reads_history_sysvars(&decoded) {
+        return Ok(Run::Cannot(reason));
+    }
     let clock = Pubkey::parse(SYSVAR_CLOCK).map_err(|e| LedgerError::Invalid(format!("the Clock sysvar: {e}")))?;
     let mut named: BTreeSet<Pubkey> = decoded.resolved.accounts.iter().map(|a| a.address).collect();
     named.extend(table_keys.iter().copied());
@@ -116,9 +120,6 @@ pub(super) async fn run(
     let now = accounts.remove(&clock).and_then(|c| moment_of(&c.data)).unwrap_or_else(|| moment_at(slot));
     let moment = Moment { slot: now.slot.saturating_add(1), ..now };
     if let Some(reason) = unread_layout(accounts.values().chain(&read_mints)) {
-        return Ok(Run::Cannot(reason));
-    }
-    if let Some(reason) = reads_history_sysvars(&decoded) {
         return Ok(Run::Cannot(reason));
     }
     let pre: Vec<PreAccount> = accounts.into_values().collect();

@@ -31,7 +31,7 @@ use simd_json::prelude::ValueAsScalar;
 
 use crate::config;
 use crate::ledger::model::TokenProgram;
-use crate::ledger::read::{LedgerSource, SequenceMode, Simulated};
+use crate::ledger::read::{LedgerSource, SequenceMode, SequenceProgress, Simulated};
 use crate::ledger::wire::{
     self, Executor, KeyedAccount, RpcResponse, SignatureInfo, SimulateValue, TransactionResult, UiAccount, Value,
     WithContext,
@@ -391,39 +391,32 @@ impl LedgerSource for RpcSource {
         crate::ledger::read::check_sequence_len(transactions.len())?;
         let mut overlay = execute::Overlay::new();
         let mut out = Vec::with_capacity(transactions.len());
-        let mut stop: Option<String> = None;
-        let mut failed: Option<usize> = None;
+        let mut progress = SequenceProgress::new(mode);
         for (i, (bytes, wanted)) in transactions.iter().enumerate() {
             crate::ledger::read::check_multiple_accounts_len(wanted.len())?;
-            if let Some(reason) = &stop {
-                out.push(Simulated::Skipped(reason.clone()));
-                continue;
-            }
-            if let (SequenceMode::Bundle, Some(at)) = (mode, failed) {
-                out.push(Simulated::Skipped(format!(
-                    "transaction {at} of the bundle fails or cannot run here: nothing of the bundle applies"
-                )));
+            if let Some(skipped) = progress.skipped() {
+                out.push(skipped);
                 continue;
             }
             match in_process(execute::run(self, bytes, wanted, &overlay).await)? {
                 Ok(executed) => {
                     if executed.failed {
-                        failed = failed.or(Some(i));
+                        progress.failed_at(i);
                     }
                     overlay.extend(executed.applies);
                     out.push(Simulated::Ran(executed.answer));
-                    continue;
                 }
-                Err(reason) if i == 0 => out.push(self.node_simulation(bytes, wanted, Some(reason)).await?),
-                Err(reason) => out.push(Simulated::Skipped(format!(
-                    "the runtime in process could not run it ({reason}), and the node cannot run it on the state \
-                     the ones before it leave"
-                ))),
+                Err(reason) => {
+                    progress.stopped_at(i);
+                    out.push(match i {
+                        0 => self.node_simulation(bytes, wanted, Some(reason)).await?,
+                        _ => Simulated::Skipped(format!(
+                            "the runtime in process could not run it ({reason}), and the node cannot run it on the \
+                             state the ones before it leave"
+                        )),
+                    });
+                }
             }
-            stop = Some(format!(
-                "it runs on the state the ones before it leave, and transaction {i} could not run in process (what \
-                 it leaves is not known here)"
-            ));
         }
         Ok(out)
     }
