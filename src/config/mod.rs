@@ -500,9 +500,10 @@ pub const SCAN_UPSTREAM_TIMEOUT_MS: u64 = 1_500;
 /// is trusted briefly; a burst of scans of one dApp's transactions reads it once.
 pub const SCAN_TABLE_CACHE_LEN: usize = 1_024;
 pub const SCAN_TABLE_CACHE_TTL_MS: u64 = 2_000;
-/// Mints whose decimals an rpc source keeps (`ledger::rpc::execute`): a mint's decimals never
-/// change, so a token account's amount renders without reading its mint again (a round trip
-/// each scan). Least recently used out first.
+/// SPL Token mints whose decimals an rpc source keeps (`ledger::rpc::execute`): such a mint
+/// cannot be closed, so its decimals never change at its address, and a token account's amount
+/// renders without reading the mint again (a round trip each scan). Least recently used out
+/// first, at 1 byte a mint plus the map's own.
 pub const RPC_MINT_DECIMALS_CACHE_LEN: usize = 4_096;
 /// Lookup-table reads that find no table (the address holds nothing, or something else) one
 /// account may cause in a minute: such a scan is refused 400 and not charged, so without a

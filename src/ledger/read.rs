@@ -2,7 +2,8 @@
 //! source checks the same way (`check_multiple_accounts_len`, `check_signatures_limit`).
 //!
 //! Owns: the trait every source implements (`demo`, `snapshot`, `rpc`, and `source::Source`,
-//! which dispatches to one of them) and every reader uses (`view`, the compute pool, the tools).
+//! which dispatches to one of them) and every reader uses (`view`, the compute pool, the tools),
+//! and `SequenceProgress`, the one rule of what a sequence skips, for the sources that run one.
 //! Called from compute threads (each on its own current-thread runtime) and the CLI.
 //!
 //! Invariant: every method answers in wire types, exactly what a Solana node would answer for

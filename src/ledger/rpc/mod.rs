@@ -94,7 +94,8 @@ pub struct RpcSource {
     /// `getProgramAccounts` over the System program, and each job would otherwise pay the
     /// refusal and its retries again.
     nonce_search_refused_until: parking_lot::Mutex<Option<Instant>>,
-    /// The decimals of mints an in-process run read (`execute`): immutable on chain, so kept
+    /// The decimals of SPL Token mints the node answered to an in-process run (`execute`): such
+    /// a mint cannot be closed, so they never change at its address; kept
     /// (at most `config::RPC_MINT_DECIMALS_CACHE_LEN`) and a later scan need not read the mint.
     /// Boxed: the cache is larger than the rest of the source.
     mint_decimals: parking_lot::Mutex<Box<lru::LruCache<Pubkey, u8>>>,
