@@ -500,7 +500,7 @@ pub const SCAN_UPSTREAM_TIMEOUT_MS: u64 = 1_500;
 /// is trusted briefly; a burst of scans of one dApp's transactions reads it once.
 pub const SCAN_TABLE_CACHE_LEN: usize = 1_024;
 pub const SCAN_TABLE_CACHE_TTL_MS: u64 = 2_000;
-/// SPL Token mints whose decimals an rpc source keeps (`ledger::rpc::execute`): such a mint
+/// SPL Token mints whose decimals an rpc source keeps (`ledger::in_process::MintDecimals`): such a mint
 /// cannot be closed, so its decimals never change at its address, and a token account's amount
 /// renders without reading the mint again (a round trip each scan). Least recently used out
 /// first, at 1 byte a mint plus the map's own.

@@ -3,7 +3,9 @@
 //! `record` / `export_demo` commands behind `xray ledger record` and `xray ledger export-demo`.
 //!
 //! Owns: atomic entry writes, the merge of `getSignaturesForAddress` pages into one list per
-//! address, and the counts of the `SnapshotReport`. Called from the CLI (`xray ledger record`,
+//! address, the bytes of every account recorded (read from the source with `encoding: base64`
+//! beside each parsed answer, so a scan on the snapshot runs in process), and the counts of
+//! the `SnapshotReport`. Called from the CLI (`xray ledger record`,
 //! `xray ledger export-demo`) and tests, on one current-thread runtime.
 //!
 //! Invariant: every file is written to a temporary name in its directory and renamed into
@@ -25,6 +27,7 @@ use serde::Serialize;
 use crate::config;
 use crate::engine::flows::first_funder_address;
 use crate::ledger::demo::DemoLedger;
+use crate::ledger::in_process;
 use crate::ledger::model::TokenProgram;
 use crate::ledger::read::LedgerSource;
 use crate::ledger::snapshot::format::{self, Entry, Manifest, MANIFEST_FILE};
@@ -107,6 +110,10 @@ pub struct SnapshotWriter {
     created_at_slot: u64,
     history_depth: Option<u32>,
     account_slots: HashMap<Pubkey, u64>,
+    /// The slot of each account's recorded bytes (`account-bytes/`).
+    bytes_slots: HashMap<Pubkey, u64>,
+    /// The source refused to serve bytes: none are asked for any more.
+    bytes_refused: bool,
     listing_slots: HashMap<(Entry, Pubkey), u64>,
     transactions: HashSet<Signature>,
     /// Signature lists not yet written (see `flush`).
@@ -128,6 +135,8 @@ impl SnapshotWriter {
             created_at_slot: 0,
             history_depth: None,
             account_slots: HashMap::new(),
+            bytes_slots: HashMap::new(),
+            bytes_refused: false,
             listing_slots: HashMap::new(),
             transactions: HashSet::new(),
             pending: BTreeMap::new(),
@@ -148,14 +157,43 @@ impl SnapshotWriter {
         slot: u64,
         account: Option<&UiAccount>,
     ) -> Result<(), LedgerError> {
-        if self.account_slots.get(address).is_some_and(|&kept| kept > slot) {
+        self.record_one(Entry::Account, address, slot, account)
+    }
+
+    /// One account of a `getMultipleAccounts` answer with `encoding: base64` (`None`: it did not
+    /// exist at `slot`), as `record_account` keeps the parsed one.
+    pub fn record_account_bytes(
+        &mut self,
+        address: &Pubkey,
+        slot: u64,
+        account: Option<&UiAccount>,
+    ) -> Result<(), LedgerError> {
+        self.record_one(Entry::AccountBytes, address, slot, account)
+    }
+
+    /// One account's answer as `entry` (parsed or bytes), unless one at a higher slot is kept.
+    fn record_one(
+        &mut self,
+        entry: Entry,
+        address: &Pubkey,
+        slot: u64,
+        account: Option<&UiAccount>,
+    ) -> Result<(), LedgerError> {
+        let slots = if entry == Entry::AccountBytes { &self.bytes_slots } else { &self.account_slots };
+        if slots.get(address).is_some_and(|&kept| kept > slot) {
             return Ok(());
         }
         let body = WithContext { context: RpcContext { slot }, value: account };
-        self.write_response(Entry::Account, &address.to_base58(), "getAccountInfo", &body)?;
-        self.account_slots.insert(*address, slot);
+        self.write_response(entry, &address.to_base58(), "getAccountInfo", &body)?;
+        let slots = if entry == Entry::AccountBytes { &mut self.bytes_slots } else { &mut self.account_slots };
+        slots.insert(*address, slot);
         self.note_slot(slot);
         Ok(())
+    }
+
+    /// Whether the bytes of `address` are recorded.
+    fn has_bytes(&self, address: &Pubkey) -> bool {
+        self.bytes_slots.contains_key(address)
     }
 
     /// A `getTokenAccountsByOwner` answer.
@@ -253,7 +291,11 @@ impl SnapshotWriter {
     /// Flushes, writes the manifest and reports what the snapshot holds.
     pub fn finish(mut self, wallets: &[Pubkey], source_name: &str) -> Result<SnapshotReport, LedgerError> {
         self.flush()?;
-        let manifest = Manifest::new(source_name, self.created_at_slot, self.history_depth, wallets.to_vec());
+        let mut manifest = Manifest::new(source_name, self.created_at_slot, self.history_depth, wallets.to_vec());
+        // Said only when true of every account recorded: a snapshot that says it is never
+        // answered "absent" for bytes it lacks.
+        manifest.account_bytes =
+            !self.bytes_refused && self.account_slots.keys().all(|a| self.bytes_slots.contains_key(a));
         self.write_file(PathBuf::from(MANIFEST_FILE), &wire::to_vec_pretty(&manifest)?)?;
         Ok(SnapshotReport {
             dir: self.root.display().to_string(),
@@ -334,6 +376,52 @@ impl<'a, S: LedgerSource> Recording<'a, S> {
         self.writer.into_inner().finish(wallets, self.inner.name())
     }
 
+    /// Each account of a listing (token accounts, nonce accounts) recorded as its own account
+    /// too — parsed, as the listing holds it, and its bytes — so that a scan naming it reads it
+    /// on the snapshot as on the node.
+    async fn record_listed(&self, answer: &WithContext<Vec<KeyedAccount>>) -> Result<(), LedgerError> {
+        let addresses = listed(answer)?;
+        self.with_writer(|w| {
+            for (address, keyed) in addresses.iter().zip(&answer.value) {
+                w.record_account(address, answer.context.slot, Some(&keyed.account))?;
+            }
+            Ok(())
+        })?;
+        self.record_bytes(&addresses).await
+    }
+
+    /// Records the bytes of those of `addresses` not yet recorded, read from the inner source
+    /// (`encoding: base64`, 100 to a call), so a scan on the snapshot runs on them in process.
+    /// A source that does not serve bytes (the trait's default refusal, `Invalid`) is not asked
+    /// again: the snapshot is then recorded without them (its manifest says so).
+    pub async fn record_bytes(&self, addresses: &[Pubkey]) -> Result<(), LedgerError> {
+        let missing: Vec<Pubkey> = self.with_writer(|w| {
+            let mut seen = HashSet::new();
+            let wanted = !w.bytes_refused;
+            Ok(addresses.iter().filter(|a| wanted && !w.has_bytes(a) && seen.insert(**a)).copied().collect())
+        })?;
+        for chunk in missing.chunks(config::MULTIPLE_ACCOUNTS_LEN_MAX) {
+            let answer = match self.inner.get_multiple_accounts_base64(chunk).await {
+                Ok(answer) => answer,
+                Err(LedgerError::Invalid(why)) => {
+                    tracing::warn!(%why, "the source serves no accounts' bytes: the snapshot will not simulate");
+                    return self.with_writer(|w| {
+                        w.bytes_refused = true;
+                        Ok(())
+                    });
+                }
+                Err(e) => return Err(e),
+            };
+            self.with_writer(|w| {
+                for (address, account) in chunk.iter().zip(&answer.value) {
+                    w.record_account_bytes(address, answer.context.slot, account.as_ref())?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
     fn with_writer<R>(&self, f: impl FnOnce(&mut SnapshotWriter) -> Result<R, LedgerError>) -> Result<R, LedgerError> {
         let mut writer = self
             .writer
@@ -355,6 +443,7 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
     async fn get_account_info(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
         let answer = self.inner.get_account_info(address).await?;
         self.with_writer(|w| w.record_account(address, answer.context.slot, answer.value.as_ref()))?;
+        self.record_bytes(std::slice::from_ref(address)).await?;
         Ok(answer)
     }
 
@@ -369,6 +458,7 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
             }
             Ok(())
         })?;
+        self.record_bytes(addresses).await?;
         Ok(answer)
     }
 
@@ -379,6 +469,7 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
     ) -> Result<WithContext<Vec<KeyedAccount>>, LedgerError> {
         let answer = self.inner.get_token_accounts_by_owner(owner, program).await?;
         self.with_writer(|w| w.record_token_accounts(owner, program, &answer))?;
+        self.record_listed(&answer).await?;
         Ok(answer)
     }
 
@@ -391,6 +482,7 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
         match self.inner.get_nonce_accounts_by_authority(authority).await {
             Ok(answer) => {
                 self.with_writer(|w| w.record_nonce_accounts(authority, &answer))?;
+                self.record_listed(&answer).await?;
                 Ok(answer)
             }
             Err(e) => {
@@ -423,6 +515,19 @@ impl<S: LedgerSource> LedgerSource for Recording<'_, S> {
         })?;
         Ok(answer)
     }
+}
+
+/// The addresses of a listing's accounts.
+fn listed(answer: &WithContext<Vec<KeyedAccount>>) -> Result<Vec<Pubkey>, LedgerError> {
+    answer
+        .value
+        .iter()
+        .map(|keyed| {
+            keyed.pubkey.parse::<Pubkey>().map_err(|_| {
+                LedgerError::Malformed(format!("a listed account's pubkey {:?} is not an address", keyed.pubkey))
+            })
+        })
+        .collect()
 }
 
 /// Records the view of each wallet (duplicates once, in order) as `build_view` reads it from
@@ -520,17 +625,19 @@ async fn record_into<S: LedgerSource>(
         }
         recording.flush()?;
     }
+    // The moment a scan on the snapshot runs at: the source's Clock when it was recorded.
+    recording.record_bytes(&[in_process::sysvar_clock()?]).await?;
     recording.finish(&wallets)
 }
 
-/// What an export of the archetypes writes, measured (default seed, 2026-11-25: 12.18 MB in
-/// 2,339 files; other seeds differ by a few per cent).
-const EXPORT_ARCHETYPES_BYTES: u64 = 12_200_000;
-const EXPORT_ARCHETYPES_FILES: u64 = 2_340;
-/// What each background wallet adds, measured the same way (100 wallets: 74.6 MB in 15,104
+/// What an export of the archetypes writes, measured (default seed, 2026-11-30, with the
+/// accounts' bytes: 12.25 MB in 2,443 files; other seeds differ by a few per cent).
+const EXPORT_ARCHETYPES_BYTES: u64 = 12_250_000;
+const EXPORT_ARCHETYPES_FILES: u64 = 2_445;
+/// What each background wallet adds, measured the same way (100 wallets: 87.1 MB in 18,047
 /// files), with its transactions and its counterparties' accounts.
 const EXPORT_BACKGROUND_WALLET_BYTES: u64 = 750_000;
-const EXPORT_BACKGROUND_WALLET_FILES: u64 = 151;
+const EXPORT_BACKGROUND_WALLET_FILES: u64 = 156;
 
 /// Roughly how much an export of `background` background wallets writes: `(bytes, files)`,
 /// from the measured averages above (a guide for the operator, not a bound).

@@ -19,6 +19,7 @@ pub mod budget;
 pub mod cache;
 pub mod demo;
 pub mod fields;
+pub mod in_process;
 pub mod instruction;
 pub mod model;
 pub mod read;

@@ -56,6 +56,18 @@ pub trait LedgerSource {
         )))
     }
 
+    /// `get_multiple_accounts_base64` of only the first `length` bytes of each account's data
+    /// (`dataSlice` at offset 0): an upgradeable program's deploy slot without its ELF. A
+    /// source in process answers the whole accounts (the caller reads what it needs of them).
+    async fn get_multiple_accounts_base64_head(
+        &self,
+        addresses: &[Pubkey],
+        length: usize,
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        let _ = length;
+        self.get_multiple_accounts_base64(addresses).await
+    }
+
     /// `getTokenAccountsByOwner` with `{"programId": …}` (jsonParsed).
     async fn get_token_accounts_by_owner(
         &self,

@@ -77,6 +77,14 @@ impl LedgerSource for Source {
         dispatch!(self, s => s.get_multiple_accounts_base64(addresses).await)
     }
 
+    async fn get_multiple_accounts_base64_head(
+        &self,
+        addresses: &[Pubkey],
+        length: usize,
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        dispatch!(self, s => s.get_multiple_accounts_base64_head(addresses, length).await)
+    }
+
     async fn get_token_accounts_by_owner(
         &self,
         owner: &Pubkey,

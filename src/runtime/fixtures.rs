@@ -78,3 +78,28 @@ pub fn ran(outcome: Outcome) -> Ran {
 pub fn token_state(post: &Option<PostAccount>) -> TokenAccount {
     TokenAccount::unpack(&post.as_ref().expect("exists").data).expect("a token account")
 }
+
+/// The SPL Memo v3 ELF (tests/fixtures/programs/README.md says where it comes from).
+pub const MEMO_ELF: &[u8] = include_bytes!("../../tests/fixtures/programs/spl_memo-3.0.0.so");
+
+/// An upgradeable program account at `id` naming its program-data account `data`.
+pub fn upgradeable_program(id: Pubkey, data: Pubkey) -> PreAccount {
+    let mut state = 2u32.to_le_bytes().to_vec();
+    state.extend_from_slice(&data.0);
+    PreAccount {
+        address: id,
+        lamports: 1_141_440,
+        owner: Pubkey(super::UPGRADEABLE_LOADER.to_bytes()),
+        data: state,
+        executable: true,
+    }
+}
+
+/// The program-data account `address` holding `elf`, deployed at `slot`, no upgrade authority.
+pub fn program_data(address: Pubkey, slot: u64, elf: &[u8]) -> PreAccount {
+    let mut data = 3u32.to_le_bytes().to_vec();
+    data.extend_from_slice(&slot.to_le_bytes());
+    data.resize(super::PROGRAM_DATA_HEADER_LEN, 0);
+    data.extend_from_slice(elf);
+    PreAccount { address, lamports: SOL, owner: Pubkey(super::UPGRADEABLE_LOADER.to_bytes()), data, executable: false }
+}

@@ -161,3 +161,52 @@ fn a_lookup_table_is_created_at_a_recent_slot_as_on_a_node() {
     assert_eq!(out.err, None, "{:?}", out.logs);
     assert!(out.accounts[0].is_some(), "the table exists after it");
 }
+
+#[test]
+fn an_upgradeable_program_is_loaded_from_its_program_data_and_kept_by_deploy_slot() {
+    let (me, program, data) = (key(1), key(50), key(51));
+    let memo = Instruction::new_with_bytes(addr(program), b"hello", vec![]);
+    let tx = transaction(me, &[memo]);
+    let pre = [wallet(me, SOL), upgradeable_program(program, data)];
+    let elf = |slot: u64, bytes: &[u8]| [ProgramElf { id: program, program_data: program_data(data, slot, bytes) }];
+    let mut runtime = Runtime::new();
+    let memo_ran = |runtime: &mut Runtime| {
+        let out = ran(runtime.execute(&tx, &pre, &[me], MOMENT).expect("runs"));
+        assert_eq!(out.err, None, "{:?}", out.logs);
+        assert!(out.logs.iter().any(|l| l.contains("Memo (len 5)")), "{:?}", out.logs);
+    };
+    // Not given: skipped by name.
+    let Outcome::Skipped(why) = runtime.execute(&tx, &pre, &[me], MOMENT).expect("answers") else {
+        panic!("runs without its ELF")
+    };
+    assert!(why.contains(&program.to_string()), "{why}");
+    runtime.load_programs(&elf(7, MEMO_ELF)).expect("loads");
+    assert_eq!(runtime.loaded_slot(&program), Some(7));
+    memo_ran(&mut runtime);
+    // Kept by deploy slot: bytes that are no ELF at slot 7 are not loaded again.
+    runtime.load_programs(&elf(7, b"not an elf")).expect("kept");
+    memo_ran(&mut runtime);
+    // A new deploy slot is loaded: an ELF the loader refuses is said so, and nothing stays.
+    let why = runtime.load_programs(&elf(8, b"not an elf")).expect_err("refused");
+    assert!(why.contains("was not loaded"), "{why}");
+    assert_eq!(runtime.loaded_slot(&program), None);
+    assert!(matches!(runtime.execute(&tx, &pre, &[me], MOMENT), Ok(Outcome::Skipped(_))));
+    runtime.load_programs(&elf(9, MEMO_ELF)).expect("loads again");
+    memo_ran(&mut runtime);
+}
+
+#[test]
+fn the_runtimes_own_programs_are_never_replaced_and_an_elf_past_the_bound_is_refused() {
+    let mut runtime = Runtime::new();
+    let token = token_program();
+    assert!(runtime.runs_own(&token));
+    let junk = [ProgramElf { id: token, program_data: program_data(key(60), 9, b"junk") }];
+    runtime.load_programs(&junk).expect("its own program stays");
+    assert_eq!(runtime.loaded_slot(&token), None);
+    let big = vec![0u8; RUNTIME_PROGRAM_ELF_BYTES_MAX + 1];
+    let too_big = [ProgramElf { id: key(61), program_data: program_data(key(62), 1, &big) }];
+    let why = runtime.load_programs(&too_big).expect_err("too big");
+    assert!(why.contains(&format!("past {RUNTIME_PROGRAM_ELF_BYTES_MAX}")), "{why}");
+    let not_data = [ProgramElf { id: key(61), program_data: wallet(key(62), SOL) }];
+    assert!(runtime.load_programs(&not_data).is_err_and(|why| why.contains("is not one")));
+}

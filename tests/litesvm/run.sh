@@ -18,7 +18,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
 fi
 
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(fixes.test.mjs oracle.test.mjs scan.test.mjs guards.test.mjs sequence.test.mjs)
+[ ${#files[@]} -gt 0 ] || files=(fixes.test.mjs oracle.test.mjs scan.test.mjs guards.test.mjs sequence.test.mjs program.test.mjs)
 
 echo "litesvm harness: XRAY_BIN=$XRAY_BIN; ${files[*]}"
 status=0

@@ -116,6 +116,14 @@ impl<S: LedgerSource> LedgerSource for Cached<S> {
         self.inner.get_multiple_accounts_base64(addresses).await
     }
 
+    async fn get_multiple_accounts_base64_head(
+        &self,
+        addresses: &[Pubkey],
+        length: usize,
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        self.inner.get_multiple_accounts_base64_head(addresses, length).await
+    }
+
     async fn get_token_accounts_by_owner(
         &self,
         owner: &Pubkey,

@@ -2,9 +2,10 @@
 //!
 //! Owns: `RpcOptions` (timeouts, retries, batching, bounds) and `RpcSource`, which turns each
 //! trait call into the JSON-RPC call a node expects and its answer into wire types. Its parts:
-//! `request` (bodies), `retry` (policy), `transport` (HTTP, pool, retries, size cap), `execute`
-//! (a simulation run in process, in the real runtime on the node's accounts read as bytes; the
-//! node's `simulateTransaction` only where that cannot run it, and sequences on one state).
+//! `request` (bodies), `retry` (policy), `transport` (HTTP, pool, retries, size cap). A
+//! simulation runs in process (`ledger::in_process`: the real runtime on the node's accounts
+//! read as bytes, sequences on one state); the node's `simulateTransaction` answers only where
+//! that cannot run it, and the answer says so.
 //! Called from one thread's current-thread runtime per source; futures are not `Send`.
 //!
 //! Invariant: answers are parsed by `wire::parse_response`, the parser every source shares;
@@ -15,9 +16,9 @@
 //! it refuses (or never answers) the nonce search, that source skips it for
 //! `RpcOptions::nonce_search_refusal_s` (`NONCE_SEARCH_REFUSAL_S` in a server, 0 in the CLI). Bounded everywhere: attempts, waits, body size, requests in flight.
 //! Deliberately absent: caching (the job layer owns reuse; the one exception, the decimals of
-//! SPL Token mints an in-process run read, is `execute`'s) and websocket subscriptions.
+//! SPL Token mints an in-process run read, `in_process::MintDecimals`) and websocket
+//! subscriptions.
 
-mod execute;
 mod request;
 mod retry;
 mod transport;
@@ -30,8 +31,9 @@ use serde::de::DeserializeOwned;
 use simd_json::prelude::ValueAsScalar;
 
 use crate::config;
+use crate::ledger::in_process::{self, MintDecimals, SequenceStep};
 use crate::ledger::model::TokenProgram;
-use crate::ledger::read::{LedgerSource, SequenceMode, SequenceProgress, Simulated};
+use crate::ledger::read::{LedgerSource, SequenceMode, Simulated};
 use crate::ledger::wire::{
     self, Executor, KeyedAccount, RpcResponse, SignatureInfo, SimulateValue, TransactionResult, UiAccount, Value,
     WithContext,
@@ -94,11 +96,9 @@ pub struct RpcSource {
     /// `getProgramAccounts` over the System program, and each job would otherwise pay the
     /// refusal and its retries again.
     nonce_search_refused_until: parking_lot::Mutex<Option<Instant>>,
-    /// The decimals of SPL Token mints the node answered to an in-process run (`execute`): such
-    /// a mint cannot be closed, so they never change at its address; kept
-    /// (at most `config::RPC_MINT_DECIMALS_CACHE_LEN`) and a later scan need not read the mint.
-    /// Boxed: the cache is larger than the rest of the source.
-    mint_decimals: parking_lot::Mutex<Box<lru::LruCache<Pubkey, u8>>>,
+    /// The decimals of SPL Token mints the node answered to an in-process run: a later scan
+    /// need not read the mint again.
+    mint_decimals: MintDecimals,
 }
 
 /// How long a server's source does not ask an endpoint that refused the nonce search again.
@@ -124,9 +124,7 @@ impl RpcSource {
             transport: Transport::new(url, options)?,
             batches_refused: AtomicBool::new(false),
             nonce_search_refused_until: parking_lot::Mutex::new(None),
-            mint_decimals: parking_lot::Mutex::new(Box::new(lru::LruCache::new(
-                std::num::NonZeroUsize::new(config::RPC_MINT_DECIMALS_CACHE_LEN).unwrap_or(std::num::NonZeroUsize::MIN),
-            ))),
+            mint_decimals: MintDecimals::default(),
         })
     }
 
@@ -316,7 +314,15 @@ impl LedgerSource for RpcSource {
         &self,
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
-        self.accounts_page(addresses, request::multiple_accounts_base64_params(addresses)).await
+        self.accounts_page(addresses, request::multiple_accounts_base64_params(addresses, None)).await
+    }
+
+    async fn get_multiple_accounts_base64_head(
+        &self,
+        addresses: &[Pubkey],
+        length: usize,
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        self.accounts_page(addresses, request::multiple_accounts_base64_params(addresses, Some(length))).await
     }
 
     async fn get_token_accounts_by_owner(
@@ -368,56 +374,37 @@ impl LedgerSource for RpcSource {
         Ok(crate::ledger::read::cut_at(page, until))
     }
 
-    /// In process first (`execute`: the real runtime on the node's accounts); the node's
+    /// In process first (`in_process`: the real runtime on the node's accounts); the node's
     /// `simulateTransaction` where that cannot run it, saying why (`Executor::Node`).
     async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
-        crate::ledger::read::check_multiple_accounts_len(accounts.len())?;
-        match in_process(execute::run(self, transaction, accounts, &execute::Overlay::new()).await)? {
-            Ok(executed) => Ok(Simulated::Ran(executed.answer)),
+        match in_process::single(self, Some(&self.mint_decimals), transaction, accounts, unread).await? {
+            Ok(answer) => Ok(Simulated::Ran(answer)),
             Err(reason) => self.node_simulation(transaction, accounts, Some(reason)).await,
         }
     }
 
-    /// `transactions` in order on one state, in process: each on the node's accounts as the
-    /// ones before it left them (`execute::Overlay`). One the runtime cannot run is asked of
-    /// the node when it is the first (it runs on the ledger as it is); at any place, the ones
-    /// after it are then `Skipped`, naming it — what it leaves is not known here (the node's
-    /// post-state is not the runtime's), and running them on a state without it could make a
-    /// drain split around it look harmless.
+    /// `transactions` in order on one state, in process (`in_process::sequence`). One the
+    /// runtime cannot run is asked of the node when it is the first (it runs on the ledger as it
+    /// is); at any other place it is skipped — the node's post-state is not the runtime's, and
+    /// the node cannot run it on the state the ones before it leave.
     async fn simulate_sequence(
         &self,
         transactions: &[(&[u8], &[Pubkey])],
         mode: SequenceMode,
     ) -> Result<Vec<Simulated>, LedgerError> {
-        crate::ledger::read::check_sequence_len(transactions.len())?;
-        let mut overlay = execute::Overlay::new();
-        let mut out = Vec::with_capacity(transactions.len());
-        let mut progress = SequenceProgress::new(mode);
-        for (i, (bytes, wanted)) in transactions.iter().enumerate() {
-            crate::ledger::read::check_multiple_accounts_len(wanted.len())?;
-            if let Some(skipped) = progress.skipped() {
-                out.push(skipped);
-                continue;
-            }
-            match in_process(execute::run(self, bytes, wanted, &overlay).await)? {
-                Ok(executed) => {
-                    if executed.failed {
-                        progress.failed_at(i);
-                    }
-                    overlay.extend(executed.applies);
-                    out.push(Simulated::Ran(executed.answer));
+        let steps = in_process::sequence(self, Some(&self.mint_decimals), transactions, mode, unread).await?;
+        let mut out = Vec::with_capacity(steps.len());
+        for (i, step) in steps.into_iter().enumerate() {
+            out.push(match (step, transactions.get(i)) {
+                (SequenceStep::Answered(simulated), _) => simulated,
+                (SequenceStep::Cannot(reason), Some((bytes, wanted))) if i == 0 => {
+                    self.node_simulation(bytes, wanted, Some(reason)).await?
                 }
-                Err(reason) => {
-                    progress.stopped_at(i);
-                    out.push(match i {
-                        0 => self.node_simulation(bytes, wanted, Some(reason)).await?,
-                        _ => Simulated::Skipped(format!(
-                            "the runtime in process could not run it ({reason}), and the node cannot run it on the \
-                             state the ones before it leave"
-                        )),
-                    });
-                }
-            }
+                (SequenceStep::Cannot(reason), _) => Simulated::Skipped(format!(
+                    "the runtime in process could not run it ({reason}), and the node cannot run it on the state the \
+                     ones before it leave"
+                )),
+            });
         }
         Ok(out)
     }
@@ -451,25 +438,16 @@ impl LedgerSource for RpcSource {
     }
 }
 
-/// An in-process run's answer, or why the node must answer instead (`Err` of the outer
-/// result: the transaction itself is wrong, or the scan's read budget is spent — the node
-/// would be refused the same). The node's own words are logged, never answered: they may name
-/// the provider's project or key.
-fn in_process(run: Result<execute::Run, LedgerError>) -> Result<Result<execute::Executed, String>, LedgerError> {
-    match run {
-        Ok(execute::Run::Ran(executed)) => Ok(Ok(executed)),
-        Ok(execute::Run::Cannot(reason)) => Ok(Err(reason)),
-        Err(e @ (LedgerError::Invalid(_) | LedgerError::OverBudget(_))) => Err(e),
-        Err(e) => {
-            let detail = e.to_string();
-            let mut end = detail.len().min(LOGGED_DETAIL_BYTES_MAX);
-            while !detail.is_char_boundary(end) {
-                end -= 1;
-            }
-            tracing::warn!(detail = &detail[..end], "rpc: the accounts' bytes were not read");
-            Ok(Err("the node did not answer the accounts' bytes".to_owned()))
-        }
+/// Why an in-process run could not read the node's accounts, for the answer. The node's own
+/// words are logged, never answered: they may name the provider's project or key.
+fn unread(e: &LedgerError) -> String {
+    let detail = e.to_string();
+    let mut end = detail.len().min(LOGGED_DETAIL_BYTES_MAX);
+    while !detail.is_char_boundary(end) {
+        end -= 1;
     }
+    tracing::warn!(detail = &detail[..end], "rpc: the accounts' bytes were not read");
+    "the node did not answer the accounts' bytes".to_owned()
 }
 
 /// The most of a node's error a log line keeps.

@@ -37,10 +37,14 @@ pub fn multiple_accounts_params(addresses: &[Pubkey]) -> Value {
     json!([addresses, {"encoding": "jsonParsed"}])
 }
 
-/// `getMultipleAccounts` of the accounts' bytes (what the in-process runtime executes on).
-pub fn multiple_accounts_base64_params(addresses: &[Pubkey]) -> Value {
+/// `getMultipleAccounts` of the accounts' bytes (what the in-process runtime executes on), the
+/// first `head` bytes of each only when given (`dataSlice`).
+pub fn multiple_accounts_base64_params(addresses: &[Pubkey], head: Option<usize>) -> Value {
     let addresses: Vec<String> = addresses.iter().map(Pubkey::to_string).collect();
-    json!([addresses, {"encoding": "base64"}])
+    match head {
+        None => json!([addresses, {"encoding": "base64"}]),
+        Some(length) => json!([addresses, {"encoding": "base64", "dataSlice": {"offset": 0, "length": length}}]),
+    }
 }
 
 pub fn token_accounts_by_owner_params(owner: &Pubkey, program: TokenProgram) -> Value {

@@ -37,6 +37,11 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub enum Entry {
     /// `accounts/<address>.json`: getAccountInfo (also getMultipleAccounts and getBalance).
     Account,
+    /// `account-bytes/<address>.json`: getAccountInfo with `encoding: base64` (also
+    /// getMultipleAccounts base64): what an in-process run executes on. Written for every
+    /// account the recording read (listed token and nonce accounts too) when the manifest says
+    /// `accountBytes`.
+    AccountBytes,
     /// `token-accounts/<owner>.<spl-token|spl-token-2022>.json`: getTokenAccountsByOwner.
     TokenAccounts(TokenProgram),
     /// `nonce-accounts/<authority>.json`: getProgramAccounts of the System program with the
@@ -50,11 +55,13 @@ pub enum Entry {
 
 impl Entry {
     /// Every kind's directory, created by the writer.
-    pub const DIRS: [&'static str; 5] = ["accounts", "token-accounts", "nonce-accounts", "signatures", "transactions"];
+    pub const DIRS: [&'static str; 6] =
+        ["accounts", "account-bytes", "token-accounts", "nonce-accounts", "signatures", "transactions"];
 
     pub fn dir(self) -> &'static str {
         match self {
             Entry::Account => "accounts",
+            Entry::AccountBytes => "account-bytes",
             Entry::TokenAccounts(_) => "token-accounts",
             Entry::NonceAccounts => "nonce-accounts",
             Entry::Signatures => "signatures",
@@ -66,7 +73,9 @@ impl Entry {
         match self {
             Entry::TokenAccounts(TokenProgram::Token) => ".spl-token.json",
             Entry::TokenAccounts(TokenProgram::Token2022) => ".spl-token-2022.json",
-            Entry::Account | Entry::NonceAccounts | Entry::Signatures | Entry::Transaction => ".json",
+            Entry::Account | Entry::AccountBytes | Entry::NonceAccounts | Entry::Signatures | Entry::Transaction => {
+                ".json"
+            }
         }
     }
 
@@ -74,9 +83,11 @@ impl Entry {
     fn name_is_valid(self, name: &str) -> bool {
         match self {
             Entry::Transaction => Signature::parse(name).is_ok(),
-            Entry::Account | Entry::TokenAccounts(_) | Entry::NonceAccounts | Entry::Signatures => {
-                Pubkey::parse(name).is_ok()
-            }
+            Entry::Account
+            | Entry::AccountBytes
+            | Entry::TokenAccounts(_)
+            | Entry::NonceAccounts
+            | Entry::Signatures => Pubkey::parse(name).is_ok(),
         }
     }
 }
@@ -113,6 +124,11 @@ pub struct Manifest {
     pub history_depth: Option<u32>,
     /// The wallets whose views were recorded, in recording order.
     pub wallets: Vec<Pubkey>,
+    /// Whether every account recorded has its bytes too (`account-bytes/`), so a scan runs in
+    /// process on the snapshot; `false` (the default) for a snapshot recorded before bytes were
+    /// kept: such a snapshot does not simulate.
+    #[serde(default)]
+    pub account_bytes: bool,
 }
 
 /// The two fields checked before the rest is parsed, so that a manifest of a later version
@@ -134,6 +150,7 @@ impl Manifest {
             created_at_slot,
             history_depth,
             wallets,
+            account_bytes: false,
         }
     }
 

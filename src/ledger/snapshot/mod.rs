@@ -1,7 +1,8 @@
 //! The snapshot ledger source: recorded JSON-RPC responses in a directory, replayed offline.
 //!
-//! Owns: `SnapshotSource` (answers every `LedgerSource` call from the files) and the directory
-//! format (`format`). Writing snapshots is a dev tool (`devtools::recorder`).
+//! Owns: `SnapshotSource` (answers every `LedgerSource` call from the files, and runs a scanned
+//! transaction in process on the recorded accounts' bytes: `ledger::in_process`) and the
+//! directory format (`format`). Writing snapshots is a dev tool (`devtools::recorder`).
 //! Called from compute threads (each on its own current-thread runtime) and the CLI.
 //!
 //! # Directory format (version 1; docs/snapshot-format.md says the same at more length)
@@ -9,11 +10,16 @@
 //! ```text
 //! <dir>/manifest.json
 //!     {"format": "xray-snapshot", "version": 1, "source": "rpc" | "demo",
-//!      "createdAtSlot": 250000000, "historyDepth": 1000, "wallets": ["<address>", …]}
+//!      "createdAtSlot": 250000000, "historyDepth": 1000, "wallets": ["<address>", …],
+//!      "accountBytes": true}
 //! <dir>/accounts/<address>.json
 //!     a getAccountInfo (jsonParsed) response: {"jsonrpc":"2.0","id":…,"result":
 //!     {"context":{"slot":…},"value":{…} | null}}. Also answers getMultipleAccounts (one file
 //!     per address) and getBalance (value.lamports, 0 for null).
+//! <dir>/account-bytes/<address>.json
+//!     a getAccountInfo (encoding base64) response, for every account recorded (listed token
+//!     and nonce accounts and the Clock sysvar too) when the manifest says `accountBytes`: it
+//!     answers getMultipleAccounts with base64, what a scan executes on.
 //! <dir>/token-accounts/<owner>.spl-token.json
 //! <dir>/token-accounts/<owner>.spl-token-2022.json
 //!     a getTokenAccountsByOwner (jsonParsed, {"programId": …}) response.
@@ -36,6 +42,9 @@
 //! `null`. `getSignaturesForAddress` returns the entries strictly after `before` in the list
 //! (nothing when `before` is not in it, as a node does for an unknown signature), at most
 //! `limit`. `getMultipleAccounts` answers in order, at the highest slot of the files it read.
+//! Bytes are served only by a snapshot whose manifest says `accountBytes` (one recorded before
+//! they were kept does not simulate: its scans are `skipped`, saying why); an account recorded
+//! parsed whose bytes file is missing is refused (`Malformed`), never answered as absent.
 //!
 //! Invariant: a file name is always the base58 text of an address or signature (checked in
 //! `format::entry_path`), so no name leaves the directory; symlinked entry files and kind
@@ -51,8 +60,9 @@ pub mod format;
 
 use std::path::{Path, PathBuf};
 
+use crate::ledger::in_process::{self, SequenceStep};
 use crate::ledger::model::TokenProgram;
-use crate::ledger::read::LedgerSource;
+use crate::ledger::read::{check_sequence_len, LedgerSource, SequenceMode, Simulated};
 use crate::ledger::wire::{
     KeyedAccount, RpcContext, RpcResponse, SignatureInfo, TransactionResult, UiAccount, WithContext,
 };
@@ -102,6 +112,27 @@ impl SnapshotSource {
             None => Ok(self.absent(None)),
             Some((rel, response)) => required(&rel, response),
         }
+    }
+
+    /// The account's bytes (`account-bytes/`). A missing file answers absent only where the
+    /// snapshot holds no parsed account either: a recording keeps both or neither.
+    fn account_bytes(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
+        match format::read_response(&self.root, Entry::AccountBytes, &address.to_base58())? {
+            Some((rel, response)) => required(&rel, response),
+            None if self.account(address)?.value.is_some() => Err(LedgerError::Malformed(format!(
+                "the snapshot holds account {address} parsed but not its bytes (no account-bytes file)"
+            ))),
+            None => Ok(self.absent(None)),
+        }
+    }
+
+    /// Why this snapshot does not run scans in process, when it does not.
+    fn without_bytes(&self) -> Option<String> {
+        (!self.manifest.account_bytes).then(|| {
+            "the snapshot was recorded without its accounts' bytes (its manifest has no accountBytes): record it \
+             again to run scans in process"
+                .to_owned()
+        })
     }
 
     fn signatures(&self, address: &Pubkey) -> Result<Vec<SignatureInfo>, LedgerError> {
@@ -156,9 +187,18 @@ impl LedgerSource for SnapshotSource {
         addresses: &[Pubkey],
     ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
         crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
-        let answers = addresses.iter().map(|a| self.account(a)).collect::<Result<Vec<_>, _>>()?;
-        let slot = answers.iter().map(|a| a.context.slot).max().unwrap_or(self.manifest.created_at_slot);
-        Ok(WithContext { context: RpcContext { slot }, value: answers.into_iter().map(|a| a.value).collect() })
+        self.in_order(addresses, Self::account)
+    }
+
+    async fn get_multiple_accounts_base64(
+        &self,
+        addresses: &[Pubkey],
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        crate::ledger::read::check_multiple_accounts_len(addresses.len())?;
+        if let Some(reason) = self.without_bytes() {
+            return Err(LedgerError::Invalid(reason));
+        }
+        self.in_order(addresses, Self::account_bytes)
     }
 
     async fn get_token_accounts_by_owner(
@@ -203,4 +243,59 @@ impl LedgerSource for SnapshotSource {
     async fn get_transactions(&self, signatures: &[Signature]) -> Result<Vec<Option<TransactionResult>>, LedgerError> {
         signatures.iter().map(|s| self.transaction(s)).collect()
     }
+
+    /// In process, on the recorded accounts' bytes; `Skipped` with the reason where that
+    /// cannot run it (there is no node to ask).
+    async fn simulate_transaction(&self, transaction: &[u8], accounts: &[Pubkey]) -> Result<Simulated, LedgerError> {
+        if let Some(reason) = self.without_bytes() {
+            return Ok(Simulated::Skipped(reason));
+        }
+        Ok(match in_process::single(self, None, transaction, accounts, unread).await? {
+            Ok(answer) => Simulated::Ran(answer),
+            Err(reason) => Simulated::Skipped(reason),
+        })
+    }
+
+    /// In order on one state, in process (`in_process::sequence`); one that cannot run is
+    /// skipped by its reason, and the ones after it naming it.
+    async fn simulate_sequence(
+        &self,
+        transactions: &[(&[u8], &[Pubkey])],
+        mode: SequenceMode,
+    ) -> Result<Vec<Simulated>, LedgerError> {
+        if let Some(reason) = self.without_bytes() {
+            check_sequence_len(transactions.len())?;
+            return Ok(transactions.iter().map(|_| Simulated::Skipped(reason.clone())).collect());
+        }
+        let steps = in_process::sequence(self, None, transactions, mode, unread).await?;
+        Ok(steps
+            .into_iter()
+            .map(|step| match step {
+                SequenceStep::Answered(simulated) => simulated,
+                SequenceStep::Cannot(reason) => Simulated::Skipped(reason),
+            })
+            .collect())
+    }
+}
+
+/// One account's answer (`getAccountInfo`, parsed or as bytes).
+type AccountAnswer = Result<WithContext<Option<UiAccount>>, LedgerError>;
+
+impl SnapshotSource {
+    /// `read` of each address, in order, at the highest slot of the files read.
+    fn in_order(
+        &self,
+        addresses: &[Pubkey],
+        read: fn(&Self, &Pubkey) -> AccountAnswer,
+    ) -> Result<WithContext<Vec<Option<UiAccount>>>, LedgerError> {
+        let answers = addresses.iter().map(|a| read(self, a)).collect::<Result<Vec<_>, _>>()?;
+        let slot = answers.iter().map(|a| a.context.slot).max().unwrap_or(self.manifest.created_at_slot);
+        Ok(WithContext { context: RpcContext { slot }, value: answers.into_iter().map(|a| a.value).collect() })
+    }
+}
+
+/// Why an in-process run could not read the snapshot's bytes (a file's own fault, named by its
+/// path relative to the snapshot).
+fn unread(e: &LedgerError) -> String {
+    format!("the snapshot's bytes of an account could not be read: {e}")
 }

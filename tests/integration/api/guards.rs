@@ -107,7 +107,7 @@ fn guards_are_withheld_for_a_drainer_and_without_a_prediction() {
     assert!(guards["reason"].as_str().is_some_and(|r| r.contains("malicious")), "{guards}");
     assert_eq!((guards["guardInstructions"].clone(), guards["guardedTransaction"].clone()), (json!([]), Value::Null));
     // A source that does not simulate: nothing predicted, nothing to guard.
-    let (_dir, snap) = serve_demo_snapshot();
+    let (_dir, snap) = serve_demo_snapshot_without_bytes();
     let snap_key = snap.key(KeyOptions::default());
     let reply = guarded_scan(&snap, &snap_key.secret, &demo_tx("sol-transfer"), json!(true));
     let guards = &reply.data()["guards"];

@@ -16,6 +16,7 @@ mod monitors;
 mod limits;
 mod openapi;
 mod policy;
+mod programs;
 mod scan;
 mod sequences;
 pub mod readme;

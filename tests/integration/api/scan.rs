@@ -297,13 +297,31 @@ fn the_effects_of_a_drain_name_what_leaves_the_signer() {
 }
 
 #[test]
-fn a_snapshot_source_skips_the_simulation_and_keeps_the_findings() {
-    let (_dir, server) = serve_demo_snapshot();
+fn a_snapshot_source_executes_in_process_and_answers_as_the_demo_does() {
+    // The demo exported as a snapshot (with its accounts' bytes, `account-bytes/`): each case
+    // runs in the real runtime on the recorded bytes — the demo's own answers, byte for byte.
+    let direct = serve(|_| {});
+    let direct_key = direct.key(KeyOptions::default());
+    let (_dir, snap) = serve_demo_snapshot();
+    let snap_key = snap.key(KeyOptions::default());
+    let one = check_cases(&direct, &direct_key.secret);
+    let two = check_cases(&snap, &snap_key.secret);
+    assert_eq!(one.len(), two.len());
+    for (i, (one, two)) in one.iter().zip(&two).enumerate() {
+        let (one, two) = (String::from_utf8_lossy(one), String::from_utf8_lossy(two));
+        assert_eq!(one, two, "case {i}: the snapshot source answers byte for byte as the demo source");
+    }
+}
+
+#[test]
+fn a_snapshot_recorded_without_bytes_skips_the_simulation_and_keeps_the_findings() {
+    let (_dir, server) = serve_demo_snapshot_without_bytes();
     let key = server.key(KeyOptions::default());
     let reply = scan(&server, &key.secret, &scan_body(&demo_tx("set-owner"), None));
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.data()["simulation"]["status"], "skipped", "{reply:?}");
-    assert!(reply.data()["simulation"]["reason"].as_str().is_some_and(|r| r.contains("snapshot")), "{reply:?}");
+    let reason = reply.data()["simulation"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("without its accounts' bytes"), "{reply:?}");
     assert_eq!(reply.data()["effects"], json!([]));
     assert_eq!(findings(&reply), [("token_owner_change".to_owned(), Some(0))]);
     assert_eq!(reply.data()["verdict"], "malicious");

@@ -348,11 +348,30 @@ pub fn serve(tweak: impl FnOnce(&mut ServeConfig)) -> TestServer {
 /// A server over a snapshot of the demo ledger (which does not simulate), exported into a
 /// temporary directory that lives as long as the returned guard.
 pub fn serve_demo_snapshot() -> (tempfile::TempDir, TestServer) {
+    let (dir, snapshot) = export_demo_snapshot();
+    let server = serve(|c| c.ledger = xray::config::SourceSpec::Snapshot { dir: snapshot });
+    (dir, server)
+}
+
+/// The demo's archetypes exported as a snapshot in a temporary directory.
+fn export_demo_snapshot() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = xray::ledger::runtime().expect("runtime");
     let snapshot = dir.path().join("demo");
     rt.block_on(xray::devtools::recorder::export_demo(xray::config::DEMO_SEED_DEFAULT, 0, &snapshot))
         .expect("exported");
+    (dir, snapshot)
+}
+
+/// `serve_demo_snapshot` of a snapshot as one recorded before accounts' bytes were kept: no
+/// `account-bytes/`, no `accountBytes` in its manifest (such a snapshot does not simulate).
+pub fn serve_demo_snapshot_without_bytes() -> (tempfile::TempDir, TestServer) {
+    let (dir, snapshot) = export_demo_snapshot();
+    std::fs::remove_dir_all(snapshot.join("account-bytes")).expect("removed");
+    let manifest = snapshot.join("manifest.json");
+    let mut held: Value = serde_json::from_slice(&std::fs::read(&manifest).expect("manifest")).expect("json");
+    held.as_object_mut().expect("object").remove("accountBytes").expect("accountBytes was recorded");
+    std::fs::write(&manifest, serde_json::to_vec(&held).expect("json")).expect("written");
     let server = serve(|c| c.ledger = xray::config::SourceSpec::Snapshot { dir: snapshot });
     (dir, server)
 }
