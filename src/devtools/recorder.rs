@@ -191,9 +191,11 @@ impl SnapshotWriter {
         Ok(())
     }
 
-    /// Whether the bytes of `address` are recorded.
+    /// Whether the bytes of `address` are recorded at least as new as its parsed answer (a
+    /// parsed answer recorded again at a later slot asks for its bytes again).
     fn has_bytes(&self, address: &Pubkey) -> bool {
-        self.bytes_slots.contains_key(address)
+        let parsed = self.account_slots.get(address).copied().unwrap_or(0);
+        self.bytes_slots.get(address).is_some_and(|&bytes| bytes >= parsed)
     }
 
     /// A `getTokenAccountsByOwner` answer.

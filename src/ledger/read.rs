@@ -56,6 +56,12 @@ pub trait LedgerSource {
         )))
     }
 
+    /// Whether `get_multiple_accounts_base64_head` reads only the head of each account (a node's
+    /// `dataSlice`); a source in process answers whole accounts, which a caller then reads once.
+    fn slices_data(&self) -> bool {
+        false
+    }
+
     /// `get_multiple_accounts_base64` of only the first `length` bytes of each account's data
     /// (`dataSlice` at offset 0): an upgradeable program's deploy slot without its ELF. A
     /// source in process answers the whole accounts (the caller reads what it needs of them).

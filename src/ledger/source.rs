@@ -77,6 +77,10 @@ impl LedgerSource for Source {
         dispatch!(self, s => s.get_multiple_accounts_base64(addresses).await)
     }
 
+    fn slices_data(&self) -> bool {
+        dispatch!(self, s => s.slices_data())
+    }
+
     async fn get_multiple_accounts_base64_head(
         &self,
         addresses: &[Pubkey],

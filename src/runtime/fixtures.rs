@@ -89,7 +89,7 @@ pub fn upgradeable_program(id: Pubkey, data: Pubkey) -> PreAccount {
     PreAccount {
         address: id,
         lamports: 1_141_440,
-        owner: Pubkey(super::UPGRADEABLE_LOADER.to_bytes()),
+        owner: Pubkey(super::programs::UPGRADEABLE_LOADER.to_bytes()),
         data: state,
         executable: true,
     }
@@ -101,5 +101,11 @@ pub fn program_data(address: Pubkey, slot: u64, elf: &[u8]) -> PreAccount {
     data.extend_from_slice(&slot.to_le_bytes());
     data.resize(super::PROGRAM_DATA_HEADER_LEN, 0);
     data.extend_from_slice(elf);
-    PreAccount { address, lamports: SOL, owner: Pubkey(super::UPGRADEABLE_LOADER.to_bytes()), data, executable: false }
+    PreAccount {
+        address,
+        lamports: SOL,
+        owner: Pubkey(super::programs::UPGRADEABLE_LOADER.to_bytes()),
+        data,
+        executable: false,
+    }
 }

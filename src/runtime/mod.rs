@@ -5,21 +5,21 @@
 //!
 //! Owns: `Runtime` (one SVM per thread that executes: built once, ~14 ms on this VM, then
 //! reused), `PreAccount` / `PostAccount` (the accounts in and out, by value), `Outcome` and the
-//! rule for what it cannot run. Below the ledger sources and the scan: it names neither (they
+//! rule for what it cannot run; `programs` owns the upgradeable programs loaded from a source. Below the ledger sources and the scan: it names neither (they
 //! translate their accounts into `PreAccount`s), so the dependency goes one way.
 //!
 //! Invariant: nothing of one execution is seen by the next. The SVM keeps only what it was
 //! built with (builtins, its programs, sysvars) and the upgradeable programs a source gave
-//! (`ProgramElf`: kept by program id and deploy slot — the same ELF at the same slot, so what is
-//! kept is the chain's, not an execution's — at most `RUNTIME_PROGRAMS_BYTES_MAX` of them, then
-//! all forgotten at once); every other account an execution sets is removed after it (where the
-//! SVM held one, put back as it was), and a simulation commits nothing.
+//! (`programs`: kept by program id and deploy slot, for the executions that name them at that
+//! slot — a program kept for one is not held for another); every other account an execution
+//! sets is removed after it (where the SVM held one, put back as it was), and a simulation
+//! commits nothing.
 //! Invariant: a transaction that invokes a program the SVM does not hold, or names an
 //! executable account it does not hold (a program a CPI would reach), is `Skipped` with a
 //! reason naming the program, never run in part; an account given as executable is never
 //! loaded as a program from the caller's bytes (the SVM's own programs answer for theirs), and
-//! a program is loaded only from an upgradeable program's program-data account
-//! (`ProgramElf`), never over one of the SVM's own.
+//! a program is loaded only from the program-data account at its derived address
+//! (`ProgramUse`), never over an account the SVM holds itself.
 //! Invariant: bounded. The transaction is at most `TRANSACTION_BYTES_MAX` bytes (read as the
 //! runtime reads it: fixed-width integers, no trailing bytes), its logs at most
 //! `RUNTIME_LOG_BYTES_MAX`, its time by the compute meter (at most 1.4 million units, the
@@ -35,8 +35,14 @@
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+mod programs;
 #[cfg(test)]
 mod tests;
+
+pub use programs::{
+    deploy_slot_of, program_data_address, program_data_of, ProgramUse, PROGRAMS_PER_EXECUTION_MAX,
+    PROGRAM_DATA_HEADER_LEN, RUNTIME_PROGRAMS_BYTES_MAX, RUNTIME_PROGRAMS_MAX, RUNTIME_PROGRAM_ELF_BYTES_MAX,
+};
 
 use bincode::Options;
 use litesvm::LiteSVM;
@@ -65,24 +71,6 @@ pub const RUNTIME_PRE_DATA_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// mint, nonce and stake layouts of a few hundred bytes, and must not copy megabytes per scan.
 pub const RUNTIME_POST_DATA_BYTES_MAX: usize = 64 * 1024;
 
-/// The most bytes of one upgradeable program's ELF loaded (its program-data account past the
-/// header): mainnet's largest dApp programs are 1–3 MB, and the account is read within a scan's
-/// 8 MiB budget (`config::SCAN_BYTES_PER_SCAN_MAX`), base64 adding a third.
-pub const RUNTIME_PROGRAM_ELF_BYTES_MAX: usize = 4 * 1024 * 1024;
-
-/// The most ELF bytes a thread's runtime keeps loaded, every program together: past it they are
-/// all forgotten (the SVM built again, ~14 ms) before the next is loaded.
-pub const RUNTIME_PROGRAMS_BYTES_MAX: usize = 48 * 1024 * 1024;
-
-/// A program-data account's header (bincode `UpgradeableLoaderState::ProgramData`): the tag (3),
-/// the deploy slot, the upgrade authority as an option (1 + 32 bytes); the ELF follows.
-pub const PROGRAM_DATA_HEADER_LEN: usize = 45;
-const PROGRAM_DATA_TAG: u32 = 3;
-const PROGRAM_TAG: u32 = 2;
-
-/// The upgradeable loader, owner of every program an execution may load.
-pub const UPGRADEABLE_LOADER: Address = solana_address::address!("BPFLoaderUpgradeab1e11111111111111111111111");
-
 /// How many recent slots the SlotHashes sysvar holds (the runtime's own count): a lookup
 /// table created at one of them is created as on a node.
 const SLOT_HASHES_MAX: u64 = 512;
@@ -108,32 +96,6 @@ pub struct PostAccount {
     pub owner: Pubkey,
     pub data: Vec<u8>,
     pub executable: bool,
-}
-
-/// An upgradeable program an execution reaches, as the source holds it: loaded by the runtime
-/// unless it holds the program at that deploy slot already (or runs its own at that id).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProgramElf {
-    pub id: Pubkey,
-    /// Its program-data account: `PROGRAM_DATA_HEADER_LEN` bytes of header, then the ELF.
-    pub program_data: PreAccount,
-}
-
-/// The program-data address an upgradeable program account names (`None`: not one).
-pub fn program_data_of(program: &PreAccount) -> Option<Pubkey> {
-    if program.owner.0 != UPGRADEABLE_LOADER.to_bytes() || !program.executable {
-        return None;
-    }
-    let tag = u32::from_le_bytes(program.data.get(..4)?.try_into().ok()?);
-    let address: [u8; 32] = program.data.get(4..36)?.try_into().ok()?;
-    (tag == PROGRAM_TAG).then_some(Pubkey(address))
-}
-
-/// The deploy slot a program-data account's header names (`None`: not one).
-pub fn deploy_slot_of(data: &[u8]) -> Option<u64> {
-    let tag = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
-    let slot = u64::from_le_bytes(data.get(4..12)?.try_into().ok()?);
-    (tag == PROGRAM_DATA_TAG && data.len() >= PROGRAM_DATA_HEADER_LEN).then_some(slot)
 }
 
 /// The ledger's moment a transaction runs at (the Clock sysvar it reads).
@@ -201,9 +163,8 @@ pub struct Runtime {
     /// The accounts the current execution set, each with what the SVM held there before
     /// (put back when it ends: removed, or the SVM's own restored).
     set: Vec<(Address, Option<Account>)>,
-    /// The upgradeable programs loaded from a source, each at its deploy slot with its ELF's
-    /// bytes; together at most `RUNTIME_PROGRAMS_BYTES_MAX`.
-    loaded: std::collections::HashMap<Pubkey, (u64, usize)>,
+    /// The upgradeable programs loaded from a source, and the ELFs the loader refused.
+    programs: programs::Kept,
 }
 
 impl Default for Runtime {
@@ -220,105 +181,30 @@ impl Runtime {
             .with_blockhash_check(false)
             .with_transaction_history(0)
             .with_log_bytes_limit(Some(RUNTIME_LOG_BYTES_MAX));
-        Runtime { svm, moment: None, set: Vec::new(), loaded: std::collections::HashMap::new() }
-    }
-
-    /// Whether the runtime runs a program of its own at `id` (one a source's ELF never
-    /// replaces).
-    pub fn runs_own(&self, id: &Pubkey) -> bool {
-        let address = Address::new_from_array(id.0);
-        !self.loaded.contains_key(id) && held_ref(&self.svm, &address).is_some_and(|a| a.executable())
-    }
-
-    /// The deploy slot of the program at `id` loaded from a source, if it is.
-    pub fn loaded_slot(&self, id: &Pubkey) -> Option<u64> {
-        self.loaded.get(id).map(|(slot, _)| *slot)
-    }
-
-    /// Loads each of `programs` the runtime does not hold at its deploy slot, for the executions
-    /// after it; or says why one cannot be (too large, not a program-data account, an ELF the
-    /// loader refuses).
-    pub fn load_programs(&mut self, programs: &[ProgramElf]) -> Result<(), String> {
-        for program in programs {
-            let Some(slot) = deploy_slot_of(&program.program_data.data) else {
-                return Err(format!("the program-data account of program {} is not one", program.id));
-            };
-            if self.loaded_slot(&program.id) == Some(slot) || self.runs_own(&program.id) {
-                continue;
-            }
-            let elf_len = program.program_data.data.len() - PROGRAM_DATA_HEADER_LEN;
-            if elf_len > RUNTIME_PROGRAM_ELF_BYTES_MAX {
-                return Err(format!(
-                    "program {}'s ELF is {elf_len} bytes; past {RUNTIME_PROGRAM_ELF_BYTES_MAX} it is not loaded",
-                    program.id
-                ));
-            }
-            let kept: usize = self.loaded.values().map(|(_, len)| len).sum();
-            if kept + elf_len > RUNTIME_PROGRAMS_BYTES_MAX {
-                self.forget_programs();
-            }
-            self.load_one(program, slot, elf_len)?;
-        }
-        Ok(())
-    }
-
-    /// Every program loaded from a source forgotten: the SVM built again.
-    fn forget_programs(&mut self) {
-        debug_assert!(self.set.is_empty(), "no execution is under way");
-        let moment = self.moment;
-        *self = Runtime::new();
-        if let Some(moment) = moment {
-            self.set_moment(moment);
-        }
-    }
-
-    /// Sets the program-data account, then the program account: the SVM loads (verifies) the
-    /// ELF as the program's. It is loaded at slot 0 so that it is visible at every slot an
-    /// execution names (a node's slot may go back a little between scans).
-    fn load_one(&mut self, program: &ProgramElf, slot: u64, elf_len: usize) -> Result<(), String> {
-        let moment = self.moment;
-        self.set_moment(Moment { slot: 0, epoch: 0, unix_timestamp_s: 0 });
-        let data_address = Address::new_from_array(program.program_data.address.0);
-        let data = Account {
-            lamports: program.program_data.lamports.max(1),
-            data: program.program_data.data.clone(),
-            owner: UPGRADEABLE_LOADER,
-            executable: false,
-            rent_epoch: u64::MAX,
-        };
-        let mut state = PROGRAM_TAG.to_le_bytes().to_vec();
-        state.extend_from_slice(&program.program_data.address.0);
-        let account = Account {
-            lamports: self.svm.minimum_balance_for_rent_exemption(state.len()),
-            data: state,
-            owner: UPGRADEABLE_LOADER,
-            executable: true,
-            rent_epoch: u64::MAX,
-        };
-        let id = Address::new_from_array(program.id.0);
-        let loaded = self.svm.set_account(data_address, data).and_then(|()| self.svm.set_account(id, account));
-        if let Some(moment) = moment {
-            self.set_moment(moment);
-        }
-        match loaded {
-            Ok(()) => {
-                self.loaded.insert(program.id, (slot, elf_len));
-                Ok(())
-            }
-            Err(e) => {
-                // Nothing of a refused program stays: it would be held without an ELF.
-                self.forget_programs();
-                Err(format!("program {}'s ELF was not loaded ({e})", program.id))
-            }
-        }
+        Runtime { svm, moment: None, set: Vec::new(), programs: programs::Kept::default() }
     }
 
     /// Executes `transaction` on `pre` (every account it reads that the SVM does not hold
-    /// itself) at `moment`, without committing; answers the post-state of `wanted`.
+    /// itself) at `moment`, without committing; answers the post-state of `wanted`. No program
+    /// loaded from a source runs in it (`execute_with` names those that may).
     pub fn execute(
         &mut self,
         transaction: &[u8],
         pre: &[PreAccount],
+        wanted: &[Pubkey],
+        moment: Moment,
+    ) -> Result<Outcome, RuntimeError> {
+        self.execute_with(transaction, pre, &[], wanted, moment)
+    }
+
+    /// `execute`, with the upgradeable programs `programs` — loaded first where the runtime does
+    /// not hold them at their deploy slot — and no other program loaded from a source: one it
+    /// holds for another execution is not held for this one.
+    pub fn execute_with(
+        &mut self,
+        transaction: &[u8],
+        pre: &[PreAccount],
+        programs: &[ProgramUse],
         wanted: &[Pubkey],
         moment: Moment,
     ) -> Result<Outcome, RuntimeError> {
@@ -330,8 +216,12 @@ impl Runtime {
             return Err(RuntimeError::TooMuchData { given: bytes });
         }
         let tx = read(transaction)?;
+        if let Err(reason) = self.use_programs(programs) {
+            return Ok(Outcome::Skipped(reason));
+        }
         self.set_moment(moment);
-        let outcome = self.with_accounts(pre, |svm| match missing_program(svm, &tx, pre) {
+        let foreign = self.programs.foreign_to(programs);
+        let outcome = self.with_accounts(pre, |svm| match missing_program(svm, &tx, pre, &foreign) {
             Some(program) => Outcome::Skipped(format!(
                 "the runtime does not hold program {program} (no executable loaded for it): its effects are not predicted"
             )),
@@ -423,8 +313,14 @@ fn keeps_its_own(svm: &LiteSVM, address: &Address, account: &PreAccount) -> bool
 /// an instruction invokes, or an executable account it names (a program reached by a CPI —
 /// a Token-2022 transfer hook — is named so; run without it, the transaction would fail here
 /// where a node would run it).
-fn missing_program(svm: &LiteSVM, tx: &VersionedTransaction, pre: &[PreAccount]) -> Option<Pubkey> {
-    let held = |address: &Address| held_ref(svm, address).is_some_and(|a| a.executable());
+/// A program loaded from a source for another execution (`foreign`) is not held for this one.
+fn missing_program(
+    svm: &LiteSVM,
+    tx: &VersionedTransaction,
+    pre: &[PreAccount],
+    foreign: &std::collections::HashSet<Address>,
+) -> Option<Pubkey> {
+    let held = |address: &Address| !foreign.contains(address) && held_ref(svm, address).is_some_and(|a| a.executable());
     let keys = tx.message.static_account_keys();
     let invoked = tx.message.instructions().iter().filter_map(|ix| keys.get(usize::from(ix.program_id_index)));
     let named = pre.iter().filter(|a| a.executable).map(|a| Address::new_from_array(a.address.0));

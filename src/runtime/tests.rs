@@ -163,50 +163,70 @@ fn a_lookup_table_is_created_at_a_recent_slot_as_on_a_node() {
 }
 
 #[test]
-fn an_upgradeable_program_is_loaded_from_its_program_data_and_kept_by_deploy_slot() {
-    let (me, program, data) = (key(1), key(50), key(51));
+fn an_upgradeable_program_is_loaded_from_its_program_data_and_runs_only_where_named_at_its_slot() {
+    let (me, program) = (key(1), key(50));
+    let data = program_data_address(&program);
     let memo = Instruction::new_with_bytes(addr(program), b"hello", vec![]);
     let tx = transaction(me, &[memo]);
     let pre = [wallet(me, SOL), upgradeable_program(program, data)];
-    let elf = |slot: u64, bytes: &[u8]| [ProgramElf { id: program, program_data: program_data(data, slot, bytes) }];
+    let at = |slot: u64, elf: Option<&[u8]>| {
+        [ProgramUse { id: program, deploy_slot: slot, program_data: elf.map(|b| program_data(data, slot, b)) }]
+    };
     let mut runtime = Runtime::new();
-    let memo_ran = |runtime: &mut Runtime| {
-        let out = ran(runtime.execute(&tx, &pre, &[me], MOMENT).expect("runs"));
+    let run = |runtime: &mut Runtime, programs: &[ProgramUse]| {
+        runtime.execute_with(&tx, &pre, programs, &[me], MOMENT).expect("answers")
+    };
+    let memo_ran = |outcome: Outcome| {
+        let out = ran(outcome);
         assert_eq!(out.err, None, "{:?}", out.logs);
         assert!(out.logs.iter().any(|l| l.contains("Memo (len 5)")), "{:?}", out.logs);
     };
-    // Not given: skipped by name.
-    let Outcome::Skipped(why) = runtime.execute(&tx, &pre, &[me], MOMENT).expect("answers") else {
-        panic!("runs without its ELF")
+    let skipped = |outcome: Outcome| match outcome {
+        Outcome::Skipped(why) => why,
+        Outcome::Ran(ran) => panic!("ran: {:?}", ran.logs),
     };
-    assert!(why.contains(&program.to_string()), "{why}");
-    runtime.load_programs(&elf(7, MEMO_ELF)).expect("loads");
-    assert_eq!(runtime.loaded_slot(&program), Some(7));
-    memo_ran(&mut runtime);
-    // Kept by deploy slot: bytes that are no ELF at slot 7 are not loaded again.
-    runtime.load_programs(&elf(7, b"not an elf")).expect("kept");
-    memo_ran(&mut runtime);
-    // A new deploy slot is loaded: an ELF the loader refuses is said so, and nothing stays.
-    let why = runtime.load_programs(&elf(8, b"not an elf")).expect_err("refused");
-    assert!(why.contains("was not loaded"), "{why}");
-    assert_eq!(runtime.loaded_slot(&program), None);
-    assert!(matches!(runtime.execute(&tx, &pre, &[me], MOMENT), Ok(Outcome::Skipped(_))));
-    runtime.load_programs(&elf(9, MEMO_ELF)).expect("loads again");
-    memo_ran(&mut runtime);
+    // Not given: skipped by name.
+    assert!(skipped(run(&mut runtime, &[])).contains(&program.to_string()));
+    memo_ran(run(&mut runtime, &at(7, Some(MEMO_ELF))));
+    assert!(runtime.holds(&program, 7));
+    // Kept by deploy slot: named at 7 again, it runs without its ELF given.
+    memo_ran(run(&mut runtime, &at(7, None)));
+    // Kept for the executions that name it: one that does not, does not run it.
+    assert!(skipped(run(&mut runtime, &[])).contains(&program.to_string()));
+    // Named at another slot, without its ELF: not held there.
+    assert!(skipped(run(&mut runtime, &at(8, None))).contains("no longer held"));
+    // An ELF the loader refuses: said so, remembered, and the one kept at 7 stays whole.
+    assert!(skipped(run(&mut runtime, &at(8, Some(b"not an elf")))).contains("was not loaded"));
+    assert!(runtime.refused(&program, 8) && runtime.holds(&program, 7));
+    assert!(skipped(run(&mut runtime, &at(8, Some(MEMO_ELF)))).contains("refused by the loader"));
+    memo_ran(run(&mut runtime, &at(7, None)));
+    // An upgrade (a new deploy slot) loads the new ELF over the old.
+    memo_ran(run(&mut runtime, &at(9, Some(MEMO_ELF))));
+    assert!(runtime.holds(&program, 9) && !runtime.holds(&program, 7));
 }
 
 #[test]
-fn the_runtimes_own_programs_are_never_replaced_and_an_elf_past_the_bound_is_refused() {
+fn a_program_is_loaded_only_from_its_own_program_data_and_never_over_the_runtimes_own() {
     let mut runtime = Runtime::new();
+    let me = key(1);
     let token = token_program();
     assert!(runtime.runs_own(&token));
-    let junk = [ProgramElf { id: token, program_data: program_data(key(60), 9, b"junk") }];
-    runtime.load_programs(&junk).expect("its own program stays");
-    assert_eq!(runtime.loaded_slot(&token), None);
-    let big = vec![0u8; RUNTIME_PROGRAM_ELF_BYTES_MAX + 1];
-    let too_big = [ProgramElf { id: key(61), program_data: program_data(key(62), 1, &big) }];
-    let why = runtime.load_programs(&too_big).expect_err("too big");
-    assert!(why.contains(&format!("past {RUNTIME_PROGRAM_ELF_BYTES_MAX}")), "{why}");
-    let not_data = [ProgramElf { id: key(61), program_data: wallet(key(62), SOL) }];
-    assert!(runtime.load_programs(&not_data).is_err_and(|why| why.contains("is not one")));
+    let tx = transaction(me, &[Instruction::new_with_bytes(addr(key(61)), b"x", vec![])]);
+    let mut refused = |id: Pubkey, data: PreAccount, slot: u64| {
+        let programs = [ProgramUse { id, deploy_slot: slot, program_data: Some(data) }];
+        match runtime.execute_with(&tx, &[wallet(me, SOL)], &programs, &[me], MOMENT).expect("answers") {
+            Outcome::Skipped(why) => why,
+            Outcome::Ran(_) => panic!("ran"),
+        }
+    };
+    let junk = program_data(program_data_address(&token), 9, b"junk");
+    assert!(refused(token, junk, 9).contains("holds itself"));
+    let big = program_data(program_data_address(&key(61)), 1, &vec![0u8; RUNTIME_PROGRAM_ELF_BYTES_MAX + 1]);
+    assert!(refused(key(61), big, 1).contains(&format!("past {RUNTIME_PROGRAM_ELF_BYTES_MAX}")));
+    // A sysvar named as the program data: not at the program's derived address.
+    let rent = "SysvarRent111111111111111111111111111111111".parse().expect("address");
+    assert!(refused(key(61), program_data(rent, 1, MEMO_ELF), 1).contains("derived address"));
+    let elsewhere = program_data(program_data_address(&key(61)), 2, MEMO_ELF);
+    assert!(refused(key(61), elsewhere, 3).contains("does not name deploy slot 3"));
+    assert!(runtime.runs_own(&token));
 }

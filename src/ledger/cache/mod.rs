@@ -116,6 +116,10 @@ impl<S: LedgerSource> LedgerSource for Cached<S> {
         self.inner.get_multiple_accounts_base64(addresses).await
     }
 
+    fn slices_data(&self) -> bool {
+        self.inner.slices_data()
+    }
+
     async fn get_multiple_accounts_base64_head(
         &self,
         addresses: &[Pubkey],

@@ -25,7 +25,8 @@
 //! Reads account layouts with `ledger::demo::bytes` — the crate's one reader of on-chain
 //! layouts (the official interface crates' unpackers), which the demo's model happens to own.
 //! An upgradeable program the runtime does not run itself is loaded from its program-data
-//! account (`programs`), kept by the thread's runtime by deploy slot.
+//! account (`programs`), kept by the thread's runtime by deploy slot, and runs only in the
+//! executions that name it at that slot (`runtime::ProgramUse`).
 //! Deliberately absent: sysvars besides Clock (the SVM's own Rent and
 //! EpochSchedule are mainnet's values; its StakeHistory is empty and its SlotHashes made up, so
 //! a transaction invoking the Stake program is `Cannot` too); interrupting an execution (it runs
@@ -51,7 +52,7 @@ use crate::ledger::transaction::{decode, Decoded};
 use crate::ledger::wire::{Executor, RpcContext, SimulateValue, UiAccount, Value, WithContext};
 use crate::ledger::LedgerError;
 use crate::pubkey::Pubkey;
-use crate::runtime::{with_thread_runtime, Moment, Outcome, PostAccount, PreAccount, ProgramElf};
+use crate::runtime::{with_thread_runtime, Moment, Outcome, PostAccount, PreAccount, ProgramUse};
 
 /// The Clock sysvar: the moment the transaction runs at, read from the source.
 const SYSVAR_CLOCK: &str = "SysvarC1ock11111111111111111111111111111111";
@@ -149,6 +150,20 @@ pub async fn sequence<S: LedgerSource>(
     Ok(out)
 }
 
+/// Logs why a source's bytes could not be read (at most `LOGGED_DETAIL_BYTES_MAX` of it): what
+/// a source said is never answered — it may name a provider's project or key.
+pub fn log_unread(source: &'static str, e: &LedgerError) {
+    let detail = e.to_string();
+    let mut end = detail.len().min(LOGGED_DETAIL_BYTES_MAX);
+    while !detail.is_char_boundary(end) {
+        end -= 1;
+    }
+    tracing::warn!(source, detail = &detail[..end], "the accounts' bytes were not read");
+}
+
+/// The most of a source's error a log line keeps.
+const LOGGED_DETAIL_BYTES_MAX: usize = 1_024;
+
 /// A run's answer with the source's failures to read turned into `Cannot` (`unread`), and the
 /// transaction's own faults and the spent read budget kept as errors.
 fn settle(run: Result<Run, LedgerError>, unread: &impl Unread) -> Result<Run, LedgerError> {
@@ -164,7 +179,7 @@ struct Loaded {
     parsed: Parsed,
     pre: Vec<PreAccount>,
     /// The upgradeable programs it reaches that the runtime must be given.
-    programs: Vec<ProgramElf>,
+    programs: Vec<ProgramUse>,
     decimals: BTreeMap<Pubkey, u8>,
     moment: Moment,
 }
@@ -182,9 +197,8 @@ async fn run<S: LedgerSource>(
         Ok(loaded) => loaded,
         Err(reason) => return Ok(Run::Cannot(reason)),
     };
-    let executed = with_thread_runtime(|runtime| match runtime.load_programs(&loaded.programs) {
-        Ok(()) => runtime.execute(transaction, &loaded.pre, wanted, loaded.moment),
-        Err(reason) => Ok(Outcome::Skipped(reason)),
+    let executed = with_thread_runtime(|runtime| {
+        runtime.execute_with(transaction, &loaded.pre, &loaded.programs, wanted, loaded.moment)
     });
     let ran = match executed {
         Ok(Outcome::Ran(ran)) => ran,

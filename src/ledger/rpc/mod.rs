@@ -317,6 +317,10 @@ impl LedgerSource for RpcSource {
         self.accounts_page(addresses, request::multiple_accounts_base64_params(addresses, None)).await
     }
 
+    fn slices_data(&self) -> bool {
+        true
+    }
+
     async fn get_multiple_accounts_base64_head(
         &self,
         addresses: &[Pubkey],
@@ -441,17 +445,9 @@ impl LedgerSource for RpcSource {
 /// Why an in-process run could not read the node's accounts, for the answer. The node's own
 /// words are logged, never answered: they may name the provider's project or key.
 fn unread(e: &LedgerError) -> String {
-    let detail = e.to_string();
-    let mut end = detail.len().min(LOGGED_DETAIL_BYTES_MAX);
-    while !detail.is_char_boundary(end) {
-        end -= 1;
-    }
-    tracing::warn!(detail = &detail[..end], "rpc: the accounts' bytes were not read");
+    in_process::log_unread("rpc", e);
     "the node did not answer the accounts' bytes".to_owned()
 }
-
-/// The most of a node's error a log line keeps.
-const LOGGED_DETAIL_BYTES_MAX: usize = 1_024;
 
 #[cfg(test)]
 mod tests {

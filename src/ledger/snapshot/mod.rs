@@ -114,16 +114,19 @@ impl SnapshotSource {
         }
     }
 
-    /// The account's bytes (`account-bytes/`). A missing file answers absent only where the
-    /// snapshot holds no parsed account either: a recording keeps both or neither.
+    /// The account's bytes (`account-bytes/`). Absent (no file, or `null`) only where the
+    /// snapshot holds no parsed account either: never "absent" for an account it holds.
     fn account_bytes(&self, address: &Pubkey) -> Result<WithContext<Option<UiAccount>>, LedgerError> {
-        match format::read_response(&self.root, Entry::AccountBytes, &address.to_base58())? {
-            Some((rel, response)) => required(&rel, response),
-            None if self.account(address)?.value.is_some() => Err(LedgerError::Malformed(format!(
-                "the snapshot holds account {address} parsed but not its bytes (no account-bytes file)"
-            ))),
-            None => Ok(self.absent(None)),
+        let bytes = match format::read_response(&self.root, Entry::AccountBytes, &address.to_base58())? {
+            Some((rel, response)) => required(&rel, response)?,
+            None => self.absent(None),
+        };
+        if bytes.value.is_none() && self.account(address)?.value.is_some() {
+            return Err(LedgerError::Malformed(format!(
+                "the snapshot holds account {address} parsed but not its bytes"
+            )));
         }
+        Ok(bytes)
     }
 
     /// Why this snapshot does not run scans in process, when it does not.
@@ -294,8 +297,9 @@ impl SnapshotSource {
     }
 }
 
-/// Why an in-process run could not read the snapshot's bytes (a file's own fault, named by its
-/// path relative to the snapshot).
+/// Why an in-process run could not read the snapshot's bytes. What the file said is logged,
+/// never answered: a recorded error object may carry a provider's words (a URL, a key).
 fn unread(e: &LedgerError) -> String {
-    format!("the snapshot's bytes of an account could not be read: {e}")
+    in_process::log_unread("snapshot", e);
+    "the snapshot's bytes of an account could not be read (the server's log says why)".to_owned()
 }

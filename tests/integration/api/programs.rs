@@ -19,8 +19,12 @@ const SYSTEM: &str = "11111111111111111111111111111111";
 
 const WALLET: Pubkey = Pubkey([21; 32]);
 const PROGRAM: Pubkey = Pubkey([22; 32]);
-const PROGRAM_DATA: Pubkey = Pubkey([23; 32]);
 const FRESH: Pubkey = Pubkey([24; 32]);
+
+/// Where the upgradeable loader keeps the program's data: the address derived from its id.
+fn program_data() -> Pubkey {
+    xray::runtime::program_data_address(&PROGRAM)
+}
 
 fn bytes_account(lamports: u64, owner: &str, data: &[u8], executable: bool) -> UiAccount {
     use base64::Engine as _;
@@ -44,7 +48,7 @@ fn snapshot(dir: &std::path::Path, deploy_slot: Option<u64>) -> std::path::PathB
     w.record_account(&WALLET, SLOT, Some(&wallet)).expect("recorded");
     w.record_account_bytes(&WALLET, SLOT, Some(&wallet)).expect("recorded");
     let mut program = 2u32.to_le_bytes().to_vec();
-    program.extend_from_slice(&PROGRAM_DATA.0);
+    program.extend_from_slice(&program_data().0);
     w.record_account_bytes(&PROGRAM, SLOT, Some(&bytes_account(1_141_440, UPGRADEABLE_LOADER, &program, true)))
         .expect("recorded");
     if let Some(slot) = deploy_slot {
@@ -55,7 +59,7 @@ fn snapshot(dir: &std::path::Path, deploy_slot: Option<u64>) -> std::path::PathB
         data.resize(45, 0);
         data.extend_from_slice(MEMO_ELF);
         let account = bytes_account(SOL, UPGRADEABLE_LOADER, &data, false);
-        w.record_account_bytes(&PROGRAM_DATA, SLOT, Some(&account)).expect("recorded");
+        w.record_account_bytes(&program_data(), SLOT, Some(&account)).expect("recorded");
     }
     w.finish(&[WALLET], "rpc").expect("finished");
     out
@@ -114,5 +118,5 @@ fn a_program_whose_program_data_is_not_held_is_skipped_naming_it() {
     let simulation = &reply.data()["simulation"];
     assert_eq!(simulation["status"], "skipped", "{reply:?}");
     let reason = simulation["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains(&PROGRAM_DATA.to_string()) && reason.contains("program-data"), "{reason}");
+    assert!(reason.contains(&program_data().to_string()) && reason.contains("program-data"), "{reason}");
 }
