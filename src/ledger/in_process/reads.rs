@@ -36,7 +36,7 @@ pub struct Reads {
     left: BTreeMap<Pubkey, Option<PreAccount>>,
     /// What the source answered (`None`: it holds no such account).
     read: BTreeMap<Pubkey, Option<PreAccount>>,
-    /// The lowest context slot the source answered at (`u64::MAX` before any answer).
+    /// The lowest context slot the source answered at (`None` before any answer).
     slot: Option<u64>,
 }
 
