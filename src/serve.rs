@@ -531,22 +531,44 @@ fn announce(running: &Running) -> Result<(), String> {
 /// `xray serve`: start, serve until SIGINT or SIGTERM, stop gracefully.
 pub fn run(config: &ServeConfig) -> Result<(), String> {
     let running = start_showing(config, show_first_key)?;
+    // Before the announcement: whoever reads it may send SIGTERM at once, and a signal with no
+    // handler yet would end the process without the drain.
+    let signals = StopSignals::install()?;
     announce(&running)?;
-    wait_for_signal()?;
+    signals.wait()?;
     tracing::info!("signal received: draining");
     running.shutdown()
 }
 
-/// Blocks until SIGINT or SIGTERM (on a small tokio runtime: listener threads never block).
-pub fn wait_for_signal() -> Result<(), String> {
-    let runtime = crate::ledger::runtime()?;
-    runtime.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| format!("SIGTERM handler: {e}"))?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+/// SIGINT and SIGTERM, caught from `install` on (on a small tokio runtime: listener threads
+/// never block).
+pub struct StopSignals {
+    runtime: tokio::runtime::Runtime,
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Replaces the default dispositions (which end the process) from this call on.
+    pub fn install() -> Result<Self, String> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let runtime = crate::ledger::runtime()?;
+        let entered = runtime.enter();
+        let interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+        let terminate = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+        drop(entered);
+        Ok(StopSignals { runtime, interrupt, terminate })
+    }
+
+    /// Blocks until SIGINT or SIGTERM arrives (or arrived since `install`).
+    pub fn wait(self) -> Result<(), String> {
+        let StopSignals { runtime, mut interrupt, mut terminate } = self;
+        runtime.block_on(async {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        });
         Ok(())
-    })
+    }
 }

@@ -24,7 +24,7 @@ use crate::auth::table::bearer_token;
 use crate::config::IoDriver;
 use crate::http::{start, ApiRequest, ApiResponse, Handler, RequestId, ServerConfig, StopState, ThreadContext};
 use crate::pubkey::Pubkey;
-use crate::serve::wait_for_signal;
+use crate::serve::StopSignals;
 
 /// The baseline's body: the same bytes as a healthy `/healthz`.
 const BASELINE_BODY: &[u8] = br#"{"status":"ok"}"#;
@@ -136,6 +136,8 @@ pub fn run_edge(mode: EdgeMode, listen: std::net::SocketAddr, threads: usize, dr
         EdgeMode::Baseline => start(config, |_: &ThreadContext| BaselineHandler),
     }
     .map_err(|e| e.to_string())?;
+    // Before the announcement (see `serve::run`).
+    let signals = StopSignals::install()?;
     let drivers: Vec<&str> = handle.drivers().iter().map(|d| d.as_str()).collect();
     eprintln!(
         "{mode:?} edge listening on http://{} ({} threads: {})",
@@ -143,7 +145,7 @@ pub fn run_edge(mode: EdgeMode, listen: std::net::SocketAddr, threads: usize, dr
         drivers.len(),
         drivers.join(", ")
     );
-    wait_for_signal()?;
+    signals.wait()?;
     handle.start_draining();
     handle.shutdown().map_err(|e| e.to_string())
 }

@@ -298,7 +298,7 @@ fn readme_shell_blocks_run_as_written() {
             Err(failure) => failures.push(failure),
         }
     }
-    assert!(server.terminate().success(), "the server stops cleanly after the blocks");
+    server.stop_gracefully();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 

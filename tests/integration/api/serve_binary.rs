@@ -122,6 +122,13 @@ impl Server {
         }
     }
 
+    /// SIGTERM, and the exit status must be 0 (the graceful stop); a failure names the status
+    /// (a signal there means the process died before its handler was installed).
+    pub(crate) fn stop_gracefully(&mut self) {
+        let status = self.terminate();
+        assert!(status.success(), "xray serve after SIGTERM: {status} (a graceful stop exits 0)");
+    }
+
     /// kill -9: no chance to flush or finish anything.
     pub(crate) fn kill_9(&mut self) {
         self.child.kill().expect("SIGKILL");
@@ -176,12 +183,12 @@ fn first_start_prints_one_key_and_a_restart_prints_none() {
     assert_eq!(status.body["data"]["key"]["account"], account.as_str(), "the status names the same account");
     let token_mode = std::fs::metadata(dir.path().join("admin.token")).expect("admin token").permissions();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&token_mode) & 0o777, 0o600);
-    assert!(server.terminate().success(), "a graceful stop exits 0");
+    server.stop_gracefully();
 
     let mut again = start(dir.path(), &["--listener-threads", "1", "--compute-threads", "1"]);
     assert_eq!(again.first_key, None, "the key is shown once only");
     assert_eq!(get(again.api, &format!("{API}/status"), &key).status, 200, "the stored key still works");
-    assert!(again.terminate().success());
+    again.stop_gracefully();
 }
 
 /// The webhook client never follows the environment's proxy variables: a proxy would resolve
@@ -221,7 +228,7 @@ fn webhooks_never_follow_the_environments_proxy() {
     let request = rx.recv_timeout(Duration::from_secs(20)).expect("the receiver got the delivery directly");
     assert!(request.starts_with("POST /hook "), "origin-form, not a proxy's absolute-form: {request}");
     assert!(matches!(proxy.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "no proxy connection");
-    assert!(server.terminate().success());
+    server.stop_gracefully();
 }
 
 #[test]
@@ -288,7 +295,7 @@ fn keys_cli_creates_lists_rotates_and_revokes_on_every_thread() {
     assert!(unknown.contains("404 NOT_FOUND"), "{unknown}");
     let bad = keys(data, &["create", "--name", "x", "--scopes", "wallet:fly"]).expect_err("bad scope");
     assert!(bad.contains("400 INVALID_REQUEST") && bad.contains("scopes"), "{bad}");
-    assert!(server.terminate().success());
+    server.stop_gracefully();
     let stopped = keys(data, &["list"]).expect_err("no server");
     assert!(stopped.contains("is `xray serve` running"), "{stopped}");
 }
@@ -328,7 +335,7 @@ fn admin_listener_needs_its_token_and_serves_metrics() {
         assert!(text.contains(series), "metrics lack {series}:\n{text}");
     }
     assert!(!text.contains(&key) && !text.contains(&token), "metrics never show a secret");
-    assert!(server.terminate().success());
+    server.stop_gracefully();
 }
 
 /// Reads a text (non-JSON) reply on `conn` into `text`; returns its status.
@@ -422,13 +429,13 @@ fn kill_9_loses_no_acknowledged_job_and_charges_exactly_once() {
     assert_eq!(quota["reserved"].as_u64(), Some(0), "{usage:?}");
     assert_eq!(usage.body["data"]["refunded"].as_u64(), Some(1), "the FAILED job is refunded once");
     assert_eq!(usage.body["data"]["byOperation"]["walletAnalysis"].as_u64(), Some(READY_WALLETS.len() as u64));
-    assert!(server.terminate().success());
+    server.stop_gracefully();
     rpc.stop().expect("JSON-RPC server stops");
 }
 
 /// Stops `server` gracefully and returns every line it logged (stderr closes at exit).
 pub(crate) fn log_lines(mut server: Server) -> Vec<String> {
-    assert!(server.terminate().success());
+    server.stop_gracefully();
     let log = server.log.take().expect("started with start_logging");
     log.iter().collect()
 }
@@ -709,7 +716,7 @@ fn kill_9_cycles_under_load_lose_nothing_acknowledged_and_charge_exactly() {
     let quota = &usage.body["data"]["quota"];
     assert_eq!((quota["used"].as_u64(), quota["reserved"].as_u64()), (Some(ready), Some(0)), "{usage:?}");
     assert_eq!(usage.body["data"]["refunded"].as_u64(), Some(failed), "{usage:?}");
-    assert!(server.terminate().success());
+    server.stop_gracefully();
 }
 
 /// Issue #16: `xray labels import` turns the OFAC SDN list's Solana addresses (legacy CSV and

@@ -45,7 +45,7 @@ fn an_etcd_snapshot_restores_every_nodes_keys_usage_and_results() {
     let file = snapshot.path().join("etcd.db");
     etcd.snapshot_save(&file);
     for node in &mut nodes {
-        assert!(node.terminate().success());
+        node.stop_gracefully();
     }
     etcd.restore_from_snapshot(&file);
     let nodes: Vec<_> = dirs.iter().map(|d| start_node_on(&etcd.endpoints(), d.path(), &prefix, &[])).collect();

@@ -133,7 +133,7 @@ fn three_nodes_answer_as_one_and_a_restarted_node_sees_everything() {
     let counts = idempotent_across_nodes(&nodes, &key);
 
     // C stops and starts again on the same etcd: the key, the jobs and the usage are all there.
-    assert!(nodes[c].server.terminate().success());
+    nodes[c].server.stop_gracefully();
     let prefix = etcd_prefix_of(&nodes[a]);
     nodes[c].server = start_node(nodes[c].dir.path(), &prefix, &[]);
     assert_eq!(nodes[c].server.first_key, None, "a restart prints no key");

@@ -485,7 +485,7 @@ fn an_incremental_backup_links_what_is_unchanged_and_stands_alone() {
     assert!(!full.exists() && fourth.exists() && fifth.exists() && backups.join("not-a-backup").exists());
 
     // Each backup stands alone: with its base gone, the incremental one restores whole.
-    assert!(server.terminate().success());
+    server.stop_gracefully();
     let restored = root.path().join("restored");
     cli(&restored, "restore", &["--from", fourth.to_str().expect("utf-8")]).expect("restore of an incremental backup");
     let server = start(&restored, &flags);
@@ -522,7 +522,7 @@ fn a_stop_of_the_server_ends_a_running_backup_and_removes_what_it_wrote() {
     backup_copying(&data, &to);
     assert!(to.is_dir());
     let stopping = Instant::now();
-    assert!(server.terminate().success(), "a stop during a backup is a clean stop");
+    server.stop_gracefully();
     assert!(stopping.elapsed() < Duration::from_secs(10), "stopped in {:?}", stopping.elapsed());
     assert!(!to.exists(), "the stopped backup removed what it wrote");
     assert!(!data.join("backup-staging").exists(), "and its staging directory");
@@ -566,7 +566,7 @@ fn a_restore_refuses_a_partial_a_corrupted_or_a_newer_backup_and_writes_nothing(
     let mut server = start(&data, &["--listener-threads", "1", "--compute-threads", "1"]);
     let good = root.path().join("good");
     cli(&data, "backup", &["--wait-s", "60", "--to", good.to_str().expect("utf-8")]).expect("xray backup");
-    assert!(server.terminate().success());
+    server.stop_gracefully();
     let manifest_text = std::fs::read_to_string(good.join("manifest.json")).expect("manifest");
     let manifest: Value = serde_json::from_str(&manifest_text).expect("JSON");
 
@@ -636,7 +636,7 @@ fn a_restore_refuses_a_partial_a_corrupted_or_a_newer_backup_and_writes_nothing(
     cli(&restored, "restore", &["--from", good.to_str().expect("utf-8")]).expect("restore");
     let mut again = start(&restored, &["--listener-threads", "1", "--compute-threads", "1"]);
     assert_eq!(again.first_key, None);
-    assert!(again.terminate().success());
+    again.stop_gracefully();
 }
 
 /// A disk that fills mid-backup: the backup ends `FAILED` naming the cause, leaves nothing on
