@@ -8,7 +8,7 @@
 CARGO_TARGET_DIR ?= /var/tmp/xray-target
 export CARGO_TARGET_DIR
 # RocksDB's C++ as a unity build, compiled by `deps` before cargo runs and linked by
-# librocksdb-sys as a prebuilt library: 228-256 s instead of ~850 s on 2 cores
+# librocksdb-sys as a prebuilt library: ~190 s instead of ~850 s on 2 cores
 # (scripts/rocksdb.sh says why and where; XRAY_ROCKSDB_UNITY=0 turns it off). Exported to
 # every recipe, so the scripts that call cargo build against the same library.
 ifeq ($(origin ROCKSDB_LIB_DIR),undefined)
@@ -43,17 +43,19 @@ run: build
 # for both commands (a debug test build would compile it a second time, ~30 min on 2 cores).
 test: deps
 	@bash scripts/step.sh --begin
+	@bash scripts/step.sh --beside "monitors load, smoke" env SMOKE=1 bash loadtest/monitors.sh
 	@bash scripts/step.sh "compile the test targets (cargo test --no-run)" cargo test --release --lib --tests --benches --no-run
+	@bash scripts/step.sh --join
 	@bash scripts/step.sh "cargo test: unit, integration, benches once" env RUST_TEST_THREADS=$(TEST_THREADS) cargo test --release --lib --tests --benches
 	@bash scripts/step.sh "doc tests" cargo test --release --doc --quiet
 	@bash scripts/step.sh "signing binding (Python verifier)" python3 -B tests/signing/test_binding.py
+	@bash scripts/step.sh --beside "TypeScript client" bash clients/ts/run-tests.sh
 	@bash scripts/step.sh "LiteSVM suite" bash tests/litesvm/run.sh
+	@bash scripts/step.sh --join
 	@bash scripts/step.sh "labelled corpus" bash tests/corpus/run.sh
 	@bash scripts/step.sh "saturation harness, smoke" env SMOKE=1 bash loadtest/max.sh
 	@bash scripts/step.sh "schemathesis" bash tests/schemathesis/run.sh
 	@bash scripts/step.sh "k6 flows, smoke" env SMOKE=1 bash loadtest/flows.sh
-	@bash scripts/step.sh "monitors load, smoke" env SMOKE=1 bash loadtest/monitors.sh
-	@bash scripts/step.sh "TypeScript client" bash clients/ts/run-tests.sh
 	@bash scripts/step.sh "generated Python client" bash tests/pyclient/run.sh
 	@bash scripts/step.sh --summary
 

@@ -4,10 +4,47 @@
 # it (the README's Tests section quotes such a table). The table lives beside cargo's target
 # directory so a clean clone leaves no file behind in the tree.
 # Exits with the command's status, so `make` stops at the first failing step as before.
+#
+# `step.sh --beside LABEL CMD…` starts a step in the background, its output kept aside, for a
+# step that mostly waits (timers, a slow node) next to one that keeps the cores busy;
+# `step.sh --join` waits for every such step, prints its output, records its row and fails if
+# it failed. Only steps with no latency threshold go beside another: they share the cores.
 set -uo pipefail
 table="${CARGO_TARGET_DIR:-/var/tmp/xray-target}/make-test-steps.tsv"
+beside="$table.beside"
 case "${1:-}" in
-  --begin) mkdir -p "$(dirname "$table")" && : >"$table" && date +%s >"$table.start"; exit 0 ;;
+  --begin) mkdir -p "$(dirname "$table")" && : >"$table" && date +%s >"$table.start" && rm -rf "$beside"; exit 0 ;;
+  --beside)
+    label=$2
+    shift 2
+    mkdir -p "$beside"
+    n=$(find "$beside" -name '*.label' | wc -l)
+    printf '%s' "$label" >"$beside/$n.label"
+    # The wrapper writes the step's seconds and status when it ends; --join reads them.
+    (t0=$(date +%s); "$@" >"$beside/$n.out" 2>&1; status=$?
+     printf '%d\t%d\n' "$(( $(date +%s) - t0 ))" "$status" >"$beside/$n.done") </dev/null &
+    echo "== step started beside the next ones: $label" >&2
+    exit 0 ;;
+  --join)
+    failed=0
+    for label_file in "$beside"/*.label; do
+      [ -e "$label_file" ] || continue
+      n=$(basename "$label_file" .label)
+      # Bounded: a step beside another ends within its own limits; 15 minutes is far past them.
+      for _ in $(seq 1 9000); do [ -e "$beside/$n.done" ] && break; sleep 0.1; done
+      label="$(cat "$label_file") (beside)"
+      cat "$beside/$n.out" >&2
+      if [ -e "$beside/$n.done" ]; then
+        IFS=$'\t' read -r seconds status <"$beside/$n.done"
+      else
+        seconds=900 status=124
+      fi
+      printf '%d\t%d\t%s\n' "$seconds" "$status" "$label" >>"$table"
+      echo "== step done: $label ($seconds s, exit $status)" >&2
+      [ "$status" -eq 0 ] || failed=1
+      rm -f "$label_file" "$beside/$n.out" "$beside/$n.done"
+    done
+    exit "$failed" ;;
   --summary)
     start=$(cat "$table.start" 2>/dev/null || date +%s)
     echo "== make test, step by step (wall-clock seconds on $(nproc) cores)"
