@@ -11,8 +11,13 @@ export CARGO_TARGET_DIR
 # librocksdb-sys as a prebuilt library: ~190 s instead of ~850 s on 2 cores
 # (scripts/rocksdb.sh says why and where; XRAY_ROCKSDB_UNITY=0 turns it off). Exported to
 # every recipe, so the scripts that call cargo build against the same library.
+# $(shell) sees neither make's command-line variables nor its default CXX: pass them as the
+# recipes (where `deps` builds the library) will see them.
+ifneq ($(filter environment command line,$(origin CXX)),)
+ROCKSDB_CXX := CXX='$(CXX)'
+endif
 ifeq ($(origin ROCKSDB_LIB_DIR),undefined)
-ROCKSDB_LIB_DIR := $(shell bash scripts/rocksdb.sh --dir)
+ROCKSDB_LIB_DIR := $(shell CARGO_TARGET_DIR='$(CARGO_TARGET_DIR)' XRAY_ROCKSDB_UNITY='$(XRAY_ROCKSDB_UNITY)' $(ROCKSDB_CXX) bash scripts/rocksdb.sh --dir)
 ifneq ($(ROCKSDB_LIB_DIR),)
 export ROCKSDB_LIB_DIR
 export ROCKSDB_STATIC := 1
@@ -43,6 +48,7 @@ run: build
 # for both commands (a debug test build would compile it a second time, ~30 min on 2 cores).
 test: deps
 	@bash scripts/step.sh --begin
+	@bash scripts/step.sh "build the server (cargo build; nothing to do after make run)" cargo build --release --bins
 	@bash scripts/step.sh --beside "monitors load, smoke" env SMOKE=1 bash loadtest/monitors.sh
 	@bash scripts/step.sh "compile the test targets (cargo test --no-run)" cargo test --release --lib --tests --benches --no-run
 	@bash scripts/step.sh --join

@@ -20,7 +20,7 @@ INCREMENT=${INCREMENT:-$((ANALYSES / 100))}
 CLIENT_THREADS=${CLIENT_THREADS:-4}
 PORT_BASE=${PORT_BASE:-18900}
 XRAY_BIN=${XRAY_BIN:-${CARGO_TARGET_DIR:-/var/tmp/xray-target}/release/xray}
-[ -x "$XRAY_BIN" ] || { . "$(dirname "$0")/../scripts/cargo-env.sh"; cargo build --release --bin xray >&2; }
+[ -x "$XRAY_BIN" ] || { . scripts/cargo-env.sh; cargo build --release --bin xray >&2; }
 . loadtest/lib.sh   # WORK, PIDS (stopped on exit), wait_http
 
 DATA=$WORK/data

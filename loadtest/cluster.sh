@@ -45,7 +45,7 @@ trap cleanup EXIT
 for tool in wrk etcd etcdctl; do
   command -v "$tool" >/dev/null || { echo "$tool not found (make deps installs it)" >&2; exit 1; }
 done
-. "$(dirname "$0")/../scripts/cargo-env.sh"
+. scripts/cargo-env.sh
 cargo build --release --quiet --bin xray --example openload
 
 wait_http() { # url

@@ -68,7 +68,7 @@ if ! command -v wrk >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
 fi
-if [ -z "${XRAY_BIN_DIR:-}" ]; then . "$(dirname "$0")/../scripts/cargo-env.sh"; cargo build --release --bins --example bare --example openload >&2; fi
+if [ -z "${XRAY_BIN_DIR:-}" ]; then . scripts/cargo-env.sh; cargo build --release --bins --example bare --example openload >&2; fi
 
 
 declare -A PORT_PID

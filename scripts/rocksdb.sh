@@ -33,31 +33,42 @@ CXX=${CXX:-clang++}
 TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/xray-target}
 version=$(sed -n '/^name = "librocksdb-sys"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
 
+lz4_version=$(sed -n '/^name = "lz4-sys"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
+
+# Not the compiler's presence: `make` asks for the directory before `deps` installs clang.
+# Anything that would change the crate's own flags (C++ flags, a C++ standard, a target CPU in
+# the Rust flags) leaves RocksDB to the crate: these flags would no longer be its flags.
 supported() {
   [ "${XRAY_ROCKSDB_UNITY:-1}" != 0 ] && [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ] &&
-    [ "$version" = "$FLAGS_READ_FROM" ] && command -v "$CXX" >/dev/null 2>&1
+    [ "$version" = "$FLAGS_READ_FROM" ] && [ -n "$lz4_version" ] &&
+    [ -z "${CXXFLAGS:-}${CXXFLAGS_x86_64_unknown_linux_gnu:-}${ROCKSDB_CXX_STD:-}" ] &&
+    ! printf '%s' "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}${CARGO_BUILD_RUSTFLAGS:-}" | grep -q 'target-cpu'
 }
 
-dir="$TARGET_DIR/rocksdb/$version-$(basename "$CXX")-r$REVISION"
+dir="$TARGET_DIR/rocksdb/$version-lz4-$lz4_version-$(basename "$CXX")-r$REVISION"
 if [ "${1:-}" = --dir ]; then
   if supported; then echo "$dir"; fi
   exit 0
 fi
 supported || { echo "rocksdb.sh: not used here (see its header); cargo compiles RocksDB" >&2; exit 0; }
+command -v "$CXX" >/dev/null 2>&1 || { echo "rocksdb.sh: $CXX not found (scripts/deps.sh installs clang)" >&2; exit 1; }
 # A library of the caller's own (ROCKSDB_LIB_DIR set elsewhere) is theirs to build.
-[ "${ROCKSDB_LIB_DIR:-$dir}" = "$dir" ] || exit 0
+if [ "${ROCKSDB_LIB_DIR:-$dir}" != "$dir" ]; then
+  [ -f "$ROCKSDB_LIB_DIR/librocksdb.a" ] && exit 0
+  echo "rocksdb.sh: ROCKSDB_LIB_DIR=$ROCKSDB_LIB_DIR holds no librocksdb.a (this script builds only $dir)" >&2
+  exit 1
+fi
 [ -f "$dir/librocksdb.a" ] && exit 0
 
 # One builder at a time (two `make`s at once would both build).
 mkdir -p "$TARGET_DIR/rocksdb"
-exec 9>"$TARGET_DIR/rocksdb/.lock"
+exec 9>>"$TARGET_DIR/rocksdb/.lock"
 flock 9
 [ -f "$dir/librocksdb.a" ] && exit 0
 
 cargo fetch --locked --quiet
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 src=$(ls -d "$cargo_home"/registry/src/*/"librocksdb-sys-$version" | head -1)
-lz4_version=$(sed -n '/^name = "lz4-sys"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
 lz4=$(ls -d "$cargo_home"/registry/src/*/"lz4-sys-$lz4_version"/liblz4/lib | head -1)
 [ -f "$src/rocksdb_lib_sources.txt" ] && [ -f "$lz4/lz4.h" ] ||
   { echo "rocksdb.sh: the fetched sources of librocksdb-sys $version or lz4-sys are missing" >&2; exit 1; }
@@ -69,6 +80,7 @@ jobs=${JOBS:-$(nproc)}
 # build) ~850 s.
 units=$((jobs * 2))
 ((units >= 4)) || units=4
+((units <= 64)) || units=64
 work=$(mktemp -d "$TARGET_DIR/rocksdb/build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -91,8 +103,10 @@ echo "rocksdb.sh: compiling RocksDB $version ($(wc -l < "$work/sources") files i
   "$jobs jobs, $CXX) into $dir" >&2
 started=$(date +%s)
 export CXX
+# A unit that fails prints its first errors; xargs still waits for the others (exit 1, not
+# 255), then fails the script.
 printf '%s\n' "$work"/unit.???.cc |
-  xargs -P "$jobs" -I{} sh -c '"$CXX" "$@" -c "$0" -o "$0.o" 2>"$0.err" || { echo "rocksdb.sh: $0 failed:" >&2; head -c 4000 "$0.err" >&2; exit 255; }' {} "${flags[@]}"
+  xargs -d '\n' -P "$jobs" -I{} sh -c '"$CXX" "$@" -c "$0" -o "$0.o" 2>"$0.err" || { echo "rocksdb.sh: $0 failed:" >&2; head -c 4000 "$0.err" >&2; exit 1; }' {} "${flags[@]}"
 ar crs "$work/librocksdb.a" "$work"/unit.???.cc.o
 printf '%s\n' "$CXX ${flags[*]}" > "$work/flags.txt"
 mkdir -p "$dir"

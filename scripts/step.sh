@@ -12,17 +12,28 @@
 set -uo pipefail
 table="${CARGO_TARGET_DIR:-/var/tmp/xray-target}/make-test-steps.tsv"
 beside="$table.beside"
+# Ends what a previous run left beside (its make stopped at a failing step): each such step is
+# a process group of its own, its id in <n>.pgid.
+stop_beside() {
+  for pgid_file in "$beside"/*.pgid; do
+    [ -e "$pgid_file" ] && kill -- "-$(cat "$pgid_file")" 2>/dev/null
+  done
+  rm -rf "$beside"
+}
 case "${1:-}" in
-  --begin) mkdir -p "$(dirname "$table")" && : >"$table" && date +%s >"$table.start" && rm -rf "$beside"; exit 0 ;;
+  --begin) stop_beside; mkdir -p "$(dirname "$table")" && : >"$table" && date +%s >"$table.start"; exit 0 ;;
   --beside)
     label=$2
     shift 2
     mkdir -p "$beside"
     n=$(find "$beside" -name '*.label' | wc -l)
     printf '%s' "$label" >"$beside/$n.label"
-    # The wrapper writes the step's seconds and status when it ends; --join reads them.
-    (t0=$(date +%s); "$@" >"$beside/$n.out" 2>&1; status=$?
-     printf '%d\t%d\n' "$(( $(date +%s) - t0 ))" "$status" >"$beside/$n.done") </dev/null &
+    # The wrapper writes the step's seconds and status when it ends (whole, through a rename);
+    # --join reads them. setsid: a group of its own, so --begin or --join can end all of it.
+    setsid bash -c 't0=$(date +%s); "$@" >"$0.out" 2>&1; status=$?
+      printf "%d\t%d\n" "$(( $(date +%s) - t0 ))" "$status" >"$0.done.tmp" && mv "$0.done.tmp" "$0.done"' \
+      "$beside/$n" "$@" </dev/null &
+    echo $! >"$beside/$n.pgid"
     echo "== step started beside the next ones: $label" >&2
     exit 0 ;;
   --join)
@@ -37,12 +48,13 @@ case "${1:-}" in
       if [ -e "$beside/$n.done" ]; then
         IFS=$'\t' read -r seconds status <"$beside/$n.done"
       else
+        kill -- "-$(cat "$beside/$n.pgid")" 2>/dev/null
         seconds=900 status=124
       fi
       printf '%d\t%d\t%s\n' "$seconds" "$status" "$label" >>"$table"
       echo "== step done: $label ($seconds s, exit $status)" >&2
       [ "$status" -eq 0 ] || failed=1
-      rm -f "$label_file" "$beside/$n.out" "$beside/$n.done"
+      rm -f "$label_file" "$beside/$n.out" "$beside/$n.done" "$beside/$n.pgid"
     done
     exit "$failed" ;;
   --summary)

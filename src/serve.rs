@@ -530,10 +530,11 @@ fn announce(running: &Running) -> Result<(), String> {
 
 /// `xray serve`: start, serve until SIGINT or SIGTERM, stop gracefully.
 pub fn run(config: &ServeConfig) -> Result<(), String> {
-    let running = start_showing(config, show_first_key)?;
-    // Before the announcement: whoever reads it may send SIGTERM at once, and a signal with no
-    // handler yet would end the process without the drain.
+    // First: whoever reads the key notice, the announcement or a `/healthz` answer may send
+    // SIGTERM at once, and a signal with no handler yet would end the process without the
+    // drain. One during the start is kept and drains as soon as the start is done.
     let signals = StopSignals::install()?;
+    let running = start_showing(config, show_first_key)?;
     announce(&running)?;
     signals.wait()?;
     tracing::info!("signal received: draining");

@@ -130,14 +130,14 @@ pub enum EdgeMode {
 /// Serves `mode` until SIGINT or SIGTERM, then drains. For the load-test harness and as a
 /// hidden CLI subcommand.
 pub fn run_edge(mode: EdgeMode, listen: std::net::SocketAddr, threads: usize, driver: IoDriver) -> Result<(), String> {
+    // Before the listeners serve (see `serve::run`).
+    let signals = StopSignals::install()?;
     let config = ServerConfig { listen, threads, driver, ..ServerConfig::default() };
     let handle = match mode {
         EdgeMode::Demo => start(config, DemoHandler::new),
         EdgeMode::Baseline => start(config, |_: &ThreadContext| BaselineHandler),
     }
     .map_err(|e| e.to_string())?;
-    // Before the announcement (see `serve::run`).
-    let signals = StopSignals::install()?;
     let drivers: Vec<&str> = handle.drivers().iter().map(|d| d.as_str()).collect();
     eprintln!(
         "{mode:?} edge listening on http://{} ({} threads: {})",
