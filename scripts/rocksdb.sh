@@ -15,7 +15,8 @@
 # The sources are the ones cargo fetched for the locked `librocksdb-sys` (its RocksDB, its
 # pre-generated build_version.cc); the flags are its build script's for Linux x86-64 with the
 # crate features this project enables (lz4 only) and the release profile's opt-level 2. The
-# directory's name carries the crate version, the compiler and REVISION: change the flags,
+# directory's name carries the crate's and lz4-sys's versions, the compiler and REVISION (and
+# holds flags.txt, the command line, for whoever reads it): change the flags,
 # bump REVISION (a new directory, so cargo links the new library: ROCKSDB_LIB_DIR changes).
 #
 # Used only where those flags are known to be right: Linux on x86-64, the librocksdb-sys
@@ -31,9 +32,10 @@ REVISION=2
 FLAGS_READ_FROM=0.19.0+11.8.1
 CXX=${CXX:-clang++}
 TARGET_DIR=${CARGO_TARGET_DIR:-/var/tmp/xray-target}
-version=$(sed -n '/^name = "librocksdb-sys"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
-
-lz4_version=$(sed -n '/^name = "lz4-sys"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
+# The version Cargo.lock holds for package $1.
+locked_version() { sed -n "/^name = \"$1\"\$/{n;s/^version = \"\(.*\)\"\$/\1/p;}" Cargo.lock; }
+version=$(locked_version librocksdb-sys)
+lz4_version=$(locked_version lz4-sys)
 
 # Not the compiler's presence: `make` asks for the directory before `deps` installs clang.
 # Anything that would change the crate's own flags (C++ flags, a C++ standard, a target CPU in

@@ -536,7 +536,7 @@ pub fn run(config: &ServeConfig) -> Result<(), String> {
     let signals = StopSignals::install()?;
     let running = start_showing(config, show_first_key)?;
     announce(&running)?;
-    signals.wait()?;
+    signals.wait();
     tracing::info!("signal received: draining");
     running.shutdown()
 }
@@ -562,7 +562,7 @@ impl StopSignals {
     }
 
     /// Blocks until SIGINT or SIGTERM arrives (or arrived since `install`).
-    pub fn wait(self) -> Result<(), String> {
+    pub fn wait(self) {
         let StopSignals { runtime, mut interrupt, mut terminate } = self;
         runtime.block_on(async {
             tokio::select! {
@@ -570,6 +570,5 @@ impl StopSignals {
                 _ = terminate.recv() => {}
             }
         });
-        Ok(())
     }
 }

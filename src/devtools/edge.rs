@@ -145,7 +145,7 @@ pub fn run_edge(mode: EdgeMode, listen: std::net::SocketAddr, threads: usize, dr
         drivers.len(),
         drivers.join(", ")
     );
-    signals.wait()?;
+    signals.wait();
     handle.start_draining();
     handle.shutdown().map_err(|e| e.to_string())
 }
