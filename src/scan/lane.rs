@@ -139,7 +139,9 @@ pub struct Observed {
     pub simulation: SimulationOutcome,
     pub counterparties: CounterpartiesOutcome,
     /// The calling thread's CPU time the reads took, µs: a memory-resident source computes them
-    /// there (its simulation runs the runtime); 0 over a network (the lane's thread waits).
+    /// there (its simulation runs the runtime); 0 over a network (the lane's thread waits). The
+    /// wall time instead when that is below one token's worth (`Lane::extra_tokens` charges
+    /// nothing for either) or the charge is off.
     pub here_us: u64,
 }
 
@@ -338,14 +340,15 @@ impl Lane {
                 let pool = Arc::clone(&self.pool);
                 // The thread's CPU time, not the wall clock: a busy machine's waits are not the
                 // scan's to pay for (the work never yields: `Deadline::Never`, no I/O). Its end is
-                // read only when the wall clock (no system call) passed one token's worth: CPU time
-                // never exceeds it, so below that the charge is none either way (issue #41 item 9:
+                // read only when the wall clock (no system call) came within the clocks' slack of
+                // one token's worth: the CPU time of the same stretch is at most the wall time
+                // plus that slack, so below it the charge is none either way (issue #41 item 9:
                 // the thread clock is a system call, ~1.7 µs on this VM).
                 let (started_us, started) = (thread_cpu_us(), Instant::now());
                 let mut answer = serve(&here.source, &here.caches, pool, account, work, Deadline::Never).await;
                 let wall_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
                 let free_us = self.listener_us_per_token;
-                let here_us = match free_us == 0 || wall_us <= free_us {
+                let here_us = match free_us == 0 || wall_us.saturating_add(THREAD_CLOCK_SLACK_US) <= free_us {
                     true => wall_us,
                     false => thread_cpu_us().saturating_sub(started_us),
                 };
@@ -558,6 +561,11 @@ async fn serve(
     })
     .await
 }
+
+/// How far a stretch's thread CPU time, read around its wall-clock reads and truncated to µs,
+/// may exceed its wall time, µs: the CPU clock's reads enclose the wall clock's, each rounding
+/// loses under 1 µs, and one clock read takes ~1.7 µs here.
+const THREAD_CLOCK_SLACK_US: u64 = 5;
 
 /// CPU time this thread has used, µs (`CLOCK_THREAD_CPUTIME_ID`); 0 if the clock cannot be
 /// read (then nothing is charged: never more than the work).

@@ -290,13 +290,29 @@ mod tests {
         }
 
         #[test]
-        fn escapes_as_serde_json_does(text in "[ -~\u{0}-\u{1f}\"\\\\é€😀]{0,24}") {
+        fn escapes_as_serde_json_does(text in "[ -~\u{0}-\u{1f}\u{7f}\"\\\\é€😀]{0,24}") {
             let mut fast = Vec::new();
             write_string_contents(&mut fast, &text);
             let expected = serde_json::to_string(&text).expect("json");
             // serde_json escapes the same set; it writes U+007F raw too, and `\u00xx` in lowercase.
             proptest::prop_assert_eq!(format!("\"{}\"", String::from_utf8(fast).expect("utf-8")), expected);
         }
+    }
+
+    #[test]
+    fn every_pair_of_boundary_characters_is_ordered_as_utf16_orders_it() {
+        let edges = ["a", "\u{7f}", "\u{80}", "\u{7ff}", "\u{800}", "\u{d000}", "\u{d7ff}", "\u{e000}", "\u{e001}"];
+        let edges = [&edges[..], &["\u{ffff}", "\u{10000}", "\u{10001}", "\u{10ffff}", "é", "€", "😀"]].concat();
+        for a in &edges {
+            for b in &edges {
+                for (x, y) in [(a.to_string(), b.to_string()), (format!("k{a}z"), format!("k{b}a"))] {
+                    assert_eq!(utf16_cmp(&x, &y), x.encode_utf16().cmp(y.encode_utf16()), "{x:?} against {y:?}");
+                }
+            }
+        }
+        // Two characters of one lead byte that differ in a continuation byte.
+        assert!(utf16_cmp("\u{d7fe}", "\u{d7ff}").is_lt());
+        assert!(utf16_cmp("\u{d7ff}", "\u{10000}").is_lt());
     }
 
     #[test]
